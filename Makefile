@@ -1,0 +1,59 @@
+# Baton: the single entry point. `make dev` serves the engine locally, `make test` runs everything.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# The first Python >= 3.11 on PATH (Lambda runs 3.12; 3.11 is supported too).
+BASE_PYTHON ?= $(shell for p in python3.12 python3.11 python3.13 python3; do \
+	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+	&& { command -v $$p; break; }; done)
+STAMP := $(VENV)/.installed
+
+.PHONY: help install dev test lint typecheck unit integration e2e infra bench layer synth clean
+
+help:
+	@echo "make dev    - install and serve Baton on http://127.0.0.1:$${BATON_PORT:-8080}"
+	@echo "make test   - install and run lint, types and the whole test suite"
+	@echo "make bench  - run the benchmarks (prints ratios against raw baselines)"
+	@echo "make layer  - build the Lambda layer;  make synth - synthesize the CDK app"
+
+$(STAMP): pyproject.toml sdk/python/pyproject.toml
+	@test -n "$(BASE_PYTHON)" || { echo "error: need Python >= 3.11 on PATH" >&2; exit 1; }
+	@echo "==> creating $(VENV) with $(BASE_PYTHON)"
+	@test -x $(PY) || $(BASE_PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install --quiet --disable-pip-version-check uv==0.13.8
+	@echo "==> installing baton, the worker SDK and dev tools (uv, compiled bytecode)"
+	@$(VENV)/bin/uv pip install --python $(PY) --compile-bytecode --quiet \
+		-e '.[dev]' -e sdk/python
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+dev: $(STAMP)
+	@$(VENV)/bin/baton dev
+
+lint: $(STAMP)
+	@echo "==> ruff"
+	@$(VENV)/bin/ruff check .
+	@$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	@echo "==> mypy"
+	@$(VENV)/bin/mypy
+
+test: lint typecheck
+	@echo "==> pytest"
+	@$(PY) -m pytest -n 2 --dist loadgroup -q $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	@$(PY) bench/engine_throughput.py
+
+layer: $(STAMP)
+	@$(PY) layers/build.py
+
+synth: $(STAMP) layer
+	@$(PY) infra/app.py
+
+clean:
+	rm -rf $(VENV) cdk.out layers/build .pytest_cache .mypy_cache .ruff_cache

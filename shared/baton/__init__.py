@@ -1,0 +1,5 @@
+"""Baton: a workflow orchestration engine on PostgreSQL."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

@@ -1,0 +1,310 @@
+"""The decider: given an instance's state and an event, what changes.
+
+Pure logic over in-memory state: it records the rows to write in :class:`Changes` and the store
+writes them in the same transaction that locked the instance. Nothing here does I/O except through
+``step_output``, the read-only lookup of earlier step outputs for expressions.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from baton.definitions import ServiceTaskStep, SignalStep, Step, UserTaskStep
+from baton.engine import expressions
+from baton.engine.plan import Plan
+from baton.engine.retry import retry_delay_seconds
+
+# Instance statuses
+RUNNING = "RUNNING"
+COMPLETED = "COMPLETED"
+FAILED = "FAILED"
+TIMED_OUT = "TIMED_OUT"
+CANCELLED = "CANCELLED"
+TERMINAL = frozenset({COMPLETED, FAILED, TIMED_OUT, CANCELLED})
+
+# Step statuses (plus COMPLETED, FAILED, TIMED_OUT, CANCELLED above)
+SCHEDULED = "SCHEDULED"
+IN_PROGRESS = "IN_PROGRESS"
+
+
+@dataclass(slots=True)
+class InstanceState:
+    """The instance row as the decider sees it (mutable within one decision)."""
+
+    id: uuid.UUID
+    definition_name: str
+    status: str
+    version: int
+    input: dict[str, Any]
+    variables: dict[str, Any]
+    correlation_id: str | None = None
+    output: Any = None
+    reason: str | None = None
+    clear_timeout: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NewStep:
+    id: uuid.UUID
+    step_id: str
+    step_type: str
+    status: str
+    input: Any
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    id: uuid.UUID
+    step_execution_id: uuid.UUID
+    job_type: str
+    lease_seconds: int
+    retries_remaining: int
+    payload: Any
+    payload_json: str
+    deadline_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class StepUpdate:
+    id: uuid.UUID
+    status: str
+    output: Any = None
+    error: str | None = None
+    attempt: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobRetry:
+    id: uuid.UUID
+    run_at: datetime
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEvent:
+    event: str
+    job_id: uuid.UUID | None = None
+    detail: Mapping[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class Changes:
+    """Everything one decision writes, flushed by the store in one round trip."""
+
+    new_steps: list[NewStep] = field(default_factory=list)
+    new_jobs: list[NewJob] = field(default_factory=list)
+    step_updates: list[StepUpdate] = field(default_factory=list)
+    completed_jobs: list[uuid.UUID] = field(default_factory=list)
+    failed_jobs: list[uuid.UUID] = field(default_factory=list)
+    retried_jobs: list[JobRetry] = field(default_factory=list)
+    cancel_open_work: bool = False  # instance ended: cancel its open steps and jobs
+    audit: list[AuditEvent] = field(default_factory=list)
+    instance_changed: bool = False
+    counters: dict[str, int] = field(default_factory=dict)
+
+    def count(self, name: str, n: int = 1) -> None:
+        self.counters[name] = self.counters.get(name, 0) + n
+
+
+StepOutputLookup = Callable[[str], Any]
+
+
+class Decider:
+    """One decision on one instance. Call one event method, then read ``changes``."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        instance: InstanceState,
+        step_output: StepOutputLookup,
+        now: datetime,
+    ) -> None:
+        self.plan = plan
+        self.instance = instance
+        self.now = now
+        self.changes = Changes()
+        self._outputs: dict[str, Any] = {}
+        self._lookup = step_output
+
+    # --- events -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.changes.audit.append(AuditEvent("INSTANCE_STARTED"))
+        self.changes.count("InstancesStarted")
+        self._schedule(self.plan.first())
+
+    def step_completed(self, step_id: str, step_execution_id: uuid.UUID, output: Any) -> None:
+        """A step finished successfully with ``output`` (a dict merges into variables)."""
+        self.changes.step_updates.append(StepUpdate(step_execution_id, "COMPLETED", output))
+        self._outputs[step_id] = output
+        if isinstance(output, dict) and output:
+            self.instance.variables = {**self.instance.variables, **output}
+        self.changes.instance_changed = True
+        self._advance_after(step_id)
+
+    def job_completed(
+        self, job_id: uuid.UUID, step_id: str, step_execution_id: uuid.UUID, output: Any
+    ) -> None:
+        self.changes.completed_jobs.append(job_id)
+        self.changes.audit.append(AuditEvent("JOB_COMPLETED", job_id))
+        self.changes.count("JobsCompleted")
+        self.step_completed(step_id, step_execution_id, output)
+
+    def job_failed(
+        self,
+        job_id: uuid.UUID,
+        step_id: str,
+        step_execution_id: uuid.UUID,
+        *,
+        attempt: int,
+        retries_remaining: int,
+        error: str,
+        retryable: bool,
+    ) -> None:
+        policy = self.plan.policy(step_id)
+        self.changes.audit.append(
+            AuditEvent(
+                "JOB_FAILED",
+                job_id,
+                {"error": error, "retryable": retryable, "attempt": attempt},
+            )
+        )
+        self.changes.instance_changed = True
+        if retryable and retries_remaining > 0:
+            retry_number = attempt  # attempt 1 failed: first retry
+            delay = retry_delay_seconds(
+                policy.retry_logic,
+                policy.retry_delay_seconds,
+                retry_number,
+                policy.max_retry_delay_seconds,
+            )
+            run_at = self.now + timedelta(seconds=delay)
+            self.changes.retried_jobs.append(JobRetry(job_id, run_at, error))
+            self.changes.step_updates.append(
+                StepUpdate(step_execution_id, SCHEDULED, error=error, attempt=attempt + 1)
+            )
+            self.changes.audit.append(
+                AuditEvent(
+                    "JOB_RETRY_SCHEDULED",
+                    job_id,
+                    {"attempt": attempt + 1, "delaySeconds": delay, "runAt": run_at.isoformat()},
+                )
+            )
+            self.changes.count("JobsRetried")
+            return
+        self.changes.failed_jobs.append(job_id)
+        self.changes.count("JobsFailed")
+        why = error if not retryable else f"{error} (retries exhausted after {attempt} attempts)"
+        self.changes.step_updates.append(StepUpdate(step_execution_id, FAILED, error=why))
+        self._finish(FAILED, f"step {step_id!r} failed: {why}")
+
+    def cancel(self, reason: str) -> None:
+        self._finish(CANCELLED, reason)
+
+    def time_out(self, reason: str) -> None:
+        self._finish(TIMED_OUT, reason)
+
+    # --- mechanics ---------------------------------------------------------------------------
+
+    def _advance_after(self, step_id: str) -> None:
+        nxt = self.plan.next_after(step_id)
+        if nxt is not None:
+            self._schedule(nxt)
+            return
+        container = self.plan.container_of(step_id)
+        if container is None:
+            self._complete_instance()
+        # Container step types (SWITCH, PARALLEL...) resolve their end-of-list here.
+
+    def _schedule(self, step: Step) -> None:
+        scheduler = _SCHEDULERS[step.type]
+        scheduler(self, step)
+
+    def _scope(self) -> expressions.Scope:
+        inst = self.instance
+        workflow = {
+            "input": inst.input,
+            "variables": inst.variables,
+            "instanceId": str(inst.id),
+            "correlationId": inst.correlation_id,
+            "definitionName": inst.definition_name,
+        }
+        return expressions.Scope(workflow=workflow, step_output=self._step_output)
+
+    def _step_output(self, step_id: str) -> Any:
+        if step_id not in self._outputs:
+            self._outputs[step_id] = self._lookup(step_id)
+        return self._outputs[step_id]
+
+    def resolve(self, template: Any) -> Any:
+        return expressions.resolve(template, self._scope())
+
+    def add_step(self, step: Step, status: str, step_input: Any) -> uuid.UUID:
+        sid = uuid.uuid4()
+        self.changes.new_steps.append(NewStep(sid, step.id, step.type, status, step_input))
+        return sid
+
+    def _complete_instance(self) -> None:
+        params = self.plan.definition.output_parameters
+        output = self.resolve(params) if params is not None else dict(self.instance.variables)
+        self.instance.output = output
+        self._finish(COMPLETED, None)
+
+    def _finish(self, status: str, reason: str | None) -> None:
+        inst = self.instance
+        inst.status = status
+        inst.reason = reason
+        self.changes.instance_changed = True
+        self.changes.cancel_open_work = status != COMPLETED
+        detail = {"reason": reason} if reason else None
+        self.changes.audit.append(AuditEvent(f"INSTANCE_{status}", None, detail))
+        metric = {COMPLETED: "InstancesCompleted", CANCELLED: "InstancesCancelled"}
+        self.changes.count(metric.get(status, "InstancesFailed"))
+
+
+# --- step types: each knows how to schedule itself; adding a type is a local change ----------
+
+
+def _schedule_service_task(d: Decider, step: Step) -> None:
+    assert isinstance(step, ServiceTaskStep)
+    policy = d.plan.policy(step.id)
+    # Task-definition inputTemplate supplies defaults; the step's own input overrides them.
+    step_input = {**policy.input_template, **d.resolve(step.input)}
+    sid = d.add_step(step, SCHEDULED, step_input)
+    job_id = uuid.uuid4()
+    payload_json = json.dumps(step_input, separators=(",", ":"))
+    deadline = (
+        d.now + timedelta(seconds=policy.poll_timeout_seconds)
+        if policy.poll_timeout_seconds
+        else None
+    )
+    d.changes.new_jobs.append(
+        NewJob(
+            id=job_id,
+            step_execution_id=sid,
+            job_type=step.job_type,
+            lease_seconds=policy.lease_seconds,
+            retries_remaining=policy.retry_count,
+            payload=step_input,
+            payload_json=payload_json,
+            deadline_at=deadline,
+        )
+    )
+    d.changes.audit.append(AuditEvent("JOB_CREATED", job_id, {"stepId": step.id}))
+
+
+def _schedule_waiting_step(d: Decider, step: Step) -> None:
+    assert isinstance(step, UserTaskStep | SignalStep)
+    d.add_step(step, IN_PROGRESS, d.resolve(step.input))
+
+
+_SCHEDULERS: dict[str, Callable[[Decider, Step], None]] = {
+    "SERVICE_TASK": _schedule_service_task,
+    "USER_TASK": _schedule_waiting_step,
+    "SIGNAL": _schedule_waiting_step,
+}

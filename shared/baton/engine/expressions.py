@@ -1,0 +1,135 @@
+"""Input expressions: ``${workflow.input.x}``, ``${workflow.variables.x}``, ``${step.output.x}``.
+
+A string that is exactly one expression resolves to the referenced value itself (an object, a list,
+a number...); expressions inside longer text are interpolated as text (objects as JSON). ``$${``
+escapes a literal ``${``. A path that leads nowhere resolves to ``null``, as in Conductor.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+_EXPR = re.compile(r"(?<!\$)\$\{([^}]*)\}")
+_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)((?:\[\d+\])*)")
+_INDEX = re.compile(r"\[(\d+)\]")
+
+WORKFLOW = "workflow"
+WORKFLOW_FIELDS = ("input", "variables", "instanceId", "correlationId", "definitionName")
+
+
+class ExpressionError(ValueError):
+    """An expression that cannot be parsed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A parsed expression: ``root`` is ``workflow`` or a step id; ``path`` the keys after it."""
+
+    text: str
+    root: str
+    path: tuple[str | int, ...]
+
+    @property
+    def step_id(self) -> str | None:
+        return None if self.root == WORKFLOW else self.root
+
+
+def parse(text: str) -> Reference:
+    """Parse the inside of ``${...}``."""
+    body = text.strip()
+    if not body:
+        raise ExpressionError("empty expression")
+    path: list[str | int] = []
+    for part in body.split("."):
+        m = _SEGMENT.fullmatch(part)
+        if not m:
+            raise ExpressionError(f"bad path segment {part!r} in ${{{text}}}")
+        path.append(m.group(1))
+        path.extend(int(i) for i in _INDEX.findall(m.group(2)))
+    root = path[0]
+    assert isinstance(root, str)
+    rest = tuple(path[1:])
+    if root == WORKFLOW:
+        if not rest or rest[0] not in WORKFLOW_FIELDS:
+            raise ExpressionError(
+                f"${{{text}}}: after 'workflow' expected one of {', '.join(WORKFLOW_FIELDS)}"
+            )
+    elif not rest or rest[0] != "output":
+        raise ExpressionError(f"${{{text}}}: a step reference reads '<stepId>.output[.path]'")
+    return Reference(text=text, root=root, path=rest)
+
+
+def references(template: Any) -> Iterator[tuple[str, str]]:
+    """Yield ``(json_path_suffix, expression_text)`` for every expression inside ``template``."""
+    if isinstance(template, str):
+        for m in _EXPR.finditer(template):
+            yield "", m.group(1)
+    elif isinstance(template, Mapping):
+        for k, v in template.items():
+            for sub, expr in references(v):
+                yield f".{k}{sub}", expr
+    elif isinstance(template, list):
+        for i, v in enumerate(template):
+            for sub, expr in references(v):
+                yield f"[{i}]{sub}", expr
+
+
+def _walk(value: Any, path: tuple[str | int, ...]) -> Any:
+    for key in path:
+        if isinstance(key, int):
+            if not isinstance(value, list) or key >= len(value):
+                return None
+            value = value[key]
+        else:
+            if not isinstance(value, Mapping):
+                return None
+            value = value.get(key)
+        if value is None:
+            return None
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What expressions can see. ``step_output`` returns a step's latest output (or None)."""
+
+    workflow: Mapping[str, Any]
+    step_output: Callable[[str], Any]
+
+    def lookup(self, ref: Reference) -> Any:
+        if ref.root == WORKFLOW:
+            return _walk(self.workflow, ref.path)
+        return _walk({"output": self.step_output(ref.root)}, ref.path)
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def resolve(template: Any, scope: Scope) -> Any:
+    """Resolve every expression in ``template`` (dicts and lists recursively)."""
+    if isinstance(template, str):
+        if "${" not in template:
+            return template
+        whole = _EXPR.fullmatch(template)
+        if whole:
+            return scope.lookup(parse(whole.group(1)))
+        text = _EXPR.sub(lambda m: _as_text(scope.lookup(parse(m.group(1)))), template)
+        return text.replace("$${", "${")
+    if isinstance(template, Mapping):
+        return {k: resolve(v, scope) for k, v in template.items()}
+    if isinstance(template, list):
+        return [resolve(v, scope) for v in template]
+    return template
+
+
+def has_expressions(template: Any) -> bool:
+    return next(references(template), None) is not None

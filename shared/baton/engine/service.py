@@ -1,0 +1,625 @@
+"""The engine's public operations. Each is one short transaction on the instance it touches.
+
+Round trips on the hot path: a poll is one statement for a whole batch; a complete or fail is two
+(lock instance+job and read, then every write and the commit pipelined together).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from psycopg.types.json import Jsonb
+
+from baton.definitions import (
+    JOB_TYPE_PATTERN,
+    ServiceTaskStep,
+    TaskDef,
+    WorkflowDefinition,
+    parse_definition,
+    parse_task_def,
+)
+from baton.engine import views
+from baton.engine.decide import RUNNING, Decider, InstanceState
+from baton.engine.plan import Plan, cached_plan, compile_snapshot
+from baton.errors import (
+    Conflict,
+    DefinitionNotFound,
+    InstanceNotFound,
+    JobNotFound,
+    LeaseNotHeld,
+    PayloadTooLarge,
+    Problem,
+    StepNotFound,
+    ValidationFailed,
+)
+from baton.metrics import MetricsSink, NullMetrics
+from baton.settings import EngineSettings
+from baton.store import definitions as defs_sql
+from baton.store import instances as inst_sql
+from baton.store import jobs as jobs_sql
+from baton.store.db import Conn, Database
+
+log = logging.getLogger("baton.engine")
+
+Verdict = Literal["apply", "duplicate"]
+SEARCH_STATUSES = ("RUNNING", "COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED")
+
+
+def completion_verdict(row: dict[str, Any], worker_id: str) -> Verdict:
+    """May ``worker_id`` complete this job? Repeats are accepted and applied once."""
+    status = row["job_status"]
+    if status == "COMPLETED":
+        return "duplicate"
+    if status in ("CANCELLED", "FAILED"):
+        raise Conflict(f"job {row['job_id']} is {status}; it can no longer be completed")
+    if row["worker_id"] == worker_id and status == "LOCKED":
+        return "apply"
+    # A late complete from a worker whose lease expired is still good work: accept it once.
+    if worker_id in row["previous_worker_ids"]:
+        return "apply"
+    if status == "LOCKED":
+        raise LeaseNotHeld(str(row["job_id"]), worker_id, "another worker holds the lease")
+    raise LeaseNotHeld(str(row["job_id"]), worker_id, "the job is not claimed by this worker")
+
+
+def failure_verdict(row: dict[str, Any], worker_id: str) -> Verdict:
+    status = row["job_status"]
+    if status == "FAILED":
+        return "duplicate"
+    if status in ("COMPLETED", "CANCELLED"):
+        raise Conflict(f"job {row['job_id']} is {status}; it can no longer fail")
+    if status == "LOCKED" and row["worker_id"] == worker_id:
+        return "apply"
+    raise LeaseNotHeld(str(row["job_id"]), worker_id, "the lease is not held by this worker")
+
+
+def _uuid(value: str, what: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise ValidationFailed([Problem(what, f"{value!r} is not a UUID")]) from None
+
+
+def _json_size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":")))
+
+
+class Engine:
+    def __init__(
+        self,
+        db: Database,
+        settings: EngineSettings | None = None,
+        metrics: MetricsSink | None = None,
+    ) -> None:
+        self.db = db
+        self.settings = settings or EngineSettings()
+        self.metrics: MetricsSink = metrics or NullMetrics()
+
+    # --- definitions -------------------------------------------------------------------------
+
+    def register_definition(self, raw: Any) -> dict[str, Any]:
+        definition = parse_definition(raw)
+        body = definition.model_dump_json(by_alias=True, exclude_none=True, exclude={"version"})
+
+        def work(conn: Conn) -> dict[str, Any]:
+            params = {"name": definition.name, "version": definition.version, "body": body}
+            if definition.version is None:
+                conn.execute(defs_sql.LOCK_NAME, params)
+                row = conn.execute(defs_sql.INSERT_NEXT_VERSION, params).fetchone()
+            else:
+                row = conn.execute(defs_sql.INSERT_VERSION, params).fetchone()
+            if row is None:
+                raise Conflict(
+                    f"definition {definition.name} version {definition.version} already exists"
+                )
+            return views.definition({**row, "body": json.loads(body)})
+
+        return self.db.transaction(work)
+
+    def get_definition(self, name: str, version: int | None = None) -> dict[str, Any]:
+        return views.definition(self._definition_row(name, version))
+
+    def _definition_row(self, name: str, version: int | None) -> dict[str, Any]:
+        def work(conn: Conn) -> dict[str, Any] | None:
+            if version is None:
+                return conn.execute(defs_sql.GET_LATEST, {"name": name}).fetchone()
+            return conn.execute(defs_sql.GET_VERSION, {"name": name, "version": version}).fetchone()
+
+        row = self.db.autocommit(work)
+        if row is None:
+            raise DefinitionNotFound(name, version)
+        return row
+
+    def list_definitions(self, limit: int = 50, page_token: str | None = None) -> dict[str, Any]:
+        limit = max(1, min(limit, self.settings.max_search_limit))
+        after = _decode_token(page_token)[0] if page_token else None
+        rows = self.db.autocommit(
+            lambda c: c.execute(
+                defs_sql.LIST_LATEST, {"after": after, "limit": limit + 1}
+            ).fetchall()
+        )
+        more = len(rows) > limit
+        rows = rows[:limit]
+        token = _encode_token(rows[-1]["name"]) if more else None
+        return _page("definitions", [views.definition(r) for r in rows], token)
+
+    def put_task_def(self, name: str, raw: Any) -> tuple[dict[str, Any], bool]:
+        if isinstance(raw, dict):
+            body_name = raw.get("name")
+            if body_name is not None and body_name != name:
+                raise ValidationFailed(
+                    [Problem("name", f"body names {body_name!r} but the path names {name!r}")]
+                )
+            raw = {**raw, "name": name}
+        task_def = parse_task_def(raw)
+        body = task_def.model_dump_json(by_alias=True, exclude_none=True)
+        row = self.db.transaction(
+            lambda c: c.execute(defs_sql.UPSERT_TASK_DEF, {"name": name, "body": body}).fetchone()
+        )
+        assert row is not None
+        return views.task_def(row), bool(row["created"])
+
+    def get_task_def(self, name: str) -> dict[str, Any]:
+        row = self.db.autocommit(
+            lambda c: c.execute(defs_sql.GET_TASK_DEF, {"name": name}).fetchone()
+        )
+        if row is None:
+            raise DefinitionNotFound(f"taskdef {name}")
+        return views.task_def(row)
+
+    def list_task_defs(self, limit: int = 50, page_token: str | None = None) -> dict[str, Any]:
+        limit = max(1, min(limit, self.settings.max_search_limit))
+        after = _decode_token(page_token)[0] if page_token else None
+        rows = self.db.autocommit(
+            lambda c: c.execute(
+                defs_sql.LIST_TASK_DEFS, {"after": after, "limit": limit + 1}
+            ).fetchall()
+        )
+        more = len(rows) > limit
+        rows = rows[:limit]
+        token = _encode_token(rows[-1]["name"]) if more else None
+        return _page("taskDefs", [views.task_def(r) for r in rows], token)
+
+    # --- instances ---------------------------------------------------------------------------
+
+    def start_instance(
+        self,
+        *,
+        definition_name: str | None = None,
+        definition_version: int | None = None,
+        definition: Any = None,
+        input: dict[str, Any] | None = None,
+        correlation_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> tuple[dict[str, Any], bool]:
+        """Start an instance; returns (instance, created). A repeated idempotency key returns
+        the instance it first created, with ``created`` False."""
+        input = input or {}
+        if (size := _json_size(input)) > self.settings.max_payload_bytes:
+            raise PayloadTooLarge(size, self.settings.max_payload_bytes, "instance input")
+        if definition is not None:
+            parsed = parse_definition(definition)
+            if definition_name is not None and definition_name != parsed.name:
+                raise ValidationFailed(
+                    [Problem("definitionName", "differs from the inline definition's name")]
+                )
+            name, version = parsed.name, None
+        elif definition_name is not None:
+            row = self._definition_row(definition_name, definition_version)
+            parsed = WorkflowDefinition.model_validate(row["body"] | {"name": row["name"]})
+            name, version = row["name"], row["version"]
+        else:
+            raise ValidationFailed(
+                [Problem("definitionName", "give definitionName or an inline definition")]
+            )
+
+        def work(conn: Conn) -> tuple[uuid.UUID, bool]:
+            snapshot_id, plan = self._snapshot(conn, parsed)
+            iid = uuid.uuid4()
+            row = conn.execute(
+                inst_sql.INSERT_INSTANCE,
+                {
+                    "id": iid,
+                    "definition_name": name,
+                    "definition_version": version,
+                    "snapshot_id": snapshot_id,
+                    "input": Jsonb(input),
+                    "variables": Jsonb({}),
+                    "correlation_id": correlation_id,
+                    "idempotency_key": idempotency_key,
+                    "timeout_seconds": parsed.timeout_seconds,
+                },
+            ).fetchone()
+            if row is None:  # the idempotency key was used before: return that instance
+                existing = conn.execute(
+                    inst_sql.ID_BY_IDEMPOTENCY_KEY, {"key": idempotency_key}
+                ).fetchone()
+                assert existing is not None
+                return existing["id"], False
+            state = InstanceState(
+                id=iid,
+                definition_name=name,
+                status=RUNNING,
+                version=1,
+                input=input,
+                variables={},
+                correlation_id=correlation_id,
+            )
+            decider = Decider(plan, state, lambda _sid: None, row["now"])
+            decider.start()
+            inst_sql.write(conn, state, decider.changes, new_instance=True)
+            self._report(decider)
+            return iid, True
+
+        iid, created = self.db.transaction(work)
+        log.info(
+            "instance started" if created else "instance start repeated",
+            extra={"instance_id": str(iid), "definition": name},
+        )
+        return self.get_instance(str(iid)), created
+
+    def _snapshot(self, conn: Conn, definition: WorkflowDefinition) -> tuple[int, Plan]:
+        """Embed task definitions and store the immutable snapshot (deduplicated by digest)."""
+        job_types = sorted({s.job_type for s in definition.steps if isinstance(s, ServiceTaskStep)})
+        task_defs: dict[str, TaskDef] = {}
+        if job_types:
+            for r in conn.execute(defs_sql.TASK_DEFS_NAMED, {"names": job_types}).fetchall():
+                task_defs[r["name"]] = TaskDef.model_validate(r["body"])
+        steps = [
+            s.model_copy(update={"task_def": task_defs.get(s.job_type, s.task_def)})
+            if isinstance(s, ServiceTaskStep)
+            else s
+            for s in definition.steps
+        ]
+        embedded = definition.model_copy(update={"steps": steps})
+        body = embedded.model_dump_json(by_alias=True, exclude_none=True)
+        row = conn.execute(
+            inst_sql.UPSERT_SNAPSHOT, {"digest": embedded.digest(), "body": body}
+        ).fetchone()
+        assert row is not None
+        return row["id"], compile_snapshot(row["id"], body)
+
+    def _plan(self, conn: Conn, snapshot_id: int) -> Plan:
+        plan = cached_plan(snapshot_id)
+        if plan is None:  # first time this process sees the snapshot: one extra read
+            row = conn.execute(inst_sql.SNAPSHOT_BODY, {"id": snapshot_id}).fetchone()
+            assert row is not None
+            plan = compile_snapshot(snapshot_id, row["body"])
+        return plan
+
+    def get_instance(self, instance_id: str) -> dict[str, Any]:
+        iid = _uuid(instance_id, "id")
+
+        def work(conn: Conn) -> dict[str, Any]:
+            row = conn.execute(inst_sql.GET_INSTANCE, {"id": iid}).fetchone()
+            if row is None:
+                raise InstanceNotFound(instance_id)
+            steps = conn.execute(inst_sql.STEPS_OF_INSTANCE, {"id": iid}).fetchall()
+            return views.instance(row, steps)
+
+        return self.db.autocommit(work)
+
+    def audit_trail(self, instance_id: str) -> list[dict[str, Any]]:
+        iid = _uuid(instance_id, "id")
+        rows = self.db.autocommit(
+            lambda c: c.execute(inst_sql.AUDIT_OF_INSTANCE, {"id": iid}).fetchall()
+        )
+        return [
+            {
+                "id": r["id"],
+                "at": views.ts(r["at"]),
+                "jobId": None if r["job_id"] is None else str(r["job_id"]),
+                "event": r["event"],
+                "detail": r["detail"],
+            }
+            for r in rows
+        ]
+
+    def search_instances(
+        self,
+        *,
+        status: str | None = None,
+        definition_name: str | None = None,
+        correlation_id: str | None = None,
+        limit: int = 20,
+        page_token: str | None = None,
+    ) -> dict[str, Any]:
+        if status is not None and status not in SEARCH_STATUSES:
+            raise ValidationFailed(
+                [Problem("status", f"one of {', '.join(SEARCH_STATUSES)}, not {status!r}")]
+            )
+        limit = max(1, min(limit, self.settings.max_search_limit))
+        cursor: tuple[str, str] | None = None
+        if page_token:
+            parts = _decode_token(page_token)
+            if len(parts) != 2:
+                raise ValidationFailed([Problem("pageToken", "not a token this API issued")])
+            cursor = (parts[0], parts[1])
+        rows = self.db.autocommit(
+            lambda c: c.execute(
+                inst_sql.SEARCH,
+                {
+                    "status": status,
+                    "definition_name": definition_name,
+                    "correlation_id": correlation_id,
+                    "after_created": cursor[0] if cursor else None,
+                    "after_id": cursor[1] if cursor else None,
+                    "limit": limit + 1,
+                },
+            ).fetchall()
+        )
+        more = len(rows) > limit
+        rows = rows[:limit]
+        token = (
+            _encode_token(rows[-1]["created_at"].isoformat(), str(rows[-1]["id"])) if more else None
+        )
+        return _page("instances", [views.instance(r) for r in rows], token)
+
+    def cancel_instance(self, instance_id: str, reason: str | None = None) -> dict[str, Any]:
+        iid = _uuid(instance_id, "id")
+
+        def work(conn: Conn) -> None:
+            row = self._lock_instance(conn, iid, instance_id)
+            if row["status"] != RUNNING:
+                raise Conflict(f"instance {instance_id} is {row['status']}, not RUNNING")
+            plan = self._plan(conn, row["snapshot_id"])
+            state = inst_sql.state_from_row(row)
+            decider = Decider(plan, state, lambda _sid: None, row["now"])
+            decider.cancel(reason or "cancelled through the API")
+            inst_sql.write(conn, state, decider.changes, new_instance=False)
+            self._report(decider)
+
+        self.db.transaction(work)
+        log.info("instance cancelled", extra={"instance_id": instance_id})
+        return self.get_instance(instance_id)
+
+    def complete_user_task(
+        self, instance_id: str, step_id: str, variables: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        return self._resume_waiting(
+            instance_id, step_id, "USER_TASK", variables or {}, "USER_TASK_COMPLETED"
+        )
+
+    def signal(self, instance_id: str, step_id: str, payload: Any = None) -> dict[str, Any]:
+        return self._resume_waiting(
+            instance_id,
+            step_id,
+            "SIGNAL",
+            payload if payload is not None else {},
+            "SIGNAL_RECEIVED",
+        )
+
+    def _resume_waiting(
+        self, instance_id: str, step_id: str, step_type: str, output: Any, event: str
+    ) -> dict[str, Any]:
+        iid = _uuid(instance_id, "id")
+        if (size := _json_size(output)) > self.settings.max_payload_bytes:
+            raise PayloadTooLarge(size, self.settings.max_payload_bytes)
+
+        def work(conn: Conn) -> None:
+            row = self._lock_instance(conn, iid, instance_id)
+            plan = self._plan(conn, row["snapshot_id"])
+            if not plan.has_step(step_id):
+                raise StepNotFound(instance_id, step_id)
+            actual = plan.step(step_id).type
+            if actual != step_type:
+                raise Conflict(f"step {step_id!r} is a {actual}, not a {step_type}")
+            if row["status"] != RUNNING:
+                raise Conflict(f"instance {instance_id} is {row['status']}, not RUNNING")
+            step_row = conn.execute(
+                inst_sql.LATEST_STEP, {"instance_id": iid, "step_id": step_id}
+            ).fetchone()
+            if step_row is None or step_row["status"] != "IN_PROGRESS":
+                where = "has not started" if step_row is None else f"is {step_row['status']}"
+                raise Conflict(f"step {step_id!r} {where}; it is not waiting")
+            state = inst_sql.state_from_row(row)
+            decider = Decider(
+                plan, state, lambda sid: inst_sql.latest_output(conn, iid, sid), row["now"]
+            )
+            decider.changes.audit.append(_audit(event, {"stepId": step_id}))
+            decider.step_completed(step_id, step_row["id"], output)
+            inst_sql.write(conn, state, decider.changes, new_instance=False)
+            self._report(decider)
+
+        self.db.transaction(work)
+        return self.get_instance(instance_id)
+
+    def _lock_instance(self, conn: Conn, iid: uuid.UUID, instance_id: str) -> dict[str, Any]:
+        row = conn.execute(inst_sql.LOCK_INSTANCE, {"id": iid}).fetchone()
+        if row is None:
+            raise InstanceNotFound(instance_id)
+        return row
+
+    # --- jobs --------------------------------------------------------------------------------
+
+    def poll(self, worker_id: str, job_types: list[str], max_jobs: int = 1) -> list[dict[str, Any]]:
+        """Claim up to ``max_jobs`` jobs of ``job_types`` for ``worker_id`` (one statement)."""
+        max_jobs = max(1, min(max_jobs, self.settings.max_jobs_per_poll))
+        rows = self.db.autocommit(
+            lambda c: jobs_sql.claim(
+                c,
+                worker_id=worker_id,
+                job_types=list(dict.fromkeys(job_types)),
+                max_jobs=max_jobs,
+                max_bytes=self.settings.max_poll_response_bytes,
+            )
+        )
+        m = self.metrics
+        if not rows:
+            m.add("JobPollEmpty", 1)
+            return []
+        m.add("JobsClaimed", len(rows))
+        reclaimed = sum(1 for r in rows if r["reclaimed"])
+        if reclaimed:
+            m.add("LeasesExpired", reclaimed)
+        for r in rows:
+            m.add(
+                "JobDispatchLatency", r["dispatch_latency"].total_seconds() * 1000, "Milliseconds"
+            )
+        return [views.claimed_job(r) for r in rows]
+
+    def complete_job(
+        self, job_id: str, worker_id: str, variables: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        jid = _uuid(job_id, "jobId")
+        output = variables or {}
+        if (size := _json_size(output)) > self.settings.max_payload_bytes:
+            raise PayloadTooLarge(size, self.settings.max_payload_bytes, "job output")
+
+        def work(conn: Conn) -> bool:
+            row = self._lock_job(conn, jid, job_id)
+            if completion_verdict(row, worker_id) == "duplicate":
+                return False
+            plan = self._plan(conn, row["snapshot_id"])
+            state = inst_sql.state_from_row(row)
+            decider = Decider(
+                plan, state, lambda sid: inst_sql.latest_output(conn, row["id"], sid), row["now"]
+            )
+            decider.job_completed(jid, row["step_id"], row["step_execution_id"], output)
+            inst_sql.write(conn, state, decider.changes, new_instance=False)
+            self._report(decider)
+            return True
+
+        applied = self.db.transaction(work)
+        return {"jobId": job_id, "status": "COMPLETED", "applied": applied}
+
+    def fail_job(
+        self, job_id: str, worker_id: str, error_message: str, retryable: bool = True
+    ) -> dict[str, Any]:
+        jid = _uuid(job_id, "jobId")
+
+        def work(conn: Conn) -> dict[str, Any]:
+            row = self._lock_job(conn, jid, job_id)
+            if failure_verdict(row, worker_id) == "duplicate":
+                return {"jobId": job_id, "status": "FAILED", "applied": False}
+            plan = self._plan(conn, row["snapshot_id"])
+            state = inst_sql.state_from_row(row)
+            decider = Decider(plan, state, lambda _sid: None, row["now"])
+            decider.job_failed(
+                jid,
+                row["step_id"],
+                row["step_execution_id"],
+                attempt=row["attempt"],
+                retries_remaining=row["retries_remaining"],
+                error=error_message,
+                retryable=retryable,
+            )
+            inst_sql.write(conn, state, decider.changes, new_instance=False)
+            self._report(decider)
+            retry = decider.changes.retried_jobs
+            if retry:
+                return {
+                    "jobId": job_id,
+                    "status": "RETRY_SCHEDULED",
+                    "applied": True,
+                    "nextAttemptAt": views.ts(retry[0].run_at),
+                }
+            return {"jobId": job_id, "status": "FAILED", "applied": True}
+
+        return self.db.transaction(work)
+
+    def heartbeat(self, job_id: str, worker_id: str) -> dict[str, Any]:
+        jid = _uuid(job_id, "jobId")
+
+        def work(conn: Conn) -> datetime:
+            row = conn.execute(
+                jobs_sql.HEARTBEAT, {"job_id": jid, "worker_id": worker_id}
+            ).fetchone()
+            if row is not None:
+                expires: datetime = row["lock_expires_at"]
+                return expires
+            state = conn.execute(jobs_sql.JOB_STATE, {"job_id": jid}).fetchone()
+            if state is None:
+                raise JobNotFound(job_id)
+            raise LeaseNotHeld(job_id, worker_id, f"the job is {state['status']}")
+
+        expires = self.db.transaction(work)
+        return {"jobId": job_id, "lockExpiresAt": views.ts(expires)}
+
+    def _lock_job(self, conn: Conn, jid: uuid.UUID, job_id: str) -> dict[str, Any]:
+        row = conn.execute(jobs_sql.LOCK_JOB_WITH_INSTANCE, {"job_id": jid}).fetchone()
+        if row is None:
+            raise JobNotFound(job_id)
+        return row
+
+    # --- scheduled duties --------------------------------------------------------------------
+
+    def reap_expired_leases(self, limit: int = 1000) -> int:
+        """Return expired leases to UNLOCKED and count them (the lease reaper)."""
+        row = self.db.autocommit(
+            lambda c: c.execute(jobs_sql.REAP_EXPIRED, {"limit": limit}).fetchone()
+        )
+        n = int(row["n"]) if row else 0
+        if n:
+            self.metrics.add("LeasesExpired", n)
+            log.info("expired leases returned", extra={"count": n})
+        return n
+
+    def sweep(self, limit: int = 500) -> dict[str, int]:
+        """Enforce instance timeouts (the sweeper). Returns what it did."""
+        due = self.db.autocommit(
+            lambda c: c.execute(inst_sql.TIMED_OUT_DUE, {"limit": limit}).fetchall()
+        )
+        timed_out = 0
+        for r in due:
+            timed_out += self._time_out_instance(r["id"])
+        return {"instancesTimedOut": timed_out}
+
+    def _time_out_instance(self, iid: uuid.UUID) -> int:
+        def work(conn: Conn) -> int:
+            row = conn.execute(inst_sql.LOCK_INSTANCE_IF_DUE, {"id": iid}).fetchone()
+            if row is None:
+                return 0  # completed or changed meanwhile
+            plan = self._plan(conn, row["snapshot_id"])
+            state = inst_sql.state_from_row(row)
+            decider = Decider(plan, state, lambda _sid: None, row["now"])
+            if plan.definition.timeout_policy == "ALERT_ONLY":
+                decider.changes.audit.append(_audit("INSTANCE_TIMEOUT_ALERT", None))
+                decider.changes.instance_changed = True
+                decider.changes.count("InstancesTimedOutAlert")
+                state.clear_timeout = True
+            else:
+                decider.time_out(f"workflow timed out after {plan.definition.timeout_seconds}s")
+            inst_sql.write(conn, state, decider.changes, new_instance=False)
+            self._report(decider)
+            return 1
+
+        return self.db.transaction(work)
+
+    def _report(self, decider: Decider) -> None:
+        for name, value in decider.changes.counters.items():
+            self.metrics.add(name, value)
+
+
+def _audit(event: str, detail: dict[str, Any] | None) -> Any:
+    from baton.engine.decide import AuditEvent
+
+    return AuditEvent(event, None, detail)
+
+
+def _page(key: str, items: list[dict[str, Any]], token: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {key: items}
+    if token:
+        out["nextPageToken"] = token
+    return out
+
+
+def _encode_token(*parts: str) -> str:
+    return base64.urlsafe_b64encode("\x1f".join(parts).encode()).decode().rstrip("=")
+
+
+def _decode_token(token: str) -> list[str]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise ValidationFailed([Problem("pageToken", "not a token this API issued")]) from None
+    return raw.split("\x1f")
+
+
+__all__ = ["JOB_TYPE_PATTERN", "Engine", "completion_verdict", "failure_verdict"]

@@ -1,0 +1,93 @@
+"""Rows shaped into the wire JSON of the REST contract (lowerCamelCase, ISO-8601 times)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+
+def ts(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat().replace("+00:00", "Z")
+
+
+def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def definition(row: dict[str, Any]) -> dict[str, Any]:
+    body = dict(row["body"])
+    body["name"] = row["name"]
+    body["version"] = row["version"]
+    body["createdAt"] = ts(row["created_at"])
+    return body
+
+
+def task_def(row: dict[str, Any]) -> dict[str, Any]:
+    body = dict(row["body"])
+    body["name"] = row["name"]
+    body["createdAt"] = ts(row["created_at"])
+    body["updatedAt"] = ts(row["updated_at"])
+    return body
+
+
+def step(row: dict[str, Any]) -> dict[str, Any]:
+    return _drop_none(
+        {
+            "id": str(row["id"]),
+            "stepId": row["step_id"],
+            "type": row["step_type"],
+            "status": row["status"],
+            "attempt": row["attempt"],
+            "input": row["input"],
+            "output": row["output"],
+            "error": row["error"],
+            "jobId": None if row.get("job_id") is None else str(row["job_id"]),
+            "jobType": row.get("job_type"),
+            "workerId": row.get("worker_id"),
+            "createdAt": ts(row["created_at"]),
+            "startedAt": ts(row["started_at"]),
+            "completedAt": ts(row["completed_at"]),
+        }
+    )
+
+
+def instance(row: dict[str, Any], steps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    out = _drop_none(
+        {
+            "id": str(row["id"]),
+            "definitionName": row["definition_name"],
+            "definitionVersion": row["definition_version"],
+            "status": row["status"],
+            "input": row["input"],
+            "variables": row["variables"],
+            "output": row["output"],
+            "reason": row["reason"],
+            "version": row["version"],
+            "correlationId": row["correlation_id"],
+            "idempotencyKey": row["idempotency_key"],
+            "parentInstanceId": None
+            if row["parent_instance_id"] is None
+            else str(row["parent_instance_id"]),
+            "createdAt": ts(row["created_at"]),
+            "updatedAt": ts(row["updated_at"]),
+            "completedAt": ts(row["completed_at"]),
+            "timeoutAt": ts(row["timeout_at"]),
+        }
+    )
+    if steps is not None:
+        out["steps"] = [step(s) for s in steps]
+    return out
+
+
+def claimed_job(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": str(row["id"]),
+        "instanceId": str(row["instance_id"]),
+        "stepId": row["step_id"],
+        "stepExecutionId": str(row["step_execution_id"]),
+        "jobType": row["job_type"],
+        "attempt": row["attempt"],
+        "retriesRemaining": row["retries_remaining"],
+        "lockExpiresAt": ts(row["lock_expires_at"]),
+        "input": row["payload"],
+    }

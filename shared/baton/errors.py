@@ -1,0 +1,120 @@
+"""One error family. The API layer maps each class to an HTTP status in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with an input: where (a JSON path like ``steps[1].id``) and what."""
+
+    path: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"path": self.path, "message": self.message}
+
+
+class BatonError(Exception):
+    """Root of every error Baton raises on purpose."""
+
+    title = "Baton error"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class ValidationFailed(BatonError):
+    """The input is well-formed JSON but breaks the schema or a rule; lists every problem."""
+
+    title = "Validation failed"
+
+    def __init__(self, problems: Sequence[Problem], detail: str | None = None) -> None:
+        self.problems = tuple(problems)
+        n = len(self.problems)
+        super().__init__(detail or f"{n} problem{'s' if n != 1 else ''} found")
+
+
+class MalformedRequest(BatonError):
+    """The request body is not parseable (bad JSON, wrong content)."""
+
+    title = "Malformed request"
+
+
+class NotFound(BatonError):
+    title = "Not found"
+
+    def __init__(self, kind: str, ident: str) -> None:
+        self.kind = kind
+        self.ident = ident
+        super().__init__(f"{kind} {ident!r} not found")
+
+
+class DefinitionNotFound(NotFound):
+    def __init__(self, name: str, version: int | None = None) -> None:
+        self.name = name
+        self.version = version
+        super().__init__("definition", name if version is None else f"{name} v{version}")
+
+
+class InstanceNotFound(NotFound):
+    def __init__(self, instance_id: str) -> None:
+        self.instance_id = instance_id
+        super().__init__("instance", instance_id)
+
+
+class JobNotFound(NotFound):
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+        super().__init__("job", job_id)
+
+
+class StepNotFound(NotFound):
+    def __init__(self, instance_id: str, step_id: str) -> None:
+        self.instance_id = instance_id
+        self.step_id = step_id
+        super().__init__("step", f"{step_id} of instance {instance_id}")
+
+
+class Conflict(BatonError):
+    """The request is valid but the current state forbids it."""
+
+    title = "Conflict"
+
+
+class StaleVersion(Conflict):
+    """A write carried an instance version (fencing token) that is no longer current."""
+
+    def __init__(self, instance_id: str, expected: int | None = None) -> None:
+        self.instance_id = instance_id
+        self.expected = expected
+        super().__init__(f"instance {instance_id} changed concurrently (stale version {expected})")
+
+
+class LeaseNotHeld(Conflict):
+    def __init__(self, job_id: str, worker_id: str, reason: str) -> None:
+        self.job_id = job_id
+        self.worker_id = worker_id
+        super().__init__(f"worker {worker_id!r} does not hold job {job_id}: {reason}")
+
+
+class PayloadTooLarge(BatonError):
+    title = "Payload too large"
+
+    def __init__(self, size_bytes: int, limit_bytes: int, what: str = "payload") -> None:
+        self.size_bytes = size_bytes
+        self.limit_bytes = limit_bytes
+        super().__init__(f"{what} of {size_bytes} bytes exceeds the limit of {limit_bytes} bytes")
+
+
+class Unavailable(BatonError):
+    """A dependency (the database) cannot be reached; the caller should retry later."""
+
+    title = "Service unavailable"
+
+    def __init__(self, detail: str, retry_after_seconds: int = 2) -> None:
+        self.retry_after_seconds = retry_after_seconds
+        super().__init__(detail)

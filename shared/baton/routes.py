@@ -1,0 +1,70 @@
+"""The one route table: the CDK API and the local server are both built from it.
+
+Paths use API Gateway's template syntax (``{name}``). ``function`` names a folder under
+``functions/`` whose ``handler.handler`` serves the route.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Auth = Literal["api_key_or_iam"]
+Method = Literal["GET", "POST", "PUT", "DELETE"]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    method: Method
+    path: str
+    function: str
+    auth: Auth = "api_key_or_iam"
+    summary: str = ""
+
+
+ROUTES: tuple[Route, ...] = (
+    Route("GET", "/v1/openapi.json", "definitions", summary="The OpenAPI document"),
+    Route("POST", "/v1/definitions", "definitions", summary="Register a workflow definition"),
+    Route("GET", "/v1/definitions", "definitions", summary="List definitions (latest versions)"),
+    Route("GET", "/v1/definitions/{name}", "definitions", summary="Latest version of a definition"),
+    Route(
+        "GET",
+        "/v1/definitions/{name}/versions/{version}",
+        "definitions",
+        summary="One version of a definition",
+    ),
+    Route("GET", "/v1/taskdefs", "definitions", summary="List task definitions"),
+    Route("PUT", "/v1/taskdefs/{name}", "definitions", summary="Create or replace a task def"),
+    Route("GET", "/v1/taskdefs/{name}", "definitions", summary="One task definition"),
+    Route("POST", "/v1/instances", "instances", summary="Start an instance"),
+    Route("GET", "/v1/instances", "instances", summary="Search instances"),
+    Route("GET", "/v1/instances/{id}", "instances", summary="An instance with its steps"),
+    Route("POST", "/v1/instances/{id}/cancel", "instances", summary="Cancel a running instance"),
+    Route(
+        "POST",
+        "/v1/instances/{id}/user-tasks/{stepId}/complete",
+        "instances",
+        summary="Complete a waiting user task",
+    ),
+    Route(
+        "POST",
+        "/v1/instances/{id}/signals/{stepId}",
+        "instances",
+        summary="Deliver a signal to a waiting step",
+    ),
+    Route("POST", "/v1/jobs/poll", "jobs", summary="Claim jobs for a worker"),
+    Route("POST", "/v1/jobs/complete", "jobs", summary="Complete a claimed job"),
+    Route("POST", "/v1/jobs/fail", "jobs", summary="Fail a claimed job"),
+    Route("POST", "/v1/jobs/heartbeat", "jobs", summary="Extend a job's lease"),
+)
+
+# Functions invoked on a schedule (EventBridge in AWS, a timer locally), not through the API.
+SCHEDULED_FUNCTIONS: tuple[str, ...] = ("reaper", "sweeper")
+
+# Invoked once per deploy as a CloudFormation custom resource (and at start by the local runtime).
+MIGRATION_FUNCTION = "migrate"
+
+
+def api_functions() -> tuple[str, ...]:
+    """Names of the functions that serve API routes, in route-table order, without repeats."""
+    return tuple(dict.fromkeys(r.function for r in ROUTES))

@@ -1,0 +1,85 @@
+"""Typed settings, built once at the edge (a Lambda's cold start, the CLI) and passed in.
+
+Precedence: explicit argument > environment variable > default. Every environment variable the
+project reads is named here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+ENV_DATABASE_URL = "DATABASE_URL"
+ENV_DB_SECRET_ARN = "BATON_DB_SECRET_ARN"  # Secrets Manager secret of the Aurora cluster
+ENV_DB_HOST = "BATON_DB_HOST"  # RDS Proxy endpoint; overrides the secret's host
+ENV_DB_NAME = "BATON_DB_NAME"
+ENV_PAYLOAD_BUCKET = "BATON_PAYLOAD_BUCKET"
+ENV_S3_ENDPOINT = "BATON_S3_ENDPOINT"
+ENV_API_KEY = "BATON_API_KEY"
+ENV_PORT = "BATON_PORT"
+ENV_DATA_DIR = "BATON_DATA_DIR"
+ENV_TICK_SECONDS = "BATON_TICK_SECONDS"
+ENV_STAGE = "BATON_STAGE"
+ENV_DEFAULT_LEASE_SECONDS = "BATON_DEFAULT_LEASE_SECONDS"
+
+ALL_ENV_VARS = (
+    ENV_DATABASE_URL,
+    ENV_DB_SECRET_ARN,
+    ENV_DB_HOST,
+    ENV_DB_NAME,
+    ENV_PAYLOAD_BUCKET,
+    ENV_S3_ENDPOINT,
+    ENV_API_KEY,
+    ENV_PORT,
+    ENV_DATA_DIR,
+    ENV_TICK_SECONDS,
+    ENV_STAGE,
+    ENV_DEFAULT_LEASE_SECONDS,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    """Knobs of the engine itself (no I/O configuration)."""
+
+    default_lease_seconds: int = 30
+    max_jobs_per_poll: int = 100
+    # A poll response stays well under Lambda's 6 MB response limit.
+    max_poll_response_bytes: int = 5_000_000
+    max_search_limit: int = 100
+    # Hard limit for an inline JSON payload (instance input, job output, signal payload).
+    max_payload_bytes: int = 2_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    database_url: str | None = None
+    db_secret_arn: str | None = None
+    db_host: str | None = None
+    db_name: str | None = None
+    payload_bucket: str | None = None
+    s3_endpoint: str | None = None
+    api_key: str | None = None
+    stage: str = "local"
+    engine: EngineSettings = field(default_factory=EngineSettings)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+        """Build settings from ``env`` (default ``os.environ``); keyword overrides win."""
+        e = os.environ if env is None else env
+        engine = EngineSettings()
+        if lease := e.get(ENV_DEFAULT_LEASE_SECONDS):
+            engine = replace(engine, default_lease_seconds=int(lease))
+        base = cls(
+            database_url=e.get(ENV_DATABASE_URL) or None,
+            db_secret_arn=e.get(ENV_DB_SECRET_ARN) or None,
+            db_host=e.get(ENV_DB_HOST) or None,
+            db_name=e.get(ENV_DB_NAME) or None,
+            payload_bucket=e.get(ENV_PAYLOAD_BUCKET) or None,
+            s3_endpoint=e.get(ENV_S3_ENDPOINT) or None,
+            api_key=e.get(ENV_API_KEY) or None,
+            stage=e.get(ENV_STAGE) or "local",
+            engine=engine,
+        )
+        return replace(base, **overrides)  # type: ignore[arg-type]

@@ -1,0 +1,1 @@
+"""The Postgres store: connections, migrations, and one SQL module per aggregate."""

@@ -1,0 +1,54 @@
+"""SQL for workflow definitions and task definitions."""
+
+from __future__ import annotations
+
+INSERT_NEXT_VERSION = """
+INSERT INTO definition (name, version, body)
+SELECT %(name)s, coalesce(max(version), 0) + 1, %(body)s::jsonb
+  FROM definition WHERE name = %(name)s
+RETURNING name, version, created_at
+"""
+
+INSERT_VERSION = """
+INSERT INTO definition (name, version, body)
+VALUES (%(name)s, %(version)s, %(body)s::jsonb)
+ON CONFLICT (name, version) DO NOTHING
+RETURNING name, version, created_at
+"""
+
+# Serializes version assignment per name (transaction-scoped, so RDS Proxy does not pin).
+LOCK_NAME = "SELECT pg_advisory_xact_lock(hashtextextended(%(name)s, 7))"
+
+GET_VERSION = """
+SELECT name, version, body, created_at FROM definition
+ WHERE name = %(name)s AND version = %(version)s
+"""
+
+GET_LATEST = """
+SELECT name, version, body, created_at FROM definition
+ WHERE name = %(name)s ORDER BY version DESC LIMIT 1
+"""
+
+LIST_LATEST = """
+SELECT DISTINCT ON (name) name, version, body, created_at
+  FROM definition
+ WHERE %(after)s::text IS NULL OR name > %(after)s
+ ORDER BY name, version DESC
+ LIMIT %(limit)s
+"""
+
+UPSERT_TASK_DEF = """
+INSERT INTO task_def (name, body) VALUES (%(name)s, %(body)s::jsonb)
+ON CONFLICT (name) DO UPDATE SET body = EXCLUDED.body, updated_at = now()
+RETURNING name, body, created_at, updated_at, (xmax = 0) AS created
+"""
+
+GET_TASK_DEF = "SELECT name, body, created_at, updated_at FROM task_def WHERE name = %(name)s"
+
+TASK_DEFS_NAMED = "SELECT name, body FROM task_def WHERE name = ANY(%(names)s)"
+
+LIST_TASK_DEFS = """
+SELECT name, body, created_at, updated_at FROM task_def
+ WHERE %(after)s::text IS NULL OR name > %(after)s
+ ORDER BY name LIMIT %(limit)s
+"""

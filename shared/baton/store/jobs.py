@@ -1,0 +1,182 @@
+"""SQL for jobs: the claim (the most important statement in the project), leases, completion.
+
+Claim = one statement: lock up to N claimable rows with FOR UPDATE SKIP LOCKED (never waiting on
+another poller), flip them to LOCKED, mark their steps IN_PROGRESS and write the audit rows. A row
+is claimable when UNLOCKED and due (``run_at <= now()``), or LOCKED with an expired lease, so an
+expired job goes back to work at the very next poll even if the reaper has not run yet. Each
+branch reads its own partial index (``job_claimable``, ``job_lease_expiry``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from baton.store.db import Conn
+
+CLAIM = """
+WITH expired AS (
+    SELECT id, payload_bytes, lock_expires_at AS due, 0 AS branch
+      FROM job
+     WHERE status = 'LOCKED'
+       AND lock_expires_at < now()
+       AND job_type = ANY(%(job_types)s)
+     ORDER BY lock_expires_at
+     LIMIT %(max_jobs)s
+       FOR UPDATE SKIP LOCKED
+), ready AS (
+    -- One ordered, bounded index range scan per job type (an ANY() over the index would
+    -- have to sort every claimable row of those types).
+    SELECT r.id, r.payload_bytes, r.run_at AS due, 1 AS branch
+      FROM unnest(%(job_types)s::text[]) AS t(job_type)
+     CROSS JOIN LATERAL (
+            SELECT id, payload_bytes, run_at
+              FROM job
+             WHERE job.job_type = t.job_type
+               AND status = 'UNLOCKED'
+               AND run_at <= now()
+             ORDER BY run_at
+             LIMIT %(max_jobs)s
+               FOR UPDATE SKIP LOCKED
+           ) r
+), ranked AS (
+    -- Cap the batch by bytes as well as by count: a response must fit in Lambda's 6 MB.
+    SELECT id, branch,
+           row_number() OVER w AS n,
+           sum(payload_bytes) OVER w AS running_bytes
+      FROM (SELECT * FROM expired UNION ALL SELECT * FROM ready) c
+    WINDOW w AS (ORDER BY branch, due ROWS UNBOUNDED PRECEDING)
+), picked AS (
+    SELECT id, branch = 0 AS reclaimed
+      FROM ranked
+     WHERE n <= %(max_jobs)s AND (n = 1 OR running_bytes <= %(max_bytes)s)
+), claimed AS (
+    UPDATE job
+       SET status = 'LOCKED',
+           worker_id = %(worker_id)s,
+           previous_worker_ids = CASE WHEN picked.reclaimed
+               THEN array_append(job.previous_worker_ids, job.worker_id)
+               ELSE job.previous_worker_ids END,
+           locked_at = now(),
+           lock_expires_at = now() + make_interval(secs => job.lease_seconds),
+           deliveries = job.deliveries + 1
+      FROM picked
+     WHERE job.id = picked.id
+    RETURNING job.id, job.instance_id, job.step_execution_id, job.job_type, job.attempt,
+              job.retries_remaining, job.lock_expires_at, job.payload, job.created_at,
+              picked.reclaimed, now() - job.created_at AS dispatch_latency
+), steps_started AS (
+    UPDATE step_execution s
+       SET status = 'IN_PROGRESS', started_at = coalesce(s.started_at, now()), updated_at = now()
+      FROM claimed
+     WHERE s.id = claimed.step_execution_id
+    RETURNING s.id, s.step_id
+), audited AS (
+    INSERT INTO audit_log (instance_id, job_id, event, detail)
+    SELECT instance_id, id,
+           CASE WHEN reclaimed THEN 'JOB_RECLAIMED' ELSE 'JOB_DISPATCHED' END,
+           jsonb_build_object('workerId', %(worker_id)s::text, 'attempt', attempt)
+      FROM claimed
+)
+SELECT c.*, s.step_id
+  FROM claimed c JOIN steps_started s ON s.id = c.step_execution_id
+ ORDER BY c.created_at
+"""
+
+# Lock the instance first, then the job: the same order as every other instance mutation
+# (cancel, timeouts), so two transactions can never deadlock on the pair.
+LOCK_JOB_WITH_INSTANCE = """
+SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.previous_worker_ids,
+       j.lock_expires_at > now() AS lease_live, j.attempt, j.retries_remaining,
+       j.step_execution_id, s.step_id,
+       i.id, i.definition_name, i.status, i.version, i.input, i.variables, i.correlation_id,
+       i.snapshot_id, now() AS now
+  FROM instance i
+  JOIN job j ON j.instance_id = i.id
+  JOIN step_execution s ON s.id = j.step_execution_id
+ WHERE j.id = %(job_id)s
+   AND i.id = (SELECT instance_id FROM job WHERE id = %(job_id)s)
+   FOR UPDATE OF i, j
+"""
+
+HEARTBEAT = """
+UPDATE job
+   SET lock_expires_at = now() + make_interval(secs => lease_seconds)
+ WHERE id = %(job_id)s AND status = 'LOCKED' AND worker_id = %(worker_id)s
+RETURNING lock_expires_at
+"""
+
+JOB_STATE = "SELECT status, worker_id, previous_worker_ids FROM job WHERE id = %(job_id)s"
+
+MARK_COMPLETED = """
+UPDATE job SET status = 'COMPLETED', completed_at = now(), lock_expires_at = NULL
+ WHERE id = %(id)s
+"""
+
+MARK_FAILED = """
+UPDATE job SET status = 'FAILED', completed_at = now(), lock_expires_at = NULL
+ WHERE id = %(id)s
+"""
+
+SCHEDULE_RETRY = """
+UPDATE job
+   SET status = 'UNLOCKED', worker_id = NULL, locked_at = NULL, lock_expires_at = NULL,
+       run_at = %(run_at)s, attempt = attempt + 1, retries_remaining = retries_remaining - 1
+ WHERE id = %(id)s
+"""
+
+INSERT = """
+INSERT INTO job (id, instance_id, step_execution_id, job_type, status, lease_seconds,
+                 retries_remaining, payload, payload_bytes, deadline_at, run_at, created_at)
+VALUES (%(id)s, %(instance_id)s, %(step_execution_id)s, %(job_type)s, 'UNLOCKED',
+        %(lease_seconds)s, %(retries_remaining)s, %(payload)s::jsonb, %(payload_bytes)s,
+        %(deadline_at)s, now(), now())
+"""
+
+CANCEL_OPEN_FOR_INSTANCE = """
+WITH cancelled AS (
+    UPDATE job SET status = 'CANCELLED', completed_at = now(), lock_expires_at = NULL
+     WHERE instance_id = %(instance_id)s AND status IN ('UNLOCKED', 'LOCKED')
+    RETURNING id, instance_id
+)
+INSERT INTO audit_log (instance_id, job_id, event)
+SELECT instance_id, id, 'JOB_CANCELLED' FROM cancelled
+"""
+
+# The reaper: return expired leases to UNLOCKED (the claim would take them anyway; this keeps
+# the LOCKED set honest for concurrency limits and metrics, and counts the expiries).
+REAP_EXPIRED = """
+WITH expired AS (
+    SELECT id FROM job
+     WHERE status = 'LOCKED' AND lock_expires_at < now()
+     ORDER BY lock_expires_at
+     LIMIT %(limit)s
+       FOR UPDATE SKIP LOCKED
+), reaped AS (
+    UPDATE job
+       SET status = 'UNLOCKED',
+           previous_worker_ids = array_append(job.previous_worker_ids, job.worker_id),
+           worker_id = NULL, locked_at = NULL, lock_expires_at = NULL, run_at = now()
+      FROM expired
+     WHERE job.id = expired.id
+    RETURNING job.id, job.instance_id, job.step_execution_id
+), steps_back AS (
+    UPDATE step_execution s SET status = 'SCHEDULED', updated_at = now()
+      FROM reaped WHERE s.id = reaped.step_execution_id
+), audited AS (
+    INSERT INTO audit_log (instance_id, job_id, event)
+    SELECT instance_id, id, 'JOB_LEASE_EXPIRED' FROM reaped
+)
+SELECT count(*) AS n FROM reaped
+"""
+
+
+def claim(
+    conn: Conn, *, worker_id: str, job_types: list[str], max_jobs: int, max_bytes: int
+) -> list[dict[str, Any]]:
+    params = {
+        "worker_id": worker_id,
+        "job_types": job_types,
+        "max_jobs": max_jobs,
+        "max_bytes": max_bytes,
+    }
+    return conn.execute(CLAIM, params).fetchall()

@@ -1,0 +1,146 @@
+-- Core engine: definitions, task definitions, instances, step executions, jobs, audit.
+-- Every wake-up is a row with a due time (job.run_at, job.lock_expires_at, instance.timeout_at,
+-- job.deadline_at): schedulers find work by query, never by an in-memory timer alone.
+
+CREATE TABLE definition (
+    name        text        NOT NULL,
+    version     integer     NOT NULL CHECK (version > 0),
+    body        jsonb       NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (name, version)
+);
+
+CREATE TABLE task_def (
+    name        text        PRIMARY KEY,
+    body        jsonb       NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    updated_at  timestamptz NOT NULL DEFAULT now()
+);
+
+-- Immutable, content-addressed copies of the definition an instance runs (task definitions
+-- embedded). Instances of one definition share a row, and processes cache the compiled plan by id.
+CREATE TABLE definition_snapshot (
+    id          bigserial   PRIMARY KEY,
+    digest      text        NOT NULL UNIQUE,
+    body        jsonb       NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE instance (
+    id                        uuid        PRIMARY KEY,
+    definition_name           text        NOT NULL,
+    definition_version        integer,            -- NULL for an inline (dynamic) definition
+    snapshot_id               bigint      NOT NULL REFERENCES definition_snapshot (id),
+    status                    text        NOT NULL
+        CHECK (status IN ('RUNNING', 'COMPLETED', 'FAILED', 'TIMED_OUT', 'CANCELLED')),
+    input                     jsonb       NOT NULL DEFAULT '{}',
+    variables                 jsonb       NOT NULL DEFAULT '{}',
+    output                    jsonb,
+    reason                    text,
+    version                   bigint      NOT NULL DEFAULT 1,   -- the fencing token
+    correlation_id            text,
+    idempotency_key           text,
+    parent_instance_id        uuid,
+    parent_step_execution_id  uuid,
+    timeout_at                timestamptz,
+    created_at                timestamptz NOT NULL DEFAULT now(),
+    updated_at                timestamptz NOT NULL DEFAULT now(),
+    completed_at              timestamptz
+);
+CREATE UNIQUE INDEX instance_idempotency_key ON instance (idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+CREATE INDEX instance_recent ON instance (created_at DESC, id DESC);
+CREATE INDEX instance_by_status ON instance (status, created_at DESC, id DESC);
+CREATE INDEX instance_by_definition ON instance (definition_name, created_at DESC, id DESC);
+CREATE INDEX instance_by_correlation ON instance (correlation_id, created_at DESC, id DESC)
+    WHERE correlation_id IS NOT NULL;
+CREATE INDEX instance_timeout_due ON instance (timeout_at)
+    WHERE status = 'RUNNING' AND timeout_at IS NOT NULL;
+
+-- Fencing: every update must carry version = (the version it read) + 1. A writer that read an
+-- older version is refused by the database itself, whatever code path it came through.
+CREATE FUNCTION baton_instance_fence() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.version IS DISTINCT FROM OLD.version + 1 THEN
+        RAISE EXCEPTION 'stale instance version'
+            USING ERRCODE = 'BT409',
+                  DETAIL = OLD.id::text,
+                  HINT = format('current version %s, write carried %s', OLD.version, NEW.version - 1);
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER instance_fence BEFORE UPDATE ON instance
+    FOR EACH ROW EXECUTE FUNCTION baton_instance_fence();
+
+CREATE TABLE step_execution (
+    id            uuid        PRIMARY KEY,
+    instance_id   uuid        NOT NULL REFERENCES instance (id) ON DELETE CASCADE,
+    step_id       text        NOT NULL,
+    step_type     text        NOT NULL,
+    status        text        NOT NULL
+        CHECK (status IN ('SCHEDULED', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'TIMED_OUT',
+                          'CANCELLED', 'SKIPPED')),
+    attempt       integer     NOT NULL DEFAULT 1,
+    input         jsonb,
+    output        jsonb,
+    error         text,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    started_at    timestamptz,
+    completed_at  timestamptz,
+    updated_at    timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX step_execution_by_instance ON step_execution (instance_id, step_id, created_at);
+
+CREATE TABLE job (
+    id                   uuid        PRIMARY KEY,
+    instance_id          uuid        NOT NULL REFERENCES instance (id) ON DELETE CASCADE,
+    step_execution_id    uuid        NOT NULL REFERENCES step_execution (id) ON DELETE CASCADE,
+    job_type             text        NOT NULL,
+    status               text        NOT NULL
+        CHECK (status IN ('UNLOCKED', 'LOCKED', 'COMPLETED', 'FAILED', 'CANCELLED')),
+    worker_id            text,
+    -- Workers whose lease on this job expired before they finished: a late complete from one of
+    -- them is still accepted (once); a complete from a stranger is a conflict.
+    previous_worker_ids  text[]      NOT NULL DEFAULT '{}',
+    locked_at            timestamptz,
+    lock_expires_at      timestamptz,
+    lease_seconds        integer     NOT NULL CHECK (lease_seconds > 0),
+    run_at               timestamptz NOT NULL DEFAULT now(),
+    deadline_at          timestamptz,
+    attempt              integer     NOT NULL DEFAULT 1,
+    retries_remaining    integer     NOT NULL CHECK (retries_remaining >= 0),
+    deliveries           integer     NOT NULL DEFAULT 0,
+    payload              jsonb       NOT NULL,
+    payload_bytes        integer     NOT NULL DEFAULT 0,
+    created_at           timestamptz NOT NULL DEFAULT now(),
+    completed_at         timestamptz
+);
+-- The claim reads only these two partial indexes, so poll latency stays flat however many
+-- terminal rows pile up.
+CREATE INDEX job_claimable ON job (job_type, run_at) WHERE status = 'UNLOCKED';
+CREATE INDEX job_lease_expiry ON job (lock_expires_at) WHERE status = 'LOCKED';
+CREATE INDEX job_by_instance ON job (instance_id);
+CREATE INDEX job_by_step_execution ON job (step_execution_id);
+
+CREATE TABLE audit_log (
+    id           bigserial   PRIMARY KEY,
+    at           timestamptz NOT NULL DEFAULT now(),
+    instance_id  uuid,
+    job_id       uuid,
+    event        text        NOT NULL,
+    detail       jsonb
+);
+CREATE INDEX audit_log_by_instance ON audit_log (instance_id, id);
+
+-- Reserved for the opt-in event-driven dispatch mode; stays empty while polling.
+CREATE TABLE dispatch_outbox (
+    id            bigserial   PRIMARY KEY,
+    job_id        uuid        NOT NULL,
+    instance_id   uuid        NOT NULL,
+    job_type      text        NOT NULL,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    relayed_at    timestamptz
+);
+CREATE INDEX dispatch_outbox_pending ON dispatch_outbox (id) WHERE relayed_at IS NULL;
