@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,8 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 ROOT = Path(__file__).resolve().parents[1]
+# pgserver asks platformdirs for a runtime dir; CI machines often have none set.
+os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
 sys.path.insert(0, str(ROOT / "shared"))
 
 from baton.engine.service import Engine  # noqa: E402

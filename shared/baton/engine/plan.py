@@ -117,20 +117,24 @@ class Plan:
         return frozenset(s.job_type for s in self.steps() if isinstance(s, ServiceTaskStep))
 
 
-_PLANS: dict[int, Plan] = {}
-_MAX_PLANS = 1024
+class PlanCache:
+    """Compiled plans by snapshot id, for one database (ids are per database).
 
+    Snapshots never change, so entries never go stale; any eviction is safe.
+    """
 
-def cached_plan(snapshot_id: int) -> Plan | None:
-    return _PLANS.get(snapshot_id)
+    def __init__(self, max_size: int = 1024) -> None:
+        self._plans: dict[int, Plan] = {}
+        self._max = max_size
 
+    def get(self, snapshot_id: int) -> Plan | None:
+        return self._plans.get(snapshot_id)
 
-def compile_snapshot(snapshot_id: int, body_json: str) -> Plan:
-    """Compile (once per process) the plan of an immutable snapshot, and cache it by id."""
-    plan = _PLANS.get(snapshot_id)
-    if plan is None:
-        plan = Plan(WorkflowDefinition.model_validate_json(body_json))
-        if len(_PLANS) >= _MAX_PLANS:
-            _PLANS.pop(next(iter(_PLANS)))  # snapshots never change: any eviction is safe
-        _PLANS[snapshot_id] = plan
-    return plan
+    def compile(self, snapshot_id: int, body_json: str) -> Plan:
+        plan = self._plans.get(snapshot_id)
+        if plan is None:
+            plan = Plan(WorkflowDefinition.model_validate_json(body_json))
+            if len(self._plans) >= self._max:
+                self._plans.pop(next(iter(self._plans)))
+            self._plans[snapshot_id] = plan
+        return plan

@@ -26,7 +26,7 @@ from baton.definitions import (
 )
 from baton.engine import views
 from baton.engine.decide import RUNNING, Decider, InstanceState
-from baton.engine.plan import Plan, cached_plan, compile_snapshot
+from baton.engine.plan import Plan, PlanCache
 from baton.errors import (
     Conflict,
     DefinitionNotFound,
@@ -100,6 +100,7 @@ class Engine:
         self.db = db
         self.settings = settings or EngineSettings()
         self.metrics: MetricsSink = metrics or NullMetrics()
+        self._plans = PlanCache()
 
     # --- definitions -------------------------------------------------------------------------
 
@@ -279,18 +280,21 @@ class Engine:
         ]
         embedded = definition.model_copy(update={"steps": steps})
         body = embedded.model_dump_json(by_alias=True, exclude_none=True)
-        row = conn.execute(
-            inst_sql.UPSERT_SNAPSHOT, {"digest": embedded.digest(), "body": body}
-        ).fetchone()
+        params = {"digest": embedded.digest(), "body": body}
+        row = conn.execute(inst_sql.UPSERT_SNAPSHOT, params).fetchone()
+        if row is None:
+            # A concurrent start inserted the same snapshot after this statement's snapshot
+            # was taken; a new statement sees its committed row.
+            row = conn.execute(inst_sql.SNAPSHOT_BY_DIGEST, params).fetchone()
         assert row is not None
-        return row["id"], compile_snapshot(row["id"], body)
+        return row["id"], self._plans.compile(row["id"], body)
 
     def _plan(self, conn: Conn, snapshot_id: int) -> Plan:
-        plan = cached_plan(snapshot_id)
+        plan = self._plans.get(snapshot_id)
         if plan is None:  # first time this process sees the snapshot: one extra read
             row = conn.execute(inst_sql.SNAPSHOT_BODY, {"id": snapshot_id}).fetchone()
             assert row is not None
-            plan = compile_snapshot(snapshot_id, row["body"])
+            plan = self._plans.compile(snapshot_id, row["body"])
         return plan
 
     def get_instance(self, instance_id: str) -> dict[str, Any]:

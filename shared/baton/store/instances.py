@@ -25,6 +25,8 @@ SELECT id FROM definition_snapshot WHERE digest = %(digest)s
 LIMIT 1
 """
 
+SNAPSHOT_BY_DIGEST = "SELECT id FROM definition_snapshot WHERE digest = %(digest)s"
+
 SNAPSHOT_BODY = "SELECT body::text AS body FROM definition_snapshot WHERE id = %(id)s"
 
 INSERT_INSTANCE = """

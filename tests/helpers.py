@@ -1,0 +1,31 @@
+"""Small test helpers: waiting on conditions with deadlines (never sleep-and-hope)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def wait_until(
+    probe: Callable[[], T | None], *, timeout: float = 10.0, interval: float = 0.02, what: str = ""
+) -> T:
+    """Call ``probe`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or probe}")
+        time.sleep(interval)
+
+
+def service_step(step_id: str, job_type: str, **extra: Any) -> dict[str, Any]:
+    return {"id": step_id, "type": "SERVICE_TASK", "jobType": job_type, **extra}
+
+
+def one_step(name: str, job_type: str = "work", **extra: Any) -> dict[str, Any]:
+    return {"name": name, "steps": [service_step("only", job_type, **extra)]}

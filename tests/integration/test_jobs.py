@@ -1,0 +1,332 @@
+"""Jobs: the claim under concurrency, leases, idempotent completion, retries."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import Any
+
+import psycopg
+import pytest
+from baton.engine.service import Engine
+from baton.errors import Conflict, JobNotFound, LeaseNotHeld, ValidationFailed
+from baton.settings import EngineSettings
+from baton.store.db import Database
+
+from tests.helpers import one_step, wait_until
+
+
+def _start_many(engine: Engine, n: int, name: str = "flow") -> list[str]:
+    with ThreadPoolExecutor(4) as pool:
+        return list(
+            pool.map(lambda _: engine.start_instance(definition_name=name)[0]["id"], range(n))
+        )
+
+
+def _statuses(database_url: str) -> Counter[str]:
+    with psycopg.connect(database_url) as conn:
+        return Counter(
+            dict(conn.execute("SELECT status, count(*) FROM instance GROUP BY status").fetchall())
+        )
+
+
+def test_concurrent_workers_drain_thousands_without_double_claims_or_losses(
+    engine: Engine, database_url: str
+) -> None:
+    n_instances, n_workers = 2000, 8
+    engine.register_definition(one_step("flow"))
+    _start_many(engine, n_instances)
+    claims: list[tuple[str, str, float, float]] = []
+    lock = threading.Lock()
+
+    def worker(k: int) -> int:
+        wid = f"w{k}"
+        done = 0
+        empty = 0
+        while empty < 3:
+            jobs = engine.poll(wid, ["work"], 16)
+            if not jobs:
+                empty += 1
+                continue
+            empty = 0
+            now = time.time()
+            with lock:
+                claims.extend(
+                    (j["id"], wid, now, datetime.fromisoformat(j["lockExpiresAt"]).timestamp())
+                    for j in jobs
+                )
+            for j in jobs:
+                assert engine.complete_job(j["id"], wid, {"by": wid})["applied"]
+                done += 1
+        return done
+
+    with ThreadPoolExecutor(n_workers) as pool:
+        completed = sum(pool.map(worker, range(n_workers)))
+
+    by_job = Counter(c[0] for c in claims)
+    assert len(by_job) == n_instances  # none lost
+    assert max(by_job.values()) == 1  # none claimed twice (leases are 30 s, all live)
+    assert completed == n_instances
+    assert _statuses(database_url) == Counter({"COMPLETED": n_instances})
+    with psycopg.connect(database_url) as conn:
+        per_job = conn.execute(
+            "SELECT count(*) FROM audit_log WHERE event = 'JOB_COMPLETED' GROUP BY job_id"
+            " HAVING count(*) <> 1"
+        ).fetchall()
+        open_jobs = conn.execute("SELECT count(*) FROM job WHERE status <> 'COMPLETED'").fetchone()
+    assert per_job == [] and open_jobs == (0,)
+
+
+def test_claim_is_oldest_first_and_respects_max_jobs_and_types(engine: Engine) -> None:
+    engine.register_definition(one_step("a", "type-a"))
+    engine.register_definition(one_step("b", "type-b"))
+    a_ids = [engine.start_instance(definition_name="a")[0]["id"] for _ in range(3)]
+    engine.start_instance(definition_name="b")
+    jobs = engine.poll("w", ["type-a"], 2)
+    assert [j["instanceId"] for j in jobs] == a_ids[:2]
+    assert {j["jobType"] for j in jobs} == {"type-a"}
+    both = engine.poll("w", ["type-a", "type-b"], 10)
+    assert sorted(j["jobType"] for j in both) == ["type-a", "type-b"]
+    assert engine.poll("w", ["type-a", "type-b"], 10) == []
+
+
+def test_poll_caps_the_batch_by_bytes(db: Database) -> None:
+    engine = Engine(db, EngineSettings(max_poll_response_bytes=50_000))
+    engine.register_definition(
+        {
+            "name": "big",
+            "steps": [
+                {
+                    "id": "s",
+                    "type": "SERVICE_TASK",
+                    "jobType": "big",
+                    "input": {"blob": "${workflow.input.blob}"},
+                }
+            ],
+        }
+    )
+    for _ in range(5):
+        engine.start_instance(definition_name="big", input={"blob": "x" * 20_000})
+    assert len(engine.poll("w", ["big"], 10)) == 2
+    assert len(engine.poll("w", ["big"], 10)) == 2
+    assert len(engine.poll("w", ["big"], 10)) == 1
+
+
+def test_expired_lease_is_reclaimed_at_next_poll_and_completed_exactly_once(
+    engine: Engine, database_url: str
+) -> None:
+    engine.register_definition(one_step("flow", responseTimeoutSeconds=1))
+    inst, _ = engine.start_instance(definition_name="flow")
+    first = engine.poll("slow", ["work"], 1)[0]
+    assert engine.poll("fast", ["work"], 1) == []  # lease is live
+    second = wait_until(lambda: engine.poll("fast", ["work"], 1), timeout=5, what="reclaim")[0]
+    assert second["id"] == first["id"]
+    # A stranger cannot complete while "fast" holds the lease.
+    with pytest.raises(LeaseNotHeld):
+        engine.complete_job(first["id"], "stranger", {})
+    # The late complete from the worker whose lease expired is accepted, once...
+    assert engine.complete_job(first["id"], "slow", {"by": "slow"})["applied"] is True
+    # ...and the current holder's complete is then a harmless repeat.
+    assert engine.complete_job(first["id"], "fast", {"by": "fast"})["applied"] is False
+    final = engine.get_instance(inst["id"])
+    assert final["status"] == "COMPLETED" and final["variables"] == {"by": "slow"}
+    events = [a["event"] for a in engine.audit_trail(inst["id"])]
+    assert events.count("JOB_COMPLETED") == 1 and "JOB_RECLAIMED" in events
+
+
+def test_racing_completions_of_one_job_apply_once(engine: Engine) -> None:
+    engine.register_definition(one_step("flow", responseTimeoutSeconds=1))
+    for _ in range(5):
+        inst, _ = engine.start_instance(definition_name="flow")
+        job = engine.poll("a", ["work"], 1)[0]
+        wait_until(lambda: engine.poll("b", ["work"], 1), timeout=5)
+        barrier = threading.Barrier(2)
+
+        def complete(worker: str, job_id: str = job["id"]) -> bool:
+            barrier.wait()
+            return bool(engine.complete_job(job_id, worker, {"w": worker})["applied"])
+
+        with ThreadPoolExecutor(2) as pool:
+            applied = list(pool.map(complete, ["a", "b"]))
+        assert sorted(applied) == [False, True]
+        events = [a["event"] for a in engine.audit_trail(inst["id"])]
+        assert events.count("JOB_COMPLETED") == 1 and events.count("INSTANCE_COMPLETED") == 1
+
+
+def test_double_complete_applies_once(engine: Engine, database_url: str) -> None:
+    engine.register_definition(
+        {
+            "name": "two",
+            "steps": [
+                {"id": "s", "type": "SERVICE_TASK", "jobType": "work"},
+                {"id": "u", "type": "USER_TASK"},
+            ],
+        }
+    )
+    inst, _ = engine.start_instance(definition_name="two")
+    job = engine.poll("w", ["work"], 1)[0]
+    assert engine.complete_job(job["id"], "w", {"n": 1})["applied"] is True
+    assert engine.complete_job(job["id"], "w", {"n": 2})["applied"] is False
+    got = engine.get_instance(inst["id"])
+    assert got["variables"] == {"n": 1}
+    assert [s["stepId"] for s in got["steps"]] == ["s", "u"]  # next step scheduled once
+    assert got["version"] == 2
+
+
+def test_completion_by_a_worker_that_never_held_the_job_is_a_conflict(engine: Engine) -> None:
+    engine.register_definition(one_step("flow"))
+    engine.start_instance(definition_name="flow")
+    job = engine.poll("owner", ["work"], 1)[0]
+    with pytest.raises(LeaseNotHeld):
+        engine.complete_job(job["id"], "intruder", {})
+    with pytest.raises(LeaseNotHeld):
+        engine.fail_job(job["id"], "intruder", "x", retryable=False)
+    with pytest.raises(JobNotFound):
+        engine.complete_job("00000000-0000-0000-0000-000000000001", "owner", {})
+    with pytest.raises(ValidationFailed):
+        engine.complete_job("not-a-uuid", "owner", {})
+
+
+def test_unclaimed_job_cannot_be_completed(engine: Engine) -> None:
+    engine.register_definition(one_step("flow"))
+    inst, _ = engine.start_instance(definition_name="flow")
+    job_id = engine.get_instance(inst["id"])["steps"][0]["jobId"]
+    with pytest.raises(LeaseNotHeld, match="not claimed"):
+        engine.complete_job(job_id, "w", {})
+
+
+def test_heartbeat_extends_the_lease_only_for_the_holder(engine: Engine) -> None:
+    engine.register_definition(one_step("flow", responseTimeoutSeconds=2))
+    engine.start_instance(definition_name="flow")
+    job = engine.poll("w", ["work"], 1)[0]
+    before = datetime.fromisoformat(job["lockExpiresAt"])
+    time.sleep(0.05)  # let the clock move so the extension is observable
+    after = datetime.fromisoformat(engine.heartbeat(job["id"], "w")["lockExpiresAt"])
+    assert after > before
+    with pytest.raises(LeaseNotHeld):
+        engine.heartbeat(job["id"], "other")
+    engine.complete_job(job["id"], "w", {})
+    with pytest.raises(LeaseNotHeld, match="COMPLETED"):
+        engine.heartbeat(job["id"], "w")
+
+
+def test_heartbeats_keep_a_long_job_from_being_reclaimed(engine: Engine) -> None:
+    engine.register_definition(one_step("flow", responseTimeoutSeconds=1))
+    engine.start_instance(definition_name="flow")
+    job = engine.poll("w", ["work"], 1)[0]
+    deadline = time.monotonic() + 2.5
+    while time.monotonic() < deadline:
+        engine.heartbeat(job["id"], "w")
+        assert engine.poll("thief", ["work"], 1) == []
+        time.sleep(0.2)
+    assert engine.complete_job(job["id"], "w", {})["applied"]
+
+
+def test_reaper_returns_expired_leases_and_counts_them(engine: Engine) -> None:
+    engine.register_definition(one_step("flow", responseTimeoutSeconds=1))
+    inst, _ = engine.start_instance(definition_name="flow")
+    job = engine.poll("w", ["work"], 1)[0]
+    assert engine.reap_expired_leases() == 0
+    assert wait_until(engine.reap_expired_leases, timeout=5, what="lease expiry") == 1
+    got = engine.get_instance(inst["id"])
+    assert got["steps"][0]["status"] == "SCHEDULED"
+    assert "JOB_LEASE_EXPIRED" in [a["event"] for a in engine.audit_trail(inst["id"])]
+    again = engine.poll("w2", ["work"], 1)[0]
+    assert again["id"] == job["id"]
+    assert engine.complete_job(job["id"], "w", {})["applied"]  # the late original is accepted
+
+
+def _due_times(database_url: str, instance_id: str) -> list[Any]:
+    with psycopg.connect(database_url) as conn:
+        return [
+            r[0]
+            for r in conn.execute(
+                "SELECT detail->>'delaySeconds' FROM audit_log"
+                " WHERE instance_id = %s AND event = 'JOB_RETRY_SCHEDULED' ORDER BY id",
+                (instance_id,),
+            ).fetchall()
+        ]
+
+
+def test_retry_is_claimable_only_after_its_delay(engine: Engine) -> None:
+    engine.register_definition(one_step("flow", retryCount=2, retryDelaySeconds=1))
+    inst, _ = engine.start_instance(definition_name="flow")
+    job = engine.poll("w", ["work"], 1)[0]
+    failed_at = time.monotonic()
+    result = engine.fail_job(job["id"], "w", "flaky", retryable=True)
+    assert result["status"] == "RETRY_SCHEDULED"
+    assert engine.poll("w", ["work"], 1) == []
+    again = wait_until(lambda: engine.poll("w", ["work"], 1), timeout=5)[0]
+    assert time.monotonic() - failed_at >= 0.9
+    assert again["attempt"] == 2 and again["retriesRemaining"] == 1
+    assert engine.get_instance(inst["id"])["steps"][0]["attempt"] == 2
+
+
+@pytest.mark.parametrize(
+    ("logic", "expected"),
+    [("FIXED", ["0", "0", "0"]), ("LINEAR_BACKOFF", ["0", "0", "0"])],
+)
+def test_zero_delay_retries_are_immediate(
+    engine: Engine, database_url: str, logic: str, expected: list[str]
+) -> None:
+    engine.register_definition(
+        one_step("flow", retryCount=3, retryDelaySeconds=0, retryLogic=logic)
+    )
+    inst, _ = engine.start_instance(definition_name="flow")
+    for _ in range(3):
+        job = engine.poll("w", ["work"], 1)[0]
+        engine.fail_job(job["id"], "w", "x", retryable=True)
+    assert _due_times(database_url, inst["id"]) == expected
+
+
+def test_backoff_delays_follow_the_retry_logic(engine: Engine, database_url: str) -> None:
+    engine.register_definition(
+        one_step("flow", retryCount=3, retryDelaySeconds=10, retryLogic="EXPONENTIAL_BACKOFF")
+    )
+    inst, _ = engine.start_instance(definition_name="flow")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        for _ in range(3):
+            job = engine.poll("w", ["work"], 1)[0]
+            engine.fail_job(job["id"], "w", "x", retryable=True)
+            # Make the retry due now instead of waiting for the backoff.
+            conn.execute("UPDATE job SET run_at = now() WHERE id = %s", (job["id"],))
+    assert _due_times(database_url, inst["id"]) == ["10", "20", "40"]
+
+
+def test_non_retryable_failure_skips_remaining_retries(engine: Engine) -> None:
+    engine.register_definition(one_step("flow", retryCount=5))
+    inst, _ = engine.start_instance(definition_name="flow")
+    job = engine.poll("w", ["work"], 1)[0]
+    assert engine.fail_job(job["id"], "w", "card declined", retryable=False)["status"] == "FAILED"
+    got = engine.get_instance(inst["id"])
+    assert got["status"] == "FAILED"
+    assert got["reason"] == "step 'only' failed: card declined"
+    assert engine.fail_job(job["id"], "w", "again", retryable=False)["applied"] is False
+    with pytest.raises(Conflict):
+        engine.complete_job(job["id"], "w", {})
+
+
+def test_exhausted_retries_fail_the_instance_with_the_reason(engine: Engine) -> None:
+    engine.register_definition(one_step("flow", retryCount=1, retryDelaySeconds=0))
+    inst, _ = engine.start_instance(definition_name="flow")
+    for _ in range(2):
+        job = engine.poll("w", ["work"], 1)[0]
+        engine.fail_job(job["id"], "w", "timeout talking to bank", retryable=True)
+    got = engine.get_instance(inst["id"])
+    assert got["status"] == "FAILED"
+    assert "retries exhausted after 2 attempts" in got["reason"]
+    assert got["steps"][0]["status"] == "FAILED"
+    assert engine.poll("w", ["work"], 1) == []
+
+
+def test_workflow_timeout_is_enforced_by_the_sweeper(engine: Engine) -> None:
+    engine.register_definition({**one_step("flow"), "timeoutSeconds": 1})
+    inst, _ = engine.start_instance(definition_name="flow")
+    assert engine.sweep() == {"instancesTimedOut": 0}
+    wait_until(lambda: engine.sweep()["instancesTimedOut"], timeout=5)
+    got = engine.get_instance(inst["id"])
+    assert got["status"] == "TIMED_OUT" and "timed out" in got["reason"]
+    assert engine.poll("w", ["work"], 1) == []
