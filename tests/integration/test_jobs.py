@@ -145,7 +145,9 @@ def test_racing_completions_of_one_job_apply_once(engine: Engine) -> None:
         wait_until(lambda: engine.poll("b", ["work"], 1), timeout=5)
         barrier = threading.Barrier(2)
 
-        def complete(worker: str, job_id: str = job["id"]) -> bool:
+        def complete(
+            worker: str, job_id: str = job["id"], barrier: threading.Barrier = barrier
+        ) -> bool:
             barrier.wait()
             return bool(engine.complete_job(job_id, worker, {"w": worker})["applied"])
 

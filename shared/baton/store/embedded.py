@@ -32,7 +32,7 @@ class EmbeddedPostgres:
         os.environ.setdefault("XDG_RUNTIME_DIR", str(self.data_dir))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            self._server = pgserver.get_server(
+            self._server = pgserver.get_server(  # type: ignore[attr-defined]
                 self.data_dir, cleanup_mode="stop" if self._keep else "delete"
             )
         uri: str = self._server.get_uri()
