@@ -83,3 +83,15 @@ class Settings:
             engine=engine,
         )
         return replace(base, **overrides)  # type: ignore[arg-type]
+
+
+# Local runtime (`baton dev`). Appended: the names above stay where they are.
+ENV_FUNCTIONS_DIR = "BATON_FUNCTIONS_DIR"  # folder holding functions/<name>/handler.py
+ENV_HOST = "BATON_HOST"  # interface the local server binds (default 127.0.0.1)
+# Read by boto3, not by Baton: the local runtime sets placeholders when it runs its own S3.
+ENV_AWS_ACCESS_KEY_ID = "AWS_ACCESS_KEY_ID"
+ENV_AWS_SECRET_ACCESS_KEY = "AWS_SECRET_ACCESS_KEY"
+ENV_AWS_DEFAULT_REGION = "AWS_DEFAULT_REGION"
+
+# Names added for the local runtime after ALL_ENV_VARS was written; fold them in when convenient.
+LOCAL_ENV_VARS = (ENV_FUNCTIONS_DIR, ENV_HOST)

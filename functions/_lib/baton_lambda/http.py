@@ -1,0 +1,174 @@
+"""One Powertools REST resolver per API function, with Baton's error mapping installed.
+
+Every error leaves as RFC 9457 problem+json with the status of ``baton.api.problems``; an
+unexpected exception is logged with its traceback and answered with a 500 problem (never a hang,
+never a silent success).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import unquote
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.metrics import MetricUnit
+from baton.api.problems import PROBLEM_JSON, from_error, parse_json_body, problem, validation_error
+from baton.engine.service import Engine
+from baton.errors import BatonError, MalformedRequest, Problem, ValidationFailed
+from baton.metrics import Unit
+from baton.routes import ROUTES
+from pydantic import BaseModel, ValidationError
+
+from baton_lambda import runtime
+
+M = TypeVar("M", bound=BaseModel)
+JSON = "application/json"
+# An invocation that produced no metric (a heartbeat, a GET) is normal, not worth a warning.
+warnings.filterwarnings("ignore", message="No application metrics to publish")
+
+
+def _dumps(body: Any) -> str:
+    return json.dumps(body, separators=(",", ":"), default=str)
+
+
+_ROUTE_KEYS = frozenset((r.method, r.path, r.function) for r in ROUTES)
+
+
+class _PowertoolsMetrics:
+    """The engine's metrics sink, as Powertools EMF metrics."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._m = metrics
+
+    def add(self, name: str, value: float, unit: Unit = "Count") -> None:
+        mu = MetricUnit.Milliseconds if unit == "Milliseconds" else MetricUnit.Count
+        self._m.add_metric(name=name, unit=mu, value=value)
+
+
+class Api:
+    """An API function: resolver + logger + metrics + engine, wired once per container."""
+
+    def __init__(self, function: str) -> None:
+        self.function = function
+        self.logger = Logger(service=f"baton-{function}")
+        self.metrics = Metrics(service=f"baton-{function}")
+        self.resolver = APIGatewayRestResolver()
+        self._sink = _PowertoolsMetrics(self.metrics)
+        self.registered: set[tuple[str, str]] = set()
+        self._install_error_handlers()
+
+    def route(self, method: str, path: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a view for a route of the route table (and only for one of those)."""
+        if (method, path, self.function) not in _ROUTE_KEYS:
+            raise LookupError(f"{method} {path} is not a route of {self.function!r}")
+        self.registered.add((method, path))
+        rule = path.replace("{", "<").replace("}", ">")
+        return self.resolver.route(rule=rule, method=method)
+
+    # --- request helpers -----------------------------------------------------------------------
+
+    def engine(self) -> Engine:
+        return runtime.engine(self._sink)
+
+    def raw_body(self) -> str | None:
+        event = self.resolver.current_event
+        body = event.body
+        if body is not None and event.is_base64_encoded:
+            try:
+                body = base64.b64decode(body).decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError):
+                raise MalformedRequest("request body is not UTF-8 JSON") from None
+        return body
+
+    def body(self, model: type[M]) -> M:
+        data = parse_json_body(self.raw_body())
+        if not isinstance(data, dict):
+            raise ValidationFailed([Problem("$", "the request body must be a JSON object")])
+        try:
+            return model.model_validate(data)
+        except ValidationError as e:
+            raise validation_error(e) from None
+
+    def query(self, name: str) -> str | None:
+        params = self.resolver.current_event.query_string_parameters or {}
+        value = params.get(name)
+        return value if value not in (None, "") else None
+
+    def query_int(self, name: str, default: int, *, low: int = 1, high: int = 1000) -> int:
+        raw = self.query(name)
+        if raw is None:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ValidationFailed([Problem(name, f"{raw!r} is not an integer")]) from None
+        if not low <= value <= high:
+            raise ValidationFailed([Problem(name, f"must be between {low} and {high}")])
+        return value
+
+    @staticmethod
+    def path(value: str) -> str:
+        return unquote(value)
+
+    def ok(
+        self, body: Any, status: int = 200, headers: dict[str, str] | None = None
+    ) -> Response[Any]:
+        return Response(status_code=status, content_type=JSON, body=_dumps(body), headers=headers)
+
+    # --- invocation ----------------------------------------------------------------------------
+
+    def handler(self) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+        """The Lambda entry point: logs with the request id, flushes metrics per invocation."""
+
+        @self.metrics.log_metrics
+        @self.logger.inject_lambda_context(clear_state=True)
+        def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+            request_id = (event.get("requestContext") or {}).get("requestId")
+            if request_id:
+                self.logger.append_keys(request_id=request_id)
+            return self.resolver.resolve(event, context)
+
+        return handle
+
+    def _install_error_handlers(self) -> None:
+        app = self.resolver
+
+        @app.exception_handler(BatonError)  # type: ignore[untyped-decorator]
+        def baton_error(err: BatonError) -> Response[Any]:
+            status, body, headers = from_error(err, self._request_path())
+            level = self.logger.warning if status >= 500 else self.logger.info
+            level("request refused", extra={"status": status, "error": type(err).__name__})
+            return Response(
+                status_code=status, content_type=PROBLEM_JSON, body=_dumps(body), headers=headers
+            )
+
+        @app.not_found
+        def not_found(_: Exception) -> Response[Any]:
+            event = app.current_event
+            body = problem(
+                404, "Not found", f"no route for {event.http_method} {event.path}", slug="no-route"
+            )
+            return Response(status_code=404, content_type=PROBLEM_JSON, body=_dumps(body))
+
+        @app.exception_handler(Exception)  # type: ignore[untyped-decorator]
+        def unexpected(err: Exception) -> Response[Any]:
+            self.logger.exception("unexpected error")
+            body = problem(
+                500,
+                "Internal error",
+                "an unexpected error occurred; it was logged",
+                slug="internal",
+            )
+            return Response(status_code=500, content_type=PROBLEM_JSON, body=_dumps(body))
+
+    def _request_path(self) -> str | None:
+        try:
+            return str(self.resolver.current_event.path)
+        except (AttributeError, KeyError):
+            return None

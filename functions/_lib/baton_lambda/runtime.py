@@ -1,0 +1,71 @@
+"""Per-container state: settings, the database connection and the engine, built once.
+
+The connection is opened lazily on the first request and reused by every later invocation of the
+container; after a failure it is re-opened on the next one (``SingleConnection``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from functools import cache
+from typing import Any
+
+from baton.engine.service import Engine
+from baton.metrics import MetricsSink
+from baton.settings import Settings
+from baton.store.db import Database
+
+_lock = threading.Lock()
+_engines: dict[str, Engine] = {}
+
+
+@cache
+def settings() -> Settings:
+    return Settings.from_env()
+
+
+def conninfo(s: Settings) -> str:
+    """DATABASE_URL when given (local mode); otherwise the cluster secret + the proxy host."""
+    if s.database_url:
+        return s.database_url
+    if not s.db_secret_arn:
+        raise RuntimeError("no database configured: set DATABASE_URL or BATON_DB_SECRET_ARN")
+    import boto3  # only in AWS: keeps boto3 out of the local and cold-import path
+
+    secret: dict[str, Any] = json.loads(
+        boto3.client("secretsmanager").get_secret_value(SecretId=s.db_secret_arn)["SecretString"]
+    )
+    from psycopg.conninfo import make_conninfo
+
+    return make_conninfo(
+        host=s.db_host or secret["host"],
+        port=secret.get("port", 5432),
+        dbname=s.db_name or secret.get("dbname", "baton"),
+        user=secret["username"],
+        password=secret["password"],
+        sslmode="require",
+        application_name="baton",
+    )
+
+
+def engine(metrics: MetricsSink) -> Engine:
+    """The container's engine (one database connection, reused across invocations)."""
+    key = "engine"
+    with _lock:
+        eng = _engines.get(key)
+        if eng is None:
+            s = settings()
+            db = Database.single(lambda: conninfo(s))
+            eng = Engine(db, s.engine, metrics)
+            _engines[key] = eng
+        return eng
+
+
+def reset() -> None:
+    """Forget the container's state (tests switch databases between cases)."""
+    with _lock:
+        for eng in _engines.values():
+            eng.db.close()
+        _engines.clear()
+    settings.cache_clear()

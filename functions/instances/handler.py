@@ -1,0 +1,72 @@
+"""Instances API: start, get, search, cancel, user tasks, signals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from baton.api import models as m
+from baton_lambda.http import Api
+
+api = Api("instances")
+
+
+@api.route("POST", "/v1/instances")
+def start() -> Any:
+    req = api.body(m.StartInstanceRequest)
+    instance, created = api.engine().start_instance(
+        definition_name=req.definition_name,
+        definition_version=req.definition_version,
+        definition=req.definition,
+        input=req.input,
+        correlation_id=req.correlation_id,
+        idempotency_key=req.idempotency_key,
+    )
+    api.logger.append_keys(instance_id=instance["id"])
+    api.logger.info("instance started" if created else "idempotent start repeated")
+    return api.ok(
+        instance, 201 if created else 200, {"Location": f"/v1/instances/{instance['id']}"}
+    )
+
+
+@api.route("GET", "/v1/instances")
+def search() -> Any:
+    return api.ok(
+        api.engine().search_instances(
+            status=api.query("status"),
+            definition_name=api.query("definitionName"),
+            correlation_id=api.query("correlationId"),
+            limit=api.query_int("limit", 20, high=100),
+            page_token=api.query("pageToken"),
+        )
+    )
+
+
+@api.route("GET", "/v1/instances/{id}")
+def get(id: str) -> Any:
+    return api.ok(api.engine().get_instance(api.path(id)))
+
+
+@api.route("POST", "/v1/instances/{id}/cancel")
+def cancel(id: str) -> Any:
+    req = api.body(m.CancelInstanceRequest)
+    api.logger.append_keys(instance_id=id)
+    return api.ok(api.engine().cancel_instance(api.path(id), req.reason))
+
+
+@api.route("POST", "/v1/instances/{id}/user-tasks/{stepId}/complete")
+def complete_user_task(id: str, stepId: str) -> Any:
+    req = api.body(m.CompleteUserTaskRequest)
+    api.logger.append_keys(instance_id=id)
+    return api.ok(
+        api.engine().complete_user_task(api.path(id), api.path(stepId), req.variables_to_set)
+    )
+
+
+@api.route("POST", "/v1/instances/{id}/signals/{stepId}")
+def signal(id: str, stepId: str) -> Any:
+    req = api.body(m.SignalRequest)
+    api.logger.append_keys(instance_id=id)
+    return api.ok(api.engine().signal(api.path(id), api.path(stepId), req.payload))
+
+
+handler = api.handler()

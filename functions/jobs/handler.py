@@ -1,0 +1,41 @@
+"""Jobs API: poll, complete, fail, heartbeat. The hot path of every worker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from baton.api import models as m
+from baton_lambda.http import Api
+
+api = Api("jobs")
+
+
+@api.route("POST", "/v1/jobs/poll")
+def poll() -> Any:
+    req = api.body(m.PollRequest)
+    jobs = api.engine().poll(req.worker_id, req.job_types, req.max_jobs)
+    return api.ok({"jobs": jobs})
+
+
+@api.route("POST", "/v1/jobs/complete")
+def complete() -> Any:
+    req = api.body(m.CompleteJobRequest)
+    api.logger.append_keys(job_id=req.job_id)
+    return api.ok(api.engine().complete_job(req.job_id, req.worker_id, req.variables_to_set))
+
+
+@api.route("POST", "/v1/jobs/fail")
+def fail() -> Any:
+    req = api.body(m.FailJobRequest)
+    api.logger.append_keys(job_id=req.job_id)
+    result = api.engine().fail_job(req.job_id, req.worker_id, req.error_message, req.retryable)
+    return api.ok(result)
+
+
+@api.route("POST", "/v1/jobs/heartbeat")
+def heartbeat() -> Any:
+    req = api.body(m.HeartbeatRequest)
+    return api.ok(api.engine().heartbeat(req.job_id, req.worker_id))
+
+
+handler = api.handler()

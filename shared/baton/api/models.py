@@ -1,0 +1,196 @@
+"""Request and response bodies of the REST contract: the single source of the OpenAPI document.
+
+lowerCamelCase on the wire; snake_case accepted on input. Requests refuse unknown fields (a typo
+is a 422 naming the field, not a silently ignored option). The proto file
+(``proto/workflow/v1/engine.proto``) mirrors these; a test ties the two together.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from baton.definitions import JOB_TYPE_PATTERN, NAME_PATTERN, TaskDef, WorkflowDefinition
+
+WorkerId = Annotated[str, Field(min_length=1, max_length=256)]
+JobType = Annotated[str, Field(pattern=JOB_TYPE_PATTERN)]
+Uuid = Annotated[str, Field(min_length=1, max_length=64)]
+Variables = dict[str, Any]
+
+
+class ApiModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+# --- requests ------------------------------------------------------------------------------
+
+
+class StartInstanceRequest(ApiModel):
+    definition_name: Annotated[str, Field(pattern=NAME_PATTERN)] | None = None
+    definition_version: Annotated[int, Field(ge=1)] | None = None
+    definition: dict[str, Any] | None = Field(
+        default=None, description="An inline definition (dynamic workflow), validated in full."
+    )
+    input: Variables | None = None
+    correlation_id: Annotated[str, Field(max_length=256)] | None = None
+    idempotency_key: Annotated[str, Field(min_length=1, max_length=256)] | None = None
+
+
+class CancelInstanceRequest(ApiModel):
+    reason: Annotated[str, Field(max_length=2000)] | None = None
+
+
+class CompleteUserTaskRequest(ApiModel):
+    variables_to_set: Variables | None = None
+
+
+class SignalRequest(ApiModel):
+    payload: Any = None
+
+
+class PollRequest(ApiModel):
+    worker_id: WorkerId
+    job_types: Annotated[list[JobType], Field(min_length=1, max_length=50)]
+    max_jobs: Annotated[int, Field(ge=1, le=100)] = 1
+
+
+class CompleteJobRequest(ApiModel):
+    job_id: Uuid
+    worker_id: WorkerId
+    variables_to_set: Variables | None = None
+
+
+class FailJobRequest(ApiModel):
+    job_id: Uuid
+    worker_id: WorkerId
+    error_message: Annotated[str, Field(min_length=1, max_length=10_000)]
+    retryable: bool = True
+
+
+class HeartbeatRequest(ApiModel):
+    job_id: Uuid
+    worker_id: WorkerId
+
+
+# --- responses (documented shapes; the engine's views produce them) -------------------------
+
+
+class Definition(WorkflowDefinition):
+    created_at: datetime | None = None
+
+
+class TaskDefinition(TaskDef):
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+class DefinitionPage(ApiModel):
+    definitions: list[Definition]
+    next_page_token: str | None = None
+
+
+class TaskDefPage(ApiModel):
+    task_defs: list[TaskDefinition]
+    next_page_token: str | None = None
+
+
+StepStatus = Literal[
+    "SCHEDULED", "IN_PROGRESS", "COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED", "SKIPPED"
+]
+InstanceStatus = Literal["RUNNING", "COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED"]
+
+
+class StepExecution(ApiModel):
+    id: str
+    step_id: str
+    type: str
+    status: StepStatus
+    attempt: int
+    input: Any = None
+    output: Any = None
+    error: str | None = None
+    job_id: str | None = None
+    job_type: str | None = None
+    worker_id: str | None = None
+    created_at: datetime
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+
+
+class Instance(ApiModel):
+    id: str
+    definition_name: str
+    definition_version: int | None = None
+    status: InstanceStatus
+    input: Variables
+    variables: Variables
+    output: Any = None
+    reason: str | None = None
+    version: int = Field(description="The fencing token: bumped by every state change.")
+    correlation_id: str | None = None
+    idempotency_key: str | None = None
+    parent_instance_id: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    completed_at: datetime | None = None
+    timeout_at: datetime | None = None
+    steps: list[StepExecution] | None = None
+
+
+class InstancePage(ApiModel):
+    instances: list[Instance]
+    next_page_token: str | None = None
+
+
+class Job(ApiModel):
+    id: str
+    instance_id: str
+    step_id: str
+    step_execution_id: str
+    job_type: str
+    attempt: int
+    retries_remaining: int
+    lock_expires_at: datetime
+    input: Any = None
+    input_payload_path: str | None = None
+
+
+class PollResponse(ApiModel):
+    jobs: list[Job]
+
+
+class CompleteJobResponse(ApiModel):
+    job_id: str
+    status: Literal["COMPLETED"]
+    applied: bool = Field(description="False when this completion repeated an earlier one.")
+
+
+class FailJobResponse(ApiModel):
+    job_id: str
+    status: Literal["FAILED", "RETRY_SCHEDULED"]
+    applied: bool
+    next_attempt_at: datetime | None = None
+
+
+class HeartbeatResponse(ApiModel):
+    job_id: str
+    lock_expires_at: datetime
+
+
+class ProblemItem(ApiModel):
+    path: str
+    message: str
+
+
+class ProblemDetails(ApiModel):
+    """RFC 9457 problem details."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    instance: str | None = None
+    errors: list[ProblemItem] = Field(default_factory=list)

@@ -1,0 +1,139 @@
+"""The OpenAPI 3.1 document, generated from the route table and the pydantic models."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from baton import __version__
+from baton.api import models as m
+from baton.routes import ROUTES
+
+# (method, path) -> (request body model, success status, response model)
+OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, int, type[BaseModel] | None]] = {
+    ("GET", "/v1/openapi.json"): (None, 200, None),
+    ("POST", "/v1/definitions"): (m.Definition, 201, m.Definition),
+    ("GET", "/v1/definitions"): (None, 200, m.DefinitionPage),
+    ("GET", "/v1/definitions/{name}"): (None, 200, m.Definition),
+    ("GET", "/v1/definitions/{name}/versions/{version}"): (None, 200, m.Definition),
+    ("GET", "/v1/taskdefs"): (None, 200, m.TaskDefPage),
+    ("PUT", "/v1/taskdefs/{name}"): (m.TaskDefinition, 200, m.TaskDefinition),
+    ("GET", "/v1/taskdefs/{name}"): (None, 200, m.TaskDefinition),
+    ("POST", "/v1/instances"): (m.StartInstanceRequest, 201, m.Instance),
+    ("GET", "/v1/instances"): (None, 200, m.InstancePage),
+    ("GET", "/v1/instances/{id}"): (None, 200, m.Instance),
+    ("POST", "/v1/instances/{id}/cancel"): (m.CancelInstanceRequest, 200, m.Instance),
+    ("POST", "/v1/instances/{id}/user-tasks/{stepId}/complete"): (
+        m.CompleteUserTaskRequest,
+        200,
+        m.Instance,
+    ),
+    ("POST", "/v1/instances/{id}/signals/{stepId}"): (m.SignalRequest, 200, m.Instance),
+    ("POST", "/v1/jobs/poll"): (m.PollRequest, 200, m.PollResponse),
+    ("POST", "/v1/jobs/complete"): (m.CompleteJobRequest, 200, m.CompleteJobResponse),
+    ("POST", "/v1/jobs/fail"): (m.FailJobRequest, 200, m.FailJobResponse),
+    ("POST", "/v1/jobs/heartbeat"): (m.HeartbeatRequest, 200, m.HeartbeatResponse),
+}
+
+QUERY_PARAMETERS: dict[tuple[str, str], list[tuple[str, str]]] = {
+    ("GET", "/v1/instances"): [
+        ("status", "string"),
+        ("definitionName", "string"),
+        ("correlationId", "string"),
+        ("limit", "integer"),
+        ("pageToken", "string"),
+    ],
+    ("GET", "/v1/definitions"): [("limit", "integer"), ("pageToken", "string")],
+    ("GET", "/v1/taskdefs"): [("limit", "integer"), ("pageToken", "string")],
+}
+
+_ERRORS = {
+    "400": "Malformed JSON",
+    "401": "Missing credentials",
+    "403": "Bad credentials",
+    "404": "Unknown id or route",
+    "409": "Conflict with the current state",
+    "413": "Payload too large",
+    "422": "Validation failed: every problem is listed",
+    "503": "Database unavailable; retry after Retry-After seconds",
+}
+
+
+def _ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+
+def _operation_id(method: str, path: str) -> str:
+    words = re.sub(r"[{}]", "", path).replace("/v1/", "").replace("-", "/").split("/")
+    return method.lower() + "".join(w[:1].upper() + w[1:] for w in words if w and w != "json")
+
+
+@functools.cache
+def document() -> dict[str, Any]:
+    models: set[type[BaseModel]] = {m.ProblemDetails}
+    for req, _, resp in OPERATIONS.values():
+        models.update(x for x in (req, resp) if x is not None)
+    ordered = sorted(models, key=lambda c: c.__name__)
+    _, schema = models_json_schema(
+        [(c, "serialization") for c in ordered],
+        by_alias=True,
+        ref_template="#/components/schemas/{model}",
+    )
+    paths: dict[str, dict[str, Any]] = {}
+    for route in ROUTES:
+        req, status, resp = OPERATIONS[(route.method, route.path)]
+        op: dict[str, Any] = {
+            "operationId": _operation_id(route.method, route.path),
+            "summary": route.summary,
+            "tags": [route.function],
+            "responses": {
+                str(status): {
+                    "description": "Success",
+                    "content": {
+                        "application/json": {"schema": _ref(resp) if resp else {"type": "object"}}
+                    },
+                },
+                **{
+                    code: {
+                        "description": text,
+                        "content": {"application/problem+json": {"schema": _ref(m.ProblemDetails)}},
+                    }
+                    for code, text in _ERRORS.items()
+                },
+            },
+            "security": [{"apiKey": []}],
+        }
+        params = [
+            {"name": p, "in": "path", "required": True, "schema": {"type": "string"}}
+            for p in re.findall(r"{(\w+)}", route.path)
+        ]
+        params += [
+            {"name": q, "in": "query", "required": False, "schema": {"type": t}}
+            for q, t in QUERY_PARAMETERS.get((route.method, route.path), [])
+        ]
+        if params:
+            op["parameters"] = params
+        if req is not None:
+            op["requestBody"] = {
+                "required": True,
+                "content": {"application/json": {"schema": _ref(req)}},
+            }
+        paths.setdefault(route.path, {})[route.method.lower()] = op
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Baton workflow engine",
+            "version": __version__,
+            "description": "Workflow definitions, instances and jobs. Errors are RFC 9457 "
+            "problem details.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schema.get("$defs", {}),
+            "securitySchemes": {"apiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"}},
+        },
+    }

@@ -1,0 +1,182 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from baton.routes import ROUTES, api_functions
+
+from tests.handlers.conftest import EVENTS, FakeContext, Invoke, load_function
+
+DEFINITION = {
+    "name": "order",
+    "steps": [
+        {
+            "id": "charge",
+            "type": "SERVICE_TASK",
+            "jobType": "charge",
+            "input": {"amount": "${workflow.input.amount}"},
+        },
+        {"id": "approve", "type": "USER_TASK"},
+    ],
+}
+
+
+def test_every_route_of_the_table_is_served_by_its_function() -> None:
+    for fn in api_functions():
+        api = load_function(fn).api
+        expected = {(r.method, r.path) for r in ROUTES if r.function == fn}
+        assert api.registered == expected, fn
+
+
+def test_definition_instance_job_round_trip(invoke: Invoke) -> None:
+    status, headers, body = invoke("definitions", "POST", "/v1/definitions", body=DEFINITION)
+    assert status == 201 and body["version"] == 1
+    assert headers["location"] == "/v1/definitions/order/versions/1"
+    status, _, inst = invoke(
+        "instances",
+        "POST",
+        "/v1/instances",
+        body={"definition_name": "order", "input": {"amount": 3}},
+    )
+    assert status == 201 and inst["status"] == "RUNNING"
+    status, _, polled = invoke(
+        "jobs",
+        "POST",
+        "/v1/jobs/poll",
+        body={"workerId": "w1", "jobTypes": ["charge"], "maxJobs": 5},
+    )
+    assert status == 200 and len(polled["jobs"]) == 1
+    job = polled["jobs"][0]
+    assert job["input"] == {"amount": 3} and job["instanceId"] == inst["id"]
+    status, _, hb = invoke(
+        "jobs", "POST", "/v1/jobs/heartbeat", body={"jobId": job["id"], "workerId": "w1"}
+    )
+    assert status == 200 and hb["lockExpiresAt"]
+    status, _, done = invoke(
+        "jobs",
+        "POST",
+        "/v1/jobs/complete",
+        body={"jobId": job["id"], "workerId": "w1", "variablesToSet": {"paid": True}},
+    )
+    assert (status, done["applied"]) == (200, True)
+    status, _, final = invoke(
+        "instances",
+        "POST",
+        "/v1/instances/{id}/user-tasks/{stepId}/complete",
+        path_params={"id": inst["id"], "stepId": "approve"},
+        body={"variablesToSet": {"ok": 1}},
+    )
+    assert status == 200 and final["status"] == "COMPLETED"
+    assert final["variables"] == {"paid": True, "ok": 1}
+    status, _, page = invoke(
+        "instances", "GET", "/v1/instances", query={"status": "COMPLETED", "limit": "5"}
+    )
+    assert status == 200 and [i["id"] for i in page["instances"]] == [inst["id"]]
+
+
+@pytest.mark.parametrize(
+    ("function", "method", "resource", "kw", "status"),
+    [
+        ("definitions", "POST", "/v1/definitions", {"raw_body": "{not json"}, 400),
+        ("definitions", "POST", "/v1/definitions", {"body": {"name": "x", "steps": []}}, 422),
+        ("definitions", "GET", "/v1/definitions/{name}", {"path_params": {"name": "ghost"}}, 404),
+        (
+            "definitions",
+            "GET",
+            "/v1/definitions/{name}/versions/{version}",
+            {"path_params": {"name": "x", "version": "one"}},
+            422,
+        ),
+        ("instances", "GET", "/v1/instances/{id}", {"path_params": {"id": "not-a-uuid"}}, 422),
+        (
+            "instances",
+            "GET",
+            "/v1/instances/{id}",
+            {"path_params": {"id": "0b8f2b6e-4b55-4a50-9c5e-1f7c9e3f4a10"}},
+            404,
+        ),
+        ("instances", "GET", "/v1/instances", {"query": {"limit": "lots"}}, 422),
+        ("instances", "POST", "/v1/instances", {"body": ["a", "list"]}, 422),
+        ("instances", "POST", "/v1/instances", {"body": {"definitionName": "ghost"}}, 404),
+        ("jobs", "POST", "/v1/jobs/poll", {"body": {"workerId": "", "jobTypes": []}}, 422),
+        (
+            "jobs",
+            "POST",
+            "/v1/jobs/poll",
+            {"body": {"workerId": "w", "jobTypes": ["a"], "surprise": 1}},
+            422,
+        ),
+        (
+            "jobs",
+            "POST",
+            "/v1/jobs/complete",
+            {"body": {"jobId": "0b8f2b6e-4b55-4a50-9c5e-1f7c9e3f4a10", "workerId": "w"}},
+            404,
+        ),
+        ("jobs", "POST", "/v1/jobs/fail", {"raw_body": "[1,"}, 400),
+        ("jobs", "POST", "/v1/jobs/unknown", {"body": {}}, 404),
+    ],
+)
+def test_bad_input_gets_a_problem_with_the_right_status(
+    invoke: Invoke, function: str, method: str, resource: str, kw: dict[str, Any], status: int
+) -> None:
+    got, headers, body = invoke(function, method, resource, **kw)
+    assert got == status, body
+    assert headers["content-type"] == "application/problem+json"
+    assert body["status"] == status and body["title"] and body["detail"]
+    assert isinstance(body["errors"], list)
+    if status == 422:
+        assert body["errors"], "a 422 lists its problems"
+
+
+def test_validation_lists_every_problem(invoke: Invoke) -> None:
+    status, _, body = invoke(
+        "jobs", "POST", "/v1/jobs/fail", body={"jobId": "", "retryable": "perhaps"}
+    )
+    assert status == 422
+    assert {e["path"] for e in body["errors"]} == {"jobId", "workerId", "errorMessage", "retryable"}
+
+
+def test_conflicts_are_409(invoke: Invoke) -> None:
+    invoke("definitions", "POST", "/v1/definitions", body={**DEFINITION, "version": 1})
+    status, _, body = invoke(
+        "definitions", "POST", "/v1/definitions", body={**DEFINITION, "version": 1}
+    )
+    assert status == 409 and body["type"].endswith("/conflict")
+
+
+def test_database_unreachable_is_503_with_retry_after(
+    lambda_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from baton_lambda import runtime
+
+    monkeypatch.setenv("DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none?connect_timeout=1")
+    runtime.reset()
+    from tests.handlers.conftest import api_event
+
+    response = load_function("jobs").handler(
+        api_event("POST", "/v1/jobs/poll", body={"workerId": "w", "jobTypes": ["a"]}),
+        FakeContext(),
+    )
+    assert response["statusCode"] == 503
+    headers = {k.lower(): v for k, v in response["multiValueHeaders"].items()}
+    assert headers["retry-after"] == ["2"]
+    assert json.loads(response["body"])["type"].endswith("/unavailable")
+
+
+def test_scheduled_functions_run_their_duty(lambda_env: None) -> None:
+    event = json.loads((EVENTS / "scheduled_event.json").read_text())
+    assert load_function("reaper").handler(event, FakeContext()) == {"leasesExpired": 0}
+    assert load_function("sweeper").handler(event, FakeContext()) == {"instancesTimedOut": 0}
+
+
+def test_migrate_custom_resource_applies_and_reports(lambda_env: None) -> None:
+    event = json.loads((EVENTS / "custom_resource_create.json").read_text())
+    result = load_function("migrate").handler(event, FakeContext())
+    assert result["PhysicalResourceId"] == "baton-schema"
+    assert result["Data"]["Applied"] == "none"  # the test database is already current
+    delete = {**event, "RequestType": "Delete", "PhysicalResourceId": "baton-schema"}
+    assert load_function("migrate").handler(delete, FakeContext()) == {
+        "PhysicalResourceId": "baton-schema"
+    }
