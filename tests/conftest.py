@@ -16,7 +16,7 @@ from psycopg.conninfo import make_conninfo
 
 ROOT = Path(__file__).resolve().parents[1]
 # pgserver asks platformdirs for a runtime dir; CI machines often have none set.
-os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
+os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="baton-xdg-"))
 sys.path.insert(0, str(ROOT / "shared"))
 
 from baton.engine.service import Engine  # noqa: E402
