@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.proto_contract import RESPONSES, parse
+
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "tests" / "events"
 _loaded: dict[str, ModuleType] = {}
@@ -102,6 +104,12 @@ def invoke(lambda_env: None) -> Invoke:
         for k, values in (response.get("multiValueHeaders") or {}).items():
             headers.setdefault(k.lower(), values[0])
         body = json.loads(response["body"]) if response.get("body") else None
-        return response["statusCode"], headers, body
+        # Every response must parse into its proto message, unknown fields refused.
+        status = response["statusCode"]
+        if status >= 400:
+            parse("Problem", body)
+        elif (method, resource) in RESPONSES:
+            parse(RESPONSES[(method, resource)], body)
+        return status, headers, body
 
     return call

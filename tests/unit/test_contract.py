@@ -1,0 +1,82 @@
+"""The pydantic models (source of the OpenAPI document) and the proto file agree."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from baton.api import models as m
+from baton.api.openapi import OPERATIONS, document
+from baton.routes import ROUTES
+from google.protobuf import json_format
+from openapi_spec_validator import validate
+from pydantic import BaseModel
+
+from tests.proto_contract import RESPONSES, message, parse
+
+PAIRS: list[tuple[type[BaseModel], str]] = [
+    (m.Instance, "Instance"),
+    (m.StepExecution, "StepExecution"),
+    (m.InstancePage, "InstancePage"),
+    (m.Job, "Job"),
+    (m.PollResponse, "PollJobsResponse"),
+    (m.CompleteJobResponse, "CompleteJobResponse"),
+    (m.FailJobResponse, "FailJobResponse"),
+    (m.HeartbeatResponse, "HeartbeatResponse"),
+    (m.Definition, "Definition"),
+    (m.DefinitionPage, "DefinitionPage"),
+    (m.TaskDefinition, "TaskDef"),
+    (m.TaskDefPage, "TaskDefPage"),
+    (m.ProblemDetails, "Problem"),
+    (m.PollRequest, "PollJobsRequest"),
+    (m.CompleteJobRequest, "CompleteJobRequest"),
+    (m.FailJobRequest, "FailJobRequest"),
+    (m.HeartbeatRequest, "HeartbeatRequest"),
+    (m.StartInstanceRequest, "StartInstanceRequest"),
+]
+
+
+def _json_fields(model: type[BaseModel]) -> set[str]:
+    return {f.alias or name for name, f in model.model_fields.items()}
+
+
+def _proto_fields(name: str) -> set[str]:
+    return {f.json_name for f in message(name).DESCRIPTOR.fields}
+
+
+@pytest.mark.parametrize(("model", "proto"), PAIRS, ids=[p for _, p in PAIRS])
+def test_model_and_proto_message_have_the_same_json_fields(
+    model: type[BaseModel], proto: str
+) -> None:
+    assert _json_fields(model) == _proto_fields(proto)
+
+
+def test_step_message_covers_every_step_type_field() -> None:
+    from baton.definitions import ServiceTaskStep, SignalStep, UserTaskStep
+
+    fields = set().union(*(_json_fields(t) for t in (ServiceTaskStep, UserTaskStep, SignalStep)))
+    assert fields == _proto_fields("Step")
+
+
+def test_every_route_has_a_proto_response_and_an_openapi_operation() -> None:
+    keys = {(r.method, r.path) for r in ROUTES}
+    assert keys == set(RESPONSES) == set(OPERATIONS)
+    service = message("Instance").DESCRIPTOR.file.services_by_name["WorkflowEngine"]
+    assert len(service.methods) >= len({v for v in RESPONSES.values()})
+
+
+def test_openapi_document_is_valid_and_covers_the_route_table() -> None:
+    doc: dict[str, Any] = document()
+    validate(doc)  # raises on an invalid OpenAPI 3.1 document
+    for r in ROUTES:
+        op = doc["paths"][r.path][r.method.lower()]
+        assert op["security"] == [{"apiKey": []}]
+        assert {"400", "401", "403", "404", "409", "413", "422", "503"} <= set(op["responses"])
+
+
+def test_unknown_fields_are_refused_by_the_contract() -> None:
+    with pytest.raises(json_format.ParseError):
+        parse(
+            "CompleteJobResponse",
+            {"jobId": "x", "status": "COMPLETED", "applied": True, "extra": 1},
+        )
