@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from baton.engine import expressions as ex
+from hypothesis import given
+from hypothesis import strategies as st
+
+json_leaf = st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+keys = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True)
+
+
+def scope(
+    inp: Any = None, variables: Any = None, outputs: dict[str, Any] | None = None
+) -> ex.Scope:
+    outs = outputs or {}
+    return ex.Scope(
+        workflow={"input": inp or {}, "variables": variables or {}, "instanceId": "i-1"},
+        step_output=outs.get,
+    )
+
+
+@given(key=keys, value=json_value)
+def test_a_whole_string_expression_returns_the_value_itself(key: str, value: Any) -> None:
+    s = scope(inp={key: value})
+    assert ex.resolve(f"${{workflow.input.{key}}}", s) == value
+
+
+@given(path=st.lists(keys, min_size=1, max_size=4), value=json_value)
+def test_nested_paths_walk_objects(path: list[str], value: Any) -> None:
+    nested: Any = value
+    for k in reversed(path):
+        nested = {k: nested}
+    s = scope(outputs={"step1": nested})
+    assert ex.resolve("${step1.output." + ".".join(path) + "}", s) == value
+
+
+@given(template=json_value)
+def test_templates_without_expressions_are_unchanged(template: Any) -> None:
+    if ex.has_expressions(template):
+        return
+    assert ex.resolve(template, scope()) == template
+
+
+def test_interpolation_indexes_and_missing_values() -> None:
+    s = scope(inp={"n": 3, "items": [{"sku": "a"}, {"sku": "b"}]}, variables={"v": {"x": 1}})
+    assert ex.resolve("n=${workflow.input.n}", s) == "n=3"
+    assert ex.resolve("${workflow.input.items[1].sku}", s) == "b"
+    assert ex.resolve("v=${workflow.variables.v}", s) == 'v={"x":1}'
+    assert ex.resolve("${workflow.input.items[9].sku}", s) is None
+    assert ex.resolve("${workflow.input.nope}", s) is None
+    assert ex.resolve("$${literal}", s) == "${literal}"
+    assert ex.resolve({"a": ["${workflow.instanceId}"]}, s) == {"a": ["i-1"]}
+
+
+@pytest.mark.parametrize(
+    "text", ["", "workflow", "workflow.secret", "step1", "step1.input", "a..b", "1abc.output"]
+)
+def test_malformed_expressions_are_refused(text: str) -> None:
+    with pytest.raises(ex.ExpressionError):
+        ex.parse(text)
+
+
+def test_references_are_listed_with_their_json_paths() -> None:
+    refs = list(ex.references({"a": ["x ${s.output.y}", {"b": "${workflow.input}"}]}))
+    assert refs == [(".a[0]", "s.output.y"), (".a[1].b", "workflow.input")]
