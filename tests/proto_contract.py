@@ -39,6 +39,13 @@ RESPONSES: dict[tuple[str, str], str] = {
     ("POST", "/v1/jobs/complete"): "CompleteJobResponse",
     ("POST", "/v1/jobs/fail"): "FailJobResponse",
     ("POST", "/v1/jobs/heartbeat"): "HeartbeatResponse",
+    ("POST", "/v1/queues/{name}/push"): "PushResponse",
+    ("GET", "/v1/queues/{name}/stats"): "QueueStats",
+    ("GET", "/v1/queues/{name}/peek"): "QueueTaskList",
+    ("DELETE", "/v1/queues/{name}"): "PurgeResponse",
+    ("POST", "/v1/queues/{name}/dequeue"): "QueueTaskList",
+    ("POST", "/v1/queues/{name}/tasks/{taskId}/ack"): "SettleResponse",
+    ("POST", "/v1/queues/{name}/tasks/{taskId}/nack"): "SettleResponse",
 }
 
 

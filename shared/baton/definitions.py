@@ -21,6 +21,8 @@ from baton.engine import expressions
 from baton.errors import Problem, ValidationFailed
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+QUEUE_NAME_PATTERN = r"^[A-Za-z0-9-]{1,64}$"
+QUEUE_NAME_RULE = "queue names are 1-64 characters: letters, digits and hyphens"
 STEP_ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
 JOB_TYPE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
 MAX_SECONDS = 365 * 24 * 3600
@@ -124,6 +126,19 @@ Step = Annotated[ServiceTaskStep | UserTaskStep | SignalStep, Field(discriminato
 STEP_TYPES = ("SERVICE_TASK", "USER_TASK", "SIGNAL")
 
 
+class QueueTrigger(Model):
+    """Start one instance per task of a named queue (reference 004's queue trigger)."""
+
+    type: Literal["queue"]
+    queue_name: Annotated[str, Field(pattern=QUEUE_NAME_PATTERN)]
+    poll_interval_secs: Annotated[int, Field(ge=1, le=3600)] = 5
+    visibility_timeout_secs: Annotated[int, Field(ge=1, le=43_200)] = 300
+    max_retries: Annotated[int, Field(ge=1, le=100)] = 3
+    # Instances in flight at once; 1 processes the queue one task at a time, in priority order.
+    max_concurrency: Annotated[int, Field(ge=1, le=1000)] = 1
+    enabled: bool = True
+
+
 class WorkflowDefinition(Model):
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
     version: Annotated[int, Field(ge=1)] | None = None
@@ -132,6 +147,15 @@ class WorkflowDefinition(Model):
     output_parameters: dict[str, Any] | None = None
     timeout_seconds: Seconds = 0
     timeout_policy: Literal["TIME_OUT_WF", "ALERT_ONLY"] = "TIME_OUT_WF"
+    trigger: QueueTrigger | None = None
+    # For triggered instances: entries added to the input, ``{{title}}``-style placeholders
+    # filled from the trigger's variables.
+    input_template: dict[str, Any] | None = None
+
+    def trigger_queue(self) -> str | None:
+        """The queue this definition consumes, when its trigger is enabled."""
+        t = self.trigger
+        return t.queue_name if t is not None and t.enabled else None
 
     def digest(self) -> str:
         """Content hash of the canonical JSON; equal definitions share one snapshot row."""

@@ -56,10 +56,27 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/jobs/complete", "jobs", summary="Complete a claimed job"),
     Route("POST", "/v1/jobs/fail", "jobs", summary="Fail a claimed job"),
     Route("POST", "/v1/jobs/heartbeat", "jobs", summary="Extend a job's lease"),
+    Route("POST", "/v1/queues/{name}/push", "queues", summary="Push a task onto a queue"),
+    Route("GET", "/v1/queues/{name}/stats", "queues", summary="Task counts by state"),
+    Route("GET", "/v1/queues/{name}/peek", "queues", summary="Pending tasks, not claimed"),
+    Route("DELETE", "/v1/queues/{name}", "queues", summary="Purge every task of a queue"),
+    Route("POST", "/v1/queues/{name}/dequeue", "queues", summary="Claim tasks (consumers)"),
+    Route(
+        "POST",
+        "/v1/queues/{name}/tasks/{taskId}/ack",
+        "queues",
+        summary="Acknowledge a dequeued task",
+    ),
+    Route(
+        "POST",
+        "/v1/queues/{name}/tasks/{taskId}/nack",
+        "queues",
+        summary="Fail a dequeued task (retry or dead letter)",
+    ),
 )
 
 # Functions invoked on a schedule (EventBridge in AWS, a timer locally), not through the API.
-SCHEDULED_FUNCTIONS: tuple[str, ...] = ("reaper", "sweeper")
+SCHEDULED_FUNCTIONS: tuple[str, ...] = ("reaper", "sweeper", "queue_dispatcher")
 
 # Invoked once per deploy as a CloudFormation custom resource (and at start by the local runtime).
 MIGRATION_FUNCTION = "migrate"

@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import threading
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from baton.engine.service import Engine
+
+if TYPE_CHECKING:
+    from baton.engine.queues import Queues
 from baton.metrics import MetricsSink
 from baton.settings import Settings
 from baton.store.db import Database
@@ -60,6 +63,13 @@ def engine(metrics: MetricsSink) -> Engine:
             eng = Engine(db, s.engine, metrics)
             _engines[key] = eng
         return eng
+
+
+def queues(engine: Engine) -> Queues:
+    """The queue service over the container's engine."""
+    from baton.engine.queues import Queues
+
+    return Queues(engine)
 
 
 def reset() -> None:

@@ -75,6 +75,29 @@ class HeartbeatRequest(ApiModel):
     worker_id: WorkerId
 
 
+class PushRequest(ApiModel):
+    title: Annotated[str, Field(min_length=1, max_length=1000)]
+    body: Annotated[str, Field(max_length=1_000_000)] = ""
+    priority: Annotated[int, Field(ge=-(2**31), le=2**31 - 1)] = 0
+    max_retries: Annotated[int, Field(ge=1, le=100)] = 3
+
+
+class DequeueRequest(ApiModel):
+    consumer_id: WorkerId
+    visibility_timeout_secs: Annotated[int, Field(ge=1, le=43_200)] = 300
+    max_tasks: Annotated[int, Field(ge=1, le=100)] = 1
+
+
+class AckRequest(ApiModel):
+    receipt: Uuid
+
+
+class NackRequest(ApiModel):
+    receipt: Uuid
+    error: Annotated[str, Field(max_length=10_000)] | None = None
+    retryable: bool = True
+
+
 # --- responses (documented shapes; the engine's views produce them) -------------------------
 
 
@@ -194,3 +217,52 @@ class ProblemDetails(ApiModel):
     detail: str
     instance: str | None = None
     errors: list[ProblemItem] = Field(default_factory=list)
+
+
+QueueTaskStatus = Literal["pending", "processing", "completed", "failed", "dead"]
+
+
+class PushResponse(ApiModel):
+    id: str
+    queue_name: str
+    status: Literal["pending"]
+    priority: int
+    created_at: datetime
+
+
+class QueueStats(ApiModel):
+    pending: int
+    processing: int
+    completed: int
+    failed: int
+    dead: int
+
+
+class QueueTask(ApiModel):
+    id: str
+    queue_name: str
+    title: str
+    body: str
+    priority: int
+    retry_count: int
+    max_retries: int
+    created_at: datetime
+    receipt: str | None = Field(default=None, description="Present on dequeued tasks.")
+    visible_at: datetime | None = Field(
+        default=None, description="When a dequeued task's claim lapses."
+    )
+
+
+class QueueTaskList(ApiModel):
+    tasks: list[QueueTask]
+
+
+class PurgeResponse(ApiModel):
+    deleted: int
+
+
+class SettleResponse(ApiModel):
+    id: str
+    status: QueueTaskStatus
+    applied: bool | None = None
+    retry_count: int | None = None

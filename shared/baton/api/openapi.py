@@ -37,6 +37,13 @@ OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, int, type[BaseMo
     ("POST", "/v1/jobs/complete"): (m.CompleteJobRequest, 200, m.CompleteJobResponse),
     ("POST", "/v1/jobs/fail"): (m.FailJobRequest, 200, m.FailJobResponse),
     ("POST", "/v1/jobs/heartbeat"): (m.HeartbeatRequest, 200, m.HeartbeatResponse),
+    ("POST", "/v1/queues/{name}/push"): (m.PushRequest, 201, m.PushResponse),
+    ("GET", "/v1/queues/{name}/stats"): (None, 200, m.QueueStats),
+    ("GET", "/v1/queues/{name}/peek"): (None, 200, m.QueueTaskList),
+    ("DELETE", "/v1/queues/{name}"): (None, 200, m.PurgeResponse),
+    ("POST", "/v1/queues/{name}/dequeue"): (m.DequeueRequest, 200, m.QueueTaskList),
+    ("POST", "/v1/queues/{name}/tasks/{taskId}/ack"): (m.AckRequest, 200, m.SettleResponse),
+    ("POST", "/v1/queues/{name}/tasks/{taskId}/nack"): (m.NackRequest, 200, m.SettleResponse),
 }
 
 QUERY_PARAMETERS: dict[tuple[str, str], list[tuple[str, str]]] = {
@@ -49,6 +56,7 @@ QUERY_PARAMETERS: dict[tuple[str, str], list[tuple[str, str]]] = {
     ],
     ("GET", "/v1/definitions"): [("limit", "integer"), ("pageToken", "string")],
     ("GET", "/v1/taskdefs"): [("limit", "integer"), ("pageToken", "string")],
+    ("GET", "/v1/queues/{name}/peek"): [("limit", "integer")],
 }
 
 _ERRORS = {

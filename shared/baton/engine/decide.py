@@ -46,6 +46,7 @@ class InstanceState:
     output: Any = None
     reason: str | None = None
     clear_timeout: bool = False
+    queue_task_id: uuid.UUID | None = None  # set when a queue trigger started the instance
 
 
 @dataclass(frozen=True, slots=True)

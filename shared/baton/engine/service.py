@@ -109,7 +109,12 @@ class Engine:
         body = definition.model_dump_json(by_alias=True, exclude_none=True, exclude={"version"})
 
         def work(conn: Conn) -> dict[str, Any]:
-            params = {"name": definition.name, "version": definition.version, "body": body}
+            params = {
+                "name": definition.name,
+                "version": definition.version,
+                "body": body,
+                "trigger_queue": definition.trigger_queue(),
+            }
             if definition.version is None:
                 conn.execute(defs_sql.LOCK_NAME, params)
                 row = conn.execute(defs_sql.INSERT_NEXT_VERSION, params).fetchone()
@@ -221,42 +226,15 @@ class Engine:
             )
 
         def work(conn: Conn) -> tuple[uuid.UUID, bool]:
-            snapshot_id, plan = self._snapshot(conn, parsed)
-            iid = uuid.uuid4()
-            row = conn.execute(
-                inst_sql.INSERT_INSTANCE,
-                {
-                    "id": iid,
-                    "definition_name": name,
-                    "definition_version": version,
-                    "snapshot_id": snapshot_id,
-                    "input": Jsonb(input),
-                    "variables": Jsonb({}),
-                    "correlation_id": correlation_id,
-                    "idempotency_key": idempotency_key,
-                    "timeout_seconds": parsed.timeout_seconds,
-                },
-            ).fetchone()
-            if row is None:  # the idempotency key was used before: return that instance
-                existing = conn.execute(
-                    inst_sql.ID_BY_IDEMPOTENCY_KEY, {"key": idempotency_key}
-                ).fetchone()
-                assert existing is not None
-                return existing["id"], False
-            state = InstanceState(
-                id=iid,
-                definition_name=name,
-                status=RUNNING,
-                version=1,
+            return self.start_in(
+                conn,
+                parsed,
+                name=name,
+                version=version,
                 input=input,
-                variables={},
                 correlation_id=correlation_id,
+                idempotency_key=idempotency_key,
             )
-            decider = Decider(plan, state, lambda _sid: None, row["now"])
-            decider.start()
-            inst_sql.write(conn, state, decider.changes, new_instance=True)
-            self._report(decider)
-            return iid, True
 
         iid, created = self.db.transaction(work)
         log.info(
@@ -264,6 +242,63 @@ class Engine:
             extra={"instance_id": str(iid), "definition": name},
         )
         return self.get_instance(str(iid)), created
+
+    def start_in(
+        self,
+        conn: Conn,
+        parsed: WorkflowDefinition,
+        *,
+        name: str,
+        version: int | None,
+        input: dict[str, Any],
+        correlation_id: str | None = None,
+        idempotency_key: str | None = None,
+        queue_task_id: uuid.UUID | None = None,
+        timeout_seconds: int | None = None,
+        commit: bool = True,
+    ) -> tuple[uuid.UUID, bool]:
+        """Start an instance inside the caller's transaction (used by queue triggers too).
+
+        ``commit`` False leaves the transaction open for the caller's further writes.
+        """
+        snapshot_id, plan = self._snapshot(conn, parsed)
+        iid = uuid.uuid4()
+        row = conn.execute(
+            inst_sql.INSERT_INSTANCE,
+            {
+                "id": iid,
+                "definition_name": name,
+                "definition_version": version,
+                "snapshot_id": snapshot_id,
+                "input": Jsonb(input),
+                "variables": Jsonb({}),
+                "correlation_id": correlation_id,
+                "idempotency_key": idempotency_key,
+                "timeout_seconds": timeout_seconds or parsed.timeout_seconds,
+                "queue_task_id": queue_task_id,
+            },
+        ).fetchone()
+        if row is None:  # the idempotency key was used before: return that instance
+            existing = conn.execute(
+                inst_sql.ID_BY_IDEMPOTENCY_KEY, {"key": idempotency_key}
+            ).fetchone()
+            assert existing is not None
+            return existing["id"], False
+        state = InstanceState(
+            id=iid,
+            definition_name=name,
+            status=RUNNING,
+            version=1,
+            input=input,
+            variables={},
+            correlation_id=correlation_id,
+            queue_task_id=queue_task_id,
+        )
+        decider = Decider(plan, state, lambda _sid: None, row["now"])
+        decider.start()
+        inst_sql.write(conn, state, decider.changes, new_instance=True, commit=commit)
+        self._report(decider)
+        return iid, True
 
     def _snapshot(self, conn: Conn, definition: WorkflowDefinition) -> tuple[int, Plan]:
         """Embed task definitions and store the immutable snapshot (deduplicated by digest)."""

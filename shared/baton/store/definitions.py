@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 INSERT_NEXT_VERSION = """
-INSERT INTO definition (name, version, body)
-SELECT %(name)s, coalesce(max(version), 0) + 1, %(body)s::jsonb
+INSERT INTO definition (name, version, body, trigger_queue)
+SELECT %(name)s, coalesce(max(version), 0) + 1, %(body)s::jsonb, %(trigger_queue)s
   FROM definition WHERE name = %(name)s
 RETURNING name, version, created_at
 """
 
 INSERT_VERSION = """
-INSERT INTO definition (name, version, body)
-VALUES (%(name)s, %(version)s, %(body)s::jsonb)
+INSERT INTO definition (name, version, body, trigger_queue)
+VALUES (%(name)s, %(version)s, %(body)s::jsonb, %(trigger_queue)s)
 ON CONFLICT (name, version) DO NOTHING
 RETURNING name, version, created_at
 """

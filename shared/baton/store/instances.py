@@ -10,7 +10,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from baton.engine.decide import Changes, InstanceState
-from baton.store import jobs
+from baton.store import jobs, queues
 from baton.store.db import Conn
 
 UPSERT_SNAPSHOT = """
@@ -31,9 +31,10 @@ SNAPSHOT_BODY = "SELECT body::text AS body FROM definition_snapshot WHERE id = %
 
 INSERT_INSTANCE = """
 INSERT INTO instance (id, definition_name, definition_version, snapshot_id, status, input,
-                      variables, correlation_id, idempotency_key, timeout_at, version)
+                      variables, correlation_id, idempotency_key, queue_task_id, timeout_at,
+                      version)
 VALUES (%(id)s, %(definition_name)s, %(definition_version)s, %(snapshot_id)s, 'RUNNING',
-        %(input)s, %(variables)s, %(correlation_id)s, %(idempotency_key)s,
+        %(input)s, %(variables)s, %(correlation_id)s, %(idempotency_key)s, %(queue_task_id)s,
         CASE WHEN %(timeout_seconds)s::int > 0
              THEN now() + make_interval(secs => %(timeout_seconds)s::int) END,
         1)
@@ -45,7 +46,7 @@ ID_BY_IDEMPOTENCY_KEY = "SELECT id FROM instance WHERE idempotency_key = %(key)s
 
 LOCK_INSTANCE = """
 SELECT id, definition_name, status, version, input, variables, correlation_id, snapshot_id,
-       now() AS now
+       queue_task_id, now() AS now
   FROM instance WHERE id = %(id)s
    FOR UPDATE
 """
@@ -125,7 +126,7 @@ SELECT id, at, job_id, event, detail FROM audit_log
 
 LOCK_INSTANCE_IF_DUE = """
 SELECT id, definition_name, status, version, input, variables, correlation_id, snapshot_id,
-       now() AS now
+       queue_task_id, now() AS now
   FROM instance
  WHERE id = %(id)s AND status = 'RUNNING' AND timeout_at <= now()
    FOR UPDATE
@@ -166,6 +167,7 @@ def state_from_row(row: dict[str, Any]) -> InstanceState:
         input=row["input"],
         variables=row["variables"],
         correlation_id=row["correlation_id"],
+        queue_task_id=row.get("queue_task_id"),
     )
 
 
@@ -174,7 +176,14 @@ def latest_output(conn: Conn, instance_id: uuid.UUID, step_id: str) -> Any:
     return None if row is None else row["output"]
 
 
-def write(conn: Conn, inst: InstanceState, changes: Changes, *, new_instance: bool) -> None:
+def write(
+    conn: Conn,
+    inst: InstanceState,
+    changes: Changes,
+    *,
+    new_instance: bool,
+    commit: bool = True,
+) -> None:
     """Write one decision and commit, all pipelined into a single round trip.
 
     ``new_instance``: the instance row was just inserted (at version 1) and needs no update
@@ -266,4 +275,16 @@ def write(conn: Conn, inst: InstanceState, changes: Changes, *, new_instance: bo
                     for a in changes.audit
                 ],
             )
-        conn.commit()
+        if inst.queue_task_id is not None and inst.status != "RUNNING":
+            # A queue-triggered instance ended: settle its queue task in this same transaction.
+            cur.execute(
+                queues.SETTLE_FOR_INSTANCE,
+                {
+                    "id": inst.queue_task_id,
+                    "instance_id": iid,
+                    "ok": inst.status == "COMPLETED",
+                    "error": inst.reason,
+                },
+            )
+        if commit:
+            conn.commit()

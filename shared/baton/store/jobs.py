@@ -89,7 +89,7 @@ SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.previous_worker_id
        j.lock_expires_at > now() AS lease_live, j.attempt, j.retries_remaining,
        j.step_execution_id, s.step_id,
        i.id, i.definition_name, i.status, i.version, i.input, i.variables, i.correlation_id,
-       i.snapshot_id, now() AS now
+       i.snapshot_id, i.queue_task_id, now() AS now
   FROM instance i
   JOIN job j ON j.instance_id = i.id
   JOIN step_execution s ON s.id = j.step_execution_id

@@ -1,0 +1,69 @@
+"""Queues API: push, stats, peek, purge, and direct consumption (dequeue, ack, nack)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from baton.api import models as m
+from baton_lambda import runtime
+from baton_lambda.http import Api
+
+api = Api("queues")
+
+
+def _queues() -> Any:
+    return runtime.queues(api.engine())
+
+
+@api.route("POST", "/v1/queues/{name}/push")
+def push(name: str) -> Any:
+    req = api.body(m.PushRequest)
+    queues = _queues()
+    pushed = queues.push(api.path(name), req.title, req.body, req.priority, req.max_retries)
+    api.logger.append_keys(queue_task_id=pushed["id"])
+    # Nudge the queue's triggers now, so a triggered workflow does not wait a whole tick.
+    queues.dispatch(api.path(name), nudged=True)
+    return api.ok(pushed, 201)
+
+
+@api.route("GET", "/v1/queues/{name}/stats")
+def stats(name: str) -> Any:
+    return api.ok(_queues().stats(api.path(name)))
+
+
+@api.route("GET", "/v1/queues/{name}/peek")
+def peek(name: str) -> Any:
+    return api.ok(_queues().peek(api.path(name), api.query_int("limit", 10, high=100)))
+
+
+@api.route("DELETE", "/v1/queues/{name}")
+def purge(name: str) -> Any:
+    return api.ok(_queues().purge(api.path(name)))
+
+
+@api.route("POST", "/v1/queues/{name}/dequeue")
+def dequeue(name: str) -> Any:
+    req = api.body(m.DequeueRequest)
+    tasks = _queues().dequeue(
+        api.path(name),
+        req.consumer_id,
+        visibility_timeout_secs=req.visibility_timeout_secs,
+        max_tasks=req.max_tasks,
+    )
+    return api.ok({"tasks": tasks})
+
+
+@api.route("POST", "/v1/queues/{name}/tasks/{taskId}/ack")
+def ack(name: str, taskId: str) -> Any:
+    req = api.body(m.AckRequest)
+    return api.ok(_queues().ack(api.path(name), api.path(taskId), req.receipt))
+
+
+@api.route("POST", "/v1/queues/{name}/tasks/{taskId}/nack")
+def nack(name: str, taskId: str) -> Any:
+    req = api.body(m.NackRequest)
+    result = _queues().nack(api.path(name), api.path(taskId), req.receipt, req.error, req.retryable)
+    return api.ok(result)
+
+
+handler = api.handler()

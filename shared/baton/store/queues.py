@@ -1,0 +1,150 @@
+"""SQL for named priority queues: push, dequeue (SKIP LOCKED), ack/nack, visibility, stats."""
+
+from __future__ import annotations
+
+PUSH = """
+INSERT INTO queue_task (id, queue_name, title, body, priority, status, max_retries)
+VALUES (%(id)s, %(queue)s, %(title)s, %(body)s, %(priority)s, 'pending', %(max_retries)s)
+RETURNING id, queue_name, status, priority, created_at
+"""
+
+# A lapsed claim: back to pending with the count raised, or dead at max_retries. Runs before a
+# dequeue (so a lapsed task is visible at once) and on the dispatcher's tick.
+RECYCLE_EXPIRED = """
+WITH expired AS (
+    SELECT id FROM queue_task
+     WHERE status = 'processing' AND visibility_expires_at < now()
+       AND (%(queue)s::text IS NULL OR queue_name = %(queue)s)
+     ORDER BY visibility_expires_at
+     LIMIT %(limit)s
+       FOR UPDATE SKIP LOCKED
+)
+UPDATE queue_task q
+   SET retry_count = q.retry_count + 1,
+       status = CASE WHEN q.retry_count + 1 >= q.max_retries THEN 'dead' ELSE 'pending' END,
+       last_error = 'visibility timeout expired',
+       receipt = NULL, consumer_id = NULL, visibility_expires_at = NULL, updated_at = now()
+  FROM expired
+ WHERE q.id = expired.id
+RETURNING q.id, q.queue_name, q.status
+"""
+
+DEQUEUE = """
+WITH picked AS (
+    SELECT id FROM queue_task
+     WHERE queue_name = %(queue)s AND status = 'pending'
+     ORDER BY priority DESC, created_at, id
+     LIMIT %(max_tasks)s
+       FOR UPDATE SKIP LOCKED
+)
+UPDATE queue_task q
+   SET status = 'processing', receipt = gen_random_uuid(), consumer_id = %(consumer)s,
+       visibility_expires_at = now() + make_interval(secs => %(visibility)s),
+       dequeued_at = now(), updated_at = now()
+  FROM picked
+ WHERE q.id = picked.id
+RETURNING q.id, q.queue_name, q.title, q.body, q.priority, q.retry_count, q.max_retries,
+          q.receipt, q.visibility_expires_at, q.created_at, now() - q.created_at AS latency
+"""
+
+ACK = """
+UPDATE queue_task
+   SET status = 'completed', completed_at = now(), updated_at = now(),
+       visibility_expires_at = NULL
+ WHERE id = %(id)s AND queue_name = %(queue)s AND status = 'processing' AND receipt = %(receipt)s
+RETURNING id, status
+"""
+
+# A failure: retry (pending, count + 1) or dead at max_retries; ``retryable`` false: failed.
+NACK = """
+UPDATE queue_task
+   SET retry_count = retry_count + 1,
+       status = CASE WHEN NOT %(retryable)s THEN 'failed'
+                     WHEN retry_count + 1 >= max_retries THEN 'dead'
+                     ELSE 'pending' END,
+       last_error = %(error)s, receipt = NULL, consumer_id = NULL,
+       visibility_expires_at = NULL, instance_id = NULL, updated_at = now(),
+       completed_at = CASE WHEN NOT %(retryable)s OR retry_count + 1 >= max_retries
+                           THEN now() END
+ WHERE id = %(id)s AND queue_name = %(queue)s AND status = 'processing' AND receipt = %(receipt)s
+RETURNING id, status, retry_count
+"""
+
+TASK_STATE = """
+SELECT id, status, receipt FROM queue_task WHERE id = %(id)s AND queue_name = %(queue)s
+"""
+
+STATS = """
+SELECT status, count(*) AS n FROM queue_task WHERE queue_name = %(queue)s GROUP BY status
+"""
+
+PEEK = """
+SELECT id, queue_name, title, body, priority, retry_count, max_retries, created_at
+  FROM queue_task
+ WHERE queue_name = %(queue)s AND status = 'pending'
+ ORDER BY priority DESC, created_at, id
+ LIMIT %(limit)s
+"""
+
+PURGE = "DELETE FROM queue_task WHERE queue_name = %(queue)s"
+
+DEPTH_BY_STATE = """
+SELECT queue_name, status, count(*) AS n FROM queue_task
+ WHERE status IN ('pending', 'processing', 'dead')
+ GROUP BY queue_name, status
+"""
+
+# --- queue triggers ---------------------------------------------------------------------------
+
+# Only the latest version of a definition counts: registering a version without a trigger
+# (or with a disabled one) stops the older version's trigger.
+TRIGGERS_FOR_QUEUE = """
+SELECT name, version, body, trigger_queue
+  FROM (SELECT DISTINCT ON (name) name, version, body, trigger_queue
+          FROM definition
+         WHERE name IN (SELECT name FROM definition WHERE trigger_queue IS NOT NULL)
+         ORDER BY name, version DESC) latest
+ WHERE trigger_queue IS NOT NULL AND (%(queue)s::text IS NULL OR trigger_queue = %(queue)s)
+"""
+
+LOCK_TRIGGER = """
+INSERT INTO queue_trigger_state (definition_name) VALUES (%(name)s)
+ON CONFLICT (definition_name) DO NOTHING
+"""
+
+LOCK_TRIGGER_ROW = """
+SELECT next_poll_at <= now() AS due FROM queue_trigger_state
+ WHERE definition_name = %(name)s
+   FOR UPDATE
+"""
+
+SET_NEXT_POLL = """
+UPDATE queue_trigger_state
+   SET next_poll_at = now() + make_interval(secs => %(seconds)s)
+ WHERE definition_name = %(name)s
+"""
+
+IN_FLIGHT = """
+SELECT count(*) AS n FROM queue_task
+ WHERE queue_name = %(queue)s AND status = 'processing' AND consumer_id = %(consumer)s
+"""
+
+# The trigger's maxRetries governs the tasks it processes.
+ATTACH_INSTANCE = """
+UPDATE queue_task SET instance_id = %(instance_id)s, max_retries = %(max_retries)s
+ WHERE id = %(id)s
+"""
+
+# The end of a queue-triggered instance settles its task, in the instance's own transaction.
+SETTLE_FOR_INSTANCE = """
+UPDATE queue_task
+   SET retry_count = retry_count + CASE WHEN %(ok)s THEN 0 ELSE 1 END,
+       status = CASE WHEN %(ok)s THEN 'completed'
+                     WHEN retry_count + 1 >= max_retries THEN 'dead'
+                     ELSE 'pending' END,
+       last_error = CASE WHEN %(ok)s THEN last_error ELSE %(error)s END,
+       receipt = NULL, consumer_id = NULL, visibility_expires_at = NULL, instance_id = NULL,
+       completed_at = CASE WHEN %(ok)s OR retry_count + 1 >= max_retries THEN now() END,
+       updated_at = now()
+ WHERE id = %(id)s AND status = 'processing' AND instance_id = %(instance_id)s
+"""
