@@ -95,3 +95,6 @@ ENV_AWS_DEFAULT_REGION = "AWS_DEFAULT_REGION"
 
 # Names added for the local runtime after ALL_ENV_VARS was written; fold them in when convenient.
 LOCAL_ENV_VARS = (ENV_FUNCTIONS_DIR, ENV_HOST)
+# Powertools reads these; in AWS the function factory sets them, locally the runtime does.
+ENV_POWERTOOLS_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+METRICS_NAMESPACE = "Baton"  # infra's METRICS_NAMESPACE should be this one
