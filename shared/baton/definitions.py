@@ -37,6 +37,7 @@ class Model(BaseModel):
         extra="forbid",
         frozen=True,
         use_enum_values=True,
+        defer_build=True,  # built on first use: keeps it off the cold start of functions
     )
 
     def wire(self) -> dict[str, Any]:

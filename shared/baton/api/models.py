@@ -22,7 +22,11 @@ Variables = dict[str, Any]
 
 
 class ApiModel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    # defer_build: a model's validator is built on first use, so a function pays only for the
+    # models it serves (cold start), not for every model of the contract.
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", defer_build=True
+    )
 
 
 # --- requests ------------------------------------------------------------------------------
