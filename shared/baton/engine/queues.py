@@ -115,7 +115,8 @@ class Queues:
         max_retries: int = DEFAULT_MAX_RETRIES,
     ) -> dict[str, Any]:
         check_queue_name(queue)
-        row = self.db.transaction(
+        # One statement, autocommit: one round trip and one commit per push.
+        row = self.db.autocommit(
             lambda c: c.execute(
                 q_sql.PUSH,
                 {
@@ -148,16 +149,23 @@ class Queues:
         check_queue_name(queue)
 
         def work(conn: Conn) -> list[dict[str, Any]]:
-            self._recycle(conn, queue)
-            return conn.execute(
-                q_sql.DEQUEUE,
-                {
-                    "queue": queue,
-                    "consumer": consumer_id,
-                    "visibility": visibility_timeout_secs,
-                    "max_tasks": max_tasks,
-                },
-            ).fetchall()
+            # Lapse expired claims first so they are visible to this very dequeue; both
+            # statements travel in one pipelined round trip.
+            with conn.pipeline():
+                recycled = conn.execute(
+                    q_sql.RECYCLE_EXPIRED, {"queue": queue, "limit": 500}
+                )
+                claimed = conn.execute(
+                    q_sql.DEQUEUE,
+                    {
+                        "queue": queue,
+                        "consumer": consumer_id,
+                        "visibility": visibility_timeout_secs,
+                        "max_tasks": max_tasks,
+                    },
+                )
+            self._count_dead(recycled.fetchall())
+            return claimed.fetchall()
 
         rows = self.db.autocommit(work)
         for r in rows:
@@ -178,7 +186,7 @@ class Queues:
                 raise Conflict(self._why(state, rcpt))
             return {"id": task_id, "status": "completed", "applied": True}
 
-        return self.db.transaction(work)
+        return self.db.autocommit(work)
 
     def nack(
         self,
@@ -207,7 +215,7 @@ class Queues:
                 self.metrics.add("QueueDeadLettered", 1)
             return {"id": task_id, "status": row["status"], "retryCount": row["retry_count"]}
 
-        return self.db.transaction(work)
+        return self.db.autocommit(work)
 
     def _state(self, conn: Conn, queue: str, tid: uuid.UUID, task_id: str) -> dict[str, Any]:
         state = conn.execute(q_sql.TASK_STATE, {"id": tid, "queue": queue}).fetchone()
@@ -244,10 +252,13 @@ class Queues:
 
     def _recycle(self, conn: Conn, queue: str | None, limit: int = 500) -> int:
         rows = conn.execute(q_sql.RECYCLE_EXPIRED, {"queue": queue, "limit": limit}).fetchall()
+        self._count_dead(rows)
+        return len(rows)
+
+    def _count_dead(self, rows: list[dict[str, Any]]) -> None:
         dead = sum(1 for r in rows if r["status"] == "dead")
         if dead:
             self.metrics.add("QueueDeadLettered", dead)
-        return len(rows)
 
     # --- queue triggers ------------------------------------------------------------------------
 
