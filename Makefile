@@ -44,7 +44,7 @@ typecheck: $(STAMP)
 
 test: lint typecheck
 	@echo "==> pytest"
-	@$(PY) -m pytest -n 2 --dist loadgroup -q $(PYTEST_ARGS)
+	@$(PY) -m pytest -n 2 --dist loadfile -q $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	@$(PY) bench/engine_throughput.py

@@ -97,4 +97,6 @@ ENV_AWS_DEFAULT_REGION = "AWS_DEFAULT_REGION"
 LOCAL_ENV_VARS = (ENV_FUNCTIONS_DIR, ENV_HOST)
 # Powertools reads these; in AWS the function factory sets them, locally the runtime does.
 ENV_POWERTOOLS_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+# Locally, EMF lines would interleave with the logs every tick; set it to "false" to see them.
+ENV_POWERTOOLS_METRICS_DISABLED = "POWERTOOLS_METRICS_DISABLED"
 METRICS_NAMESPACE = "Baton"  # infra's METRICS_NAMESPACE should be this one

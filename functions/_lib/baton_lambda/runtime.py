@@ -59,7 +59,11 @@ def engine(metrics: MetricsSink) -> Engine:
         eng = _engines.get(key)
         if eng is None:
             s = settings()
-            db = Database.single(lambda: conninfo(s))
+            if s.stage == "local":
+                # The local server runs every function in one process, on several threads.
+                db = Database.pooled(conninfo(s), min_size=1, max_size=8)
+            else:  # a Lambda container serves one request at a time: one reused connection
+                db = Database.single(lambda: conninfo(s))
             eng = Engine(db, s.engine, metrics)
             _engines[key] = eng
         return eng

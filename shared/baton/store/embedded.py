@@ -21,6 +21,9 @@ class EmbeddedPostgres:
 
     def start(self) -> str:
         """Start (or attach to) the server and return its connection URI."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # pgserver asks platformdirs for a runtime dir at import; CI machines often have none.
+        os.environ.setdefault("XDG_RUNTIME_DIR", str(self.data_dir))
         try:
             import pgserver
         except ImportError as e:  # pragma: no cover - the local extra is not installed
@@ -28,8 +31,6 @@ class EmbeddedPostgres:
                 "embedded PostgreSQL needs the 'pgserver' package: pip install 'baton[local]', "
                 "or set DATABASE_URL"
             ) from e
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        os.environ.setdefault("XDG_RUNTIME_DIR", str(self.data_dir))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self._server = pgserver.get_server(  # type: ignore[attr-defined]

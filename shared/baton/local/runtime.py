@@ -1,0 +1,342 @@
+"""``baton dev``: the whole engine on a laptop, running the same handlers as AWS.
+
+Start order: bind the port (fail fast if taken), the database (``DATABASE_URL`` or embedded
+PostgreSQL in the data directory), migrations, S3 (an endpoint from the environment or moto's
+server), the environment the handlers read their settings from, the HTTP server, the timer for
+the scheduled functions. SIGINT/SIGTERM stop everything in the reverse order and exit 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import signal
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TextIO
+
+from baton import settings as env_names
+from baton.local.events import REGION
+from baton.local.functions import FunctionRegistry, default_functions_dir
+from baton.local.logs import configure_logging
+from baton.local.server import LocalApiServer, ServerConfig
+from baton.routes import SCHEDULED_FUNCTIONS, api_functions
+
+if TYPE_CHECKING:
+    from baton.local.s3 import LocalS3
+
+log = logging.getLogger("baton.local.runtime")
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8080
+DEFAULT_DATA_DIR = Path(".baton/data")
+DEFAULT_TICK_SECONDS = 1.0
+DEFAULT_PAYLOAD_BUCKET = "baton-payloads"
+_STOP_TIMEOUT_SECONDS = 30.0
+_REPEAT_SIGNAL_GRACE_SECONDS = 2.0
+
+
+class OptionError(ValueError):
+    """A command-line option or environment variable has an unusable value."""
+
+
+@dataclass(frozen=True, slots=True)
+class DevOptions:
+    """How ``baton dev`` runs. ``None`` means: the runtime provides it (see each field)."""
+
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    data_dir: Path = DEFAULT_DATA_DIR
+    tick_seconds: float = DEFAULT_TICK_SECONDS
+    functions_dir: Path | None = None  # None: <repo>/functions
+    api_key: str | None = None  # None: generated and printed
+    database_url: str | None = None  # None: embedded PostgreSQL under data_dir
+    s3_endpoint: str | None = None  # None: moto's server in this process
+    payload_bucket: str = DEFAULT_PAYLOAD_BUCKET
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> DevOptions:
+        """Options from ``env`` (default ``os.environ``); overrides that are not None win."""
+        e = os.environ if env is None else env
+        base = cls()
+        values: dict[str, Any] = {
+            "host": e.get(env_names.ENV_HOST) or base.host,
+            "port": _number(e, env_names.ENV_PORT, int, base.port),
+            "data_dir": Path(e.get(env_names.ENV_DATA_DIR) or base.data_dir),
+            "tick_seconds": _number(e, env_names.ENV_TICK_SECONDS, float, base.tick_seconds),
+            "functions_dir": _path(e.get(env_names.ENV_FUNCTIONS_DIR)),
+            "api_key": e.get(env_names.ENV_API_KEY) or None,
+            "database_url": e.get(env_names.ENV_DATABASE_URL) or None,
+            "s3_endpoint": e.get(env_names.ENV_S3_ENDPOINT) or None,
+            "payload_bucket": e.get(env_names.ENV_PAYLOAD_BUCKET) or base.payload_bucket,
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        options = replace(base, **values)
+        options.validate()
+        return options
+
+    def validate(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise OptionError(f"port must be between 0 and 65535, not {self.port}")
+        if not self.tick_seconds > 0:
+            raise OptionError(f"tick seconds must be positive, not {self.tick_seconds}")
+
+
+def _number(env: Mapping[str, str], name: str, kind: Callable[[str], Any], default: Any) -> Any:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise OptionError(f"{name}={raw!r} is not a valid {kind.__name__}") from None
+
+
+def _path(raw: str | None) -> Path | None:
+    return Path(raw) if raw else None
+
+
+class _Console:
+    """Human progress lines on stdout (the JSON logs go there too, in order)."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def __call__(self, line: str) -> None:
+        print(f"baton: {line}", file=self.out, flush=True)
+
+
+def run(options: DevOptions, *, out: TextIO | None = None) -> int:
+    """Serve until SIGINT/SIGTERM; return the process exit code."""
+    configure_logging()
+    say = _Console(out or sys.stdout)
+    functions_dir = (options.functions_dir or default_functions_dir()).resolve()
+    if not functions_dir.is_dir():
+        say(f"error: no functions directory at {functions_dir} (use --functions-dir)")
+        return 2
+    api_key = options.api_key or secrets.token_urlsafe(24)
+    registry = FunctionRegistry(functions_dir)
+    try:
+        server = LocalApiServer(
+            (options.host, options.port), config=ServerConfig(api_key=api_key), registry=registry
+        )
+    except OSError as e:
+        say(f"error: cannot listen on {options.host}:{options.port}: {e.strerror or e}")
+        return 1
+    stop = threading.Event()
+    restore_signals = _on_stop_signals(stop)
+    try:
+        with ExitStack() as cleanup:
+            cleanup.callback(_quietly, "closing the listening socket", server.server_close)
+            started = _start(
+                options,
+                cleanup=cleanup,
+                say=say,
+                stop=stop,
+                server=server,
+                registry=registry,
+                api_key=api_key,
+            )
+            if started:
+                while not stop.wait(1.0):
+                    pass
+                say("stopping")
+        say("stopped")
+        return 0 if started or stop.is_set() else 1  # a Ctrl-C during startup is a clean stop
+    finally:
+        restore_signals()
+
+
+def _start(
+    options: DevOptions,
+    *,
+    cleanup: ExitStack,
+    say: _Console,
+    stop: threading.Event,
+    server: LocalApiServer,
+    registry: FunctionRegistry,
+    api_key: str,
+) -> bool:
+    """Start everything after the socket, registering each stop in ``cleanup``; False when
+    startup failed or was interrupted."""
+    from baton.errors import BatonError
+
+    say(f"functions from {registry.functions_dir}")
+    s3_endpoint = _s3(options, cleanup, say)  # starts in the background while PostgreSQL does
+    try:
+        database_url = _database(options, cleanup, say)
+        if stop.is_set():
+            return False
+        _migrate(database_url, say)
+    except BatonError as e:
+        say(f"error: {e}")
+        return False
+    endpoint = s3_endpoint.result()
+    if stop.is_set():
+        return False
+    _export_environment(options, database_url, endpoint, api_key)
+
+    thread = threading.Thread(
+        target=server.serve_forever, args=(0.1,), name="baton-http", daemon=True
+    )
+    thread.start()
+    cleanup.callback(_quietly, "stopping the HTTP server", server.shutdown)
+
+    from baton.local.scheduler import Ticker
+
+    ticker = Ticker(registry, SCHEDULED_FUNCTIONS, interval=options.tick_seconds)
+    ticker.start()
+    cleanup.callback(_quietly, "stopping the timer", ticker.stop, _STOP_TIMEOUT_SECONDS)
+    _banner(say, options, server, api_key, generated=options.api_key is None)
+    return True
+
+
+def _database(options: DevOptions, cleanup: ExitStack, say: _Console) -> str:
+    if options.database_url:
+        say(f"database: {_describe_url(options.database_url)} (from {env_names.ENV_DATABASE_URL})")
+        return options.database_url
+    from baton.store.embedded import EmbeddedPostgres
+
+    pgdata = options.data_dir / "postgres"
+    say(f"starting embedded PostgreSQL in {pgdata}")
+    began = time.monotonic()
+    pg = EmbeddedPostgres(pgdata, keep_data=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs' note about XDG_RUNTIME_DIR
+        url = pg.start()
+    cleanup.callback(_quietly, "stopping PostgreSQL", pg.stop)
+    say(f"PostgreSQL ready in {time.monotonic() - began:.1f} s")
+    return url
+
+
+def _migrate(database_url: str, say: _Console) -> None:
+    from baton.store import migrations
+
+    applied = migrations.apply(database_url)
+    if applied:
+        say(f"migrations applied: {', '.join(applied)}")
+    else:
+        say(f"schema up to date ({len(migrations.available())} migrations)")
+
+
+def _s3(options: DevOptions, cleanup: ExitStack, say: _Console) -> Future[str]:
+    """The S3 endpoint, as a future: moto's server takes about a second to import and start."""
+    if options.s3_endpoint:
+        say(f"payloads: S3 at {options.s3_endpoint}, bucket {options.payload_bucket}")
+        ready: Future[str] = Future()
+        ready.set_result(options.s3_endpoint)
+        return ready
+    from baton.local.s3 import LocalS3
+
+    say("starting local S3")
+    s3 = LocalS3(options.payload_bucket, snapshot_dir=options.data_dir / "s3")
+    starting: Future[str] = Future()
+
+    def start() -> None:
+        try:
+            endpoint = s3.start()
+        except BaseException as e:  # handed to whoever waits on the future
+            starting.set_exception(e)
+            return
+        say(f"local S3 ready at {endpoint}, bucket {options.payload_bucket}")
+        starting.set_result(endpoint)
+
+    threading.Thread(target=start, name="baton-s3-start", daemon=True).start()
+    cleanup.callback(_quietly, "stopping local S3", _stop_when_started, s3, starting)
+    return starting
+
+
+def _stop_when_started(s3: LocalS3, starting: Future[str]) -> None:
+    if starting.exception() is None:
+        s3.stop()
+
+
+def _export_environment(
+    options: DevOptions, database_url: str, s3_endpoint: str, api_key: str
+) -> None:
+    """What a Lambda's configuration would hold; handlers build their settings from it."""
+    os.environ[env_names.ENV_DATABASE_URL] = database_url
+    os.environ[env_names.ENV_STAGE] = "local"
+    os.environ[env_names.ENV_API_KEY] = api_key
+    os.environ[env_names.ENV_S3_ENDPOINT] = s3_endpoint
+    os.environ[env_names.ENV_PAYLOAD_BUCKET] = options.payload_bucket
+    os.environ.setdefault(env_names.ENV_AWS_DEFAULT_REGION, REGION)
+    # Powertools refuses to flush metrics without a namespace (the handler would raise).
+    os.environ.setdefault(env_names.ENV_POWERTOOLS_METRICS_NAMESPACE, env_names.METRICS_NAMESPACE)
+    os.environ.setdefault(env_names.ENV_POWERTOOLS_METRICS_DISABLED, "true")
+    if not options.s3_endpoint:
+        # boto3 refuses to presign without credentials; moto ignores them.
+        from baton.local.s3 import LOCAL_ACCESS_KEY, LOCAL_SECRET_KEY
+
+        os.environ.setdefault(env_names.ENV_AWS_ACCESS_KEY_ID, LOCAL_ACCESS_KEY)
+        os.environ.setdefault(env_names.ENV_AWS_SECRET_ACCESS_KEY, LOCAL_SECRET_KEY)
+
+
+def _describe_url(url: str) -> str:
+    """A connection string without its password."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:  # connecting will report it properly
+        return "an external database"
+    return " ".join(f"{k}={parts[k]}" for k in ("host", "port", "dbname", "user") if parts.get(k))
+
+
+def _banner(
+    say: _Console, options: DevOptions, server: LocalApiServer, api_key: str, *, generated: bool
+) -> None:
+    host = options.host if options.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+    url = f"http://{host}:{server.port}"
+    source = f"generated; set {env_names.ENV_API_KEY} to choose one" if generated else "yours"
+    lines = [
+        f"serving {len(api_functions())} API functions on {url}",
+        f"  API key    {api_key}  ({source})",
+        f"  scheduled  {', '.join(SCHEDULED_FUNCTIONS)} every {options.tick_seconds:g} s",
+        f"  try        curl -s -H 'x-api-key: {api_key}' {url}/v1/definitions",
+        "press Ctrl-C to stop",
+    ]
+    for line in lines:
+        say(line)
+
+
+def _on_stop_signals(stop: threading.Event) -> Callable[[], None]:
+    """SIGINT/SIGTERM set ``stop``; another one a little later interrupts a stop that hangs.
+
+    Repeats within the grace period are ignored: one Ctrl-C can arrive twice, once through the
+    terminal's process group and once forwarded by a wrapper such as ``timeout``.
+    """
+    first_at: list[float] = []
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if not first_at:
+            first_at.append(time.monotonic())
+            stop.set()
+        elif time.monotonic() - first_at[0] > _REPEAT_SIGNAL_GRACE_SECONDS:
+            raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+    return restore
+
+
+def _quietly(what: str, stop: Callable[..., Any], *args: Any) -> None:
+    """Run one step of the shutdown; a failure is logged and the next steps still run."""
+    try:
+        stop(*args)
+    except Exception:
+        log.exception("failed while %s", what)

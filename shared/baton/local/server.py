@@ -1,0 +1,279 @@
+"""The local API: a threaded HTTP server standing in for API Gateway in front of the functions.
+
+Per request, in API Gateway's order: the API key (401 without one, 403 with a wrong one), the size
+limit (413 before reading the body), the route (404, 405 with ``Allow``), then the function's
+handler with a REST proxy event; its proxy result becomes the HTTP response. The server's own
+refusals are ``application/problem+json``. One JSON log line per request.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from baton.local.events import (
+    API_KEY_HEADER,
+    LocalRequest,
+    MethodNotAllowed,
+    NoRoute,
+    RouteMatch,
+    RouteTable,
+    rest_api_event,
+)
+from baton.local.functions import API_TIMEOUT_SECONDS, FunctionRegistry, FunctionUnavailable
+from baton.local.responses import HttpResponse, MalformedProxyResponse, from_proxy_result
+from baton.local.responses import problem as problem_response
+
+log = logging.getLogger("baton.local.http")
+
+# API Gateway's payload limit for REST APIs.
+MAX_BODY_BYTES = 10 * 1024 * 1024
+# After refusing a body we did not read, keep reading (and dropping) it for a while so the client
+# can finish sending and then read our answer: closing with unread data would reset the
+# connection and lose the response. Bounded in bytes and time.
+_LINGER_MAX_BYTES = 256 * 1024 * 1024
+_LINGER_SECONDS = 10.0
+_LINGER_IDLE_SECONDS = 0.5
+_CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    api_key: str
+    max_body_bytes: int = MAX_BODY_BYTES
+    stage: str = "local"
+
+
+class LocalApiServer(ThreadingHTTPServer):
+    """Serves the route table with the handlers of ``registry``; bind happens at construction."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        *,
+        config: ServerConfig,
+        registry: FunctionRegistry,
+        routes: RouteTable | None = None,
+    ) -> None:
+        self.config = config
+        self.registry = registry
+        self.routes = routes or RouteTable()
+        super().__init__(address, _RequestHandler)
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A bug in this module, not in a handler: the client sees its connection close.
+        log.exception("error while serving a request", extra={"client": str(client_address)})
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    server: LocalApiServer
+    protocol_version = "HTTP/1.1"  # keep-alive: workers poll in a loop
+    timeout = 120  # idle keep-alive connections are dropped after this many seconds
+    server_version = "baton-local"
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = do_GET
+
+    # --- the request ---------------------------------------------------------------------------
+
+    def _problem(self, status: int, detail: str, **kwargs: Any) -> HttpResponse:
+        return problem_response(status, detail, instance=self.path.partition("?")[0], **kwargs)
+
+    def _serve(self) -> None:
+        started = time.perf_counter()
+        request_id = str(uuid.uuid4())
+        raw_path, _, query = self.path.partition("?")
+        function = None
+        try:
+            response = self._refusal()
+            if response is not None:
+                self._drop_body()
+            else:
+                body = self._read_body()
+                if body is None:  # the client went away mid-body
+                    self.close_connection = True
+                    return
+                response, function = self._dispatch(raw_path, query, body, request_id)
+            self._send(response, request_id)
+        except (ConnectionError, TimeoutError):
+            self.close_connection = True
+            return
+        log.info(
+            "request",
+            extra={
+                "method": self.command,
+                "path": raw_path,
+                "status": response.status,
+                "ms": round((time.perf_counter() - started) * 1000, 2),
+                "request_id": request_id,
+                "function": function,
+            },
+        )
+        self._linger_if_needed()
+
+    def _refusal(self) -> HttpResponse | None:
+        """What API Gateway refuses before looking at the body: credentials, then size."""
+        key = self.headers.get(API_KEY_HEADER)
+        if not key:
+            return self._problem(
+                401,
+                f"this API requires an API key in the {API_KEY_HEADER} header",
+                headers=[("WWW-Authenticate", f'ApiKey header="{API_KEY_HEADER}"')],
+            )
+        if not hmac.compare_digest(key.encode(), self.server.config.api_key.encode()):
+            return self._problem(403, "the API key is not valid")
+        if self.headers.get("Transfer-Encoding"):
+            return self._problem(
+                411, "send the body with a Content-Length (chunked is not accepted)"
+            )
+        length = self._content_length()
+        if length is None:
+            return self._problem(400, "Content-Length is not a valid number")
+        limit = self.server.config.max_body_bytes
+        if length > limit:
+            return self._problem(413, f"the body has {length} bytes; the limit is {limit} bytes")
+        return None
+
+    def _content_length(self) -> int | None:
+        raw = self.headers.get("Content-Length", "0").strip() or "0"
+        return int(raw) if raw.isdigit() else None
+
+    def _read_body(self) -> bytes | None:
+        length = self._content_length() or 0
+        body = self.rfile.read(length) if length else b""
+        return body if len(body) == length else None
+
+    def _drop_body(self) -> None:
+        """After a refusal: read away a small body to keep the connection, else close it."""
+        length = self._content_length()
+        chunked = bool(self.headers.get("Transfer-Encoding"))
+        if not chunked and length is not None and length <= self.server.config.max_body_bytes:
+            while length > 0:
+                chunk = self.rfile.read(min(length, _CHUNK))
+                if not chunk:
+                    break
+                length -= len(chunk)
+            return
+        self.close_connection = True
+        self._must_linger = True
+
+    def _dispatch(
+        self, raw_path: str, query: str, body: bytes, request_id: str
+    ) -> tuple[HttpResponse, str | None]:
+        match = self.server.routes.match(self.command, raw_path)
+        if isinstance(match, NoRoute):
+            return self._problem(404, f"no route for {raw_path}"), None
+        if isinstance(match, MethodNotAllowed):
+            allowed = ", ".join(match.allowed)
+            detail = f"{self.command} is not allowed on {match.resource} (allowed: {allowed})"
+            return self._problem(405, detail, headers=[("Allow", allowed)]), None
+        return self._invoke(match, raw_path, query, body, request_id), match.route.function
+
+    def _invoke(
+        self, match: RouteMatch, raw_path: str, query: str, body: bytes, request_id: str
+    ) -> HttpResponse:
+        host = self.client_address[0]
+        request = LocalRequest(
+            method=self.command,
+            raw_path=raw_path,
+            query_string=query,
+            headers=tuple((k, v) for k, v in self.headers.items()),
+            body=body,
+            source_ip=str(host),
+            protocol=self.request_version,
+            server_port=self.server.port,
+        )
+        event = rest_api_event(
+            request, match, request_id=request_id, stage=self.server.config.stage
+        )
+        name = match.route.function
+        context = {"function": name, "request_id": request_id}
+        try:
+            result: Any = self.server.registry.invoke(
+                name, event, timeout_seconds=API_TIMEOUT_SECONDS
+            )
+        except FunctionUnavailable as e:
+            log.error("function unavailable: %s", e.reason, extra=context)
+            return self._problem(500, str(e), title=e.title)
+        except Exception as e:
+            # A handler should map every error itself; a raise here is a bug to see in the log.
+            log.exception("handler raised %s", type(e).__name__, extra=context)
+            return self._problem(500, f"the {name} function raised {type(e).__name__}")
+        try:
+            return from_proxy_result(result)
+        except MalformedProxyResponse as e:
+            log.error("malformed proxy result: %s", e.detail, extra=context)
+            return self._problem(502, e.detail, title=e.title)
+
+    # --- the response --------------------------------------------------------------------------
+
+    def _send(self, response: HttpResponse, request_id: str) -> None:
+        self.send_response(response.status)
+        for name, value in response.headers:
+            self.send_header(name, value)
+        self.send_header("x-amzn-RequestId", request_id)
+        self.send_header("Content-Length", str(len(response.body)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD" and response.body:
+            self.wfile.write(response.body)
+        self.wfile.flush()
+
+    _must_linger = False
+
+    def _linger_if_needed(self) -> None:
+        """Read and drop what the client is still sending, then let the connection close."""
+        if not self._must_linger:
+            return
+        self._must_linger = False
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_WR)  # the client sees our answer end here
+            self.connection.settimeout(_LINGER_IDLE_SECONDS)
+            deadline = time.monotonic() + _LINGER_SECONDS
+            dropped = 0
+            while dropped < _LINGER_MAX_BYTES and time.monotonic() < deadline:
+                chunk = self.rfile.read1(_CHUNK)
+                if not chunk:
+                    break
+                dropped += len(chunk)
+        except OSError:  # includes the idle timeout: the client has stopped sending
+            pass
+
+    def handle_expect_100(self) -> bool:
+        """Refuse before the client sends the body (curl asks first for large bodies)."""
+        response = self._refusal()
+        if response is None:
+            return super().handle_expect_100()
+        self.close_connection = True
+        try:
+            self._send(response, str(uuid.uuid4()))
+        except (ConnectionError, TimeoutError):
+            return False
+        self._must_linger = True
+        self._linger_if_needed()
+        log.info(
+            "request refused before its body",
+            extra={"method": self.command, "path": self.path, "status": response.status},
+        )
+        return False
+
+    def log_message(self, format: str, *args: Any) -> None:
+        # The stdlib's access log goes to stderr in its own format; ours is the JSON line above.
+        log.debug(format, *args)

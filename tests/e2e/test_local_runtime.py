@@ -1,0 +1,322 @@
+"""``baton dev`` over HTTP: the gateway's refusals, the events and contexts handlers receive, the
+scheduled functions, a clean stop, and data that survives a restart."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import boto3
+import httpx
+import psycopg
+import pytest
+
+if TYPE_CHECKING:
+    from conftest import LocalServer  # tests/e2e/conftest.py
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+
+StartServer = Callable[..., "LocalServer"]
+
+
+def assert_problem(response: httpx.Response, status: int) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    doc: dict[str, Any] = response.json()
+    assert doc["status"] == status
+    assert doc["title"]
+    assert doc["detail"]
+    assert "type" in doc
+    return doc
+
+
+def echo(server: LocalServer, path: str = "/v1/taskdefs/echo", **kwargs: Any) -> dict[str, Any]:
+    response = server.request("GET", path, **kwargs)
+    assert response.status_code == 200, response.text
+    doc: dict[str, Any] = response.json()
+    return doc
+
+
+# --- what the gateway refuses ----------------------------------------------------------------
+
+
+def test_request_without_api_key_is_401(local_server: LocalServer) -> None:
+    response = httpx.get(local_server.base_url + "/v1/definitions")
+    assert_problem(response, 401)
+    assert "x-api-key" in response.headers["www-authenticate"]
+
+
+def test_request_with_wrong_api_key_is_403(local_server: LocalServer) -> None:
+    response = local_server.request("GET", "/v1/definitions", headers={"x-api-key": "nope"})
+    assert_problem(response, 403)
+
+
+def test_credentials_are_checked_before_the_route(local_server: LocalServer) -> None:
+    response = httpx.get(local_server.base_url + "/v1/no-such-thing")
+    assert_problem(response, 401)
+
+
+def test_unknown_route_is_404(local_server: LocalServer) -> None:
+    assert_problem(local_server.request("GET", "/v1/no-such-thing"), 404)
+    assert_problem(local_server.request("GET", "/"), 404)
+
+
+def test_known_route_with_wrong_method_is_405_with_allow(local_server: LocalServer) -> None:
+    response = local_server.request("DELETE", "/v1/definitions/x")
+    assert_problem(response, 405)
+    assert response.headers["allow"] == "GET"
+
+
+def test_body_over_the_limit_is_413_and_the_server_stays_usable(
+    local_server: LocalServer,
+) -> None:
+    huge = b"x" * (10 * 1024 * 1024 + 1)
+    response = local_server.request("PUT", "/v1/taskdefs/huge", content=huge)
+    doc = assert_problem(response, 413)
+    assert "10485760" in doc["detail"]
+    assert echo(local_server)["event"]["resource"] == "/v1/taskdefs/{name}"
+
+
+def test_refused_request_with_a_body_keeps_the_connection_usable(
+    local_server: LocalServer,
+) -> None:
+    with httpx.Client(base_url=local_server.base_url) as client:
+        refused = client.post("/v1/definitions", content=b"{}", headers={"x-api-key": "bad"})
+        assert refused.status_code == 403
+        ok = client.get("/v1/taskdefs/x", headers={"x-api-key": local_server.api_key})
+        assert ok.status_code == 200
+
+
+# --- what the handlers receive and return ------------------------------------------------------
+
+
+def test_handler_receives_a_rest_proxy_event(local_server: LocalServer) -> None:
+    doc = echo(local_server, "/v1/taskdefs/send%20mail?tag=a&tag=b&limit=5")
+    event = doc["event"]
+    assert event["resource"] == "/v1/taskdefs/{name}"
+    assert event["path"] == "/v1/taskdefs/send%20mail"
+    assert event["httpMethod"] == "GET"
+    assert event["pathParameters"] == {"name": "send mail"}
+    assert event["queryStringParameters"] == {"tag": "b", "limit": "5"}
+    assert event["multiValueQueryStringParameters"] == {"tag": ["a", "b"], "limit": ["5"]}
+    assert event["headers"]["x-api-key"] == local_server.api_key
+    assert event["multiValueHeaders"]["x-api-key"] == [local_server.api_key]
+    assert event["body"] is None
+    assert event["isBase64Encoded"] is False
+    context = event["requestContext"]
+    assert context["stage"] == "local"
+    assert context["resourcePath"] == "/v1/taskdefs/{name}"
+    assert context["path"] == "/local/v1/taskdefs/send%20mail"
+    assert context["identity"]["sourceIp"] == "127.0.0.1"
+    assert context["identity"]["apiKey"] == local_server.api_key
+
+
+def test_response_carries_the_gateway_request_id(local_server: LocalServer) -> None:
+    response = local_server.request("GET", "/v1/taskdefs/x")
+    request_id = response.json()["event"]["requestContext"]["requestId"]
+    assert response.headers["x-amzn-requestid"] == request_id
+
+
+def test_handler_receives_a_lambda_context(local_server: LocalServer) -> None:
+    context = echo(local_server)["context"]
+    assert context["function_name"] == "baton-definitions"
+    assert context["function_version"] == "$LATEST"
+    assert context["invoked_function_arn"].endswith(":function:baton-definitions")
+    assert context["memory_limit_in_mb"] == "512"
+    assert context["log_group_name"] == "/aws/lambda/baton-definitions"
+    assert context["log_stream_name"]
+    assert context["aws_request_id"]
+    assert 0 < context["remaining_ms"] <= 29_000
+
+
+def test_handlers_see_the_local_environment(local_server: LocalServer) -> None:
+    env = echo(local_server)["env"]
+    assert env["BATON_STAGE"] == "local"
+    assert env["DATABASE_URL"]
+    assert env["BATON_S3_ENDPOINT"].startswith("http://127.0.0.1:")
+    assert env["BATON_PAYLOAD_BUCKET"] == "baton-payloads"
+
+
+def test_binary_request_body_arrives_base64_encoded(local_server: LocalServer) -> None:
+    response = local_server.request("PUT", "/v1/taskdefs/blob", content=b"\x00\xff\xfe")
+    event = response.json()["event"]
+    assert event["isBase64Encoded"] is True
+    assert event["body"] == "AP/+"
+
+
+def test_json_body_arrives_as_text(local_server: LocalServer) -> None:
+    response = local_server.request("PUT", "/v1/taskdefs/t", json={"name": "caf\u00e9"})
+    event = response.json()["event"]
+    assert event["isBase64Encoded"] is False
+    assert event["body"] == '{"name":"caf\u00e9"}'
+
+
+def test_base64_response_is_decoded_to_bytes(local_server: LocalServer) -> None:
+    response = local_server.request("GET", "/v1/taskdefs")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/octet-stream"
+    assert response.content == bytes(range(256))
+
+
+def test_single_and_multi_value_response_headers_are_both_sent(local_server: LocalServer) -> None:
+    response = local_server.request("POST", "/v1/instances/1/cancel", content=b"hello")
+    assert response.status_code == 200
+    assert response.text == "hello"
+    assert response.headers["x-single"] == "one"
+    assert response.headers.get_list("x-multi") == ["a", "b"]
+
+
+def test_handler_that_raises_is_500(local_server: LocalServer) -> None:
+    doc = assert_problem(local_server.request("POST", "/v1/instances", json={}), 500)
+    assert "RuntimeError" in doc["detail"]
+
+
+def test_malformed_proxy_result_is_502(local_server: LocalServer) -> None:
+    assert_problem(local_server.request("GET", "/v1/instances"), 502)
+
+
+def test_function_without_handler_is_500(local_server: LocalServer) -> None:
+    doc = assert_problem(local_server.request("POST", "/v1/jobs/poll", json={}), 500)
+    assert "jobs" in doc["detail"]
+
+
+def test_concurrent_requests_run_in_separate_containers(local_server: LocalServer) -> None:
+    def slow(_: int) -> str:
+        response = local_server.request("GET", "/v1/instances/0.6")
+        assert response.status_code == 200
+        module: str = response.json()["module"]
+        return module
+
+    began = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        modules = list(pool.map(slow, range(3)))
+    assert len(set(modules)) == 3  # three warm or cold "containers", one request each
+    assert time.monotonic() - began < 1.7  # in parallel, not one after the other
+
+
+# --- the scheduled functions -------------------------------------------------------------------
+
+
+def ticks(database_url: str) -> dict[str, list[dict[str, Any]]]:
+    with psycopg.connect(database_url) as conn:
+        exists = conn.execute("SELECT to_regclass('fake_tick')").fetchone()
+        if exists is None or exists[0] is None:
+            return {}
+        rows = conn.execute("SELECT function, event FROM fake_tick").fetchall()
+    out: dict[str, list[dict[str, Any]]] = {}
+    for function, event in rows:
+        out.setdefault(function, []).append(event)
+    return out
+
+
+def test_scheduled_functions_tick_and_a_failing_one_keeps_ticking(
+    local_server: LocalServer,
+) -> None:
+    database_url = echo(local_server)["env"]["DATABASE_URL"]
+    deadline = time.monotonic() + 20
+    seen: dict[str, list[dict[str, Any]]] = {}
+    while time.monotonic() < deadline:
+        seen = ticks(database_url)
+        if all(len(seen.get(f"baton-{fn}", [])) >= 3 for fn in ("reaper", "sweeper")):
+            break
+        time.sleep(0.2)
+    # The fake sweeper raises after every record: the timer carries on regardless.
+    assert len(seen.get("baton-sweeper", [])) >= 3, seen.keys()
+    assert len(seen.get("baton-reaper", [])) >= 3, seen.keys()
+    event = seen["baton-reaper"][0]
+    assert event["detail-type"] == "Scheduled Event"
+    assert event["source"] == "aws.events"
+    assert len({e["id"] for e in seen["baton-reaper"]}) == len(seen["baton-reaper"])
+
+
+# --- start, stop, restart ----------------------------------------------------------------------
+
+
+def test_second_server_on_a_taken_port_fails_fast(
+    local_server: LocalServer, tmp_path: Path
+) -> None:
+    port, data_dir = str(local_server.port), str(tmp_path / "data")
+    result = subprocess.run(
+        [sys.executable, "-m", "baton.cli", "dev", "--port", port, "--data-dir", data_dir],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "cannot listen" in result.stdout
+    assert not (tmp_path / "data").exists()  # nothing was started
+
+
+def test_restart_keeps_definitions_and_payloads(
+    start_server: StartServer,
+    fake_functions_dir: Path,
+    e2e_database_url: str | None,
+    tmp_path: Path,
+) -> None:
+    data_dir = tmp_path / "data"
+    first = start_server(
+        data_dir=data_dir, functions_dir=fake_functions_dir, database_url=e2e_database_url
+    )
+    created = first.request("POST", "/v1/definitions", json={"name": "kept", "steps": [1]})
+    assert created.status_code == 201, created.text
+    s3 = s3_client(echo(first)["env"]["BATON_S3_ENDPOINT"])
+    s3.put_object(Bucket="baton-payloads", Key="payloads/in/kept.json", Body=b'{"big": true}')
+    assert first.stop() == 0, first.output()
+
+    second = start_server(
+        data_dir=data_dir, functions_dir=fake_functions_dir, database_url=e2e_database_url
+    )
+    again = second.request("GET", "/v1/definitions/kept")
+    assert again.status_code == 200, again.text
+    assert again.json() == {"name": "kept", "steps": [1]}
+    s3 = s3_client(echo(second)["env"]["BATON_S3_ENDPOINT"])
+    body = s3.get_object(Bucket="baton-payloads", Key="payloads/in/kept.json")["Body"].read()
+    assert body == b'{"big": true}'
+    assert second.stop() == 0, second.output()
+
+
+def s3_client(endpoint: str) -> Any:
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+
+
+# --- the real handlers -------------------------------------------------------------------------
+
+REAL_DEFINITIONS = ROOT / "functions" / "definitions" / "handler.py"
+
+
+@pytest.mark.skipif(not REAL_DEFINITIONS.exists(), reason="functions/definitions not written yet")
+def test_real_definitions_function_registers_and_keeps_a_definition(
+    start_server: StartServer, e2e_database_url: str | None, tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    definition = {"name": "e2e-smoke", "steps": [{"id": "approve", "type": "USER_TASK"}]}
+    server = start_server(data_dir=data_dir, functions_dir=None, database_url=e2e_database_url)
+    created = server.request("POST", "/v1/definitions", json=definition)
+    assert created.status_code == 201, created.text
+    assert created.json()["name"] == "e2e-smoke"
+    version = created.json()["version"]
+    got = server.request("GET", "/v1/definitions/e2e-smoke")
+    assert got.status_code == 200, got.text
+    assert got.json()["version"] == version
+    missing = server.request("GET", "/v1/definitions/no-such-definition")
+    assert_problem(missing, 404)
+    assert server.stop() == 0, server.output()
+
+    restarted = start_server(data_dir=data_dir, functions_dir=None, database_url=e2e_database_url)
+    kept = restarted.request("GET", f"/v1/definitions/e2e-smoke/versions/{version}")
+    assert kept.status_code == 200, kept.text
+    assert kept.json()["name"] == "e2e-smoke"
