@@ -343,3 +343,41 @@ def start_server(tmp_path: Path) -> Iterator[Any]:
     for server in started:
         if server.process is not None and server.process.poll() is None:
             server.stop()
+
+
+class CheckedServer(LocalServer):
+    """A server on the real functions whose every JSON response must parse into its proto
+    message (unknown fields refused), so the JSON and the proto contract cannot drift."""
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        json: Any = None,
+        headers: dict[str, str] | None = None,
+        **kwargs: Any,
+    ) -> httpx.Response:
+        response = super().request(method, path, json=json, headers=headers, **kwargs)
+        ctype = response.headers.get("content-type", "")
+        if "json" in ctype and response.content:
+            from tests.proto_contract import check_response
+
+            check_response(method, path, response.status_code, response.json())
+        return response
+
+
+@pytest.fixture(scope="session")
+def baton_server(
+    tmp_path_factory: pytest.TempPathFactory, e2e_database_url: str | None
+) -> Iterator[CheckedServer]:
+    """One ``baton dev`` on the real functions for the session; stopping it must exit 0."""
+    base = tmp_path_factory.mktemp("baton-server")
+    server = CheckedServer(
+        data_dir=base / "data",
+        functions_dir=None,
+        log_path=base / "server.log",
+        database_url=e2e_database_url,
+    ).start()
+    yield server
+    code = server.stop()
+    assert code == 0, f"baton dev exited with {code}:\n{server.output()}"
