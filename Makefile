@@ -54,6 +54,7 @@ layer: $(STAMP)
 
 synth: $(STAMP) layer
 	@$(PY) infra/app.py
+	@$(VENV)/bin/cfn-lint -i W3005 -- cdk.out/*.template.json
 
 clean:
 	rm -rf $(VENV) cdk.out layers/build .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Baton's AWS deployment: one construct per concern, composed by :class:`BatonStack`."""

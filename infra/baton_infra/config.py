@@ -1,0 +1,253 @@
+"""Deployment configuration: cdk.json's context, typed and validated once, read nowhere else.
+
+``cdk synth``/``cdk deploy`` hand the CLI's context (cdk.json plus ``-c key=value``) to the app
+through the environment; ``python infra/app.py`` and ``cdk.App()`` in tests do not read
+cdk.json at all. :func:`load_cdk_json_context` is the one loader both paths use, so every way of
+synthesizing produces the same template.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_logs as logs
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CDK_JSON = REPO_ROOT / "cdk.json"
+FUNCTIONS_DIR = REPO_ROOT / "functions"
+DEFAULT_LAYER_DIR = REPO_ROOT / "layers" / "build"
+
+AuthMode = Literal["apiKey", "iam"]
+AUTH_MODES: tuple[AuthMode, ...] = ("apiKey", "iam")
+# Stages whose data may be thrown away: no deletion protection, resources destroyed with the stack.
+DISPOSABLE_STAGES = frozenset({"dev"})
+_STAGE_RE = re.compile(r"^[a-z][a-z0-9-]{0,15}$")
+_KEY_NAME_RE = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+# The retention periods CloudWatch Logs accepts, in days.
+_LOG_RETENTION = {
+    1: logs.RetentionDays.ONE_DAY,
+    3: logs.RetentionDays.THREE_DAYS,
+    5: logs.RetentionDays.FIVE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    60: logs.RetentionDays.TWO_MONTHS,
+    90: logs.RetentionDays.THREE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+    731: logs.RetentionDays.TWO_YEARS,
+    1827: logs.RetentionDays.FIVE_YEARS,
+    3653: logs.RetentionDays.TEN_YEARS,
+}
+
+
+class ConfigError(ValueError):
+    """A context value is missing or malformed."""
+
+
+class LayerNotBuiltError(RuntimeError):
+    """The Lambda layer folder does not exist yet."""
+
+    def __init__(self, layer_dir: Path) -> None:
+        super().__init__(
+            f"The Lambda layer is not built: {layer_dir / 'python'} does not exist.\n"
+            "Run `make layer` (or `.venv/bin/python layers/build.py`) first, then synthesize again."
+        )
+        self.layer_dir = layer_dir
+
+
+def load_cdk_json_context(path: Path = CDK_JSON) -> dict[str, Any]:
+    """The ``context`` block of cdk.json: the defaults every synthesis starts from."""
+    data = json.loads(path.read_text())
+    return dict(data.get("context", {}))
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSizing:
+    memory_mb: int
+    timeout_seconds: int
+
+
+# API functions run one short transaction per request. Their timeout stays inside API Gateway's
+# 29 s integration limit, and RDS Proxy's 10 s borrow timeout fires first, so a database outage
+# reaches the client as the engine's 503 + Retry-After rather than a gateway error.
+API_DEFAULT = FunctionSizing(memory_mb=512, timeout_seconds=15)
+# Scheduled functions tick every minute: finish inside the interval so ticks never overlap.
+SCHEDULED_DEFAULT = FunctionSizing(memory_mb=512, timeout_seconds=55)
+# Migrations may rewrite indexes on big tables; the custom-resource framework waits up to 15 min.
+MIGRATION_SIZING = FunctionSizing(memory_mb=512, timeout_seconds=300)
+# Per-function exceptions. More memory is more CPU: the poll/complete path is the hot one, and
+# a poll may serialize a 5 MB batch; its longer timeout leaves room for the planned bounded
+# long-poll, still under the gateway's 29 s.
+FUNCTION_SIZING: Mapping[str, FunctionSizing] = {
+    "jobs": FunctionSizing(memory_mb=1024, timeout_seconds=25),
+    "instances": FunctionSizing(memory_mb=1024, timeout_seconds=15),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DeployConfig:
+    stage: str
+    auth_mode: AuthMode
+    db_min_acu: float
+    db_max_acu: float
+    db_backup_retention_days: int
+    payload_expiry_days: int
+    log_retention_days: int
+    reserved_concurrency: Mapping[str, int | None]
+    api_throttle_rate_limit: float
+    api_throttle_burst_limit: int
+    api_key_names: tuple[str, ...]
+    alarm_email: str | None
+    leases_expired_alarm_threshold: int
+    vpc_logs_endpoint: bool
+    layer_dir: Path
+
+    @property
+    def disposable(self) -> bool:
+        """Dev stages: no deletion protection, everything is deleted with the stack."""
+        return self.stage in DISPOSABLE_STAGES
+
+    @property
+    def removal_policy(self) -> RemovalPolicy:
+        """What deleting the stack (or replacing a resource) does to stateful resources."""
+        return RemovalPolicy.DESTROY if self.disposable else RemovalPolicy.RETAIN
+
+    @property
+    def log_retention(self) -> logs.RetentionDays:
+        return _LOG_RETENTION[self.log_retention_days]
+
+    @property
+    def stack_name(self) -> str:
+        return f"Baton-{self.stage}"
+
+    @classmethod
+    def from_context(cls, get: Callable[[str], Any]) -> DeployConfig:
+        """Build from ``node.try_get_context``. ``-c key=value`` values arrive as strings."""
+        stage = _string(get, "stage")
+        if not _STAGE_RE.match(stage):
+            raise ConfigError(f"stage {stage!r}: use 1-16 of [a-z0-9-], starting with a letter")
+        auth_mode = _string(get, "authMode")
+        if auth_mode not in AUTH_MODES:
+            raise ConfigError(f"authMode {auth_mode!r}: expected one of {', '.join(AUTH_MODES)}")
+        db_min_acu = _number(get, "dbMinAcu")
+        db_max_acu = _number(get, "dbMaxAcu")
+        if not 0 <= db_min_acu <= db_max_acu <= 256:
+            raise ConfigError(
+                f"need 0 <= dbMinAcu ({db_min_acu}) <= dbMaxAcu ({db_max_acu}) <= 256"
+            )
+        reserved = {
+            str(k): None if v is None else int(v)
+            for k, v in _mapping(get, "reservedConcurrency").items()
+        }
+        if any(v is not None and v < 1 for v in reserved.values()):
+            raise ConfigError("reservedConcurrency values must be >= 1, or null for none")
+        key_names = tuple(str(k) for k in _list(get, "apiKeys"))
+        if auth_mode == "apiKey" and not key_names:
+            raise ConfigError("authMode apiKey needs at least one name in apiKeys")
+        if bad := [k for k in key_names if not _KEY_NAME_RE.match(k)]:
+            raise ConfigError(f"apiKeys: invalid names {bad}")
+        log_retention_days = int(_number(get, "logRetentionDays"))
+        if log_retention_days not in _LOG_RETENTION:
+            raise ConfigError(f"logRetentionDays: use one of {sorted(_LOG_RETENTION)}")
+        layer_dir = get("layerDir")
+        return cls(
+            stage=stage,
+            auth_mode=auth_mode,
+            db_min_acu=db_min_acu,
+            db_max_acu=db_max_acu,
+            db_backup_retention_days=int(_number(get, "dbBackupRetentionDays")),
+            payload_expiry_days=int(_number(get, "payloadExpiryDays")),
+            log_retention_days=log_retention_days,
+            reserved_concurrency=reserved,
+            api_throttle_rate_limit=_number(get, "apiThrottleRateLimit"),
+            api_throttle_burst_limit=int(_number(get, "apiThrottleBurstLimit")),
+            api_key_names=key_names,
+            alarm_email=(get("alarmEmail") or None),
+            leases_expired_alarm_threshold=int(_number(get, "leasesExpiredAlarmThreshold")),
+            vpc_logs_endpoint=_flag(get, "vpcLogsEndpoint"),
+            # Relative to the repository, so cdk.json never holds a machine-specific path.
+            layer_dir=(REPO_ROOT / str(layer_dir)) if layer_dir else DEFAULT_LAYER_DIR,
+        )
+
+    def sizing(self, function: str, *, scheduled: bool, migration: bool) -> FunctionSizing:
+        if migration:
+            return MIGRATION_SIZING
+        if function in FUNCTION_SIZING:
+            return FUNCTION_SIZING[function]
+        return SCHEDULED_DEFAULT if scheduled else API_DEFAULT
+
+    def reserved_concurrency_of(self, function: str, *, scheduled: bool) -> int | None:
+        """Context wins; a scheduled function defaults to 1 so a slow tick never overlaps the
+        next one (two sweepers would only contend for the same rows)."""
+        if function in self.reserved_concurrency:
+            return self.reserved_concurrency[function]
+        return 1 if scheduled else None
+
+    def require_layer(self) -> Path:
+        if not (self.layer_dir / "python").is_dir():
+            raise LayerNotBuiltError(self.layer_dir)
+        return self.layer_dir
+
+
+def _required(get: Callable[[str], Any], key: str) -> Any:
+    value = get(key)
+    if value is None:
+        raise ConfigError(f"context {key!r} is not set (cdk.json or -c {key}=...)")
+    return value
+
+
+def _string(get: Callable[[str], Any], key: str) -> str:
+    return str(_required(get, key))
+
+
+def _number(get: Callable[[str], Any], key: str) -> float:
+    value = _required(get, key)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"context {key!r}: expected a number, got {value!r}") from None
+
+
+def _flag(get: Callable[[str], Any], key: str) -> bool:
+    value = _required(get, key)
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("true", "1", "yes"):
+        return True
+    if str(value).lower() in ("false", "0", "no"):
+        return False
+    raise ConfigError(f"context {key!r}: expected true or false, got {value!r}")
+
+
+def _json(get: Callable[[str], Any], key: str) -> Any:
+    value = _required(get, key)
+    if isinstance(value, str):  # from `-c key='{"jobs": 50}'`
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            raise ConfigError(f"context {key!r}: not valid JSON: {value!r}") from None
+    return value
+
+
+def _mapping(get: Callable[[str], Any], key: str) -> Mapping[str, Any]:
+    value = _json(get, key)
+    if not isinstance(value, dict):
+        raise ConfigError(f"context {key!r}: expected an object, got {value!r}")
+    return value
+
+
+def _list(get: Callable[[str], Any], key: str) -> list[Any]:
+    raw = _required(get, key)
+    if isinstance(raw, str) and not raw.lstrip().startswith("["):  # `-c apiKeys=a,b`
+        return [part.strip() for part in raw.split(",") if part.strip()]
+    value = _json(get, key)
+    if not isinstance(value, list):
+        raise ConfigError(f"context {key!r}: expected a list, got {value!r}")
+    return value

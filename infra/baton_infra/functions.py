@@ -1,0 +1,232 @@
+"""The Lambda functions, from one factory: every function is the same shape (Python 3.12 on arm64,
+the shared layer, in the VPC, active tracing, its own log group and least-privilege role) and
+differs only by its name, its sizing and whether it touches the payload bucket.
+
+Which functions exist comes from ``baton.routes``: API functions, scheduled functions and the
+migration function. A new route or function there needs no change here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+
+from aws_cdk import Duration, FileSystem
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from baton import settings
+from baton.routes import MIGRATION_FUNCTION, SCHEDULED_FUNCTIONS, api_functions
+from constructs import Construct
+
+from baton_infra.config import FUNCTIONS_DIR, DeployConfig
+from baton_infra.database import DB_NAME, Database
+from baton_infra.nag import acknowledge, logical_id
+from baton_infra.network import Network
+
+RUNTIME = lambda_.Runtime.PYTHON_3_12  # the layer's wheels and .pyc files are built for cp312
+ARCHITECTURE = lambda_.Architecture.ARM_64  # Graviton: ~20% cheaper per GB-second
+HANDLER = "handler.handler"
+METRICS_NAMESPACE = settings.METRICS_NAMESPACE
+# Functions that read or write payload objects (presigned URLs are signed with their role).
+PAYLOAD_FUNCTIONS = frozenset({"instances", "jobs", "payloads"})
+# What a function folder may contain that must not reach the asset (or change its hash).
+ASSET_EXCLUDES = ["__pycache__", "*.pyc", "tests"]
+# Lambda validates these on create/update of a VPC function; EC2 offers no resource scoping.
+ENI_ACTIONS = [
+    "ec2:CreateNetworkInterface",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeSubnets",
+    "ec2:DeleteNetworkInterface",
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:UnassignPrivateIpAddresses",
+]
+
+
+class Kind(StrEnum):
+    """What a function is for; decides its default sizing."""
+
+    API = "api"
+    SCHEDULED = "scheduled"
+    MIGRATION = "migration"
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSpec:
+    name: str
+    kind: Kind
+
+    @property
+    def construct_id(self) -> str:
+        return "".join(part.capitalize() for part in self.name.split("_"))
+
+    @property
+    def scheduled(self) -> bool:
+        """Ticked by EventBridge (an API function may be ticked as well)."""
+        return self.name in SCHEDULED_FUNCTIONS
+
+
+def function_specs() -> tuple[FunctionSpec, ...]:
+    """Every function the route table implies, each once."""
+    specs: dict[str, FunctionSpec] = {}
+    for name in api_functions():
+        specs[name] = FunctionSpec(name, Kind.API)
+    for name in SCHEDULED_FUNCTIONS:
+        specs.setdefault(name, FunctionSpec(name, Kind.SCHEDULED))
+    specs[MIGRATION_FUNCTION] = FunctionSpec(MIGRATION_FUNCTION, Kind.MIGRATION)
+    return tuple(specs.values())
+
+
+class BatonFunctions(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeployConfig,
+        network: Network,
+        database: Database,
+        payload_bucket: s3.IBucket,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._config = config
+        self._network = network
+        self._database = database
+        self._payload_bucket = payload_bucket
+        self.layer = lambda_.LayerVersion(
+            self,
+            "CoreLayer",
+            code=lambda_.Code.from_asset(str(config.require_layer())),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[ARCHITECTURE],
+            description="baton core package and its dependencies (layers/build.py)",
+        )
+        # One group for all functions: a single ingress rule on the proxy and the endpoints.
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "SecurityGroup",
+            vpc=network.vpc,
+            description="Baton Lambda functions (isolated subnets: no route out of the VPC)",
+        )
+        network.allow_endpoints_from(self.security_group)
+        self.specs = function_specs()
+        self.by_name: dict[str, lambda_.Function] = {
+            spec.name: self._create(spec) for spec in self.specs
+        }
+
+    @property
+    def migration(self) -> lambda_.Function:
+        return self.by_name[MIGRATION_FUNCTION]
+
+    def serving(self) -> Iterator[lambda_.Function]:
+        """Functions that serve traffic or ticks: they must start after the schema is current."""
+        for spec in self.specs:
+            if spec.kind != Kind.MIGRATION:
+                yield self.by_name[spec.name]
+
+    def scheduled(self) -> dict[str, lambda_.Function]:
+        return {s.name: self.by_name[s.name] for s in self.specs if s.scheduled}
+
+    def code_fingerprint(self, name: str) -> str:
+        return FileSystem.fingerprint(str(FUNCTIONS_DIR / name), exclude=ASSET_EXCLUDES)
+
+    def _create(self, spec: FunctionSpec) -> lambda_.Function:
+        config = self._config
+        sizing = config.sizing(
+            spec.name,
+            scheduled=spec.kind == Kind.SCHEDULED,
+            migration=spec.kind == Kind.MIGRATION,
+        )
+        function_name = f"baton-{config.stage}-{spec.name}"
+        log_group = logs.LogGroup(
+            self,
+            f"{spec.construct_id}Logs",
+            log_group_name=f"/aws/lambda/{function_name}",
+            retention=config.log_retention,
+            removal_policy=config.removal_policy,
+        )
+        role = self._role(spec, log_group)
+        fn = lambda_.Function(
+            self,
+            spec.construct_id,
+            function_name=function_name,
+            description=f"baton {spec.name} ({spec.kind})",
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler=HANDLER,
+            code=lambda_.Code.from_asset(str(FUNCTIONS_DIR / spec.name), exclude=ASSET_EXCLUDES),
+            layers=[self.layer],
+            memory_size=sizing.memory_mb,
+            timeout=Duration.seconds(sizing.timeout_seconds),
+            reserved_concurrent_executions=config.reserved_concurrency_of(
+                spec.name, scheduled=spec.scheduled
+            ),
+            role=role,
+            log_group=log_group,
+            tracing=lambda_.Tracing.ACTIVE,
+            vpc=self._network.vpc,
+            vpc_subnets=self._network.app_subnets,
+            security_groups=[self.security_group],
+            environment={
+                settings.ENV_DB_SECRET_ARN: self._database.secret.secret_arn,
+                settings.ENV_DB_HOST: self._database.proxy.endpoint,
+                settings.ENV_DB_NAME: DB_NAME,
+                settings.ENV_PAYLOAD_BUCKET: self._payload_bucket.bucket_name,
+                settings.ENV_STAGE: config.stage,
+                "POWERTOOLS_SERVICE_NAME": f"baton-{spec.name}",
+                "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+                "POWERTOOLS_LOG_LEVEL": "INFO",
+            },
+        )
+        if spec.scheduled:
+            # A tick that could not run is worthless a minute later (the next tick does the same
+            # work), and retries would pile up behind a reserved concurrency of 1.
+            fn.configure_async_invoke(retry_attempts=0, max_event_age=Duration.seconds(60))
+        self._database.allow_from(fn)
+        acknowledge(
+            fn,
+            "AwsSolutions-L1",
+            "Pinned to Python 3.12 on purpose: the shared layer's compiled wheels and .pyc "
+            "files are built for CPython 3.12.",
+        )
+        return fn
+
+    def _role(self, spec: FunctionSpec, log_group: logs.ILogGroup) -> iam.Role:
+        """A role per function with exactly what it uses (no AWS managed policies)."""
+        role = iam.Role(
+            self,
+            f"{spec.construct_id}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"baton {spec.name} function ({self._config.stage})",
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[log_group.log_group_arn],
+            )
+        )
+        role.add_to_policy(iam.PolicyStatement(actions=ENI_ACTIONS, resources=["*"]))
+        self._database.secret.grant_read(role)
+        if spec.name in PAYLOAD_FUNCTIONS:
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    actions=["s3:GetObject", "s3:PutObject"],
+                    resources=[self._payload_bucket.arn_for_objects("*")],
+                )
+            )
+            acknowledge(
+                role,
+                f"AwsSolutions-IAM5[Resource::<{logical_id(self._payload_bucket)}.Arn>/*]",
+                "Payload object keys are generated per payload at run time; access is limited "
+                "to Get/Put on this one bucket.",
+            )
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "Lambda's VPC network-interface actions and X-Ray's PutTraceSegments/"
+            "PutTelemetryRecords support no resource-level scoping.",
+        )
+        return role

@@ -1,0 +1,326 @@
+"""CloudWatch dashboard and alarms over Baton's EMF metrics, Lambda, API Gateway and Aurora, with
+alarm notifications on an encrypted SNS topic.
+
+Powertools tags every EMF metric with a ``service`` dimension (``baton-<function>``), and which
+function emits a metric is the engine's business (a poll may expire leases, the reaper
+certainly does). Engine metrics are therefore read with CloudWatch Metrics Insights
+(``SELECT SUM(x) FROM "Baton"``), which sums across every service, in the dashboard and in alarms
+alike, so adding a function or moving a metric needs no change here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_rds as rds
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from baton_infra.config import DeployConfig
+from baton_infra.functions import METRICS_NAMESPACE
+
+ONE_MINUTE = Duration.minutes(1)
+FIVE_MINUTES = Duration.minutes(5)
+JOB_METRICS = ("JobsClaimed", "JobsCompleted", "JobsFailed", "JobsRetried", "JobsTimedOut")
+INSTANCE_METRICS = ("InstancesStarted", "InstancesCompleted", "InstancesFailed")
+# Alarm thresholds that are policy rather than deployment choices.
+API_5XX_RATE_PERCENT = 1.0
+API_5XX_MIN_REQUESTS = 20  # below this per 5 minutes a single error is not a "rate"
+DB_CPU_PERCENT = 80
+DB_ACU_SATURATION_PERCENT = 90
+
+
+def engine_metric(
+    name: str, *, aggregate: str = "SUM", period: Duration = ONE_MINUTE, label: str | None = None
+) -> cw.MathExpression:
+    """One Baton EMF metric, aggregated over every ``service`` that emits it."""
+    # A CloudWatch Metrics Insights query built from constants (not SQL sent to a database).
+    query = f'SELECT {aggregate}({name}) FROM "{METRICS_NAMESPACE}"'  # noqa: S608
+    return cw.MathExpression(
+        expression=query,
+        using_metrics={},
+        label=label or name,
+        period=period,
+    )
+
+
+class Observability(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeployConfig,
+        functions: Mapping[str, lambda_.IFunction],
+        scheduled: Sequence[str],
+        api: apigw.RestApi,
+        cluster: rds.DatabaseCluster,
+        proxy: rds.DatabaseProxy,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._config = config
+        self.topic = self._alarm_topic()
+        self.alarms: list[cw.Alarm] = []
+        self._api_alarms(api.deployment_stage)
+        self._engine_alarms()
+        self._database_alarms(cluster)
+        for name in scheduled:
+            self._alarm(
+                f"{name}-failing",
+                metric=functions[name].metric_errors(period=FIVE_MINUTES),
+                threshold=0,
+                evaluation_periods=3,
+                description=f"The {name} function has failed in each of the last 15 minutes; "
+                "work it owns (leases, timeouts) is not being processed.",
+            )
+        self.dashboard = cw.Dashboard(
+            self,
+            "Dashboard",
+            dashboard_name=f"baton-{config.stage}",
+            default_interval=Duration.hours(3),
+        )
+        self._dashboard_widgets(functions, api.deployment_stage, cluster, proxy)
+
+    # --- alarms -------------------------------------------------------------------------
+
+    def _alarm_topic(self) -> sns.Topic:
+        # CloudWatch can only publish to an encrypted topic whose customer-managed key lets it.
+        key = kms.Key(
+            self,
+            "AlarmTopicKey",
+            description=f"Baton alarm topic ({self._config.stage})",
+            enable_key_rotation=True,
+            pending_window=Duration.days(7),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                resources=["*"],  # in a key policy "*" means this key
+            )
+        )
+        topic = sns.Topic(
+            self,
+            "AlarmTopic",
+            display_name=f"Baton alarms ({self._config.stage})",
+            master_key=key,
+            enforce_ssl=True,
+        )
+        if self._config.alarm_email:
+            topic.add_subscription(subscriptions.EmailSubscription(self._config.alarm_email))
+        return topic
+
+    def _alarm(
+        self,
+        alarm_id: str,
+        *,
+        metric: cw.IMetric,
+        threshold: float,
+        description: str,
+        evaluation_periods: int = 1,
+    ) -> cw.Alarm:
+        alarm = cw.Alarm(
+            self,
+            alarm_id,
+            alarm_name=f"baton-{self._config.stage}-{alarm_id}",
+            alarm_description=description,
+            metric=metric,
+            threshold=threshold,
+            comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=evaluation_periods,
+            datapoints_to_alarm=evaluation_periods,
+            # No data means no traffic or nothing emitted: not a failure.
+            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+        )
+        action = cw_actions.SnsAction(self.topic)
+        alarm.add_alarm_action(action)
+        alarm.add_ok_action(action)
+        self.alarms.append(alarm)
+        return alarm
+
+    def _api_alarms(self, stage: apigw.Stage) -> None:
+        rate = cw.MathExpression(
+            expression=f"IF(requests >= {API_5XX_MIN_REQUESTS}, 100 * errors / requests, 0)",
+            using_metrics={
+                "errors": stage.metric_server_error(period=FIVE_MINUTES, statistic="Sum"),
+                "requests": stage.metric_count(period=FIVE_MINUTES, statistic="Sum"),
+            },
+            label="5XX rate (%)",
+            period=FIVE_MINUTES,
+        )
+        self._alarm(
+            "api-5xx-rate",
+            metric=rate,
+            threshold=API_5XX_RATE_PERCENT,
+            evaluation_periods=2,
+            description=f"More than {API_5XX_RATE_PERCENT}% of API requests answered 5XX for "
+            "10 minutes (database unavailable, function errors or throttling).",
+        )
+
+    def _engine_alarms(self) -> None:
+        self._alarm(
+            "queue-dead-lettered",
+            metric=engine_metric("QueueDeadLettered", period=FIVE_MINUTES),
+            threshold=0,
+            description="Queue tasks reached maxRetries and moved to the dead state; inspect "
+            "them with the queue stats/peek API.",
+        )
+        threshold = self._config.leases_expired_alarm_threshold
+        self._alarm(
+            "leases-expired",
+            metric=engine_metric("LeasesExpired", period=FIVE_MINUTES),
+            threshold=threshold,
+            description=f"More than {threshold} job leases expired in 5 minutes: workers are "
+            "crashing, stalling, or their lease is too short for the work.",
+        )
+
+    def _database_alarms(self, cluster: rds.DatabaseCluster) -> None:
+        self._alarm(
+            "db-cpu-high",
+            metric=cluster.metric_cpu_utilization(period=FIVE_MINUTES, statistic="Average"),
+            threshold=DB_CPU_PERCENT,
+            evaluation_periods=3,
+            description=f"Aurora CPU above {DB_CPU_PERCENT}% for 15 minutes.",
+        )
+        self._alarm(
+            "db-acu-saturated",
+            metric=self._acu_saturation(cluster, FIVE_MINUTES),
+            threshold=DB_ACU_SATURATION_PERCENT,
+            evaluation_periods=3,
+            description=f"Aurora has used over {DB_ACU_SATURATION_PERCENT}% of dbMaxAcu for 15 "
+            "minutes: raise dbMaxAcu or find the expensive queries.",
+        )
+
+    def _acu_saturation(self, cluster: rds.DatabaseCluster, period: Duration) -> cw.IMetric:
+        return cw.MathExpression(
+            expression=f"100 * acu / {self._config.db_max_acu}",
+            using_metrics={
+                "acu": cluster.metric(
+                    "ServerlessDatabaseCapacity", period=period, statistic="Average"
+                )
+            },
+            label="ACU used (% of dbMaxAcu)",
+            period=period,
+        )
+
+    # --- dashboard ----------------------------------------------------------------------
+
+    def _dashboard_widgets(
+        self,
+        functions: Mapping[str, lambda_.IFunction],
+        stage: apigw.Stage,
+        cluster: rds.DatabaseCluster,
+        proxy: rds.DatabaseProxy,
+    ) -> None:
+        d = self.dashboard
+        d.add_widgets(
+            cw.TextWidget(
+                markdown=f"# Baton ({self._config.stage})\nEngine metrics are EMF metrics in "
+                f"namespace `{METRICS_NAMESPACE}`, summed over every function.",
+                width=24,
+                height=2,
+            )
+        )
+        d.add_widgets(
+            _graph("Jobs per minute", [engine_metric(m) for m in JOB_METRICS]),
+            _graph(
+                "Polls and leases per minute",
+                [engine_metric("JobPollEmpty"), engine_metric("LeasesExpired")],
+            ),
+            _graph(
+                "Job dispatch latency (creation to claim)",
+                [
+                    engine_metric("JobDispatchLatency", aggregate="AVG", label="average"),
+                    engine_metric("JobDispatchLatency", aggregate="MAX", label="max"),
+                ],
+            ),
+        )
+        d.add_widgets(
+            _graph("Instances per minute", [engine_metric(m) for m in INSTANCE_METRICS]),
+            _graph(
+                "Queues",
+                [
+                    engine_metric("QueueDepth", aggregate="MAX", label="QueueDepth (max)"),
+                    engine_metric("QueueDeadLettered"),
+                ],
+            ),
+            cw.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms), width=8, height=6),
+        )
+        d.add_widgets(
+            _graph(
+                "API requests and errors",
+                [
+                    stage.metric_count(period=ONE_MINUTE, statistic="Sum", label="requests"),
+                    stage.metric_client_error(period=ONE_MINUTE, statistic="Sum", label="4XX"),
+                    stage.metric_server_error(period=ONE_MINUTE, statistic="Sum", label="5XX"),
+                ],
+            ),
+            _graph(
+                "API latency",
+                [
+                    stage.metric_latency(period=ONE_MINUTE, statistic=p, label=f"latency {p}")
+                    for p in ("p50", "p90", "p99")
+                ]
+                + [
+                    stage.metric_integration_latency(
+                        period=ONE_MINUTE, statistic="p99", label="integration p99"
+                    )
+                ],
+            ),
+            _graph(
+                "Database",
+                [
+                    cluster.metric_cpu_utilization(period=ONE_MINUTE, label="CPU %"),
+                    self._acu_saturation(cluster, ONE_MINUTE),
+                ],
+                right=[
+                    cluster.metric(
+                        "ServerlessDatabaseCapacity",
+                        period=ONE_MINUTE,
+                        statistic="Average",
+                        label="ACU",
+                    ),
+                    cluster.metric_database_connections(period=ONE_MINUTE, label="DB connections"),
+                    cw.Metric(
+                        namespace="AWS/RDS",
+                        metric_name="ClientConnections",
+                        dimensions_map={"ProxyName": proxy.db_proxy_name},
+                        period=ONE_MINUTE,
+                        statistic="Average",
+                        label="proxy client connections",
+                    ),
+                ],
+            ),
+        )
+        d.add_widgets(
+            _graph(
+                "Lambda errors",
+                [fn.metric_errors(period=ONE_MINUTE, label=n) for n, fn in functions.items()],
+            ),
+            _graph(
+                "Lambda throttles",
+                [fn.metric_throttles(period=ONE_MINUTE, label=n) for n, fn in functions.items()],
+            ),
+            _graph(
+                "Lambda duration p99 (ms)",
+                [
+                    fn.metric_duration(period=ONE_MINUTE, statistic="p99", label=n)
+                    for n, fn in functions.items()
+                ],
+            ),
+        )
+
+
+def _graph(
+    title: str, left: Sequence[cw.IMetric], *, right: Sequence[cw.IMetric] = ()
+) -> cw.GraphWidget:
+    return cw.GraphWidget(title=title, left=list(left), right=list(right), width=8, height=6)

@@ -1,0 +1,30 @@
+"""EventBridge rules ticking every scheduled function (lease reaper, sweeper, ...) each minute."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aws_cdk import Duration
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+TICK = Duration.minutes(1)
+
+
+class Schedules(Construct):
+    def __init__(
+        self, scope: Construct, construct_id: str, *, functions: Mapping[str, lambda_.IFunction]
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.rules: dict[str, events.Rule] = {}
+        for name, fn in functions.items():
+            self.rules[name] = events.Rule(
+                self,
+                f"{name}-tick",
+                description=f"Invoke baton {name} every minute",
+                schedule=events.Schedule.rate(TICK),
+                # Delivery retries are pointless: the next tick comes a minute later.
+                targets=[targets.LambdaFunction(fn, retry_attempts=0, max_event_age=TICK)],
+            )

@@ -1,0 +1,354 @@
+"""Build the Lambda layer: the ``baton`` core package plus its runtime dependencies.
+
+Output is ``<out>/python/`` (Lambda puts ``/opt/python`` on ``sys.path``); the CDK app deploys
+``<out>`` as the layer asset. The build is reproducible from PyPI alone:
+
+* wheels only, for Lambda's platform (``--platform`` manylinux2014 *and* manylinux_2_28: with one
+  tag pip silently falls back to older releases), every distribution pinned with ``==`` in
+  ``layers/requirements.txt`` and installed with ``--no-deps``; a closure check then fails the
+  build if any installed distribution needs something that is neither pinned nor provided by
+  the Lambda runtime;
+* bytecode compiled by the target Python with ``unchecked-hash`` .pyc files and ``/opt/python``
+  paths, so the asset hash depends on content only and cold starts skip compilation.
+
+The pip step is skipped while a stamp says requirements, platform and Python are unchanged;
+the ``baton`` copy is refreshed whenever ``shared/baton`` differs from what the layer holds
+(compared by content, so an unchanged tree is left alone: a synth may be reading it). Builds of
+the same folder are serialized with a lock under ~/.cache/baton.
+
+Usage: ``python layers/build.py [--arch arm64|x86_64] [--python-version 3.12] [--out DIR]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from importlib.metadata import Distribution, PathDistribution
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parent.parent
+REQUIREMENTS = ROOT / "layers" / "requirements.txt"
+PACKAGE_SRC = ROOT / "shared" / "baton"
+# The Lambda glue every function imports; it ships in the layer next to the core.
+PACKAGE_SRCS = (PACKAGE_SRC, ROOT / "functions" / "_lib" / "baton_lambda")
+DEFAULT_OUT = ROOT / "layers" / "build"
+LAYER_MOUNT = "/opt/python"  # where Lambda mounts the layer's python/ folder
+STAMP_NAME = ".layer-deps.sha256"
+PACKAGE_STAMP_NAME = ".layer-baton.sha256"
+# Bump when the way dependencies are installed changes, to invalidate existing stamps.
+BUILD_FORMAT = "1"
+
+# Shipped by the Lambda Python runtime (/var/runtime): never bundled, accepted by the closure check.
+RUNTIME_PROVIDED = frozenset(
+    {"boto3", "botocore", "s3transfer", "python-dateutil", "urllib3", "six"}
+)
+ARCH_TO_MACHINE = {"arm64": "aarch64", "aarch64": "aarch64", "x86_64": "x86_64", "amd64": "x86_64"}
+# Not needed at run time and machine-specific (console-script shebangs) or bulky.
+PRUNE_DIRS = ("bin",)
+IGNORED = ("__pycache__", "*.pyc", "*.pyo", "tests", ".mypy_cache")
+COPY_IGNORE = shutil.ignore_patterns(*IGNORED)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    machine: str  # aarch64 | x86_64
+    python_version: str  # "3.12"
+
+    @property
+    def platforms(self) -> tuple[str, ...]:
+        return (f"manylinux2014_{self.machine}", f"manylinux_2_28_{self.machine}")
+
+    @property
+    def marker_env(self) -> dict[str, str]:
+        """PEP 508 marker values of Lambda's interpreter, for the closure check."""
+        return {
+            "python_version": self.python_version,
+            "python_full_version": f"{self.python_version}.0",
+            "sys_platform": "linux",
+            "platform_system": "Linux",
+            "platform_machine": self.machine,
+            "os_name": "posix",
+            "implementation_name": "cpython",
+            "platform_python_implementation": "CPython",
+            "extra": "",
+        }
+
+
+def log(message: str) -> None:
+    print(f"[layer] {message}", flush=True)
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "baton" / "pip"
+
+
+def deps_stamp(target: Target, compiled: bool) -> str:
+    digest = hashlib.sha256()
+    for part in (
+        BUILD_FORMAT,
+        REQUIREMENTS.read_text(),
+        " ".join(target.platforms),
+        target.python_version,
+        f"pyc={compiled}",
+    ):
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def python_for(version: str) -> str | None:
+    """An interpreter of ``version`` to compile bytecode with (.pyc files are version-specific)."""
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
+        return sys.executable
+    candidates: list[list[str]] = []
+    if explicit := os.environ.get("BATON_LAYER_PYTHON"):
+        candidates.append([explicit])
+    if found := shutil.which(f"python{version}"):
+        candidates.append([found])
+    if shutil.which("pyenv"):
+        # pyenv shims only answer for the selected version: ask pyenv where each one lives.
+        listed = _run_quiet(["pyenv", "versions", "--bare"]) or ""
+        for name in listed.split():
+            if name == version or name.startswith(f"{version}."):
+                prefix = (_run_quiet(["pyenv", "prefix", name]) or "").strip()
+                if prefix:
+                    candidates.append([str(Path(prefix) / "bin" / f"python{version}")])
+    uv = Path(sys.executable).with_name("uv")
+    if uv.exists() and (found_uv := (_run_quiet([str(uv), "python", "find", version]) or "")):
+        candidates.append([found_uv.strip()])
+    check = "import sys; print('%d.%d' % sys.version_info[:2])"
+    for cmd in candidates:
+        if (_run_quiet([*cmd, "-c", check]) or "").strip() == version:
+            return cmd[0]
+    return None
+
+
+def _run_quiet(cmd: list[str]) -> str | None:
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    except OSError:
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def pip_install(target: Target, site: Path) -> None:
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--quiet",
+        "--target",
+        str(site),
+        *[arg for platform in target.platforms for arg in ("--platform", platform)],
+        "--only-binary=:all:",
+        "--python-version",
+        target.python_version,
+        "--implementation",
+        "cp",
+        "--no-compile",
+        "--no-deps",
+        "--cache-dir",
+        str(cache_dir()),
+        "--requirement",
+        str(REQUIREMENTS),
+    ]
+    platforms = " + ".join(target.platforms)
+    log(f"pip install {len(pinned_requirements())} pinned wheels for {platforms}")
+    subprocess.run(cmd, check=True)
+    for name in PRUNE_DIRS:
+        shutil.rmtree(site / name, ignore_errors=True)
+
+
+def pinned_requirements() -> list[Requirement]:
+    lines = (line.split("#", 1)[0].strip() for line in REQUIREMENTS.read_text().splitlines())
+    reqs = [Requirement(line) for line in lines if line]
+    unpinned = [str(r) for r in reqs if not str(r.specifier).startswith("==")]
+    if unpinned:
+        raise SystemExit(f"layers/requirements.txt: pin with == (found {', '.join(unpinned)})")
+    return reqs
+
+
+def installed(site: Path) -> Iterator[Distribution]:
+    for info in sorted(site.glob("*.dist-info")):
+        yield PathDistribution(info)
+
+
+def check_closure(site: Path, target: Target) -> None:
+    """Fail when an installed distribution requires something missing or at a wrong version."""
+    versions = {canonicalize_name(d.metadata["Name"]): d.version for d in installed(site)}
+    problems: list[str] = []
+    for dist in installed(site):
+        for line in dist.requires or []:
+            req = Requirement(line)
+            if req.marker is not None and not req.marker.evaluate(target.marker_env):
+                continue
+            name = canonicalize_name(req.name)
+            if name in RUNTIME_PROVIDED:
+                continue
+            have = versions.get(name)
+            if have is None:
+                problems.append(f"{dist.metadata['Name']} needs {req}: not pinned")
+            elif not req.specifier.contains(have, prereleases=True):
+                problems.append(f"{dist.metadata['Name']} needs {req}: pinned {have}")
+    if problems:
+        raise SystemExit("layer dependency closure is incomplete:\n  " + "\n  ".join(problems))
+    log(f"closure ok: {len(versions)} distributions, runtime provides boto3/botocore")
+
+
+def compile_tree(python: str | None, paths: Iterable[Path], site: Path) -> None:
+    """Compile to unchecked-hash .pyc with paths as Lambda sees them (/opt/python/...)."""
+    todo = [str(p) for p in paths]
+    if not todo:
+        return
+    if python is None:
+        log("WARNING: no interpreter of the target Python version found; shipping without .pyc")
+        log("         (cold starts import ~2x slower). Set BATON_LAYER_PYTHON to one.")
+        return
+    cmd = [
+        python,
+        "-m",
+        "compileall",
+        "-q",
+        "-j",
+        "0",
+        "--invalidation-mode",
+        "unchecked-hash",
+        "-s",
+        str(site),
+        "-p",
+        LAYER_MOUNT,
+        *todo,
+    ]
+    # compileall's exit status is the only failure signal; a source that does not compile on
+    # the target Python is a real problem (it would fail at import on Lambda too).
+    subprocess.run(cmd, check=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+
+
+def package_files(root: Path) -> Iterator[Path]:
+    """The files of ``root`` that go into the layer, in a stable order."""
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if path.is_file() and not any(part_matches(part) for part in relative.parts):
+            yield path
+
+
+def part_matches(part: str) -> bool:
+    return any(Path(part).match(pattern) for pattern in IGNORED)
+
+
+def package_digest(deps_stamp: str) -> str:
+    digest = hashlib.sha256(deps_stamp.encode())
+    for src in PACKAGE_SRCS:
+        for path in package_files(src):
+            digest.update(f"{src.name}/{path.relative_to(src)}".encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def refresh_package(site: Path, compiler: str | None, deps_stamp: str) -> None:
+    """Copy ``baton`` and ``baton_lambda`` into the layer and compile them, unless the layer
+    already has these very files."""
+    dests = [site / src.name for src in PACKAGE_SRCS]
+    stamp_file = site / PACKAGE_STAMP_NAME
+    digest = package_digest(deps_stamp)
+    current = stamp_file.exists() and stamp_file.read_text().strip() == digest
+    if current and all(d.is_dir() for d in dests):
+        log(f"baton packages unchanged (stamp {digest[:12]})")
+        return
+    for src, dest in zip(PACKAGE_SRCS, dests, strict=True):
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(src, dest, ignore=COPY_IGNORE)
+        log(f"copied {src.relative_to(ROOT)} -> {dest}")
+    compile_tree(compiler, dests, site)
+    stamp_file.write_text(digest + "\n")
+
+
+@contextlib.contextmanager
+def build_lock(out: Path) -> Iterator[None]:
+    """One build of ``out`` at a time (parallel test workers, two terminals)."""
+    try:
+        import fcntl
+    except ImportError:  # not on POSIX: no lock, as before
+        yield
+        return
+    locks = cache_dir().parent / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    name = hashlib.sha256(str(out).encode()).hexdigest()[:16]
+    with open(locks / f"layer-{name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def tree_sizes(root: Path) -> tuple[int, int, int]:
+    """Files, bytes unzipped and bytes zipped (deflate, as the CDK asset zip)."""
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in files:
+            archive.write(path, path.relative_to(root.parent))
+    return len(files), sum(p.stat().st_size for p in files), buffer.tell()
+
+
+def build(target: Target, out: Path, *, report_size: bool = True) -> Path:
+    with build_lock(out):
+        return _build(target, out, report_size=report_size)
+
+
+def _build(target: Target, out: Path, *, report_size: bool) -> Path:
+    started = time.monotonic()
+    site = out / "python"
+    stamp_file = site / STAMP_NAME
+    compiler = python_for(target.python_version)
+    stamp = deps_stamp(target, compiled=compiler is not None)
+    pinned_requirements()  # validate pins before anything else
+    if stamp_file.exists() and stamp_file.read_text().strip() == stamp:
+        log(f"dependencies unchanged (stamp {stamp[:12]}), skipping pip")
+    else:
+        shutil.rmtree(site, ignore_errors=True)
+        site.mkdir(parents=True)
+        pip_install(target, site)
+        check_closure(site, target)
+        log(f"compiling dependencies with {compiler or 'nothing'}")
+        compile_tree(compiler, [site], site)  # before the baton copy: dependencies only
+        stamp_file.write_text(stamp + "\n")
+    refresh_package(site, compiler, stamp)
+    if report_size:
+        count, raw, zipped = tree_sizes(site)
+        log(f"layer: {count} files, {raw / 1e6:.1f} MB unzipped, {zipped / 1e6:.1f} MB zipped")
+    log(f"done in {time.monotonic() - started:.1f}s -> {site}")
+    return site
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--arch", default="arm64", choices=sorted(ARCH_TO_MACHINE))
+    parser.add_argument("--python-version", default="3.12", help="Lambda runtime's Python")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="layer folder (has python/)")
+    parser.add_argument("--no-size", action="store_true", help="skip the size report (zipping)")
+    args = parser.parse_args(argv)
+    target = Target(machine=ARCH_TO_MACHINE[args.arch], python_version=args.python_version)
+    build(target, args.out.resolve(), report_size=not args.no_size)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

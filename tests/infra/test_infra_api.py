@@ -1,0 +1,149 @@
+"""The API Gateway REST API is the route table, with auth on every method."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match
+from baton.routes import ROUTES, Route
+from baton_infra.api import path_parameters
+from synth_support import Synth, function_logical_ids
+
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
+
+
+def _resource_paths(synth: Synth) -> dict[str, str]:
+    """Logical ID of every API Gateway resource -> its full path (/v1/...)."""
+    resources = synth.of_type("AWS::ApiGateway::Resource")
+    paths: dict[str, str] = {}
+
+    def path_of(logical_id: str) -> str:
+        if logical_id not in paths:
+            props = resources[logical_id]["Properties"]
+            parent = props["ParentId"]
+            prefix = path_of(parent["Ref"]) if "Ref" in parent else ""
+            paths[logical_id] = f"{prefix}/{props['PathPart']}"
+        return paths[logical_id]
+
+    for logical_id in resources:
+        path_of(logical_id)
+    return paths
+
+
+def _methods(synth: Synth) -> dict[tuple[str, str], dict[str, Any]]:
+    """(HTTP method, path) -> method properties."""
+    paths = _resource_paths(synth)
+    return {
+        (props["HttpMethod"], paths[props["ResourceId"]["Ref"]]): props
+        for props in synth.props("AWS::ApiGateway::Method")
+    }
+
+
+def _function_of(synth: Synth, method: dict[str, Any]) -> str:
+    """The logical ID of the Lambda function a proxy integration invokes."""
+    parts = method["Integration"]["Uri"]["Fn::Join"][1]
+    return str(next(p["Fn::GetAtt"][0] for p in parts if isinstance(p, dict) and "Fn::GetAtt" in p))
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=lambda r: f"{r.method} {r.path}")
+def test_every_route_is_a_method_requiring_an_api_key(dev: Synth, route: Route) -> None:
+    method = _methods(dev)[(route.method, route.path)]
+    assert method["ApiKeyRequired"] is True
+    assert method["AuthorizationType"] == "NONE"
+    assert method["Integration"]["Type"] == "AWS_PROXY"
+    assert _function_of(dev, method) == function_logical_ids(dev)[route.function]
+    assert method["RequestParameters"] == {
+        f"method.request.path.{name}": True for name in path_parameters(route.path)
+    }
+    assert "RequestValidatorId" in method
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=lambda r: f"{r.method} {r.path}")
+def test_every_route_requires_sigv4_in_iam_mode(prod_iam: Synth, route: Route) -> None:
+    method = _methods(prod_iam)[(route.method, route.path)]
+    assert method["AuthorizationType"] == "AWS_IAM"
+    assert method.get("ApiKeyRequired", False) is False
+    assert _function_of(prod_iam, method) == function_logical_ids(prod_iam)[route.function]
+
+
+def test_api_has_exactly_the_routes_of_the_table(any_synth: Synth) -> None:
+    assert set(_methods(any_synth)) == {(r.method, r.path) for r in ROUTES}
+
+
+def test_path_parameters_come_from_braces() -> None:
+    assert path_parameters("/v1/instances/{id}/user-tasks/{stepId}/complete") == ["id", "stepId"]
+    assert path_parameters("/v1/jobs/poll") == []
+
+
+def test_api_key_mode_has_a_usage_plan_with_every_named_key(dev: Synth) -> None:
+    dev.template.resource_count_is("AWS::ApiGateway::ApiKey", 1)
+    dev.template.has_resource_properties(
+        "AWS::ApiGateway::ApiKey", {"Name": "baton-dev-default", "Enabled": True}
+    )
+    dev.template.has_resource_properties(
+        "AWS::ApiGateway::UsagePlan",
+        {
+            "Throttle": {"RateLimit": 500, "BurstLimit": 1000},
+            "ApiStages": [Match.object_like({"Stage": Match.any_value()})],
+        },
+    )
+    dev.template.resource_count_is("AWS::ApiGateway::UsagePlanKey", 1)
+    assert "ApiKeyIds" in dev.json["Outputs"]
+
+
+def test_iam_mode_has_no_keys_and_an_invoke_policy_for_workers(prod_iam: Synth) -> None:
+    prod_iam.template.resource_count_is("AWS::ApiGateway::ApiKey", 0)
+    prod_iam.template.resource_count_is("AWS::ApiGateway::UsagePlan", 0)
+    (policy,) = prod_iam.props("AWS::IAM::ManagedPolicy")
+    (statement,) = policy["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "execute-api:Invoke"
+    assert "/prod/*/*" in json.dumps(statement["Resource"])
+    assert "InvokePolicyArn" in prod_iam.json["Outputs"]
+
+
+def test_stage_logs_access_throttles_and_traces(dev: Synth) -> None:
+    (stage,) = dev.props("AWS::ApiGateway::Stage")
+    assert stage["StageName"] == "dev"
+    assert stage["TracingEnabled"] is True
+    access_format = json.loads(stage["AccessLogSetting"]["Format"])
+    assert {"requestId", "status", "apiKeyId", "caller", "responseLatency"} <= set(access_format)
+    (settings,) = stage["MethodSettings"]
+    assert settings["LoggingLevel"] == "ERROR"
+    assert settings["DataTraceEnabled"] is False
+    assert settings["ThrottlingRateLimit"] == 500
+    assert settings["ThrottlingBurstLimit"] == 1000
+    destination = json.dumps(stage["AccessLogSetting"]["DestinationArn"])
+    (log_group_id,) = (lid for lid in dev.of_type("AWS::Logs::LogGroup") if lid in destination)
+    assert dev.resources[log_group_id]["Properties"]["RetentionInDays"] == 30
+
+
+def test_request_validator_checks_parameters_and_bodies(any_synth: Synth) -> None:
+    any_synth.template.has_resource_properties(
+        "AWS::ApiGateway::RequestValidator",
+        {"ValidateRequestBody": True, "ValidateRequestParameters": True},
+    )
+
+
+def test_gateway_errors_are_problem_json(dev: Synth) -> None:
+    responses = {r["ResponseType"]: r for r in dev.props("AWS::ApiGateway::GatewayResponse")}
+    assert {"DEFAULT_4XX", "DEFAULT_5XX", "INVALID_API_KEY", "THROTTLED"} <= set(responses)
+    for response in responses.values():
+        headers = response["ResponseParameters"]
+        assert headers["gatewayresponse.header.Content-Type"] == "'application/problem+json'"
+    throttled = responses["THROTTLED"]
+    assert throttled["StatusCode"] == "429"
+    assert throttled["ResponseParameters"]["gatewayresponse.header.Retry-After"] == "'1'"
+    template = throttled["ResponseTemplates"]["application/json"]
+    assert '"status": 429' in template
+    assert '"detail": $context.error.messageString' in template
+
+
+def test_one_api_scoped_permission_per_api_function(any_synth: Synth) -> None:
+    api_permissions = [
+        p
+        for p in any_synth.props("AWS::Lambda::Permission")
+        if p["Principal"] == "apigateway.amazonaws.com"
+    ]
+    assert len(api_permissions) == len({r.function for r in ROUTES})

@@ -1,0 +1,152 @@
+"""Lambda functions, their schedules and the migration custom resource."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from baton import settings
+from baton.routes import MIGRATION_FUNCTION, SCHEDULED_FUNCTIONS, api_functions
+from baton_infra.config import load_cdk_json_context
+from baton_infra.functions import Kind, function_specs
+from synth_support import Synth, function_logical_ids
+
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
+
+ALL_FUNCTIONS = {*api_functions(), *SCHEDULED_FUNCTIONS, MIGRATION_FUNCTION}
+
+
+def _function(synth: Synth, name: str) -> dict[str, Any]:
+    resource: dict[str, Any] = synth.resources[function_logical_ids(synth)[name]]
+    return resource
+
+
+def test_function_set_comes_from_the_route_table(any_synth: Synth) -> None:
+    assert set(function_logical_ids(any_synth)) == ALL_FUNCTIONS
+
+
+def test_specs_classify_functions_by_role() -> None:
+    kinds = {spec.name: spec.kind for spec in function_specs()}
+    assert kinds[MIGRATION_FUNCTION] == Kind.MIGRATION
+    assert all(kinds[name] == Kind.API for name in api_functions())
+    assert all(kinds[name] == Kind.SCHEDULED for name in SCHEDULED_FUNCTIONS)
+
+
+@pytest.mark.parametrize("name", sorted(ALL_FUNCTIONS))
+def test_function_shape(dev: Synth, name: str) -> None:
+    props = _function(dev, name)["Properties"]
+    assert props["Runtime"] == "python3.12"
+    assert props["Architectures"] == ["arm64"]
+    assert props["Handler"] == "handler.handler"
+    assert props["FunctionName"] == f"baton-dev-{name}"
+    assert props["TracingConfig"] == {"Mode": "Active"}
+    (layer,) = props["Layers"]
+    layer_id = layer["Ref"]
+    assert dev.resources[layer_id]["Type"] == "AWS::Lambda::LayerVersion"
+    vpc = props["VpcConfig"]
+    assert len(vpc["SubnetIds"]) == 2
+    assert len(vpc["SecurityGroupIds"]) == 1
+    log_group = dev.resources[props["LoggingConfig"]["LogGroup"]["Ref"]]["Properties"]
+    assert log_group["LogGroupName"] == f"/aws/lambda/baton-dev-{name}"
+    assert log_group["RetentionInDays"] == 30
+
+
+@pytest.mark.parametrize("name", sorted(ALL_FUNCTIONS))
+def test_function_environment_points_at_proxy_secret_and_bucket(dev: Synth, name: str) -> None:
+    env = _function(dev, name)["Properties"]["Environment"]["Variables"]
+    (proxy_id,) = dev.of_type("AWS::RDS::DBProxy")
+    (attachment_id,) = dev.of_type("AWS::SecretsManager::SecretTargetAttachment")
+    assert env[settings.ENV_DB_HOST] == {"Fn::GetAtt": [proxy_id, "Endpoint"]}
+    assert env[settings.ENV_DB_SECRET_ARN] == {"Ref": attachment_id}
+    assert env[settings.ENV_DB_NAME] == "baton"
+    assert env[settings.ENV_PAYLOAD_BUCKET]["Ref"].startswith("PayloadsBucket")
+    assert env[settings.ENV_STAGE] == "dev"
+    assert env["POWERTOOLS_SERVICE_NAME"] == f"baton-{name}"
+    assert env["POWERTOOLS_METRICS_NAMESPACE"] == "Baton"
+    assert env["POWERTOOLS_LOG_LEVEL"] == "INFO"
+
+
+def test_all_functions_share_one_layer_built_for_python_312_arm64(dev: Synth) -> None:
+    (layer,) = dev.props("AWS::Lambda::LayerVersion")
+    assert layer["CompatibleRuntimes"] == ["python3.12"]
+    assert layer["CompatibleArchitectures"] == ["arm64"]
+
+
+def test_reserved_concurrency_comes_from_context(dev: Synth) -> None:
+    reserved = {
+        name: _function(dev, name)["Properties"].get("ReservedConcurrentExecutions")
+        for name in ALL_FUNCTIONS
+    }
+    # scheduled functions default to 1 (ticks never overlap); cdk.json adds the rest
+    expected = {name: 1 for name in SCHEDULED_FUNCTIONS} | load_cdk_json_context()[
+        "reservedConcurrency"
+    ]
+    assert {n: c for n, c in reserved.items() if c is not None} == expected
+
+
+def test_hot_path_functions_fit_inside_the_api_gateway_timeout(dev: Synth) -> None:
+    for name in api_functions():
+        assert _function(dev, name)["Properties"]["Timeout"] < 29
+
+
+@pytest.mark.parametrize("name", SCHEDULED_FUNCTIONS)
+def test_each_scheduled_function_ticks_every_minute(dev: Synth, name: str) -> None:
+    function_id = function_logical_ids(dev)[name]
+    rules = [
+        rule
+        for rule in dev.props("AWS::Events::Rule")
+        if any(t["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]} for t in rule["Targets"])
+    ]
+    assert len(rules) == 1
+    (rule,) = rules
+    assert rule["ScheduleExpression"] == "rate(1 minute)"
+    assert rule["State"] == "ENABLED"
+    assert rule["Targets"][0]["RetryPolicy"]["MaximumRetryAttempts"] == 0
+    invoke_configs = [
+        c
+        for c in dev.props("AWS::Lambda::EventInvokeConfig")
+        if c["FunctionName"] == {"Ref": function_id}
+    ]
+    assert invoke_configs == [
+        {
+            "FunctionName": {"Ref": function_id},
+            "MaximumEventAgeInSeconds": 60,
+            "MaximumRetryAttempts": 0,
+            "Qualifier": "$LATEST",
+        }
+    ]
+
+
+def test_only_scheduled_functions_are_scheduled(dev: Synth) -> None:
+    assert len(dev.of_type("AWS::Events::Rule")) == len(SCHEDULED_FUNCTIONS)
+
+
+def test_migration_runs_the_migrate_function_when_layer_or_code_changes(dev: Synth) -> None:
+    ((_migration_id, migration),) = dev.of_type("Custom::BatonSchemaMigration").items()
+    props = migration["Properties"]
+    (layer_id,) = dev.of_type("AWS::Lambda::LayerVersion")
+    assert props["LayerVersionArn"] == {"Ref": layer_id}
+    assert len(props["CodeFingerprint"]) == 64
+    provider_fn = dev.resources[props["ServiceToken"]["Fn::GetAtt"][0]]["Properties"]
+    migrate_id = function_logical_ids(dev)[MIGRATION_FUNCTION]
+    assert {"Fn::GetAtt": [migrate_id, "Arn"]} in provider_fn["Environment"]["Variables"].values()
+
+
+def test_serving_functions_wait_for_the_migration(dev: Synth) -> None:
+    (migration_id,) = dev.of_type("Custom::BatonSchemaMigration")
+    ids = function_logical_ids(dev)
+    for name in ALL_FUNCTIONS - {MIGRATION_FUNCTION}:
+        assert migration_id in dev.resources[ids[name]]["DependsOn"], name
+    assert migration_id not in dev.resources[ids[MIGRATION_FUNCTION]].get("DependsOn", [])
+
+
+def test_migration_waits_for_the_database_path(dev: Synth) -> None:
+    ((_, migration),) = dev.of_type("Custom::BatonSchemaMigration").items()
+    depends_on = set(migration["DependsOn"])
+    for cfn_type in (
+        "AWS::RDS::DBProxyTargetGroup",
+        "AWS::RDS::DBInstance",
+        "AWS::EC2::SecurityGroupIngress",
+        "AWS::EC2::VPCEndpoint",
+    ):
+        assert set(dev.of_type(cfn_type)) <= depends_on, cfn_type
