@@ -4,6 +4,7 @@ and EventBridge scheduled events, and its routing follows API Gateway's."""
 from __future__ import annotations
 
 import base64
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -324,9 +325,17 @@ def test_malformed_proxy_results_are_refused(result: object) -> None:
         from_proxy_result(result)
 
 
-def test_problem_is_rfc9457_json() -> None:
-    response = problem(405, "no", headers=[("Allow", "GET")])
+def test_problem_is_rfc9457_json_typed_like_the_api_problems() -> None:
+    response = problem(405, "no", headers=[("Allow", "GET")], instance="/v1/x")
     assert response.status == 405
     assert ("Content-Type", "application/problem+json") in response.headers
     assert ("Allow", "GET") in response.headers
-    assert response.body.startswith(b'{"type": "about:blank", "title": "Method Not Allowed"')
+    assert json.loads(response.body) == {
+        "type": "https://baton.dev/problems/method-not-allowed",
+        "title": "Method Not Allowed",
+        "status": 405,
+        "detail": "no",
+        "errors": [],
+        "instance": "/v1/x",
+    }
+    assert json.loads(problem(413, "big").body)["type"].endswith("/payload-too-large")
