@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,10 @@ class EmbeddedPostgres:
     def start(self) -> str:
         """Start (or attach to) the server and return its connection URI."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        # pgserver asks platformdirs for a runtime dir at import; CI machines often have none.
-        os.environ.setdefault("XDG_RUNTIME_DIR", str(self.data_dir))
+        # pgserver asks platformdirs for a runtime dir at import and writes into it; CI machines
+        # often have none. Never the data dir itself: initdb wants that one empty.
+        if not os.environ.get("XDG_RUNTIME_DIR"):
+            os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="baton-xdg-")
         try:
             import pgserver
         except ImportError as e:  # pragma: no cover - the local extra is not installed

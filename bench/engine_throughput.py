@@ -1,0 +1,702 @@
+"""Engine throughput: drain N one-step workflows with W worker processes through the library (no
+HTTP), then the same drain with a raw SKIP LOCKED loop on the same server, and print the ratio.
+
+    .venv/bin/python bench/engine_throughput.py --jobs 20000 --workers 4
+
+Phases, each in a fresh database on the same server so neither sees the other's rows:
+
+1. engine: register a one-step definition (one SERVICE_TASK), start N instances from W processes
+   (timed separately: "instances started/s"), then time the drain: each process loops
+   ``Engine.poll(worker, ["bench"], batch)`` and ``Engine.complete_job(...)`` per claimed job until
+   every job is done. Afterwards a count query checks that all N instances are COMPLETED, no job
+   is left UNLOCKED/LOCKED and none was delivered twice; otherwise the run fails (exit 1).
+2. raw: a minimal ``raw_job`` table with N rows, drained by W processes that claim a batch with
+   one ``UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n) RETURNING`` and then
+   complete each job with its own autocommit ``UPDATE`` (one commit per job).
+
+Besides the rates it prints, per phase, the round trips per job/instance by statement (counted
+by a thin psycopg patch in the workers, see ``_common.count_round_trips``), the client and backend
+CPU per item, and how busy the rest of the machine was (anything else running makes the numbers
+noisy). ``--profile`` CPU-profiles worker 0's drain (slowing it); ``--explain`` runs EXPLAIN
+ANALYZE on the claim and on the complete's lock/read against the full backlog.
+
+The last line is ``engine/raw ratio: 0.NN`` (engine jobs/s over raw jobs/s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing.queues import Queue
+from multiprocessing.sharedctypes import Synchronized
+from multiprocessing.synchronize import Event
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common as c
+
+JOB_TYPE = "bench"
+DEFINITION: dict[str, Any] = {
+    "name": "bench-one-step",
+    "description": "engine_throughput benchmark: one SERVICE_TASK",
+    "steps": [{"id": "work", "type": "SERVICE_TASK", "jobType": JOB_TYPE}],
+}
+OUTPUT = {"ok": True}
+NOISY = 0.15  # warn when other processes took more than this share of the machine's CPU
+IDLE_CHECK_SECONDS = 1.0  # after this long without work, ask the database whether any is left
+
+RAW_SCHEMA = """
+CREATE TABLE raw_job (
+    id          bigserial   PRIMARY KEY,
+    status      text        NOT NULL,
+    worker_id   text,
+    locked_at   timestamptz,
+    payload     jsonb,
+    created_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX raw_job_claimable ON raw_job (created_at) WHERE status = 'UNLOCKED';
+"""
+RAW_FILL = """
+INSERT INTO raw_job (status, payload, created_at)
+SELECT 'UNLOCKED', jsonb_build_object('n', g), clock_timestamp()
+  FROM generate_series(1, %(n)s) AS g
+"""
+RAW_CLAIM = """
+UPDATE raw_job
+   SET status = 'LOCKED', worker_id = %(worker_id)s, locked_at = now()
+ WHERE id IN (SELECT id FROM raw_job
+               WHERE status = 'UNLOCKED'
+               ORDER BY created_at
+               LIMIT %(n)s
+                 FOR UPDATE SKIP LOCKED)
+RETURNING id, payload
+"""
+RAW_COMPLETE = "UPDATE raw_job SET status = 'COMPLETED' WHERE id = %(id)s"
+RAW_OPEN = "SELECT count(*) AS n FROM raw_job WHERE status <> 'COMPLETED'"
+ENGINE_OPEN = "SELECT count(*) AS n FROM job WHERE status IN ('UNLOCKED', 'LOCKED')"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerConfig:
+    url: str
+    jobs: int
+    workers: int
+    batch: int
+    source: str  # "single" | "pooled"
+    profile: bool
+    parent_pid: int
+
+
+@dataclass(slots=True)
+class Channels:
+    """What the parent and its workers share (all from the spawn context)."""
+
+    outbox: Queue[Any]  # workers -> parent: (kind, worker, payload)
+    go_start: Event
+    go_drain: Event
+    started: Synchronized[int]
+    completed: Synchronized[int]
+
+    @classmethod
+    def create(cls) -> Channels:
+        return cls(
+            outbox=c.SPAWN.Queue(),
+            go_start=c.SPAWN.Event(),
+            go_drain=c.SPAWN.Event(),
+            started=c.SPAWN.Value("q", 0),
+            completed=c.SPAWN.Value("q", 0),
+        )
+
+
+def _share(total: int, workers: int, k: int) -> int:
+    return total // workers + (1 if k < total % workers else 0)
+
+
+def _labeler() -> Callable[[object], str]:
+    from baton.store import definitions, instances, jobs
+
+    return c.sql_labeler(
+        jobs,
+        instances,
+        definitions,
+        extra={
+            RAW_CLAIM: "raw.CLAIM",
+            RAW_COMPLETE: "raw.COMPLETE",
+            RAW_OPEN: "raw.OPEN",
+            ENGINE_OPEN: "bench.ENGINE_OPEN",
+        },
+    )
+
+
+def _add(counter: Synchronized[int], n: int) -> None:
+    with counter.get_lock():
+        counter.value += n
+
+
+# --- engine workers -----------------------------------------------------------------------------
+
+
+def engine_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
+    c.worker_entry(lambda: _engine_worker(cfg, k, ch), ch.outbox, k)
+
+
+def _engine_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
+    from baton.engine.service import Engine
+    from baton.store.db import Database
+
+    wire = c.count_round_trips(_labeler())
+    if cfg.source == "pooled":
+        database = Database.pooled(cfg.url, min_size=1, max_size=1)
+    else:
+        database = Database.single(cfg.url)
+    engine = Engine(database)
+    worker_id = f"w{k}"
+    # Connect now (outside the timing), and learn the backend's pid to meter its CPU.
+    meter = c.CpuMeter(database.autocommit(lambda conn: conn.info.backend_pid))
+    ch.outbox.put(("ready", k, meter.backend_pid))
+
+    # Stage 1: start this process's share of the instances.
+    c.wait_for(ch.go_start, cfg.parent_pid)
+    wire.reset()
+    meter.start()
+    mine = _share(cfg.jobs, cfg.workers, k)
+    pending = 0
+    for i in range(mine):
+        engine.start_instance(definition_name=DEFINITION["name"], input={"worker": k, "n": i})
+        pending += 1
+        if pending == 50:
+            _add(ch.started, pending)
+            pending = 0
+    _add(ch.started, pending)
+    ch.outbox.put(
+        (
+            "started",
+            k,
+            {
+                "count": mine,
+                "end": time.monotonic(),
+                "wire": wire.snapshot(),
+                **meter.read(),
+            },
+        )
+    )
+
+    # Stage 2: drain.
+    c.wait_for(ch.go_drain, cfg.parent_pid)
+    wire.reset()
+    # CPU time, not wall time: where the wall time goes (waiting) is what the round-trip
+    # table shows; this shows what the worker's own CPU is spent on.
+    profiler = cProfile.Profile(time.process_time) if cfg.profile and k == 0 else None
+    meter.start()
+    polls = polls_at_last = empty = applied = duplicates = 0
+    last = 0.0
+    wire_at_last = wire.snapshot()
+    idle_since: float | None = None
+    if profiler is not None:
+        profiler.enable()
+    while True:
+        claimed = engine.poll(worker_id, [JOB_TYPE], cfg.batch)
+        polls += 1
+        if not claimed:
+            empty += 1
+            if ch.completed.value >= cfg.jobs:
+                break
+            now = time.monotonic()
+            idle_since = idle_since or now
+            if now - idle_since > IDLE_CHECK_SECONDS:
+                with wire.pause():
+                    row = database.autocommit(lambda conn: conn.execute(ENGINE_OPEN).fetchone())
+                if row is not None and row["n"] == 0:
+                    break  # nothing left to do, whatever the shared counter says
+                idle_since = now
+            time.sleep(0.001)
+            continue
+        idle_since = None
+        for job in claimed:
+            result = engine.complete_job(job["id"], worker_id, OUTPUT)
+            if result["applied"]:
+                applied += 1
+            else:
+                duplicates += 1
+        _add(ch.completed, len(claimed))
+        last, polls_at_last = time.monotonic(), polls
+        wire_at_last = wire.snapshot()
+    used = meter.read()
+    profile_text = None
+    if profiler is not None:
+        profiler.disable()
+        out = io.StringIO()
+        stats = pstats.Stats(profiler, stream=out)
+        stats.sort_stats("tottime").print_stats(20)
+        stats.sort_stats("cumulative").print_stats(30)
+        profile_text = out.getvalue()
+    database.close()
+    ch.outbox.put(
+        (
+            "drained",
+            k,
+            {
+                "applied": applied,
+                "duplicates": duplicates,
+                "polls": polls_at_last,
+                "empty_polls": empty,
+                "last": last,
+                "wire": wire_at_last,
+                "profile": profile_text,
+                **used,
+            },
+        )
+    )
+
+
+# --- raw workers --------------------------------------------------------------------------------
+
+
+def raw_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
+    c.worker_entry(lambda: _raw_worker(cfg, k, ch), ch.outbox, k)
+
+
+def _raw_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
+    from baton.store.db import connect  # the engine's driver settings, for a fair comparison
+
+    wire = c.count_round_trips(_labeler())
+    conn = connect(cfg.url, autocommit=True)
+    meter = c.CpuMeter(conn.info.backend_pid)
+    worker_id = f"r{k}"
+    ch.outbox.put(("ready", k, meter.backend_pid))
+    c.wait_for(ch.go_drain, cfg.parent_pid)
+    wire.reset()
+    meter.start()
+    done = updated = 0
+    last = 0.0
+    wire_at_last = wire.snapshot()
+    idle_since: float | None = None
+    while True:
+        rows = conn.execute(RAW_CLAIM, {"worker_id": worker_id, "n": cfg.batch}).fetchall()
+        if not rows:
+            if ch.completed.value >= cfg.jobs:
+                break
+            now = time.monotonic()
+            idle_since = idle_since or now
+            if now - idle_since > IDLE_CHECK_SECONDS:
+                with wire.pause():
+                    row = conn.execute(RAW_OPEN).fetchone()
+                if row is not None and row["n"] == 0:
+                    break
+                idle_since = now
+            time.sleep(0.001)
+            continue
+        idle_since = None
+        for r in rows:
+            updated += conn.execute(RAW_COMPLETE, {"id": r["id"]}).rowcount
+        done += len(rows)
+        _add(ch.completed, len(rows))
+        last = time.monotonic()
+        wire_at_last = wire.snapshot()
+    used = meter.read()
+    conn.close()
+    ch.outbox.put(
+        (
+            "drained",
+            k,
+            {
+                "applied": updated,
+                "duplicates": done - updated,
+                "last": last,
+                "wire": wire_at_last,
+                **used,
+            },
+        )
+    )
+
+
+# --- phases (parent) ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PhaseResult:
+    name: str
+    items: int
+    seconds: float
+    cpu: float  # client CPU seconds, all worker processes
+    server_cpu: float | None  # CPU seconds of their backends (None: server not on this machine)
+    wire: dict[str, Any]
+    window: c.CpuWindow
+
+    @classmethod
+    def build(
+        cls,
+        name: str,
+        items: int,
+        seconds: float,
+        payloads: Sequence[dict[str, Any]],
+        window: c.CpuWindow,
+    ) -> PhaseResult:
+        return cls(
+            name,
+            items,
+            seconds,
+            sum(p["cpu"] for p in payloads),
+            c.sum_or_none(p["server_cpu"] for p in payloads),
+            c.merge_wire(p["wire"] for p in payloads),
+            window,
+        )
+
+    def cpu_line(self) -> str:
+        return f"CPU during {self.name}: {self.window.describe(self.cpu, self.server_cpu)}"
+
+    @property
+    def per_second(self) -> float:
+        return c.rate(self.items, self.seconds)
+
+    def round_trips_per_item(self) -> float:
+        return float(sum(self.wire["round_trips"].values())) / max(self.items, 1)
+
+
+def _config(url: str, args: argparse.Namespace) -> WorkerConfig:
+    return WorkerConfig(
+        url=url,
+        jobs=args.jobs,
+        workers=args.workers,
+        batch=args.batch,
+        source=args.source,
+        profile=args.profile,
+        parent_pid=os.getpid(),
+    )
+
+
+def engine_phase(server: str, args: argparse.Namespace) -> tuple[PhaseResult, PhaseResult, int]:
+    """Returns (starts, drain, instances COMPLETED); raises BenchError on lost/duplicated work."""
+    from baton.engine.service import Engine
+    from baton.store.db import Database
+
+    n, w = args.jobs, args.workers
+    c.log("engine phase: creating a fresh migrated database")
+    with c.fresh_database(server, "engine", keep=args.keep_databases) as url:
+        setup = Database.single(url)
+        try:
+            Engine(setup).register_definition(DEFINITION)
+        finally:
+            setup.close()
+        postmaster = c.postmaster_pid(url)
+        ch = Channels.create()
+        cfg = _config(url, args)
+        c.log(f"engine phase: spawning {w} worker processes ({args.source} connection each)")
+        with c.spawned(engine_worker, [(cfg, k, ch) for k in range(w)], "engine") as procs:
+            backends = list(c.collect(ch.outbox, procs, "ready", timeout=120).values())
+            c.log(f"engine phase: starting {n:,} instances from {w} processes")
+            progress = c.Progress("instances started", n)
+            window = c.CpuWindow(postmaster, backends)
+            window.start()
+            t0 = time.monotonic()
+            ch.go_start.set()
+            starts = c.collect(
+                ch.outbox,
+                procs,
+                "started",
+                timeout=args.timeout,
+                tick=lambda: progress.update(ch.started.value),
+            )
+            window.stop()
+            start_result = PhaseResult.build(
+                "engine: start instances",
+                sum(s["count"] for s in starts.values()),
+                max(s["end"] for s in starts.values()) - t0,
+                list(starts.values()),
+                window,
+            )
+            c.log(
+                f"engine phase: {start_result.items:,} instances started in "
+                f"{start_result.seconds:.2f}s = {start_result.per_second:,.0f} instances started/s"
+            )
+            c.settle(url, "instance", "step_execution", "job", "audit_log")
+            if args.explain:
+                explain_claim(url, args.batch)
+            c.log(f"engine phase: draining {n:,} jobs with {w} workers, batch {args.batch}")
+            progress = c.Progress("jobs completed", n)
+            window = c.CpuWindow(postmaster, backends)
+            window.start()
+            t1 = time.monotonic()
+            ch.go_drain.set()
+            drains = c.collect(
+                ch.outbox,
+                procs,
+                "drained",
+                timeout=args.timeout,
+                tick=lambda: progress.update(ch.completed.value),
+            )
+            window.stop()
+        for d in drains.values():
+            if d["profile"]:
+                c.log("engine phase: CPU profile of worker 0's drain (own, then cumulative)")
+                print(d["profile"], flush=True)
+        ends = [d["last"] for d in drains.values() if d["last"]]
+        drain = PhaseResult.build(
+            "engine: drain",
+            sum(d["applied"] for d in drains.values()),
+            (max(ends) - t1) if ends else float("nan"),
+            list(drains.values()),
+            window,
+        )
+        polls = sum(d["polls"] for d in drains.values())
+        empty = sum(d["empty_polls"] for d in drains.values())
+        c.log(
+            f"engine phase: drained in {drain.seconds:.2f}s = {drain.per_second:,.0f} jobs/s "
+            f"({polls:,} polls, {drain.items / max(polls, 1):.1f} jobs per poll, "
+            f"{empty:,} empty polls)"
+        )
+        completed = verify_engine(url, n, drains)
+    return start_result, drain, completed
+
+
+def verify_engine(url: str, n: int, drains: dict[int, Any]) -> int:
+    """Every instance COMPLETED exactly once, no job open or delivered twice. Returns the number
+    of COMPLETED instances; raises BenchError otherwise."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        inst: dict[str, int] = dict(
+            conn.execute("SELECT status, count(*) FROM instance GROUP BY 1").fetchall()
+        )
+        jobs: dict[str, int] = dict(
+            conn.execute("SELECT status, count(*) FROM job GROUP BY 1").fetchall()
+        )
+        redelivered = conn.execute("SELECT count(*) FROM job WHERE deliveries <> 1").fetchone()
+        span = conn.execute(
+            "SELECT extract(epoch FROM max(i.completed_at) - min(j.locked_at))"
+            "  FROM instance i JOIN job j ON j.instance_id = i.id"
+        ).fetchone()
+    applied = sum(d["applied"] for d in drains.values())
+    duplicates = sum(d["duplicates"] for d in drains.values())
+    c.log(
+        f"engine phase: check: instances {json.dumps(inst)}, jobs {json.dumps(jobs)}; "
+        f"database-side drain span {float(span[0]) if span and span[0] else 0:.2f}s"
+    )
+    problems = []
+    if inst.get("COMPLETED", 0) != n or sum(inst.values()) != n:
+        problems.append(f"expected {n} instances, all COMPLETED; found {inst}")
+    if jobs.get("COMPLETED", 0) != n or sum(jobs.values()) != n:
+        problems.append(f"expected {n} jobs, all COMPLETED; found {jobs}")
+    if jobs.get("UNLOCKED", 0) or jobs.get("LOCKED", 0):
+        problems.append("jobs are still UNLOCKED/LOCKED: work was lost")
+    if redelivered and redelivered[0]:
+        problems.append(f"{redelivered[0]} jobs were delivered more than once")
+    if applied != n or duplicates:
+        problems.append(f"workers applied {applied} completions and saw {duplicates} duplicates")
+    if problems:
+        raise c.BenchError("engine drain lost or duplicated work:\n  " + "\n  ".join(problems))
+    return int(inst["COMPLETED"])
+
+
+def explain_claim(url: str, batch: int) -> None:
+    """EXPLAIN ANALYZE the engine's claim against the full backlog (rolled back)."""
+    import psycopg
+    from baton.store import jobs as jobs_sql
+
+    params = {
+        "worker_id": "explain",
+        "job_types": [JOB_TYPE],
+        "max_jobs": batch,
+        "max_bytes": 5_000_000,
+    }
+    explain = "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "
+    with psycopg.connect(url) as conn:
+        claim = conn.execute(explain + jobs_sql.CLAIM, params).fetchall()
+        job = conn.execute("SELECT id FROM job WHERE worker_id = 'explain' LIMIT 1").fetchone()
+        lock = conn.execute(
+            explain + jobs_sql.LOCK_JOB_WITH_INSTANCE, {"job_id": job[0] if job else None}
+        ).fetchall()
+        conn.rollback()
+    c.log("engine phase: EXPLAIN ANALYZE of the claim with the full backlog (rolled back)")
+    print("\n".join(f"    {r[0]}" for r in claim), flush=True)
+    c.log("engine phase: EXPLAIN ANALYZE of the complete's lock/read of one claimed job")
+    print("\n".join(f"    {r[0]}" for r in lock), flush=True)
+
+
+def raw_phase(server: str, args: argparse.Namespace) -> PhaseResult:
+    import psycopg
+
+    n, w = args.jobs, args.workers
+    c.log("raw phase: creating a fresh database with one raw_job table")
+    with c.fresh_database(server, "raw", migrate=False, keep=args.keep_databases) as url:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(RAW_SCHEMA.encode())
+            conn.execute(RAW_FILL, {"n": n})
+        c.settle(url, "raw_job")
+        postmaster = c.postmaster_pid(url)
+        ch = Channels.create()
+        cfg = _config(url, args)
+        with c.spawned(raw_worker, [(cfg, k, ch) for k in range(w)], "raw") as procs:
+            backends = list(c.collect(ch.outbox, procs, "ready", timeout=120).values())
+            c.log(f"raw phase: draining {n:,} rows with {w} workers, batch {args.batch}")
+            progress = c.Progress("jobs completed", n)
+            window = c.CpuWindow(postmaster, backends)
+            window.start()
+            t1 = time.monotonic()
+            ch.go_drain.set()
+            drains = c.collect(
+                ch.outbox,
+                procs,
+                "drained",
+                timeout=args.timeout,
+                tick=lambda: progress.update(ch.completed.value),
+            )
+            window.stop()
+        with psycopg.connect(url) as conn:
+            left = conn.execute(RAW_OPEN).fetchone()
+    ends = [d["last"] for d in drains.values() if d["last"]]
+    result = PhaseResult.build(
+        "raw: drain",
+        sum(d["applied"] for d in drains.values()),
+        (max(ends) - t1) if ends else float("nan"),
+        list(drains.values()),
+        window,
+    )
+    c.log(f"raw phase: drained in {result.seconds:.2f}s = {result.per_second:,.0f} jobs/s")
+    if result.items != n or (left and left[0]):
+        raise c.BenchError(f"raw drain completed {result.items} of {n} rows ({left} left)")
+    return result
+
+
+# --- report -------------------------------------------------------------------------------------
+
+
+def report(
+    starts: PhaseResult, drain: PhaseResult, instances: int, raw: PhaseResult, batch: int
+) -> None:
+    print(flush=True)
+    print(f"engine drain, round trips per job ({drain.items:,} jobs, batch {batch}):")
+    print(c.wire_table(drain.wire, drain.items, "job"))
+    print()
+    print(f"engine starts, round trips per instance ({starts.items:,} instances):")
+    print(c.wire_table(starts.wire, starts.items, "instance"))
+    print()
+    print(f"raw drain, round trips per job ({raw.items:,} jobs):")
+    print(c.wire_table(raw.wire, raw.items, "job"))
+    print()
+
+    def row(r: PhaseResult, what: str, count: int) -> list[str]:
+        return [
+            r.name,
+            f"{count:,}",
+            f"{r.seconds:.2f}",
+            c.fmt_num(c.rate(count, r.seconds)),
+            what,
+            f"{r.round_trips_per_item():.2f}",
+            f"{1e6 * r.cpu / max(count, 1):,.0f}",
+            "-" if r.server_cpu is None else f"{1e6 * r.server_cpu / max(count, 1):,.0f}",
+        ]
+
+    headers = [
+        "phase",
+        "count",
+        "seconds",
+        "rate",
+        "unit",
+        "RT/item",
+        "client CPU us/item",
+        "backend CPU us/item",
+    ]
+    print(
+        c.table(
+            headers,
+            [
+                row(starts, "instances started/s", starts.items),
+                row(drain, "jobs/s", drain.items),
+                row(drain, "instances/s (COMPLETED)", instances),
+                row(raw, "jobs/s", raw.items),
+            ],
+        )
+    )
+    print()
+    for r in (starts, drain, raw):
+        print(r.cpu_line())
+    for r in (drain, raw):
+        rest = r.window.rest_fraction(r.cpu, r.server_cpu)
+        if rest is not None and rest > NOISY:
+            print(
+                f"WARNING: other processes on this machine used {rest:.0%} of its CPU during "
+                f"{r.name}: its rate is depressed; compare CPU per job instead"
+            )
+    if drain.server_cpu is not None and raw.server_cpu is not None:
+        cores = os.cpu_count() or 1
+        per_job = [(r.cpu + (r.server_cpu or 0.0)) / max(r.items, 1) for r in (drain, raw)]
+        print(
+            f"CPU per job (client + backend): engine {1e6 * per_job[0]:,.0f} us, raw "
+            f"{1e6 * per_job[1]:,.0f} us; if CPU-bound on {cores} cores: engine <= "
+            f"{cores / per_job[0]:,.0f} jobs/s, raw <= {cores / per_job[1]:,.0f} jobs/s "
+            f"(ratio {per_job[1] / per_job[0]:.2f})"
+        )
+    print(
+        "(round trips = awaited server responses on the worker's connection: each statement "
+        "outside a pipeline, each COMMIT, and each pipeline Sync/flush, however many statements "
+        "it carries; polls amortized over the batch)"
+    )
+    print(f"round trips per job (claim+complete+advance): {drain.round_trips_per_item():.2f}")
+    ratio = drain.per_second / raw.per_second
+    print(f"engine/raw ratio: {ratio:.2f}", flush=True)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--jobs", type=int, default=20_000, help="instances/jobs (default 20000)")
+    p.add_argument("--workers", type=int, default=4, help="worker processes (default 4)")
+    p.add_argument("--batch", type=int, default=32, help="max jobs per poll (default 32)")
+    p.add_argument(
+        "--database-url",
+        default=os.environ.get("DATABASE_URL") or None,
+        help="server to use (default: $DATABASE_URL, else an embedded PostgreSQL)",
+    )
+    p.add_argument(
+        "--source",
+        choices=("single", "pooled"),
+        default="single",
+        help="engine connection source per worker: Database.single (Lambda-like, default) or "
+        "Database.pooled (psycopg_pool, max_size=1)",
+    )
+    p.add_argument("--profile", action="store_true", help="CPU-profile worker 0's drain")
+    p.add_argument("--explain", action="store_true", help="EXPLAIN ANALYZE the claim first")
+    p.add_argument("--timeout", type=float, default=600, help="per stage, seconds")
+    p.add_argument("--keep-databases", action="store_true", help="don't drop them at the end")
+    args = p.parse_args(argv)
+    if args.jobs < 1 or args.workers < 1 or args.batch < 1:
+        p.error("--jobs, --workers and --batch must be positive")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so the finally blocks reap workers and stop Postgres.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    c.log(
+        f"engine throughput: {args.jobs:,} one-step workflows, {args.workers} worker processes, "
+        f"batch {args.batch}"
+    )
+    try:
+        with c.postgres_server(args.database_url) as server:
+            c.log(c.server_summary(server))
+            starts, drain, instances = engine_phase(server, args)
+            raw = raw_phase(server, args)
+    except KeyboardInterrupt:
+        c.log("interrupted")
+        return 130
+    except c.BenchError as e:
+        print(f"FAIL: {e}", file=sys.stderr, flush=True)
+        return 1
+    report(starts, drain, instances, raw, args.batch)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
