@@ -22,7 +22,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import _common as c
@@ -52,7 +51,9 @@ class DbClock:
 
 
 def load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"fn_{name}", ROOT / "functions" / name / "handler.py")
+    spec = importlib.util.spec_from_file_location(
+        f"fn_{name}", ROOT / "functions" / name / "handler.py"
+    )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -61,7 +62,9 @@ def load(name: str) -> Any:
 
 def event(path: str, body: dict[str, Any]) -> dict[str, Any]:
     ev: dict[str, Any] = json.loads((ROOT / "tests" / "events" / "rest_api_proxy.json").read_text())
-    ev.update(resource=path, path=path, httpMethod="POST", pathParameters=None, body=json.dumps(body))
+    ev.update(
+        resource=path, path=path, httpMethod="POST", pathParameters=None, body=json.dumps(body)
+    )
     ev["requestContext"].update(httpMethod="POST", resourcePath=path)
     return ev
 
@@ -104,9 +107,9 @@ def measure_overhead(n: int) -> list[list[str]]:
         for _ in range(2 * n):
             engine.start_instance(definition_name="b", input={"order": 1, "sku": "A-1"})
         jobs = load("jobs")
-        samples: dict[str, list[tuple[float, float]]] = {k: [] for k in
-                                                         ("engine poll", "engine complete",
-                                                          "handler poll", "handler complete")}
+        samples: dict[str, list[tuple[float, float]]] = {
+            k: [] for k in ("engine poll", "engine complete", "handler poll", "handler complete")
+        }
         c.log(f"measuring {n} poll+complete pairs each way")
         for i in range(n):
             holder: dict[str, Any] = {}
@@ -121,8 +124,9 @@ def measure_overhead(n: int) -> list[list[str]]:
             )
 
             def handler_poll(h: dict[str, Any] = holder) -> None:
-                r = jobs.handler(event("/v1/jobs/poll", {"workerId": "h", "jobTypes": ["b"]}),
-                                 Ctx())
+                r = jobs.handler(
+                    event("/v1/jobs/poll", {"workerId": "h", "jobTypes": ["b"]}), Ctx()
+                )
                 h["job"] = json.loads(r["body"])["jobs"][0]
 
             samples["handler poll"].append(timed(clock, handler_poll))
@@ -137,11 +141,23 @@ def measure_overhead(n: int) -> list[list[str]]:
     rows = []
     med = {k: statistics.median(t - db for t, db in v) * 1000 for k, v in samples.items()}
     for k, v in samples.items():
-        rows.append([k, f"{statistics.median(t for t, _ in v) * 1000:.3f}",
-                     f"{statistics.median(db for _, db in v) * 1000:.3f}", f"{med[k]:.3f}"])
+        rows.append(
+            [
+                k,
+                f"{statistics.median(t for t, _ in v) * 1000:.3f}",
+                f"{statistics.median(db for _, db in v) * 1000:.3f}",
+                f"{med[k]:.3f}",
+            ]
+        )
     rows.append(["glue overhead poll", "", "", f"{med['handler poll'] - med['engine poll']:.3f}"])
-    rows.append(["glue overhead complete", "", "",
-                 f"{med['handler complete'] - med['engine complete']:.3f}"])
+    rows.append(
+        [
+            "glue overhead complete",
+            "",
+            "",
+            f"{med['handler complete'] - med['engine complete']:.3f}",
+        ]
+    )
     return rows
 
 
@@ -154,8 +170,13 @@ def cold_imports() -> list[list[str]]:
         code = f"import sys; sys.path.insert(0, {str(ROOT / 'functions' / name)!r}); import handler"
         best = None
         for _ in range(3):
-            out = subprocess.run([sys.executable, "-X", "importtime", "-c", code], env=env,
-                                 capture_output=True, text=True, check=True).stderr
+            out = subprocess.run(
+                [sys.executable, "-X", "importtime", "-c", code],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stderr
             m = re.search(r"\|\s+(\d+)\s+\|\s+handler\s*$", out, re.M)
             assert m, out[-500:]
             us = int(m.group(1))

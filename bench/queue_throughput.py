@@ -55,8 +55,9 @@ def _push_worker(mode: str, url: str, n: int, start: Any, out: Any, k: int, ppid
     c.worker_entry(body, out, k)
 
 
-def _consume_worker(mode: str, url: str, batch: int, start: Any, out: Any, k: int,
-                    ppid: int) -> None:
+def _consume_worker(
+    mode: str, url: str, batch: int, start: Any, out: Any, k: int, ppid: int
+) -> None:
     def body() -> None:
         import psycopg
 
@@ -135,8 +136,13 @@ def main() -> None:
                 if consumed != pushed:
                     raise c.BenchError(f"{mode}: pushed {pushed} but consumed {consumed}")
                 rates[(mode, "dequeue+ack")] = c.rate(consumed, secs2)
-                rows.append([mode, c.fmt_num(rates[(mode, "push")]),
-                             c.fmt_num(rates[(mode, "dequeue+ack")])])
+                rows.append(
+                    [
+                        mode,
+                        c.fmt_num(rates[(mode, "push")]),
+                        c.fmt_num(rates[(mode, "dequeue+ack")]),
+                    ]
+                )
     print()
     print(c.table(["loop", "push/s", "dequeue+ack/s"], rows))
     push_ratio = rates[("baton", "push")] / rates[("raw", "push")]
