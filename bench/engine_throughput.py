@@ -94,6 +94,7 @@ class WorkerConfig:
     workers: int
     batch: int
     source: str  # "single" | "pooled"
+    prepare: bool  # server-side prepared statements (psycopg's default; off behind RDS Proxy)
     profile: bool
     parent_pid: int
 
@@ -157,9 +158,9 @@ def _engine_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
 
     wire = c.count_round_trips(_labeler())
     if cfg.source == "pooled":
-        database = Database.pooled(cfg.url, min_size=1, max_size=1)
+        database = Database.pooled(cfg.url, min_size=1, max_size=1, prepare=cfg.prepare)
     else:
-        database = Database.single(cfg.url)
+        database = Database.single(cfg.url, prepare=cfg.prepare)
     engine = Engine(database)
     worker_id = f"w{k}"
     # Connect now (outside the timing), and learn the backend's pid to meter its CPU.
@@ -371,6 +372,7 @@ def _config(url: str, args: argparse.Namespace) -> WorkerConfig:
         workers=args.workers,
         batch=args.batch,
         source=args.source,
+        prepare=not args.no_prepare,
         profile=args.profile,
         parent_pid=os.getpid(),
     )
@@ -664,6 +666,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default="single",
         help="engine connection source per worker: Database.single (Lambda-like, default) or "
         "Database.pooled (psycopg_pool, max_size=1)",
+    )
+    p.add_argument(
+        "--no-prepare",
+        action="store_true",
+        help="engine without server-side prepared statements, as behind RDS Proxy (the raw "
+        "loop keeps psycopg's default, which prepares)",
     )
     p.add_argument("--profile", action="store_true", help="CPU-profile worker 0's drain")
     p.add_argument("--explain", action="store_true", help="EXPLAIN ANALYZE the claim first")

@@ -67,7 +67,7 @@ class NewJob:
     retries_remaining: int
     payload: Any
     payload_json: str
-    deadline_at: datetime | None
+    poll_timeout_seconds: int  # 0: none; the database computes the due time
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,11 +279,6 @@ def _schedule_service_task(d: Decider, step: Step) -> None:
     sid = d.add_step(step, SCHEDULED, step_input)
     job_id = uuid.uuid4()
     payload_json = json.dumps(step_input, separators=(",", ":"))
-    deadline = (
-        d.now + timedelta(seconds=policy.poll_timeout_seconds)
-        if policy.poll_timeout_seconds
-        else None
-    )
     d.changes.new_jobs.append(
         NewJob(
             id=job_id,
@@ -293,7 +288,7 @@ def _schedule_service_task(d: Decider, step: Step) -> None:
             retries_remaining=policy.retry_count,
             payload=step_input,
             payload_json=payload_json,
-            deadline_at=deadline,
+            poll_timeout_seconds=policy.poll_timeout_seconds,
         )
     )
     d.changes.audit.append(AuditEvent("JOB_CREATED", job_id, {"stepId": step.id}))

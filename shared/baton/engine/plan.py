@@ -138,3 +138,8 @@ class PlanCache:
                 self._plans.pop(next(iter(self._plans)))
             self._plans[snapshot_id] = plan
         return plan
+
+
+def job_types(definition: WorkflowDefinition) -> set[str]:
+    """Every job type a definition's service tasks use."""
+    return {s.job_type for s in definition.steps if isinstance(s, ServiceTaskStep)}

@@ -21,6 +21,7 @@ from baton.definitions import QUEUE_NAME_PATTERN, QUEUE_NAME_RULE, WorkflowDefin
 from baton.engine import views
 from baton.engine.service import Engine, _uuid
 from baton.errors import Conflict, NotFound, Problem, ValidationFailed
+from baton.store import definitions as defs_sql
 from baton.store import queues as q_sql
 from baton.store.db import Conn
 
@@ -152,9 +153,7 @@ class Queues:
             # Lapse expired claims first so they are visible to this very dequeue; both
             # statements travel in one pipelined round trip.
             with conn.pipeline():
-                recycled = conn.execute(
-                    q_sql.RECYCLE_EXPIRED, {"queue": queue, "limit": 500}
-                )
+                recycled = conn.execute(q_sql.RECYCLE_EXPIRED, {"queue": queue, "limit": 500})
                 claimed = conn.execute(
                     q_sql.DEQUEUE,
                     {
@@ -310,10 +309,16 @@ class Queues:
                     q_sql.SET_NEXT_POLL, {"name": name, "seconds": trigger.poll_interval_secs}
                 )
                 return 0
+            stored = conn.execute(
+                defs_sql.DEFINITION_WITH_TASK_DEFS, {"name": name, "version": version}
+            ).fetchone()
+            assert stored is not None
+            snapshot_id, plan = self.engine.snapshot_of(conn, stored)
             for task in tasks:
                 iid, _ = self.engine.start_in(
                     conn,
-                    definition,
+                    plan,
+                    snapshot_id,
                     name=name,
                     version=version,
                     input=trigger_input(definition, task),

@@ -11,8 +11,9 @@ import binascii
 import json
 import logging
 import uuid
-from datetime import datetime
-from typing import Any, Literal
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeVar
 
 from psycopg.types.json import Jsonb
 
@@ -26,7 +27,7 @@ from baton.definitions import (
 )
 from baton.engine import views
 from baton.engine.decide import RUNNING, Decider, InstanceState
-from baton.engine.plan import Plan, PlanCache
+from baton.engine.plan import Plan, PlanCache, job_types
 from baton.errors import (
     Conflict,
     DefinitionNotFound,
@@ -35,6 +36,7 @@ from baton.errors import (
     LeaseNotHeld,
     PayloadTooLarge,
     Problem,
+    StaleVersion,
     StepNotFound,
     ValidationFailed,
 )
@@ -43,11 +45,12 @@ from baton.settings import EngineSettings
 from baton.store import definitions as defs_sql
 from baton.store import instances as inst_sql
 from baton.store import jobs as jobs_sql
-from baton.store.db import Conn, Database
+from baton.store.db import Conn, Database, first_in_transaction
 
 log = logging.getLogger("baton.engine")
 
 Verdict = Literal["apply", "duplicate"]
+T = TypeVar("T")
 SEARCH_STATUSES = ("RUNNING", "COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED")
 
 
@@ -101,6 +104,7 @@ class Engine:
         self.settings = settings or EngineSettings()
         self.metrics: MetricsSink = metrics or NullMetrics()
         self._plans = PlanCache()
+        self._snapshots: dict[tuple[str, str | None], tuple[int, Plan]] = {}
 
     # --- definitions -------------------------------------------------------------------------
 
@@ -205,38 +209,62 @@ class Engine:
         idempotency_key: str | None = None,
     ) -> tuple[dict[str, Any], bool]:
         """Start an instance; returns (instance, created). A repeated idempotency key returns
-        the instance it first created, with ``created`` False."""
+        the instance it first created, with ``created`` False.
+
+        Round trips: the definition with its task definitions (and the BEGIN), then the
+        instance, its first step and job, the audit rows and the COMMIT, then the read-back.
+        """
         input = input or {}
         if (size := _json_size(input)) > self.settings.max_payload_bytes:
             raise PayloadTooLarge(size, self.settings.max_payload_bytes, "instance input")
+        inline: WorkflowDefinition | None = None
         if definition is not None:
-            parsed = parse_definition(definition)
-            if definition_name is not None and definition_name != parsed.name:
+            inline = parse_definition(definition)
+            if definition_name is not None and definition_name != inline.name:
                 raise ValidationFailed(
                     [Problem("definitionName", "differs from the inline definition's name")]
                 )
-            name, version = parsed.name, None
-        elif definition_name is not None:
-            row = self._definition_row(definition_name, definition_version)
-            parsed = WorkflowDefinition.model_validate(row["body"] | {"name": row["name"]})
-            name, version = row["name"], row["version"]
-        else:
+        elif definition_name is None:
             raise ValidationFailed(
                 [Problem("definitionName", "give definitionName or an inline definition")]
             )
 
-        def work(conn: Conn) -> tuple[uuid.UUID, bool]:
-            return self.start_in(
+        def work(conn: Conn) -> tuple[uuid.UUID, bool, str]:
+            if inline is not None:
+                row = first_in_transaction(
+                    conn, defs_sql.TASK_DEFS_AS_TEXT, {"names": sorted(job_types(inline))}
+                )
+                snapshot_id, plan = self._snapshot(
+                    conn,
+                    inline.model_dump_json(by_alias=True, exclude_none=True),
+                    row["task_defs"] if row else None,
+                    inline,
+                )
+                name, version = inline.name, None
+            else:
+                assert definition_name is not None
+                stored = first_in_transaction(
+                    conn,
+                    defs_sql.DEFINITION_WITH_TASK_DEFS,
+                    {"name": definition_name, "version": definition_version},
+                )
+                if stored is None:
+                    raise DefinitionNotFound(definition_name, definition_version)
+                snapshot_id, plan = self.snapshot_of(conn, stored)
+                name, version = stored["name"], stored["version"]
+            iid, created = self.start_in(
                 conn,
-                parsed,
+                plan,
+                snapshot_id,
                 name=name,
                 version=version,
                 input=input,
                 correlation_id=correlation_id,
                 idempotency_key=idempotency_key,
             )
+            return iid, created, name
 
-        iid, created = self.db.transaction(work)
+        iid, created, name = self.db.transaction(work, explicit_begin=True)
         log.info(
             "instance started" if created else "instance start repeated",
             extra={"instance_id": str(iid), "definition": name},
@@ -246,7 +274,8 @@ class Engine:
     def start_in(
         self,
         conn: Conn,
-        parsed: WorkflowDefinition,
+        plan: Plan,
+        snapshot_id: int,
         *,
         name: str,
         version: int | None,
@@ -257,33 +286,34 @@ class Engine:
         timeout_seconds: int | None = None,
         commit: bool = True,
     ) -> tuple[uuid.UUID, bool]:
-        """Start an instance inside the caller's transaction (used by queue triggers too).
+        """Start an instance inside the caller's open transaction (queue triggers use it too).
 
         ``commit`` False leaves the transaction open for the caller's further writes.
         """
-        snapshot_id, plan = self._snapshot(conn, parsed)
         iid = uuid.uuid4()
-        row = conn.execute(
-            inst_sql.INSERT_INSTANCE,
-            {
-                "id": iid,
-                "definition_name": name,
-                "definition_version": version,
-                "snapshot_id": snapshot_id,
-                "input": Jsonb(input),
-                "variables": Jsonb({}),
-                "correlation_id": correlation_id,
-                "idempotency_key": idempotency_key,
-                "timeout_seconds": timeout_seconds or parsed.timeout_seconds,
-                "queue_task_id": queue_task_id,
-            },
-        ).fetchone()
-        if row is None:  # the idempotency key was used before: return that instance
-            existing = conn.execute(
-                inst_sql.ID_BY_IDEMPOTENCY_KEY, {"key": idempotency_key}
-            ).fetchone()
-            assert existing is not None
-            return existing["id"], False
+        insert = {
+            "id": iid,
+            "definition_name": name,
+            "definition_version": version,
+            "snapshot_id": snapshot_id,
+            "input": Jsonb(input),
+            "variables": Jsonb({}),
+            "correlation_id": correlation_id,
+            "idempotency_key": idempotency_key,
+            "timeout_seconds": timeout_seconds or plan.definition.timeout_seconds,
+            "queue_task_id": queue_task_id,
+        }
+        if idempotency_key is not None:
+            # Find out first whether this key started an instance already.
+            if conn.execute(inst_sql.INSERT_INSTANCE, insert).fetchone() is None:
+                existing = conn.execute(
+                    inst_sql.ID_BY_IDEMPOTENCY_KEY, {"key": idempotency_key}
+                ).fetchone()
+                assert existing is not None
+                return existing["id"], False
+            insert_now = None
+        else:
+            insert_now = insert  # travels in the write pipeline, ahead of its step and job
         state = InstanceState(
             id=iid,
             definition_name=name,
@@ -294,19 +324,39 @@ class Engine:
             correlation_id=correlation_id,
             queue_task_id=queue_task_id,
         )
-        decider = Decider(plan, state, lambda _sid: None, row["now"])
+        # A start computes no due times from the clock (they are computed by the database).
+        decider = Decider(plan, state, lambda _sid: None, datetime.now(UTC))
         decider.start()
-        inst_sql.write(conn, state, decider.changes, new_instance=True, commit=commit)
+        inst_sql.write(
+            conn, state, decider.changes, new_instance=True, commit=commit, insert=insert_now
+        )
         self._report(decider)
         return iid, True
 
-    def _snapshot(self, conn: Conn, definition: WorkflowDefinition) -> tuple[int, Plan]:
-        """Embed task definitions and store the immutable snapshot (deduplicated by digest)."""
-        job_types = sorted({s.job_type for s in definition.steps if isinstance(s, ServiceTaskStep)})
-        task_defs: dict[str, TaskDef] = {}
-        if job_types:
-            for r in conn.execute(defs_sql.TASK_DEFS_NAMED, {"names": job_types}).fetchall():
-                task_defs[r["name"]] = TaskDef.model_validate(r["body"])
+    def snapshot_of(self, conn: Conn, stored: dict[str, Any]) -> tuple[int, Plan]:
+        """The snapshot of a stored definition row (from DEFINITION_WITH_TASK_DEFS)."""
+        return self._snapshot(conn, stored["body"], stored["task_defs"], None)
+
+    def _snapshot(
+        self,
+        conn: Conn,
+        body_text: str,
+        task_defs_text: str | None,
+        parsed: WorkflowDefinition | None,
+    ) -> tuple[int, Plan]:
+        """Embed task definitions and store the immutable snapshot (deduplicated by digest).
+
+        Cached per engine by (definition, task definitions) text: a repeated start of the same
+        definition costs no snapshot round trip and no parsing.
+        """
+        key = (body_text, task_defs_text)
+        hit = self._snapshots.get(key)
+        if hit is not None:
+            return hit
+        definition = parsed or WorkflowDefinition.model_validate_json(body_text)
+        task_defs = {
+            n: TaskDef.model_validate(b) for n, b in json.loads(task_defs_text or "{}").items()
+        }
         steps = [
             s.model_copy(update={"task_def": task_defs.get(s.job_type, s.task_def)})
             if isinstance(s, ServiceTaskStep)
@@ -322,7 +372,14 @@ class Engine:
             # was taken; a new statement sees its committed row.
             row = conn.execute(inst_sql.SNAPSHOT_BY_DIGEST, params).fetchone()
         assert row is not None
-        return row["id"], self._plans.compile(row["id"], body)
+        result = (int(row["id"]), self._plans.compile(row["id"], body))
+        # Cache only a row that was committed before this transaction: one inserted here could
+        # still roll back, and a cached id would then point at nothing.
+        if not row.get("inserted"):
+            if len(self._snapshots) >= 1024:
+                self._snapshots.pop(next(iter(self._snapshots)))
+            self._snapshots[key] = result
+        return result
 
     def _plan(self, conn: Conn, snapshot_id: int) -> Plan:
         plan = self._plans.get(snapshot_id)
@@ -336,11 +393,13 @@ class Engine:
         iid = _uuid(instance_id, "id")
 
         def work(conn: Conn) -> dict[str, Any]:
-            row = conn.execute(inst_sql.GET_INSTANCE, {"id": iid}).fetchone()
+            with conn.pipeline():  # both reads in one round trip
+                head = conn.execute(inst_sql.GET_INSTANCE, {"id": iid})
+                steps = conn.execute(inst_sql.STEPS_OF_INSTANCE, {"id": iid})
+            row = head.fetchone()
             if row is None:
                 raise InstanceNotFound(instance_id)
-            steps = conn.execute(inst_sql.STEPS_OF_INSTANCE, {"id": iid}).fetchall()
-            return views.instance(row, steps)
+            return views.instance(row, steps.fetchall())
 
         return self.db.autocommit(work)
 
@@ -414,7 +473,7 @@ class Engine:
             inst_sql.write(conn, state, decider.changes, new_instance=False)
             self._report(decider)
 
-        self.db.transaction(work)
+        self.db.transaction(work, explicit_begin=True)
         log.info("instance cancelled", extra={"instance_id": instance_id})
         return self.get_instance(instance_id)
 
@@ -466,11 +525,11 @@ class Engine:
             inst_sql.write(conn, state, decider.changes, new_instance=False)
             self._report(decider)
 
-        self.db.transaction(work)
+        self.db.transaction(work, explicit_begin=True)
         return self.get_instance(instance_id)
 
     def _lock_instance(self, conn: Conn, iid: uuid.UUID, instance_id: str) -> dict[str, Any]:
-        row = conn.execute(inst_sql.LOCK_INSTANCE, {"id": iid}).fetchone()
+        row = first_in_transaction(conn, inst_sql.LOCK_INSTANCE, {"id": iid})
         if row is None:
             raise InstanceNotFound(instance_id)
         return row
@@ -511,8 +570,7 @@ class Engine:
         if (size := _json_size(output)) > self.settings.max_payload_bytes:
             raise PayloadTooLarge(size, self.settings.max_payload_bytes, "job output")
 
-        def work(conn: Conn) -> bool:
-            row = self._lock_job(conn, jid, job_id)
+        def decide(conn: Conn, row: dict[str, Any], locked: bool) -> bool:
             if completion_verdict(row, worker_id) == "duplicate":
                 return False
             plan = self._plan(conn, row["snapshot_id"])
@@ -521,11 +579,11 @@ class Engine:
                 plan, state, lambda sid: inst_sql.latest_output(conn, row["id"], sid), row["now"]
             )
             decider.job_completed(jid, row["step_id"], row["step_execution_id"], output)
-            inst_sql.write(conn, state, decider.changes, new_instance=False)
+            inst_sql.write(conn, state, decider.changes, new_instance=False, in_transaction=locked)
             self._report(decider)
             return True
 
-        applied = self.db.transaction(work)
+        applied = self._on_job(jid, job_id, decide)
         return {"jobId": job_id, "status": "COMPLETED", "applied": applied}
 
     def fail_job(
@@ -533,8 +591,7 @@ class Engine:
     ) -> dict[str, Any]:
         jid = _uuid(job_id, "jobId")
 
-        def work(conn: Conn) -> dict[str, Any]:
-            row = self._lock_job(conn, jid, job_id)
+        def decide(conn: Conn, row: dict[str, Any], locked: bool) -> dict[str, Any]:
             if failure_verdict(row, worker_id) == "duplicate":
                 return {"jobId": job_id, "status": "FAILED", "applied": False}
             plan = self._plan(conn, row["snapshot_id"])
@@ -549,7 +606,7 @@ class Engine:
                 error=error_message,
                 retryable=retryable,
             )
-            inst_sql.write(conn, state, decider.changes, new_instance=False)
+            inst_sql.write(conn, state, decider.changes, new_instance=False, in_transaction=locked)
             self._report(decider)
             retry = decider.changes.retried_jobs
             if retry:
@@ -561,7 +618,36 @@ class Engine:
                 }
             return {"jobId": job_id, "status": "FAILED", "applied": True}
 
-        return self.db.transaction(work)
+        return self._on_job(jid, job_id, decide)
+
+    def _on_job(
+        self,
+        jid: uuid.UUID,
+        job_id: str,
+        decide: Callable[[Conn, dict[str, Any], bool], T],
+    ) -> T:
+        """Run a job decision: optimistic first, under locks if that was raced.
+
+        Optimistic: read job and instance without locks, decide, and write everything in one
+        atomic statement whose instance update carries the version read (the fencing token).
+        If anything changed the instance meanwhile, the database refuses the write and nothing
+        of it lands; the decision is then made again on a locked, current state. Two round
+        trips and two statements per completion, with no lock held between them.
+        """
+
+        def optimistic(conn: Conn) -> T:
+            row = conn.execute(jobs_sql.READ_JOB_WITH_INSTANCE, {"job_id": jid}).fetchone()
+            if row is None:
+                raise JobNotFound(job_id)
+            return decide(conn, row, False)
+
+        def locked(conn: Conn) -> T:
+            return decide(conn, self._lock_job(conn, jid, job_id), True)
+
+        try:
+            return self.db.autocommit(optimistic)
+        except StaleVersion:
+            return self.db.transaction(locked, explicit_begin=True)
 
     def heartbeat(self, job_id: str, worker_id: str) -> dict[str, Any]:
         jid = _uuid(job_id, "jobId")
@@ -578,11 +664,11 @@ class Engine:
                 raise JobNotFound(job_id)
             raise LeaseNotHeld(job_id, worker_id, f"the job is {state['status']}")
 
-        expires = self.db.transaction(work)
+        expires = self.db.autocommit(work)  # one statement: one round trip
         return {"jobId": job_id, "lockExpiresAt": views.ts(expires)}
 
     def _lock_job(self, conn: Conn, jid: uuid.UUID, job_id: str) -> dict[str, Any]:
-        row = conn.execute(jobs_sql.LOCK_JOB_WITH_INSTANCE, {"job_id": jid}).fetchone()
+        row = first_in_transaction(conn, jobs_sql.LOCK_JOB_WITH_INSTANCE, {"job_id": jid})
         if row is None:
             raise JobNotFound(job_id)
         return row
@@ -612,7 +698,7 @@ class Engine:
 
     def _time_out_instance(self, iid: uuid.UUID) -> int:
         def work(conn: Conn) -> int:
-            row = conn.execute(inst_sql.LOCK_INSTANCE_IF_DUE, {"id": iid}).fetchone()
+            row = first_in_transaction(conn, inst_sql.LOCK_INSTANCE_IF_DUE, {"id": iid})
             if row is None:
                 return 0  # completed or changed meanwhile
             plan = self._plan(conn, row["snapshot_id"])
@@ -629,7 +715,7 @@ class Engine:
             self._report(decider)
             return 1
 
-        return self.db.transaction(work)
+        return self.db.transaction(work, explicit_begin=True)
 
     def _report(self, decider: Decider) -> None:
         for name, value in decider.changes.counters.items():

@@ -1,9 +1,16 @@
 """Connections and transactions, with driver errors translated at this boundary.
 
 Two connection sources share one interface: a pool (local server, tests, benchmarks) and a single
-reused connection (a Lambda container: one request at a time, reconnect after a failure). Both
-connect with ``prepare_threshold=None`` because server-side prepared statements pin RDS Proxy
-connections, and the request path uses no session state (no SET, no session advisory locks).
+reused connection (a Lambda container: one request at a time, reconnect after a failure).
+
+Prepared statements are on by default (psycopg prepares a statement after its fifth run: parsing
+and planning were about half the server's CPU per job without them). Behind RDS Proxy they are
+off (``prepare=False``): server-side prepared statements pin the proxy's connections. The request
+path uses no other session state (no SET, no session advisory locks).
+
+Round trips: a transaction's BEGIN travels with its first statement when that statement runs in a
+pipeline (``first_in_transaction``), and the store's writer pipelines the COMMIT with the writes,
+so a decision costs two round trips in all.
 """
 
 from __future__ import annotations
@@ -32,10 +39,21 @@ _RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
 MAX_ATTEMPTS = 5
 
 
-def connect(conninfo: str, **kwargs: Any) -> Conn:
+PSYCOPG_DEFAULT_PREPARE_THRESHOLD = 5
+
+
+def _prepare_threshold(prepare: bool) -> int | None:
+    return PSYCOPG_DEFAULT_PREPARE_THRESHOLD if prepare else None
+
+
+def connect(conninfo: str, *, prepare: bool = False, **kwargs: Any) -> Conn:
     try:
         return psycopg.connect(
-            conninfo, row_factory=dict_row, prepare_threshold=None, connect_timeout=5, **kwargs
+            conninfo,
+            row_factory=dict_row,
+            prepare_threshold=_prepare_threshold(prepare),
+            connect_timeout=5,
+            **kwargs,
         )
     except psycopg.OperationalError as e:
         raise Unavailable(f"database unreachable: {_first_line(e)}") from e
@@ -55,8 +73,9 @@ class ConnectionSource(Protocol):
 class SingleConnection:
     """One connection, reused across invocations and re-opened after it breaks (Lambda)."""
 
-    def __init__(self, conninfo: str | Callable[[], str]) -> None:
+    def __init__(self, conninfo: str | Callable[[], str], *, prepare: bool = False) -> None:
         self._conninfo = conninfo
+        self._prepare = prepare
         self._conn: Conn | None = None
         self._lock = threading.Lock()
 
@@ -65,7 +84,7 @@ class SingleConnection:
         with self._lock:
             if self._conn is None or self._conn.closed or self._conn.broken:
                 info = self._conninfo() if callable(self._conninfo) else self._conninfo
-                self._conn = connect(info, autocommit=False)
+                self._conn = connect(info, prepare=self._prepare, autocommit=False)
             try:
                 yield self._conn
             finally:
@@ -81,17 +100,24 @@ class SingleConnection:
 class PooledConnections:
     """A psycopg_pool pool for processes that serve requests from several threads."""
 
-    def __init__(self, conninfo: str, *, min_size: int = 1, max_size: int = 10) -> None:
+    def __init__(
+        self, conninfo: str, *, min_size: int = 1, max_size: int = 10, prepare: bool = True
+    ) -> None:
         from psycopg_pool import ConnectionPool
 
         self._pool: ConnectionPool[Conn] = ConnectionPool(
             conninfo,
             min_size=min_size,
             max_size=max_size,
-            kwargs={"row_factory": dict_row, "prepare_threshold": None, "connect_timeout": 5},
+            kwargs={
+                "row_factory": dict_row,
+                "prepare_threshold": _prepare_threshold(prepare),
+                "connect_timeout": 5,
+            },
             open=False,
             timeout=10,
-            check=ConnectionPool.check_connection,
+            # No check on checkout: it costs a round trip per unit of work. A connection that
+            # broke is discarded by the pool when it comes back in a bad state.
         )
         self._pool.open(wait=False)
 
@@ -116,29 +142,40 @@ class Database:
         self.source = source
 
     @classmethod
-    def single(cls, conninfo: str | Callable[[], str]) -> Database:
-        return cls(SingleConnection(conninfo))
+    def single(cls, conninfo: str | Callable[[], str], *, prepare: bool = False) -> Database:
+        return cls(SingleConnection(conninfo, prepare=prepare))
 
     @classmethod
-    def pooled(cls, conninfo: str, *, min_size: int = 1, max_size: int = 10) -> Database:
-        return cls(PooledConnections(conninfo, min_size=min_size, max_size=max_size))
+    def pooled(
+        cls, conninfo: str, *, min_size: int = 1, max_size: int = 10, prepare: bool = True
+    ) -> Database:
+        return cls(
+            PooledConnections(conninfo, min_size=min_size, max_size=max_size, prepare=prepare)
+        )
 
-    def transaction(self, work: Callable[[Conn], T]) -> T:
+    def transaction(self, work: Callable[[Conn], T], *, explicit_begin: bool = False) -> T:
         """Run ``work(conn)`` in one transaction; re-run it on deadlock/serialization failure.
 
-        ``work`` may commit itself (the store pipelines its final writes together with the
-        COMMIT to save a round trip); otherwise it is committed here.
+        ``explicit_begin``: the connection is in autocommit mode and ``work`` opens the
+        transaction itself with :func:`first_in_transaction`, whose BEGIN then shares a round
+        trip with the first statement (psycopg's implicit BEGIN costs a round trip of its own).
+        ``work`` may commit itself (the store pipelines its writes with the COMMIT); otherwise
+        it is committed here.
         """
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
                 with self.source.connection() as conn, _translated():
+                    conn.autocommit = explicit_begin
                     try:
                         result = work(conn)
-                        conn.commit()
+                        _finish(conn, b"COMMIT")
                     except BaseException:
                         if not conn.closed and not conn.broken:
-                            conn.rollback()
+                            _finish(conn, b"ROLLBACK")
                         raise
+                    finally:
+                        if explicit_begin and not conn.closed and not conn.broken:
+                            conn.autocommit = False
                     return result
             except _RETRYABLE:
                 if attempt == MAX_ATTEMPTS:
@@ -152,6 +189,15 @@ class Database:
             conn.autocommit = True
             try:
                 return work(conn)
+            except BaseException:
+                # A failed explicit BEGIN ... COMMIT block survives its pipeline's Sync.
+                if (
+                    not conn.closed
+                    and not conn.broken
+                    and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+                ):
+                    conn.execute(b"ROLLBACK")
+                raise
             finally:
                 if not conn.closed and not conn.broken:
                     conn.autocommit = False
@@ -160,7 +206,32 @@ class Database:
         self.source.close()
 
 
-_UNAVAILABLE = (psycopg.OperationalError, pg_errors.AdminShutdown, pg_errors.CannotConnectNow)
+def first_in_transaction(
+    conn: Conn, query: Any, params: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """Run a transaction's first statement with its BEGIN in one round trip; fetch one row.
+
+    On an autocommit connection (``explicit_begin``) the BEGIN is sent here, in the pipeline;
+    otherwise psycopg opens the transaction itself.
+    """
+    with conn.pipeline():
+        if conn.autocommit:
+            conn.execute(b"BEGIN")
+        cur = conn.execute(query, params)
+    return cur.fetchone()
+
+
+def _finish(conn: Conn, command: bytes) -> None:
+    """COMMIT or ROLLBACK whatever transaction is still open (nothing, and no round trip, if
+    ``work`` already committed)."""
+    if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        return
+    if conn.autocommit:
+        conn.execute(command)
+    elif command == b"COMMIT":
+        conn.commit()
+    else:
+        conn.rollback()
 
 
 _UNAVAILABLE = (psycopg.OperationalError, pg_errors.AdminShutdown, pg_errors.CannotConnectNow)

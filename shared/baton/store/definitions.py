@@ -52,3 +52,22 @@ SELECT name, body, created_at, updated_at FROM task_def
  WHERE %(after)s::text IS NULL OR name > %(after)s
  ORDER BY name LIMIT %(limit)s
 """
+
+# A stored definition with the task definitions of every job type it names, in one round trip.
+# ``strict $.**.jobType`` finds job types at any depth of nested step lists.
+DEFINITION_WITH_TASK_DEFS = """
+SELECT d.name, d.version, d.body::text AS body,
+       (SELECT jsonb_object_agg(t.name, t.body ORDER BY t.name)::text
+          FROM task_def t
+         WHERE t.name IN (SELECT jsonb_path_query(d.body, 'strict $.**.jobType') #>> '{}')
+       ) AS task_defs
+  FROM definition d
+ WHERE d.name = %(name)s AND (%(version)s::int IS NULL OR d.version = %(version)s)
+ ORDER BY d.version DESC
+ LIMIT 1
+"""
+
+TASK_DEFS_AS_TEXT = """
+SELECT jsonb_object_agg(name, body ORDER BY name)::text AS task_defs
+  FROM task_def WHERE name = ANY(%(names)s)
+"""

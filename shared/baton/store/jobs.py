@@ -82,9 +82,7 @@ SELECT c.*, s.step_id
  ORDER BY c.created_at
 """
 
-# Lock the instance first, then the job: the same order as every other instance mutation
-# (cancel, timeouts), so two transactions can never deadlock on the pair.
-LOCK_JOB_WITH_INSTANCE = """
+_JOB_WITH_INSTANCE = """
 SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.previous_worker_ids,
        j.lock_expires_at > now() AS lease_live, j.attempt, j.retries_remaining,
        j.step_execution_id, s.step_id,
@@ -95,8 +93,15 @@ SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.previous_worker_id
   JOIN step_execution s ON s.id = j.step_execution_id
  WHERE j.id = %(job_id)s
    AND i.id = (SELECT instance_id FROM job WHERE id = %(job_id)s)
-   FOR UPDATE OF i, j
 """
+
+# The optimistic read: no lock. The write that follows is fenced by the instance version, so a
+# decision made on a state that changed meanwhile is refused and made again under locks.
+READ_JOB_WITH_INSTANCE = _JOB_WITH_INSTANCE
+
+# The pessimistic read: lock the instance first, then the job, in the same order as every other
+# instance mutation (cancel, timeouts), so two transactions can never deadlock on the pair.
+LOCK_JOB_WITH_INSTANCE = _JOB_WITH_INSTANCE + "   FOR UPDATE OF i, j\n"
 
 HEARTBEAT = """
 UPDATE job
@@ -129,7 +134,9 @@ INSERT INTO job (id, instance_id, step_execution_id, job_type, status, lease_sec
                  retries_remaining, payload, payload_bytes, deadline_at, run_at, created_at)
 VALUES (%(id)s, %(instance_id)s, %(step_execution_id)s, %(job_type)s, 'UNLOCKED',
         %(lease_seconds)s, %(retries_remaining)s, %(payload)s::jsonb, %(payload_bytes)s,
-        %(deadline_at)s, now(), now())
+        CASE WHEN %(poll_timeout)s::int > 0
+             THEN now() + make_interval(secs => %(poll_timeout)s::int) END,
+        now(), now())
 """
 
 CANCEL_OPEN_FOR_INSTANCE = """
