@@ -48,6 +48,9 @@ test: lint typecheck
 
 bench: $(STAMP)
 	@$(PY) bench/engine_throughput.py
+	@$(PY) bench/queue_throughput.py
+	@$(PY) bench/handler_overhead.py
+	@$(PY) bench/sdk_throughput.py
 
 layer: $(STAMP)
 	@$(PY) layers/build.py

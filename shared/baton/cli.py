@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from baton import __version__
+from baton import __version__, cli_client
 from baton import settings as env_names
 
 Command = Callable[[argparse.Namespace], int]
@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"baton {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     _add_dev(commands)
+    cli_client.register(commands)
     return parser
 
 

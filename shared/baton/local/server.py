@@ -79,6 +79,8 @@ class LocalApiServer(ThreadingHTTPServer):
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
+    # Small responses on keep-alive connections otherwise wait on Nagle + delayed ACK (~40 ms).
+    disable_nagle_algorithm = True
     server: LocalApiServer
     protocol_version = "HTTP/1.1"  # keep-alive: workers poll in a loop
     timeout = 120  # idle keep-alive connections are dropped after this many seconds

@@ -1,0 +1,1 @@
+"""The order-fulfilment example: a definition (``definition.json``) and its worker (``worker``)."""

@@ -1,0 +1,288 @@
+"""One job, from dispatch to its reported outcome: the right half of the worker model.
+
+``JobExecutor.run(job)`` builds the handler's :class:`JobContext`, keeps the lease alive while the
+handler runs, calls it (on the calling thread, or on the event loop for coroutines), and reports
+the outcome: complete with the returned variables, or fail (retryable unless the handler said
+otherwise). It never raises for anything a handler or the API does.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from baton_worker._heartbeat import Heartbeater, parse_timestamp
+from baton_worker._loop import EventLoopThread
+from baton_worker.backoff import RetryPolicy
+from baton_worker.client import BatonClient
+from baton_worker.context import JobContext
+from baton_worker.errors import (
+    BatonError,
+    ConflictError,
+    JobError,
+    NotFoundError,
+    PayloadTooLargeError,
+    ValidationError,
+)
+from baton_worker.metrics import MetricsHook
+from baton_worker.registry import RegisteredHandler, Registry
+from baton_worker.types import Job
+
+log = logging.getLogger("baton_worker.runner")
+
+MAX_ERROR_MESSAGE = 10_000  # the API's limit on errorMessage
+FALLBACK_LEASE = timedelta(seconds=30)  # only if a job came without a readable lockExpiresAt
+
+
+def notify(hook: MetricsHook, name: str, **kwargs: Any) -> None:
+    """Call a metrics hook; a broken metrics sink must not break job processing."""
+    try:
+        getattr(hook, name)(**kwargs)
+    except Exception:
+        log.exception("metrics hook failed", extra={"hook": name})
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a handler's call came to: variables to complete with, or an error to fail with."""
+
+    variables: Mapping[str, Any] | None = None
+    error: str | None = None
+    retryable: bool = True
+    seconds: float = 0.0
+
+
+class JobExecutor:
+    """Runs jobs for one runner; thread-safe (each job runs on its own job thread)."""
+
+    def __init__(
+        self,
+        *,
+        client: BatonClient,
+        registry: Registry,
+        worker_id: str,
+        metrics: MetricsHook,
+        report_retry: RetryPolicy,
+        stopping: threading.Event,
+        event_loop: Callable[[], EventLoopThread],
+        auto_heartbeat: bool,
+    ) -> None:
+        self.client = client
+        self.registry = registry
+        self.worker_id = worker_id
+        self.metrics = metrics
+        self.report_retry = report_retry
+        self._stopping = stopping
+        self._event_loop = event_loop
+        self._lock = threading.Lock()
+        self._active: dict[str, JobContext] = {}
+        self.heartbeater = (
+            Heartbeater(self._send_heartbeat, on_lost=self._lease_lost) if auto_heartbeat else None
+        )
+
+    @property
+    def in_flight(self) -> int:
+        with self._lock:
+            return len(self._active)
+
+    def run(self, job: Job) -> None:
+        """Run one claimed job to a reported outcome."""
+        try:
+            expires = parse_timestamp(job["lockExpiresAt"])
+        except (KeyError, TypeError, ValueError):
+            expires = datetime.now(UTC) + FALLBACK_LEASE
+        ctx = JobContext(
+            job,
+            worker_id=self.worker_id,
+            lock_expires_at=expires,
+            heartbeat=self._manual_heartbeat,
+            stopping=self._stopping,
+        )
+        with self._lock:
+            self._active[ctx.job_id] = ctx
+        if self.heartbeater is not None:
+            self.heartbeater.track(ctx.job_id, expires)
+        try:
+            handler = self.registry.get(ctx.job_type)
+            if handler is None:  # polled types are checked at start: only a registry edit
+                outcome = Outcome(
+                    error=f"worker {self.worker_id} has no handler for job type {ctx.job_type!r}"
+                )
+            else:
+                outcome = self._call(handler, ctx)
+            self._report(ctx, outcome)
+        finally:
+            if self.heartbeater is not None:
+                self.heartbeater.untrack(ctx.job_id)
+            with self._lock:
+                self._active.pop(ctx.job_id, None)
+
+    # --- the handler -----------------------------------------------------------------------------
+
+    def _call(self, handler: RegisteredHandler, ctx: JobContext) -> Outcome:
+        notify(self.metrics, "job_started", job_type=ctx.job_type)
+        ctx.logger.debug("handler started", extra={"handler": handler.name})
+        started = time.perf_counter()
+        try:
+            result = handler.fn(ctx)
+            if inspect.isawaitable(result):
+                result = self._event_loop().run(result)
+        except JobError as e:
+            seconds = time.perf_counter() - started
+            message = e.message or type(e).__name__
+            ctx.logger.warning(
+                "handler failed",
+                extra={"error": message, "retryable": not e.non_retryable, "handler_s": seconds},
+            )
+            return Outcome(error=message, retryable=not e.non_retryable, seconds=seconds)
+        except BaseException as e:  # anything else fails the job as retryable, with its trace
+            seconds = time.perf_counter() - started
+            ctx.logger.warning(
+                "handler raised",
+                exc_info=True,
+                extra={"error": repr(e), "retryable": True, "handler_s": seconds},
+            )
+            return Outcome(error=_describe(e), retryable=True, seconds=seconds)
+        seconds = time.perf_counter() - started
+        if result is not None and not isinstance(result, Mapping):
+            message = (
+                f"handler {handler.name} returned {type(result).__name__}; "
+                "return a dict of variables, or None"
+            )
+            ctx.logger.error("handler returned a bad result", extra={"error": message})
+            return Outcome(error=message, retryable=False, seconds=seconds)
+        return Outcome(variables=result, seconds=seconds)
+
+    # --- the report ------------------------------------------------------------------------------
+
+    def _report(self, ctx: JobContext, outcome: Outcome) -> None:
+        if outcome.error is None:
+            try:
+                self.client.complete_job(
+                    ctx.job_id,
+                    worker_id=self.worker_id,
+                    variables=outcome.variables,
+                    retry=self.report_retry,
+                )
+            except (TypeError, ValueError) as e:  # the variables do not encode as JSON
+                outcome = Outcome(
+                    error=f"the handler's result is not JSON: {e}",
+                    retryable=False,
+                    seconds=outcome.seconds,
+                )
+            except (PayloadTooLargeError, ValidationError) as e:
+                outcome = Outcome(
+                    error=f"the server refused the handler's result: {e.summary()}",
+                    retryable=False,
+                    seconds=outcome.seconds,
+                )
+            except BatonError as e:
+                self._unreported(ctx, e)
+                return
+            else:
+                notify(
+                    self.metrics,
+                    "job_completed",
+                    job_type=ctx.job_type,
+                    handler_seconds=outcome.seconds,
+                )
+                ctx.logger.info("job completed", extra={"handler_s": round(outcome.seconds, 6)})
+                return
+        self._fail(ctx, outcome)
+
+    def _fail(self, ctx: JobContext, outcome: Outcome) -> None:
+        assert outcome.error is not None
+        try:
+            result = self.client.fail_job(
+                ctx.job_id,
+                worker_id=self.worker_id,
+                error_message=_clip(outcome.error),
+                retryable=outcome.retryable,
+                retry=self.report_retry,
+            )
+        except BatonError as e:
+            self._unreported(ctx, e)
+            return
+        notify(
+            self.metrics,
+            "job_failed",
+            job_type=ctx.job_type,
+            handler_seconds=outcome.seconds,
+            retryable=outcome.retryable,
+        )
+        ctx.logger.info(
+            "job failed",
+            extra={
+                "error": outcome.error,
+                "retryable": outcome.retryable,
+                "status": result.get("status"),
+                "next_attempt_at": result.get("nextAttemptAt"),
+            },
+        )
+
+    def _unreported(self, ctx: JobContext, error: BatonError) -> None:
+        notify(self.metrics, "outcome_unreported", job_type=ctx.job_type, error=error)
+        if isinstance(error, ConflictError | NotFoundError):
+            ctx.logger.warning(
+                "job is no longer this worker's (cancelled, or its lease expired and another "
+                "worker took it); outcome discarded",
+                extra={"error": str(error)},
+            )
+        else:
+            ctx.logger.error(
+                "could not report the job's outcome; it will be delivered again after its lease",
+                extra={"error": str(error)},
+            )
+
+    # --- leases ----------------------------------------------------------------------------------
+
+    def _send_heartbeat(self, job_id: str) -> datetime:
+        """The automatic heartbeat (the heartbeater retries, so one attempt here)."""
+        result = self.client.heartbeat(job_id, worker_id=self.worker_id, retry=None)
+        expires = parse_timestamp(result["lockExpiresAt"])
+        with self._lock:
+            ctx = self._active.get(job_id)
+        if ctx is not None:
+            ctx.lock_expires_at = expires
+        return expires
+
+    def _manual_heartbeat(self, ctx: JobContext) -> datetime:
+        """``ctx.heartbeat()``: extend now, and re-time the automatic heartbeats from it."""
+        try:
+            result = self.client.heartbeat(ctx.job_id, worker_id=self.worker_id)
+        except (ConflictError, NotFoundError) as e:
+            self._lease_lost(ctx.job_id, e)
+            raise
+        expires = parse_timestamp(result["lockExpiresAt"])
+        if self.heartbeater is not None:
+            with self._lock:
+                active = ctx.job_id in self._active
+            if active:
+                self.heartbeater.track(ctx.job_id, expires)
+        return expires
+
+    def _lease_lost(self, job_id: str, error: BaseException) -> None:
+        if self.heartbeater is not None:
+            self.heartbeater.untrack(job_id)
+        with self._lock:
+            ctx = self._active.get(job_id)
+        if ctx is not None and not ctx.lease_lost:
+            ctx._mark_lease_lost()
+            ctx.logger.warning("lease lost", extra={"error": str(error)})
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _clip(message: str) -> str:
+    if len(message) <= MAX_ERROR_MESSAGE:
+        return message
+    return message[: MAX_ERROR_MESSAGE - 3] + "..."

@@ -1,0 +1,532 @@
+"""``BatonClient``: a typed, synchronous client for Baton's REST API.
+
+One method per route of the API (definitions, task definitions, instances, jobs, queues). Errors
+come back as the :mod:`baton_worker.errors` family, built from the server's problem+json.
+
+Transient failures are retried with jittered exponential backoff (``retry=``), but only when a
+repeat cannot do harm: a request that never reached the server, a 429 or 503 (the server did
+nothing), or any transient failure of a call that is idempotent on the server (reads, PUT and
+DELETE, job completion/failure/heartbeat, a start carrying an idempotency key, a queue ack).
+
+The client is thread-safe; share one per process.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Final, cast
+from urllib.parse import quote
+
+import httpx
+
+from baton_worker.auth import ApiKeyAuth
+from baton_worker.backoff import NO_RETRY, Backoff, RetryPolicy
+from baton_worker.errors import BatonApiError, TransportError, problem_error
+from baton_worker.types import (
+    CompleteJobResult,
+    Definition,
+    DefinitionPage,
+    FailJobResult,
+    HeartbeatResult,
+    Instance,
+    InstancePage,
+    InstanceStatus,
+    Job,
+    JsonObject,
+    PurgeResult,
+    PushResult,
+    QueueStats,
+    QueueTask,
+    SettleResult,
+    TaskDef,
+    TaskDefPage,
+)
+from baton_worker.version import __version__
+
+log = logging.getLogger("baton_worker.client")
+
+# Configuration precedence: an explicit argument, then these environment variables, then defaults.
+ENV_URL: Final = "BATON_URL"
+ENV_API_KEY: Final = "BATON_API_KEY"
+DEFAULT_URL: Final = "http://127.0.0.1:8080"
+DEFAULT_TIMEOUT: Final = 30.0
+DEFAULT_RETRY: Final = RetryPolicy()
+
+
+class _Default(enum.Enum):
+    CLIENT_POLICY = enum.auto()
+
+
+CLIENT_POLICY: Final = _Default.CLIENT_POLICY
+"""Per-call ``retry=`` value meaning "the client's own policy" (the default)."""
+
+RetryArg = RetryPolicy | None | _Default
+
+
+def _segment(value: str) -> str:
+    """A path segment, percent-encoded (names may not contain '/', but ids come from users)."""
+    return quote(str(value), safe="")
+
+
+def may_retry(error: TransportError | BatonApiError, *, idempotent: bool) -> bool:
+    """Whether repeating a failed request is both useful and harmless."""
+    if isinstance(error, TransportError):
+        return idempotent or not error.sent
+    if error.status in (429, 503):
+        return True  # refused before doing anything
+    return idempotent and error.status >= 500
+
+
+class BatonClient:
+    """A client for one Baton API.
+
+    ``url`` is the API's base URL (``http://127.0.0.1:8080`` for ``baton dev``; the stage URL of
+    an API Gateway). Credentials: ``api_key=`` for the ``x-api-key`` header, or any ``httpx.Auth``
+    as ``auth=`` (e.g. :class:`~baton_worker.auth.AwsSigV4Auth` for IAM). ``retry`` is the policy
+    for transient failures (``None``: never retry). ``transport`` is for tests.
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        api_key: str | None = None,
+        auth: httpx.Auth | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = DEFAULT_RETRY,
+        headers: Mapping[str, str] | None = None,
+        max_connections: int = 32,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if api_key is not None and auth is not None:
+            raise ValueError("give api_key or auth, not both")
+        if api_key:
+            auth = ApiKeyAuth(api_key)
+        self.url = url.rstrip("/")
+        self.retry = retry or NO_RETRY
+        self._sleep = sleep
+        if transport is None:
+            transport = httpx.HTTPTransport(
+                limits=httpx.Limits(
+                    max_connections=max_connections, max_keepalive_connections=max_connections
+                ),
+                # Requests are small and latency-bound: send each write at once (no Nagle).
+                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+            )
+        self._http = httpx.Client(
+            base_url=self.url,
+            auth=auth,
+            timeout=timeout,
+            headers={"user-agent": f"baton-worker/{__version__}", **(headers or {})},
+            transport=transport,
+        )
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> BatonClient:
+        """A client configured from ``BATON_URL`` and ``BATON_API_KEY``; keywords win."""
+        overrides.setdefault("url", os.environ.get(ENV_URL) or DEFAULT_URL)
+        if "auth" not in overrides:
+            overrides.setdefault("api_key", os.environ.get(ENV_API_KEY) or None)
+        return cls(**overrides)
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> BatonClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"BatonClient({self.url!r})"
+
+    # --- definitions -----------------------------------------------------------------------------
+
+    def register_definition(self, definition: Mapping[str, Any]) -> Definition:
+        """Register a workflow definition; the server assigns the next version when omitted."""
+        return cast(Definition, self._call("POST", "/v1/definitions", json=dict(definition)))
+
+    def list_definitions(
+        self, *, limit: int | None = None, page_token: str | None = None
+    ) -> DefinitionPage:
+        """One page of definitions (latest version of each name)."""
+        params = _params(limit=limit, pageToken=page_token)
+        return cast(DefinitionPage, self._call("GET", "/v1/definitions", params=params))
+
+    def iter_definitions(self, *, page_size: int = 100) -> Iterator[Definition]:
+        """Every definition (latest versions), following page tokens."""
+        token: str | None = None
+        while True:
+            page = self.list_definitions(limit=page_size, page_token=token)
+            yield from page["definitions"]
+            token = page.get("nextPageToken")
+            if not token:
+                return
+
+    def get_definition(self, name: str, *, version: int | None = None) -> Definition:
+        """The latest version of a definition, or the given ``version``."""
+        path = f"/v1/definitions/{_segment(name)}"
+        if version is not None:
+            path += f"/versions/{int(version)}"
+        return cast(Definition, self._call("GET", path))
+
+    # --- task definitions ------------------------------------------------------------------------
+
+    def put_task_def(self, name: str, task_def: Mapping[str, Any]) -> TaskDef:
+        """Create or replace the task definition of job type ``name``."""
+        body = {**task_def, "name": name}
+        return cast(TaskDef, self._call("PUT", f"/v1/taskdefs/{_segment(name)}", json=body))
+
+    def get_task_def(self, name: str) -> TaskDef:
+        """One task definition."""
+        return cast(TaskDef, self._call("GET", f"/v1/taskdefs/{_segment(name)}"))
+
+    def list_task_defs(
+        self, *, limit: int | None = None, page_token: str | None = None
+    ) -> TaskDefPage:
+        """One page of task definitions."""
+        params = _params(limit=limit, pageToken=page_token)
+        return cast(TaskDefPage, self._call("GET", "/v1/taskdefs", params=params))
+
+    # --- instances -------------------------------------------------------------------------------
+
+    def start_instance(
+        self,
+        definition_name: str | None = None,
+        *,
+        definition_version: int | None = None,
+        definition: Mapping[str, Any] | None = None,
+        input: Mapping[str, Any] | None = None,
+        correlation_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Instance:
+        """Start an instance of a stored definition, or of an inline ``definition``.
+
+        With an ``idempotency_key`` a repeated start returns the first instance, so the client
+        may also retry it after an ambiguous failure.
+        """
+        body = _params(
+            definitionName=definition_name,
+            definitionVersion=definition_version,
+            definition=None if definition is None else dict(definition),
+            input=None if input is None else dict(input),
+            correlationId=correlation_id,
+            idempotencyKey=idempotency_key,
+        )
+        result = self._call(
+            "POST", "/v1/instances", json=body, idempotent=idempotency_key is not None
+        )
+        return cast(Instance, result)
+
+    def get_instance(self, instance_id: str) -> Instance:
+        """An instance with its step executions."""
+        return cast(Instance, self._call("GET", f"/v1/instances/{_segment(instance_id)}"))
+
+    def search_instances(
+        self,
+        *,
+        status: InstanceStatus | None = None,
+        definition_name: str | None = None,
+        correlation_id: str | None = None,
+        limit: int | None = None,
+        page_token: str | None = None,
+    ) -> InstancePage:
+        """One page of instances, newest first, filtered by the given fields."""
+        params = _params(
+            status=status,
+            definitionName=definition_name,
+            correlationId=correlation_id,
+            limit=limit,
+            pageToken=page_token,
+        )
+        return cast(InstancePage, self._call("GET", "/v1/instances", params=params))
+
+    def iter_instances(
+        self,
+        *,
+        status: InstanceStatus | None = None,
+        definition_name: str | None = None,
+        correlation_id: str | None = None,
+        page_size: int = 100,
+    ) -> Iterator[Instance]:
+        """Every matching instance, following page tokens."""
+        token: str | None = None
+        while True:
+            page = self.search_instances(
+                status=status,
+                definition_name=definition_name,
+                correlation_id=correlation_id,
+                limit=page_size,
+                page_token=token,
+            )
+            yield from page["instances"]
+            token = page.get("nextPageToken")
+            if not token:
+                return
+
+    def cancel_instance(self, instance_id: str, *, reason: str | None = None) -> Instance:
+        """Terminate a running instance (its open jobs are cancelled)."""
+        path = f"/v1/instances/{_segment(instance_id)}/cancel"
+        return cast(Instance, self._call("POST", path, json=_params(reason=reason)))
+
+    def complete_user_task(
+        self, instance_id: str, step_id: str, *, variables: Mapping[str, Any] | None = None
+    ) -> Instance:
+        """Complete a waiting USER_TASK step, setting ``variables`` on the instance."""
+        path = f"/v1/instances/{_segment(instance_id)}/user-tasks/{_segment(step_id)}/complete"
+        body = _params(variablesToSet=None if variables is None else dict(variables))
+        return cast(Instance, self._call("POST", path, json=body))
+
+    def signal(self, instance_id: str, step_id: str, *, payload: Any = None) -> Instance:
+        """Deliver a signal to a waiting SIGNAL step; ``payload`` becomes its output."""
+        path = f"/v1/instances/{_segment(instance_id)}/signals/{_segment(step_id)}"
+        return cast(Instance, self._call("POST", path, json=_params(payload=payload)))
+
+    # --- jobs (the worker's side) ----------------------------------------------------------------
+
+    def poll_jobs(
+        self,
+        *,
+        worker_id: str,
+        job_types: Sequence[str],
+        max_jobs: int = 1,
+        retry: RetryArg = CLIENT_POLICY,
+    ) -> list[Job]:
+        """Claim up to ``max_jobs`` jobs of ``job_types`` for ``worker_id`` (may be empty)."""
+        body = {"workerId": worker_id, "jobTypes": list(job_types), "maxJobs": max_jobs}
+        result = self._call("POST", "/v1/jobs/poll", json=body, retry=retry)
+        return cast(list[Job], result["jobs"])
+
+    def complete_job(
+        self,
+        job_id: str,
+        *,
+        worker_id: str,
+        variables: Mapping[str, Any] | None = None,
+        retry: RetryArg = CLIENT_POLICY,
+    ) -> CompleteJobResult:
+        """Complete a claimed job with ``variables``. A repeat is accepted (``applied`` False)."""
+        body = _params(
+            jobId=job_id,
+            workerId=worker_id,
+            variablesToSet=None if variables is None else dict(variables),
+        )
+        result = self._call("POST", "/v1/jobs/complete", json=body, idempotent=True, retry=retry)
+        return cast(CompleteJobResult, result)
+
+    def fail_job(
+        self,
+        job_id: str,
+        *,
+        worker_id: str,
+        error_message: str,
+        retryable: bool = True,
+        retry: RetryArg = CLIENT_POLICY,
+    ) -> FailJobResult:
+        """Fail a claimed job; the engine retries it per the step's policy when ``retryable``."""
+        body = {
+            "jobId": job_id,
+            "workerId": worker_id,
+            "errorMessage": error_message,
+            "retryable": retryable,
+        }
+        result = self._call("POST", "/v1/jobs/fail", json=body, idempotent=True, retry=retry)
+        return cast(FailJobResult, result)
+
+    def heartbeat(
+        self, job_id: str, *, worker_id: str, retry: RetryArg = CLIENT_POLICY
+    ) -> HeartbeatResult:
+        """Extend the lease of a claimed job by the step's response timeout."""
+        body = {"jobId": job_id, "workerId": worker_id}
+        result = self._call("POST", "/v1/jobs/heartbeat", json=body, idempotent=True, retry=retry)
+        return cast(HeartbeatResult, result)
+
+    # --- queues ----------------------------------------------------------------------------------
+
+    def push(
+        self,
+        queue: str,
+        *,
+        title: str,
+        body: str = "",
+        priority: int = 0,
+        max_retries: int | None = None,
+    ) -> PushResult:
+        """Push a task onto a named queue (higher ``priority`` first, then FIFO)."""
+        payload = _params(title=title, body=body, priority=priority, maxRetries=max_retries)
+        path = f"/v1/queues/{_segment(queue)}/push"
+        return cast(PushResult, self._call("POST", path, json=payload))
+
+    def queue_stats(self, queue: str) -> QueueStats:
+        """Task counts of a queue by state."""
+        return cast(QueueStats, self._call("GET", f"/v1/queues/{_segment(queue)}/stats"))
+
+    def peek(self, queue: str, *, limit: int | None = None) -> list[QueueTask]:
+        """Pending tasks in dequeue order, without claiming them (default 10, at most 100)."""
+        path = f"/v1/queues/{_segment(queue)}/peek"
+        result = self._call("GET", path, params=_params(limit=limit))
+        return cast(list[QueueTask], result["tasks"])
+
+    def purge(self, queue: str) -> PurgeResult:
+        """Delete every task of a queue."""
+        return cast(PurgeResult, self._call("DELETE", f"/v1/queues/{_segment(queue)}"))
+
+    def dequeue(
+        self,
+        queue: str,
+        *,
+        consumer_id: str,
+        max_tasks: int = 1,
+        visibility_timeout_secs: int | None = None,
+    ) -> list[QueueTask]:
+        """Claim up to ``max_tasks`` tasks; each carries the ``receipt`` to ack or nack it."""
+        body = _params(
+            consumerId=consumer_id,
+            maxTasks=max_tasks,
+            visibilityTimeoutSecs=visibility_timeout_secs,
+        )
+        result = self._call("POST", f"/v1/queues/{_segment(queue)}/dequeue", json=body)
+        return cast(list[QueueTask], result["tasks"])
+
+    def ack(self, queue: str, task_id: str, *, receipt: str) -> SettleResult:
+        """Acknowledge a dequeued task (completed). Repeating it is harmless."""
+        path = f"/v1/queues/{_segment(queue)}/tasks/{_segment(task_id)}/ack"
+        result = self._call("POST", path, json={"receipt": receipt}, idempotent=True)
+        return cast(SettleResult, result)
+
+    def nack(
+        self,
+        queue: str,
+        task_id: str,
+        *,
+        receipt: str,
+        error: str | None = None,
+        retryable: bool = True,
+    ) -> SettleResult:
+        """Fail a dequeued task: retried later, or dead-lettered after its maximum retries."""
+        path = f"/v1/queues/{_segment(queue)}/tasks/{_segment(task_id)}/nack"
+        body = _params(receipt=receipt, error=error, retryable=retryable)
+        return cast(SettleResult, self._call("POST", path, json=body))
+
+    # --- other -----------------------------------------------------------------------------------
+
+    def openapi(self) -> JsonObject:
+        """The API's OpenAPI document."""
+        return cast(JsonObject, self._call("GET", "/v1/openapi.json"))
+
+    # --- transport -------------------------------------------------------------------------------
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        idempotent: bool | None = None,
+        retry: RetryArg = CLIENT_POLICY,
+    ) -> Any:
+        """Send a request, retrying per policy; the decoded JSON body of a 2xx answer."""
+        if idempotent is None:
+            idempotent = method in ("GET", "PUT", "DELETE", "HEAD")
+        policy = self.retry if retry is CLIENT_POLICY else (retry or NO_RETRY)
+        assert isinstance(policy, RetryPolicy)
+        backoff = Backoff(policy)
+        started = time.monotonic()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                return self._send(method, path, json, params)
+            except (TransportError, BatonApiError) as error:
+                if not may_retry(error, idempotent=idempotent):
+                    raise
+                delay = backoff.next_delay()
+                hinted = getattr(error, "retry_after", None)
+                if hinted:
+                    delay = max(delay, min(hinted, policy.maximum_interval))
+                if not policy.allows(attempts, time.monotonic() - started, delay):
+                    raise
+                log.info(
+                    "retrying after a transient failure",
+                    extra={
+                        "method": method,
+                        "path": path,
+                        "attempt": attempts,
+                        "delay_s": round(delay, 3),
+                        "error": str(error),
+                    },
+                )
+                self._sleep(delay)
+
+    def _send(self, method: str, path: str, json: Any, params: Mapping[str, Any] | None) -> Any:
+        url = self.url + path
+        try:
+            response = self._http.request(method, path, json=json, params=params)
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as e:
+            raise TransportError(
+                f"cannot reach {self.url}: {_why(e)}", sent=False, method=method, url=url
+            ) from e
+        except httpx.TransportError as e:
+            raise TransportError(
+                f"{method} {path} failed: {_why(e)}", sent=True, method=method, url=url
+            ) from e
+        if response.is_success:
+            if not response.content:
+                return None
+            try:
+                return response.json()
+            except ValueError as e:
+                raise BatonApiError(
+                    response.status_code,
+                    "Unexpected response",
+                    f"the body of {method} {path} is not JSON",
+                    method=method,
+                    url=url,
+                ) from e
+        raise problem_error(
+            response.status_code,
+            _decoded(response),
+            retry_after=response.headers.get("retry-after"),
+            reason=response.reason_phrase,
+            method=method,
+            url=url,
+        )
+
+
+def _params(**values: Any) -> dict[str, Any]:
+    """Drop the None values (the API's defaults apply)."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _decoded(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
+
+
+def _why(error: httpx.TransportError) -> str:
+    text = str(error) or type(error).__name__
+    return text if len(text) < 300 else text[:300] + "..."
+
+
+__all__ = [
+    "CLIENT_POLICY",
+    "DEFAULT_RETRY",
+    "DEFAULT_URL",
+    "ENV_API_KEY",
+    "ENV_URL",
+    "BatonClient",
+    "may_retry",
+]

@@ -1,0 +1,261 @@
+"""The SDK's one error family.
+
+``BatonError`` is the root. Two branches hang off it:
+
+* :class:`JobError` is what a *handler* raises to fail its job on purpose. Its ``non_retryable``
+  flag carries the retry semantics: the runner fails the job with ``retryable=False`` and the
+  engine skips the remaining retries. :class:`NonRetryableError` is the short spelling of
+  ``JobError(..., non_retryable=True)``. Any other exception a handler raises fails the job as
+  retryable.
+* :class:`BatonApiError` is what the *client* raises when the API answers with an error
+  (``application/problem+json``, RFC 9457). One subclass per status family, so callers can catch
+  ``NotFoundError`` rather than compare numbers. :class:`TransportError` covers requests that got
+  no answer at all (connection refused, reset, timed out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+class BatonError(Exception):
+    """Root of every error the SDK raises on purpose."""
+
+
+# --- handler failures ---------------------------------------------------------------------------
+
+
+class JobError(BatonError):
+    """Fail the current job with ``message``; retried by the engine unless ``non_retryable``."""
+
+    def __init__(self, message: str, *, non_retryable: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.non_retryable = non_retryable
+
+
+class NonRetryableError(JobError):
+    """Fail the current job at once: the engine ignores the step's remaining retries."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, non_retryable=True)
+
+
+# --- API errors ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ProblemItem:
+    """One entry of a problem's ``errors`` list: where (a JSON path) and what."""
+
+    path: str
+    message: str
+
+
+class BatonApiError(BatonError):
+    """The API answered with an error status. Carries the RFC 9457 problem's fields."""
+
+    def __init__(
+        self,
+        status: int,
+        title: str,
+        detail: str = "",
+        *,
+        errors: Sequence[ProblemItem] = (),
+        type: str | None = None,
+        instance: str | None = None,
+        retry_after: float | None = None,
+        method: str | None = None,
+        url: str | None = None,
+    ) -> None:
+        self.status = status
+        self.title = title
+        self.detail = detail
+        self.errors = tuple(errors)
+        self.type = type
+        self.instance = instance
+        self.retry_after = retry_after
+        self.method = method
+        self.url = url
+        super().__init__(self.summary())
+
+    def summary(self) -> str:
+        """One line: ``404 Not found: definition 'x' not found`` (plus any listed problems)."""
+        text = f"{self.status} {self.title}"
+        if self.detail and self.detail != self.title:
+            text += f": {self.detail}"
+        # The listed problems, unless the detail already says them (a single problem often is).
+        listed = [e for e in self.errors if e.message not in self.detail]
+        if listed:
+            text += " (" + "; ".join(f"{e.path}: {e.message}" for e in listed) + ")"
+        return text
+
+    @property
+    def transient(self) -> bool:
+        """True when the same request may succeed later (429 and 5xx)."""
+        return self.status == 429 or self.status >= 500
+
+
+class BadRequestError(BatonApiError):
+    """400: the request could not be parsed (malformed JSON)."""
+
+
+class AuthenticationError(BatonApiError):
+    """401: no credentials, or credentials the API does not recognise."""
+
+
+class PermissionDeniedError(BatonApiError):
+    """403: the credentials are not allowed to do this (or the API key is wrong)."""
+
+
+class NotFoundError(BatonApiError):
+    """404: an unknown id, name or route."""
+
+
+class ConflictError(BatonApiError):
+    """409: the request conflicts with the current state (e.g. another worker holds the job)."""
+
+
+class PayloadTooLargeError(BatonApiError):
+    """413: the body or a payload is over the limit."""
+
+
+class ValidationError(BatonApiError):
+    """422: schema or rule violations; ``errors`` lists every one."""
+
+
+class RateLimitedError(BatonApiError):
+    """429: throttled; retry after ``retry_after`` seconds."""
+
+
+class ServerError(BatonApiError):
+    """5xx: the server failed; the request may or may not have taken effect."""
+
+
+class UnavailableError(ServerError):
+    """503: a dependency (the database) is unavailable; retry after ``retry_after`` seconds."""
+
+
+_BY_STATUS: Mapping[int, type[BatonApiError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    413: PayloadTooLargeError,
+    422: ValidationError,
+    429: RateLimitedError,
+    503: UnavailableError,
+}
+
+
+class TransportError(BatonError):
+    """No HTTP answer: the connection was refused, reset, or timed out.
+
+    ``sent`` is False when the request certainly never reached the server (connect failures),
+    so it is safe to repeat whatever it was.
+    """
+
+    def __init__(self, message: str, *, sent: bool, method: str, url: str) -> None:
+        super().__init__(message)
+        self.sent = sent
+        self.method = method
+        self.url = url
+
+    @property
+    def transient(self) -> bool:
+        return True
+
+
+def error_class(status: int) -> type[BatonApiError]:
+    """The exception class for an HTTP error status."""
+    if status in _BY_STATUS:
+        return _BY_STATUS[status]
+    return ServerError if status >= 500 else BatonApiError
+
+
+def _retry_after(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None  # an HTTP date: rare from our API, not worth a date parser here
+    return seconds if seconds >= 0 else None
+
+
+def problem_error(
+    status: int,
+    body: Any,
+    *,
+    retry_after: str | None = None,
+    reason: str = "",
+    method: str | None = None,
+    url: str | None = None,
+) -> BatonApiError:
+    """Build the right :class:`BatonApiError` subclass from a status and a decoded body.
+
+    ``body`` is the parsed JSON when there was one (a problem document, usually), else the raw
+    text or None. Anything that is not a problem document still gives a useful error.
+    """
+    cls = error_class(status)
+    title = reason or "HTTP error"
+    detail = ""
+    errors: list[ProblemItem] = []
+    kind: str | None = None
+    instance: str | None = None
+    if isinstance(body, dict):
+        title = str(body.get("title") or title)
+        detail = str(body.get("detail") or body.get("message") or "")
+        kind = body.get("type") if isinstance(body.get("type"), str) else None
+        instance = body.get("instance") if isinstance(body.get("instance"), str) else None
+        raw_errors = body.get("errors")
+        if isinstance(raw_errors, list):
+            for item in raw_errors:
+                if isinstance(item, dict):
+                    errors.append(
+                        ProblemItem(str(item.get("path", "$")), str(item.get("message", "")))
+                    )
+    elif isinstance(body, str) and body.strip():
+        detail = body.strip()[:500]
+    return cls(
+        status,
+        title,
+        detail,
+        errors=errors,
+        type=kind,
+        instance=instance,
+        retry_after=_retry_after(retry_after),
+        method=method,
+        url=url,
+    )
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether an error from the client is worth retrying later (connection trouble, 429, 5xx)."""
+    return isinstance(error, TransportError | BatonApiError) and error.transient
+
+
+__all__ = [
+    "AuthenticationError",
+    "BadRequestError",
+    "BatonApiError",
+    "BatonError",
+    "ConflictError",
+    "JobError",
+    "NonRetryableError",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "PermissionDeniedError",
+    "ProblemItem",
+    "RateLimitedError",
+    "ServerError",
+    "TransportError",
+    "UnavailableError",
+    "ValidationError",
+    "error_class",
+    "is_transient",
+    "problem_error",
+]

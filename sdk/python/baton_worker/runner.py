@@ -1,0 +1,428 @@
+"""``Runner``: polls Baton for jobs and runs their handlers.
+
+The loop follows the engine's worker model (reference 003):
+
+1. Reserve free slots (the parallelism semaphore); poll for at most that many jobs.
+2. Dispatch each job on its own slot: call its handler with a :class:`JobContext`.
+3. Handler returned: complete the job with the returned variables. Raised
+   :class:`~baton_worker.errors.NonRetryableError` (or a ``JobError(non_retryable=True)``): fail it
+   with ``retryable=False``. Raised anything else: fail it with ``retryable=True``.
+4. Release the slot.
+
+An empty poll sleeps ``poll_interval``, doubling up to ``max_poll_interval`` while the queue stays
+empty; a full poll polls again at once. A failed poll (connection refused, 429, 5xx...) backs off
+with jitter and never stops the runner. Jobs that run longer than half their lease get heartbeats.
+
+Stopping (SIGINT/SIGTERM under :meth:`Runner.run`, or :meth:`Runner.stop`) stops polling at once,
+waits for every in-flight job to finish and be reported, then returns. Nothing stays locked.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from types import FrameType
+
+import httpx
+
+from baton_worker._execution import JobExecutor, notify
+from baton_worker._loop import EventLoopThread
+from baton_worker._slots import Slots
+from baton_worker.backoff import Backoff, RetryPolicy
+from baton_worker.client import DEFAULT_URL, ENV_API_KEY, ENV_URL, BatonClient
+from baton_worker.context import job_log_fields
+from baton_worker.errors import (
+    BatonApiError,
+    BatonError,
+    is_transient,
+)
+from baton_worker.metrics import MetricsHook, NoopMetrics
+from baton_worker.registry import H, Handler, Registry
+from baton_worker.types import Job
+
+log = logging.getLogger("baton_worker.runner")
+
+MAX_JOBS_PER_POLL = 100  # the API's limit
+
+
+def default_worker_id() -> str:
+    """``<host>-<pid>``: unique per process, and says where a job ran."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunnerOptions:
+    """How a :class:`Runner` polls and runs jobs.
+
+    ``worker_id`` defaults to ``<host>-<pid>``, ``job_types`` to every type in the registry.
+    ``parallelism`` is how many jobs run at once; a poll never asks for more jobs than there are
+    free slots, nor more than ``max_jobs_per_poll``. ``poll_interval`` is the pause after an
+    empty poll, doubled on each further empty poll up to ``max_poll_interval``. ``poll_errors``
+    is the backoff after a failed poll (it never gives up); ``report_retry`` the retries of a
+    job's complete/fail call. ``auto_heartbeat`` extends the lease of a job still running at half
+    of its lease. ``drain_timeout`` bounds the wait for in-flight jobs at stop (None: no bound).
+    """
+
+    worker_id: str | None = None
+    job_types: Sequence[str] | None = None
+    parallelism: int = 8
+    max_jobs_per_poll: int = 10
+    poll_interval: float = 0.5
+    max_poll_interval: float = 2.0
+    poll_errors: RetryPolicy = field(
+        default_factory=lambda: RetryPolicy(
+            initial_interval=0.5, maximum_interval=30.0, maximum_attempts=None
+        )
+    )
+    report_retry: RetryPolicy = field(
+        default_factory=lambda: RetryPolicy(
+            initial_interval=0.2,
+            maximum_interval=5.0,
+            maximum_attempts=None,
+            maximum_elapsed=300.0,
+        )
+    )
+    auto_heartbeat: bool = True
+    drain_timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.parallelism < 1:
+            raise ValueError("parallelism must be at least 1")
+        if not 1 <= self.max_jobs_per_poll <= MAX_JOBS_PER_POLL:
+            raise ValueError(f"max_jobs_per_poll must be between 1 and {MAX_JOBS_PER_POLL}")
+        if self.poll_interval <= 0:
+            raise ValueError("poll_interval must be positive")
+        if self.max_poll_interval < self.poll_interval:
+            raise ValueError("max_poll_interval must be at least poll_interval")
+        if self.worker_id is not None and not 1 <= len(self.worker_id) <= 256:
+            raise ValueError("worker_id must be 1 to 256 characters")
+        if isinstance(self.job_types, str):
+            raise TypeError("job_types is a sequence of job types, not a string")
+
+    def idle_backoff(self) -> RetryPolicy:
+        """The pauses after consecutive empty polls."""
+        return RetryPolicy(
+            initial_interval=self.poll_interval,
+            maximum_interval=self.max_poll_interval,
+            maximum_attempts=None,
+            jitter=0.2,
+        )
+
+
+class Runner:
+    """Runs the handlers of a :class:`Registry` against a Baton API.
+
+    Give it a ``client`` (a :class:`BatonClient`), or ``url`` and credentials (``api_key`` or an
+    ``httpx.Auth`` such as :class:`~baton_worker.auth.AwsSigV4Auth`); unset, they come from
+    ``BATON_URL`` and ``BATON_API_KEY``, then ``http://127.0.0.1:8080``.
+
+    :meth:`run` blocks until SIGINT/SIGTERM; :meth:`start` and :meth:`stop` are for embedding
+    (or use the runner as a context manager).
+    """
+
+    def __init__(
+        self,
+        registry: Registry | None = None,
+        *,
+        client: BatonClient | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
+        auth: httpx.Auth | None = None,
+        options: RunnerOptions | None = None,
+        metrics: MetricsHook | None = None,
+    ) -> None:
+        self.options = options or RunnerOptions()
+        self.registry = registry if registry is not None else Registry()
+        if client is not None and (url or api_key or auth):
+            raise ValueError("give a client, or url and credentials, not both")
+        self._owns_client = client is None
+        if client is None:
+            client = BatonClient(
+                url or os.environ.get(ENV_URL) or DEFAULT_URL,
+                api_key=None if auth else (api_key or os.environ.get(ENV_API_KEY) or None),
+                auth=auth,
+                max_connections=self.options.parallelism + 4,
+            )
+        self.client = client
+        self.metrics: MetricsHook = metrics or NoopMetrics()
+        self.worker_id = self.options.worker_id or default_worker_id()
+        self._log_extra = {"worker_id": self.worker_id}
+        self._slots = Slots(self.options.parallelism)
+        self._stopping = threading.Event()
+        self._stopped = threading.Event()
+        self._state = threading.Lock()
+        self._started = False
+        self._job_types: tuple[str, ...] = ()
+        self._pool: ThreadPoolExecutor | None = None
+        self._loop: EventLoopThread | None = None
+        self._poller: threading.Thread | None = None
+        self._jobs = JobExecutor(
+            client=self.client,
+            registry=self.registry,
+            worker_id=self.worker_id,
+            metrics=self.metrics,
+            report_retry=self.options.report_retry,
+            stopping=self._stopping,
+            event_loop=self._event_loop,
+            auto_heartbeat=self.options.auto_heartbeat,
+        )
+
+    # --- registration (delegates to the registry) ------------------------------------------------
+
+    def job(self, job_type: str) -> Callable[[H], H]:
+        """Decorator: register the function as the handler of ``job_type``."""
+        return self.registry.handler(job_type)
+
+    def register(self, job_type: str, fn: Handler) -> None:
+        """Register ``fn`` as the handler of ``job_type``."""
+        self.registry.register(job_type, fn)
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    @property
+    def job_types(self) -> tuple[str, ...]:
+        """The job types polled for (known once started)."""
+        return self._job_types
+
+    @property
+    def in_flight(self) -> int:
+        """Jobs dispatched and not yet reported."""
+        return self._jobs.in_flight
+
+    @property
+    def running(self) -> bool:
+        return self._started and not self._stopped.is_set()
+
+    def start(self) -> None:
+        """Start polling on a background thread and return at once."""
+        job_types = self._resolve_job_types()
+        with self._state:
+            if self._started:
+                raise RuntimeError("this runner was already started (a runner starts once)")
+            self._started = True
+        self._job_types = job_types
+        handlers = [h for h in self.registry if h.job_type in self._job_types]
+        self._pool = ThreadPoolExecutor(
+            max_workers=self.options.parallelism, thread_name_prefix="baton-job"
+        )
+        if any(h.is_async for h in handlers):
+            self._loop = EventLoopThread()
+            self._loop.start()
+        if self._jobs.heartbeater is not None:
+            self._jobs.heartbeater.start()
+        self._poller = threading.Thread(target=self._serve, name="baton-poller")
+        self._poller.start()
+        log.info(
+            "runner started",
+            extra={
+                **self._log_extra,
+                "url": self.client.url,
+                "job_types": list(self._job_types),
+                "parallelism": self.options.parallelism,
+            },
+        )
+
+    def request_stop(self) -> None:
+        """Ask the runner to stop (returns at once): no more polls; in-flight jobs finish."""
+        if not self._stopping.is_set():
+            self._stopping.set()
+            self._slots.interrupt()
+
+    def stop(self, *, timeout: float | None = None) -> bool:
+        """Stop polling, wait for in-flight jobs to finish and be reported, release resources.
+
+        Returns False if ``timeout`` seconds passed first (the runner goes on draining).
+        """
+        self.request_stop()
+        if not self._started:
+            return True
+        return self._stopped.wait(timeout)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the runner has stopped (after :meth:`stop` or a signal)."""
+        return self._stopped.wait(timeout)
+
+    def run(self, *, handle_signals: bool = True) -> None:
+        """Start, then block until stopped. SIGINT/SIGTERM stop gracefully (from the main
+        thread); a second signal exits at once, leaving in-flight jobs to their leases."""
+        restore = None
+        if handle_signals and threading.current_thread() is threading.main_thread():
+            restore = self._install_signal_handlers()
+        try:
+            self.start()
+            while not self._stopped.wait(0.5):
+                pass
+        finally:
+            self.request_stop()
+            if restore is not None:
+                restore()
+
+    def __enter__(self) -> Runner:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _install_signal_handlers(self) -> Callable[[], None]:
+        signals = (signal.SIGINT, signal.SIGTERM)
+        previous = {sig: signal.getsignal(sig) for sig in signals}
+
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            name = signal.Signals(signum).name
+            if self._stopping.is_set():
+                log.warning(
+                    "second signal: exiting without waiting; in-flight jobs will be "
+                    "delivered again when their leases expire",
+                    extra={**self._log_extra, "signal": name},
+                )
+                sys.stderr.flush()
+                os._exit(128 + signum)
+            log.info(
+                "stopping: no more polls; draining in-flight jobs",
+                extra={**self._log_extra, "signal": name, "in_flight": self.in_flight},
+            )
+            self.request_stop()
+
+        for sig in signals:
+            signal.signal(sig, on_signal)
+
+        def restore() -> None:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+        return restore
+
+    def _resolve_job_types(self) -> tuple[str, ...]:
+        wanted = tuple(dict.fromkeys(self.options.job_types or self.registry.job_types))
+        if not wanted:
+            raise ValueError("no job types: register a handler first (or pass job_types)")
+        missing = [t for t in wanted if t not in self.registry]
+        if missing:
+            raise ValueError(f"no handler registered for job type(s): {', '.join(missing)}")
+        return wanted
+
+    # --- the poll loop ---------------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        try:
+            self._poll_loop()
+        except BaseException:  # the loop catches everything it expects; this is a bug
+            log.exception("poll loop crashed; draining and stopping", extra=self._log_extra)
+            self.request_stop()
+        finally:
+            self._drain_and_close()
+
+    def _poll_loop(self) -> None:
+        opts = self.options
+        idle = Backoff(opts.idle_backoff())
+        errors = Backoff(opts.poll_errors)
+        while not self._stopping.is_set():
+            wanted = self._slots.acquire_up_to(opts.max_jobs_per_poll)
+            if wanted == 0:  # interrupted: stopping
+                break
+            if self._stopping.is_set():
+                self._slots.release(wanted)
+                break
+            started = time.perf_counter()
+            try:
+                jobs = self.client.poll_jobs(
+                    worker_id=self.worker_id,
+                    job_types=self._job_types,
+                    max_jobs=wanted,
+                    retry=None,  # this loop is the retry loop
+                )
+            except Exception as error:
+                self._slots.release(wanted)
+                notify(self.metrics, "poll_failed", error=error)
+                delay = errors.next_delay()
+                if isinstance(error, BatonApiError) and error.retry_after:
+                    delay = max(delay, min(error.retry_after, opts.poll_errors.maximum_interval))
+                self._log_poll_error(error, delay)
+                self._stopping.wait(delay)
+                continue
+            errors.reset()
+            notify(
+                self.metrics,
+                "poll_completed",
+                requested=wanted,
+                received=len(jobs),
+                seconds=time.perf_counter() - started,
+            )
+            if len(jobs) < wanted:
+                self._slots.release(wanted - len(jobs))
+            for job in jobs:
+                self._dispatch(job)
+            if not jobs:
+                self._stopping.wait(idle.next_delay())
+                continue
+            idle.reset()
+            if len(jobs) < wanted:  # the queue is (nearly) empty: do not spin on it
+                self._stopping.wait(opts.poll_interval)
+
+    def _log_poll_error(self, error: Exception, delay: float) -> None:
+        extra = {**self._log_extra, "error": str(error), "retry_in_s": round(delay, 3)}
+        if is_transient(error):
+            log.warning("poll failed; backing off", extra=extra)
+        elif isinstance(error, BatonError):
+            log.error("poll refused; backing off", extra=extra)
+        else:
+            log.exception("poll failed unexpectedly; backing off", extra=extra)
+
+    def _dispatch(self, job: Job) -> None:
+        assert self._pool is not None
+        try:
+            self._pool.submit(self._execute, job)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def _drain_and_close(self) -> None:
+        opts = self.options
+        in_flight = self.in_flight
+        if in_flight:
+            log.info("draining in-flight jobs", extra={**self._log_extra, "in_flight": in_flight})
+        drained = self._slots.wait_idle(opts.drain_timeout)
+        if not drained:
+            log.warning(
+                "drain timed out; unfinished jobs will be delivered again after their leases",
+                extra={**self._log_extra, "in_flight": self.in_flight},
+            )
+        if self._pool is not None:
+            self._pool.shutdown(wait=drained, cancel_futures=True)
+        if self._jobs.heartbeater is not None:
+            self._jobs.heartbeater.stop()
+        if self._loop is not None and drained:
+            self._loop.stop()
+        if self._owns_client and drained:  # jobs still running after a timeout still report
+            self.client.close()
+        log.info("runner stopped", extra=self._log_extra)
+        self._stopped.set()
+
+    # --- one job ---------------------------------------------------------------------------------
+
+    def _execute(self, job: Job) -> None:
+        try:
+            self._jobs.run(job)
+        except BaseException:  # run() reports everything it expects; this is a bug
+            log.exception("job execution crashed", extra=job_log_fields(job, self.worker_id))
+        finally:
+            self._slots.release()
+
+    def _event_loop(self) -> EventLoopThread:
+        with self._state:
+            if self._loop is None:  # a sync-registered handler returned an awaitable
+                self._loop = EventLoopThread()
+                self._loop.start()
+            return self._loop
+
+
+__all__ = ["Runner", "RunnerOptions", "default_worker_id"]

@@ -1,0 +1,205 @@
+"""Typed shapes of the API's JSON (lowerCamelCase, as on the wire).
+
+The client returns the server's JSON as these ``TypedDict`` s: typed for the checker, still plain
+dicts at run time (easy to print, to dump, and tolerant of fields a newer server adds).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+JsonObject = dict[str, Any]
+
+InstanceStatus = Literal["RUNNING", "COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED"]
+StepStatus = Literal[
+    "SCHEDULED", "IN_PROGRESS", "COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED", "SKIPPED"
+]
+QueueTaskStatus = Literal["pending", "processing", "completed", "failed", "dead"]
+
+
+class Definition(TypedDict):
+    """A workflow definition as stored (steps and every other field as registered)."""
+
+    name: str
+    version: int
+    steps: list[JsonObject]
+    description: NotRequired[str]
+    outputParameters: NotRequired[JsonObject]
+    timeoutSeconds: NotRequired[int]
+    timeoutPolicy: NotRequired[str]
+    trigger: NotRequired[JsonObject]
+    inputTemplate: NotRequired[JsonObject]
+    createdAt: NotRequired[str]
+
+
+class DefinitionPage(TypedDict):
+    definitions: list[Definition]
+    nextPageToken: NotRequired[str]
+
+
+class TaskDef(TypedDict):
+    """A Conductor-style task definition (defaults for every step of a job type)."""
+
+    name: str
+    description: NotRequired[str]
+    retryCount: NotRequired[int]
+    retryLogic: NotRequired[str]
+    retryDelaySeconds: NotRequired[int]
+    maxRetryDelaySeconds: NotRequired[int]
+    timeoutSeconds: NotRequired[int]
+    pollTimeoutSeconds: NotRequired[int]
+    responseTimeoutSeconds: NotRequired[int]
+    timeoutPolicy: NotRequired[str]
+    inputKeys: NotRequired[list[str]]
+    outputKeys: NotRequired[list[str]]
+    inputTemplate: NotRequired[JsonObject]
+    concurrentExecLimit: NotRequired[int]
+    rateLimitPerFrequency: NotRequired[int]
+    rateLimitFrequencyInSeconds: NotRequired[int]
+    ownerEmail: NotRequired[str]
+    createdAt: NotRequired[str]
+    updatedAt: NotRequired[str]
+
+
+class TaskDefPage(TypedDict):
+    taskDefs: list[TaskDef]
+    nextPageToken: NotRequired[str]
+
+
+class StepExecution(TypedDict):
+    id: str
+    stepId: str
+    type: str
+    status: StepStatus
+    attempt: int
+    input: NotRequired[Any]
+    output: NotRequired[Any]
+    error: NotRequired[str]
+    jobId: NotRequired[str]
+    jobType: NotRequired[str]
+    workerId: NotRequired[str]
+    createdAt: str
+    startedAt: NotRequired[str]
+    completedAt: NotRequired[str]
+
+
+class Instance(TypedDict):
+    id: str
+    definitionName: str
+    definitionVersion: NotRequired[int]
+    status: InstanceStatus
+    input: JsonObject
+    variables: JsonObject
+    output: NotRequired[Any]
+    reason: NotRequired[str]
+    version: int
+    correlationId: NotRequired[str]
+    idempotencyKey: NotRequired[str]
+    parentInstanceId: NotRequired[str]
+    createdAt: str
+    updatedAt: str
+    completedAt: NotRequired[str]
+    timeoutAt: NotRequired[str]
+    steps: NotRequired[list[StepExecution]]
+
+
+class InstancePage(TypedDict):
+    instances: list[Instance]
+    nextPageToken: NotRequired[str]
+
+
+class Job(TypedDict):
+    """A claimed job, as a poll returns it."""
+
+    id: str
+    instanceId: str
+    stepId: str
+    stepExecutionId: str
+    jobType: str
+    attempt: int
+    retriesRemaining: int
+    lockExpiresAt: str
+    input: NotRequired[Any]
+    inputPayloadPath: NotRequired[str]
+
+
+class CompleteJobResult(TypedDict):
+    jobId: str
+    status: Literal["COMPLETED"]
+    applied: bool
+
+
+class FailJobResult(TypedDict):
+    jobId: str
+    status: Literal["FAILED", "RETRY_SCHEDULED"]
+    applied: bool
+    nextAttemptAt: NotRequired[str]
+
+
+class HeartbeatResult(TypedDict):
+    jobId: str
+    lockExpiresAt: str
+
+
+class PushResult(TypedDict):
+    id: str
+    queueName: str
+    status: Literal["pending"]
+    priority: int
+    createdAt: str
+
+
+class QueueStats(TypedDict):
+    pending: int
+    processing: int
+    completed: int
+    failed: int
+    dead: int
+
+
+class QueueTask(TypedDict):
+    id: str
+    queueName: str
+    title: str
+    body: str
+    priority: int
+    retryCount: int
+    maxRetries: int
+    createdAt: str
+    receipt: NotRequired[str]
+    visibleAt: NotRequired[str]
+
+
+class PurgeResult(TypedDict):
+    deleted: int
+
+
+class SettleResult(TypedDict):
+    id: str
+    status: QueueTaskStatus
+    applied: NotRequired[bool]
+    retryCount: NotRequired[int]
+
+
+__all__ = [
+    "CompleteJobResult",
+    "Definition",
+    "DefinitionPage",
+    "FailJobResult",
+    "HeartbeatResult",
+    "Instance",
+    "InstancePage",
+    "InstanceStatus",
+    "Job",
+    "JsonObject",
+    "PurgeResult",
+    "PushResult",
+    "QueueStats",
+    "QueueTask",
+    "QueueTaskStatus",
+    "SettleResult",
+    "StepExecution",
+    "StepStatus",
+    "TaskDef",
+    "TaskDefPage",
+]

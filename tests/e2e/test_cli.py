@@ -1,0 +1,415 @@
+"""The ``baton`` client commands against ``baton dev``: tables and JSON, one-line errors with
+non-zero exits, and ``baton worker run`` driving the example until Ctrl-C."""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from baton import cli_client
+
+from tests.e2e.conftest import CheckedServer, free_port
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "order_fulfilment"
+T = TypeVar("T")
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+Baton = Callable[..., Result]
+
+
+@pytest.fixture
+def baton(
+    baton_server: CheckedServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Baton:
+    """Run ``baton <args>`` in this process against the session's server."""
+    for name in (cli_client.ENV_URL, cli_client.ENV_API_KEY):
+        monkeypatch.delenv(name, raising=False)
+
+    def run(*args: str, stdin: str | None = None, connect: bool = True) -> Result:
+        argv = list(args)
+        if connect:
+            argv += ["--url", baton_server.base_url, "--api-key", baton_server.api_key]
+        capsys.readouterr()
+        if stdin is not None:
+            monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        code = cli_client.main(argv)
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return run
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def wait_for(probe: Callable[[], T | None], *, timeout: float = 30.0, what: str = "it") -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.05)
+
+
+def write_definition(folder: Path, name: str, job_type: str = "cli-job") -> Path:
+    path = folder / f"{name}.json"
+    path.write_text(
+        json.dumps(
+            {
+                "name": name,
+                "description": "from the CLI tests",
+                "steps": [
+                    {"id": "work", "type": "SERVICE_TASK", "jobType": job_type, "retryCount": 1},
+                    {"id": "check", "type": "USER_TASK"},
+                ],
+            }
+        )
+    )
+    return path
+
+
+# --- definitions ---------------------------------------------------------------------------------
+
+
+def test_definitions_create_list_and_get(baton: Baton, tmp_path: Path) -> None:
+    name = unique("cli-def")
+    created = baton("definitions", "create", str(write_definition(tmp_path, name)))
+    assert created.code == 0, created.err
+    header, row = created.out.splitlines()
+    assert header.split() == ["NAME", "VERSION", "STEPS", "CREATED"]
+    assert row.split()[:3] == [name, "1", "2"]
+
+    again = baton("definitions", "create", str(write_definition(tmp_path, name)), "--json")
+    assert again.json()["version"] == 2
+
+    listed = baton("definitions", "list")
+    assert listed.code == 0
+    assert any(line.split()[:2] == [name, "2"] for line in listed.out.splitlines())
+
+    shown = baton("definitions", "get", name, "--version", "1")
+    assert shown.code == 0, shown.err
+    assert f"name:        {name}" in shown.out
+    assert "version:     1" in shown.out
+    assert any(
+        line.split()[:3] == ["work", "SERVICE_TASK", "cli-job"] for line in shown.out.splitlines()
+    )
+    assert baton("definitions", "get", name, "--json").json()["version"] == 2
+
+
+def test_definition_from_stdin(baton: Baton) -> None:
+    name = unique("cli-stdin")
+    body = json.dumps({"name": name, "steps": [{"id": "wait", "type": "USER_TASK"}]})
+    created = baton("definitions", "create", "-", "--json", stdin=body)
+    assert created.code == 0, created.err
+    assert created.json()["name"] == name
+
+
+def test_unknown_definition_is_one_line_on_stderr_and_exit_1(baton: Baton) -> None:
+    result = baton("definitions", "get", "no-such-definition")
+    assert result.code == 1
+    assert result.out == ""
+    assert result.err == "error: 404 Not found: definition 'no-such-definition' not found\n"
+
+
+def test_invalid_definition_lists_every_problem(baton: Baton, tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(
+        json.dumps({"name": "bad", "steps": [{"id": "a", "type": "NOPE"}, {"id": "a"}]})
+    )
+    result = baton("definitions", "create", str(path))
+    assert result.code == 1
+    assert result.err.startswith("error: 422 Validation failed: ")
+    assert "steps[0]" in result.err and "steps[1]" in result.err
+    assert result.err.count("\n") == 1
+
+
+def test_unreadable_file_and_bad_json_are_usage_errors(baton: Baton, tmp_path: Path) -> None:
+    missing = baton("definitions", "create", str(tmp_path / "missing.json"))
+    assert missing.code == 2
+    assert missing.err.startswith("error: the definition: cannot read")
+    (tmp_path / "broken.json").write_text("{nope")
+    broken = baton("definitions", "create", str(tmp_path / "broken.json"))
+    assert broken.code == 2
+    assert "not valid JSON" in broken.err
+
+
+# --- instances and jobs --------------------------------------------------------------------------
+
+
+def test_instances_start_get_list_and_cancel(baton: Baton, tmp_path: Path) -> None:
+    name = unique("cli-inst")
+    assert baton("definitions", "create", str(write_definition(tmp_path, name))).code == 0
+    correlation = unique("corr")
+    started = baton(
+        "instances",
+        "start",
+        name,
+        "--input",
+        '{"orderId": 7}',
+        "--correlation-id",
+        correlation,
+        "--json",
+    )
+    assert started.code == 0, started.err
+    instance = started.json()
+    assert instance["status"] == "RUNNING"
+    assert instance["input"] == {"orderId": 7}
+
+    shown = baton("instances", "get", instance["id"])
+    assert f"id:             {instance['id']}" in shown.out
+    assert "status:         RUNNING" in shown.out
+    assert any(
+        line.split()[:3] == ["work", "SERVICE_TASK", "SCHEDULED"] for line in shown.out.splitlines()
+    )
+
+    listed = baton("instances", "list", "--correlation-id", correlation, "--status", "running")
+    assert listed.code == 0, listed.err
+    rows = listed.out.splitlines()
+    assert rows[0].split()[:4] == ["ID", "DEFINITION", "VERSION", "STATUS"]
+    assert [r.split()[0] for r in rows[1:]] == [instance["id"]]
+
+    cancelled = baton("instances", "cancel", instance["id"], "--reason", "testing", "--json")
+    assert cancelled.json()["status"] == "CANCELLED"
+    twice = baton("instances", "cancel", instance["id"])
+    assert twice.code == 1
+    assert twice.err.startswith("error: 409 Conflict: ")
+
+
+def test_instance_input_must_be_a_json_object(baton: Baton) -> None:
+    result = baton("instances", "start", "whatever", "--input", "{broken")
+    assert result.code == 2
+    assert result.err.startswith("error: --input is not valid JSON")
+    assert baton("instances", "start", "whatever", "--input", "[1, 2]").code == 2
+
+
+def test_jobs_poll_claims_and_jobs_complete_settles(baton: Baton, tmp_path: Path) -> None:
+    name = unique("cli-jobs")
+    job_type = unique("cli-type")
+    assert baton("definitions", "create", str(write_definition(tmp_path, name, job_type))).code == 0
+    instance = baton("instances", "start", name, "--input", '{"n": 1}', "--json").json()
+
+    nothing = baton("jobs", "poll", "--type", unique("other-type"))
+    assert (nothing.code, nothing.out.strip()) == (0, "(none)")
+
+    polled = baton("jobs", "poll", "--type", job_type, "--max", "5", "--worker", "cli-w", "--json")
+    assert polled.code == 0, polled.err
+    [job] = polled.json()["jobs"]
+    assert (job["instanceId"], job["stepId"], job["attempt"]) == (instance["id"], "work", 1)
+
+    done = baton("jobs", "complete", job["id"], "--worker", "cli-w", "--variables", '{"ok": true}')
+    assert done.code == 0, done.err
+    assert "applied:" in done.out
+    after = baton("instances", "get", instance["id"], "--json").json()
+    assert after["variables"] == {"ok": True}
+
+    complete = baton(
+        "instances",
+        "complete-task",
+        instance["id"],
+        "check",
+        "--variables",
+        '{"by": "cli"}',
+        "--json",
+    )
+    assert complete.code == 0, complete.err
+    assert complete.json()["status"] == "COMPLETED"
+
+
+def test_jobs_poll_table_shows_the_claimed_job(baton: Baton, tmp_path: Path) -> None:
+    name = unique("cli-table")
+    job_type = unique("cli-type")
+    assert baton("definitions", "create", str(write_definition(tmp_path, name, job_type))).code == 0
+    baton("instances", "start", name)
+    polled = baton("jobs", "poll", "--type", job_type, "--worker", "table-w")
+    header, row, footer = polled.out.splitlines()
+    assert header.split()[:2] == ["ID", "TYPE"]
+    assert row.split()[1] == job_type
+    assert footer == "(claimed by worker table-w)"
+
+
+# --- queues --------------------------------------------------------------------------------------
+
+
+def test_queues_push_stats_peek_and_purge(baton: Baton) -> None:
+    queue = unique("cliq")
+    low = baton("queues", "push", queue, "--title", "later", "--body", '{"n": 1}', "--json")
+    assert low.code == 0, low.err
+    assert low.json()["status"] == "pending"
+    high = baton("queues", "push", queue, "--title", "first please", "--priority", "5")
+    assert high.code == 0
+    assert "priority:  5" in high.out
+
+    stats = baton("queues", "stats", queue)
+    assert stats.out.splitlines() == [
+        "PENDING  PROCESSING  COMPLETED  FAILED  DEAD",
+        "2        0           0          0       0",
+    ]
+
+    peeked = baton("queues", "peek", queue, "--limit", "5")
+    rows = peeked.out.splitlines()
+    assert rows[0].split() == ["ID", "PRIORITY", "RETRIES", "TITLE", "CREATED"]
+    assert [r.split()[1] for r in rows[1:]] == ["5", "0"]  # priority first
+    assert "first please" in rows[1]
+    assert len(baton("queues", "peek", queue, "--limit", "1", "--json").json()["tasks"]) == 1
+
+    purged = baton("queues", "purge", queue)
+    assert purged.out.strip() == f"deleted 2 task(s) from {queue}"
+    assert baton("queues", "stats", queue, "--json").json()["pending"] == 0
+
+
+def test_invalid_queue_name_is_refused(baton: Baton) -> None:
+    result = baton("queues", "push", "bad_name!", "--title", "x")
+    assert result.code == 1
+    assert result.err.startswith("error: 422 Validation failed: 'bad_name!' is not a valid queue")
+    assert result.err.count("is not a valid queue name") == 1
+
+
+# --- connection settings -------------------------------------------------------------------------
+
+
+def test_environment_variables_configure_the_connection(
+    baton: Baton, baton_server: CheckedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(cli_client.ENV_URL, baton_server.base_url)
+    monkeypatch.setenv(cli_client.ENV_API_KEY, baton_server.api_key)
+    result = baton("definitions", "list", "--json", connect=False)
+    assert result.code == 0, result.err
+    assert "definitions" in result.json()
+
+
+def test_missing_api_key_is_a_401(baton: Baton, baton_server: CheckedServer) -> None:
+    result = baton("definitions", "list", "--url", baton_server.base_url, connect=False)
+    assert result.code == 1
+    assert result.err.startswith("error: 401 ")
+
+
+def test_wrong_api_key_is_a_403(baton: Baton, baton_server: CheckedServer) -> None:
+    result = baton(
+        "definitions", "list", "--url", baton_server.base_url, "--api-key", "nope", connect=False
+    )
+    assert result.code == 1
+    assert result.err.startswith("error: 403 ")
+
+
+def test_unreachable_server_is_a_clear_error(baton: Baton) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    result = baton("instances", "list", "--url", url, "--api-key", "k", connect=False)
+    assert result.code == 1
+    assert result.err.startswith(f"error: cannot reach {url}: ")
+    assert result.err.count("\n") == 1
+
+
+def test_group_without_a_command_prints_its_help(baton: Baton) -> None:
+    result = baton("queues", connect=False)
+    assert result.code == 2
+    assert "push" in result.err and "purge" in result.err
+
+
+# --- worker run ----------------------------------------------------------------------------------
+
+
+def test_worker_run_drives_the_example_and_drains_on_sigint(
+    baton: Baton, baton_server: CheckedServer, tmp_path: Path
+) -> None:
+    definition = json.loads((EXAMPLE / "definition.json").read_text())
+    definition["name"] = unique("order-fulfilment")
+    (tmp_path / "def.json").write_text(json.dumps(definition))
+    assert baton("definitions", "create", str(tmp_path / "def.json")).code == 0
+
+    cmd = [sys.executable, "-m", "baton.cli_client", "worker", "run"]
+    cmd += ["examples.order_fulfilment.worker:registry", "--poll-interval", "0.05"]
+    cmd += [
+        "--url",
+        baton_server.base_url,
+        "--api-key",
+        baton_server.api_key,
+        "--worker-id",
+        "cli-worker",
+    ]
+    log_path = tmp_path / "worker.log"
+    with log_path.open("wb") as log:
+        worker = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        started = baton(
+            "instances",
+            "start",
+            definition["name"],
+            "--input",
+            f"@{EXAMPLE / 'input.json'}",
+            "--json",
+        )
+        assert started.code == 0, started.err
+        instance_id = started.json()["id"]
+
+        def waiting_for_approval() -> bool:
+            assert worker.poll() is None, log_path.read_text()
+            steps = baton("instances", "get", instance_id, "--json").json().get("steps", [])
+            return any(s["stepId"] == "approve" and s["status"] == "IN_PROGRESS" for s in steps)
+
+        wait_for(waiting_for_approval, what="the approval step")
+        approved = baton(
+            "instances",
+            "complete-task",
+            instance_id,
+            "approve",
+            "--variables",
+            '{"approvedBy": "cli"}',
+        )
+        assert approved.code == 0, approved.err
+
+        def finished() -> dict[str, Any] | None:
+            doc: dict[str, Any] = baton("instances", "get", instance_id, "--json").json()
+            return doc if doc["status"] != "RUNNING" else None
+
+        done = wait_for(finished, what="the instance to finish")
+        assert done["status"] == "COMPLETED", done
+        assert done["output"]["approvedBy"] == "cli"
+        assert {s["workerId"] for s in done["steps"] if s["type"] == "SERVICE_TASK"} == {
+            "cli-worker"
+        }
+    finally:
+        worker.send_signal(signal.SIGINT)
+        try:
+            code = worker.wait(20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            pytest.fail(f"worker did not stop on SIGINT:\n{log_path.read_text()[-3000:]}")
+    output = log_path.read_text()
+    assert code == 0, output[-3000:]
+    assert "runner stopped" in output
+    assert "job_type=charge-card" in output and "instance_id=" in output
+
+
+def test_worker_run_with_a_bad_target_is_a_usage_error(baton: Baton) -> None:
+    missing = baton("worker", "run", "no_such_module_anywhere:registry")
+    assert missing.code == 2
+    assert missing.err.startswith("error: cannot import no_such_module_anywhere")
+    wrong = baton("worker", "run", "json:dumps")
+    assert wrong.code == 2
+    assert "not a baton_worker Registry" in wrong.err
