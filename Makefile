@@ -51,6 +51,7 @@ bench: $(STAMP)
 	@$(PY) bench/queue_throughput.py
 	@$(PY) bench/handler_overhead.py
 	@$(PY) bench/sdk_throughput.py
+	@$(PY) bench/http_throughput.py
 
 layer: $(STAMP)
 	@$(PY) layers/build.py

@@ -1,0 +1,101 @@
+"""Jobs/s through the local HTTP server (``baton dev``) with several concurrent pollers, next to
+the same drain in-process through the engine library, on the same database server in one run.
+
+Pollers are plain HTTP clients in separate processes (keep-alive, ``maxJobs`` 32, one complete per
+job), so the figure measures the server side: HTTP, the API Gateway event, the Lambda handler and
+the engine. The last line prints the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from typing import Any
+
+import _common as c
+import sdk_throughput as sdk
+
+
+def _poller(
+    url: str, key: str, job_type: str, batch: int, start: Any, out: Any, k: int, ppid: int
+) -> None:
+    def body() -> None:
+        import httpx
+
+        c.wait_for(start, ppid)
+        done = 0
+        t0 = time.perf_counter()
+        with httpx.Client(base_url=url, headers={"x-api-key": key}, timeout=30) as client:
+            empty = 0
+            while empty < 5:
+                jobs = client.post(
+                    "/v1/jobs/poll",
+                    json={"workerId": f"p{k}", "jobTypes": [job_type], "maxJobs": batch},
+                ).json()["jobs"]
+                if not jobs:
+                    empty += 1
+                    time.sleep(0.01)
+                    continue
+                empty = 0
+                for j in jobs:
+                    r = client.post(
+                        "/v1/jobs/complete", json={"jobId": j["id"], "workerId": f"p{k}"}
+                    )
+                    if r.status_code != 200 or not r.json()["applied"]:
+                        raise c.BenchError(f"complete failed: {r.status_code} {r.text}")
+                    done += 1
+        out.put(("done", k, done, time.perf_counter() - t0))
+
+    c.worker_entry(body, out, k)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="jobs/s through the local HTTP server")
+    parser.add_argument("--jobs", type=int, default=3000)
+    parser.add_argument("--pollers", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--database-url", default=None)
+    args = parser.parse_args()
+    with c.postgres_server(args.database_url) as server, c.fresh_database(server, "http") as url:
+        with sdk.dev_server(url) as dev:
+            job_type = name = "bench-http"
+            sdk.start_instances(url, name, job_type, args.jobs)
+            start, out = c.SPAWN.Event(), c.SPAWN.Queue()
+            argv = [
+                (dev.url, dev.api_key, job_type, args.batch, start, out, k, os.getpid())
+                for k in range(args.pollers)
+            ]
+            with c.spawned(_poller, argv, "http-poller"):
+                time.sleep(0.5)  # let the children import before the clock starts
+                c.log(f"{args.pollers} HTTP pollers drain {args.jobs:,} jobs")
+                t0 = time.perf_counter()
+                start.set()
+                total = 0
+                for _ in range(args.pollers):
+                    msg = out.get(timeout=900)
+                    if msg[0] == "error":
+                        raise c.BenchError(msg[2])
+                    total += msg[2]
+                # The pollers stop after 5 empty polls: take the time of the last completion.
+                seconds = time.perf_counter() - t0
+            sdk.verify(url, name, job_type, args.jobs)
+            http_rate = c.rate(total, seconds - 5 * 0.01)
+        engine = sdk.engine_phase(
+            url, argparse.Namespace(jobs=args.jobs, batch=args.batch, timeout=600)
+        )
+    print()
+    print(
+        c.table(
+            ["path", "jobs", "jobs/s"],
+            [
+                [f"HTTP, {args.pollers} pollers", f"{total:,}", c.fmt_num(http_rate)],
+                ["in-process engine, 1 worker", f"{args.jobs:,}", c.fmt_num(engine.per_second)],
+            ],
+        )
+    )
+    print(f"http/in-process ratio: {http_rate / engine.per_second:.2f}")
+
+
+if __name__ == "__main__":
+    main()
