@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self, TypeVar
 
 import httpx
 import psycopg
@@ -205,7 +205,7 @@ class LocalServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> LocalServer:
+    def start(self) -> Self:
         ours = (*env_names.ALL_ENV_VARS, *env_names.LOCAL_ENV_VARS)
         env = {k: v for k, v in os.environ.items() if k not in ours}
         env.update(
@@ -310,12 +310,27 @@ def local_server(
     e2e_database_url: str | None,
 ) -> Iterator[LocalServer]:
     """One server for the session, on the fake functions; stopping it must exit 0."""
-    base = tmp_path_factory.mktemp("local-server")
-    server = LocalServer(
+    yield from _session_server(
+        LocalServer, tmp_path_factory, "local-server", fake_functions_dir, e2e_database_url
+    )
+
+
+S = TypeVar("S", bound=LocalServer)
+
+
+def _session_server(
+    cls: type[S],
+    tmp_path_factory: pytest.TempPathFactory,
+    name: str,
+    functions_dir: Path | None,
+    database_url: str | None,
+) -> Iterator[S]:
+    base = tmp_path_factory.mktemp(name)
+    server = cls(
         data_dir=base / "data",
-        functions_dir=fake_functions_dir,
+        functions_dir=functions_dir,
         log_path=base / "server.log",
-        database_url=e2e_database_url,
+        database_url=database_url,
     ).start()
     yield server
     code = server.stop()
@@ -371,13 +386,6 @@ def baton_server(
     tmp_path_factory: pytest.TempPathFactory, e2e_database_url: str | None
 ) -> Iterator[CheckedServer]:
     """One ``baton dev`` on the real functions for the session; stopping it must exit 0."""
-    base = tmp_path_factory.mktemp("baton-server")
-    server = CheckedServer(
-        data_dir=base / "data",
-        functions_dir=None,
-        log_path=base / "server.log",
-        database_url=e2e_database_url,
-    ).start()
-    yield server
-    code = server.stop()
-    assert code == 0, f"baton dev exited with {code}:\n{server.output()}"
+    yield from _session_server(
+        CheckedServer, tmp_path_factory, "baton-server", None, e2e_database_url
+    )
