@@ -180,3 +180,22 @@ def test_migrate_custom_resource_applies_and_reports(lambda_env: None) -> None:
     assert load_function("migrate").handler(delete, FakeContext()) == {
         "PhysicalResourceId": "baton-schema"
     }
+
+
+def test_a_lost_connection_is_reopened_on_the_next_invocation(
+    invoke: Invoke, database_url: str
+) -> None:
+    import psycopg
+
+    assert invoke("definitions", "GET", "/v1/definitions")[0] == 200
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        killed = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert killed is not None and killed[0] >= 1
+    # The request that meets the dead connection is refused as retryable, never a 500...
+    status = invoke("definitions", "GET", "/v1/definitions")[0]
+    assert status in (200, 503)
+    # ...and the next one runs on a fresh connection.
+    assert invoke("definitions", "GET", "/v1/definitions")[0] == 200

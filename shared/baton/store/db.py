@@ -115,7 +115,7 @@ class PooledConnections:
                 "connect_timeout": 5,
             },
             open=False,
-            timeout=10,
+            timeout=3,  # an API answers 503 quickly rather than hang when the database is gone
             # No check on checkout: it costs a round trip per unit of work. A connection that
             # broke is discarded by the pool when it comes back in a bad state.
         )
@@ -130,6 +130,11 @@ class PooledConnections:
                 yield conn
         except PoolTimeout as e:
             raise Unavailable(f"no database connection available: {_first_line(e)}") from e
+        except (psycopg.OperationalError, Unavailable):
+            # The server went away (restart, failover): the pool's other idle connections are
+            # most likely dead too. Drop them now so the next request gets a live one.
+            self._pool.check()
+            raise
 
     def close(self) -> None:
         self._pool.close()
