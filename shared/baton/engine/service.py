@@ -18,7 +18,6 @@ from typing import Any, Literal, TypeVar
 from psycopg.types.json import Jsonb
 
 from baton.definitions import (
-    JOB_TYPE_PATTERN,
     ServiceTaskStep,
     TaskDef,
     WorkflowDefinition,
@@ -26,7 +25,7 @@ from baton.definitions import (
     parse_task_def,
 )
 from baton.engine import views
-from baton.engine.decide import RUNNING, Decider, InstanceState
+from baton.engine.decide import RUNNING, AuditEvent, Decider, InstanceState
 from baton.engine.plan import Plan, PlanCache, job_types
 from baton.errors import (
     Conflict,
@@ -34,6 +33,7 @@ from baton.errors import (
     InstanceNotFound,
     JobNotFound,
     LeaseNotHeld,
+    NotFound,
     PayloadTooLarge,
     Problem,
     StaleVersion,
@@ -112,25 +112,32 @@ class Engine:
         definition = parse_definition(raw)
         body = definition.model_dump_json(by_alias=True, exclude_none=True, exclude={"version"})
 
-        def work(conn: Conn) -> dict[str, Any]:
-            params = {
-                "name": definition.name,
-                "version": definition.version,
-                "body": body,
-                "trigger_queue": definition.trigger_queue(),
-            }
-            if definition.version is None:
-                conn.execute(defs_sql.LOCK_NAME, params)
-                row = conn.execute(defs_sql.INSERT_NEXT_VERSION, params).fetchone()
-            else:
-                row = conn.execute(defs_sql.INSERT_VERSION, params).fetchone()
+        params = {
+            "name": definition.name,
+            "version": definition.version,
+            "body": body,
+            "trigger_queue": definition.trigger_queue(),
+        }
+        if definition.version is not None:
+            row = self.db.autocommit(
+                lambda c: c.execute(defs_sql.INSERT_VERSION, params).fetchone()
+            )
             if row is None:
                 raise Conflict(
                     f"definition {definition.name} version {definition.version} already exists"
                 )
-            return views.definition({**row, "body": json.loads(body)})
-
-        return self.db.transaction(work)
+        else:
+            # Next version = max + 1; two registrations racing for the same number meet on the
+            # primary key and the loser takes the next one (no lock: RDS Proxy-friendly).
+            for _ in range(20):
+                row = self.db.autocommit(
+                    lambda c: c.execute(defs_sql.INSERT_NEXT_VERSION, params).fetchone()
+                )
+                if row is not None:
+                    break
+            else:
+                raise Conflict(f"too many concurrent registrations of {definition.name}")
+        return views.definition({**row, "body": json.loads(body)})
 
     def get_definition(self, name: str, version: int | None = None) -> dict[str, Any]:
         return views.definition(self._definition_row(name, version))
@@ -180,7 +187,7 @@ class Engine:
             lambda c: c.execute(defs_sql.GET_TASK_DEF, {"name": name}).fetchone()
         )
         if row is None:
-            raise DefinitionNotFound(f"taskdef {name}")
+            raise NotFound("task definition", name)
         return views.task_def(row)
 
     def list_task_defs(self, limit: int = 50, page_token: str | None = None) -> dict[str, Any]:
@@ -520,7 +527,7 @@ class Engine:
             decider = Decider(
                 plan, state, lambda sid: inst_sql.latest_output(conn, iid, sid), row["now"]
             )
-            decider.changes.audit.append(_audit(event, {"stepId": step_id}))
+            decider.changes.audit.append(AuditEvent(event, None, {"stepId": step_id}))
             decider.step_completed(step_id, step_row["id"], output)
             inst_sql.write(conn, state, decider.changes, new_instance=False)
             self._report(decider)
@@ -705,7 +712,7 @@ class Engine:
             state = inst_sql.state_from_row(row)
             decider = Decider(plan, state, lambda _sid: None, row["now"])
             if plan.definition.timeout_policy == "ALERT_ONLY":
-                decider.changes.audit.append(_audit("INSTANCE_TIMEOUT_ALERT", None))
+                decider.changes.audit.append(AuditEvent("INSTANCE_TIMEOUT_ALERT"))
                 decider.changes.instance_changed = True
                 decider.changes.count("InstancesTimedOutAlert")
                 state.clear_timeout = True
@@ -720,12 +727,6 @@ class Engine:
     def _report(self, decider: Decider) -> None:
         for name, value in decider.changes.counters.items():
             self.metrics.add(name, value)
-
-
-def _audit(event: str, detail: dict[str, Any] | None) -> Any:
-    from baton.engine.decide import AuditEvent
-
-    return AuditEvent(event, None, detail)
 
 
 def _page(key: str, items: list[dict[str, Any]], token: str | None) -> dict[str, Any]:
@@ -747,4 +748,4 @@ def _decode_token(token: str) -> list[str]:
     return raw.split("\x1f")
 
 
-__all__ = ["JOB_TYPE_PATTERN", "Engine", "completion_verdict", "failure_verdict"]
+__all__ = ["Engine", "completion_verdict", "failure_verdict"]

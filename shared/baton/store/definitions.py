@@ -6,6 +6,7 @@ INSERT_NEXT_VERSION = """
 INSERT INTO definition (name, version, body, trigger_queue)
 SELECT %(name)s, coalesce(max(version), 0) + 1, %(body)s::jsonb, %(trigger_queue)s
   FROM definition WHERE name = %(name)s
+ON CONFLICT (name, version) DO NOTHING
 RETURNING name, version, created_at
 """
 
@@ -15,9 +16,6 @@ VALUES (%(name)s, %(version)s, %(body)s::jsonb, %(trigger_queue)s)
 ON CONFLICT (name, version) DO NOTHING
 RETURNING name, version, created_at
 """
-
-# Serializes version assignment per name (transaction-scoped, so RDS Proxy does not pin).
-LOCK_NAME = "SELECT pg_advisory_xact_lock(hashtextextended(%(name)s, 7))"
 
 GET_VERSION = """
 SELECT name, version, body, created_at FROM definition
