@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -10,7 +11,7 @@ T = TypeVar("T")
 
 
 def wait_until(
-    probe: Callable[[], T | None], *, timeout: float = 10.0, interval: float = 0.02, what: str = ""
+    probe: Callable[[], T | None], *, timeout: float = 30.0, interval: float = 0.02, what: str = ""
 ) -> T:
     """Call ``probe`` until it returns something truthy; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
@@ -29,3 +30,8 @@ def service_step(step_id: str, job_type: str, **extra: Any) -> dict[str, Any]:
 
 def one_step(name: str, job_type: str = "work", **extra: Any) -> dict[str, Any]:
     return {"name": name, "steps": [service_step("only", job_type, **extra)]}
+
+
+def unique(prefix: str) -> str:
+    """A name no other test of this run uses (the e2e servers are shared by a session)."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"

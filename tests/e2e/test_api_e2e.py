@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -12,17 +11,14 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import CheckedServer
+from tests.helpers import unique
 
 pytestmark = [pytest.mark.e2e]
 
 
-def _unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
 def test_readme_walkthrough(baton_server: CheckedServer) -> None:
     s = baton_server
-    name = _unique("order-fulfilment")
+    name = unique("order-fulfilment")
     definition = {
         "name": name,
         "steps": [
@@ -130,7 +126,7 @@ def test_every_error_status_over_http(baton_server: CheckedServer) -> None:
     _problem(s.request("GET", "/v1/instances/6d0c3f0e-0000-4000-8000-000000000000"), 404)
     _problem(s.request("GET", "/v1/no/such/route"), 404)
     _problem(s.request("DELETE", "/v1/definitions"), 405)
-    name = _unique("dup")
+    name = unique("dup")
     s.request(
         "POST",
         "/v1/definitions",
@@ -164,7 +160,7 @@ def test_every_error_status_over_http(baton_server: CheckedServer) -> None:
 
 def test_concurrent_pollers_over_http_never_share_a_live_job(baton_server: CheckedServer) -> None:
     s = baton_server
-    name = _unique("par")
+    name = unique("par")
     job_type = f"{name}-job"
     s.request(
         "POST",
@@ -224,7 +220,7 @@ def test_queue_trigger_e2e_priority_order_and_dead_letter(baton_server: CheckedS
     """Three tasks of different priorities; the worker fails one of them every time. The other
     two complete in priority order; the failing one ends dead after its retries."""
     s = baton_server
-    queue = _unique("reports")
+    queue = unique("reports")
     job_type = f"{queue}-handle"
     for title, priority in [("low", 1), ("poison", 5), ("high", 9)]:
         r = s.request(

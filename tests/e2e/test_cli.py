@@ -8,8 +8,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +17,8 @@ import pytest
 from baton import cli_client
 
 from tests.e2e.conftest import CheckedServer, free_port
+from tests.helpers import unique
+from tests.helpers import wait_until as wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -60,21 +60,6 @@ def baton(
         return Result(code, captured.out, captured.err)
 
     return run
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def wait_for(probe: Callable[[], T | None], *, timeout: float = 30.0, what: str = "it") -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.05)
 
 
 def write_definition(folder: Path, name: str, job_type: str = "cli-job") -> Path:

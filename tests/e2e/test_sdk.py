@@ -12,7 +12,6 @@ import sys
 import textwrap
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -35,6 +34,8 @@ from baton_worker import (
 from baton_worker.types import Instance
 
 from tests.e2e.conftest import CheckedServer, free_port
+from tests.helpers import unique
+from tests.helpers import wait_until as wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -98,22 +99,6 @@ def runners() -> Iterator[Callable[..., Runner]]:
 
 
 # --- helpers -------------------------------------------------------------------------------------
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def wait_for(probe: Callable[[], T | None], *, timeout: float = 30.0, what: str = "condition") -> T:
-    """Poll ``probe`` until it returns something truthy; fail with ``what`` at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.05)
 
 
 def wait_status(client: BatonClient, instance_id: str, *statuses: str) -> Instance:
