@@ -45,7 +45,7 @@ from baton.settings import EngineSettings
 from baton.store import definitions as defs_sql
 from baton.store import instances as inst_sql
 from baton.store import jobs as jobs_sql
-from baton.store.db import Conn, Database, first_in_transaction
+from baton.store.db import RETRYABLE, Conn, Database, first_in_transaction
 
 log = logging.getLogger("baton.engine")
 
@@ -653,7 +653,7 @@ class Engine:
 
         try:
             return self.db.autocommit(optimistic)
-        except StaleVersion:
+        except (StaleVersion, *RETRYABLE):
             return self.db.transaction(locked, explicit_begin=True)
 
     def heartbeat(self, job_id: str, worker_id: str) -> dict[str, Any]:

@@ -35,7 +35,8 @@ Conn = psycopg.Connection[dict[str, Any]]
 # Raised by the instance fencing trigger (migration 0001) when a write carries a stale version.
 STALE_VERSION_SQLSTATE = "BT409"
 # Serialization failures and deadlocks: the transaction is safe to run again from the start.
-_RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
+RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
+_RETRYABLE = RETRYABLE
 MAX_ATTEMPTS = 5
 
 
@@ -201,7 +202,7 @@ class Database:
                     and not conn.broken
                     and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
                 ):
-                    conn.execute(b"ROLLBACK")
+                    conn.execute(b"ROLLBACK", prepare=False)
                 raise
             finally:
                 if not conn.closed and not conn.broken:
@@ -221,7 +222,7 @@ def first_in_transaction(
     """
     with conn.pipeline():
         if conn.autocommit:
-            conn.execute(b"BEGIN")
+            conn.execute(b"BEGIN", prepare=False)
         cur = conn.execute(query, params)
     return cur.fetchone()
 
@@ -232,7 +233,7 @@ def _finish(conn: Conn, command: bytes) -> None:
     if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
         return
     if conn.autocommit:
-        conn.execute(command)
+        conn.execute(command, prepare=False)
     elif command == b"COMMIT":
         conn.commit()
     else:

@@ -208,18 +208,20 @@ def write(
     wrap = not in_transaction and not combine and len(pieces) > 1
     with conn.pipeline():
         cur = conn.cursor()
+        # Never prepared: a statement the server skips after an error in this pipeline would
+        # leave psycopg believing it had been prepared.
         if wrap:
-            cur.execute(b"BEGIN")
+            cur.execute(b"BEGIN", prepare=False)
         if combine:
             query, params = _combined(pieces)
             cur.execute(query, params)
         else:
             for sql, params in pieces:
-                cur.execute(sql.encode(), params)
+                cur.execute(sql.encode(), params, prepare=False)
         if wrap or (in_transaction and commit):
             # COMMIT travels in this pipeline's one Sync (conn.commit() here would add a second,
             # empty round trip when the pipeline block closes).
-            cur.execute(b"COMMIT")
+            cur.execute(b"COMMIT", prepare=False)
 
 
 Piece = tuple[str, dict[str, Any]]
@@ -253,6 +255,25 @@ def _pieces(
     out: list[Piece] = []
     if insert is not None:
         out.append((INSERT_INSTANCE, insert))
+    # The fenced instance update goes first: it takes the instance row lock before any job or
+    # step row (the order every other path uses, so no deadlock), and a stale decision fails
+    # before it has written anything.
+    if changes.instance_changed and not (new_instance and inst.status == "RUNNING"):
+        out.append(
+            (
+                UPDATE_INSTANCE,
+                {
+                    "id": iid,
+                    "status": inst.status,
+                    "variables": Jsonb(inst.variables),
+                    "output": _json(inst.output),
+                    "reason": inst.reason,
+                    "expected": inst.version,
+                    "clear_timeout": inst.clear_timeout,
+                },
+            )
+        )
+        inst.version += 1
     for s in changes.new_steps:
         out.append(
             (
@@ -305,22 +326,6 @@ def _pieces(
     if changes.cancel_open_work:
         out.append((jobs.CANCEL_OPEN_FOR_INSTANCE, {"instance_id": iid}))
         out.append((CANCEL_OPEN_STEPS, {"instance_id": iid}))
-    if changes.instance_changed and not (new_instance and inst.status == "RUNNING"):
-        out.append(
-            (
-                UPDATE_INSTANCE,
-                {
-                    "id": iid,
-                    "status": inst.status,
-                    "variables": Jsonb(inst.variables),
-                    "output": _json(inst.output),
-                    "reason": inst.reason,
-                    "expected": inst.version,
-                    "clear_timeout": inst.clear_timeout,
-                },
-            )
-        )
-        inst.version += 1
     if changes.audit:
         out.append(
             (
