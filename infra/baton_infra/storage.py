@@ -6,11 +6,23 @@ rule. The log archive receives the payload bucket's server access logs and the V
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Duration
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from baton_infra.config import DeployConfig
+
+# Every bucket of the stack: private, encrypted at rest (SSE-S3: server access log delivery
+# supports no SSE-KMS), TLS 1.2+ only, no ACLs.
+PRIVATE_BUCKET: dict[str, Any] = {
+    "block_public_access": s3.BlockPublicAccess.BLOCK_ALL,
+    "encryption": s3.BucketEncryption.S3_MANAGED,
+    "enforce_ssl": True,
+    "minimum_tls_version": 1.2,
+    "object_ownership": s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+}
 
 
 class LogArchive(Construct):
@@ -22,12 +34,7 @@ class LogArchive(Construct):
         self.bucket = s3.Bucket(
             self,
             "Bucket",
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            # Server access log delivery supports SSE-S3 only, not SSE-KMS.
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            minimum_tls_version=1.2,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            **PRIVATE_BUCKET,
             lifecycle_rules=[
                 s3.LifecycleRule(
                     id="expire-logs",
@@ -51,11 +58,7 @@ class PayloadStore(Construct):
         self.bucket = s3.Bucket(
             self,
             "Bucket",
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            minimum_tls_version=1.2,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            **PRIVATE_BUCKET,
             server_access_logs_bucket=log_bucket,
             server_access_logs_prefix="s3-access/payloads/",
             lifecycle_rules=[

@@ -36,7 +36,6 @@ Conn = psycopg.Connection[dict[str, Any]]
 STALE_VERSION_SQLSTATE = "BT409"
 # Serialization failures and deadlocks: the transaction is safe to run again from the start.
 RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
-_RETRYABLE = RETRYABLE
 MAX_ATTEMPTS = 5
 
 
@@ -183,7 +182,7 @@ class Database:
                         if explicit_begin and not conn.closed and not conn.broken:
                             conn.autocommit = False
                     return result
-            except _RETRYABLE:
+            except RETRYABLE:
                 if attempt == MAX_ATTEMPTS:
                     raise Conflict("too much contention; try again") from None
                 log.info("transaction retried after a deadlock/serialization failure")
@@ -247,7 +246,7 @@ _UNAVAILABLE = (psycopg.OperationalError, pg_errors.AdminShutdown, pg_errors.Can
 def _translated() -> Iterator[None]:
     try:
         yield
-    except _RETRYABLE:
+    except RETRYABLE:
         raise
     except psycopg.Error as e:
         if e.sqlstate == STALE_VERSION_SQLSTATE:

@@ -43,7 +43,6 @@ RETURNING name, body, created_at, updated_at, (xmax = 0) AS created
 
 GET_TASK_DEF = "SELECT name, body, created_at, updated_at FROM task_def WHERE name = %(name)s"
 
-TASK_DEFS_NAMED = "SELECT name, body FROM task_def WHERE name = ANY(%(names)s)"
 
 LIST_TASK_DEFS = """
 SELECT name, body, created_at, updated_at FROM task_def

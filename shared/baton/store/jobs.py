@@ -84,7 +84,7 @@ SELECT c.*, s.step_id
 
 _JOB_WITH_INSTANCE = """
 SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.previous_worker_ids,
-       j.lock_expires_at > now() AS lease_live, j.attempt, j.retries_remaining,
+       j.attempt, j.retries_remaining,
        j.step_execution_id, s.step_id,
        i.id, i.definition_name, i.status, i.version, i.input, i.variables, i.correlation_id,
        i.snapshot_id, i.queue_task_id, now() AS now
