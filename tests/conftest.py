@@ -25,6 +25,9 @@ from baton.store import migrations  # noqa: E402
 from baton.store.db import Database  # noqa: E402
 from baton.store.embedded import EmbeddedPostgres  # noqa: E402
 
+# Local-server fixtures (``baton dev`` subprocesses) for the e2e and SDK suites.
+pytest_plugins = ["tests.support.servers"]
+
 
 def _worker() -> str:
     return os.environ.get("PYTEST_XDIST_WORKER", "main")

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import CheckedServer
-from tests.helpers import unique
+from tests.support.helpers import unique
+from tests.support.servers import CheckedServer
 
 pytestmark = [pytest.mark.e2e]
 

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 if TYPE_CHECKING:
-    from conftest import LocalServer  # tests/e2e/conftest.py
+    from tests.support.servers import LocalServer
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]

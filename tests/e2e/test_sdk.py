@@ -33,9 +33,9 @@ from baton_worker import (
 )
 from baton_worker.types import Instance
 
-from tests.e2e.conftest import CheckedServer, free_port
-from tests.helpers import unique
-from tests.helpers import wait_until as wait_for
+from tests.support.helpers import unique
+from tests.support.helpers import wait_until as wait_for
+from tests.support.servers import CheckedServer, free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 

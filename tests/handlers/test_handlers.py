@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from baton.routes import ROUTES, api_functions
 
-from tests.handlers.conftest import EVENTS, FakeContext, Invoke, load_function
+from tests.support.lambda_events import EVENTS, FakeContext, Invoke, load_function
 
 DEFINITION = {
     "name": "order",
@@ -153,7 +153,7 @@ def test_database_unreachable_is_503_with_retry_after(
 
     monkeypatch.setenv("DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none?connect_timeout=1")
     runtime.reset()
-    from tests.handlers.conftest import api_event
+    from tests.support.lambda_events import api_event
 
     response = load_function("jobs").handler(
         api_event("POST", "/v1/jobs/poll", body={"workerId": "w", "jobTypes": ["a"]}),

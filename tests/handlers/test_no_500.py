@@ -11,7 +11,7 @@ from baton.routes import ROUTES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.handlers.conftest import Invoke
+from tests.support.lambda_events import Invoke
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from tests.handlers.conftest import Invoke
+from tests.support.lambda_events import Invoke
 
 
 def test_push_dequeue_ack_stats_peek_purge(invoke: Invoke) -> None:

@@ -4,7 +4,7 @@ import pytest
 from baton.engine.service import Engine
 from baton.errors import Conflict, DefinitionNotFound, ValidationFailed
 
-from tests.helpers import one_step
+from tests.support.helpers import one_step
 
 
 def test_registration_assigns_the_next_version(engine: Engine) -> None:

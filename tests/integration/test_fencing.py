@@ -11,7 +11,7 @@ from baton.store import instances as inst_sql
 from baton.store.db import Conn, Database
 from psycopg.types.json import Jsonb
 
-from tests.helpers import one_step
+from tests.support.helpers import one_step
 
 
 def _write_with_version(db: Database, instance_id: str, expected: int) -> None:

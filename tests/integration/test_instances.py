@@ -8,7 +8,7 @@ import pytest
 from baton.engine.service import Engine
 from baton.errors import Conflict, InstanceNotFound, StepNotFound, ValidationFailed
 
-from tests.helpers import one_step, service_step
+from tests.support.helpers import one_step, service_step
 
 
 def _drain(engine: Engine, job_type: str, output: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from baton.errors import Conflict, JobNotFound, LeaseNotHeld, ValidationFailed
 from baton.settings import EngineSettings
 from baton.store.db import Database
 
-from tests.helpers import one_step, wait_until
+from tests.support.helpers import one_step, wait_until
 
 
 def _start_many(engine: Engine, n: int, name: str = "flow") -> list[str]:

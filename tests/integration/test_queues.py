@@ -15,7 +15,7 @@ from baton.errors import Conflict, NotFound, ValidationFailed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import wait_until
+from tests.support.helpers import wait_until
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from google.protobuf import json_format
 from openapi_spec_validator import validate
 from pydantic import BaseModel
 
-from tests.proto_contract import RESPONSES, message, parse
+from tests.support.proto_contract import RESPONSES, message, parse
 
 # (model, message[, fields the proto takes from the path rather than the body])
 PAIRS: list[Any] = [

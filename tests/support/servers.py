@@ -1,18 +1,19 @@
-"""End-to-end fixtures: ``baton dev`` started as a real subprocess and driven over HTTP.
+"""Local servers for end-to-end tests: ``baton dev`` started as a real subprocess, driven over
+HTTP. A pytest plugin (registered by ``tests/conftest.py``), so every suite can use its fixtures.
 
-Until the real handlers exist, most tests run the server on a folder of small fake functions
-(written below) that exercise what the runtime promises: events as API Gateway sends them, the
-database URL and S3 endpoint in the environment, errors mapped, the timer ticking.
+Some tests run the server on ``fake_functions/``, small handlers that exercise what the runtime
+promises (events as API Gateway sends them, the database URL and S3 endpoint in the environment,
+errors mapped, the timer ticking); the rest run it on the real functions.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
-import textwrap
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,159 +28,10 @@ from baton import settings as env_names
 from psycopg.conninfo import make_conninfo
 
 ROOT = Path(__file__).resolve().parents[2]
+FAKE_FUNCTIONS = Path(__file__).resolve().parent / "fake_functions"
 TEST_API_KEY = "e2e-test-key-0123456789"
 START_TIMEOUT_SECONDS = 60.0
 STOP_TIMEOUT_SECONDS = 30.0
-
-FAKE_DEFINITIONS = '''
-"""Fake definitions function: a Powertools REST resolver, like the real ones."""
-from __future__ import annotations
-
-import json
-import os
-
-import psycopg
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-
-from baton import settings
-
-app = APIGatewayRestResolver()
-
-
-def _db() -> psycopg.Connection:
-    conn = psycopg.connect(os.environ[settings.ENV_DATABASE_URL], autocommit=True)
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS fake_definition (name text PRIMARY KEY, body jsonb NOT NULL)"
-    )
-    return conn
-
-
-@app.post("/v1/definitions")
-def register():
-    body = app.current_event.json_body
-    with _db() as conn:
-        conn.execute(
-            "INSERT INTO fake_definition VALUES (%s, %s) "
-            "ON CONFLICT (name) DO UPDATE SET body = excluded.body",
-            (body["name"], json.dumps(body)),
-        )
-    return Response(201, "application/json", json.dumps(body))
-
-
-@app.get("/v1/definitions/<name>")
-def latest(name: str):
-    with _db() as conn:
-        row = conn.execute("SELECT body FROM fake_definition WHERE name = %s", (name,)).fetchone()
-    if row is None:
-        return Response(404, "application/problem+json", json.dumps({"status": 404}))
-    return row[0]
-
-
-def _echo():
-    ctx = app.lambda_context
-    return {
-        "event": app.current_event.raw_event,
-        "context": {
-            "function_name": ctx.function_name,
-            "function_version": ctx.function_version,
-            "invoked_function_arn": ctx.invoked_function_arn,
-            "memory_limit_in_mb": ctx.memory_limit_in_mb,
-            "aws_request_id": ctx.aws_request_id,
-            "log_group_name": ctx.log_group_name,
-            "log_stream_name": ctx.log_stream_name,
-            "remaining_ms": ctx.get_remaining_time_in_millis(),
-        },
-        "env": {
-            name: os.environ.get(name)
-            for name in (
-                settings.ENV_STAGE,
-                settings.ENV_S3_ENDPOINT,
-                settings.ENV_PAYLOAD_BUCKET,
-                settings.ENV_DATABASE_URL,
-            )
-        },
-        "module": __name__,
-    }
-
-
-app.get("/v1/taskdefs/<name>")(lambda name: _echo())
-app.put("/v1/taskdefs/<name>")(lambda name: _echo())
-
-
-@app.get("/v1/taskdefs")
-def binary():
-    return Response(200, "application/octet-stream", bytes(range(256)))
-
-
-def handler(event, context):
-    return app.resolve(event, context)
-'''
-
-FAKE_INSTANCES = '''
-"""Fake instances function: a bare handler that misbehaves on purpose."""
-from __future__ import annotations
-
-import json
-import time
-
-
-def handler(event, context):
-    route = (event["httpMethod"], event["resource"])
-    if route == ("POST", "/v1/instances"):
-        raise RuntimeError("this handler always raises")
-    if route == ("GET", "/v1/instances"):
-        return {"statusCode": 200, "body": {"not": "a string"}}
-    if route == ("GET", "/v1/instances/{id}"):
-        time.sleep(float(event["pathParameters"]["id"]))
-        return {"statusCode": 200, "body": json.dumps({"module": __name__})}
-    return {
-        "statusCode": 200,
-        "headers": {"X-Single": "one", "Content-Type": "text/plain"},
-        "multiValueHeaders": {"X-Multi": ["a", "b"]},
-        "body": event["body"] or "",
-    }
-'''
-
-FAKE_TICK = '''
-"""Fake scheduled function: records each scheduled event{extra_doc}."""
-from __future__ import annotations
-
-import json
-import os
-
-import psycopg
-
-from baton import settings
-
-
-def handler(event, context):
-    with psycopg.connect(os.environ[settings.ENV_DATABASE_URL], autocommit=True) as conn:
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS fake_tick (function text NOT NULL, event jsonb NOT NULL)"
-        )
-        conn.execute(
-            "INSERT INTO fake_tick VALUES (%s, %s)", (context.function_name, json.dumps(event))
-        )
-    {extra_code}
-'''
-
-
-def write_fake_functions(folder: Path) -> Path:
-    """The fake ``functions/`` folder. ``jobs`` is left without a handler on purpose."""
-    sources = {
-        "definitions": FAKE_DEFINITIONS,
-        "instances": FAKE_INSTANCES,
-        "reaper": FAKE_TICK.format(extra_doc="", extra_code="return None"),
-        "sweeper": FAKE_TICK.format(
-            extra_doc=" and then fails",
-            extra_code='raise RuntimeError("the sweeper fails after recording")',
-        ),
-    }
-    for name, source in sources.items():
-        (folder / name).mkdir(parents=True, exist_ok=True)
-        (folder / name / "handler.py").write_text(textwrap.dedent(source).lstrip())
-    (folder / "jobs").mkdir(exist_ok=True)
-    return folder
 
 
 def free_port() -> int:
@@ -298,9 +150,16 @@ def e2e_database_url() -> Iterator[str | None]:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def copy_fake_functions(folder: Path) -> Path:
+    """A ``functions/`` folder of the fake handlers; ``jobs`` is left without one on purpose."""
+    shutil.copytree(FAKE_FUNCTIONS, folder, dirs_exist_ok=True)
+    (folder / "jobs").mkdir(exist_ok=True)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def fake_functions_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_fake_functions(tmp_path_factory.mktemp("functions"))
+    return copy_fake_functions(tmp_path_factory.mktemp("functions"))
 
 
 @pytest.fixture(scope="session")
@@ -375,7 +234,7 @@ class CheckedServer(LocalServer):
         response = super().request(method, path, json=json, headers=headers, **kwargs)
         ctype = response.headers.get("content-type", "")
         if "json" in ctype and response.content:
-            from tests.proto_contract import check_response
+            from tests.support.proto_contract import check_response
 
             check_response(method, path, response.status_code, response.json())
         return response

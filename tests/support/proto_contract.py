@@ -16,7 +16,7 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROTO = ROOT / "proto" / "workflow" / "v1" / "engine.proto"
 
 # (method, route path) -> message of the success response body
