@@ -28,7 +28,13 @@ def complete() -> Any:
 def fail() -> Any:
     req = api.body(m.FailJobRequest)
     api.logger.append_keys(job_id=req.job_id)
-    result = api.engine().fail_job(req.job_id, req.worker_id, req.error_message, req.retryable)
+    result = api.engine().fail_job(
+        req.job_id,
+        req.worker_id,
+        req.error_message,
+        req.retryable,
+        next_retry_delay_seconds=req.next_retry_delay_seconds,
+    )
     return api.ok(result)
 
 

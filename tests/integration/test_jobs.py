@@ -267,6 +267,17 @@ def test_retry_is_claimable_only_after_its_delay(engine: Engine) -> None:
     assert engine.get_instance(inst["id"])["steps"][0]["attempt"] == 2
 
 
+def test_a_worker_may_choose_the_delay_of_its_retry(engine: Engine) -> None:
+    engine.register_definition(one_step("flow", retryCount=2, retryDelaySeconds=3600))
+    engine.start_instance(definition_name="flow")
+    job = engine.poll("w", ["work"], 1)[0]
+    result = engine.fail_job(job["id"], "w", "rate limited", next_retry_delay_seconds=0)
+    assert result["status"] == "RETRY_SCHEDULED"
+    # Due at once instead of in an hour: the next poll gets attempt 2.
+    again = engine.poll("w", ["work"], 1)
+    assert [j["attempt"] for j in again] == [2]
+
+
 @pytest.mark.parametrize(
     ("logic", "expected"),
     [("FIXED", ["0", "0", "0"]), ("LINEAR_BACKOFF", ["0", "0", "0"])],

@@ -13,7 +13,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from baton.definitions import JOB_TYPE_PATTERN, NAME_PATTERN, TaskDef, WorkflowDefinition
+from baton.definitions import (
+    JOB_TYPE_PATTERN,
+    MAX_SECONDS,
+    NAME_PATTERN,
+    TaskDef,
+    WorkflowDefinition,
+)
 
 WorkerId = Annotated[str, Field(min_length=1, max_length=256)]
 JobType = Annotated[str, Field(pattern=JOB_TYPE_PATTERN)]
@@ -72,6 +78,10 @@ class FailJobRequest(ApiModel):
     worker_id: WorkerId
     error_message: Annotated[str, Field(min_length=1, max_length=10_000)]
     retryable: bool = True
+    next_retry_delay_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS)] | None = Field(
+        default=None,
+        description="Wait this long before the retry instead of the definition's retry delay.",
+    )
 
 
 class HeartbeatRequest(ApiModel):

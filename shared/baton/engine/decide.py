@@ -165,6 +165,7 @@ class Decider:
         retries_remaining: int,
         error: str,
         retryable: bool,
+        delay_override: float | None = None,
     ) -> None:
         policy = self.plan.policy(step_id)
         self.changes.audit.append(
@@ -177,12 +178,14 @@ class Decider:
         self.changes.instance_changed = True
         if retryable and retries_remaining > 0:
             retry_number = attempt  # attempt 1 failed: first retry
-            delay = retry_delay_seconds(
+            delay: float = retry_delay_seconds(
                 policy.retry_logic,
                 policy.retry_delay_seconds,
                 retry_number,
                 policy.max_retry_delay_seconds,
             )
+            if delay_override is not None:  # the worker asked for its own delay
+                delay = delay_override
             run_at = self.now + timedelta(seconds=delay)
             self.changes.retried_jobs.append(JobRetry(job_id, run_at, error))
             self.changes.step_updates.append(

@@ -594,7 +594,13 @@ class Engine:
         return {"jobId": job_id, "status": "COMPLETED", "applied": applied}
 
     def fail_job(
-        self, job_id: str, worker_id: str, error_message: str, retryable: bool = True
+        self,
+        job_id: str,
+        worker_id: str,
+        error_message: str,
+        retryable: bool = True,
+        *,
+        next_retry_delay_seconds: float | None = None,
     ) -> dict[str, Any]:
         jid = _uuid(job_id, "jobId")
 
@@ -612,6 +618,7 @@ class Engine:
                 retries_remaining=row["retries_remaining"],
                 error=error_message,
                 retryable=retryable,
+                delay_override=next_retry_delay_seconds,
             )
             inst_sql.write(conn, state, decider.changes, new_instance=False, in_transaction=locked)
             self._report(decider)
