@@ -5,4 +5,4 @@ from __future__ import annotations
 from baton_lambda import runtime
 from baton_lambda.scheduled import scheduled
 
-handler = scheduled("queue_dispatcher", lambda engine: runtime.queues(engine).tick())
+handler = scheduled("queue_dispatcher", lambda engine: runtime.queue_triggers(engine).tick())

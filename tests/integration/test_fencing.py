@@ -7,7 +7,7 @@ import uuid
 import pytest
 from baton.engine.service import Engine
 from baton.errors import StaleVersion
-from baton.store import instances as inst_sql
+from baton.store import instance_sql
 from baton.store.db import Conn, Database
 from psycopg.types.json import Jsonb
 
@@ -17,7 +17,7 @@ from tests.support.helpers import one_step
 def _write_with_version(db: Database, instance_id: str, expected: int) -> None:
     def work(conn: Conn) -> None:
         conn.execute(
-            inst_sql.UPDATE_INSTANCE,
+            instance_sql.UPDATE_INSTANCE,
             {
                 "id": uuid.UUID(instance_id),
                 "status": "RUNNING",

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from baton.engine import expressions as ex
+from baton import expressions as ex
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -8,7 +8,7 @@ from baton.definitions import RetryLogic, parse_definition
 from baton.engine.decide import Decider, InstanceState
 from baton.engine.plan import Plan
 from baton.engine.retry import retry_delay_seconds
-from baton.engine.service import completion_verdict, failure_verdict
+from baton.engine.verdicts import completion_verdict, failure_verdict
 from baton.errors import Conflict, LeaseNotHeld
 from hypothesis import given
 from hypothesis import strategies as st

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from baton.engine.service import Engine
 
 if TYPE_CHECKING:
-    from baton.engine.queues import Queues
+    from baton.engine.queue_ops import Queues
+    from baton.engine.queue_triggers import QueueTriggers
 from baton.metrics import MetricsSink
 from baton.settings import Settings
 from baton.store.db import Database
@@ -70,10 +71,17 @@ def engine(metrics: MetricsSink) -> Engine:
 
 
 def queues(engine: Engine) -> Queues:
-    """The queue service over the container's engine."""
-    from baton.engine.queues import Queues
+    """The queue operations over the container's engine."""
+    from baton.engine.queue_ops import Queues
 
     return Queues(engine)
+
+
+def queue_triggers(engine: Engine) -> QueueTriggers:
+    """The queue-trigger dispatcher over the container's engine."""
+    from baton.engine.queue_triggers import QueueTriggers
+
+    return QueueTriggers(queues(engine))
 
 
 def reset() -> None:

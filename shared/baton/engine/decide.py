@@ -14,21 +14,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from baton import expressions
 from baton.definitions import ServiceTaskStep, SignalStep, Step, UserTaskStep
-from baton.engine import expressions
 from baton.engine.plan import Plan
 from baton.engine.retry import retry_delay_seconds
-
-# Instance statuses
-RUNNING = "RUNNING"
-COMPLETED = "COMPLETED"
-FAILED = "FAILED"
-TIMED_OUT = "TIMED_OUT"
-CANCELLED = "CANCELLED"
-
-# Step statuses (plus COMPLETED, FAILED, TIMED_OUT, CANCELLED above)
-SCHEDULED = "SCHEDULED"
-IN_PROGRESS = "IN_PROGRESS"
+from baton.status import InstanceStatus, StepStatus
 
 
 @dataclass(slots=True)
@@ -37,7 +27,7 @@ class InstanceState:
 
     id: uuid.UUID
     definition_name: str
-    status: str
+    status: InstanceStatus
     version: int
     input: dict[str, Any]
     variables: dict[str, Any]
@@ -53,7 +43,7 @@ class NewStep:
     id: uuid.UUID
     step_id: str
     step_type: str
-    status: str
+    status: StepStatus
     input: Any
 
 
@@ -72,7 +62,7 @@ class NewJob:
 @dataclass(frozen=True, slots=True)
 class StepUpdate:
     id: uuid.UUID
-    status: str
+    status: StepStatus
     output: Any = None
     error: str | None = None
     attempt: int | None = None
@@ -140,7 +130,9 @@ class Decider:
 
     def step_completed(self, step_id: str, step_execution_id: uuid.UUID, output: Any) -> None:
         """A step finished successfully with ``output`` (a dict merges into variables)."""
-        self.changes.step_updates.append(StepUpdate(step_execution_id, "COMPLETED", output))
+        self.changes.step_updates.append(
+            StepUpdate(step_execution_id, StepStatus.COMPLETED, output)
+        )
         self._outputs[step_id] = output
         if isinstance(output, dict) and output:
             self.instance.variables = {**self.instance.variables, **output}
@@ -166,7 +158,9 @@ class Decider:
         error: str,
         retryable: bool,
         delay_override: float | None = None,
-    ) -> None:
+    ) -> datetime | None:
+        """A worker reported a failure: schedule a retry (returns when it is due) or fail the
+        step, and with it the instance (returns None)."""
         policy = self.plan.policy(step_id)
         self.changes.audit.append(
             AuditEvent(
@@ -189,7 +183,9 @@ class Decider:
             run_at = self.now + timedelta(seconds=delay)
             self.changes.retried_jobs.append(JobRetry(job_id, run_at, error))
             self.changes.step_updates.append(
-                StepUpdate(step_execution_id, SCHEDULED, error=error, attempt=attempt + 1)
+                StepUpdate(
+                    step_execution_id, StepStatus.SCHEDULED, error=error, attempt=attempt + 1
+                )
             )
             self.changes.audit.append(
                 AuditEvent(
@@ -199,18 +195,40 @@ class Decider:
                 )
             )
             self.changes.count("JobsRetried")
-            return
+            return run_at
         self.changes.failed_jobs.append(job_id)
         self.changes.count("JobsFailed")
         why = error if not retryable else f"{error} (retries exhausted after {attempt} attempts)"
-        self.changes.step_updates.append(StepUpdate(step_execution_id, FAILED, error=why))
-        self._finish(FAILED, f"step {step_id!r} failed: {why}")
+        self.changes.step_updates.append(
+            StepUpdate(step_execution_id, StepStatus.FAILED, error=why)
+        )
+        self._finish(InstanceStatus.FAILED, f"step {step_id!r} failed: {why}")
+        return None
+
+    def resume_waiting(
+        self, step_id: str, step_execution_id: uuid.UUID, output: Any, event: str
+    ) -> None:
+        """A waiting step (USER_TASK, SIGNAL) was completed through the API with ``output``."""
+        self.changes.audit.append(AuditEvent(event, None, {"stepId": step_id}))
+        self.step_completed(step_id, step_execution_id, output)
 
     def cancel(self, reason: str) -> None:
-        self._finish(CANCELLED, reason)
+        """The instance is cancelled: its open steps and jobs are cancelled with it."""
+        self._finish(InstanceStatus.CANCELLED, reason)
 
-    def time_out(self, reason: str) -> None:
-        self._finish(TIMED_OUT, reason)
+    def workflow_timed_out(self) -> None:
+        """The instance's own ``timeoutSeconds`` passed; its ``timeoutPolicy`` says what to do."""
+        definition = self.plan.definition
+        if definition.timeout_policy == "ALERT_ONLY":
+            # Alert once: the timeout is cleared, so the sweeper does not find it again.
+            self.changes.audit.append(AuditEvent("INSTANCE_TIMEOUT_ALERT"))
+            self.changes.instance_changed = True
+            self.changes.count("InstancesTimedOutAlert")
+            self.instance.clear_timeout = True
+            return
+        self._finish(
+            InstanceStatus.TIMED_OUT, f"workflow timed out after {definition.timeout_seconds}s"
+        )
 
     # --- mechanics ---------------------------------------------------------------------------
 
@@ -247,7 +265,7 @@ class Decider:
     def resolve(self, template: Any) -> Any:
         return expressions.resolve(template, self._scope())
 
-    def add_step(self, step: Step, status: str, step_input: Any) -> uuid.UUID:
+    def add_step(self, step: Step, status: StepStatus, step_input: Any) -> uuid.UUID:
         sid = uuid.uuid4()
         self.changes.new_steps.append(NewStep(sid, step.id, step.type, status, step_input))
         return sid
@@ -256,17 +274,20 @@ class Decider:
         params = self.plan.definition.output_parameters
         output = self.resolve(params) if params is not None else dict(self.instance.variables)
         self.instance.output = output
-        self._finish(COMPLETED, None)
+        self._finish(InstanceStatus.COMPLETED, None)
 
-    def _finish(self, status: str, reason: str | None) -> None:
+    def _finish(self, status: InstanceStatus, reason: str | None) -> None:
         inst = self.instance
         inst.status = status
         inst.reason = reason
         self.changes.instance_changed = True
-        self.changes.cancel_open_work = status != COMPLETED
+        self.changes.cancel_open_work = status != InstanceStatus.COMPLETED
         detail = {"reason": reason} if reason else None
         self.changes.audit.append(AuditEvent(f"INSTANCE_{status}", None, detail))
-        metric = {COMPLETED: "InstancesCompleted", CANCELLED: "InstancesCancelled"}
+        metric = {
+            InstanceStatus.COMPLETED: "InstancesCompleted",
+            InstanceStatus.CANCELLED: "InstancesCancelled",
+        }
         self.changes.count(metric.get(status, "InstancesFailed"))
 
 
@@ -278,7 +299,7 @@ def _schedule_service_task(d: Decider, step: Step) -> None:
     policy = d.plan.policy(step.id)
     # Task-definition inputTemplate supplies defaults; the step's own input overrides them.
     step_input = {**policy.input_template, **d.resolve(step.input)}
-    sid = d.add_step(step, SCHEDULED, step_input)
+    sid = d.add_step(step, StepStatus.SCHEDULED, step_input)
     job_id = uuid.uuid4()
     payload_json = json.dumps(step_input, separators=(",", ":"))
     d.changes.new_jobs.append(
@@ -298,7 +319,7 @@ def _schedule_service_task(d: Decider, step: Step) -> None:
 
 def _schedule_waiting_step(d: Decider, step: Step) -> None:
     assert isinstance(step, UserTaskStep | SignalStep)
-    d.add_step(step, IN_PROGRESS, d.resolve(step.input))
+    d.add_step(step, StepStatus.IN_PROGRESS, d.resolve(step.input))
 
 
 _SCHEDULERS: dict[str, Callable[[Decider, Step], None]] = {

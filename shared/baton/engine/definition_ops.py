@@ -1,0 +1,121 @@
+"""Workflow definitions (named, versioned) and task definitions (defaults per job type)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from baton.definitions import parse_definition, parse_task_def
+from baton.engine import paging, views
+from baton.engine.core import EngineCore
+from baton.errors import Conflict, DefinitionNotFound, NotFound, Problem, ValidationFailed
+from baton.store import definition_sql
+from baton.store.db import Conn
+
+# Registrations racing for the same next version number retry this often before giving up.
+_VERSION_RACE_ATTEMPTS = 20
+
+
+class DefinitionOps(EngineCore):
+    def register_definition(self, raw: Any) -> dict[str, Any]:
+        """Validate and store a definition; its version is the next free one unless given."""
+        definition = parse_definition(raw)
+        body = definition.model_dump_json(by_alias=True, exclude_none=True, exclude={"version"})
+        params = {
+            "name": definition.name,
+            "version": definition.version,
+            "body": body,
+            "trigger_queue": definition.trigger_queue(),
+        }
+        if definition.version is not None:
+            row = self.db.autocommit(
+                lambda c: c.execute(definition_sql.INSERT_VERSION, params).fetchone()
+            )
+            if row is None:
+                raise Conflict(
+                    f"definition {definition.name} version {definition.version} already exists"
+                )
+        else:
+            # Next version = max + 1; two registrations racing for the same number meet on the
+            # primary key and the loser takes the next one (no lock: RDS Proxy-friendly).
+            for _ in range(_VERSION_RACE_ATTEMPTS):
+                row = self.db.autocommit(
+                    lambda c: c.execute(definition_sql.INSERT_NEXT_VERSION, params).fetchone()
+                )
+                if row is not None:
+                    break
+            else:
+                raise Conflict(f"too many concurrent registrations of {definition.name}")
+        return views.definition({**row, "body": json.loads(body)})
+
+    def get_definition(self, name: str, version: int | None = None) -> dict[str, Any]:
+        """One version of a definition, or its latest."""
+
+        def work(conn: Conn) -> dict[str, Any] | None:
+            if version is None:
+                return conn.execute(definition_sql.GET_LATEST, {"name": name}).fetchone()
+            return conn.execute(
+                definition_sql.GET_VERSION, {"name": name, "version": version}
+            ).fetchone()
+
+        row = self.db.autocommit(work)
+        if row is None:
+            raise DefinitionNotFound(name, version)
+        return views.definition(row)
+
+    def list_definitions(self, limit: int = 50, page_token: str | None = None) -> dict[str, Any]:
+        """The latest version of every definition, by name, one page at a time."""
+        return self._page_by_name(
+            definition_sql.LIST_LATEST, "definitions", views.definition, limit, page_token
+        )
+
+    def put_task_def(self, name: str, raw: Any) -> tuple[dict[str, Any], bool]:
+        """Create or replace a task definition; returns (task definition, created)."""
+        if isinstance(raw, dict):
+            body_name = raw.get("name")
+            if body_name is not None and body_name != name:
+                raise ValidationFailed(
+                    [Problem("name", f"body names {body_name!r} but the path names {name!r}")]
+                )
+            raw = {**raw, "name": name}
+        task_def = parse_task_def(raw)
+        body = task_def.model_dump_json(by_alias=True, exclude_none=True)
+        row = self.db.transaction(
+            lambda c: c.execute(
+                definition_sql.UPSERT_TASK_DEF, {"name": name, "body": body}
+            ).fetchone()
+        )
+        assert row is not None
+        return views.task_def(row), bool(row["created"])
+
+    def get_task_def(self, name: str) -> dict[str, Any]:
+        """One task definition."""
+        row = self.db.autocommit(
+            lambda c: c.execute(definition_sql.GET_TASK_DEF, {"name": name}).fetchone()
+        )
+        if row is None:
+            raise NotFound("task definition", name)
+        return views.task_def(row)
+
+    def list_task_defs(self, limit: int = 50, page_token: str | None = None) -> dict[str, Any]:
+        """Task definitions by name, one page at a time."""
+        return self._page_by_name(
+            definition_sql.LIST_TASK_DEFS, "taskDefs", views.task_def, limit, page_token
+        )
+
+    def _page_by_name(
+        self,
+        query: str,
+        key: str,
+        view: Callable[[dict[str, Any]], dict[str, Any]],
+        limit: int,
+        page_token: str | None,
+    ) -> dict[str, Any]:
+        limit = paging.clamp(limit, self.settings.max_search_limit)
+        after = paging.decode_token(page_token, 1)[0] if page_token else None
+        rows = self.db.autocommit(
+            lambda c: c.execute(query, {"after": after, "limit": limit + 1}).fetchall()
+        )
+        token = paging.encode_token(rows[limit - 1]["name"]) if len(rows) > limit else None
+        return paging.page(key, [view(r) for r in rows[:limit]], token)

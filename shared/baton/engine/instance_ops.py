@@ -1,0 +1,286 @@
+"""Workflow instances: start, read, search, cancel, and the steps completed through the API
+(user tasks and signals)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from baton.definitions import WorkflowDefinition, parse_definition
+from baton.engine import paging, views, writer
+from baton.engine.core import EngineCore, log
+from baton.engine.decide import Decider, InstanceState
+from baton.engine.ids import parse_uuid
+from baton.engine.plan import Plan, job_types
+from baton.errors import (
+    Conflict,
+    DefinitionNotFound,
+    InstanceNotFound,
+    Problem,
+    StepNotFound,
+    ValidationFailed,
+)
+from baton.status import InstanceStatus, StepStatus
+from baton.store import definition_sql, instance_sql
+from baton.store.db import Conn, first_in_transaction
+
+
+class InstanceOps(EngineCore):
+    def start_instance(
+        self,
+        *,
+        definition_name: str | None = None,
+        definition_version: int | None = None,
+        definition: Any = None,
+        input: dict[str, Any] | None = None,
+        correlation_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> tuple[dict[str, Any], bool]:
+        """Start an instance; returns (instance, created). A repeated idempotency key returns
+        the instance it first created, with ``created`` False.
+
+        Round trips: the definition with its task definitions (and the BEGIN), then the
+        instance, its first step and job, the audit rows and the COMMIT, then the read-back.
+        """
+        input = input or {}
+        self._check_size(input, "instance input")
+        inline: WorkflowDefinition | None = None
+        if definition is not None:
+            inline = parse_definition(definition)
+            if definition_name is not None and definition_name != inline.name:
+                raise ValidationFailed(
+                    [Problem("definitionName", "differs from the inline definition's name")]
+                )
+        elif definition_name is None:
+            raise ValidationFailed(
+                [Problem("definitionName", "give definitionName or an inline definition")]
+            )
+
+        def work(conn: Conn) -> tuple[uuid.UUID, bool, str]:
+            if inline is not None:
+                row = first_in_transaction(
+                    conn, definition_sql.TASK_DEFS_AS_TEXT, {"names": sorted(job_types(inline))}
+                )
+                snapshot_id, plan = self.snapshots.of_inline(
+                    conn, inline, row["task_defs"] if row else None
+                )
+                name, version = inline.name, None
+            else:
+                assert definition_name is not None
+                stored = first_in_transaction(
+                    conn,
+                    definition_sql.DEFINITION_WITH_TASK_DEFS,
+                    {"name": definition_name, "version": definition_version},
+                )
+                if stored is None:
+                    raise DefinitionNotFound(definition_name, definition_version)
+                snapshot_id, plan = self.snapshots.of_stored(conn, stored)
+                name, version = stored["name"], stored["version"]
+            iid, created = self.start_in(
+                conn,
+                plan,
+                snapshot_id,
+                name=name,
+                version=version,
+                input=input,
+                correlation_id=correlation_id,
+                idempotency_key=idempotency_key,
+            )
+            return iid, created, name
+
+        iid, created, name = self.db.transaction(work, explicit_begin=True)
+        log.info(
+            "instance started" if created else "instance start repeated",
+            extra={"instance_id": str(iid), "definition": name},
+        )
+        return self.get_instance(str(iid)), created
+
+    def start_in(
+        self,
+        conn: Conn,
+        plan: Plan,
+        snapshot_id: int,
+        *,
+        name: str,
+        version: int | None,
+        input: dict[str, Any],
+        correlation_id: str | None = None,
+        idempotency_key: str | None = None,
+        queue_task_id: uuid.UUID | None = None,
+        timeout_seconds: int | None = None,
+        commit: bool = True,
+    ) -> tuple[uuid.UUID, bool]:
+        """Start an instance inside the caller's open transaction (queue triggers use it too).
+
+        ``commit`` False leaves the transaction open for the caller's further writes.
+        """
+        iid = uuid.uuid4()
+        insert = {
+            "id": iid,
+            "definition_name": name,
+            "definition_version": version,
+            "snapshot_id": snapshot_id,
+            "input": Jsonb(input),
+            "variables": Jsonb({}),
+            "correlation_id": correlation_id,
+            "idempotency_key": idempotency_key,
+            "timeout_seconds": timeout_seconds or plan.definition.timeout_seconds,
+            "queue_task_id": queue_task_id,
+        }
+        insert_with_writes: dict[str, Any] | None = insert
+        if idempotency_key is not None:
+            # Find out first whether this key started an instance already.
+            if conn.execute(instance_sql.INSERT_INSTANCE, insert).fetchone() is None:
+                existing = conn.execute(
+                    instance_sql.ID_BY_IDEMPOTENCY_KEY, {"key": idempotency_key}
+                ).fetchone()
+                assert existing is not None
+                return existing["id"], False
+            insert_with_writes = None
+        state = InstanceState(
+            id=iid,
+            definition_name=name,
+            status=InstanceStatus.RUNNING,
+            version=1,
+            input=input,
+            variables={},
+            correlation_id=correlation_id,
+            queue_task_id=queue_task_id,
+        )
+        # A start computes no due times from the clock (they are computed by the database).
+        decider = Decider(plan, state, lambda _sid: None, datetime.now(UTC))
+        decider.start()
+        writer.write_start(conn, state, decider.changes, insert=insert_with_writes, commit=commit)
+        self._report(decider)
+        return iid, True
+
+    def get_instance(self, instance_id: str) -> dict[str, Any]:
+        """An instance with its step executions."""
+        iid = parse_uuid(instance_id, "id")
+
+        def work(conn: Conn) -> dict[str, Any]:
+            with conn.pipeline():  # both reads in one round trip
+                head = conn.execute(instance_sql.GET_INSTANCE, {"id": iid})
+                steps = conn.execute(instance_sql.STEPS_OF_INSTANCE, {"id": iid})
+            row = head.fetchone()
+            if row is None:
+                raise InstanceNotFound(instance_id)
+            return views.instance(row, steps.fetchall())
+
+        return self.db.autocommit(work)
+
+    def audit_trail(self, instance_id: str) -> list[dict[str, Any]]:
+        """Every audit row of an instance, oldest first."""
+        iid = parse_uuid(instance_id, "id")
+        rows = self.db.autocommit(
+            lambda c: c.execute(instance_sql.AUDIT_OF_INSTANCE, {"id": iid}).fetchall()
+        )
+        return [
+            {
+                "id": r["id"],
+                "at": views.ts(r["at"]),
+                "jobId": None if r["job_id"] is None else str(r["job_id"]),
+                "event": r["event"],
+                "detail": r["detail"],
+            }
+            for r in rows
+        ]
+
+    def search_instances(
+        self,
+        *,
+        status: str | None = None,
+        definition_name: str | None = None,
+        correlation_id: str | None = None,
+        limit: int = 20,
+        page_token: str | None = None,
+    ) -> dict[str, Any]:
+        """Instances, newest first, filtered by status, definition and correlation id."""
+        if status is not None and status not in InstanceStatus.__members__:
+            raise ValidationFailed(
+                [Problem("status", f"one of {', '.join(InstanceStatus)}, not {status!r}")]
+            )
+        limit = paging.clamp(limit, self.settings.max_search_limit)
+        cursor = paging.decode_token(page_token, 2) if page_token else None
+        rows = self.db.autocommit(
+            lambda c: c.execute(
+                instance_sql.SEARCH,
+                {
+                    "status": status,
+                    "definition_name": definition_name,
+                    "correlation_id": correlation_id,
+                    "after_created": cursor[0] if cursor else None,
+                    "after_id": cursor[1] if cursor else None,
+                    "limit": limit + 1,
+                },
+            ).fetchall()
+        )
+        token = None
+        if len(rows) > limit:
+            last = rows[limit - 1]
+            token = paging.encode_token(last["created_at"].isoformat(), str(last["id"]))
+        return paging.page("instances", [views.instance(r) for r in rows[:limit]], token)
+
+    def cancel_instance(self, instance_id: str, reason: str | None = None) -> dict[str, Any]:
+        """Cancel a running instance with its open steps and jobs."""
+        iid = parse_uuid(instance_id, "id")
+
+        def work(conn: Conn) -> None:
+            row = self._lock_instance(conn, iid)
+            if row["status"] != InstanceStatus.RUNNING:
+                raise Conflict(f"instance {instance_id} is {row['status']}, not RUNNING")
+            self._decide(conn, row, lambda d: d.cancel(reason or "cancelled through the API"))
+
+        self.db.transaction(work, explicit_begin=True)
+        log.info("instance cancelled", extra={"instance_id": instance_id})
+        return self.get_instance(instance_id)
+
+    def complete_user_task(
+        self, instance_id: str, step_id: str, variables: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Complete a waiting USER_TASK step; ``variables`` become its output."""
+        return self._resume_waiting(
+            instance_id, step_id, "USER_TASK", variables or {}, "USER_TASK_COMPLETED"
+        )
+
+    def signal(self, instance_id: str, step_id: str, payload: Any = None) -> dict[str, Any]:
+        """Deliver a signal to a waiting SIGNAL step; ``payload`` becomes its output."""
+        return self._resume_waiting(
+            instance_id,
+            step_id,
+            "SIGNAL",
+            payload if payload is not None else {},
+            "SIGNAL_RECEIVED",
+        )
+
+    def _resume_waiting(
+        self, instance_id: str, step_id: str, step_type: str, output: Any, event: str
+    ) -> dict[str, Any]:
+        iid = parse_uuid(instance_id, "id")
+        self._check_size(output, "payload")
+
+        def work(conn: Conn) -> None:
+            row = self._lock_instance(conn, iid)
+            plan = self.snapshots.plan(conn, row["snapshot_id"])
+            if not plan.has_step(step_id):
+                raise StepNotFound(instance_id, step_id)
+            actual = plan.step(step_id).type
+            if actual != step_type:
+                raise Conflict(f"step {step_id!r} is a {actual}, not a {step_type}")
+            if row["status"] != InstanceStatus.RUNNING:
+                raise Conflict(f"instance {instance_id} is {row['status']}, not RUNNING")
+            step_row = conn.execute(
+                instance_sql.LATEST_STEP, {"instance_id": iid, "step_id": step_id}
+            ).fetchone()
+            if step_row is None or step_row["status"] != StepStatus.IN_PROGRESS:
+                where = "has not started" if step_row is None else f"is {step_row['status']}"
+                raise Conflict(f"step {step_id!r} {where}; it is not waiting")
+            self._decide(
+                conn, row, lambda d: d.resume_waiting(step_id, step_row["id"], output, event)
+            )
+
+        self.db.transaction(work, explicit_begin=True)
+        return self.get_instance(instance_id)

@@ -1,0 +1,160 @@
+"""Jobs, the workers' side: poll (claim), complete, fail and heartbeat.
+
+Round trips on the hot path: a poll is one statement for a whole batch; a complete or fail is two
+(an unlocked read, then every write and the commit pipelined together), falling back to a locked
+decision only when something else changed the instance in between.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, TypeVar
+
+from baton.engine import views
+from baton.engine.core import EngineCore
+from baton.engine.ids import parse_uuid
+from baton.engine.verdicts import completion_verdict, failure_verdict
+from baton.errors import JobNotFound, LeaseNotHeld, StaleVersion
+from baton.store import job_sql
+from baton.store.db import RETRYABLE, Conn, first_in_transaction
+
+T = TypeVar("T")
+
+
+class JobOps(EngineCore):
+    def poll(self, worker_id: str, job_types: list[str], max_jobs: int = 1) -> list[dict[str, Any]]:
+        """Claim up to ``max_jobs`` jobs of ``job_types`` for ``worker_id`` (one statement)."""
+        max_jobs = max(1, min(max_jobs, self.settings.max_jobs_per_poll))
+        rows = self.db.autocommit(
+            lambda c: job_sql.claim(
+                c,
+                worker_id=worker_id,
+                job_types=list(dict.fromkeys(job_types)),
+                max_jobs=max_jobs,
+                max_bytes=self.settings.max_poll_response_bytes,
+            )
+        )
+        m = self.metrics
+        if not rows:
+            m.add("JobPollEmpty", 1)
+            return []
+        m.add("JobsClaimed", len(rows))
+        reclaimed = sum(1 for r in rows if r["reclaimed"])
+        if reclaimed:
+            m.add("LeasesExpired", reclaimed)
+        for r in rows:
+            m.add(
+                "JobDispatchLatency", r["dispatch_latency"].total_seconds() * 1000, "Milliseconds"
+            )
+        return [views.claimed_job(r) for r in rows]
+
+    def complete_job(
+        self, job_id: str, worker_id: str, variables: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Complete a claimed job with its output; a repeat is answered ``applied: false``."""
+        jid = parse_uuid(job_id, "jobId")
+        output = variables or {}
+        self._check_size(output, "job output")
+
+        def decide(conn: Conn, row: dict[str, Any], optimistic: bool) -> bool:
+            if completion_verdict(row, worker_id) == "duplicate":
+                return False
+            self._decide(
+                conn,
+                row,
+                lambda d: d.job_completed(jid, row["step_id"], row["step_execution_id"], output),
+                optimistic=optimistic,
+            )
+            return True
+
+        applied = self._on_job(jid, decide)
+        return {"jobId": job_id, "status": "COMPLETED", "applied": applied}
+
+    def fail_job(
+        self,
+        job_id: str,
+        worker_id: str,
+        error_message: str,
+        retryable: bool = True,
+        *,
+        next_retry_delay_seconds: float | None = None,
+    ) -> dict[str, Any]:
+        """Fail a claimed job: a retry is scheduled while retries remain, else the step fails."""
+        jid = parse_uuid(job_id, "jobId")
+
+        def decide(conn: Conn, row: dict[str, Any], optimistic: bool) -> dict[str, Any]:
+            if failure_verdict(row, worker_id) == "duplicate":
+                return {"jobId": job_id, "status": "FAILED", "applied": False}
+            retry_at: datetime | None = self._decide(
+                conn,
+                row,
+                lambda d: d.job_failed(
+                    jid,
+                    row["step_id"],
+                    row["step_execution_id"],
+                    attempt=row["attempt"],
+                    retries_remaining=row["retries_remaining"],
+                    error=error_message,
+                    retryable=retryable,
+                    delay_override=next_retry_delay_seconds,
+                ),
+                optimistic=optimistic,
+            )
+            if retry_at is not None:
+                return {
+                    "jobId": job_id,
+                    "status": "RETRY_SCHEDULED",
+                    "applied": True,
+                    "nextAttemptAt": views.ts(retry_at),
+                }
+            return {"jobId": job_id, "status": "FAILED", "applied": True}
+
+        return self._on_job(jid, decide)
+
+    def heartbeat(self, job_id: str, worker_id: str) -> dict[str, Any]:
+        """Extend the lease of a job ``worker_id`` holds (one statement)."""
+        jid = parse_uuid(job_id, "jobId")
+
+        def work(conn: Conn) -> datetime:
+            row = conn.execute(
+                job_sql.HEARTBEAT, {"job_id": jid, "worker_id": worker_id}
+            ).fetchone()
+            if row is not None:
+                expires: datetime = row["lock_expires_at"]
+                return expires
+            state = conn.execute(job_sql.JOB_STATE, {"job_id": jid}).fetchone()
+            if state is None:
+                raise JobNotFound(job_id)
+            raise LeaseNotHeld(job_id, worker_id, f"the job is {state['status']}")
+
+        expires = self.db.autocommit(work)
+        return {"jobId": job_id, "lockExpiresAt": views.ts(expires)}
+
+    def _on_job(self, jid: uuid.UUID, decide: Callable[[Conn, dict[str, Any], bool], T]) -> T:
+        """Run a job decision: optimistic first, under locks if that was raced.
+
+        Optimistic: read job and instance without locks, decide, and write everything in one
+        atomic statement whose instance update carries the version read (the fencing token).
+        If anything changed the instance meanwhile, the database refuses the write and nothing
+        of it lands; the decision is then made again on a locked, current state. Two round
+        trips and two statements per completion, with no lock held between them.
+        """
+
+        def optimistic(conn: Conn) -> T:
+            row = conn.execute(job_sql.READ_JOB_WITH_INSTANCE, {"job_id": jid}).fetchone()
+            if row is None:
+                raise JobNotFound(str(jid))
+            return decide(conn, row, True)
+
+        def locked(conn: Conn) -> T:
+            row = first_in_transaction(conn, job_sql.LOCK_JOB_WITH_INSTANCE, {"job_id": jid})
+            if row is None:
+                raise JobNotFound(str(jid))
+            return decide(conn, row, False)
+
+        try:
+            return self.db.autocommit(optimistic)
+        except (StaleVersion, *RETRYABLE):
+            return self.db.transaction(locked, explicit_begin=True)

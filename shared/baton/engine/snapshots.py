@@ -1,0 +1,92 @@
+"""Definition snapshots and their compiled plans, cached per engine.
+
+At start, an instance's definition is copied, with the task definitions of its job types embedded,
+into an immutable, content-addressed ``definition_snapshot`` row that instances of the same
+definition share. Later edits to stored definitions never touch a running instance. A snapshot
+never changes, so the plan compiled from it is cached by id and never goes stale.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from baton.definitions import ServiceTaskStep, TaskDef, WorkflowDefinition
+from baton.engine.plan import Plan, PlanCache
+from baton.store import instance_sql
+from baton.store.db import Conn
+
+_MAX_CACHED = 1024
+
+
+class Snapshots:
+    """Snapshot rows and compiled plans for one database (snapshot ids are per database)."""
+
+    def __init__(self) -> None:
+        self._plans = PlanCache()
+        # (definition body text, task definitions text) -> (snapshot id, plan)
+        self._by_text: dict[tuple[str, str | None], tuple[int, Plan]] = {}
+
+    def of_stored(self, conn: Conn, stored: dict[str, Any]) -> tuple[int, Plan]:
+        """The snapshot of a stored definition row (``DEFINITION_WITH_TASK_DEFS``)."""
+        return self._snapshot(conn, stored["body"], stored["task_defs"], None)
+
+    def of_inline(
+        self, conn: Conn, definition: WorkflowDefinition, task_defs_text: str | None
+    ) -> tuple[int, Plan]:
+        """The snapshot of an inline definition (a dynamic workflow) with its task defs."""
+        body = definition.model_dump_json(by_alias=True, exclude_none=True)
+        return self._snapshot(conn, body, task_defs_text, definition)
+
+    def plan(self, conn: Conn, snapshot_id: int) -> Plan:
+        """The compiled plan of a snapshot; the first time a process sees it, one extra read."""
+        plan = self._plans.get(snapshot_id)
+        if plan is None:
+            row = conn.execute(instance_sql.SNAPSHOT_BODY, {"id": snapshot_id}).fetchone()
+            assert row is not None, f"snapshot {snapshot_id} is referenced but missing"
+            plan = self._plans.compile(snapshot_id, row["body"])
+        return plan
+
+    def _snapshot(
+        self,
+        conn: Conn,
+        body_text: str,
+        task_defs_text: str | None,
+        parsed: WorkflowDefinition | None,
+    ) -> tuple[int, Plan]:
+        """Embed task definitions and store the immutable snapshot (deduplicated by digest).
+
+        Cached by (definition, task definitions) text: a repeated start of the same definition
+        costs no snapshot round trip and no parsing.
+        """
+        key = (body_text, task_defs_text)
+        hit = self._by_text.get(key)
+        if hit is not None:
+            return hit
+        definition = parsed or WorkflowDefinition.model_validate_json(body_text)
+        task_defs = {
+            n: TaskDef.model_validate(b) for n, b in json.loads(task_defs_text or "{}").items()
+        }
+        steps = [
+            s.model_copy(update={"task_def": task_defs.get(s.job_type, s.task_def)})
+            if isinstance(s, ServiceTaskStep)
+            else s
+            for s in definition.steps
+        ]
+        embedded = definition.model_copy(update={"steps": steps})
+        body = embedded.model_dump_json(by_alias=True, exclude_none=True)
+        params = {"digest": embedded.digest(), "body": body}
+        row = conn.execute(instance_sql.UPSERT_SNAPSHOT, params).fetchone()
+        if row is None:
+            # A concurrent start inserted the same snapshot after this statement's snapshot
+            # was taken; a new statement sees its committed row.
+            row = conn.execute(instance_sql.SNAPSHOT_BY_DIGEST, params).fetchone()
+        assert row is not None
+        result = (int(row["id"]), self._plans.compile(row["id"], body))
+        # Cache only a row that was committed before this transaction: one inserted here could
+        # still roll back, and a cached id would then point at nothing.
+        if not row.get("inserted"):
+            if len(self._by_text) >= _MAX_CACHED:
+                self._by_text.pop(next(iter(self._by_text)))
+            self._by_text[key] = result
+        return result
