@@ -59,13 +59,13 @@ def write_start(
     to learn whether an idempotency key was new). ``commit`` False leaves the transaction open.
     """
     pieces = pieces_of(inst, changes, new_instance=True, insert=insert)
-    _send(conn, pieces, combine=_combinable(pieces, changes), begin=False, commit=commit)
+    _send(conn, pieces, combine=combinable(pieces, changes), begin=False, commit=commit)
 
 
 def write_locked(conn: Conn, inst: InstanceState, changes: Changes) -> None:
     """Write a decision and commit, in the caller's transaction (which locked the instance)."""
     pieces = pieces_of(inst, changes, new_instance=False, insert=None)
-    _send(conn, pieces, combine=_combinable(pieces, changes), begin=False, commit=True)
+    _send(conn, pieces, combine=combinable(pieces, changes), begin=False, commit=True)
 
 
 def write_optimistic(conn: Conn, inst: InstanceState, changes: Changes) -> None:
@@ -75,7 +75,7 @@ def write_optimistic(conn: Conn, inst: InstanceState, changes: Changes) -> None:
     the fenced instance update refuses the whole write if the instance changed since the read.
     """
     pieces = pieces_of(inst, changes, new_instance=False, insert=None)
-    combine = _combinable(pieces, changes)
+    combine = combinable(pieces, changes)
     wrap = not combine and len(pieces) > 1
     _send(conn, pieces, combine=combine, begin=wrap, commit=wrap)
 
@@ -87,7 +87,8 @@ def statements(pieces: list[Piece], *, combine: bool) -> list[tuple[bytes, dict[
     return [(sql.encode(), params) for sql, params in pieces]
 
 
-def _combinable(pieces: list[Piece], changes: Changes) -> bool:
+def combinable(pieces: list[Piece], changes: Changes) -> bool:
+    """True when the pieces can go as one statement (no row is touched twice)."""
     return len(pieces) > 1 and not changes.cancel_open_work
 
 

@@ -1,0 +1,32 @@
+WITH w0 AS (UPDATE instance
+   SET status = %(p0_status)s, variables = %(p0_variables)s, output = %(p0_output)s, reason = %(p0_reason)s,
+       version = %(p0_expected)s::bigint + 1, updated_at = now(),
+       completed_at = CASE WHEN %(p0_status)s <> 'RUNNING' THEN now() END,
+       timeout_at = CASE WHEN %(p0_clear_timeout)s OR %(p0_status)s <> 'RUNNING' THEN NULL
+                         ELSE timeout_at END
+ WHERE id = %(p0_id)s),
+w1 AS (INSERT INTO step_execution (id, instance_id, step_id, step_type, status, input, started_at)
+VALUES (%(p1_id)s, %(p1_instance_id)s, %(p1_step_id)s, %(p1_step_type)s, %(p1_status)s, %(p1_input)s,
+        CASE WHEN %(p1_status)s = 'IN_PROGRESS' THEN now() END)),
+w2 AS (INSERT INTO job (id, instance_id, step_execution_id, job_type, status, lease_seconds,
+                 retries_remaining, payload, payload_bytes, deadline_at, run_at, created_at)
+VALUES (%(p2_id)s, %(p2_instance_id)s, %(p2_step_execution_id)s, %(p2_job_type)s, 'UNLOCKED',
+        %(p2_lease_seconds)s, %(p2_retries_remaining)s, %(p2_payload)s::jsonb, %(p2_payload_bytes)s,
+        CASE WHEN %(p2_poll_timeout)s::int > 0
+             THEN now() + make_interval(secs => %(p2_poll_timeout)s::int) END,
+        now(), now())),
+w3 AS (UPDATE job SET status = 'COMPLETED', completed_at = now(), lock_expires_at = NULL
+ WHERE id = %(p3_id)s),
+w4 AS (UPDATE step_execution
+   SET status = %(p4_status)s,
+       output = coalesce(%(p4_output)s, output),
+       error = coalesce(%(p4_error)s, error),
+       attempt = coalesce(%(p4_attempt)s, attempt),
+       completed_at = CASE WHEN %(p4_status)s IN ('SCHEDULED', 'IN_PROGRESS') THEN NULL
+                           ELSE now() END,
+       updated_at = now()
+ WHERE id = %(p4_id)s),
+w5 AS (INSERT INTO audit_log (instance_id, job_id, event, detail)
+SELECT %(p5_instance_id)s, t.job_id, t.event, t.detail
+  FROM jsonb_to_recordset(%(p5_rows)s::jsonb) AS t(job_id uuid, event text, detail jsonb))
+SELECT 1

@@ -1,0 +1,178 @@
+"""The decider, pure: given a plan, an instance state and an event, the changes to write."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from baton.definitions import parse_definition
+from baton.engine.decide import Decider, InstanceState
+from baton.engine.plan import Plan
+from baton.status import InstanceStatus, StepStatus
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _decider(definition: dict[str, Any]) -> Decider:
+    plan = Plan(parse_definition(definition))
+    state = InstanceState(uuid.uuid4(), "d", InstanceStatus.RUNNING, 1, {"x": 1}, {})
+    return Decider(plan, state, lambda _sid: None, NOW)
+
+
+def test_start_schedules_the_first_step_with_resolved_input_and_task_policy() -> None:
+    d = _decider(
+        {
+            "name": "d",
+            "steps": [
+                {
+                    "id": "a",
+                    "type": "SERVICE_TASK",
+                    "jobType": "j",
+                    "input": {"v": "${workflow.input.x}"},
+                    "responseTimeoutSeconds": 7,
+                    "retryCount": 2,
+                }
+            ],
+        }
+    )
+    d.start()
+    (job,) = d.changes.new_jobs
+    assert (job.payload, job.lease_seconds, job.retries_remaining) == ({"v": 1}, 7, 2)
+    assert [a.event for a in d.changes.audit] == ["INSTANCE_STARTED", "JOB_CREATED"]
+
+
+def test_last_step_completion_completes_the_instance_with_output_parameters() -> None:
+    d = _decider(
+        {
+            "name": "d",
+            "steps": [{"id": "u", "type": "USER_TASK"}],
+            "outputParameters": {"y": "${u.output.y}"},
+        }
+    )
+    d.step_completed("u", uuid.uuid4(), {"y": 2})
+    assert d.instance.status == "COMPLETED" and d.instance.output == {"y": 2}
+    assert not d.changes.cancel_open_work
+
+
+def test_retryable_failure_with_retries_left_schedules_a_delayed_retry() -> None:
+    d = _decider(
+        {
+            "name": "d",
+            "steps": [{"id": "a", "type": "SERVICE_TASK", "jobType": "j", "retryDelaySeconds": 3}],
+        }
+    )
+    d.job_failed(
+        uuid.uuid4(), "a", uuid.uuid4(), attempt=1, retries_remaining=2, error="e", retryable=True
+    )
+    (retry,) = d.changes.retried_jobs
+    assert retry.run_at == NOW + timedelta(seconds=3)
+    assert d.instance.status == "RUNNING"
+
+
+def test_non_retryable_failure_fails_the_instance_and_cancels_open_work() -> None:
+    d = _decider({"name": "d", "steps": [{"id": "a", "type": "SERVICE_TASK", "jobType": "j"}]})
+    d.job_failed(
+        uuid.uuid4(), "a", uuid.uuid4(), attempt=1, retries_remaining=3, error="no", retryable=False
+    )
+    assert d.instance.status == "FAILED" and d.changes.cancel_open_work
+    assert d.instance.reason == "step 'a' failed: no"
+
+
+def test_cancel_ends_the_instance_and_cancels_its_open_work() -> None:
+    d = _decider({"name": "d", "steps": [{"id": "a", "type": "SERVICE_TASK", "jobType": "j"}]})
+    d.cancel("operator said so")
+    assert d.instance.status == InstanceStatus.CANCELLED
+    assert d.instance.reason == "operator said so"
+    assert d.changes.cancel_open_work and d.changes.instance_changed
+    assert [a.event for a in d.changes.audit] == ["INSTANCE_CANCELLED"]
+    assert d.changes.counters == {"InstancesCancelled": 1}
+
+
+def test_workflow_timeout_times_the_instance_out_by_default() -> None:
+    d = _decider({"name": "d", "timeoutSeconds": 5, "steps": [{"id": "u", "type": "USER_TASK"}]})
+    d.workflow_timed_out()
+    assert d.instance.status == InstanceStatus.TIMED_OUT
+    assert d.instance.reason == "workflow timed out after 5s"
+    assert d.changes.cancel_open_work
+
+
+def test_workflow_timeout_with_alert_only_alerts_once_and_keeps_running() -> None:
+    d = _decider(
+        {
+            "name": "d",
+            "timeoutSeconds": 5,
+            "timeoutPolicy": "ALERT_ONLY",
+            "steps": [{"id": "u", "type": "USER_TASK"}],
+        }
+    )
+    d.workflow_timed_out()
+    assert d.instance.status == InstanceStatus.RUNNING
+    assert d.instance.clear_timeout  # the sweeper will not find it again
+    assert not d.changes.cancel_open_work
+    assert [a.event for a in d.changes.audit] == ["INSTANCE_TIMEOUT_ALERT"]
+    assert d.changes.counters == {"InstancesTimedOutAlert": 1}
+
+
+def test_a_completed_user_task_resumes_the_flow_with_its_variables() -> None:
+    d = _decider(
+        {
+            "name": "d",
+            "steps": [
+                {"id": "approve", "type": "USER_TASK"},
+                {
+                    "id": "ship",
+                    "type": "SERVICE_TASK",
+                    "jobType": "s",
+                    "input": {"by": "${approve.output.who}"},
+                },
+            ],
+        }
+    )
+    step_execution = uuid.uuid4()
+    d.resume_waiting("approve", step_execution, {"who": "ada"}, "USER_TASK_COMPLETED")
+    (update,) = d.changes.step_updates
+    assert (update.id, update.status, update.output) == (
+        step_execution,
+        StepStatus.COMPLETED,
+        {"who": "ada"},
+    )
+    assert d.instance.variables == {"who": "ada"}
+    (job,) = d.changes.new_jobs
+    assert job.payload == {"by": "ada"}
+    assert [a.event for a in d.changes.audit] == ["USER_TASK_COMPLETED", "JOB_CREATED"]
+    assert d.changes.audit[0].detail == {"stepId": "approve"}
+
+
+def test_a_signal_payload_becomes_the_step_output_and_ends_the_instance() -> None:
+    d = _decider(
+        {
+            "name": "d",
+            "steps": [{"id": "wait", "type": "SIGNAL"}],
+            "outputParameters": {"got": "${wait.output}"},
+        }
+    )
+    d.resume_waiting("wait", uuid.uuid4(), {"ok": True}, "SIGNAL_RECEIVED")
+    assert d.instance.status == InstanceStatus.COMPLETED
+    assert d.instance.output == {"got": {"ok": True}}
+    assert [a.event for a in d.changes.audit] == ["SIGNAL_RECEIVED", "INSTANCE_COMPLETED"]
+
+
+def test_a_worker_chosen_delay_replaces_the_retry_policy() -> None:
+    d = _decider(
+        {
+            "name": "d",
+            "steps": [{"id": "a", "type": "SERVICE_TASK", "jobType": "j", "retryDelaySeconds": 60}],
+        }
+    )
+    due = d.job_failed(
+        uuid.uuid4(),
+        "a",
+        uuid.uuid4(),
+        attempt=1,
+        retries_remaining=1,
+        error="429",
+        retryable=True,
+        delay_override=2.5,
+    )
+    assert due == NOW + timedelta(seconds=2.5)

@@ -1,0 +1,27 @@
+"""Retry delays (FIXED, LINEAR_BACKOFF, EXPONENTIAL_BACKOFF), as Conductor defines them."""
+
+from __future__ import annotations
+
+import pytest
+from baton.definitions import RetryLogic
+from baton.engine.retry import retry_delay_seconds
+from hypothesis import given
+from hypothesis import strategies as st
+
+
+@pytest.mark.parametrize(
+    ("logic", "delays"),
+    [
+        (RetryLogic.FIXED, [5, 5, 5, 5]),
+        (RetryLogic.LINEAR_BACKOFF, [5, 10, 15, 20]),
+        (RetryLogic.EXPONENTIAL_BACKOFF, [5, 10, 20, 40]),
+    ],
+)
+def test_retry_delays_follow_the_logic(logic: RetryLogic, delays: list[int]) -> None:
+    assert [retry_delay_seconds(logic, 5, n) for n in range(1, 5)] == delays
+
+
+@given(base=st.integers(0, 10_000), n=st.integers(1, 10_000), cap=st.integers(1, 100_000))
+def test_backoff_never_exceeds_its_cap(base: int, n: int, cap: int) -> None:
+    for logic in RetryLogic:
+        assert 0 <= retry_delay_seconds(logic, base, n, cap) <= cap
