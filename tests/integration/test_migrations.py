@@ -1,7 +1,15 @@
+"""Migrations: applied once each, and together identical to the canonical schema.sql."""
+
 from __future__ import annotations
+
+import uuid
+from importlib import resources
 
 import psycopg
 from baton.store import migrations
+from psycopg.conninfo import make_conninfo
+
+from tests.support.schema import fingerprint
 
 
 def test_applying_migrations_twice_applies_nothing_the_second_time(database_url: str) -> None:
@@ -22,6 +30,29 @@ def test_claim_and_lease_indexes_are_partial(database_url: str) -> None:
     assert "(job_type, run_at)" in defs["job_claimable"]
     assert "WHERE (status = 'LOCKED'::text)" in defs["job_lease_expiry"]
     assert "(lock_expires_at)" in defs["job_lease_expiry"]
+
+
+def test_schema_sql_builds_the_database_the_migrations_build(
+    server_url: str, database_url: str
+) -> None:
+    name = f"baton_schema_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    canonical = make_conninfo(server_url, dbname=name)
+    try:
+        schema = resources.files("baton.store").joinpath("schema.sql").read_text()
+        with psycopg.connect(canonical, autocommit=True) as conn:
+            conn.execute(schema.encode())
+        from_schema, from_migrations = fingerprint(canonical), fingerprint(database_url)
+        for aspect, rows in from_migrations.items():
+            assert from_schema[aspect] == rows, (
+                f"schema.sql and the migrations differ in {aspect}:\n"
+                f"  only in schema.sql: {sorted(from_schema[aspect] - rows, key=str)}\n"
+                f"  only in migrations: {sorted(rows - from_schema[aspect], key=str)}"
+            )
+    finally:
+        with psycopg.connect(server_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def test_claim_reads_the_partial_indexes_not_the_table(database_url: str) -> None:

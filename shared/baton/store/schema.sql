@@ -1,0 +1,193 @@
+-- Baton's schema as the migrations leave it, in one readable file: the canonical picture of the
+-- database. tests/integration/test_migrations.py checks that a database built from this file and
+-- one built by applying every migration in migrations/ are identical; a migration that changes
+-- the schema changes this file in the same commit.
+--
+-- Every wake-up is a row with a due time (job.run_at, job.lock_expires_at, instance.timeout_at,
+-- job.deadline_at): schedulers find work by query, never by an in-memory timer alone.
+
+CREATE TABLE definition (
+    name        text        NOT NULL,
+    version     integer     NOT NULL CHECK (version > 0),
+    body        jsonb       NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    -- The queue an enabled trigger consumes: triggered definitions are found without a scan.
+    trigger_queue text,
+    PRIMARY KEY (name, version)
+);
+CREATE INDEX definition_by_trigger_queue ON definition (trigger_queue, name, version DESC)
+    WHERE trigger_queue IS NOT NULL;
+
+CREATE TABLE task_def (
+    name        text        PRIMARY KEY,
+    body        jsonb       NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    updated_at  timestamptz NOT NULL DEFAULT now()
+);
+
+-- Immutable, content-addressed copies of the definition an instance runs (task definitions
+-- embedded). Instances of one definition share a row, and processes cache the compiled plan by id.
+CREATE TABLE definition_snapshot (
+    id          bigserial   PRIMARY KEY,
+    digest      text        NOT NULL UNIQUE,
+    body        jsonb       NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE instance (
+    id                        uuid        PRIMARY KEY,
+    definition_name           text        NOT NULL,
+    definition_version        integer,            -- NULL for an inline (dynamic) definition
+    snapshot_id               bigint      NOT NULL REFERENCES definition_snapshot (id),
+    status                    text        NOT NULL
+        CHECK (status IN ('RUNNING', 'COMPLETED', 'FAILED', 'TIMED_OUT', 'CANCELLED')),
+    input                     jsonb       NOT NULL DEFAULT '{}',
+    variables                 jsonb       NOT NULL DEFAULT '{}',
+    output                    jsonb,
+    reason                    text,
+    version                   bigint      NOT NULL DEFAULT 1,   -- the fencing token
+    correlation_id            text,
+    idempotency_key           text,
+    parent_instance_id        uuid,
+    parent_step_execution_id  uuid,
+    timeout_at                timestamptz,
+    created_at                timestamptz NOT NULL DEFAULT now(),
+    updated_at                timestamptz NOT NULL DEFAULT now(),
+    completed_at              timestamptz,
+    -- The queue task a queue trigger started this instance for: its end settles the task.
+    queue_task_id             uuid
+) WITH (fillfactor = 80);
+CREATE UNIQUE INDEX instance_idempotency_key ON instance (idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+CREATE INDEX instance_recent ON instance (created_at DESC, id DESC);
+CREATE INDEX instance_by_status ON instance (status, created_at DESC, id DESC);
+CREATE INDEX instance_by_definition ON instance (definition_name, created_at DESC, id DESC);
+CREATE INDEX instance_by_correlation ON instance (correlation_id, created_at DESC, id DESC)
+    WHERE correlation_id IS NOT NULL;
+CREATE INDEX instance_timeout_due ON instance (timeout_at)
+    WHERE status = 'RUNNING' AND timeout_at IS NOT NULL;
+
+-- Fencing: every update must carry version = (the version it read) + 1. A writer that read an
+-- older version is refused by the database itself, whatever code path it came through.
+CREATE FUNCTION baton_instance_fence() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.version IS DISTINCT FROM OLD.version + 1 THEN
+        RAISE EXCEPTION 'stale instance version'
+            USING ERRCODE = 'BT409',
+                  DETAIL = OLD.id::text,
+                  HINT = format('current version %s, write carried %s', OLD.version, NEW.version - 1);
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER instance_fence BEFORE UPDATE ON instance
+    FOR EACH ROW EXECUTE FUNCTION baton_instance_fence();
+
+CREATE TABLE step_execution (
+    id            uuid        PRIMARY KEY,
+    instance_id   uuid        NOT NULL REFERENCES instance (id) ON DELETE CASCADE,
+    step_id       text        NOT NULL,
+    step_type     text        NOT NULL,
+    status        text        NOT NULL
+        CHECK (status IN ('SCHEDULED', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'TIMED_OUT',
+                          'CANCELLED', 'SKIPPED')),
+    attempt       integer     NOT NULL DEFAULT 1,
+    input         jsonb,
+    output        jsonb,
+    error         text,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    started_at    timestamptz,
+    completed_at  timestamptz,
+    updated_at    timestamptz NOT NULL DEFAULT now()
+) WITH (fillfactor = 80);
+CREATE INDEX step_execution_by_instance ON step_execution (instance_id, step_id, created_at);
+
+CREATE TABLE job (
+    id                   uuid        PRIMARY KEY,
+    instance_id          uuid        NOT NULL REFERENCES instance (id) ON DELETE CASCADE,
+    step_execution_id    uuid        NOT NULL REFERENCES step_execution (id) ON DELETE CASCADE,
+    job_type             text        NOT NULL,
+    status               text        NOT NULL
+        CHECK (status IN ('UNLOCKED', 'LOCKED', 'COMPLETED', 'FAILED', 'CANCELLED')),
+    worker_id            text,
+    -- Workers whose lease on this job expired before they finished: a late complete from one of
+    -- them is still accepted (once); a complete from a stranger is a conflict.
+    previous_worker_ids  text[]      NOT NULL DEFAULT '{}',
+    locked_at            timestamptz,
+    lock_expires_at      timestamptz,
+    lease_seconds        integer     NOT NULL CHECK (lease_seconds > 0),
+    run_at               timestamptz NOT NULL DEFAULT now(),
+    deadline_at          timestamptz,
+    attempt              integer     NOT NULL DEFAULT 1,
+    retries_remaining    integer     NOT NULL CHECK (retries_remaining >= 0),
+    deliveries           integer     NOT NULL DEFAULT 0,
+    payload              jsonb       NOT NULL,
+    payload_bytes        integer     NOT NULL DEFAULT 0,
+    created_at           timestamptz NOT NULL DEFAULT now(),
+    completed_at         timestamptz
+) WITH (fillfactor = 85);
+-- The claim reads only these two partial indexes, so poll latency stays flat however many
+-- terminal rows pile up.
+CREATE INDEX job_claimable ON job (job_type, run_at) WHERE status = 'UNLOCKED';
+CREATE INDEX job_lease_expiry ON job (lock_expires_at) WHERE status = 'LOCKED';
+-- Every job update is non-HOT (status is in the partial-index predicates), so each index of the
+-- job table costs a write per transition: steps find their job through job_by_instance.
+CREATE INDEX job_by_instance ON job (instance_id);
+
+CREATE TABLE audit_log (
+    id           bigserial   PRIMARY KEY,
+    at           timestamptz NOT NULL DEFAULT now(),
+    instance_id  uuid,
+    job_id       uuid,
+    event        text        NOT NULL,
+    detail       jsonb
+);
+CREATE INDEX audit_log_by_instance ON audit_log (instance_id, id);
+
+-- Reserved for the opt-in event-driven dispatch mode; stays empty while polling.
+CREATE TABLE dispatch_outbox (
+    id            bigserial   PRIMARY KEY,
+    job_id        uuid        NOT NULL,
+    instance_id   uuid        NOT NULL,
+    job_type      text        NOT NULL,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    relayed_at    timestamptz
+);
+CREATE INDEX dispatch_outbox_pending ON dispatch_outbox (id) WHERE relayed_at IS NULL;
+
+-- Named priority queues with visibility timeout, retries and dead letter.
+CREATE TABLE queue_task (
+    id                     uuid        PRIMARY KEY,
+    queue_name             text        NOT NULL,
+    title                  text        NOT NULL,
+    body                   text        NOT NULL DEFAULT '',
+    priority               integer     NOT NULL DEFAULT 0,
+    status                 text        NOT NULL
+        CHECK (status IN ('pending', 'processing', 'completed', 'failed', 'dead')),
+    retry_count            integer     NOT NULL DEFAULT 0,
+    max_retries            integer     NOT NULL DEFAULT 3 CHECK (max_retries >= 0),
+    -- processing: when the claim lapses and the task becomes visible again (retry_count + 1)
+    visibility_expires_at  timestamptz,
+    receipt                uuid,       -- changes on every dequeue: only its holder can ack
+    consumer_id            text,
+    instance_id            uuid,       -- the instance a queue trigger started for it
+    last_error             text,
+    created_at             timestamptz NOT NULL DEFAULT now(),
+    updated_at             timestamptz NOT NULL DEFAULT now(),
+    dequeued_at            timestamptz,
+    completed_at           timestamptz
+);
+-- Dequeue order: priority descending, then oldest first; only pending rows are indexed.
+CREATE INDEX queue_task_pending ON queue_task (queue_name, priority DESC, created_at, id)
+    WHERE status = 'pending';
+CREATE INDEX queue_task_visibility ON queue_task (visibility_expires_at)
+    WHERE status = 'processing';
+CREATE INDEX queue_task_by_queue ON queue_task (queue_name, status);
+
+-- One row per queue trigger: serializes its dispatchers (row lock, not an advisory lock, so
+-- RDS Proxy never pins) and remembers when an empty queue should next be polled.
+CREATE TABLE queue_trigger_state (
+    definition_name  text        PRIMARY KEY,
+    next_poll_at     timestamptz NOT NULL DEFAULT now()
+);
