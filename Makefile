@@ -37,6 +37,8 @@ lint: $(STAMP)
 	@echo "==> ruff"
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/ruff format --check .
+	@echo "==> import-linter (the dependency rule)"
+	@$(VENV)/bin/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	@echo "==> mypy"
