@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 from baton.routes import ROUTES, api_functions
 
+from tests.support.helpers import one_step
 from tests.support.lambda_events import EVENTS, FakeContext, Invoke, load_function
 
 DEFINITION = {
@@ -199,3 +200,34 @@ def test_a_lost_connection_is_reopened_on_the_next_invocation(
     assert status in (200, 503)
     # ...and the next one runs on a fresh connection.
     assert invoke("definitions", "GET", "/v1/definitions")[0] == 200
+
+
+def test_each_function_reports_its_metrics_under_its_own_name(
+    invoke: Invoke, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    invoke("definitions", "POST", "/v1/definitions", body=one_step("metered", "m"))
+    invoke("instances", "POST", "/v1/instances", body={"definitionName": "metered"})
+    invoke("jobs", "POST", "/v1/jobs/poll", body={"workerId": "w", "jobTypes": ["m"]})
+    flushed: dict[str, set[str]] = {}
+    for line in capsys.readouterr().out.splitlines():
+        if '"_aws"' in line:
+            emf = json.loads(line)
+            names = {m["Name"] for d in emf["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]}
+            flushed.setdefault(emf["service"], set()).update(names)
+    assert "InstancesStarted" in flushed["baton-instances"]
+    assert "JobsClaimed" in flushed["baton-jobs"]
+    assert "JobsClaimed" not in flushed["baton-instances"]
+    assert "InstancesStarted" not in flushed["baton-jobs"]
+
+
+def test_functions_in_one_process_share_no_metrics_state(lambda_env: None) -> None:
+    jobs, instances = load_function("jobs"), load_function("instances")
+    # The engine a function calls reports to that function's own sink...
+    assert jobs.api.engine().metrics is jobs.api._sink
+    assert instances.api.engine().metrics is instances.api._sink
+    # ...and one function's pending metrics are not flushed by another (the local server runs
+    # every function in one process).
+    jobs.api.metrics.add_metric(name="OnlyJobs", unit="Count", value=1)
+    assert "OnlyJobs" not in instances.api.metrics.metric_set
+    jobs.api.metrics.clear_metrics()

@@ -12,22 +12,23 @@ import binascii
 import json
 import warnings
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from urllib.parse import unquote
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import EphemeralMetrics
 from baton.api.problems import PROBLEM_JSON, from_error, parse_json_body, problem, validation_error
 from baton.engine.service import Engine
 from baton.errors import BatonError, MalformedRequest, Problem, ValidationFailed
-from baton.metrics import Unit
 from baton.routes import ROUTES
 from pydantic import BaseModel, ValidationError
 
 from baton_lambda import runtime
+from baton_lambda.emf import EmfMetrics
 
 M = TypeVar("M", bound=BaseModel)
+LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 JSON = "application/json"
 # An invocation that produced no metric (a heartbeat, a GET) is normal, not worth a warning.
 warnings.filterwarnings("ignore", message="No application metrics to publish")
@@ -40,26 +41,15 @@ def _dumps(body: Any) -> str:
 _ROUTE_KEYS = frozenset((r.method, r.path, r.function) for r in ROUTES)
 
 
-class _PowertoolsMetrics:
-    """The engine's metrics sink, as Powertools EMF metrics."""
-
-    def __init__(self, metrics: Metrics) -> None:
-        self._m = metrics
-
-    def add(self, name: str, value: float, unit: Unit = "Count") -> None:
-        mu = MetricUnit.Milliseconds if unit == "Milliseconds" else MetricUnit.Count
-        self._m.add_metric(name=name, unit=mu, value=value)
-
-
 class Api:
     """An API function: resolver + logger + metrics + engine, wired once per container."""
 
     def __init__(self, function: str) -> None:
         self.function = function
         self.logger = Logger(service=f"baton-{function}")
-        self.metrics = Metrics(service=f"baton-{function}")
+        self.metrics = EphemeralMetrics(service=f"baton-{function}")
         self.resolver = APIGatewayRestResolver()
-        self._sink = _PowertoolsMetrics(self.metrics)
+        self._sink = EmfMetrics(self.metrics)
         self.registered: set[tuple[str, str]] = set()
         self._install_error_handlers()
 
@@ -123,10 +113,9 @@ class Api:
 
     # --- invocation ----------------------------------------------------------------------------
 
-    def handler(self) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    def handler(self) -> LambdaHandler:
         """The Lambda entry point: logs with the request id, flushes metrics per invocation."""
 
-        @self.metrics.log_metrics
         @self.logger.inject_lambda_context(clear_state=True)
         def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
             request_id = (event.get("requestContext") or {}).get("requestId")
@@ -134,7 +123,7 @@ class Api:
                 self.logger.append_keys(request_id=request_id)
             return self.resolver.resolve(event, context)
 
-        return handle
+        return cast(LambdaHandler, self.metrics.log_metrics(handle))
 
     def _install_error_handlers(self) -> None:
         app = self.resolver

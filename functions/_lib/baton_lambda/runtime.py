@@ -21,7 +21,10 @@ from baton.settings import Settings
 from baton.store.db import Database
 
 _lock = threading.Lock()
-_engines: dict[str, Engine] = {}
+# One database per process (the local server runs every function in one process); one engine per
+# metrics sink, so each function's metrics are reported under its own name.
+_databases: dict[str, Database] = {}
+_engines: dict[int, Engine] = {}
 
 
 @cache
@@ -54,20 +57,27 @@ def conninfo(s: Settings) -> str:
 
 
 def engine(metrics: MetricsSink) -> Engine:
-    """The container's engine (one database connection, reused across invocations)."""
-    key = "engine"
+    """The engine of the calling function, reporting to ``metrics`` (the connection is shared
+    by the process and reused across invocations)."""
     with _lock:
-        eng = _engines.get(key)
+        eng = _engines.get(id(metrics))
         if eng is None:
             s = settings()
-            if s.stage == "local":
-                # The local server runs every function in one process, on several threads.
-                db = Database.pooled(conninfo(s), min_size=1, max_size=8)
-            else:  # a Lambda container serves one request at a time: one reused connection
-                db = Database.single(lambda: conninfo(s))
-            eng = Engine(db, s.engine, metrics)
-            _engines[key] = eng
+            eng = Engine(_database(s), s.engine, metrics)
+            _engines[id(metrics)] = eng
         return eng
+
+
+def _database(s: Settings) -> Database:
+    db = _databases.get("db")
+    if db is None:
+        if s.stage == "local":
+            # The local server runs every function in one process, on several threads.
+            db = Database.pooled(conninfo(s), min_size=1, max_size=8)
+        else:  # a Lambda container serves one request at a time: one reused connection
+            db = Database.single(lambda: conninfo(s))
+        _databases["db"] = db
+    return db
 
 
 def queues(engine: Engine) -> Queues:
@@ -87,7 +97,8 @@ def queue_triggers(engine: Engine) -> QueueTriggers:
 def reset() -> None:
     """Forget the container's state (tests switch databases between cases)."""
     with _lock:
-        for eng in _engines.values():
-            eng.db.close()
+        for db in _databases.values():
+            db.close()
+        _databases.clear()
         _engines.clear()
     settings.cache_clear()

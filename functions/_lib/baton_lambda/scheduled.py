@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.metrics import EphemeralMetrics
 from baton.engine.service import Engine
 
 from baton_lambda import runtime
-from baton_lambda.http import _PowertoolsMetrics
+from baton_lambda.emf import EmfMetrics
 
 
 def scheduled(
     function: str, duty: Callable[[Engine], dict[str, int]]
 ) -> Callable[[dict[str, Any], Any], dict[str, int]]:
     logger = Logger(service=f"baton-{function}")
-    metrics = Metrics(service=f"baton-{function}")
-    sink = _PowertoolsMetrics(metrics)
+    metrics = EphemeralMetrics(service=f"baton-{function}")
+    sink = EmfMetrics(metrics)
 
-    @metrics.log_metrics
     @logger.inject_lambda_context(clear_state=True)
     def handle(event: dict[str, Any], context: Any) -> dict[str, int]:
         result = duty(runtime.engine(sink))
@@ -27,4 +27,4 @@ def scheduled(
             logger.info(f"{function} tick", extra=result)
         return result
 
-    return handle
+    return cast(Callable[[dict[str, Any], Any], dict[str, int]], metrics.log_metrics(handle))

@@ -1,0 +1,22 @@
+"""The engine's metrics sink as CloudWatch EMF metrics (Powertools).
+
+Each function owns an ``EphemeralMetrics``: Powertools' ``Metrics`` shares one metric set across
+every instance in a process, so in the local server (every function in one process) one
+function's flush would carry the others' metrics under its name.
+"""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+from baton.metrics import Unit
+
+
+class EmfMetrics:
+    """The engine's metrics sink, as Powertools EMF metrics."""
+
+    def __init__(self, metrics: EphemeralMetrics) -> None:
+        self._m = metrics
+
+    def add(self, name: str, value: float, unit: Unit = "Count") -> None:
+        mu = MetricUnit.Milliseconds if unit == "Milliseconds" else MetricUnit.Count
+        self._m.add_metric(name=name, unit=mu, value=value)
