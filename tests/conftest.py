@@ -17,6 +17,8 @@ from psycopg.conninfo import make_conninfo
 ROOT = Path(__file__).resolve().parents[1]
 # pgserver asks platformdirs for a runtime dir; CI machines often have none set.
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="baton-xdg-"))
+# Set for every function in AWS (and by the local runtime); handler modules read it at import.
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "BatonTest")
 sys.path.insert(0, str(ROOT / "shared"))
 
 from baton.engine.service import Engine  # noqa: E402
