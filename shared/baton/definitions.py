@@ -128,7 +128,7 @@ STEP_TYPES = ("SERVICE_TASK", "USER_TASK", "SIGNAL")
 
 
 class QueueTrigger(Model):
-    """Start one instance per task of a named queue (reference 004's queue trigger)."""
+    """Start one instance per task of a named queue."""
 
     type: Literal["queue"]
     queue_name: Annotated[str, Field(pattern=QUEUE_NAME_PATTERN)]

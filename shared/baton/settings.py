@@ -22,6 +22,9 @@ ENV_DATA_DIR = "BATON_DATA_DIR"
 ENV_TICK_SECONDS = "BATON_TICK_SECONDS"
 ENV_STAGE = "BATON_STAGE"
 ENV_DEFAULT_LEASE_SECONDS = "BATON_DEFAULT_LEASE_SECONDS"
+# The local runtime (`baton dev`)
+ENV_FUNCTIONS_DIR = "BATON_FUNCTIONS_DIR"  # folder holding functions/<name>/handler.py
+ENV_HOST = "BATON_HOST"  # interface the local server binds (default 127.0.0.1)
 
 ALL_ENV_VARS = (
     ENV_DATABASE_URL,
@@ -36,6 +39,8 @@ ALL_ENV_VARS = (
     ENV_TICK_SECONDS,
     ENV_STAGE,
     ENV_DEFAULT_LEASE_SECONDS,
+    ENV_FUNCTIONS_DIR,
+    ENV_HOST,
 )
 
 
@@ -85,18 +90,13 @@ class Settings:
         return replace(base, **overrides)  # type: ignore[arg-type]
 
 
-# Local runtime (`baton dev`). Appended: the names above stay where they are.
-ENV_FUNCTIONS_DIR = "BATON_FUNCTIONS_DIR"  # folder holding functions/<name>/handler.py
-ENV_HOST = "BATON_HOST"  # interface the local server binds (default 127.0.0.1)
 # Read by boto3, not by Baton: the local runtime sets placeholders when it runs its own S3.
 ENV_AWS_ACCESS_KEY_ID = "AWS_ACCESS_KEY_ID"
 ENV_AWS_SECRET_ACCESS_KEY = "AWS_SECRET_ACCESS_KEY"
 ENV_AWS_DEFAULT_REGION = "AWS_DEFAULT_REGION"
-
-# Names added for the local runtime after ALL_ENV_VARS was written; fold them in when convenient.
-LOCAL_ENV_VARS = (ENV_FUNCTIONS_DIR, ENV_HOST)
-# Powertools reads these; in AWS the function factory sets them, locally the runtime does.
+# Read by Powertools: in AWS the function factory sets them, locally the runtime does.
 ENV_POWERTOOLS_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
 # Locally, EMF lines would interleave with the logs every tick; set it to "false" to see them.
 ENV_POWERTOOLS_METRICS_DISABLED = "POWERTOOLS_METRICS_DISABLED"
-METRICS_NAMESPACE = "Baton"  # infra's METRICS_NAMESPACE should be this one
+# The CloudWatch namespace of every metric (the CDK app and the dashboard use this one too).
+METRICS_NAMESPACE = "Baton"

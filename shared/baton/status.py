@@ -42,7 +42,7 @@ class JobStatus(StrEnum):
 
 
 class QueueTaskStatus(StrEnum):
-    """Reference 004 spells queue-task statuses in lower case."""
+    """Queue-task statuses are lower case on the wire."""
 
     PENDING = "pending"
     PROCESSING = "processing"

@@ -58,7 +58,7 @@ class LocalServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> Self:
-        ours = (*env_names.ALL_ENV_VARS, *env_names.LOCAL_ENV_VARS)
+        ours = env_names.ALL_ENV_VARS
         env = {k: v for k, v in os.environ.items() if k not in ours}
         env.update(
             {

@@ -20,6 +20,7 @@ from baton.definitions import (
     TaskDef,
     WorkflowDefinition,
 )
+from baton.status import InstanceStatus, QueueTaskStatus, StepStatus
 
 WorkerId = Annotated[str, Field(min_length=1, max_length=256)]
 JobType = Annotated[str, Field(pattern=JOB_TYPE_PATTERN)]
@@ -134,12 +135,6 @@ class TaskDefPage(ApiModel):
     next_page_token: str | None = None
 
 
-StepStatus = Literal[
-    "SCHEDULED", "IN_PROGRESS", "COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED", "SKIPPED"
-]
-InstanceStatus = Literal["RUNNING", "COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED"]
-
-
 class StepExecution(ApiModel):
     id: str
     step_id: str
@@ -231,9 +226,6 @@ class ProblemDetails(ApiModel):
     detail: str
     instance: str | None = None
     errors: list[ProblemItem] = Field(default_factory=list)
-
-
-QueueTaskStatus = Literal["pending", "processing", "completed", "failed", "dead"]
 
 
 class PushResponse(ApiModel):

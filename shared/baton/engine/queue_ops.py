@@ -1,4 +1,4 @@
-"""Named priority queues (reference 004): push, dequeue, ack/nack, stats, peek, purge.
+"""Named priority queues: push, dequeue, ack/nack, stats, peek, purge.
 
 Dequeue order is priority descending, then oldest first, claimed with SKIP LOCKED. A dequeued
 task is invisible until its visibility timeout; a lapse or a failure raises ``retryCount`` and

@@ -1,4 +1,4 @@
-"""Queue-triggered workflows (reference 004): a definition with an enabled queue trigger consumes
+"""Queue-triggered workflows: a definition with an enabled queue trigger consumes
 its queue through the dispatcher (a scheduled function, also nudged right after a push).
 
 One instance per task, started in the same transaction that claims the task; the instance's end
@@ -52,7 +52,7 @@ def trigger_input(definition: WorkflowDefinition, task: dict[str, Any]) -> dict[
         "queueTaskId": str(task["id"]),
         "queuePriority": task["priority"],
     }
-    # 004 names its placeholders in snake_case; accept both spellings.
+    # Placeholders may be spelled in snake_case (as queue fields are in other tools) or camelCase.
     names = {
         **base,
         "queue_name": base["queueName"],
