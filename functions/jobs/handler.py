@@ -21,7 +21,11 @@ def poll() -> Any:
 def complete() -> Any:
     req = api.body(m.CompleteJobRequest)
     api.logger.append_keys(job_id=req.job_id)
-    return api.ok(api.engine().complete_job(req.job_id, req.worker_id, req.variables_to_set))
+    return api.ok(
+        api.engine().complete_job(
+            req.job_id, req.worker_id, req.variables_to_set, attempt=req.attempt
+        )
+    )
 
 
 @api.route("POST", "/v1/jobs/fail")
@@ -33,6 +37,7 @@ def fail() -> Any:
         req.worker_id,
         req.error_message,
         req.retryable,
+        attempt=req.attempt,
         next_retry_delay_seconds=req.next_retry_delay_seconds,
     )
     return api.ok(result)
@@ -41,7 +46,7 @@ def fail() -> Any:
 @api.route("POST", "/v1/jobs/heartbeat")
 def heartbeat() -> Any:
     req = api.body(m.HeartbeatRequest)
-    return api.ok(api.engine().heartbeat(req.job_id, req.worker_id))
+    return api.ok(api.engine().heartbeat(req.job_id, req.worker_id, attempt=req.attempt))
 
 
 handler = api.handler()

@@ -101,6 +101,19 @@ class LeaseNotHeld(Conflict):
         super().__init__(f"worker {worker_id!r} does not hold job {job_id}: {reason}")
 
 
+class AttemptNotCurrent(Conflict):
+    """A result for an attempt of a job that is not the job's current one."""
+
+    def __init__(self, job_id: str, attempt: int, current: int, why: str) -> None:
+        self.job_id = job_id
+        self.attempt = attempt
+        self.current = current
+        super().__init__(
+            f"attempt {attempt} of job {job_id} is not current ({why}); "
+            f"the job is on attempt {current}"
+        )
+
+
 class PayloadTooLarge(BatonError):
     title = "Payload too large"
 

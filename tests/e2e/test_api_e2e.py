@@ -165,7 +165,18 @@ def test_concurrent_pollers_over_http_never_share_a_live_job(baton_server: Check
     s.request(
         "POST",
         "/v1/definitions",
-        json={"name": name, "steps": [{"id": "s", "type": "SERVICE_TASK", "jobType": job_type}]},
+        json={
+            "name": name,
+            # A lease far longer than the test: no lease lapses however loaded the machine is.
+            "steps": [
+                {
+                    "id": "s",
+                    "type": "SERVICE_TASK",
+                    "jobType": job_type,
+                    "responseTimeoutSeconds": 600,
+                }
+            ],
+        },
     )
     n = 120
     with ThreadPoolExecutor(8) as pool:

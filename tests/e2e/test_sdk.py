@@ -320,7 +320,7 @@ def test_runner_killed_mid_job_loses_nothing(
 ) -> None:
     job_type = unique("fragile")
     name = unique("sigkill")
-    client.register_definition(one_step(name, job_type, responseTimeoutSeconds=2, retryCount=0))
+    client.register_definition(one_step(name, job_type, responseTimeoutSeconds=2, retryCount=1))
     instance_id = client.start_instance(name)["id"]
 
     module = tmp_path / "hanging_worker.py"

@@ -4,10 +4,14 @@ WITH w0 AS (UPDATE instance
        completed_at = CASE WHEN %(p0_status)s <> 'RUNNING' THEN now() END,
        timeout_at = CASE WHEN %(p0_clear_timeout)s OR %(p0_status)s <> 'RUNNING' THEN NULL
                          ELSE timeout_at END
- WHERE id = %(p0_id)s),
-w1 AS (INSERT INTO step_execution (id, instance_id, step_id, step_type, status, input, started_at)
-VALUES (%(p1_id)s, %(p1_instance_id)s, %(p1_step_id)s, %(p1_step_type)s, %(p1_status)s, %(p1_input)s,
-        CASE WHEN %(p1_status)s = 'IN_PROGRESS' THEN now() END)),
+ WHERE id = %(p0_id)s
+RETURNING 1),
+w1 AS (INSERT INTO step_execution (id, instance_id, step_id, step_type, status, input, error,
+                            started_at, completed_at)
+VALUES (%(p1_id)s, %(p1_instance_id)s, %(p1_step_id)s, %(p1_step_type)s, %(p1_status)s, %(p1_input)s, %(p1_error)s,
+        CASE WHEN %(p1_status)s = 'IN_PROGRESS' THEN now() END,
+        CASE WHEN %(p1_status)s NOT IN ('SCHEDULED', 'IN_PROGRESS') THEN now() END)
+RETURNING 1),
 w2 AS (INSERT INTO job (id, instance_id, step_execution_id, job_type, status, lease_seconds,
                  retries_remaining, payload, payload_bytes, deadline_at, run_at, created_at)
 VALUES (%(p2_id)s, %(p2_instance_id)s, %(p2_step_execution_id)s, %(p2_job_type)s, 'UNLOCKED',
@@ -16,7 +20,9 @@ VALUES (%(p2_id)s, %(p2_instance_id)s, %(p2_step_execution_id)s, %(p2_job_type)s
              THEN now() + make_interval(secs => %(p2_poll_timeout)s::int) END,
         now(), now())),
 w3 AS (UPDATE job SET status = 'COMPLETED', completed_at = now(), lock_expires_at = NULL
- WHERE id = %(p3_id)s),
+ WHERE id = %(p3_id)s AND status = %(p3_g_status)s AND worker_id IS NOT DISTINCT FROM %(p3_g_worker)s
+   AND attempt = %(p3_g_attempt)s AND (SELECT count(*) FROM w0) >= 0
+RETURNING 1),
 w4 AS (UPDATE step_execution
    SET status = %(p4_status)s,
        output = coalesce(%(p4_output)s, output),
@@ -25,8 +31,10 @@ w4 AS (UPDATE step_execution
        completed_at = CASE WHEN %(p4_status)s IN ('SCHEDULED', 'IN_PROGRESS') THEN NULL
                            ELSE now() END,
        updated_at = now()
- WHERE id = %(p4_id)s),
+ WHERE id = %(p4_id)s AND (SELECT baton_expect(count(*) = 1, 'w3') FROM w3) = 1
+RETURNING 1),
 w5 AS (INSERT INTO audit_log (instance_id, job_id, event, detail)
 SELECT %(p5_instance_id)s, t.job_id, t.event, t.detail
-  FROM jsonb_to_recordset(%(p5_rows)s::jsonb) AS t(job_id uuid, event text, detail jsonb))
+  FROM jsonb_to_recordset(%(p5_rows)s::jsonb) AS t(job_id uuid, event text, detail jsonb)
+RETURNING 1)
 SELECT 1

@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 import pytest
 from baton.engine.service import Engine
-from baton.errors import Conflict, JobNotFound, LeaseNotHeld, ValidationFailed
+from baton.errors import AttemptNotCurrent, Conflict, JobNotFound, LeaseNotHeld, ValidationFailed
 from baton.settings import EngineSettings
 from baton.store.db import Database
 
@@ -115,44 +115,49 @@ def test_poll_caps_the_batch_by_bytes(db: Database) -> None:
     assert len(engine.poll("w", ["big"], 10)) == 1
 
 
-def test_expired_lease_is_reclaimed_at_next_poll_and_completed_exactly_once(
-    engine: Engine, database_url: str
+def test_an_expired_lease_is_a_new_attempt_and_the_old_one_can_no_longer_complete(
+    engine: Engine,
 ) -> None:
-    engine.register_definition(one_step("flow", responseTimeoutSeconds=1))
+    engine.register_definition(one_step("flow", responseTimeoutSeconds=1, retryCount=3))
     inst, _ = engine.start_instance(definition_name="flow")
     first = engine.poll("slow", ["work"], 1)[0]
-    assert engine.poll("fast", ["work"], 1) == []  # lease is live
+    assert engine.poll("fast", ["work"], 1) == []  # the lease is live
     second = wait_until(lambda: engine.poll("fast", ["work"], 1), timeout=5, what="reclaim")[0]
     assert second["id"] == first["id"]
+    # The lapsed lease counted as an attempt, against the retries.
+    assert (first["attempt"], second["attempt"]) == (1, 2)
+    assert second["retriesRemaining"] == first["retriesRemaining"] - 1
     # A stranger cannot complete while "fast" holds the lease.
     with pytest.raises(LeaseNotHeld):
         engine.complete_job(first["id"], "stranger", {})
-    # The late complete from the worker whose lease expired is accepted, once...
-    assert engine.complete_job(first["id"], "slow", {"by": "slow"})["applied"] is True
-    # ...and the current holder's complete is then a harmless repeat.
-    assert engine.complete_job(first["id"], "fast", {"by": "fast"})["applied"] is False
+    # The late result of the lapsed attempt is refused, with or without its attempt number...
+    with pytest.raises(AttemptNotCurrent):
+        engine.complete_job(first["id"], "slow", {"by": "slow"}, attempt=1)
+    with pytest.raises(LeaseNotHeld):
+        engine.complete_job(first["id"], "slow", {"by": "slow"})
+    # ...the current holder's is applied, and its repeat changes nothing.
+    assert engine.complete_job(first["id"], "fast", {"by": "fast"}, attempt=2)["applied"]
+    assert not engine.complete_job(first["id"], "fast", {"by": "x"}, attempt=2)["applied"]
     final = engine.get_instance(inst["id"])
-    assert final["status"] == "COMPLETED" and final["variables"] == {"by": "slow"}
+    assert final["status"] == "COMPLETED" and final["variables"] == {"by": "fast"}
     events = [a["event"] for a in engine.audit_trail(inst["id"])]
-    assert events.count("JOB_COMPLETED") == 1 and "JOB_RECLAIMED" in events
+    assert events.count("JOB_COMPLETED") == 1
+    assert events.count("JOB_LEASE_EXPIRED") == 1 and events.count("JOB_DISPATCHED") == 2
 
 
 def test_racing_completions_of_one_job_apply_once(engine: Engine) -> None:
-    engine.register_definition(one_step("flow", responseTimeoutSeconds=1))
+    engine.register_definition(one_step("flow"))
     for _ in range(5):
         inst, _ = engine.start_instance(definition_name="flow")
         job = engine.poll("a", ["work"], 1)[0]
-        wait_until(lambda: engine.poll("b", ["work"], 1), timeout=5)
         barrier = threading.Barrier(2)
 
-        def complete(
-            worker: str, job_id: str = job["id"], barrier: threading.Barrier = barrier
-        ) -> bool:
+        def complete(job_id: str = job["id"], barrier: threading.Barrier = barrier) -> bool:
             barrier.wait()
-            return bool(engine.complete_job(job_id, worker, {"w": worker})["applied"])
+            return bool(engine.complete_job(job_id, "a", {"w": 1}, attempt=1)["applied"])
 
         with ThreadPoolExecutor(2) as pool:
-            applied = list(pool.map(complete, ["a", "b"]))
+            applied = list(pool.map(lambda _: complete(), range(2)))
         assert sorted(applied) == [False, True]
         events = [a["event"] for a in engine.audit_trail(inst["id"])]
         assert events.count("JOB_COMPLETED") == 1 and events.count("INSTANCE_COMPLETED") == 1
@@ -227,18 +232,41 @@ def test_heartbeats_keep_a_long_job_from_being_reclaimed(engine: Engine) -> None
     assert engine.complete_job(job["id"], "w", {})["applied"]
 
 
-def test_reaper_returns_expired_leases_and_counts_them(engine: Engine) -> None:
+def test_reaper_turns_an_expired_lease_into_the_next_attempt_in_its_place_in_line(
+    engine: Engine, database_url: str
+) -> None:
     engine.register_definition(one_step("flow", responseTimeoutSeconds=1))
     inst, _ = engine.start_instance(definition_name="flow")
     job = engine.poll("w", ["work"], 1)[0]
+    engine.start_instance(definition_name="flow")  # a younger job, due after the first
+    with psycopg.connect(database_url) as conn:
+        due_before = conn.execute("SELECT run_at FROM job WHERE id = %s", (job["id"],)).fetchone()
     assert engine.reap_expired_leases() == 0
     assert wait_until(engine.reap_expired_leases, timeout=5, what="lease expiry") == 1
     got = engine.get_instance(inst["id"])
-    assert got["steps"][0]["status"] == "SCHEDULED"
+    assert (got["steps"][0]["status"], got["steps"][0]["attempt"]) == ("SCHEDULED", 2)
     assert "JOB_LEASE_EXPIRED" in [a["event"] for a in engine.audit_trail(inst["id"])]
+    with psycopg.connect(database_url) as conn:
+        due_after = conn.execute("SELECT run_at FROM job WHERE id = %s", (job["id"],)).fetchone()
+    assert due_after == due_before  # it keeps its place in line...
     again = engine.poll("w2", ["work"], 1)[0]
-    assert again["id"] == job["id"]
-    assert engine.complete_job(job["id"], "w", {})["applied"]  # the late original is accepted
+    assert (again["id"], again["attempt"]) == (job["id"], 2)  # ...ahead of the younger job
+    with pytest.raises(AttemptNotCurrent):  # the lapsed attempt's late result is refused
+        engine.complete_job(job["id"], "w", {}, attempt=1)
+
+
+def test_a_job_whose_every_worker_goes_silent_fails_when_its_retries_run_out(
+    engine: Engine,
+) -> None:
+    engine.register_definition(one_step("flow", responseTimeoutSeconds=1, retryCount=1))
+    inst, _ = engine.start_instance(definition_name="flow")
+    assert engine.poll("w1", ["work"], 1)[0]["attempt"] == 1
+    assert wait_until(lambda: engine.poll("w2", ["work"], 1), timeout=5)[0]["attempt"] == 2
+    wait_until(engine.reap_expired_leases, timeout=5, what="the last lease to lapse")
+    final = engine.get_instance(inst["id"])
+    assert final["status"] == "FAILED"
+    assert "no result within the 1s lease" in final["reason"] and "2 attempts" in final["reason"]
+    assert engine.poll("w3", ["work"], 1) == []  # never delivered again
 
 
 def _due_times(database_url: str, instance_id: str) -> list[Any]:

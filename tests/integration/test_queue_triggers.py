@@ -6,13 +6,11 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import psycopg
 import pytest
 from baton.engine.queue_ops import Queues
 from baton.engine.queue_triggers import QueueTriggers, render_template
 from baton.engine.service import Engine
-from baton.errors import Conflict
-
-from tests.support.helpers import wait_until
 
 
 @pytest.fixture
@@ -130,19 +128,34 @@ def test_concurrent_dispatchers_respect_max_concurrency(
     assert queues.stats("par-q")["processing"] == 3
 
 
-def test_a_triggered_instance_that_outlives_the_visibility_timeout_is_timed_out_and_retried(
-    engine: Engine, queues: Queues, triggers: QueueTriggers
+def test_a_task_belongs_to_its_running_instance_whatever_the_visibility_timeout(
+    engine: Engine, queues: Queues, triggers: QueueTriggers, database_url: str
 ) -> None:
     engine.register_definition(_triggered("slow", "slow-q", visibilityTimeoutSecs=1))
     queues.push("slow-q", "t")
-    triggers.dispatch(nudged=True)
-    first = engine.poll("w", ["slow-job"], 1)[0]
-    wait_until(lambda: engine.sweep()["instancesTimedOut"], timeout=5)
-    assert engine.get_instance(first["instanceId"])["status"] == "TIMED_OUT"
-    assert queues.stats("slow-q")["pending"] == 1
     assert triggers.dispatch(nudged=True) == 1
-    with pytest.raises(Conflict):
-        engine.complete_job(first["id"], "w", {})  # the timed-out attempt is cancelled
+    first = engine.poll("w", ["slow-job"], 1)[0]
+    instance = engine.get_instance(first["instanceId"])
+    assert instance.get("timeoutAt") is None  # the trigger adds no timeout of its own
+    with psycopg.connect(database_url, autocommit=True) as conn:  # long past any visibility
+        conn.execute("UPDATE queue_task SET visibility_expires_at = now() - interval '1 hour'")
+    assert triggers.tick()["claimsLapsed"] == 0
+    assert triggers.dispatch(nudged=True) == 0  # no second instance for the same task
+    assert queues.stats("slow-q")["processing"] == 1
+    engine.complete_job(first["id"], "w", {}, attempt=1)
+    assert queues.stats("slow-q")["completed"] == 1  # its instance's end settled it
+
+
+def test_a_cancelled_triggered_instance_fails_its_task_instead_of_requeueing_it(
+    engine: Engine, queues: Queues, triggers: QueueTriggers
+) -> None:
+    engine.register_definition(_triggered("cx", "cx-q"))
+    queues.push("cx-q", "t")
+    triggers.dispatch(nudged=True)
+    job = engine.poll("w", ["cx-job"], 1)[0]
+    engine.cancel_instance(job["instanceId"], "not wanted")
+    assert queues.stats("cx-q")["failed"] == 1
+    assert triggers.dispatch(nudged=True) == 0
 
 
 def test_render_template_fills_placeholders() -> None:

@@ -7,11 +7,17 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from baton.definitions import parse_definition
-from baton.engine.decide import Decider, InstanceState
+from baton.engine.decide import Decider, InstanceState, JobRef
 from baton.engine.plan import Plan
-from baton.status import InstanceStatus, StepStatus
+from baton.status import InstanceStatus, JobStatus, StepStatus
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _job(step_id: str, *, attempt: int = 1, retries_remaining: int = 3) -> JobRef:
+    return JobRef(
+        uuid.uuid4(), step_id, uuid.uuid4(), JobStatus.LOCKED, "w", attempt, retries_remaining
+    )
 
 
 def _decider(definition: dict[str, Any]) -> Decider:
@@ -62,9 +68,7 @@ def test_retryable_failure_with_retries_left_schedules_a_delayed_retry() -> None
             "steps": [{"id": "a", "type": "SERVICE_TASK", "jobType": "j", "retryDelaySeconds": 3}],
         }
     )
-    d.job_failed(
-        uuid.uuid4(), "a", uuid.uuid4(), attempt=1, retries_remaining=2, error="e", retryable=True
-    )
+    d.job_failed(_job("a", retries_remaining=2), error="e", retryable=True)
     (retry,) = d.changes.retried_jobs
     assert retry.run_at == NOW + timedelta(seconds=3)
     assert d.instance.status == "RUNNING"
@@ -72,9 +76,7 @@ def test_retryable_failure_with_retries_left_schedules_a_delayed_retry() -> None
 
 def test_non_retryable_failure_fails_the_instance_and_cancels_open_work() -> None:
     d = _decider({"name": "d", "steps": [{"id": "a", "type": "SERVICE_TASK", "jobType": "j"}]})
-    d.job_failed(
-        uuid.uuid4(), "a", uuid.uuid4(), attempt=1, retries_remaining=3, error="no", retryable=False
-    )
+    d.job_failed(_job("a", retries_remaining=3), error="no", retryable=False)
     assert d.instance.status == "FAILED" and d.changes.cancel_open_work
     assert d.instance.reason == "step 'a' failed: no"
 
@@ -166,13 +168,46 @@ def test_a_worker_chosen_delay_replaces_the_retry_policy() -> None:
         }
     )
     due = d.job_failed(
-        uuid.uuid4(),
-        "a",
-        uuid.uuid4(),
-        attempt=1,
-        retries_remaining=1,
-        error="429",
-        retryable=True,
-        delay_override=2.5,
+        _job("a", retries_remaining=1), error="429", retryable=True, delay_override=2.5
     )
     assert due == NOW + timedelta(seconds=2.5)
+
+
+def test_a_lease_that_lapses_with_no_retries_left_fails_the_step_and_the_instance() -> None:
+    d = _decider({"name": "d", "steps": [{"id": "a", "type": "SERVICE_TASK", "jobType": "j"}]})
+    job = _job("a", attempt=4, retries_remaining=0)
+    d.lease_exhausted(job, 30)
+    assert d.changes.failed_jobs == [job]
+    assert d.instance.status == InstanceStatus.FAILED
+    assert d.instance.reason == (
+        "step 'a' failed: no result within the 30s lease (responseTimeoutSeconds) "
+        "on any of 4 attempts"
+    )
+
+
+def test_a_step_whose_resolved_input_is_too_large_fails_when_scheduled() -> None:
+    plan = Plan(
+        parse_definition(
+            {
+                "name": "d",
+                "steps": [
+                    {
+                        "id": "a",
+                        "type": "SERVICE_TASK",
+                        "jobType": "j",
+                        "input": {"x": "${workflow.input.blob}", "y": "${workflow.input.blob}"},
+                    }
+                ],
+            }
+        )
+    )
+    state = InstanceState(uuid.uuid4(), "d", InstanceStatus.RUNNING, 1, {"blob": "z" * 600}, {})
+    d = Decider(plan, state, lambda _sid: None, NOW, max_job_input_bytes=1000)
+    d.start()
+    assert d.changes.new_jobs == []
+    (step,) = d.changes.new_steps
+    assert step.status == StepStatus.FAILED
+    assert d.instance.status == InstanceStatus.FAILED
+    assert "resolved input is 1215 bytes, above the limit of 1000 bytes" in (
+        d.instance.reason or ""
+    )

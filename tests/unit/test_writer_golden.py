@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from baton.definitions import parse_definition
 from baton.engine import writer
-from baton.engine.decide import Decider, InstanceState
+from baton.engine.decide import Decider, InstanceState, JobRef
 from baton.engine.plan import Plan
-from baton.status import InstanceStatus
+from baton.status import InstanceStatus, JobStatus
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -29,6 +29,10 @@ TWO_STEPS = {
 }
 
 
+def _job() -> JobRef:
+    return JobRef(uuid.uuid4(), "charge", uuid.uuid4(), JobStatus.LOCKED, "w", 1, 2)
+
+
 def _decider() -> Decider:
     state = InstanceState(uuid.uuid4(), "flow", InstanceStatus.RUNNING, 3, {}, {})
     return Decider(Plan(parse_definition(TWO_STEPS)), state, lambda _sid: None, NOW)
@@ -36,8 +40,8 @@ def _decider() -> Decider:
 
 def _rendered(d: Decider) -> str:
     pieces = writer.pieces_of(d.instance, d.changes, new_instance=False, insert=None)
-    statements = writer.statements(pieces, combine=writer.combinable(pieces, d.changes))
-    return "\n;\n".join(sql.decode() for sql, _ in statements) + "\n"
+    sql, _ = writer.statement(pieces)
+    return sql.decode() + "\n"
 
 
 def _check(name: str, sql: str) -> None:
@@ -52,19 +56,15 @@ def _check(name: str, sql: str) -> None:
     [
         (
             "complete.sql",
-            lambda d: d.job_completed(uuid.uuid4(), "charge", uuid.uuid4(), {"receipt": "R-1"}),
+            lambda d: d.job_completed(_job(), {"receipt": "R-1"}),
+        ),
+        (
+            "fail_ending_the_instance.sql",
+            lambda d: d.job_failed(_job(), error="card stolen", retryable=False),
         ),
         (
             "fail_with_retry.sql",
-            lambda d: d.job_failed(
-                uuid.uuid4(),
-                "charge",
-                uuid.uuid4(),
-                attempt=1,
-                retries_remaining=2,
-                error="card declined",
-                retryable=True,
-            ),
+            lambda d: d.job_failed(_job(), error="card declined", retryable=True),
         ),
     ],
 )

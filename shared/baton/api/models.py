@@ -26,6 +26,16 @@ WorkerId = Annotated[str, Field(min_length=1, max_length=256)]
 JobType = Annotated[str, Field(pattern=JOB_TYPE_PATTERN)]
 Uuid = Annotated[str, Field(min_length=1, max_length=64)]
 Variables = dict[str, Any]
+INT32_MAX = 2**31 - 1
+Attempt = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=INT32_MAX,
+        description="The attempt the worker ran, from the poll: a result for an attempt that "
+        "is over is a harmless repeat when it was already applied, else a conflict.",
+    ),
+]
 
 
 class ApiModel(BaseModel):
@@ -72,6 +82,7 @@ class CompleteJobRequest(ApiModel):
     job_id: Uuid
     worker_id: WorkerId
     variables_to_set: Variables | None = None
+    attempt: Attempt = None
 
 
 class FailJobRequest(ApiModel):
@@ -83,11 +94,13 @@ class FailJobRequest(ApiModel):
         default=None,
         description="Wait this long before the retry instead of the definition's retry delay.",
     )
+    attempt: Attempt = None
 
 
 class HeartbeatRequest(ApiModel):
     job_id: Uuid
     worker_id: WorkerId
+    attempt: Attempt = None
 
 
 class PushRequest(ApiModel):

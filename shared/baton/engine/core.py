@@ -59,6 +59,7 @@ class EngineCore:
             state,
             lambda step_id: instance_sql.latest_output(conn, state.id, step_id),
             row["now"],
+            max_job_input_bytes=self.settings.max_payload_bytes,
         )
         result = event(decider)
         if optimistic:

@@ -18,7 +18,7 @@ from baton import expressions
 from baton.definitions import ServiceTaskStep, SignalStep, Step, UserTaskStep
 from baton.engine.plan import Plan
 from baton.engine.retry import retry_delay_seconds
-from baton.status import InstanceStatus, StepStatus
+from baton.status import InstanceStatus, JobStatus, StepStatus
 
 
 @dataclass(slots=True)
@@ -45,6 +45,7 @@ class NewStep:
     step_type: str
     status: StepStatus
     input: Any
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +70,23 @@ class StepUpdate:
 
 
 @dataclass(frozen=True, slots=True)
-class JobRetry:
+class JobRef:
+    """The job a worker reported on, as the decision read it. Its writes are guarded by
+    (status, worker, attempt): they apply only if nothing moved the job since the read."""
+
     id: uuid.UUID
+    step_id: str
+    step_execution_id: uuid.UUID
+    status: JobStatus
+    worker_id: str | None
+    attempt: int
+    retries_remaining: int
+
+
+@dataclass(frozen=True, slots=True)
+class JobRetry:
+    job: JobRef
     run_at: datetime
-    error: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +103,8 @@ class Changes:
     new_steps: list[NewStep] = field(default_factory=list)
     new_jobs: list[NewJob] = field(default_factory=list)
     step_updates: list[StepUpdate] = field(default_factory=list)
-    completed_jobs: list[uuid.UUID] = field(default_factory=list)
-    failed_jobs: list[uuid.UUID] = field(default_factory=list)
+    completed_jobs: list[JobRef] = field(default_factory=list)
+    failed_jobs: list[JobRef] = field(default_factory=list)
     retried_jobs: list[JobRetry] = field(default_factory=list)
     cancel_open_work: bool = False  # instance ended: cancel its open steps and jobs
     audit: list[AuditEvent] = field(default_factory=list)
@@ -113,10 +127,13 @@ class Decider:
         instance: InstanceState,
         step_output: StepOutputLookup,
         now: datetime,
+        *,
+        max_job_input_bytes: int = 2_000_000,
     ) -> None:
         self.plan = plan
         self.instance = instance
         self.now = now
+        self.max_job_input_bytes = max_job_input_bytes
         self.changes = Changes()
         self._outputs: dict[str, Any] = {}
         self._lookup = step_output
@@ -139,71 +156,88 @@ class Decider:
         self.changes.instance_changed = True
         self._advance_after(step_id)
 
-    def job_completed(
-        self, job_id: uuid.UUID, step_id: str, step_execution_id: uuid.UUID, output: Any
-    ) -> None:
-        self.changes.completed_jobs.append(job_id)
-        self.changes.audit.append(AuditEvent("JOB_COMPLETED", job_id))
+    def job_completed(self, job: JobRef, output: Any) -> None:
+        """A worker completed its attempt of ``job`` with ``output``."""
+        self.changes.completed_jobs.append(job)
+        self.changes.audit.append(AuditEvent("JOB_COMPLETED", job.id, {"attempt": job.attempt}))
         self.changes.count("JobsCompleted")
-        self.step_completed(step_id, step_execution_id, output)
+        self.step_completed(job.step_id, job.step_execution_id, output)
 
     def job_failed(
         self,
-        job_id: uuid.UUID,
-        step_id: str,
-        step_execution_id: uuid.UUID,
+        job: JobRef,
         *,
-        attempt: int,
-        retries_remaining: int,
         error: str,
         retryable: bool,
         delay_override: float | None = None,
     ) -> datetime | None:
         """A worker reported a failure: schedule a retry (returns when it is due) or fail the
         step, and with it the instance (returns None)."""
-        policy = self.plan.policy(step_id)
         self.changes.audit.append(
             AuditEvent(
                 "JOB_FAILED",
-                job_id,
-                {"error": error, "retryable": retryable, "attempt": attempt},
+                job.id,
+                {"error": error, "retryable": retryable, "attempt": job.attempt},
             )
         )
-        self.changes.instance_changed = True
-        if retryable and retries_remaining > 0:
-            retry_number = attempt  # attempt 1 failed: first retry
-            delay: float = retry_delay_seconds(
-                policy.retry_logic,
-                policy.retry_delay_seconds,
-                retry_number,
-                policy.max_retry_delay_seconds,
-            )
-            if delay_override is not None:  # the worker asked for its own delay
-                delay = delay_override
-            run_at = self.now + timedelta(seconds=delay)
-            self.changes.retried_jobs.append(JobRetry(job_id, run_at, error))
-            self.changes.step_updates.append(
-                StepUpdate(
-                    step_execution_id, StepStatus.SCHEDULED, error=error, attempt=attempt + 1
-                )
-            )
-            self.changes.audit.append(
-                AuditEvent(
-                    "JOB_RETRY_SCHEDULED",
-                    job_id,
-                    {"attempt": attempt + 1, "delaySeconds": delay, "runAt": run_at.isoformat()},
-                )
-            )
-            self.changes.count("JobsRetried")
-            return run_at
-        self.changes.failed_jobs.append(job_id)
-        self.changes.count("JobsFailed")
-        why = error if not retryable else f"{error} (retries exhausted after {attempt} attempts)"
-        self.changes.step_updates.append(
-            StepUpdate(step_execution_id, StepStatus.FAILED, error=why)
+        if retryable and job.retries_remaining > 0:
+            return self._retry(job, error, delay_override)
+        why = (
+            error if not retryable else f"{error} (retries exhausted after {job.attempt} attempts)"
         )
-        self._finish(InstanceStatus.FAILED, f"step {step_id!r} failed: {why}")
+        self._fail_job(job, why)
         return None
+
+    def lease_exhausted(self, job: JobRef, lease_seconds: int) -> None:
+        """``job``'s lease lapsed with no retries left: every attempt's worker went silent."""
+        self.changes.audit.append(
+            AuditEvent(
+                "JOB_LEASE_EXPIRED",
+                job.id,
+                {"workerId": job.worker_id, "attempt": job.attempt},
+            )
+        )
+        self._fail_job(
+            job,
+            f"no result within the {lease_seconds}s lease (responseTimeoutSeconds) "
+            f"on any of {job.attempt} attempts",
+        )
+
+    def _retry(self, job: JobRef, error: str, delay_override: float | None) -> datetime:
+        policy = self.plan.policy(job.step_id)
+        delay: float = retry_delay_seconds(
+            policy.retry_logic,
+            policy.retry_delay_seconds,
+            job.attempt,  # attempt 1 failed: the first retry
+            policy.max_retry_delay_seconds,
+        )
+        if delay_override is not None:  # the worker asked for its own delay
+            delay = delay_override
+        run_at = self.now + timedelta(seconds=delay)
+        self.changes.instance_changed = True
+        self.changes.retried_jobs.append(JobRetry(job, run_at))
+        self.changes.step_updates.append(
+            StepUpdate(
+                job.step_execution_id, StepStatus.SCHEDULED, error=error, attempt=job.attempt + 1
+            )
+        )
+        self.changes.audit.append(
+            AuditEvent(
+                "JOB_RETRY_SCHEDULED",
+                job.id,
+                {"attempt": job.attempt + 1, "delaySeconds": delay, "runAt": run_at.isoformat()},
+            )
+        )
+        self.changes.count("JobsRetried")
+        return run_at
+
+    def _fail_job(self, job: JobRef, why: str) -> None:
+        self.changes.failed_jobs.append(job)
+        self.changes.count("JobsFailed")
+        self.changes.step_updates.append(
+            StepUpdate(job.step_execution_id, StepStatus.FAILED, error=why)
+        )
+        self._finish(InstanceStatus.FAILED, f"step {job.step_id!r} failed: {why}")
 
     def resume_waiting(
         self, step_id: str, step_execution_id: uuid.UUID, output: Any, event: str
@@ -265,10 +299,17 @@ class Decider:
     def resolve(self, template: Any) -> Any:
         return expressions.resolve(template, self._scope())
 
-    def add_step(self, step: Step, status: StepStatus, step_input: Any) -> uuid.UUID:
+    def add_step(
+        self, step: Step, status: StepStatus, step_input: Any, error: str | None = None
+    ) -> uuid.UUID:
         sid = uuid.uuid4()
-        self.changes.new_steps.append(NewStep(sid, step.id, step.type, status, step_input))
+        self.changes.new_steps.append(NewStep(sid, step.id, step.type, status, step_input, error))
         return sid
+
+    def fail_step_at_schedule(self, step: Step, step_input: Any, why: str) -> None:
+        """A step that cannot even be scheduled fails at once, and the instance with it."""
+        self.add_step(step, StepStatus.FAILED, step_input, error=why)
+        self._finish(InstanceStatus.FAILED, f"step {step.id!r} failed: {why}")
 
     def _complete_instance(self) -> None:
         params = self.plan.definition.output_parameters
@@ -299,9 +340,17 @@ def _schedule_service_task(d: Decider, step: Step) -> None:
     policy = d.plan.policy(step.id)
     # Task-definition inputTemplate supplies defaults; the step's own input overrides them.
     step_input = {**policy.input_template, **d.resolve(step.input)}
+    payload_json = json.dumps(step_input, separators=(",", ":"))
+    if len(payload_json) > d.max_job_input_bytes:
+        # Refused when scheduled: a job poll could never hand it out under Lambda's 6 MB.
+        why = (
+            f"its resolved input is {len(payload_json)} bytes, above the limit of "
+            f"{d.max_job_input_bytes} bytes"
+        )
+        d.fail_step_at_schedule(step, step_input, why)
+        return
     sid = d.add_step(step, StepStatus.SCHEDULED, step_input)
     job_id = uuid.uuid4()
-    payload_json = json.dumps(step_input, separators=(",", ":"))
     d.changes.new_jobs.append(
         NewJob(
             id=job_id,

@@ -5,22 +5,44 @@ from __future__ import annotations
 
 import uuid
 
+from baton.engine import writer
 from baton.engine.core import EngineCore, log
+from baton.status import InstanceStatus, JobStatus
 from baton.store import instance_sql, job_sql
 from baton.store.db import Conn, first_in_transaction
 
 
 class Duties(EngineCore):
     def reap_expired_leases(self, limit: int = 1000) -> int:
-        """Return expired leases to UNLOCKED and count them (the lease reaper)."""
+        """Turn lapsed leases into the jobs' next attempts, or, with no retries left, fail their
+        steps (the lease reaper). Returns the number of leases that lapsed."""
         row = self.db.autocommit(
             lambda c: c.execute(job_sql.REAP_EXPIRED, {"limit": limit}).fetchone()
         )
-        n = int(row["n"]) if row else 0
+        assert row is not None
+        exhausted = sum(self._lease_exhausted(jid) for jid in row["exhausted"])
+        n = int(row["n"]) + exhausted
         if n:
             self.metrics.add("LeasesExpired", n)
-            log.info("expired leases returned", extra={"count": n})
+            log.info("expired leases returned", extra={"count": n, "exhausted": exhausted})
         return n
+
+    def _lease_exhausted(self, jid: uuid.UUID) -> int:
+        def work(conn: Conn) -> int:
+            row = first_in_transaction(conn, job_sql.LOCK_JOB_WITH_INSTANCE, {"job_id": jid})
+            if (
+                row is None
+                or row["job_status"] != JobStatus.LOCKED
+                or not row["lease_lapsed"]
+                or row["retries_remaining"] > 0
+                or row["status"] != InstanceStatus.RUNNING
+            ):
+                return 0  # settled, renewed or claimed meanwhile
+            job = writer.job_ref(row)
+            self._decide(conn, row, lambda d: d.lease_exhausted(job, row["lease_seconds"]))
+            return 1
+
+        return self.db.transaction(work, explicit_begin=True)
 
     def sweep(self, limit: int = 500) -> dict[str, int]:
         """Enforce instance timeouts whose due time has passed (the sweeper)."""

@@ -110,7 +110,6 @@ class InstanceOps(EngineCore):
         correlation_id: str | None = None,
         idempotency_key: str | None = None,
         queue_task_id: uuid.UUID | None = None,
-        timeout_seconds: int | None = None,
         commit: bool = True,
     ) -> tuple[uuid.UUID, bool]:
         """Start an instance inside the caller's open transaction (queue triggers use it too).
@@ -127,7 +126,7 @@ class InstanceOps(EngineCore):
             "variables": Jsonb({}),
             "correlation_id": correlation_id,
             "idempotency_key": idempotency_key,
-            "timeout_seconds": timeout_seconds or plan.definition.timeout_seconds,
+            "timeout_seconds": plan.definition.timeout_seconds,
             "queue_task_id": queue_task_id,
         }
         insert_with_writes: dict[str, Any] | None = insert
@@ -151,7 +150,13 @@ class InstanceOps(EngineCore):
             queue_task_id=queue_task_id,
         )
         # A start computes no due times from the clock (they are computed by the database).
-        decider = Decider(plan, state, lambda _sid: None, datetime.now(UTC))
+        decider = Decider(
+            plan,
+            state,
+            lambda _sid: None,
+            datetime.now(UTC),
+            max_job_input_bytes=self.settings.max_payload_bytes,
+        )
         decider.start()
         writer.write_start(conn, state, decider.changes, insert=insert_with_writes, commit=commit)
         self._report(decider)

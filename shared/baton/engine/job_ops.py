@@ -12,11 +12,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from baton.engine import views
+from baton.engine import views, writer
 from baton.engine.core import EngineCore
 from baton.engine.ids import parse_uuid
 from baton.engine.verdicts import completion_verdict, failure_verdict
-from baton.errors import JobNotFound, LeaseNotHeld, StaleVersion
+from baton.errors import AttemptNotCurrent, JobNotFound, LeaseNotHeld, StaleVersion
 from baton.store import job_sql
 from baton.store.db import RETRYABLE, Conn, first_in_transaction
 
@@ -51,7 +51,12 @@ class JobOps(EngineCore):
         return [views.claimed_job(r) for r in rows]
 
     def complete_job(
-        self, job_id: str, worker_id: str, variables: dict[str, Any] | None = None
+        self,
+        job_id: str,
+        worker_id: str,
+        variables: dict[str, Any] | None = None,
+        *,
+        attempt: int | None = None,
     ) -> dict[str, Any]:
         """Complete a claimed job with its output; a repeat is answered ``applied: false``."""
         jid = parse_uuid(job_id, "jobId")
@@ -59,14 +64,10 @@ class JobOps(EngineCore):
         self._check_size(output, "job output")
 
         def decide(conn: Conn, row: dict[str, Any], optimistic: bool) -> bool:
-            if completion_verdict(row, worker_id) == "duplicate":
+            if completion_verdict(row, worker_id, attempt) == "duplicate":
                 return False
-            self._decide(
-                conn,
-                row,
-                lambda d: d.job_completed(jid, row["step_id"], row["step_execution_id"], output),
-                optimistic=optimistic,
-            )
+            job = writer.job_ref(row)
+            self._decide(conn, row, lambda d: d.job_completed(job, output), optimistic=optimistic)
             return True
 
         applied = self._on_job(jid, decide)
@@ -79,23 +80,28 @@ class JobOps(EngineCore):
         error_message: str,
         retryable: bool = True,
         *,
+        attempt: int | None = None,
         next_retry_delay_seconds: float | None = None,
     ) -> dict[str, Any]:
         """Fail a claimed job: a retry is scheduled while retries remain, else the step fails."""
         jid = parse_uuid(job_id, "jobId")
 
         def decide(conn: Conn, row: dict[str, Any], optimistic: bool) -> dict[str, Any]:
-            if failure_verdict(row, worker_id) == "duplicate":
+            def attempt_failed(n: int) -> bool:
+                found = conn.execute(
+                    job_sql.ATTEMPT_FAILED,
+                    {"instance_id": row["id"], "job_id": jid, "attempt": n},
+                ).fetchone()
+                return bool(found and found["failed"])
+
+            if failure_verdict(row, worker_id, attempt, attempt_failed) == "duplicate":
                 return {"jobId": job_id, "status": "FAILED", "applied": False}
+            job = writer.job_ref(row)
             retry_at: datetime | None = self._decide(
                 conn,
                 row,
                 lambda d: d.job_failed(
-                    jid,
-                    row["step_id"],
-                    row["step_execution_id"],
-                    attempt=row["attempt"],
-                    retries_remaining=row["retries_remaining"],
+                    job,
                     error=error_message,
                     retryable=retryable,
                     delay_override=next_retry_delay_seconds,
@@ -113,13 +119,15 @@ class JobOps(EngineCore):
 
         return self._on_job(jid, decide)
 
-    def heartbeat(self, job_id: str, worker_id: str) -> dict[str, Any]:
+    def heartbeat(
+        self, job_id: str, worker_id: str, *, attempt: int | None = None
+    ) -> dict[str, Any]:
         """Extend the lease of a job ``worker_id`` holds (one statement)."""
         jid = parse_uuid(job_id, "jobId")
 
         def work(conn: Conn) -> datetime:
             row = conn.execute(
-                job_sql.HEARTBEAT, {"job_id": jid, "worker_id": worker_id}
+                job_sql.HEARTBEAT, {"job_id": jid, "worker_id": worker_id, "attempt": attempt}
             ).fetchone()
             if row is not None:
                 expires: datetime = row["lock_expires_at"]
@@ -127,6 +135,8 @@ class JobOps(EngineCore):
             state = conn.execute(job_sql.JOB_STATE, {"job_id": jid}).fetchone()
             if state is None:
                 raise JobNotFound(job_id)
+            if attempt is not None and attempt != state["attempt"]:
+                raise AttemptNotCurrent(job_id, attempt, state["attempt"], "no lease to extend")
             raise LeaseNotHeld(job_id, worker_id, f"the job is {state['status']}")
 
         expires = self.db.autocommit(work)

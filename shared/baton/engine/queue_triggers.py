@@ -19,9 +19,6 @@ from baton.store.db import Conn
 
 log = logging.getLogger("baton.queues")
 
-# A triggered instance times out at the visibility timeout (the sweeper fails it and its task
-# retries); the task's own claim lapses only after this grace, so the two never race.
-TRIGGER_GRACE_SECS = 60
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]+)\s*\}\}")
 
 
@@ -111,7 +108,7 @@ class QueueTriggers:
                 {
                     "queue": trigger.queue_name,
                     "consumer": consumer,
-                    "visibility": trigger.visibility_timeout_secs + TRIGGER_GRACE_SECS,
+                    "visibility": trigger.visibility_timeout_secs,
                     "max_tasks": slots,
                 },
             ).fetchall()
@@ -135,9 +132,6 @@ class QueueTriggers:
                     input=trigger_input(definition, task),
                     correlation_id=f"queue:{trigger.queue_name}:{task['id']}",
                     queue_task_id=task["id"],
-                    timeout_seconds=_min_positive(
-                        definition.timeout_seconds, trigger.visibility_timeout_secs
-                    ),
                     commit=False,
                 )
                 conn.execute(
@@ -171,8 +165,3 @@ class QueueTriggers:
             "QueueDepth", sum(int(r["n"]) for r in depth if r["status"] == QueueTaskStatus.PENDING)
         )
         return {"instancesStarted": started, "claimsLapsed": recycled}
-
-
-def _min_positive(*values: int) -> int:
-    positive = [v for v in values if v > 0]
-    return min(positive) if positive else 0

@@ -1,16 +1,22 @@
-"""The decision writer: turns a decision's :class:`~baton.engine.decide.Changes` into SQL and sends
-it, with the COMMIT, in one pipelined round trip.
+"""The decision writer: turns a decision's :class:`~baton.engine.decide.Changes` into ONE SQL
+statement and sends it (with the COMMIT, when it ends a transaction) in one round trip.
 
 Three entry points, one per way a decision is made:
 
 - :func:`write_start`: a new instance (its row, first steps and jobs), in the caller's transaction;
 - :func:`write_locked`: a decision made in a transaction that locked the instance row first;
 - :func:`write_optimistic`: a decision made on an unlocked read (job complete and fail), on an
-  autocommit connection; the writes are atomic on their own and fenced by the version read.
+  autocommit connection; the statement is atomic on its own and fenced by what was read.
 
-Where no row is touched twice, the writes go as ONE statement of data-modifying CTEs (psycopg's
-per-statement cost was most of the client CPU per job); a decision that cancels open work updates
-rows twice, which one statement cannot do, so its writes go one by one in the same pipeline.
+The statement is a chain of data-modifying CTEs. PostgreSQL gives no order among the CTEs of one
+statement, so each update carries a dependency on the update before it (``/*after*/`` in the
+store's SQL): the rows of a decision are locked in one order everywhere, instance first, then
+jobs, then steps (the claim and the reaper lock jobs before steps too), and no two paths can
+deadlock on them. A write guarded by what the decision read (the instance's version through the
+fencing trigger; the reported job's status, holder and attempt) must touch exactly the rows it
+expects, or the statement fails as a whole with SQLSTATE BT409 (``StaleVersion``) and nothing of
+the decision lands. One statement cannot update a row twice, so a decision that cancels an ended
+instance's open work excludes the rows it wrote itself.
 """
 
 from __future__ import annotations
@@ -18,17 +24,30 @@ from __future__ import annotations
 import functools
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from baton.engine.decide import Changes, InstanceState
+from baton.engine.decide import Changes, InstanceState, JobRef
 from baton.status import InstanceStatus
 from baton.store import instance_sql, job_sql, queue_sql
 from baton.store.db import Conn
 
-Piece = tuple[str, dict[str, Any]]
 _PARAM = re.compile(r"%\((\w+)\)s")
+_CTE_REF = re.compile(r"/\*cte:(\w+)\*/")
+AFTER = "/*after*/"
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """One write: constant SQL from the store, its parameters, the rows it must touch (None: any),
+    and a name other pieces refer to as ``/*cte:name*/``."""
+
+    sql: str
+    params: dict[str, Any]
+    expect: int | None = None
+    name: str | None = None
 
 
 def state_from_row(row: dict[str, Any]) -> InstanceState:
@@ -45,6 +64,19 @@ def state_from_row(row: dict[str, Any]) -> InstanceState:
     )
 
 
+def job_ref(row: dict[str, Any]) -> JobRef:
+    """The reported job as read by the job-with-instance queries."""
+    return JobRef(
+        id=row["job_id"],
+        step_id=row["step_id"],
+        step_execution_id=row["step_execution_id"],
+        status=row["job_status"],
+        worker_id=row["worker_id"],
+        attempt=row["attempt"],
+        retries_remaining=row["retries_remaining"],
+    )
+
+
 def write_start(
     conn: Conn,
     inst: InstanceState,
@@ -58,93 +90,104 @@ def write_start(
     ``insert``: the instance row, written here first (None when the caller inserted it already,
     to learn whether an idempotency key was new). ``commit`` False leaves the transaction open.
     """
-    pieces = pieces_of(inst, changes, new_instance=True, insert=insert)
-    _send(conn, pieces, combine=combinable(pieces, changes), begin=False, commit=commit)
+    _send(conn, pieces_of(inst, changes, new_instance=True, insert=insert), commit=commit)
 
 
 def write_locked(conn: Conn, inst: InstanceState, changes: Changes) -> None:
     """Write a decision and commit, in the caller's transaction (which locked the instance)."""
-    pieces = pieces_of(inst, changes, new_instance=False, insert=None)
-    _send(conn, pieces, combine=combinable(pieces, changes), begin=False, commit=True)
+    _send(conn, pieces_of(inst, changes, new_instance=False, insert=None), commit=True)
 
 
 def write_optimistic(conn: Conn, inst: InstanceState, changes: Changes) -> None:
-    """Write a decision made on an unlocked read, on an autocommit connection.
-
-    One statement is atomic by itself; several are wrapped in BEGIN ... COMMIT here. Either way
-    the fenced instance update refuses the whole write if the instance changed since the read.
-    """
-    pieces = pieces_of(inst, changes, new_instance=False, insert=None)
-    combine = combinable(pieces, changes)
-    wrap = not combine and len(pieces) > 1
-    _send(conn, pieces, combine=combine, begin=wrap, commit=wrap)
+    """Write a decision made on an unlocked read, on an autocommit connection: one statement,
+    atomic on its own, refused whole if the instance or the reported job moved since the read."""
+    _send(conn, pieces_of(inst, changes, new_instance=False, insert=None), commit=False)
 
 
-def statements(pieces: list[Piece], *, combine: bool) -> list[tuple[bytes, dict[str, Any]]]:
-    """The statements (SQL, parameters) that carry ``pieces``: one combined, or one each."""
-    if combine:
-        return [_combined(pieces)]
-    return [(sql.encode(), params) for sql, params in pieces]
+def statement(pieces: list[Piece]) -> tuple[bytes, dict[str, Any]]:
+    """The one statement (SQL, parameters) that carries ``pieces``."""
+    params: dict[str, Any] = {}
+    for k, piece in enumerate(pieces):
+        params.update({f"p{k}_{name}": value for name, value in piece.params.items()})
+    shape = tuple((p.sql, p.expect, p.name) for p in pieces)
+    return _chained_sql(shape), params
 
 
-def combinable(pieces: list[Piece], changes: Changes) -> bool:
-    """True when the pieces can go as one statement (no row is touched twice)."""
-    return len(pieces) > 1 and not changes.cancel_open_work
-
-
-def _send(conn: Conn, pieces: list[Piece], *, combine: bool, begin: bool, commit: bool) -> None:
+def _send(conn: Conn, pieces: list[Piece], *, commit: bool) -> None:
+    sql, params = statement(pieces)
     with conn.pipeline():
         cur = conn.cursor()
-        # Transaction control is never prepared: a statement the server skips after an error in
-        # this pipeline would leave psycopg believing it had been prepared.
-        if begin:
-            cur.execute(b"BEGIN", prepare=False)
-        for sql, params in statements(pieces, combine=combine):
-            # The combined statement has a few shapes and runs on every completion: prepare it.
-            # Piecewise writes (cancellations) are rarer; keep them out of the prepared cache.
-            cur.execute(sql, params, prepare=None if combine else False)
+        # A decision has a few shapes and the hot ones run on every completion: prepared.
+        cur.execute(sql, params)
         if commit:
             # COMMIT travels in this pipeline's one Sync (conn.commit() here would add a second,
-            # empty round trip when the pipeline block closes).
+            # empty round trip when the pipeline block closes). Never prepared: a statement the
+            # server skips after an error would leave psycopg believing it had been prepared.
             cur.execute(b"COMMIT", prepare=False)
 
 
-@functools.lru_cache(maxsize=256)
-def _combined_sql(fragments: tuple[str, ...]) -> bytes:
-    """``WITH w0 AS (<stmt>), w1 AS (<stmt>) ... SELECT 1``, parameters renamed per piece.
+@functools.lru_cache(maxsize=512)
+def _chained_sql(shape: tuple[tuple[str, int | None, str | None], ...]) -> bytes:
+    """``WITH w0 AS (…), w1 AS (…) … SELECT …``, each update after the one before it.
 
     Built only from the store's constant SQL (never from data), and cached per shape.
     """
-    ctes = []
-    for k, sql in enumerate(fragments):
+    names = {name: f"w{k}" for k, (_, _, name) in enumerate(shape) if name}
+    ctes: list[str] = []
+    previous: tuple[int, int | None] | None = None  # the last ordered piece and its expectation
+    for k, (sql, expect, _) in enumerate(shape):
         body = _PARAM.sub(lambda m, k=k: f"%(p{k}_{m.group(1)})s", sql.strip())  # type: ignore[misc]
+        body = _CTE_REF.sub(lambda m: names[m.group(1)], body)
+        if AFTER in body:
+            body = body.replace(" " + AFTER, _after(previous))
+            previous = (k, expect)
+        elif expect is not None:
+            raise ValueError("only ordered writes (with /*after*/) can carry an expectation")
         ctes.append(f"w{k} AS ({body})")
-    return ("WITH " + ",\n".join(ctes) + "\nSELECT 1").encode()
+    final = "SELECT 1"
+    if previous is not None and previous[1] is not None:
+        final = f"SELECT {_check(*previous)} FROM w{previous[0]}"  # noqa: S608 (indices only)
+    return ("WITH " + ",\n".join(ctes) + "\n" + final).encode()
 
 
-def _combined(pieces: list[Piece]) -> tuple[bytes, dict[str, Any]]:
-    params: dict[str, Any] = {}
-    for k, (_, p) in enumerate(pieces):
-        params.update({f"p{k}_{name}": value for name, value in p.items()})
-    return _combined_sql(tuple(sql for sql, _ in pieces)), params
+def _check(k: int, expect: int | None) -> str:
+    return f"baton_expect(count(*) = {expect}, 'w{k}')"
+
+
+def _after(previous: tuple[int, int | None] | None) -> str:
+    """The condition that makes a write wait for (and check) the ordered write before it."""
+    if previous is None:
+        return ""
+    k, expect = previous
+    if expect is None:
+        return f" AND (SELECT count(*) FROM w{k}) >= 0"  # noqa: S608 (indices only)
+    return f" AND (SELECT {_check(k, expect)} FROM w{k}) = 1"  # noqa: S608 (indices only)
 
 
 def _json(value: Any) -> Jsonb | None:
     return None if value is None else Jsonb(value)
 
 
+def _guard(job: JobRef) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "g_status": job.status,
+        "g_worker": job.worker_id,
+        "g_attempt": job.attempt,
+    }
+
+
 def pieces_of(
     inst: InstanceState, changes: Changes, *, new_instance: bool, insert: dict[str, Any] | None
 ) -> list[Piece]:
-    """Every write of a decision, in order, as (constant SQL, parameters)."""
+    """Every write of a decision, in lock order: instance, jobs, steps, then the rest."""
     iid = inst.id
     out: list[Piece] = []
     if insert is not None:
-        out.append((instance_sql.INSERT_INSTANCE, insert))
-    # The fenced instance update goes first: a stale decision fails before it has written anything.
+        out.append(Piece(instance_sql.INSERT_INSTANCE, insert))
     if changes.instance_changed and not (new_instance and inst.status == InstanceStatus.RUNNING):
         out.append(
-            (
+            Piece(
                 instance_sql.UPDATE_INSTANCE,
                 {
                     "id": iid,
@@ -160,7 +203,7 @@ def pieces_of(
         inst.version += 1
     for s in changes.new_steps:
         out.append(
-            (
+            Piece(
                 instance_sql.INSERT_STEP,
                 {
                     "id": s.id,
@@ -169,12 +212,13 @@ def pieces_of(
                     "step_type": s.step_type,
                     "status": s.status,
                     "input": _json(s.input),
+                    "error": s.error,
                 },
             )
         )
     for j in changes.new_jobs:
         out.append(
-            (
+            Piece(
                 job_sql.INSERT,
                 {
                     "id": j.id,
@@ -189,14 +233,27 @@ def pieces_of(
                 },
             )
         )
-    out.extend((job_sql.MARK_COMPLETED, {"id": job_id}) for job_id in changes.completed_jobs)
-    out.extend((job_sql.MARK_FAILED, {"id": job_id}) for job_id in changes.failed_jobs)
+    # Jobs before steps, the guarded job first.
+    out.extend(Piece(job_sql.MARK_COMPLETED, _guard(j), 1) for j in changes.completed_jobs)
+    out.extend(Piece(job_sql.MARK_FAILED, _guard(j), 1) for j in changes.failed_jobs)
     out.extend(
-        (job_sql.SCHEDULE_RETRY, {"id": r.id, "run_at": r.run_at}) for r in changes.retried_jobs
+        Piece(job_sql.SCHEDULE_RETRY, {**_guard(r.job), "run_at": r.run_at}, 1)
+        for r in changes.retried_jobs
     )
+    if changes.cancel_open_work:
+        written = [j.id for j in (*changes.completed_jobs, *changes.failed_jobs)]
+        written += [r.job.id for r in changes.retried_jobs]
+        out.append(
+            Piece(
+                job_sql.CANCEL_OPEN,
+                {"instance_id": iid, "written": written},
+                name="cancelled_jobs",
+            )
+        )
+        out.append(Piece(job_sql.AUDIT_CANCELLED, {}))
     for u in changes.step_updates:
         out.append(
-            (
+            Piece(
                 instance_sql.UPDATE_STEP,
                 {
                     "id": u.id,
@@ -208,8 +265,10 @@ def pieces_of(
             )
         )
     if changes.cancel_open_work:
-        out.append((job_sql.CANCEL_OPEN_FOR_INSTANCE, {"instance_id": iid}))
-        out.append((instance_sql.CANCEL_OPEN_STEPS, {"instance_id": iid}))
+        written_steps = [u.id for u in changes.step_updates] + [s.id for s in changes.new_steps]
+        out.append(
+            Piece(instance_sql.CANCEL_OPEN_STEPS, {"instance_id": iid, "written": written_steps})
+        )
     if changes.audit:
         rows = [
             {
@@ -220,22 +279,31 @@ def pieces_of(
             for a in changes.audit
         ]
         out.append(
-            (
+            Piece(
                 instance_sql.INSERT_AUDIT,
                 {"instance_id": iid, "rows": json.dumps(rows, separators=(",", ":"))},
             )
         )
     if inst.queue_task_id is not None and inst.status != InstanceStatus.RUNNING:
-        # A queue-triggered instance ended: settle its queue task in this same transaction.
+        # A queue-triggered instance ended: settle its queue task in this same statement.
         out.append(
-            (
+            Piece(
                 queue_sql.SETTLE_FOR_INSTANCE,
                 {
                     "id": inst.queue_task_id,
                     "instance_id": iid,
-                    "ok": inst.status == InstanceStatus.COMPLETED,
+                    "outcome": queue_outcome(inst.status),
                     "error": inst.reason,
                 },
             )
         )
     return out
+
+
+def queue_outcome(status: InstanceStatus) -> str:
+    """How an ended instance settles its queue task: done, retried, or given up (cancelled)."""
+    if status == InstanceStatus.COMPLETED:
+        return "completed"
+    if status == InstanceStatus.CANCELLED:
+        return "failed"
+    return "retry"

@@ -45,6 +45,10 @@ SELECT id, definition_name, status, version, input, variables, correlation_id, s
    FOR UPDATE
 """
 
+# --- a decision's writes: chained CTEs of one statement (see engine.writer) -------------------
+# ``/*after*/`` marks where the writer adds the dependency on the previous update, so the rows of
+# a decision are locked in one order everywhere: instance, then jobs, then steps.
+
 # The fencing trigger refuses this unless %(expected)s is the version the writer read.
 UPDATE_INSTANCE = """
 UPDATE instance
@@ -53,7 +57,8 @@ UPDATE instance
        completed_at = CASE WHEN %(status)s <> 'RUNNING' THEN now() END,
        timeout_at = CASE WHEN %(clear_timeout)s OR %(status)s <> 'RUNNING' THEN NULL
                          ELSE timeout_at END
- WHERE id = %(id)s
+ WHERE id = %(id)s /*after*/
+RETURNING 1
 """
 
 GET_INSTANCE = """
@@ -86,9 +91,12 @@ SELECT output FROM step_execution
 """
 
 INSERT_STEP = """
-INSERT INTO step_execution (id, instance_id, step_id, step_type, status, input, started_at)
-VALUES (%(id)s, %(instance_id)s, %(step_id)s, %(step_type)s, %(status)s, %(input)s,
-        CASE WHEN %(status)s = 'IN_PROGRESS' THEN now() END)
+INSERT INTO step_execution (id, instance_id, step_id, step_type, status, input, error,
+                            started_at, completed_at)
+VALUES (%(id)s, %(instance_id)s, %(step_id)s, %(step_type)s, %(status)s, %(input)s, %(error)s,
+        CASE WHEN %(status)s = 'IN_PROGRESS' THEN now() END,
+        CASE WHEN %(status)s NOT IN ('SCHEDULED', 'IN_PROGRESS') THEN now() END)
+RETURNING 1
 """
 
 UPDATE_STEP = """
@@ -100,12 +108,16 @@ UPDATE step_execution
        completed_at = CASE WHEN %(status)s IN ('SCHEDULED', 'IN_PROGRESS') THEN NULL
                            ELSE now() END,
        updated_at = now()
- WHERE id = %(id)s
+ WHERE id = %(id)s /*after*/
+RETURNING 1
 """
 
+# The open steps of an instance that ended, but the ones this decision wrote itself.
 CANCEL_OPEN_STEPS = """
 UPDATE step_execution SET status = 'CANCELLED', completed_at = now(), updated_at = now()
  WHERE instance_id = %(instance_id)s AND status IN ('SCHEDULED', 'IN_PROGRESS')
+   AND NOT (id = ANY(%(written)s::uuid[])) /*after*/
+RETURNING 1
 """
 
 # Every audit row of a decision in one statement, passed as one JSON text parameter (cheaper
@@ -114,6 +126,7 @@ INSERT_AUDIT = """
 INSERT INTO audit_log (instance_id, job_id, event, detail)
 SELECT %(instance_id)s, t.job_id, t.event, t.detail
   FROM jsonb_to_recordset(%(rows)s::jsonb) AS t(job_id uuid, event text, detail jsonb)
+RETURNING 1
 """
 
 AUDIT_OF_INSTANCE = """

@@ -15,14 +15,21 @@ from baton.store.db import Conn
 
 CLAIM = """
 WITH expired AS (
-    SELECT id, payload_bytes, lock_expires_at AS due, 0 AS branch
-      FROM job
-     WHERE status = 'LOCKED'
-       AND lock_expires_at < now()
-       AND job_type = ANY(%(job_types)s)
-     ORDER BY lock_expires_at
-     LIMIT %(max_jobs)s
-       FOR UPDATE SKIP LOCKED
+    -- A lapsed lease is a new attempt at once, in its old place in line (it counts against
+    -- the job's retries; one with none left is the reaper's, which fails its step).
+    SELECT e.id, e.payload_bytes, e.lock_expires_at AS due, 0 AS branch
+      FROM unnest(%(job_types)s::text[]) AS t(job_type)
+     CROSS JOIN LATERAL (
+            SELECT id, payload_bytes, lock_expires_at
+              FROM job
+             WHERE job.job_type = t.job_type
+               AND status = 'LOCKED'
+               AND lock_expires_at < now()
+               AND retries_remaining > 0
+             ORDER BY lock_expires_at
+             LIMIT %(max_jobs)s
+               FOR UPDATE SKIP LOCKED
+           ) e
 ), ready AS (
     -- One ordered, bounded index range scan per job type (an ANY() over the index would
     -- have to sort every claimable row of those types).
@@ -53,9 +60,8 @@ WITH expired AS (
     UPDATE job
        SET status = 'LOCKED',
            worker_id = %(worker_id)s,
-           previous_worker_ids = CASE WHEN picked.reclaimed
-               THEN array_append(job.previous_worker_ids, job.worker_id)
-               ELSE job.previous_worker_ids END,
+           attempt = job.attempt + CASE WHEN picked.reclaimed THEN 1 ELSE 0 END,
+           retries_remaining = job.retries_remaining - CASE WHEN picked.reclaimed THEN 1 ELSE 0 END,
            locked_at = now(),
            lock_expires_at = now() + make_interval(secs => job.lease_seconds),
            deliveries = job.deliveries + 1
@@ -64,16 +70,23 @@ WITH expired AS (
     RETURNING job.id, job.instance_id, job.step_execution_id, job.job_type, job.attempt,
               job.retries_remaining, job.lock_expires_at, job.payload, job.created_at,
               picked.reclaimed, now() - job.created_at AS dispatch_latency
+), expired_holders AS (
+    SELECT e.id, j.worker_id FROM expired e JOIN job j ON j.id = e.id
 ), steps_started AS (
     UPDATE step_execution s
-       SET status = 'IN_PROGRESS', started_at = coalesce(s.started_at, now()), updated_at = now()
+       SET status = 'IN_PROGRESS', attempt = claimed.attempt,
+           started_at = coalesce(s.started_at, now()), updated_at = now()
       FROM claimed
      WHERE s.id = claimed.step_execution_id
     RETURNING s.id, s.step_id
 ), audited AS (
     INSERT INTO audit_log (instance_id, job_id, event, detail)
-    SELECT instance_id, id,
-           CASE WHEN reclaimed THEN 'JOB_RECLAIMED' ELSE 'JOB_DISPATCHED' END,
+    SELECT c.instance_id, c.id, 'JOB_LEASE_EXPIRED',
+           jsonb_build_object('workerId', h.worker_id, 'attempt', c.attempt - 1)
+      FROM claimed c JOIN expired_holders h ON h.id = c.id
+     WHERE c.reclaimed
+    UNION ALL
+    SELECT instance_id, id, 'JOB_DISPATCHED',
            jsonb_build_object('workerId', %(worker_id)s::text, 'attempt', attempt)
       FROM claimed
 )
@@ -83,8 +96,8 @@ SELECT c.*, s.step_id
 """
 
 _JOB_WITH_INSTANCE = """
-SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.previous_worker_ids,
-       j.attempt, j.retries_remaining,
+SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.attempt, j.retries_remaining,
+       j.lease_seconds, j.lock_expires_at < now() AS lease_lapsed,
        j.step_execution_id, s.step_id,
        i.id, i.definition_name, i.status, i.version, i.input, i.variables, i.correlation_id,
        i.snapshot_id, i.queue_task_id, now() AS now
@@ -107,27 +120,50 @@ HEARTBEAT = """
 UPDATE job
    SET lock_expires_at = now() + make_interval(secs => lease_seconds)
  WHERE id = %(job_id)s AND status = 'LOCKED' AND worker_id = %(worker_id)s
+   AND (%(attempt)s::int IS NULL OR attempt = %(attempt)s::int)
 RETURNING lock_expires_at
 """
 
-JOB_STATE = "SELECT status, worker_id, previous_worker_ids FROM job WHERE id = %(job_id)s"
+JOB_STATE = "SELECT status, worker_id, attempt FROM job WHERE id = %(job_id)s"
 
-MARK_COMPLETED = """
-UPDATE job SET status = 'COMPLETED', completed_at = now(), lock_expires_at = NULL
- WHERE id = %(id)s
+# Did attempt N of a job end by a failure its worker reported? (A re-sent fail is a repeat then.)
+ATTEMPT_FAILED = """
+SELECT EXISTS (
+    SELECT 1 FROM audit_log
+     WHERE instance_id = %(instance_id)s AND job_id = %(job_id)s AND event = 'JOB_FAILED'
+       AND (detail ->> 'attempt')::int = %(attempt)s
+) AS failed
 """
 
-MARK_FAILED = """
-UPDATE job SET status = 'FAILED', completed_at = now(), lock_expires_at = NULL
- WHERE id = %(id)s
-"""
+# --- a decision's job writes: chained CTEs of one statement (see engine.writer) ---------------
+# ``/*after*/`` is where the writer adds the dependency on the previous write, so the rows of a
+# decision are locked in one order everywhere: instance, then jobs, then steps. The job the
+# decision is about is guarded by the state it was decided on: if a claim, the reaper or a timeout
+# moved it meanwhile, the write touches no row and the whole decision is refused.
+_GUARD = """
+ WHERE id = %(id)s AND status = %(g_status)s AND worker_id IS NOT DISTINCT FROM %(g_worker)s
+   AND attempt = %(g_attempt)s /*after*/
+RETURNING 1"""
 
-SCHEDULE_RETRY = """
+MARK_COMPLETED = (
+    """
+UPDATE job SET status = 'COMPLETED', completed_at = now(), lock_expires_at = NULL"""
+    + _GUARD
+)
+
+MARK_FAILED = (
+    """
+UPDATE job SET status = 'FAILED', completed_at = now(), lock_expires_at = NULL"""
+    + _GUARD
+)
+
+SCHEDULE_RETRY = (
+    """
 UPDATE job
    SET status = 'UNLOCKED', worker_id = NULL, locked_at = NULL, lock_expires_at = NULL,
-       run_at = %(run_at)s, attempt = attempt + 1, retries_remaining = retries_remaining - 1
- WHERE id = %(id)s
-"""
+       run_at = %(run_at)s, attempt = attempt + 1, retries_remaining = retries_remaining - 1"""
+    + _GUARD
+)
 
 INSERT = """
 INSERT INTO job (id, instance_id, step_execution_id, job_type, status, lease_seconds,
@@ -139,18 +175,24 @@ VALUES (%(id)s, %(instance_id)s, %(step_execution_id)s, %(job_type)s, 'UNLOCKED'
         now(), now())
 """
 
-CANCEL_OPEN_FOR_INSTANCE = """
-WITH cancelled AS (
-    UPDATE job SET status = 'CANCELLED', completed_at = now(), lock_expires_at = NULL
-     WHERE instance_id = %(instance_id)s AND status IN ('UNLOCKED', 'LOCKED')
-    RETURNING id, instance_id
-)
-INSERT INTO audit_log (instance_id, job_id, event)
-SELECT instance_id, id, 'JOB_CANCELLED' FROM cancelled
+# The open jobs of an instance that ended, but the ones this decision wrote itself (one statement
+# cannot update a row twice). Their audit rows select from this CTE.
+CANCEL_OPEN = """
+UPDATE job SET status = 'CANCELLED', completed_at = now(), lock_expires_at = NULL
+ WHERE instance_id = %(instance_id)s AND status IN ('UNLOCKED', 'LOCKED')
+   AND NOT (id = ANY(%(written)s::uuid[])) /*after*/
+RETURNING id, instance_id
 """
 
-# The reaper: return expired leases to UNLOCKED (the claim would take them anyway; this keeps
-# the LOCKED set honest for concurrency limits and metrics, and counts the expiries).
+AUDIT_CANCELLED = """
+INSERT INTO audit_log (instance_id, job_id, event)
+SELECT instance_id, id, 'JOB_CANCELLED' FROM /*cte:cancelled_jobs*/
+RETURNING 1
+"""
+
+# The reaper: an expired lease with retries left becomes the job's next attempt, due at its old
+# place in line (it counts against retries, so a job whose every worker crashes cannot loop);
+# one with none left is returned for a decision that fails its step.
 REAP_EXPIRED = """
 WITH expired AS (
     SELECT id FROM job
@@ -160,20 +202,27 @@ WITH expired AS (
        FOR UPDATE SKIP LOCKED
 ), reaped AS (
     UPDATE job
-       SET status = 'UNLOCKED',
-           previous_worker_ids = array_append(job.previous_worker_ids, job.worker_id),
-           worker_id = NULL, locked_at = NULL, lock_expires_at = NULL, run_at = now()
+       SET status = 'UNLOCKED', worker_id = NULL, locked_at = NULL, lock_expires_at = NULL,
+           attempt = job.attempt + 1, retries_remaining = job.retries_remaining - 1
       FROM expired
-     WHERE job.id = expired.id
-    RETURNING job.id, job.instance_id, job.step_execution_id
+     WHERE job.id = expired.id AND job.retries_remaining > 0
+    RETURNING job.id, job.instance_id, job.step_execution_id, job.attempt
+), holders AS (
+    SELECT j.id, j.worker_id, j.instance_id, j.retries_remaining FROM expired e
+      JOIN job j ON j.id = e.id
 ), steps_back AS (
-    UPDATE step_execution s SET status = 'SCHEDULED', updated_at = now()
+    UPDATE step_execution s
+       SET status = 'SCHEDULED', attempt = reaped.attempt, updated_at = now()
       FROM reaped WHERE s.id = reaped.step_execution_id
 ), audited AS (
-    INSERT INTO audit_log (instance_id, job_id, event)
-    SELECT instance_id, id, 'JOB_LEASE_EXPIRED' FROM reaped
+    INSERT INTO audit_log (instance_id, job_id, event, detail)
+    SELECT r.instance_id, r.id, 'JOB_LEASE_EXPIRED',
+           jsonb_build_object('workerId', h.worker_id, 'attempt', r.attempt - 1)
+      FROM reaped r JOIN holders h ON h.id = r.id
 )
-SELECT count(*) AS n FROM reaped
+SELECT (SELECT count(*) FROM reaped) AS n,
+       coalesce((SELECT array_agg(id) FROM holders WHERE retries_remaining = 0),
+                '{}'::uuid[]) AS exhausted
 """
 
 

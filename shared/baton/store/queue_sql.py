@@ -12,9 +12,13 @@ RETURNING id, queue_name, status, priority, created_at
 # dequeue (so a lapsed task is visible at once) and on the dispatcher's tick.
 RECYCLE_EXPIRED = """
 WITH expired AS (
-    SELECT id FROM queue_task
+    SELECT id FROM queue_task q
      WHERE status = 'processing' AND visibility_expires_at < now()
        AND (%(queue)s::text IS NULL OR queue_name = %(queue)s)
+       -- A task a trigger handed to an instance belongs to that instance until it ends (its end
+       -- settles the task): never recycled while the instance runs, whatever the visibility.
+       AND NOT EXISTS (SELECT 1 FROM instance i
+                        WHERE i.id = q.instance_id AND i.status = 'RUNNING')
      ORDER BY visibility_expires_at
      LIMIT %(limit)s
        FOR UPDATE SKIP LOCKED
@@ -129,22 +133,28 @@ SELECT count(*) AS n FROM queue_task
  WHERE queue_name = %(queue)s AND status = 'processing' AND consumer_id = %(consumer)s
 """
 
-# The trigger's maxRetries governs the tasks it processes.
+# The trigger's maxRetries governs the tasks it processes. The task belongs to its instance
+# until the instance ends (the end settles it), so its claim never lapses on its own.
 ATTACH_INSTANCE = """
-UPDATE queue_task SET instance_id = %(instance_id)s, max_retries = %(max_retries)s
+UPDATE queue_task
+   SET instance_id = %(instance_id)s, max_retries = %(max_retries)s, visibility_expires_at = NULL
  WHERE id = %(id)s
 """
 
-# The end of a queue-triggered instance settles its task, in the instance's own transaction.
+# The end of a queue-triggered instance settles its task, in the instance's own statement:
+# ``completed``; ``retry`` (back to pending, or dead at max_retries); ``failed`` (the instance was
+# cancelled: given up on purpose, not retried).
 SETTLE_FOR_INSTANCE = """
 UPDATE queue_task
-   SET retry_count = retry_count + CASE WHEN %(ok)s THEN 0 ELSE 1 END,
-       status = CASE WHEN %(ok)s THEN 'completed'
+   SET retry_count = retry_count + CASE WHEN %(outcome)s = 'retry' THEN 1 ELSE 0 END,
+       status = CASE WHEN %(outcome)s <> 'retry' THEN %(outcome)s
                      WHEN retry_count + 1 >= max_retries THEN 'dead'
                      ELSE 'pending' END,
-       last_error = CASE WHEN %(ok)s THEN last_error ELSE %(error)s END,
+       last_error = CASE WHEN %(outcome)s = 'completed' THEN last_error ELSE %(error)s END,
        receipt = NULL, consumer_id = NULL, visibility_expires_at = NULL, instance_id = NULL,
-       completed_at = CASE WHEN %(ok)s OR retry_count + 1 >= max_retries THEN now() END,
+       completed_at = CASE WHEN %(outcome)s <> 'retry' OR retry_count + 1 >= max_retries
+                           THEN now() END,
        updated_at = now()
- WHERE id = %(id)s AND status = 'processing' AND instance_id = %(instance_id)s
+ WHERE id = %(id)s AND status = 'processing' AND instance_id = %(instance_id)s /*after*/
+RETURNING 1
 """

@@ -55,7 +55,9 @@ CREATE TABLE instance (
     updated_at                timestamptz NOT NULL DEFAULT now(),
     completed_at              timestamptz,
     -- The queue task a queue trigger started this instance for: its end settles the task.
-    queue_task_id             uuid
+    queue_task_id             uuid,
+    -- What an idempotent start asked for: a key reused with a different request is a conflict.
+    idempotency_fingerprint   text
 ) WITH (fillfactor = 80);
 CREATE UNIQUE INDEX instance_idempotency_key ON instance (idempotency_key)
     WHERE idempotency_key IS NOT NULL;
@@ -83,6 +85,19 @@ END
 $$;
 CREATE TRIGGER instance_fence BEFORE UPDATE ON instance
     FOR EACH ROW EXECUTE FUNCTION baton_instance_fence();
+
+-- A decision's writes go out as one statement of chained CTEs; a write guarded by the state it
+-- was decided on (a job's status, holder and attempt) must touch exactly the rows expected, or
+-- the whole statement is refused with the same SQLSTATE as a stale instance version.
+CREATE FUNCTION baton_expect(ok boolean, what text) RETURNS integer
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF ok IS NOT TRUE THEN
+        RAISE EXCEPTION 'stale write: %', what USING ERRCODE = 'BT409', DETAIL = what;
+    END IF;
+    RETURN 1;
+END
+$$;
 
 CREATE TABLE step_execution (
     id            uuid        PRIMARY KEY,
@@ -127,9 +142,11 @@ CREATE TABLE job (
     created_at           timestamptz NOT NULL DEFAULT now(),
     completed_at         timestamptz
 ) WITH (fillfactor = 85);
--- The claim reads only these two partial indexes, so poll latency stays flat however many
--- terminal rows pile up.
+-- The claim seeks ready jobs and expired leases per job type in these partial indexes, so poll
+-- latency stays flat however many terminal rows (or other types' rows) pile up; the reaper scans
+-- expired leases of every type in job_lease_expiry.
 CREATE INDEX job_claimable ON job (job_type, run_at) WHERE status = 'UNLOCKED';
+CREATE INDEX job_lease_expiry_by_type ON job (job_type, lock_expires_at) WHERE status = 'LOCKED';
 CREATE INDEX job_lease_expiry ON job (lock_expires_at) WHERE status = 'LOCKED';
 -- Every job update is non-HOT (status is in the partial-index predicates), so each index of the
 -- job table costs a write per transition: steps find their job through job_by_instance.
