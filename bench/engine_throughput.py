@@ -15,7 +15,7 @@ Phases, each in a fresh database on the same server so neither sees the other's 
    complete each job with its own autocommit ``UPDATE`` (one commit per job).
 
 Besides the rates it prints, per phase, the round trips per job/instance by statement (counted
-by a thin psycopg patch in the workers, see ``_common.count_round_trips``), the client and backend
+by a thin psycopg patch in the workers, see ``support.wire``), the client and backend
 CPU per item, and how busy the rest of the machine was (anything else running makes the numbers
 noisy). ``--profile`` CPU-profiles worker 0's drain (slowing it); ``--explain`` runs EXPLAIN
 ANALYZE on the claim and on the complete's lock/read against the full backlog.
@@ -39,12 +39,14 @@ from dataclasses import dataclass
 from multiprocessing.queues import Queue
 from multiprocessing.sharedctypes import Synchronized
 from multiprocessing.synchronize import Event
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import _common as c
+from support import BenchError
+from support.cpu import CpuMeter, CpuWindow, postmaster_pid, sum_or_none
+from support.postgres import fresh_database, postgres_server, server_summary, settle
+from support.processes import SPAWN, collect, spawned, wait_for, worker_entry
+from support.reporting import Progress, fmt_num, log, rate, table
+from support.wire import count_round_trips, merge_wire, sql_labeler, wire_table
 
 JOB_TYPE = "bench"
 DEFINITION: dict[str, Any] = {
@@ -112,11 +114,11 @@ class Channels:
     @classmethod
     def create(cls) -> Channels:
         return cls(
-            outbox=c.SPAWN.Queue(),
-            go_start=c.SPAWN.Event(),
-            go_drain=c.SPAWN.Event(),
-            started=c.SPAWN.Value("q", 0),
-            completed=c.SPAWN.Value("q", 0),
+            outbox=SPAWN.Queue(),
+            go_start=SPAWN.Event(),
+            go_drain=SPAWN.Event(),
+            started=SPAWN.Value("q", 0),
+            completed=SPAWN.Value("q", 0),
         )
 
 
@@ -127,7 +129,7 @@ def _share(total: int, workers: int, k: int) -> int:
 def _labeler() -> Callable[[object], str]:
     from baton.store import definitions, instances, jobs
 
-    return c.sql_labeler(
+    return sql_labeler(
         jobs,
         instances,
         definitions,
@@ -149,14 +151,14 @@ def _add(counter: Synchronized[int], n: int) -> None:
 
 
 def engine_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
-    c.worker_entry(lambda: _engine_worker(cfg, k, ch), ch.outbox, k)
+    worker_entry(lambda: _engine_worker(cfg, k, ch), ch.outbox, k)
 
 
 def _engine_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
     from baton.engine.service import Engine
     from baton.store.db import Database
 
-    wire = c.count_round_trips(_labeler())
+    wire = count_round_trips(_labeler())
     if cfg.source == "pooled":
         database = Database.pooled(cfg.url, min_size=1, max_size=1, prepare=cfg.prepare)
     else:
@@ -164,11 +166,11 @@ def _engine_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
     engine = Engine(database)
     worker_id = f"w{k}"
     # Connect now (outside the timing), and learn the backend's pid to meter its CPU.
-    meter = c.CpuMeter(database.autocommit(lambda conn: conn.info.backend_pid))
+    meter = CpuMeter(database.autocommit(lambda conn: conn.info.backend_pid))
     ch.outbox.put(("ready", k, meter.backend_pid))
 
     # Stage 1: start this process's share of the instances.
-    c.wait_for(ch.go_start, cfg.parent_pid)
+    wait_for(ch.go_start, cfg.parent_pid)
     wire.reset()
     meter.start()
     mine = _share(cfg.jobs, cfg.workers, k)
@@ -194,7 +196,7 @@ def _engine_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
     )
 
     # Stage 2: drain.
-    c.wait_for(ch.go_drain, cfg.parent_pid)
+    wait_for(ch.go_drain, cfg.parent_pid)
     wire.reset()
     # CPU time, not wall time: where the wall time goes (waiting) is what the round-trip
     # table shows; this shows what the worker's own CPU is spent on.
@@ -265,18 +267,18 @@ def _engine_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
 
 
 def raw_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
-    c.worker_entry(lambda: _raw_worker(cfg, k, ch), ch.outbox, k)
+    worker_entry(lambda: _raw_worker(cfg, k, ch), ch.outbox, k)
 
 
 def _raw_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
     from baton.store.db import connect  # the engine's driver settings, for a fair comparison
 
-    wire = c.count_round_trips(_labeler())
+    wire = count_round_trips(_labeler())
     conn = connect(cfg.url, autocommit=True)
-    meter = c.CpuMeter(conn.info.backend_pid)
+    meter = CpuMeter(conn.info.backend_pid)
     worker_id = f"r{k}"
     ch.outbox.put(("ready", k, meter.backend_pid))
-    c.wait_for(ch.go_drain, cfg.parent_pid)
+    wait_for(ch.go_drain, cfg.parent_pid)
     wire.reset()
     meter.start()
     done = updated = 0
@@ -333,7 +335,7 @@ class PhaseResult:
     cpu: float  # client CPU seconds, all worker processes
     server_cpu: float | None  # CPU seconds of their backends (None: server not on this machine)
     wire: dict[str, Any]
-    window: c.CpuWindow
+    window: CpuWindow
 
     @classmethod
     def build(
@@ -342,15 +344,15 @@ class PhaseResult:
         items: int,
         seconds: float,
         payloads: Sequence[dict[str, Any]],
-        window: c.CpuWindow,
+        window: CpuWindow,
     ) -> PhaseResult:
         return cls(
             name,
             items,
             seconds,
             sum(p["cpu"] for p in payloads),
-            c.sum_or_none(p["server_cpu"] for p in payloads),
-            c.merge_wire(p["wire"] for p in payloads),
+            sum_or_none(p["server_cpu"] for p in payloads),
+            merge_wire(p["wire"] for p in payloads),
             window,
         )
 
@@ -359,7 +361,7 @@ class PhaseResult:
 
     @property
     def per_second(self) -> float:
-        return c.rate(self.items, self.seconds)
+        return rate(self.items, self.seconds)
 
     def round_trips_per_item(self) -> float:
         return float(sum(self.wire["round_trips"].values())) / max(self.items, 1)
@@ -384,26 +386,26 @@ def engine_phase(server: str, args: argparse.Namespace) -> tuple[PhaseResult, Ph
     from baton.store.db import Database
 
     n, w = args.jobs, args.workers
-    c.log("engine phase: creating a fresh migrated database")
-    with c.fresh_database(server, "engine", keep=args.keep_databases) as url:
+    log("engine phase: creating a fresh migrated database")
+    with fresh_database(server, "engine", keep=args.keep_databases) as url:
         setup = Database.single(url)
         try:
             Engine(setup).register_definition(DEFINITION)
         finally:
             setup.close()
-        postmaster = c.postmaster_pid(url)
+        postmaster = postmaster_pid(url)
         ch = Channels.create()
         cfg = _config(url, args)
-        c.log(f"engine phase: spawning {w} worker processes ({args.source} connection each)")
-        with c.spawned(engine_worker, [(cfg, k, ch) for k in range(w)], "engine") as procs:
-            backends = list(c.collect(ch.outbox, procs, "ready", timeout=120).values())
-            c.log(f"engine phase: starting {n:,} instances from {w} processes")
-            progress = c.Progress("instances started", n)
-            window = c.CpuWindow(postmaster, backends)
+        log(f"engine phase: spawning {w} worker processes ({args.source} connection each)")
+        with spawned(engine_worker, [(cfg, k, ch) for k in range(w)], "engine") as procs:
+            backends = list(collect(ch.outbox, procs, "ready", timeout=120).values())
+            log(f"engine phase: starting {n:,} instances from {w} processes")
+            progress = Progress("instances started", n)
+            window = CpuWindow(postmaster, backends)
             window.start()
             t0 = time.monotonic()
             ch.go_start.set()
-            starts = c.collect(
+            starts = collect(
                 ch.outbox,
                 procs,
                 "started",
@@ -418,20 +420,20 @@ def engine_phase(server: str, args: argparse.Namespace) -> tuple[PhaseResult, Ph
                 list(starts.values()),
                 window,
             )
-            c.log(
+            log(
                 f"engine phase: {start_result.items:,} instances started in "
                 f"{start_result.seconds:.2f}s = {start_result.per_second:,.0f} instances started/s"
             )
-            c.settle(url, "instance", "step_execution", "job", "audit_log")
+            settle(url, "instance", "step_execution", "job", "audit_log")
             if args.explain:
                 explain_claim(url, args.batch)
-            c.log(f"engine phase: draining {n:,} jobs with {w} workers, batch {args.batch}")
-            progress = c.Progress("jobs completed", n)
-            window = c.CpuWindow(postmaster, backends)
+            log(f"engine phase: draining {n:,} jobs with {w} workers, batch {args.batch}")
+            progress = Progress("jobs completed", n)
+            window = CpuWindow(postmaster, backends)
             window.start()
             t1 = time.monotonic()
             ch.go_drain.set()
-            drains = c.collect(
+            drains = collect(
                 ch.outbox,
                 procs,
                 "drained",
@@ -441,7 +443,7 @@ def engine_phase(server: str, args: argparse.Namespace) -> tuple[PhaseResult, Ph
             window.stop()
         for d in drains.values():
             if d["profile"]:
-                c.log("engine phase: CPU profile of worker 0's drain (own, then cumulative)")
+                log("engine phase: CPU profile of worker 0's drain (own, then cumulative)")
                 print(d["profile"], flush=True)
         ends = [d["last"] for d in drains.values() if d["last"]]
         drain = PhaseResult.build(
@@ -453,7 +455,7 @@ def engine_phase(server: str, args: argparse.Namespace) -> tuple[PhaseResult, Ph
         )
         polls = sum(d["polls"] for d in drains.values())
         empty = sum(d["empty_polls"] for d in drains.values())
-        c.log(
+        log(
             f"engine phase: drained in {drain.seconds:.2f}s = {drain.per_second:,.0f} jobs/s "
             f"({polls:,} polls, {drain.items / max(polls, 1):.1f} jobs per poll, "
             f"{empty:,} empty polls)"
@@ -481,7 +483,7 @@ def verify_engine(url: str, n: int, drains: dict[int, Any]) -> int:
         ).fetchone()
     applied = sum(d["applied"] for d in drains.values())
     duplicates = sum(d["duplicates"] for d in drains.values())
-    c.log(
+    log(
         f"engine phase: check: instances {json.dumps(inst)}, jobs {json.dumps(jobs)}; "
         f"database-side drain span {float(span[0]) if span and span[0] else 0:.2f}s"
     )
@@ -497,7 +499,7 @@ def verify_engine(url: str, n: int, drains: dict[int, Any]) -> int:
     if applied != n or duplicates:
         problems.append(f"workers applied {applied} completions and saw {duplicates} duplicates")
     if problems:
-        raise c.BenchError("engine drain lost or duplicated work:\n  " + "\n  ".join(problems))
+        raise BenchError("engine drain lost or duplicated work:\n  " + "\n  ".join(problems))
     return int(inst["COMPLETED"])
 
 
@@ -520,9 +522,9 @@ def explain_claim(url: str, batch: int) -> None:
             explain + jobs_sql.LOCK_JOB_WITH_INSTANCE, {"job_id": job[0] if job else None}
         ).fetchall()
         conn.rollback()
-    c.log("engine phase: EXPLAIN ANALYZE of the claim with the full backlog (rolled back)")
+    log("engine phase: EXPLAIN ANALYZE of the claim with the full backlog (rolled back)")
     print("\n".join(f"    {r[0]}" for r in claim), flush=True)
-    c.log("engine phase: EXPLAIN ANALYZE of the complete's lock/read of one claimed job")
+    log("engine phase: EXPLAIN ANALYZE of the complete's lock/read of one claimed job")
     print("\n".join(f"    {r[0]}" for r in lock), flush=True)
 
 
@@ -530,24 +532,24 @@ def raw_phase(server: str, args: argparse.Namespace) -> PhaseResult:
     import psycopg
 
     n, w = args.jobs, args.workers
-    c.log("raw phase: creating a fresh database with one raw_job table")
-    with c.fresh_database(server, "raw", migrate=False, keep=args.keep_databases) as url:
+    log("raw phase: creating a fresh database with one raw_job table")
+    with fresh_database(server, "raw", migrate=False, keep=args.keep_databases) as url:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(RAW_SCHEMA.encode())
             conn.execute(RAW_FILL, {"n": n})
-        c.settle(url, "raw_job")
-        postmaster = c.postmaster_pid(url)
+        settle(url, "raw_job")
+        postmaster = postmaster_pid(url)
         ch = Channels.create()
         cfg = _config(url, args)
-        with c.spawned(raw_worker, [(cfg, k, ch) for k in range(w)], "raw") as procs:
-            backends = list(c.collect(ch.outbox, procs, "ready", timeout=120).values())
-            c.log(f"raw phase: draining {n:,} rows with {w} workers, batch {args.batch}")
-            progress = c.Progress("jobs completed", n)
-            window = c.CpuWindow(postmaster, backends)
+        with spawned(raw_worker, [(cfg, k, ch) for k in range(w)], "raw") as procs:
+            backends = list(collect(ch.outbox, procs, "ready", timeout=120).values())
+            log(f"raw phase: draining {n:,} rows with {w} workers, batch {args.batch}")
+            progress = Progress("jobs completed", n)
+            window = CpuWindow(postmaster, backends)
             window.start()
             t1 = time.monotonic()
             ch.go_drain.set()
-            drains = c.collect(
+            drains = collect(
                 ch.outbox,
                 procs,
                 "drained",
@@ -565,9 +567,9 @@ def raw_phase(server: str, args: argparse.Namespace) -> PhaseResult:
         list(drains.values()),
         window,
     )
-    c.log(f"raw phase: drained in {result.seconds:.2f}s = {result.per_second:,.0f} jobs/s")
+    log(f"raw phase: drained in {result.seconds:.2f}s = {result.per_second:,.0f} jobs/s")
     if result.items != n or (left and left[0]):
-        raise c.BenchError(f"raw drain completed {result.items} of {n} rows ({left} left)")
+        raise BenchError(f"raw drain completed {result.items} of {n} rows ({left} left)")
     return result
 
 
@@ -579,13 +581,13 @@ def report(
 ) -> None:
     print(flush=True)
     print(f"engine drain, round trips per job ({drain.items:,} jobs, batch {batch}):")
-    print(c.wire_table(drain.wire, drain.items, "job"))
+    print(wire_table(drain.wire, drain.items, "job"))
     print()
     print(f"engine starts, round trips per instance ({starts.items:,} instances):")
-    print(c.wire_table(starts.wire, starts.items, "instance"))
+    print(wire_table(starts.wire, starts.items, "instance"))
     print()
     print(f"raw drain, round trips per job ({raw.items:,} jobs):")
-    print(c.wire_table(raw.wire, raw.items, "job"))
+    print(wire_table(raw.wire, raw.items, "job"))
     print()
 
     def row(r: PhaseResult, what: str, count: int) -> list[str]:
@@ -593,7 +595,7 @@ def report(
             r.name,
             f"{count:,}",
             f"{r.seconds:.2f}",
-            c.fmt_num(c.rate(count, r.seconds)),
+            fmt_num(rate(count, r.seconds)),
             what,
             f"{r.round_trips_per_item():.2f}",
             f"{1e6 * r.cpu / max(count, 1):,.0f}",
@@ -611,7 +613,7 @@ def report(
         "backend CPU us/item",
     ]
     print(
-        c.table(
+        table(
             headers,
             [
                 row(starts, "instances started/s", starts.items),
@@ -687,19 +689,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so the finally blocks reap workers and stop Postgres.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    c.log(
+    log(
         f"engine throughput: {args.jobs:,} one-step workflows, {args.workers} worker processes, "
         f"batch {args.batch}"
     )
     try:
-        with c.postgres_server(args.database_url) as server:
-            c.log(c.server_summary(server))
+        with postgres_server(args.database_url) as server:
+            log(server_summary(server))
             starts, drain, instances = engine_phase(server, args)
             raw = raw_phase(server, args)
     except KeyboardInterrupt:
-        c.log("interrupted")
+        log("interrupted")
         return 130
-    except c.BenchError as e:
+    except BenchError as e:
         print(f"FAIL: {e}", file=sys.stderr, flush=True)
         return 1
     report(starts, drain, instances, raw, args.batch)

@@ -13,8 +13,11 @@ import os
 import time
 from typing import Any
 
-import _common as c
 import sdk_throughput as sdk
+from support import BenchError
+from support.postgres import fresh_database, postgres_server
+from support.processes import SPAWN, spawned, wait_for, worker_entry
+from support.reporting import fmt_num, log, rate, table
 
 
 def _poller(
@@ -23,7 +26,7 @@ def _poller(
     def body() -> None:
         import httpx
 
-        c.wait_for(start, ppid)
+        wait_for(start, ppid)
         done = 0
         t0 = time.perf_counter()
         with httpx.Client(base_url=url, headers={"x-api-key": key}, timeout=30) as client:
@@ -43,11 +46,11 @@ def _poller(
                         "/v1/jobs/complete", json={"jobId": j["id"], "workerId": f"p{k}"}
                     )
                     if r.status_code != 200 or not r.json()["applied"]:
-                        raise c.BenchError(f"complete failed: {r.status_code} {r.text}")
+                        raise BenchError(f"complete failed: {r.status_code} {r.text}")
                     done += 1
         out.put(("done", k, done, time.perf_counter() - t0))
 
-    c.worker_entry(body, out, k)
+    worker_entry(body, out, k)
 
 
 def main() -> None:
@@ -57,40 +60,40 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--database-url", default=None)
     args = parser.parse_args()
-    with c.postgres_server(args.database_url) as server, c.fresh_database(server, "http") as url:
+    with postgres_server(args.database_url) as server, fresh_database(server, "http") as url:
         with sdk.dev_server(url) as dev:
             job_type = name = "bench-http"
             sdk.start_instances(url, name, job_type, args.jobs)
-            start, out = c.SPAWN.Event(), c.SPAWN.Queue()
+            start, out = SPAWN.Event(), SPAWN.Queue()
             argv = [
                 (dev.url, dev.api_key, job_type, args.batch, start, out, k, os.getpid())
                 for k in range(args.pollers)
             ]
-            with c.spawned(_poller, argv, "http-poller"):
+            with spawned(_poller, argv, "http-poller"):
                 time.sleep(0.5)  # let the children import before the clock starts
-                c.log(f"{args.pollers} HTTP pollers drain {args.jobs:,} jobs")
+                log(f"{args.pollers} HTTP pollers drain {args.jobs:,} jobs")
                 t0 = time.perf_counter()
                 start.set()
                 total = 0
                 for _ in range(args.pollers):
                     msg = out.get(timeout=900)
                     if msg[0] == "error":
-                        raise c.BenchError(msg[2])
+                        raise BenchError(msg[2])
                     total += msg[2]
                 # The pollers stop after 5 empty polls: take the time of the last completion.
                 seconds = time.perf_counter() - t0
             sdk.verify(url, name, job_type, args.jobs)
-            http_rate = c.rate(total, seconds - 5 * 0.01)
+            http_rate = rate(total, seconds - 5 * 0.01)
         engine = sdk.engine_phase(
             url, argparse.Namespace(jobs=args.jobs, batch=args.batch, timeout=600)
         )
     print()
     print(
-        c.table(
+        table(
             ["path", "jobs", "jobs/s"],
             [
-                [f"HTTP, {args.pollers} pollers", f"{total:,}", c.fmt_num(http_rate)],
-                ["in-process engine, 1 worker", f"{args.jobs:,}", c.fmt_num(engine.per_second)],
+                [f"HTTP, {args.pollers} pollers", f"{total:,}", fmt_num(http_rate)],
+                ["in-process engine, 1 worker", f"{args.jobs:,}", fmt_num(engine.per_second)],
             ],
         )
     )

@@ -11,7 +11,10 @@ import argparse
 import time
 from typing import Any
 
-import _common as c
+from support import BenchError
+from support.postgres import fresh_database, postgres_server, server_summary
+from support.processes import SPAWN, spawned, wait_for, worker_entry
+from support.reporting import fmt_num, log, rate, table
 
 RAW_SCHEMA = """
 CREATE TABLE raw_task (
@@ -33,7 +36,7 @@ def _push_worker(mode: str, url: str, n: int, start: Any, out: Any, k: int, ppid
     def body() -> None:
         import psycopg
 
-        c.wait_for(start, ppid)
+        wait_for(start, ppid)
         t0 = time.perf_counter()
         if mode == "baton":
             from baton.engine.queues import Queues
@@ -52,7 +55,7 @@ def _push_worker(mode: str, url: str, n: int, start: Any, out: Any, k: int, ppid
                     )
         out.put(("done", k, n, time.perf_counter() - t0))
 
-    c.worker_entry(body, out, k)
+    worker_entry(body, out, k)
 
 
 def _consume_worker(
@@ -61,7 +64,7 @@ def _consume_worker(
     def body() -> None:
         import psycopg
 
-        c.wait_for(start, ppid)
+        wait_for(start, ppid)
         t0 = time.perf_counter()
         done = 0
         if mode == "baton":
@@ -86,16 +89,16 @@ def _consume_worker(
                         done += 1
         out.put(("done", k, done, time.perf_counter() - t0))
 
-    c.worker_entry(body, out, k)
+    worker_entry(body, out, k)
 
 
 def _run(target: Any, args: list[tuple[Any, ...]], workers: int) -> tuple[int, float]:
     import os
 
-    start = c.SPAWN.Event()
-    out = c.SPAWN.Queue()
+    start = SPAWN.Event()
+    out = SPAWN.Queue()
     argv = [(*a, start, out, k, os.getpid()) for k, a in enumerate(args)]
-    with c.spawned(target, argv, "queue-bench"):
+    with spawned(target, argv, "queue-bench"):
         time.sleep(0.5)  # let the children import before the clock starts (not a correctness wait)
         t0 = time.perf_counter()
         start.set()
@@ -103,7 +106,7 @@ def _run(target: Any, args: list[tuple[Any, ...]], workers: int) -> tuple[int, f
         for _ in range(workers):
             msg = out.get(timeout=600)
             if msg[0] == "error":
-                raise c.BenchError(msg[2])
+                raise BenchError(msg[2])
             total += msg[2]
         return total, time.perf_counter() - t0
 
@@ -119,32 +122,32 @@ def main() -> None:
     per = n // w
     rows: list[list[str]] = []
     rates: dict[tuple[str, str], float] = {}
-    with c.postgres_server(args.database_url) as server:
-        c.log(c.server_summary(server))
+    with postgres_server(args.database_url) as server:
+        log(server_summary(server))
         for mode in ("raw", "baton"):
-            with c.fresh_database(server, f"queue_{mode}", migrate=mode == "baton") as url:
+            with fresh_database(server, f"queue_{mode}", migrate=mode == "baton") as url:
                 if mode == "raw":
                     import psycopg
 
                     with psycopg.connect(url, autocommit=True) as conn:
                         conn.execute(RAW_SCHEMA.encode())
-                c.log(f"{mode}: {w} producers push {per * w} tasks")
+                log(f"{mode}: {w} producers push {per * w} tasks")
                 pushed, secs = _run(_push_worker, [(mode, url, per)] * w, w)
-                rates[(mode, "push")] = c.rate(pushed, secs)
-                c.log(f"{mode}: {w} consumers dequeue (batch {args.batch}) and ack each")
+                rates[(mode, "push")] = rate(pushed, secs)
+                log(f"{mode}: {w} consumers dequeue (batch {args.batch}) and ack each")
                 consumed, secs2 = _run(_consume_worker, [(mode, url, args.batch)] * w, w)
                 if consumed != pushed:
-                    raise c.BenchError(f"{mode}: pushed {pushed} but consumed {consumed}")
-                rates[(mode, "dequeue+ack")] = c.rate(consumed, secs2)
+                    raise BenchError(f"{mode}: pushed {pushed} but consumed {consumed}")
+                rates[(mode, "dequeue+ack")] = rate(consumed, secs2)
                 rows.append(
                     [
                         mode,
-                        c.fmt_num(rates[(mode, "push")]),
-                        c.fmt_num(rates[(mode, "dequeue+ack")]),
+                        fmt_num(rates[(mode, "push")]),
+                        fmt_num(rates[(mode, "dequeue+ack")]),
                     ]
                 )
     print()
-    print(c.table(["loop", "push/s", "dequeue+ack/s"], rows))
+    print(table(["loop", "push/s", "dequeue+ack/s"], rows))
     push_ratio = rates[("baton", "push")] / rates[("raw", "push")]
     print(f"push baton/raw ratio: {push_ratio:.2f}")
     ratio = rates[("baton", "dequeue+ack")] / rates[("raw", "dequeue+ack")]

@@ -36,11 +36,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from support import ROOT, BenchError
+from support.cpu import CpuWindow, process_cpu_seconds
+from support.postgres import fresh_database, postgres_server, server_summary, settle
+from support.reporting import Progress, fmt_num, log, rate, table
 
-import _common as c
-
-ROOT = Path(__file__).resolve().parents[1]
 PARALLELISMS = (1, 4, 16)
 OUTPUT = {"ok": True}
 
@@ -54,11 +54,11 @@ class Phase:
     client_cpu: float
     server_cpu: float | None
     polls: int | None
-    window: c.CpuWindow
+    window: CpuWindow
 
     @property
     def per_second(self) -> float:
-        return c.rate(self.jobs, self.seconds)
+        return rate(self.jobs, self.seconds)
 
 
 # --- the server ---------------------------------------------------------------------------------
@@ -78,7 +78,7 @@ class DevServer:
     log_path: Path
 
     def cpu_seconds(self) -> float | None:
-        return c.process_cpu_seconds(self.process.pid)
+        return process_cpu_seconds(self.process.pid)
 
 
 @contextlib.contextmanager
@@ -98,21 +98,21 @@ def dev_server(database_url: str, timeout: float = 60.0) -> Iterator[DevServer]:
         cmd = [sys.executable, "-m", "baton.cli", "dev", "--port", str(port)]
         cmd += ["--data-dir", data_dir]
         log_path = Path(data_dir) / "server.log"
-        with log_path.open("wb") as log:
-            process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        with log_path.open("wb") as out:
+            process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
         server = DevServer(f"http://127.0.0.1:{port}", api_key, process, log_path)
         try:
             deadline = time.monotonic() + timeout
             while True:
                 if process.poll() is not None:
-                    raise c.BenchError(f"baton dev exited:\n{log_path.read_text()[-3000:]}")
+                    raise BenchError(f"baton dev exited:\n{log_path.read_text()[-3000:]}")
                 with contextlib.suppress(httpx.TransportError):
                     if httpx.get(server.url + "/v1/definitions", timeout=1).status_code == 401:
                         break
                 if time.monotonic() > deadline:
-                    raise c.BenchError(f"baton dev not ready after {timeout:.0f}s")
+                    raise BenchError(f"baton dev not ready after {timeout:.0f}s")
                 time.sleep(0.1)
-            c.log(f"baton dev serving {server.url} (pid {process.pid})")
+            log(f"baton dev serving {server.url} (pid {process.pid})")
             yield server
         finally:
             if process.poll() is None:
@@ -140,10 +140,10 @@ def start_instances(url: str, name: str, job_type: str, n: int) -> None:
         began = time.monotonic()
         for i in range(n):
             engine.start_instance(definition_name=name, input={"n": i})
-        c.log(f"  {n:,} instances of {name} started in {time.monotonic() - began:.1f}s")
+        log(f"  {n:,} instances of {name} started in {time.monotonic() - began:.1f}s")
     finally:
         db.close()
-    c.settle(url, "instance", "step_execution", "job", "audit_log")
+    settle(url, "instance", "step_execution", "job", "audit_log")
 
 
 def verify(url: str, name: str, job_type: str, n: int) -> None:
@@ -173,7 +173,7 @@ def verify(url: str, name: str, job_type: str, n: int) -> None:
     if twice and twice[0]:
         problems.append(f"{twice[0]} jobs were delivered more than once")
     if problems:
-        raise c.BenchError(f"{name} lost or duplicated work:\n  " + "\n  ".join(problems))
+        raise BenchError(f"{name} lost or duplicated work:\n  " + "\n  ".join(problems))
 
 
 # --- phases -------------------------------------------------------------------------------------
@@ -184,7 +184,7 @@ def sdk_phase(url: str, server: DevServer, parallelism: int, args: argparse.Name
 
     n = args.jobs
     job_type, name = f"bench-sdk-p{parallelism}", f"bench-sdk-p{parallelism}"
-    c.log(f"sdk p={parallelism}: {n:,} one-step instances")
+    log(f"sdk p={parallelism}: {n:,} one-step instances")
     start_instances(url, name, job_type, n)
     registry = Registry()
     registry.register(job_type, lambda ctx: OUTPUT)
@@ -202,8 +202,8 @@ def sdk_phase(url: str, server: DevServer, parallelism: int, args: argparse.Name
             max_poll_interval=0.2,
         ),
     )
-    progress = c.Progress("jobs completed", n)
-    window = c.CpuWindow()
+    progress = Progress("jobs completed", n)
+    window = CpuWindow()
     server0 = server.cpu_seconds()
     window.start()
     cpu0 = time.process_time()
@@ -213,9 +213,9 @@ def sdk_phase(url: str, server: DevServer, parallelism: int, args: argparse.Name
         deadline = t0 + args.timeout
         while (done := metrics.jobs_completed[job_type]) < n:
             if metrics.jobs_failed[job_type] or metrics.outcomes_unreported[job_type]:
-                raise c.BenchError(f"sdk p={parallelism}: failures: {metrics.snapshot()}")
+                raise BenchError(f"sdk p={parallelism}: failures: {metrics.snapshot()}")
             if time.monotonic() > deadline:
-                raise c.BenchError(f"sdk p={parallelism}: {done}/{n} after {args.timeout:.0f}s")
+                raise BenchError(f"sdk p={parallelism}: {done}/{n} after {args.timeout:.0f}s")
             progress.update(done)
             time.sleep(0.01)
         seconds = time.monotonic() - t0
@@ -236,7 +236,7 @@ def sdk_phase(url: str, server: DevServer, parallelism: int, args: argparse.Name
         metrics.polls,
         window,
     )
-    c.log(f"sdk p={parallelism}: {phase.per_second:,.0f} jobs/s ({metrics.polls:,} polls)")
+    log(f"sdk p={parallelism}: {phase.per_second:,.0f} jobs/s ({metrics.polls:,} polls)")
     return phase
 
 
@@ -246,12 +246,12 @@ def engine_phase(url: str, args: argparse.Namespace) -> Phase:
 
     n = args.jobs
     job_type = name = "bench-engine-inprocess"
-    c.log(f"engine in-process: {n:,} one-step instances")
+    log(f"engine in-process: {n:,} one-step instances")
     start_instances(url, name, job_type, n)
     db = Database.single(url)
     engine = Engine(db)
     db.autocommit(lambda conn: conn.execute("SELECT 1"))  # connect outside the timing
-    window = c.CpuWindow()
+    window = CpuWindow()
     window.start()
     cpu0 = time.process_time()
     t0 = time.monotonic()
@@ -262,7 +262,7 @@ def engine_phase(url: str, args: argparse.Namespace) -> Phase:
             polls += 1
             if not claimed:
                 if time.monotonic() - t0 > args.timeout:
-                    raise c.BenchError(f"engine in-process: {done}/{n} after {args.timeout:.0f}s")
+                    raise BenchError(f"engine in-process: {done}/{n} after {args.timeout:.0f}s")
                 time.sleep(0.001)
                 continue
             for job in claimed:
@@ -275,7 +275,7 @@ def engine_phase(url: str, args: argparse.Namespace) -> Phase:
         db.close()
     verify(url, name, job_type, n)
     phase = Phase("engine in-process (no HTTP)", None, n, seconds, cpu, None, polls, window)
-    c.log(f"engine in-process: {phase.per_second:,.0f} jobs/s")
+    log(f"engine in-process: {phase.per_second:,.0f} jobs/s")
     return phase
 
 
@@ -309,7 +309,7 @@ def report(phases: Sequence[Phase], engine: Phase, batch: int) -> None:
             "-" if p.parallelism is None else str(p.parallelism),
             f"{p.jobs:,}",
             f"{p.seconds:.2f}",
-            c.fmt_num(p.per_second),
+            fmt_num(p.per_second),
             "-" if not p.polls else f"{p.jobs / p.polls:.1f}",
             f"{1e6 * p.client_cpu / p.jobs:,.0f}",
             server,
@@ -325,7 +325,7 @@ def report(phases: Sequence[Phase], engine: Phase, batch: int) -> None:
         "client CPU us/job",
         "server CPU us/job",
     ]
-    print(c.table(headers, [*map(row, phases), row(engine)]))
+    print(table(headers, [*map(row, phases), row(engine)]))
     print()
     for p in (*phases, engine):
         print(f"CPU during {p.name}: {cpu_shares(p)}")
@@ -365,20 +365,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parallelisms = tuple(args.parallelism or PARALLELISMS)
-    c.log(
+    log(
         f"sdk throughput: {args.jobs:,} one-step workflows per phase, parallelism "
         f"{', '.join(map(str, parallelisms))}, batch {args.batch}"
     )
     try:
-        with c.postgres_server(args.database_url) as pg:
-            c.log(c.server_summary(pg))
-            with c.fresh_database(pg, "sdk") as url, dev_server(url) as server:
+        with postgres_server(args.database_url) as pg:
+            log(server_summary(pg))
+            with fresh_database(pg, "sdk") as url, dev_server(url) as server:
                 phases = [sdk_phase(url, server, p, args) for p in parallelisms]
                 engine = engine_phase(url, args)
     except KeyboardInterrupt:
-        c.log("interrupted")
+        log("interrupted")
         return 130
-    except c.BenchError as e:
+    except BenchError as e:
         print(f"FAIL: {e}", file=sys.stderr, flush=True)
         return 1
     report(phases, engine, args.batch)

@@ -1,0 +1,103 @@
+"""Spawned worker processes that never outlive the benchmark: however the run ends (normally, on
+an error, on Ctrl-C or SIGTERM), the parent terminates and reaps its children, and a child whose
+parent was killed hard gives up on its own. Children report over a queue as ``(kind, worker,
+payload)`` messages; a failure in a child comes back as an ``error`` message with its traceback
+and fails the run, rather than leaving the parent waiting for a message that never comes."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+import queue
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from multiprocessing.context import SpawnProcess
+from typing import Any
+
+from support import BenchError
+
+SPAWN = mp.get_context("spawn")
+
+
+@contextlib.contextmanager
+def spawned(
+    target: Callable[..., None], args_per_process: Sequence[tuple[Any, ...]], name: str
+) -> Iterator[list[SpawnProcess]]:
+    """Start one spawned process per argument tuple; on exit (normal, error or Ctrl-C) terminate
+    whichever are still alive and reap them all, so nothing outlives the benchmark."""
+    procs = [
+        SPAWN.Process(target=target, args=a, name=f"{name}-{k}", daemon=True)
+        for k, a in enumerate(args_per_process)
+    ]
+    started: list[SpawnProcess] = []
+    try:
+        for p in procs:
+            p.start()
+            started.append(p)
+        yield procs
+    finally:
+        for p in started:
+            if p.is_alive():
+                p.terminate()
+        for p in started:
+            p.join(5)
+            if p.is_alive():
+                p.kill()
+                p.join()
+
+
+def wait_for(event: Any, parent_pid: int) -> None:
+    """Block on a start signal, but give up if the parent process is gone (killed hard)."""
+    while not event.wait(1.0):
+        if os.getppid() != parent_pid:
+            raise SystemExit("parent process is gone")
+
+
+def worker_entry(body: Callable[[], None], outbox: Any, worker: int) -> None:
+    """Run a worker's body in a child: ignore Ctrl-C (the parent decides when children stop) and
+    turn any failure into an ``("error", worker, traceback)`` message before exiting non-zero."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        body()
+    except BaseException:
+        outbox.put(("error", worker, traceback.format_exc()))
+        raise SystemExit(1) from None
+
+
+def collect(
+    inbox: Any,
+    procs: Sequence[SpawnProcess],
+    kind: str,
+    *,
+    timeout: float,
+    tick: Callable[[], None] | None = None,
+    tick_every: float = 0.25,
+) -> dict[int, Any]:
+    """Wait for one ``(kind, worker, payload)`` message from every process; return payloads by
+    worker. Raises BenchError on a worker's error message, a dead worker, or the timeout."""
+    got: dict[int, Any] = {}
+    deadline = time.monotonic() + timeout
+    while len(got) < len(procs):
+        try:
+            msg_kind, worker, payload = inbox.get(timeout=tick_every)
+        except queue.Empty:
+            if tick is not None:
+                tick()
+            dead = [p.name for k, p in enumerate(procs) if k not in got and not p.is_alive()]
+            if dead:
+                raise BenchError(f"worker process(es) died: {', '.join(dead)}") from None
+            if time.monotonic() > deadline:
+                raise BenchError(f"timed out after {timeout:.0f}s waiting for '{kind}'") from None
+            continue
+        if msg_kind == "error":
+            raise BenchError(f"worker {worker} failed:\n{payload}")
+        if msg_kind != kind:
+            raise BenchError(f"worker {worker} sent {msg_kind!r} while waiting for {kind!r}")
+        got[worker] = payload
+    if tick is not None:
+        tick()
+    return got
