@@ -43,18 +43,17 @@ from typing import Any
 
 from support import BenchError
 from support.cpu import CpuMeter, CpuWindow, postmaster_pid, sum_or_none
+from support.library import connect, open_engine, sql_modules
 from support.postgres import fresh_database, postgres_server, server_summary, settle
 from support.processes import SPAWN, collect, spawned, wait_for, worker_entry
 from support.reporting import Progress, fmt_num, log, rate, table
 from support.wire import count_round_trips, merge_wire, sql_labeler, wire_table
+from support.workload import RESULT, one_step, outcome, register
 
 JOB_TYPE = "bench"
-DEFINITION: dict[str, Any] = {
-    "name": "bench-one-step",
-    "description": "engine_throughput benchmark: one SERVICE_TASK",
-    "steps": [{"id": "work", "type": "SERVICE_TASK", "jobType": JOB_TYPE}],
-}
-OUTPUT = {"ok": True}
+DEFINITION = one_step(
+    "bench-one-step", JOB_TYPE, description="engine_throughput benchmark: one SERVICE_TASK"
+)
 NOISY = 0.15  # warn when other processes took more than this share of the machine's CPU
 IDLE_CHECK_SECONDS = 1.0  # after this long without work, ask the database whether any is left
 
@@ -127,12 +126,8 @@ def _share(total: int, workers: int, k: int) -> int:
 
 
 def _labeler() -> Callable[[object], str]:
-    from baton.store import definitions, instances, jobs
-
     return sql_labeler(
-        jobs,
-        instances,
-        definitions,
+        *sql_modules().values(),
         extra={
             RAW_CLAIM: "raw.CLAIM",
             RAW_COMPLETE: "raw.COMPLETE",
@@ -155,15 +150,9 @@ def engine_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
 
 
 def _engine_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
-    from baton.engine.service import Engine
-    from baton.store.db import Database
-
     wire = count_round_trips(_labeler())
-    if cfg.source == "pooled":
-        database = Database.pooled(cfg.url, min_size=1, max_size=1, prepare=cfg.prepare)
-    else:
-        database = Database.single(cfg.url, prepare=cfg.prepare)
-    engine = Engine(database)
+    engine = open_engine(cfg.url, pooled=cfg.source == "pooled", prepare=cfg.prepare)
+    database = engine.db
     worker_id = f"w{k}"
     # Connect now (outside the timing), and learn the backend's pid to meter its CPU.
     meter = CpuMeter(database.autocommit(lambda conn: conn.info.backend_pid))
@@ -227,7 +216,7 @@ def _engine_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
             continue
         idle_since = None
         for job in claimed:
-            result = engine.complete_job(job["id"], worker_id, OUTPUT)
+            result = engine.complete_job(job["id"], worker_id, RESULT)
             if result["applied"]:
                 applied += 1
             else:
@@ -271,10 +260,8 @@ def raw_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
 
 
 def _raw_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
-    from baton.store.db import connect  # the engine's driver settings, for a fair comparison
-
     wire = count_round_trips(_labeler())
-    conn = connect(cfg.url, autocommit=True)
+    conn = connect(cfg.url, autocommit=True)  # the engine's driver settings, for a fair comparison
     meter = CpuMeter(conn.info.backend_pid)
     worker_id = f"r{k}"
     ch.outbox.put(("ready", k, meter.backend_pid))
@@ -382,17 +369,10 @@ def _config(url: str, args: argparse.Namespace) -> WorkerConfig:
 
 def engine_phase(server: str, args: argparse.Namespace) -> tuple[PhaseResult, PhaseResult, int]:
     """Returns (starts, drain, instances COMPLETED); raises BenchError on lost/duplicated work."""
-    from baton.engine.service import Engine
-    from baton.store.db import Database
-
     n, w = args.jobs, args.workers
     log("engine phase: creating a fresh migrated database")
     with fresh_database(server, "engine", keep=args.keep_databases) as url:
-        setup = Database.single(url)
-        try:
-            Engine(setup).register_definition(DEFINITION)
-        finally:
-            setup.close()
+        register(url, DEFINITION)
         postmaster = postmaster_pid(url)
         ch = Channels.create()
         cfg = _config(url, args)
@@ -469,14 +449,8 @@ def verify_engine(url: str, n: int, drains: dict[int, Any]) -> int:
     of COMPLETED instances; raises BenchError otherwise."""
     import psycopg
 
+    found = outcome(url, DEFINITION["name"], JOB_TYPE)
     with psycopg.connect(url) as conn:
-        inst: dict[str, int] = dict(
-            conn.execute("SELECT status, count(*) FROM instance GROUP BY 1").fetchall()
-        )
-        jobs: dict[str, int] = dict(
-            conn.execute("SELECT status, count(*) FROM job GROUP BY 1").fetchall()
-        )
-        redelivered = conn.execute("SELECT count(*) FROM job WHERE deliveries <> 1").fetchone()
         span = conn.execute(
             "SELECT extract(epoch FROM max(i.completed_at) - min(j.locked_at))"
             "  FROM instance i JOIN job j ON j.instance_id = i.id"
@@ -484,30 +458,23 @@ def verify_engine(url: str, n: int, drains: dict[int, Any]) -> int:
     applied = sum(d["applied"] for d in drains.values())
     duplicates = sum(d["duplicates"] for d in drains.values())
     log(
-        f"engine phase: check: instances {json.dumps(inst)}, jobs {json.dumps(jobs)}; "
+        f"engine phase: check: instances {json.dumps(found.instances)}, "
+        f"jobs {json.dumps(found.jobs)}; "
         f"database-side drain span {float(span[0]) if span and span[0] else 0:.2f}s"
     )
-    problems = []
-    if inst.get("COMPLETED", 0) != n or sum(inst.values()) != n:
-        problems.append(f"expected {n} instances, all COMPLETED; found {inst}")
-    if jobs.get("COMPLETED", 0) != n or sum(jobs.values()) != n:
-        problems.append(f"expected {n} jobs, all COMPLETED; found {jobs}")
-    if jobs.get("UNLOCKED", 0) or jobs.get("LOCKED", 0):
-        problems.append("jobs are still UNLOCKED/LOCKED: work was lost")
-    if redelivered and redelivered[0]:
-        problems.append(f"{redelivered[0]} jobs were delivered more than once")
+    problems = found.problems(n)
     if applied != n or duplicates:
         problems.append(f"workers applied {applied} completions and saw {duplicates} duplicates")
     if problems:
         raise BenchError("engine drain lost or duplicated work:\n  " + "\n  ".join(problems))
-    return int(inst["COMPLETED"])
+    return found.instances["COMPLETED"]
 
 
 def explain_claim(url: str, batch: int) -> None:
     """EXPLAIN ANALYZE the engine's claim against the full backlog (rolled back)."""
     import psycopg
-    from baton.store import jobs as jobs_sql
 
+    jobs_sql = sql_modules()["jobs"]
     params = {
         "worker_id": "explain",
         "job_types": [JOB_TYPE],

@@ -25,8 +25,10 @@ from collections.abc import Callable
 from typing import Any
 
 from support import ROOT
+from support.library import open_engine
 from support.postgres import fresh_database, postgres_server
 from support.reporting import log, table
+from support.workload import one_step
 
 FUNCTIONS = ("definitions", "instances", "jobs", "queues", "reaper", "sweeper", "queue_dispatcher")
 
@@ -92,18 +94,13 @@ def timed(clock: DbClock, call: Callable[[], Any]) -> tuple[float, float]:
 
 
 def measure_overhead(n: int) -> list[list[str]]:
-    from baton.engine.service import Engine
-    from baton.store.db import Database
-
     os.environ["POWERTOOLS_METRICS_NAMESPACE"] = "BatonBench"
     os.environ["POWERTOOLS_LOG_LEVEL"] = "WARNING"
     clock = DbClock()
     with postgres_server(None) as server, fresh_database(server, "handler") as url:
         os.environ["DATABASE_URL"] = url
-        engine = Engine(Database.single(url))
-        engine.register_definition(
-            {"name": "b", "steps": [{"id": "s", "type": "SERVICE_TASK", "jobType": "b"}]}
-        )
+        engine = open_engine(url)
+        engine.register_definition(one_step("b", "b"))
         log(f"starting {2 * n} instances")
         for _ in range(2 * n):
             engine.start_instance(definition_name="b", input={"order": 1, "sku": "A-1"})

@@ -13,11 +13,11 @@ import os
 import time
 from typing import Any
 
-import sdk_throughput as sdk
 from support import BenchError
 from support.postgres import fresh_database, postgres_server
-from support.processes import SPAWN, spawned, wait_for, worker_entry
+from support.processes import SPAWN, dev_server, spawned, wait_for, worker_entry
 from support.reporting import fmt_num, log, rate, table
+from support.workload import drain_in_process, start_instances, verify
 
 
 def _poller(
@@ -61,9 +61,9 @@ def main() -> None:
     parser.add_argument("--database-url", default=None)
     args = parser.parse_args()
     with postgres_server(args.database_url) as server, fresh_database(server, "http") as url:
-        with sdk.dev_server(url) as dev:
+        with dev_server(url) as dev:
             job_type = name = "bench-http"
-            sdk.start_instances(url, name, job_type, args.jobs)
+            start_instances(url, name, job_type, args.jobs)
             start, out = SPAWN.Event(), SPAWN.Queue()
             argv = [
                 (dev.url, dev.api_key, job_type, args.batch, start, out, k, os.getpid())
@@ -82,11 +82,9 @@ def main() -> None:
                     total += msg[2]
                 # The pollers stop after 5 empty polls: take the time of the last completion.
                 seconds = time.perf_counter() - t0
-            sdk.verify(url, name, job_type, args.jobs)
+            verify(url, name, job_type, args.jobs)
             http_rate = rate(total, seconds - 5 * 0.01)
-        engine = sdk.engine_phase(
-            url, argparse.Namespace(jobs=args.jobs, batch=args.batch, timeout=600)
-        )
+        engine = drain_in_process(url, args.jobs, batch=args.batch, timeout=600)
     print()
     print(
         table(

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from support import BenchError
+from support.library import open_queues
 from support.postgres import fresh_database, postgres_server, server_summary
 from support.processes import SPAWN, spawned, wait_for, worker_entry
 from support.reporting import fmt_num, log, rate, table
@@ -39,11 +40,7 @@ def _push_worker(mode: str, url: str, n: int, start: Any, out: Any, k: int, ppid
         wait_for(start, ppid)
         t0 = time.perf_counter()
         if mode == "baton":
-            from baton.engine.queues import Queues
-            from baton.engine.service import Engine
-            from baton.store.db import Database
-
-            q = Queues(Engine(Database.single(url)))
+            q = open_queues(url)
             for i in range(n):
                 q.push("q", f"t{k}-{i}", priority=i % 5)
         else:
@@ -68,11 +65,7 @@ def _consume_worker(
         t0 = time.perf_counter()
         done = 0
         if mode == "baton":
-            from baton.engine.queues import Queues
-            from baton.engine.service import Engine
-            from baton.store.db import Database
-
-            q = Queues(Engine(Database.single(url)))
+            q = open_queues(url)
             while tasks := q.dequeue("q", f"c{k}", max_tasks=batch):
                 for t in tasks:
                     q.ack("q", t["id"], t["receipt"])

@@ -23,26 +23,21 @@ SDK jobs/s at each parallelism over the in-process engine's jobs/s.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import secrets
 import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from support import ROOT, BenchError
-from support.cpu import CpuWindow, process_cpu_seconds
-from support.postgres import fresh_database, postgres_server, server_summary, settle
+from support import BenchError
+from support.cpu import CpuWindow
+from support.postgres import fresh_database, postgres_server, server_summary
+from support.processes import DevServer, dev_server
 from support.reporting import Progress, fmt_num, log, rate, table
+from support.workload import RESULT, drain_in_process, start_instances, verify
 
 PARALLELISMS = (1, 4, 16)
-OUTPUT = {"ok": True}
 
 
 @dataclass(slots=True)
@@ -61,121 +56,6 @@ class Phase:
         return rate(self.jobs, self.seconds)
 
 
-# --- the server ---------------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass(slots=True)
-class DevServer:
-    url: str
-    api_key: str
-    process: subprocess.Popen[bytes]
-    log_path: Path
-
-    def cpu_seconds(self) -> float | None:
-        return process_cpu_seconds(self.process.pid)
-
-
-@contextlib.contextmanager
-def dev_server(database_url: str, timeout: float = 60.0) -> Iterator[DevServer]:
-    """``baton dev`` on ``database_url`` (its own data dir for the local S3), stopped on exit."""
-    import httpx
-
-    port, api_key = _free_port(), secrets.token_hex(12)
-    with tempfile.TemporaryDirectory(prefix="baton-bench-dev-") as data_dir:
-        env = {
-            **os.environ,
-            "DATABASE_URL": database_url,
-            "BATON_API_KEY": api_key,
-            "BATON_TICK_SECONDS": "1",
-            "PYTHONUNBUFFERED": "1",
-        }
-        cmd = [sys.executable, "-m", "baton.cli", "dev", "--port", str(port)]
-        cmd += ["--data-dir", data_dir]
-        log_path = Path(data_dir) / "server.log"
-        with log_path.open("wb") as out:
-            process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-        server = DevServer(f"http://127.0.0.1:{port}", api_key, process, log_path)
-        try:
-            deadline = time.monotonic() + timeout
-            while True:
-                if process.poll() is not None:
-                    raise BenchError(f"baton dev exited:\n{log_path.read_text()[-3000:]}")
-                with contextlib.suppress(httpx.TransportError):
-                    if httpx.get(server.url + "/v1/definitions", timeout=1).status_code == 401:
-                        break
-                if time.monotonic() > deadline:
-                    raise BenchError(f"baton dev not ready after {timeout:.0f}s")
-                time.sleep(0.1)
-            log(f"baton dev serving {server.url} (pid {process.pid})")
-            yield server
-        finally:
-            if process.poll() is None:
-                process.send_signal(signal.SIGINT)
-                try:
-                    process.wait(30)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
-
-
-# --- instances and checks -----------------------------------------------------------------------
-
-
-def start_instances(url: str, name: str, job_type: str, n: int) -> None:
-    """Register a one-step definition and start ``n`` instances of it (library, not timed)."""
-    from baton.engine.service import Engine
-    from baton.store.db import Database
-
-    db = Database.single(url)
-    try:
-        engine = Engine(db)
-        steps = [{"id": "work", "type": "SERVICE_TASK", "jobType": job_type}]
-        engine.register_definition({"name": name, "steps": steps})
-        began = time.monotonic()
-        for i in range(n):
-            engine.start_instance(definition_name=name, input={"n": i})
-        log(f"  {n:,} instances of {name} started in {time.monotonic() - began:.1f}s")
-    finally:
-        db.close()
-    settle(url, "instance", "step_execution", "job", "audit_log")
-
-
-def verify(url: str, name: str, job_type: str, n: int) -> None:
-    """All ``n`` instances COMPLETED, all jobs COMPLETED, each delivered exactly once."""
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        inst = dict(
-            conn.execute(
-                "SELECT status, count(*) FROM instance WHERE definition_name = %s GROUP BY 1",
-                (name,),
-            ).fetchall()
-        )
-        jobs = dict(
-            conn.execute(
-                "SELECT status, count(*) FROM job WHERE job_type = %s GROUP BY 1", (job_type,)
-            ).fetchall()
-        )
-        twice = conn.execute(
-            "SELECT count(*) FROM job WHERE job_type = %s AND deliveries <> 1", (job_type,)
-        ).fetchone()
-    problems = []
-    if inst != {"COMPLETED": n}:
-        problems.append(f"instances: expected {n} COMPLETED, found {inst}")
-    if jobs != {"COMPLETED": n}:
-        problems.append(f"jobs: expected {n} COMPLETED, found {jobs}")
-    if twice and twice[0]:
-        problems.append(f"{twice[0]} jobs were delivered more than once")
-    if problems:
-        raise BenchError(f"{name} lost or duplicated work:\n  " + "\n  ".join(problems))
-
-
 # --- phases -------------------------------------------------------------------------------------
 
 
@@ -187,7 +67,7 @@ def sdk_phase(url: str, server: DevServer, parallelism: int, args: argparse.Name
     log(f"sdk p={parallelism}: {n:,} one-step instances")
     start_instances(url, name, job_type, n)
     registry = Registry()
-    registry.register(job_type, lambda ctx: OUTPUT)
+    registry.register(job_type, lambda ctx: RESULT)
     metrics = InMemoryMetrics()
     runner = Runner(
         registry,
@@ -241,42 +121,17 @@ def sdk_phase(url: str, server: DevServer, parallelism: int, args: argparse.Name
 
 
 def engine_phase(url: str, args: argparse.Namespace) -> Phase:
-    from baton.engine.service import Engine
-    from baton.store.db import Database
-
-    n = args.jobs
-    job_type = name = "bench-engine-inprocess"
-    log(f"engine in-process: {n:,} one-step instances")
-    start_instances(url, name, job_type, n)
-    db = Database.single(url)
-    engine = Engine(db)
-    db.autocommit(lambda conn: conn.execute("SELECT 1"))  # connect outside the timing
-    window = CpuWindow()
-    window.start()
-    cpu0 = time.process_time()
-    t0 = time.monotonic()
-    done = polls = 0
-    try:
-        while done < n:
-            claimed = engine.poll("bench-engine", [job_type], args.batch)
-            polls += 1
-            if not claimed:
-                if time.monotonic() - t0 > args.timeout:
-                    raise BenchError(f"engine in-process: {done}/{n} after {args.timeout:.0f}s")
-                time.sleep(0.001)
-                continue
-            for job in claimed:
-                engine.complete_job(job["id"], "bench-engine", OUTPUT)
-            done += len(claimed)
-        seconds = time.monotonic() - t0
-        cpu = time.process_time() - cpu0
-        window.stop()
-    finally:
-        db.close()
-    verify(url, name, job_type, n)
-    phase = Phase("engine in-process (no HTTP)", None, n, seconds, cpu, None, polls, window)
-    log(f"engine in-process: {phase.per_second:,.0f} jobs/s")
-    return phase
+    drained = drain_in_process(url, args.jobs, batch=args.batch, timeout=args.timeout)
+    return Phase(
+        "engine in-process (no HTTP)",
+        None,
+        drained.jobs,
+        drained.seconds,
+        drained.cpu,
+        None,
+        drained.polls,
+        drained.window,
+    )
 
 
 # --- report -------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import make_conninfo
 
+from support.library import apply_migrations, embedded_postgres
 from support.reporting import log
 
 
@@ -29,14 +30,12 @@ def postgres_server(url: str | None) -> Iterator[str]:
         log("using the external PostgreSQL server from --database-url / DATABASE_URL")
         yield url
         return
-    from baton.store.embedded import EmbeddedPostgres
-
     root = Path(tempfile.mkdtemp(prefix="baton-bench-pg-"))
     # pgserver keeps files under XDG_RUNTIME_DIR; give it its own directory, outside the data
     # directory (initdb refuses a non-empty one).
     os.environ.setdefault("XDG_RUNTIME_DIR", str(root / "run"))
     Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(parents=True, exist_ok=True)
-    pg = EmbeddedPostgres(root / "data", keep_data=False)
+    pg = embedded_postgres(root / "data")
     log(f"starting embedded PostgreSQL in {root}")
     try:
         uri = pg.start()
@@ -73,9 +72,7 @@ def fresh_database(
     url = make_conninfo(server_url, dbname=name)
     try:
         if migrate:
-            from baton.store import migrations
-
-            migrations.apply(url)
+            apply_migrations(url)
         yield url
     finally:
         if not keep:

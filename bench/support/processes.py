@@ -1,8 +1,9 @@
-"""Spawned worker processes that never outlive the benchmark: however the run ends (normally, on
-an error, on Ctrl-C or SIGTERM), the parent terminates and reaps its children, and a child whose
-parent was killed hard gives up on its own. Children report over a queue as ``(kind, worker,
-payload)`` messages; a failure in a child comes back as an ``error`` message with its traceback
-and fails the run, rather than leaving the parent waiting for a message that never comes."""
+"""Processes a benchmark starts, none of which outlives it: spawned workers and the local API
+server (``baton dev``). However the run ends (normally, on an error, on Ctrl-C or SIGTERM), the
+parent stops and reaps them, and a worker whose parent was killed hard gives up on its own.
+Workers report over a queue as ``(kind, worker, payload)`` messages; a failure in a worker comes
+back as an ``error`` message with its traceback and fails the run, rather than leaving the
+parent waiting for a message that never comes."""
 
 from __future__ import annotations
 
@@ -10,13 +11,23 @@ import contextlib
 import multiprocessing as mp
 import os
 import queue
+import secrets
+import signal
+import socket
+import subprocess
+import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from multiprocessing.context import SpawnProcess
+from pathlib import Path
 from typing import Any
 
-from support import BenchError
+from support import ROOT, BenchError
+from support.cpu import process_cpu_seconds
+from support.library import dev_server_command
+from support.reporting import log
 
 SPAWN = mp.get_context("spawn")
 
@@ -101,3 +112,67 @@ def collect(
     if tick is not None:
         tick()
     return got
+
+
+# --- the local API server ---------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(slots=True)
+class DevServer:
+    """A running ``baton dev``: the whole API in one local process, as the SDK sees it."""
+
+    url: str
+    api_key: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def cpu_seconds(self) -> float | None:
+        return process_cpu_seconds(self.process.pid)
+
+
+@contextlib.contextmanager
+def dev_server(database_url: str, timeout: float = 60.0) -> Iterator[DevServer]:
+    """``baton dev`` on ``database_url`` (its own data dir for the local S3), stopped on exit."""
+    import httpx
+
+    port, api_key = _free_port(), secrets.token_hex(12)
+    with tempfile.TemporaryDirectory(prefix="baton-bench-dev-") as data_dir:
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url,
+            "BATON_API_KEY": api_key,
+            "BATON_TICK_SECONDS": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
+        cmd = dev_server_command(port, data_dir)
+        log_path = Path(data_dir) / "server.log"
+        with log_path.open("wb") as out:
+            process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        server = DevServer(f"http://127.0.0.1:{port}", api_key, process, log_path)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                if process.poll() is not None:
+                    raise BenchError(f"baton dev exited:\n{log_path.read_text()[-3000:]}")
+                with contextlib.suppress(httpx.TransportError):
+                    if httpx.get(server.url + "/v1/definitions", timeout=1).status_code == 401:
+                        break
+                if time.monotonic() > deadline:
+                    raise BenchError(f"baton dev not ready after {timeout:.0f}s")
+                time.sleep(0.1)
+            log(f"baton dev serving {server.url} (pid {process.pid})")
+            yield server
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+                try:
+                    process.wait(30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
