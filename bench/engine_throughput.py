@@ -36,26 +36,22 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from multiprocessing.queues import Queue
-from multiprocessing.sharedctypes import Synchronized
-from multiprocessing.synchronize import Event
 from typing import Any
 
 from support import BenchError
-from support.cpu import CpuMeter, CpuWindow, postmaster_pid, sum_or_none
+from support.cpu import postmaster_pid
+from support.fleet import Member, PhaseResult, fleet
 from support.library import connect, open_engine, sql_modules
 from support.postgres import fresh_database, postgres_server, server_summary, settle
-from support.processes import SPAWN, collect, spawned, wait_for, worker_entry
-from support.reporting import Progress, fmt_num, log, rate, table
-from support.wire import count_round_trips, merge_wire, sql_labeler, wire_table
-from support.workload import RESULT, one_step, outcome, register
+from support.reporting import fmt_num, log, rate, table
+from support.wire import WIRE, count_round_trips, sql_labeler, wire_table
+from support.workload import RESULT, drain_loop, one_step, outcome, register
 
 JOB_TYPE = "bench"
 DEFINITION = one_step(
     "bench-one-step", JOB_TYPE, description="engine_throughput benchmark: one SERVICE_TASK"
 )
 NOISY = 0.15  # warn when other processes took more than this share of the machine's CPU
-IDLE_CHECK_SECONDS = 1.0  # after this long without work, ask the database whether any is left
 
 RAW_SCHEMA = """
 CREATE TABLE raw_job (
@@ -97,28 +93,6 @@ class WorkerConfig:
     source: str  # "single" | "pooled"
     prepare: bool  # server-side prepared statements (psycopg's default; off behind RDS Proxy)
     profile: bool
-    parent_pid: int
-
-
-@dataclass(slots=True)
-class Channels:
-    """What the parent and its workers share (all from the spawn context)."""
-
-    outbox: Queue[Any]  # workers -> parent: (kind, worker, payload)
-    go_start: Event
-    go_drain: Event
-    started: Synchronized[int]
-    completed: Synchronized[int]
-
-    @classmethod
-    def create(cls) -> Channels:
-        return cls(
-            outbox=SPAWN.Queue(),
-            go_start=SPAWN.Event(),
-            go_drain=SPAWN.Event(),
-            started=SPAWN.Value("q", 0),
-            completed=SPAWN.Value("q", 0),
-        )
 
 
 def _share(total: int, workers: int, k: int) -> int:
@@ -137,221 +111,90 @@ def _labeler() -> Callable[[object], str]:
     )
 
 
-def _add(counter: Synchronized[int], n: int) -> None:
-    with counter.get_lock():
-        counter.value += n
+def _count(row: dict[str, Any] | None) -> int | None:
+    return None if row is None else int(row["n"])
 
 
-# --- engine workers -----------------------------------------------------------------------------
+def _open_jobs(conn: Any) -> int | None:
+    return _count(conn.execute(ENGINE_OPEN).fetchone())
 
 
-def engine_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
-    worker_entry(lambda: _engine_worker(cfg, k, ch), ch.outbox, k)
+# --- workers ------------------------------------------------------------------------------------
 
 
-def _engine_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
-    wire = count_round_trips(_labeler())
+def engine_worker(cfg: WorkerConfig, member: Member) -> None:
+    member.run(lambda: _engine_worker(cfg, member))
+
+
+def _engine_worker(cfg: WorkerConfig, m: Member) -> None:
+    count_round_trips(_labeler())
     engine = open_engine(cfg.url, pooled=cfg.source == "pooled", prepare=cfg.prepare)
-    database = engine.db
-    worker_id = f"w{k}"
+    worker_id = f"w{m.index}"
     # Connect now (outside the timing), and learn the backend's pid to meter its CPU.
-    meter = CpuMeter(database.autocommit(lambda conn: conn.info.backend_pid))
-    ch.outbox.put(("ready", k, meter.backend_pid))
+    m.ready(engine.db.autocommit(lambda conn: conn.info.backend_pid))
 
-    # Stage 1: start this process's share of the instances.
-    wait_for(ch.go_start, cfg.parent_pid)
-    wire.reset()
-    meter.start()
-    mine = _share(cfg.jobs, cfg.workers, k)
-    pending = 0
+    m.begin("start")  # this process's share of the instances
+    mine = _share(cfg.jobs, cfg.workers, m.index)
     for i in range(mine):
-        engine.start_instance(definition_name=DEFINITION["name"], input={"worker": k, "n": i})
-        pending += 1
-        if pending == 50:
-            _add(ch.started, pending)
-            pending = 0
-    _add(ch.started, pending)
-    ch.outbox.put(
-        (
-            "started",
-            k,
-            {
-                "count": mine,
-                "end": time.monotonic(),
-                "wire": wire.snapshot(),
-                **meter.read(),
-            },
-        )
-    )
+        engine.start_instance(definition_name=DEFINITION["name"], input={"worker": m.index, "n": i})
+        if (i + 1) % 50 == 0:
+            m.add("start", 50)
+    m.add("start", mine % 50)
+    m.report("start", {"items": mine, "end": time.monotonic(), "wire": WIRE.snapshot()})
 
-    # Stage 2: drain.
-    wait_for(ch.go_drain, cfg.parent_pid)
-    wire.reset()
+    m.begin("drain")
     # CPU time, not wall time: where the wall time goes (waiting) is what the round-trip
     # table shows; this shows what the worker's own CPU is spent on.
-    profiler = cProfile.Profile(time.process_time) if cfg.profile and k == 0 else None
-    meter.start()
-    polls = polls_at_last = empty = applied = duplicates = 0
-    last = 0.0
-    wire_at_last = wire.snapshot()
-    idle_since: float | None = None
+    profiler = cProfile.Profile(time.process_time) if cfg.profile and m.index == 0 else None
     if profiler is not None:
         profiler.enable()
-    while True:
-        claimed = engine.poll(worker_id, [JOB_TYPE], cfg.batch)
-        polls += 1
-        if not claimed:
-            empty += 1
-            if ch.completed.value >= cfg.jobs:
-                break
-            now = time.monotonic()
-            idle_since = idle_since or now
-            if now - idle_since > IDLE_CHECK_SECONDS:
-                with wire.pause():
-                    row = database.autocommit(lambda conn: conn.execute(ENGINE_OPEN).fetchone())
-                if row is not None and row["n"] == 0:
-                    break  # nothing left to do, whatever the shared counter says
-                idle_since = now
-            time.sleep(0.001)
-            continue
-        idle_since = None
-        for job in claimed:
-            result = engine.complete_job(job["id"], worker_id, RESULT)
-            if result["applied"]:
-                applied += 1
-            else:
-                duplicates += 1
-        _add(ch.completed, len(claimed))
-        last, polls_at_last = time.monotonic(), polls
-        wire_at_last = wire.snapshot()
-    used = meter.read()
-    profile_text = None
-    if profiler is not None:
-        profiler.disable()
-        out = io.StringIO()
-        stats = pstats.Stats(profiler, stream=out)
-        stats.sort_stats("tottime").print_stats(20)
-        stats.sort_stats("cumulative").print_stats(30)
-        profile_text = out.getvalue()
-    database.close()
-    ch.outbox.put(
-        (
-            "drained",
-            k,
-            {
-                "applied": applied,
-                "duplicates": duplicates,
-                "polls": polls_at_last,
-                "empty_polls": empty,
-                "last": last,
-                "wire": wire_at_last,
-                "profile": profile_text,
-                **used,
-            },
-        )
+    drained = drain_loop(
+        lambda: engine.poll(worker_id, [JOB_TYPE], cfg.batch),
+        lambda job: bool(engine.complete_job(job["id"], worker_id, RESULT)["applied"]),
+        total=cfg.jobs,
+        shared=m.shared_count("drain"),
+        left=lambda: engine.db.autocommit(_open_jobs),
     )
+    usage = m.usage()
+    profile = _profile_text(profiler)
+    engine.db.close()
+    m.report("drain", {**drained.as_report(), "profile": profile}, usage=usage)
 
 
-# --- raw workers --------------------------------------------------------------------------------
+def _profile_text(profiler: cProfile.Profile | None) -> str | None:
+    if profiler is None:
+        return None
+    profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("tottime").print_stats(20)
+    stats.sort_stats("cumulative").print_stats(30)
+    return out.getvalue()
 
 
-def raw_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
-    worker_entry(lambda: _raw_worker(cfg, k, ch), ch.outbox, k)
+def raw_worker(cfg: WorkerConfig, member: Member) -> None:
+    member.run(lambda: _raw_worker(cfg, member))
 
 
-def _raw_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
-    wire = count_round_trips(_labeler())
+def _raw_worker(cfg: WorkerConfig, m: Member) -> None:
+    count_round_trips(_labeler())
     conn = connect(cfg.url, autocommit=True)  # the engine's driver settings, for a fair comparison
-    meter = CpuMeter(conn.info.backend_pid)
-    worker_id = f"r{k}"
-    ch.outbox.put(("ready", k, meter.backend_pid))
-    wait_for(ch.go_drain, cfg.parent_pid)
-    wire.reset()
-    meter.start()
-    done = updated = 0
-    last = 0.0
-    wire_at_last = wire.snapshot()
-    idle_since: float | None = None
-    while True:
-        rows = conn.execute(RAW_CLAIM, {"worker_id": worker_id, "n": cfg.batch}).fetchall()
-        if not rows:
-            if ch.completed.value >= cfg.jobs:
-                break
-            now = time.monotonic()
-            idle_since = idle_since or now
-            if now - idle_since > IDLE_CHECK_SECONDS:
-                with wire.pause():
-                    row = conn.execute(RAW_OPEN).fetchone()
-                if row is not None and row["n"] == 0:
-                    break
-                idle_since = now
-            time.sleep(0.001)
-            continue
-        idle_since = None
-        for r in rows:
-            updated += conn.execute(RAW_COMPLETE, {"id": r["id"]}).rowcount
-        done += len(rows)
-        _add(ch.completed, len(rows))
-        last = time.monotonic()
-        wire_at_last = wire.snapshot()
-    used = meter.read()
-    conn.close()
-    ch.outbox.put(
-        (
-            "drained",
-            k,
-            {
-                "applied": updated,
-                "duplicates": done - updated,
-                "last": last,
-                "wire": wire_at_last,
-                **used,
-            },
-        )
+    worker_id = f"r{m.index}"
+    m.ready(conn.info.backend_pid)
+    m.begin("drain")
+    drained = drain_loop(
+        lambda: conn.execute(RAW_CLAIM, {"worker_id": worker_id, "n": cfg.batch}).fetchall(),
+        lambda row: conn.execute(RAW_COMPLETE, {"id": row["id"]}).rowcount == 1,
+        total=cfg.jobs,
+        shared=m.shared_count("drain"),
+        left=lambda: _count(conn.execute(RAW_OPEN).fetchone()),
     )
+    usage = m.usage()
+    conn.close()
+    m.report("drain", drained.as_report(), usage=usage)
 
 
 # --- phases (parent) ----------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class PhaseResult:
-    name: str
-    items: int
-    seconds: float
-    cpu: float  # client CPU seconds, all worker processes
-    server_cpu: float | None  # CPU seconds of their backends (None: server not on this machine)
-    wire: dict[str, Any]
-    window: CpuWindow
-
-    @classmethod
-    def build(
-        cls,
-        name: str,
-        items: int,
-        seconds: float,
-        payloads: Sequence[dict[str, Any]],
-        window: CpuWindow,
-    ) -> PhaseResult:
-        return cls(
-            name,
-            items,
-            seconds,
-            sum(p["cpu"] for p in payloads),
-            sum_or_none(p["server_cpu"] for p in payloads),
-            merge_wire(p["wire"] for p in payloads),
-            window,
-        )
-
-    def cpu_line(self) -> str:
-        return f"CPU during {self.name}: {self.window.describe(self.cpu, self.server_cpu)}"
-
-    @property
-    def per_second(self) -> float:
-        return rate(self.items, self.seconds)
-
-    def round_trips_per_item(self) -> float:
-        return float(sum(self.wire["round_trips"].values())) / max(self.items, 1)
 
 
 def _config(url: str, args: argparse.Namespace) -> WorkerConfig:
@@ -363,7 +206,6 @@ def _config(url: str, args: argparse.Namespace) -> WorkerConfig:
         source=args.source,
         prepare=not args.no_prepare,
         profile=args.profile,
-        parent_pid=os.getpid(),
     )
 
 
@@ -374,77 +216,49 @@ def engine_phase(server: str, args: argparse.Namespace) -> tuple[PhaseResult, Ph
     with fresh_database(server, "engine", keep=args.keep_databases) as url:
         register(url, DEFINITION)
         postmaster = postmaster_pid(url)
-        ch = Channels.create()
-        cfg = _config(url, args)
         log(f"engine phase: spawning {w} worker processes ({args.source} connection each)")
-        with spawned(engine_worker, [(cfg, k, ch) for k in range(w)], "engine") as procs:
-            backends = list(collect(ch.outbox, procs, "ready", timeout=120).values())
+        with fleet(
+            engine_worker,
+            _config(url, args),
+            workers=w,
+            name="engine",
+            stages=("start", "drain"),
+            postmaster=postmaster,
+        ) as workers:
             log(f"engine phase: starting {n:,} instances from {w} processes")
-            progress = Progress("instances started", n)
-            window = CpuWindow(postmaster, backends)
-            window.start()
-            t0 = time.monotonic()
-            ch.go_start.set()
-            starts = collect(
-                ch.outbox,
-                procs,
-                "started",
-                timeout=args.timeout,
-                tick=lambda: progress.update(ch.started.value),
-            )
-            window.stop()
-            start_result = PhaseResult.build(
+            starts = workers.run(
+                "start",
                 "engine: start instances",
-                sum(s["count"] for s in starts.values()),
-                max(s["end"] for s in starts.values()) - t0,
-                list(starts.values()),
-                window,
+                progress="instances started",
+                total=n,
+                timeout=args.timeout,
             )
             log(
-                f"engine phase: {start_result.items:,} instances started in "
-                f"{start_result.seconds:.2f}s = {start_result.per_second:,.0f} instances started/s"
+                f"engine phase: {starts.items:,} instances started in "
+                f"{starts.seconds:.2f}s = {starts.per_second:,.0f} instances started/s"
             )
             settle(url, "instance", "step_execution", "job", "audit_log")
             if args.explain:
                 explain_claim(url, args.batch)
             log(f"engine phase: draining {n:,} jobs with {w} workers, batch {args.batch}")
-            progress = Progress("jobs completed", n)
-            window = CpuWindow(postmaster, backends)
-            window.start()
-            t1 = time.monotonic()
-            ch.go_drain.set()
-            drains = collect(
-                ch.outbox,
-                procs,
-                "drained",
-                timeout=args.timeout,
-                tick=lambda: progress.update(ch.completed.value),
+            drain = workers.run(
+                "drain", "engine: drain", progress="jobs completed", total=n, timeout=args.timeout
             )
-            window.stop()
-        for d in drains.values():
-            if d["profile"]:
+        for figures in drain.reports:
+            if figures["profile"]:
                 log("engine phase: CPU profile of worker 0's drain (own, then cumulative)")
-                print(d["profile"], flush=True)
-        ends = [d["last"] for d in drains.values() if d["last"]]
-        drain = PhaseResult.build(
-            "engine: drain",
-            sum(d["applied"] for d in drains.values()),
-            (max(ends) - t1) if ends else float("nan"),
-            list(drains.values()),
-            window,
-        )
-        polls = sum(d["polls"] for d in drains.values())
-        empty = sum(d["empty_polls"] for d in drains.values())
+                print(figures["profile"], flush=True)
+        polls, empty = drain.total("polls"), drain.total("empty_polls")
         log(
             f"engine phase: drained in {drain.seconds:.2f}s = {drain.per_second:,.0f} jobs/s "
             f"({polls:,} polls, {drain.items / max(polls, 1):.1f} jobs per poll, "
             f"{empty:,} empty polls)"
         )
-        completed = verify_engine(url, n, drains)
-    return start_result, drain, completed
+        completed = verify_engine(url, n, drain)
+    return starts, drain, completed
 
 
-def verify_engine(url: str, n: int, drains: dict[int, Any]) -> int:
+def verify_engine(url: str, n: int, drain: PhaseResult) -> int:
     """Every instance COMPLETED exactly once, no job open or delivered twice. Returns the number
     of COMPLETED instances; raises BenchError otherwise."""
     import psycopg
@@ -455,8 +269,7 @@ def verify_engine(url: str, n: int, drains: dict[int, Any]) -> int:
             "SELECT extract(epoch FROM max(i.completed_at) - min(j.locked_at))"
             "  FROM instance i JOIN job j ON j.instance_id = i.id"
         ).fetchone()
-    applied = sum(d["applied"] for d in drains.values())
-    duplicates = sum(d["duplicates"] for d in drains.values())
+    applied, duplicates = drain.items, drain.total("duplicates")
     log(
         f"engine phase: check: instances {json.dumps(found.instances)}, "
         f"jobs {json.dumps(found.jobs)}; "
@@ -505,35 +318,20 @@ def raw_phase(server: str, args: argparse.Namespace) -> PhaseResult:
             conn.execute(RAW_SCHEMA.encode())
             conn.execute(RAW_FILL, {"n": n})
         settle(url, "raw_job")
-        postmaster = postmaster_pid(url)
-        ch = Channels.create()
-        cfg = _config(url, args)
-        with spawned(raw_worker, [(cfg, k, ch) for k in range(w)], "raw") as procs:
-            backends = list(collect(ch.outbox, procs, "ready", timeout=120).values())
+        with fleet(
+            raw_worker,
+            _config(url, args),
+            workers=w,
+            name="raw",
+            stages=("drain",),
+            postmaster=postmaster_pid(url),
+        ) as workers:
             log(f"raw phase: draining {n:,} rows with {w} workers, batch {args.batch}")
-            progress = Progress("jobs completed", n)
-            window = CpuWindow(postmaster, backends)
-            window.start()
-            t1 = time.monotonic()
-            ch.go_drain.set()
-            drains = collect(
-                ch.outbox,
-                procs,
-                "drained",
-                timeout=args.timeout,
-                tick=lambda: progress.update(ch.completed.value),
+            result = workers.run(
+                "drain", "raw: drain", progress="jobs completed", total=n, timeout=args.timeout
             )
-            window.stop()
         with psycopg.connect(url) as conn:
             left = conn.execute(RAW_OPEN).fetchone()
-    ends = [d["last"] for d in drains.values() if d["last"]]
-    result = PhaseResult.build(
-        "raw: drain",
-        sum(d["applied"] for d in drains.values()),
-        (max(ends) - t1) if ends else float("nan"),
-        list(drains.values()),
-        window,
-    )
     log(f"raw phase: drained in {result.seconds:.2f}s = {result.per_second:,.0f} jobs/s")
     if result.items != n or (left and left[0]):
         raise BenchError(f"raw drain completed {result.items} of {n} rows ({left} left)")

@@ -29,13 +29,17 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from support import BenchError
-from support.cpu import CpuWindow
+from support.cpu import CpuWindow, Stopwatch
 from support.postgres import fresh_database, postgres_server, server_summary
 from support.processes import DevServer, dev_server
 from support.reporting import Progress, fmt_num, log, rate, table
 from support.workload import RESULT, drain_in_process, start_instances, verify
+
+if TYPE_CHECKING:
+    from baton_worker import InMemoryMetrics, Runner
 
 PARALLELISMS = (1, 4, 16)
 
@@ -51,6 +55,14 @@ class Phase:
     polls: int | None
     window: CpuWindow
 
+    @classmethod
+    def measured(
+        cls, name: str, parallelism: int | None, jobs: int, polls: int | None, watch: Stopwatch
+    ) -> Phase:
+        return cls(
+            name, parallelism, jobs, watch.seconds, watch.cpu, watch.other_cpu, polls, watch.window
+        )
+
     @property
     def per_second(self) -> float:
         return rate(self.jobs, self.seconds)
@@ -59,17 +71,15 @@ class Phase:
 # --- phases -------------------------------------------------------------------------------------
 
 
-def sdk_phase(url: str, server: DevServer, parallelism: int, args: argparse.Namespace) -> Phase:
-    from baton_worker import InMemoryMetrics, Registry, Runner, RunnerOptions
+def _runner(
+    server: DevServer, job_type: str, parallelism: int, batch: int, metrics: InMemoryMetrics
+) -> Runner:
+    """One SDK runner whose handler returns at once: what is measured is the path around it."""
+    from baton_worker import Registry, Runner, RunnerOptions
 
-    n = args.jobs
-    job_type, name = f"bench-sdk-p{parallelism}", f"bench-sdk-p{parallelism}"
-    log(f"sdk p={parallelism}: {n:,} one-step instances")
-    start_instances(url, name, job_type, n)
     registry = Registry()
     registry.register(job_type, lambda ctx: RESULT)
-    metrics = InMemoryMetrics()
-    runner = Runner(
+    return Runner(
         registry,
         url=server.url,
         api_key=server.api_key,
@@ -77,60 +87,48 @@ def sdk_phase(url: str, server: DevServer, parallelism: int, args: argparse.Name
         options=RunnerOptions(
             worker_id=f"bench-p{parallelism}",
             parallelism=parallelism,
-            max_jobs_per_poll=args.batch,
+            max_jobs_per_poll=batch,
             poll_interval=0.05,
             max_poll_interval=0.2,
         ),
     )
+
+
+def sdk_phase(url: str, server: DevServer, parallelism: int, args: argparse.Namespace) -> Phase:
+    from baton_worker import InMemoryMetrics
+
+    n = args.jobs
+    job_type, name = f"bench-sdk-p{parallelism}", f"bench-sdk-p{parallelism}"
+    log(f"sdk p={parallelism}: {n:,} one-step instances")
+    start_instances(url, name, job_type, n)
+    metrics = InMemoryMetrics()
+    runner = _runner(server, job_type, parallelism, args.batch, metrics)
     progress = Progress("jobs completed", n)
-    window = CpuWindow()
-    server0 = server.cpu_seconds()
-    window.start()
-    cpu0 = time.process_time()
-    t0 = time.monotonic()
+    watch = Stopwatch(other=server.cpu_seconds)
+    watch.start()
     runner.start()
     try:
-        deadline = t0 + args.timeout
         while (done := metrics.jobs_completed[job_type]) < n:
             if metrics.jobs_failed[job_type] or metrics.outcomes_unreported[job_type]:
                 raise BenchError(f"sdk p={parallelism}: failures: {metrics.snapshot()}")
-            if time.monotonic() > deadline:
+            if watch.elapsed() > args.timeout:
                 raise BenchError(f"sdk p={parallelism}: {done}/{n} after {args.timeout:.0f}s")
             progress.update(done)
             time.sleep(0.01)
-        seconds = time.monotonic() - t0
-        cpu = time.process_time() - cpu0
-        window.stop()
-        server1 = server.cpu_seconds()
+        watch.stop()
     finally:
         runner.stop(timeout=60)
     progress.update(n)
     verify(url, name, job_type, n)
-    phase = Phase(
-        f"sdk over HTTP, p={parallelism}",
-        parallelism,
-        n,
-        seconds,
-        cpu,
-        None if server0 is None or server1 is None else server1 - server0,
-        metrics.polls,
-        window,
-    )
+    phase = Phase.measured(f"sdk over HTTP, p={parallelism}", parallelism, n, metrics.polls, watch)
     log(f"sdk p={parallelism}: {phase.per_second:,.0f} jobs/s ({metrics.polls:,} polls)")
     return phase
 
 
 def engine_phase(url: str, args: argparse.Namespace) -> Phase:
     drained = drain_in_process(url, args.jobs, batch=args.batch, timeout=args.timeout)
-    return Phase(
-        "engine in-process (no HTTP)",
-        None,
-        drained.jobs,
-        drained.seconds,
-        drained.cpu,
-        None,
-        drained.polls,
-        drained.window,
+    return Phase.measured(
+        "engine in-process (no HTTP)", None, drained.jobs, drained.polls, drained.watch
     )
 
 
@@ -140,18 +138,11 @@ def engine_phase(url: str, args: argparse.Namespace) -> Phase:
 def cpu_shares(p: Phase) -> str:
     """Shares of the machine's CPU over the phase: this process (the runner, or the engine
     loop), the baton dev process, everything else (PostgreSQL, other programs), idle."""
-    w = p.window
-    avail = w.wall * (os.cpu_count() or 1)
-    if w.busy is None or avail <= 0:
+    named = [("this process", p.client_cpu), ("baton dev", p.server_cpu)]
+    shares = p.window.shares(named, rest="PostgreSQL and the rest")
+    if shares is None:
         return f"this process {p.client_cpu:.1f} CPU-s"
-    parts = [f"this process {100 * p.client_cpu / avail:.0f}%"]
-    other = w.busy - p.client_cpu
-    if p.server_cpu is not None:
-        parts.append(f"baton dev {100 * p.server_cpu / avail:.0f}%")
-        other -= p.server_cpu
-    parts.append(f"PostgreSQL and the rest {100 * max(other, 0) / avail:.0f}%")
-    parts.append(f"idle {100 * max(avail - w.busy, 0) / avail:.0f}%")
-    return f"{', '.join(parts)} of {os.cpu_count()} cores over {w.wall:.1f}s"
+    return f"{shares} of {os.cpu_count()} cores over {p.window.wall:.1f}s"
 
 
 def report(phases: Sequence[Phase], engine: Phase, batch: int) -> None:

@@ -2,14 +2,16 @@
 server on another machine). A worker meters its own CPU and its backend's (``CpuMeter``); the
 parent meters the whole machine over the phase (``CpuWindow``) and splits it into the
 benchmark's clients, their backends, the server's other processes and the rest of the machine:
-a rate measured while something else was busy is depressed, and this is how a reader can tell."""
+a rate measured while something else was busy is depressed, and this is how a reader can tell.
+Work timed in the benchmark's own process uses a ``Stopwatch`` (wall time, its CPU, the
+machine's)."""
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
@@ -137,23 +139,65 @@ class CpuWindow:
             return None
         return (self.busy - client - (backends or 0.0) - (self.server or 0.0)) / avail
 
-    def describe(self, client: float, backends: float | None) -> str:
-        cores = os.cpu_count() or 1
-        avail = self.wall * cores
+    def shares(self, named: Sequence[tuple[str, float | None]], rest: str) -> str | None:
+        """``label NN%`` of the machine's CPU for each named figure (CPU seconds; None: unknown,
+        left out), then what the machine's busy CPU leaves under ``rest``, then idle; None when
+        the machine's CPU is unknown."""
+        avail = self.wall * (os.cpu_count() or 1)
         if self.busy is None or avail <= 0:
-            return f"client processes {client:.1f} CPU-s"
+            return None
 
         def pct(x: float) -> str:
             return f"{100 * max(x, 0) / avail:.0f}%"
 
-        parts = [f"clients {pct(client)}"]
-        rest = self.busy - client
-        if backends is not None:
-            parts.append(f"their backends {pct(backends)}")
-            rest -= backends
-        if self.server is not None:
-            parts.append(f"other Postgres processes {pct(self.server)}")
-            rest -= self.server
-        parts.append(f"rest of the machine {pct(rest)}")
-        parts.append(f"idle {pct(avail - self.busy)}")
-        return f"{', '.join(parts)} (of {cores} cores over {self.wall:.1f}s)"
+        parts, other = [], self.busy
+        for label, seconds in named:
+            if seconds is not None:
+                parts.append(f"{label} {pct(seconds)}")
+                other -= seconds
+        parts += [f"{rest} {pct(other)}", f"idle {pct(avail - self.busy)}"]
+        return ", ".join(parts)
+
+    def describe(self, client: float, backends: float | None) -> str:
+        named = [
+            ("clients", client),
+            ("their backends", backends),
+            ("other Postgres processes", self.server),
+        ]
+        shares = self.shares(named, rest="rest of the machine")
+        if shares is None:
+            return f"client processes {client:.1f} CPU-s"
+        return f"{shares} (of {os.cpu_count() or 1} cores over {self.wall:.1f}s)"
+
+
+@dataclass(slots=True)
+class Stopwatch:
+    """Wall time and CPU over a section of this process: its own CPU, that of another local
+    process if ``other`` reads it (the local API server, say), and the machine's (``window``).
+    ``start()`` and ``stop()`` rather than a ``with`` block, so that what must happen after the
+    measurement (stopping a runner) can sit in a ``finally`` around it."""
+
+    other: Callable[[], float | None] | None = None
+    window: CpuWindow = field(default_factory=CpuWindow)
+    seconds: float = 0.0
+    cpu: float = 0.0
+    other_cpu: float | None = None
+    _t0: float = 0.0
+    _cpu0: float = 0.0
+    _other0: float | None = None
+
+    def start(self) -> None:
+        self._other0 = self.other() if self.other is not None else None
+        self.window.start()
+        self._cpu0 = time.process_time()
+        self._t0 = time.monotonic()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._t0
+
+    def stop(self) -> None:
+        self.seconds = time.monotonic() - self._t0
+        self.cpu = time.process_time() - self._cpu0
+        self.window.stop()
+        other = self.other() if self.other is not None else None
+        self.other_cpu = None if other is None or self._other0 is None else other - self._other0

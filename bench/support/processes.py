@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.context import SpawnProcess
+from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,12 @@ def spawned(
             if p.is_alive():
                 p.kill()
                 p.join()
+
+
+def add(count: Synchronized[int], n: int) -> None:
+    """Add to a counter shared between processes (``+=`` alone is not atomic across them)."""
+    with count.get_lock():
+        count.value += n
 
 
 def wait_for(event: Any, parent_pid: int) -> None:

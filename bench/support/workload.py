@@ -1,26 +1,35 @@
 """The work the benchmarks measure, defined once: one-step workflows (a single SERVICE_TASK whose
 job returns at once), so that a figure is the engine's own cost per job; starting them through
-the library outside any timing; draining them in this process with one engine loop (the
-baseline the HTTP and SDK figures are compared with); and the check, after every drain, that
-each instance COMPLETED and each job was delivered exactly once. A benchmark that lost or
-repeated work has no trustworthy rate, so the check fails the run instead of printing one."""
+the library outside any timing; one drain loop (claim a batch, complete each job) for every
+worker, engine or raw, including the in-process engine drain that the HTTP and SDK figures are
+compared with; and the check, after a drain, that each instance COMPLETED and each job was
+delivered exactly once. A benchmark that lost or repeated work has no trustworthy rate, so the
+check fails the run instead of printing one."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.sharedctypes import Synchronized
+from typing import Any, TypeVar
 
 import psycopg
 
 from support import BenchError
-from support.cpu import CpuWindow
+from support.cpu import Stopwatch
 from support.library import open_engine
 from support.postgres import settle
+from support.processes import add
 from support.reporting import log, rate
+from support.wire import WIRE
+
+Job = TypeVar("Job")
 
 # What every benchmark job returns: small, so the figures are about the engine, not payloads.
 RESULT: dict[str, Any] = {"ok": True}
+# After this long without work, a drain loop asks the database whether any is left.
+IDLE_CHECK_SECONDS = 1.0
 
 
 def one_step(name: str, job_type: str, *, description: str | None = None) -> dict[str, Any]:
@@ -33,6 +42,7 @@ def one_step(name: str, job_type: str, *, description: str | None = None) -> dic
 
 
 def register(url: str, definition: dict[str, Any]) -> None:
+    """Register ``definition`` on a connection of its own (not timed)."""
     engine = open_engine(url)
     try:
         engine.register_definition(definition)
@@ -106,16 +116,97 @@ def verify(url: str, name: str, job_type: str, n: int) -> None:
 
 
 @dataclass(slots=True)
+class Drained:
+    """What one drain loop did."""
+
+    applied: int = 0  # completions the store applied
+    duplicates: int = 0  # completions it refused (the job was no longer this worker's)
+    polls: int = 0  # up to the last poll that claimed work: trailing empty polls are not work
+    empty_polls: int = 0
+    last: float = 0.0  # monotonic time of the last completion (0: none)
+    wire: dict[str, dict[str, float]] = field(default_factory=dict)  # round trips until then
+
+    def as_report(self) -> dict[str, Any]:
+        """The payload a fleet worker reports for its drain stage."""
+        return {
+            "items": self.applied,
+            "end": self.last,
+            "wire": self.wire,
+            "duplicates": self.duplicates,
+            "polls": self.polls,
+            "empty_polls": self.empty_polls,
+        }
+
+
+def drain_loop(
+    claim: Callable[[], Sequence[Job]],
+    complete: Callable[[Job], bool],
+    *,
+    total: int,
+    shared: Synchronized[int] | None = None,
+    left: Callable[[], int | None] | None = None,
+    timeout: float | None = None,
+    name: str = "drain",
+) -> Drained:
+    """Claim a batch, complete each job (``complete`` says whether it was applied), until
+    ``total`` jobs are done: by all the loops adding to ``shared``, else by this one. After
+    ``IDLE_CHECK_SECONDS`` without work, ``left()`` asks the database how many jobs are still
+    open, so a loop whose peers died does not wait forever; ``timeout`` fails the drain."""
+    drained = Drained()
+    counting = WIRE.installed
+    if counting:
+        drained.wire = WIRE.snapshot()
+    began = time.monotonic()
+    idle_since: float | None = None
+    polls = 0
+
+    def finished() -> bool:
+        done = shared.value if shared is not None else drained.applied + drained.duplicates
+        return done >= total
+
+    while not finished():
+        claimed = claim()
+        polls += 1
+        if not claimed:
+            drained.empty_polls += 1
+            if finished():
+                break
+            now = time.monotonic()
+            if timeout is not None and now - began > timeout:
+                done = drained.applied + drained.duplicates
+                raise BenchError(f"{name}: {done}/{total} after {timeout:.0f}s")
+            if left is not None:
+                idle_since = idle_since or now
+                if now - idle_since > IDLE_CHECK_SECONDS:
+                    with WIRE.pause():
+                        if left() == 0:
+                            break  # nothing left to do, whatever the shared count says
+                    idle_since = now
+            time.sleep(0.001)
+            continue
+        idle_since = None
+        for job in claimed:
+            if complete(job):
+                drained.applied += 1
+            else:
+                drained.duplicates += 1
+        if shared is not None:
+            add(shared, len(claimed))
+        drained.last, drained.polls = time.monotonic(), polls
+        if counting:
+            drained.wire = WIRE.snapshot()
+    return drained
+
+
+@dataclass(slots=True)
 class InProcessDrain:
     jobs: int
     polls: int
-    seconds: float
-    cpu: float  # this process's CPU seconds
-    window: CpuWindow
+    watch: Stopwatch
 
     @property
     def per_second(self) -> float:
-        return rate(self.jobs, self.seconds)
+        return rate(self.jobs, self.watch.seconds)
 
 
 def drain_in_process(url: str, n: int, *, batch: int, timeout: float) -> InProcessDrain:
@@ -126,29 +217,20 @@ def drain_in_process(url: str, n: int, *, batch: int, timeout: float) -> InProce
     start_instances(url, name, job_type, n)
     engine = open_engine(url)
     engine.db.autocommit(lambda conn: conn.execute("SELECT 1"))  # connect outside the timing
-    window = CpuWindow()
-    window.start()
-    cpu0 = time.process_time()
-    t0 = time.monotonic()
-    done = polls = 0
+    watch = Stopwatch()
+    watch.start()
     try:
-        while done < n:
-            claimed = engine.poll("bench-engine", [job_type], batch)
-            polls += 1
-            if not claimed:
-                if time.monotonic() - t0 > timeout:
-                    raise BenchError(f"engine in-process: {done}/{n} after {timeout:.0f}s")
-                time.sleep(0.001)
-                continue
-            for job in claimed:
-                engine.complete_job(job["id"], "bench-engine", RESULT)
-            done += len(claimed)
-        seconds = time.monotonic() - t0
-        cpu = time.process_time() - cpu0
-        window.stop()
+        drained = drain_loop(
+            lambda: engine.poll("bench-engine", [job_type], batch),
+            lambda job: bool(engine.complete_job(job["id"], "bench-engine", RESULT)["applied"]),
+            total=n,
+            timeout=timeout,
+            name="engine in-process",
+        )
+        watch.stop()
     finally:
         engine.db.close()
     verify(url, name, job_type, n)
-    result = InProcessDrain(n, polls, seconds, cpu, window)
+    result = InProcessDrain(n, drained.polls, watch)
     log(f"engine in-process: {result.per_second:,.0f} jobs/s")
     return result
