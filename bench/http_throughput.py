@@ -9,13 +9,12 @@ the engine. The last line prints the ratio.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from typing import Any
 
 from support import BenchError
 from support.postgres import fresh_database, postgres_server
-from support.processes import SPAWN, dev_server, spawned, wait_for, worker_entry
+from support.processes import dev_server, run_together, wait_for, worker_entry
 from support.reporting import fmt_num, log, rate, table
 from support.workload import drain_in_process, start_instances, verify
 
@@ -28,7 +27,6 @@ def _poller(
 
         wait_for(start, ppid)
         done = 0
-        t0 = time.perf_counter()
         with httpx.Client(base_url=url, headers={"x-api-key": key}, timeout=30) as client:
             empty = 0
             while empty < 5:
@@ -48,7 +46,7 @@ def _poller(
                     if r.status_code != 200 or not r.json()["applied"]:
                         raise BenchError(f"complete failed: {r.status_code} {r.text}")
                     done += 1
-        out.put(("done", k, done, time.perf_counter() - t0))
+        out.put(("done", k, done))
 
     worker_entry(body, out, k)
 
@@ -64,25 +62,14 @@ def main() -> None:
         with dev_server(url) as dev:
             job_type = name = "bench-http"
             start_instances(url, name, job_type, args.jobs)
-            start, out = SPAWN.Event(), SPAWN.Queue()
-            argv = [
-                (dev.url, dev.api_key, job_type, args.batch, start, out, k, os.getpid())
-                for k in range(args.pollers)
-            ]
-            with spawned(_poller, argv, "http-poller"):
-                time.sleep(0.5)  # let the children import before the clock starts
-                log(f"{args.pollers} HTTP pollers drain {args.jobs:,} jobs")
-                t0 = time.perf_counter()
-                start.set()
-                total = 0
-                for _ in range(args.pollers):
-                    msg = out.get(timeout=900)
-                    if msg[0] == "error":
-                        raise BenchError(msg[2])
-                    total += msg[2]
-                # The pollers stop after 5 empty polls: take the time of the last completion.
-                seconds = time.perf_counter() - t0
+            log(f"{args.pollers} HTTP pollers drain {args.jobs:,} jobs")
+            poller = (dev.url, dev.api_key, job_type, args.batch)
+            counts, seconds = run_together(
+                _poller, [poller] * args.pollers, "http-poller", timeout=900
+            )
+            total = sum(counts)
             verify(url, name, job_type, args.jobs)
+            # The pollers stop after 5 empty polls: their sleeps are taken off the time.
             http_rate = rate(total, seconds - 5 * 0.01)
         engine = drain_in_process(url, args.jobs, batch=args.batch, timeout=600)
     print()

@@ -8,13 +8,12 @@ claim statement per batch and one UPDATE commit per ack. The last line prints th
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Any
 
 from support import BenchError
 from support.library import open_queues
 from support.postgres import fresh_database, postgres_server, server_summary
-from support.processes import SPAWN, spawned, wait_for, worker_entry
+from support.processes import run_together, wait_for, worker_entry
 from support.reporting import fmt_num, log, rate, table
 
 RAW_SCHEMA = """
@@ -38,7 +37,6 @@ def _push_worker(mode: str, url: str, n: int, start: Any, out: Any, k: int, ppid
         import psycopg
 
         wait_for(start, ppid)
-        t0 = time.perf_counter()
         if mode == "baton":
             q = open_queues(url)
             for i in range(n):
@@ -50,7 +48,7 @@ def _push_worker(mode: str, url: str, n: int, start: Any, out: Any, k: int, ppid
                         "INSERT INTO raw_task (queue_name, title, priority) VALUES ('q', %s, %s)",
                         (f"t{k}-{i}", i % 5),
                     )
-        out.put(("done", k, n, time.perf_counter() - t0))
+        out.put(("done", k, n))
 
     worker_entry(body, out, k)
 
@@ -62,7 +60,6 @@ def _consume_worker(
         import psycopg
 
         wait_for(start, ppid)
-        t0 = time.perf_counter()
         done = 0
         if mode == "baton":
             q = open_queues(url)
@@ -80,28 +77,14 @@ def _consume_worker(
                             (task_id, receipt),
                         )
                         done += 1
-        out.put(("done", k, done, time.perf_counter() - t0))
+        out.put(("done", k, done))
 
     worker_entry(body, out, k)
 
 
-def _run(target: Any, args: list[tuple[Any, ...]], workers: int) -> tuple[int, float]:
-    import os
-
-    start = SPAWN.Event()
-    out = SPAWN.Queue()
-    argv = [(*a, start, out, k, os.getpid()) for k, a in enumerate(args)]
-    with spawned(target, argv, "queue-bench"):
-        time.sleep(0.5)  # let the children import before the clock starts (not a correctness wait)
-        t0 = time.perf_counter()
-        start.set()
-        total = 0
-        for _ in range(workers):
-            msg = out.get(timeout=600)
-            if msg[0] == "error":
-                raise BenchError(msg[2])
-            total += msg[2]
-        return total, time.perf_counter() - t0
+def _run(target: Any, args: list[tuple[Any, ...]]) -> tuple[int, float]:
+    counts, seconds = run_together(target, args, "queue-bench", timeout=600)
+    return sum(counts), seconds
 
 
 def main() -> None:
@@ -125,10 +108,10 @@ def main() -> None:
                     with psycopg.connect(url, autocommit=True) as conn:
                         conn.execute(RAW_SCHEMA.encode())
                 log(f"{mode}: {w} producers push {per * w} tasks")
-                pushed, secs = _run(_push_worker, [(mode, url, per)] * w, w)
+                pushed, secs = _run(_push_worker, [(mode, url, per)] * w)
                 rates[(mode, "push")] = rate(pushed, secs)
                 log(f"{mode}: {w} consumers dequeue (batch {args.batch}) and ack each")
-                consumed, secs2 = _run(_consume_worker, [(mode, url, args.batch)] * w, w)
+                consumed, secs2 = _run(_consume_worker, [(mode, url, args.batch)] * w)
                 if consumed != pushed:
                     raise BenchError(f"{mode}: pushed {pushed} but consumed {consumed}")
                 rates[(mode, "dequeue+ack")] = rate(consumed, secs2)

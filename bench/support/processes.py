@@ -121,6 +121,26 @@ def collect(
     return got
 
 
+def run_together(
+    target: Callable[..., None],
+    args_per_process: Sequence[tuple[Any, ...]],
+    name: str,
+    *,
+    timeout: float,
+) -> tuple[list[Any], float]:
+    """Spawn one process per argument tuple, called as ``target(*args, start, outbox, k,
+    parent_pid)``; give them half a second to import, set ``start``, and wait for one ``("done",
+    k, payload)`` from each. Returns the payloads and the seconds from ``start`` to the last."""
+    start, outbox = SPAWN.Event(), SPAWN.Queue()
+    argv = [(*a, start, outbox, k, os.getpid()) for k, a in enumerate(args_per_process)]
+    with spawned(target, argv, name) as procs:
+        time.sleep(0.5)  # let the children import before the clock starts (not a correctness wait)
+        t0 = time.perf_counter()
+        start.set()
+        done = collect(outbox, procs, "done", timeout=timeout)
+        return list(done.values()), time.perf_counter() - t0
+
+
 # --- the local API server ---------------------------------------------------------------------
 
 
