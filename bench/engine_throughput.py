@@ -15,7 +15,7 @@ Phases, each in a fresh database on the same server so neither sees the other's 
    complete each job with its own autocommit ``UPDATE`` (one commit per job).
 
 Besides the rates it prints, per phase, the round trips per job/instance by statement (counted
-by a thin psycopg patch in the workers, see ``_common.count_round_trips``), the client and backend
+by a thin psycopg patch in the workers, see ``support.wire``), the client and backend
 CPU per item, and how busy the rest of the machine was (anything else running makes the numbers
 noisy). ``--profile`` CPU-profiles worker 0's drain (slowing it); ``--explain`` runs EXPLAIN
 ANALYZE on the claim and on the complete's lock/read against the full backlog.
@@ -36,25 +36,22 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from multiprocessing.queues import Queue
-from multiprocessing.sharedctypes import Synchronized
-from multiprocessing.synchronize import Event
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import _common as c
+from support import BenchError
+from support.cpu import postmaster_pid
+from support.fleet import Member, PhaseResult, fleet
+from support.library import connect, open_engine, sql_modules
+from support.postgres import fresh_database, postgres_server, server_summary, settle
+from support.reporting import fmt_num, log, rate, table
+from support.wire import WIRE, count_round_trips, sql_labeler, wire_table
+from support.workload import RESULT, drain_loop, one_step, outcome, register
 
 JOB_TYPE = "bench"
-DEFINITION: dict[str, Any] = {
-    "name": "bench-one-step",
-    "description": "engine_throughput benchmark: one SERVICE_TASK",
-    "steps": [{"id": "work", "type": "SERVICE_TASK", "jobType": JOB_TYPE}],
-}
-OUTPUT = {"ok": True}
+DEFINITION = one_step(
+    "bench-one-step", JOB_TYPE, description="engine_throughput benchmark: one SERVICE_TASK"
+)
 NOISY = 0.15  # warn when other processes took more than this share of the machine's CPU
-IDLE_CHECK_SECONDS = 1.0  # after this long without work, ask the database whether any is left
 
 RAW_SCHEMA = """
 CREATE TABLE raw_job (
@@ -96,28 +93,6 @@ class WorkerConfig:
     source: str  # "single" | "pooled"
     prepare: bool  # server-side prepared statements (psycopg's default; off behind RDS Proxy)
     profile: bool
-    parent_pid: int
-
-
-@dataclass(slots=True)
-class Channels:
-    """What the parent and its workers share (all from the spawn context)."""
-
-    outbox: Queue[Any]  # workers -> parent: (kind, worker, payload)
-    go_start: Event
-    go_drain: Event
-    started: Synchronized[int]
-    completed: Synchronized[int]
-
-    @classmethod
-    def create(cls) -> Channels:
-        return cls(
-            outbox=c.SPAWN.Queue(),
-            go_start=c.SPAWN.Event(),
-            go_drain=c.SPAWN.Event(),
-            started=c.SPAWN.Value("q", 0),
-            completed=c.SPAWN.Value("q", 0),
-        )
 
 
 def _share(total: int, workers: int, k: int) -> int:
@@ -125,12 +100,8 @@ def _share(total: int, workers: int, k: int) -> int:
 
 
 def _labeler() -> Callable[[object], str]:
-    from baton.store import definitions, instances, jobs
-
-    return c.sql_labeler(
-        jobs,
-        instances,
-        definitions,
+    return sql_labeler(
+        *sql_modules().values(),
         extra={
             RAW_CLAIM: "raw.CLAIM",
             RAW_COMPLETE: "raw.COMPLETE",
@@ -140,229 +111,90 @@ def _labeler() -> Callable[[object], str]:
     )
 
 
-def _add(counter: Synchronized[int], n: int) -> None:
-    with counter.get_lock():
-        counter.value += n
+def _count(row: dict[str, Any] | None) -> int | None:
+    return None if row is None else int(row["n"])
 
 
-# --- engine workers -----------------------------------------------------------------------------
+def _open_jobs(conn: Any) -> int | None:
+    return _count(conn.execute(ENGINE_OPEN).fetchone())
 
 
-def engine_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
-    c.worker_entry(lambda: _engine_worker(cfg, k, ch), ch.outbox, k)
+# --- workers ------------------------------------------------------------------------------------
 
 
-def _engine_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
-    from baton.engine.service import Engine
-    from baton.store.db import Database
+def engine_worker(cfg: WorkerConfig, member: Member) -> None:
+    member.run(lambda: _engine_worker(cfg, member))
 
-    wire = c.count_round_trips(_labeler())
-    if cfg.source == "pooled":
-        database = Database.pooled(cfg.url, min_size=1, max_size=1, prepare=cfg.prepare)
-    else:
-        database = Database.single(cfg.url, prepare=cfg.prepare)
-    engine = Engine(database)
-    worker_id = f"w{k}"
+
+def _engine_worker(cfg: WorkerConfig, m: Member) -> None:
+    count_round_trips(_labeler())
+    engine = open_engine(cfg.url, pooled=cfg.source == "pooled", prepare=cfg.prepare)
+    worker_id = f"w{m.index}"
     # Connect now (outside the timing), and learn the backend's pid to meter its CPU.
-    meter = c.CpuMeter(database.autocommit(lambda conn: conn.info.backend_pid))
-    ch.outbox.put(("ready", k, meter.backend_pid))
+    m.ready(engine.db.autocommit(lambda conn: conn.info.backend_pid))
 
-    # Stage 1: start this process's share of the instances.
-    c.wait_for(ch.go_start, cfg.parent_pid)
-    wire.reset()
-    meter.start()
-    mine = _share(cfg.jobs, cfg.workers, k)
-    pending = 0
+    m.begin("start")  # this process's share of the instances
+    mine = _share(cfg.jobs, cfg.workers, m.index)
     for i in range(mine):
-        engine.start_instance(definition_name=DEFINITION["name"], input={"worker": k, "n": i})
-        pending += 1
-        if pending == 50:
-            _add(ch.started, pending)
-            pending = 0
-    _add(ch.started, pending)
-    ch.outbox.put(
-        (
-            "started",
-            k,
-            {
-                "count": mine,
-                "end": time.monotonic(),
-                "wire": wire.snapshot(),
-                **meter.read(),
-            },
-        )
-    )
+        engine.start_instance(definition_name=DEFINITION["name"], input={"worker": m.index, "n": i})
+        if (i + 1) % 50 == 0:
+            m.add("start", 50)
+    m.add("start", mine % 50)
+    m.report("start", {"items": mine, "end": time.monotonic(), "wire": WIRE.snapshot()})
 
-    # Stage 2: drain.
-    c.wait_for(ch.go_drain, cfg.parent_pid)
-    wire.reset()
+    m.begin("drain")
     # CPU time, not wall time: where the wall time goes (waiting) is what the round-trip
     # table shows; this shows what the worker's own CPU is spent on.
-    profiler = cProfile.Profile(time.process_time) if cfg.profile and k == 0 else None
-    meter.start()
-    polls = polls_at_last = empty = applied = duplicates = 0
-    last = 0.0
-    wire_at_last = wire.snapshot()
-    idle_since: float | None = None
+    profiler = cProfile.Profile(time.process_time) if cfg.profile and m.index == 0 else None
     if profiler is not None:
         profiler.enable()
-    while True:
-        claimed = engine.poll(worker_id, [JOB_TYPE], cfg.batch)
-        polls += 1
-        if not claimed:
-            empty += 1
-            if ch.completed.value >= cfg.jobs:
-                break
-            now = time.monotonic()
-            idle_since = idle_since or now
-            if now - idle_since > IDLE_CHECK_SECONDS:
-                with wire.pause():
-                    row = database.autocommit(lambda conn: conn.execute(ENGINE_OPEN).fetchone())
-                if row is not None and row["n"] == 0:
-                    break  # nothing left to do, whatever the shared counter says
-                idle_since = now
-            time.sleep(0.001)
-            continue
-        idle_since = None
-        for job in claimed:
-            result = engine.complete_job(job["id"], worker_id, OUTPUT)
-            if result["applied"]:
-                applied += 1
-            else:
-                duplicates += 1
-        _add(ch.completed, len(claimed))
-        last, polls_at_last = time.monotonic(), polls
-        wire_at_last = wire.snapshot()
-    used = meter.read()
-    profile_text = None
-    if profiler is not None:
-        profiler.disable()
-        out = io.StringIO()
-        stats = pstats.Stats(profiler, stream=out)
-        stats.sort_stats("tottime").print_stats(20)
-        stats.sort_stats("cumulative").print_stats(30)
-        profile_text = out.getvalue()
-    database.close()
-    ch.outbox.put(
-        (
-            "drained",
-            k,
-            {
-                "applied": applied,
-                "duplicates": duplicates,
-                "polls": polls_at_last,
-                "empty_polls": empty,
-                "last": last,
-                "wire": wire_at_last,
-                "profile": profile_text,
-                **used,
-            },
-        )
+    drained = drain_loop(
+        lambda: engine.poll(worker_id, [JOB_TYPE], cfg.batch),
+        lambda job: bool(engine.complete_job(job["id"], worker_id, RESULT)["applied"]),
+        total=cfg.jobs,
+        shared=m.shared_count("drain"),
+        left=lambda: engine.db.autocommit(_open_jobs),
     )
+    usage = m.usage()
+    profile = _profile_text(profiler)
+    engine.db.close()
+    m.report("drain", {**drained.as_report(), "profile": profile}, usage=usage)
 
 
-# --- raw workers --------------------------------------------------------------------------------
+def _profile_text(profiler: cProfile.Profile | None) -> str | None:
+    if profiler is None:
+        return None
+    profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("tottime").print_stats(20)
+    stats.sort_stats("cumulative").print_stats(30)
+    return out.getvalue()
 
 
-def raw_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
-    c.worker_entry(lambda: _raw_worker(cfg, k, ch), ch.outbox, k)
+def raw_worker(cfg: WorkerConfig, member: Member) -> None:
+    member.run(lambda: _raw_worker(cfg, member))
 
 
-def _raw_worker(cfg: WorkerConfig, k: int, ch: Channels) -> None:
-    from baton.store.db import connect  # the engine's driver settings, for a fair comparison
-
-    wire = c.count_round_trips(_labeler())
-    conn = connect(cfg.url, autocommit=True)
-    meter = c.CpuMeter(conn.info.backend_pid)
-    worker_id = f"r{k}"
-    ch.outbox.put(("ready", k, meter.backend_pid))
-    c.wait_for(ch.go_drain, cfg.parent_pid)
-    wire.reset()
-    meter.start()
-    done = updated = 0
-    last = 0.0
-    wire_at_last = wire.snapshot()
-    idle_since: float | None = None
-    while True:
-        rows = conn.execute(RAW_CLAIM, {"worker_id": worker_id, "n": cfg.batch}).fetchall()
-        if not rows:
-            if ch.completed.value >= cfg.jobs:
-                break
-            now = time.monotonic()
-            idle_since = idle_since or now
-            if now - idle_since > IDLE_CHECK_SECONDS:
-                with wire.pause():
-                    row = conn.execute(RAW_OPEN).fetchone()
-                if row is not None and row["n"] == 0:
-                    break
-                idle_since = now
-            time.sleep(0.001)
-            continue
-        idle_since = None
-        for r in rows:
-            updated += conn.execute(RAW_COMPLETE, {"id": r["id"]}).rowcount
-        done += len(rows)
-        _add(ch.completed, len(rows))
-        last = time.monotonic()
-        wire_at_last = wire.snapshot()
-    used = meter.read()
+def _raw_worker(cfg: WorkerConfig, m: Member) -> None:
+    count_round_trips(_labeler())
+    conn = connect(cfg.url, autocommit=True)  # the engine's driver settings, for a fair comparison
+    worker_id = f"r{m.index}"
+    m.ready(conn.info.backend_pid)
+    m.begin("drain")
+    drained = drain_loop(
+        lambda: conn.execute(RAW_CLAIM, {"worker_id": worker_id, "n": cfg.batch}).fetchall(),
+        lambda row: conn.execute(RAW_COMPLETE, {"id": row["id"]}).rowcount == 1,
+        total=cfg.jobs,
+        shared=m.shared_count("drain"),
+        left=lambda: _count(conn.execute(RAW_OPEN).fetchone()),
+    )
+    usage = m.usage()
     conn.close()
-    ch.outbox.put(
-        (
-            "drained",
-            k,
-            {
-                "applied": updated,
-                "duplicates": done - updated,
-                "last": last,
-                "wire": wire_at_last,
-                **used,
-            },
-        )
-    )
+    m.report("drain", drained.as_report(), usage=usage)
 
 
 # --- phases (parent) ----------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class PhaseResult:
-    name: str
-    items: int
-    seconds: float
-    cpu: float  # client CPU seconds, all worker processes
-    server_cpu: float | None  # CPU seconds of their backends (None: server not on this machine)
-    wire: dict[str, Any]
-    window: c.CpuWindow
-
-    @classmethod
-    def build(
-        cls,
-        name: str,
-        items: int,
-        seconds: float,
-        payloads: Sequence[dict[str, Any]],
-        window: c.CpuWindow,
-    ) -> PhaseResult:
-        return cls(
-            name,
-            items,
-            seconds,
-            sum(p["cpu"] for p in payloads),
-            c.sum_or_none(p["server_cpu"] for p in payloads),
-            c.merge_wire(p["wire"] for p in payloads),
-            window,
-        )
-
-    def cpu_line(self) -> str:
-        return f"CPU during {self.name}: {self.window.describe(self.cpu, self.server_cpu)}"
-
-    @property
-    def per_second(self) -> float:
-        return c.rate(self.items, self.seconds)
-
-    def round_trips_per_item(self) -> float:
-        return float(sum(self.wire["round_trips"].values())) / max(self.items, 1)
 
 
 def _config(url: str, args: argparse.Namespace) -> WorkerConfig:
@@ -374,138 +206,88 @@ def _config(url: str, args: argparse.Namespace) -> WorkerConfig:
         source=args.source,
         prepare=not args.no_prepare,
         profile=args.profile,
-        parent_pid=os.getpid(),
     )
 
 
 def engine_phase(server: str, args: argparse.Namespace) -> tuple[PhaseResult, PhaseResult, int]:
     """Returns (starts, drain, instances COMPLETED); raises BenchError on lost/duplicated work."""
-    from baton.engine.service import Engine
-    from baton.store.db import Database
-
     n, w = args.jobs, args.workers
-    c.log("engine phase: creating a fresh migrated database")
-    with c.fresh_database(server, "engine", keep=args.keep_databases) as url:
-        setup = Database.single(url)
-        try:
-            Engine(setup).register_definition(DEFINITION)
-        finally:
-            setup.close()
-        postmaster = c.postmaster_pid(url)
-        ch = Channels.create()
-        cfg = _config(url, args)
-        c.log(f"engine phase: spawning {w} worker processes ({args.source} connection each)")
-        with c.spawned(engine_worker, [(cfg, k, ch) for k in range(w)], "engine") as procs:
-            backends = list(c.collect(ch.outbox, procs, "ready", timeout=120).values())
-            c.log(f"engine phase: starting {n:,} instances from {w} processes")
-            progress = c.Progress("instances started", n)
-            window = c.CpuWindow(postmaster, backends)
-            window.start()
-            t0 = time.monotonic()
-            ch.go_start.set()
-            starts = c.collect(
-                ch.outbox,
-                procs,
-                "started",
-                timeout=args.timeout,
-                tick=lambda: progress.update(ch.started.value),
-            )
-            window.stop()
-            start_result = PhaseResult.build(
+    log("engine phase: creating a fresh migrated database")
+    with fresh_database(server, "engine", keep=args.keep_databases) as url:
+        register(url, DEFINITION)
+        postmaster = postmaster_pid(url)
+        log(f"engine phase: spawning {w} worker processes ({args.source} connection each)")
+        with fleet(
+            engine_worker,
+            _config(url, args),
+            workers=w,
+            name="engine",
+            stages=("start", "drain"),
+            postmaster=postmaster,
+        ) as workers:
+            log(f"engine phase: starting {n:,} instances from {w} processes")
+            starts = workers.run(
+                "start",
                 "engine: start instances",
-                sum(s["count"] for s in starts.values()),
-                max(s["end"] for s in starts.values()) - t0,
-                list(starts.values()),
-                window,
+                progress="instances started",
+                total=n,
+                timeout=args.timeout,
             )
-            c.log(
-                f"engine phase: {start_result.items:,} instances started in "
-                f"{start_result.seconds:.2f}s = {start_result.per_second:,.0f} instances started/s"
+            log(
+                f"engine phase: {starts.items:,} instances started in "
+                f"{starts.seconds:.2f}s = {starts.per_second:,.0f} instances started/s"
             )
-            c.settle(url, "instance", "step_execution", "job", "audit_log")
+            settle(url, "instance", "step_execution", "job", "audit_log")
             if args.explain:
                 explain_claim(url, args.batch)
-            c.log(f"engine phase: draining {n:,} jobs with {w} workers, batch {args.batch}")
-            progress = c.Progress("jobs completed", n)
-            window = c.CpuWindow(postmaster, backends)
-            window.start()
-            t1 = time.monotonic()
-            ch.go_drain.set()
-            drains = c.collect(
-                ch.outbox,
-                procs,
-                "drained",
-                timeout=args.timeout,
-                tick=lambda: progress.update(ch.completed.value),
+            log(f"engine phase: draining {n:,} jobs with {w} workers, batch {args.batch}")
+            drain = workers.run(
+                "drain", "engine: drain", progress="jobs completed", total=n, timeout=args.timeout
             )
-            window.stop()
-        for d in drains.values():
-            if d["profile"]:
-                c.log("engine phase: CPU profile of worker 0's drain (own, then cumulative)")
-                print(d["profile"], flush=True)
-        ends = [d["last"] for d in drains.values() if d["last"]]
-        drain = PhaseResult.build(
-            "engine: drain",
-            sum(d["applied"] for d in drains.values()),
-            (max(ends) - t1) if ends else float("nan"),
-            list(drains.values()),
-            window,
-        )
-        polls = sum(d["polls"] for d in drains.values())
-        empty = sum(d["empty_polls"] for d in drains.values())
-        c.log(
+        for figures in drain.reports:
+            if figures["profile"]:
+                log("engine phase: CPU profile of worker 0's drain (own, then cumulative)")
+                print(figures["profile"], flush=True)
+        polls, empty = drain.total("polls"), drain.total("empty_polls")
+        log(
             f"engine phase: drained in {drain.seconds:.2f}s = {drain.per_second:,.0f} jobs/s "
             f"({polls:,} polls, {drain.items / max(polls, 1):.1f} jobs per poll, "
             f"{empty:,} empty polls)"
         )
-        completed = verify_engine(url, n, drains)
-    return start_result, drain, completed
+        completed = verify_engine(url, n, drain)
+    return starts, drain, completed
 
 
-def verify_engine(url: str, n: int, drains: dict[int, Any]) -> int:
+def verify_engine(url: str, n: int, drain: PhaseResult) -> int:
     """Every instance COMPLETED exactly once, no job open or delivered twice. Returns the number
     of COMPLETED instances; raises BenchError otherwise."""
     import psycopg
 
+    found = outcome(url, DEFINITION["name"], JOB_TYPE)
     with psycopg.connect(url) as conn:
-        inst: dict[str, int] = dict(
-            conn.execute("SELECT status, count(*) FROM instance GROUP BY 1").fetchall()
-        )
-        jobs: dict[str, int] = dict(
-            conn.execute("SELECT status, count(*) FROM job GROUP BY 1").fetchall()
-        )
-        redelivered = conn.execute("SELECT count(*) FROM job WHERE deliveries <> 1").fetchone()
         span = conn.execute(
             "SELECT extract(epoch FROM max(i.completed_at) - min(j.locked_at))"
             "  FROM instance i JOIN job j ON j.instance_id = i.id"
         ).fetchone()
-    applied = sum(d["applied"] for d in drains.values())
-    duplicates = sum(d["duplicates"] for d in drains.values())
-    c.log(
-        f"engine phase: check: instances {json.dumps(inst)}, jobs {json.dumps(jobs)}; "
+    applied, duplicates = drain.items, drain.total("duplicates")
+    log(
+        f"engine phase: check: instances {json.dumps(found.instances)}, "
+        f"jobs {json.dumps(found.jobs)}; "
         f"database-side drain span {float(span[0]) if span and span[0] else 0:.2f}s"
     )
-    problems = []
-    if inst.get("COMPLETED", 0) != n or sum(inst.values()) != n:
-        problems.append(f"expected {n} instances, all COMPLETED; found {inst}")
-    if jobs.get("COMPLETED", 0) != n or sum(jobs.values()) != n:
-        problems.append(f"expected {n} jobs, all COMPLETED; found {jobs}")
-    if jobs.get("UNLOCKED", 0) or jobs.get("LOCKED", 0):
-        problems.append("jobs are still UNLOCKED/LOCKED: work was lost")
-    if redelivered and redelivered[0]:
-        problems.append(f"{redelivered[0]} jobs were delivered more than once")
+    problems = found.problems(n)
     if applied != n or duplicates:
         problems.append(f"workers applied {applied} completions and saw {duplicates} duplicates")
     if problems:
-        raise c.BenchError("engine drain lost or duplicated work:\n  " + "\n  ".join(problems))
-    return int(inst["COMPLETED"])
+        raise BenchError("engine drain lost or duplicated work:\n  " + "\n  ".join(problems))
+    return found.instances["COMPLETED"]
 
 
 def explain_claim(url: str, batch: int) -> None:
     """EXPLAIN ANALYZE the engine's claim against the full backlog (rolled back)."""
     import psycopg
-    from baton.store import jobs as jobs_sql
 
+    jobs_sql = sql_modules()["jobs"]
     params = {
         "worker_id": "explain",
         "job_types": [JOB_TYPE],
@@ -520,9 +302,9 @@ def explain_claim(url: str, batch: int) -> None:
             explain + jobs_sql.LOCK_JOB_WITH_INSTANCE, {"job_id": job[0] if job else None}
         ).fetchall()
         conn.rollback()
-    c.log("engine phase: EXPLAIN ANALYZE of the claim with the full backlog (rolled back)")
+    log("engine phase: EXPLAIN ANALYZE of the claim with the full backlog (rolled back)")
     print("\n".join(f"    {r[0]}" for r in claim), flush=True)
-    c.log("engine phase: EXPLAIN ANALYZE of the complete's lock/read of one claimed job")
+    log("engine phase: EXPLAIN ANALYZE of the complete's lock/read of one claimed job")
     print("\n".join(f"    {r[0]}" for r in lock), flush=True)
 
 
@@ -530,44 +312,29 @@ def raw_phase(server: str, args: argparse.Namespace) -> PhaseResult:
     import psycopg
 
     n, w = args.jobs, args.workers
-    c.log("raw phase: creating a fresh database with one raw_job table")
-    with c.fresh_database(server, "raw", migrate=False, keep=args.keep_databases) as url:
+    log("raw phase: creating a fresh database with one raw_job table")
+    with fresh_database(server, "raw", migrate=False, keep=args.keep_databases) as url:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(RAW_SCHEMA.encode())
             conn.execute(RAW_FILL, {"n": n})
-        c.settle(url, "raw_job")
-        postmaster = c.postmaster_pid(url)
-        ch = Channels.create()
-        cfg = _config(url, args)
-        with c.spawned(raw_worker, [(cfg, k, ch) for k in range(w)], "raw") as procs:
-            backends = list(c.collect(ch.outbox, procs, "ready", timeout=120).values())
-            c.log(f"raw phase: draining {n:,} rows with {w} workers, batch {args.batch}")
-            progress = c.Progress("jobs completed", n)
-            window = c.CpuWindow(postmaster, backends)
-            window.start()
-            t1 = time.monotonic()
-            ch.go_drain.set()
-            drains = c.collect(
-                ch.outbox,
-                procs,
-                "drained",
-                timeout=args.timeout,
-                tick=lambda: progress.update(ch.completed.value),
+        settle(url, "raw_job")
+        with fleet(
+            raw_worker,
+            _config(url, args),
+            workers=w,
+            name="raw",
+            stages=("drain",),
+            postmaster=postmaster_pid(url),
+        ) as workers:
+            log(f"raw phase: draining {n:,} rows with {w} workers, batch {args.batch}")
+            result = workers.run(
+                "drain", "raw: drain", progress="jobs completed", total=n, timeout=args.timeout
             )
-            window.stop()
         with psycopg.connect(url) as conn:
             left = conn.execute(RAW_OPEN).fetchone()
-    ends = [d["last"] for d in drains.values() if d["last"]]
-    result = PhaseResult.build(
-        "raw: drain",
-        sum(d["applied"] for d in drains.values()),
-        (max(ends) - t1) if ends else float("nan"),
-        list(drains.values()),
-        window,
-    )
-    c.log(f"raw phase: drained in {result.seconds:.2f}s = {result.per_second:,.0f} jobs/s")
+    log(f"raw phase: drained in {result.seconds:.2f}s = {result.per_second:,.0f} jobs/s")
     if result.items != n or (left and left[0]):
-        raise c.BenchError(f"raw drain completed {result.items} of {n} rows ({left} left)")
+        raise BenchError(f"raw drain completed {result.items} of {n} rows ({left} left)")
     return result
 
 
@@ -579,13 +346,13 @@ def report(
 ) -> None:
     print(flush=True)
     print(f"engine drain, round trips per job ({drain.items:,} jobs, batch {batch}):")
-    print(c.wire_table(drain.wire, drain.items, "job"))
+    print(wire_table(drain.wire, drain.items, "job"))
     print()
     print(f"engine starts, round trips per instance ({starts.items:,} instances):")
-    print(c.wire_table(starts.wire, starts.items, "instance"))
+    print(wire_table(starts.wire, starts.items, "instance"))
     print()
     print(f"raw drain, round trips per job ({raw.items:,} jobs):")
-    print(c.wire_table(raw.wire, raw.items, "job"))
+    print(wire_table(raw.wire, raw.items, "job"))
     print()
 
     def row(r: PhaseResult, what: str, count: int) -> list[str]:
@@ -593,7 +360,7 @@ def report(
             r.name,
             f"{count:,}",
             f"{r.seconds:.2f}",
-            c.fmt_num(c.rate(count, r.seconds)),
+            fmt_num(rate(count, r.seconds)),
             what,
             f"{r.round_trips_per_item():.2f}",
             f"{1e6 * r.cpu / max(count, 1):,.0f}",
@@ -611,7 +378,7 @@ def report(
         "backend CPU us/item",
     ]
     print(
-        c.table(
+        table(
             headers,
             [
                 row(starts, "instances started/s", starts.items),
@@ -687,19 +454,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so the finally blocks reap workers and stop Postgres.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    c.log(
+    log(
         f"engine throughput: {args.jobs:,} one-step workflows, {args.workers} worker processes, "
         f"batch {args.batch}"
     )
     try:
-        with c.postgres_server(args.database_url) as server:
-            c.log(c.server_summary(server))
+        with postgres_server(args.database_url) as server:
+            log(server_summary(server))
             starts, drain, instances = engine_phase(server, args)
             raw = raw_phase(server, args)
     except KeyboardInterrupt:
-        c.log("interrupted")
+        log("interrupted")
         return 130
-    except c.BenchError as e:
+    except BenchError as e:
         print(f"FAIL: {e}", file=sys.stderr, flush=True)
         return 1
     report(starts, drain, instances, raw, args.batch)

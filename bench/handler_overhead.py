@@ -24,9 +24,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import _common as c
+from support import ROOT
+from support.library import open_engine
+from support.postgres import fresh_database, postgres_server
+from support.reporting import log, table
+from support.workload import one_step
 
-ROOT = c.ROOT
 FUNCTIONS = ("definitions", "instances", "jobs", "queues", "reaper", "sweeper", "queue_dispatcher")
 
 
@@ -91,26 +94,21 @@ def timed(clock: DbClock, call: Callable[[], Any]) -> tuple[float, float]:
 
 
 def measure_overhead(n: int) -> list[list[str]]:
-    from baton.engine.service import Engine
-    from baton.store.db import Database
-
     os.environ["POWERTOOLS_METRICS_NAMESPACE"] = "BatonBench"
     os.environ["POWERTOOLS_LOG_LEVEL"] = "WARNING"
     clock = DbClock()
-    with c.postgres_server(None) as server, c.fresh_database(server, "handler") as url:
+    with postgres_server(None) as server, fresh_database(server, "handler") as url:
         os.environ["DATABASE_URL"] = url
-        engine = Engine(Database.single(url))
-        engine.register_definition(
-            {"name": "b", "steps": [{"id": "s", "type": "SERVICE_TASK", "jobType": "b"}]}
-        )
-        c.log(f"starting {2 * n} instances")
+        engine = open_engine(url)
+        engine.register_definition(one_step("b", "b"))
+        log(f"starting {2 * n} instances")
         for _ in range(2 * n):
             engine.start_instance(definition_name="b", input={"order": 1, "sku": "A-1"})
         jobs = load("jobs")
         samples: dict[str, list[tuple[float, float]]] = {
             k: [] for k in ("engine poll", "engine complete", "handler poll", "handler complete")
         }
-        c.log(f"measuring {n} poll+complete pairs each way")
+        log(f"measuring {n} poll+complete pairs each way")
         for i in range(n):
             holder: dict[str, Any] = {}
 
@@ -136,7 +134,7 @@ def measure_overhead(n: int) -> list[list[str]]:
                 timed(clock, lambda b=body: jobs.handler(event("/v1/jobs/complete", b), Ctx()))
             )
             if i and i % max(1, n // 5) == 0:
-                c.log(f"  {i}/{n}")
+                log(f"  {i}/{n}")
         engine.db.close()
     rows = []
     med = {k: statistics.median(t - db for t, db in v) * 1000 for k, v in samples.items()}
@@ -194,10 +192,10 @@ def main() -> None:
     with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
         overhead = measure_overhead(args.requests)
     print()
-    print(c.table(["median per request", "total ms", "db wait ms", "python ms"], overhead))
+    print(table(["median per request", "total ms", "db wait ms", "python ms"], overhead))
     print()
-    c.log("cold imports (best of 3, .pyc present)")
-    print(c.table(["function", "cold import ms"], cold_imports()))
+    log("cold imports (best of 3, .pyc present)")
+    print(table(["function", "cold import ms"], cold_imports()))
 
 
 if __name__ == "__main__":

@@ -9,12 +9,14 @@ the engine. The last line prints the ratio.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from typing import Any
 
-import _common as c
-import sdk_throughput as sdk
+from support import BenchError
+from support.postgres import fresh_database, postgres_server
+from support.processes import dev_server, run_together, wait_for, worker_entry
+from support.reporting import fmt_num, log, rate, table
+from support.workload import drain_in_process, start_instances, verify
 
 
 def _poller(
@@ -23,9 +25,8 @@ def _poller(
     def body() -> None:
         import httpx
 
-        c.wait_for(start, ppid)
+        wait_for(start, ppid)
         done = 0
-        t0 = time.perf_counter()
         with httpx.Client(base_url=url, headers={"x-api-key": key}, timeout=30) as client:
             empty = 0
             while empty < 5:
@@ -43,11 +44,11 @@ def _poller(
                         "/v1/jobs/complete", json={"jobId": j["id"], "workerId": f"p{k}"}
                     )
                     if r.status_code != 200 or not r.json()["applied"]:
-                        raise c.BenchError(f"complete failed: {r.status_code} {r.text}")
+                        raise BenchError(f"complete failed: {r.status_code} {r.text}")
                     done += 1
-        out.put(("done", k, done, time.perf_counter() - t0))
+        out.put(("done", k, done))
 
-    c.worker_entry(body, out, k)
+    worker_entry(body, out, k)
 
 
 def main() -> None:
@@ -57,40 +58,27 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--database-url", default=None)
     args = parser.parse_args()
-    with c.postgres_server(args.database_url) as server, c.fresh_database(server, "http") as url:
-        with sdk.dev_server(url) as dev:
+    with postgres_server(args.database_url) as server, fresh_database(server, "http") as url:
+        with dev_server(url) as dev:
             job_type = name = "bench-http"
-            sdk.start_instances(url, name, job_type, args.jobs)
-            start, out = c.SPAWN.Event(), c.SPAWN.Queue()
-            argv = [
-                (dev.url, dev.api_key, job_type, args.batch, start, out, k, os.getpid())
-                for k in range(args.pollers)
-            ]
-            with c.spawned(_poller, argv, "http-poller"):
-                time.sleep(0.5)  # let the children import before the clock starts
-                c.log(f"{args.pollers} HTTP pollers drain {args.jobs:,} jobs")
-                t0 = time.perf_counter()
-                start.set()
-                total = 0
-                for _ in range(args.pollers):
-                    msg = out.get(timeout=900)
-                    if msg[0] == "error":
-                        raise c.BenchError(msg[2])
-                    total += msg[2]
-                # The pollers stop after 5 empty polls: take the time of the last completion.
-                seconds = time.perf_counter() - t0
-            sdk.verify(url, name, job_type, args.jobs)
-            http_rate = c.rate(total, seconds - 5 * 0.01)
-        engine = sdk.engine_phase(
-            url, argparse.Namespace(jobs=args.jobs, batch=args.batch, timeout=600)
-        )
+            start_instances(url, name, job_type, args.jobs)
+            log(f"{args.pollers} HTTP pollers drain {args.jobs:,} jobs")
+            poller = (dev.url, dev.api_key, job_type, args.batch)
+            counts, seconds = run_together(
+                _poller, [poller] * args.pollers, "http-poller", timeout=900
+            )
+            total = sum(counts)
+            verify(url, name, job_type, args.jobs)
+            # The pollers stop after 5 empty polls: their sleeps are taken off the time.
+            http_rate = rate(total, seconds - 5 * 0.01)
+        engine = drain_in_process(url, args.jobs, batch=args.batch, timeout=600)
     print()
     print(
-        c.table(
+        table(
             ["path", "jobs", "jobs/s"],
             [
-                [f"HTTP, {args.pollers} pollers", f"{total:,}", c.fmt_num(http_rate)],
-                ["in-process engine, 1 worker", f"{args.jobs:,}", c.fmt_num(engine.per_second)],
+                [f"HTTP, {args.pollers} pollers", f"{total:,}", fmt_num(http_rate)],
+                ["in-process engine, 1 worker", f"{args.jobs:,}", fmt_num(engine.per_second)],
             ],
         )
     )

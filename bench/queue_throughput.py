@@ -8,10 +8,13 @@ claim statement per batch and one UPDATE commit per ack. The last line prints th
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Any
 
-import _common as c
+from support import BenchError
+from support.library import open_queues
+from support.postgres import fresh_database, postgres_server, server_summary
+from support.processes import run_together, wait_for, worker_entry
+from support.reporting import fmt_num, log, rate, table
 
 RAW_SCHEMA = """
 CREATE TABLE raw_task (
@@ -33,14 +36,9 @@ def _push_worker(mode: str, url: str, n: int, start: Any, out: Any, k: int, ppid
     def body() -> None:
         import psycopg
 
-        c.wait_for(start, ppid)
-        t0 = time.perf_counter()
+        wait_for(start, ppid)
         if mode == "baton":
-            from baton.engine.queues import Queues
-            from baton.engine.service import Engine
-            from baton.store.db import Database
-
-            q = Queues(Engine(Database.single(url)))
+            q = open_queues(url)
             for i in range(n):
                 q.push("q", f"t{k}-{i}", priority=i % 5)
         else:
@@ -50,9 +48,9 @@ def _push_worker(mode: str, url: str, n: int, start: Any, out: Any, k: int, ppid
                         "INSERT INTO raw_task (queue_name, title, priority) VALUES ('q', %s, %s)",
                         (f"t{k}-{i}", i % 5),
                     )
-        out.put(("done", k, n, time.perf_counter() - t0))
+        out.put(("done", k, n))
 
-    c.worker_entry(body, out, k)
+    worker_entry(body, out, k)
 
 
 def _consume_worker(
@@ -61,15 +59,10 @@ def _consume_worker(
     def body() -> None:
         import psycopg
 
-        c.wait_for(start, ppid)
-        t0 = time.perf_counter()
+        wait_for(start, ppid)
         done = 0
         if mode == "baton":
-            from baton.engine.queues import Queues
-            from baton.engine.service import Engine
-            from baton.store.db import Database
-
-            q = Queues(Engine(Database.single(url)))
+            q = open_queues(url)
             while tasks := q.dequeue("q", f"c{k}", max_tasks=batch):
                 for t in tasks:
                     q.ack("q", t["id"], t["receipt"])
@@ -84,28 +77,14 @@ def _consume_worker(
                             (task_id, receipt),
                         )
                         done += 1
-        out.put(("done", k, done, time.perf_counter() - t0))
+        out.put(("done", k, done))
 
-    c.worker_entry(body, out, k)
+    worker_entry(body, out, k)
 
 
-def _run(target: Any, args: list[tuple[Any, ...]], workers: int) -> tuple[int, float]:
-    import os
-
-    start = c.SPAWN.Event()
-    out = c.SPAWN.Queue()
-    argv = [(*a, start, out, k, os.getpid()) for k, a in enumerate(args)]
-    with c.spawned(target, argv, "queue-bench"):
-        time.sleep(0.5)  # let the children import before the clock starts (not a correctness wait)
-        t0 = time.perf_counter()
-        start.set()
-        total = 0
-        for _ in range(workers):
-            msg = out.get(timeout=600)
-            if msg[0] == "error":
-                raise c.BenchError(msg[2])
-            total += msg[2]
-        return total, time.perf_counter() - t0
+def _run(target: Any, args: list[tuple[Any, ...]]) -> tuple[int, float]:
+    counts, seconds = run_together(target, args, "queue-bench", timeout=600)
+    return sum(counts), seconds
 
 
 def main() -> None:
@@ -119,32 +98,32 @@ def main() -> None:
     per = n // w
     rows: list[list[str]] = []
     rates: dict[tuple[str, str], float] = {}
-    with c.postgres_server(args.database_url) as server:
-        c.log(c.server_summary(server))
+    with postgres_server(args.database_url) as server:
+        log(server_summary(server))
         for mode in ("raw", "baton"):
-            with c.fresh_database(server, f"queue_{mode}", migrate=mode == "baton") as url:
+            with fresh_database(server, f"queue_{mode}", migrate=mode == "baton") as url:
                 if mode == "raw":
                     import psycopg
 
                     with psycopg.connect(url, autocommit=True) as conn:
                         conn.execute(RAW_SCHEMA.encode())
-                c.log(f"{mode}: {w} producers push {per * w} tasks")
-                pushed, secs = _run(_push_worker, [(mode, url, per)] * w, w)
-                rates[(mode, "push")] = c.rate(pushed, secs)
-                c.log(f"{mode}: {w} consumers dequeue (batch {args.batch}) and ack each")
-                consumed, secs2 = _run(_consume_worker, [(mode, url, args.batch)] * w, w)
+                log(f"{mode}: {w} producers push {per * w} tasks")
+                pushed, secs = _run(_push_worker, [(mode, url, per)] * w)
+                rates[(mode, "push")] = rate(pushed, secs)
+                log(f"{mode}: {w} consumers dequeue (batch {args.batch}) and ack each")
+                consumed, secs2 = _run(_consume_worker, [(mode, url, args.batch)] * w)
                 if consumed != pushed:
-                    raise c.BenchError(f"{mode}: pushed {pushed} but consumed {consumed}")
-                rates[(mode, "dequeue+ack")] = c.rate(consumed, secs2)
+                    raise BenchError(f"{mode}: pushed {pushed} but consumed {consumed}")
+                rates[(mode, "dequeue+ack")] = rate(consumed, secs2)
                 rows.append(
                     [
                         mode,
-                        c.fmt_num(rates[(mode, "push")]),
-                        c.fmt_num(rates[(mode, "dequeue+ack")]),
+                        fmt_num(rates[(mode, "push")]),
+                        fmt_num(rates[(mode, "dequeue+ack")]),
                     ]
                 )
     print()
-    print(c.table(["loop", "push/s", "dequeue+ack/s"], rows))
+    print(table(["loop", "push/s", "dequeue+ack/s"], rows))
     push_ratio = rates[("baton", "push")] / rates[("raw", "push")]
     print(f"push baton/raw ratio: {push_ratio:.2f}")
     ratio = rates[("baton", "dequeue+ack")] / rates[("raw", "dequeue+ack")]

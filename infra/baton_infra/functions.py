@@ -8,7 +8,7 @@ migration function. A new route or function there needs no change here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -32,7 +32,9 @@ ARCHITECTURE = lambda_.Architecture.ARM_64  # Graviton: ~20% cheaper per GB-seco
 HANDLER = "handler.handler"
 METRICS_NAMESPACE = settings.METRICS_NAMESPACE
 # Functions that read or write payload objects (presigned URLs are signed with their role).
-PAYLOAD_FUNCTIONS = frozenset({"instances", "jobs", "payloads"})
+# Each must be a function of the route table: a grant to any other name would silently go nowhere,
+# so function_specs() refuses one and the synth fails.
+PAYLOAD_FUNCTIONS = frozenset({"instances", "jobs"})
 # What a function folder may contain that must not reach the asset (or change its hash).
 ASSET_EXCLUDES = ["__pycache__", "*.pyc", "tests"]
 # Lambda validates these on create/update of a VPC function; EC2 offers no resource scoping.
@@ -44,6 +46,17 @@ ENI_ACTIONS = [
     "ec2:AssignPrivateIpAddresses",
     "ec2:UnassignPrivateIpAddresses",
 ]
+
+
+class UnknownFunctionError(ValueError):
+    """The infra names a function that the route table does not define."""
+
+    def __init__(self, names: Iterable[str], *, listed_in: str, known: Iterable[str]) -> None:
+        self.names = sorted(names)
+        super().__init__(
+            f"{listed_in} names {', '.join(self.names)}: not a function of the route table "
+            f"(baton.routes defines: {', '.join(sorted(known))})"
+        )
 
 
 class Kind(StrEnum):
@@ -58,6 +71,7 @@ class Kind(StrEnum):
 class FunctionSpec:
     name: str
     kind: Kind
+    payloads: bool = False  # reads or writes payload objects: its role may Get/Put them
 
     @property
     def construct_id(self) -> str:
@@ -69,15 +83,22 @@ class FunctionSpec:
         return self.name in SCHEDULED_FUNCTIONS
 
 
-def function_specs() -> tuple[FunctionSpec, ...]:
-    """Every function the route table implies, each once."""
-    specs: dict[str, FunctionSpec] = {}
+def function_specs(payload_functions: frozenset[str] | None = None) -> tuple[FunctionSpec, ...]:
+    """Every function the route table implies, each once, marked if it is one of the
+    ``payload_functions`` (default ``PAYLOAD_FUNCTIONS``); raises UnknownFunctionError if any of
+    those is not a function of the route table."""
+    kinds: dict[str, Kind] = {}
     for name in api_functions():
-        specs[name] = FunctionSpec(name, Kind.API)
+        kinds[name] = Kind.API
     for name in SCHEDULED_FUNCTIONS:
-        specs.setdefault(name, FunctionSpec(name, Kind.SCHEDULED))
-    specs[MIGRATION_FUNCTION] = FunctionSpec(MIGRATION_FUNCTION, Kind.MIGRATION)
-    return tuple(specs.values())
+        kinds.setdefault(name, Kind.SCHEDULED)
+    kinds[MIGRATION_FUNCTION] = Kind.MIGRATION
+    payloads = PAYLOAD_FUNCTIONS if payload_functions is None else payload_functions
+    if unknown := payloads - kinds.keys():
+        raise UnknownFunctionError(unknown, listed_in="PAYLOAD_FUNCTIONS", known=kinds)
+    return tuple(
+        FunctionSpec(name, kind, payloads=name in payloads) for name, kind in kinds.items()
+    )
 
 
 class BatonFunctions(Construct):
@@ -92,6 +113,8 @@ class BatonFunctions(Construct):
         payload_bucket: s3.IBucket,
     ) -> None:
         super().__init__(scope, construct_id)
+        # First: a payload list at odds with the route table fails the synth before any resource.
+        self.specs = function_specs()
         self._config = config
         self._network = network
         self._database = database
@@ -112,7 +135,6 @@ class BatonFunctions(Construct):
             description="Baton Lambda functions (isolated subnets: no route out of the VPC)",
         )
         network.allow_endpoints_from(self.security_group)
-        self.specs = function_specs()
         self.by_name: dict[str, lambda_.Function] = {
             spec.name: self._create(spec) for spec in self.specs
         }
@@ -210,7 +232,7 @@ class BatonFunctions(Construct):
         )
         role.add_to_policy(iam.PolicyStatement(actions=ENI_ACTIONS, resources=["*"]))
         self._database.secret.grant_read(role)
-        if spec.name in PAYLOAD_FUNCTIONS:
+        if spec.payloads:
             role.add_to_policy(
                 iam.PolicyStatement(
                     actions=["s3:GetObject", "s3:PutObject"],

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from baton import settings
 from baton.routes import MIGRATION_FUNCTION, SCHEDULED_FUNCTIONS, api_functions
+from baton_infra import functions
 from baton_infra.config import load_cdk_json_context
-from baton_infra.functions import Kind, function_specs
-from synth_support import Synth, function_logical_ids
+from baton_infra.functions import Kind, UnknownFunctionError, function_specs
+from synth_support import Synth, function_logical_ids, synthesize
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 
@@ -30,6 +32,20 @@ def test_specs_classify_functions_by_role() -> None:
     assert kinds[MIGRATION_FUNCTION] == Kind.MIGRATION
     assert all(kinds[name] == Kind.API for name in api_functions())
     assert all(kinds[name] == Kind.SCHEDULED for name in SCHEDULED_FUNCTIONS)
+
+
+def test_specs_mark_the_payload_functions() -> None:
+    marked = {spec.name for spec in function_specs() if spec.payloads}
+    assert marked == functions.PAYLOAD_FUNCTIONS
+
+
+def test_a_payload_function_the_route_table_lacks_fails_the_synth(
+    layer_built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(functions, "PAYLOAD_FUNCTIONS", frozenset({"jobs", "payloads"}))
+    with pytest.raises(UnknownFunctionError, match="PAYLOAD_FUNCTIONS names payloads") as error:
+        synthesize(tmp_path, {})
+    assert error.value.names == ["payloads"]
 
 
 @pytest.mark.parametrize("name", sorted(ALL_FUNCTIONS))

@@ -101,6 +101,16 @@ def test_function_role_grants_only_what_the_function_uses(dev: Synth, name: str)
             assert all(a.split(":")[0] in ("ec2", "xray") for a in _actions(statement))
 
 
+def test_payload_bucket_is_granted_to_exactly_the_payload_functions(dev: Synth) -> None:
+    granted = {
+        name
+        for name in ALL_FUNCTIONS
+        if any(a.startswith("s3:") for s in _role_statements(dev, name) for a in _actions(s))
+    }
+    # A name in PAYLOAD_FUNCTIONS that is no function would be missing here.
+    assert granted == PAYLOAD_FUNCTIONS
+
+
 @pytest.mark.parametrize("bucket_prefix", ["PayloadsBucket", "LogArchiveBucket"])
 def test_buckets_block_public_access_encrypt_and_refuse_plain_http(
     any_synth: Synth, bucket_prefix: str

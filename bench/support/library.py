@@ -1,0 +1,77 @@
+"""The one module that imports the core library (``baton``): the engine, its connection sources
+and driver settings, the queues, migrations, the embedded server and the SQL modules whose
+constants name the statements counted on the wire. Benchmarks measure the library only through
+these entry points, so when its internal module paths change this is the file to update. Each
+import happens inside the function that needs it, as it did in the benchmarks: a spawned worker
+pays for importing the engine where it always has, and importing this module stays cheap."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from baton.engine.queues import Queues
+    from baton.engine.service import Engine
+    from baton.store.db import Conn, Database
+    from baton.store.embedded import EmbeddedPostgres
+
+
+def open_database(url: str, *, pooled: bool = False, prepare: bool | None = None) -> Database:
+    """A connection source on ``url``: one reused connection (as in a Lambda container), or a
+    pool of one. ``prepare=None`` keeps the library's default for that source, which differs
+    (see ``baton.store.db``)."""
+    from baton.store.db import Database
+
+    options: dict[str, Any] = {} if prepare is None else {"prepare": prepare}
+    if pooled:
+        return Database.pooled(url, min_size=1, max_size=1, **options)
+    return Database.single(url, **options)
+
+
+def open_engine(url: str, *, pooled: bool = False, prepare: bool | None = None) -> Engine:
+    """An engine on its own connection source (``engine.db``; close it when done)."""
+    from baton.engine.service import Engine
+
+    return Engine(open_database(url, pooled=pooled, prepare=prepare))
+
+
+def open_queues(url: str) -> Queues:
+    """Queues over an engine on one reused connection."""
+    from baton.engine.queues import Queues
+
+    return Queues(open_engine(url))
+
+
+def connect(url: str, **kwargs: Any) -> Conn:
+    """A plain connection with the engine's driver settings, for a fair raw baseline."""
+    from baton.store.db import connect
+
+    return connect(url, **kwargs)
+
+
+def apply_migrations(url: str) -> None:
+    from baton.store import migrations
+
+    migrations.apply(url)
+
+
+def embedded_postgres(data_dir: Path) -> EmbeddedPostgres:
+    """An embedded PostgreSQL whose data directory is deleted when it stops."""
+    from baton.store.embedded import EmbeddedPostgres
+
+    return EmbeddedPostgres(data_dir, keep_data=False)
+
+
+def sql_modules() -> dict[str, ModuleType]:
+    """The store's SQL modules by aggregate: their upper-case constants are statement texts."""
+    from baton.store import definitions, instances, jobs
+
+    return {"jobs": jobs, "instances": instances, "definitions": definitions}
+
+
+def dev_server_command(port: int, data_dir: str) -> list[str]:
+    """The command line serving the whole API locally (``baton dev``) with this interpreter."""
+    return [sys.executable, "-m", "baton.cli", "dev", "--port", str(port), "--data-dir", data_dir]
