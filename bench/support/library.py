@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from baton.engine.queues import Queues
+    from baton.engine.queue_ops import Queues
     from baton.engine.service import Engine
     from baton.store.db import Conn, Database
     from baton.store.embedded import EmbeddedPostgres
@@ -40,7 +40,7 @@ def open_engine(url: str, *, pooled: bool = False, prepare: bool | None = None) 
 
 def open_queues(url: str) -> Queues:
     """Queues over an engine on one reused connection."""
-    from baton.engine.queues import Queues
+    from baton.engine.queue_ops import Queues
 
     return Queues(open_engine(url))
 
@@ -67,9 +67,14 @@ def embedded_postgres(data_dir: Path) -> EmbeddedPostgres:
 
 def sql_modules() -> dict[str, ModuleType]:
     """The store's SQL modules by aggregate: their upper-case constants are statement texts."""
-    from baton.store import definitions, instances, jobs
+    from baton.store import definition_sql, instance_sql, job_sql, queue_sql
 
-    return {"jobs": jobs, "instances": instances, "definitions": definitions}
+    return {
+        "jobs": job_sql,
+        "instances": instance_sql,
+        "definitions": definition_sql,
+        "queues": queue_sql,
+    }
 
 
 def dev_server_command(port: int, data_dir: str) -> list[str]:
