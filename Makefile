@@ -46,7 +46,9 @@ typecheck: $(STAMP)
 
 test: lint typecheck
 	@echo "==> pytest"
-	@$(PY) -m pytest -n 2 --dist loadfile -q $(PYTEST_ARGS)
+	@# A temp dir of this checkout's own: pytest prunes /tmp/pytest-of-<user> to its newest three
+	@# runs, which deletes the databases of another checkout's run in progress.
+	@$(PY) -m pytest -n 2 --dist loadfile -q --basetemp=$(CURDIR)/.pytest-tmp $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	@$(PY) bench/engine_throughput.py

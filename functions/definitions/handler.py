@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from baton.api.openapi import document
-from baton.errors import Problem, ValidationFailed
+from baton.definitions import INT32_MAX
 from baton_lambda.http import Api
 
 api = Api("definitions")
@@ -18,9 +18,7 @@ def openapi() -> Any:
 
 @api.route("POST", "/v1/definitions")
 def register() -> Any:
-    from baton.api.problems import parse_json_body
-
-    created = api.engine().register_definition(parse_json_body(api.raw_body()))
+    created = api.engine().register_definition(api.json())
     location = f"/v1/definitions/{created['name']}/versions/{created['version']}"
     return api.ok(created, 201, {"Location": location})
 
@@ -41,10 +39,7 @@ def latest(name: str) -> Any:
 
 @api.route("GET", "/v1/definitions/{name}/versions/{version}")
 def one_version(name: str, version: str) -> Any:
-    try:
-        number = int(version)
-    except ValueError:
-        raise ValidationFailed([Problem("version", f"{version!r} is not an integer")]) from None
+    number = api.path_int(version, "version", high=INT32_MAX)
     return api.ok(api.engine().get_definition(api.path(name), number))
 
 
@@ -59,9 +54,7 @@ def list_task_defs() -> Any:
 
 @api.route("PUT", "/v1/taskdefs/{name}")
 def put_task_def(name: str) -> Any:
-    from baton.api.problems import parse_json_body
-
-    body, created = api.engine().put_task_def(api.path(name), parse_json_body(api.raw_body()))
+    body, created = api.engine().put_task_def(api.path(name), api.json())
     return api.ok(body, 201 if created else 200)
 
 

@@ -26,6 +26,7 @@ QUEUE_NAME_RULE = "queue names are 1-64 characters: letters, digits and hyphens"
 STEP_ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
 JOB_TYPE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
 MAX_SECONDS = 365 * 24 * 3600
+INT32_MAX = 2**31 - 1  # what an integer column holds
 
 
 class Model(BaseModel):
@@ -80,8 +81,8 @@ class TaskDef(TaskSettings):
     input_keys: list[str] | None = None
     output_keys: list[str] | None = None
     input_template: dict[str, Any] | None = None
-    concurrent_exec_limit: Annotated[int, Field(ge=1)] | None = None
-    rate_limit_per_frequency: Annotated[int, Field(ge=1)] | None = None
+    concurrent_exec_limit: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    rate_limit_per_frequency: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     rate_limit_frequency_in_seconds: Annotated[int, Field(ge=1, le=86_400)] | None = None
     owner_email: str | None = None
 
@@ -142,7 +143,7 @@ class QueueTrigger(Model):
 
 class WorkflowDefinition(Model):
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
-    version: Annotated[int, Field(ge=1)] | None = None
+    version: Annotated[int, Field(ge=1, le=INT32_MAX)] | None = None
     description: str | None = None
     steps: Annotated[list[Step], Field(min_length=1, max_length=1000)]
     output_parameters: dict[str, Any] | None = None
@@ -265,7 +266,7 @@ def parse_definition(raw: Any) -> WorkflowDefinition:
         raise ValidationFailed([Problem("$", "a definition is a JSON object")])
     problems = semantic_problems(raw)
     try:
-        definition = WorkflowDefinition.model_validate(raw)
+        definition = WorkflowDefinition.model_validate_json(json.dumps(raw), strict=True)
     except ValidationError as e:
         raise ValidationFailed(pydantic_problems(e) + problems) from None
     if problems:
@@ -291,7 +292,7 @@ def parse_task_def(raw: Any) -> TaskDef:
             )
         )
     try:
-        task_def = TaskDef.model_validate(raw)
+        task_def = TaskDef.model_validate_json(json.dumps(raw), strict=True)
     except ValidationError as e:
         raise ValidationFailed(pydantic_problems(e) + problems) from None
     if problems:

@@ -38,6 +38,13 @@ class ValidationFailed(BatonError):
         super().__init__(detail or f"{n} problem{'s' if n != 1 else ''} found")
 
 
+class InvalidValue(BatonError):
+    """A value the database refused (out of range for its column, not representable): a bad
+    input that slipped past validation, answered as one rather than as a server error."""
+
+    title = "Invalid value"
+
+
 class MalformedRequest(BatonError):
     """The request body is not parseable (bad JSON, wrong content)."""
 

@@ -122,8 +122,16 @@ def resolve(template: Any, scope: Scope) -> Any:
         whole = _EXPR.fullmatch(template)
         if whole:
             return scope.lookup(parse(whole.group(1)))
-        text = _EXPR.sub(lambda m: _as_text(scope.lookup(parse(m.group(1)))), template)
-        return text.replace("$${", "${")
+        # Only the template's own literal text is unescaped ($${ -> ${): a substituted value is
+        # data and is kept exactly as it is, whatever it contains.
+        out: list[str] = []
+        last = 0
+        for m in _EXPR.finditer(template):
+            out.append(template[last : m.start()].replace("$${", "${"))
+            out.append(_as_text(scope.lookup(parse(m.group(1)))))
+            last = m.end()
+        out.append(template[last:].replace("$${", "${"))
+        return "".join(out)
     if isinstance(template, Mapping):
         return {k: resolve(v, scope) for k, v in template.items()}
     if isinstance(template, list):

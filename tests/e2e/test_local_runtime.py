@@ -67,8 +67,11 @@ def test_unknown_route_is_404(local_server: LocalServer) -> None:
     assert_problem(local_server.request("GET", "/"), 404)
 
 
-def test_known_route_with_wrong_method_is_405_with_allow(local_server: LocalServer) -> None:
-    response = local_server.request("DELETE", "/v1/definitions/x")
+@pytest.mark.parametrize("method", ["DELETE", "TRACE", "PATCH", "OPTIONS", "FOO"])
+def test_known_route_with_wrong_method_is_405_with_allow(
+    local_server: LocalServer, method: str
+) -> None:
+    response = local_server.request(method, "/v1/definitions/x")
     assert_problem(response, 405)
     assert response.headers["allow"] == "GET"
 

@@ -306,21 +306,21 @@ def test_a_worker_may_choose_the_delay_of_its_retry(engine: Engine) -> None:
     assert [j["attempt"] for j in again] == [2]
 
 
-@pytest.mark.parametrize(
-    ("logic", "expected"),
-    [("FIXED", ["0", "0", "0"]), ("LINEAR_BACKOFF", ["0", "0", "0"])],
-)
-def test_zero_delay_retries_are_immediate(
-    engine: Engine, database_url: str, logic: str, expected: list[str]
-) -> None:
+@pytest.mark.parametrize("logic", ["FIXED", "LINEAR_BACKOFF", "EXPONENTIAL_BACKOFF"])
+def test_zero_delay_retries_are_claimable_at_once(engine: Engine, logic: str) -> None:
     engine.register_definition(
         one_step("flow", retryCount=3, retryDelaySeconds=0, retryLogic=logic)
     )
     inst, _ = engine.start_instance(definition_name="flow")
+    attempts = []
     for _ in range(3):
-        job = engine.poll("w", ["work"], 1)[0]
-        engine.fail_job(job["id"], "w", "x", retryable=True)
-    assert _due_times(database_url, inst["id"]) == expected
+        (job,) = engine.poll("w", ["work"], 1)  # no wait: each retry is due at once
+        attempts.append(job["attempt"])
+        engine.fail_job(job["id"], "w", "x", retryable=True, attempt=job["attempt"])
+    (last,) = engine.poll("w", ["work"], 1)
+    assert [*attempts, last["attempt"]] == [1, 2, 3, 4]
+    assert last["retriesRemaining"] == 0
+    assert engine.get_instance(inst["id"])["steps"][0]["attempt"] == 4
 
 
 def test_backoff_delays_follow_the_retry_logic(engine: Engine, database_url: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -165,16 +164,20 @@ def test_render_template_fills_placeholders() -> None:
     ) == {"a": "T!", "b": [3], "c": "{{nope}}"}
 
 
-def test_queue_depth_metrics_on_tick(
-    engine: Engine, queues: Queues, triggers: QueueTriggers
-) -> None:
+def test_queue_depth_metrics_on_tick(engine: Engine) -> None:
     from baton.metrics import CountingMetrics
 
     metrics = CountingMetrics()
     engine.metrics = metrics
     q = Queues(engine)
-    q.push("m", "a")
-    q.push("m", "b")
+    q.push("m", "doomed", max_retries=1)
+    q.push("m", "waiting")
+    (task,) = q.dequeue("m", "c", max_tasks=1)
+    assert task["title"] == "doomed"
+    q.nack("m", task["id"], task["receipt"], "boom")  # its only try: dead
     QueueTriggers(q).tick()
-    assert metrics.totals["QueueDepth"] == 2
-    assert Counter(metrics.totals)["QueueDepthDead"] == 0
+    # Every depth is reported, zero included (a dashboard must see 0, not a gap).
+    assert metrics.totals["QueueDepth"] == 1
+    assert metrics.totals["QueueDepthPending"] == 1
+    assert metrics.totals["QueueDepthDead"] == 1
+    assert metrics.totals["QueueDepthProcessing"] == 0

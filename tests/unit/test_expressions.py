@@ -72,3 +72,12 @@ def test_malformed_expressions_are_refused(text: str) -> None:
 def test_references_are_listed_with_their_json_paths() -> None:
     refs = list(ex.references({"a": ["x ${s.output.y}", {"b": "${workflow.input}"}]}))
     assert refs == [(".a[0]", "s.output.y"), (".a[1].b", "workflow.input")]
+
+
+def test_only_the_template_text_is_unescaped_never_a_substituted_value() -> None:
+    scope = ex.Scope(
+        workflow={"input": {"code": "keep $${this} and ${that}"}}, step_output=lambda _s: None
+    )
+    template = "literal $${x}: ${workflow.input.code}"
+    assert ex.resolve(template, scope) == "literal ${x}: keep $${this} and ${that}"
+    assert ex.resolve({"k": "$${alone}"}, scope) == {"k": "${alone}"}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -18,7 +19,8 @@ from urllib.parse import unquote
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.metrics import EphemeralMetrics
-from baton.api.problems import PROBLEM_JSON, from_error, parse_json_body, problem, validation_error
+from baton.api.json_input import check_string, parse_json_body
+from baton.api.problems import PROBLEM_JSON, from_error, problem, validation_error
 from baton.engine.service import Engine
 from baton.errors import BatonError, MalformedRequest, Problem, ValidationFailed
 from baton.routes import ROUTES
@@ -39,6 +41,18 @@ def _dumps(body: Any) -> str:
 
 
 _ROUTE_KEYS = frozenset((r.method, r.path, r.function) for r in ROUTES)
+
+
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
+
+
+def _bounded_int(raw: str, name: str, low: int, high: int) -> int:
+    if not _INTEGER.fullmatch(raw):
+        raise ValidationFailed([Problem(name, f"{raw!r} is not a whole number")])
+    value = int(raw)
+    if not low <= value <= high:
+        raise ValidationFailed([Problem(name, f"must be between {low} and {high}, not {value}")])
+    return value
 
 
 class Api:
@@ -76,35 +90,44 @@ class Api:
                 raise MalformedRequest("request body is not UTF-8 JSON") from None
         return body
 
+    def json(self) -> Any:
+        """The body as strict JSON (see ``baton.api.json_input``); empty is ``{}``."""
+        return parse_json_body(self.raw_body())
+
     def body(self, model: type[M]) -> M:
-        data = parse_json_body(self.raw_body())
+        """The body validated as ``model``, with strict types (a boolean is not a number)."""
+        raw = self.raw_body()
+        data = parse_json_body(raw)
         if not isinstance(data, dict):
             raise ValidationFailed([Problem("$", "the request body must be a JSON object")])
         try:
-            return model.model_validate(data)
+            return model.model_validate_json(raw or "{}", strict=True)
         except ValidationError as e:
             raise validation_error(e) from None
 
     def query(self, name: str) -> str | None:
         params = self.resolver.current_event.query_string_parameters or {}
         value = params.get(name)
-        return value if value not in (None, "") else None
+        if value in (None, ""):
+            return None
+        check_string(value, name)
+        return value
 
     def query_int(self, name: str, default: int, *, low: int = 1, high: int = 1000) -> int:
+        """An integer query parameter between ``low`` and ``high``, or ``default``."""
         raw = self.query(name)
-        if raw is None:
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ValidationFailed([Problem(name, f"{raw!r} is not an integer")]) from None
-        if not low <= value <= high:
-            raise ValidationFailed([Problem(name, f"must be between {low} and {high}")])
-        return value
+        return default if raw is None else _bounded_int(raw, name, low, high)
+
+    def path_int(self, value: str, name: str, *, low: int = 1, high: int) -> int:
+        """An integer path parameter between ``low`` and ``high``."""
+        return _bounded_int(self.path(value), name, low, high)
 
     @staticmethod
     def path(value: str) -> str:
-        return unquote(value)
+        """A path parameter, decoded and checked like any other text from outside."""
+        decoded = unquote(value)
+        check_string(decoded, "path")
+        return decoded
 
     def ok(
         self, body: Any, status: int = 200, headers: dict[str, str] | None = None

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from baton.definitions import (
+    INT32_MAX,
     JOB_TYPE_PATTERN,
     MAX_SECONDS,
     NAME_PATTERN,
@@ -26,7 +27,6 @@ WorkerId = Annotated[str, Field(min_length=1, max_length=256)]
 JobType = Annotated[str, Field(pattern=JOB_TYPE_PATTERN)]
 Uuid = Annotated[str, Field(min_length=1, max_length=64)]
 Variables = dict[str, Any]
-INT32_MAX = 2**31 - 1
 Attempt = Annotated[
     int | None,
     Field(
@@ -51,7 +51,7 @@ class ApiModel(BaseModel):
 
 class StartInstanceRequest(ApiModel):
     definition_name: Annotated[str, Field(pattern=NAME_PATTERN)] | None = None
-    definition_version: Annotated[int, Field(ge=1)] | None = None
+    definition_version: Annotated[int, Field(ge=1, le=INT32_MAX)] | None = None
     definition: dict[str, Any] | None = Field(
         default=None, description="An inline definition (dynamic workflow), validated in full."
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -11,6 +10,7 @@ from baton.definitions import pydantic_problems
 from baton.errors import (
     BatonError,
     Conflict,
+    InvalidValue,
     MalformedRequest,
     NotFound,
     PayloadTooLarge,
@@ -25,6 +25,7 @@ TYPE_BASE = "https://baton.dev/problems/"
 _STATUS: tuple[tuple[type[BatonError], int, str], ...] = (
     (MalformedRequest, 400, "malformed-request"),
     (ValidationFailed, 422, "validation-failed"),
+    (InvalidValue, 422, "invalid-value"),
     (NotFound, 404, "not-found"),
     (Conflict, 409, "conflict"),
     (PayloadTooLarge, 413, "payload-too-large"),
@@ -82,13 +83,3 @@ def validation_error(err: ValidationError, where: str = "") -> ValidationFailed:
             Problem(f"{where}.{p.path}" if p.path != "$" else where, p.message) for p in problems
         ]
     return ValidationFailed(problems)
-
-
-def parse_json_body(raw: str | None) -> Any:
-    """Parse a request body; an empty body is an empty object; bad JSON is a 400."""
-    if raw is None or not raw.strip():
-        return {}
-    try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, RecursionError) as e:
-        raise MalformedRequest(f"request body is not valid JSON: {e}") from None

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -59,6 +61,12 @@ class InstanceOps(EngineCore):
                 [Problem("definitionName", "give definitionName or an inline definition")]
             )
 
+        fingerprint = None
+        if idempotency_key is not None:
+            fingerprint = _fingerprint(
+                definition_name, definition_version, inline, input, correlation_id
+            )
+
         def work(conn: Conn) -> tuple[uuid.UUID, bool, str]:
             if inline is not None:
                 row = first_in_transaction(
@@ -88,6 +96,7 @@ class InstanceOps(EngineCore):
                 input=input,
                 correlation_id=correlation_id,
                 idempotency_key=idempotency_key,
+                idempotency_fingerprint=fingerprint,
             )
             return iid, created, name
 
@@ -109,6 +118,7 @@ class InstanceOps(EngineCore):
         input: dict[str, Any],
         correlation_id: str | None = None,
         idempotency_key: str | None = None,
+        idempotency_fingerprint: str | None = None,
         queue_task_id: uuid.UUID | None = None,
         commit: bool = True,
     ) -> tuple[uuid.UUID, bool]:
@@ -126,6 +136,7 @@ class InstanceOps(EngineCore):
             "variables": Jsonb({}),
             "correlation_id": correlation_id,
             "idempotency_key": idempotency_key,
+            "idempotency_fingerprint": idempotency_fingerprint,
             "timeout_seconds": plan.definition.timeout_seconds,
             "queue_task_id": queue_task_id,
         }
@@ -137,6 +148,11 @@ class InstanceOps(EngineCore):
                     instance_sql.ID_BY_IDEMPOTENCY_KEY, {"key": idempotency_key}
                 ).fetchone()
                 assert existing is not None
+                if existing["idempotency_fingerprint"] != idempotency_fingerprint:
+                    raise Conflict(
+                        f"idempotency key {idempotency_key!r} was first used with a different "
+                        f"request (instance {existing['id']}); use a new key for a new request"
+                    )
                 return existing["id"], False
             insert_with_writes = None
         state = InstanceState(
@@ -209,7 +225,7 @@ class InstanceOps(EngineCore):
                 [Problem("status", f"one of {', '.join(InstanceStatus)}, not {status!r}")]
             )
         limit = paging.clamp(limit, self.settings.max_search_limit)
-        cursor = paging.decode_token(page_token, 2) if page_token else None
+        cursor = _search_cursor(page_token) if page_token else None
         rows = self.db.autocommit(
             lambda c: c.execute(
                 instance_sql.SEARCH,
@@ -289,3 +305,31 @@ class InstanceOps(EngineCore):
 
         self.db.transaction(work, explicit_begin=True)
         return self.get_instance(instance_id)
+
+
+def _search_cursor(token: str) -> tuple[datetime, uuid.UUID]:
+    """The (created_at, id) after which a search page starts, from its token."""
+    created, iid = paging.decode_token(token, 2)
+    try:
+        return datetime.fromisoformat(created), uuid.UUID(iid)
+    except ValueError:
+        raise ValidationFailed([Problem("pageToken", "not a token this API issued")]) from None
+
+
+def _fingerprint(
+    name: str | None,
+    version: int | None,
+    inline: WorkflowDefinition | None,
+    input: dict[str, Any],
+    correlation_id: str | None,
+) -> str:
+    """What a start asked for, so a reused idempotency key can be matched to its request."""
+    request = {
+        "definitionName": inline.name if inline is not None else name,
+        "definitionVersion": version,
+        "definition": inline.digest() if inline is not None else None,
+        "input": input,
+        "correlationId": correlation_id,
+    }
+    canonical = json.dumps(request, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()

@@ -165,6 +165,6 @@ class JobOps(EngineCore):
             return decide(conn, row, False)
 
         try:
-            return self.db.autocommit(optimistic)
+            return self.db.autocommit(optimistic, retry=False)
         except (StaleVersion, *RETRYABLE):
             return self.db.transaction(locked, explicit_begin=True)

@@ -86,10 +86,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
     timeout = 120  # idle keep-alive connections are dropped after this many seconds
     server_version = "baton-local"
 
-    def do_GET(self) -> None:
-        self._serve()
-
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = do_GET
+    def __getattr__(self, name: str) -> Any:
+        # Every method reaches the router, as at API Gateway: one the route table does not
+        # declare for a path is a 405 naming the allowed ones (http.server would answer 501).
+        if name.startswith("do_"):
+            return self._serve
+        raise AttributeError(name)
 
     # --- the request ---------------------------------------------------------------------------
 

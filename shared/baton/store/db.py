@@ -25,7 +25,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg.rows import dict_row
 
-from baton.errors import Conflict, StaleVersion, Unavailable
+from baton.errors import InvalidValue, StaleVersion, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -183,13 +183,27 @@ class Database:
                             conn.autocommit = False
                     return result
             except RETRYABLE:
-                if attempt == MAX_ATTEMPTS:
-                    raise Conflict("too much contention; try again") from None
-                log.info("transaction retried after a deadlock/serialization failure")
+                _contended(attempt)
         raise AssertionError("unreachable")
 
-    def autocommit(self, work: Callable[[Conn], T]) -> T:
-        """Run ``work(conn)`` as single statements, each committed on its own."""
+    def autocommit(self, work: Callable[[Conn], T], *, retry: bool = True) -> T:
+        """Run ``work(conn)`` as single statements, each committed on its own.
+
+        A statement that lost a deadlock or a serialization conflict was rolled back whole;
+        ``work`` is run again from the start (its statements must be safe to repeat, as every
+        autocommit unit in Baton is: one statement, or idempotent ones). ``retry`` False leaves
+        that to the caller (an optimistic decision falls back to a locked one instead).
+        """
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                return self._autocommit_once(work)
+            except RETRYABLE:
+                if not retry:
+                    raise
+                _contended(attempt)
+        raise AssertionError("unreachable")
+
+    def _autocommit_once(self, work: Callable[[Conn], T]) -> T:
         with self.source.connection() as conn, _translated():
             conn.autocommit = True
             try:
@@ -209,6 +223,15 @@ class Database:
 
     def close(self) -> None:
         self.source.close()
+
+
+def _contended(attempt: int) -> None:
+    """After a deadlock or serialization failure: try again, or give up with a 503."""
+    if attempt == MAX_ATTEMPTS:
+        raise Unavailable("too much contention on the same rows; try again", 1) from None
+    log.info(
+        "unit of work retried after a deadlock/serialization failure", extra={"attempt": attempt}
+    )
 
 
 def first_in_transaction(
@@ -253,4 +276,7 @@ def _translated() -> Iterator[None]:
             raise StaleVersion(str(e.diag.message_detail or "?")) from e
         if isinstance(e, _UNAVAILABLE):
             raise Unavailable(f"database unavailable: {_first_line(e)}") from e
+        if isinstance(e, psycopg.DataError):
+            # A value the column cannot hold (NUL in text, out of range, not representable).
+            raise InvalidValue(f"a value was refused by the database: {_first_line(e)}") from e
         raise

@@ -25,10 +25,11 @@ SNAPSHOT_BODY = "SELECT body::text AS body FROM definition_snapshot WHERE id = %
 
 INSERT_INSTANCE = """
 INSERT INTO instance (id, definition_name, definition_version, snapshot_id, status, input,
-                      variables, correlation_id, idempotency_key, queue_task_id, timeout_at,
-                      version)
+                      variables, correlation_id, idempotency_key, idempotency_fingerprint,
+                      queue_task_id, timeout_at, version)
 VALUES (%(id)s, %(definition_name)s, %(definition_version)s, %(snapshot_id)s, 'RUNNING',
-        %(input)s, %(variables)s, %(correlation_id)s, %(idempotency_key)s, %(queue_task_id)s,
+        %(input)s, %(variables)s, %(correlation_id)s, %(idempotency_key)s,
+        %(idempotency_fingerprint)s, %(queue_task_id)s,
         CASE WHEN %(timeout_seconds)s::int > 0
              THEN now() + make_interval(secs => %(timeout_seconds)s::int) END,
         1)
@@ -36,7 +37,9 @@ ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id, now() AS now
 """
 
-ID_BY_IDEMPOTENCY_KEY = "SELECT id FROM instance WHERE idempotency_key = %(key)s"
+ID_BY_IDEMPOTENCY_KEY = """
+SELECT id, idempotency_fingerprint FROM instance WHERE idempotency_key = %(key)s
+"""
 
 LOCK_INSTANCE = """
 SELECT id, definition_name, status, version, input, variables, correlation_id, snapshot_id,

@@ -194,12 +194,23 @@ RETURNING 1
 # place in line (it counts against retries, so a job whose every worker crashes cannot loop);
 # one with none left is returned for a decision that fails its step.
 REAP_EXPIRED = """
-WITH expired AS (
-    SELECT id FROM job
-     WHERE status = 'LOCKED' AND lock_expires_at < now()
-     ORDER BY lock_expires_at
+WITH RECURSIVE types AS (
+    -- The job types with leases, one index probe each (a skip scan of job_lease_expiry_by_type).
+    SELECT min(job_type) AS job_type FROM job WHERE status = 'LOCKED'
+    UNION ALL
+    SELECT (SELECT min(job_type) FROM job WHERE status = 'LOCKED' AND job_type > t.job_type)
+      FROM types t WHERE t.job_type IS NOT NULL
+), expired AS (
+    SELECT e.id
+      FROM types t
+     CROSS JOIN LATERAL (
+            SELECT id FROM job
+             WHERE job.job_type = t.job_type AND status = 'LOCKED' AND lock_expires_at < now()
+             ORDER BY lock_expires_at
+             LIMIT %(limit)s
+               FOR UPDATE SKIP LOCKED
+           ) e
      LIMIT %(limit)s
-       FOR UPDATE SKIP LOCKED
 ), reaped AS (
     UPDATE job
        SET status = 'UNLOCKED', worker_id = NULL, locked_at = NULL, lock_expires_at = NULL,

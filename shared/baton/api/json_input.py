@@ -1,0 +1,94 @@
+"""Reading JSON from the outside world strictly, so bad input is refused where it enters.
+
+Python's ``json`` accepts more than RFC 8259 JSON: ``NaN``, ``Infinity`` and ``-Infinity``, numbers
+beyond a double (``1e400`` becomes infinity), and escapes of lone UTF-16 surrogates (``"\\ud835"``)
+that no UTF-8 text can hold. PostgreSQL cannot store NUL characters in text or jsonb. Each of these
+is refused here with a 400 (not JSON) or a 422 (JSON that Baton cannot keep) that says where.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from baton.errors import MalformedRequest, Problem, ValidationFailed
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_MAX_DEPTH = 200  # far deeper than any real document; bounds the recursive checks below
+
+
+def parse_json_body(raw: str | None) -> Any:
+    """The request body as JSON; an empty body is an empty object."""
+    if raw is None or not raw.strip():
+        return {}
+    return parse_json(raw, "request body")
+
+
+def parse_json(raw: str, what: str) -> Any:
+    """Strict JSON: finite numbers only, no lone surrogates, no NUL characters."""
+    try:
+        value = json.loads(raw, parse_constant=_constant, parse_float=_finite_float)
+    except _NotJson as e:
+        raise MalformedRequest(f"{what} is not valid JSON: {e}") from None
+    except (json.JSONDecodeError, RecursionError, ValueError) as e:
+        raise MalformedRequest(f"{what} is not valid JSON: {e}") from None
+    check_text(value, "$")
+    return value
+
+
+class _NotJson(ValueError):
+    pass
+
+
+def _constant(name: str) -> Any:
+    raise _NotJson(f"{name} is not a JSON number (send a finite number, or null)")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _NotJson(f"the number {text} is beyond the range of a double")
+    return value
+
+
+def check_text(value: Any, path: str, depth: int = 0) -> None:
+    """Refuse NUL characters (422) and lone surrogates (400) in every key and string."""
+    if depth > _MAX_DEPTH:
+        raise ValidationFailed([Problem(path, f"nested deeper than {_MAX_DEPTH} levels")])
+    if isinstance(value, str):
+        check_string(value, path)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            sub = _join(path, key)
+            check_string(key, sub, key=True)
+            check_text(item, sub, depth + 1)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            check_text(item, f"{path}[{i}]", depth + 1)
+
+
+def check_string(text: str, path: str, *, key: bool = False) -> None:
+    """One string (a key, a value, a query or path parameter)."""
+    what = "key" if key else "string"
+    if "\x00" in text:
+        raise ValidationFailed(
+            [
+                Problem(
+                    path, f"this {what} contains a NUL character (U+0000), which Baton cannot store"
+                )
+            ]
+        )
+    if _SURROGATE.search(text):
+        raise MalformedRequest(
+            f"the {what} at {path} contains a lone UTF-16 surrogate escape, which is not "
+            "valid Unicode text"
+        )
+
+
+def _join(path: str, key: str) -> str:
+    safe = key if key.isidentifier() else json.dumps(key, ensure_ascii=True)
+    if path == "$":
+        return safe if key.isidentifier() else f"$[{safe}]"
+    return f"{path}.{safe}" if key.isidentifier() else f"{path}[{safe}]"

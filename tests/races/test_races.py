@@ -1,0 +1,237 @@
+"""Two (or fifty) writers on the same rows at the same moment: exactly one outcome lands, the
+state is consistent, nothing is applied twice, and no deadlock ever happens."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import psycopg
+import pytest
+from baton.engine.queue_ops import Queues
+from baton.engine.service import Engine
+from baton.errors import Conflict
+
+from tests.support.helpers import one_step
+
+ROUNDS = 12
+
+
+def _race(*actions: Callable[[], str]) -> list[str]:
+    """Run the actions at the same moment on their own threads; each returns its outcome, and a
+    Conflict (409) is the outcome "refused"."""
+    barrier = threading.Barrier(len(actions))
+
+    def run(action: Callable[[], str]) -> str:
+        barrier.wait()
+        try:
+            return action()
+        except Conflict:
+            return "refused"
+
+    with ThreadPoolExecutor(len(actions)) as pool:
+        return list(pool.map(run, actions))
+
+
+def _events(engine: Engine, instance_id: str) -> Counter[str]:
+    return Counter(a["event"] for a in engine.audit_trail(instance_id))
+
+
+def _expire_lease(database_url: str, job_id: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE job SET lock_expires_at = now() - interval '1 second' WHERE id = %s",
+            (job_id,),
+        )
+
+
+@pytest.mark.parametrize("steps", [1, 2])
+def test_complete_racing_cancel(racing: Engine, steps: int) -> None:
+    definition = one_step("flow")
+    definition["steps"] += [
+        {"id": f"more{i}", "type": "SERVICE_TASK", "jobType": "more"} for i in range(steps - 1)
+    ]
+    racing.register_definition(definition)
+    for _ in range(ROUNDS):
+        inst, _ = racing.start_instance(definition_name="flow")
+        job = racing.poll("w", ["work"], 1)[0]
+        done, cancelled = _race(
+            lambda j=job: "done" if racing.complete_job(j["id"], "w", {"x": 1}, attempt=1) else "",
+            lambda i=inst: racing.cancel_instance(i["id"])["status"],
+        )
+        final = racing.get_instance(inst["id"])
+        events = _events(racing, inst["id"])
+        if cancelled == "CANCELLED":
+            assert final["status"] == "CANCELLED"
+            # The complete either landed first (and the next step was cancelled) or was refused.
+            assert events["JOB_COMPLETED"] == (1 if done == "done" else 0)
+        else:  # one step: the complete finished the instance first, so the cancel is refused
+            assert (steps, done, final["status"]) == (1, "done", "COMPLETED")
+        assert events["INSTANCE_CANCELLED"] + events["INSTANCE_COMPLETED"] == 1
+        # Nothing open is left behind, whoever won.
+        assert all(s["status"] not in ("SCHEDULED", "IN_PROGRESS") for s in final["steps"])
+
+
+def test_late_complete_racing_the_reclaim_of_its_lapsed_lease(
+    racing: Engine, database_url: str
+) -> None:
+    racing.register_definition(one_step("flow", retryCount=5))
+    for _ in range(ROUNDS):
+        inst, _ = racing.start_instance(definition_name="flow")
+        job = racing.poll("a", ["work"], 1)[0]
+        _expire_lease(database_url, job["id"])
+        late, reclaim = _race(
+            lambda j=job: "applied" if racing.complete_job(j["id"], "a", {}, attempt=1) else "dup",
+            lambda: str(len(racing.poll("b", ["work"], 1))),
+        )
+        # Exactly one of them had the job: the lapsed attempt's result, or the new attempt.
+        assert (late, reclaim) in (("applied", "0"), ("refused", "1")), (late, reclaim)
+        final = racing.get_instance(inst["id"])
+        expected = "COMPLETED" if late == "applied" else "RUNNING"
+        assert final["status"] == expected
+        assert _events(racing, inst["id"])["JOB_COMPLETED"] == (1 if late == "applied" else 0)
+
+
+def test_late_fail_racing_the_reclaim_of_its_lapsed_lease(
+    racing: Engine, database_url: str
+) -> None:
+    for n, retryable in enumerate((True, False) * (ROUNDS // 2)):
+        # A job type per round: a retry left over from one round is never the next one's job.
+        job_type = f"work{n}"
+        racing.register_definition(
+            one_step(f"flow{n}", job_type, retryCount=5, retryDelaySeconds=0)
+        )
+        inst, _ = racing.start_instance(definition_name=f"flow{n}")
+        job = racing.poll("a", [job_type], 1)[0]
+        _expire_lease(database_url, job["id"])
+        failed, reclaim = _race(
+            lambda r=retryable, j=job: racing.fail_job(j["id"], "a", "boom", r, attempt=1)[
+                "status"
+            ],
+            lambda t=job_type: str(len(racing.poll("b", [t], 1))),
+        )
+        final = racing.get_instance(inst["id"])
+        events = _events(racing, inst["id"])
+        if failed == "refused":  # b re-claimed first: its attempt is untouched
+            assert reclaim == "1" and final["status"] == "RUNNING"
+            assert events["JOB_FAILED"] == 0
+        elif retryable:  # the fail landed first; b may then have claimed the retry at once
+            assert failed == "RETRY_SCHEDULED" and events["JOB_FAILED"] == 1
+            assert final["status"] == "RUNNING"
+        else:
+            assert (failed, reclaim, final["status"]) == ("FAILED", "0", "FAILED")
+        if reclaim == "1":  # whatever b claimed, b still holds it: no fail was applied over it
+            with psycopg.connect(database_url) as conn:
+                row = conn.execute(
+                    "SELECT status, worker_id FROM job WHERE id = %s", (job["id"],)
+                ).fetchone()
+            assert row == ("LOCKED", "b")
+
+
+def test_heartbeat_after_the_lease_was_reclaimed_is_refused(
+    racing: Engine, database_url: str
+) -> None:
+    racing.register_definition(one_step("flow", retryCount=5))
+    racing.start_instance(definition_name="flow")
+    job = racing.poll("a", ["work"], 1)[0]
+    _expire_lease(database_url, job["id"])
+    again = racing.poll("b", ["work"], 1)[0]
+    expires = again["lockExpiresAt"]
+    with pytest.raises(Conflict):
+        racing.heartbeat(job["id"], "a", attempt=1)
+    with pytest.raises(Conflict):
+        racing.heartbeat(job["id"], "a")
+    # b's lease is b's: a's heartbeat did not touch it, b's own extends it.
+    assert racing.heartbeat(job["id"], "b", attempt=2)["lockExpiresAt"] >= expires
+
+
+def test_fail_racing_cancel_retryable_or_not(racing: Engine) -> None:
+    racing.register_definition(one_step("flow", retryCount=3, retryDelaySeconds=0))
+    for retryable in (True, False) * (ROUNDS // 2):
+        inst, _ = racing.start_instance(definition_name="flow")
+        job = racing.poll("w", ["work"], 1)[0]
+        failed, cancelled = _race(
+            lambda r=retryable, j=job: racing.fail_job(j["id"], "w", "boom", r, attempt=1)[
+                "status"
+            ],
+            lambda i=inst: racing.cancel_instance(i["id"])["status"],
+        )
+        final = racing.get_instance(inst["id"])
+        events = _events(racing, inst["id"])
+        if retryable:  # both can land: the retry is scheduled, then the cancel ends it all
+            assert cancelled == "CANCELLED" and final["status"] == "CANCELLED"
+            assert failed in ("RETRY_SCHEDULED", "refused")
+        else:
+            assert sorted([failed, cancelled]) in (["CANCELLED", "refused"], ["FAILED", "refused"])
+            assert final["status"] == (failed if failed != "refused" else cancelled)
+        assert events["INSTANCE_FAILED"] + events["INSTANCE_CANCELLED"] == 1
+        assert events["JOB_FAILED"] <= 1 and events["JOB_CANCELLED"] <= 1
+
+
+def test_fifty_completions_of_one_attempt_apply_once(racing: Engine) -> None:
+    racing.register_definition(one_step("flow"))
+    inst, _ = racing.start_instance(definition_name="flow")
+    job = racing.poll("w", ["work"], 1)[0]
+    outcomes = _race(
+        *[
+            lambda i=i: str(racing.complete_job(job["id"], "w", {"i": i}, attempt=1)["applied"])
+            for i in range(50)
+        ]
+    )
+    assert Counter(outcomes) == {"True": 1, "False": 49}
+    final = racing.get_instance(inst["id"])
+    assert final["status"] == "COMPLETED"
+    assert _events(racing, inst["id"])["JOB_COMPLETED"] == 1
+
+
+def test_ack_racing_the_lapse_of_its_claim(racing_queues: Queues, database_url: str) -> None:
+    q = racing_queues
+    for i in range(ROUNDS):
+        q.push("race-q", f"t{i}")
+        (task,) = q.dequeue("race-q", "a", visibility_timeout_secs=1, max_tasks=1)
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE queue_task SET visibility_expires_at = now() - interval '1 second'"
+                " WHERE id = %s",
+                (task["id"],),
+            )
+        got: list[dict[str, Any]] = []
+        acked, taken = _race(
+            lambda t=task: str(q.ack("race-q", t["id"], t["receipt"])["applied"]),
+            lambda got=got: str(len(got.__iadd__(q.dequeue("race-q", "b", max_tasks=1)))),
+        )
+        # The lapsed claim's ack and b's dequeue never both win.
+        assert (acked, taken) in (("True", "0"), ("refused", "1")), (acked, taken)
+        for t in got:  # b finishes what it took
+            assert q.ack("race-q", t["id"], t["receipt"])["applied"]
+    assert q.stats("race-q")["completed"] == ROUNDS
+
+
+def test_a_reaper_and_a_poller_on_the_same_expired_leases(
+    racing: Engine, database_url: str
+) -> None:
+    racing.register_definition(one_step("flow", retryCount=5))
+    for _ in range(20):
+        racing.start_instance(definition_name="flow")
+    jobs = racing.poll("a", ["work"], 20)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("UPDATE job SET lock_expires_at = now() - interval '1 second'")
+    results: dict[str, Any] = {}
+
+    def reap() -> str:
+        results["reaped"] = racing.reap_expired_leases()
+        return "ok"
+
+    def poll() -> str:
+        results["claimed"] = len(racing.poll("b", ["work"], 20))
+        return "ok"
+
+    assert _race(reap, poll) == ["ok", "ok"]
+    # Each lapsed lease became exactly one new attempt, whoever took it.
+    with psycopg.connect(database_url) as conn:
+        attempts = conn.execute("SELECT attempt FROM job").fetchall()
+    assert sorted(a[0] for a in attempts) == [2] * len(jobs)
+    assert results["claimed"] + racing.reap_expired_leases() <= len(jobs)
