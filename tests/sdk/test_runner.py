@@ -1,5 +1,5 @@
 """The worker runner against an in-memory fake of the jobs API: outcomes, the slot logic,
-backoff, heartbeats, stopping. (The same behaviours against the real server: tests/e2e.)"""
+backoff, heartbeats, stopping. (The same behaviours against the real server: test_runner_e2e.py.)"""
 
 from __future__ import annotations
 
