@@ -26,6 +26,7 @@ import httpx
 
 from baton_worker.auth import ApiKeyAuth
 from baton_worker.backoff import NO_RETRY, Backoff, RetryPolicy
+from baton_worker.env import DEFAULT_URL, ENV_API_KEY, ENV_URL
 from baton_worker.errors import BatonApiError, TransportError, problem_error
 from baton_worker.types import (
     CompleteJobResult,
@@ -50,10 +51,6 @@ from baton_worker.version import __version__
 
 log = logging.getLogger("baton_worker.client")
 
-# Configuration precedence: an explicit argument, then these environment variables, then defaults.
-ENV_URL: Final = "BATON_URL"
-ENV_API_KEY: Final = "BATON_API_KEY"
-DEFAULT_URL: Final = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT: Final = 30.0
 DEFAULT_RETRY: Final = RetryPolicy()
 

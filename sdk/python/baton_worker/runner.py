@@ -37,8 +37,9 @@ from baton_worker._execution import JobExecutor, notify
 from baton_worker._loop import EventLoopThread
 from baton_worker._slots import Slots
 from baton_worker.backoff import Backoff, RetryPolicy
-from baton_worker.client import DEFAULT_URL, ENV_API_KEY, ENV_URL, BatonClient
+from baton_worker.client import BatonClient
 from baton_worker.context import job_log_fields
+from baton_worker.env import DEFAULT_URL, ENV_API_KEY, ENV_URL
 from baton_worker.errors import (
     BatonApiError,
     BatonError,
