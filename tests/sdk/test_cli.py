@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from baton import cli_client
+from baton_worker import cli
+from baton_worker.env import ENV_API_KEY, ENV_URL
 
 from tests.support.helpers import unique
 from tests.support.helpers import wait_until as wait_for
@@ -45,7 +46,7 @@ def baton(
     baton_server: CheckedServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> Baton:
     """Run ``baton <args>`` in this process against the session's server."""
-    for name in (cli_client.ENV_URL, cli_client.ENV_API_KEY):
+    for name in (ENV_URL, ENV_API_KEY):
         monkeypatch.delenv(name, raising=False)
 
     def run(*args: str, stdin: str | None = None, connect: bool = True) -> Result:
@@ -55,7 +56,7 @@ def baton(
         capsys.readouterr()
         if stdin is not None:
             monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-        code = cli_client.main(argv)
+        code = cli.main(argv)
         captured = capsys.readouterr()
         return Result(code, captured.out, captured.err)
 
@@ -281,8 +282,8 @@ def test_invalid_queue_name_is_refused(baton: Baton) -> None:
 def test_environment_variables_configure_the_connection(
     baton: Baton, baton_server: CheckedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(cli_client.ENV_URL, baton_server.base_url)
-    monkeypatch.setenv(cli_client.ENV_API_KEY, baton_server.api_key)
+    monkeypatch.setenv(ENV_URL, baton_server.base_url)
+    monkeypatch.setenv(ENV_API_KEY, baton_server.api_key)
     result = baton("definitions", "list", "--json", connect=False)
     assert result.code == 0, result.err
     assert "definitions" in result.json()
@@ -327,7 +328,7 @@ def test_worker_run_drives_the_example_and_drains_on_sigint(
     (tmp_path / "def.json").write_text(json.dumps(definition))
     assert baton("definitions", "create", str(tmp_path / "def.json")).code == 0
 
-    cmd = [sys.executable, "-m", "baton.cli_client", "worker", "run"]
+    cmd = [sys.executable, "-m", "baton_worker.cli", "worker", "run"]
     cmd += ["examples.order_fulfilment.worker:registry", "--poll-interval", "0.05"]
     cmd += [
         "--url",

@@ -20,7 +20,6 @@ from typing import Any, TypeVar
 import httpx
 import psycopg
 import pytest
-from baton.cli_client import load_registry
 from baton_worker import (
     BatonClient,
     InMemoryMetrics,
@@ -31,6 +30,7 @@ from baton_worker import (
     Runner,
     RunnerOptions,
 )
+from baton_worker.cli.worker import load_registry
 from baton_worker.types import Instance
 
 from tests.support.helpers import unique
@@ -326,7 +326,7 @@ def test_runner_killed_mid_job_loses_nothing(
     module = tmp_path / "hanging_worker.py"
     module.write_text(textwrap.dedent(WORKER_THAT_HANGS))
     env = {**os.environ, "E2E_JOB_TYPE": job_type, "E2E_MARKER_DIR": str(tmp_path)}
-    cmd = [sys.executable, "-m", "baton.cli_client", "worker", "run", f"{module}:registry"]
+    cmd = [sys.executable, "-m", "baton_worker.cli", "worker", "run", f"{module}:registry"]
     cmd += ["--url", baton_server.base_url, "--api-key", baton_server.api_key]
     cmd += ["--worker-id", "doomed", "--poll-interval", "0.05"]
     log_path = tmp_path / "doomed.log"
