@@ -49,10 +49,17 @@ def baton(
     for name in (ENV_URL, ENV_API_KEY):
         monkeypatch.delenv(name, raising=False)
 
-    def run(*args: str, stdin: str | None = None, connect: bool = True) -> Result:
+    def run(
+        *args: str, stdin: str | None = None, connect: bool = True, connect_first: bool = False
+    ) -> Result:
+        """``connect``: add ``--url`` and ``--api-key`` after the command (``connect_first``:
+        before it, as ``baton --url U --api-key K instances list``)."""
         argv = list(args)
-        if connect:
-            argv += ["--url", baton_server.base_url, "--api-key", baton_server.api_key]
+        connection = ["--url", baton_server.base_url, "--api-key", baton_server.api_key]
+        if connect_first:
+            argv = connection + argv
+        elif connect:
+            argv += connection
         capsys.readouterr()
         if stdin is not None:
             monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
@@ -287,6 +294,37 @@ def test_environment_variables_configure_the_connection(
     result = baton("definitions", "list", "--json", connect=False)
     assert result.code == 0, result.err
     assert "definitions" in result.json()
+
+
+def test_connection_and_output_options_before_the_command(baton: Baton) -> None:
+    result = baton("--json", "instances", "list", "--limit", "1", connect_first=True)
+    assert result.code == 0, result.err
+    assert "instances" in result.json()
+
+
+def test_connection_and_output_options_mixed_around_the_command(
+    baton: Baton, baton_server: CheckedServer
+) -> None:
+    result = baton(
+        "--url",
+        baton_server.base_url,
+        "--json",
+        "definitions",
+        "list",
+        "--api-key",
+        baton_server.api_key,
+        connect=False,
+    )
+    assert result.code == 0, result.err
+    assert "definitions" in result.json()
+    queue = unique("q")
+    key_first = ["--api-key", baton_server.api_key, "queues", "stats", queue]
+    stats = baton(*key_first, "--url", baton_server.base_url, connect=False)
+    assert stats.code == 0, stats.err
+    assert stats.out.split()[:2] == ["PENDING", "PROCESSING"]
+    unkeyed = baton("--url", baton_server.base_url, "queues", "stats", queue, connect=False)
+    assert unkeyed.code == 1
+    assert unkeyed.err.startswith("error: 401 ")
 
 
 def test_missing_api_key_is_a_401(baton: Baton, baton_server: CheckedServer) -> None:

@@ -9,11 +9,12 @@ registers ``client`` (these commands); the engine package registers ``dev``. Bot
 ``baton`` script whose :func:`main` builds the parser from the whole group, so the command is the
 same whichever script an installation keeps, and neither package imports the other.
 
-Every client command takes ``--url`` (``$BATON_URL``, default ``http://127.0.0.1:8080``) and
-``--api-key`` (``$BATON_API_KEY``), prints a table (``--json``: the API's JSON, for scripts), and
-on failure prints one line on stderr (``error: 404 Not found: definition 'x' not found``) and
-exits non-zero: 1 when the API or the network failed, 2 for bad arguments. Heavy modules (httpx,
-the runner) are imported inside each command, so ``baton --help`` stays instant.
+Every client command takes ``--url`` (``$BATON_URL``, default ``http://127.0.0.1:8080``),
+``--api-key`` (``$BATON_API_KEY``) and ``--json`` (the API's JSON rather than a table), before or
+after the command's name. On failure it prints one line on stderr (``error: 404 Not found:
+definition 'x' not found``) and exits non-zero: 1 when the API or the network failed, 2 for bad
+arguments. Heavy modules (httpx, the runner) are imported inside each command, so ``baton
+--help`` stays instant.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 
 from baton_worker.cli import definitions, instances, jobs, queues, worker
-from baton_worker.cli.options import EXIT_USAGE, Command, Subparsers
+from baton_worker.cli.options import EXIT_USAGE, Command, Subparsers, add_connection_options
 from baton_worker.version import __version__
 
 COMMANDS_GROUP = "baton.commands"
@@ -37,7 +38,9 @@ Register = Callable[[argparse.ArgumentParser, Subparsers], None]
 
 
 def register(parser: argparse.ArgumentParser, commands: Subparsers) -> None:
-    """Add the client commands to the ``baton`` command (the ``client`` plugin)."""
+    """Add the client commands to the ``baton`` command (the ``client`` plugin), and their
+    connection and output options to ``baton`` itself (``baton --json instances list``)."""
+    add_connection_options(parser, defaults=True)
     definitions.add_commands(commands)
     instances.add_commands(commands)
     jobs.add_commands(commands)

@@ -64,26 +64,58 @@ def json_object_arg(value: str | None, what: str) -> dict[str, Any] | None:
 # --- connection and output ---------------------------------------------------------------------
 
 
-@functools.cache
-def common_options() -> argparse.ArgumentParser:
-    """The parent parser of every client command: connection and output options."""
-    common = argparse.ArgumentParser(add_help=False)
-    group = common.add_argument_group("connection and output")
-    group.add_argument(
-        "--url", help=f"the API's base URL (${ENV_URL}, default {DEFAULT_URL})", metavar="URL"
+def add_connection_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """Add ``--url``, ``--api-key``, ``--iam``, ``--timeout`` and ``--json`` to ``parser``.
+
+    The top-level ``baton`` parser has them with their defaults; the groups and commands below
+    it have them too, so they may be typed anywhere, but without defaults (``SUPPRESS``): a
+    command that is not given an option leaves the value typed before it (or the default) alone,
+    and one typed later wins.
+    """
+
+    def default(value: Any) -> Any:
+        return value if defaults else argparse.SUPPRESS
+
+    options = parser.add_argument_group("connection and output")
+    options.add_argument(
+        "--url",
+        default=default(None),
+        help=f"the API's base URL (${ENV_URL}, default {DEFAULT_URL})",
+        metavar="URL",
     )
-    group.add_argument("--api-key", help=f"sent as x-api-key (${ENV_API_KEY})", metavar="KEY")
-    group.add_argument(
+    options.add_argument(
+        "--api-key",
+        default=default(None),
+        help=f"sent as x-api-key (${ENV_API_KEY})",
+        metavar="KEY",
+    )
+    options.add_argument(
         "--iam",
         action="store_true",
+        default=default(False),
         help="sign requests with AWS SigV4 (an IAM-protected API Gateway; needs "
         "baton-worker[iam] and AWS credentials)",
     )
-    group.add_argument(
-        "--timeout", type=float, default=30.0, help="seconds per request (default 30)"
+    options.add_argument(
+        "--timeout",
+        type=float,
+        default=default(30.0),
+        help="seconds per request (default 30)",
     )
-    group.add_argument("--json", action="store_true", help="print the API's JSON, not a table")
-    return common
+    options.add_argument(
+        "--json",
+        action="store_true",
+        default=default(False),
+        help="print the API's JSON, not a table",
+    )
+
+
+@functools.cache
+def _below_top_level() -> argparse.ArgumentParser:
+    """The parent parser of every group and command: the options without defaults."""
+    parent = argparse.ArgumentParser(add_help=False)
+    add_connection_options(parent, defaults=False)
+    return parent
 
 
 def make_client(args: argparse.Namespace) -> BatonClient:
@@ -132,7 +164,9 @@ def client_command(body: ClientCommand) -> Command:
 
 def group(commands: Subparsers, name: str, help: str) -> Subparsers:
     """A command group (``baton instances ...``); alone, it prints its help and exits 2."""
-    parser: argparse.ArgumentParser = commands.add_parser(name, help=help, description=help)
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name, help=help, description=help, parents=[_below_top_level()]
+    )
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     def usage(_: argparse.Namespace) -> int:
@@ -146,7 +180,7 @@ def group(commands: Subparsers, name: str, help: str) -> Subparsers:
 def leaf(sub: Subparsers, name: str, help: str, body: ClientCommand) -> argparse.ArgumentParser:
     """A client command of a group, with the connection and output options."""
     parser: argparse.ArgumentParser = sub.add_parser(
-        name, help=help, description=help, parents=[common_options()]
+        name, help=help, description=help, parents=[_below_top_level()]
     )
     parser.set_defaults(command=client_command(body))
     return parser
@@ -161,8 +195,8 @@ __all__ = [
     "Command",
     "Subparsers",
     "UsageError",
+    "add_connection_options",
     "client_command",
-    "common_options",
     "group",
     "json_arg",
     "json_object_arg",
