@@ -181,7 +181,7 @@ def test_handler_result_completes_the_job_with_its_variables(
     api: FakeApi, make_runner: Any
 ) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: {"doubled": ctx.input["n"] * 2})
+    registry.handler("t")(lambda ctx: {"doubled": ctx.input["n"] * 2})
     [job_id] = api.add(input={"n": 21})
     make_runner(registry).start()
     eventually(lambda: job_id in api.completed)
@@ -190,7 +190,7 @@ def test_handler_result_completes_the_job_with_its_variables(
 
 def test_none_result_completes_without_variables(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: None)
+    registry.handler("t")(lambda ctx: None)
     [job_id] = api.add()
     make_runner(registry).start()
     eventually(lambda: job_id in api.completed)
@@ -225,8 +225,8 @@ def test_non_retryable_error_fails_the_job_for_good(api: FakeApi, make_runner: A
 
 def test_job_error_carries_its_own_retry_semantics(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("a", lambda ctx: (_ for _ in ()).throw(JobError("later")))
-    registry.register("b", lambda ctx: (_ for _ in ()).throw(JobError("never", non_retryable=True)))
+    registry.handler("a")(lambda ctx: (_ for _ in ()).throw(JobError("later")))
+    registry.handler("b")(lambda ctx: (_ for _ in ()).throw(JobError("never", non_retryable=True)))
     [a] = api.add(job_type="a")
     [b] = api.add(job_type="b")
     make_runner(registry).start()
@@ -237,7 +237,7 @@ def test_job_error_carries_its_own_retry_semantics(api: FakeApi, make_runner: An
 
 def test_a_result_that_is_not_a_mapping_fails_non_retryable(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: ["not", "a", "dict"])  # type: ignore[arg-type,return-value]
+    registry.handler("t")(lambda ctx: ["not", "a", "dict"])  # type: ignore[arg-type,return-value]
     [job_id] = api.add()
     make_runner(registry).start()
     eventually(lambda: job_id in api.failed)
@@ -248,7 +248,7 @@ def test_a_result_that_is_not_a_mapping_fails_non_retryable(api: FakeApi, make_r
 
 def test_a_result_that_is_not_json_fails_non_retryable(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: {"when": object()})
+    registry.handler("t")(lambda ctx: {"when": object()})
     [job_id] = api.add()
     make_runner(registry).start()
     eventually(lambda: job_id in api.failed)
@@ -289,7 +289,7 @@ def test_sync_handler_returning_a_coroutine_is_awaited(api: FakeApi, make_runner
         return work(ctx)  # a plain function handing back a coroutine
 
     registry = Registry()
-    registry.register("t", sync_wrapper)
+    registry.handler("t")(sync_wrapper)
     [job_id] = api.add()
     make_runner(registry).start()
     eventually(lambda: job_id in api.completed)
@@ -300,7 +300,7 @@ def test_job_logger_carries_the_job_ids(
     api: FakeApi, make_runner: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: ctx.logger.info("working", extra={"n": 1}))
+    registry.handler("t")(lambda ctx: ctx.logger.info("working", extra={"n": 1}))
     [job_id] = api.add()
     caplog.set_level(logging.INFO, logger="baton_worker")
     make_runner(registry, worker_id="w-1").start()
@@ -331,7 +331,7 @@ def test_poll_never_asks_for_more_jobs_than_free_slots(api: FakeApi, make_runner
             running -= 1
 
     registry = Registry()
-    registry.register("t", hold)
+    registry.handler("t")(hold)
     ids = api.add(10)
     make_runner(registry, parallelism=3, max_jobs_per_poll=10).start()
     eventually(lambda: running == 3, what="three handlers running")
@@ -347,7 +347,7 @@ def test_poll_never_asks_for_more_jobs_than_free_slots(api: FakeApi, make_runner
 
 def test_max_jobs_per_poll_caps_each_poll(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: None)
+    registry.handler("t")(lambda ctx: None)
     ids = api.add(9)
     make_runner(registry, parallelism=8, max_jobs_per_poll=2).start()
     eventually(lambda: all(i in api.completed for i in ids))
@@ -356,7 +356,7 @@ def test_max_jobs_per_poll_caps_each_poll(api: FakeApi, make_runner: Any) -> Non
 
 def test_failed_polls_back_off_and_the_runner_carries_on(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: {"ok": True})
+    registry.handler("t")(lambda ctx: {"ok": True})
     api.unavailable_polls = 4
     [job_id] = api.add()
     metrics = InMemoryMetrics()
@@ -369,7 +369,7 @@ def test_failed_polls_back_off_and_the_runner_carries_on(api: FakeApi, make_runn
 
 def test_empty_polls_slow_down_to_the_cap(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: None)
+    registry.handler("t")(lambda ctx: None)
     make_runner(registry, poll_interval=0.02, max_poll_interval=0.1).start()
     eventually(lambda: len(api.poll_times) >= 8, timeout=10)
     gaps = [b - a for a, b in zip(api.poll_times, api.poll_times[1:], strict=False)]
@@ -379,7 +379,7 @@ def test_empty_polls_slow_down_to_the_cap(api: FakeApi, make_runner: Any) -> Non
 
 def test_a_full_batch_is_followed_by_another_poll_at_once(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: None)
+    registry.handler("t")(lambda ctx: None)
     ids = api.add(6)
     make_runner(
         registry, parallelism=2, max_jobs_per_poll=2, poll_interval=5.0, max_poll_interval=5.0
@@ -394,7 +394,7 @@ def test_a_full_batch_is_followed_by_another_poll_at_once(api: FakeApi, make_run
 def test_a_long_handler_gets_heartbeats_at_half_its_lease(make_runner: Any) -> None:
     api = FakeApi(lease_seconds=0.4)
     registry = Registry()
-    registry.register("t", lambda ctx: time.sleep(1.0))
+    registry.handler("t")(lambda ctx: time.sleep(1.0))
     [job_id] = api.add()
     client = BatonClient("http://fake", transport=api.transport(), retry=FAST)
     runner = Runner(registry, client=client, options=RunnerOptions(poll_interval=0.01))
@@ -414,7 +414,7 @@ def test_handler_heartbeat_returns_the_new_lease_end(api: FakeApi, make_runner: 
         seen.append(ctx.heartbeat())
 
     registry = Registry()
-    registry.register("t", beat)
+    registry.handler("t")(beat)
     [job_id] = api.add()
     make_runner(registry).start()
     eventually(lambda: job_id in api.completed)
@@ -436,7 +436,7 @@ def test_a_lost_lease_is_visible_to_the_handler_and_its_result_dropped(make_runn
         return {"late": True}
 
     registry = Registry()
-    registry.register("t", wait_for_loss)
+    registry.handler("t")(wait_for_loss)
     api.add()
     metrics = InMemoryMetrics()
     client = BatonClient("http://fake", transport=api.transport(), retry=FAST)
@@ -468,7 +468,7 @@ def test_stop_waits_for_in_flight_jobs_and_polls_no_more(api: FakeApi, make_runn
         return {"finished": True}
 
     registry = Registry()
-    registry.register("t", hold)
+    registry.handler("t")(hold)
     ids = api.add(5)
     runner = make_runner(registry, parallelism=2, max_jobs_per_poll=2)
     runner.start()
@@ -489,13 +489,13 @@ def test_stop_waits_for_in_flight_jobs_and_polls_no_more(api: FakeApi, make_runn
 
 def test_stop_before_start_is_harmless() -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: None)
+    registry.handler("t")(lambda ctx: None)
     assert Runner(registry, url="http://nowhere.invalid").stop(timeout=1)
 
 
 def test_a_runner_starts_once(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: None)
+    registry.handler("t")(lambda ctx: None)
     runner = make_runner(registry)
     runner.start()
     with pytest.raises(RuntimeError):
@@ -508,7 +508,7 @@ def test_metrics_hook_failures_do_not_stop_jobs(api: FakeApi, make_runner: Any) 
             raise RuntimeError("metrics backend down")
 
     registry = Registry()
-    registry.register("t", lambda ctx: {"ok": 1})
+    registry.handler("t")(lambda ctx: {"ok": 1})
     [job_id] = api.add()
     make_runner(registry, metrics=Broken()).start()
     eventually(lambda: job_id in api.completed)
@@ -516,8 +516,8 @@ def test_metrics_hook_failures_do_not_stop_jobs(api: FakeApi, make_runner: Any) 
 
 def test_in_memory_metrics_count_what_happened(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("ok", lambda ctx: None)
-    registry.register("bad", lambda ctx: (_ for _ in ()).throw(NonRetryableError("no")))
+    registry.handler("ok")(lambda ctx: None)
+    registry.handler("bad")(lambda ctx: (_ for _ in ()).throw(NonRetryableError("no")))
     ok = api.add(3, job_type="ok")
     bad = api.add(1, job_type="bad")
     metrics = InMemoryMetrics()
@@ -536,8 +536,8 @@ def test_in_memory_metrics_count_what_happened(api: FakeApi, make_runner: Any) -
 
 def test_job_types_default_to_every_registered_type(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("a", lambda ctx: None)
-    registry.register("b", lambda ctx: None)
+    registry.handler("a")(lambda ctx: None)
+    registry.handler("b")(lambda ctx: None)
     runner = make_runner(registry)
     runner.start()
     assert runner.job_types == ("a", "b")
@@ -545,7 +545,7 @@ def test_job_types_default_to_every_registered_type(api: FakeApi, make_runner: A
 
 def test_a_job_type_without_a_handler_is_refused_at_start() -> None:
     registry = Registry()
-    registry.register("a", lambda ctx: None)
+    registry.handler("a")(lambda ctx: None)
     runner = Runner(registry, options=RunnerOptions(job_types=["a", "b"]))
     with pytest.raises(ValueError, match="no handler registered for job type"):
         runner.start()
@@ -561,29 +561,40 @@ def test_worker_id_defaults_to_host_and_pid() -> None:
     assert default_worker_id().endswith(f"-{__import__('os').getpid()}")
 
 
-def test_runner_decorator_registers_into_its_registry() -> None:
-    runner = Runner()
+def test_the_decorator_registers_and_returns_the_function() -> None:
+    registry = Registry()
 
-    @runner.job("ship-parcel")
+    @registry.handler("ship-parcel")
     def ship(ctx: JobContext) -> None:
         return None
 
-    assert runner.registry.get("ship-parcel") is not None
+    async def notify(ctx: JobContext) -> None:
+        return None
+
+    assert registry.handler("notify")(notify) is notify  # the same decorator, called
+    assert registry.get("ship-parcel") is not None
+    assert registry.get("notify").is_async  # type: ignore[union-attr]
     assert ship(None) is None  # type: ignore[arg-type]  # the decorator returns the function
+
+
+def test_there_is_one_way_to_register_a_handler() -> None:
+    for gone in ("register", "job"):
+        assert not hasattr(Registry, gone), gone
+        assert not hasattr(Runner, gone), gone
 
 
 def test_a_second_handler_for_a_type_is_refused() -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: None)
+    registry.handler("t")(lambda ctx: None)
     with pytest.raises(ValueError, match="already has a handler"):
-        registry.register("t", lambda ctx: None)
-    registry.register("t", lambda ctx: {"x": 1}, replace=True)
+        registry.handler("t")(lambda ctx: None)
+    registry.handler("t", replace=True)(lambda ctx: {"x": 1})
 
 
 @pytest.mark.parametrize("job_type", ["", "-leading", "has space", "x" * 129, "a/b"])
 def test_invalid_job_types_are_refused(job_type: str) -> None:
     with pytest.raises(ValueError, match="invalid job type"):
-        Registry().register(job_type, lambda ctx: None)
+        Registry().handler(job_type)(lambda ctx: None)
 
 
 def test_async_detection_sees_through_partials_and_callable_objects() -> None:

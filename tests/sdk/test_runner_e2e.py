@@ -377,7 +377,7 @@ def test_heartbeats_keep_a_long_job_on_its_first_worker(
     name = unique("heartbeat")
     client.register_definition(one_step(name, job_type, responseTimeoutSeconds=1))
     registry = Registry()
-    registry.register(job_type, lambda ctx: time.sleep(3.0) or {"leaseLost": ctx.lease_lost})
+    registry.handler(job_type)(lambda ctx: time.sleep(3.0) or {"leaseLost": ctx.lease_lost})
     runner = runners(registry, client=client, options=quick_options())
     runner.start()
     instance_id = client.start_instance(name)["id"]
@@ -471,7 +471,7 @@ def test_runner_survives_a_server_that_refuses_connections_then_answers_503(
     instance_id = client.start_instance(name)["id"]
     calls: list[str] = []
     registry = Registry()
-    registry.register(job_type, lambda ctx: calls.append(ctx.job_id) or {"survived": True})
+    registry.handler(job_type)(lambda ctx: calls.append(ctx.job_id) or {"survived": True})
     metrics = InMemoryMetrics()
     runner = runners(
         registry,
