@@ -246,6 +246,25 @@ def test_jobs_poll_table_shows_the_claimed_job(baton: Baton, tmp_path: Path) -> 
     assert footer == "(claimed by worker table-w)"
 
 
+def test_jobs_fail_with_a_next_retry_delay_is_retried_at_once(baton: Baton, tmp_path: Path) -> None:
+    name = unique("cli-fail")
+    job_type = unique("cli-type")
+    step = {"id": "work", "type": "SERVICE_TASK", "jobType": job_type, "retryCount": 1}
+    (tmp_path / "slow.json").write_text(
+        json.dumps({"name": name, "steps": [{**step, "retryDelaySeconds": 3600}]})
+    )
+    assert baton("definitions", "create", str(tmp_path / "slow.json")).code == 0
+    baton("instances", "start", name)
+    poll = ["jobs", "poll", "--type", job_type, "--worker", "fail-w", "--json"]
+    [job] = baton(*poll).json()["jobs"]
+    fail = ["jobs", "fail", job["id"], "--worker", "fail-w", "--message", "later"]
+    failed = baton(*fail, "--next-retry-delay", "0")  # not the step's hour
+    assert failed.code == 0, failed.err
+    assert "RETRY_SCHEDULED" in failed.out
+    [again] = baton(*poll).json()["jobs"]
+    assert (again["id"], again["attempt"]) == (job["id"], 2)
+
+
 # --- queues --------------------------------------------------------------------------------------
 
 

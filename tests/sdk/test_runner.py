@@ -57,6 +57,7 @@ class FakeApi:
         self.locked: dict[str, dict[str, Any]] = {}
         self.completed: dict[str, Any] = {}
         self.failed: dict[str, tuple[str, bool]] = {}
+        self.fail_bodies: dict[str, dict[str, Any]] = {}
         self.poll_sizes: list[int] = []
         self.poll_times: list[float] = []
         self.heartbeats: list[str] = []
@@ -102,6 +103,7 @@ class FakeApi:
             if path == "/v1/jobs/fail":
                 self.locked.pop(body["jobId"], None)
                 self.failed[body["jobId"]] = (body["errorMessage"], body["retryable"])
+                self.fail_bodies[body["jobId"]] = body
                 return _ok({"jobId": body["jobId"], "status": "FAILED", "applied": True})
             if path == "/v1/jobs/heartbeat":
                 self.heartbeats.append(body["jobId"])
@@ -233,6 +235,26 @@ def test_job_error_carries_its_own_retry_semantics(api: FakeApi, make_runner: An
     eventually(lambda: a in api.failed and b in api.failed)
     assert api.failed[a] == ("later", True)
     assert api.failed[b] == ("never", False)
+
+
+def test_job_error_sends_its_next_retry_delay(api: FakeApi, make_runner: Any) -> None:
+    registry = Registry()
+    registry.handler("soon")(
+        lambda ctx: (_ for _ in ()).throw(JobError("rate limited", next_retry_delay=timedelta(0)))
+    )
+    registry.handler("later")(
+        lambda ctx: (_ for _ in ()).throw(JobError("busy", next_retry_delay=90))
+    )
+    registry.handler("never")(
+        lambda ctx: (_ for _ in ()).throw(JobError("no", non_retryable=True, next_retry_delay=5))
+    )
+    registry.handler("plain")(lambda ctx: (_ for _ in ()).throw(RuntimeError("boom")))
+    ids = {t: api.add(job_type=t)[0] for t in ("soon", "later", "never", "plain")}
+    make_runner(registry).start()
+    eventually(lambda: all(i in api.failed for i in ids.values()))
+    delays = {t: api.fail_bodies[i].get("nextRetryDelaySeconds") for t, i in ids.items()}
+    # A non-retryable failure has no retry to delay; a plain exception keeps the step's delay.
+    assert delays == {"soon": 0.0, "later": 90.0, "never": None, "plain": None}
 
 
 def test_a_result_that_is_not_a_mapping_fails_non_retryable(api: FakeApi, make_runner: Any) -> None:

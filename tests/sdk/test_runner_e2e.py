@@ -24,6 +24,7 @@ from baton_worker import (
     BatonClient,
     InMemoryMetrics,
     JobContext,
+    JobError,
     NonRetryableError,
     Registry,
     RetryPolicy,
@@ -246,6 +247,35 @@ def test_non_retryable_error_fails_at_once(
     events = audit(database, instance_id)
     assert [d["retryable"] for e, d in events if e == "JOB_FAILED"] == [False]
     assert "JOB_RETRY_SCHEDULED" not in [e for e, _ in events]
+
+
+def test_job_error_next_retry_delay_overrides_the_steps_delay(
+    client: BatonClient, database: psycopg.Connection[Any], runners: Callable[..., Runner]
+) -> None:
+    job_type = unique("throttled")
+    name = unique("retry-now")
+    client.register_definition(one_step(name, job_type, retryCount=1, retryDelaySeconds=3600))
+    calls: list[int] = []
+    registry = Registry()
+
+    @registry.handler(job_type)
+    def throttled(ctx: JobContext) -> dict[str, Any]:
+        calls.append(ctx.attempt)
+        if ctx.attempt == 1:
+            raise JobError("slow down", next_retry_delay=0)
+        return {"succeededOn": ctx.attempt}
+
+    runners(registry, client=client, options=quick_options()).start()
+    instance_id = client.start_instance(name)["id"]
+    started = time.monotonic()
+    # Retried at once, not after the step's hour; wait_status gives up after its own timeout.
+    done = wait_status(client, instance_id, "COMPLETED", "FAILED")
+    assert done["status"] == "COMPLETED", done
+    assert time.monotonic() - started < 30
+    assert done["variables"] == {"succeededOn": 2}
+    assert calls == [1, 2]
+    events = [e for e, _ in audit(database, instance_id)]
+    assert events.count("JOB_RETRY_SCHEDULED") == 1
 
 
 # --- stopping and crashing -----------------------------------------------------------------------

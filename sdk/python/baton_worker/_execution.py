@@ -55,6 +55,7 @@ class Outcome:
     variables: Mapping[str, Any] | None = None
     error: str | None = None
     retryable: bool = True
+    next_retry_delay_seconds: float | None = None  # None: the step's own retry delay
     seconds: float = 0.0
 
 
@@ -136,11 +137,22 @@ class JobExecutor:
         except JobError as e:
             seconds = time.perf_counter() - started
             message = e.message or type(e).__name__
+            delay = None if e.non_retryable else e.next_retry_delay_seconds
             ctx.logger.warning(
                 "handler failed",
-                extra={"error": message, "retryable": not e.non_retryable, "handler_s": seconds},
+                extra={
+                    "error": message,
+                    "retryable": not e.non_retryable,
+                    "next_retry_delay_s": delay,
+                    "handler_s": seconds,
+                },
             )
-            return Outcome(error=message, retryable=not e.non_retryable, seconds=seconds)
+            return Outcome(
+                error=message,
+                retryable=not e.non_retryable,
+                next_retry_delay_seconds=delay,
+                seconds=seconds,
+            )
         except BaseException as e:  # anything else fails the job as retryable, with its trace
             seconds = time.perf_counter() - started
             ctx.logger.warning(
@@ -204,6 +216,7 @@ class JobExecutor:
                 worker_id=self.worker_id,
                 error_message=_clip(outcome.error),
                 retryable=outcome.retryable,
+                next_retry_delay_seconds=outcome.next_retry_delay_seconds,
                 retry=self.report_retry,
             )
         except BatonError as e:

@@ -328,15 +328,18 @@ class BatonClient:
         worker_id: str,
         error_message: str,
         retryable: bool = True,
+        next_retry_delay_seconds: float | None = None,
         retry: RetryArg = CLIENT_POLICY,
     ) -> FailJobResult:
-        """Fail a claimed job; the engine retries it per the step's policy when ``retryable``."""
-        body = {
-            "jobId": job_id,
-            "workerId": worker_id,
-            "errorMessage": error_message,
-            "retryable": retryable,
-        }
+        """Fail a claimed job; the engine retries it per the step's policy when ``retryable``,
+        after ``next_retry_delay_seconds`` instead of the step's delay when that is given."""
+        body = _params(
+            jobId=job_id,
+            workerId=worker_id,
+            errorMessage=error_message,
+            retryable=retryable,
+            nextRetryDelaySeconds=next_retry_delay_seconds,
+        )
         result = self._call("POST", "/v1/jobs/fail", json=body, idempotent=True, retry=retry)
         return cast(FailJobResult, result)
 

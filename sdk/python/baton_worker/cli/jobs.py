@@ -51,6 +51,7 @@ def _fail(client: BatonClient, args: argparse.Namespace) -> None:
         worker_id=args.worker,
         error_message=args.message,
         retryable=not args.non_retryable,
+        next_retry_delay_seconds=args.next_retry_delay,
     )
     show(args, result, lambda r: fields(list(r.items())))
 
@@ -73,3 +74,9 @@ def add_commands(commands: Subparsers) -> None:
     p.add_argument("--worker", required=True, metavar="ID", help="the worker that claimed it")
     p.add_argument("--message", required=True, help="the error message")
     p.add_argument("--non-retryable", action="store_true", help="skip the remaining retries")
+    p.add_argument(
+        "--next-retry-delay",
+        type=float,
+        metavar="SECONDS",
+        help="wait this long before the retry, instead of the step's retry delay",
+    )
