@@ -64,6 +64,11 @@ class FakeApi:
         self.unavailable_polls = 0
         self.heartbeat_status = 200
         self.complete_status = 200
+        self.complete_script: list[int] = []  # statuses answered first, one per call
+        self.complete_calls = 0
+        self.fail_status = 200
+        self.problem_detail = "fake"
+        self.problem_errors: list[dict[str, str]] = []
 
     def add(self, n: int = 1, job_type: str = "t", input: Any = None) -> list[str]:
         ids = []
@@ -95,12 +100,17 @@ class FakeApi:
             if path == "/v1/jobs/poll":
                 return self._poll(body)
             if path == "/v1/jobs/complete":
-                if self.complete_status != 200:
-                    return _problem(self.complete_status)
+                self.complete_calls += 1
+                status = self.complete_script.pop(0) if self.complete_script else None
+                status = status or self.complete_status
+                if status != 200:
+                    return _problem(status, detail=self.problem_detail, errors=self.problem_errors)
                 self.locked.pop(body["jobId"], None)
                 self.completed[body["jobId"]] = body.get("variablesToSet")
                 return _ok({"jobId": body["jobId"], "status": "COMPLETED", "applied": True})
             if path == "/v1/jobs/fail":
+                if self.fail_status != 200:
+                    return _problem(self.fail_status, detail=self.problem_detail)
                 self.locked.pop(body["jobId"], None)
                 self.failed[body["jobId"]] = (body["errorMessage"], body["retryable"])
                 self.fail_bodies[body["jobId"]] = body
@@ -132,13 +142,18 @@ def _ok(body: Any) -> httpx.Response:
     return httpx.Response(200, json=body)
 
 
-def _problem(status: int, headers: dict[str, str] | None = None) -> httpx.Response:
+def _problem(
+    status: int,
+    headers: dict[str, str] | None = None,
+    detail: str = "fake",
+    errors: list[dict[str, str]] | None = None,
+) -> httpx.Response:
     doc = {
         "type": "x",
         "title": f"status {status}",
         "status": status,
-        "detail": "fake",
-        "errors": [],
+        "detail": detail,
+        "errors": errors or [],
     }
     return httpx.Response(
         status, json=doc, headers={"content-type": "application/problem+json", **(headers or {})}
@@ -277,6 +292,127 @@ def test_a_result_that_is_not_json_fails_non_retryable(api: FakeApi, make_runner
     message, retryable = api.failed[job_id]
     assert "not JSON" in message
     assert retryable is False
+
+
+@pytest.mark.parametrize(
+    ("result", "problem"),
+    [
+        ({"ratio": float("nan")}, "$.ratio is NaN, which is not JSON"),
+        ({"a": [1, {"b": float("inf")}]}, "$.a[1].b is Infinity, which is not JSON"),
+        ({"when": datetime(2026, 1, 1)}, "$.when is a datetime, which is not JSON"),
+        ({"note": "a\x00b"}, "$.note contains a NUL character"),
+        ({(1, 2): "tuple key"}, "$ has a key of type tuple, which is not JSON"),
+    ],
+)
+def test_a_result_that_cannot_be_sent_fails_at_once_without_being_sent(
+    api: FakeApi, make_runner: Any, result: dict[Any, Any], problem: str
+) -> None:
+    registry = Registry()
+    registry.handler("t")(lambda ctx: result)
+    [job_id] = api.add()
+    make_runner(registry).start()
+    eventually(lambda: job_id in api.failed)
+    message, retryable = api.failed[job_id]
+    assert message.startswith("the handler's result cannot be sent: ")
+    assert problem in message
+    assert retryable is False
+    assert api.complete_calls == 0
+
+
+@pytest.mark.parametrize("status", [400, 413, 422])
+def test_a_completion_refused_with_a_4xx_fails_the_job_at_once_with_the_reason(
+    api: FakeApi, make_runner: Any, status: int
+) -> None:
+    api.complete_status = status
+    api.problem_detail = "variablesToSet.big: too large"
+    registry = Registry()
+    registry.handler("t")(lambda ctx: {"big": "x"})
+    [job_id] = api.add()
+    metrics = InMemoryMetrics()
+    make_runner(registry, metrics=metrics).start()
+    eventually(lambda: job_id in api.failed)
+    message, retryable = api.failed[job_id]
+    assert message == (
+        f"the server refused the handler's result: {status} status {status}: "
+        "variablesToSet.big: too large"
+    )
+    assert retryable is False
+    assert api.complete_calls == 1  # a refusal is final: never repeated
+    assert metrics.jobs_failed_non_retryable["t"] == 1
+
+
+def test_a_refusal_names_the_first_listed_problem(api: FakeApi, make_runner: Any) -> None:
+    api.complete_status = 422
+    api.problem_detail = "1 problem"
+    api.problem_errors = [{"path": "variablesToSet.x", "message": "is not allowed"}]
+    registry = Registry()
+    registry.handler("t")(lambda ctx: {"x": 1})
+    [job_id] = api.add()
+    make_runner(registry).start()
+    eventually(lambda: job_id in api.failed)
+    assert "variablesToSet.x: is not allowed" in api.failed[job_id][0]
+
+
+@pytest.mark.parametrize("status", [404, 409])
+def test_a_completion_answered_404_or_409_is_dropped_not_failed(
+    api: FakeApi, make_runner: Any, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    api.complete_status = status
+    registry = Registry()
+    registry.handler("t")(lambda ctx: {"late": True})
+    api.add()
+    metrics = InMemoryMetrics()
+    caplog.set_level(logging.WARNING, logger="baton_worker")
+    make_runner(registry, metrics=metrics).start()
+    eventually(
+        lambda: any("no longer this worker's" in r.getMessage() for r in caplog.records),
+        what="the warning",
+    )
+    assert metrics.outcomes_unreported["t"] == 1
+    assert api.complete_calls == 1
+    assert api.failed == {}
+
+
+def test_server_errors_on_complete_are_retried_until_it_succeeds(
+    api: FakeApi, make_runner: Any
+) -> None:
+    api.complete_script = [500, 502, 429, 503]
+    registry = Registry()
+    registry.handler("t")(lambda ctx: {"ok": True})
+    [job_id] = api.add()
+    make_runner(registry).start()
+    eventually(lambda: job_id in api.completed)
+    assert api.complete_calls == 5
+    assert api.failed == {}
+
+
+def test_an_error_message_with_a_nul_character_is_spelled_out(
+    api: FakeApi, make_runner: Any
+) -> None:
+    registry = Registry()
+    registry.handler("t")(lambda ctx: (_ for _ in ()).throw(RuntimeError("bad\x00byte \ud800")))
+    [job_id] = api.add()
+    make_runner(registry).start()
+    eventually(lambda: job_id in api.failed)
+    assert api.failed[job_id] == ("RuntimeError: bad\\x00byte \\ud800", True)
+
+
+def test_a_refused_failure_is_logged_and_dropped(
+    api: FakeApi, make_runner: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    api.fail_status = 422
+    registry = Registry()
+    registry.handler("t")(lambda ctx: (_ for _ in ()).throw(RuntimeError("boom")))
+    [job_id] = api.add()
+    metrics = InMemoryMetrics()
+    caplog.set_level(logging.ERROR, logger="baton_worker")
+    make_runner(registry, metrics=metrics).start()
+    eventually(
+        lambda: any("refused the job's outcome" in r.getMessage() for r in caplog.records),
+        what="the error",
+    )
+    assert metrics.outcomes_unreported["t"] == 1
+    assert job_id not in api.failed
 
 
 def test_async_handlers_run_concurrently_on_the_runners_event_loop(

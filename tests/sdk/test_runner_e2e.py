@@ -278,6 +278,63 @@ def test_job_error_next_retry_delay_overrides_the_steps_delay(
     assert events.count("JOB_RETRY_SCHEDULED") == 1
 
 
+@pytest.mark.parametrize(
+    ("result", "problem"),
+    [
+        ({"ratio": float("nan")}, "$.ratio is NaN, which is not JSON"),
+        ({"note": "a\x00b"}, "$.note contains a NUL character"),
+    ],
+)
+def test_a_result_the_server_cannot_take_fails_the_instance_at_once(
+    client: BatonClient,
+    database: psycopg.Connection[Any],
+    runners: Callable[..., Runner],
+    result: dict[str, Any],
+    problem: str,
+) -> None:
+    job_type = unique("unsendable")
+    name = unique("bad-result")
+    client.register_definition(one_step(name, job_type, retryCount=3, retryDelaySeconds=0))
+    calls: list[int] = []
+    registry = Registry()
+
+    @registry.handler(job_type)
+    def compute(ctx: JobContext) -> dict[str, Any]:
+        calls.append(ctx.attempt)
+        return result
+
+    runners(registry, client=client, options=quick_options()).start()
+    instance_id = client.start_instance(name)["id"]
+    started = time.monotonic()
+    done = wait_status(client, instance_id, "COMPLETED", "FAILED")
+    assert time.monotonic() - started < 10
+    assert done["status"] == "FAILED"
+    assert calls == [1]  # not retried: the same result would be refused again
+    assert problem in done.get("reason", ""), done
+    [step] = done.get("steps", [])
+    assert problem in step.get("error", "")
+    assert [d["retryable"] for e, d in audit(database, instance_id) if e == "JOB_FAILED"] == [False]
+
+
+def test_an_error_message_with_a_nul_character_reaches_the_server(
+    client: BatonClient, runners: Callable[..., Runner]
+) -> None:
+    job_type = unique("nul-message")
+    name = unique("nul")
+    client.register_definition(one_step(name, job_type, retryCount=0))
+    registry = Registry()
+
+    @registry.handler(job_type)
+    def refuse(ctx: JobContext) -> None:
+        raise NonRetryableError("bad byte: \x00")
+
+    runners(registry, client=client, options=quick_options()).start()
+    done = wait_status(client, client.start_instance(name)["id"], "COMPLETED", "FAILED")
+    assert done["status"] == "FAILED"
+    [step] = done.get("steps", [])
+    assert step.get("error") == "bad byte: \\x00"
+
+
 # --- stopping and crashing -----------------------------------------------------------------------
 
 
