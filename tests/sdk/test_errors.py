@@ -270,6 +270,27 @@ def test_requests_leave_out_unset_fields() -> None:
     assert json.loads(seen[0].content) == {"definitionName": "order", "input": {"a": 1}}
 
 
+@pytest.mark.parametrize(
+    ("body", "error"), [({"x": float("nan")}, ValueError), ({"x": object()}, TypeError)]
+)
+def test_a_body_that_is_not_strict_json_is_refused_before_sending(
+    body: dict[str, Any], error: type[Exception]
+) -> None:
+    seen: list[httpx.Request] = []
+    client = scripted_client([], seen)
+    with pytest.raises(error):
+        client.start_instance("d", input=body)
+    assert seen == []
+
+
+def test_bodies_are_sent_as_utf8_json() -> None:
+    seen: list[httpx.Request] = []
+    client = scripted_client([reply(201, {"id": "i"})], seen)
+    client.start_instance("d", input={"name": "José"})
+    assert seen[0].headers["content-type"] == "application/json"
+    assert seen[0].content == '{"definitionName":"d","input":{"name":"José"}}'.encode()
+
+
 def test_client_refuses_two_kinds_of_credentials() -> None:
     with pytest.raises(ValueError):
         BatonClient(api_key="k", auth=httpx.BasicAuth("a", "b"))

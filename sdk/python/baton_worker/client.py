@@ -14,6 +14,7 @@ The client is thread-safe; share one per process.
 from __future__ import annotations
 
 import enum
+import json as jsonlib
 import logging
 import os
 import socket
@@ -436,7 +437,12 @@ class BatonClient:
         idempotent: bool | None = None,
         retry: RetryArg = CLIENT_POLICY,
     ) -> Any:
-        """Send a request, retrying per policy; the decoded JSON body of a 2xx answer."""
+        """Send a request, retrying per policy; the decoded JSON body of a 2xx answer.
+
+        The body is encoded once, as strict JSON: NaN, Infinity or an object that is not JSON
+        raise ``ValueError``/``TypeError`` here, before anything is sent.
+        """
+        content = None if json is None else _encode(json)
         if idempotent is None:
             idempotent = method in ("GET", "PUT", "DELETE", "HEAD")
         policy = self.retry if retry is CLIENT_POLICY else (retry or NO_RETRY)
@@ -447,7 +453,7 @@ class BatonClient:
         while True:
             attempts += 1
             try:
-                return self._send(method, path, json, params)
+                return self._send(method, path, content, params)
             except (TransportError, BatonApiError) as error:
                 if not may_retry(error, idempotent=idempotent):
                     raise
@@ -469,10 +475,15 @@ class BatonClient:
                 )
                 self._sleep(delay)
 
-    def _send(self, method: str, path: str, json: Any, params: Mapping[str, Any] | None) -> Any:
+    def _send(
+        self, method: str, path: str, content: bytes | None, params: Mapping[str, Any] | None
+    ) -> Any:
         url = self.url + path
+        headers = None if content is None else {"content-type": "application/json"}
         try:
-            response = self._http.request(method, path, json=json, params=params)
+            response = self._http.request(
+                method, path, content=content, params=params, headers=headers
+            )
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as e:
             raise TransportError(
                 f"cannot reach {self.url}: {_why(e)}", sent=False, method=method, url=url
@@ -502,6 +513,12 @@ class BatonClient:
             method=method,
             url=url,
         )
+
+
+def _encode(body: Any) -> bytes:
+    return jsonlib.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
+        "utf-8"
+    )
 
 
 def _params(**values: Any) -> dict[str, Any]:
