@@ -1,17 +1,38 @@
-"""The ``baton`` command. Each subcommand is a function taking the parsed arguments and returning
-an exit code; heavy modules are imported inside it, so ``baton --help`` stays instant."""
+"""The engine's side of the ``baton`` command: ``baton dev``.
+
+One ``baton`` command, from whichever packages are installed: every entry point of the group
+``baton.commands`` names a function ``register(parser, commands)`` that adds its commands to
+``commands`` (the top-level subparsers; each command sets a ``command`` default, a function of
+the parsed arguments returning the exit code) and may add options to ``parser``. This package
+registers ``dev``; the worker SDK (``baton-worker``) registers ``client``, the commands that talk
+to an API. Both install a ``baton`` script whose :func:`main` builds the parser from the whole
+group, so the command is the same whichever script an installation keeps, and neither package
+imports the other. Heavy modules are imported inside each command, so ``baton --help`` stays
+instant.
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
 from pathlib import Path
+from typing import TypeAlias
 
-from baton import __version__, cli_client
+from baton import __version__
 from baton import settings as env_names
 
+COMMANDS_GROUP = "baton.commands"
+PLUGIN = "dev"  # this package's entry point in the group
+DISTRIBUTION = "baton"
+DESCRIPTION = "Baton, a workflow orchestration engine on PostgreSQL."
+EXIT_USAGE = 2
+
 Command = Callable[[argparse.Namespace], int]
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+Register = Callable[[argparse.ArgumentParser, Subparsers], None]
 
 
 def _dev(args: argparse.Namespace) -> int:
@@ -34,7 +55,8 @@ def _dev(args: argparse.Namespace) -> int:
         return 130
 
 
-def _add_dev(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(parser: argparse.ArgumentParser, commands: Subparsers) -> None:
+    """Add ``baton dev`` to the ``baton`` command (the ``dev`` plugin)."""
     p = commands.add_parser(
         "dev",
         help="serve the API locally (embedded PostgreSQL, local S3, scheduled functions)",
@@ -66,24 +88,40 @@ def _add_dev(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.set_defaults(command=_dev)
 
 
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="baton", description="Baton, a workflow orchestration engine on PostgreSQL."
-    )
-    parser.add_argument("--version", action="version", version=f"baton {__version__}")
+    """The ``baton`` parser, with the commands of every plugin of ``baton.commands``."""
+    plugins: dict[str, Register] = {PLUGIN: register}
+    versions = {DISTRIBUTION: __version__}
+    for entry in entry_points(group=COMMANDS_GROUP):
+        if entry.dist is not None:
+            versions[_canonical(entry.dist.name)] = entry.dist.version
+        if entry.name in plugins:
+            continue
+        try:
+            plugins[entry.name] = entry.load()
+        except Exception as e:  # a broken plugin must not take the other commands down
+            print(f"baton: warning: cannot load {entry.value}: {e}", file=sys.stderr)
+    parser = argparse.ArgumentParser(prog="baton", description=DESCRIPTION)
+    version = ", ".join(f"{name} {v}" for name, v in sorted(versions.items()))
+    parser.add_argument("--version", action="version", version=version)
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
-    _add_dev(commands)
-    cli_client.register(commands)
+    for name in sorted(plugins):
+        plugins[name](parser, commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``baton`` command; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     command: Command | None = getattr(args, "command", None)
     if command is None:
         parser.print_help(sys.stderr)
-        return 2
+        return EXIT_USAGE
     return command(args)
 
 

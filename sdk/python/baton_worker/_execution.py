@@ -4,6 +4,12 @@
 handler runs, calls it (on the calling thread, or on the event loop for coroutines), and reports
 the outcome: complete with the returned variables, or fail (retryable unless the handler said
 otherwise). It never raises for anything a handler or the API does.
+
+Reporting follows one rule: only failures that may pass (no answer, 429, 5xx) are retried. A
+result that is not strict JSON Baton can store fails the job at once, non-retryably, without being
+sent; a completion the server refuses with a 4xx does the same, with the server's reason. A 409 or
+404 means the job is no longer this worker's (cancelled, or settled by another worker after a
+lapsed lease): the outcome is logged and dropped.
 """
 
 from __future__ import annotations
@@ -19,16 +25,18 @@ from typing import Any
 
 from baton_worker._heartbeat import Heartbeater, parse_timestamp
 from baton_worker._loop import EventLoopThread
+from baton_worker._results import result_problem
 from baton_worker.backoff import RetryPolicy
 from baton_worker.client import BatonClient
 from baton_worker.context import JobContext
 from baton_worker.errors import (
+    AuthenticationError,
+    BatonApiError,
     BatonError,
     ConflictError,
     JobError,
     NotFoundError,
-    PayloadTooLargeError,
-    ValidationError,
+    PermissionDeniedError,
 )
 from baton_worker.metrics import MetricsHook
 from baton_worker.registry import RegisteredHandler, Registry
@@ -55,6 +63,7 @@ class Outcome:
     variables: Mapping[str, Any] | None = None
     error: str | None = None
     retryable: bool = True
+    next_retry_delay_seconds: float | None = None  # None: the step's own retry delay
     seconds: float = 0.0
 
 
@@ -136,11 +145,22 @@ class JobExecutor:
         except JobError as e:
             seconds = time.perf_counter() - started
             message = e.message or type(e).__name__
+            delay = None if e.non_retryable else e.next_retry_delay_seconds
             ctx.logger.warning(
                 "handler failed",
-                extra={"error": message, "retryable": not e.non_retryable, "handler_s": seconds},
+                extra={
+                    "error": message,
+                    "retryable": not e.non_retryable,
+                    "next_retry_delay_s": delay,
+                    "handler_s": seconds,
+                },
             )
-            return Outcome(error=message, retryable=not e.non_retryable, seconds=seconds)
+            return Outcome(
+                error=message,
+                retryable=not e.non_retryable,
+                next_retry_delay_seconds=delay,
+                seconds=seconds,
+            )
         except BaseException as e:  # anything else fails the job as retryable, with its trace
             seconds = time.perf_counter() - started
             ctx.logger.warning(
@@ -150,13 +170,10 @@ class JobExecutor:
             )
             return Outcome(error=_describe(e), retryable=True, seconds=seconds)
         seconds = time.perf_counter() - started
-        if result is not None and not isinstance(result, Mapping):
-            message = (
-                f"handler {handler.name} returned {type(result).__name__}; "
-                "return a dict of variables, or None"
-            )
-            ctx.logger.error("handler returned a bad result", extra={"error": message})
-            return Outcome(error=message, retryable=False, seconds=seconds)
+        problem = result_problem(result, handler.name)
+        if problem is not None:
+            ctx.logger.error("handler returned a bad result", extra={"error": problem})
+            return Outcome(error=problem, retryable=False, seconds=seconds)
         return Outcome(variables=result, seconds=seconds)
 
     # --- the report ------------------------------------------------------------------------------
@@ -170,19 +187,22 @@ class JobExecutor:
                     variables=outcome.variables,
                     retry=self.report_retry,
                 )
-            except (TypeError, ValueError) as e:  # the variables do not encode as JSON
+            except (TypeError, ValueError) as e:  # not JSON after all (result_problem missed it)
                 outcome = Outcome(
-                    error=f"the handler's result is not JSON: {e}",
+                    error=f"the handler's result cannot be sent: {e}",
                     retryable=False,
                     seconds=outcome.seconds,
                 )
-            except (PayloadTooLargeError, ValidationError) as e:
+            except BatonApiError as e:
+                if not _refused(e):
+                    self._unreported(ctx, e)
+                    return
                 outcome = Outcome(
                     error=f"the server refused the handler's result: {e.summary()}",
                     retryable=False,
                     seconds=outcome.seconds,
                 )
-            except BatonError as e:
+            except BatonError as e:  # no answer, even after the retries
                 self._unreported(ctx, e)
                 return
             else:
@@ -202,8 +222,9 @@ class JobExecutor:
             result = self.client.fail_job(
                 ctx.job_id,
                 worker_id=self.worker_id,
-                error_message=_clip(outcome.error),
+                error_message=_clip(_storable(outcome.error)),
                 retryable=outcome.retryable,
+                next_retry_delay_seconds=outcome.next_retry_delay_seconds,
                 retry=self.report_retry,
             )
         except BatonError as e:
@@ -232,6 +253,11 @@ class JobExecutor:
             ctx.logger.warning(
                 "job is no longer this worker's (cancelled, or its lease expired and another "
                 "worker took it); outcome discarded",
+                extra={"error": str(error)},
+            )
+        elif isinstance(error, BatonApiError) and not error.transient:
+            ctx.logger.error(
+                "the server refused the job's outcome; it will be delivered again after its lease",
                 extra={"error": str(error)},
             )
         else:
@@ -275,6 +301,22 @@ class JobExecutor:
         if ctx is not None and not ctx.lease_lost:
             ctx._mark_lease_lost()
             ctx.logger.warning("lease lost", extra={"error": str(error)})
+
+
+def _refused(error: BatonApiError) -> bool:
+    """True when the server refused a completion for its content: a 4xx that neither says the
+    job is gone (404, 409), nor is about credentials (401, 403), nor asks to wait (429)."""
+    if error.transient or isinstance(
+        error, ConflictError | NotFoundError | AuthenticationError | PermissionDeniedError
+    ):
+        return False
+    return 400 <= error.status < 500
+
+
+def _storable(message: str) -> str:
+    """An error message the API can store: NUL and lone surrogates spelled out, not sent."""
+    message = message.replace("\x00", "\\x00")
+    return message.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _describe(error: BaseException) -> str:

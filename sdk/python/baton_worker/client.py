@@ -14,6 +14,7 @@ The client is thread-safe; share one per process.
 from __future__ import annotations
 
 import enum
+import json as jsonlib
 import logging
 import os
 import socket
@@ -26,6 +27,7 @@ import httpx
 
 from baton_worker.auth import ApiKeyAuth
 from baton_worker.backoff import NO_RETRY, Backoff, RetryPolicy
+from baton_worker.env import DEFAULT_URL, ENV_API_KEY, ENV_URL
 from baton_worker.errors import BatonApiError, TransportError, problem_error
 from baton_worker.types import (
     CompleteJobResult,
@@ -50,10 +52,6 @@ from baton_worker.version import __version__
 
 log = logging.getLogger("baton_worker.client")
 
-# Configuration precedence: an explicit argument, then these environment variables, then defaults.
-ENV_URL: Final = "BATON_URL"
-ENV_API_KEY: Final = "BATON_API_KEY"
-DEFAULT_URL: Final = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT: Final = 30.0
 DEFAULT_RETRY: Final = RetryPolicy()
 
@@ -331,15 +329,18 @@ class BatonClient:
         worker_id: str,
         error_message: str,
         retryable: bool = True,
+        next_retry_delay_seconds: float | None = None,
         retry: RetryArg = CLIENT_POLICY,
     ) -> FailJobResult:
-        """Fail a claimed job; the engine retries it per the step's policy when ``retryable``."""
-        body = {
-            "jobId": job_id,
-            "workerId": worker_id,
-            "errorMessage": error_message,
-            "retryable": retryable,
-        }
+        """Fail a claimed job; the engine retries it per the step's policy when ``retryable``,
+        after ``next_retry_delay_seconds`` instead of the step's delay when that is given."""
+        body = _params(
+            jobId=job_id,
+            workerId=worker_id,
+            errorMessage=error_message,
+            retryable=retryable,
+            nextRetryDelaySeconds=next_retry_delay_seconds,
+        )
         result = self._call("POST", "/v1/jobs/fail", json=body, idempotent=True, retry=retry)
         return cast(FailJobResult, result)
 
@@ -436,7 +437,12 @@ class BatonClient:
         idempotent: bool | None = None,
         retry: RetryArg = CLIENT_POLICY,
     ) -> Any:
-        """Send a request, retrying per policy; the decoded JSON body of a 2xx answer."""
+        """Send a request, retrying per policy; the decoded JSON body of a 2xx answer.
+
+        The body is encoded once, as strict JSON: NaN, Infinity or an object that is not JSON
+        raise ``ValueError``/``TypeError`` here, before anything is sent.
+        """
+        content = None if json is None else _encode(json)
         if idempotent is None:
             idempotent = method in ("GET", "PUT", "DELETE", "HEAD")
         policy = self.retry if retry is CLIENT_POLICY else (retry or NO_RETRY)
@@ -447,7 +453,7 @@ class BatonClient:
         while True:
             attempts += 1
             try:
-                return self._send(method, path, json, params)
+                return self._send(method, path, content, params)
             except (TransportError, BatonApiError) as error:
                 if not may_retry(error, idempotent=idempotent):
                     raise
@@ -469,10 +475,15 @@ class BatonClient:
                 )
                 self._sleep(delay)
 
-    def _send(self, method: str, path: str, json: Any, params: Mapping[str, Any] | None) -> Any:
+    def _send(
+        self, method: str, path: str, content: bytes | None, params: Mapping[str, Any] | None
+    ) -> Any:
         url = self.url + path
+        headers = None if content is None else {"content-type": "application/json"}
         try:
-            response = self._http.request(method, path, json=json, params=params)
+            response = self._http.request(
+                method, path, content=content, params=params, headers=headers
+            )
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as e:
             raise TransportError(
                 f"cannot reach {self.url}: {_why(e)}", sent=False, method=method, url=url
@@ -502,6 +513,12 @@ class BatonClient:
             method=method,
             url=url,
         )
+
+
+def _encode(body: Any) -> bytes:
+    return jsonlib.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
+        "utf-8"
+    )
 
 
 def _params(**values: Any) -> dict[str, Any]:

@@ -2,11 +2,12 @@
 
 ``BatonError`` is the root. Two branches hang off it:
 
-* :class:`JobError` is what a *handler* raises to fail its job on purpose. Its ``non_retryable``
-  flag carries the retry semantics: the runner fails the job with ``retryable=False`` and the
-  engine skips the remaining retries. :class:`NonRetryableError` is the short spelling of
+* :class:`JobError` is what a *handler* raises to fail its job on purpose. It carries the retry
+  semantics: ``non_retryable`` makes the runner fail the job with ``retryable=False`` (the engine
+  skips the remaining retries); ``next_retry_delay`` replaces the step's retry delay for the one
+  retry this failure schedules. :class:`NonRetryableError` is the short spelling of
   ``JobError(..., non_retryable=True)``. Any other exception a handler raises fails the job as
-  retryable.
+  retryable, after the step's own delay.
 * :class:`BatonApiError` is what the *client* raises when the API answers with an error
   (``application/problem+json``, RFC 9457). One subclass per status family, so callers can catch
   ``NotFoundError`` rather than compare numbers. :class:`TransportError` covers requests that got
@@ -15,9 +16,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
+
+MAX_RETRY_DELAY = timedelta(days=365)  # the API's limit on nextRetryDelaySeconds
 
 
 class BatonError(Exception):
@@ -28,12 +33,44 @@ class BatonError(Exception):
 
 
 class JobError(BatonError):
-    """Fail the current job with ``message``; retried by the engine unless ``non_retryable``."""
+    """Fail the current job with ``message``; retried by the engine unless ``non_retryable``.
 
-    def __init__(self, message: str, *, non_retryable: bool = False) -> None:
+    ``next_retry_delay`` (seconds, or a ``timedelta``; 0 to 365 days) is how long the engine
+    waits before that retry, instead of the step's ``retryDelaySeconds`` and backoff: ``0`` to
+    retry at once, or the delay a rate-limited service asked for. It applies to this one retry
+    only, and means nothing for a non-retryable failure.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        non_retryable: bool = False,
+        next_retry_delay: float | timedelta | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.non_retryable = non_retryable
+        self.next_retry_delay = _retry_delay(next_retry_delay)
+
+    @property
+    def next_retry_delay_seconds(self) -> float | None:
+        """``next_retry_delay`` in seconds, as the API takes it (None: the step's own delay)."""
+        return None if self.next_retry_delay is None else self.next_retry_delay.total_seconds()
+
+
+def _retry_delay(value: float | timedelta | None) -> timedelta | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float | timedelta):
+        raise TypeError(f"next_retry_delay is seconds or a timedelta, not {value!r}")
+    if not isinstance(value, timedelta):
+        if not math.isfinite(value):
+            raise ValueError(f"next_retry_delay must be a finite number of seconds, not {value}")
+        value = timedelta(seconds=value)
+    if not timedelta(0) <= value <= MAX_RETRY_DELAY:
+        raise ValueError(f"next_retry_delay must be between 0 and 365 days, not {value}")
+    return value
 
 
 class NonRetryableError(JobError):
@@ -239,6 +276,7 @@ def is_transient(error: BaseException) -> bool:
 
 
 __all__ = [
+    "MAX_RETRY_DELAY",
     "AuthenticationError",
     "BadRequestError",
     "BatonApiError",

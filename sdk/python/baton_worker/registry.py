@@ -1,9 +1,11 @@
 """The handler registry: job type -> the function that does the work.
 
-Registering only records a function reference; the runner looks it up when a job of that type
-arrives. A handler takes a :class:`~baton_worker.context.JobContext` and returns the variables to
-set on the instance (a mapping, or None for nothing). It may be a plain function (run on the
-runner's thread pool) or an ``async def`` (run on the runner's event loop).
+There is one way to register a handler: the :meth:`Registry.handler` decorator (also callable as
+``registry.handler("t")(fn)`` for a function defined elsewhere). Registering only records a
+function reference; the runner looks it up when a job of that type arrives. A handler takes a
+:class:`~baton_worker.context.JobContext` and returns the variables to set on the instance (a
+mapping, or None for nothing). It may be a plain function (run on the runner's thread pool) or an
+``async def`` (run on the runner's event loop).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ JobResult = Mapping[str, Any] | None
 SyncHandler = Callable[["JobContext"], JobResult]
 AsyncHandler = Callable[["JobContext"], Awaitable[JobResult]]
 Handler = SyncHandler | AsyncHandler
-H = TypeVar("H", bound=Callable[..., Any])
+H = TypeVar("H", bound=Callable[["JobContext"], Any])
 
 # The engine's rule for job type names (``baton.definitions.JOB_TYPE_PATTERN``).
 JOB_TYPE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
@@ -64,31 +66,33 @@ class Registry:
     def __init__(self) -> None:
         self._handlers: dict[str, RegisteredHandler] = {}
 
-    def register(self, job_type: str, fn: Handler, *, replace: bool = False) -> None:
-        """Register ``fn`` for ``job_type``; a second handler for a type is an error unless
-        ``replace``."""
+    def handler(self, job_type: str, *, replace: bool = False) -> Callable[[H], H]:
+        """Decorator: register the function as the handler of ``job_type``; returns it unchanged.
+
+        ``@registry.handler("charge-card")`` above a ``def`` (plain or ``async``), or
+        ``registry.handler("charge-card")(charge)`` for a function defined elsewhere. A second
+        handler for a type is an error unless ``replace``. An invalid job type is refused at once,
+        not when the first job would have arrived.
+        """
         if not isinstance(job_type, str) or not JOB_TYPE_PATTERN.match(job_type):
             raise ValueError(
                 f"invalid job type {job_type!r}: letters, digits and _.:- (a letter or digit "
                 "first), at most 128 characters"
             )
+
+        def decorate(fn: H) -> H:
+            self._add(job_type, fn, replace=replace)
+            return fn
+
+        return decorate
+
+    def _add(self, job_type: str, fn: Handler, *, replace: bool) -> None:
         if not callable(fn):
             raise TypeError(f"the handler for {job_type!r} is not callable: {fn!r}")
         existing = self._handlers.get(job_type)
         if existing is not None and not replace and existing.fn is not fn:
             raise ValueError(f"job type {job_type!r} already has a handler: {existing.name}")
         self._handlers[job_type] = RegisteredHandler(job_type, fn, is_async_callable(fn))
-
-    def handler(self, job_type: str) -> Callable[[H], H]:
-        """Decorator form of :meth:`register`; returns the function unchanged."""
-
-        def decorate(fn: H) -> H:
-            self.register(job_type, fn)
-            return fn
-
-        return decorate
-
-    job = handler  # ``@registry.job("type")`` reads well too
 
     def get(self, job_type: str) -> RegisteredHandler | None:
         """The handler of ``job_type``, or None."""

@@ -37,15 +37,16 @@ from baton_worker._execution import JobExecutor, notify
 from baton_worker._loop import EventLoopThread
 from baton_worker._slots import Slots
 from baton_worker.backoff import Backoff, RetryPolicy
-from baton_worker.client import DEFAULT_URL, ENV_API_KEY, ENV_URL, BatonClient
+from baton_worker.client import BatonClient
 from baton_worker.context import job_log_fields
+from baton_worker.env import DEFAULT_URL, ENV_API_KEY, ENV_URL
 from baton_worker.errors import (
     BatonApiError,
     BatonError,
     is_transient,
 )
 from baton_worker.metrics import MetricsHook, NoopMetrics
-from baton_worker.registry import H, Handler, Registry
+from baton_worker.registry import Registry
 from baton_worker.types import Job
 
 log = logging.getLogger("baton_worker.runner")
@@ -130,7 +131,7 @@ class Runner:
 
     def __init__(
         self,
-        registry: Registry | None = None,
+        registry: Registry,
         *,
         client: BatonClient | None = None,
         url: str | None = None,
@@ -140,7 +141,7 @@ class Runner:
         metrics: MetricsHook | None = None,
     ) -> None:
         self.options = options or RunnerOptions()
-        self.registry = registry if registry is not None else Registry()
+        self.registry = registry
         if client is not None and (url or api_key or auth):
             raise ValueError("give a client, or url and credentials, not both")
         self._owns_client = client is None
@@ -174,16 +175,6 @@ class Runner:
             event_loop=self._event_loop,
             auto_heartbeat=self.options.auto_heartbeat,
         )
-
-    # --- registration (delegates to the registry) ------------------------------------------------
-
-    def job(self, job_type: str) -> Callable[[H], H]:
-        """Decorator: register the function as the handler of ``job_type``."""
-        return self.registry.handler(job_type)
-
-    def register(self, job_type: str, fn: Handler) -> None:
-        """Register ``fn`` as the handler of ``job_type``."""
-        self.registry.register(job_type, fn)
 
     # --- lifecycle -------------------------------------------------------------------------------
 

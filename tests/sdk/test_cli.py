@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from baton import cli_client
+from baton_worker import cli
+from baton_worker.env import ENV_API_KEY, ENV_URL
 
 from tests.support.helpers import unique
 from tests.support.helpers import wait_until as wait_for
@@ -45,17 +46,24 @@ def baton(
     baton_server: CheckedServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> Baton:
     """Run ``baton <args>`` in this process against the session's server."""
-    for name in (cli_client.ENV_URL, cli_client.ENV_API_KEY):
+    for name in (ENV_URL, ENV_API_KEY):
         monkeypatch.delenv(name, raising=False)
 
-    def run(*args: str, stdin: str | None = None, connect: bool = True) -> Result:
+    def run(
+        *args: str, stdin: str | None = None, connect: bool = True, connect_first: bool = False
+    ) -> Result:
+        """``connect``: add ``--url`` and ``--api-key`` after the command (``connect_first``:
+        before it, as ``baton --url U --api-key K instances list``)."""
         argv = list(args)
-        if connect:
-            argv += ["--url", baton_server.base_url, "--api-key", baton_server.api_key]
+        connection = ["--url", baton_server.base_url, "--api-key", baton_server.api_key]
+        if connect_first:
+            argv = connection + argv
+        elif connect:
+            argv += connection
         capsys.readouterr()
         if stdin is not None:
             monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-        code = cli_client.main(argv)
+        code = cli.main(argv)
         captured = capsys.readouterr()
         return Result(code, captured.out, captured.err)
 
@@ -238,6 +246,25 @@ def test_jobs_poll_table_shows_the_claimed_job(baton: Baton, tmp_path: Path) -> 
     assert footer == "(claimed by worker table-w)"
 
 
+def test_jobs_fail_with_a_next_retry_delay_is_retried_at_once(baton: Baton, tmp_path: Path) -> None:
+    name = unique("cli-fail")
+    job_type = unique("cli-type")
+    step = {"id": "work", "type": "SERVICE_TASK", "jobType": job_type, "retryCount": 1}
+    (tmp_path / "slow.json").write_text(
+        json.dumps({"name": name, "steps": [{**step, "retryDelaySeconds": 3600}]})
+    )
+    assert baton("definitions", "create", str(tmp_path / "slow.json")).code == 0
+    baton("instances", "start", name)
+    poll = ["jobs", "poll", "--type", job_type, "--worker", "fail-w", "--json"]
+    [job] = baton(*poll).json()["jobs"]
+    fail = ["jobs", "fail", job["id"], "--worker", "fail-w", "--message", "later"]
+    failed = baton(*fail, "--next-retry-delay", "0")  # not the step's hour
+    assert failed.code == 0, failed.err
+    assert "RETRY_SCHEDULED" in failed.out
+    [again] = baton(*poll).json()["jobs"]
+    assert (again["id"], again["attempt"]) == (job["id"], 2)
+
+
 # --- queues --------------------------------------------------------------------------------------
 
 
@@ -281,11 +308,42 @@ def test_invalid_queue_name_is_refused(baton: Baton) -> None:
 def test_environment_variables_configure_the_connection(
     baton: Baton, baton_server: CheckedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(cli_client.ENV_URL, baton_server.base_url)
-    monkeypatch.setenv(cli_client.ENV_API_KEY, baton_server.api_key)
+    monkeypatch.setenv(ENV_URL, baton_server.base_url)
+    monkeypatch.setenv(ENV_API_KEY, baton_server.api_key)
     result = baton("definitions", "list", "--json", connect=False)
     assert result.code == 0, result.err
     assert "definitions" in result.json()
+
+
+def test_connection_and_output_options_before_the_command(baton: Baton) -> None:
+    result = baton("--json", "instances", "list", "--limit", "1", connect_first=True)
+    assert result.code == 0, result.err
+    assert "instances" in result.json()
+
+
+def test_connection_and_output_options_mixed_around_the_command(
+    baton: Baton, baton_server: CheckedServer
+) -> None:
+    result = baton(
+        "--url",
+        baton_server.base_url,
+        "--json",
+        "definitions",
+        "list",
+        "--api-key",
+        baton_server.api_key,
+        connect=False,
+    )
+    assert result.code == 0, result.err
+    assert "definitions" in result.json()
+    queue = unique("q")
+    key_first = ["--api-key", baton_server.api_key, "queues", "stats", queue]
+    stats = baton(*key_first, "--url", baton_server.base_url, connect=False)
+    assert stats.code == 0, stats.err
+    assert stats.out.split()[:2] == ["PENDING", "PROCESSING"]
+    unkeyed = baton("--url", baton_server.base_url, "queues", "stats", queue, connect=False)
+    assert unkeyed.code == 1
+    assert unkeyed.err.startswith("error: 401 ")
 
 
 def test_missing_api_key_is_a_401(baton: Baton, baton_server: CheckedServer) -> None:
@@ -327,7 +385,7 @@ def test_worker_run_drives_the_example_and_drains_on_sigint(
     (tmp_path / "def.json").write_text(json.dumps(definition))
     assert baton("definitions", "create", str(tmp_path / "def.json")).code == 0
 
-    cmd = [sys.executable, "-m", "baton.cli_client", "worker", "run"]
+    cmd = [sys.executable, "-m", "baton_worker.cli", "worker", "run"]
     cmd += ["examples.order_fulfilment.worker:registry", "--poll-interval", "0.05"]
     cmd += [
         "--url",

@@ -20,17 +20,18 @@ from typing import Any, TypeVar
 import httpx
 import psycopg
 import pytest
-from baton.cli_client import load_registry
 from baton_worker import (
     BatonClient,
     InMemoryMetrics,
     JobContext,
+    JobError,
     NonRetryableError,
     Registry,
     RetryPolicy,
     Runner,
     RunnerOptions,
 )
+from baton_worker.cli.worker import load_registry
 from baton_worker.types import Instance
 
 from tests.support.helpers import unique
@@ -248,6 +249,92 @@ def test_non_retryable_error_fails_at_once(
     assert "JOB_RETRY_SCHEDULED" not in [e for e, _ in events]
 
 
+def test_job_error_next_retry_delay_overrides_the_steps_delay(
+    client: BatonClient, database: psycopg.Connection[Any], runners: Callable[..., Runner]
+) -> None:
+    job_type = unique("throttled")
+    name = unique("retry-now")
+    client.register_definition(one_step(name, job_type, retryCount=1, retryDelaySeconds=3600))
+    calls: list[int] = []
+    registry = Registry()
+
+    @registry.handler(job_type)
+    def throttled(ctx: JobContext) -> dict[str, Any]:
+        calls.append(ctx.attempt)
+        if ctx.attempt == 1:
+            raise JobError("slow down", next_retry_delay=0)
+        return {"succeededOn": ctx.attempt}
+
+    runners(registry, client=client, options=quick_options()).start()
+    instance_id = client.start_instance(name)["id"]
+    started = time.monotonic()
+    # Retried at once, not after the step's hour; wait_status gives up after its own timeout.
+    done = wait_status(client, instance_id, "COMPLETED", "FAILED")
+    assert done["status"] == "COMPLETED", done
+    assert time.monotonic() - started < 30
+    assert done["variables"] == {"succeededOn": 2}
+    assert calls == [1, 2]
+    events = [e for e, _ in audit(database, instance_id)]
+    assert events.count("JOB_RETRY_SCHEDULED") == 1
+
+
+@pytest.mark.parametrize(
+    ("result", "problem"),
+    [
+        ({"ratio": float("nan")}, "$.ratio is NaN, which is not JSON"),
+        ({"note": "a\x00b"}, "$.note contains a NUL character"),
+    ],
+)
+def test_a_result_the_server_cannot_take_fails_the_instance_at_once(
+    client: BatonClient,
+    database: psycopg.Connection[Any],
+    runners: Callable[..., Runner],
+    result: dict[str, Any],
+    problem: str,
+) -> None:
+    job_type = unique("unsendable")
+    name = unique("bad-result")
+    client.register_definition(one_step(name, job_type, retryCount=3, retryDelaySeconds=0))
+    calls: list[int] = []
+    registry = Registry()
+
+    @registry.handler(job_type)
+    def compute(ctx: JobContext) -> dict[str, Any]:
+        calls.append(ctx.attempt)
+        return result
+
+    runners(registry, client=client, options=quick_options()).start()
+    instance_id = client.start_instance(name)["id"]
+    started = time.monotonic()
+    done = wait_status(client, instance_id, "COMPLETED", "FAILED")
+    assert time.monotonic() - started < 10
+    assert done["status"] == "FAILED"
+    assert calls == [1]  # not retried: the same result would be refused again
+    assert problem in done.get("reason", ""), done
+    [step] = done.get("steps", [])
+    assert problem in step.get("error", "")
+    assert [d["retryable"] for e, d in audit(database, instance_id) if e == "JOB_FAILED"] == [False]
+
+
+def test_an_error_message_with_a_nul_character_reaches_the_server(
+    client: BatonClient, runners: Callable[..., Runner]
+) -> None:
+    job_type = unique("nul-message")
+    name = unique("nul")
+    client.register_definition(one_step(name, job_type, retryCount=0))
+    registry = Registry()
+
+    @registry.handler(job_type)
+    def refuse(ctx: JobContext) -> None:
+        raise NonRetryableError("bad byte: \x00")
+
+    runners(registry, client=client, options=quick_options()).start()
+    done = wait_status(client, client.start_instance(name)["id"], "COMPLETED", "FAILED")
+    assert done["status"] == "FAILED"
+    [step] = done.get("steps", [])
+    assert step.get("error") == "bad byte: \\x00"
+
+
 # --- stopping and crashing -----------------------------------------------------------------------
 
 
@@ -326,7 +413,7 @@ def test_runner_killed_mid_job_loses_nothing(
     module = tmp_path / "hanging_worker.py"
     module.write_text(textwrap.dedent(WORKER_THAT_HANGS))
     env = {**os.environ, "E2E_JOB_TYPE": job_type, "E2E_MARKER_DIR": str(tmp_path)}
-    cmd = [sys.executable, "-m", "baton.cli_client", "worker", "run", f"{module}:registry"]
+    cmd = [sys.executable, "-m", "baton_worker.cli", "worker", "run", f"{module}:registry"]
     cmd += ["--url", baton_server.base_url, "--api-key", baton_server.api_key]
     cmd += ["--worker-id", "doomed", "--poll-interval", "0.05"]
     log_path = tmp_path / "doomed.log"
@@ -377,7 +464,7 @@ def test_heartbeats_keep_a_long_job_on_its_first_worker(
     name = unique("heartbeat")
     client.register_definition(one_step(name, job_type, responseTimeoutSeconds=1))
     registry = Registry()
-    registry.register(job_type, lambda ctx: time.sleep(3.0) or {"leaseLost": ctx.lease_lost})
+    registry.handler(job_type)(lambda ctx: time.sleep(3.0) or {"leaseLost": ctx.lease_lost})
     runner = runners(registry, client=client, options=quick_options())
     runner.start()
     instance_id = client.start_instance(name)["id"]
@@ -471,7 +558,7 @@ def test_runner_survives_a_server_that_refuses_connections_then_answers_503(
     instance_id = client.start_instance(name)["id"]
     calls: list[str] = []
     registry = Registry()
-    registry.register(job_type, lambda ctx: calls.append(ctx.job_id) or {"survived": True})
+    registry.handler(job_type)(lambda ctx: calls.append(ctx.job_id) or {"survived": True})
     metrics = InMemoryMetrics()
     runner = runners(
         registry,

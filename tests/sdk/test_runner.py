@@ -1,5 +1,5 @@
 """The worker runner against an in-memory fake of the jobs API: outcomes, the slot logic,
-backoff, heartbeats, stopping. (The same behaviours against the real server: tests/e2e.)"""
+backoff, heartbeats, stopping. (The same behaviours against the real server: test_runner_e2e.py.)"""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from baton_worker import (
     Runner,
     RunnerOptions,
 )
+from baton_worker._execution import _storable
 from baton_worker.registry import is_async_callable
 from baton_worker.runner import default_worker_id
 
@@ -57,12 +58,18 @@ class FakeApi:
         self.locked: dict[str, dict[str, Any]] = {}
         self.completed: dict[str, Any] = {}
         self.failed: dict[str, tuple[str, bool]] = {}
+        self.fail_bodies: dict[str, dict[str, Any]] = {}
         self.poll_sizes: list[int] = []
         self.poll_times: list[float] = []
         self.heartbeats: list[str] = []
         self.unavailable_polls = 0
         self.heartbeat_status = 200
         self.complete_status = 200
+        self.complete_script: list[int] = []  # statuses answered first, one per call
+        self.complete_calls = 0
+        self.fail_status = 200
+        self.problem_detail = "fake"
+        self.problem_errors: list[dict[str, str]] = []
 
     def add(self, n: int = 1, job_type: str = "t", input: Any = None) -> list[str]:
         ids = []
@@ -94,14 +101,20 @@ class FakeApi:
             if path == "/v1/jobs/poll":
                 return self._poll(body)
             if path == "/v1/jobs/complete":
-                if self.complete_status != 200:
-                    return _problem(self.complete_status)
+                self.complete_calls += 1
+                status = self.complete_script.pop(0) if self.complete_script else None
+                status = status or self.complete_status
+                if status != 200:
+                    return _problem(status, detail=self.problem_detail, errors=self.problem_errors)
                 self.locked.pop(body["jobId"], None)
                 self.completed[body["jobId"]] = body.get("variablesToSet")
                 return _ok({"jobId": body["jobId"], "status": "COMPLETED", "applied": True})
             if path == "/v1/jobs/fail":
+                if self.fail_status != 200:
+                    return _problem(self.fail_status, detail=self.problem_detail)
                 self.locked.pop(body["jobId"], None)
                 self.failed[body["jobId"]] = (body["errorMessage"], body["retryable"])
+                self.fail_bodies[body["jobId"]] = body
                 return _ok({"jobId": body["jobId"], "status": "FAILED", "applied": True})
             if path == "/v1/jobs/heartbeat":
                 self.heartbeats.append(body["jobId"])
@@ -130,13 +143,18 @@ def _ok(body: Any) -> httpx.Response:
     return httpx.Response(200, json=body)
 
 
-def _problem(status: int, headers: dict[str, str] | None = None) -> httpx.Response:
+def _problem(
+    status: int,
+    headers: dict[str, str] | None = None,
+    detail: str = "fake",
+    errors: list[dict[str, str]] | None = None,
+) -> httpx.Response:
     doc = {
         "type": "x",
         "title": f"status {status}",
         "status": status,
-        "detail": "fake",
-        "errors": [],
+        "detail": detail,
+        "errors": errors or [],
     }
     return httpx.Response(
         status, json=doc, headers={"content-type": "application/problem+json", **(headers or {})}
@@ -181,7 +199,7 @@ def test_handler_result_completes_the_job_with_its_variables(
     api: FakeApi, make_runner: Any
 ) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: {"doubled": ctx.input["n"] * 2})
+    registry.handler("t")(lambda ctx: {"doubled": ctx.input["n"] * 2})
     [job_id] = api.add(input={"n": 21})
     make_runner(registry).start()
     eventually(lambda: job_id in api.completed)
@@ -190,7 +208,7 @@ def test_handler_result_completes_the_job_with_its_variables(
 
 def test_none_result_completes_without_variables(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: None)
+    registry.handler("t")(lambda ctx: None)
     [job_id] = api.add()
     make_runner(registry).start()
     eventually(lambda: job_id in api.completed)
@@ -225,8 +243,8 @@ def test_non_retryable_error_fails_the_job_for_good(api: FakeApi, make_runner: A
 
 def test_job_error_carries_its_own_retry_semantics(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("a", lambda ctx: (_ for _ in ()).throw(JobError("later")))
-    registry.register("b", lambda ctx: (_ for _ in ()).throw(JobError("never", non_retryable=True)))
+    registry.handler("a")(lambda ctx: (_ for _ in ()).throw(JobError("later")))
+    registry.handler("b")(lambda ctx: (_ for _ in ()).throw(JobError("never", non_retryable=True)))
     [a] = api.add(job_type="a")
     [b] = api.add(job_type="b")
     make_runner(registry).start()
@@ -235,9 +253,29 @@ def test_job_error_carries_its_own_retry_semantics(api: FakeApi, make_runner: An
     assert api.failed[b] == ("never", False)
 
 
+def test_job_error_sends_its_next_retry_delay(api: FakeApi, make_runner: Any) -> None:
+    registry = Registry()
+    registry.handler("soon")(
+        lambda ctx: (_ for _ in ()).throw(JobError("rate limited", next_retry_delay=timedelta(0)))
+    )
+    registry.handler("later")(
+        lambda ctx: (_ for _ in ()).throw(JobError("busy", next_retry_delay=90))
+    )
+    registry.handler("never")(
+        lambda ctx: (_ for _ in ()).throw(JobError("no", non_retryable=True, next_retry_delay=5))
+    )
+    registry.handler("plain")(lambda ctx: (_ for _ in ()).throw(RuntimeError("boom")))
+    ids = {t: api.add(job_type=t)[0] for t in ("soon", "later", "never", "plain")}
+    make_runner(registry).start()
+    eventually(lambda: all(i in api.failed for i in ids.values()))
+    delays = {t: api.fail_bodies[i].get("nextRetryDelaySeconds") for t, i in ids.items()}
+    # A non-retryable failure has no retry to delay; a plain exception keeps the step's delay.
+    assert delays == {"soon": 0.0, "later": 90.0, "never": None, "plain": None}
+
+
 def test_a_result_that_is_not_a_mapping_fails_non_retryable(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: ["not", "a", "dict"])  # type: ignore[arg-type,return-value]
+    registry.handler("t")(lambda ctx: ["not", "a", "dict"])  # type: ignore[arg-type,return-value]
     [job_id] = api.add()
     make_runner(registry).start()
     eventually(lambda: job_id in api.failed)
@@ -248,13 +286,139 @@ def test_a_result_that_is_not_a_mapping_fails_non_retryable(api: FakeApi, make_r
 
 def test_a_result_that_is_not_json_fails_non_retryable(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: {"when": object()})
+    registry.handler("t")(lambda ctx: {"when": object()})
     [job_id] = api.add()
     make_runner(registry).start()
     eventually(lambda: job_id in api.failed)
     message, retryable = api.failed[job_id]
     assert "not JSON" in message
     assert retryable is False
+
+
+@pytest.mark.parametrize(
+    ("result", "problem"),
+    [
+        ({"ratio": float("nan")}, "$.ratio is NaN, which is not JSON"),
+        ({"a": [1, {"b": float("inf")}]}, "$.a[1].b is Infinity, which is not JSON"),
+        ({"when": datetime(2026, 1, 1)}, "$.when is a datetime, which is not JSON"),
+        ({"note": "a\x00b"}, "$.note contains a NUL character"),
+        ({(1, 2): "tuple key"}, "$ has a key of type tuple, which is not JSON"),
+    ],
+)
+def test_a_result_that_cannot_be_sent_fails_at_once_without_being_sent(
+    api: FakeApi, make_runner: Any, result: dict[Any, Any], problem: str
+) -> None:
+    registry = Registry()
+    registry.handler("t")(lambda ctx: result)
+    [job_id] = api.add()
+    make_runner(registry).start()
+    eventually(lambda: job_id in api.failed)
+    message, retryable = api.failed[job_id]
+    assert message.startswith("the handler's result cannot be sent: ")
+    assert problem in message
+    assert retryable is False
+    assert api.complete_calls == 0
+
+
+@pytest.mark.parametrize("status", [400, 413, 422])
+def test_a_completion_refused_with_a_4xx_fails_the_job_at_once_with_the_reason(
+    api: FakeApi, make_runner: Any, status: int
+) -> None:
+    api.complete_status = status
+    api.problem_detail = "variablesToSet.big: too large"
+    registry = Registry()
+    registry.handler("t")(lambda ctx: {"big": "x"})
+    [job_id] = api.add()
+    metrics = InMemoryMetrics()
+    make_runner(registry, metrics=metrics).start()
+    eventually(lambda: job_id in api.failed)
+    message, retryable = api.failed[job_id]
+    assert message == (
+        f"the server refused the handler's result: {status} status {status}: "
+        "variablesToSet.big: too large"
+    )
+    assert retryable is False
+    assert api.complete_calls == 1  # a refusal is final: never repeated
+    assert metrics.jobs_failed_non_retryable["t"] == 1
+
+
+def test_a_refusal_names_the_first_listed_problem(api: FakeApi, make_runner: Any) -> None:
+    api.complete_status = 422
+    api.problem_detail = "1 problem"
+    api.problem_errors = [{"path": "variablesToSet.x", "message": "is not allowed"}]
+    registry = Registry()
+    registry.handler("t")(lambda ctx: {"x": 1})
+    [job_id] = api.add()
+    make_runner(registry).start()
+    eventually(lambda: job_id in api.failed)
+    assert "variablesToSet.x: is not allowed" in api.failed[job_id][0]
+
+
+@pytest.mark.parametrize("status", [404, 409])
+def test_a_completion_answered_404_or_409_is_dropped_not_failed(
+    api: FakeApi, make_runner: Any, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    api.complete_status = status
+    registry = Registry()
+    registry.handler("t")(lambda ctx: {"late": True})
+    api.add()
+    metrics = InMemoryMetrics()
+    caplog.set_level(logging.WARNING, logger="baton_worker")
+    make_runner(registry, metrics=metrics).start()
+    eventually(
+        lambda: any("no longer this worker's" in r.getMessage() for r in caplog.records),
+        what="the warning",
+    )
+    assert metrics.outcomes_unreported["t"] == 1
+    assert api.complete_calls == 1
+    assert api.failed == {}
+
+
+def test_server_errors_on_complete_are_retried_until_it_succeeds(
+    api: FakeApi, make_runner: Any
+) -> None:
+    api.complete_script = [500, 502, 429, 503]
+    registry = Registry()
+    registry.handler("t")(lambda ctx: {"ok": True})
+    [job_id] = api.add()
+    make_runner(registry).start()
+    eventually(lambda: job_id in api.completed)
+    assert api.complete_calls == 5
+    assert api.failed == {}
+
+
+def test_an_error_message_with_a_nul_character_is_spelled_out(
+    api: FakeApi, make_runner: Any
+) -> None:
+    registry = Registry()
+    registry.handler("t")(lambda ctx: (_ for _ in ()).throw(RuntimeError("bad\x00byte")))
+    [job_id] = api.add()
+    make_runner(registry).start()
+    eventually(lambda: job_id in api.failed)
+    assert api.failed[job_id] == ("RuntimeError: bad\\x00byte", True)
+
+
+def test_error_messages_are_made_storable() -> None:
+    # A lone surrogate cannot even be logged under xdist, so this one is checked directly.
+    assert _storable("nul \x00 and surrogate \ud800") == "nul \\x00 and surrogate \\ud800"
+
+
+def test_a_refused_failure_is_logged_and_dropped(
+    api: FakeApi, make_runner: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    api.fail_status = 422
+    registry = Registry()
+    registry.handler("t")(lambda ctx: (_ for _ in ()).throw(RuntimeError("boom")))
+    [job_id] = api.add()
+    metrics = InMemoryMetrics()
+    caplog.set_level(logging.ERROR, logger="baton_worker")
+    make_runner(registry, metrics=metrics).start()
+    eventually(
+        lambda: any("refused the job's outcome" in r.getMessage() for r in caplog.records),
+        what="the error",
+    )
+    assert metrics.outcomes_unreported["t"] == 1
+    assert job_id not in api.failed
 
 
 def test_async_handlers_run_concurrently_on_the_runners_event_loop(
@@ -289,7 +453,7 @@ def test_sync_handler_returning_a_coroutine_is_awaited(api: FakeApi, make_runner
         return work(ctx)  # a plain function handing back a coroutine
 
     registry = Registry()
-    registry.register("t", sync_wrapper)
+    registry.handler("t")(sync_wrapper)
     [job_id] = api.add()
     make_runner(registry).start()
     eventually(lambda: job_id in api.completed)
@@ -300,7 +464,7 @@ def test_job_logger_carries_the_job_ids(
     api: FakeApi, make_runner: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: ctx.logger.info("working", extra={"n": 1}))
+    registry.handler("t")(lambda ctx: ctx.logger.info("working", extra={"n": 1}))
     [job_id] = api.add()
     caplog.set_level(logging.INFO, logger="baton_worker")
     make_runner(registry, worker_id="w-1").start()
@@ -331,7 +495,7 @@ def test_poll_never_asks_for_more_jobs_than_free_slots(api: FakeApi, make_runner
             running -= 1
 
     registry = Registry()
-    registry.register("t", hold)
+    registry.handler("t")(hold)
     ids = api.add(10)
     make_runner(registry, parallelism=3, max_jobs_per_poll=10).start()
     eventually(lambda: running == 3, what="three handlers running")
@@ -347,7 +511,7 @@ def test_poll_never_asks_for_more_jobs_than_free_slots(api: FakeApi, make_runner
 
 def test_max_jobs_per_poll_caps_each_poll(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: None)
+    registry.handler("t")(lambda ctx: None)
     ids = api.add(9)
     make_runner(registry, parallelism=8, max_jobs_per_poll=2).start()
     eventually(lambda: all(i in api.completed for i in ids))
@@ -356,7 +520,7 @@ def test_max_jobs_per_poll_caps_each_poll(api: FakeApi, make_runner: Any) -> Non
 
 def test_failed_polls_back_off_and_the_runner_carries_on(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: {"ok": True})
+    registry.handler("t")(lambda ctx: {"ok": True})
     api.unavailable_polls = 4
     [job_id] = api.add()
     metrics = InMemoryMetrics()
@@ -369,7 +533,7 @@ def test_failed_polls_back_off_and_the_runner_carries_on(api: FakeApi, make_runn
 
 def test_empty_polls_slow_down_to_the_cap(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: None)
+    registry.handler("t")(lambda ctx: None)
     make_runner(registry, poll_interval=0.02, max_poll_interval=0.1).start()
     eventually(lambda: len(api.poll_times) >= 8, timeout=10)
     gaps = [b - a for a, b in zip(api.poll_times, api.poll_times[1:], strict=False)]
@@ -379,7 +543,7 @@ def test_empty_polls_slow_down_to_the_cap(api: FakeApi, make_runner: Any) -> Non
 
 def test_a_full_batch_is_followed_by_another_poll_at_once(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: None)
+    registry.handler("t")(lambda ctx: None)
     ids = api.add(6)
     make_runner(
         registry, parallelism=2, max_jobs_per_poll=2, poll_interval=5.0, max_poll_interval=5.0
@@ -394,7 +558,7 @@ def test_a_full_batch_is_followed_by_another_poll_at_once(api: FakeApi, make_run
 def test_a_long_handler_gets_heartbeats_at_half_its_lease(make_runner: Any) -> None:
     api = FakeApi(lease_seconds=0.4)
     registry = Registry()
-    registry.register("t", lambda ctx: time.sleep(1.0))
+    registry.handler("t")(lambda ctx: time.sleep(1.0))
     [job_id] = api.add()
     client = BatonClient("http://fake", transport=api.transport(), retry=FAST)
     runner = Runner(registry, client=client, options=RunnerOptions(poll_interval=0.01))
@@ -414,7 +578,7 @@ def test_handler_heartbeat_returns_the_new_lease_end(api: FakeApi, make_runner: 
         seen.append(ctx.heartbeat())
 
     registry = Registry()
-    registry.register("t", beat)
+    registry.handler("t")(beat)
     [job_id] = api.add()
     make_runner(registry).start()
     eventually(lambda: job_id in api.completed)
@@ -436,7 +600,7 @@ def test_a_lost_lease_is_visible_to_the_handler_and_its_result_dropped(make_runn
         return {"late": True}
 
     registry = Registry()
-    registry.register("t", wait_for_loss)
+    registry.handler("t")(wait_for_loss)
     api.add()
     metrics = InMemoryMetrics()
     client = BatonClient("http://fake", transport=api.transport(), retry=FAST)
@@ -468,7 +632,7 @@ def test_stop_waits_for_in_flight_jobs_and_polls_no_more(api: FakeApi, make_runn
         return {"finished": True}
 
     registry = Registry()
-    registry.register("t", hold)
+    registry.handler("t")(hold)
     ids = api.add(5)
     runner = make_runner(registry, parallelism=2, max_jobs_per_poll=2)
     runner.start()
@@ -489,13 +653,13 @@ def test_stop_waits_for_in_flight_jobs_and_polls_no_more(api: FakeApi, make_runn
 
 def test_stop_before_start_is_harmless() -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: None)
+    registry.handler("t")(lambda ctx: None)
     assert Runner(registry, url="http://nowhere.invalid").stop(timeout=1)
 
 
 def test_a_runner_starts_once(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: None)
+    registry.handler("t")(lambda ctx: None)
     runner = make_runner(registry)
     runner.start()
     with pytest.raises(RuntimeError):
@@ -508,7 +672,7 @@ def test_metrics_hook_failures_do_not_stop_jobs(api: FakeApi, make_runner: Any) 
             raise RuntimeError("metrics backend down")
 
     registry = Registry()
-    registry.register("t", lambda ctx: {"ok": 1})
+    registry.handler("t")(lambda ctx: {"ok": 1})
     [job_id] = api.add()
     make_runner(registry, metrics=Broken()).start()
     eventually(lambda: job_id in api.completed)
@@ -516,8 +680,8 @@ def test_metrics_hook_failures_do_not_stop_jobs(api: FakeApi, make_runner: Any) 
 
 def test_in_memory_metrics_count_what_happened(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("ok", lambda ctx: None)
-    registry.register("bad", lambda ctx: (_ for _ in ()).throw(NonRetryableError("no")))
+    registry.handler("ok")(lambda ctx: None)
+    registry.handler("bad")(lambda ctx: (_ for _ in ()).throw(NonRetryableError("no")))
     ok = api.add(3, job_type="ok")
     bad = api.add(1, job_type="bad")
     metrics = InMemoryMetrics()
@@ -536,8 +700,8 @@ def test_in_memory_metrics_count_what_happened(api: FakeApi, make_runner: Any) -
 
 def test_job_types_default_to_every_registered_type(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
-    registry.register("a", lambda ctx: None)
-    registry.register("b", lambda ctx: None)
+    registry.handler("a")(lambda ctx: None)
+    registry.handler("b")(lambda ctx: None)
     runner = make_runner(registry)
     runner.start()
     assert runner.job_types == ("a", "b")
@@ -545,7 +709,7 @@ def test_job_types_default_to_every_registered_type(api: FakeApi, make_runner: A
 
 def test_a_job_type_without_a_handler_is_refused_at_start() -> None:
     registry = Registry()
-    registry.register("a", lambda ctx: None)
+    registry.handler("a")(lambda ctx: None)
     runner = Runner(registry, options=RunnerOptions(job_types=["a", "b"]))
     with pytest.raises(ValueError, match="no handler registered for job type"):
         runner.start()
@@ -561,29 +725,40 @@ def test_worker_id_defaults_to_host_and_pid() -> None:
     assert default_worker_id().endswith(f"-{__import__('os').getpid()}")
 
 
-def test_runner_decorator_registers_into_its_registry() -> None:
-    runner = Runner()
+def test_the_decorator_registers_and_returns_the_function() -> None:
+    registry = Registry()
 
-    @runner.job("ship-parcel")
+    @registry.handler("ship-parcel")
     def ship(ctx: JobContext) -> None:
         return None
 
-    assert runner.registry.get("ship-parcel") is not None
+    async def notify(ctx: JobContext) -> None:
+        return None
+
+    assert registry.handler("notify")(notify) is notify  # the same decorator, called
+    assert registry.get("ship-parcel") is not None
+    assert registry.get("notify").is_async  # type: ignore[union-attr]
     assert ship(None) is None  # type: ignore[arg-type]  # the decorator returns the function
+
+
+def test_there_is_one_way_to_register_a_handler() -> None:
+    for gone in ("register", "job"):
+        assert not hasattr(Registry, gone), gone
+        assert not hasattr(Runner, gone), gone
 
 
 def test_a_second_handler_for_a_type_is_refused() -> None:
     registry = Registry()
-    registry.register("t", lambda ctx: None)
+    registry.handler("t")(lambda ctx: None)
     with pytest.raises(ValueError, match="already has a handler"):
-        registry.register("t", lambda ctx: None)
-    registry.register("t", lambda ctx: {"x": 1}, replace=True)
+        registry.handler("t")(lambda ctx: None)
+    registry.handler("t", replace=True)(lambda ctx: {"x": 1})
 
 
 @pytest.mark.parametrize("job_type", ["", "-leading", "has space", "x" * 129, "a/b"])
 def test_invalid_job_types_are_refused(job_type: str) -> None:
     with pytest.raises(ValueError, match="invalid job type"):
-        Registry().register(job_type, lambda ctx: None)
+        Registry().handler(job_type)(lambda ctx: None)
 
 
 def test_async_detection_sees_through_partials_and_callable_objects() -> None:

@@ -4,6 +4,7 @@ when a repeat is harmless."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -15,6 +16,8 @@ from baton_worker.errors import (
     BatonApiError,
     BatonError,
     ConflictError,
+    JobError,
+    NonRetryableError,
     NotFoundError,
     ProblemItem,
     RateLimitedError,
@@ -267,6 +270,27 @@ def test_requests_leave_out_unset_fields() -> None:
     assert json.loads(seen[0].content) == {"definitionName": "order", "input": {"a": 1}}
 
 
+@pytest.mark.parametrize(
+    ("body", "error"), [({"x": float("nan")}, ValueError), ({"x": object()}, TypeError)]
+)
+def test_a_body_that_is_not_strict_json_is_refused_before_sending(
+    body: dict[str, Any], error: type[Exception]
+) -> None:
+    seen: list[httpx.Request] = []
+    client = scripted_client([], seen)
+    with pytest.raises(error):
+        client.start_instance("d", input=body)
+    assert seen == []
+
+
+def test_bodies_are_sent_as_utf8_json() -> None:
+    seen: list[httpx.Request] = []
+    client = scripted_client([reply(201, {"id": "i"})], seen)
+    client.start_instance("d", input={"name": "José"})
+    assert seen[0].headers["content-type"] == "application/json"
+    assert seen[0].content == '{"definitionName":"d","input":{"name":"José"}}'.encode()
+
+
 def test_client_refuses_two_kinds_of_credentials() -> None:
     with pytest.raises(ValueError):
         BatonClient(api_key="k", auth=httpx.BasicAuth("a", "b"))
@@ -276,3 +300,66 @@ def test_a_problem_the_detail_already_states_is_not_repeated() -> None:
     detail = "'bad!' is not a valid queue name"
     body = problem(422, "Validation failed", detail, errors=[{"path": "name", "message": detail}])
     assert str(problem_error(422, body)) == f"422 Validation failed: {detail}"
+
+
+# --- handler failures ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "seconds"),
+    [
+        (None, None),
+        (0, 0.0),
+        (2.5, 2.5),
+        (timedelta(minutes=2), 120.0),
+        (timedelta(days=365), 365 * 24 * 3600.0),
+    ],
+)
+def test_job_error_takes_its_retry_delay_in_seconds_or_as_a_timedelta(
+    given: float | timedelta | None, seconds: float | None
+) -> None:
+    error = JobError("slow down", next_retry_delay=given)
+    assert error.next_retry_delay_seconds == seconds
+    assert error.next_retry_delay == (None if seconds is None else timedelta(seconds=seconds))
+    assert error.non_retryable is False
+
+
+@pytest.mark.parametrize(
+    "bad", [-1, timedelta(seconds=-1), timedelta(days=366), float("nan"), float("inf")]
+)
+def test_job_error_refuses_a_retry_delay_the_api_would_refuse(bad: float | timedelta) -> None:
+    with pytest.raises(ValueError, match="next_retry_delay"):
+        JobError("x", next_retry_delay=bad)
+
+
+@pytest.mark.parametrize("bad", [True, "5", [1]])
+def test_job_error_refuses_a_retry_delay_that_is_not_a_duration(bad: Any) -> None:
+    with pytest.raises(TypeError, match="next_retry_delay"):
+        JobError("x", next_retry_delay=bad)
+
+
+def test_non_retryable_error_is_a_job_error_without_a_delay() -> None:
+    error = NonRetryableError("card declined")
+    assert isinstance(error, JobError)
+    assert (error.message, error.non_retryable, error.next_retry_delay) == (
+        "card declined",
+        True,
+        None,
+    )
+
+
+def test_fail_job_sends_the_next_retry_delay_only_when_given() -> None:
+    seen: list[httpx.Request] = []
+    failed = {"jobId": "j", "status": "RETRY_SCHEDULED", "applied": True}
+    client = scripted_client([reply(200, failed), reply(200, failed)], seen)
+    client.fail_job("j", worker_id="w", error_message="later", next_retry_delay_seconds=0)
+    client.fail_job("j", worker_id="w", error_message="later", retryable=False)
+    first, second = (json.loads(r.content) for r in seen)
+    assert first == {
+        "jobId": "j",
+        "workerId": "w",
+        "errorMessage": "later",
+        "retryable": True,
+        "nextRetryDelaySeconds": 0,
+    }
+    assert second == {"jobId": "j", "workerId": "w", "errorMessage": "later", "retryable": False}

@@ -1,0 +1,140 @@
+"""``baton instances``: start, inspect, list and cancel workflow instances; user tasks, signals."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from baton_worker.cli.options import Subparsers, group, json_arg, json_object_arg, leaf
+from baton_worker.cli.output import CELL_WIDTH, cell, fields, show, table, when
+
+if TYPE_CHECKING:
+    from baton_worker.client import BatonClient
+
+INSTANCE_STATUSES = ("RUNNING", "COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED")
+INSTANCE_HEADERS = ["id", "definition", "version", "status", "correlation id", "created"]
+
+
+def _instance_rows(instances: Iterable[Mapping[str, Any]]) -> list[list[Any]]:
+    return [
+        [
+            i.get("id"),
+            i.get("definitionName"),
+            i.get("definitionVersion"),
+            i.get("status"),
+            i.get("correlationId"),
+            when(i.get("createdAt")),
+        ]
+        for i in instances
+    ]
+
+
+def _render_instance(i: Mapping[str, Any]) -> str:
+    head = fields(
+        [
+            ("id", i.get("id")),
+            ("definition", f"{i.get('definitionName')} v{i.get('definitionVersion', '-')}"),
+            ("status", i.get("status")),
+            ("reason", i.get("reason")),
+            ("correlation id", i.get("correlationId")),
+            ("input", cell(i.get("input"), 200)),
+            ("variables", cell(i.get("variables"), 200)),
+            ("output", None if i.get("output") is None else cell(i.get("output"), 200)),
+            ("created", when(i.get("createdAt"))),
+            ("updated", when(i.get("updatedAt"))),
+            ("completed", None if i.get("completedAt") is None else when(i.get("completedAt"))),
+        ]
+    )
+    steps = i.get("steps")
+    if steps is None:
+        return head
+    rows = [
+        [
+            s.get("stepId"),
+            s.get("type"),
+            s.get("status"),
+            s.get("attempt"),
+            s.get("workerId"),
+            cell(s.get("error"), CELL_WIDTH) if s.get("error") else None,
+        ]
+        for s in steps
+    ]
+    return head + "\n\n" + table(["step", "type", "status", "attempt", "worker", "error"], rows)
+
+
+def _start(client: BatonClient, args: argparse.Namespace) -> None:
+    started = client.start_instance(
+        args.name,
+        definition_version=args.version,
+        input=json_object_arg(args.input, "--input"),
+        correlation_id=args.correlation_id,
+        idempotency_key=args.idempotency_key,
+    )
+    show(args, started, _render_instance)
+
+
+def _get(client: BatonClient, args: argparse.Namespace) -> None:
+    show(args, client.get_instance(args.id), _render_instance)
+
+
+def _list(client: BatonClient, args: argparse.Namespace) -> None:
+    page = client.search_instances(
+        status=args.status,
+        definition_name=args.definition,
+        correlation_id=args.correlation_id,
+        limit=args.limit,
+        page_token=args.page_token,
+    )
+
+    def render(_: Any) -> str:
+        text = table(INSTANCE_HEADERS, _instance_rows(page["instances"]))
+        token = page.get("nextPageToken")
+        return text + (f"\n(more: --page-token {token})" if token else "")
+
+    show(args, page, render)
+
+
+def _cancel(client: BatonClient, args: argparse.Namespace) -> None:
+    show(args, client.cancel_instance(args.id, reason=args.reason), _render_instance)
+
+
+def _complete_task(client: BatonClient, args: argparse.Namespace) -> None:
+    variables = json_object_arg(args.variables, "--variables")
+    done = client.complete_user_task(args.id, args.step, variables=variables)
+    show(args, done, _render_instance)
+
+
+def _signal(client: BatonClient, args: argparse.Namespace) -> None:
+    done = client.signal(args.id, args.step, payload=json_arg(args.payload, "--payload"))
+    show(args, done, _render_instance)
+
+
+def add_commands(commands: Subparsers) -> None:
+    """Add ``instances``."""
+    sub = group(commands, "instances", "start, inspect, list and cancel workflow instances")
+    p = leaf(sub, "start", "start an instance of a definition", _start)
+    p.add_argument("name", metavar="NAME", help="the definition's name")
+    p.add_argument("--version", type=int, help="a specific definition version (default: latest)")
+    p.add_argument("--input", metavar="JSON", help="the input object (or @file.json)")
+    p.add_argument("--correlation-id", metavar="ID")
+    p.add_argument("--idempotency-key", metavar="KEY", help="a repeat returns the first instance")
+    p = leaf(sub, "get", "show an instance and its steps", _get)
+    p.add_argument("id", metavar="ID")
+    p = leaf(sub, "list", "search instances, newest first", _list)
+    p.add_argument("--status", choices=INSTANCE_STATUSES, type=str.upper)
+    p.add_argument("--definition", metavar="NAME", help="only instances of this definition")
+    p.add_argument("--correlation-id", metavar="ID")
+    p.add_argument("--limit", type=int, default=20, help="at most this many (default 20, max 100)")
+    p.add_argument("--page-token", metavar="TOKEN", help="continue a previous listing")
+    p = leaf(sub, "cancel", "cancel a running instance", _cancel)
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--reason")
+    p = leaf(sub, "complete-task", "complete a waiting user task", _complete_task)
+    p.add_argument("id", metavar="ID")
+    p.add_argument("step", metavar="STEP", help="the user task's step id")
+    p.add_argument("--variables", metavar="JSON", help="variables to set (or @file.json)")
+    p = leaf(sub, "signal", "deliver a signal to a waiting step", _signal)
+    p.add_argument("id", metavar="ID")
+    p.add_argument("step", metavar="STEP", help="the signal step's id")
+    p.add_argument("--payload", metavar="JSON", help="the signal's payload (or @file.json)")
