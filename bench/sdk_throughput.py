@@ -78,7 +78,7 @@ def _runner(
     from baton_worker import Registry, Runner, RunnerOptions
 
     registry = Registry()
-    registry.register(job_type, lambda ctx: RESULT)
+    registry.handler(job_type)(lambda ctx: RESULT)
     return Runner(
         registry,
         url=server.url,

@@ -21,7 +21,7 @@ def start() -> Any:
         correlation_id=req.correlation_id,
         idempotency_key=req.idempotency_key,
     )
-    api.logger.append_keys(instance_id=instance["id"])
+    api.log_keys(instance_id=instance["id"])
     api.logger.info("instance started" if created else "idempotent start repeated")
     return api.ok(
         instance, 201 if created else 200, {"Location": f"/v1/instances/{instance['id']}"}
@@ -49,14 +49,14 @@ def get(id: str) -> Any:
 @api.route("POST", "/v1/instances/{id}/cancel")
 def cancel(id: str) -> Any:
     req = api.body(m.CancelInstanceRequest)
-    api.logger.append_keys(instance_id=id)
+    api.log_keys(instance_id=id)
     return api.ok(api.engine().cancel_instance(api.path(id), req.reason))
 
 
 @api.route("POST", "/v1/instances/{id}/user-tasks/{stepId}/complete")
 def complete_user_task(id: str, stepId: str) -> Any:
     req = api.body(m.CompleteUserTaskRequest)
-    api.logger.append_keys(instance_id=id)
+    api.log_keys(instance_id=id)
     return api.ok(
         api.engine().complete_user_task(api.path(id), api.path(stepId), req.variables_to_set)
     )
@@ -65,7 +65,7 @@ def complete_user_task(id: str, stepId: str) -> Any:
 @api.route("POST", "/v1/instances/{id}/signals/{stepId}")
 def signal(id: str, stepId: str) -> Any:
     req = api.body(m.SignalRequest)
-    api.logger.append_keys(instance_id=id)
+    api.log_keys(instance_id=id)
     return api.ok(api.engine().signal(api.path(id), api.path(stepId), req.payload))
 
 

@@ -20,7 +20,7 @@ def poll() -> Any:
 @api.route("POST", "/v1/jobs/complete")
 def complete() -> Any:
     req = api.body(m.CompleteJobRequest)
-    api.logger.append_keys(job_id=req.job_id)
+    api.log_keys(job_id=req.job_id)
     return api.ok(
         api.engine().complete_job(
             req.job_id, req.worker_id, req.variables_to_set, attempt=req.attempt
@@ -31,7 +31,7 @@ def complete() -> Any:
 @api.route("POST", "/v1/jobs/fail")
 def fail() -> Any:
     req = api.body(m.FailJobRequest)
-    api.logger.append_keys(job_id=req.job_id)
+    api.log_keys(job_id=req.job_id)
     result = api.engine().fail_job(
         req.job_id,
         req.worker_id,

@@ -20,7 +20,7 @@ def push(name: str) -> Any:
     req = api.body(m.PushRequest)
     queues = _queues()
     pushed = queues.push(api.path(name), req.title, req.body, req.priority, req.max_retries)
-    api.logger.append_keys(queue_task_id=pushed["id"])
+    api.log_keys(queue_task_id=pushed["id"])
     # Nudge the queue's triggers now, so a triggered workflow does not wait a whole tick.
     runtime.queue_triggers(api.engine()).dispatch(api.path(name), nudged=True)
     return api.ok(pushed, 201)

@@ -322,3 +322,33 @@ def test_functions_in_one_process_share_no_metrics_state(lambda_env: None) -> No
     jobs.api.metrics.add_metric(name="OnlyJobs", unit="Count", value=1)
     assert "OnlyJobs" not in instances.api.metrics.metric_set
     jobs.api.metrics.clear_metrics()
+
+
+def test_concurrent_invocations_in_one_process_never_see_each_others_event(
+    invoke: Invoke,
+) -> None:
+    """The local server runs every function's containers as threads of one process."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    routes = [
+        ("definitions", "/v1/definitions/{name}", "definition"),
+        ("definitions", "/v1/taskdefs/{name}", "task definition"),
+        ("instances", "/v1/instances/{id}", "instance"),
+    ]
+
+    def call(n: int) -> tuple[str, str]:
+        function, resource, kind = routes[n % len(routes)]
+        ident = f"00000000-0000-4000-8000-{n:012d}"
+        key = "id" if "{id}" in resource else "name"
+        status, _, body = invoke(function, "GET", resource, path_params={key: ident})
+        # The problem names the request's own path, read from the event after the database
+        # answered: another thread's request in between must not have replaced it.
+        path = resource.replace("{" + key + "}", ident)
+        expected = f"404 {kind} {ident!r} not found at {path}"
+        return expected, f"{status} {body['detail']} at {body.get('instance')}"
+
+    with ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(call, range(600)))
+    assert all(expected == got for expected, got in answers), [a for a in answers if a[0] != a[1]][
+        :3
+    ]

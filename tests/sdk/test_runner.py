@@ -339,7 +339,8 @@ def test_a_completion_refused_with_a_4xx_fails_the_job_at_once_with_the_reason(
     )
     assert retryable is False
     assert api.complete_calls == 1  # a refusal is final: never repeated
-    assert metrics.jobs_failed_non_retryable["t"] == 1
+    # The metric follows the fail call's answer, a moment after the fake API recorded it.
+    eventually(lambda: metrics.jobs_failed_non_retryable["t"] == 1)
 
 
 def test_a_refusal_names_the_first_listed_problem(api: FakeApi, make_runner: Any) -> None:

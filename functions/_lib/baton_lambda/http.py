@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from baton_lambda import runtime
 from baton_lambda.emf import EmfMetrics
+from baton_lambda.isolation import per_thread_router_state
 
 M = TypeVar("M", bound=BaseModel)
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -59,6 +60,9 @@ class Api:
     """An API function: resolver + logger + metrics + engine, wired once per container."""
 
     def __init__(self, function: str) -> None:
+        if runtime.settings().stage == "local":
+            # The local server runs every function in one process, several requests at a time.
+            per_thread_router_state()
         self.function = function
         self.logger = Logger(service=f"baton-{function}")
         self.metrics = EphemeralMetrics(service=f"baton-{function}")
@@ -76,6 +80,10 @@ class Api:
         return self.resolver.route(rule=rule, method=method)
 
     # --- request helpers -----------------------------------------------------------------------
+
+    def log_keys(self, **keys: object) -> None:
+        """Ids to carry on every log line of this invocation (per thread: see ``isolation``)."""
+        self.logger.thread_safe_append_keys(**keys)
 
     def engine(self) -> Engine:
         return runtime.engine(self._sink)
@@ -141,9 +149,10 @@ class Api:
 
         @self.logger.inject_lambda_context(clear_state=True)
         def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+            self.logger.thread_safe_clear_keys()
             request_id = (event.get("requestContext") or {}).get("requestId")
             if request_id:
-                self.logger.append_keys(request_id=request_id)
+                self.log_keys(request_id=request_id)
             return self.resolver.resolve(event, context)
 
         return cast(LambdaHandler, self.metrics.log_metrics(handle))

@@ -185,6 +185,7 @@ class JobExecutor:
                     ctx.job_id,
                     worker_id=self.worker_id,
                     variables=outcome.variables,
+                    attempt=ctx.attempt,
                     retry=self.report_retry,
                 )
             except (TypeError, ValueError) as e:  # not JSON after all (result_problem missed it)
@@ -225,6 +226,7 @@ class JobExecutor:
                 error_message=_clip(_storable(outcome.error)),
                 retryable=outcome.retryable,
                 next_retry_delay_seconds=outcome.next_retry_delay_seconds,
+                attempt=ctx.attempt,
                 retry=self.report_retry,
             )
         except BatonError as e:
@@ -270,10 +272,13 @@ class JobExecutor:
 
     def _send_heartbeat(self, job_id: str) -> datetime:
         """The automatic heartbeat (the heartbeater retries, so one attempt here)."""
-        result = self.client.heartbeat(job_id, worker_id=self.worker_id, retry=None)
-        expires = parse_timestamp(result["lockExpiresAt"])
         with self._lock:
             ctx = self._active.get(job_id)
+        attempt = ctx.attempt if ctx is not None else None
+        result = self.client.heartbeat(
+            job_id, worker_id=self.worker_id, attempt=attempt, retry=None
+        )
+        expires = parse_timestamp(result["lockExpiresAt"])
         if ctx is not None:
             ctx.lock_expires_at = expires
         return expires
@@ -281,7 +286,9 @@ class JobExecutor:
     def _manual_heartbeat(self, ctx: JobContext) -> datetime:
         """``ctx.heartbeat()``: extend now, and re-time the automatic heartbeats from it."""
         try:
-            result = self.client.heartbeat(ctx.job_id, worker_id=self.worker_id)
+            result = self.client.heartbeat(
+                ctx.job_id, worker_id=self.worker_id, attempt=ctx.attempt
+            )
         except (ConflictError, NotFoundError) as e:
             self._lease_lost(ctx.job_id, e)
             raise

@@ -311,13 +311,18 @@ class BatonClient:
         *,
         worker_id: str,
         variables: Mapping[str, Any] | None = None,
+        attempt: int | None = None,
         retry: RetryArg = CLIENT_POLICY,
     ) -> CompleteJobResult:
-        """Complete a claimed job with ``variables``. A repeat is accepted (``applied`` False)."""
+        """Complete a claimed job with ``variables``. A repeat is accepted (``applied`` False).
+
+        ``attempt`` (from the poll) makes a repeat recognisable after the job moved on to a
+        later attempt; without it the result is judged on the worker alone."""
         body = _params(
             jobId=job_id,
             workerId=worker_id,
             variablesToSet=None if variables is None else dict(variables),
+            attempt=attempt,
         )
         result = self._call("POST", "/v1/jobs/complete", json=body, idempotent=True, retry=retry)
         return cast(CompleteJobResult, result)
@@ -330,25 +335,33 @@ class BatonClient:
         error_message: str,
         retryable: bool = True,
         next_retry_delay_seconds: float | None = None,
+        attempt: int | None = None,
         retry: RetryArg = CLIENT_POLICY,
     ) -> FailJobResult:
         """Fail a claimed job; the engine retries it per the step's policy when ``retryable``,
-        after ``next_retry_delay_seconds`` instead of the step's delay when that is given."""
+        after ``next_retry_delay_seconds`` instead of the step's delay when that is given.
+        ``attempt`` as for :meth:`complete_job` (a re-sent fail is then a harmless repeat)."""
         body = _params(
             jobId=job_id,
             workerId=worker_id,
             errorMessage=error_message,
             retryable=retryable,
             nextRetryDelaySeconds=next_retry_delay_seconds,
+            attempt=attempt,
         )
         result = self._call("POST", "/v1/jobs/fail", json=body, idempotent=True, retry=retry)
         return cast(FailJobResult, result)
 
     def heartbeat(
-        self, job_id: str, *, worker_id: str, retry: RetryArg = CLIENT_POLICY
+        self,
+        job_id: str,
+        *,
+        worker_id: str,
+        attempt: int | None = None,
+        retry: RetryArg = CLIENT_POLICY,
     ) -> HeartbeatResult:
-        """Extend the lease of a claimed job by the step's response timeout."""
-        body = {"jobId": job_id, "workerId": worker_id}
+        """Extend the lease of a claimed job (of its ``attempt``) by the step's response timeout."""
+        body = _params(jobId=job_id, workerId=worker_id, attempt=attempt)
         result = self._call("POST", "/v1/jobs/heartbeat", json=body, idempotent=True, retry=retry)
         return cast(HeartbeatResult, result)
 

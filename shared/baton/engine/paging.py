@@ -1,13 +1,15 @@
 """Opaque page tokens for list endpoints, and the page envelope (``{<items>, nextPageToken?}``).
 
-A token is the sort key of the last row served, URL-safe base64 encoded; it carries no secret and
-is validated on the way back in like any other input.
+A token is the sort key of the last row served with a short checksum, URL-safe base64 encoded. It
+carries no secret; the checksum only tells a token this API issued from a made-up or damaged one,
+which is refused (422) rather than read as some other position.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 from typing import Any
 
 from baton.errors import Problem, ValidationFailed
@@ -17,19 +19,30 @@ _SEPARATOR = "\x1f"
 
 def encode_token(*parts: str) -> str:
     """A token for the row whose sort key is ``parts``."""
-    return base64.urlsafe_b64encode(_SEPARATOR.join(parts).encode()).decode().rstrip("=")
+    body = _SEPARATOR.join(parts).encode()
+    return base64.urlsafe_b64encode(_checksum(body) + body).decode().rstrip("=")
 
 
 def decode_token(token: str, parts: int) -> list[str]:
     """The sort key inside ``token``; a token this API did not issue is a validation problem."""
+    values: list[str] = []
     try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+        raw = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_", validate=True)
+        check, body = raw[:_CHECK], raw[_CHECK:]
+        if check == _checksum(body):
+            values = body.decode().split(_SEPARATOR)
     except (binascii.Error, UnicodeDecodeError, ValueError):
-        raw = None
-    values = raw.split(_SEPARATOR) if raw is not None else []
+        pass
     if len(values) != parts:
         raise ValidationFailed([Problem("pageToken", "not a token this API issued")])
     return values
+
+
+_CHECK = 4
+
+
+def _checksum(body: bytes) -> bytes:
+    return hashlib.blake2b(body, digest_size=_CHECK, person=b"baton-page").digest()
 
 
 def page(key: str, items: list[dict[str, Any]], token: str | None) -> dict[str, Any]:

@@ -88,8 +88,7 @@ class SingleConnection:
             try:
                 yield self._conn
             finally:
-                if not self._conn.closed and not self._conn.broken:
-                    self._conn.rollback()  # never leak an open transaction to the next request
+                _settle(self._conn, b"ROLLBACK")  # never leak an open transaction
 
     def close(self) -> None:
         if self._conn is not None:
@@ -175,12 +174,11 @@ class Database:
                         result = work(conn)
                         _finish(conn, b"COMMIT")
                     except BaseException:
-                        if not conn.closed and not conn.broken:
-                            _finish(conn, b"ROLLBACK")
+                        _settle(conn, b"ROLLBACK")
                         raise
                     finally:
-                        if explicit_begin and not conn.closed and not conn.broken:
-                            conn.autocommit = False
+                        if explicit_begin:
+                            _restore_autocommit(conn)
                     return result
             except RETRYABLE:
                 _contended(attempt)
@@ -210,16 +208,10 @@ class Database:
                 return work(conn)
             except BaseException:
                 # A failed explicit BEGIN ... COMMIT block survives its pipeline's Sync.
-                if (
-                    not conn.closed
-                    and not conn.broken
-                    and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
-                ):
-                    conn.execute(b"ROLLBACK", prepare=False)
+                _settle(conn, b"ROLLBACK")
                 raise
             finally:
-                if not conn.closed and not conn.broken:
-                    conn.autocommit = False
+                _restore_autocommit(conn)
 
     def close(self) -> None:
         self.source.close()
@@ -247,6 +239,28 @@ def first_in_transaction(
             conn.execute(b"BEGIN", prepare=False)
         cur = conn.execute(query, params)
     return cur.fetchone()
+
+
+def _settle(conn: Conn, command: bytes) -> None:
+    """End whatever transaction an interrupted unit of work left open. A connection that cannot
+    even do that (the server went away mid-pipeline) is closed, never reused half-open; the
+    error the caller is already raising is the one that counts."""
+    if conn.closed or conn.broken:
+        return
+    try:
+        _finish(conn, command)
+    except psycopg.Error:
+        conn.close()
+
+
+def _restore_autocommit(conn: Conn) -> None:
+    """Leave the connection as the source expects it (autocommit off), or close it."""
+    if conn.closed or conn.broken:
+        return
+    try:
+        conn.autocommit = False
+    except psycopg.Error:
+        conn.close()
 
 
 def _finish(conn: Conn, command: bytes) -> None:
