@@ -261,13 +261,16 @@ def test_every_instance_completes_once_through_kills_and_a_database_restart(
     began = time.time()
     starters = ThreadPoolExecutor(STARTERS, thread_name_prefix="chaos-start")
     started = [starters.submit(starter.start, n) for n in range(INSTANCES)]
+    problems: list[str] = []
     try:
         completed = 0
         last_report = 0.0
         while True:
-            assert time.time() - began < RUN_DEADLINE_SECONDS, (
-                f"not done after {RUN_DEADLINE_SECONDS} s: {completed}/{INSTANCES} completed"
-            )
+            if time.time() - began > RUN_DEADLINE_SECONDS:
+                problems.append(
+                    f"not done after {RUN_DEADLINE_SECONDS} s: {completed}/{INSTANCES} completed"
+                )
+                break
             supervisor.tick()
             if outage.error is not None:
                 raise AssertionError("the outage could not be staged") from outage.error
@@ -278,10 +281,14 @@ def test_every_instance_completes_once_through_kills_and_a_database_restart(
                     continue
                 completed = by_status.get("COMPLETED", 0)
                 others = {k: v for k, v in by_status.items() if k not in ("RUNNING", "COMPLETED")}
-                assert not others, f"instances ended otherwise than COMPLETED: {others}"
+                if others:
+                    problems.append(f"instances ended otherwise than COMPLETED: {others}")
+                    break
                 if outage.down_at is None and completed >= OUTAGE_AFTER_COMPLETED:
                     outage.begin(chaos_pg)
-                if completed >= INSTANCES and all(f.done() for f in started):
+                # A start refused for good (not a 503) leaves fewer than INSTANCES to wait for;
+                # the checks below report it.
+                if all(f.done() for f in started) and not by_status.get("RUNNING"):
                     break
             if time.time() - last_report > 2:
                 last_report = time.time()
@@ -298,16 +305,16 @@ def test_every_instance_completes_once_through_kills_and_a_database_restart(
         starter.client.close()
         if outage.thread is not None:
             outage.thread.join(30)
-    _say(f"all {INSTANCES} completed in {time.time() - began:.1f} s")
-    for f in started:
-        f.result()
-
+    _say(f"{completed}/{INSTANCES} completed after {time.time() - began:.1f} s")
     _say(f"{len(supervisor.killed)} workers killed: {supervisor.killed}")
-    assert len(supervisor.killed) >= 2, supervisor.killed
+    if outage.down_at is None or outage.up_at is None:
+        problems.append("the database was never stopped and started again")
+    if len(supervisor.killed) < 2:
+        problems.append(f"only {len(supervisor.killed)} workers were killed")
     records = starter.records + _read_worker_logs(logs)
     # Every check runs and reports, so one run shows every kind of failure at once.
     with chaos_pg.connect("baton") as db:
-        problems = _check_http_answers(records, outage) + _check_audit(db, name, records)
+        problems += _check_http_answers(records, outage) + _check_audit(db, name, records)
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
 
 
@@ -362,8 +369,15 @@ def _check_http_answers(records: list[dict[str, Any]], outage: Outage) -> list[s
         f"with Retry-After), e.g. {json.dumps(example)[:800]}"
         for key, example in bad.items()
     ]
-    assert outage.down_at is not None and outage.up_at is not None
-    during = [r for r in answers if outage.down_at <= r["t"] <= outage.up_at + 1]
+    crossed = [
+        r for r in answers if r["op"] == "complete" and r.get("answered_job", r["job"]) != r["job"]
+    ]
+    if crossed:
+        problems.append(
+            f"{len(crossed)} completions answered about another job, e.g. {json.dumps(crossed[0])}"
+        )
+    down, up = outage.down_at or 0.0, outage.up_at or 0.0
+    during = [r for r in answers if down <= r["t"] <= up + 1]
     if not any(r["status"] == 503 for r in during):
         problems.append("nobody saw the outage: it was not under load")
     return problems
@@ -385,7 +399,10 @@ def _check_audit(db: Any, name: str, records: list[dict[str, Any]]) -> list[str]
     ).fetchall()
     problems: list[str] = []
     if len(rows) != INSTANCES:
-        problems.append(f"{len(rows)} instances (with their step) instead of {INSTANCES}")
+        problems.append(
+            f"{len(rows)} instances (with their step) instead of {INSTANCES}: some starts "
+            "were refused for good (their answers are listed above)"
+        )
     completions = Counter(
         str(job_id)
         for (job_id,) in db.execute(

@@ -66,7 +66,9 @@ class Worker:
                 "ctype": r.headers.get("content-type"),
             }
             if r.status_code == 200 and op == "complete":
-                entry["applied"] = r.json().get("applied")
+                answer = r.json()
+                # The job the answer is about: another job's answer means crossed requests.
+                entry["applied"], entry["answered_job"] = answer.get("applied"), answer.get("jobId")
             elif r.status_code >= 300:
                 entry["body"] = r.text[:500]
             self.record(**entry)
