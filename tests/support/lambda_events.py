@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "tests" / "events"
@@ -57,7 +58,8 @@ def api_event(
     event: dict[str, Any] = copy.deepcopy(json.loads((EVENTS / "rest_api_proxy.json").read_text()))
     path = resource
     for k, v in (path_params or {}).items():
-        path = path.replace("{" + k + "}", v)
+        # A REST API's ``path`` stays percent-encoded; only pathParameters arrive decoded.
+        path = path.replace("{" + k + "}", quote(v, safe=""))
     event.update(
         resource=resource,
         path=path,
