@@ -243,13 +243,6 @@ def _definition(name: str, job_type: str) -> dict[str, Any]:
 
 # Known defects on this branch, met at random under this load (strict=False: a passing run
 # shows as XPASS; drop the mark once fixed).
-@pytest.mark.xfail(
-    strict=False,
-    reason="baton dev serves concurrent requests with each other's events (Powertools keeps "
-    "the current event on the class, BaseRouter.current_event, shared by every container): "
-    "a start or completion answered as another route; a connection lost mid-pipeline while "
-    "starting an instance raises ProgrammingError: a 500, not a 503",
-)
 def test_every_instance_completes_once_through_kills_and_a_database_restart(
     chaos_pg: ControlledPostgres, chaos_server: LocalServer, tmp_path: Path
 ) -> None:

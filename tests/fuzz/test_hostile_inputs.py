@@ -447,89 +447,6 @@ def _definition(name: str, step_input: dict[str, Any] | None = None, **step: Any
     }
 
 
-# Known engine defects on this branch (strict=False: a fixed one shows as XPASS; drop it here).
-NUL_500 = "a NUL reaches PostgreSQL (DataError / UntranslatableCharacter): 500, not 422"
-SURROGATE_500 = "a lone surrogate reaches jsonb or the serializer (no UTF-8 for it): 500"
-NON_FINITE_500 = "NaN, Infinity or 1e400 (parsed as inf) reaches jsonb, which refuses it: 500"
-VERSION_OVERFLOW = "definitionVersion beyond int4 reaches SQL (NumericValueOutOfRange): 500"
-INT32_ACCEPTED = "an int32 field of the proto contract (TaskDef) stores a larger value: 2xx"
-TOKEN_IGNORED = "a malformed pageToken is ignored (200, the first page) instead of a 422"
-KNOWN_DEFECTS: dict[str, str] = {
-    "poll-worker-nul": NUL_500,
-    "complete-nul-key": NUL_500,
-    "complete-nul-value": NUL_500,
-    "complete-nul-nested": NUL_500,
-    "fail-message-nul": NUL_500,
-    "heartbeat-worker-nul": NUL_500,
-    "start-input-nul-key": NUL_500,
-    "start-input-nul-value": NUL_500,
-    "start-input-nul-nested": NUL_500,
-    "start-correlation-nul": NUL_500,
-    "start-idempotency-nul": NUL_500,
-    "start-inline-step-input-nul": NUL_500,
-    "cancel-reason-nul": NUL_500,
-    "user-task-nul-key": NUL_500,
-    "signal-nul-key": NUL_500,
-    "user-task-nul-value": NUL_500,
-    "signal-nul-value": NUL_500,
-    "user-task-nul-nested": NUL_500,
-    "signal-nul-nested": NUL_500,
-    "definition-description-nul": NUL_500,
-    "definition-step-input-nul-key": NUL_500,
-    "definition-step-input-nul": NUL_500,
-    "definition-output-nul": NUL_500,
-    "taskdef-description-nul": NUL_500,
-    "taskdef-owner-nul": NUL_500,
-    "taskdef-template-nul-key": NUL_500,
-    "push-title-nul": NUL_500,
-    "push-body-nul": NUL_500,
-    "dequeue-consumer-nul": NUL_500,
-    "nack-error-nul": NUL_500,
-    "list-definition-nul": NUL_500,
-    "list-correlation-nul": NUL_500,
-    "definition-name-nul": NUL_500,
-    "version-name-nul": NUL_500,
-    "ack-queue-nul": NUL_500,
-    "nack-queue-nul": NUL_500,
-    "taskdef-name-get-nul": NUL_500,
-    "complete-surrogate-value": SURROGATE_500,
-    "complete-surrogate-key": SURROGATE_500,
-    "start-input-surrogate-value": SURROGATE_500,
-    "start-input-surrogate-key": SURROGATE_500,
-    "user-task-surrogate-value": SURROGATE_500,
-    "signal-surrogate-value": SURROGATE_500,
-    "user-task-surrogate-key": SURROGATE_500,
-    "signal-surrogate-key": SURROGATE_500,
-    "definition-step-input-surrogate": SURROGATE_500,
-    "taskdef-template-surrogate": SURROGATE_500,
-    "complete-nan": NON_FINITE_500,
-    "complete-infinity": NON_FINITE_500,
-    "complete-1e400": NON_FINITE_500,
-    "start-input-nan": NON_FINITE_500,
-    "start-input-infinity": NON_FINITE_500,
-    "start-input-1e400": NON_FINITE_500,
-    "user-task-nan": NON_FINITE_500,
-    "signal-nan": NON_FINITE_500,
-    "user-task-infinity": NON_FINITE_500,
-    "signal-infinity": NON_FINITE_500,
-    "user-task-1e400": NON_FINITE_500,
-    "signal-1e400": NON_FINITE_500,
-    "start-version-int32": VERSION_OVERFLOW,
-    "start-version-int64": VERSION_OVERFLOW,
-    "start-version-huge": VERSION_OVERFLOW,
-    "taskdef-concurrency-int32": INT32_ACCEPTED,
-    "taskdef-concurrency-huge": INT32_ACCEPTED,
-    "taskdef-rate-int32": INT32_ACCEPTED,
-    "definitions-token-two-garbage-parts": TOKEN_IGNORED,
-    "definitions-token-timestamp-garbage": TOKEN_IGNORED,
-    "definitions-token-not-base64": TOKEN_IGNORED,
-    "definitions-token-nul": TOKEN_IGNORED,
-    "taskdefs-token-two-garbage-parts": TOKEN_IGNORED,
-    "taskdefs-token-timestamp-garbage": TOKEN_IGNORED,
-    "taskdefs-token-not-base64": TOKEN_IGNORED,
-    "taskdefs-token-nul": TOKEN_IGNORED,
-}
-
 CASES = _cases()
 
 
@@ -627,16 +544,7 @@ def seeded(fuzz_server: LocalServer, fuzz_database_url: str) -> Iterator[Seeded]
 
 @pytest.mark.parametrize(
     "case",
-    [
-        pytest.param(
-            c,
-            id=c.id,
-            marks=[pytest.mark.xfail(strict=False, reason=KNOWN_DEFECTS[c.id])]
-            if c.id in KNOWN_DEFECTS
-            else [],
-        )
-        for c in CASES
-    ],
+    [pytest.param(c, id=c.id) for c in CASES],
 )
 def test_hostile_input_is_refused_with_a_problem_and_writes_nothing(
     seeded: Seeded, case: Hostile

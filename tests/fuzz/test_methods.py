@@ -45,27 +45,13 @@ UNKNOWN_PATHS = (
 )
 
 
-# Known defect on this branch (strict=False: a fixed one shows as XPASS; drop it here).
-NO_HANDLER_501 = (
-    "the local server answers a method its request handler has no do_<METHOD> for with "
-    "501 text/html, before routing (http.server's default)"
-)
-NO_HANDLER_METHODS = frozenset({"TRACE", "CONNECT", "QUERY", "FOO"})
-
-
-def _known(method: str) -> list[pytest.MarkDecorator]:
-    if method in NO_HANDLER_METHODS:
-        return [pytest.mark.xfail(strict=False, reason=NO_HANDLER_501)]
-    return []
-
-
 def _fill(template: str) -> str:
     return re.sub(r"{(\w+)}", lambda m: SAMPLE_PARAMS[m.group(1)], template)
 
 
 @pytest.mark.parametrize(
     ("template", "method"),
-    [pytest.param(p, m, id=f"{m} {p}", marks=_known(m)) for p, m in UNDECLARED],
+    [pytest.param(p, m, id=f"{m} {p}") for p, m in UNDECLARED],
 )
 def test_an_undeclared_method_is_a_405_naming_the_allowed_ones(
     fuzz_server: LocalServer, template: str, method: str
@@ -79,9 +65,7 @@ def test_an_undeclared_method_is_a_405_naming_the_allowed_ones(
     assert r.json()["status"] == 405
 
 
-@pytest.mark.parametrize(
-    "method", [pytest.param(m, marks=_known(m)) for m in ("GET", "POST", "DELETE", "TRACE", "FOO")]
-)
+@pytest.mark.parametrize("method", ["GET", "POST", "DELETE", "TRACE", "FOO"])
 @pytest.mark.parametrize("path", UNKNOWN_PATHS)
 def test_an_unknown_path_is_a_404_problem(fuzz_server: LocalServer, path: str, method: str) -> None:
     r = fuzz_server.request(method, path)

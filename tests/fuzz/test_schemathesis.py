@@ -34,11 +34,6 @@ def test_the_fuzzed_document_is_the_served_one(fuzz_server: LocalServer) -> None
 
 
 # Known defects on this branch (strict=False: once fixed the operations show as XPASS; drop it).
-@pytest.mark.xfail(
-    strict=False,
-    reason="schemathesis's coverage phase sends TRACE and QUERY, which the local server answers "
-    "with 501 text/html; NUL in a stored string or key gets a 500",
-)
 @schema.parametrize()
 @settings(
     max_examples=EXAMPLES,

@@ -183,7 +183,13 @@ def test_definition_instance_job_round_trip(invoke: Invoke) -> None:
             {"path_params": {"name": "x", "version": "3000000000"}},
             422,
         ),
-        ("definitions", "GET", "/v1/definitions/{name}", {"path_params": {"name": "a%00b"}}, 422),
+        (
+            "definitions",
+            "GET",
+            "/v1/definitions/{name}",
+            {"path_params": {"name": "a\u0000b"}},
+            422,
+        ),
         (
             "definitions",
             "PUT",

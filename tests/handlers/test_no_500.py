@@ -218,41 +218,7 @@ def seeded(invoke: Invoke) -> Seeded:
     return Seeded(ids)
 
 
-# Known engine defects on this branch, per route (strict=False: a fixed route shows as XPASS;
-# drop it here): hostile values reach PostgreSQL or the serializer unrefused and get a 500.
-_STORED = "NUL, a lone surrogate, NaN/Infinity/1e400 in a stored string or JSON value: 500"
-_NAME = "NUL in the name path parameter reaches SQL: 500"
-KNOWN_DEFECTS: dict[tuple[str, str], str] = {
-    ("GET", "/v1/definitions/{name}"): _NAME,
-    ("GET", "/v1/definitions/{name}/versions/{version}"): _NAME,
-    ("GET", "/v1/taskdefs/{name}"): _NAME,
-    ("GET", "/v1/instances"): "NUL in definitionName or correlationId reaches SQL: 500",
-    ("POST", "/v1/definitions"): _STORED,
-    ("PUT", "/v1/taskdefs/{name}"): _STORED
-    + "; concurrentExecLimit/rateLimitPerFrequency past int32 accepted (breaks the proto)",
-    ("POST", "/v1/instances"): _STORED + "; definitionVersion past int4: 500",
-    ("POST", "/v1/instances/{id}/cancel"): _STORED,
-    ("POST", "/v1/instances/{id}/user-tasks/{stepId}/complete"): _STORED,
-    ("POST", "/v1/instances/{id}/signals/{stepId}"): _STORED,
-    ("POST", "/v1/jobs/poll"): "NUL in workerId: 500",
-    ("POST", "/v1/jobs/complete"): _STORED,
-    ("POST", "/v1/jobs/fail"): _STORED,
-    ("POST", "/v1/jobs/heartbeat"): "NUL in workerId: 500",
-    ("POST", "/v1/queues/{name}/push"): _STORED,
-    ("POST", "/v1/queues/{name}/dequeue"): "NUL in consumerId: 500",
-    ("POST", "/v1/queues/{name}/tasks/{taskId}/ack"): _NAME,
-    ("POST", "/v1/queues/{name}/tasks/{taskId}/nack"): _NAME + "; NUL in error: 500",
-}
-ROUTE_PARAMS = [
-    pytest.param(
-        r,
-        id=f"{r.method} {r.path}",
-        marks=[pytest.mark.xfail(strict=False, reason=KNOWN_DEFECTS[(r.method, r.path)])]
-        if (r.method, r.path) in KNOWN_DEFECTS
-        else [],
-    )
-    for r in ROUTES
-]
+ROUTE_PARAMS = [pytest.param(r, id=f"{r.method} {r.path}") for r in ROUTES]
 
 
 LONGER_RUN = os.environ.get("BATON_FUZZ_EXAMPLES")
