@@ -371,37 +371,3 @@ def test_workflow_timeout_is_enforced_by_the_sweeper(engine: Engine) -> None:
     got = engine.get_instance(inst["id"])
     assert got["status"] == "TIMED_OUT" and "timed out" in got["reason"]
     assert engine.poll("w", ["work"], 1) == []
-
-
-def test_a_failure_racing_a_cancel_lands_exactly_one_of_them(engine: Engine) -> None:
-    """The optimistic fail (several statements, fenced) against a cancel on the same instance."""
-    engine.register_definition(one_step("flow", retryCount=0))
-    for _ in range(8):
-        inst, _ = engine.start_instance(definition_name="flow")
-        job = engine.poll("w", ["work"], 1)[0]
-        barrier = threading.Barrier(2)
-
-        def fail(job_id: str = job["id"], b: threading.Barrier = barrier) -> str:
-            b.wait()
-            try:
-                engine.fail_job(job_id, "w", "boom", retryable=False)
-                return "FAILED"
-            except Conflict:
-                return "lost"
-
-        def cancel(iid: str = inst["id"], b: threading.Barrier = barrier) -> str:
-            b.wait()
-            try:
-                engine.cancel_instance(iid)
-                return "CANCELLED"
-            except Conflict:
-                return "lost"
-
-        with ThreadPoolExecutor(2) as pool:
-            outcomes = [f.result() for f in (pool.submit(fail), pool.submit(cancel))]
-        assert outcomes.count("lost") == 1, outcomes
-        final = engine.get_instance(inst["id"])
-        winner = next(o for o in outcomes if o != "lost")
-        assert final["status"] == winner and final["version"] == 2
-        events = [a["event"] for a in engine.audit_trail(inst["id"])]
-        assert events.count("INSTANCE_FAILED") + events.count("INSTANCE_CANCELLED") == 1
