@@ -63,4 +63,9 @@ def get_task_def(name: str) -> Any:
     return api.ok(api.engine().get_task_def(api.path(name)))
 
 
+@api.route("DELETE", "/v1/taskdefs/{name}")
+def delete_task_def(name: str) -> Any:
+    return api.ok(api.engine().delete_task_def(api.path(name)))
+
+
 handler = api.handler()

@@ -36,6 +36,12 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/taskdefs", "definitions", summary="List task definitions"),
     Route("PUT", "/v1/taskdefs/{name}", "definitions", summary="Create or replace a task def"),
     Route("GET", "/v1/taskdefs/{name}", "definitions", summary="One task definition"),
+    Route(
+        "DELETE",
+        "/v1/taskdefs/{name}",
+        "definitions",
+        summary="Delete a task definition (running instances keep their snapshot)",
+    ),
     Route("POST", "/v1/instances", "instances", summary="Start an instance"),
     Route("GET", "/v1/instances", "instances", summary="Search instances"),
     Route("GET", "/v1/instances/{id}", "instances", summary="An instance with its steps"),

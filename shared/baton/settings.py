@@ -22,6 +22,9 @@ ENV_DATA_DIR = "BATON_DATA_DIR"
 ENV_TICK_SECONDS = "BATON_TICK_SECONDS"
 ENV_STAGE = "BATON_STAGE"
 ENV_DEFAULT_LEASE_SECONDS = "BATON_DEFAULT_LEASE_SECONDS"
+# How long one invocation of a scheduled function (sweeper, reaper) keeps doing its duty, once a
+# second: EventBridge fires at most once a minute, and timeouts must fire within 2 s of due.
+ENV_DUTY_LOOP_SECONDS = "BATON_DUTY_LOOP_SECONDS"
 # The local runtime (`baton dev`)
 ENV_FUNCTIONS_DIR = "BATON_FUNCTIONS_DIR"  # folder holding functions/<name>/handler.py
 ENV_HOST = "BATON_HOST"  # interface the local server binds (default 127.0.0.1)
@@ -39,6 +42,7 @@ ALL_ENV_VARS = (
     ENV_TICK_SECONDS,
     ENV_STAGE,
     ENV_DEFAULT_LEASE_SECONDS,
+    ENV_DUTY_LOOP_SECONDS,
     ENV_FUNCTIONS_DIR,
     ENV_HOST,
 )
@@ -67,6 +71,8 @@ class Settings:
     s3_endpoint: str | None = None
     api_key: str | None = None
     stage: str = "local"
+    # 0: one pass per invocation (locally the timer invokes every second).
+    duty_loop_seconds: float = 0.0
     engine: EngineSettings = field(default_factory=EngineSettings)
 
     @classmethod
@@ -85,6 +91,7 @@ class Settings:
             s3_endpoint=e.get(ENV_S3_ENDPOINT) or None,
             api_key=e.get(ENV_API_KEY) or None,
             stage=e.get(ENV_STAGE) or "local",
+            duty_loop_seconds=float(e.get(ENV_DUTY_LOOP_SECONDS) or 0),
             engine=engine,
         )
         return replace(base, **overrides)  # type: ignore[arg-type]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -265,8 +266,30 @@ def test_database_unreachable_is_503_with_retry_after(
 
 def test_scheduled_functions_run_their_duty(lambda_env: None) -> None:
     event = json.loads((EVENTS / "scheduled_event.json").read_text())
-    assert load_function("reaper").handler(event, FakeContext()) == {"leasesExpired": 0}
-    assert load_function("sweeper").handler(event, FakeContext()) == {"instancesTimedOut": 0}
+    reaped = load_function("reaper").handler(event, FakeContext())
+    assert (reaped["leasesExpired"], reaped["passes"]) == (0, 1)
+    swept = load_function("sweeper").handler(event, FakeContext())
+    assert (swept["instancesTimedOut"], swept["passes"]) == (0, 1)
+
+
+def test_a_scheduled_function_keeps_sweeping_once_a_second_while_its_loop_lasts(
+    lambda_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from baton_lambda import runtime
+
+    monkeypatch.setenv("BATON_DUTY_LOOP_SECONDS", "2.5")
+    runtime.settings.cache_clear()
+    event = json.loads((EVENTS / "scheduled_event.json").read_text())
+    started = time.monotonic()
+    result = load_function("sweeper").handler(event, FakeContext())
+    assert result["passes"] == 3  # at 0, 1 and 2 s
+    assert 1.9 <= time.monotonic() - started < 3.5
+
+    class Ending(FakeContext):
+        def get_remaining_time_in_millis(self) -> int:
+            return 5_500  # its margin is reached before a second pass
+
+    assert load_function("sweeper").handler(event, Ending())["passes"] == 1
 
 
 def test_migrate_custom_resource_applies_and_reports(lambda_env: None) -> None:

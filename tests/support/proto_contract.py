@@ -29,6 +29,7 @@ RESPONSES: dict[tuple[str, str], str] = {
     ("GET", "/v1/taskdefs"): "TaskDefPage",
     ("PUT", "/v1/taskdefs/{name}"): "TaskDef",
     ("GET", "/v1/taskdefs/{name}"): "TaskDef",
+    ("DELETE", "/v1/taskdefs/{name}"): "TaskDef",
     ("POST", "/v1/instances"): "Instance",
     ("GET", "/v1/instances"): "InstancePage",
     ("GET", "/v1/instances/{id}"): "Instance",

@@ -241,8 +241,8 @@ def test_unknown_path_is_no_route() -> None:
 
 
 def test_known_path_with_another_method_lists_the_allowed_ones() -> None:
-    result = TABLE.match("DELETE", "/v1/taskdefs/x")
-    assert result == MethodNotAllowed("/v1/taskdefs/{name}", ("GET", "PUT"))
+    result = TABLE.match("POST", "/v1/taskdefs/x")
+    assert result == MethodNotAllowed("/v1/taskdefs/{name}", ("DELETE", "GET", "PUT"))
 
 
 def test_literal_segments_win_over_parameters() -> None:

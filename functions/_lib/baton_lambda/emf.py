@@ -7,8 +7,8 @@ function's flush would carry the others' metrics under its name.
 
 from __future__ import annotations
 
-from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
-from baton.metrics import Unit
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit, single_metric
+from baton.metrics import Dimensions, Unit
 
 
 class EmfMetrics:
@@ -17,6 +17,13 @@ class EmfMetrics:
     def __init__(self, metrics: EphemeralMetrics) -> None:
         self._m = metrics
 
-    def add(self, name: str, value: float, unit: Unit = "Count") -> None:
+    def add(
+        self, name: str, value: float, unit: Unit = "Count", dimensions: Dimensions | None = None
+    ) -> None:
         mu = MetricUnit.Milliseconds if unit == "Milliseconds" else MetricUnit.Count
         self._m.add_metric(name=name, unit=mu, value=value)
+        if dimensions:
+            # A dimensioned series of its own (e.g. TaskTimedOut by Policy), in its own EMF line.
+            with single_metric(name=name, unit=mu, value=value, namespace=self._m.namespace) as one:
+                for key, dim in dimensions.items():
+                    one.add_dimension(name=key, value=dim)

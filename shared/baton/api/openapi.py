@@ -23,6 +23,7 @@ OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, int, type[BaseMo
     ("GET", "/v1/taskdefs"): (None, 200, m.TaskDefPage),
     ("PUT", "/v1/taskdefs/{name}"): (m.TaskDefinition, 200, m.TaskDefinition),
     ("GET", "/v1/taskdefs/{name}"): (None, 200, m.TaskDefinition),
+    ("DELETE", "/v1/taskdefs/{name}"): (None, 200, m.TaskDefinition),
     ("POST", "/v1/instances"): (m.StartInstanceRequest, 201, m.Instance),
     ("GET", "/v1/instances"): (None, 200, m.InstancePage),
     ("GET", "/v1/instances/{id}"): (None, 200, m.Instance),

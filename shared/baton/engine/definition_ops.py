@@ -98,6 +98,16 @@ class DefinitionOps(EngineCore):
             raise NotFound("task definition", name)
         return views.task_def(row)
 
+    def delete_task_def(self, name: str) -> dict[str, Any]:
+        """Delete a task definition; returns it as it was. Running instances keep the copy
+        embedded in their snapshot; instances started later run with the engine's defaults."""
+        row = self.db.autocommit(
+            lambda c: c.execute(definition_sql.DELETE_TASK_DEF, {"name": name}).fetchone()
+        )
+        if row is None:
+            raise NotFound("task definition", name)
+        return views.task_def(row)
+
     def list_task_defs(self, limit: int = 50, page_token: str | None = None) -> dict[str, Any]:
         """Task definitions by name, one page at a time."""
         return self._page_by_name(

@@ -41,6 +41,10 @@ ON CONFLICT (name) DO UPDATE SET body = EXCLUDED.body, updated_at = now()
 RETURNING name, body, created_at, updated_at, (xmax = 0) AS created
 """
 
+DELETE_TASK_DEF = """
+DELETE FROM task_def WHERE name = %(name)s RETURNING name, body, created_at, updated_at
+"""
+
 GET_TASK_DEF = "SELECT name, body, created_at, updated_at FROM task_def WHERE name = %(name)s"
 
 
