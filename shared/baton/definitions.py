@@ -74,9 +74,21 @@ class TaskSettings(Model):
 
 
 class TaskDef(TaskSettings):
-    """A Conductor-style task definition: defaults for every step running this job type."""
+    """A Conductor-style task definition: defaults for every step running this job type.
+
+    Unset fields take reference 002's defaults (retryCount 3, retryDelaySeconds 60,
+    responseTimeoutSeconds 3600, timeoutPolicy TIME_OUT_WF, no timeouts), so what is stored and
+    shown is what is enforced. A step's own settings win over its task definition's.
+    """
 
     name: Annotated[str, Field(pattern=JOB_TYPE_PATTERN)]
+    retry_count: Annotated[int, Field(ge=0, le=1000)] = 3
+    retry_logic: RetryLogic = RetryLogic.FIXED
+    retry_delay_seconds: Seconds = 60
+    timeout_seconds: Seconds = 0
+    poll_timeout_seconds: Seconds = 0
+    response_timeout_seconds: Annotated[int, Field(ge=1, le=MAX_SECONDS)] = 3600
+    timeout_policy: TimeoutPolicy = TimeoutPolicy.TIME_OUT_WF
     description: str | None = None
     input_keys: list[str] | None = None
     output_keys: list[str] | None = None
@@ -199,21 +211,37 @@ def _field(step: dict[str, Any], camel: str) -> Any:
     return step.get(camel, step.get(snake))
 
 
-def _setting_problems(path: str, s: dict[str, Any]) -> Iterator[Problem]:
+def _setting_problems(path: str, s: dict[str, Any], *, task_def: bool = False) -> Iterator[Problem]:
     timeout = _field(s, "timeoutSeconds")
     response = _field(s, "responseTimeoutSeconds")
+    if task_def and response is None:
+        response = 3600  # the task definition's default, which is enforced like a set value
     if isinstance(timeout, int) and isinstance(response, int) and 0 < timeout < response:
         yield Problem(
-            f"{path}.responseTimeoutSeconds",
-            f"responseTimeoutSeconds ({response}) must not exceed timeoutSeconds ({timeout})",
+            f"{_join(path, 'responseTimeoutSeconds')}",
+            f"responseTimeoutSeconds ({response}) must not exceed timeoutSeconds ({timeout}): "
+            "a lease longer than the attempt may run is never reached",
         )
     delay = _field(s, "retryDelaySeconds")
     cap = _field(s, "maxRetryDelaySeconds")
     if isinstance(delay, int) and isinstance(cap, int) and cap < delay:
         yield Problem(
-            f"{path}.maxRetryDelaySeconds",
+            f"{_join(path, 'maxRetryDelaySeconds')}",
             f"maxRetryDelaySeconds ({cap}) is below retryDelaySeconds ({delay})",
         )
+
+
+def _join(path: str, name: str) -> str:
+    return name if path == "$" else f"{path}.{name}"
+
+
+def _syntax_problems(path: str, template: Any) -> Iterator[Problem]:
+    """Every expression in ``template`` must parse (what it refers to is checked where known)."""
+    for suffix, text in expressions.references(template):
+        try:
+            expressions.parse(text)
+        except expressions.ExpressionError as e:
+            yield Problem(path + suffix, str(e))
 
 
 def semantic_problems(raw: dict[str, Any]) -> list[Problem]:
@@ -277,11 +305,8 @@ def parse_definition(raw: Any) -> WorkflowDefinition:
 def parse_task_def(raw: Any) -> TaskDef:
     if not isinstance(raw, dict):
         raise ValidationFailed([Problem("$", "a task definition is a JSON object")])
-    problems = list(_setting_problems("$", raw))
-    problems.extend(
-        Problem(f"inputTemplate{sfx}", f"task-def input templates take no expressions: ${{{t}}}")
-        for sfx, t in expressions.references(_field(raw, "inputTemplate"))
-    )
+    problems = list(_setting_problems("$", raw, task_def=True))
+    problems.extend(_syntax_problems("inputTemplate", _field(raw, "inputTemplate")))
     per = _field(raw, "rateLimitPerFrequency")
     freq = _field(raw, "rateLimitFrequencyInSeconds")
     if (per is None) != (freq is None):

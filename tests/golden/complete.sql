@@ -13,9 +13,11 @@ VALUES (%(p1_id)s, %(p1_instance_id)s, %(p1_step_id)s, %(p1_step_type)s, %(p1_st
         CASE WHEN %(p1_status)s NOT IN ('SCHEDULED', 'IN_PROGRESS') THEN now() END)
 RETURNING 1),
 w2 AS (INSERT INTO job (id, instance_id, step_execution_id, job_type, status, lease_seconds,
-                 retries_remaining, payload, payload_bytes, deadline_at, run_at, created_at)
+                 retries_remaining, payload, payload_bytes, timeout_seconds,
+                 poll_timeout_seconds, deadline_at, run_at, created_at)
 VALUES (%(p2_id)s, %(p2_instance_id)s, %(p2_step_execution_id)s, %(p2_job_type)s, 'UNLOCKED',
         %(p2_lease_seconds)s, %(p2_retries_remaining)s, %(p2_payload)s::jsonb, %(p2_payload_bytes)s,
+        %(p2_timeout)s, %(p2_poll_timeout)s,
         CASE WHEN %(p2_poll_timeout)s::int > 0
              THEN now() + make_interval(secs => %(p2_poll_timeout)s::int) END,
         now(), now())),

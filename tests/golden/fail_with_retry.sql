@@ -8,7 +8,10 @@ WITH w0 AS (UPDATE instance
 RETURNING 1),
 w1 AS (UPDATE job
    SET status = 'UNLOCKED', worker_id = NULL, locked_at = NULL, lock_expires_at = NULL,
-       run_at = %(p1_run_at)s, attempt = attempt + 1, retries_remaining = retries_remaining - 1
+       run_at = %(p1_run_at)s, attempt = attempt + 1, retries_remaining = retries_remaining - 1,
+       deadline_at = CASE WHEN poll_timeout_seconds > 0
+                          THEN %(p1_run_at)s::timestamptz
+                               + make_interval(secs => poll_timeout_seconds) END
  WHERE id = %(p1_id)s AND status = %(p1_g_status)s AND worker_id IS NOT DISTINCT FROM %(p1_g_worker)s
    AND attempt = %(p1_g_attempt)s AND (SELECT count(*) FROM w0) >= 0
 RETURNING 1),

@@ -37,6 +37,8 @@ class EngineCore:
         self.settings = settings or EngineSettings()
         self.metrics: MetricsSink = metrics or NullMetrics()
         self.snapshots = Snapshots()
+        # (when read, job types with a concurrency or rate limit): see JobOps._limited_types
+        self._limits: tuple[float, frozenset[str]] = (float("-inf"), frozenset())
 
     def _decide(
         self,
@@ -72,6 +74,8 @@ class EngineCore:
     def _report(self, decider: Decider) -> None:
         for name, value in decider.changes.counters.items():
             self.metrics.add(name, value)
+        for name, value, dimensions in decider.changes.dimensioned:
+            self.metrics.add(name, value, dimensions=dimensions)
 
     def _lock_instance(self, conn: Conn, iid: uuid.UUID) -> dict[str, Any]:
         """Open a transaction by locking the instance row (with BEGIN in the same round trip)."""

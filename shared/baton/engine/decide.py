@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from baton import expressions
-from baton.definitions import ServiceTaskStep, SignalStep, Step, UserTaskStep
+from baton.definitions import ServiceTaskStep, SignalStep, Step, TimeoutPolicy, UserTaskStep
 from baton.engine.plan import Plan
 from baton.engine.retry import retry_delay_seconds
 from baton.status import InstanceStatus, JobStatus, StepStatus
@@ -57,7 +57,8 @@ class NewJob:
     retries_remaining: int
     payload: Any
     payload_json: str
-    poll_timeout_seconds: int  # 0: none; the database computes the due time
+    poll_timeout_seconds: int  # 0: none; the database computes the due times
+    timeout_seconds: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,14 +106,27 @@ class Changes:
     step_updates: list[StepUpdate] = field(default_factory=list)
     completed_jobs: list[JobRef] = field(default_factory=list)
     failed_jobs: list[JobRef] = field(default_factory=list)
+    timed_out_jobs: list[JobRef] = field(default_factory=list)
     retried_jobs: list[JobRetry] = field(default_factory=list)
+    alerted_jobs: list[JobRef] = field(default_factory=list)  # timed out, kept running
     cancel_open_work: bool = False  # instance ended: cancel its open steps and jobs
     audit: list[AuditEvent] = field(default_factory=list)
     instance_changed: bool = False
     counters: dict[str, int] = field(default_factory=dict)
+    # Metrics that also have a series by dimension (the sink records the total too).
+    dimensioned: list[tuple[str, int, dict[str, str]]] = field(default_factory=list)
 
-    def count(self, name: str, n: int = 1) -> None:
-        self.counters[name] = self.counters.get(name, 0) + n
+    def count(self, name: str, n: int = 1, **dimensions: str) -> None:
+        """Add ``n`` to metric ``name`` (and to its series by ``dimensions``, if any)."""
+        if dimensions:
+            self.dimensioned.append((name, n, dimensions))
+        else:
+            self.counters[name] = self.counters.get(name, 0) + n
+
+    def written_jobs(self) -> list[uuid.UUID]:
+        """The jobs this decision writes itself (so cancelling open work leaves them be)."""
+        jobs = [*self.completed_jobs, *self.failed_jobs, *self.timed_out_jobs, *self.alerted_jobs]
+        return [j.id for j in jobs] + [r.job.id for r in self.retried_jobs]
 
 
 StepOutputLookup = Callable[[str], Any]
@@ -239,6 +253,39 @@ class Decider:
         )
         self._finish(InstanceStatus.FAILED, f"step {job.step_id!r} failed: {why}")
 
+    def job_timed_out(self, job: JobRef, *, waiting: bool) -> datetime | None:
+        """``job``'s attempt outlived ``timeoutSeconds`` (running) or ``pollTimeoutSeconds``
+        (``waiting``: never claimed); the step's ``timeoutPolicy`` decides. Returns the next
+        attempt's due time when one is scheduled."""
+        policy = self.plan.policy(job.step_id)
+        field_name = "pollTimeoutSeconds" if waiting else "timeoutSeconds"
+        seconds = policy.poll_timeout_seconds if waiting else policy.timeout_seconds
+        what = "was not claimed within" if waiting else "did not finish within"
+        why = f"attempt {job.attempt} {what} {seconds}s ({field_name})"
+        detail = {"attempt": job.attempt, "timeout": field_name, "seconds": seconds}
+        self.changes.count(
+            "TaskPollTimedOut" if waiting else "TaskTimedOut", Policy=policy.timeout_policy
+        )
+        if policy.timeout_policy == TimeoutPolicy.ALERT_ONLY:
+            # Alert once: the deadline is cleared, and the attempt keeps running (or waiting).
+            self.changes.alerted_jobs.append(job)
+            self.changes.audit.append(AuditEvent("JOB_TIMEOUT_ALERT", job.id, detail))
+            return None
+        self.changes.audit.append(AuditEvent("JOB_TIMED_OUT", job.id, detail))
+        if policy.timeout_policy == TimeoutPolicy.RETRY and job.retries_remaining > 0:
+            return self._retry(job, why, None)
+        self.changes.timed_out_jobs.append(job)
+        self.changes.count("JobsTimedOut")
+        self.changes.step_updates.append(
+            StepUpdate(job.step_execution_id, StepStatus.TIMED_OUT, error=why)
+        )
+        if policy.timeout_policy == TimeoutPolicy.RETRY:
+            reason = f"step {job.step_id!r} timed out on every attempt: {why}"
+            self._finish(InstanceStatus.FAILED, reason)
+        else:
+            self._finish(InstanceStatus.TIMED_OUT, f"step {job.step_id!r} timed out: {why}")
+        return None
+
     def resume_waiting(
         self, step_id: str, step_execution_id: uuid.UUID, output: Any, event: str
     ) -> None:
@@ -338,8 +385,9 @@ class Decider:
 def _schedule_service_task(d: Decider, step: Step) -> None:
     assert isinstance(step, ServiceTaskStep)
     policy = d.plan.policy(step.id)
-    # Task-definition inputTemplate supplies defaults; the step's own input overrides them.
-    step_input = {**policy.input_template, **d.resolve(step.input)}
+    # The task definition's inputTemplate supplies defaults under the step's own input (the step
+    # wins; nested objects are merged key by key, as Conductor does).
+    step_input = merged(d.resolve(policy.input_template), d.resolve(step.input))
     payload_json = json.dumps(step_input, separators=(",", ":"))
     if len(payload_json) > d.max_job_input_bytes:
         # Refused when scheduled: a job poll could never hand it out under Lambda's 6 MB.
@@ -361,6 +409,7 @@ def _schedule_service_task(d: Decider, step: Step) -> None:
             payload=step_input,
             payload_json=payload_json,
             poll_timeout_seconds=policy.poll_timeout_seconds,
+            timeout_seconds=policy.timeout_seconds,
         )
     )
     d.changes.audit.append(AuditEvent("JOB_CREATED", job_id, {"stepId": step.id}))
@@ -376,3 +425,13 @@ _SCHEDULERS: dict[str, Callable[[Decider, Step], None]] = {
     "USER_TASK": _schedule_waiting_step,
     "SIGNAL": _schedule_waiting_step,
 }
+
+
+def merged(defaults: Any, values: Any) -> Any:
+    """``values`` over ``defaults``: objects merged key by key, anything else replaced."""
+    if isinstance(defaults, dict) and isinstance(values, dict):
+        out = dict(defaults)
+        for key, value in values.items():
+            out[key] = merged(defaults[key], value) if key in defaults else value
+        return out
+    return values

@@ -81,12 +81,26 @@ class DefinitionOps(EngineCore):
             raw = {**raw, "name": name}
         task_def = parse_task_def(raw)
         body = task_def.model_dump_json(by_alias=True, exclude_none=True)
-        row = self.db.transaction(
-            lambda c: c.execute(
+        limits = {
+            "name": name,
+            "concurrent": task_def.concurrent_exec_limit,
+            "rate_per": task_def.rate_limit_per_frequency,
+            "rate_seconds": task_def.rate_limit_frequency_in_seconds,
+        }
+        limited = limits["concurrent"] is not None or limits["rate_per"] is not None
+
+        def work(conn: Conn) -> dict[str, Any] | None:
+            row = conn.execute(
                 definition_sql.UPSERT_TASK_DEF, {"name": name, "body": body}
             ).fetchone()
-        )
+            conn.execute(
+                definition_sql.UPSERT_LIMIT if limited else definition_sql.DELETE_LIMIT, limits
+            )
+            return row
+
+        row = self.db.transaction(work)
         assert row is not None
+        self._limits = (float("-inf"), frozenset())  # this process sees the change at once
         return views.task_def(row), bool(row["created"])
 
     def get_task_def(self, name: str) -> dict[str, Any]:
@@ -101,11 +115,15 @@ class DefinitionOps(EngineCore):
     def delete_task_def(self, name: str) -> dict[str, Any]:
         """Delete a task definition; returns it as it was. Running instances keep the copy
         embedded in their snapshot; instances started later run with the engine's defaults."""
-        row = self.db.autocommit(
-            lambda c: c.execute(definition_sql.DELETE_TASK_DEF, {"name": name}).fetchone()
-        )
+
+        def work(conn: Conn) -> dict[str, Any] | None:
+            conn.execute(definition_sql.DELETE_LIMIT, {"name": name})
+            return conn.execute(definition_sql.DELETE_TASK_DEF, {"name": name}).fetchone()
+
+        row = self.db.transaction(work)
         if row is None:
             raise NotFound("task definition", name)
+        self._limits = (float("-inf"), frozenset())
         return views.task_def(row)
 
     def list_task_defs(self, limit: int = 50, page_token: str | None = None) -> dict[str, Any]:

@@ -45,12 +45,36 @@ class Duties(EngineCore):
         return self.db.transaction(work, explicit_begin=True)
 
     def sweep(self, limit: int = 500) -> dict[str, int]:
-        """Enforce instance timeouts whose due time has passed (the sweeper)."""
+        """Enforce every timeout whose due time has passed (the sweeper): instances'
+        ``timeoutSeconds``, and jobs' ``timeoutSeconds`` and ``pollTimeoutSeconds``."""
         due = self.db.autocommit(
             lambda c: c.execute(instance_sql.TIMED_OUT_DUE, {"limit": limit}).fetchall()
         )
-        timed_out = sum(self._time_out_instance(r["id"]) for r in due)
-        return {"instancesTimedOut": timed_out}
+        instances = sum(self._time_out_instance(r["id"]) for r in due)
+        jobs = self.db.autocommit(
+            lambda c: c.execute(job_sql.PAST_DEADLINE, {"limit": limit}).fetchall()
+        )
+        attempts = sum(self._time_out_job(r["id"]) for r in jobs)
+        return {"instancesTimedOut": instances, "jobTimeouts": attempts}
+
+    def _time_out_job(self, jid: uuid.UUID) -> int:
+        def work(conn: Conn) -> int:
+            row = first_in_transaction(
+                conn, job_sql.LOCK_JOB_WITH_INSTANCE_OR_SKIP, {"job_id": jid}
+            )
+            if (
+                row is None  # being decided elsewhere: the next pass sees what came of it
+                or not row["past_deadline"]
+                or row["job_status"] not in (JobStatus.UNLOCKED, JobStatus.LOCKED)
+                or row["status"] != InstanceStatus.RUNNING
+            ):
+                return 0
+            job = writer.job_ref(row)
+            waiting = row["job_status"] == JobStatus.UNLOCKED
+            self._decide(conn, row, lambda d: d.job_timed_out(job, waiting=waiting))
+            return 1
+
+        return self.db.transaction(work, explicit_begin=True)
 
     def _time_out_instance(self, iid: uuid.UUID) -> int:
         def work(conn: Conn) -> int:

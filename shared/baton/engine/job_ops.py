@@ -7,7 +7,10 @@ decision only when something else changed the instance in between.
 
 from __future__ import annotations
 
+import json
+import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
@@ -21,25 +24,74 @@ from baton.store import job_sql
 from baton.store.db import RETRYABLE, Conn, first_in_transaction
 
 T = TypeVar("T")
+# How long the set of limited job types is trusted before it is read again.
+LIMITS_CACHE_SECONDS = 2.0
 
 
 class JobOps(EngineCore):
     def poll(self, worker_id: str, job_types: list[str], max_jobs: int = 1) -> list[dict[str, Any]]:
-        """Claim up to ``max_jobs`` jobs of ``job_types`` for ``worker_id`` (one statement)."""
+        """Claim up to ``max_jobs`` jobs of ``job_types`` for ``worker_id``.
+
+        Types without limits: one statement. Types with a concurrency or rate limit: one
+        transaction in one round trip that counts against the limits inside it.
+        """
         max_jobs = max(1, min(max_jobs, self.settings.max_jobs_per_poll))
-        rows = self.db.autocommit(
-            lambda c: job_sql.claim(
-                c,
-                worker_id=worker_id,
-                job_types=list(dict.fromkeys(job_types)),
-                max_jobs=max_jobs,
-                max_bytes=self.settings.max_poll_response_bytes,
+        types = list(dict.fromkeys(job_types))
+        limited = self._limited_types()
+        plain = [t for t in types if t not in limited]
+        capped = [t for t in types if t in limited]
+        rows: list[dict[str, Any]] = []
+        budget = self.settings.max_poll_response_bytes
+        if plain:
+            rows = self.db.autocommit(
+                lambda c: job_sql.claim(
+                    c, worker_id=worker_id, job_types=plain, max_jobs=max_jobs, max_bytes=budget
+                )
             )
-        )
+        if capped and len(rows) < max_jobs:
+            left = max_jobs - len(rows)
+            used = sum(len(json.dumps(r["payload"])) for r in rows)
+            more, grants = self.db.autocommit(
+                lambda c: job_sql.claim_limited(
+                    c,
+                    worker_id=worker_id,
+                    job_types=capped,
+                    max_jobs=left,
+                    max_bytes=max(1, budget - used),
+                )
+            )
+            rows += more
+            self._report_limits(more, grants)
+        self._report_claims(rows)
+        return [views.claimed_job(r) for r in rows]
+
+    def _limited_types(self) -> frozenset[str]:
+        """Job types with a concurrency or rate limit, cached for a couple of seconds (a stale
+        answer is safe: the plain claim skips limited types itself, and the limited claim serves
+        a type without limits as one)."""
+        at, types = self._limits
+        if time.monotonic() - at > LIMITS_CACHE_SECONDS:
+            rows = self.db.autocommit(lambda c: c.execute(job_sql.LIMITED_TYPES).fetchall())
+            types = frozenset(r["job_type"] for r in rows)
+            self._limits = (time.monotonic(), types)
+        return types
+
+    def _report_limits(self, claimed: list[dict[str, Any]], grants: list[dict[str, Any]]) -> None:
+        got = Counter(r["job_type"] for r in claimed)
+        for g in grants:
+            if got[g["job_type"]] < g["grant_now"]:
+                continue  # fewer jobs were ready than allowed: no limit held anything back
+            dimensions = {"JobType": g["job_type"]}
+            if g["by_concurrency"]:
+                self.metrics.add("ConcurrencyLimited", 1, dimensions=dimensions)
+            if g["by_rate"]:
+                self.metrics.add("RateLimited", 1, dimensions=dimensions)
+
+    def _report_claims(self, rows: list[dict[str, Any]]) -> None:
         m = self.metrics
         if not rows:
             m.add("JobPollEmpty", 1)
-            return []
+            return
         m.add("JobsClaimed", len(rows))
         reclaimed = sum(1 for r in rows if r["reclaimed"])
         if reclaimed:
@@ -48,7 +100,6 @@ class JobOps(EngineCore):
             m.add(
                 "JobDispatchLatency", r["dispatch_latency"].total_seconds() * 1000, "Milliseconds"
             )
-        return [views.claimed_job(r) for r in rows]
 
     def complete_job(
         self,

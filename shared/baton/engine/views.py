@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from baton.definitions import TaskDef
+
 
 def ts(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat().replace("+00:00", "Z")
@@ -23,7 +25,8 @@ def definition(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def task_def(row: dict[str, Any]) -> dict[str, Any]:
-    body = dict(row["body"])
+    # Through the model: every field with the default that is enforced, whatever was stored.
+    body = TaskDef.model_validate(row["body"]).wire()
     body["name"] = row["name"]
     body["createdAt"] = ts(row["created_at"])
     body["updatedAt"] = ts(row["updated_at"])

@@ -230,23 +230,24 @@ def pieces_of(
                     "payload": j.payload_json,
                     "payload_bytes": len(j.payload_json),
                     "poll_timeout": j.poll_timeout_seconds,
+                    "timeout": j.timeout_seconds,
                 },
             )
         )
     # Jobs before steps, the guarded job first.
     out.extend(Piece(job_sql.MARK_COMPLETED, _guard(j), 1) for j in changes.completed_jobs)
     out.extend(Piece(job_sql.MARK_FAILED, _guard(j), 1) for j in changes.failed_jobs)
+    out.extend(Piece(job_sql.MARK_TIMED_OUT, _guard(j), 1) for j in changes.timed_out_jobs)
+    out.extend(Piece(job_sql.CLEAR_DEADLINE, _guard(j), 1) for j in changes.alerted_jobs)
     out.extend(
         Piece(job_sql.SCHEDULE_RETRY, {**_guard(r.job), "run_at": r.run_at}, 1)
         for r in changes.retried_jobs
     )
     if changes.cancel_open_work:
-        written = [j.id for j in (*changes.completed_jobs, *changes.failed_jobs)]
-        written += [r.job.id for r in changes.retried_jobs]
         out.append(
             Piece(
                 job_sql.CANCEL_OPEN,
-                {"instance_id": iid, "written": written},
+                {"instance_id": iid, "written": changes.written_jobs()},
                 name="cancelled_jobs",
             )
         )

@@ -72,3 +72,15 @@ TASK_DEFS_AS_TEXT = """
 SELECT jsonb_object_agg(name, body ORDER BY name)::text AS task_defs
   FROM task_def WHERE name = ANY(%(names)s)
 """
+
+# A job type's limits follow its task definition (same transaction); the window counters of an
+# existing row are kept, so changing a limit does not reset the current rate window.
+UPSERT_LIMIT = """
+INSERT INTO job_type_limit (job_type, concurrent_limit, rate_per_window, rate_window_seconds)
+VALUES (%(name)s, %(concurrent)s, %(rate_per)s, %(rate_seconds)s)
+ON CONFLICT (job_type) DO UPDATE
+   SET concurrent_limit = EXCLUDED.concurrent_limit, rate_per_window = EXCLUDED.rate_per_window,
+       rate_window_seconds = EXCLUDED.rate_window_seconds
+"""
+
+DELETE_LIMIT = "DELETE FROM job_type_limit WHERE job_type = %(name)s"

@@ -14,11 +14,16 @@ from typing import Any
 from baton.store.db import Conn
 
 CLAIM = """
-WITH expired AS (
+WITH types AS (
+    -- Types with a concurrency or rate limit are claimed by CLAIM_LIMITED instead (one probe of
+    -- a tiny table per type: an unlimited type pays nothing else).
+    SELECT t.job_type FROM unnest(%(job_types)s::text[]) AS t(job_type)
+     WHERE NOT EXISTS (SELECT 1 FROM job_type_limit l WHERE l.job_type = t.job_type)
+), expired AS (
     -- A lapsed lease is a new attempt at once, in its old place in line (it counts against
     -- the job's retries; one with none left is the reaper's, which fails its step).
     SELECT e.id, e.payload_bytes, e.lock_expires_at AS due, 0 AS branch
-      FROM unnest(%(job_types)s::text[]) AS t(job_type)
+      FROM types t
      CROSS JOIN LATERAL (
             SELECT id, payload_bytes, lock_expires_at
               FROM job
@@ -34,7 +39,7 @@ WITH expired AS (
     -- One ordered, bounded index range scan per job type (an ANY() over the index would
     -- have to sort every claimable row of those types).
     SELECT r.id, r.payload_bytes, r.run_at AS due, 1 AS branch
-      FROM unnest(%(job_types)s::text[]) AS t(job_type)
+      FROM types t
      CROSS JOIN LATERAL (
             SELECT id, payload_bytes, run_at
               FROM job
@@ -64,6 +69,8 @@ WITH expired AS (
            retries_remaining = job.retries_remaining - CASE WHEN picked.reclaimed THEN 1 ELSE 0 END,
            locked_at = now(),
            lock_expires_at = now() + make_interval(secs => job.lease_seconds),
+           deadline_at = CASE WHEN job.timeout_seconds > 0
+                              THEN now() + make_interval(secs => job.timeout_seconds) END,
            deliveries = job.deliveries + 1
       FROM picked
      WHERE job.id = picked.id
@@ -98,6 +105,7 @@ SELECT c.*, s.step_id
 _JOB_WITH_INSTANCE = """
 SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.attempt, j.retries_remaining,
        j.lease_seconds, j.lock_expires_at < now() AS lease_lapsed,
+       j.deadline_at <= now() AS past_deadline,
        j.step_execution_id, s.step_id,
        i.id, i.definition_name, i.status, i.version, i.input, i.variables, i.correlation_id,
        i.snapshot_id, i.queue_task_id, now() AS now
@@ -115,6 +123,18 @@ READ_JOB_WITH_INSTANCE = _JOB_WITH_INSTANCE
 # The pessimistic read: lock the instance first, then the job, in the same order as every other
 # instance mutation (cancel, timeouts), so two transactions can never deadlock on the pair.
 LOCK_JOB_WITH_INSTANCE = _JOB_WITH_INSTANCE + "   FOR UPDATE OF i, j\n"
+
+# The sweeper's lock: a row another sweeper (or a decision) holds is skipped, never waited on,
+# so two overlapping sweepers never act twice on one job.
+LOCK_JOB_WITH_INSTANCE_OR_SKIP = _JOB_WITH_INSTANCE + "   FOR UPDATE OF i, j SKIP LOCKED\n"
+
+# Jobs whose deadline passed: never claimed in time (UNLOCKED), or an attempt running too long.
+PAST_DEADLINE = """
+SELECT id FROM job
+ WHERE status IN ('UNLOCKED', 'LOCKED') AND deadline_at IS NOT NULL AND deadline_at <= now()
+ ORDER BY deadline_at
+ LIMIT %(limit)s
+"""
 
 HEARTBEAT = """
 UPDATE job
@@ -157,19 +177,39 @@ UPDATE job SET status = 'FAILED', completed_at = now(), lock_expires_at = NULL""
     + _GUARD
 )
 
+MARK_TIMED_OUT = (
+    """
+UPDATE job SET status = 'TIMED_OUT', completed_at = now(), lock_expires_at = NULL,
+       deadline_at = NULL"""
+    + _GUARD
+)
+
+# A timeout with ALERT_ONLY: alerted once, the attempt keeps its lease (or its place in line).
+CLEAR_DEADLINE = (
+    """
+UPDATE job SET deadline_at = NULL"""
+    + _GUARD
+)
+
+# The next attempt, due at run_at; it must be claimed within poll_timeout_seconds of that.
 SCHEDULE_RETRY = (
     """
 UPDATE job
    SET status = 'UNLOCKED', worker_id = NULL, locked_at = NULL, lock_expires_at = NULL,
-       run_at = %(run_at)s, attempt = attempt + 1, retries_remaining = retries_remaining - 1"""
+       run_at = %(run_at)s, attempt = attempt + 1, retries_remaining = retries_remaining - 1,
+       deadline_at = CASE WHEN poll_timeout_seconds > 0
+                          THEN %(run_at)s::timestamptz
+                               + make_interval(secs => poll_timeout_seconds) END"""
     + _GUARD
 )
 
 INSERT = """
 INSERT INTO job (id, instance_id, step_execution_id, job_type, status, lease_seconds,
-                 retries_remaining, payload, payload_bytes, deadline_at, run_at, created_at)
+                 retries_remaining, payload, payload_bytes, timeout_seconds,
+                 poll_timeout_seconds, deadline_at, run_at, created_at)
 VALUES (%(id)s, %(instance_id)s, %(step_execution_id)s, %(job_type)s, 'UNLOCKED',
         %(lease_seconds)s, %(retries_remaining)s, %(payload)s::jsonb, %(payload_bytes)s,
+        %(timeout)s, %(poll_timeout)s,
         CASE WHEN %(poll_timeout)s::int > 0
              THEN now() + make_interval(secs => %(poll_timeout)s::int) END,
         now(), now())
@@ -214,7 +254,9 @@ WITH RECURSIVE types AS (
 ), reaped AS (
     UPDATE job
        SET status = 'UNLOCKED', worker_id = NULL, locked_at = NULL, lock_expires_at = NULL,
-           attempt = job.attempt + 1, retries_remaining = job.retries_remaining - 1
+           attempt = job.attempt + 1, retries_remaining = job.retries_remaining - 1,
+           deadline_at = CASE WHEN job.poll_timeout_seconds > 0
+                              THEN now() + make_interval(secs => job.poll_timeout_seconds) END
       FROM expired
      WHERE job.id = expired.id AND job.retries_remaining > 0
     RETURNING job.id, job.instance_id, job.step_execution_id, job.attempt
@@ -240,6 +282,7 @@ SELECT (SELECT count(*) FROM reaped) AS n,
 def claim(
     conn: Conn, *, worker_id: str, job_types: list[str], max_jobs: int, max_bytes: int
 ) -> list[dict[str, Any]]:
+    """Claim jobs of types without limits: one statement, committed on its own."""
     params = {
         "worker_id": worker_id,
         "job_types": job_types,
@@ -247,3 +290,133 @@ def claim(
         "max_bytes": max_bytes,
     }
     return conn.execute(CLAIM, params).fetchall()
+
+
+def claim_limited(
+    conn: Conn, *, worker_id: str, job_types: list[str], max_jobs: int, max_bytes: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Claim jobs of limited types, on an autocommit connection: one transaction in one round
+    trip. Returns (claimed rows, each type's grant and what capped it)."""
+    params = {
+        "worker_id": worker_id,
+        "job_types": job_types,
+        "max_jobs": max_jobs,
+        "max_bytes": max_bytes,
+    }
+    with conn.pipeline():
+        cur = conn.cursor()
+        cur.execute(b"BEGIN", prepare=False)
+        cur.execute(LOCK_LIMITS, params)
+        grants = conn.cursor()
+        grants.execute(GRANT, params)
+        claimed = conn.cursor()
+        claimed.execute(CLAIM_LIMITED, params)
+        cur.execute(b"COMMIT", prepare=False)
+    return claimed.fetchall(), grants.fetchall()
+
+
+# --- limited job types (concurrentExecLimit, rateLimitPerFrequency) ---------------------------
+# One transaction, pipelined in one round trip: lock the types' limit rows (serializing their
+# claims), compute each type's grant in a statement that starts after the lock (so it counts
+# every LOCKED job an earlier claim committed), claim at most the grant, count the claims in the
+# rate window. A type's expired leases are left to the reaper here, so a lapsed lease holds its
+# slot until it is reaped (at most a second or so) and the LOCKED count never exceeds the limit.
+
+LIMITED_TYPES = "SELECT job_type FROM job_type_limit"
+
+LOCK_LIMITS = """
+SELECT job_type FROM job_type_limit WHERE job_type = ANY(%(job_types)s::text[])
+ ORDER BY job_type
+   FOR UPDATE
+"""
+
+GRANT = """
+WITH now_counts AS (
+    SELECT l.job_type,
+           -- The clock after the lock was granted (now() is when the transaction began, maybe
+           -- a window ago if it waited behind other claims).
+           CASE WHEN l.rate_window_seconds IS NOT NULL
+                THEN floor(extract(epoch FROM clock_timestamp()) / l.rate_window_seconds)::bigint
+                ELSE 0 END AS window_now,
+           (SELECT count(*) FROM job j
+             WHERE j.job_type = l.job_type AND j.status = 'LOCKED') AS locked
+      FROM job_type_limit l WHERE l.job_type = ANY(%(job_types)s::text[])
+), left_now AS (
+    SELECT c.job_type, c.window_now,
+           CASE WHEN c.window_now = l.window_id THEN l.window_claims ELSE 0 END AS claims,
+           l.concurrent_limit - c.locked AS concurrency_left,
+           l.rate_per_window - CASE WHEN c.window_now = l.window_id THEN l.window_claims ELSE 0 END
+               AS rate_left
+      FROM now_counts c JOIN job_type_limit l ON l.job_type = c.job_type
+)
+UPDATE job_type_limit l
+   SET window_id = f.window_now, window_claims = f.claims,
+       grant_now = greatest(0, least(%(max_jobs)s, coalesce(f.concurrency_left, %(max_jobs)s),
+                                     coalesce(f.rate_left, %(max_jobs)s)))
+  FROM left_now f
+ WHERE l.job_type = f.job_type
+RETURNING l.job_type, l.grant_now,
+          coalesce(f.concurrency_left < %(max_jobs)s, false) AS by_concurrency,
+          coalesce(f.rate_left < %(max_jobs)s, false) AS by_rate
+"""
+
+CLAIM_LIMITED = """
+WITH ready AS (
+    SELECT r.id, r.job_type, r.payload_bytes, r.run_at AS due
+      FROM unnest(%(job_types)s::text[]) AS t(job_type)
+      LEFT JOIN job_type_limit l ON l.job_type = t.job_type
+     CROSS JOIN LATERAL (
+            SELECT id, job_type, payload_bytes, run_at
+              FROM job
+             WHERE job.job_type = t.job_type
+               AND status = 'UNLOCKED'
+               AND run_at <= now()
+             ORDER BY run_at
+             LIMIT coalesce(l.grant_now, %(max_jobs)s)
+               FOR UPDATE SKIP LOCKED
+           ) r
+), ranked AS (
+    SELECT id, row_number() OVER w AS n, sum(payload_bytes) OVER w AS running_bytes
+      FROM ready
+    WINDOW w AS (ORDER BY due ROWS UNBOUNDED PRECEDING)
+), picked AS (
+    SELECT id FROM ranked
+     WHERE n <= %(max_jobs)s AND (n = 1 OR running_bytes <= %(max_bytes)s)
+), claimed AS (
+    UPDATE job
+       SET status = 'LOCKED',
+           worker_id = %(worker_id)s,
+           locked_at = now(),
+           lock_expires_at = now() + make_interval(secs => job.lease_seconds),
+           deadline_at = CASE WHEN job.timeout_seconds > 0
+                              THEN now() + make_interval(secs => job.timeout_seconds) END,
+           deliveries = job.deliveries + 1
+      FROM picked
+     WHERE job.id = picked.id
+    RETURNING job.id, job.instance_id, job.step_execution_id, job.job_type, job.attempt,
+              job.retries_remaining, job.lock_expires_at, job.payload, job.created_at,
+              false AS reclaimed, now() - job.created_at AS dispatch_latency
+), steps_started AS (
+    UPDATE step_execution s
+       SET status = 'IN_PROGRESS', attempt = claimed.attempt,
+           started_at = coalesce(s.started_at, now()), updated_at = now()
+      FROM claimed
+     WHERE s.id = claimed.step_execution_id
+    RETURNING s.id, s.step_id
+), audited AS (
+    -- Stamped with the clock the grant was counted by, so the audit log shows each dispatch in
+    -- the rate window it was counted in.
+    INSERT INTO audit_log (instance_id, job_id, event, detail, at)
+    SELECT instance_id, id, 'JOB_DISPATCHED',
+           jsonb_build_object('workerId', %(worker_id)s::text, 'attempt', attempt),
+           clock_timestamp()
+      FROM claimed
+), counted AS (
+    UPDATE job_type_limit l SET window_claims = l.window_claims + c.n
+      FROM (SELECT job_type, count(*) AS n FROM claimed GROUP BY job_type) c
+     WHERE l.job_type = c.job_type
+)
+SELECT c.*, s.step_id
+  FROM claimed c JOIN steps_started s ON s.id = c.step_execution_id
+ ORDER BY c.created_at
+"""

@@ -124,7 +124,8 @@ CREATE TABLE job (
     step_execution_id    uuid        NOT NULL REFERENCES step_execution (id) ON DELETE CASCADE,
     job_type             text        NOT NULL,
     status               text        NOT NULL
-        CHECK (status IN ('UNLOCKED', 'LOCKED', 'COMPLETED', 'FAILED', 'CANCELLED')),
+        CONSTRAINT job_status_check
+        CHECK (status IN ('UNLOCKED', 'LOCKED', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT')),
     worker_id            text,
     -- Workers whose lease on this job expired before they finished: a late complete from one of
     -- them is still accepted (once); a complete from a stranger is a conflict.
@@ -133,6 +134,9 @@ CREATE TABLE job (
     lock_expires_at      timestamptz,
     lease_seconds        integer     NOT NULL CHECK (lease_seconds > 0),
     run_at               timestamptz NOT NULL DEFAULT now(),
+    -- The one wake-up of a waiting or running job: UNLOCKED, when it must have been claimed
+    -- (poll_timeout_seconds after it became due); LOCKED, when its attempt must have finished
+    -- (timeout_seconds after the claim).
     deadline_at          timestamptz,
     attempt              integer     NOT NULL DEFAULT 1,
     retries_remaining    integer     NOT NULL CHECK (retries_remaining >= 0),
@@ -140,7 +144,9 @@ CREATE TABLE job (
     payload              jsonb       NOT NULL,
     payload_bytes        integer     NOT NULL DEFAULT 0,
     created_at           timestamptz NOT NULL DEFAULT now(),
-    completed_at         timestamptz
+    completed_at         timestamptz,
+    timeout_seconds      integer     NOT NULL DEFAULT 0,
+    poll_timeout_seconds integer     NOT NULL DEFAULT 0
 ) WITH (fillfactor = 85);
 -- The claim seeks ready jobs and expired leases per job type in these partial indexes, so poll
 -- latency stays flat however many terminal rows (or other types' rows) pile up; the reaper skips
@@ -150,6 +156,23 @@ CREATE INDEX job_lease_expiry_by_type ON job (job_type, lock_expires_at) WHERE s
 -- Every job update is non-HOT (status is in the partial-index predicates), so each index of the
 -- job table costs a write per transition: steps find their job through job_by_instance.
 CREATE INDEX job_by_instance ON job (instance_id);
+CREATE INDEX job_deadline ON job (deadline_at)
+    WHERE status IN ('UNLOCKED', 'LOCKED') AND deadline_at IS NOT NULL;
+
+-- One row per job type with a concurrency or rate limit (kept in step with its task definition).
+-- A limited claim locks the row, which serializes the claims of that type, and counts the
+-- type's LOCKED jobs in a statement that starts after the lock (so it sees every earlier claim).
+CREATE TABLE job_type_limit (
+    job_type           text     PRIMARY KEY,
+    concurrent_limit   integer  CHECK (concurrent_limit > 0),
+    rate_per_window    integer  CHECK (rate_per_window > 0),
+    rate_window_seconds integer CHECK (rate_window_seconds > 0),
+    -- The fixed window (floor(epoch / rate_window_seconds)) the claims below were counted in.
+    window_id          bigint   NOT NULL DEFAULT 0,
+    window_claims      integer  NOT NULL DEFAULT 0,
+    -- Filled by a limited claim for its next statement: how many it may hand out.
+    grant_now          integer  NOT NULL DEFAULT 0
+);
 
 CREATE TABLE audit_log (
     id           bigserial   PRIMARY KEY,
