@@ -141,6 +141,7 @@ class DeployConfig:
     api_key_names: tuple[str, ...]
     alarm_email: str | None
     leases_expired_alarm_threshold: int
+    task_timed_out_alarm_threshold: int
     vpc_logs_endpoint: bool
     layer_dir: Path
 
@@ -205,7 +206,8 @@ class DeployConfig:
             api_throttle_burst_limit=int(_number(get, "apiThrottleBurstLimit")),
             api_key_names=key_names,
             alarm_email=(get("alarmEmail") or None),
-            leases_expired_alarm_threshold=int(_number(get, "leasesExpiredAlarmThreshold")),
+            leases_expired_alarm_threshold=_count(get, "leasesExpiredAlarmThreshold"),
+            task_timed_out_alarm_threshold=_count(get, "taskTimedOutAlarmThreshold"),
             vpc_logs_endpoint=_flag(get, "vpcLogsEndpoint"),
             # Relative to the repository, so cdk.json never holds a machine-specific path.
             layer_dir=(REPO_ROOT / str(layer_dir)) if layer_dir else DEFAULT_LAYER_DIR,
@@ -248,6 +250,13 @@ def _number(get: Callable[[str], Any], key: str) -> float:
         return float(value)
     except (TypeError, ValueError):
         raise ConfigError(f"context {key!r}: expected a number, got {value!r}") from None
+
+
+def _count(get: Callable[[str], Any], key: str) -> int:
+    value = _number(get, key)
+    if not value.is_integer() or value < 0:  # also refuses inf and nan
+        raise ConfigError(f"context {key!r}: expected a whole number >= 0, got {value!r}")
+    return int(value)
 
 
 def _flag(get: Callable[[str], Any], key: str) -> bool:
