@@ -68,26 +68,61 @@ def load_cdk_json_context(path: Path = CDK_JSON) -> dict[str, Any]:
     return dict(data.get("context", {}))
 
 
+# EventBridge invokes every scheduled function once per this interval (its finest rate).
+TICK_SECONDS = 60
+# What a looping invocation needs beyond its loop: the loop stops early when fewer than 5 s of
+# the invocation remain, and the last pass and the metrics flush must still fit.
+LOOP_HEADROOM_SECONDS = 10
+
+
 @dataclass(frozen=True, slots=True)
 class FunctionSizing:
     memory_mb: int
     timeout_seconds: int
+    # Scheduled functions: how long one invocation keeps doing its duty, once a second
+    # (settings.ENV_DUTY_LOOP_SECONDS). 0: one pass per invocation.
+    duty_loop_seconds: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.duty_loop_seconds < TICK_SECONDS:
+            raise ConfigError(
+                f"duty_loop_seconds {self.duty_loop_seconds}: use 0 to {TICK_SECONDS - 1} "
+                f"(a loop of {TICK_SECONDS} s or more overlaps the next tick on every tick)"
+            )
+        if self.duty_loop_seconds and (
+            self.timeout_seconds < self.duty_loop_seconds + LOOP_HEADROOM_SECONDS
+        ):
+            raise ConfigError(
+                f"timeout {self.timeout_seconds} s is too short for a {self.duty_loop_seconds} s "
+                f"loop: allow at least {LOOP_HEADROOM_SECONDS} s more"
+            )
 
 
 # API functions run one short transaction per request. Their timeout stays inside API Gateway's
 # 29 s integration limit, and RDS Proxy's 10 s borrow timeout fires first, so a database outage
 # reaches the client as the engine's 503 + Retry-After rather than a gateway error.
 API_DEFAULT = FunctionSizing(memory_mb=512, timeout_seconds=15)
-# Scheduled functions tick every minute: finish inside the interval so ticks never overlap.
+# Scheduled functions tick every minute; a single pass finishes well inside the interval.
 SCHEDULED_DEFAULT = FunctionSizing(memory_mb=512, timeout_seconds=55)
+# Timeouts and expired leases must be acted on within about 2 s of their due time, and EventBridge
+# ticks once a minute: the sweeper and the reaper loop their duty once a second for 59 s, so the
+# next tick's first pass comes about a second after this one's last. The timeout leaves room for a
+# slow last pass; a tick that arrives while the previous invocation still runs is throttled by
+# their reserved concurrency of 1 and retried by Lambda's async queue a second or so later.
+SCHEDULED_LOOPING = FunctionSizing(memory_mb=512, timeout_seconds=75, duty_loop_seconds=59)
 # Migrations may rewrite indexes on big tables; the custom-resource framework waits up to 15 min.
 MIGRATION_SIZING = FunctionSizing(memory_mb=512, timeout_seconds=300)
 # Per-function exceptions. More memory is more CPU: the poll/complete path is the hot one, and
 # a poll may serialize a 5 MB batch; its longer timeout leaves room for the planned bounded
 # long-poll, still under the gateway's 29 s.
+# The queue dispatcher stays a single pass a minute: it has no deadline of seconds (a push
+# dispatches its queue at once, and a dequeue lapses expired claims itself), and it reports the
+# queue-depth gauges on every pass.
 FUNCTION_SIZING: Mapping[str, FunctionSizing] = {
     "jobs": FunctionSizing(memory_mb=1024, timeout_seconds=25),
     "instances": FunctionSizing(memory_mb=1024, timeout_seconds=15),
+    "sweeper": SCHEDULED_LOOPING,
+    "reaper": SCHEDULED_LOOPING,
 }
 
 
@@ -106,6 +141,7 @@ class DeployConfig:
     api_key_names: tuple[str, ...]
     alarm_email: str | None
     leases_expired_alarm_threshold: int
+    task_timed_out_alarm_threshold: int
     vpc_logs_endpoint: bool
     layer_dir: Path
 
@@ -170,7 +206,8 @@ class DeployConfig:
             api_throttle_burst_limit=int(_number(get, "apiThrottleBurstLimit")),
             api_key_names=key_names,
             alarm_email=(get("alarmEmail") or None),
-            leases_expired_alarm_threshold=int(_number(get, "leasesExpiredAlarmThreshold")),
+            leases_expired_alarm_threshold=_count(get, "leasesExpiredAlarmThreshold"),
+            task_timed_out_alarm_threshold=_count(get, "taskTimedOutAlarmThreshold"),
             vpc_logs_endpoint=_flag(get, "vpcLogsEndpoint"),
             # Relative to the repository, so cdk.json never holds a machine-specific path.
             layer_dir=(REPO_ROOT / str(layer_dir)) if layer_dir else DEFAULT_LAYER_DIR,
@@ -213,6 +250,13 @@ def _number(get: Callable[[str], Any], key: str) -> float:
         return float(value)
     except (TypeError, ValueError):
         raise ConfigError(f"context {key!r}: expected a number, got {value!r}") from None
+
+
+def _count(get: Callable[[str], Any], key: str) -> int:
+    value = _number(get, key)
+    if not value.is_integer() or value < 0:  # also refuses inf and nan
+        raise ConfigError(f"context {key!r}: expected a whole number >= 0, got {value!r}")
+    return int(value)
 
 
 def _flag(get: Callable[[str], Any], key: str) -> bool:

@@ -22,7 +22,7 @@ from baton import settings
 from baton.routes import MIGRATION_FUNCTION, SCHEDULED_FUNCTIONS, api_functions
 from constructs import Construct
 
-from baton_infra.config import FUNCTIONS_DIR, DeployConfig
+from baton_infra.config import FUNCTIONS_DIR, TICK_SECONDS, DeployConfig
 from baton_infra.database import DB_NAME, Database
 from baton_infra.nag import acknowledge, logical_id
 from baton_infra.network import Network
@@ -192,21 +192,16 @@ class BatonFunctions(Construct):
             vpc=self._network.vpc,
             vpc_subnets=self._network.app_subnets,
             security_groups=[self.security_group],
-            environment={
-                settings.ENV_DB_SECRET_ARN: self._database.secret.secret_arn,
-                settings.ENV_DB_HOST: self._database.proxy.endpoint,
-                settings.ENV_DB_NAME: DB_NAME,
-                settings.ENV_PAYLOAD_BUCKET: self._payload_bucket.bucket_name,
-                settings.ENV_STAGE: config.stage,
-                "POWERTOOLS_SERVICE_NAME": f"baton-{spec.name}",
-                "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
-                "POWERTOOLS_LOG_LEVEL": "INFO",
-            },
+            environment=self._environment(spec, duty_loop_seconds=sizing.duty_loop_seconds),
         )
         if spec.scheduled:
             # A tick that could not run is worthless a minute later (the next tick does the same
-            # work), and retries would pile up behind a reserved concurrency of 1.
-            fn.configure_async_invoke(retry_attempts=0, max_event_age=Duration.seconds(60))
+            # work), and retries would pile up behind a reserved concurrency of 1. A tick
+            # throttled because the previous invocation still loops is not an error: Lambda's
+            # async queue tries it again within the event age, once that invocation ends.
+            fn.configure_async_invoke(
+                retry_attempts=0, max_event_age=Duration.seconds(TICK_SECONDS)
+            )
         self._database.allow_from(fn)
         acknowledge(
             fn,
@@ -215,6 +210,21 @@ class BatonFunctions(Construct):
             "files are built for CPython 3.12.",
         )
         return fn
+
+    def _environment(self, spec: FunctionSpec, *, duty_loop_seconds: int) -> dict[str, str]:
+        environment = {
+            settings.ENV_DB_SECRET_ARN: self._database.secret.secret_arn,
+            settings.ENV_DB_HOST: self._database.proxy.endpoint,
+            settings.ENV_DB_NAME: DB_NAME,
+            settings.ENV_PAYLOAD_BUCKET: self._payload_bucket.bucket_name,
+            settings.ENV_STAGE: self._config.stage,
+            "POWERTOOLS_SERVICE_NAME": f"baton-{spec.name}",
+            "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+            "POWERTOOLS_LOG_LEVEL": "INFO",
+        }
+        if duty_loop_seconds:
+            environment[settings.ENV_DUTY_LOOP_SECONDS] = str(duty_loop_seconds)
+        return environment
 
     def _role(self, spec: FunctionSpec, log_group: logs.ILogGroup) -> iam.Role:
         """A role per function with exactly what it uses (no AWS managed policies)."""

@@ -3,9 +3,14 @@ alarm notifications on an encrypted SNS topic.
 
 Powertools tags every EMF metric with a ``service`` dimension (``baton-<function>``), and which
 function emits a metric is the engine's business (a poll may expire leases, the reaper
-certainly does). Engine metrics are therefore read with CloudWatch Metrics Insights
-(``SELECT SUM(x) FROM "Baton"``), which sums across every service, in the dashboard and in alarms
-alike, so adding a function or moving a metric needs no change here.
+certainly does). Engine metrics are therefore read with CloudWatch Metrics Insights, which sums
+across every service, in the dashboard and in alarms alike, so adding a function or moving a
+metric needs no change here.
+
+A metric the engine records with dimensions (``TaskTimedOut`` by ``Policy``) is emitted twice: the
+total under ``service`` alone, and a series of its own under ``service`` plus its dimensions.
+``FROM "Baton"`` would add the two up, so every query names its dimension keys exactly
+(``FROM SCHEMA("Baton", service)``): totals read the first series, breakdowns the second.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
+from baton.definitions import TimeoutPolicy
 from constructs import Construct
 
 from baton_infra.config import DeployConfig
@@ -31,6 +37,13 @@ ONE_MINUTE = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)
 JOB_METRICS = ("JobsClaimed", "JobsCompleted", "JobsFailed", "JobsRetried", "JobsTimedOut")
 INSTANCE_METRICS = ("InstancesStarted", "InstancesCompleted", "InstancesFailed")
+# Task definitions enforced: a step's total timeout, its poll timeout, and the limits that hold
+# jobs back from a poll (concurrentExecLimit, rateLimitPerFrequency).
+TASK_TIMED_OUT = "TaskTimedOut"  # also by POLICY_DIMENSION, one series per timeoutPolicy
+POLICY_DIMENSION = "Policy"
+TASK_LIMIT_METRICS = ("ConcurrencyLimited", "RateLimited")
+# Powertools' dimension on every EMF metric (the function that emitted it).
+SERVICE_DIMENSION = "service"
 # Alarm thresholds that are policy rather than deployment choices.
 API_5XX_RATE_PERCENT = 1.0
 API_5XX_MIN_REQUESTS = 20  # below this per 5 minutes a single error is not a "rate"
@@ -39,11 +52,22 @@ DB_ACU_SATURATION_PERCENT = 90
 
 
 def engine_metric(
-    name: str, *, aggregate: str = "SUM", period: Duration = ONE_MINUTE, label: str | None = None
+    name: str,
+    *,
+    aggregate: str = "SUM",
+    period: Duration = ONE_MINUTE,
+    label: str | None = None,
+    dimensions: Mapping[str, str] | None = None,
 ) -> cw.MathExpression:
-    """One Baton EMF metric, aggregated over every ``service`` that emits it."""
+    """One Baton EMF metric, aggregated over every ``service`` that emits it; with
+    ``dimensions``, only its series with those dimension values."""
     # A CloudWatch Metrics Insights query built from constants (not SQL sent to a database).
-    query = f'SELECT {aggregate}({name}) FROM "{METRICS_NAMESPACE}"'  # noqa: S608
+    # Dimension keys are quoted: Metrics Insights reserves hundreds of SQL words.
+    dims = dict(sorted((dimensions or {}).items()))
+    keys = ", ".join(f'"{k}"' for k in [METRICS_NAMESPACE, *dims, SERVICE_DIMENSION])
+    query = f"SELECT {aggregate}({name}) FROM SCHEMA({keys})"  # noqa: S608
+    if dims:
+        query += " WHERE " + " AND ".join(f"\"{k}\" = '{v}'" for k, v in dims.items())
     return cw.MathExpression(
         expression=query,
         using_metrics={},
@@ -87,7 +111,7 @@ class Observability(Construct):
             dashboard_name=f"baton-{config.stage}",
             default_interval=Duration.hours(3),
         )
-        self._dashboard_widgets(functions, api.deployment_stage, cluster, proxy)
+        self._dashboard_widgets(functions, scheduled, api.deployment_stage, cluster, proxy)
 
     # --- alarms -------------------------------------------------------------------------
 
@@ -182,6 +206,15 @@ class Observability(Construct):
             description=f"More than {threshold} job leases expired in 5 minutes: workers are "
             "crashing, stalling, or their lease is too short for the work.",
         )
+        threshold = self._config.task_timed_out_alarm_threshold
+        self._alarm(
+            "task-timed-out",
+            metric=engine_metric(TASK_TIMED_OUT, period=FIVE_MINUTES),
+            threshold=threshold,
+            description=f"More than {threshold} steps exceeded their task definition's "
+            "timeoutSeconds in 5 minutes (retried, failing their workflow, or only alerting, "
+            "per timeoutPolicy): see the dashboard's task timeouts by policy.",
+        )
 
     def _database_alarms(self, cluster: rds.DatabaseCluster) -> None:
         self._alarm(
@@ -217,6 +250,7 @@ class Observability(Construct):
     def _dashboard_widgets(
         self,
         functions: Mapping[str, lambda_.IFunction],
+        scheduled: Sequence[str],
         stage: apigw.Stage,
         cluster: rds.DatabaseCluster,
         proxy: rds.DatabaseProxy,
@@ -242,6 +276,31 @@ class Observability(Construct):
                     engine_metric("JobDispatchLatency", aggregate="AVG", label="average"),
                     engine_metric("JobDispatchLatency", aggregate="MAX", label="max"),
                 ],
+            ),
+        )
+        d.add_widgets(
+            _graph(
+                "Task timeouts per minute (by timeoutPolicy)",
+                [engine_metric(TASK_TIMED_OUT, label=f"{TASK_TIMED_OUT} (all)")]
+                + [
+                    engine_metric(
+                        TASK_TIMED_OUT,
+                        label=policy.value,
+                        dimensions={POLICY_DIMENSION: policy.value},
+                    )
+                    for policy in TimeoutPolicy
+                ],
+            ),
+            _graph(
+                "Poll and response timeouts per minute",
+                [
+                    engine_metric("TaskPollTimedOut"),
+                    engine_metric("LeasesExpired", label="LeasesExpired (response timeout)"),
+                ],
+            ),
+            _graph(
+                "Jobs held back by task definition limits per minute",
+                [engine_metric(m) for m in TASK_LIMIT_METRICS],
             ),
         )
         d.add_widgets(
@@ -311,10 +370,18 @@ class Observability(Construct):
                 [fn.metric_throttles(period=ONE_MINUTE, label=n) for n, fn in functions.items()],
             ),
             _graph(
-                "Lambda duration p99 (ms)",
+                "Lambda duration p99 (ms; scheduled functions on the right)",
                 [
                     fn.metric_duration(period=ONE_MINUTE, statistic="p99", label=n)
                     for n, fn in functions.items()
+                    if n not in scheduled
+                ],
+                # A looping scheduled function runs most of a minute: on the left axis its
+                # line would flatten every request-serving function's.
+                right=[
+                    fn.metric_duration(period=ONE_MINUTE, statistic="p99", label=n)
+                    for n, fn in functions.items()
+                    if n in scheduled
                 ],
             ),
         )

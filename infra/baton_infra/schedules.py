@@ -10,7 +10,9 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-TICK = Duration.minutes(1)
+from baton_infra.config import TICK_SECONDS
+
+TICK = Duration.seconds(TICK_SECONDS)
 
 
 class Schedules(Construct):

@@ -60,8 +60,10 @@ def test_cli_string_context_values_are_parsed() -> None:
         reservedConcurrency='{"jobs": 5}',
         apiKeys="alice,bob",
         vpcLogsEndpoint="false",
+        taskTimedOutAlarmThreshold="10",
     )
     assert config.db_max_acu == 8
+    assert config.task_timed_out_alarm_threshold == 10
     assert config.reserved_concurrency == {"jobs": 5}
     assert config.api_key_names == ("alice", "bob")
     assert config.vpc_logs_endpoint is False
@@ -76,6 +78,9 @@ def test_cli_string_context_values_are_parsed() -> None:
         {"logRetentionDays": 31},
         {"reservedConcurrency": {"jobs": 0}},
         {"authMode": "apiKey", "apiKeys": []},
+        {"taskTimedOutAlarmThreshold": -1},
+        {"leasesExpiredAlarmThreshold": 2.5},
+        {"leasesExpiredAlarmThreshold": "inf"},
     ],
 )
 def test_bad_context_is_refused(overrides: dict[str, object]) -> None:

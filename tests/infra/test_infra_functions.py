@@ -9,7 +9,14 @@ import pytest
 from baton import settings
 from baton.routes import MIGRATION_FUNCTION, SCHEDULED_FUNCTIONS, api_functions
 from baton_infra import functions
-from baton_infra.config import load_cdk_json_context
+from baton_infra.config import (
+    FUNCTION_SIZING,
+    LOOP_HEADROOM_SECONDS,
+    TICK_SECONDS,
+    ConfigError,
+    FunctionSizing,
+    load_cdk_json_context,
+)
 from baton_infra.functions import Kind, UnknownFunctionError, function_specs
 from synth_support import Synth, function_logical_ids, synthesize
 
@@ -103,6 +110,49 @@ def test_reserved_concurrency_comes_from_context(dev: Synth) -> None:
 def test_hot_path_functions_fit_inside_the_api_gateway_timeout(dev: Synth) -> None:
     for name in api_functions():
         assert _function(dev, name)["Properties"]["Timeout"] < 29
+
+
+LOOPING = ("sweeper", "reaper")  # their duty has a deadline of seconds: timeouts, leases
+
+
+@pytest.mark.parametrize("name", LOOPING)
+def test_sweeper_and_reaper_loop_their_duty_until_the_next_tick(dev: Synth, name: str) -> None:
+    props = _function(dev, name)["Properties"]
+    loop = int(props["Environment"]["Variables"][settings.ENV_DUTY_LOOP_SECONDS])
+    assert loop == 59
+    # The next tick's first pass comes within 2 s of this invocation's last one...
+    assert TICK_SECONDS - loop <= 2
+    # ...and the invocation is not cut short: the loop, its 5 s stop margin and a last pass fit.
+    assert props["Timeout"] == 75
+    assert props["Timeout"] >= loop + LOOP_HEADROOM_SECONDS
+    # An overlapping tick is throttled, never run twice at once.
+    assert props["ReservedConcurrentExecutions"] == 1
+
+
+@pytest.mark.parametrize("name", sorted(ALL_FUNCTIONS - set(LOOPING)))
+def test_other_functions_do_one_pass_per_invocation(dev: Synth, name: str) -> None:
+    props = _function(dev, name)["Properties"]
+    assert settings.ENV_DUTY_LOOP_SECONDS not in props["Environment"]["Variables"]
+    if name in api_functions():
+        assert props["Timeout"] < 29
+
+
+def test_sizing_exceptions_name_functions_of_the_route_table() -> None:
+    assert set(FUNCTION_SIZING) <= ALL_FUNCTIONS
+    looping = {name for name, sizing in FUNCTION_SIZING.items() if sizing.duty_loop_seconds}
+    assert looping == set(LOOPING)
+    assert looping <= set(SCHEDULED_FUNCTIONS)
+
+
+@pytest.mark.parametrize(
+    ("timeout", "loop", "problem"),
+    [(90, TICK_SECONDS, "overlaps the next tick"), (60, 59, "too short for a 59 s loop")],
+)
+def test_a_loop_that_overlaps_or_outlives_its_invocation_is_refused(
+    timeout: int, loop: int, problem: str
+) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        FunctionSizing(memory_mb=512, timeout_seconds=timeout, duty_loop_seconds=loop)
 
 
 @pytest.mark.parametrize("name", SCHEDULED_FUNCTIONS)

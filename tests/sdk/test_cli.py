@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -150,6 +151,56 @@ def test_unreadable_file_and_bad_json_are_usage_errors(baton: Baton, tmp_path: P
     broken = baton("definitions", "create", str(tmp_path / "broken.json"))
     assert broken.code == 2
     assert "not valid JSON" in broken.err
+
+
+# --- task definitions ----------------------------------------------------------------------------
+
+
+def test_taskdefs_put_get_list_and_delete(baton: Baton, tmp_path: Path) -> None:
+    name = unique("cli-taskdef")
+    path = tmp_path / "taskdef.json"
+    path.write_text(
+        json.dumps(
+            {
+                "retryCount": 2,
+                "retryLogic": "FIXED",
+                "retryDelaySeconds": 1,
+                "timeoutSeconds": 120,
+                "pollTimeoutSeconds": 30,
+                "responseTimeoutSeconds": 15,
+                "timeoutPolicy": "RETRY",
+                "concurrentExecLimit": 4,
+                "rateLimitPerFrequency": 50,
+                "rateLimitFrequencyInSeconds": 10,
+            }
+        )
+    )
+    put = baton("taskdefs", "put", name, str(path))
+    assert put.code == 0, put.err
+    assert "retry:            2 FIXED 1s" in put.out
+
+    shown = baton("taskdefs", "get", name)
+    assert shown.code == 0, shown.err
+    assert f"name:             {name}" in shown.out
+    assert "timeout:          120s" in shown.out
+    assert "on timeout:       RETRY" in shown.out
+    assert "rate limit:       50 per 10s" in shown.out
+
+    listed = baton("taskdefs", "list")
+    assert listed.code == 0, listed.err
+    (row,) = [line for line in listed.out.splitlines() if line.startswith(name + " ")]
+    cells = re.split(r"\s{2,}", row)
+    assert cells[:8] == [name, "2 FIXED 1s", "120s", "30s", "15s", "RETRY", "4", "50/10s"]
+
+    deleted = baton("taskdefs", "delete", name, "--json")
+    assert deleted.code == 0, deleted.err
+    assert deleted.json()["timeoutPolicy"] == "RETRY"  # the definition as it was
+    assert name not in baton("taskdefs", "list").out
+
+    again = baton("taskdefs", "delete", name)
+    assert (again.code, again.out) == (1, "")
+    assert again.err == f"error: 404 Not found: task definition {name!r} not found\n"
+    assert baton("taskdefs", "get", name).code == 1
 
 
 # --- instances and jobs --------------------------------------------------------------------------

@@ -189,12 +189,33 @@ class BatonClient:
         """One task definition."""
         return cast(TaskDef, self._call("GET", f"/v1/taskdefs/{_segment(name)}"))
 
+    def delete_task_def(self, name: str) -> TaskDef:
+        """Delete the task definition of job type ``name``; returns it as it was.
+
+        Running instances keep the copy they started with; instances started later run with
+        their steps' own settings and the engine's defaults. Raises ``NotFoundError`` if there is
+        none. Repeated only after a failure that surely changed nothing (no connection, 429, 503):
+        after a lost answer, a repeat would report the deletion that happened as a 404.
+        """
+        path = f"/v1/taskdefs/{_segment(name)}"
+        return cast(TaskDef, self._call("DELETE", path, idempotent=False))
+
     def list_task_defs(
         self, *, limit: int | None = None, page_token: str | None = None
     ) -> TaskDefPage:
         """One page of task definitions."""
         params = _params(limit=limit, pageToken=page_token)
         return cast(TaskDefPage, self._call("GET", "/v1/taskdefs", params=params))
+
+    def iter_task_defs(self, *, page_size: int = 100) -> Iterator[TaskDef]:
+        """Every task definition, by name, following page tokens."""
+        token: str | None = None
+        while True:
+            page = self.list_task_defs(limit=page_size, page_token=token)
+            yield from page["taskDefs"]
+            token = page.get("nextPageToken")
+            if not token:
+                return
 
     # --- instances -------------------------------------------------------------------------------
 
