@@ -288,10 +288,19 @@ def _expression_problems(
             yield Problem(where, f"${{{text}}} refers to step {sid!r}, which has not run yet")
 
 
+# Fields the API adds to what it returns: a document read back may be sent again as it is.
+READ_ONLY_FIELDS = frozenset({"createdAt", "created_at", "updatedAt", "updated_at"})
+
+
+def _writable(raw: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in raw.items() if k not in READ_ONLY_FIELDS}
+
+
 def parse_definition(raw: Any) -> WorkflowDefinition:
     """Validate a definition completely; raise ValidationFailed listing every problem."""
     if not isinstance(raw, dict):
         raise ValidationFailed([Problem("$", "a definition is a JSON object")])
+    raw = _writable(raw)
     problems = semantic_problems(raw)
     try:
         definition = WorkflowDefinition.model_validate_json(json.dumps(raw), strict=True)
@@ -303,8 +312,10 @@ def parse_definition(raw: Any) -> WorkflowDefinition:
 
 
 def parse_task_def(raw: Any) -> TaskDef:
+    """Validate a task definition completely; raise ValidationFailed listing every problem."""
     if not isinstance(raw, dict):
         raise ValidationFailed([Problem("$", "a task definition is a JSON object")])
+    raw = _writable(raw)
     problems = list(_setting_problems("$", raw, task_def=True))
     problems.extend(_syntax_problems("inputTemplate", _field(raw, "inputTemplate")))
     per = _field(raw, "rateLimitPerFrequency")

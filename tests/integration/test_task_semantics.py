@@ -228,8 +228,12 @@ def test_timeouts_are_validated_as_conductor_does_every_problem_at_once(engine: 
         "responseTimeoutSeconds",
         "timeoutPolicy",
     ]
-    with pytest.raises(ValidationFailed, match=""):  # the default 3600 s lease > 10 s
+    with pytest.raises(ValidationFailed) as lease:  # the default 3600 s lease > 10 s
         engine.put_task_def("t", {"timeoutSeconds": 10})
+    assert [p.message for p in lease.value.problems] == [
+        "responseTimeoutSeconds (3600) must not exceed timeoutSeconds (10): a lease longer than "
+        "the attempt may run is never reached"
+    ]
     with pytest.raises(ValidationFailed) as step:
         engine.register_definition(
             one_step("f", timeoutSeconds=5, responseTimeoutSeconds=6, retryCount=True)
@@ -396,3 +400,9 @@ def test_rate_limit_per_frequency_caps_claims_per_clock_window(
     per_window = [n for _, n in windows]
     assert max(per_window) <= 5, per_window
     assert abs(sum(per_window) - 25) <= 5, per_window  # 10 s of 5 per 2 s, within one window
+
+
+def test_a_task_definition_read_back_can_be_put_again_as_it_is(engine: Engine) -> None:
+    shown, _ = engine.put_task_def("round-trip", {"retryCount": 5})
+    again, created = engine.put_task_def("round-trip", shown)  # createdAt/updatedAt included
+    assert not created and again["retryCount"] == 5
