@@ -20,7 +20,12 @@ CPU per item, and how busy the rest of the machine was (anything else running ma
 noisy). ``--profile`` CPU-profiles worker 0's drain (slowing it); ``--explain`` runs EXPLAIN
 ANALYZE on the claim and on the complete's lock/read against the full backlog.
 
-The last line is ``engine/raw ratio: 0.NN`` (engine jobs/s over raw jobs/s).
+3. limited types: the engine drain again (fewer jobs) for a type with a rate limit
+   (``rateLimitPerFrequency``) and for one with a concurrency limit (``concurrentExecLimit``, with
+   a handler that takes a few ms), each printed next to the ceiling its task definition sets.
+   The unlimited phase above is what shows that a type without limits pays nothing for them.
+
+The last line is ``engine/raw ratio: 0.NN`` (engine jobs/s over raw jobs/s, unlimited type).
 """
 
 from __future__ import annotations
@@ -51,6 +56,23 @@ JOB_TYPE = "bench"
 DEFINITION = one_step(
     "bench-one-step", JOB_TYPE, description="engine_throughput benchmark: one SERVICE_TASK"
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """One job type to drain: its definition, its task definition, how long a handler takes,
+    and the jobs/s its limits allow (None: unlimited)."""
+
+    label: str
+    definition: dict[str, Any]
+    job_type: str
+    task_def: dict[str, Any] | None = None
+    handler_seconds: float = 0.0
+    ceiling: float | None = None
+    batch: int | None = None  # jobs per poll, if not --batch
+
+
+UNLIMITED = Workload("unlimited", DEFINITION, JOB_TYPE)
 NOISY = 0.15  # warn when other processes took more than this share of the machine's CPU
 
 RAW_SCHEMA = """
@@ -93,6 +115,7 @@ class WorkerConfig:
     source: str  # "single" | "pooled"
     prepare: bool  # server-side prepared statements (psycopg's default; off behind RDS Proxy)
     profile: bool
+    workload: Workload = UNLIMITED
 
 
 def _share(total: int, workers: int, k: int) -> int:
@@ -135,8 +158,11 @@ def _engine_worker(cfg: WorkerConfig, m: Member) -> None:
 
     m.begin("start")  # this process's share of the instances
     mine = _share(cfg.jobs, cfg.workers, m.index)
+    load = cfg.workload
     for i in range(mine):
-        engine.start_instance(definition_name=DEFINITION["name"], input={"worker": m.index, "n": i})
+        engine.start_instance(
+            definition_name=load.definition["name"], input={"worker": m.index, "n": i}
+        )
         if (i + 1) % 50 == 0:
             m.add("start", 50)
     m.add("start", mine % 50)
@@ -148,9 +174,15 @@ def _engine_worker(cfg: WorkerConfig, m: Member) -> None:
     profiler = cProfile.Profile(time.process_time) if cfg.profile and m.index == 0 else None
     if profiler is not None:
         profiler.enable()
+
+    def complete(job: dict[str, Any]) -> bool:
+        if load.handler_seconds:
+            time.sleep(load.handler_seconds)
+        return bool(engine.complete_job(job["id"], worker_id, RESULT)["applied"])
+
     drained = drain_loop(
-        lambda: engine.poll(worker_id, [JOB_TYPE], cfg.batch),
-        lambda job: bool(engine.complete_job(job["id"], worker_id, RESULT)["applied"]),
+        lambda: engine.poll(worker_id, [load.job_type], load.batch or cfg.batch),
+        complete,
         total=cfg.jobs,
         shared=m.shared_count("drain"),
         left=lambda: engine.db.autocommit(_open_jobs),
@@ -197,31 +229,36 @@ def _raw_worker(cfg: WorkerConfig, m: Member) -> None:
 # --- phases (parent) ----------------------------------------------------------------------------
 
 
-def _config(url: str, args: argparse.Namespace) -> WorkerConfig:
+def _config(
+    url: str, args: argparse.Namespace, workload: Workload = UNLIMITED, jobs: int | None = None
+) -> WorkerConfig:
     return WorkerConfig(
         url=url,
-        jobs=args.jobs,
+        jobs=jobs or args.jobs,
         workers=args.workers,
         batch=args.batch,
         source=args.source,
         prepare=not args.no_prepare,
-        profile=args.profile,
+        profile=args.profile and workload is UNLIMITED,
+        workload=workload,
     )
 
 
-def engine_phase(server: str, args: argparse.Namespace) -> tuple[PhaseResult, PhaseResult, int]:
+def engine_phase(
+    server: str, args: argparse.Namespace, workload: Workload = UNLIMITED, jobs: int | None = None
+) -> tuple[PhaseResult, PhaseResult, int]:
     """Returns (starts, drain, instances COMPLETED); raises BenchError on lost/duplicated work."""
-    n, w = args.jobs, args.workers
-    log("engine phase: creating a fresh migrated database")
+    n, w = jobs or args.jobs, args.workers
+    log(f"engine phase ({workload.label}): creating a fresh migrated database")
     with fresh_database(server, "engine", keep=args.keep_databases) as url:
-        register(url, DEFINITION)
+        register(url, workload.definition, workload.task_def)
         postmaster = postmaster_pid(url)
         log(f"engine phase: spawning {w} worker processes ({args.source} connection each)")
         with fleet(
             engine_worker,
-            _config(url, args),
+            _config(url, args, workload, n),
             workers=w,
-            name="engine",
+            name=f"engine ({workload.label})" if workload is not UNLIMITED else "engine",
             stages=("start", "drain"),
             postmaster=postmaster,
         ) as workers:
@@ -238,7 +275,7 @@ def engine_phase(server: str, args: argparse.Namespace) -> tuple[PhaseResult, Ph
                 f"{starts.seconds:.2f}s = {starts.per_second:,.0f} instances started/s"
             )
             settle(url, "instance", "step_execution", "job", "audit_log")
-            if args.explain:
+            if args.explain and workload is UNLIMITED:
                 explain_claim(url, args.batch)
             log(f"engine phase: draining {n:,} jobs with {w} workers, batch {args.batch}")
             drain = workers.run(
@@ -254,16 +291,43 @@ def engine_phase(server: str, args: argparse.Namespace) -> tuple[PhaseResult, Ph
             f"({polls:,} polls, {drain.items / max(polls, 1):.1f} jobs per poll, "
             f"{empty:,} empty polls)"
         )
-        completed = verify_engine(url, n, drain)
+        completed = verify_engine(url, n, drain, workload)
     return starts, drain, completed
 
 
-def verify_engine(url: str, n: int, drain: PhaseResult) -> int:
+def limited_phases(server: str, args: argparse.Namespace) -> list[tuple[Workload, PhaseResult]]:
+    """The drain of a rate-limited and of a concurrency-limited type, each next to its ceiling."""
+    n = min(args.jobs, args.limited_jobs)
+    rate, conc, handler = args.rate_limit, args.concurrency_limit, args.handler_ms / 1000
+    workloads = [
+        Workload(
+            f"rateLimitPerFrequency {rate}/1s",
+            one_step("bench-rate-limited", "bench-rated"),
+            "bench-rated",
+            {"rateLimitPerFrequency": rate, "rateLimitFrequencyInSeconds": 1},
+            ceiling=float(rate),
+        ),
+        Workload(
+            f"concurrentExecLimit {conc}, {args.handler_ms:g} ms handler",
+            one_step("bench-concurrency-limited", "bench-capped"),
+            "bench-capped",
+            {"concurrentExecLimit": conc},
+            handler_seconds=handler,
+            ceiling=conc / handler if handler else None,
+            # One job per poll: a worker that took several would run them one after the
+            # other while holding every slot, and the type could never run N at once.
+            batch=1,
+        ),
+    ]
+    return [(load, engine_phase(server, args, load, n)[1]) for load in workloads]
+
+
+def verify_engine(url: str, n: int, drain: PhaseResult, workload: Workload = UNLIMITED) -> int:
     """Every instance COMPLETED exactly once, no job open or delivered twice. Returns the number
     of COMPLETED instances; raises BenchError otherwise."""
     import psycopg
 
-    found = outcome(url, DEFINITION["name"], JOB_TYPE)
+    found = outcome(url, workload.definition["name"], workload.job_type)
     with psycopg.connect(url) as conn:
         span = conn.execute(
             "SELECT extract(epoch FROM max(i.completed_at) - min(j.locked_at))"
@@ -339,6 +403,22 @@ def raw_phase(server: str, args: argparse.Namespace) -> PhaseResult:
 
 
 # --- report -------------------------------------------------------------------------------------
+
+
+def report_limited(limited: list[tuple[Workload, PhaseResult]]) -> None:
+    rows = [
+        [
+            load.label,
+            f"{drain.items:,}",
+            fmt_num(drain.per_second),
+            "-" if load.ceiling is None else fmt_num(load.ceiling),
+            "-" if load.ceiling is None else f"{drain.per_second / load.ceiling:.2f}",
+        ]
+        for load, drain in limited
+    ]
+    print()
+    print("limited job types (the same engine drain, against the ceiling their limits set):")
+    print(table(["limit", "jobs", "jobs/s", "ceiling jobs/s", "of ceiling"], rows))
 
 
 def report(
@@ -442,6 +522,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--profile", action="store_true", help="CPU-profile worker 0's drain")
     p.add_argument("--explain", action="store_true", help="EXPLAIN ANALYZE the claim first")
+    p.add_argument(
+        "--limited-jobs", type=int, default=2000, help="jobs per limited-type drain (default 2000)"
+    )
+    p.add_argument(
+        "--rate-limit",
+        type=int,
+        default=200,
+        help="claims per 1 s window of the rate-limited type (default 200: with the default "
+        "--limited-jobs the drain spans about 10 windows, so the burst a fixed window allows at "
+        "its edge is small next to the whole)",
+    )
+    p.add_argument(
+        "--concurrency-limit", type=int, default=4, help="concurrentExecLimit of the capped type"
+    )
+    p.add_argument(
+        "--handler-ms", type=float, default=20.0, help="handler time of the capped type's jobs"
+    )
+    p.add_argument("--no-limited", action="store_true", help="skip the limited-type drains")
     p.add_argument("--timeout", type=float, default=600, help="per stage, seconds")
     p.add_argument("--keep-databases", action="store_true", help="don't drop them at the end")
     args = p.parse_args(argv)
@@ -463,12 +561,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             log(server_summary(server))
             starts, drain, instances = engine_phase(server, args)
             raw = raw_phase(server, args)
+            limited = [] if args.no_limited else limited_phases(server, args)
     except KeyboardInterrupt:
         log("interrupted")
         return 130
     except BenchError as e:
         print(f"FAIL: {e}", file=sys.stderr, flush=True)
         return 1
+    if limited:
+        report_limited(limited)
     report(starts, drain, instances, raw, args.batch)
     return 0
 

@@ -41,10 +41,13 @@ def one_step(name: str, job_type: str, *, description: str | None = None) -> dic
     return definition
 
 
-def register(url: str, definition: dict[str, Any]) -> None:
-    """Register ``definition`` on a connection of its own (not timed)."""
+def register(url: str, definition: dict[str, Any], task_def: dict[str, Any] | None = None) -> None:
+    """Register ``definition`` (and the task definition of its job type) on a connection of its
+    own (not timed)."""
     engine = open_engine(url)
     try:
+        if task_def is not None:
+            engine.put_task_def(definition["steps"][0]["jobType"], task_def)
         engine.register_definition(definition)
     finally:
         engine.db.close()
