@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from baton.api.openapi import document
-from baton.definitions import INT32_MAX
+from baton.model import INT32_MAX
 from baton_lambda.http import Api
 
 api = Api("definitions")

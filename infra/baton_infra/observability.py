@@ -27,7 +27,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
-from baton.definitions import TimeoutPolicy
+from baton.model import TimeoutPolicy
 from constructs import Construct
 
 from baton_infra.config import DeployConfig

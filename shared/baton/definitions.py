@@ -11,133 +11,37 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import Field, ValidationError
 
 from baton import expressions
+from baton.conditions import ConditionError, compile_condition
+from baton.durations import duration_seconds, parse_timestamp
 from baton.errors import Problem, ValidationFailed
-
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
-QUEUE_NAME_PATTERN = r"^[A-Za-z0-9-]{1,64}$"
-QUEUE_NAME_RULE = "queue names are 1-64 characters: letters, digits and hyphens"
-STEP_ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
-JOB_TYPE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
-MAX_SECONDS = 365 * 24 * 3600
-INT32_MAX = 2**31 - 1  # what an integer column holds
-
-
-class Model(BaseModel):
-    """Base: lowerCamelCase on the wire, snake_case accepted on input, unknown fields refused."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        frozen=True,
-        use_enum_values=True,
-        defer_build=True,  # built on first use: keeps it off the cold start of functions
-    )
-
-    def wire(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-class RetryLogic(StrEnum):
-    FIXED = "FIXED"
-    EXPONENTIAL_BACKOFF = "EXPONENTIAL_BACKOFF"
-    LINEAR_BACKOFF = "LINEAR_BACKOFF"
-
-
-class TimeoutPolicy(StrEnum):
-    RETRY = "RETRY"
-    TIME_OUT_WF = "TIME_OUT_WF"
-    ALERT_ONLY = "ALERT_ONLY"
-
-
-Seconds = Annotated[int, Field(ge=0, le=MAX_SECONDS)]
-
-
-class TaskSettings(Model):
-    """Retry and timeout settings shared by task definitions and SERVICE_TASK steps."""
-
-    retry_count: Annotated[int, Field(ge=0, le=1000)] | None = None
-    retry_logic: RetryLogic | None = None
-    retry_delay_seconds: Seconds | None = None
-    max_retry_delay_seconds: Annotated[int, Field(ge=1, le=MAX_SECONDS)] | None = None
-    timeout_seconds: Seconds | None = None
-    poll_timeout_seconds: Seconds | None = None
-    response_timeout_seconds: Annotated[int, Field(ge=1, le=MAX_SECONDS)] | None = None
-    timeout_policy: TimeoutPolicy | None = None
-
-
-class TaskDef(TaskSettings):
-    """A Conductor-style task definition: defaults for every step running this job type.
-
-    Unset fields take reference 002's defaults (retryCount 3, retryDelaySeconds 60,
-    responseTimeoutSeconds 3600, timeoutPolicy TIME_OUT_WF, no timeouts), so what is stored and
-    shown is what is enforced. A step's own settings win over its task definition's.
-    """
-
-    name: Annotated[str, Field(pattern=JOB_TYPE_PATTERN)]
-    retry_count: Annotated[int, Field(ge=0, le=1000)] = 3
-    retry_logic: RetryLogic = RetryLogic.FIXED
-    retry_delay_seconds: Seconds = 60
-    timeout_seconds: Seconds = 0
-    poll_timeout_seconds: Seconds = 0
-    response_timeout_seconds: Annotated[int, Field(ge=1, le=MAX_SECONDS)] = 3600
-    timeout_policy: TimeoutPolicy = TimeoutPolicy.TIME_OUT_WF
-    description: str | None = None
-    input_keys: list[str] | None = None
-    output_keys: list[str] | None = None
-    input_template: dict[str, Any] | None = None
-    concurrent_exec_limit: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
-    rate_limit_per_frequency: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
-    rate_limit_frequency_in_seconds: Annotated[int, Field(ge=1, le=86_400)] | None = None
-    owner_email: str | None = None
-
-
-# Defaults when neither the step nor its task definition says otherwise.
-DEFAULT_RETRY_COUNT = 3
-DEFAULT_RETRY_LOGIC = RetryLogic.FIXED
-DEFAULT_RETRY_DELAY_SECONDS = 1
-DEFAULT_RESPONSE_TIMEOUT_SECONDS = 30
-
-
-class StepBase(Model):
-    id: Annotated[str, Field(pattern=STEP_ID_PATTERN)]
-    name: str | None = None
-    description: str | None = None
-    input: dict[str, Any] = Field(default_factory=dict)
-
-
-class ServiceTaskStep(StepBase, TaskSettings):
-    """A job for workers polling ``jobType``."""
-
-    type: Literal["SERVICE_TASK"]
-    job_type: Annotated[str, Field(pattern=JOB_TYPE_PATTERN)]
-    # Filled in at instance start from the task definition of ``job_type`` (dynamic workflows
-    # carry their definitions with them, so later edits never touch running instances).
-    task_def: TaskDef | None = None
-
-
-class UserTaskStep(StepBase):
-    """Waits until completed through the API with variables."""
-
-    type: Literal["USER_TASK"]
-    assignee: str | None = None
-
-
-class SignalStep(StepBase):
-    """Waits until a signal is delivered to it; the signal's payload becomes its output."""
-
-    type: Literal["SIGNAL"]
-
-
-Step = Annotated[ServiceTaskStep | UserTaskStep | SignalStep, Field(discriminator="type")]
-STEP_TYPES = ("SERVICE_TASK", "USER_TASK", "SIGNAL")
+from baton.model import (
+    INT32_MAX,
+    NAME_PATTERN,
+    QUEUE_NAME_PATTERN,
+    Model,
+    Seconds,
+    TaskDef,
+)
+from baton.steps import (
+    STEP_TYPES,
+    Step,
+)
+from baton.structure import (
+    MAX_DEPTH,
+    MAX_STEPS,
+    ROOT,
+    ListRef,
+    Node,
+    Point,
+    Tree,
+    condition_references,
+    in_map,
+)
 
 
 class QueueTrigger(Model):
@@ -162,6 +66,8 @@ class WorkflowDefinition(Model):
     timeout_seconds: Seconds = 0
     timeout_policy: Literal["TIME_OUT_WF", "ALERT_ONLY"] = "TIME_OUT_WF"
     trigger: QueueTrigger | None = None
+    # Started with {instanceId, reason, input} when an instance of this definition fails.
+    failure_workflow: Annotated[str, Field(pattern=NAME_PATTERN)] | None = None
     # For triggered instances: entries added to the input, ``{{title}}``-style placeholders
     # filled from the trigger's variables.
     input_template: dict[str, Any] | None = None
@@ -194,16 +100,6 @@ def pydantic_problems(err: ValidationError) -> list[Problem]:
 
 
 # --- semantic checks over the raw JSON, so they run even when the structure has errors ---------
-
-
-def iter_steps(steps: Any, path: str = "steps") -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every step dict in document (execution) order, with its JSON path. Tolerates junk."""
-    if not isinstance(steps, list):
-        return
-    for i, step in enumerate(steps):
-        if isinstance(step, dict):
-            yield f"{path}[{i}]", step
-            # Containers (SWITCH, PARALLEL...) will yield their nested lists here.
 
 
 def _field(step: dict[str, Any], camel: str) -> Any:
@@ -245,33 +141,142 @@ def _syntax_problems(path: str, template: Any) -> Iterator[Problem]:
 
 
 def semantic_problems(raw: dict[str, Any]) -> list[Problem]:
+    """Every problem the schema cannot see: unique ids, nesting and size limits, expressions
+    (syntax, and whether each step they read is visible where they are evaluated), conditions,
+    timer and sub-workflow settings, retry/timeout consistency."""
     problems: list[Problem] = []
+    tree = Tree.of(raw.get("steps"))
+    if len(tree.nodes) > MAX_STEPS:
+        problems.append(
+            Problem("steps", f"{len(tree.nodes)} steps, more than the {MAX_STEPS} allowed")
+        )
     seen: dict[str, str] = {}
-    steps = list(iter_steps(raw.get("steps")))
-    order = {s.get("id"): n for n, (_, s) in enumerate(steps) if isinstance(s.get("id"), str)}
-    for n, (path, step) in enumerate(steps):
-        sid = step.get("id")
+    too_deep = False
+    for node in tree.nodes:
+        path = node.path
+        sid = node.id
+        if node.depth > MAX_DEPTH and not too_deep:
+            too_deep = True
+            problems.append(Problem(path, f"nested deeper than {MAX_DEPTH} operators"))
         if isinstance(sid, str):
-            if sid == expressions.WORKFLOW:
-                problems.append(Problem(f"{path}.id", "'workflow' is reserved for expressions"))
+            if sid in RESERVED_ROOTS:
+                problems.append(Problem(f"{path}.id", f"{sid!r} is reserved for expressions"))
             if sid in seen:
                 problems.append(
                     Problem(f"{path}.id", f"duplicate step id {sid!r} (first at {seen[sid]})")
                 )
             else:
                 seen[sid] = path
-        problems.extend(_expression_problems(f"{path}.input", step.get("input"), order, n))
-        if step.get("type") == "SERVICE_TASK":
-            problems.extend(_setting_problems(path, step))
+        problems.extend(_step_problems(tree, node))
+    root = raw.get("steps")
+    end = tree.end_of((ROOT,), len(root) if isinstance(root, list) else 0)
     problems.extend(
-        _expression_problems("outputParameters", _field(raw, "outputParameters"), order, None)
+        _expression_problems(tree, "outputParameters", _field(raw, "outputParameters"), end)
     )
     return problems
 
 
-def _expression_problems(
-    path: str, template: Any, order: dict[Any, int], position: int | None
-) -> Iterator[Problem]:
+def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
+    step, path, kind = node.step, node.path, node.type
+    here = tree.at_step(node)
+    for name in (*_EVALUATED_AT_STEP.get(kind, ()), "input"):
+        value = _field(step, name)
+        if value is not None:
+            yield from _expression_problems(tree, f"{path}.{name}", value, here)
+    if kind == "SERVICE_TASK":
+        yield from _setting_problems(path, step)
+    elif kind == "MAP":
+        items = step.get("items")
+        if isinstance(items, str) and not expressions.is_whole_expression(items):
+            yield Problem(f"{path}.items", "items is one ${…} expression giving a list")
+    elif kind == "SWITCH":
+        yield from _switch_problems(tree, node)
+    elif kind == "DO_WHILE":
+        body = step.get("steps")
+        end = tree.end_of((*node.lists, ListRef(str(node.id), "body")), _length(body))
+        yield from _condition_problems(tree, f"{path}.while", step.get("while"), end)
+    elif kind == "TIMER":
+        yield from _timer_problems(path, step)
+    elif kind == "SUB_WORKFLOW":
+        yield from _sub_workflow_problems(path, step)
+
+
+# Fields each step type evaluates as expressions when it starts (besides ``input``).
+_EVALUATED_AT_STEP: dict[Any, tuple[str, ...]] = {
+    "MAP": ("items",),
+    "SWITCH": ("on",),
+    "TIMER": ("until",),
+    "SET_VARIABLE": ("variables",),
+    "TERMINATE": ("reason", "output"),
+}
+RESERVED_ROOTS = frozenset({expressions.WORKFLOW, expressions.MAP})
+
+
+def _length(steps: Any) -> int:
+    return len(steps) if isinstance(steps, list) else 0
+
+
+def _switch_problems(tree: Tree, node: Node) -> Iterator[Problem]:
+    step, path = node.step, node.path
+    cases, on = step.get("cases"), step.get("on")
+    if isinstance(cases, dict) and on is None:
+        yield Problem(f"{path}.on", "cases given by value need the value to match: on")
+    if isinstance(cases, list):
+        if on is not None:
+            yield Problem(f"{path}.on", "cases given as conditions take no on")
+        for c, case in enumerate(cases):
+            if isinstance(case, dict):
+                yield from _condition_problems(
+                    tree, f"{path}.cases[{c}].condition", case.get("condition"), tree.at_step(node)
+                )
+
+
+def _condition_problems(tree: Tree, path: str, text: Any, at: Point) -> Iterator[Problem]:
+    if not isinstance(text, str):
+        return
+    try:
+        condition = compile_condition(text)
+    except ConditionError as e:
+        yield Problem(path, str(e))
+        return
+    if condition.is_expression:
+        yield from _expression_problems(tree, path, text, at)
+        return
+    for sid in condition_references(text):
+        visible, why, _ = tree.visibility(sid, at)
+        if not visible:
+            yield Problem(path, f"the condition reads {sid}.output, but {why}")
+
+
+def _timer_problems(path: str, step: dict[str, Any]) -> Iterator[Problem]:
+    duration, until = step.get("duration"), step.get("until")
+    if (duration is None) == (until is None):
+        yield Problem(path, "a TIMER waits for a duration or until a time: give one of them")
+    if isinstance(duration, str):
+        try:
+            duration_seconds(duration)
+        except ValueError as e:
+            yield Problem(f"{path}.duration", str(e))
+    if isinstance(until, str) and not expressions.has_expressions(until):
+        try:
+            parse_timestamp(until)
+        except ValueError as e:
+            yield Problem(f"{path}.until", str(e))
+
+
+def _sub_workflow_problems(path: str, step: dict[str, Any]) -> Iterator[Problem]:
+    name, inline = _field(step, "definitionName"), step.get("definition")
+    if (name is None) == (inline is None):
+        yield Problem(path, "a SUB_WORKFLOW runs a stored definition or an inline one: give one")
+    if isinstance(inline, dict):
+        try:
+            parse_definition(inline)
+        except ValidationFailed as e:
+            for p in e.problems:
+                yield Problem(f"{path}.definition.{p.path}", p.message)
+
+
+def _expression_problems(tree: Tree, path: str, template: Any, at: Point) -> Iterator[Problem]:
     for suffix, text in expressions.references(template):
         where = path + suffix
         try:
@@ -279,13 +284,17 @@ def _expression_problems(
         except expressions.ExpressionError as e:
             yield Problem(where, str(e))
             continue
+        if ref.root == expressions.MAP and not in_map(at.lists):
+            yield Problem(where, f"${{{text}}} is only meaningful inside a MAP's steps")
         sid = ref.step_id
         if sid is None:
             continue
-        if sid not in order:
-            yield Problem(where, f"${{{text}}} refers to unknown step {sid!r}")
-        elif position is not None and order[sid] >= position:
-            yield Problem(where, f"${{{text}}} refers to step {sid!r}, which has not run yet")
+        visible, why, _ = tree.visibility(sid, at)
+        if not visible:
+            if why == "unknown step":
+                yield Problem(where, f"${{{text}}} refers to unknown step {sid!r}")
+            else:
+                yield Problem(where, f"${{{text}}} reads step {sid!r}, but {why}")
 
 
 # Fields the API adds to what it returns: a document read back may be sent again as it is.

@@ -1,4 +1,5 @@
-"""Input expressions: ``${workflow.input.x}``, ``${workflow.variables.x}``, ``${step.output.x}``.
+"""Input expressions: ``${workflow.input.x}``, ``${workflow.variables.x}``, ``${step.output.x}``,
+and inside a MAP's steps ``${map.item[.x]}`` and ``${map.index}``.
 
 A string that is exactly one expression resolves to the referenced value itself (an object, a list,
 a number...); expressions inside longer text are interpolated as text (objects as JSON). ``$${``
@@ -19,6 +20,8 @@ _INDEX = re.compile(r"\[(\d+)\]")
 
 WORKFLOW = "workflow"
 WORKFLOW_FIELDS = ("input", "variables", "instanceId", "correlationId", "definitionName")
+MAP = "map"
+MAP_FIELDS = ("item", "index")
 
 
 class ExpressionError(ValueError):
@@ -35,7 +38,7 @@ class Reference:
 
     @property
     def step_id(self) -> str | None:
-        return None if self.root == WORKFLOW else self.root
+        return None if self.root in (WORKFLOW, MAP) else self.root
 
 
 def parse(text: str) -> Reference:
@@ -57,6 +60,11 @@ def parse(text: str) -> Reference:
         if not rest or rest[0] not in WORKFLOW_FIELDS:
             raise ExpressionError(
                 f"${{{text}}}: after 'workflow' expected one of {', '.join(WORKFLOW_FIELDS)}"
+            )
+    elif root == MAP:
+        if not rest or rest[0] not in MAP_FIELDS or (rest[0] == "index" and len(rest) > 1):
+            raise ExpressionError(
+                f"${{{text}}}: inside a MAP, read ${{map.item…}} or ${{map.index}}"
             )
     elif not rest or rest[0] != "output":
         raise ExpressionError(f"${{{text}}}: a step reference reads '<stepId>.output[.path]'")
@@ -99,10 +107,13 @@ class Scope:
 
     workflow: Mapping[str, Any]
     step_output: Callable[[str], Any]
+    map: Mapping[str, Any] | None = None  # {"item": ..., "index": ...} inside a MAP's steps
 
     def lookup(self, ref: Reference) -> Any:
         if ref.root == WORKFLOW:
             return _walk(self.workflow, ref.path)
+        if ref.root == MAP:
+            return None if self.map is None else _walk(self.map, ref.path)
         return _walk({"output": self.step_output(ref.root)}, ref.path)
 
 
@@ -137,6 +148,11 @@ def resolve(template: Any, scope: Scope) -> Any:
     if isinstance(template, list):
         return [resolve(v, scope) for v in template]
     return template
+
+
+def is_whole_expression(text: str) -> bool:
+    """Is ``text`` exactly one ``${…}`` (which resolves to the value itself, not a string)?"""
+    return _EXPR.fullmatch(text) is not None
 
 
 def has_expressions(template: Any) -> bool:

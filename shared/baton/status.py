@@ -11,6 +11,7 @@ from enum import StrEnum
 
 class InstanceStatus(StrEnum):
     RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
     TIMED_OUT = "TIMED_OUT"
@@ -18,7 +19,7 @@ class InstanceStatus(StrEnum):
 
     @property
     def terminal(self) -> bool:
-        return self is not InstanceStatus.RUNNING
+        return self not in (InstanceStatus.RUNNING, InstanceStatus.PAUSED)
 
 
 class StepStatus(StrEnum):
@@ -39,6 +40,7 @@ class JobStatus(StrEnum):
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
+    TIMED_OUT = "TIMED_OUT"
 
 
 class QueueTaskStatus(StrEnum):

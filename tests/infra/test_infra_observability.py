@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from baton.definitions import TimeoutPolicy
+from baton.model import TimeoutPolicy
 from baton.routes import SCHEDULED_FUNCTIONS
 from synth_support import Synth
 

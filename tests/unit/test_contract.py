@@ -68,7 +68,7 @@ def test_model_and_proto_message_have_the_same_json_fields(pair: Any) -> None:
 
 
 def test_step_message_covers_every_step_type_field() -> None:
-    from baton.definitions import ServiceTaskStep, SignalStep, UserTaskStep
+    from baton.steps import ServiceTaskStep, SignalStep, UserTaskStep
 
     fields = set().union(*(_json_fields(t) for t in (ServiceTaskStep, UserTaskStep, SignalStep)))
     assert fields == _proto_fields("Step")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from baton.definitions import RetryLogic
+from baton.model import RetryLogic
 from baton.engine.retry import retry_delay_seconds
 from hypothesis import given
 from hypothesis import strategies as st

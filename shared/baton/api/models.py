@@ -13,14 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from baton.definitions import (
-    INT32_MAX,
-    JOB_TYPE_PATTERN,
-    MAX_SECONDS,
-    NAME_PATTERN,
-    TaskDef,
-    WorkflowDefinition,
-)
+from baton.definitions import WorkflowDefinition
+from baton.model import INT32_MAX, JOB_TYPE_PATTERN, MAX_SECONDS, NAME_PATTERN, TaskDef
 from baton.status import InstanceStatus, QueueTaskStatus, StepStatus
 
 WorkerId = Annotated[str, Field(min_length=1, max_length=256)]

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, TypeVar
 
 from baton.engine import writer
-from baton.engine.decide import Decider
+from baton.engine.decide import Changes, Decider, InstanceState
+from baton.engine.plan import Plan
+from baton.engine.reads import DbReader
 from baton.engine.snapshots import Snapshots
 from baton.errors import InstanceNotFound, PayloadTooLarge
 from baton.metrics import MetricsSink, NullMetrics
@@ -39,6 +43,7 @@ class EngineCore:
         self.snapshots = Snapshots()
         # (when read, job types with a concurrency or rate limit): see JobOps._limited_types
         self._limits: tuple[float, frozenset[str]] = (float("-inf"), frozenset())
+        self._local = threading.local()  # per request: instances to deliver events to
 
     def _decide(
         self,
@@ -56,20 +61,57 @@ class EngineCore:
         the whole decision (``StaleVersion``) if the instance changed since.
         """
         state = writer.state_from_row(row)
-        decider = Decider(
-            self.snapshots.plan(conn, row["snapshot_id"]),
-            state,
-            lambda step_id: instance_sql.latest_output(conn, state.id, step_id),
-            row["now"],
-            max_job_input_bytes=self.settings.max_payload_bytes,
-        )
+        plan = self.snapshots.plan(conn, row["snapshot_id"])
+        decider = self.decider(conn, plan, state, row["now"])
         result = event(decider)
         if optimistic:
             writer.write_optimistic(conn, state, decider.changes)
         else:
             writer.write_locked(conn, state, decider.changes)
         self._report(decider)
+        self._note_deliveries(decider.changes)
         return result
+
+    def decider(self, conn: Conn, plan: Plan, state: InstanceState, now: datetime) -> Decider:
+        """A decider for ``state`` reading through ``conn``, with the engine's limits."""
+        return Decider(
+            plan,
+            state,
+            DbReader(conn, state.id, self.snapshots),
+            now,
+            max_job_input_bytes=self.settings.max_payload_bytes,
+        )
+
+    # --- events between instances ----------------------------------------------------------
+
+    def _note_deliveries(self, changes: Changes) -> None:
+        """Instances this decision left an event for (a child's end, a cancel): the operation
+        delivers them once its transaction has committed (the sweeper is the backstop)."""
+        pending = self._pending()
+        for event in changes.events:
+            if event.kind in ("CHILD_ENDED", "CANCEL"):
+                pending.append(event.instance_id)
+        for child in changes.children:
+            self._note_deliveries(child.changes)
+
+    def _pending(self) -> list[uuid.UUID]:
+        pending: list[uuid.UUID] | None = getattr(self._local, "pending", None)
+        if pending is None:
+            pending = []
+            self._local.pending = pending
+        return pending
+
+    def deliver_pending(self) -> None:
+        """Deliver the events the current thread's decisions left for instances."""
+        pending = self._pending()
+        rounds = 0
+        while pending and rounds < 1_000:
+            rounds += 1
+            self.deliver_events(pending.pop(0))
+
+    def deliver_events(self, iid: uuid.UUID) -> int:
+        """Act on an instance's events from other transactions (implemented by the duties)."""
+        raise NotImplementedError
 
     def _report(self, decider: Decider) -> None:
         for name, value in decider.changes.counters.items():

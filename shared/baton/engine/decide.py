@@ -1,24 +1,39 @@
 """The decider: given an instance's state and an event, what changes.
 
-Pure logic over in-memory state: it records the rows to write in :class:`Changes` and the store
-writes them in the same transaction that locked the instance. Nothing here does I/O except through
-``step_output``, the read-only lookup of earlier step outputs for expressions.
+Pure logic over in-memory state: it records the rows to write in :class:`Changes` and the writer
+sends them in one statement. Its only I/O is through a :class:`Reader`: read-only lookups (an
+earlier step's output, an operator's execution, a child definition) inside the decision's
+transaction.
+
+Execution is a tree. Every step execution sits in a *scope*: the path of (operator execution, key)
+pairs from the root (``''`` at the root, ``'<id>#b1/'`` in branch 1 of a PARALLEL...). When a step
+finishes, the next step of its list runs in the same scope; at the end of a list the operator
+owning the scope decides (each operator is a module of ``engine.operators``, registered by type).
+Work is a queue, not recursion, so a long chain of instant steps cannot exhaust the stack.
+
+One statement cannot update a row twice, nor update a row it inserts: every write to a step
+execution in one decision is folded into one insert or one update here.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from baton import expressions
-from baton.definitions import ServiceTaskStep, SignalStep, Step, TimeoutPolicy, UserTaskStep
 from baton.engine.plan import Plan
 from baton.engine.retry import retry_delay_seconds
+from baton.model import TimeoutPolicy
 from baton.status import InstanceStatus, JobStatus, StepStatus
+from baton.steps import Step
+
+MAX_STEP_EXECUTIONS = 100_000
+OPEN_STEP = (StepStatus.SCHEDULED, StepStatus.IN_PROGRESS)
 
 
 @dataclass(slots=True)
@@ -36,19 +51,67 @@ class InstanceState:
     reason: str | None = None
     clear_timeout: bool = False
     queue_task_id: uuid.UUID | None = None  # set when a queue trigger started the instance
+    parent_instance_id: uuid.UUID | None = None
+    parent_step_execution_id: uuid.UUID | None = None
+    step_count: int = 0
+    depth: int = 0
 
 
 @dataclass(frozen=True, slots=True)
+class Exec:
+    """A step execution as the decider sees it."""
+
+    id: uuid.UUID
+    step_id: str
+    scope: str
+    status: StepStatus
+    attempt: int = 1
+    state: dict[str, Any] | None = None
+    input: Any = None
+    child_instance_id: uuid.UUID | None = None
+
+
+@dataclass(slots=True)
 class NewStep:
     id: uuid.UUID
     step_id: str
     step_type: str
     status: StepStatus
     input: Any
+    scope: str = ""
     error: str | None = None
+    output: Any = None
+    attempt: int = 1
+    state: dict[str, Any] | None = None
+    wake_at: datetime | None = None
+    child_instance_id: uuid.UUID | None = None
+    branch: int | None = None
+    item_index: int | None = None
+    iteration: int | None = None
+
+    @property
+    def parent_id(self) -> uuid.UUID | None:
+        return parent_of(self.scope)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
+class StepUpdate:
+    """Changes to an existing step execution; None leaves a column as it is (``wake_at`` is set
+    when ``set_wake``)."""
+
+    id: uuid.UUID
+    status: StepStatus
+    output: Any = None
+    error: str | None = None
+    attempt: int | None = None
+    state: dict[str, Any] | None = None
+    child_instance_id: uuid.UUID | None = None
+    wake_at: datetime | None = None
+    set_wake: bool = False
+    scope: str = ""
+
+
+@dataclass(slots=True)
 class NewJob:
     id: uuid.UUID
     step_execution_id: uuid.UUID
@@ -59,15 +122,8 @@ class NewJob:
     payload_json: str
     poll_timeout_seconds: int  # 0: none; the database computes the due times
     timeout_seconds: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class StepUpdate:
-    id: uuid.UUID
-    status: StepStatus
-    output: Any = None
-    error: str | None = None
-    attempt: int | None = None
+    scope: str = ""
+    status: JobStatus = JobStatus.UNLOCKED
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +138,7 @@ class JobRef:
     worker_id: str | None
     attempt: int
     retries_remaining: int
+    scope: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,30 +148,69 @@ class JobRetry:
 
 
 @dataclass(frozen=True, slots=True)
+class ReopenedJob:
+    """A job run again by an instance retry: its next attempt, with its retries reset."""
+
+    job: JobRef
+    retries_remaining: int
+
+
+@dataclass(frozen=True, slots=True)
 class AuditEvent:
     event: str
     job_id: uuid.UUID | None = None
     detail: Mapping[str, Any] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """A row of ``instance_event``: for another instance (a child ended, cancel), or for this
+    one later (a continuation waiting for a paused instance to resume)."""
+
+    instance_id: uuid.UUID
+    kind: str  # CHILD_ENDED | CANCEL | CONTINUE
+    step_execution_id: uuid.UUID | None
+    payload: Mapping[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class ChildStart:
+    """A new instance started by this decision (a sub-workflow, a failure workflow): its row and
+    its first decision, written in the same statement."""
+
+    state: InstanceState
+    changes: Changes
+    insert: dict[str, Any]
+
+
 @dataclass(slots=True)
 class Changes:
-    """Everything one decision writes, flushed by the store in one round trip."""
+    """Everything one decision writes, sent by the writer in one statement."""
 
-    new_steps: list[NewStep] = field(default_factory=list)
+    new_steps: dict[uuid.UUID, NewStep] = field(default_factory=dict)
+    step_updates: dict[uuid.UUID, StepUpdate] = field(default_factory=dict)
     new_jobs: list[NewJob] = field(default_factory=list)
-    step_updates: list[StepUpdate] = field(default_factory=list)
     completed_jobs: list[JobRef] = field(default_factory=list)
     failed_jobs: list[JobRef] = field(default_factory=list)
     timed_out_jobs: list[JobRef] = field(default_factory=list)
+    cancelled_jobs: list[JobRef] = field(default_factory=list)
     retried_jobs: list[JobRetry] = field(default_factory=list)
+    reopened_jobs: list[ReopenedJob] = field(default_factory=list)
     alerted_jobs: list[JobRef] = field(default_factory=list)  # timed out, kept running
-    cancel_open_work: bool = False  # instance ended: cancel its open steps and jobs
+    # Scopes whose open steps and jobs (and child instances) are cancelled; "" is everything.
+    cancel_scopes: list[str] = field(default_factory=list)
+    events: list[NewEvent] = field(default_factory=list)
+    consumed_events: list[int] = field(default_factory=list)
+    children: list[ChildStart] = field(default_factory=list)
     audit: list[AuditEvent] = field(default_factory=list)
     instance_changed: bool = False
     counters: dict[str, int] = field(default_factory=dict)
     # Metrics that also have a series by dimension (the sink records the total too).
     dimensioned: list[tuple[str, int, dict[str, str]]] = field(default_factory=list)
+
+    @property
+    def cancel_open_work(self) -> bool:
+        return "" in self.cancel_scopes
 
     def count(self, name: str, n: int = 1, **dimensions: str) -> None:
         """Add ``n`` to metric ``name`` (and to its series by ``dimensions``, if any)."""
@@ -125,11 +221,96 @@ class Changes:
 
     def written_jobs(self) -> list[uuid.UUID]:
         """The jobs this decision writes itself (so cancelling open work leaves them be)."""
-        jobs = [*self.completed_jobs, *self.failed_jobs, *self.timed_out_jobs, *self.alerted_jobs]
-        return [j.id for j in jobs] + [r.job.id for r in self.retried_jobs]
+        jobs = [
+            *self.completed_jobs,
+            *self.failed_jobs,
+            *self.timed_out_jobs,
+            *self.cancelled_jobs,
+            *self.alerted_jobs,
+        ]
+        out = [j.id for j in jobs] + [r.job.id for r in self.retried_jobs]
+        return out + [r.job.id for r in self.reopened_jobs]
 
 
-StepOutputLookup = Callable[[str], Any]
+@dataclass(frozen=True, slots=True)
+class ChildPlan:
+    """A definition a decision starts an instance of: its snapshot and compiled plan."""
+
+    snapshot_id: int
+    plan: Plan
+    name: str
+    version: int | None
+
+
+class Reader(Protocol):
+    """Read-only lookups a decision may make (inside its transaction)."""
+
+    def output(self, step_id: str, scope_prefix: str) -> Any:
+        """The latest completed output of ``step_id`` among executions whose scope starts with
+        ``scope_prefix`` (None when there is none)."""
+
+    def execution(self, exec_id: uuid.UUID) -> Exec | None:
+        """One step execution (an operator's, to continue it)."""
+
+    def last_outputs(self, parent_id: uuid.UUID, step_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """Completed executions of ``step_ids`` directly inside operator execution ``parent_id``
+        (``step_id``, ``branch``, ``item_index``, ``output``), for a join."""
+
+    def child_plan(
+        self, name: str | None, version: int | None, inline: dict[str, Any] | None
+    ) -> ChildPlan | None:
+        """The snapshot of a definition to start as a child (None: no such definition)."""
+
+
+class NoReads:
+    """For decisions that read nothing (a start: nothing has run yet)."""
+
+    def output(self, step_id: str, scope_prefix: str) -> Any:
+        return None
+
+    def execution(self, exec_id: uuid.UUID) -> Exec | None:
+        return None
+
+    def last_outputs(self, parent_id: uuid.UUID, step_ids: Sequence[str]) -> list[dict[str, Any]]:
+        return []
+
+    def child_plan(
+        self, name: str | None, version: int | None, inline: dict[str, Any] | None
+    ) -> ChildPlan | None:
+        return None
+
+
+# --- scopes ----------------------------------------------------------------------------------------
+
+
+def child_scope(parent: Exec | NewStep, key: str) -> str:
+    """The scope of a list inside operator execution ``parent`` (``key``: b1, i7, k3, c<name>)."""
+    return f"{parent.scope}{parent.id}#{key}/"
+
+
+def segments(scope: str) -> list[str]:
+    return [s for s in scope.split("/") if s]
+
+
+def parent_of(scope: str) -> uuid.UUID | None:
+    """The operator execution owning ``scope`` (None at the root)."""
+    parts = segments(scope)
+    return uuid.UUID(parts[-1].split("#", 1)[0]) if parts else None
+
+
+def key_of(scope: str) -> str:
+    parts = segments(scope)
+    return parts[-1].split("#", 1)[1] if parts else ""
+
+
+def truncate(scope: str, depth: int) -> str:
+    """The first ``depth`` segments of ``scope`` (the scope of an enclosing list)."""
+    parts = segments(scope)[:depth]
+    return "".join(f"{p}/" for p in parts)
+
+
+def in_map_item(scope: str) -> bool:
+    return any(p.split("#", 1)[1].startswith("i") for p in segments(scope))
 
 
 class Decider:
@@ -139,43 +320,40 @@ class Decider:
         self,
         plan: Plan,
         instance: InstanceState,
-        step_output: StepOutputLookup,
+        reader: Reader,
         now: datetime,
         *,
         max_job_input_bytes: int = 2_000_000,
+        max_step_executions: int = MAX_STEP_EXECUTIONS,
     ) -> None:
         self.plan = plan
         self.instance = instance
+        self.reader = reader
         self.now = now
         self.max_job_input_bytes = max_job_input_bytes
+        self.max_step_executions = max_step_executions
         self.changes = Changes()
-        self._outputs: dict[str, Any] = {}
-        self._lookup = step_output
+        self._work: deque[Callable[[], None]] = deque()
+        self._outputs: dict[tuple[str, str], Any] = {}
+        self._done_here: list[tuple[str, str, Any]] = []  # (step_id, scope, output) this decision
+        self._execs: dict[uuid.UUID, Exec] = {}
 
     # --- events -----------------------------------------------------------------------------
 
     def start(self) -> None:
+        """A new instance: its first step."""
         self.changes.audit.append(AuditEvent("INSTANCE_STARTED"))
         self.changes.count("InstancesStarted")
-        self._schedule(self.plan.first())
-
-    def step_completed(self, step_id: str, step_execution_id: uuid.UUID, output: Any) -> None:
-        """A step finished successfully with ``output`` (a dict merges into variables)."""
-        self.changes.step_updates.append(
-            StepUpdate(step_execution_id, StepStatus.COMPLETED, output)
-        )
-        self._outputs[step_id] = output
-        if isinstance(output, dict) and output:
-            self.instance.variables = {**self.instance.variables, **output}
-        self.changes.instance_changed = True
-        self._advance_after(step_id)
+        self.later(lambda: self.schedule(self.plan.first(), ""))
+        self.run()
 
     def job_completed(self, job: JobRef, output: Any) -> None:
         """A worker completed its attempt of ``job`` with ``output``."""
         self.changes.completed_jobs.append(job)
         self.changes.audit.append(AuditEvent("JOB_COMPLETED", job.id, {"attempt": job.attempt}))
         self.changes.count("JobsCompleted")
-        self.step_completed(job.step_id, job.step_execution_id, output)
+        self.complete(self._job_exec(job), output)
+        self.run()
 
     def job_failed(
         self,
@@ -186,7 +364,7 @@ class Decider:
         delay_override: float | None = None,
     ) -> datetime | None:
         """A worker reported a failure: schedule a retry (returns when it is due) or fail the
-        step, and with it the instance (returns None)."""
+        step (returns None)."""
         self.changes.audit.append(
             AuditEvent(
                 "JOB_FAILED",
@@ -199,59 +377,23 @@ class Decider:
         why = (
             error if not retryable else f"{error} (retries exhausted after {job.attempt} attempts)"
         )
-        self._fail_job(job, why)
+        self._fail_job(job, why, JobStatus.FAILED, StepStatus.FAILED)
+        self.run()
         return None
 
     def lease_exhausted(self, job: JobRef, lease_seconds: int) -> None:
         """``job``'s lease lapsed with no retries left: every attempt's worker went silent."""
         self.changes.audit.append(
             AuditEvent(
-                "JOB_LEASE_EXPIRED",
-                job.id,
-                {"workerId": job.worker_id, "attempt": job.attempt},
+                "JOB_LEASE_EXPIRED", job.id, {"workerId": job.worker_id, "attempt": job.attempt}
             )
         )
-        self._fail_job(
-            job,
+        why = (
             f"no result within the {lease_seconds}s lease (responseTimeoutSeconds) "
-            f"on any of {job.attempt} attempts",
+            f"on any of {job.attempt} attempts"
         )
-
-    def _retry(self, job: JobRef, error: str, delay_override: float | None) -> datetime:
-        policy = self.plan.policy(job.step_id)
-        delay: float = retry_delay_seconds(
-            policy.retry_logic,
-            policy.retry_delay_seconds,
-            job.attempt,  # attempt 1 failed: the first retry
-            policy.max_retry_delay_seconds,
-        )
-        if delay_override is not None:  # the worker asked for its own delay
-            delay = delay_override
-        run_at = self.now + timedelta(seconds=delay)
-        self.changes.instance_changed = True
-        self.changes.retried_jobs.append(JobRetry(job, run_at))
-        self.changes.step_updates.append(
-            StepUpdate(
-                job.step_execution_id, StepStatus.SCHEDULED, error=error, attempt=job.attempt + 1
-            )
-        )
-        self.changes.audit.append(
-            AuditEvent(
-                "JOB_RETRY_SCHEDULED",
-                job.id,
-                {"attempt": job.attempt + 1, "delaySeconds": delay, "runAt": run_at.isoformat()},
-            )
-        )
-        self.changes.count("JobsRetried")
-        return run_at
-
-    def _fail_job(self, job: JobRef, why: str) -> None:
-        self.changes.failed_jobs.append(job)
-        self.changes.count("JobsFailed")
-        self.changes.step_updates.append(
-            StepUpdate(job.step_execution_id, StepStatus.FAILED, error=why)
-        )
-        self._finish(InstanceStatus.FAILED, f"step {job.step_id!r} failed: {why}")
+        self._fail_job(job, why, JobStatus.FAILED, StepStatus.FAILED)
+        self.run()
 
     def job_timed_out(self, job: JobRef, *, waiting: bool) -> datetime | None:
         """``job``'s attempt outlived ``timeoutSeconds`` (running) or ``pollTimeoutSeconds``
@@ -274,28 +416,65 @@ class Decider:
         self.changes.audit.append(AuditEvent("JOB_TIMED_OUT", job.id, detail))
         if policy.timeout_policy == TimeoutPolicy.RETRY and job.retries_remaining > 0:
             return self._retry(job, why, None)
-        self.changes.timed_out_jobs.append(job)
         self.changes.count("JobsTimedOut")
-        self.changes.step_updates.append(
-            StepUpdate(job.step_execution_id, StepStatus.TIMED_OUT, error=why)
-        )
         if policy.timeout_policy == TimeoutPolicy.RETRY:
-            reason = f"step {job.step_id!r} timed out on every attempt: {why}"
-            self._finish(InstanceStatus.FAILED, reason)
+            self._fail_job(
+                job, f"timed out on every attempt: {why}", JobStatus.TIMED_OUT, StepStatus.TIMED_OUT
+            )
         else:
-            self._finish(InstanceStatus.TIMED_OUT, f"step {job.step_id!r} timed out: {why}")
+            self._fail_job(
+                job,
+                f"timed out: {why}",
+                JobStatus.TIMED_OUT,
+                StepStatus.TIMED_OUT,
+                instance_status=InstanceStatus.TIMED_OUT,
+            )
+        self.run()
         return None
 
-    def resume_waiting(
-        self, step_id: str, step_execution_id: uuid.UUID, output: Any, event: str
-    ) -> None:
+    def resume_waiting(self, e: Exec, output: Any, event: str) -> None:
         """A waiting step (USER_TASK, SIGNAL) was completed through the API with ``output``."""
-        self.changes.audit.append(AuditEvent(event, None, {"stepId": step_id}))
-        self.step_completed(step_id, step_execution_id, output)
+        self.changes.audit.append(AuditEvent(event, None, {"stepId": e.step_id}))
+        self.complete(e, output)
+        self.run()
+
+    def timer_fired(self, e: Exec) -> None:
+        """A TIMER's due time came."""
+        self.changes.audit.append(AuditEvent("TIMER_FIRED", None, {"stepId": e.step_id}))
+        self.complete(e, {"firedAt": self.now.isoformat()})
+        self.run()
+
+    def child_ended(
+        self, e: Exec, status: str, output: Any, reason: str | None, event_id: int
+    ) -> None:
+        """The child instance of SUB_WORKFLOW execution ``e`` ended."""
+        from baton.engine.operators.sub_workflow import child_ended
+
+        self.changes.consumed_events.append(event_id)
+        child_ended(self, e, status, output, reason)
+        self.run()
+
+    def continue_after(self, e: Exec, output: Any, event_id: int) -> None:
+        """A continuation that waited for the instance to resume."""
+        self.changes.consumed_events.append(event_id)
+        self.advance(e, output)
+        self.run()
 
     def cancel(self, reason: str) -> None:
-        """The instance is cancelled: its open steps and jobs are cancelled with it."""
-        self._finish(InstanceStatus.CANCELLED, reason)
+        """The instance is cancelled: its open steps, jobs and child instances with it."""
+        self.finish(InstanceStatus.CANCELLED, reason, cancel=True)
+
+    def pause(self) -> None:
+        """No new work until resumed; work in flight finishes, its continuation waits."""
+        self.instance.status = InstanceStatus.PAUSED
+        self.changes.instance_changed = True
+        self.changes.audit.append(AuditEvent("INSTANCE_PAUSED"))
+
+    def resume(self) -> None:
+        """Work again; the continuations that waited are run by the caller, one by one."""
+        self.instance.status = InstanceStatus.RUNNING
+        self.changes.instance_changed = True
+        self.changes.audit.append(AuditEvent("INSTANCE_RESUMED"))
 
     def workflow_timed_out(self) -> None:
         """The instance's own ``timeoutSeconds`` passed; its ``timeoutPolicy`` says what to do."""
@@ -307,27 +486,332 @@ class Decider:
             self.changes.count("InstancesTimedOutAlert")
             self.instance.clear_timeout = True
             return
-        self._finish(
-            InstanceStatus.TIMED_OUT, f"workflow timed out after {definition.timeout_seconds}s"
+        self.finish(
+            InstanceStatus.TIMED_OUT,
+            f"the instance did not finish within {definition.timeout_seconds}s (timeoutSeconds)",
+            cancel=True,
         )
 
-    # --- mechanics ---------------------------------------------------------------------------
+    # --- mechanics: scheduling, completing, failing ---------------------------------------------
 
-    def _advance_after(self, step_id: str) -> None:
-        nxt = self.plan.next_after(step_id)
-        if nxt is not None:
-            self._schedule(nxt)
+    def later(self, work: Callable[[], None]) -> None:
+        self._work.append(work)
+
+    def run(self) -> None:
+        while self._work:
+            self._work.popleft()()
+
+    @property
+    def active(self) -> bool:
+        return self.instance.status in (InstanceStatus.RUNNING, InstanceStatus.PAUSED)
+
+    def schedule(self, step: Step, scope: str, **place: Any) -> None:
+        """Start an execution of ``step`` in ``scope`` (its operator module decides how)."""
+        if not self.active:
             return
-        container = self.plan.container_of(step_id)
-        if container is None:
-            self._complete_instance()
-        # Container step types (SWITCH, PARALLEL...) resolve their end-of-list here.
+        from baton.engine.operators import OPERATORS
 
-    def _schedule(self, step: Step) -> None:
-        scheduler = _SCHEDULERS[step.type]
-        scheduler(self, step)
+        created = self.instance.step_count + len(self.changes.new_steps)
+        if created >= self.max_step_executions:
+            self.fail_scope(
+                scope,
+                f"the instance reached {self.max_step_executions} step executions "
+                f"(scheduling step {step.id!r})",
+            )
+            return
+        OPERATORS[step.type].schedule(self, step, scope, **place)
 
-    def _scope(self) -> expressions.Scope:
+    def add_step(
+        self, step: Step, status: StepStatus, step_input: Any, scope: str, **columns: Any
+    ) -> NewStep:
+        """A new step execution row; its place in its operator (branch, item, iteration) is read
+        off its scope."""
+        key = key_of(scope)
+        if key[:1] == "b":
+            columns.setdefault("branch", int(key[1:]))
+        elif key[:1] == "i":
+            columns.setdefault("item_index", int(key[1:]))
+        elif key[:1] == "k":
+            columns.setdefault("iteration", int(key[1:]))
+        new = NewStep(uuid.uuid4(), step.id, step.type, status, step_input, scope, **columns)
+        self.changes.new_steps[new.id] = new
+        if status == StepStatus.COMPLETED:
+            self._done_here.append((step.id, scope, columns.get("output")))
+        return new
+
+    def update_step(self, exec_id: uuid.UUID, status: StepStatus, **columns: Any) -> None:
+        """Change a step execution: folded into its insert when this decision created it, else
+        into this decision's one update of it."""
+        new = self.changes.new_steps.get(exec_id)
+        if new is not None:
+            new.status = status
+            for name, value in columns.items():
+                if name == "set_wake":
+                    continue
+                if value is not None or name == "wake_at":
+                    setattr(new, name, value)
+            return
+        current = self.changes.step_updates.get(exec_id)
+        scope = columns.pop("scope", current.scope if current else "")
+        if current is None:
+            self.changes.step_updates[exec_id] = StepUpdate(exec_id, status, scope=scope, **columns)
+            return
+        merged = {k: v for k, v in columns.items() if v is not None}
+        self.changes.step_updates[exec_id] = replace(current, status=status, **merged)
+
+    def complete(self, e: Exec, output: Any) -> None:
+        """Step execution ``e`` finished with ``output``: record it and move on."""
+        self.update_step(e.id, StepStatus.COMPLETED, output=output, scope=e.scope)
+        self._done_here.append((e.step_id, e.scope, output))
+        if isinstance(output, dict) and output and not in_map_item(e.scope):
+            # A step's object output is merged into the instance's variables (but not inside a
+            # MAP, whose items' outputs are collected as the MAP's output instead).
+            self.instance.variables = {**self.instance.variables, **output}
+        self.changes.instance_changed = True
+        self.advance(e, output)
+
+    def advance(self, e: Exec | NewStep, output: Any) -> None:
+        """After ``e`` finished: the next step of its list, or the end of the list."""
+        if not self.active:
+            return
+        if self.instance.status == InstanceStatus.PAUSED:
+            # The continuation waits for resume.
+            self.changes.events.append(
+                NewEvent(
+                    self.instance.id, "CONTINUE", e.id, {"stepId": e.step_id, "output": output}
+                )
+            )
+            return
+        nxt = self.plan.next_after(e.step_id)
+        scope = e.scope
+        if nxt is not None:
+            self.later(lambda: self.schedule(nxt, scope))
+        else:
+            self.later(lambda: self.list_ended(scope, output))
+
+    def list_ended(self, scope: str, output: Any) -> None:
+        """The list of ``scope`` ran to its end with ``output`` (its last step's)."""
+        if not self.active:
+            return
+        if scope == "":
+            self.complete_instance()
+            return
+        from baton.engine.operators import OPERATORS
+
+        owner = self.operator_execution(scope)
+        OPERATORS[self.plan.step(owner.step_id).type].list_ended(self, owner, key_of(scope), output)
+
+    def fail(
+        self,
+        e: Exec | NewStep,
+        why: str,
+        status: StepStatus = StepStatus.FAILED,
+        instance_status: InstanceStatus = InstanceStatus.FAILED,
+    ) -> None:
+        """Step execution ``e`` failed; its operator (or, at the root, the instance) decides."""
+        self.update_step(e.id, status, error=why, scope=e.scope)
+        self.changes.instance_changed = True
+        self.fail_scope(e.scope, f"step {e.step_id!r} failed: {why}", instance_status)
+
+    def fail_scope(
+        self, scope: str, reason: str, instance_status: InstanceStatus = InstanceStatus.FAILED
+    ) -> None:
+        """Something in ``scope`` failed with ``reason``: tell the operator owning the scope."""
+        if not self.active:
+            return
+        if scope == "":
+            self.finish(instance_status, reason, cancel=True)
+            return
+        from baton.engine.operators import OPERATORS
+
+        owner = self.operator_execution(scope)
+        OPERATORS[self.plan.step(owner.step_id).type].child_failed(
+            self, owner, key_of(scope), reason, instance_status
+        )
+
+    def fail_operator(
+        self, owner: Exec, reason: str, instance_status: InstanceStatus = InstanceStatus.FAILED
+    ) -> None:
+        """An operator execution fails: its open work is cancelled, and the failure moves up."""
+        self.cancel_within(owner)
+        self.update_step(owner.id, StepStatus.FAILED, error=reason, scope=owner.scope)
+        self.changes.instance_changed = True
+        self.fail_scope(owner.scope, reason, instance_status)
+
+    def cancel_within(self, owner: Exec | NewStep) -> None:
+        """Cancel the open work inside operator execution ``owner`` (not ``owner`` itself)."""
+        self._cancel_scope(f"{owner.scope}{owner.id}#")
+
+    def _cancel_scope(self, prefix: str) -> None:
+        self.changes.cancel_scopes.append(prefix)
+        # What this decision itself opened or reopened in that scope is cancelled here: the
+        # statement's cancelling updates cannot see its own inserts.
+        cancelled_steps: set[uuid.UUID] = set()
+        for new in self.changes.new_steps.values():
+            if new.scope.startswith(prefix) and new.status in OPEN_STEP:
+                new.status = StepStatus.CANCELLED
+                cancelled_steps.add(new.id)
+        for update in list(self.changes.step_updates.values()):
+            if update.scope.startswith(prefix) and update.status in OPEN_STEP:
+                update.status = StepStatus.CANCELLED
+        for job in self.changes.new_jobs:
+            if job.step_execution_id in cancelled_steps:
+                job.status = JobStatus.CANCELLED
+        for child in self.changes.children:
+            if child.state.parent_step_execution_id in cancelled_steps:
+                self.changes.events.append(
+                    NewEvent(child.state.id, "CANCEL", None, {"reason": "its parent step ended"})
+                )
+        for retry in list(self.changes.retried_jobs):
+            if retry.job.scope.startswith(prefix):
+                self.changes.retried_jobs.remove(retry)
+                self.changes.cancelled_jobs.append(retry.job)
+
+    def done_here(self) -> list[tuple[str, str, Any]]:
+        """(step id, scope, output) of every execution completed in this decision so far."""
+        return list(self._done_here)
+
+    def operator_execution(self, scope: str) -> Exec:
+        """The operator execution that owns ``scope`` (from this decision, or read)."""
+        exec_id = parent_of(scope)
+        assert exec_id is not None
+        return self.execution(exec_id)
+
+    def execution(self, exec_id: uuid.UUID) -> Exec:
+        found = self._execs.get(exec_id)
+        if found is not None:
+            return found
+        new = self.changes.new_steps.get(exec_id)
+        if new is not None:
+            return Exec(
+                new.id,
+                new.step_id,
+                new.scope,
+                new.status,
+                new.attempt,
+                new.state,
+                new.input,
+                new.child_instance_id,
+            )
+        read = self.reader.execution(exec_id)
+        assert read is not None, f"step execution {exec_id} is referenced but missing"
+        self._execs[exec_id] = read
+        return read
+
+    def set_state(self, owner: Exec, state: dict[str, Any]) -> Exec:
+        """Record an operator execution's new bookkeeping (kept for the rest of the decision)."""
+        updated = replace(owner, state=state)
+        self._execs[owner.id] = updated
+        self.update_step(owner.id, owner.status, state=state, scope=owner.scope)
+        return updated
+
+    def complete_instance(self) -> None:
+        params = self.plan.definition.output_parameters
+        output = (
+            self.resolve(params, "output", "")
+            if params is not None
+            else dict(self.instance.variables)
+        )
+        self.instance.output = output
+        self.finish(InstanceStatus.COMPLETED, None)
+
+    def finish(self, status: InstanceStatus, reason: str | None, *, cancel: bool = False) -> None:
+        """The instance ends with ``status``; ``cancel`` ends its open work (and children)."""
+        if not self.active:
+            return
+        inst = self.instance
+        inst.status = status
+        inst.reason = reason
+        self.changes.instance_changed = True
+        if cancel:
+            self._cancel_scope("")
+        detail = {"reason": reason} if reason else None
+        self.changes.audit.append(AuditEvent(f"INSTANCE_{status}", None, detail))
+        metric = {
+            InstanceStatus.COMPLETED: "InstancesCompleted",
+            InstanceStatus.CANCELLED: "InstancesCancelled",
+        }
+        self.changes.count(metric.get(status, "InstancesFailed"))
+        if inst.parent_instance_id is not None:
+            self.changes.events.append(
+                NewEvent(
+                    inst.parent_instance_id,
+                    "CHILD_ENDED",
+                    inst.parent_step_execution_id,
+                    {
+                        "childId": str(inst.id),
+                        "status": status,
+                        "output": inst.output,
+                        "reason": reason,
+                    },
+                )
+            )
+        failure = self.plan.definition.failure_workflow
+        if failure and status in (InstanceStatus.FAILED, InstanceStatus.TIMED_OUT):
+            from baton.engine.operators.sub_workflow import start_failure_workflow
+
+            start_failure_workflow(self, failure)
+
+    # --- job mechanics --------------------------------------------------------------------------
+
+    def _job_exec(self, job: JobRef) -> Exec:
+        return Exec(
+            job.step_execution_id, job.step_id, job.scope, StepStatus.IN_PROGRESS, job.attempt
+        )
+
+    def _retry(self, job: JobRef, error: str, delay_override: float | None) -> datetime:
+        policy = self.plan.policy(job.step_id)
+        delay: float = retry_delay_seconds(
+            policy.retry_logic,
+            policy.retry_delay_seconds,
+            job.attempt,  # attempt 1 failed: the first retry
+            policy.max_retry_delay_seconds,
+        )
+        if delay_override is not None:  # the worker asked for its own delay
+            delay = delay_override
+        run_at = self.now + timedelta(seconds=delay)
+        self.changes.instance_changed = True
+        self.changes.retried_jobs.append(JobRetry(job, run_at))
+        self.update_step(
+            job.step_execution_id,
+            StepStatus.SCHEDULED,
+            error=error,
+            attempt=job.attempt + 1,
+            scope=job.scope,
+        )
+        self.changes.audit.append(
+            AuditEvent(
+                "JOB_RETRY_SCHEDULED",
+                job.id,
+                {"attempt": job.attempt + 1, "delaySeconds": delay, "runAt": run_at.isoformat()},
+            )
+        )
+        self.changes.count("JobsRetried")
+        return run_at
+
+    def _fail_job(
+        self,
+        job: JobRef,
+        why: str,
+        job_status: JobStatus,
+        step_status: StepStatus,
+        *,
+        instance_status: InstanceStatus = InstanceStatus.FAILED,
+    ) -> None:
+        if job_status == JobStatus.TIMED_OUT:
+            self.changes.timed_out_jobs.append(job)
+        else:
+            self.changes.failed_jobs.append(job)
+            self.changes.count("JobsFailed")
+        self.fail(self._job_exec(job), why, step_status, instance_status)
+
+    # --- expressions ------------------------------------------------------------------------------
+
+    def resolve(self, template: Any, point: str, scope: str) -> Any:
+        """Resolve ``template`` evaluated at ``point`` (see ``Plan.read_depth``) in ``scope``."""
+        return expressions.resolve(template, self.expression_scope(point, scope))
+
+    def expression_scope(self, point: str, scope: str) -> expressions.Scope:
         inst = self.instance
         workflow = {
             "input": inst.input,
@@ -336,102 +820,44 @@ class Decider:
             "correlationId": inst.correlation_id,
             "definitionName": inst.definition_name,
         }
-        return expressions.Scope(workflow=workflow, step_output=self._step_output)
-
-    def _step_output(self, step_id: str) -> Any:
-        if step_id not in self._outputs:
-            self._outputs[step_id] = self._lookup(step_id)
-        return self._outputs[step_id]
-
-    def resolve(self, template: Any) -> Any:
-        return expressions.resolve(template, self._scope())
-
-    def add_step(
-        self, step: Step, status: StepStatus, step_input: Any, error: str | None = None
-    ) -> uuid.UUID:
-        sid = uuid.uuid4()
-        self.changes.new_steps.append(NewStep(sid, step.id, step.type, status, step_input, error))
-        return sid
-
-    def fail_step_at_schedule(self, step: Step, step_input: Any, why: str) -> None:
-        """A step that cannot even be scheduled fails at once, and the instance with it."""
-        self.add_step(step, StepStatus.FAILED, step_input, error=why)
-        self._finish(InstanceStatus.FAILED, f"step {step.id!r} failed: {why}")
-
-    def _complete_instance(self) -> None:
-        params = self.plan.definition.output_parameters
-        output = self.resolve(params) if params is not None else dict(self.instance.variables)
-        self.instance.output = output
-        self._finish(InstanceStatus.COMPLETED, None)
-
-    def _finish(self, status: InstanceStatus, reason: str | None) -> None:
-        inst = self.instance
-        inst.status = status
-        inst.reason = reason
-        self.changes.instance_changed = True
-        self.changes.cancel_open_work = status != InstanceStatus.COMPLETED
-        detail = {"reason": reason} if reason else None
-        self.changes.audit.append(AuditEvent(f"INSTANCE_{status}", None, detail))
-        metric = {
-            InstanceStatus.COMPLETED: "InstancesCompleted",
-            InstanceStatus.CANCELLED: "InstancesCancelled",
-        }
-        self.changes.count(metric.get(status, "InstancesFailed"))
-
-
-# --- step types: each knows how to schedule itself; adding a type is a local change ----------
-
-
-def _schedule_service_task(d: Decider, step: Step) -> None:
-    assert isinstance(step, ServiceTaskStep)
-    policy = d.plan.policy(step.id)
-    # The task definition's inputTemplate supplies defaults under the step's own input (the step
-    # wins; nested objects are merged key by key, as Conductor does).
-    step_input = merged(d.resolve(policy.input_template), d.resolve(step.input))
-    payload_json = json.dumps(step_input, separators=(",", ":"))
-    if len(payload_json) > d.max_job_input_bytes:
-        # Refused when scheduled: a job poll could never hand it out under Lambda's 6 MB.
-        why = (
-            f"its resolved input is {len(payload_json)} bytes, above the limit of "
-            f"{d.max_job_input_bytes} bytes"
+        return expressions.Scope(
+            workflow=workflow,
+            step_output=lambda step_id: self.read(step_id, point, scope),
+            map=self.map_context(scope),
         )
-        d.fail_step_at_schedule(step, step_input, why)
-        return
-    sid = d.add_step(step, StepStatus.SCHEDULED, step_input)
-    job_id = uuid.uuid4()
-    d.changes.new_jobs.append(
-        NewJob(
-            id=job_id,
-            step_execution_id=sid,
-            job_type=step.job_type,
-            lease_seconds=policy.lease_seconds,
-            retries_remaining=policy.retry_count,
-            payload=step_input,
-            payload_json=payload_json,
-            poll_timeout_seconds=policy.poll_timeout_seconds,
-            timeout_seconds=policy.timeout_seconds,
-        )
-    )
-    d.changes.audit.append(AuditEvent("JOB_CREATED", job_id, {"stepId": step.id}))
 
-
-def _schedule_waiting_step(d: Decider, step: Step) -> None:
-    assert isinstance(step, UserTaskStep | SignalStep)
-    d.add_step(step, StepStatus.IN_PROGRESS, d.resolve(step.input))
-
-
-_SCHEDULERS: dict[str, Callable[[Decider, Step], None]] = {
-    "SERVICE_TASK": _schedule_service_task,
-    "USER_TASK": _schedule_waiting_step,
-    "SIGNAL": _schedule_waiting_step,
-}
-
-
-def merged(defaults: Any, values: Any) -> Any:
-    """``values`` over ``defaults``: objects merged key by key, anything else replaced."""
-    if isinstance(defaults, dict) and isinstance(values, dict):
-        out = dict(defaults)
-        for key, value in values.items():
-            out[key] = merged(defaults[key], value) if key in defaults else value
+    def context(self, point: str, scope: str, step_ids: Sequence[str]) -> dict[str, Any]:
+        """The JSONata context of a condition: workflow, map, and the steps it reads."""
+        s = self.expression_scope(point, scope)
+        out: dict[str, Any] = {"workflow": dict(s.workflow)}
+        if s.map is not None:
+            out["map"] = dict(s.map)
+        for sid in step_ids:
+            out[sid] = {"output": self.read(sid, point, scope)}
         return out
-    return values
+
+    def read(self, step_id: str, point: str, scope: str) -> Any:
+        """The output of the execution of ``step_id`` that an expression at ``point`` in
+        ``scope`` reads: the latest one inside the list the two share."""
+        prefix = truncate(scope, self.plan.read_depth(point, step_id))
+        for sid, done_scope, output in reversed(self._done_here):
+            if sid == step_id and done_scope.startswith(prefix):
+                return output
+        key = (step_id, prefix)
+        if key not in self._outputs:
+            self._outputs[key] = self.reader.output(step_id, prefix)
+        return self._outputs[key]
+
+    def map_context(self, scope: str) -> dict[str, Any] | None:
+        """``{item, index}`` of the innermost MAP item ``scope`` is in (None outside MAPs)."""
+        for part in reversed(segments(scope)):
+            exec_id, key = part.split("#", 1)
+            if key.startswith("i"):
+                index = int(key[1:])
+                items = self.execution(uuid.UUID(exec_id)).input
+                item = items[index] if isinstance(items, list) and index < len(items) else None
+                return {"item": item, "index": index}
+        return None
+
+    def payload_json(self, value: Any) -> str:
+        return json.dumps(value, separators=(",", ":"))

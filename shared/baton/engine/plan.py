@@ -1,36 +1,45 @@
-"""A definition compiled for execution: step lookup by id and structured navigation.
+"""A definition compiled for execution: every step by id with its place in the tree, the lists of
+each operator, compiled conditions, and which execution an expression reads.
 
-Control flow is structured: a step lives in a list, the list belongs to a container step (or is the
-root list). After a step finishes, execution moves to the next step of its list; at the end of a
-list, the container decides what happens (the root list ending completes the instance).
+Control flow is structured: a step lives in a list, the list belongs to an operator (or is the
+root). After a step finishes, execution moves to the next step of its list; at the end of a list,
+the operator decides what happens (the root list ending completes the instance).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
-from baton.definitions import (
+from baton.conditions import Condition, compile_condition
+from baton.definitions import WorkflowDefinition
+from baton.model import (
     DEFAULT_RESPONSE_TIMEOUT_SECONDS,
     DEFAULT_RETRY_COUNT,
     DEFAULT_RETRY_DELAY_SECONDS,
     DEFAULT_RETRY_LOGIC,
     RetryLogic,
+    TimeoutPolicy,
+)
+from baton.steps import (
+    DoWhileStep,
+    MapStep,
+    ParallelStep,
     ServiceTaskStep,
     Step,
-    TimeoutPolicy,
-    WorkflowDefinition,
+    SwitchStep,
 )
+from baton.structure import ROOT, ListRef, Point, Tree
 
 
 @dataclass(frozen=True, slots=True)
 class Position:
-    """Where a step sits: its list (a tuple of steps), its index there, and the container."""
+    """Where a step sits: its list (a tuple of steps) and index there, and whose list it is."""
 
     steps: tuple[Step, ...]
     index: int
-    container_id: str | None  # None: the root list
+    list: ListRef  # container None: the root list
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +79,28 @@ def task_policy(step: ServiceTaskStep) -> TaskPolicy:
     )
 
 
+def nested(step: Step) -> list[tuple[ListRef, tuple[Step, ...]]]:
+    """An operator's nested lists, each with its ListRef (as ``baton.structure`` names them)."""
+    if isinstance(step, ParallelStep):
+        return [(ListRef(step.id, "branch", str(b)), tuple(s)) for b, s in enumerate(step.branches)]
+    if isinstance(step, SwitchStep):
+        out: list[tuple[ListRef, tuple[Step, ...]]] = []
+        if isinstance(step.cases, dict):
+            out += [(ListRef(step.id, "case", k), tuple(v)) for k, v in step.cases.items()]
+        else:
+            out += [
+                (ListRef(step.id, "case", str(c)), tuple(v.steps)) for c, v in enumerate(step.cases)
+            ]
+        if step.default is not None:
+            out.append((ListRef(step.id, "default", ""), tuple(step.default)))
+        return out
+    if isinstance(step, MapStep):
+        return [(ListRef(step.id, "items", ""), tuple(step.steps))]
+    if isinstance(step, DoWhileStep):
+        return [(ListRef(step.id, "body", ""), tuple(step.steps))]
+    return []
+
+
 class Plan:
     """Immutable; built once per definition snapshot and cached by the process."""
 
@@ -77,16 +108,26 @@ class Plan:
         self.definition = definition
         self.root: tuple[Step, ...] = tuple(definition.steps)
         self._positions: dict[str, Position] = {}
-        self._index(self.root, None)
+        self._lists: dict[ListRef, tuple[Step, ...]] = {ROOT: self.root}
+        self._index(self.root, ROOT)
         self._policies: dict[str, TaskPolicy] = {
             s.id: task_policy(s) for s in self.steps() if isinstance(s, ServiceTaskStep)
         }
+        self._conditions: dict[str, Condition] = {}
+        self._depths: dict[tuple[str, str], int] = {}
 
-    def _index(self, steps: Sequence[Step], container_id: str | None) -> None:
-        tup = tuple(steps)
-        for i, step in enumerate(tup):
-            self._positions[step.id] = Position(tup, i, container_id)
-            # Container step types index their nested lists here, with themselves as container.
+    def _index(self, steps: tuple[Step, ...], ref: ListRef) -> None:
+        for i, step in enumerate(steps):
+            self._positions[step.id] = Position(steps, i, ref)
+            for sub_ref, sub_steps in nested(step):
+                self._lists[sub_ref] = sub_steps
+                self._index(sub_steps, sub_ref)
+
+    @cached_property
+    def tree(self) -> Tree:
+        return Tree.of(self.definition.wire()["steps"])
+
+    # --- navigation ----------------------------------------------------------------------------
 
     def steps(self) -> list[Step]:
         return [p.steps[p.index] for p in self._positions.values()]
@@ -98,6 +139,9 @@ class Plan:
     def has_step(self, step_id: str) -> bool:
         return step_id in self._positions
 
+    def position(self, step_id: str) -> Position:
+        return self._positions[step_id]
+
     def first(self) -> Step:
         return self.root[0]
 
@@ -107,14 +151,48 @@ class Plan:
         nxt = pos.index + 1
         return pos.steps[nxt] if nxt < len(pos.steps) else None
 
-    def container_of(self, step_id: str) -> str | None:
-        return self._positions[step_id].container_id
+    def list_of(self, ref: ListRef) -> tuple[Step, ...]:
+        return self._lists[ref]
 
     def policy(self, step_id: str) -> TaskPolicy:
         return self._policies[step_id]
 
     def job_types(self) -> frozenset[str]:
         return frozenset(s.job_type for s in self.steps() if isinstance(s, ServiceTaskStep))
+
+    # --- conditions and reads ------------------------------------------------------------------
+
+    def condition(self, key: str, text: str) -> Condition:
+        """The compiled condition ``text`` (a SWITCH case's, a DO_WHILE's ``while``), cached."""
+        found = self._conditions.get(key)
+        if found is None:
+            found = compile_condition(text)
+            self._conditions[key] = found
+        return found
+
+    def read_depth(self, point: str, step_id: str) -> int:
+        """How many scope segments of the reading point's execution path locate the execution of
+        ``step_id`` to read: the operators the two share (see ``baton.structure``).
+
+        ``point`` is ``step:<id>`` (a step's own expressions), ``while:<id>`` (a DO_WHILE's
+        condition, at the end of its body) or ``output`` (outputParameters)."""
+        key = (point, step_id)
+        depth = self._depths.get(key)
+        if depth is None:
+            x = self.tree.by_id.get(step_id)
+            depth = 0 if x is None else max(0, self.tree.common_depth(x, self._point(point)) - 1)
+            self._depths[key] = depth
+        return depth
+
+    def _point(self, point: str) -> Point:
+        kind, _, sid = point.partition(":")
+        if kind == "output":
+            return self.tree.end_of((ROOT,), len(self.root))
+        node = self.tree.by_id[sid]
+        if kind == "while":
+            body = self._lists[ListRef(sid, "body")]
+            return self.tree.end_of((*node.lists, ListRef(sid, "body")), len(body))
+        return self.tree.at_step(node)
 
 
 class PlanCache:
@@ -141,5 +219,5 @@ class PlanCache:
 
 
 def job_types(definition: WorkflowDefinition) -> set[str]:
-    """Every job type a definition's service tasks use."""
-    return {s.job_type for s in definition.steps if isinstance(s, ServiceTaskStep)}
+    """Every job type a definition's service tasks use, at any depth."""
+    return set(Plan(definition).job_types())

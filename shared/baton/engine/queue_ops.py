@@ -12,11 +12,11 @@ import re
 import uuid
 from typing import Any
 
-from baton.definitions import QUEUE_NAME_PATTERN, QUEUE_NAME_RULE
 from baton.engine import views
 from baton.engine.ids import parse_uuid
 from baton.engine.service import Engine
 from baton.errors import Conflict, NotFound, Problem, ValidationFailed
+from baton.model import QUEUE_NAME_PATTERN, QUEUE_NAME_RULE
 from baton.status import QueueTaskStatus
 from baton.store import queue_sql
 from baton.store.db import Conn

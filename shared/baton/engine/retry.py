@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from baton.definitions import MAX_SECONDS, RetryLogic
+from baton.model import MAX_SECONDS, RetryLogic
 
 
 def retry_delay_seconds(

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from baton.definitions import ServiceTaskStep, TaskDef, WorkflowDefinition
+from baton.definitions import WorkflowDefinition
 from baton.engine.plan import Plan, PlanCache
+from baton.model import TaskDef
 from baton.store import instance_sql
 from baton.store.db import Conn
+from baton.structure import walk
 
 _MAX_CACHED = 1024
 
@@ -65,15 +67,14 @@ class Snapshots:
             return hit
         definition = parsed or WorkflowDefinition.model_validate_json(body_text)
         task_defs = {
-            n: TaskDef.model_validate(b) for n, b in json.loads(task_defs_text or "{}").items()
+            n: TaskDef.model_validate(b).wire()
+            for n, b in json.loads(task_defs_text or "{}").items()
         }
-        steps = [
-            s.model_copy(update={"task_def": task_defs.get(s.job_type, s.task_def)})
-            if isinstance(s, ServiceTaskStep)
-            else s
-            for s in definition.steps
-        ]
-        embedded = definition.model_copy(update={"steps": steps})
+        raw = definition.wire()
+        for node in walk(raw["steps"]):  # every SERVICE_TASK, however deeply nested
+            if node.type == "SERVICE_TASK" and node.step.get("jobType") in task_defs:
+                node.step["taskDef"] = task_defs[node.step["jobType"]]
+        embedded = WorkflowDefinition.model_validate(raw)
         body = embedded.model_dump_json(by_alias=True, exclude_none=True)
         params = {"digest": embedded.digest(), "body": body}
         row = conn.execute(instance_sql.UPSERT_SNAPSHOT, params).fetchone()

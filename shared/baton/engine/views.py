@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from baton.definitions import TaskDef
+from baton.model import TaskDef
 
 
 def ts(value: datetime | None) -> str | None:

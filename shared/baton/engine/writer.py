@@ -15,8 +15,9 @@ jobs, then steps (the claim and the reaper lock jobs before steps too), and no t
 deadlock on them. A write guarded by what the decision read (the instance's version through the
 fencing trigger; the reported job's status, holder and attempt) must touch exactly the rows it
 expects, or the statement fails as a whole with SQLSTATE BT409 (``StaleVersion``) and nothing of
-the decision lands. One statement cannot update a row twice, so a decision that cancels an ended
-instance's open work excludes the rows it wrote itself.
+the decision lands. One statement cannot update a row twice, nor update a row it inserts: the
+decider folds those together, and cancelling open work excludes the rows the decision writes.
+Instances a decision starts (sub-workflows, a failure workflow) are written in the same statement.
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ def state_from_row(row: dict[str, Any]) -> InstanceState:
         variables=row["variables"],
         correlation_id=row["correlation_id"],
         queue_task_id=row.get("queue_task_id"),
+        parent_instance_id=row.get("parent_instance_id"),
+        parent_step_execution_id=row.get("parent_step_execution_id"),
+        step_count=row.get("step_count") or 0,
+        depth=row.get("depth") or 0,
     )
 
 
@@ -74,6 +79,7 @@ def job_ref(row: dict[str, Any]) -> JobRef:
         worker_id=row["worker_id"],
         attempt=row["attempt"],
         retries_remaining=row["retries_remaining"],
+        scope=row.get("scope") or "",
     )
 
 
@@ -87,8 +93,9 @@ def write_start(
 ) -> None:
     """Write a new instance's first decision in the caller's open transaction.
 
-    ``insert``: the instance row, written here first (None when the caller inserted it already,
-    to learn whether an idempotency key was new). ``commit`` False leaves the transaction open.
+    ``insert``: the instance row, written here with what the decision made of it (None when the
+    caller inserted it already, to learn whether an idempotency key was new). ``commit`` False
+    leaves the transaction open.
     """
     _send(conn, pieces_of(inst, changes, new_instance=True, insert=insert), commit=commit)
 
@@ -177,15 +184,37 @@ def _guard(job: JobRef) -> dict[str, Any]:
     }
 
 
+def _rows(values: list[dict[str, Any]]) -> str:
+    return json.dumps(values, separators=(",", ":"), default=str)
+
+
 def pieces_of(
     inst: InstanceState, changes: Changes, *, new_instance: bool, insert: dict[str, Any] | None
 ) -> list[Piece]:
     """Every write of a decision, in lock order: instance, jobs, steps, then the rest."""
     iid = inst.id
     out: list[Piece] = []
+    added = len(changes.new_steps)
     if insert is not None:
-        out.append(Piece(instance_sql.INSERT_INSTANCE, insert))
-    if changes.instance_changed and not (new_instance and inst.status == InstanceStatus.RUNNING):
+        # The row is inserted by this statement, so what the decision made of the instance goes
+        # into the insert itself (an update could not see the row).
+        out.append(
+            Piece(
+                instance_sql.INSERT_INSTANCE,
+                {
+                    "parent_instance_id": None,
+                    "parent_step_execution_id": None,
+                    "depth": 0,
+                    **insert,
+                    "status": inst.status,
+                    "variables": Jsonb(inst.variables),
+                    "output": _json(inst.output),
+                    "reason": inst.reason,
+                    "step_count": added,
+                },
+            )
+        )
+    elif changes.instance_changed or added:
         out.append(
             Piece(
                 instance_sql.UPDATE_INSTANCE,
@@ -197,11 +226,12 @@ def pieces_of(
                     "reason": inst.reason,
                     "expected": inst.version,
                     "clear_timeout": inst.clear_timeout,
+                    "added_steps": added,
                 },
             )
         )
         inst.version += 1
-    for s in changes.new_steps:
+    for s in changes.new_steps.values():
         out.append(
             Piece(
                 instance_sql.INSERT_STEP,
@@ -211,8 +241,18 @@ def pieces_of(
                     "step_id": s.step_id,
                     "step_type": s.step_type,
                     "status": s.status,
+                    "attempt": s.attempt,
                     "input": _json(s.input),
+                    "output": _json(s.output),
                     "error": s.error,
+                    "parent_id": s.parent_id,
+                    "scope": s.scope,
+                    "branch": s.branch,
+                    "item_index": s.item_index,
+                    "iteration": s.iteration,
+                    "state": _json(s.state),
+                    "wake_at": s.wake_at,
+                    "child_instance_id": s.child_instance_id,
                 },
             )
         )
@@ -225,6 +265,7 @@ def pieces_of(
                     "instance_id": iid,
                     "step_execution_id": j.step_execution_id,
                     "job_type": j.job_type,
+                    "status": j.status,
                     "lease_seconds": j.lease_seconds,
                     "retries_remaining": j.retries_remaining,
                     "payload": j.payload_json,
@@ -234,25 +275,35 @@ def pieces_of(
                 },
             )
         )
-    # Jobs before steps, the guarded job first.
+    for child in changes.children:
+        out.extend(pieces_of(child.state, child.changes, new_instance=True, insert=child.insert))
+    # Jobs before steps, the guarded jobs first.
     out.extend(Piece(job_sql.MARK_COMPLETED, _guard(j), 1) for j in changes.completed_jobs)
     out.extend(Piece(job_sql.MARK_FAILED, _guard(j), 1) for j in changes.failed_jobs)
     out.extend(Piece(job_sql.MARK_TIMED_OUT, _guard(j), 1) for j in changes.timed_out_jobs)
+    out.extend(Piece(job_sql.MARK_CANCELLED, _guard(j), 1) for j in changes.cancelled_jobs)
     out.extend(Piece(job_sql.CLEAR_DEADLINE, _guard(j), 1) for j in changes.alerted_jobs)
     out.extend(
         Piece(job_sql.SCHEDULE_RETRY, {**_guard(r.job), "run_at": r.run_at}, 1)
         for r in changes.retried_jobs
     )
-    if changes.cancel_open_work:
+    out.extend(
+        Piece(job_sql.REOPEN, {**_guard(r.job), "retries": r.retries_remaining}, 1)
+        for r in changes.reopened_jobs
+    )
+    prefixes = _outermost(changes.cancel_scopes)
+    written_jobs = changes.written_jobs()
+    for k, prefix in enumerate(prefixes):
+        name = f"cancelled_jobs_{k}"
         out.append(
             Piece(
                 job_sql.CANCEL_OPEN,
-                {"instance_id": iid, "written": changes.written_jobs()},
-                name="cancelled_jobs",
+                {"instance_id": iid, "prefix": prefix, "written": written_jobs},
+                name=name,
             )
         )
-        out.append(Piece(job_sql.AUDIT_CANCELLED, {}))
-    for u in changes.step_updates:
+        out.append(Piece(job_sql.AUDIT_CANCELLED.replace("cancelled_jobs", name), {}))
+    for u in changes.step_updates.values():
         out.append(
             Piece(
                 instance_sql.UPDATE_STEP,
@@ -262,13 +313,40 @@ def pieces_of(
                     "output": _json(u.output),
                     "error": u.error,
                     "attempt": u.attempt,
+                    "state": _json(u.state),
+                    "child_instance_id": u.child_instance_id,
+                    "wake_at": u.wake_at,
+                    "set_wake": u.set_wake,
                 },
             )
         )
-    if changes.cancel_open_work:
-        written_steps = [u.id for u in changes.step_updates] + [s.id for s in changes.new_steps]
+    written_steps = [*changes.step_updates, *changes.new_steps]
+    for k, prefix in enumerate(prefixes):
+        name = f"cancelled_steps_{k}"
         out.append(
-            Piece(instance_sql.CANCEL_OPEN_STEPS, {"instance_id": iid, "written": written_steps})
+            Piece(
+                instance_sql.CANCEL_OPEN_STEPS,
+                {"instance_id": iid, "prefix": prefix, "written": written_steps},
+                name=name,
+            )
+        )
+        out.append(Piece(instance_sql.CANCEL_CHILDREN.replace("cancelled_steps", name), {}))
+    if changes.events:
+        rows = [
+            {
+                "instance_id": str(e.instance_id),
+                "kind": e.kind,
+                "step_execution_id": None
+                if e.step_execution_id is None
+                else str(e.step_execution_id),
+                "payload": e.payload,
+            }
+            for e in changes.events
+        ]
+        out.append(Piece(instance_sql.INSERT_EVENTS, {"rows": _rows(rows)}))
+    if changes.consumed_events:
+        out.append(
+            Piece(instance_sql.DELETE_EVENTS, {"instance_id": iid, "ids": changes.consumed_events})
         )
     if changes.audit:
         rows = [
@@ -279,13 +357,8 @@ def pieces_of(
             }
             for a in changes.audit
         ]
-        out.append(
-            Piece(
-                instance_sql.INSERT_AUDIT,
-                {"instance_id": iid, "rows": json.dumps(rows, separators=(",", ":"))},
-            )
-        )
-    if inst.queue_task_id is not None and inst.status != InstanceStatus.RUNNING:
+        out.append(Piece(instance_sql.INSERT_AUDIT, {"instance_id": iid, "rows": _rows(rows)}))
+    if inst.queue_task_id is not None and InstanceStatus(inst.status).terminal:
         # A queue-triggered instance ended: settle its queue task in this same statement.
         out.append(
             Piece(
@@ -293,12 +366,22 @@ def pieces_of(
                 {
                     "id": inst.queue_task_id,
                     "instance_id": iid,
-                    "outcome": queue_outcome(inst.status),
+                    "outcome": queue_outcome(InstanceStatus(inst.status)),
                     "error": inst.reason,
                 },
             )
         )
     return out
+
+
+def _outermost(prefixes: list[str]) -> list[str]:
+    """The prefixes no other one contains (a row is cancelled once, by one update)."""
+    unique = sorted(set(prefixes), key=len)
+    kept: list[str] = []
+    for p in unique:
+        if not any(p.startswith(q) for q in kept):
+            kept.append(p)
+    return kept
 
 
 def queue_outcome(status: InstanceStatus) -> str:

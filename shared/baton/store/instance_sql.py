@@ -1,4 +1,4 @@
-"""SQL for instances, step executions, snapshots and audit rows."""
+"""SQL for instances, step executions, snapshots, instance events and audit rows."""
 
 from __future__ import annotations
 
@@ -23,15 +23,21 @@ SNAPSHOT_BY_DIGEST = "SELECT id FROM definition_snapshot WHERE digest = %(digest
 
 SNAPSHOT_BODY = "SELECT body::text AS body FROM definition_snapshot WHERE id = %(id)s"
 
+# A new instance with what its first decision made of it (a start may run to its end at once).
 INSERT_INSTANCE = """
 INSERT INTO instance (id, definition_name, definition_version, snapshot_id, status, input,
-                      variables, correlation_id, idempotency_key, idempotency_fingerprint,
-                      queue_task_id, timeout_at, version)
-VALUES (%(id)s, %(definition_name)s, %(definition_version)s, %(snapshot_id)s, 'RUNNING',
-        %(input)s, %(variables)s, %(correlation_id)s, %(idempotency_key)s,
-        %(idempotency_fingerprint)s, %(queue_task_id)s,
-        CASE WHEN %(timeout_seconds)s::int > 0
+                      variables, output, reason, correlation_id, idempotency_key,
+                      idempotency_fingerprint, queue_task_id, parent_instance_id,
+                      parent_step_execution_id, depth, step_count, timeout_at, completed_at,
+                      version)
+VALUES (%(id)s, %(definition_name)s, %(definition_version)s, %(snapshot_id)s,
+        coalesce(%(status)s, 'RUNNING'), %(input)s, %(variables)s, %(output)s, %(reason)s,
+        %(correlation_id)s, %(idempotency_key)s, %(idempotency_fingerprint)s,
+        %(queue_task_id)s, %(parent_instance_id)s, %(parent_step_execution_id)s,
+        coalesce(%(depth)s, 0), coalesce(%(step_count)s, 0),
+        CASE WHEN %(timeout_seconds)s::int > 0 AND coalesce(%(status)s, 'RUNNING') = 'RUNNING'
              THEN now() + make_interval(secs => %(timeout_seconds)s::int) END,
+        CASE WHEN coalesce(%(status)s, 'RUNNING') NOT IN ('RUNNING', 'PAUSED') THEN now() END,
         1)
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id, now() AS now
@@ -41,12 +47,22 @@ ID_BY_IDEMPOTENCY_KEY = """
 SELECT id, idempotency_fingerprint FROM instance WHERE idempotency_key = %(key)s
 """
 
-LOCK_INSTANCE = """
+_INSTANCE_STATE = """
 SELECT id, definition_name, status, version, input, variables, correlation_id, snapshot_id,
-       queue_task_id, now() AS now
-  FROM instance WHERE id = %(id)s
-   FOR UPDATE
+       queue_task_id, parent_instance_id, parent_step_execution_id, step_count, depth, run,
+       now() AS now
+  FROM instance
 """
+
+LOCK_INSTANCE = _INSTANCE_STATE + " WHERE id = %(id)s FOR UPDATE"
+
+LOCK_INSTANCE_IF_DUE = (
+    _INSTANCE_STATE
+    + " WHERE id = %(id)s AND status = 'RUNNING' AND timeout_at <= now() FOR UPDATE SKIP LOCKED"
+)
+
+# The sweeper's and event delivery's lock: an instance being decided elsewhere is skipped.
+LOCK_INSTANCE_OR_SKIP = _INSTANCE_STATE + " WHERE id = %(id)s FOR UPDATE SKIP LOCKED"
 
 # --- a decision's writes: chained CTEs of one statement (see engine.writer) -------------------
 # ``/*after*/`` marks where the writer adds the dependency on the previous update, so the rows of
@@ -57,47 +73,23 @@ UPDATE_INSTANCE = """
 UPDATE instance
    SET status = %(status)s, variables = %(variables)s, output = %(output)s, reason = %(reason)s,
        version = %(expected)s::bigint + 1, updated_at = now(),
-       completed_at = CASE WHEN %(status)s <> 'RUNNING' THEN now() END,
-       timeout_at = CASE WHEN %(clear_timeout)s OR %(status)s <> 'RUNNING' THEN NULL
-                         ELSE timeout_at END
+       step_count = step_count + %(added_steps)s,
+       completed_at = CASE WHEN %(status)s NOT IN ('RUNNING', 'PAUSED') THEN now() END,
+       timeout_at = CASE WHEN %(clear_timeout)s OR %(status)s NOT IN ('RUNNING', 'PAUSED')
+                         THEN NULL ELSE timeout_at END
  WHERE id = %(id)s /*after*/
 RETURNING 1
 """
 
-GET_INSTANCE = """
-SELECT i.id, i.definition_name, i.definition_version, i.status, i.input, i.variables, i.output,
-       i.reason, i.version, i.correlation_id, i.idempotency_key, i.parent_instance_id,
-       i.created_at, i.updated_at, i.completed_at, i.timeout_at, i.snapshot_id
-  FROM instance i WHERE i.id = %(id)s
-"""
-
-STEPS_OF_INSTANCE = """
-SELECT s.id, s.step_id, s.step_type, s.status, s.attempt, s.input, s.output, s.error,
-       s.created_at, s.started_at, s.completed_at,
-       j.id AS job_id, j.job_type, j.worker_id, j.status AS job_status
-  FROM step_execution s
-  LEFT JOIN job j ON j.instance_id = s.instance_id AND j.step_execution_id = s.id
- WHERE s.instance_id = %(id)s
- ORDER BY s.created_at, s.id
-"""
-
-LATEST_STEP = """
-SELECT id, step_type, status FROM step_execution
- WHERE instance_id = %(instance_id)s AND step_id = %(step_id)s
- ORDER BY created_at DESC LIMIT 1
-"""
-
-LATEST_OUTPUT = """
-SELECT output FROM step_execution
- WHERE instance_id = %(instance_id)s AND step_id = %(step_id)s AND status = 'COMPLETED'
- ORDER BY created_at DESC LIMIT 1
-"""
-
 INSERT_STEP = """
-INSERT INTO step_execution (id, instance_id, step_id, step_type, status, input, error,
-                            started_at, completed_at)
-VALUES (%(id)s, %(instance_id)s, %(step_id)s, %(step_type)s, %(status)s, %(input)s, %(error)s,
-        CASE WHEN %(status)s = 'IN_PROGRESS' THEN now() END,
+INSERT INTO step_execution (id, instance_id, step_id, step_type, status, attempt, input, output,
+                            error, parent_step_execution_id, scope, branch, item_index,
+                            iteration, state, wake_at, child_instance_id, started_at,
+                            completed_at)
+VALUES (%(id)s, %(instance_id)s, %(step_id)s, %(step_type)s, %(status)s, %(attempt)s, %(input)s,
+        %(output)s, %(error)s, %(parent_id)s, %(scope)s, %(branch)s, %(item_index)s,
+        %(iteration)s, %(state)s, %(wake_at)s, %(child_instance_id)s,
+        CASE WHEN %(status)s <> 'SCHEDULED' THEN now() END,
         CASE WHEN %(status)s NOT IN ('SCHEDULED', 'IN_PROGRESS') THEN now() END)
 RETURNING 1
 """
@@ -108,6 +100,11 @@ UPDATE step_execution
        output = coalesce(%(output)s, output),
        error = coalesce(%(error)s, error),
        attempt = coalesce(%(attempt)s, attempt),
+       state = coalesce(%(state)s, state),
+       child_instance_id = coalesce(%(child_instance_id)s, child_instance_id),
+       wake_at = CASE WHEN %(set_wake)s THEN %(wake_at)s ELSE wake_at END,
+       started_at = CASE WHEN %(status)s = 'SCHEDULED' THEN started_at
+                         ELSE coalesce(started_at, now()) END,
        completed_at = CASE WHEN %(status)s IN ('SCHEDULED', 'IN_PROGRESS') THEN NULL
                            ELSE now() END,
        updated_at = now()
@@ -115,11 +112,22 @@ UPDATE step_execution
 RETURNING 1
 """
 
-# The open steps of an instance that ended, but the ones this decision wrote itself.
+# The open steps of an instance (``prefix`` ''), or of one operator's execution (its scope
+# prefix), but the ones this decision wrote itself. Child instances of the SUB_WORKFLOW steps
+# among them are asked to cancel (their ids are returned for the event rows).
 CANCEL_OPEN_STEPS = """
 UPDATE step_execution SET status = 'CANCELLED', completed_at = now(), updated_at = now()
  WHERE instance_id = %(instance_id)s AND status IN ('SCHEDULED', 'IN_PROGRESS')
+   AND left(scope, length(%(prefix)s::text)) = %(prefix)s::text
    AND NOT (id = ANY(%(written)s::uuid[])) /*after*/
+RETURNING id, child_instance_id
+"""
+
+CANCEL_CHILDREN = """
+INSERT INTO instance_event (instance_id, kind, step_execution_id, payload)
+SELECT child_instance_id, 'CANCEL', NULL, '{"reason": "its parent step was cancelled"}'::jsonb
+  FROM /*cte:cancelled_steps*/
+ WHERE child_instance_id IS NOT NULL
 RETURNING 1
 """
 
@@ -132,23 +140,122 @@ SELECT %(instance_id)s, t.job_id, t.event, t.detail
 RETURNING 1
 """
 
+INSERT_EVENTS = """
+INSERT INTO instance_event (instance_id, kind, step_execution_id, payload)
+SELECT t.instance_id, t.kind, t.step_execution_id, t.payload
+  FROM jsonb_to_recordset(%(rows)s::jsonb)
+       AS t(instance_id uuid, kind text, step_execution_id uuid, payload jsonb)
+RETURNING 1
+"""
+
+DELETE_EVENTS = """
+DELETE FROM instance_event WHERE instance_id = %(instance_id)s AND id = ANY(%(ids)s::bigint[])
+RETURNING 1
+"""
+
+# --- reads -------------------------------------------------------------------------------------
+
+GET_INSTANCE = """
+SELECT i.id, i.definition_name, i.definition_version, i.status, i.input, i.variables, i.output,
+       i.reason, i.version, i.correlation_id, i.idempotency_key, i.parent_instance_id,
+       i.parent_step_execution_id, i.created_at, i.updated_at, i.completed_at, i.timeout_at,
+       i.snapshot_id, i.run
+  FROM instance i WHERE i.id = %(id)s
+"""
+
+STEPS_OF_INSTANCE = """
+SELECT s.id, s.step_id, s.step_type, s.status, s.attempt, s.input, s.output, s.error,
+       s.created_at, s.started_at, s.completed_at, s.parent_step_execution_id, s.branch,
+       s.item_index, s.iteration, s.wake_at, s.child_instance_id,
+       j.id AS job_id, j.job_type, j.worker_id, j.status AS job_status
+  FROM step_execution s
+  LEFT JOIN job j ON j.instance_id = s.instance_id AND j.step_execution_id = s.id
+ WHERE s.instance_id = %(id)s
+ ORDER BY s.created_at, s.id
+"""
+
+_EXECUTION = """
+SELECT id, step_id, step_type, scope, status, attempt, state, input, child_instance_id
+  FROM step_execution
+"""
+
+EXECUTION = _EXECUTION + " WHERE id = %(id)s"
+
+LOCK_EXECUTION_OR_SKIP = _EXECUTION + " WHERE id = %(id)s FOR UPDATE SKIP LOCKED"
+
+LATEST_STEP = """
+SELECT id, step_id, step_type, scope, status, attempt, state, input, child_instance_id
+  FROM step_execution
+ WHERE instance_id = %(instance_id)s AND step_id = %(step_id)s
+ ORDER BY created_at DESC LIMIT 1
+"""
+
+# The latest completed output of a step inside a scope (the execution an expression reads).
+LATEST_OUTPUT = """
+SELECT output FROM step_execution
+ WHERE instance_id = %(instance_id)s AND step_id = %(step_id)s AND status = 'COMPLETED'
+   AND left(scope, length(%(prefix)s::text)) = %(prefix)s::text
+ ORDER BY created_at DESC LIMIT 1
+"""
+
+# For a join: the completed executions of the last step of each list of an operator execution.
+LAST_OUTPUTS = """
+SELECT DISTINCT ON (step_id, branch, item_index) step_id, branch, item_index, output
+  FROM step_execution
+ WHERE parent_step_execution_id = %(parent_id)s AND step_id = ANY(%(step_ids)s::text[])
+   AND status = 'COMPLETED'
+ ORDER BY step_id, branch, item_index, created_at DESC
+"""
+
+# Everything an instance retry needs to find what failed and reopen it.
+UNFINISHED_EXECUTIONS = """
+SELECT s.id, s.step_id, s.step_type, s.scope, s.status, s.attempt, s.state, s.input,
+       s.child_instance_id, s.created_at,
+       j.id AS job_id, j.status AS job_status, j.worker_id, j.attempt AS job_attempt
+  FROM step_execution s
+  LEFT JOIN job j ON j.instance_id = s.instance_id AND j.step_execution_id = s.id
+ WHERE s.instance_id = %(id)s
+   AND (s.status <> 'COMPLETED' OR s.step_type IN ('SWITCH', 'PARALLEL', 'MAP', 'DO_WHILE'))
+ ORDER BY s.created_at, s.id
+"""
+
+# The last execution in each scope an instance retry looks at (to tell a finished list).
+LAST_IN_SCOPE = """
+SELECT DISTINCT ON (scope) scope, step_id, status
+  FROM step_execution WHERE instance_id = %(id)s
+ ORDER BY scope, created_at DESC, id DESC
+"""
+
+EVENTS_OF_INSTANCE = """
+SELECT id, kind, step_execution_id, payload FROM instance_event
+ WHERE instance_id = %(id)s AND kind = ANY(%(kinds)s::text[])
+ ORDER BY id
+"""
+
+INSTANCES_WITH_EVENTS = """
+SELECT DISTINCT instance_id FROM instance_event
+ WHERE kind IN ('CHILD_ENDED', 'CANCEL')
+ LIMIT %(limit)s
+"""
+
+TIMERS_DUE = """
+SELECT s.id, s.instance_id FROM step_execution s
+  JOIN instance i ON i.id = s.instance_id AND i.status = 'RUNNING'
+ WHERE s.status = 'IN_PROGRESS' AND s.wake_at IS NOT NULL AND s.wake_at <= now()
+ ORDER BY s.wake_at
+ LIMIT %(limit)s
+"""
+
 AUDIT_OF_INSTANCE = """
 SELECT id, at, job_id, event, detail FROM audit_log
  WHERE instance_id = %(id)s ORDER BY id
 """
 
-LOCK_INSTANCE_IF_DUE = """
-SELECT id, definition_name, status, version, input, variables, correlation_id, snapshot_id,
-       queue_task_id, now() AS now
-  FROM instance
- WHERE id = %(id)s AND status = 'RUNNING' AND timeout_at <= now()
-   FOR UPDATE
-"""
-
 SEARCH = """
 SELECT i.id, i.definition_name, i.definition_version, i.status, i.input, i.variables, i.output,
        i.reason, i.version, i.correlation_id, i.idempotency_key, i.parent_instance_id,
-       i.created_at, i.updated_at, i.completed_at, i.timeout_at
+       i.parent_step_execution_id, i.created_at, i.updated_at, i.completed_at, i.timeout_at,
+       i.run
   FROM instance i
  WHERE (%(status)s::text IS NULL OR i.status = %(status)s)
    AND (%(definition_name)s::text IS NULL OR i.definition_name = %(definition_name)s)
@@ -166,8 +273,29 @@ SELECT id FROM instance
  LIMIT %(limit)s
 """
 
+# A restart: the previous run's steps and jobs go (the audit log keeps its history).
+CLEAR_RUN = """
+WITH jobs AS (DELETE FROM job WHERE instance_id = %(id)s RETURNING 1),
+     steps AS (DELETE FROM step_execution WHERE instance_id = %(id)s RETURNING 1),
+     events AS (DELETE FROM instance_event WHERE instance_id = %(id)s RETURNING 1)
+SELECT (SELECT count(*) FROM steps) AS steps
+"""
 
-def latest_output(conn: Conn, instance_id: uuid.UUID, step_id: str) -> Any:
-    """The output of the latest completed execution of ``step_id`` (None if there is none)."""
-    row = conn.execute(LATEST_OUTPUT, {"instance_id": instance_id, "step_id": step_id}).fetchone()
+RESTART_INSTANCE = """
+UPDATE instance
+   SET status = 'RUNNING', variables = '{}', output = NULL, reason = NULL,
+       version = %(expected)s::bigint + 1, updated_at = now(), completed_at = NULL,
+       step_count = 0, run = run + 1, snapshot_id = %(snapshot_id)s,
+       definition_version = %(definition_version)s,
+       timeout_at = CASE WHEN %(timeout_seconds)s::int > 0
+                         THEN now() + make_interval(secs => %(timeout_seconds)s::int) END
+ WHERE id = %(id)s
+"""
+
+
+def latest_output(conn: Conn, instance_id: uuid.UUID, step_id: str, prefix: str = "") -> Any:
+    """The output of the latest completed execution of ``step_id`` in a scope (None if none)."""
+    row = conn.execute(
+        LATEST_OUTPUT, {"instance_id": instance_id, "step_id": step_id, "prefix": prefix}
+    ).fetchone()
     return None if row is None else row["output"]

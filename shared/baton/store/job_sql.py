@@ -106,9 +106,10 @@ _JOB_WITH_INSTANCE = """
 SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.attempt, j.retries_remaining,
        j.lease_seconds, j.lock_expires_at < now() AS lease_lapsed,
        j.deadline_at <= now() AS past_deadline,
-       j.step_execution_id, s.step_id,
+       j.step_execution_id, s.step_id, s.scope,
        i.id, i.definition_name, i.status, i.version, i.input, i.variables, i.correlation_id,
-       i.snapshot_id, i.queue_task_id, now() AS now
+       i.snapshot_id, i.queue_task_id, i.parent_instance_id, i.parent_step_execution_id,
+       i.step_count, i.depth, now() AS now
   FROM instance i
   JOIN job j ON j.instance_id = i.id
   JOIN step_execution s ON s.id = j.step_execution_id
@@ -184,6 +185,25 @@ UPDATE job SET status = 'TIMED_OUT', completed_at = now(), lock_expires_at = NUL
     + _GUARD
 )
 
+MARK_CANCELLED = (
+    """
+UPDATE job SET status = 'CANCELLED', completed_at = now(), lock_expires_at = NULL,
+       deadline_at = NULL"""
+    + _GUARD
+)
+
+# An instance retry runs the job again: its next attempt, now, with its retries reset.
+REOPEN = (
+    """
+UPDATE job
+   SET status = 'UNLOCKED', worker_id = NULL, locked_at = NULL, lock_expires_at = NULL,
+       completed_at = NULL, run_at = now(), attempt = attempt + 1,
+       retries_remaining = %(retries)s,
+       deadline_at = CASE WHEN poll_timeout_seconds > 0
+                          THEN now() + make_interval(secs => poll_timeout_seconds) END"""
+    + _GUARD
+)
+
 # A timeout with ALERT_ONLY: alerted once, the attempt keeps its lease (or its place in line).
 CLEAR_DEADLINE = (
     """
@@ -207,7 +227,7 @@ INSERT = """
 INSERT INTO job (id, instance_id, step_execution_id, job_type, status, lease_seconds,
                  retries_remaining, payload, payload_bytes, timeout_seconds,
                  poll_timeout_seconds, deadline_at, run_at, created_at)
-VALUES (%(id)s, %(instance_id)s, %(step_execution_id)s, %(job_type)s, 'UNLOCKED',
+VALUES (%(id)s, %(instance_id)s, %(step_execution_id)s, %(job_type)s, %(status)s,
         %(lease_seconds)s, %(retries_remaining)s, %(payload)s::jsonb, %(payload_bytes)s,
         %(timeout)s, %(poll_timeout)s,
         CASE WHEN %(poll_timeout)s::int > 0
@@ -215,13 +235,18 @@ VALUES (%(id)s, %(instance_id)s, %(step_execution_id)s, %(job_type)s, 'UNLOCKED'
         now(), now())
 """
 
-# The open jobs of an instance that ended, but the ones this decision wrote itself (one statement
-# cannot update a row twice). Their audit rows select from this CTE.
+# The open jobs of an instance that ended (``prefix`` ''), or of the steps inside one operator's
+# execution (its scope prefix), but the ones this decision wrote itself (one statement cannot
+# update a row twice). Their audit rows select from this CTE.
 CANCEL_OPEN = """
-UPDATE job SET status = 'CANCELLED', completed_at = now(), lock_expires_at = NULL
- WHERE instance_id = %(instance_id)s AND status IN ('UNLOCKED', 'LOCKED')
-   AND NOT (id = ANY(%(written)s::uuid[])) /*after*/
-RETURNING id, instance_id
+UPDATE job j SET status = 'CANCELLED', completed_at = now(), lock_expires_at = NULL,
+       deadline_at = NULL
+  FROM step_execution s
+ WHERE j.instance_id = %(instance_id)s AND j.status IN ('UNLOCKED', 'LOCKED')
+   AND s.id = j.step_execution_id
+   AND left(s.scope, length(%(prefix)s::text)) = %(prefix)s::text
+   AND NOT (j.id = ANY(%(written)s::uuid[])) /*after*/
+RETURNING j.id, j.instance_id
 """
 
 AUDIT_CANCELLED = """

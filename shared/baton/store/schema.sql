@@ -40,7 +40,8 @@ CREATE TABLE instance (
     definition_version        integer,            -- NULL for an inline (dynamic) definition
     snapshot_id               bigint      NOT NULL REFERENCES definition_snapshot (id),
     status                    text        NOT NULL
-        CHECK (status IN ('RUNNING', 'COMPLETED', 'FAILED', 'TIMED_OUT', 'CANCELLED')),
+        CONSTRAINT instance_status_check
+        CHECK (status IN ('RUNNING', 'PAUSED', 'COMPLETED', 'FAILED', 'TIMED_OUT', 'CANCELLED')),
     input                     jsonb       NOT NULL DEFAULT '{}',
     variables                 jsonb       NOT NULL DEFAULT '{}',
     output                    jsonb,
@@ -57,7 +58,10 @@ CREATE TABLE instance (
     -- The queue task a queue trigger started this instance for: its end settles the task.
     queue_task_id             uuid,
     -- What an idempotent start asked for: a key reused with a different request is a conflict.
-    idempotency_fingerprint   text
+    idempotency_fingerprint   text,
+    step_count                integer     NOT NULL DEFAULT 0,  -- step executions, for the limit
+    depth                     integer     NOT NULL DEFAULT 0,  -- how deep in sub-workflows
+    run                       integer     NOT NULL DEFAULT 1   -- restarts from the start count runs
 ) WITH (fillfactor = 80);
 CREATE UNIQUE INDEX instance_idempotency_key ON instance (idempotency_key)
     WHERE idempotency_key IS NOT NULL;
@@ -68,6 +72,7 @@ CREATE INDEX instance_by_correlation ON instance (correlation_id, created_at DES
     WHERE correlation_id IS NOT NULL;
 CREATE INDEX instance_timeout_due ON instance (timeout_at)
     WHERE status = 'RUNNING' AND timeout_at IS NOT NULL;
+CREATE INDEX instance_by_parent ON instance (parent_instance_id) WHERE parent_instance_id IS NOT NULL;
 
 -- Fencing: every update must carry version = (the version it read) + 1. A writer that read an
 -- older version is refused by the database itself, whatever code path it came through.
@@ -114,9 +119,26 @@ CREATE TABLE step_execution (
     created_at    timestamptz NOT NULL DEFAULT now(),
     started_at    timestamptz,
     completed_at  timestamptz,
-    updated_at    timestamptz NOT NULL DEFAULT now()
+    updated_at    timestamptz NOT NULL DEFAULT now(),
+    -- Where it sits: the execution of the operator whose list it is in, and its place there.
+    -- ``scope`` is the path of (operator execution, key) pairs from the root, e.g.
+    -- '<parallel id>#b1/<map id>#i7/': every execution inside an operator's execution has that
+    -- operator's path as a prefix, which is how a subtree is cancelled and how an expression
+    -- finds the execution of a step it reads (the latest one in the list the two share).
+    parent_step_execution_id uuid,
+    scope         text        NOT NULL DEFAULT '',
+    branch        integer,
+    item_index    integer,
+    iteration     integer,
+    state         jsonb,       -- an operator's bookkeeping (branches ended, next item)
+    wake_at       timestamptz, -- a TIMER's due time
+    child_instance_id uuid     -- a SUB_WORKFLOW's current child
 ) WITH (fillfactor = 80);
 CREATE INDEX step_execution_by_instance ON step_execution (instance_id, step_id, created_at);
+CREATE INDEX step_execution_by_parent ON step_execution (parent_step_execution_id, step_id)
+    WHERE parent_step_execution_id IS NOT NULL;
+CREATE INDEX step_execution_timer_due ON step_execution (wake_at)
+    WHERE status = 'IN_PROGRESS' AND wake_at IS NOT NULL;
 
 CREATE TABLE job (
     id                   uuid        PRIMARY KEY,
@@ -230,3 +252,17 @@ CREATE TABLE queue_trigger_state (
     definition_name  text        PRIMARY KEY,
     next_poll_at     timestamptz NOT NULL DEFAULT now()
 );
+
+-- Something an instance must act on that another transaction noticed without locking it: a
+-- child ended, a parent asks its child to cancel, a continuation waits for a paused instance to
+-- resume. Written by that transaction, acted on (and deleted) in a decision that locks the
+-- instance: no transaction ever locks two instances, so parents and children cannot deadlock.
+CREATE TABLE instance_event (
+    id                 bigserial   PRIMARY KEY,
+    instance_id        uuid        NOT NULL REFERENCES instance (id) ON DELETE CASCADE,
+    kind               text        NOT NULL CHECK (kind IN ('CHILD_ENDED', 'CANCEL', 'CONTINUE')),
+    step_execution_id  uuid,
+    payload            jsonb,
+    created_at         timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX instance_event_by_instance ON instance_event (instance_id, id);

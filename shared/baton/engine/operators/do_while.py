@@ -1,0 +1,63 @@
+"""DO_WHILE: runs its steps, then again while ``while`` holds (evaluated at the end of each
+iteration, reading that iteration's steps), at most ``maxIterations`` times; reaching the limit
+while the condition still holds fails the step. Output: the last iteration's output and
+``iterations``. Each iteration's executions are kept (``iteration`` on each)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from baton.conditions import ConditionError, truthy
+from baton.engine.operators.switch import joined
+from baton.status import InstanceStatus, StepStatus
+from baton.steps import DoWhileStep
+from baton.structure import condition_references
+
+if TYPE_CHECKING:
+    from baton.engine.decide import Decider, Exec
+    from baton.steps import Step
+
+
+class DoWhile:
+    def schedule(self, d: Decider, step: Step, scope: str) -> None:
+        assert isinstance(step, DoWhileStep)
+        new = d.add_step(step, StepStatus.IN_PROGRESS, None, scope, state={"iteration": 1})
+        self._iterate(d, step, d.execution(new.id), 1)
+
+    def _iterate(self, d: Decider, step: DoWhileStep, owner: Exec, k: int) -> None:
+        first = step.steps[0]
+        d.later(lambda: d.schedule(first, f"{owner.scope}{owner.id}#k{k}/"))
+
+    def list_ended(self, d: Decider, owner: Exec, key: str, output: Any) -> None:
+        step = d.plan.step(owner.step_id)
+        assert isinstance(step, DoWhileStep)
+        k = int(key[1:])
+        body_scope = f"{owner.scope}{owner.id}#k{k}/"
+        point = f"while:{step.id}"
+        try:
+            condition = d.plan.condition(f"{step.id}#while", step.while_)
+            if condition.is_expression:
+                holds = truthy(d.resolve(step.while_, point, body_scope))
+            else:
+                refs = condition_references(step.while_)
+                holds = truthy(condition.evaluate(d.context(point, body_scope, refs)))
+        except ConditionError as e:
+            d.fail_operator(owner, f"step {step.id!r} failed: {e}")
+            return
+        if not holds:
+            d.complete(owner, joined("iterations", k, output))
+            return
+        if k >= step.max_iterations:
+            d.fail_operator(
+                owner,
+                f"step {step.id!r} failed: it reached maxIterations ({step.max_iterations}) "
+                "while its condition still holds",
+            )
+            return
+        owner = d.set_state(owner, {"iteration": k + 1})
+        self._iterate(d, step, owner, k + 1)
+
+    def child_failed(
+        self, d: Decider, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
+    ) -> None:
+        d.fail_operator(owner, reason, instance_status)

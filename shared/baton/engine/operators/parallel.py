@@ -1,0 +1,86 @@
+"""PARALLEL: its branches run concurrently and join when all have finished; the join is a
+decision on the instance like any other, so two branches finishing at once (two transactions)
+are serialized by the fencing token and the join fires exactly once. Output: each branch's last
+step output by branch index. A failing branch fails the step and cancels the other branches' open
+work, unless ``failFast`` is false (the others then finish first)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from baton.status import InstanceStatus, StepStatus
+from baton.steps import ParallelStep
+
+if TYPE_CHECKING:
+    from baton.engine.decide import Decider, Exec
+    from baton.steps import Step
+
+
+class Parallel:
+    def schedule(self, d: Decider, step: Step, scope: str) -> None:
+        assert isinstance(step, ParallelStep)
+        new = d.add_step(
+            step, StepStatus.IN_PROGRESS, None, scope, state={"ended": [], "failed": {}}
+        )
+        owner = d.execution(new.id)
+        for b, branch in enumerate(step.branches):
+            self._start_branch(d, branch[0], f"{owner.scope}{owner.id}#b{b}/")
+
+    @staticmethod
+    def _start_branch(d: Decider, first: Step, scope: str) -> None:
+        d.later(lambda: d.schedule(first, scope))
+
+    def list_ended(self, d: Decider, owner: Exec, key: str, output: Any) -> None:
+        self._ended(d, owner, int(key[1:]), None)
+
+    def child_failed(
+        self, d: Decider, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
+    ) -> None:
+        step = d.plan.step(owner.step_id)
+        assert isinstance(step, ParallelStep)
+        branch = int(key[1:])
+        if step.fail_fast:
+            d.fail_operator(owner, reason, instance_status)
+            return
+        self._ended(d, owner, branch, reason)
+
+    def _ended(self, d: Decider, owner: Exec, branch: int, failure: str | None) -> None:
+        step = d.plan.step(owner.step_id)
+        assert isinstance(step, ParallelStep)
+        state = dict(owner.state or {})
+        ended = sorted({*state.get("ended", []), branch})
+        failed = dict(state.get("failed", {}))
+        if failure is not None:
+            failed[str(branch)] = failure
+        owner = d.set_state(owner, {"ended": ended, "failed": failed})
+        if len(ended) < len(step.branches):
+            return
+        if failed:
+            first = failed[min(failed, key=int)]
+            d.fail_operator(owner, first)
+            return
+        last = {branch[-1].id: b for b, branch in enumerate(step.branches)}
+        outputs = branch_outputs(d, owner, last, "branch")
+        d.complete(owner, {str(b): outputs.get(b) for b in range(len(step.branches))})
+
+
+def branch_outputs(
+    d: Decider, owner: Exec, last_steps: dict[str, int], column: str
+) -> dict[int, Any]:
+    """The last output of each list of ``owner`` (by branch or item index): the executions of
+    each list's last step, from this decision or read."""
+    out: dict[int, Any] = {}
+    for row in d.reader.last_outputs(owner.id, list(last_steps)):
+        index = row[column]
+        if index is not None:
+            out[int(index)] = row["output"]
+    prefix = f"{owner.scope}{owner.id}#"
+    for step_id, scope, output in d.done_here():
+        if step_id in last_steps and scope.startswith(prefix):
+            out[_index_of(scope[len(prefix) :])] = output
+    return out
+
+
+def _index_of(key_path: str) -> int:
+    key = key_path.split("/", 1)[0]
+    return int(key[1:])

@@ -1,0 +1,181 @@
+"""SUB_WORKFLOW: starts a child instance in the same statement as the decision that schedules the
+step, and waits for it. The child's end reaches the parent as an ``instance_event`` (no
+transaction ever locks two instances); its output becomes the step's output; a failed child fails
+the step, or starts a new child while ``retryCount`` allows. Cancelling the parent (or the part of
+it holding the step) cancels the child the same way. Also the failure workflow a definition
+names, started when an instance fails."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from psycopg.types.json import Jsonb
+
+from baton.engine.decide import (
+    AuditEvent,
+    ChildPlan,
+    ChildStart,
+    Decider,
+    Exec,
+    InstanceState,
+    NoReads,
+)
+from baton.status import InstanceStatus, StepStatus
+from baton.steps import SubWorkflowStep
+
+if TYPE_CHECKING:
+    from baton.steps import Step
+
+MAX_NESTING = 32
+
+
+@dataclass(frozen=True, slots=True)
+class _StartsOnly(NoReads):
+    """A new instance's first decision reads nothing but may start children of its own."""
+
+    reader: Any
+
+    def child_plan(
+        self, name: str | None, version: int | None, inline: dict[str, Any] | None
+    ) -> ChildPlan | None:
+        found: ChildPlan | None = self.reader.child_plan(name, version, inline)
+        return found
+
+
+def start_instance(
+    d: Decider,
+    child: ChildPlan,
+    input: dict[str, Any],
+    *,
+    parent_step: uuid.UUID | None,
+) -> uuid.UUID:
+    """Start a new instance in the same statement as ``d``'s decision; its id."""
+    inst = d.instance
+    state = InstanceState(
+        id=uuid.uuid4(),
+        definition_name=child.name,
+        status=InstanceStatus.RUNNING,
+        version=1,
+        input=input,
+        variables={},
+        correlation_id=inst.correlation_id if parent_step is not None else None,
+        parent_instance_id=inst.id if parent_step is not None else None,
+        parent_step_execution_id=parent_step,
+        depth=inst.depth + 1 if parent_step is not None else 0,
+    )
+    first = Decider(
+        child.plan,
+        state,
+        _StartsOnly(d.reader),
+        d.now,
+        max_job_input_bytes=d.max_job_input_bytes,
+        max_step_executions=d.max_step_executions,
+    )
+    first.start()
+    insert = {
+        "id": state.id,
+        "definition_name": child.name,
+        "definition_version": child.version,
+        "snapshot_id": child.snapshot_id,
+        "input": Jsonb(input),
+        "variables": Jsonb({}),
+        "correlation_id": state.correlation_id,
+        "idempotency_key": None,
+        "idempotency_fingerprint": None,
+        "timeout_seconds": child.plan.definition.timeout_seconds,
+        "queue_task_id": None,
+        "parent_instance_id": state.parent_instance_id,
+        "parent_step_execution_id": parent_step,
+        "depth": state.depth,
+    }
+    d.changes.children.append(ChildStart(state, first.changes, insert))
+    d.changes.count("ChildInstancesStarted")
+    return state.id
+
+
+class SubWorkflow:
+    def schedule(self, d: Decider, step: Step, scope: str) -> None:
+        assert isinstance(step, SubWorkflowStep)
+        step_input = d.resolve(step.input, f"step:{step.id}", scope)
+        new = d.add_step(step, StepStatus.IN_PROGRESS, step_input, scope)
+        self.start_child(d, step, d.execution(new.id), step_input, attempt=1)
+
+    def start_child(
+        self, d: Decider, step: SubWorkflowStep, e: Exec, step_input: Any, *, attempt: int
+    ) -> None:
+        if d.instance.depth + 1 > MAX_NESTING:
+            d.fail(e, f"sub-workflows nest deeper than {MAX_NESTING} levels")
+            return
+        child = d.reader.child_plan(step.definition_name, step.definition_version, step.definition)
+        if child is None:
+            version = f" version {step.definition_version}" if step.definition_version else ""
+            d.fail(e, f"definition {step.definition_name!r}{version} not found")
+            return
+        child_id = start_instance(d, child, dict(step_input or {}), parent_step=e.id)
+        d.update_step(
+            e.id, StepStatus.IN_PROGRESS, child_instance_id=child_id, attempt=attempt, scope=e.scope
+        )
+        d.changes.audit.append(
+            AuditEvent(
+                "CHILD_STARTED",
+                None,
+                {"stepId": step.id, "childId": str(child_id), "attempt": attempt},
+            )
+        )
+
+    def list_ended(self, d: Decider, owner: Exec, key: str, output: Any) -> None:
+        raise AssertionError("a SUB_WORKFLOW has no nested lists")
+
+    def child_failed(
+        self, d: Decider, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
+    ) -> None:
+        raise AssertionError("a SUB_WORKFLOW has no nested lists")
+
+
+def child_ended(d: Decider, e: Exec, status: str, output: Any, reason: str | None) -> None:
+    """The child of SUB_WORKFLOW execution ``e`` ended with ``status``."""
+    if e.status not in (StepStatus.IN_PROGRESS,) or not d.active:
+        return  # the step was cancelled (or retried) meanwhile: a stale notification
+    step = d.plan.step(e.step_id)
+    assert isinstance(step, SubWorkflowStep)
+    d.changes.audit.append(
+        AuditEvent(
+            "CHILD_ENDED",
+            None,
+            {"stepId": e.step_id, "childId": str(e.child_instance_id), "status": status},
+        )
+    )
+    if status == InstanceStatus.COMPLETED:
+        d.complete(e, output)
+        return
+    why = f"child instance {e.child_instance_id} ended {status}" + (f": {reason}" if reason else "")
+    if e.attempt <= step.retry_count:
+        SubWorkflow().start_child(d, step, e, e.input, attempt=e.attempt + 1)
+        return
+    d.fail(e, why)
+
+
+def start_failure_workflow(d: Decider, name: str) -> None:
+    """Start ``name`` with the failed instance's id, reason and input (Conductor's
+    ``failureWorkflow``); an audit row says so, or that no such definition exists."""
+    child = d.reader.child_plan(name, None, None)
+    if child is None:
+        d.changes.audit.append(AuditEvent("FAILURE_WORKFLOW_NOT_FOUND", None, {"name": name}))
+        return
+    inst = d.instance
+    started = start_instance(
+        d,
+        child,
+        {
+            "instanceId": str(inst.id),
+            "workflowId": str(inst.id),
+            "reason": inst.reason,
+            "input": inst.input,
+        },
+        parent_step=None,
+    )
+    d.changes.audit.append(
+        AuditEvent("FAILURE_WORKFLOW_STARTED", None, {"name": name, "instanceId": str(started)})
+    )

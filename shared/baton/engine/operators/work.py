@@ -1,0 +1,133 @@
+"""Steps without nested lists: SERVICE_TASK (a job for workers), USER_TASK and SIGNAL (completed
+through the API), TIMER (a durable wait), SET_VARIABLE and TERMINATE (done at once)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from baton import expressions
+from baton.durations import duration_seconds, parse_timestamp
+from baton.engine.decide import AuditEvent, NewJob
+from baton.status import InstanceStatus, StepStatus
+from baton.steps import ServiceTaskStep, SetVariableStep, TerminateStep, TimerStep
+
+if TYPE_CHECKING:
+    from baton.engine.decide import Decider, Exec
+    from baton.steps import Step
+
+
+class Leaf:
+    """A step type without nested lists."""
+
+    def list_ended(self, d: Decider, owner: Exec, key: str, output: Any) -> None:
+        raise AssertionError(f"{owner.step_id} has no nested lists")
+
+    def child_failed(
+        self, d: Decider, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
+    ) -> None:
+        raise AssertionError(f"{owner.step_id} has no nested lists")
+
+
+def merged(defaults: Any, values: Any) -> Any:
+    """``values`` over ``defaults``: objects merged key by key, anything else replaced."""
+    if isinstance(defaults, dict) and isinstance(values, dict):
+        out = dict(defaults)
+        for key, value in values.items():
+            out[key] = merged(defaults[key], value) if key in defaults else value
+        return out
+    return values
+
+
+class ServiceTask(Leaf):
+    def schedule(self, d: Decider, step: Step, scope: str) -> None:
+        assert isinstance(step, ServiceTaskStep)
+        policy = d.plan.policy(step.id)
+        point = f"step:{step.id}"
+        # The task definition's inputTemplate supplies defaults under the step's own input (the
+        # step wins; nested objects are merged key by key, as Conductor does).
+        step_input = merged(
+            d.resolve(policy.input_template, point, scope), d.resolve(step.input, point, scope)
+        )
+        payload_json = d.payload_json(step_input)
+        if len(payload_json) > d.max_job_input_bytes:
+            # Refused when scheduled: a job poll could never hand it out under Lambda's 6 MB.
+            new = d.add_step(step, StepStatus.SCHEDULED, step_input, scope)
+            d.fail(
+                new,
+                f"its resolved input is {len(payload_json)} bytes, above the limit of "
+                f"{d.max_job_input_bytes} bytes",
+            )
+            return
+        new = d.add_step(step, StepStatus.SCHEDULED, step_input, scope)
+        job_id = uuid.uuid4()
+        d.changes.new_jobs.append(
+            NewJob(
+                id=job_id,
+                step_execution_id=new.id,
+                job_type=step.job_type,
+                lease_seconds=policy.lease_seconds,
+                retries_remaining=policy.retry_count,
+                payload=step_input,
+                payload_json=payload_json,
+                poll_timeout_seconds=policy.poll_timeout_seconds,
+                timeout_seconds=policy.timeout_seconds,
+                scope=scope,
+            )
+        )
+        d.changes.audit.append(AuditEvent("JOB_CREATED", job_id, {"stepId": step.id}))
+
+
+class Waiting(Leaf):
+    """USER_TASK and SIGNAL: wait in IN_PROGRESS until completed through the API."""
+
+    def schedule(self, d: Decider, step: Step, scope: str) -> None:
+        d.add_step(
+            step, StepStatus.IN_PROGRESS, d.resolve(step.input, f"step:{step.id}", scope), scope
+        )
+
+
+class Timer(Leaf):
+    """A row with a due time (``wake_at``), fired by the sweeper; one already due fires now."""
+
+    def schedule(self, d: Decider, step: Step, scope: str) -> None:
+        assert isinstance(step, TimerStep)
+        point = f"step:{step.id}"
+        step_input = d.resolve(step.input, point, scope)
+        try:
+            if step.duration is not None:
+                wake = d.now + timedelta(seconds=duration_seconds(step.duration))
+            else:
+                until = d.resolve(step.until, point, scope)
+                if not isinstance(until, str):
+                    raise ValueError(f"until resolved to {until!r}, not a timestamp")
+                wake = parse_timestamp(until)
+        except (ValueError, expressions.ExpressionError) as e:
+            d.fail(d.add_step(step, StepStatus.SCHEDULED, step_input, scope), str(e))
+            return
+        new = d.add_step(step, StepStatus.IN_PROGRESS, step_input, scope, wake_at=wake)
+        if wake <= d.now:
+            d.complete(d.execution(new.id), {"firedAt": d.now.isoformat()})
+
+
+class SetVariable(Leaf):
+    def schedule(self, d: Decider, step: Step, scope: str) -> None:
+        assert isinstance(step, SetVariableStep)
+        values = d.resolve(step.variables, f"step:{step.id}", scope)
+        d.instance.variables = {**d.instance.variables, **values}
+        new = d.add_step(step, StepStatus.IN_PROGRESS, values, scope)
+        d.complete(d.execution(new.id), values)
+
+
+class Terminate(Leaf):
+    def schedule(self, d: Decider, step: Step, scope: str) -> None:
+        assert isinstance(step, TerminateStep)
+        point = f"step:{step.id}"
+        output = d.resolve(step.output, point, scope)
+        reason = d.resolve(step.reason, point, scope)
+        new = d.add_step(step, StepStatus.COMPLETED, {"status": step.status}, scope, output=output)
+        d.changes.audit.append(AuditEvent("TERMINATED", None, {"stepId": new.step_id}))
+        d.instance.output = output if output is not None else dict(d.instance.variables)
+        status = InstanceStatus(step.status)
+        d.finish(status, None if reason is None else str(reason), cancel=True)

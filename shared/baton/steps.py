@@ -1,0 +1,201 @@
+"""The step types of a definition. Control flow is structured: an operator holds nested step
+lists (branches, cases, a loop body), so a definition is a tree that is validated completely at
+registration and executed without any graph search.
+
+Work steps: SERVICE_TASK (a job for workers), USER_TASK and SIGNAL (completed through the API),
+TIMER (a durable wait), SUB_WORKFLOW (a child instance). Operators evaluated by the engine itself:
+SWITCH, PARALLEL, MAP, DO_WHILE, SET_VARIABLE, TERMINATE.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from baton.model import (
+    INT32_MAX,
+    JOB_TYPE_PATTERN,
+    NAME_PATTERN,
+    STEP_ID_PATTERN,
+    Model,
+    RetryLogic,
+    Seconds,
+    TaskDef,
+    TaskSettings,
+)
+
+MAX_MAP_ITEMS = 10_000
+MAX_ITERATIONS = 10_000
+MAX_MAP_CONCURRENCY = 1_000
+
+
+class StepBase(Model):
+    id: Annotated[str, Field(pattern=STEP_ID_PATTERN)]
+    name: str | None = None
+    description: str | None = None
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ServiceTaskStep(StepBase, TaskSettings):
+    """A job for workers polling ``jobType``."""
+
+    type: Literal["SERVICE_TASK"]
+    job_type: Annotated[str, Field(pattern=JOB_TYPE_PATTERN)]
+    # Filled in at instance start from the task definition of ``job_type`` (dynamic workflows
+    # carry their definitions with them, so later edits never touch running instances).
+    task_def: TaskDef | None = None
+
+
+class UserTaskStep(StepBase):
+    """Waits until completed through the API with variables."""
+
+    type: Literal["USER_TASK"]
+    assignee: str | None = None
+
+
+class SignalStep(StepBase):
+    """Waits until a signal is delivered to it; the signal's payload becomes its output."""
+
+    type: Literal["SIGNAL"]
+
+
+class TimerStep(StepBase):
+    """A durable wait: ``duration`` (ISO-8601 like ``PT30S``, or seconds) or ``until`` (an ISO
+    timestamp, or an expression giving one). A row with a due time, fired by the sweeper."""
+
+    type: Literal["TIMER"]
+    duration: str | Annotated[int, Field(ge=0, le=366 * 24 * 3600)] | None = None
+    until: str | None = None
+
+
+class SubWorkflowStep(StepBase):
+    """Starts a child instance (a stored definition, or one given inline) and waits for it; the
+    child's output is the step's output. A failed child fails the step (``retryCount`` starts a
+    new child); cancelling the parent cancels the child."""
+
+    type: Literal["SUB_WORKFLOW"]
+    definition_name: Annotated[str, Field(pattern=NAME_PATTERN)] | None = None
+    definition_version: Annotated[int, Field(ge=1, le=INT32_MAX)] | None = None
+    definition: dict[str, Any] | None = None
+    retry_count: Annotated[int, Field(ge=0, le=100)] = 0
+
+
+class SetVariableStep(StepBase):
+    """Writes ``variables`` (expressions allowed) into ``workflow.variables``."""
+
+    type: Literal["SET_VARIABLE"]
+    variables: Annotated[dict[str, Any], Field(min_length=1)]
+
+
+class TerminateStep(StepBase):
+    """Ends the instance now with ``status``, a ``reason`` and an ``output``; open work in other
+    branches is cancelled."""
+
+    type: Literal["TERMINATE"]
+    status: Literal["COMPLETED", "FAILED"]
+    reason: str | None = None
+    output: Any = None
+
+
+class SwitchCase(Model):
+    """One case of a SWITCH given as a condition (JSONata over the context)."""
+
+    condition: Annotated[str, Field(min_length=1)]
+    steps: list[Step]
+
+
+class SwitchStep(StepBase):
+    """Runs the steps of the first matching case: by ``on``'s string value (``cases`` an object
+    of value → steps, as Conductor's value-param), or by conditions evaluated in order (``cases``
+    a list). ``default`` runs when none matches; the chosen case is the step's ``output.case``."""
+
+    type: Literal["SWITCH"]
+    on: str | None = None
+    cases: dict[str, list[Step]] | list[SwitchCase]
+    default: list[Step] | None = None
+
+
+class ParallelStep(StepBase):
+    """Runs its ``branches`` concurrently and joins when all finish. Output: each branch's last
+    step output by branch index. A failing branch fails the step and cancels the others' open
+    work, unless ``failFast`` is false (the others then finish first)."""
+
+    type: Literal["PARALLEL"]
+    branches: Annotated[list[Annotated[list[Step], Field(min_length=1)]], Field(min_length=1)]
+    fail_fast: bool = True
+
+
+class MapStep(StepBase):
+    """Runs ``steps`` once per element of ``items`` (a ``${…}`` list), at most
+    ``maxConcurrency`` at a time; ``${map.item}`` and ``${map.index}`` inside. Output: the list of
+    each item's last step output, in item order."""
+
+    type: Literal["MAP"]
+    items: Annotated[str, Field(min_length=1)]
+    steps: Annotated[list[Step], Field(min_length=1)]
+    max_concurrency: Annotated[int, Field(ge=1, le=MAX_MAP_CONCURRENCY)] = 10
+
+
+class DoWhileStep(StepBase):
+    """Runs ``steps``, then again while ``while`` holds (JSONata over the context, or a ``${…}``
+    truthy value), at most ``maxIterations`` times. Output: the last iteration's output and
+    ``iterations``."""
+
+    type: Literal["DO_WHILE"]
+    steps: Annotated[list[Step], Field(min_length=1)]
+    while_: Annotated[str, Field(alias="while", min_length=1)]
+    max_iterations: Annotated[int, Field(ge=1, le=MAX_ITERATIONS)]
+
+
+Step = Annotated[
+    ServiceTaskStep
+    | UserTaskStep
+    | SignalStep
+    | TimerStep
+    | SubWorkflowStep
+    | SetVariableStep
+    | TerminateStep
+    | SwitchStep
+    | ParallelStep
+    | MapStep
+    | DoWhileStep,
+    Field(discriminator="type"),
+]
+STEP_TYPES = (
+    "SERVICE_TASK",
+    "USER_TASK",
+    "SIGNAL",
+    "TIMER",
+    "SUB_WORKFLOW",
+    "SET_VARIABLE",
+    "TERMINATE",
+    "SWITCH",
+    "PARALLEL",
+    "MAP",
+    "DO_WHILE",
+)
+CONTAINER_TYPES = frozenset({"SWITCH", "PARALLEL", "MAP", "DO_WHILE"})
+
+__all__ = [
+    "CONTAINER_TYPES",
+    "MAX_ITERATIONS",
+    "MAX_MAP_ITEMS",
+    "STEP_TYPES",
+    "DoWhileStep",
+    "MapStep",
+    "ParallelStep",
+    "RetryLogic",
+    "Seconds",
+    "ServiceTaskStep",
+    "SetVariableStep",
+    "SignalStep",
+    "Step",
+    "StepBase",
+    "SubWorkflowStep",
+    "SwitchCase",
+    "SwitchStep",
+    "TerminateStep",
+    "TimerStep",
+    "UserTaskStep",
+]
