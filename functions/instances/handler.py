@@ -1,4 +1,5 @@
-"""Instances API: start, get, search, cancel, user tasks, signals."""
+"""Instances API: start, get, search, cancel, retry, restart, pause, resume, user tasks,
+signals."""
 
 from __future__ import annotations
 
@@ -53,12 +54,47 @@ def cancel(id: str) -> Any:
     return api.ok(api.engine().cancel_instance(api.path(id), req.reason))
 
 
+@api.route("POST", "/v1/instances/{id}/retry")
+def retry(id: str) -> Any:
+    api.body(m.InstanceOperationRequest)
+    api.log_keys(instance_id=id)
+    return api.ok(api.engine().retry_instance(api.path(id)))
+
+
+@api.route("POST", "/v1/instances/{id}/restart")
+def restart(id: str) -> Any:
+    req = api.body(m.RestartInstanceRequest)
+    api.log_keys(instance_id=id)
+    return api.ok(
+        api.engine().restart_instance(api.path(id), use_latest_definition=req.use_latest_definition)
+    )
+
+
+@api.route("POST", "/v1/instances/{id}/pause")
+def pause(id: str) -> Any:
+    api.body(m.InstanceOperationRequest)
+    api.log_keys(instance_id=id)
+    return api.ok(api.engine().pause_instance(api.path(id)))
+
+
+@api.route("POST", "/v1/instances/{id}/resume")
+def resume(id: str) -> Any:
+    api.body(m.InstanceOperationRequest)
+    api.log_keys(instance_id=id)
+    return api.ok(api.engine().resume_instance(api.path(id)))
+
+
 @api.route("POST", "/v1/instances/{id}/user-tasks/{stepId}/complete")
 def complete_user_task(id: str, stepId: str) -> Any:
     req = api.body(m.CompleteUserTaskRequest)
     api.log_keys(instance_id=id)
     return api.ok(
-        api.engine().complete_user_task(api.path(id), api.path(stepId), req.variables_to_set)
+        api.engine().complete_user_task(
+            api.path(id),
+            api.path(stepId),
+            req.variables_to_set,
+            step_execution_id=req.step_execution_id,
+        )
     )
 
 
@@ -66,7 +102,11 @@ def complete_user_task(id: str, stepId: str) -> Any:
 def signal(id: str, stepId: str) -> Any:
     req = api.body(m.SignalRequest)
     api.log_keys(instance_id=id)
-    return api.ok(api.engine().signal(api.path(id), api.path(stepId), req.payload))
+    return api.ok(
+        api.engine().signal(
+            api.path(id), api.path(stepId), req.payload, step_execution_id=req.step_execution_id
+        )
+    )
 
 
 handler = api.handler()

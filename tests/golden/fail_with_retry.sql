@@ -1,8 +1,12 @@
 WITH w0 AS (UPDATE instance
    SET status = %(p0_status)s, variables = %(p0_variables)s, output = %(p0_output)s, reason = %(p0_reason)s,
        version = %(p0_expected)s::bigint + 1, updated_at = now(),
-       completed_at = CASE WHEN %(p0_status)s <> 'RUNNING' THEN now() END,
-       timeout_at = CASE WHEN %(p0_clear_timeout)s OR %(p0_status)s <> 'RUNNING' THEN NULL
+       step_count = step_count + %(p0_added_steps)s,
+       completed_at = CASE WHEN %(p0_status)s NOT IN ('RUNNING', 'PAUSED') THEN now() END,
+       timeout_at = CASE WHEN %(p0_clear_timeout)s OR %(p0_status)s NOT IN ('RUNNING', 'PAUSED')
+                              OR %(p0_reset_timeout)s::int = 0 THEN NULL
+                         WHEN %(p0_reset_timeout)s::int > 0
+                         THEN now() + make_interval(secs => %(p0_reset_timeout)s::int)
                          ELSE timeout_at END
  WHERE id = %(p0_id)s
 RETURNING 1),
@@ -18,8 +22,13 @@ RETURNING 1),
 w2 AS (UPDATE step_execution
    SET status = %(p2_status)s,
        output = coalesce(%(p2_output)s, output),
-       error = coalesce(%(p2_error)s, error),
+       error = nullif(coalesce(%(p2_error)s, error), ''),  -- '' clears it (a retry reopens)
        attempt = coalesce(%(p2_attempt)s, attempt),
+       state = coalesce(%(p2_state)s, state),
+       child_instance_id = coalesce(%(p2_child_instance_id)s, child_instance_id),
+       wake_at = CASE WHEN %(p2_set_wake)s THEN %(p2_wake_at)s ELSE wake_at END,
+       started_at = CASE WHEN %(p2_status)s = 'SCHEDULED' THEN started_at
+                         ELSE coalesce(started_at, now()) END,
        completed_at = CASE WHEN %(p2_status)s IN ('SCHEDULED', 'IN_PROGRESS') THEN NULL
                            ELSE now() END,
        updated_at = now()

@@ -26,6 +26,8 @@ def _write_with_version(db: Database, instance_id: str, expected: int) -> None:
                 "reason": None,
                 "expected": expected,
                 "clear_timeout": False,
+                "reset_timeout": None,
+                "added_steps": 0,
             },
         )
 

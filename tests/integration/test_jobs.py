@@ -366,7 +366,12 @@ def test_exhausted_retries_fail_the_instance_with_the_reason(engine: Engine) -> 
 def test_workflow_timeout_is_enforced_by_the_sweeper(engine: Engine) -> None:
     engine.register_definition({**one_step("flow"), "timeoutSeconds": 1})
     inst, _ = engine.start_instance(definition_name="flow")
-    assert engine.sweep() == {"instancesTimedOut": 0, "jobTimeouts": 0}
+    assert engine.sweep() == {
+        "instancesTimedOut": 0,
+        "jobTimeouts": 0,
+        "timersFired": 0,
+        "eventsDelivered": 0,
+    }
     wait_until(lambda: engine.sweep()["instancesTimedOut"], timeout=5)
     got = engine.get_instance(inst["id"])
     assert got["status"] == "TIMED_OUT" and "timed out" in got["reason"]

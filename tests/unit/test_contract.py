@@ -44,6 +44,10 @@ PAIRS: list[Any] = [
     (m.NackRequest, "NackRequest", {"name", "taskId"}),
     (m.DequeueRequest, "DequeueRequest", {"name"}),
     (m.PushRequest, "PushRequest", {"name"}),
+    (m.CompleteUserTaskRequest, "CompleteUserTaskRequest", {"id", "stepId"}),
+    (m.SignalRequest, "SignalRequest", {"id", "stepId"}),
+    (m.InstanceOperationRequest, "InstanceOperationRequest", {"id"}),
+    (m.RestartInstanceRequest, "RestartInstanceRequest", {"id"}),
 ]
 
 
@@ -68,10 +72,20 @@ def test_model_and_proto_message_have_the_same_json_fields(pair: Any) -> None:
 
 
 def test_step_message_covers_every_step_type_field() -> None:
-    from baton.steps import ServiceTaskStep, SignalStep, UserTaskStep
+    import typing
 
-    fields = set().union(*(_json_fields(t) for t in (ServiceTaskStep, UserTaskStep, SignalStep)))
+    from baton.steps import Step
+
+    types = typing.get_args(typing.get_args(Step)[0])
+    assert len(types) == 11
+    fields = set().union(*(_json_fields(t) for t in types))
     assert fields == _proto_fields("Step")
+
+
+def test_definition_message_matches_the_model() -> None:
+    from baton.definitions import WorkflowDefinition
+
+    assert _json_fields(WorkflowDefinition) | {"createdAt"} == _proto_fields("Definition")
 
 
 def test_every_route_has_a_proto_response_and_an_openapi_operation() -> None:

@@ -7,9 +7,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from baton.definitions import parse_definition
-from baton.engine.decide import Decider, InstanceState, JobRef
+from baton.engine.decide import Decider, InstanceState, JobRef, NoReads
 from baton.engine.plan import Plan
 from baton.status import InstanceStatus, JobStatus, StepStatus
+
+from tests.support.decisions import Run
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -23,7 +25,7 @@ def _job(step_id: str, *, attempt: int = 1, retries_remaining: int = 3) -> JobRe
 def _decider(definition: dict[str, Any]) -> Decider:
     plan = Plan(parse_definition(definition))
     state = InstanceState(uuid.uuid4(), "d", InstanceStatus.RUNNING, 1, {"x": 1}, {})
-    return Decider(plan, state, lambda _sid: None, NOW)
+    return Decider(plan, state, NoReads(), NOW)
 
 
 def test_start_schedules_the_first_step_with_resolved_input_and_task_policy() -> None:
@@ -49,16 +51,16 @@ def test_start_schedules_the_first_step_with_resolved_input_and_task_policy() ->
 
 
 def test_last_step_completion_completes_the_instance_with_output_parameters() -> None:
-    d = _decider(
+    run = Run(
         {
             "name": "d",
             "steps": [{"id": "u", "type": "USER_TASK"}],
             "outputParameters": {"y": "${u.output.y}"},
         }
-    )
-    d.step_completed("u", uuid.uuid4(), {"y": 2})
-    assert d.instance.status == "COMPLETED" and d.instance.output == {"y": 2}
-    assert not d.changes.cancel_open_work
+    ).start()
+    run.resume_waiting("u", {"y": 2})
+    assert run.status == "COMPLETED" and run.state.output == {"y": 2}
+    assert not run.last.cancel_open_work
 
 
 def test_retryable_failure_with_retries_left_schedules_a_delayed_retry() -> None:
@@ -95,7 +97,7 @@ def test_workflow_timeout_times_the_instance_out_by_default() -> None:
     d = _decider({"name": "d", "timeoutSeconds": 5, "steps": [{"id": "u", "type": "USER_TASK"}]})
     d.workflow_timed_out()
     assert d.instance.status == InstanceStatus.TIMED_OUT
-    assert d.instance.reason == "workflow timed out after 5s"
+    assert d.instance.reason == "the instance did not finish within 5s (timeoutSeconds)"
     assert d.changes.cancel_open_work
 
 
@@ -117,7 +119,7 @@ def test_workflow_timeout_with_alert_only_alerts_once_and_keeps_running() -> Non
 
 
 def test_a_completed_user_task_resumes_the_flow_with_its_variables() -> None:
-    d = _decider(
+    run = Run(
         {
             "name": "d",
             "steps": [
@@ -130,34 +132,35 @@ def test_a_completed_user_task_resumes_the_flow_with_its_variables() -> None:
                 },
             ],
         }
-    )
-    step_execution = uuid.uuid4()
-    d.resume_waiting("approve", step_execution, {"who": "ada"}, "USER_TASK_COMPLETED")
-    (update,) = d.changes.step_updates
+    ).start()
+    (waiting,) = run.open("approve")
+    e = waiting.exec()
+    run.decide(lambda d: d.resume_waiting(e, {"who": "ada"}, "USER_TASK_COMPLETED"))
+    (update,) = run.last.step_updates.values()
     assert (update.id, update.status, update.output) == (
-        step_execution,
+        waiting.id,
         StepStatus.COMPLETED,
         {"who": "ada"},
     )
-    assert d.instance.variables == {"who": "ada"}
-    (job,) = d.changes.new_jobs
+    assert run.state.variables == {"who": "ada"}
+    (job,) = run.last.new_jobs
     assert job.payload == {"by": "ada"}
-    assert [a.event for a in d.changes.audit] == ["USER_TASK_COMPLETED", "JOB_CREATED"]
-    assert d.changes.audit[0].detail == {"stepId": "approve"}
+    assert [a.event for a in run.last.audit] == ["USER_TASK_COMPLETED", "JOB_CREATED"]
+    assert run.last.audit[0].detail == {"stepId": "approve"}
 
 
 def test_a_signal_payload_becomes_the_step_output_and_ends_the_instance() -> None:
-    d = _decider(
+    run = Run(
         {
             "name": "d",
             "steps": [{"id": "wait", "type": "SIGNAL"}],
             "outputParameters": {"got": "${wait.output}"},
         }
-    )
-    d.resume_waiting("wait", uuid.uuid4(), {"ok": True}, "SIGNAL_RECEIVED")
-    assert d.instance.status == InstanceStatus.COMPLETED
-    assert d.instance.output == {"got": {"ok": True}}
-    assert [a.event for a in d.changes.audit] == ["SIGNAL_RECEIVED", "INSTANCE_COMPLETED"]
+    ).start()
+    run.resume_waiting("wait", {"ok": True})
+    assert run.status == InstanceStatus.COMPLETED
+    assert run.state.output == {"got": {"ok": True}}
+    assert [a.event for a in run.last.audit] == ["SIGNAL_RECEIVED", "INSTANCE_COMPLETED"]
 
 
 def test_a_worker_chosen_delay_replaces_the_retry_policy() -> None:
@@ -202,10 +205,10 @@ def test_a_step_whose_resolved_input_is_too_large_fails_when_scheduled() -> None
         )
     )
     state = InstanceState(uuid.uuid4(), "d", InstanceStatus.RUNNING, 1, {"blob": "z" * 600}, {})
-    d = Decider(plan, state, lambda _sid: None, NOW, max_job_input_bytes=1000)
+    d = Decider(plan, state, NoReads(), NOW, max_job_input_bytes=1000)
     d.start()
     assert d.changes.new_jobs == []
-    (step,) = d.changes.new_steps
+    (step,) = d.changes.new_steps.values()
     assert step.status == StepStatus.FAILED
     assert d.instance.status == InstanceStatus.FAILED
     assert "resolved input is 1215 bytes, above the limit of 1000 bytes" in (

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from baton.model import RetryLogic
 from baton.engine.retry import retry_delay_seconds
+from baton.model import RetryLogic
 from hypothesis import given
 from hypothesis import strategies as st
 

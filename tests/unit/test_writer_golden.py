@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from baton.definitions import parse_definition
 from baton.engine import writer
-from baton.engine.decide import Decider, InstanceState, JobRef
+from baton.engine.decide import Decider, InstanceState, JobRef, NoReads
 from baton.engine.plan import Plan
 from baton.status import InstanceStatus, JobStatus
 
@@ -35,7 +35,7 @@ def _job() -> JobRef:
 
 def _decider() -> Decider:
     state = InstanceState(uuid.uuid4(), "flow", InstanceStatus.RUNNING, 3, {}, {})
-    return Decider(Plan(parse_definition(TWO_STEPS)), state, lambda _sid: None, NOW)
+    return Decider(Plan(parse_definition(TWO_STEPS)), state, NoReads(), NOW)
 
 
 def _rendered(d: Decider) -> str:

@@ -60,10 +60,31 @@ class CancelInstanceRequest(ApiModel):
 
 class CompleteUserTaskRequest(ApiModel):
     variables_to_set: Variables | None = None
+    step_execution_id: Uuid | None = Field(
+        default=None,
+        description="Which waiting execution of the step (inside a MAP or a loop several may "
+        "wait at once); the oldest waiting one when absent.",
+    )
 
 
 class SignalRequest(ApiModel):
     payload: Any = None
+    step_execution_id: Uuid | None = Field(
+        default=None,
+        description="Which waiting execution of the step; the oldest waiting one when absent.",
+    )
+
+
+class InstanceOperationRequest(ApiModel):
+    """Retry, pause and resume take no options (an empty object or no body)."""
+
+
+class RestartInstanceRequest(ApiModel):
+    use_latest_definition: bool = Field(
+        default=False,
+        description="Run the newest version of the instance's definition instead of the one it "
+        "ran.",
+    )
 
 
 class PollRequest(ApiModel):
@@ -157,6 +178,17 @@ class StepExecution(ApiModel):
     created_at: datetime
     started_at: datetime | None = None
     completed_at: datetime | None = None
+    parent_step_execution_id: str | None = Field(
+        default=None,
+        description="The operator execution (SWITCH, PARALLEL, MAP, DO_WHILE) whose list it is in.",
+    )
+    branch: int | None = Field(default=None, description="Its PARALLEL branch (from 0).")
+    item_index: int | None = Field(default=None, description="Its MAP item (from 0).")
+    iteration: int | None = Field(default=None, description="Its DO_WHILE iteration (from 1).")
+    wake_at: datetime | None = Field(default=None, description="A TIMER's due time.")
+    child_instance_id: str | None = Field(
+        default=None, description="A SUB_WORKFLOW's child instance."
+    )
 
 
 class Instance(ApiModel):
@@ -172,6 +204,10 @@ class Instance(ApiModel):
     correlation_id: str | None = None
     idempotency_key: str | None = None
     parent_instance_id: str | None = None
+    parent_step_execution_id: str | None = Field(
+        default=None, description="The parent's SUB_WORKFLOW step execution that started it."
+    )
+    run: int = Field(default=1, description="1, then one more at each restart.")
     created_at: datetime
     updated_at: datetime
     completed_at: datetime | None = None

@@ -34,6 +34,8 @@ from baton.steps import Step
 
 MAX_STEP_EXECUTIONS = 100_000
 OPEN_STEP = (StepStatus.SCHEDULED, StepStatus.IN_PROGRESS)
+# Step types whose object output is merged into the instance's variables: what work returns.
+MERGED_OUTPUTS = frozenset({"SERVICE_TASK", "USER_TASK", "SIGNAL", "SUB_WORKFLOW"})
 
 
 @dataclass(slots=True)
@@ -50,6 +52,7 @@ class InstanceState:
     output: Any = None
     reason: str | None = None
     clear_timeout: bool = False
+    reset_timeout: int | None = None  # a retry: timeoutSeconds counts from now (0: none)
     queue_task_id: uuid.UUID | None = None  # set when a queue trigger started the instance
     parent_instance_id: uuid.UUID | None = None
     parent_step_execution_id: uuid.UUID | None = None
@@ -69,6 +72,7 @@ class Exec:
     state: dict[str, Any] | None = None
     input: Any = None
     child_instance_id: uuid.UUID | None = None
+    output: Any = None
 
 
 @dataclass(slots=True)
@@ -148,14 +152,6 @@ class JobRetry:
 
 
 @dataclass(frozen=True, slots=True)
-class ReopenedJob:
-    """A job run again by an instance retry: its next attempt, with its retries reset."""
-
-    job: JobRef
-    retries_remaining: int
-
-
-@dataclass(frozen=True, slots=True)
 class AuditEvent:
     event: str
     job_id: uuid.UUID | None = None
@@ -195,7 +191,6 @@ class Changes:
     timed_out_jobs: list[JobRef] = field(default_factory=list)
     cancelled_jobs: list[JobRef] = field(default_factory=list)
     retried_jobs: list[JobRetry] = field(default_factory=list)
-    reopened_jobs: list[ReopenedJob] = field(default_factory=list)
     alerted_jobs: list[JobRef] = field(default_factory=list)  # timed out, kept running
     # Scopes whose open steps and jobs (and child instances) are cancelled; "" is everything.
     cancel_scopes: list[str] = field(default_factory=list)
@@ -228,8 +223,7 @@ class Changes:
             *self.cancelled_jobs,
             *self.alerted_jobs,
         ]
-        out = [j.id for j in jobs] + [r.job.id for r in self.retried_jobs]
-        return out + [r.job.id for r in self.reopened_jobs]
+        return [j.id for j in jobs] + [r.job.id for r in self.retried_jobs]
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,7 +274,7 @@ class NoReads:
         return None
 
 
-# --- scopes ----------------------------------------------------------------------------------------
+# --- scopes ---------------------------------------------------------------------------------
 
 
 def child_scope(parent: Exec | NewStep, key: str) -> str:
@@ -464,6 +458,22 @@ class Decider:
         """The instance is cancelled: its open steps, jobs and child instances with it."""
         self.finish(InstanceStatus.CANCELLED, reason, cancel=True)
 
+    def retry(self, lasts: Mapping[str, Exec]) -> None:
+        """A FAILED or TIMED_OUT instance runs again from what failed, keeping what completed;
+        ``lasts`` is the last execution of every list, by scope (see ``engine.reopen``)."""
+        from baton.engine.reopen import reopen_instance
+
+        inst = self.instance
+        inst.status = InstanceStatus.RUNNING
+        inst.reason = None
+        inst.output = None
+        inst.reset_timeout = self.plan.definition.timeout_seconds
+        self.changes.instance_changed = True
+        self.changes.audit.append(AuditEvent("INSTANCE_RETRIED"))
+        self.changes.count("InstancesRetried")
+        reopen_instance(self, lasts)
+        self.run()
+
     def pause(self) -> None:
         """No new work until resumed; work in flight finishes, its continuation waits."""
         self.instance.status = InstanceStatus.PAUSED
@@ -505,9 +515,14 @@ class Decider:
     def active(self) -> bool:
         return self.instance.status in (InstanceStatus.RUNNING, InstanceStatus.PAUSED)
 
-    def schedule(self, step: Step, scope: str, **place: Any) -> None:
+    def closed(self, scope: str) -> bool:
+        """Whether ``scope`` lies in work this decision cancelled (under an operator that failed
+        or an instance that ended): nothing more starts, ends or fails there."""
+        return not self.active or any(scope.startswith(p) for p in self.changes.cancel_scopes)
+
+    def schedule(self, step: Step, scope: str) -> None:
         """Start an execution of ``step`` in ``scope`` (its operator module decides how)."""
-        if not self.active:
+        if self.closed(scope):
             return
         from baton.engine.operators import OPERATORS
 
@@ -519,7 +534,7 @@ class Decider:
                 f"(scheduling step {step.id!r})",
             )
             return
-        OPERATORS[step.type].schedule(self, step, scope, **place)
+        OPERATORS[step.type].schedule(self, step, scope)
 
     def add_step(
         self, step: Step, status: StepStatus, step_input: Any, scope: str, **columns: Any
@@ -563,16 +578,22 @@ class Decider:
         """Step execution ``e`` finished with ``output``: record it and move on."""
         self.update_step(e.id, StepStatus.COMPLETED, output=output, scope=e.scope)
         self._done_here.append((e.step_id, e.scope, output))
-        if isinstance(output, dict) and output and not in_map_item(e.scope):
-            # A step's object output is merged into the instance's variables (but not inside a
-            # MAP, whose items' outputs are collected as the MAP's output instead).
+        if (
+            isinstance(output, dict)
+            and output
+            and self.plan.step(e.step_id).type in MERGED_OUTPUTS
+            and not in_map_item(e.scope)
+        ):
+            # A task's object output is merged into the instance's variables (but not inside a
+            # MAP, whose items' outputs are collected as the MAP's output instead; an operator's
+            # output only gathers its lists' outputs, already merged).
             self.instance.variables = {**self.instance.variables, **output}
         self.changes.instance_changed = True
         self.advance(e, output)
 
     def advance(self, e: Exec | NewStep, output: Any) -> None:
         """After ``e`` finished: the next step of its list, or the end of the list."""
-        if not self.active:
+        if self.closed(e.scope):
             return
         if self.instance.status == InstanceStatus.PAUSED:
             # The continuation waits for resume.
@@ -591,7 +612,7 @@ class Decider:
 
     def list_ended(self, scope: str, output: Any) -> None:
         """The list of ``scope`` ran to its end with ``output`` (its last step's)."""
-        if not self.active:
+        if self.closed(scope):
             return
         if scope == "":
             self.complete_instance()
@@ -611,13 +632,14 @@ class Decider:
         """Step execution ``e`` failed; its operator (or, at the root, the instance) decides."""
         self.update_step(e.id, status, error=why, scope=e.scope)
         self.changes.instance_changed = True
-        self.fail_scope(e.scope, f"step {e.step_id!r} failed: {why}", instance_status)
+        said = why if status == StepStatus.TIMED_OUT else f"failed: {why}"  # "timed out: ..."
+        self.fail_scope(e.scope, f"step {e.step_id!r} {said}", instance_status)
 
     def fail_scope(
         self, scope: str, reason: str, instance_status: InstanceStatus = InstanceStatus.FAILED
     ) -> None:
         """Something in ``scope`` failed with ``reason``: tell the operator owning the scope."""
-        if not self.active:
+        if self.closed(scope):
             return
         if scope == "":
             self.finish(instance_status, reason, cancel=True)
@@ -692,11 +714,20 @@ class Decider:
                 new.state,
                 new.input,
                 new.child_instance_id,
+                new.output,
             )
         read = self.reader.execution(exec_id)
         assert read is not None, f"step execution {exec_id} is referenced but missing"
         self._execs[exec_id] = read
         return read
+
+    def reopen(self, e: Exec, state: dict[str, Any] | None) -> Exec:
+        """An operator execution that failed or was cancelled runs again (an instance retry),
+        with its bookkeeping recomputed as ``state``."""
+        opened = replace(e, status=StepStatus.IN_PROGRESS, state=state)
+        self._execs[e.id] = opened
+        self.update_step(e.id, StepStatus.IN_PROGRESS, state=state, error="", scope=e.scope)
+        return opened
 
     def set_state(self, owner: Exec, state: dict[str, Any]) -> Exec:
         """Record an operator execution's new bookkeeping (kept for the rest of the decision)."""

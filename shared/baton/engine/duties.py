@@ -4,12 +4,18 @@ due time, found by an indexed query; nothing here keeps an in-memory timer."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from baton.engine import writer
 from baton.engine.core import EngineCore, log
-from baton.status import InstanceStatus, JobStatus
+from baton.engine.decide import Decider
+from baton.engine.reads import exec_from_row
+from baton.status import InstanceStatus, JobStatus, StepStatus
 from baton.store import instance_sql, job_sql
 from baton.store.db import Conn, first_in_transaction
+
+# Instances whose work in flight still counts: a paused one's jobs finish and time out as usual.
+LIVE = (InstanceStatus.RUNNING, InstanceStatus.PAUSED)
 
 
 class Duties(EngineCore):
@@ -21,6 +27,7 @@ class Duties(EngineCore):
         )
         assert row is not None
         exhausted = sum(self._lease_exhausted(jid) for jid in row["exhausted"])
+        self.deliver_pending()
         n = int(row["n"]) + exhausted
         if n:
             self.metrics.add("LeasesExpired", n)
@@ -35,7 +42,7 @@ class Duties(EngineCore):
                 or row["job_status"] != JobStatus.LOCKED
                 or not row["lease_lapsed"]
                 or row["retries_remaining"] > 0
-                or row["status"] != InstanceStatus.RUNNING
+                or row["status"] not in LIVE
             ):
                 return 0  # settled, renewed or claimed meanwhile
             job = writer.job_ref(row)
@@ -55,7 +62,65 @@ class Duties(EngineCore):
             lambda c: c.execute(job_sql.PAST_DEADLINE, {"limit": limit}).fetchall()
         )
         attempts = sum(self._time_out_job(r["id"]) for r in jobs)
-        return {"instancesTimedOut": instances, "jobTimeouts": attempts}
+        timers = self.db.autocommit(
+            lambda c: c.execute(instance_sql.TIMERS_DUE, {"limit": limit}).fetchall()
+        )
+        fired = sum(self._fire_timer(r["instance_id"], r["id"]) for r in timers)
+        # The backstop for events a committed decision left for another instance (delivered
+        # at once by the operation that made them, unless it was cut off).
+        pending = self.db.autocommit(
+            lambda c: c.execute(instance_sql.INSTANCES_WITH_EVENTS, {"limit": limit}).fetchall()
+        )
+        delivered = sum(self.deliver_events(r["instance_id"], wait=False) for r in pending)
+        self.deliver_pending()
+        if fired:
+            self.metrics.add("TimersFired", fired)
+        return {
+            "instancesTimedOut": instances,
+            "jobTimeouts": attempts,
+            "timersFired": fired,
+            "eventsDelivered": delivered,
+        }
+
+    def _fire_timer(self, iid: uuid.UUID, exec_id: uuid.UUID) -> int:
+        def work(conn: Conn) -> int:
+            row = first_in_transaction(conn, instance_sql.LOCK_INSTANCE_OR_SKIP, {"id": iid})
+            if row is None or row["status"] != InstanceStatus.RUNNING:
+                return 0  # being decided elsewhere (the next pass fires it), or paused or ended
+            found = conn.execute(instance_sql.EXECUTION, {"id": exec_id}).fetchone()
+            if found is None or found["status"] != StepStatus.IN_PROGRESS:
+                return 0
+            e = exec_from_row(found)
+            self._decide(conn, row, lambda d: d.timer_fired(e))
+            return 1
+
+        return self.db.transaction(work, explicit_begin=True)
+
+    def deliver_events(self, iid: uuid.UUID, *, wait: bool = True) -> int:
+        """Act on the events other transactions left for instance ``iid`` (a child ended, a
+        parent asks it to cancel), in one decision that locks it; returns how many. ``wait``
+        False skips an instance being decided elsewhere (the sweeper comes back to it)."""
+
+        def work(conn: Conn) -> int:
+            lock = instance_sql.LOCK_INSTANCE if wait else instance_sql.LOCK_INSTANCE_OR_SKIP
+            row = first_in_transaction(conn, lock, {"id": iid})
+            if row is None:
+                return 0
+            events = conn.execute(
+                instance_sql.EVENTS_OF_INSTANCE, {"id": iid, "kinds": ["CHILD_ENDED", "CANCEL"]}
+            ).fetchall()
+            if not events:
+                return 0
+            if row["status"] not in LIVE:  # it ended meanwhile: nothing left to act on
+                conn.execute(
+                    instance_sql.DELETE_EVENTS,
+                    {"instance_id": iid, "ids": [e["id"] for e in events]},
+                )
+                return len(events)
+            self._decide(conn, row, lambda d: _act_on_events(d, events))
+            return len(events)
+
+        return self.db.transaction(work, explicit_begin=True)
 
     def _time_out_job(self, jid: uuid.UUID) -> int:
         def work(conn: Conn) -> int:
@@ -66,7 +131,7 @@ class Duties(EngineCore):
                 row is None  # being decided elsewhere: the next pass sees what came of it
                 or not row["past_deadline"]
                 or row["job_status"] not in (JobStatus.UNLOCKED, JobStatus.LOCKED)
-                or row["status"] != InstanceStatus.RUNNING
+                or row["status"] not in LIVE
             ):
                 return 0
             job = writer.job_ref(row)
@@ -85,3 +150,22 @@ class Duties(EngineCore):
             return 1
 
         return self.db.transaction(work, explicit_begin=True)
+
+
+def _act_on_events(d: Decider, events: list[dict[str, Any]]) -> None:
+    for event in events:
+        payload = event["payload"] or {}
+        if event["kind"] == "CANCEL":
+            d.changes.consumed_events.append(event["id"])
+            if d.active:
+                d.cancel(str(payload.get("reason") or "cancelled by its parent"))
+            continue
+        exec_id = event["step_execution_id"]
+        e = None if exec_id is None else d.reader.execution(exec_id)
+        child = payload.get("childId")
+        if e is None or str(e.child_instance_id) != child:
+            d.changes.consumed_events.append(event["id"])  # from a child the step moved on from
+            continue
+        d.child_ended(
+            e, payload.get("status", ""), payload.get("output"), payload.get("reason"), event["id"]
+        )

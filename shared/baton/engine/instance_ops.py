@@ -14,9 +14,10 @@ from psycopg.types.json import Jsonb
 from baton.definitions import WorkflowDefinition, parse_definition
 from baton.engine import paging, views, writer
 from baton.engine.core import EngineCore, log
-from baton.engine.decide import Decider, InstanceState
+from baton.engine.decide import AuditEvent, Decider, InstanceState
 from baton.engine.ids import parse_uuid
 from baton.engine.plan import Plan, job_types
+from baton.engine.reads import exec_from_row
 from baton.errors import (
     Conflict,
     DefinitionNotFound,
@@ -101,6 +102,7 @@ class InstanceOps(EngineCore):
             return iid, created, name
 
         iid, created, name = self.db.transaction(work, explicit_begin=True)
+        self.deliver_pending()
         log.info(
             "instance started" if created else "instance start repeated",
             extra={"instance_id": str(iid), "definition": name},
@@ -139,6 +141,13 @@ class InstanceOps(EngineCore):
             "idempotency_fingerprint": idempotency_fingerprint,
             "timeout_seconds": plan.definition.timeout_seconds,
             "queue_task_id": queue_task_id,
+            "parent_instance_id": None,
+            "parent_step_execution_id": None,
+            "depth": 0,
+            "status": None,
+            "output": None,
+            "reason": None,
+            "step_count": None,
         }
         insert_with_writes: dict[str, Any] | None = insert
         if idempotency_key is not None:
@@ -165,17 +174,11 @@ class InstanceOps(EngineCore):
             correlation_id=correlation_id,
             queue_task_id=queue_task_id,
         )
-        # A start computes no due times from the clock (they are computed by the database).
-        decider = Decider(
-            plan,
-            state,
-            lambda _sid: None,
-            datetime.now(UTC),
-            max_job_input_bytes=self.settings.max_payload_bytes,
-        )
+        decider = self.decider(conn, plan, state, datetime.now(UTC))
         decider.start()
         writer.write_start(conn, state, decider.changes, insert=insert_with_writes, commit=commit)
         self._report(decider)
+        self._note_deliveries(decider.changes)
         return iid, True
 
     def get_instance(self, instance_id: str) -> dict[str, Any]:
@@ -246,28 +249,206 @@ class InstanceOps(EngineCore):
         return paging.page("instances", [views.instance(r) for r in rows[:limit]], token)
 
     def cancel_instance(self, instance_id: str, reason: str | None = None) -> dict[str, Any]:
-        """Cancel a running instance with its open steps and jobs."""
+        """Cancel a running (or paused) instance with its open steps, jobs and child
+        instances."""
         iid = parse_uuid(instance_id, "id")
 
         def work(conn: Conn) -> None:
             row = self._lock_instance(conn, iid)
-            if row["status"] != InstanceStatus.RUNNING:
-                raise Conflict(f"instance {instance_id} is {row['status']}, not RUNNING")
+            _expect(
+                row,
+                instance_id,
+                "it has ended already",
+                InstanceStatus.RUNNING,
+                InstanceStatus.PAUSED,
+            )
             self._decide(conn, row, lambda d: d.cancel(reason or "cancelled through the API"))
 
         self.db.transaction(work, explicit_begin=True)
+        self.deliver_pending()
         log.info("instance cancelled", extra={"instance_id": instance_id})
         return self.get_instance(instance_id)
 
+    def pause_instance(self, instance_id: str) -> dict[str, Any]:
+        """Pause a running instance: it schedules no new work until resumed (jobs in flight may
+        finish; what would follow them waits). Pausing a paused instance changes nothing."""
+        iid = parse_uuid(instance_id, "id")
+
+        def work(conn: Conn) -> None:
+            row = self._lock_instance(conn, iid)
+            if row["status"] == InstanceStatus.PAUSED:
+                return
+            _expect(
+                row, instance_id, "only a running instance can be paused", InstanceStatus.RUNNING
+            )
+            self._decide(conn, row, lambda d: d.pause())
+
+        self.db.transaction(work, explicit_begin=True)
+        log.info("instance paused", extra={"instance_id": instance_id})
+        return self.get_instance(instance_id)
+
+    def resume_instance(self, instance_id: str) -> dict[str, Any]:
+        """Resume a paused instance: what waited for the resume runs now, and the timers that
+        fell due meanwhile fire, in the same decision. Resuming a running instance changes
+        nothing."""
+        iid = parse_uuid(instance_id, "id")
+
+        def work(conn: Conn) -> None:
+            row = self._lock_instance(conn, iid)
+            if row["status"] == InstanceStatus.RUNNING:
+                return
+            _expect(
+                row, instance_id, "only a paused instance can be resumed", InstanceStatus.PAUSED
+            )
+            with conn.pipeline():
+                waiting = conn.execute(
+                    instance_sql.EVENTS_OF_INSTANCE, {"id": iid, "kinds": ["CONTINUE"]}
+                )
+                due = conn.execute(instance_sql.TIMERS_DUE_OF_INSTANCE, {"id": iid})
+            events, timers = waiting.fetchall(), due.fetchall()
+
+            def act(d: Decider) -> None:
+                d.resume()
+                for event in events:
+                    e = d.reader.execution(event["step_execution_id"])
+                    payload = event["payload"] or {}
+                    if e is None:
+                        d.changes.consumed_events.append(event["id"])
+                        continue
+                    d.continue_after(e, payload.get("output"), event["id"])
+                for timer in timers:
+                    d.timer_fired(exec_from_row(timer))
+
+            self._decide(conn, row, act)
+
+        self.db.transaction(work, explicit_begin=True)
+        self.deliver_pending()
+        log.info("instance resumed", extra={"instance_id": instance_id})
+        return self.get_instance(instance_id)
+
+    def retry_instance(self, instance_id: str) -> dict[str, Any]:
+        """Run a FAILED or TIMED_OUT instance again from what failed, keeping what completed
+        (see ``engine.reopen``)."""
+        iid = parse_uuid(instance_id, "id")
+
+        def work(conn: Conn) -> None:
+            row = self._lock_instance(conn, iid)
+            _expect(
+                row,
+                instance_id,
+                "only a failed or timed-out instance can be retried (restart runs any ended one)",
+                InstanceStatus.FAILED,
+                InstanceStatus.TIMED_OUT,
+            )
+            with conn.pipeline():
+                last = conn.execute(instance_sql.LAST_IN_SCOPE, {"id": iid})
+                waiting = conn.execute(
+                    instance_sql.EVENTS_OF_INSTANCE, {"id": iid, "kinds": ["CONTINUE"]}
+                )
+            rows = last.fetchall()
+            lasts = {r["scope"]: exec_from_row(r) for r in rows}
+            stale = [e["id"] for e in waiting.fetchall()]
+            for r in rows:
+                if r["step_type"] == "TERMINATE" and r["status"] == StepStatus.COMPLETED:
+                    raise Conflict(
+                        f"instance {instance_id} was ended by its TERMINATE step "
+                        f"{r['step_id']!r}; there is nothing to retry (restart it to run it again)"
+                    )
+
+            def act(d: Decider) -> None:
+                d.changes.consumed_events.extend(stale)
+                d.retry(lasts)
+
+            self._decide(conn, row, act)
+
+        self.db.transaction(work, explicit_begin=True)
+        self.deliver_pending()
+        log.info("instance retried", extra={"instance_id": instance_id})
+        return self.get_instance(instance_id)
+
+    def restart_instance(
+        self, instance_id: str, *, use_latest_definition: bool = False
+    ) -> dict[str, Any]:
+        """Run an ended instance again from the start with the same input, as the next run of
+        the same id: the previous run's steps and jobs are replaced (its audit trail stays).
+        ``use_latest_definition`` runs the newest version of its definition instead of the one
+        it ran."""
+        iid = parse_uuid(instance_id, "id")
+
+        def work(conn: Conn) -> None:
+            row = self._lock_instance(conn, iid)
+            if not InstanceStatus(row["status"]).terminal:
+                raise Conflict(
+                    f"instance {instance_id} is {row['status']}; only an ended instance can be "
+                    "restarted (cancel it first)"
+                )
+            snapshot_id, plan = row["snapshot_id"], self.snapshots.plan(conn, row["snapshot_id"])
+            version = row["definition_version"]
+            if use_latest_definition:
+                stored = conn.execute(
+                    definition_sql.DEFINITION_WITH_TASK_DEFS,
+                    {"name": row["definition_name"], "version": None},
+                ).fetchone()
+                if stored is None:
+                    raise DefinitionNotFound(row["definition_name"], None)
+                snapshot_id, plan = self.snapshots.of_stored(conn, stored)
+                version = stored["version"]
+            with conn.pipeline():
+                conn.execute(instance_sql.CLEAR_RUN, {"id": iid})
+                conn.execute(
+                    instance_sql.RESTART_INSTANCE,
+                    {
+                        "id": iid,
+                        "expected": row["version"],
+                        "snapshot_id": snapshot_id,
+                        "definition_version": version,
+                        "timeout_seconds": plan.definition.timeout_seconds,
+                    },
+                )
+            state = writer.state_from_row(
+                {**row, "status": InstanceStatus.RUNNING, "variables": {}, "step_count": 0}
+            )
+            state.version = row["version"] + 1
+            decider = self.decider(conn, plan, state, row["now"])
+            decider.changes.audit.append(
+                AuditEvent("INSTANCE_RESTARTED", None, {"run": row["run"] + 1})
+            )
+            decider.start()
+            writer.write_start(conn, state, decider.changes, insert=None, commit=True)
+            self._report(decider)
+            self._note_deliveries(decider.changes)
+
+        self.db.transaction(work, explicit_begin=True)
+        self.deliver_pending()
+        log.info("instance restarted", extra={"instance_id": instance_id})
+        return self.get_instance(instance_id)
+
     def complete_user_task(
-        self, instance_id: str, step_id: str, variables: dict[str, Any] | None = None
+        self,
+        instance_id: str,
+        step_id: str,
+        variables: dict[str, Any] | None = None,
+        *,
+        step_execution_id: str | None = None,
     ) -> dict[str, Any]:
         """Complete a waiting USER_TASK step; ``variables`` become its output."""
         return self._resume_waiting(
-            instance_id, step_id, "USER_TASK", variables or {}, "USER_TASK_COMPLETED"
+            instance_id,
+            step_id,
+            "USER_TASK",
+            variables or {},
+            "USER_TASK_COMPLETED",
+            step_execution_id,
         )
 
-    def signal(self, instance_id: str, step_id: str, payload: Any = None) -> dict[str, Any]:
+    def signal(
+        self,
+        instance_id: str,
+        step_id: str,
+        payload: Any = None,
+        *,
+        step_execution_id: str | None = None,
+    ) -> dict[str, Any]:
         """Deliver a signal to a waiting SIGNAL step; ``payload`` becomes its output."""
         return self._resume_waiting(
             instance_id,
@@ -275,12 +456,24 @@ class InstanceOps(EngineCore):
             "SIGNAL",
             payload if payload is not None else {},
             "SIGNAL_RECEIVED",
+            step_execution_id,
         )
 
-    def _resume_waiting(
-        self, instance_id: str, step_id: str, step_type: str, output: Any, event: str
+    def _resume_waiting(  # noqa: PLR0917 (the two public callers name their arguments)
+        self,
+        instance_id: str,
+        step_id: str,
+        step_type: str,
+        output: Any,
+        event: str,
+        step_execution_id: str | None,
     ) -> dict[str, Any]:
+        """Complete a waiting execution of ``step_id``: the one named, else the oldest waiting
+        (a step inside a MAP or a loop may wait in several executions at once)."""
         iid = parse_uuid(instance_id, "id")
+        exec_id = (
+            None if step_execution_id is None else parse_uuid(step_execution_id, "stepExecutionId")
+        )
         self._check_size(output, "payload")
 
         def work(conn: Conn) -> None:
@@ -291,20 +484,35 @@ class InstanceOps(EngineCore):
             actual = plan.step(step_id).type
             if actual != step_type:
                 raise Conflict(f"step {step_id!r} is a {actual}, not a {step_type}")
-            if row["status"] != InstanceStatus.RUNNING:
-                raise Conflict(f"instance {instance_id} is {row['status']}, not RUNNING")
-            step_row = conn.execute(
-                instance_sql.LATEST_STEP, {"instance_id": iid, "step_id": step_id}
-            ).fetchone()
-            if step_row is None or step_row["status"] != StepStatus.IN_PROGRESS:
-                where = "has not started" if step_row is None else f"is {step_row['status']}"
-                raise Conflict(f"step {step_id!r} {where}; it is not waiting")
-            self._decide(
-                conn, row, lambda d: d.resume_waiting(step_id, step_row["id"], output, event)
+            _expect(
+                row,
+                instance_id,
+                "its steps wait no more",
+                InstanceStatus.RUNNING,
+                InstanceStatus.PAUSED,
             )
+            found = conn.execute(
+                instance_sql.WAITING_EXECUTION,
+                {"instance_id": iid, "step_id": step_id, "exec_id": exec_id},
+            ).fetchone()
+            if found is None and exec_id is not None:
+                raise Conflict(f"step {step_id!r} has no execution {step_execution_id}")
+            if found is None or found["status"] != StepStatus.IN_PROGRESS:
+                where = "has not started" if found is None else f"is {found['status']}"
+                raise Conflict(f"step {step_id!r} {where}; it is not waiting")
+            e = exec_from_row(found)
+            self._decide(conn, row, lambda d: d.resume_waiting(e, output, event))
 
         self.db.transaction(work, explicit_begin=True)
+        self.deliver_pending()
         return self.get_instance(instance_id)
+
+
+def _expect(row: dict[str, Any], instance_id: str, what: str, *allowed: InstanceStatus) -> None:
+    """Refuse an operation on an instance whose status does not allow it (409)."""
+    if row["status"] not in allowed:
+        wanted = " or ".join(allowed)
+        raise Conflict(f"instance {instance_id} is {row['status']}, not {wanted}: {what}")
 
 
 def _search_cursor(token: str) -> tuple[datetime, uuid.UUID]:

@@ -122,6 +122,7 @@ class JobOps(EngineCore):
             return True
 
         applied = self._on_job(jid, decide)
+        self.deliver_pending()
         return {"jobId": job_id, "status": "COMPLETED", "applied": applied}
 
     def fail_job(
@@ -168,7 +169,9 @@ class JobOps(EngineCore):
                 }
             return {"jobId": job_id, "status": "FAILED", "applied": True}
 
-        return self._on_job(jid, decide)
+        outcome = self._on_job(jid, decide)
+        self.deliver_pending()
+        return outcome
 
     def heartbeat(
         self, job_id: str, worker_id: str, *, attempt: int | None = None

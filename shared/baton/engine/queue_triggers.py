@@ -151,7 +151,9 @@ class QueueTriggers:
                 )
             return len(tasks)
 
-        return self.db.transaction(work)
+        started = self.db.transaction(work)
+        self.engine.deliver_pending()
+        return started
 
     def tick(self) -> dict[str, int]:
         """The dispatcher's scheduled duty: lapse expired claims, dispatch, report depth."""

@@ -27,6 +27,7 @@ def exec_from_row(row: dict[str, Any]) -> Exec:
         state=row["state"],
         input=row["input"],
         child_instance_id=row["child_instance_id"],
+        output=row.get("output"),
     )
 
 

@@ -50,8 +50,18 @@ def step(row: dict[str, Any]) -> dict[str, Any]:
             "createdAt": ts(row["created_at"]),
             "startedAt": ts(row["started_at"]),
             "completedAt": ts(row["completed_at"]),
+            "parentStepExecutionId": _id(row.get("parent_step_execution_id")),
+            "branch": row.get("branch"),
+            "itemIndex": row.get("item_index"),
+            "iteration": row.get("iteration"),
+            "wakeAt": ts(row.get("wake_at")),
+            "childInstanceId": _id(row.get("child_instance_id")),
         }
     )
+
+
+def _id(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def instance(row: dict[str, Any], steps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -71,6 +81,8 @@ def instance(row: dict[str, Any], steps: list[dict[str, Any]] | None = None) -> 
             "parentInstanceId": None
             if row["parent_instance_id"] is None
             else str(row["parent_instance_id"]),
+            "parentStepExecutionId": _id(row.get("parent_step_execution_id")),
+            "run": row.get("run", 1),
             "createdAt": ts(row["created_at"]),
             "updatedAt": ts(row["updated_at"]),
             "completedAt": ts(row["completed_at"]),

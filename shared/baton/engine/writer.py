@@ -226,6 +226,7 @@ def pieces_of(
                     "reason": inst.reason,
                     "expected": inst.version,
                     "clear_timeout": inst.clear_timeout,
+                    "reset_timeout": inst.reset_timeout,
                     "added_steps": added,
                 },
             )
@@ -286,10 +287,6 @@ def pieces_of(
     out.extend(
         Piece(job_sql.SCHEDULE_RETRY, {**_guard(r.job), "run_at": r.run_at}, 1)
         for r in changes.retried_jobs
-    )
-    out.extend(
-        Piece(job_sql.REOPEN, {**_guard(r.job), "retries": r.retries_remaining}, 1)
-        for r in changes.reopened_jobs
     )
     prefixes = _outermost(changes.cancel_scopes)
     written_jobs = changes.written_jobs()

@@ -76,7 +76,10 @@ UPDATE instance
        step_count = step_count + %(added_steps)s,
        completed_at = CASE WHEN %(status)s NOT IN ('RUNNING', 'PAUSED') THEN now() END,
        timeout_at = CASE WHEN %(clear_timeout)s OR %(status)s NOT IN ('RUNNING', 'PAUSED')
-                         THEN NULL ELSE timeout_at END
+                              OR %(reset_timeout)s::int = 0 THEN NULL
+                         WHEN %(reset_timeout)s::int > 0
+                         THEN now() + make_interval(secs => %(reset_timeout)s::int)
+                         ELSE timeout_at END
  WHERE id = %(id)s /*after*/
 RETURNING 1
 """
@@ -98,7 +101,7 @@ UPDATE_STEP = """
 UPDATE step_execution
    SET status = %(status)s,
        output = coalesce(%(output)s, output),
-       error = coalesce(%(error)s, error),
+       error = nullif(coalesce(%(error)s, error), ''),  -- '' clears it (a retry reopens)
        attempt = coalesce(%(attempt)s, attempt),
        state = coalesce(%(state)s, state),
        child_instance_id = coalesce(%(child_instance_id)s, child_instance_id),
@@ -175,7 +178,7 @@ SELECT s.id, s.step_id, s.step_type, s.status, s.attempt, s.input, s.output, s.e
 """
 
 _EXECUTION = """
-SELECT id, step_id, step_type, scope, status, attempt, state, input, child_instance_id
+SELECT id, step_id, step_type, scope, status, attempt, state, input, child_instance_id, output
   FROM step_execution
 """
 
@@ -183,12 +186,15 @@ EXECUTION = _EXECUTION + " WHERE id = %(id)s"
 
 LOCK_EXECUTION_OR_SKIP = _EXECUTION + " WHERE id = %(id)s FOR UPDATE SKIP LOCKED"
 
-LATEST_STEP = """
-SELECT id, step_id, step_type, scope, status, attempt, state, input, child_instance_id
-  FROM step_execution
- WHERE instance_id = %(instance_id)s AND step_id = %(step_id)s
- ORDER BY created_at DESC LIMIT 1
-"""
+# The execution of a waiting step (USER_TASK, SIGNAL) that an API call completes: the named one,
+# else the oldest still waiting (a step inside a MAP or a loop may wait in several at once).
+WAITING_EXECUTION = (
+    _EXECUTION
+    + """ WHERE instance_id = %(instance_id)s AND step_id = %(step_id)s
+   AND (%(exec_id)s::uuid IS NULL OR id = %(exec_id)s::uuid)
+ ORDER BY status = 'IN_PROGRESS' DESC, created_at, id
+ LIMIT 1"""
+)
 
 # The latest completed output of a step inside a scope (the execution an expression reads).
 LATEST_OUTPUT = """
@@ -207,21 +213,11 @@ SELECT DISTINCT ON (step_id, branch, item_index) step_id, branch, item_index, ou
  ORDER BY step_id, branch, item_index, created_at DESC
 """
 
-# Everything an instance retry needs to find what failed and reopen it.
-UNFINISHED_EXECUTIONS = """
-SELECT s.id, s.step_id, s.step_type, s.scope, s.status, s.attempt, s.state, s.input,
-       s.child_instance_id, s.created_at,
-       j.id AS job_id, j.status AS job_status, j.worker_id, j.attempt AS job_attempt
-  FROM step_execution s
-  LEFT JOIN job j ON j.instance_id = s.instance_id AND j.step_execution_id = s.id
- WHERE s.instance_id = %(id)s
-   AND (s.status <> 'COMPLETED' OR s.step_type IN ('SWITCH', 'PARALLEL', 'MAP', 'DO_WHILE'))
- ORDER BY s.created_at, s.id
-"""
-
-# The last execution in each scope an instance retry looks at (to tell a finished list).
+# The last execution in each scope (each list of each operator execution): where an instance
+# retry finds what failed, what was cancelled with it, and which lists had finished.
 LAST_IN_SCOPE = """
-SELECT DISTINCT ON (scope) scope, step_id, status
+SELECT DISTINCT ON (scope)
+       id, step_id, step_type, scope, status, attempt, state, input, child_instance_id, output
   FROM step_execution WHERE instance_id = %(id)s
  ORDER BY scope, created_at DESC, id DESC
 """
@@ -245,6 +241,14 @@ SELECT s.id, s.instance_id FROM step_execution s
  ORDER BY s.wake_at
  LIMIT %(limit)s
 """
+
+# The timers of one instance that fell due (while it was paused).
+TIMERS_DUE_OF_INSTANCE = (
+    _EXECUTION
+    + """ WHERE instance_id = %(id)s AND status = 'IN_PROGRESS' AND wake_at IS NOT NULL
+   AND wake_at <= now()
+ ORDER BY wake_at"""
+)
 
 AUDIT_OF_INSTANCE = """
 SELECT id, at, job_id, event, detail FROM audit_log

@@ -192,18 +192,6 @@ UPDATE job SET status = 'CANCELLED', completed_at = now(), lock_expires_at = NUL
     + _GUARD
 )
 
-# An instance retry runs the job again: its next attempt, now, with its retries reset.
-REOPEN = (
-    """
-UPDATE job
-   SET status = 'UNLOCKED', worker_id = NULL, locked_at = NULL, lock_expires_at = NULL,
-       completed_at = NULL, run_at = now(), attempt = attempt + 1,
-       retries_remaining = %(retries)s,
-       deadline_at = CASE WHEN poll_timeout_seconds > 0
-                          THEN now() + make_interval(secs => poll_timeout_seconds) END"""
-    + _GUARD
-)
-
 # A timeout with ALERT_ONLY: alerted once, the attempt keeps its lease (or its place in line).
 CLEAR_DEADLINE = (
     """

@@ -4,6 +4,7 @@ branch per step type; adding a type is a module and a line in this table."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from baton.status import InstanceStatus
@@ -24,6 +25,12 @@ class Operator(Protocol):
         self, d: Decider, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
     ) -> None:
         """Something in the list ``key`` of ``owner`` failed with ``reason``."""
+
+    def reopen(
+        self, d: Decider, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
+    ) -> None:
+        """An instance retry runs ``owner`` (failed or cancelled) again; ``lists`` holds the last
+        execution of each of its lists by key, and ``rerun`` carries an unfinished one on."""
 
 
 def _table() -> dict[str, Operator]:

@@ -5,9 +5,11 @@ while the condition still holds fails the step. Output: the last iteration's out
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from baton.conditions import ConditionError, truthy
+from baton.engine.decide import child_scope
 from baton.engine.operators.switch import joined
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import DoWhileStep
@@ -26,13 +28,13 @@ class DoWhile:
 
     def _iterate(self, d: Decider, step: DoWhileStep, owner: Exec, k: int) -> None:
         first = step.steps[0]
-        d.later(lambda: d.schedule(first, f"{owner.scope}{owner.id}#k{k}/"))
+        d.later(lambda: d.schedule(first, child_scope(owner, f"k{k}")))
 
     def list_ended(self, d: Decider, owner: Exec, key: str, output: Any) -> None:
         step = d.plan.step(owner.step_id)
         assert isinstance(step, DoWhileStep)
         k = int(key[1:])
-        body_scope = f"{owner.scope}{owner.id}#k{k}/"
+        body_scope = child_scope(owner, f"k{k}")
         point = f"while:{step.id}"
         try:
             condition = d.plan.condition(f"{step.id}#while", step.while_)
@@ -61,3 +63,17 @@ class DoWhile:
         self, d: Decider, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
     ) -> None:
         d.fail_operator(owner, reason, instance_status)
+
+    def reopen(
+        self, d: Decider, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
+    ) -> None:
+        from baton.engine.reopen import list_done
+
+        k = max(int(key[1:]) for key in lists)
+        last = lists[f"k{k}"]
+        owner = d.reopen(owner, {"iteration": k})
+        if list_done(d, last):  # the iteration ended; its condition (or the limit) failed it
+            scope = child_scope(owner, f"k{k}")
+            d.later(lambda: d.list_ended(scope, last.output))
+        else:
+            rerun(last)

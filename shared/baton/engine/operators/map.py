@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from baton.engine.operators.parallel import branch_outputs
+from baton.engine.decide import child_scope
+from baton.engine.operators.parallel import branch_outputs, list_done_at
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import MAX_MAP_ITEMS, MapStep
 
@@ -48,7 +50,7 @@ class Map:
 
     def _start_item(self, d: Decider, step: MapStep, owner: Exec, i: int) -> None:
         first = step.steps[0]
-        d.later(lambda: d.schedule(first, f"{owner.scope}{owner.id}#i{i}/"))
+        d.later(lambda: d.schedule(first, child_scope(owner, f"i{i}")))
 
     def list_ended(self, d: Decider, owner: Exec, key: str, output: Any) -> None:
         step = d.plan.step(owner.step_id)
@@ -61,8 +63,35 @@ class Map:
         owner = d.set_state(owner, {"total": total, "next": nxt, "ended": ended})
         if ended < total:
             return
+        self._join(d, step, owner, total)
+
+    def _join(self, d: Decider, step: MapStep, owner: Exec, total: int) -> None:
         outputs = branch_outputs(d, owner, {step.steps[-1].id: 0}, "item_index")
         d.complete(owner, [outputs.get(i) for i in range(total)])
+
+    def reopen(
+        self, d: Decider, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
+    ) -> None:
+        step = d.plan.step(owner.step_id)
+        assert isinstance(step, MapStep)
+        total = len(owner.input) if isinstance(owner.input, list) else 0
+        started = [int(key[1:]) for key in lists]
+        nxt = max(started) + 1 if started else 0
+        done = [i for i in range(nxt) if list_done_at(d, lists, f"i{i}")]
+        # Unfinished items run again, then new ones start while the concurrency allows.
+        again = [i for i in range(nxt) if i not in done]
+        fresh = max(0, min(step.max_concurrency - len(again), total - nxt))
+        owner = d.reopen(owner, {"total": total, "next": nxt + fresh, "ended": len(done)})
+        for i in again:
+            last = lists.get(f"i{i}")
+            if last is None:
+                self._start_item(d, step, owner, i)
+            else:
+                rerun(last)
+        for i in range(nxt, nxt + fresh):
+            self._start_item(d, step, owner, i)
+        if len(done) == total:
+            self._join(d, step, owner, total)
 
     def child_failed(
         self, d: Decider, owner: Exec, key: str, reason: str, instance_status: InstanceStatus

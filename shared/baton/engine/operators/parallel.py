@@ -6,8 +6,10 @@ work, unless ``failFast`` is false (the others then finish first)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from baton.engine.decide import child_scope
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import ParallelStep
 
@@ -24,7 +26,7 @@ class Parallel:
         )
         owner = d.execution(new.id)
         for b, branch in enumerate(step.branches):
-            self._start_branch(d, branch[0], f"{owner.scope}{owner.id}#b{b}/")
+            self._start_branch(d, branch[0], child_scope(owner, f"b{b}"))
 
     @staticmethod
     def _start_branch(d: Decider, first: Step, scope: str) -> None:
@@ -53,8 +55,12 @@ class Parallel:
         if failure is not None:
             failed[str(branch)] = failure
         owner = d.set_state(owner, {"ended": ended, "failed": failed})
-        if len(ended) < len(step.branches):
-            return
+        if len(ended) == len(step.branches):
+            self._join(d, owner, failed)
+
+    def _join(self, d: Decider, owner: Exec, failed: dict[str, str]) -> None:
+        step = d.plan.step(owner.step_id)
+        assert isinstance(step, ParallelStep)
         if failed:
             first = failed[min(failed, key=int)]
             d.fail_operator(owner, first)
@@ -62,6 +68,31 @@ class Parallel:
         last = {branch[-1].id: b for b, branch in enumerate(step.branches)}
         outputs = branch_outputs(d, owner, last, "branch")
         d.complete(owner, {str(b): outputs.get(b) for b in range(len(step.branches))})
+
+    def reopen(
+        self, d: Decider, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
+    ) -> None:
+        from baton.engine.reopen import list_done
+
+        step = d.plan.step(owner.step_id)
+        assert isinstance(step, ParallelStep)
+        done = [b for b in range(len(step.branches)) if list_done_at(d, lists, f"b{b}")]
+        owner = d.reopen(owner, {"ended": done, "failed": {}})
+        for b, branch in enumerate(step.branches):
+            last = lists.get(f"b{b}")
+            if last is None:
+                self._start_branch(d, branch[0], child_scope(owner, f"b{b}"))
+            elif not list_done(d, last):
+                rerun(last)
+        if len(done) == len(step.branches):
+            self._join(d, owner, {})
+
+
+def list_done_at(d: Decider, lists: dict[str, Exec], key: str) -> bool:
+    from baton.engine.reopen import list_done
+
+    last = lists.get(key)
+    return last is not None and list_done(d, last)
 
 
 def branch_outputs(

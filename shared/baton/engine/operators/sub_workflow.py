@@ -8,6 +8,7 @@ names, started when an instance fails."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -130,6 +131,11 @@ class SubWorkflow:
 
     def child_failed(
         self, d: Decider, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
+    ) -> None:
+        raise AssertionError("a SUB_WORKFLOW has no nested lists")
+
+    def reopen(
+        self, d: Decider, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
     ) -> None:
         raise AssertionError("a SUB_WORKFLOW has no nested lists")
 

@@ -3,9 +3,11 @@ order), else ``default``. Output: ``case`` plus the last step output of the list
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from baton.conditions import ConditionError, truthy
+from baton.engine.decide import child_scope
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import SwitchStep
 from baton.structure import condition_references
@@ -71,6 +73,19 @@ class Switch:
         self, d: Decider, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
     ) -> None:
         d.fail_operator(owner, reason, instance_status)
+
+    def reopen(
+        self, d: Decider, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
+    ) -> None:
+        from baton.engine.reopen import list_done
+
+        owner = d.reopen(owner, owner.state)
+        ((key, last),) = lists.items()  # the one case taken
+        if list_done(d, last):
+            scope = child_scope(owner, key)
+            d.later(lambda: d.list_ended(scope, last.output))
+        else:
+            rerun(last)
 
 
 def _as_case(value: Any) -> str:

@@ -4,6 +4,7 @@ through the API), TIMER (a durable wait), SET_VARIABLE and TERMINATE (done at on
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,11 @@ class Leaf:
 
     def child_failed(
         self, d: Decider, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
+    ) -> None:
+        raise AssertionError(f"{owner.step_id} has no nested lists")
+
+    def reopen(
+        self, d: Decider, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
     ) -> None:
         raise AssertionError(f"{owner.step_id} has no nested lists")
 

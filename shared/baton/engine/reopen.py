@@ -1,0 +1,68 @@
+"""An instance retry: a FAILED or TIMED_OUT instance runs again from what failed, keeping what
+completed.
+
+The decision reads the last execution of every list (every scope) and walks down from the root:
+a list whose last execution completed moves on from there; an operator execution that failed or
+was cancelled is reopened (its bookkeeping recomputed from its lists, each unfinished list
+rerun); any other execution that did not complete (a failed task, a cancelled sibling, a failed
+sub-workflow, an operator that failed before its lists started) runs again as a new execution in
+the same place, with a new job, a new child or a new wait, and its retry counters reset. The
+executions that failed stay as they were, so the run's history keeps them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+
+from baton.engine.decide import Decider, Exec, key_of, parent_of
+from baton.status import StepStatus
+
+
+class Lists:
+    """The last execution of each list of each operator execution, by owner and key."""
+
+    def __init__(self, lasts: Mapping[str, Exec]) -> None:
+        self.by_owner: dict[uuid.UUID, dict[str, Exec]] = {}
+        for scope, e in lasts.items():
+            owner = parent_of(scope)
+            if owner is not None:
+                self.by_owner.setdefault(owner, {})[key_of(scope)] = e
+
+    def of(self, owner: Exec) -> dict[str, Exec]:
+        return self.by_owner.get(owner.id, {})
+
+
+def reopen_instance(d: Decider, lasts: Mapping[str, Exec]) -> None:
+    """Rerun what did not finish, from the root list down."""
+    lists = Lists(lasts)
+    root = lasts.get("")
+    if root is None:  # nothing ran at all
+        first = d.plan.first()
+        d.later(lambda: d.schedule(first, ""))
+        return
+    rerun(d, lists, root)
+
+
+def list_done(d: Decider, last: Exec) -> bool:
+    """Whether a list whose last execution is ``last`` ran to its end."""
+    return last.status == StepStatus.COMPLETED and d.plan.next_after(last.step_id) is None
+
+
+def rerun(d: Decider, lists: Lists, e: Exec) -> None:
+    """Carry on the list ``e`` is the last execution of."""
+    from baton.engine.operators import OPERATORS
+
+    if e.status == StepStatus.COMPLETED:
+        nxt = d.plan.next_after(e.step_id)
+        if nxt is not None:
+            d.later(lambda: d.schedule(nxt, e.scope))
+        else:
+            d.later(lambda: d.list_ended(e.scope, e.output))
+        return
+    step = d.plan.step(e.step_id)
+    inside = lists.of(e)
+    if inside:
+        OPERATORS[step.type].reopen(d, e, inside, lambda last: rerun(d, lists, last))
+        return
+    d.later(lambda: d.schedule(step, e.scope))
