@@ -59,6 +59,8 @@ class EngineSettings:
     max_search_limit: int = 100
     # Hard limit for an inline JSON payload (instance input, job output, signal payload).
     max_payload_bytes: int = 2_000_000
+    # Step executions one instance may create; past it, the step being scheduled fails.
+    max_step_executions: int = 100_000
 
 
 @dataclass(frozen=True, slots=True)

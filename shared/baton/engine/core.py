@@ -80,6 +80,7 @@ class EngineCore:
             DbReader(conn, state.id, self.snapshots),
             now,
             max_job_input_bytes=self.settings.max_payload_bytes,
+            max_step_executions=self.settings.max_step_executions,
         )
 
     # --- events between instances ----------------------------------------------------------

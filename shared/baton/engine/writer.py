@@ -30,7 +30,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from baton.engine.decide import Changes, InstanceState, JobRef
+from baton.engine.decide import Changes, InstanceState, JobRef, NewJob, NewStep
 from baton.status import InstanceStatus
 from baton.store import instance_sql, job_sql, queue_sql
 from baton.store.db import Conn
@@ -232,50 +232,22 @@ def pieces_of(
             )
         )
         inst.version += 1
-    for s in changes.new_steps.values():
-        out.append(
-            Piece(
-                instance_sql.INSERT_STEP,
-                {
-                    "id": s.id,
-                    "instance_id": iid,
-                    "step_id": s.step_id,
-                    "step_type": s.step_type,
-                    "status": s.status,
-                    "attempt": s.attempt,
-                    "input": _json(s.input),
-                    "output": _json(s.output),
-                    "error": s.error,
-                    "parent_id": s.parent_id,
-                    "scope": s.scope,
-                    "branch": s.branch,
-                    "item_index": s.item_index,
-                    "iteration": s.iteration,
-                    "state": _json(s.state),
-                    "wake_at": s.wake_at,
-                    "child_instance_id": s.child_instance_id,
-                },
-            )
-        )
-    for j in changes.new_jobs:
+    steps = [_step_row(s) for s in changes.new_steps.values()]
+    if len(steps) == 1:  # the common case keeps its typed, prepared single-row insert
+        out.append(Piece(instance_sql.INSERT_STEP, {**_jsonb(steps[0]), "instance_id": iid}))
+    elif steps:
+        out.append(Piece(instance_sql.INSERT_STEPS, {"instance_id": iid, "rows": _rows(steps)}))
+    jobs = [_job_row(j) for j in changes.new_jobs]
+    if len(jobs) == 1:
+        row = jobs[0]
         out.append(
             Piece(
                 job_sql.INSERT,
-                {
-                    "id": j.id,
-                    "instance_id": iid,
-                    "step_execution_id": j.step_execution_id,
-                    "job_type": j.job_type,
-                    "status": j.status,
-                    "lease_seconds": j.lease_seconds,
-                    "retries_remaining": j.retries_remaining,
-                    "payload": j.payload_json,
-                    "payload_bytes": len(j.payload_json),
-                    "poll_timeout": j.poll_timeout_seconds,
-                    "timeout": j.timeout_seconds,
-                },
+                {**row, "instance_id": iid, "payload": changes.new_jobs[0].payload_json},
             )
         )
+    elif jobs:
+        out.append(Piece(job_sql.INSERT_MANY, {"instance_id": iid, "rows": _rows(jobs)}))
     for child in changes.children:
         out.extend(pieces_of(child.state, child.changes, new_instance=True, insert=child.insert))
     # Jobs before steps, the guarded jobs first.
@@ -369,6 +341,52 @@ def pieces_of(
             )
         )
     return out
+
+
+def _step_row(s: NewStep) -> dict[str, Any]:
+    return {
+        "id": s.id,
+        "step_id": s.step_id,
+        "step_type": s.step_type,
+        "status": s.status,
+        "attempt": s.attempt,
+        "input": s.input,
+        "output": s.output,
+        "error": s.error,
+        "parent_id": s.parent_id,
+        "scope": s.scope,
+        "branch": s.branch,
+        "item_index": s.item_index,
+        "iteration": s.iteration,
+        "state": s.state,
+        "wake_at": s.wake_at,
+        "child_instance_id": s.child_instance_id,
+    }
+
+
+def _jsonb(row: dict[str, Any]) -> dict[str, Any]:
+    """A step row as typed parameters (its JSON columns wrapped)."""
+    return {
+        **row,
+        "input": _json(row["input"]),
+        "output": _json(row["output"]),
+        "state": _json(row["state"]),
+    }
+
+
+def _job_row(j: NewJob) -> dict[str, Any]:
+    return {
+        "id": j.id,
+        "step_execution_id": j.step_execution_id,
+        "job_type": j.job_type,
+        "status": j.status,
+        "lease_seconds": j.lease_seconds,
+        "retries_remaining": j.retries_remaining,
+        "payload": j.payload,
+        "payload_bytes": len(j.payload_json),
+        "poll_timeout": j.poll_timeout_seconds,
+        "timeout": j.timeout_seconds,
+    }
 
 
 def _outermost(prefixes: list[str]) -> list[str]:

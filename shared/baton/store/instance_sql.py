@@ -97,6 +97,25 @@ VALUES (%(id)s, %(instance_id)s, %(step_id)s, %(step_type)s, %(status)s, %(attem
 RETURNING 1
 """
 
+# Many new step executions at once (a fan-out, a loop run through in one decision): one insert
+# from one JSON parameter, so the statement's size and shape do not grow with the count.
+INSERT_STEPS = """
+INSERT INTO step_execution (id, instance_id, step_id, step_type, status, attempt, input, output,
+                            error, parent_step_execution_id, scope, branch, item_index,
+                            iteration, state, wake_at, child_instance_id, started_at,
+                            completed_at)
+SELECT t.id, %(instance_id)s, t.step_id, t.step_type, t.status, t.attempt, t.input, t.output,
+       t.error, t.parent_id, t.scope, t.branch, t.item_index, t.iteration, t.state, t.wake_at,
+       t.child_instance_id,
+       CASE WHEN t.status <> 'SCHEDULED' THEN now() END,
+       CASE WHEN t.status NOT IN ('SCHEDULED', 'IN_PROGRESS') THEN now() END
+  FROM jsonb_to_recordset(%(rows)s::jsonb)
+       AS t(id uuid, step_id text, step_type text, status text, attempt int, input jsonb,
+            output jsonb, error text, parent_id uuid, scope text, branch int, item_index int,
+            iteration int, state jsonb, wake_at timestamptz, child_instance_id uuid)
+RETURNING 1
+"""
+
 UPDATE_STEP = """
 UPDATE step_execution
    SET status = %(status)s,

@@ -223,6 +223,21 @@ VALUES (%(id)s, %(instance_id)s, %(step_execution_id)s, %(job_type)s, %(status)s
         now(), now())
 """
 
+# Many new jobs at once (a fan-out): one insert from one JSON parameter (see INSERT_STEPS).
+INSERT_MANY = """
+INSERT INTO job (id, instance_id, step_execution_id, job_type, status, lease_seconds,
+                 retries_remaining, payload, payload_bytes, timeout_seconds,
+                 poll_timeout_seconds, deadline_at, run_at, created_at)
+SELECT t.id, %(instance_id)s, t.step_execution_id, t.job_type, t.status, t.lease_seconds,
+       t.retries_remaining, t.payload, t.payload_bytes, t.timeout, t.poll_timeout,
+       CASE WHEN t.poll_timeout > 0 THEN now() + make_interval(secs => t.poll_timeout) END,
+       now(), now()
+  FROM jsonb_to_recordset(%(rows)s::jsonb)
+       AS t(id uuid, step_execution_id uuid, job_type text, status text, lease_seconds int,
+            retries_remaining int, payload jsonb, payload_bytes int, timeout int,
+            poll_timeout int)
+"""
+
 # The open jobs of an instance that ended (``prefix`` ''), or of the steps inside one operator's
 # execution (its scope prefix), but the ones this decision wrote itself (one statement cannot
 # update a row twice). Their audit rows select from this CTE.
