@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 _EXPR = re.compile(r"(?<!\$)\$\{([^}]*)\}")
-_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)((?:\[\d+\])*)")
+# A key (a name, or digits: a PARALLEL's output is keyed by branch index) and list indexes.
+_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*|\d+)((?:\[\d+\])*)")
 _INDEX = re.compile(r"\[(\d+)\]")
 
 WORKFLOW = "workflow"
@@ -87,7 +88,13 @@ def references(template: Any) -> Iterator[tuple[str, str]]:
 
 
 def _walk(value: Any, path: tuple[str | int, ...]) -> Any:
-    for key in path:
+    for step in path:
+        # ``.1`` on a list reads its element 1, as ``[1]`` does
+        key = (
+            int(step)
+            if isinstance(step, str) and step.isdigit() and isinstance(value, list)
+            else step
+        )
         if isinstance(key, int):
             if not isinstance(value, list) or key >= len(value):
                 return None

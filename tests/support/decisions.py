@@ -208,9 +208,12 @@ class Run:
                 row.wake_at = u.wake_at
         for prefix in changes.cancel_scopes:
             for row in self.rows.values():
-                if row.status in OPEN and row.scope.startswith(prefix):
-                    if row.id not in written_steps:
-                        row.status = StepStatus.CANCELLED
+                if (
+                    row.status in OPEN
+                    and row.scope.startswith(prefix)
+                    and row.id not in written_steps
+                ):
+                    row.status = StepStatus.CANCELLED
         self.started_children.extend(changes.children)
         self.events.extend(changes.events)
 
@@ -240,7 +243,12 @@ class Run:
             ):
                 out[(r.step_id, r.branch, r.item_index)] = r
         return [
-            {"step_id": r.step_id, "branch": r.branch, "item_index": r.item_index, "output": r.output}
+            {
+                "step_id": r.step_id,
+                "branch": r.branch,
+                "item_index": r.item_index,
+                "output": r.output,
+            }
             for r in out.values()
         ]
 

@@ -107,7 +107,9 @@ def test_switch_conditions_are_jsonata_tried_in_order() -> None:
         run = Run(definition, input={"vip": vip}).start()
         run.complete("score", {"value": value})
         assert [j.job_type for j in run.open_jobs()] == [expected]
-        assert run.executions("route")[0].state == {"case": {"high": "0", "mid": "1"}.get(expected, "2")}
+        assert run.executions("route")[0].state == {
+            "case": {"high": "0", "mid": "1"}.get(expected, "2")
+        }
 
 
 def test_a_condition_that_fails_to_evaluate_fails_the_step_with_the_message() -> None:

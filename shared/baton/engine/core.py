@@ -69,7 +69,7 @@ class EngineCore:
         else:
             writer.write_locked(conn, state, decider.changes)
         self._report(decider)
-        self._note_deliveries(decider.changes)
+        self._note_deliveries(state.id, decider.changes)
         return result
 
     def decider(self, conn: Conn, plan: Plan, state: InstanceState, now: datetime) -> Decider:
@@ -85,30 +85,47 @@ class EngineCore:
 
     # --- events between instances ----------------------------------------------------------
 
-    def _note_deliveries(self, changes: Changes) -> None:
+    def _note_deliveries(self, iid: uuid.UUID, changes: Changes) -> None:
         """Instances this decision left an event for (a child's end, a cancel): the operation
         delivers them once its transaction has committed (the sweeper is the backstop)."""
         pending = self._pending()
         for event in changes.events:
             if event.kind in ("CHILD_ENDED", "CANCEL"):
-                pending.append(event.instance_id)
+                pending.append((event.instance_id, False))
+        if changes.cancel_scopes:
+            # Cancelled SUB_WORKFLOW steps leave their children a CANCEL (written by the
+            # statement itself, which alone knows which open steps had children).
+            pending.append((iid, True))
         for child in changes.children:
-            self._note_deliveries(child.changes)
+            self._note_deliveries(child.state.id, child.changes)
 
-    def _pending(self) -> list[uuid.UUID]:
-        pending: list[uuid.UUID] | None = getattr(self._local, "pending", None)
+    def _pending(self) -> list[tuple[uuid.UUID | None, bool]]:
+        pending: list[tuple[uuid.UUID | None, bool]] | None = getattr(self._local, "pending", None)
         if pending is None:
             pending = []
             self._local.pending = pending
         return pending
 
     def deliver_pending(self) -> None:
-        """Deliver the events the current thread's decisions left for instances."""
+        """Deliver the events the current thread's decisions left for instances (or, noted
+        as ``(parent, True)``, for the children of an instance that cancelled work)."""
         pending = self._pending()
         rounds = 0
-        while pending and rounds < 1_000:
+        while pending and rounds < 10_000:
             rounds += 1
-            self.deliver_events(pending.pop(0))
+            iid, children = pending.pop(0)
+            if iid is None:
+                continue
+            if children:
+                pending.extend((child, False) for child in self._children_with_events(iid))
+                continue
+            self.deliver_events(iid)
+
+    def _children_with_events(self, parent: uuid.UUID) -> list[uuid.UUID]:
+        rows = self.db.autocommit(
+            lambda c: c.execute(instance_sql.CHILDREN_WITH_EVENTS, {"parent": parent}).fetchall()
+        )
+        return [r["id"] for r in rows]
 
     def deliver_events(self, iid: uuid.UUID) -> int:
         """Act on an instance's events from other transactions (implemented by the duties)."""

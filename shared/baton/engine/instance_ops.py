@@ -178,7 +178,7 @@ class InstanceOps(EngineCore):
         decider.start()
         writer.write_start(conn, state, decider.changes, insert=insert_with_writes, commit=commit)
         self._report(decider)
-        self._note_deliveries(decider.changes)
+        self._note_deliveries(iid, decider.changes)
         return iid, True
 
     def get_instance(self, instance_id: str) -> dict[str, Any]:
@@ -416,7 +416,7 @@ class InstanceOps(EngineCore):
             decider.start()
             writer.write_start(conn, state, decider.changes, insert=None, commit=True)
             self._report(decider)
-            self._note_deliveries(decider.changes)
+            self._note_deliveries(iid, decider.changes)
 
         self.db.transaction(work, explicit_begin=True)
         self.deliver_pending()

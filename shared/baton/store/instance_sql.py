@@ -48,9 +48,9 @@ SELECT id, idempotency_fingerprint FROM instance WHERE idempotency_key = %(key)s
 """
 
 _INSTANCE_STATE = """
-SELECT id, definition_name, status, version, input, variables, correlation_id, snapshot_id,
-       queue_task_id, parent_instance_id, parent_step_execution_id, step_count, depth, run,
-       now() AS now
+SELECT id, definition_name, definition_version, status, version, input, variables, correlation_id,
+       snapshot_id, queue_task_id, parent_instance_id, parent_step_execution_id, step_count,
+       depth, run, now() AS now
   FROM instance
 """
 
@@ -251,6 +251,13 @@ INSTANCES_WITH_EVENTS = """
 SELECT DISTINCT instance_id FROM instance_event
  WHERE kind IN ('CHILD_ENDED', 'CANCEL')
  LIMIT %(limit)s
+"""
+
+# Children of an instance with events to act on (after the parent cancelled work).
+CHILDREN_WITH_EVENTS = """
+SELECT i.id FROM instance i
+ WHERE i.parent_instance_id = %(parent)s AND i.status IN ('RUNNING', 'PAUSED')
+   AND EXISTS (SELECT 1 FROM instance_event e WHERE e.instance_id = i.id AND e.kind = 'CANCEL')
 """
 
 TIMERS_DUE = """
