@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tests.support.helpers import unique
+from tests.support.helpers import wait_until as wait_for
 from tests.support.servers import CheckedServer
 
 pytestmark = [pytest.mark.e2e]
@@ -88,6 +89,152 @@ def test_readme_walkthrough(baton_server: CheckedServer) -> None:
     assert final["output"] == {"receipt": "R-1001", "tracking": "TRK-77"}
     assert [st["stepId"] for st in final["steps"]] == ["charge", "ship", "confirm"]
     assert all(st["status"] == "COMPLETED" for st in final["steps"])
+
+
+def test_readme_second_walkthrough_branches_fan_out_and_a_timer(
+    baton_server: CheckedServer,
+) -> None:
+    s = baton_server
+    name = unique("order-routing")
+    charge, pick, ship = f"{name}-charge", f"{name}-pick", f"{name}-ship"
+    definition = {
+        "name": name,
+        "steps": [
+            {
+                "id": "route",
+                "type": "SWITCH",
+                "cases": [
+                    {
+                        "condition": "workflow.input.total > 100",
+                        "steps": [{"id": "review", "type": "USER_TASK"}],
+                    }
+                ],
+                "default": [
+                    {"id": "auto", "type": "SET_VARIABLE", "variables": {"reviewer": "auto"}}
+                ],
+            },
+            {
+                "id": "prepare",
+                "type": "PARALLEL",
+                "branches": [
+                    [
+                        {
+                            "id": "charge",
+                            "type": "SERVICE_TASK",
+                            "jobType": charge,
+                            "input": {"amount": "${workflow.input.total}"},
+                        }
+                    ],
+                    [
+                        {
+                            "id": "pack",
+                            "type": "MAP",
+                            "items": "${workflow.input.items}",
+                            "maxConcurrency": 5,
+                            "steps": [
+                                {
+                                    "id": "pick",
+                                    "type": "SERVICE_TASK",
+                                    "jobType": pick,
+                                    "input": {"sku": "${map.item}", "line": "${map.index}"},
+                                }
+                            ],
+                        }
+                    ],
+                ],
+            },
+            {"id": "cool-off", "type": "TIMER", "duration": "PT2S"},
+            {
+                "id": "ship",
+                "type": "SERVICE_TASK",
+                "jobType": ship,
+                "input": {"receipt": "${charge.output.receipt}", "picked": "${pack.output}"},
+            },
+        ],
+        "outputParameters": {
+            "receipt": "${charge.output.receipt}",
+            "reviewer": "${workflow.variables.reviewer}",
+        },
+    }
+    r = s.request("POST", "/v1/definitions", json=definition)
+    assert r.status_code == 201, r.text
+    r = s.request(
+        "POST",
+        "/v1/instances",
+        json={"definitionName": name, "input": {"total": 250, "items": ["mug", "tea", "spoon"]}},
+    )
+    instance_id = r.json()["id"]
+    r = s.request(
+        "POST",
+        f"/v1/instances/{instance_id}/user-tasks/review/complete",
+        json={"variablesToSet": {"reviewer": "ada"}},
+    )
+    assert r.status_code == 200, r.text
+
+    def done_all(job_type: str, output: dict[str, Any]) -> list[dict[str, Any]]:
+        jobs: list[dict[str, Any]] = s.request(
+            "POST",
+            "/v1/jobs/poll",
+            json={"workerId": "w1", "jobTypes": [job_type], "maxJobs": 10},
+        ).json()["jobs"]
+        for job in jobs:
+            r = s.request(
+                "POST",
+                "/v1/jobs/complete",
+                json={"jobId": job["id"], "workerId": "w1", "variablesToSet": output},
+            )
+            assert r.status_code == 200, r.text
+        return jobs
+
+    assert [j["input"] for j in done_all(charge, {"receipt": "R-2002"})] == [{"amount": 250}]
+    picks = done_all(pick, {"picked": True})
+    assert sorted(j["input"]["line"] for j in picks) == [0, 1, 2]
+    wait_for(lambda: bool(done_all(ship, {"tracking": "TRK-88"})), timeout=10)
+    final = s.request("GET", f"/v1/instances/{instance_id}").json()
+    assert final["status"] == "COMPLETED"
+    assert final["output"] == {"receipt": "R-2002", "reviewer": "ada"}
+    by_id = {st["id"]: st for st in final["steps"]}
+    (pack,) = [st for st in final["steps"] if st["stepId"] == "pack"]
+    assert pack["branch"] == 1 and by_id[pack["parentStepExecutionId"]]["stepId"] == "prepare"
+    assert pack["output"] == [{"picked": True}] * 3
+    assert sorted(st["itemIndex"] for st in final["steps"] if st["stepId"] == "pick") == [0, 1, 2]
+    (route,) = [st for st in final["steps"] if st["stepId"] == "route"]
+    assert route["output"]["case"] == "0"
+
+
+def test_instance_operations_over_http(baton_server: CheckedServer) -> None:
+    s = baton_server
+    name = unique("ops")
+    job_type = f"{name}-work"
+    definition = {
+        "name": name,
+        "steps": [{"id": "work", "type": "SERVICE_TASK", "jobType": job_type, "retryCount": 0}],
+    }
+    assert s.request("POST", "/v1/definitions", json=definition).status_code == 201
+    instance_id = s.request("POST", "/v1/instances", json={"definitionName": name}).json()["id"]
+    r = s.request("POST", f"/v1/instances/{instance_id}/pause")
+    assert r.status_code == 200 and r.json()["status"] == "PAUSED"
+    r = s.request("POST", f"/v1/instances/{instance_id}/resume", json={})
+    assert r.json()["status"] == "RUNNING"
+    _problem(s.request("POST", f"/v1/instances/{instance_id}/retry"), 409)
+    _problem(s.request("POST", f"/v1/instances/{instance_id}/restart"), 409)
+    _problem(s.request("POST", f"/v1/instances/{instance_id}/pause", json={"x": 1}), 422)
+    (job,) = s.request(
+        "POST", "/v1/jobs/poll", json={"workerId": "w", "jobTypes": [job_type]}
+    ).json()["jobs"]
+    s.request(
+        "POST",
+        "/v1/jobs/fail",
+        json={"jobId": job["id"], "workerId": "w", "errorMessage": "no", "retryable": False},
+    )
+    r = s.request("POST", f"/v1/instances/{instance_id}/retry")
+    assert r.status_code == 200 and r.json()["status"] == "RUNNING"
+    s.request("POST", f"/v1/instances/{instance_id}/cancel", json={})
+    r = s.request(
+        "POST", f"/v1/instances/{instance_id}/restart", json={"useLatestDefinition": True}
+    )
+    assert r.status_code == 200, r.text
+    assert (r.json()["id"], r.json()["run"]) == (instance_id, 2)
 
 
 def _problem(r: httpx.Response, status: int) -> dict[str, Any]:

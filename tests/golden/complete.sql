@@ -12,11 +12,11 @@ WITH w0 AS (UPDATE instance
 RETURNING 1),
 w1 AS (INSERT INTO step_execution (id, instance_id, step_id, step_type, status, attempt, input, output,
                             error, parent_step_execution_id, scope, branch, item_index,
-                            iteration, state, wake_at, child_instance_id, started_at,
+                            iteration, state, wake_at, child_instance_id, seq, started_at,
                             completed_at)
 VALUES (%(p1_id)s, %(p1_instance_id)s, %(p1_step_id)s, %(p1_step_type)s, %(p1_status)s, %(p1_attempt)s, %(p1_input)s,
         %(p1_output)s, %(p1_error)s, %(p1_parent_id)s, %(p1_scope)s, %(p1_branch)s, %(p1_item_index)s,
-        %(p1_iteration)s, %(p1_state)s, %(p1_wake_at)s, %(p1_child_instance_id)s,
+        %(p1_iteration)s, %(p1_state)s, %(p1_wake_at)s, %(p1_child_instance_id)s, %(p1_seq)s,
         CASE WHEN %(p1_status)s <> 'SCHEDULED' THEN now() END,
         CASE WHEN %(p1_status)s NOT IN ('SCHEDULED', 'IN_PROGRESS') THEN now() END)
 RETURNING 1),

@@ -91,9 +91,7 @@ def test_map_items_completing_together_join_exactly_once(racing: Engine) -> None
         }
     )
     for _ in range(10):
-        inst, _ = racing.start_instance(
-            definition_name="each", input={"xs": list(range(BRANCHES))}
-        )
+        inst, _ = racing.start_instance(definition_name="each", input={"xs": list(range(BRANCHES))})
         jobs = racing.poll("w", ["item"], 100)
         assert len(jobs) == BRANCHES
         _complete_all_at_once(racing, jobs)

@@ -294,22 +294,64 @@ class BatonClient:
                 return
 
     def cancel_instance(self, instance_id: str, *, reason: str | None = None) -> Instance:
-        """Terminate a running instance (its open jobs are cancelled)."""
+        """Terminate a running or paused instance (its open jobs and children are cancelled)."""
         path = f"/v1/instances/{_segment(instance_id)}/cancel"
         return cast(Instance, self._call("POST", path, json=_params(reason=reason)))
 
-    def complete_user_task(
-        self, instance_id: str, step_id: str, *, variables: Mapping[str, Any] | None = None
+    def retry_instance(self, instance_id: str) -> Instance:
+        """Run a FAILED or TIMED_OUT instance again from what failed, keeping what completed."""
+        path = f"/v1/instances/{_segment(instance_id)}/retry"
+        return cast(Instance, self._call("POST", path, json={}))
+
+    def restart_instance(
+        self, instance_id: str, *, use_latest_definition: bool = False
     ) -> Instance:
-        """Complete a waiting USER_TASK step, setting ``variables`` on the instance."""
-        path = f"/v1/instances/{_segment(instance_id)}/user-tasks/{_segment(step_id)}/complete"
-        body = _params(variablesToSet=None if variables is None else dict(variables))
+        """Run an ended instance again from the start with the same input (the same id, its
+        next ``run``); ``use_latest_definition`` runs its definition's newest version."""
+        path = f"/v1/instances/{_segment(instance_id)}/restart"
+        body = {"useLatestDefinition": True} if use_latest_definition else {}
         return cast(Instance, self._call("POST", path, json=body))
 
-    def signal(self, instance_id: str, step_id: str, *, payload: Any = None) -> Instance:
+    def pause_instance(self, instance_id: str) -> Instance:
+        """Pause a running instance: no new work until resumed (jobs in flight may finish)."""
+        path = f"/v1/instances/{_segment(instance_id)}/pause"
+        return cast(Instance, self._call("POST", path, json={}))
+
+    def resume_instance(self, instance_id: str) -> Instance:
+        """Resume a paused instance; what waited runs, and timers that fell due fire."""
+        path = f"/v1/instances/{_segment(instance_id)}/resume"
+        return cast(Instance, self._call("POST", path, json={}))
+
+    def complete_user_task(
+        self,
+        instance_id: str,
+        step_id: str,
+        *,
+        variables: Mapping[str, Any] | None = None,
+        step_execution_id: str | None = None,
+    ) -> Instance:
+        """Complete a waiting USER_TASK step, setting ``variables`` on the instance.
+        ``step_execution_id`` names one of several waiting executions (in a MAP or a loop);
+        the oldest waiting one by default."""
+        path = f"/v1/instances/{_segment(instance_id)}/user-tasks/{_segment(step_id)}/complete"
+        body = _params(
+            variablesToSet=None if variables is None else dict(variables),
+            stepExecutionId=step_execution_id,
+        )
+        return cast(Instance, self._call("POST", path, json=body))
+
+    def signal(
+        self,
+        instance_id: str,
+        step_id: str,
+        *,
+        payload: Any = None,
+        step_execution_id: str | None = None,
+    ) -> Instance:
         """Deliver a signal to a waiting SIGNAL step; ``payload`` becomes its output."""
         path = f"/v1/instances/{_segment(instance_id)}/signals/{_segment(step_id)}"
-        return cast(Instance, self._call("POST", path, json=_params(payload=payload)))
+        body = _params(payload=payload, stepExecutionId=step_execution_id)
+        return cast(Instance, self._call("POST", path, json=body))
 
     # --- jobs (the worker's side) ----------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 JsonObject = dict[str, Any]
 
-InstanceStatus = Literal["RUNNING", "COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED"]
+InstanceStatus = Literal["RUNNING", "PAUSED", "COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED"]
 StepStatus = Literal[
     "SCHEDULED", "IN_PROGRESS", "COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED", "SKIPPED"
 ]
@@ -81,6 +81,12 @@ class StepExecution(TypedDict):
     createdAt: str
     startedAt: NotRequired[str]
     completedAt: NotRequired[str]
+    parentStepExecutionId: NotRequired[str]
+    branch: NotRequired[int]
+    itemIndex: NotRequired[int]
+    iteration: NotRequired[int]
+    wakeAt: NotRequired[str]
+    childInstanceId: NotRequired[str]
 
 
 class Instance(TypedDict):
@@ -96,6 +102,8 @@ class Instance(TypedDict):
     correlationId: NotRequired[str]
     idempotencyKey: NotRequired[str]
     parentInstanceId: NotRequired[str]
+    parentStepExecutionId: NotRequired[str]
+    run: NotRequired[int]
     createdAt: str
     updatedAt: str
     completedAt: NotRequired[str]

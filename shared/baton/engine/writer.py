@@ -232,7 +232,11 @@ def pieces_of(
             )
         )
         inst.version += 1
-    steps = [_step_row(s) for s in changes.new_steps.values()]
+    steps = [
+        {**_step_row(s), "seq": inst.step_count + k}
+        for k, s in enumerate(changes.new_steps.values(), 1)
+    ]
+    inst.step_count += added
     if len(steps) == 1:  # the common case keeps its typed, prepared single-row insert
         out.append(Piece(instance_sql.INSERT_STEP, {**_jsonb(steps[0]), "instance_id": iid}))
     elif steps:

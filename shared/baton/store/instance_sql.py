@@ -87,11 +87,11 @@ RETURNING 1
 INSERT_STEP = """
 INSERT INTO step_execution (id, instance_id, step_id, step_type, status, attempt, input, output,
                             error, parent_step_execution_id, scope, branch, item_index,
-                            iteration, state, wake_at, child_instance_id, started_at,
+                            iteration, state, wake_at, child_instance_id, seq, started_at,
                             completed_at)
 VALUES (%(id)s, %(instance_id)s, %(step_id)s, %(step_type)s, %(status)s, %(attempt)s, %(input)s,
         %(output)s, %(error)s, %(parent_id)s, %(scope)s, %(branch)s, %(item_index)s,
-        %(iteration)s, %(state)s, %(wake_at)s, %(child_instance_id)s,
+        %(iteration)s, %(state)s, %(wake_at)s, %(child_instance_id)s, %(seq)s,
         CASE WHEN %(status)s <> 'SCHEDULED' THEN now() END,
         CASE WHEN %(status)s NOT IN ('SCHEDULED', 'IN_PROGRESS') THEN now() END)
 RETURNING 1
@@ -102,17 +102,17 @@ RETURNING 1
 INSERT_STEPS = """
 INSERT INTO step_execution (id, instance_id, step_id, step_type, status, attempt, input, output,
                             error, parent_step_execution_id, scope, branch, item_index,
-                            iteration, state, wake_at, child_instance_id, started_at,
+                            iteration, state, wake_at, child_instance_id, seq, started_at,
                             completed_at)
 SELECT t.id, %(instance_id)s, t.step_id, t.step_type, t.status, t.attempt, t.input, t.output,
        t.error, t.parent_id, t.scope, t.branch, t.item_index, t.iteration, t.state, t.wake_at,
-       t.child_instance_id,
+       t.child_instance_id, t.seq,
        CASE WHEN t.status <> 'SCHEDULED' THEN now() END,
        CASE WHEN t.status NOT IN ('SCHEDULED', 'IN_PROGRESS') THEN now() END
   FROM jsonb_to_recordset(%(rows)s::jsonb)
        AS t(id uuid, step_id text, step_type text, status text, attempt int, input jsonb,
             output jsonb, error text, parent_id uuid, scope text, branch int, item_index int,
-            iteration int, state jsonb, wake_at timestamptz, child_instance_id uuid)
+            iteration int, state jsonb, wake_at timestamptz, child_instance_id uuid, seq int)
 RETURNING 1
 """
 
@@ -193,7 +193,7 @@ SELECT s.id, s.step_id, s.step_type, s.status, s.attempt, s.input, s.output, s.e
   FROM step_execution s
   LEFT JOIN job j ON j.instance_id = s.instance_id AND j.step_execution_id = s.id
  WHERE s.instance_id = %(id)s
- ORDER BY s.created_at, s.id
+ ORDER BY s.seq, s.created_at, s.id
 """
 
 _EXECUTION = """
@@ -211,7 +211,7 @@ WAITING_EXECUTION = (
     _EXECUTION
     + """ WHERE instance_id = %(instance_id)s AND step_id = %(step_id)s
    AND (%(exec_id)s::uuid IS NULL OR id = %(exec_id)s::uuid)
- ORDER BY status = 'IN_PROGRESS' DESC, created_at, id
+ ORDER BY status = 'IN_PROGRESS' DESC, seq
  LIMIT 1"""
 )
 
@@ -220,7 +220,7 @@ LATEST_OUTPUT = """
 SELECT output FROM step_execution
  WHERE instance_id = %(instance_id)s AND step_id = %(step_id)s AND status = 'COMPLETED'
    AND left(scope, length(%(prefix)s::text)) = %(prefix)s::text
- ORDER BY created_at DESC LIMIT 1
+ ORDER BY seq DESC LIMIT 1
 """
 
 # For a join: the completed executions of the last step of each list of an operator execution.
@@ -229,7 +229,7 @@ SELECT DISTINCT ON (step_id, branch, item_index) step_id, branch, item_index, ou
   FROM step_execution
  WHERE parent_step_execution_id = %(parent_id)s AND step_id = ANY(%(step_ids)s::text[])
    AND status = 'COMPLETED'
- ORDER BY step_id, branch, item_index, created_at DESC
+ ORDER BY step_id, branch, item_index, seq DESC
 """
 
 # The last execution in each scope (each list of each operator execution): where an instance
@@ -238,7 +238,7 @@ LAST_IN_SCOPE = """
 SELECT DISTINCT ON (scope)
        id, step_id, step_type, scope, status, attempt, state, input, child_instance_id, output
   FROM step_execution WHERE instance_id = %(id)s
- ORDER BY scope, created_at DESC, id DESC
+ ORDER BY scope, seq DESC
 """
 
 EVENTS_OF_INSTANCE = """

@@ -132,9 +132,13 @@ CREATE TABLE step_execution (
     iteration     integer,
     state         jsonb,       -- an operator's bookkeeping (branches ended, next item)
     wake_at       timestamptz, -- a TIMER's due time
-    child_instance_id uuid     -- a SUB_WORKFLOW's current child
+    child_instance_id uuid,    -- a SUB_WORKFLOW's current child
+    -- The order executions were created in, per instance (one statement creates many, so
+    -- created_at cannot tell them apart): the instance's step_count before the decision plus
+    -- the execution's place in it.
+    seq           integer
 ) WITH (fillfactor = 80);
-CREATE INDEX step_execution_by_instance ON step_execution (instance_id, step_id, created_at);
+CREATE INDEX step_execution_by_instance ON step_execution (instance_id, step_id, seq);
 CREATE INDEX step_execution_by_parent ON step_execution (parent_step_execution_id, step_id)
     WHERE parent_step_execution_id IS NOT NULL;
 CREATE INDEX step_execution_timer_due ON step_execution (wake_at)

@@ -1,4 +1,5 @@
-"""``baton instances``: start, inspect, list and cancel workflow instances; user tasks, signals."""
+"""``baton instances``: start, inspect, list, cancel, retry, restart, pause and resume workflow
+instances; user tasks, signals."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from baton_worker.cli.output import CELL_WIDTH, cell, fields, show, table, when
 if TYPE_CHECKING:
     from baton_worker.client import BatonClient
 
-INSTANCE_STATUSES = ("RUNNING", "COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED")
+INSTANCE_STATUSES = ("RUNNING", "PAUSED", "COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED")
 INSTANCE_HEADERS = ["id", "definition", "version", "status", "correlation id", "created"]
 
 
@@ -36,6 +37,8 @@ def _render_instance(i: Mapping[str, Any]) -> str:
             ("id", i.get("id")),
             ("definition", f"{i.get('definitionName')} v{i.get('definitionVersion', '-')}"),
             ("status", i.get("status")),
+            ("run", i.get("run") if (i.get("run") or 1) > 1 else None),
+            ("parent", i.get("parentInstanceId")),
             ("reason", i.get("reason")),
             ("correlation id", i.get("correlationId")),
             ("input", cell(i.get("input"), 200)),
@@ -49,18 +52,40 @@ def _render_instance(i: Mapping[str, Any]) -> str:
     steps = i.get("steps")
     if steps is None:
         return head
+    depth = _depths(steps)
     rows = [
         [
-            s.get("stepId"),
+            "  " * depth.get(s.get("id", ""), 0) + str(s.get("stepId")) + _place(s),
             s.get("type"),
             s.get("status"),
             s.get("attempt"),
-            s.get("workerId"),
+            s.get("workerId") or s.get("childInstanceId"),
             cell(s.get("error"), CELL_WIDTH) if s.get("error") else None,
         ]
         for s in steps
     ]
-    return head + "\n\n" + table(["step", "type", "status", "attempt", "worker", "error"], rows)
+    headers = ["step", "type", "status", "attempt", "worker / child", "error"]
+    return head + "\n\n" + table(headers, rows)
+
+
+def _depths(steps: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """How deep each step execution sits inside operators (for indenting the table)."""
+    parent = {s.get("id", ""): s.get("parentStepExecutionId") for s in steps}
+    depth: dict[str, int] = {}
+    for sid in parent:
+        n, at = 0, parent.get(sid)
+        while at is not None and n < 64:
+            n, at = n + 1, parent.get(at)
+        depth[sid] = n
+    return depth
+
+
+def _place(s: Mapping[str, Any]) -> str:
+    """Where a step execution sits in its operator: [b1] branch, [i7] item, [k3] iteration."""
+    for key, label in (("branch", "b"), ("itemIndex", "i"), ("iteration", "k")):
+        if s.get(key) is not None:
+            return f" [{label}{s[key]}]"
+    return ""
 
 
 def _start(client: BatonClient, args: argparse.Namespace) -> None:
@@ -99,20 +124,46 @@ def _cancel(client: BatonClient, args: argparse.Namespace) -> None:
     show(args, client.cancel_instance(args.id, reason=args.reason), _render_instance)
 
 
+def _retry(client: BatonClient, args: argparse.Namespace) -> None:
+    show(args, client.retry_instance(args.id), _render_instance)
+
+
+def _restart(client: BatonClient, args: argparse.Namespace) -> None:
+    restarted = client.restart_instance(args.id, use_latest_definition=args.latest)
+    show(args, restarted, _render_instance)
+
+
+def _pause(client: BatonClient, args: argparse.Namespace) -> None:
+    show(args, client.pause_instance(args.id), _render_instance)
+
+
+def _resume(client: BatonClient, args: argparse.Namespace) -> None:
+    show(args, client.resume_instance(args.id), _render_instance)
+
+
 def _complete_task(client: BatonClient, args: argparse.Namespace) -> None:
     variables = json_object_arg(args.variables, "--variables")
-    done = client.complete_user_task(args.id, args.step, variables=variables)
+    done = client.complete_user_task(
+        args.id, args.step, variables=variables, step_execution_id=args.execution
+    )
     show(args, done, _render_instance)
 
 
 def _signal(client: BatonClient, args: argparse.Namespace) -> None:
-    done = client.signal(args.id, args.step, payload=json_arg(args.payload, "--payload"))
+    done = client.signal(
+        args.id,
+        args.step,
+        payload=json_arg(args.payload, "--payload"),
+        step_execution_id=args.execution,
+    )
     show(args, done, _render_instance)
 
 
 def add_commands(commands: Subparsers) -> None:
     """Add ``instances``."""
-    sub = group(commands, "instances", "start, inspect, list and cancel workflow instances")
+    sub = group(
+        commands, "instances", "start, inspect, list, cancel, retry, restart, pause, resume"
+    )
     p = leaf(sub, "start", "start an instance of a definition", _start)
     p.add_argument("name", metavar="NAME", help="the definition's name")
     p.add_argument("--version", type=int, help="a specific definition version (default: latest)")
@@ -127,14 +178,26 @@ def add_commands(commands: Subparsers) -> None:
     p.add_argument("--correlation-id", metavar="ID")
     p.add_argument("--limit", type=int, default=20, help="at most this many (default 20, max 100)")
     p.add_argument("--page-token", metavar="TOKEN", help="continue a previous listing")
-    p = leaf(sub, "cancel", "cancel a running instance", _cancel)
+    p = leaf(sub, "cancel", "cancel a running or paused instance", _cancel)
     p.add_argument("id", metavar="ID")
     p.add_argument("--reason")
+    p = leaf(sub, "retry", "run a failed instance again from what failed", _retry)
+    p.add_argument("id", metavar="ID")
+    p = leaf(sub, "restart", "run an ended instance again from the start", _restart)
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--latest", action="store_true", help="run the newest version of its definition")
+    p = leaf(sub, "pause", "pause a running instance (no new work until resumed)", _pause)
+    p.add_argument("id", metavar="ID")
+    p = leaf(sub, "resume", "resume a paused instance", _resume)
+    p.add_argument("id", metavar="ID")
+    execution_help = "which waiting execution (inside a MAP or a loop); default: the oldest"
     p = leaf(sub, "complete-task", "complete a waiting user task", _complete_task)
     p.add_argument("id", metavar="ID")
     p.add_argument("step", metavar="STEP", help="the user task's step id")
     p.add_argument("--variables", metavar="JSON", help="variables to set (or @file.json)")
+    p.add_argument("--execution", metavar="STEP_EXECUTION_ID", help=execution_help)
     p = leaf(sub, "signal", "deliver a signal to a waiting step", _signal)
     p.add_argument("id", metavar="ID")
     p.add_argument("step", metavar="STEP", help="the signal step's id")
     p.add_argument("--payload", metavar="JSON", help="the signal's payload (or @file.json)")
+    p.add_argument("--execution", metavar="STEP_EXECUTION_ID", help=execution_help)

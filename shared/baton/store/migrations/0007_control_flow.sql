@@ -16,6 +16,16 @@ ALTER TABLE step_execution
     ADD COLUMN state jsonb,                -- an operator's bookkeeping (branches ended, next item)
     ADD COLUMN wake_at timestamptz,        -- a TIMER's due time
     ADD COLUMN child_instance_id uuid;     -- a SUB_WORKFLOW's current child
+-- The order executions were created in, per instance (many are created by one statement, so
+-- created_at, the transaction's time, cannot tell them apart): the instance's step_count when
+-- the decision began plus the execution's place in the decision.
+ALTER TABLE step_execution ADD COLUMN seq integer;
+UPDATE step_execution s SET seq = o.n
+  FROM (SELECT id, row_number() OVER (PARTITION BY instance_id ORDER BY created_at, id) AS n
+          FROM step_execution) o
+ WHERE o.id = s.id;
+DROP INDEX step_execution_by_instance;
+CREATE INDEX step_execution_by_instance ON step_execution (instance_id, step_id, seq);
 CREATE INDEX step_execution_by_parent ON step_execution (parent_step_execution_id, step_id)
     WHERE parent_step_execution_id IS NOT NULL;
 CREATE INDEX step_execution_timer_due ON step_execution (wake_at)
@@ -25,7 +35,7 @@ ALTER TABLE instance DROP CONSTRAINT instance_status_check;
 ALTER TABLE instance ADD CONSTRAINT instance_status_check
     CHECK (status IN ('RUNNING', 'PAUSED', 'COMPLETED', 'FAILED', 'TIMED_OUT', 'CANCELLED'));
 ALTER TABLE instance
-    ADD COLUMN step_count integer NOT NULL DEFAULT 0,  -- step executions created, for the limit
+    ADD COLUMN step_count integer NOT NULL DEFAULT 0,  -- (backfilled below)  -- step executions created, for the limit
     ADD COLUMN depth integer NOT NULL DEFAULT 0,       -- how deep in sub-workflows
     ADD COLUMN run integer NOT NULL DEFAULT 1;         -- restarts from the start count runs
 CREATE INDEX instance_by_parent ON instance (parent_instance_id) WHERE parent_instance_id IS NOT NULL;
@@ -43,3 +53,7 @@ CREATE TABLE instance_event (
     created_at         timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX instance_event_by_instance ON instance_event (instance_id, id);
+
+UPDATE instance i SET step_count = c.n
+  FROM (SELECT instance_id, count(*) AS n FROM step_execution GROUP BY instance_id) c
+ WHERE c.instance_id = i.id;
