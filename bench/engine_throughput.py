@@ -25,6 +25,10 @@ ANALYZE on the claim and on the complete's lock/read against the full backlog.
    a handler that takes a few ms), each printed next to the ceiling its task definition sets.
    The unlimited phase above is what shows that a type without limits pays nothing for them.
 
+4. fan-out / fan-in: the engine drain of 1,000 instances of a PARALLEL of 10 service tasks and of
+   100 instances of a MAP over 100 items (``--fanout-jobs`` jobs each), printed as step
+   executions completed per second next to the one-step drain's.
+
 The last line is ``engine/raw ratio: 0.NN`` (engine jobs/s over raw jobs/s, unlimited type).
 """
 
@@ -70,6 +74,12 @@ class Workload:
     handler_seconds: float = 0.0
     ceiling: float | None = None
     batch: int | None = None  # jobs per poll, if not --batch
+    jobs_per_instance: int = 1
+    steps_per_instance: int = 1  # step executions each instance completes
+    input: dict[str, Any] | None = None
+
+    def instances(self, jobs: int) -> int:
+        return max(1, jobs // self.jobs_per_instance)
 
 
 UNLIMITED = Workload("unlimited", DEFINITION, JOB_TYPE)
@@ -157,11 +167,12 @@ def _engine_worker(cfg: WorkerConfig, m: Member) -> None:
     m.ready(engine.db.autocommit(lambda conn: conn.info.backend_pid))
 
     m.begin("start")  # this process's share of the instances
-    mine = _share(cfg.jobs, cfg.workers, m.index)
     load = cfg.workload
+    mine = _share(load.instances(cfg.jobs), cfg.workers, m.index)
     for i in range(mine):
         engine.start_instance(
-            definition_name=load.definition["name"], input={"worker": m.index, "n": i}
+            definition_name=load.definition["name"],
+            input={"worker": m.index, "n": i, **(load.input or {})},
         )
         if (i + 1) % 50 == 0:
             m.add("start", 50)
@@ -249,6 +260,7 @@ def engine_phase(
 ) -> tuple[PhaseResult, PhaseResult, int]:
     """Returns (starts, drain, instances COMPLETED); raises BenchError on lost/duplicated work."""
     n, w = jobs or args.jobs, args.workers
+    n = workload.instances(n) * workload.jobs_per_instance
     log(f"engine phase ({workload.label}): creating a fresh migrated database")
     with fresh_database(server, "engine", keep=args.keep_databases) as url:
         register(url, workload.definition, workload.task_def)
@@ -262,12 +274,12 @@ def engine_phase(
             stages=("start", "drain"),
             postmaster=postmaster,
         ) as workers:
-            log(f"engine phase: starting {n:,} instances from {w} processes")
+            log(f"engine phase: starting {workload.instances(n):,} instances from {w} processes")
             starts = workers.run(
                 "start",
                 "engine: start instances",
                 progress="instances started",
-                total=n,
+                total=workload.instances(n),
                 timeout=args.timeout,
             )
             log(
@@ -322,6 +334,54 @@ def limited_phases(server: str, args: argparse.Namespace) -> list[tuple[Workload
     return [(load, engine_phase(server, args, load, n)[1]) for load in workloads]
 
 
+def fanout_phases(server: str, args: argparse.Namespace) -> list[tuple[Workload, PhaseResult]]:
+    """Fan-out and fan-in: a PARALLEL of 10 branches and a MAP over 100 items, each a
+    SERVICE_TASK, drained like the one-step workflows; the joins are decisions on the instance
+    like any other, so every completion of one instance serialises on its row."""
+
+    def task(step_id: str, job_type: str, **extra: Any) -> dict[str, Any]:
+        return {"id": step_id, "type": "SERVICE_TASK", "jobType": job_type, **extra}
+
+    workloads = [
+        Workload(
+            "PARALLEL of 10",
+            {
+                "name": "bench-parallel-10",
+                "steps": [
+                    {
+                        "id": "fan",
+                        "type": "PARALLEL",
+                        "branches": [[task(f"b{i}", "bench-branch")] for i in range(10)],
+                    }
+                ],
+            },
+            "bench-branch",
+            jobs_per_instance=10,
+            steps_per_instance=11,
+        ),
+        Workload(
+            "MAP of 100",
+            {
+                "name": "bench-map-100",
+                "steps": [
+                    {
+                        "id": "each",
+                        "type": "MAP",
+                        "items": "${workflow.input.items}",
+                        "maxConcurrency": 100,
+                        "steps": [task("one", "bench-item", input={"item": "${map.item}"})],
+                    }
+                ],
+            },
+            "bench-item",
+            jobs_per_instance=100,
+            steps_per_instance=101,
+            input={"items": list(range(100))},
+        ),
+    ]
+    return [(load, engine_phase(server, args, load, args.fanout_jobs)[1]) for load in workloads]
+
+
 def verify_engine(url: str, n: int, drain: PhaseResult, workload: Workload = UNLIMITED) -> int:
     """Every instance COMPLETED exactly once, no job open or delivered twice. Returns the number
     of COMPLETED instances; raises BenchError otherwise."""
@@ -339,7 +399,7 @@ def verify_engine(url: str, n: int, drain: PhaseResult, workload: Workload = UNL
         f"jobs {json.dumps(found.jobs)}; "
         f"database-side drain span {float(span[0]) if span and span[0] else 0:.2f}s"
     )
-    problems = found.problems(n)
+    problems = found.problems(workload.instances(n), n)
     if applied != n or duplicates:
         problems.append(f"workers applied {applied} completions and saw {duplicates} duplicates")
     if problems:
@@ -419,6 +479,40 @@ def report_limited(limited: list[tuple[Workload, PhaseResult]]) -> None:
     print()
     print("limited job types (the same engine drain, against the ceiling their limits set):")
     print(table(["limit", "jobs", "jobs/s", "ceiling jobs/s", "of ceiling"], rows))
+
+
+def report_fanout(fanout: list[tuple[Workload, PhaseResult]], one_step: PhaseResult) -> None:
+    base = one_step.per_second  # one step execution per job
+    rows = [
+        [
+            "one step (above)",
+            f"{one_step.items:,}",
+            f"{one_step.items:,}",
+            "-",
+            fmt_num(one_step.per_second),
+            fmt_num(base),
+            "1.00",
+        ]
+    ]
+    for load, drain in fanout:
+        instances = load.instances(drain.items)
+        steps = instances * load.steps_per_instance
+        steps_per_second = rate(steps, drain.seconds)
+        rows.append(
+            [
+                load.label,
+                f"{instances:,}",
+                f"{drain.items:,}",
+                f"{steps:,}",
+                fmt_num(drain.per_second),
+                fmt_num(steps_per_second),
+                f"{steps_per_second / base:.2f}" if base else "-",
+            ]
+        )
+    print()
+    print("fan-out / fan-in (step executions completed per second, next to the one-step drain):")
+    headers = ["workload", "instances", "jobs", "steps", "jobs/s", "steps/s", "vs one step"]
+    print(table(headers, rows))
 
 
 def report(
@@ -540,6 +634,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--handler-ms", type=float, default=20.0, help="handler time of the capped type's jobs"
     )
     p.add_argument("--no-limited", action="store_true", help="skip the limited-type drains")
+    p.add_argument(
+        "--fanout-jobs",
+        type=int,
+        default=10_000,
+        help="jobs per fan-out drain (default 10000: 1000 PARALLELs of 10, 100 MAPs of 100)",
+    )
+    p.add_argument("--no-fanout", action="store_true", help="skip the fan-out drains")
     p.add_argument("--timeout", type=float, default=600, help="per stage, seconds")
     p.add_argument("--keep-databases", action="store_true", help="don't drop them at the end")
     args = p.parse_args(argv)
@@ -562,6 +663,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             starts, drain, instances = engine_phase(server, args)
             raw = raw_phase(server, args)
             limited = [] if args.no_limited else limited_phases(server, args)
+            fanout = [] if args.no_fanout else fanout_phases(server, args)
     except KeyboardInterrupt:
         log("interrupted")
         return 130
@@ -570,6 +672,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if limited:
         report_limited(limited)
+    if fanout:
+        report_fanout(fanout, drain)
     report(starts, drain, instances, raw, args.batch)
     return 0
 

@@ -76,13 +76,15 @@ class Outcome:
     jobs: dict[str, int]
     redelivered: int
 
-    def problems(self, n: int) -> list[str]:
-        """Everything that says work was lost or done twice, if ``n`` instances were started."""
+    def problems(self, n: int, jobs: int | None = None) -> list[str]:
+        """Everything that says work was lost or done twice, if ``n`` instances were started
+        (with ``jobs`` jobs in all; one each by default)."""
         found = []
+        jobs = n if jobs is None else jobs
         if self.instances != {"COMPLETED": n}:
             found.append(f"expected {n} instances, all COMPLETED; found {self.instances}")
-        if self.jobs != {"COMPLETED": n}:
-            found.append(f"expected {n} jobs, all COMPLETED; found {self.jobs}")
+        if self.jobs != {"COMPLETED": jobs}:
+            found.append(f"expected {jobs} jobs, all COMPLETED; found {self.jobs}")
         if self.jobs.get("UNLOCKED", 0) or self.jobs.get("LOCKED", 0):
             found.append("jobs are still UNLOCKED/LOCKED: work was lost")
         if self.redelivered:

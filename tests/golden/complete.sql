@@ -40,7 +40,8 @@ w4 AS (UPDATE step_execution
        attempt = coalesce(%(p4_attempt)s, attempt),
        state = coalesce(%(p4_state)s, state),
        child_instance_id = coalesce(%(p4_child_instance_id)s, child_instance_id),
-       wake_at = CASE WHEN %(p4_set_wake)s THEN %(p4_wake_at)s ELSE wake_at END,
+       wake_at = CASE WHEN %(p4_set_wake)s THEN %(p4_wake_at)s
+                      WHEN %(p4_status)s IN ('SCHEDULED', 'IN_PROGRESS') THEN wake_at END,
        started_at = CASE WHEN %(p4_status)s = 'SCHEDULED' THEN started_at
                          ELSE coalesce(started_at, now()) END,
        completed_at = CASE WHEN %(p4_status)s IN ('SCHEDULED', 'IN_PROGRESS') THEN NULL

@@ -32,7 +32,8 @@ w4 AS (UPDATE step_execution
        attempt = coalesce(%(p4_attempt)s, attempt),
        state = coalesce(%(p4_state)s, state),
        child_instance_id = coalesce(%(p4_child_instance_id)s, child_instance_id),
-       wake_at = CASE WHEN %(p4_set_wake)s THEN %(p4_wake_at)s ELSE wake_at END,
+       wake_at = CASE WHEN %(p4_set_wake)s THEN %(p4_wake_at)s
+                      WHEN %(p4_status)s IN ('SCHEDULED', 'IN_PROGRESS') THEN wake_at END,
        started_at = CASE WHEN %(p4_status)s = 'SCHEDULED' THEN started_at
                          ELSE coalesce(started_at, now()) END,
        completed_at = CASE WHEN %(p4_status)s IN ('SCHEDULED', 'IN_PROGRESS') THEN NULL
@@ -40,7 +41,8 @@ w4 AS (UPDATE step_execution
        updated_at = now()
  WHERE id = %(p4_id)s AND (SELECT count(*) FROM w2) >= 0
 RETURNING 1),
-w5 AS (UPDATE step_execution SET status = 'CANCELLED', completed_at = now(), updated_at = now()
+w5 AS (UPDATE step_execution SET status = 'CANCELLED', completed_at = now(), updated_at = now(),
+       wake_at = NULL
  WHERE instance_id = %(p5_instance_id)s AND status IN ('SCHEDULED', 'IN_PROGRESS')
    AND left(scope, length(%(p5_prefix)s::text)) = %(p5_prefix)s::text
    AND NOT (id = ANY(%(p5_written)s::uuid[])) AND (SELECT count(*) FROM w4) >= 0

@@ -26,7 +26,8 @@ w2 AS (UPDATE step_execution
        attempt = coalesce(%(p2_attempt)s, attempt),
        state = coalesce(%(p2_state)s, state),
        child_instance_id = coalesce(%(p2_child_instance_id)s, child_instance_id),
-       wake_at = CASE WHEN %(p2_set_wake)s THEN %(p2_wake_at)s ELSE wake_at END,
+       wake_at = CASE WHEN %(p2_set_wake)s THEN %(p2_wake_at)s
+                      WHEN %(p2_status)s IN ('SCHEDULED', 'IN_PROGRESS') THEN wake_at END,
        started_at = CASE WHEN %(p2_status)s = 'SCHEDULED' THEN started_at
                          ELSE coalesce(started_at, now()) END,
        completed_at = CASE WHEN %(p2_status)s IN ('SCHEDULED', 'IN_PROGRESS') THEN NULL

@@ -54,10 +54,16 @@ def step(row: dict[str, Any]) -> dict[str, Any]:
             "branch": row.get("branch"),
             "itemIndex": row.get("item_index"),
             "iteration": row.get("iteration"),
-            "wakeAt": ts(row.get("wake_at")),
+            # A pending timer's due time; once it ended, the one it kept in its state.
+            "wakeAt": ts(row.get("wake_at")) or _state_of(row).get("wakeAt"),
             "childInstanceId": _id(row.get("child_instance_id")),
         }
     )
+
+
+def _state_of(row: dict[str, Any]) -> dict[str, Any]:
+    state = row.get("state")
+    return state if isinstance(state, dict) else {}
 
 
 def _id(value: Any) -> str | None:

@@ -124,7 +124,8 @@ UPDATE step_execution
        attempt = coalesce(%(attempt)s, attempt),
        state = coalesce(%(state)s, state),
        child_instance_id = coalesce(%(child_instance_id)s, child_instance_id),
-       wake_at = CASE WHEN %(set_wake)s THEN %(wake_at)s ELSE wake_at END,
+       wake_at = CASE WHEN %(set_wake)s THEN %(wake_at)s
+                      WHEN %(status)s IN ('SCHEDULED', 'IN_PROGRESS') THEN wake_at END,
        started_at = CASE WHEN %(status)s = 'SCHEDULED' THEN started_at
                          ELSE coalesce(started_at, now()) END,
        completed_at = CASE WHEN %(status)s IN ('SCHEDULED', 'IN_PROGRESS') THEN NULL
@@ -138,7 +139,8 @@ RETURNING 1
 # prefix), but the ones this decision wrote itself. Child instances of the SUB_WORKFLOW steps
 # among them are asked to cancel (their ids are returned for the event rows).
 CANCEL_OPEN_STEPS = """
-UPDATE step_execution SET status = 'CANCELLED', completed_at = now(), updated_at = now()
+UPDATE step_execution SET status = 'CANCELLED', completed_at = now(), updated_at = now(),
+       wake_at = NULL
  WHERE instance_id = %(instance_id)s AND status IN ('SCHEDULED', 'IN_PROGRESS')
    AND left(scope, length(%(prefix)s::text)) = %(prefix)s::text
    AND NOT (id = ANY(%(written)s::uuid[])) /*after*/
@@ -188,7 +190,7 @@ SELECT i.id, i.definition_name, i.definition_version, i.status, i.input, i.varia
 STEPS_OF_INSTANCE = """
 SELECT s.id, s.step_id, s.step_type, s.status, s.attempt, s.input, s.output, s.error,
        s.created_at, s.started_at, s.completed_at, s.parent_step_execution_id, s.branch,
-       s.item_index, s.iteration, s.wake_at, s.child_instance_id,
+       s.item_index, s.iteration, s.wake_at, s.child_instance_id, s.state,
        j.id AS job_id, j.job_type, j.worker_id, j.status AS job_status
   FROM step_execution s
   LEFT JOIN job j ON j.instance_id = s.instance_id AND j.step_execution_id = s.id

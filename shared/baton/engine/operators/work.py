@@ -112,7 +112,10 @@ class Timer(Leaf):
         except (ValueError, expressions.ExpressionError) as e:
             d.fail(d.add_step(step, StepStatus.SCHEDULED, step_input, scope), str(e))
             return
-        new = d.add_step(step, StepStatus.IN_PROGRESS, step_input, scope, wake_at=wake)
+        due = wake.isoformat().replace("+00:00", "Z")
+        new = d.add_step(
+            step, StepStatus.IN_PROGRESS, step_input, scope, wake_at=wake, state={"wakeAt": due}
+        )
         if wake <= d.now:
             d.complete(d.execution(new.id), {"firedAt": d.now.isoformat()})
 

@@ -28,8 +28,9 @@ DROP INDEX step_execution_by_instance;
 CREATE INDEX step_execution_by_instance ON step_execution (instance_id, step_id, seq);
 CREATE INDEX step_execution_by_parent ON step_execution (parent_step_execution_id, step_id)
     WHERE parent_step_execution_id IS NOT NULL;
-CREATE INDEX step_execution_timer_due ON step_execution (wake_at)
-    WHERE status = 'IN_PROGRESS' AND wake_at IS NOT NULL;
+-- Pending timers only: wake_at is cleared when a timer ends, and the predicate names no column
+-- other updates change, so a step's status changes stay HOT updates.
+CREATE INDEX step_execution_timer_due ON step_execution (wake_at) WHERE wake_at IS NOT NULL;
 
 ALTER TABLE instance DROP CONSTRAINT instance_status_check;
 ALTER TABLE instance ADD CONSTRAINT instance_status_check
