@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import pytest
 from baton_worker import cli
-from baton_worker.env import ENV_API_KEY, ENV_URL
+from baton_worker.env import ENV_API_KEY, ENV_DATA_DIR, ENV_URL
 
 from tests.support.helpers import unique
 from tests.support.helpers import wait_until as wait_for
@@ -44,11 +44,16 @@ Baton = Callable[..., Result]
 
 @pytest.fixture
 def baton(
-    baton_server: CheckedServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    baton_server: CheckedServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> Baton:
     """Run ``baton <args>`` in this process against the session's server."""
     for name in (ENV_URL, ENV_API_KEY):
         monkeypatch.delenv(name, raising=False)
+    # No key of a `make dev` run in this checkout (.baton/data/api-key) is found by accident.
+    monkeypatch.setenv(ENV_DATA_DIR, str(tmp_path / "no-data-dir"))
 
     def run(
         *args: str, stdin: str | None = None, connect: bool = True, connect_first: bool = False

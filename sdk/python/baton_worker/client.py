@@ -27,7 +27,7 @@ import httpx
 
 from baton_worker.auth import ApiKeyAuth
 from baton_worker.backoff import NO_RETRY, Backoff, RetryPolicy
-from baton_worker.env import DEFAULT_URL, ENV_API_KEY, ENV_URL
+from baton_worker.env import DEFAULT_URL, ENV_API_KEY, ENV_URL, api_key_from_env
 from baton_worker.errors import BatonApiError, TransportError, problem_error
 from baton_worker.types import (
     CompleteJobResult,
@@ -127,10 +127,14 @@ class BatonClient:
 
     @classmethod
     def from_env(cls, **overrides: Any) -> BatonClient:
-        """A client configured from ``BATON_URL`` and ``BATON_API_KEY``; keywords win."""
+        """A client configured from ``BATON_URL`` and ``BATON_API_KEY``; keywords win.
+
+        Without ``BATON_API_KEY``, a client of a server on this machine uses the key ``baton
+        dev`` keeps in its data directory (``$BATON_DATA_DIR``, default ``.baton/data``).
+        """
         overrides.setdefault("url", os.environ.get(ENV_URL) or DEFAULT_URL)
         if "auth" not in overrides:
-            overrides.setdefault("api_key", os.environ.get(ENV_API_KEY) or None)
+            overrides.setdefault("api_key", api_key_from_env(overrides["url"]))
         return cls(**overrides)
 
     # --- lifecycle -------------------------------------------------------------------------------
