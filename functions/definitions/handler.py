@@ -1,4 +1,4 @@
-"""Definitions API: workflow definitions, task definitions, and the OpenAPI document."""
+"""Definitions API: workflow definitions, task definitions, the OpenAPI document and liveness."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from typing import Any
 
 from baton.api.openapi import document
 from baton.definitions import INT32_MAX
+from baton.engine.health import BucketProbe, health
+from baton_lambda import runtime
 from baton_lambda.http import Api
 
 api = Api("definitions")
@@ -14,6 +16,18 @@ api = Api("definitions")
 @api.route("GET", "/v1/openapi.json")
 def openapi() -> Any:
     return api.ok(document())
+
+
+@api.route("GET", "/v1/health")
+def liveness() -> Any:
+    settings = runtime.settings()
+    bucket = settings.payload_bucket
+    probe = BucketProbe(bucket, settings.s3_endpoint) if bucket else None
+    status, body = health(api.engine().db, probe)
+    headers = {"Cache-Control": "no-store"}
+    if status == 503:
+        headers["Retry-After"] = "5"
+    return api.ok(body, status, headers)
 
 
 @api.route("POST", "/v1/definitions")

@@ -1,7 +1,9 @@
 """The one route table: the CDK API and the local server are both built from it.
 
 Paths use API Gateway's template syntax (``{name}``). ``function`` names a folder under
-``functions/`` whose ``handler.handler`` serves the route.
+``functions/`` whose ``handler.handler`` serves the route. ``auth`` is ``api_key_or_iam`` (the
+deployment's auth mode: an API key, or SigV4) or ``none`` for the few public routes (liveness and
+the contract), which the CDK API and the local server both serve without credentials.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Auth = Literal["api_key_or_iam"]
+Auth = Literal["api_key_or_iam", "none"]
+PUBLIC: Auth = "none"
 Method = Literal["GET", "POST", "PUT", "DELETE"]
 
 
@@ -21,9 +24,21 @@ class Route:
     auth: Auth = "api_key_or_iam"
     summary: str = ""
 
+    @property
+    def public(self) -> bool:
+        """Served without credentials."""
+        return self.auth == PUBLIC
+
 
 ROUTES: tuple[Route, ...] = (
-    Route("GET", "/v1/openapi.json", "definitions", summary="The OpenAPI document"),
+    Route("GET", "/v1/openapi.json", "definitions", auth=PUBLIC, summary="The OpenAPI document"),
+    Route(
+        "GET",
+        "/v1/health",
+        "definitions",
+        auth=PUBLIC,
+        summary="Liveness: database and S3 reachability (no API key needed)",
+    ),
     Route("POST", "/v1/definitions", "definitions", summary="Register a workflow definition"),
     Route("GET", "/v1/definitions", "definitions", summary="List definitions (latest versions)"),
     Route("GET", "/v1/definitions/{name}", "definitions", summary="Latest version of a definition"),

@@ -285,3 +285,22 @@ class SettleResponse(ApiModel):
     status: QueueTaskStatus
     applied: bool | None = None
     retry_count: int | None = None
+
+
+# --- liveness (public) -----------------------------------------------------------------------
+
+
+class HealthCheck(ApiModel):
+    status: Literal["ok", "unreachable", "unconfigured"]
+    latency_ms: float | None = None
+    error: str | None = Field(default=None, description="Why the check failed.")
+    bucket: str | None = Field(default=None, description="The payload bucket (S3 only).")
+
+
+class Health(ApiModel):
+    """200 while the database answers (``degraded`` when S3 does not), else 503."""
+
+    status: Literal["ok", "degraded"]
+    version: str
+    database: HealthCheck
+    s3: HealthCheck

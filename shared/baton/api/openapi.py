@@ -16,6 +16,7 @@ from baton.routes import ROUTES
 # (method, path) -> (request body model, success status, response model)
 OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, int, type[BaseModel] | None]] = {
     ("GET", "/v1/openapi.json"): (None, 200, None),
+    ("GET", "/v1/health"): (None, 200, m.Health),
     ("POST", "/v1/definitions"): (m.Definition, 201, m.Definition),
     ("GET", "/v1/definitions"): (None, 200, m.DefinitionPage),
     ("GET", "/v1/definitions/{name}"): (None, 200, m.Definition),
@@ -60,6 +61,11 @@ QUERY_PARAMETERS: dict[tuple[str, str], list[tuple[str, str]]] = {
     ("GET", "/v1/queues/{name}/peek"): [("limit", "integer")],
 }
 
+# Error statuses whose body is not a problem: health's 503 is its own report.
+ERROR_BODIES: dict[tuple[str, str], dict[str, type[BaseModel]]] = {
+    ("GET", "/v1/health"): {"503": m.Health},
+}
+
 _ERRORS = {
     "400": "Malformed JSON",
     "401": "Missing credentials",
@@ -81,11 +87,23 @@ def _operation_id(method: str, path: str) -> str:
     return method.lower() + "".join(w[:1].upper() + w[1:] for w in words if w and w != "json")
 
 
+def _error_response(method: str, path: str, code: str, text: str) -> dict[str, Any]:
+    own = ERROR_BODIES.get((method, path), {}).get(code)
+    if own is not None:
+        return {"description": text, "content": {"application/json": {"schema": _ref(own)}}}
+    return {
+        "description": text,
+        "content": {"application/problem+json": {"schema": _ref(m.ProblemDetails)}},
+    }
+
+
 @functools.cache
 def document() -> dict[str, Any]:
     models: set[type[BaseModel]] = {m.ProblemDetails}
     for req, _, resp in OPERATIONS.values():
         models.update(x for x in (req, resp) if x is not None)
+    for bodies in ERROR_BODIES.values():
+        models.update(bodies.values())
     ordered = sorted(models, key=lambda c: c.__name__)
     _, schema = models_json_schema(
         [(c, "serialization") for c in ordered],
@@ -107,14 +125,13 @@ def document() -> dict[str, Any]:
                     },
                 },
                 **{
-                    code: {
-                        "description": text,
-                        "content": {"application/problem+json": {"schema": _ref(m.ProblemDetails)}},
-                    }
+                    code: _error_response(route.method, route.path, code, text)
                     for code, text in _ERRORS.items()
+                    if not (route.public and code in ("401", "403"))
                 },
             },
-            "security": [{"apiKey": []}],
+            # Public routes (health, this document) need no credentials.
+            "security": [] if route.public else [{"apiKey": []}],
         }
         params = [
             {"name": p, "in": "path", "required": True, "schema": {"type": "string"}}
