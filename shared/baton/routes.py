@@ -81,6 +81,20 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/queues/{name}/stats", "queues", summary="Task counts by state"),
     Route("GET", "/v1/queues/{name}/peek", "queues", summary="Pending tasks, not claimed"),
     Route("DELETE", "/v1/queues/{name}", "queues", summary="Purge every task of a queue"),
+    # --- queues: inspection and dead letters ---------------------------------------------------
+    Route("GET", "/v1/queues", "queues", summary="Queues with their counts by status"),
+    Route(
+        "GET",
+        "/v1/queues/{name}/tasks",
+        "queues",
+        summary="A queue's tasks with status, retry count and last error (paginated)",
+    ),
+    Route(
+        "POST",
+        "/v1/queues/{name}/redrive",
+        "queues",
+        summary="Move dead tasks back to pending, retry count reset",
+    ),
     Route("POST", "/v1/queues/{name}/dequeue", "queues", summary="Claim tasks (consumers)"),
     Route(
         "POST",

@@ -351,6 +351,49 @@ def test_queues_push_stats_peek_and_purge(baton: Baton) -> None:
     assert baton("queues", "stats", queue, "--json").json()["pending"] == 0
 
 
+def test_queues_list_tasks_and_redrive_dead_letters(
+    baton: Baton, baton_server: CheckedServer
+) -> None:
+    from baton_worker.client import BatonClient
+
+    queue = unique("dlq")
+    with BatonClient(baton_server.base_url, api_key=baton_server.api_key) as client:
+        dead = []
+        for title in ("first", "second"):
+            client.push(queue, title=title, max_retries=1)
+            (task,) = client.dequeue(queue, consumer_id="c")
+            client.nack(queue, task["id"], receipt=task["receipt"], error=f"{title} broke")
+            dead.append(task["id"])
+        alive = client.push(queue, title="alive")["id"]
+
+    listed = baton("queues", "list", "--json").json()["queues"]
+    (mine,) = [q for q in listed if q["name"] == queue]
+    assert (mine["pending"], mine["dead"]) == (1, 2)
+    text = baton("queues", "list").out
+    assert any(line.split()[:6] == [queue, "1", "0", "0", "0", "2"] for line in text.splitlines())
+
+    tasks = baton("queues", "tasks", queue, "--status", "dead")
+    assert tasks.code == 0, tasks.err
+    rows = tasks.out.splitlines()
+    assert rows[0].split()[:4] == ["ID", "STATUS", "PRIORITY", "RETRIES"]
+    assert [r.split()[0] for r in rows[1:]] == dead
+    assert "first broke" in rows[1] and "1/1" in rows[1]
+    paged = baton("queues", "tasks", queue, "--limit", "1", "--json").json()
+    assert len(paged["tasks"]) == 1 and paged["nextPageToken"]
+
+    one = baton("queues", "redrive", queue, "--task", dead[0], "--task", alive)
+    assert one.code == 1  # a named task was not redriven: said, and the exit code shows it
+    assert one.out.splitlines() == [
+        f"redrove 1 dead task(s) of {queue} back to pending",
+        f"not redriven: {alive}: the task is pending, not dead",
+        f"1 dead task(s) left in {queue}",
+    ]
+    rest = baton("queues", "redrive", queue, "--json")
+    assert rest.code == 0, rest.err
+    assert rest.json() == {"redriven": 1, "taskIds": [dead[1]], "skipped": [], "remaining": 0}
+    assert baton("queues", "stats", queue, "--json").json()["pending"] == 3
+
+
 def test_invalid_queue_name_is_refused(baton: Baton) -> None:
     result = baton("queues", "push", "bad_name!", "--title", "x")
     assert result.code == 1

@@ -48,6 +48,9 @@ RESPONSES: dict[tuple[str, str], str] = {
     ("POST", "/v1/queues/{name}/dequeue"): "QueueTaskList",
     ("POST", "/v1/queues/{name}/tasks/{taskId}/ack"): "SettleResponse",
     ("POST", "/v1/queues/{name}/tasks/{taskId}/nack"): "SettleResponse",
+    ("GET", "/v1/queues"): "QueuePage",
+    ("GET", "/v1/queues/{name}/tasks"): "QueueTaskPage",
+    ("POST", "/v1/queues/{name}/redrive"): "RedriveResponse",
 }
 
 

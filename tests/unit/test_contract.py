@@ -45,6 +45,13 @@ PAIRS: list[Any] = [
     (m.DequeueRequest, "DequeueRequest", {"name"}),
     (m.PushRequest, "PushRequest", {"name"}),
     (m.Health, "Health"),
+    (m.QueueSummary, "QueueSummary"),
+    (m.QueuePage, "QueuePage"),
+    (m.QueueTaskDetail, "QueueTaskDetail"),
+    (m.QueueTaskPage, "QueueTaskPage"),
+    (m.RedriveRequest, "RedriveRequest", {"name"}),
+    (m.RedriveSkipped, "RedriveSkipped"),
+    (m.RedriveResponse, "RedriveResponse"),
     (m.HealthCheck, "HealthCheck"),
 ]
 

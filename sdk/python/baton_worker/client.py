@@ -42,8 +42,14 @@ from baton_worker.types import (
     JsonObject,
     PurgeResult,
     PushResult,
+    QueuePage,
     QueueStats,
+    QueueSummary,
     QueueTask,
+    QueueTaskDetail,
+    QueueTaskPage,
+    QueueTaskStatus,
+    RedriveResult,
     SettleResult,
     TaskDef,
     TaskDefPage,
@@ -419,6 +425,56 @@ class BatonClient:
     def purge(self, queue: str) -> PurgeResult:
         """Delete every task of a queue."""
         return cast(PurgeResult, self._call("DELETE", f"/v1/queues/{_segment(queue)}"))
+
+    def list_queues(self, *, limit: int | None = None, page_token: str | None = None) -> QueuePage:
+        """One page of queues (those holding at least one task), by name, with their counts."""
+        params = _params(limit=limit, pageToken=page_token)
+        return cast(QueuePage, self._call("GET", "/v1/queues", params=params))
+
+    def iter_queues(self, *, page_size: int = 100) -> Iterator[QueueSummary]:
+        """Every queue, by name, following page tokens."""
+        token: str | None = None
+        while True:
+            page = self.list_queues(limit=page_size, page_token=token)
+            yield from page["queues"]
+            token = page.get("nextPageToken")
+            if not token:
+                return
+
+    def list_queue_tasks(
+        self,
+        queue: str,
+        *,
+        status: QueueTaskStatus | None = None,
+        limit: int | None = None,
+        page_token: str | None = None,
+    ) -> QueueTaskPage:
+        """One page of a queue's tasks, oldest first (``status="dead"``: its dead letters), each
+        with its retry count and last error."""
+        params = _params(status=status, limit=limit, pageToken=page_token)
+        path = f"/v1/queues/{_segment(queue)}/tasks"
+        return cast(QueueTaskPage, self._call("GET", path, params=params))
+
+    def iter_queue_tasks(
+        self, queue: str, *, status: QueueTaskStatus | None = None, page_size: int = 100
+    ) -> Iterator[QueueTaskDetail]:
+        """Every task of a queue (of one ``status``), oldest first, following page tokens."""
+        token: str | None = None
+        while True:
+            page = self.list_queue_tasks(queue, status=status, limit=page_size, page_token=token)
+            yield from page["tasks"]
+            token = page.get("nextPageToken")
+            if not token:
+                return
+
+    def redrive(self, queue: str, *, task_ids: Sequence[str] | None = None) -> RedriveResult:
+        """Move dead tasks back to pending with their retry count reset, as SQS redrives a
+        dead-letter queue: the named ones, or (``task_ids`` None) a batch of every dead task,
+        with ``remaining`` saying how many are left. Named tasks that were not dead come back
+        in ``skipped``. Repeating it is harmless (a redriven task is no longer dead)."""
+        body = _params(taskIds=None if task_ids is None else list(task_ids))
+        path = f"/v1/queues/{_segment(queue)}/redrive"
+        return cast(RedriveResult, self._call("POST", path, json=body, idempotent=True))
 
     def dequeue(
         self,

@@ -43,6 +43,9 @@ OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, int, type[BaseMo
     ("GET", "/v1/queues/{name}/stats"): (None, 200, m.QueueStats),
     ("GET", "/v1/queues/{name}/peek"): (None, 200, m.QueueTaskList),
     ("DELETE", "/v1/queues/{name}"): (None, 200, m.PurgeResponse),
+    ("GET", "/v1/queues"): (None, 200, m.QueuePage),
+    ("GET", "/v1/queues/{name}/tasks"): (None, 200, m.QueueTaskPage),
+    ("POST", "/v1/queues/{name}/redrive"): (m.RedriveRequest, 200, m.RedriveResponse),
     ("POST", "/v1/queues/{name}/dequeue"): (m.DequeueRequest, 200, m.QueueTaskList),
     ("POST", "/v1/queues/{name}/tasks/{taskId}/ack"): (m.AckRequest, 200, m.SettleResponse),
     ("POST", "/v1/queues/{name}/tasks/{taskId}/nack"): (m.NackRequest, 200, m.SettleResponse),
@@ -59,6 +62,12 @@ QUERY_PARAMETERS: dict[tuple[str, str], list[tuple[str, str]]] = {
     ("GET", "/v1/definitions"): [("limit", "integer"), ("pageToken", "string")],
     ("GET", "/v1/taskdefs"): [("limit", "integer"), ("pageToken", "string")],
     ("GET", "/v1/queues/{name}/peek"): [("limit", "integer")],
+    ("GET", "/v1/queues"): [("limit", "integer"), ("pageToken", "string")],
+    ("GET", "/v1/queues/{name}/tasks"): [
+        ("status", "string"),
+        ("limit", "integer"),
+        ("pageToken", "string"),
+    ],
 }
 
 # Error statuses whose body is not a problem: health's 503 is its own report.
