@@ -57,6 +57,12 @@ def one_version(name: str, version: str) -> Any:
     return api.ok(api.engine().get_definition(api.path(name), number))
 
 
+@api.route("DELETE", "/v1/definitions/{name}/versions/{version}")
+def delete_version(name: str, version: str) -> Any:
+    number = api.path_int(version, "version", high=INT32_MAX)
+    return api.ok(api.engine().delete_definition(api.path(name), number))
+
+
 @api.route("GET", "/v1/taskdefs")
 def list_task_defs() -> Any:
     return api.ok(

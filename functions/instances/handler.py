@@ -1,4 +1,4 @@
-"""Instances API: start, get, search, cancel, user tasks, signals."""
+"""Instances API: start, get, search, cancel, delete, user tasks, signals."""
 
 from __future__ import annotations
 
@@ -51,6 +51,12 @@ def cancel(id: str) -> Any:
     req = api.body(m.CancelInstanceRequest)
     api.log_keys(instance_id=id)
     return api.ok(api.engine().cancel_instance(api.path(id), req.reason))
+
+
+@api.route("DELETE", "/v1/instances/{id}")
+def delete(id: str) -> Any:
+    api.log_keys(instance_id=id)
+    return api.ok(api.engine().delete_instance(api.path(id)))
 
 
 @api.route("POST", "/v1/instances/{id}/user-tasks/{stepId}/complete")

@@ -381,3 +381,30 @@ def test_concurrent_invocations_in_one_process_never_see_each_others_event(
     assert all(expected == got for expected, got in answers), [a for a in answers if a[0] != a[1]][
         :3
     ]
+
+
+def test_deletes_answer_404_409_and_200(invoke: Invoke) -> None:
+    invoke("definitions", "POST", "/v1/definitions", body=DEFINITION)
+    version = {"name": "order", "version": "1"}
+    resource = "/v1/definitions/{name}/versions/{version}"
+    _, _, inst = invoke("instances", "POST", "/v1/instances", body={"definitionName": "order"})
+    status, _, deleted = invoke("definitions", "DELETE", resource, path_params=version)
+    assert status == 200 and deleted["name"] == "order" and deleted["version"] == 1
+    status, _, problem = invoke("definitions", "DELETE", resource, path_params=version)
+    assert status == 404 and "order" in problem["detail"]
+    status, _, _ = invoke(
+        "definitions", "DELETE", resource, path_params={"name": "order", "version": "x"}
+    )
+    assert status == 422
+
+    one = {"id": inst["id"]}
+    status, _, problem = invoke("instances", "DELETE", "/v1/instances/{id}", path_params=one)
+    assert status == 409 and "RUNNING" in problem["detail"]
+    invoke("instances", "POST", "/v1/instances/{id}/cancel", path_params=one, body={})
+    status, _, gone = invoke("instances", "DELETE", "/v1/instances/{id}", path_params=one)
+    assert status == 200 and gone["id"] == inst["id"] and gone["status"] == "CANCELLED"
+    for missing in (inst["id"], "not-a-uuid"):
+        status, headers, problem = invoke(
+            "instances", "DELETE", "/v1/instances/{id}", path_params={"id": missing}
+        )
+        assert status == 404 and headers["content-type"] == "application/problem+json"

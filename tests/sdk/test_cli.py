@@ -250,6 +250,34 @@ def test_instances_start_get_list_and_cancel(baton: Baton, tmp_path: Path) -> No
     assert twice.err.startswith("error: 409 Conflict: ")
 
 
+def test_definitions_delete_and_instances_delete(baton: Baton, tmp_path: Path) -> None:
+    name = unique("cli-del")
+    baton("definitions", "create", str(write_definition(tmp_path, name)))
+    baton("definitions", "create", str(write_definition(tmp_path, name)))
+    started = baton("instances", "start", name, "--version", "2", "--json").json()
+    deleted = baton("definitions", "delete", name, "--version", "2")
+    assert deleted.code == 0, deleted.err
+    assert deleted.out.strip() == f"deleted definition {name} version 2"
+    assert baton("definitions", "get", name, "--json").json()["version"] == 1
+    again = baton("definitions", "delete", name, "--version", "2")
+    assert again.code == 1
+    assert again.err.startswith("error: 404 ")
+    with pytest.raises(SystemExit) as usage:  # --version is required: argparse's usage error
+        baton("definitions", "delete", name)
+    assert usage.value.code == 2
+
+    running = baton("instances", "delete", started["id"])
+    assert running.code == 1
+    assert running.err.startswith("error: 409 ") and "RUNNING" in running.err
+    baton("instances", "cancel", started["id"])
+    gone = baton("instances", "delete", started["id"])
+    assert gone.code == 0, gone.err
+    assert gone.out.startswith(f"deleted instance {started['id']} (CANCELLED): 1 step execution(s)")
+    missing = baton("instances", "get", started["id"])
+    assert missing.code == 1 and missing.err.startswith("error: 404 ")
+    assert baton("instances", "delete", started["id"]).err.startswith("error: 404 ")
+
+
 def test_instance_input_must_be_a_json_object(baton: Baton) -> None:
     result = baton("instances", "start", "whatever", "--input", "{broken")
     assert result.code == 2

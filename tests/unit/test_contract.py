@@ -45,6 +45,7 @@ PAIRS: list[Any] = [
     (m.DequeueRequest, "DequeueRequest", {"name"}),
     (m.PushRequest, "PushRequest", {"name"}),
     (m.Health, "Health"),
+    (m.DeletedInstance, "DeletedInstance"),
     (m.QueueSummary, "QueueSummary"),
     (m.QueuePage, "QueuePage"),
     (m.QueueTaskDetail, "QueueTaskDetail"),

@@ -33,6 +33,7 @@ from baton_worker.types import (
     CompleteJobResult,
     Definition,
     DefinitionPage,
+    DeletedInstance,
     FailJobResult,
     HeartbeatResult,
     Instance,
@@ -188,6 +189,17 @@ class BatonClient:
             path += f"/versions/{int(version)}"
         return cast(Definition, self._call("GET", path))
 
+    def delete_definition(self, name: str, *, version: int) -> Definition:
+        """Delete one version of a definition; returns it as it was.
+
+        Instances running it keep their copy and finish; if it was the latest version, its queue
+        trigger stops (the latest remaining version, if any, is the definition from now on).
+        Raises ``NotFoundError`` if there is no such version. Repeated only after a failure that
+        surely changed nothing, as :meth:`delete_task_def`.
+        """
+        path = f"/v1/definitions/{_segment(name)}/versions/{int(version)}"
+        return cast(Definition, self._call("DELETE", path, idempotent=False))
+
     # --- task definitions ------------------------------------------------------------------------
 
     def put_task_def(self, name: str, task_def: Mapping[str, Any]) -> TaskDef:
@@ -302,6 +314,13 @@ class BatonClient:
             token = page.get("nextPageToken")
             if not token:
                 return
+
+    def delete_instance(self, instance_id: str) -> DeletedInstance:
+        """Delete a finished instance with its step executions, jobs and history. Raises
+        ``ConflictError`` while it runs (cancel it first) and ``NotFoundError`` if there is none.
+        Repeated only after a failure that surely changed nothing, as :meth:`delete_task_def`."""
+        path = f"/v1/instances/{_segment(instance_id)}"
+        return cast(DeletedInstance, self._call("DELETE", path, idempotent=False))
 
     def cancel_instance(self, instance_id: str, *, reason: str | None = None) -> Instance:
         """Terminate a running instance (its open jobs are cancelled)."""

@@ -181,6 +181,18 @@ class SettleResult(TypedDict):
     retryCount: NotRequired[int]
 
 
+class DeletedInstance(TypedDict):
+    """What deleting a finished instance removed."""
+
+    id: str
+    definitionName: str
+    definitionVersion: NotRequired[int]
+    status: InstanceStatus
+    stepExecutions: int
+    jobs: int
+    historyEvents: int
+
+
 class QueueSummary(TypedDict):
     """A queue (one holding at least one task) with its task counts by state."""
 
@@ -240,6 +252,7 @@ __all__ = [
     "CompleteJobResult",
     "Definition",
     "DefinitionPage",
+    "DeletedInstance",
     "FailJobResult",
     "HeartbeatResult",
     "Instance",

@@ -369,3 +369,18 @@ class RedriveResponse(ApiModel):
         description="Named tasks that were not redriven (not dead, or not in the queue)."
     )
     remaining: int = Field(description="Dead tasks still in the queue.")
+
+
+# --- deletes -----------------------------------------------------------------------------------
+
+
+class DeletedInstance(ApiModel):
+    """What ``DELETE /v1/instances/{id}`` removed."""
+
+    id: str
+    definition_name: str
+    definition_version: int | None = None
+    status: InstanceStatus
+    step_executions: int
+    jobs: int
+    history_events: int = Field(description="Audit rows (the instance's history) deleted.")

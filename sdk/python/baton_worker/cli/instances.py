@@ -99,6 +99,18 @@ def _cancel(client: BatonClient, args: argparse.Namespace) -> None:
     show(args, client.cancel_instance(args.id, reason=args.reason), _render_instance)
 
 
+def _delete(client: BatonClient, args: argparse.Namespace) -> None:
+    deleted = client.delete_instance(args.id)
+    show(
+        args,
+        deleted,
+        lambda d: (
+            f"deleted instance {d['id']} ({d['status']}): {d['stepExecutions']} step "
+            f"execution(s), {d['jobs']} job(s), {d['historyEvents']} history event(s)"
+        ),
+    )
+
+
 def _complete_task(client: BatonClient, args: argparse.Namespace) -> None:
     variables = json_object_arg(args.variables, "--variables")
     done = client.complete_user_task(args.id, args.step, variables=variables)
@@ -112,7 +124,7 @@ def _signal(client: BatonClient, args: argparse.Namespace) -> None:
 
 def add_commands(commands: Subparsers) -> None:
     """Add ``instances``."""
-    sub = group(commands, "instances", "start, inspect, list and cancel workflow instances")
+    sub = group(commands, "instances", "start, inspect, list, cancel and delete workflow instances")
     p = leaf(sub, "start", "start an instance of a definition", _start)
     p.add_argument("name", metavar="NAME", help="the definition's name")
     p.add_argument("--version", type=int, help="a specific definition version (default: latest)")
@@ -130,6 +142,13 @@ def add_commands(commands: Subparsers) -> None:
     p = leaf(sub, "cancel", "cancel a running instance", _cancel)
     p.add_argument("id", metavar="ID")
     p.add_argument("--reason")
+    p = leaf(
+        sub,
+        "delete",
+        "delete a finished instance with its steps, jobs and history (a running one is a 409)",
+        _delete,
+    )
+    p.add_argument("id", metavar="ID")
     p = leaf(sub, "complete-task", "complete a waiting user task", _complete_task)
     p.add_argument("id", metavar="ID")
     p.add_argument("step", metavar="STEP", help="the user task's step id")
