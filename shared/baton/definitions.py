@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from baton import expressions
+from baton import expressions, validation
 from baton.errors import Problem, ValidationFailed
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
@@ -177,20 +177,21 @@ class WorkflowDefinition(Model):
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _loc(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part in STEP_TYPES:
-            continue  # pydantic's discriminator tag, not a JSON key
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "$"
+# Each pattern of the models in words, for validation messages.
+PATTERN_RULES = {
+    NAME_PATTERN: "names are 1-128 characters: letters, digits, '_', '.' and '-', starting "
+    "with a letter or a digit",
+    STEP_ID_PATTERN: "step ids are 1-64 characters: letters, digits, '_' and '-', starting with "
+    "a letter or '_'",
+    JOB_TYPE_PATTERN: "job types are 1-128 characters: letters, digits, '_', '.', ':' and '-', "
+    "starting with a letter or a digit",
+    QUEUE_NAME_PATTERN: QUEUE_NAME_RULE,
+}
 
 
 def pydantic_problems(err: ValidationError) -> list[Problem]:
-    return [Problem(_loc(e["loc"]), e["msg"]) for e in err.errors(include_url=False)]
+    """The one translation of pydantic's errors into Baton's problems (path + plain sentence)."""
+    return validation.problems(err, tags=STEP_TYPES, pattern_rules=PATTERN_RULES)
 
 
 # --- semantic checks over the raw JSON, so they run even when the structure has errors ---------
@@ -235,8 +236,22 @@ def _join(path: str, name: str) -> str:
     return name if path == "$" else f"{path}.{name}"
 
 
+def _unclosed_problems(path: str, template: Any, step: str | None = None) -> Iterator[Problem]:
+    """A ``${`` that nothing closes would be sent on as literal text: refused, naming the step
+    (``step``: its id, shown before the field path relative to the step) and the field."""
+    for suffix, text in expressions.unclosed(template):
+        where = path + suffix
+        said = f"step {step!r}: {where.split('.', 1)[1]}" if step is not None else where
+        yield Problem(
+            where,
+            f"{said} opens an expression that is never closed ({text!r}); end it with '}}', "
+            "or write '$${' for a literal '${'",
+        )
+
+
 def _syntax_problems(path: str, template: Any) -> Iterator[Problem]:
     """Every expression in ``template`` must parse (what it refers to is checked where known)."""
+    yield from _unclosed_problems(path, template)
     for suffix, text in expressions.references(template):
         try:
             expressions.parse(text)
@@ -261,11 +276,16 @@ def semantic_problems(raw: dict[str, Any]) -> list[Problem]:
             else:
                 seen[sid] = path
         problems.extend(_expression_problems(f"{path}.input", step.get("input"), order, n))
+        problems.extend(
+            _unclosed_problems(
+                f"{path}.input", step.get("input"), sid if isinstance(sid, str) else path
+            )
+        )
         if step.get("type") == "SERVICE_TASK":
             problems.extend(_setting_problems(path, step))
-    problems.extend(
-        _expression_problems("outputParameters", _field(raw, "outputParameters"), order, None)
-    )
+    output_parameters = _field(raw, "outputParameters")
+    problems.extend(_expression_problems("outputParameters", output_parameters, order, None))
+    problems.extend(_unclosed_problems("outputParameters", output_parameters))
     return problems
 
 

@@ -15,7 +15,7 @@ from baton.definitions import WorkflowDefinition, parse_definition
 from baton.engine import paging, views, writer
 from baton.engine.core import EngineCore, log
 from baton.engine.decide import Decider, InstanceState
-from baton.engine.ids import parse_uuid
+from baton.engine.ids import parse_uuid, path_uuid
 from baton.engine.plan import Plan, job_types
 from baton.errors import (
     Conflict,
@@ -180,7 +180,7 @@ class InstanceOps(EngineCore):
 
     def get_instance(self, instance_id: str) -> dict[str, Any]:
         """An instance with its step executions."""
-        iid = parse_uuid(instance_id, "id")
+        iid = path_uuid(instance_id, InstanceNotFound)
 
         def work(conn: Conn) -> dict[str, Any]:
             with conn.pipeline():  # both reads in one round trip
@@ -247,7 +247,7 @@ class InstanceOps(EngineCore):
 
     def cancel_instance(self, instance_id: str, reason: str | None = None) -> dict[str, Any]:
         """Cancel a running instance with its open steps and jobs."""
-        iid = parse_uuid(instance_id, "id")
+        iid = path_uuid(instance_id, InstanceNotFound)
 
         def work(conn: Conn) -> None:
             row = self._lock_instance(conn, iid)
@@ -280,7 +280,7 @@ class InstanceOps(EngineCore):
     def _resume_waiting(
         self, instance_id: str, step_id: str, step_type: str, output: Any, event: str
     ) -> dict[str, Any]:
-        iid = parse_uuid(instance_id, "id")
+        iid = path_uuid(instance_id, InstanceNotFound)
         self._check_size(output, "payload")
 
         def work(conn: Conn) -> None:

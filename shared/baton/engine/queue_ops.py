@@ -17,7 +17,7 @@ from typing import Any
 
 from baton.definitions import QUEUE_NAME_PATTERN, QUEUE_NAME_RULE
 from baton.engine import paging, views
-from baton.engine.ids import parse_uuid
+from baton.engine.ids import parse_uuid, path_uuid
 from baton.engine.service import Engine
 from baton.errors import Conflict, NotFound, Problem, ValidationFailed
 from baton.status import QueueTaskStatus
@@ -200,7 +200,7 @@ class Queues:
 
     def ack(self, queue: str, task_id: str, receipt: str) -> dict[str, Any]:
         """Complete a dequeued task; only the current receipt may. A repeat is harmless."""
-        tid, rcpt = parse_uuid(task_id, "taskId"), parse_uuid(receipt, "receipt")
+        tid, rcpt = path_uuid(task_id, _no_task), parse_uuid(receipt, "receipt")
 
         def work(conn: Conn) -> dict[str, Any]:
             row = conn.execute(
@@ -226,7 +226,7 @@ class Queues:
         retryable: bool = True,
     ) -> dict[str, Any]:
         """Fail a dequeued task: back to pending, to dead at maxRetries, or failed."""
-        tid, rcpt = parse_uuid(task_id, "taskId"), parse_uuid(receipt, "receipt")
+        tid, rcpt = path_uuid(task_id, _no_task), parse_uuid(receipt, "receipt")
 
         def work(conn: Conn) -> dict[str, Any]:
             row = conn.execute(
@@ -396,6 +396,10 @@ class Queues:
         dead = sum(1 for r in rows if r["status"] == QueueTaskStatus.DEAD)
         if dead:
             self.metrics.add("QueueDeadLettered", dead)
+
+
+def _no_task(task_id: str) -> NotFound:
+    return NotFound("queue task", task_id)
 
 
 def _skipped(queue: str, task_id: uuid.UUID, status: str | None) -> dict[str, Any]:
