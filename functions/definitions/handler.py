@@ -1,11 +1,13 @@
-"""Definitions API: workflow definitions, task definitions, and the OpenAPI document."""
+"""Definitions API: workflow definitions, task definitions, the OpenAPI document and liveness."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from baton.api.openapi import document
+from baton.engine.health import BucketProbe, health
 from baton.model import INT32_MAX
+from baton_lambda import runtime
 from baton_lambda.http import Api
 
 api = Api("definitions")
@@ -14,6 +16,18 @@ api = Api("definitions")
 @api.route("GET", "/v1/openapi.json")
 def openapi() -> Any:
     return api.ok(document())
+
+
+@api.route("GET", "/v1/health")
+def liveness() -> Any:
+    settings = runtime.settings()
+    bucket = settings.payload_bucket
+    probe = BucketProbe(bucket, settings.s3_endpoint) if bucket else None
+    status, body = health(api.engine().db, probe)
+    headers = {"Cache-Control": "no-store"}
+    if status == 503:
+        headers["Retry-After"] = "5"
+    return api.ok(body, status, headers)
 
 
 @api.route("POST", "/v1/definitions")
@@ -41,6 +55,12 @@ def latest(name: str) -> Any:
 def one_version(name: str, version: str) -> Any:
     number = api.path_int(version, "version", high=INT32_MAX)
     return api.ok(api.engine().get_definition(api.path(name), number))
+
+
+@api.route("DELETE", "/v1/definitions/{name}/versions/{version}")
+def delete_version(name: str, version: str) -> Any:
+    number = api.path_int(version, "version", high=INT32_MAX)
+    return api.ok(api.engine().delete_definition(api.path(name), number))
 
 
 @api.route("GET", "/v1/taskdefs")

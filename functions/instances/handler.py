@@ -1,5 +1,5 @@
-"""Instances API: start, get, search, cancel, retry, restart, pause, resume, user tasks,
-signals."""
+"""Instances API: start, get, search, cancel, delete, retry, restart, pause, resume, user
+tasks, signals."""
 
 from __future__ import annotations
 
@@ -82,6 +82,12 @@ def resume(id: str) -> Any:
     api.body(m.InstanceOperationRequest)
     api.log_keys(instance_id=id)
     return api.ok(api.engine().resume_instance(api.path(id)))
+
+
+@api.route("DELETE", "/v1/instances/{id}")
+def delete(id: str) -> Any:
+    api.log_keys(instance_id=id)
+    return api.ok(api.engine().delete_instance(api.path(id)))
 
 
 @api.route("POST", "/v1/instances/{id}/user-tasks/{stepId}/complete")

@@ -1,4 +1,5 @@
-"""Queues API: push, stats, peek, purge, and direct consumption (dequeue, ack, nack)."""
+"""Queues API: push, stats, peek, purge, direct consumption (dequeue, ack, nack), listing queues
+and their tasks, and redriving dead letters."""
 
 from __future__ import annotations
 
@@ -39,6 +40,37 @@ def peek(name: str) -> Any:
 @api.route("DELETE", "/v1/queues/{name}")
 def purge(name: str) -> Any:
     return api.ok(_queues().purge(api.path(name)))
+
+
+@api.route("GET", "/v1/queues")
+def list_queues() -> Any:
+    return api.ok(
+        _queues().list_queues(
+            limit=api.query_int("limit", 50, high=100), page_token=api.query("pageToken")
+        )
+    )
+
+
+@api.route("GET", "/v1/queues/{name}/tasks")
+def list_tasks(name: str) -> Any:
+    return api.ok(
+        _queues().list_tasks(
+            api.path(name),
+            status=api.query("status"),
+            limit=api.query_int("limit", 50, high=100),
+            page_token=api.query("pageToken"),
+        )
+    )
+
+
+@api.route("POST", "/v1/queues/{name}/redrive")
+def redrive(name: str) -> Any:
+    req = api.body(m.RedriveRequest)
+    result = _queues().redrive(api.path(name), req.task_ids)
+    if result["redriven"]:
+        # Redriven tasks are pending again: let the queue's triggers take them now.
+        runtime.queue_triggers(api.engine()).dispatch(api.path(name), nudged=True)
+    return api.ok(result)
 
 
 @api.route("POST", "/v1/queues/{name}/dequeue")

@@ -1,5 +1,6 @@
 """The REST API, generated from ``baton.routes.ROUTES``: one resource/method per route, a Lambda
-proxy integration to the route's function, auth on every method.
+proxy integration to the route's function, auth on every method but the route table's public
+ones (``auth`` none: liveness and the OpenAPI document), which answer without credentials.
 
 Auth modes (context ``authMode``):
 * ``apiKey``: every method requires an API key (``x-api-key``) of the stage's usage plan; keys
@@ -27,7 +28,7 @@ from baton_infra.nag import acknowledge, logical_id
 
 _PATH_PARAM = re.compile(r"{(\w+)}")
 # Route auth values this construct knows how to enforce.
-SUPPORTED_AUTH = frozenset({"api_key_or_iam"})
+SUPPORTED_AUTH = frozenset({"api_key_or_iam", "none"})
 
 # API Gateway's own errors (bad key, throttling, oversized body...) answer in the same
 # RFC 9457 problem+json shape as the functions' errors, so clients parse one format.
@@ -113,22 +114,28 @@ class BatonApi(Construct):
                     functions[route.function], proxy=True, scope_permission_to_method=False
                 )
             resource = self.api.root.resource_for_path(route.path)
-            self.methods.append(
-                resource.add_method(
-                    route.method,
-                    integrations[route.function],
-                    authorization_type=(
-                        apigw.AuthorizationType.IAM
-                        if config.auth_mode == "iam"
-                        else apigw.AuthorizationType.NONE
-                    ),
-                    api_key_required=config.auth_mode == "apiKey",
-                    request_validator=validator,
-                    request_parameters={
-                        f"method.request.path.{name}": True for name in path_parameters(route.path)
-                    },
-                )
+            method = resource.add_method(
+                route.method,
+                integrations[route.function],
+                authorization_type=(
+                    apigw.AuthorizationType.IAM
+                    if config.auth_mode == "iam" and not route.public
+                    else apigw.AuthorizationType.NONE
+                ),
+                api_key_required=config.auth_mode == "apiKey" and not route.public,
+                request_validator=validator,
+                request_parameters={
+                    f"method.request.path.{name}": True for name in path_parameters(route.path)
+                },
             )
+            if route.public:
+                acknowledge(
+                    method,
+                    "AwsSolutions-APIG4",
+                    f"{route.method} {route.path} is public on purpose: uptime checks and API "
+                    "clients read it without credentials, and it returns no workflow data.",
+                )
+            self.methods.append(method)
         self._gateway_responses()
         self.api_keys: list[apigw.IApiKey] = []
         self.invoke_policy: iam.ManagedPolicy | None = None

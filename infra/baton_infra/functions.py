@@ -19,7 +19,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from baton import settings
-from baton.routes import MIGRATION_FUNCTION, SCHEDULED_FUNCTIONS, api_functions
+from baton.routes import MIGRATION_FUNCTION, ROUTES, SCHEDULED_FUNCTIONS, api_functions
 from constructs import Construct
 
 from baton_infra.config import FUNCTIONS_DIR, TICK_SECONDS, DeployConfig
@@ -35,6 +35,9 @@ METRICS_NAMESPACE = settings.METRICS_NAMESPACE
 # Each must be a function of the route table: a grant to any other name would silently go nowhere,
 # so function_specs() refuses one and the synth fails.
 PAYLOAD_FUNCTIONS = frozenset({"instances", "jobs"})
+# The function answering GET /v1/health checks that the payload bucket answers (HeadBucket,
+# which needs s3:ListBucket on the bucket itself); taken from the route table.
+BUCKET_PROBE_FUNCTIONS = frozenset(r.function for r in ROUTES if r.path == "/v1/health")
 # What a function folder may contain that must not reach the asset (or change its hash).
 ASSET_EXCLUDES = ["__pycache__", "*.pyc", "tests"]
 # Lambda validates these on create/update of a VPC function; EC2 offers no resource scoping.
@@ -242,6 +245,12 @@ class BatonFunctions(Construct):
         )
         role.add_to_policy(iam.PolicyStatement(actions=ENI_ACTIONS, resources=["*"]))
         self._database.secret.grant_read(role)
+        if spec.name in BUCKET_PROBE_FUNCTIONS:
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    actions=["s3:ListBucket"], resources=[self._payload_bucket.bucket_arn]
+                )
+            )
         if spec.payloads:
             role.add_to_policy(
                 iam.PolicyStatement(

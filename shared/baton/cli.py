@@ -70,7 +70,7 @@ def register(parser: argparse.ArgumentParser, commands: Subparsers) -> None:
     p.add_argument(
         "--data-dir",
         type=Path,
-        help=f"where the database and payloads live (${env_names.ENV_DATA_DIR}, "
+        help=f"where the database, payloads and API key live (${env_names.ENV_DATA_DIR}, "
         "default ./.baton/data)",
     )
     p.add_argument(

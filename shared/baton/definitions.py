@@ -15,14 +15,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError
 
-from baton import expressions
+from baton import expressions, validation
 from baton.conditions import ConditionError, compile_condition
 from baton.durations import duration_seconds, parse_timestamp
 from baton.errors import Problem, ValidationFailed
 from baton.model import (
     INT32_MAX,
+    JOB_TYPE_PATTERN,
     NAME_PATTERN,
     QUEUE_NAME_PATTERN,
+    QUEUE_NAME_RULE,
+    STEP_ID_PATTERN,
     Model,
     Seconds,
     TaskDef,
@@ -83,20 +86,21 @@ class WorkflowDefinition(Model):
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _loc(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part in STEP_TYPES:
-            continue  # pydantic's discriminator tag, not a JSON key
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "$"
+# Each pattern of the models in words, for validation messages.
+PATTERN_RULES = {
+    NAME_PATTERN: "names are 1-128 characters: letters, digits, '_', '.' and '-', starting "
+    "with a letter or a digit",
+    STEP_ID_PATTERN: "step ids are 1-64 characters: letters, digits, '_' and '-', starting with "
+    "a letter or '_'",
+    JOB_TYPE_PATTERN: "job types are 1-128 characters: letters, digits, '_', '.', ':' and '-', "
+    "starting with a letter or a digit",
+    QUEUE_NAME_PATTERN: QUEUE_NAME_RULE,
+}
 
 
 def pydantic_problems(err: ValidationError) -> list[Problem]:
-    return [Problem(_loc(e["loc"]), e["msg"]) for e in err.errors(include_url=False)]
+    """The one translation of pydantic's errors into Baton's problems (path + plain sentence)."""
+    return validation.problems(err, tags=STEP_TYPES, pattern_rules=PATTERN_RULES)
 
 
 # --- semantic checks over the raw JSON, so they run even when the structure has errors ---------
@@ -131,8 +135,26 @@ def _join(path: str, name: str) -> str:
     return name if path == "$" else f"{path}.{name}"
 
 
+def _unclosed_problems(path: str, template: Any, step: Node | None = None) -> Iterator[Problem]:
+    """A ``${`` that nothing closes would be sent on as literal text: refused, naming the step
+    (its id, shown before the field's path within the step) and the field."""
+    for suffix, text in expressions.unclosed(template):
+        where = path + suffix
+        said = (
+            f"step {step.id!r}: {where[len(step.path) + 1 :]}"
+            if step is not None and isinstance(step.id, str)
+            else where
+        )
+        yield Problem(
+            where,
+            f"{said} opens an expression that is never closed ({text!r}); end it with '}}', "
+            "or write '$${' for a literal '${'",
+        )
+
+
 def _syntax_problems(path: str, template: Any) -> Iterator[Problem]:
     """Every expression in ``template`` must parse (what it refers to is checked where known)."""
+    yield from _unclosed_problems(path, template)
     for suffix, text in expressions.references(template):
         try:
             expressions.parse(text)
@@ -182,7 +204,7 @@ def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
     for name in (*_EVALUATED_AT_STEP.get(kind, ()), "input"):
         value = _field(step, name)
         if value is not None:
-            yield from _expression_problems(tree, f"{path}.{name}", value, here)
+            yield from _expression_problems(tree, f"{path}.{name}", value, here, node)
     if kind == "SERVICE_TASK":
         yield from _setting_problems(path, step)
     elif kind == "MAP":
@@ -276,7 +298,10 @@ def _sub_workflow_problems(path: str, step: dict[str, Any]) -> Iterator[Problem]
                 yield Problem(f"{path}.definition.{p.path}", p.message)
 
 
-def _expression_problems(tree: Tree, path: str, template: Any, at: Point) -> Iterator[Problem]:
+def _expression_problems(
+    tree: Tree, path: str, template: Any, at: Point, step: Node | None = None
+) -> Iterator[Problem]:
+    yield from _unclosed_problems(path, template, step)
     for suffix, text in expressions.references(template):
         where = path + suffix
         try:

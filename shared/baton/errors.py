@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -54,10 +55,10 @@ class MalformedRequest(BatonError):
 class NotFound(BatonError):
     title = "Not found"
 
-    def __init__(self, kind: str, ident: str) -> None:
+    def __init__(self, kind: str, ident: str, detail: str | None = None) -> None:
         self.kind = kind
         self.ident = ident
-        super().__init__(f"{kind} {ident!r} not found")
+        super().__init__(detail or f"{kind} {ident!r} not found")
 
 
 class DefinitionNotFound(NotFound):
@@ -70,7 +71,19 @@ class DefinitionNotFound(NotFound):
 class InstanceNotFound(NotFound):
     def __init__(self, instance_id: str) -> None:
         self.instance_id = instance_id
-        super().__init__("instance", instance_id)
+        super().__init__("instance", instance_id, _no_instance(instance_id))
+
+
+def _no_instance(instance_id: str) -> str:
+    try:
+        canonical = str(uuid.UUID(instance_id))
+    except ValueError:
+        shown = instance_id if len(instance_id) <= 80 else instance_id[:77] + "..."
+        return (
+            f"no instance has the id {shown!r}: instance ids are UUIDs, as "
+            "POST /v1/instances returns them"
+        )
+    return f"no instance has the id {canonical} (it was never started here, or was deleted)"
 
 
 class JobNotFound(NotFound):

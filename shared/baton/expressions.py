@@ -17,6 +17,7 @@ from typing import Any
 _EXPR = re.compile(r"(?<!\$)\$\{([^}]*)\}")
 # A key (a name, or digits: a PARALLEL's output is keyed by branch index) and list indexes.
 _SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*|\d+)((?:\[\d+\])*)")
+_OPEN = re.compile(r"(?<!\$)\$\{")
 _INDEX = re.compile(r"\[(\d+)\]")
 
 WORKFLOW = "workflow"
@@ -85,6 +86,26 @@ def references(template: Any) -> Iterator[tuple[str, str]]:
         for i, v in enumerate(template):
             for sub, expr in references(v):
                 yield f"[{i}]{sub}", expr
+
+
+def unclosed(template: Any) -> Iterator[tuple[str, str]]:
+    """Yield ``(json_path_suffix, text)`` for every string inside ``template`` holding a ``${``
+    that no ``}`` closes (it would be taken as literal text, silently). ``text`` is the string
+    from that ``${`` on, cut short."""
+    if isinstance(template, str):
+        for m in _OPEN.finditer(template):
+            if template.find("}", m.end()) == -1:
+                rest = template[m.start() :]
+                yield "", rest if len(rest) <= 30 else rest[:27] + "..."
+                return
+    elif isinstance(template, Mapping):
+        for k, v in template.items():
+            for sub, text in unclosed(v):
+                yield f".{k}{sub}", text
+    elif isinstance(template, list):
+        for i, v in enumerate(template):
+            for sub, text in unclosed(v):
+                yield f"[{i}]{sub}", text
 
 
 def _walk(value: Any, path: tuple[str | int, ...]) -> Any:

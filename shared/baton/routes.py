@@ -1,7 +1,9 @@
 """The one route table: the CDK API and the local server are both built from it.
 
 Paths use API Gateway's template syntax (``{name}``). ``function`` names a folder under
-``functions/`` whose ``handler.handler`` serves the route.
+``functions/`` whose ``handler.handler`` serves the route. ``auth`` is ``api_key_or_iam`` (the
+deployment's auth mode: an API key, or SigV4) or ``none`` for the few public routes (liveness and
+the contract), which the CDK API and the local server both serve without credentials.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Auth = Literal["api_key_or_iam"]
+Auth = Literal["api_key_or_iam", "none"]
+PUBLIC: Auth = "none"
 Method = Literal["GET", "POST", "PUT", "DELETE"]
 
 
@@ -21,9 +24,21 @@ class Route:
     auth: Auth = "api_key_or_iam"
     summary: str = ""
 
+    @property
+    def public(self) -> bool:
+        """Served without credentials."""
+        return self.auth == PUBLIC
+
 
 ROUTES: tuple[Route, ...] = (
-    Route("GET", "/v1/openapi.json", "definitions", summary="The OpenAPI document"),
+    Route("GET", "/v1/openapi.json", "definitions", auth=PUBLIC, summary="The OpenAPI document"),
+    Route(
+        "GET",
+        "/v1/health",
+        "definitions",
+        auth=PUBLIC,
+        summary="Liveness: database and S3 reachability (no API key needed)",
+    ),
     Route("POST", "/v1/definitions", "definitions", summary="Register a workflow definition"),
     Route("GET", "/v1/definitions", "definitions", summary="List definitions (latest versions)"),
     Route("GET", "/v1/definitions/{name}", "definitions", summary="Latest version of a definition"),
@@ -33,6 +48,12 @@ ROUTES: tuple[Route, ...] = (
         "definitions",
         summary="One version of a definition",
     ),
+    Route(
+        "DELETE",
+        "/v1/definitions/{name}/versions/{version}",
+        "definitions",
+        summary="Delete one version of a definition (running instances keep their snapshot)",
+    ),
     Route("GET", "/v1/taskdefs", "definitions", summary="List task definitions"),
     Route("PUT", "/v1/taskdefs/{name}", "definitions", summary="Create or replace a task def"),
     Route("GET", "/v1/taskdefs/{name}", "definitions", summary="One task definition"),
@@ -41,6 +62,12 @@ ROUTES: tuple[Route, ...] = (
         "/v1/taskdefs/{name}",
         "definitions",
         summary="Delete a task definition (running instances keep their snapshot)",
+    ),
+    Route(
+        "DELETE",
+        "/v1/instances/{id}",
+        "instances",
+        summary="Delete a finished instance with its steps, jobs and history",
     ),
     Route("POST", "/v1/instances", "instances", summary="Start an instance"),
     Route("GET", "/v1/instances", "instances", summary="Search instances"),
@@ -85,6 +112,20 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/queues/{name}/stats", "queues", summary="Task counts by state"),
     Route("GET", "/v1/queues/{name}/peek", "queues", summary="Pending tasks, not claimed"),
     Route("DELETE", "/v1/queues/{name}", "queues", summary="Purge every task of a queue"),
+    # --- queues: inspection and dead letters ---------------------------------------------------
+    Route("GET", "/v1/queues", "queues", summary="Queues with their counts by status"),
+    Route(
+        "GET",
+        "/v1/queues/{name}/tasks",
+        "queues",
+        summary="A queue's tasks with status, retry count and last error (paginated)",
+    ),
+    Route(
+        "POST",
+        "/v1/queues/{name}/redrive",
+        "queues",
+        summary="Move dead tasks back to pending, retry count reset",
+    ),
     Route("POST", "/v1/queues/{name}/dequeue", "queues", summary="Claim tasks (consumers)"),
     Route(
         "POST",

@@ -374,6 +374,26 @@ def test_openapi_document_is_served(baton_server: CheckedServer) -> None:
     assert doc["openapi"].startswith("3.") and "/v1/jobs/poll" in doc["paths"]
 
 
+@pytest.mark.parametrize("headers", [{}, {"x-api-key": "wrong"}], ids=["no key", "wrong key"])
+def test_health_and_the_contract_are_public_and_nothing_else_is(
+    baton_server: CheckedServer, headers: dict[str, str]
+) -> None:
+    url = baton_server.base_url
+    health = httpx.get(url + "/v1/health", headers=headers)
+    assert health.status_code == 200, health.text
+    report = health.json()
+    assert report["status"] == "ok"
+    assert report["database"]["status"] == "ok"
+    assert report["s3"]["status"] == "ok" and report["s3"]["bucket"] == "baton-payloads"
+    doc = httpx.get(url + "/v1/openapi.json", headers=headers)
+    assert doc.status_code == 200 and doc.json()["paths"]["/v1/health"]["get"]["security"] == []
+    refused = 403 if headers else 401
+    for path in ("/v1/definitions", "/v1/instances", "/v1/taskdefs"):
+        _problem(httpx.get(url + path, headers=headers), refused)
+    # A public path with a method the table does not declare is still behind the key.
+    _problem(httpx.post(url + "/v1/health", headers=headers), refused)
+
+
 def test_queue_trigger_e2e_priority_order_and_dead_letter(baton_server: CheckedServer) -> None:
     """Three tasks of different priorities; the worker fails one of them every time. The other
     two complete in priority order; the failing one ends dead after its retries."""

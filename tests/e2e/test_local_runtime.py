@@ -323,3 +323,52 @@ def test_real_definitions_function_registers_and_keeps_a_definition(
     kept = restarted.request("GET", f"/v1/definitions/e2e-smoke/versions/{version}")
     assert kept.status_code == 200, kept.text
     assert kept.json()["name"] == "e2e-smoke"
+
+
+# --- the API key kept in the data directory ---------------------------------------------------
+
+
+def test_generated_key_is_kept_in_the_data_directory_across_restarts(
+    start_server: StartServer,
+    e2e_database_url: str | None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from baton_worker.client import BatonClient
+    from baton_worker.errors import PermissionDeniedError
+
+    data_dir = tmp_path / "data"
+    first = start_server(
+        data_dir=data_dir, functions_dir=None, database_url=e2e_database_url, api_key=None
+    )
+    key_file = data_dir / "api-key"
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    key = first.api_key
+    assert key and key in first.output()  # printed at the start
+    assert first.request("GET", "/v1/definitions").status_code == 200
+    assert first.stop() == 0, first.output()
+
+    second = start_server(
+        data_dir=data_dir, functions_dir=None, database_url=e2e_database_url, api_key=None
+    )
+    assert second.api_key == key
+    assert second.request("GET", "/v1/definitions").status_code == 200
+    assert key in second.output()  # printed again
+
+    # A client given no key finds the local server's own, by BATON_DATA_DIR or by default in
+    # .baton/data under the working directory, as `baton dev` itself does.
+    monkeypatch.delenv("BATON_API_KEY", raising=False)
+    monkeypatch.setenv("BATON_URL", second.base_url)
+    monkeypatch.setenv("BATON_DATA_DIR", str(data_dir))
+    with BatonClient.from_env() as client:
+        assert "definitions" in client.list_definitions()
+    monkeypatch.delenv("BATON_DATA_DIR")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".baton").mkdir()
+    (tmp_path / ".baton" / "data").symlink_to(data_dir)
+    with BatonClient.from_env() as client:
+        assert "definitions" in client.list_definitions()
+    # BATON_API_KEY still wins over the kept key.
+    monkeypatch.setenv("BATON_API_KEY", "not-the-key")
+    with BatonClient.from_env() as client, pytest.raises(PermissionDeniedError):
+        client.list_definitions()

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.support.lambda_events import FakeContext, Invoke, api_event, load_function
-from tests.support.proto_contract import RESPONSES, parse
+from tests.support.proto_contract import RESPONSES, error_message, parse
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def invoke(lambda_env: None) -> Invoke:
         # Every response must parse into its proto message, unknown fields refused.
         status = response["statusCode"]
         if status >= 400:
-            parse("Problem", body)
+            parse(error_message((method, resource), status), body)
         elif (method, resource) in RESPONSES:
             parse(RESPONSES[(method, resource)], body)
         return status, headers, body

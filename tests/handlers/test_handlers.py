@@ -90,7 +90,15 @@ def test_definition_instance_job_round_trip(invoke: Invoke) -> None:
             {"path_params": {"name": "x", "version": "one"}},
             422,
         ),
-        ("instances", "GET", "/v1/instances/{id}", {"path_params": {"id": "not-a-uuid"}}, 422),
+        # An id in a path that is not a UUID names nothing: 404 (in a body it is a 422).
+        ("instances", "GET", "/v1/instances/{id}", {"path_params": {"id": "not-a-uuid"}}, 404),
+        (
+            "jobs",
+            "POST",
+            "/v1/jobs/complete",
+            {"body": {"jobId": "not-a-uuid", "workerId": "w"}},
+            422,
+        ),
         (
             "instances",
             "GET",
@@ -373,7 +381,10 @@ def test_concurrent_invocations_in_one_process_never_see_each_others_event(
         # The problem names the request's own path, read from the event after the database
         # answered: another thread's request in between must not have replaced it.
         path = resource.replace("{" + key + "}", ident)
-        expected = f"404 {kind} {ident!r} not found at {path}"
+        detail = f"{kind} {ident!r} not found"
+        if kind == "instance":
+            detail = f"no instance has the id {ident} (it was never started here, or was deleted)"
+        expected = f"404 {detail} at {path}"
         return expected, f"{status} {body['detail']} at {body.get('instance')}"
 
     with ThreadPoolExecutor(12) as pool:
@@ -381,3 +392,62 @@ def test_concurrent_invocations_in_one_process_never_see_each_others_event(
     assert all(expected == got for expected, got in answers), [a for a in answers if a[0] != a[1]][
         :3
     ]
+
+
+def test_deletes_answer_404_409_and_200(invoke: Invoke) -> None:
+    invoke("definitions", "POST", "/v1/definitions", body=DEFINITION)
+    version = {"name": "order", "version": "1"}
+    resource = "/v1/definitions/{name}/versions/{version}"
+    _, _, inst = invoke("instances", "POST", "/v1/instances", body={"definitionName": "order"})
+    status, _, deleted = invoke("definitions", "DELETE", resource, path_params=version)
+    assert status == 200 and deleted["name"] == "order" and deleted["version"] == 1
+    status, _, problem = invoke("definitions", "DELETE", resource, path_params=version)
+    assert status == 404 and "order" in problem["detail"]
+    status, _, _ = invoke(
+        "definitions", "DELETE", resource, path_params={"name": "order", "version": "x"}
+    )
+    assert status == 422
+
+    one = {"id": inst["id"]}
+    status, _, problem = invoke("instances", "DELETE", "/v1/instances/{id}", path_params=one)
+    assert status == 409 and "RUNNING" in problem["detail"]
+    invoke("instances", "POST", "/v1/instances/{id}/cancel", path_params=one, body={})
+    status, _, gone = invoke("instances", "DELETE", "/v1/instances/{id}", path_params=one)
+    assert status == 200 and gone["id"] == inst["id"] and gone["status"] == "CANCELLED"
+    for missing in (inst["id"], "not-a-uuid"):
+        status, headers, problem = invoke(
+            "instances", "DELETE", "/v1/instances/{id}", path_params={"id": missing}
+        )
+        assert status == 404 and headers["content-type"] == "application/problem+json"
+
+
+def test_an_unknown_instance_is_a_404_that_reads_well(invoke: Invoke) -> None:
+    ident = "0b8f2b6e-4b55-4a50-9c5e-1f7c9e3f4a10"
+    for path_id, detail in [
+        (ident, f"no instance has the id {ident} (it was never started here, or was deleted)"),
+        (
+            "not-a-uuid",
+            "no instance has the id 'not-a-uuid': instance ids are UUIDs, as POST /v1/instances "
+            "returns them",
+        ),
+    ]:
+        for method, resource, body in [
+            ("GET", "/v1/instances/{id}", None),
+            ("POST", "/v1/instances/{id}/cancel", {}),
+            ("POST", "/v1/instances/{id}/signals/{stepId}", {}),
+            ("DELETE", "/v1/instances/{id}", None),
+        ]:
+            params = {"id": path_id, "stepId": "s"} if "stepId" in resource else {"id": path_id}
+            status, _, problem = invoke(
+                "instances", method, resource, path_params=params, body=body
+            )
+            assert (status, problem["detail"]) == (404, detail), (method, resource)
+            assert problem["title"] == "Not found"
+    status, _, problem = invoke(
+        "queues",
+        "POST",
+        "/v1/queues/{name}/tasks/{taskId}/ack",
+        path_params={"name": "q", "taskId": "nope"},
+        body={"receipt": ident},
+    )
+    assert status == 404

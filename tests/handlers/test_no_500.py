@@ -154,6 +154,7 @@ class Seeded:
                 "receipt": i["receipt"],
                 "error": "e",
             },
+            ("POST", "/v1/queues/{name}/redrive"): {"taskIds": [i["task"]]},
         }.get((route.method, route.path), {})
 
     def path_values(self, route: Route) -> dict[str, str]:

@@ -113,3 +113,85 @@ def test_push_nudges_a_queue_trigger(invoke: Invoke) -> None:
         "jobs", "POST", "/v1/jobs/poll", body={"workerId": "w", "jobTypes": ["pushed"]}
     )
     assert len(polled["jobs"]) == 1  # started by the push itself, not by a later tick
+
+
+def _dead_task(invoke: Invoke, queue: str, title: str) -> str:
+    q = {"name": queue}
+    invoke(
+        "queues",
+        "POST",
+        "/v1/queues/{name}/push",
+        path_params=q,
+        body={"title": title, "maxRetries": 1, "priority": 9},
+    )
+    _, _, got = invoke(
+        "queues", "POST", "/v1/queues/{name}/dequeue", path_params=q, body={"consumerId": "c"}
+    )
+    task = got["tasks"][0]
+    status, _, nacked = invoke(
+        "queues",
+        "POST",
+        "/v1/queues/{name}/tasks/{taskId}/nack",
+        path_params={**q, "taskId": task["id"]},
+        body={"receipt": task["receipt"], "error": "no luck"},
+    )
+    assert status == 200 and nacked["status"] == "dead"
+    return str(task["id"])
+
+
+def test_list_queues_tasks_and_redrive_dead_letters(invoke: Invoke) -> None:
+    dead = _dead_task(invoke, "dl-q", "doomed")
+    status, _, listed = invoke("queues", "GET", "/v1/queues")
+    assert status == 200
+    assert listed["queues"] == [
+        {"name": "dl-q", "pending": 0, "processing": 0, "completed": 0, "failed": 0, "dead": 1}
+    ]
+    status, _, tasks = invoke(
+        "queues",
+        "GET",
+        "/v1/queues/{name}/tasks",
+        path_params={"name": "dl-q"},
+        query={"status": "dead", "limit": "10"},
+    )
+    assert status == 200
+    (task,) = tasks["tasks"]
+    assert task["id"] == dead and task["lastError"] == "no luck" and task["retryCount"] == 1
+    status, _, result = invoke(
+        "queues", "POST", "/v1/queues/{name}/redrive", path_params={"name": "dl-q"}, body={}
+    )
+    assert status == 200
+    assert result == {"redriven": 1, "taskIds": [dead], "skipped": [], "remaining": 0}
+    status, _, again = invoke(
+        "queues",
+        "POST",
+        "/v1/queues/{name}/redrive",
+        path_params={"name": "dl-q"},
+        body={"taskIds": [dead]},
+    )
+    assert status == 200 and again["redriven"] == 0
+    assert again["skipped"] == [
+        {"id": dead, "status": "pending", "reason": "the task is pending, not dead"}
+    ]
+
+
+def test_bad_listing_and_redrive_input_is_422_naming_the_field(invoke: Invoke) -> None:
+    cases = [
+        ("GET", "/v1/queues/{name}/tasks", {"query": {"status": "gone"}}, "status"),
+        ("GET", "/v1/queues/{name}/tasks", {"query": {"limit": "0"}}, "limit"),
+        ("GET", "/v1/queues/{name}/tasks", {"query": {"pageToken": "abc"}}, "pageToken"),
+        ("GET", "/v1/queues", {"query": {"pageToken": "abc"}}, "pageToken"),
+        ("POST", "/v1/queues/{name}/redrive", {"body": {"taskIds": []}}, "taskIds"),
+        ("POST", "/v1/queues/{name}/redrive", {"body": {"taskIds": ["nope"]}}, "taskIds[0]"),
+        ("POST", "/v1/queues/{name}/redrive", {"body": {"taskIds": "x"}}, "taskIds"),
+        ("POST", "/v1/queues/{name}/redrive", {"body": {"all": True}}, "all"),
+    ]
+    for method, resource, kw, path in cases:
+        params = {"name": "q"} if "{name}" in resource else None
+        status, headers, problem = invoke("queues", method, resource, path_params=params, **kw)
+        assert status == 422, (resource, kw, problem)
+        assert headers["content-type"] == "application/problem+json"
+        assert path in [e["path"] for e in problem["errors"]], (kw, problem)
+    status, _, problem = invoke(
+        "queues", "GET", "/v1/queues/{name}/tasks", path_params={"name": "bad name!"}
+    )
+    assert status == 422 and problem["errors"][0]["path"] == "queueName"

@@ -47,7 +47,11 @@ def _function_of(synth: Synth, method: dict[str, Any]) -> str:
     return str(next(p["Fn::GetAtt"][0] for p in parts if isinstance(p, dict) and "Fn::GetAtt" in p))
 
 
-@pytest.mark.parametrize("route", ROUTES, ids=lambda r: f"{r.method} {r.path}")
+PRIVATE = [r for r in ROUTES if not r.public]
+PUBLIC = [r for r in ROUTES if r.public]
+
+
+@pytest.mark.parametrize("route", PRIVATE, ids=lambda r: f"{r.method} {r.path}")
 def test_every_route_is_a_method_requiring_an_api_key(dev: Synth, route: Route) -> None:
     method = _methods(dev)[(route.method, route.path)]
     assert method["ApiKeyRequired"] is True
@@ -60,12 +64,20 @@ def test_every_route_is_a_method_requiring_an_api_key(dev: Synth, route: Route) 
     assert "RequestValidatorId" in method
 
 
-@pytest.mark.parametrize("route", ROUTES, ids=lambda r: f"{r.method} {r.path}")
+@pytest.mark.parametrize("route", PRIVATE, ids=lambda r: f"{r.method} {r.path}")
 def test_every_route_requires_sigv4_in_iam_mode(prod_iam: Synth, route: Route) -> None:
     method = _methods(prod_iam)[(route.method, route.path)]
     assert method["AuthorizationType"] == "AWS_IAM"
     assert method.get("ApiKeyRequired", False) is False
     assert _function_of(prod_iam, method) == function_logical_ids(prod_iam)[route.function]
+
+
+@pytest.mark.parametrize("route", PUBLIC, ids=lambda r: f"{r.method} {r.path}")
+def test_public_routes_need_no_credentials_in_either_mode(any_synth: Synth, route: Route) -> None:
+    method = _methods(any_synth)[(route.method, route.path)]
+    assert method["AuthorizationType"] == "NONE"
+    assert method.get("ApiKeyRequired", False) is False
+    assert _function_of(any_synth, method) == function_logical_ids(any_synth)[route.function]
 
 
 def test_api_has_exactly_the_routes_of_the_table(any_synth: Synth) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from baton.routes import MIGRATION_FUNCTION, SCHEDULED_FUNCTIONS, api_functions
-from baton_infra.functions import PAYLOAD_FUNCTIONS
+from baton_infra.functions import BUCKET_PROBE_FUNCTIONS, PAYLOAD_FUNCTIONS
 from synth_support import Synth, function_logical_ids
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
@@ -87,6 +87,10 @@ def test_function_role_grants_only_what_the_function_uses(dev: Synth, name: str)
         "Fn::GetAtt": [fn["LoggingConfig"]["LogGroup"]["Ref"], "Arn"]
     }
     s3_statements = [s for s in statements if any(a.startswith("s3:") for a in _actions(s))]
+    if name in BUCKET_PROBE_FUNCTIONS:  # GET /v1/health: HeadBucket on the bucket, no objects
+        probe = next(s for s in s3_statements if _actions(s) == ["s3:ListBucket"])
+        assert probe["Resource"] == {"Fn::GetAtt": [_payload_bucket_id(dev), "Arn"]}
+        s3_statements.remove(probe)
     if name in PAYLOAD_FUNCTIONS:
         (s3_statement,) = s3_statements
         assert sorted(_actions(s3_statement)) == ["s3:GetObject", "s3:PutObject"]
@@ -101,11 +105,19 @@ def test_function_role_grants_only_what_the_function_uses(dev: Synth, name: str)
             assert all(a.split(":")[0] in ("ec2", "xray") for a in _actions(statement))
 
 
+def _payload_bucket_id(synth: Synth) -> str:
+    return next(lid for lid in synth.of_type("AWS::S3::Bucket") if lid.startswith("PayloadsBucket"))
+
+
 def test_payload_bucket_is_granted_to_exactly_the_payload_functions(dev: Synth) -> None:
     granted = {
         name
         for name in ALL_FUNCTIONS
-        if any(a.startswith("s3:") for s in _role_statements(dev, name) for a in _actions(s))
+        if any(
+            a in ("s3:GetObject", "s3:PutObject")
+            for s in _role_statements(dev, name)
+            for a in _actions(s)
+        )
     }
     # A name in PAYLOAD_FUNCTIONS that is no function would be missing here.
     assert granted == PAYLOAD_FUNCTIONS

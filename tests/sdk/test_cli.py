@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import pytest
 from baton_worker import cli
-from baton_worker.env import ENV_API_KEY, ENV_URL
+from baton_worker.env import ENV_API_KEY, ENV_DATA_DIR, ENV_URL
 
 from tests.support.helpers import unique
 from tests.support.helpers import wait_until as wait_for
@@ -44,11 +44,16 @@ Baton = Callable[..., Result]
 
 @pytest.fixture
 def baton(
-    baton_server: CheckedServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    baton_server: CheckedServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> Baton:
     """Run ``baton <args>`` in this process against the session's server."""
     for name in (ENV_URL, ENV_API_KEY):
         monkeypatch.delenv(name, raising=False)
+    # No key of a `make dev` run in this checkout (.baton/data/api-key) is found by accident.
+    monkeypatch.setenv(ENV_DATA_DIR, str(tmp_path / "no-data-dir"))
 
     def run(
         *args: str, stdin: str | None = None, connect: bool = True, connect_first: bool = False
@@ -245,6 +250,34 @@ def test_instances_start_get_list_and_cancel(baton: Baton, tmp_path: Path) -> No
     assert twice.err.startswith("error: 409 Conflict: ")
 
 
+def test_definitions_delete_and_instances_delete(baton: Baton, tmp_path: Path) -> None:
+    name = unique("cli-del")
+    baton("definitions", "create", str(write_definition(tmp_path, name)))
+    baton("definitions", "create", str(write_definition(tmp_path, name)))
+    started = baton("instances", "start", name, "--version", "2", "--json").json()
+    deleted = baton("definitions", "delete", name, "--version", "2")
+    assert deleted.code == 0, deleted.err
+    assert deleted.out.strip() == f"deleted definition {name} version 2"
+    assert baton("definitions", "get", name, "--json").json()["version"] == 1
+    again = baton("definitions", "delete", name, "--version", "2")
+    assert again.code == 1
+    assert again.err.startswith("error: 404 ")
+    with pytest.raises(SystemExit) as usage:  # --version is required: argparse's usage error
+        baton("definitions", "delete", name)
+    assert usage.value.code == 2
+
+    running = baton("instances", "delete", started["id"])
+    assert running.code == 1
+    assert running.err.startswith("error: 409 ") and "RUNNING" in running.err
+    baton("instances", "cancel", started["id"])
+    gone = baton("instances", "delete", started["id"])
+    assert gone.code == 0, gone.err
+    assert gone.out.startswith(f"deleted instance {started['id']} (CANCELLED): 1 step execution(s)")
+    missing = baton("instances", "get", started["id"])
+    assert missing.code == 1 and missing.err.startswith("error: 404 ")
+    assert baton("instances", "delete", started["id"]).err.startswith("error: 404 ")
+
+
 def test_instance_input_must_be_a_json_object(baton: Baton) -> None:
     result = baton("instances", "start", "whatever", "--input", "{broken")
     assert result.code == 2
@@ -344,6 +377,49 @@ def test_queues_push_stats_peek_and_purge(baton: Baton) -> None:
     purged = baton("queues", "purge", queue)
     assert purged.out.strip() == f"deleted 2 task(s) from {queue}"
     assert baton("queues", "stats", queue, "--json").json()["pending"] == 0
+
+
+def test_queues_list_tasks_and_redrive_dead_letters(
+    baton: Baton, baton_server: CheckedServer
+) -> None:
+    from baton_worker.client import BatonClient
+
+    queue = unique("dlq")
+    with BatonClient(baton_server.base_url, api_key=baton_server.api_key) as client:
+        dead = []
+        for title in ("first", "second"):
+            client.push(queue, title=title, max_retries=1)
+            (task,) = client.dequeue(queue, consumer_id="c")
+            client.nack(queue, task["id"], receipt=task["receipt"], error=f"{title} broke")
+            dead.append(task["id"])
+        alive = client.push(queue, title="alive")["id"]
+
+    listed = baton("queues", "list", "--json").json()["queues"]
+    (mine,) = [q for q in listed if q["name"] == queue]
+    assert (mine["pending"], mine["dead"]) == (1, 2)
+    text = baton("queues", "list").out
+    assert any(line.split()[:6] == [queue, "1", "0", "0", "0", "2"] for line in text.splitlines())
+
+    tasks = baton("queues", "tasks", queue, "--status", "dead")
+    assert tasks.code == 0, tasks.err
+    rows = tasks.out.splitlines()
+    assert rows[0].split()[:4] == ["ID", "STATUS", "PRIORITY", "RETRIES"]
+    assert [r.split()[0] for r in rows[1:]] == dead
+    assert "first broke" in rows[1] and "1/1" in rows[1]
+    paged = baton("queues", "tasks", queue, "--limit", "1", "--json").json()
+    assert len(paged["tasks"]) == 1 and paged["nextPageToken"]
+
+    one = baton("queues", "redrive", queue, "--task", dead[0], "--task", alive)
+    assert one.code == 1  # a named task was not redriven: said, and the exit code shows it
+    assert one.out.splitlines() == [
+        f"redrove 1 dead task(s) of {queue} back to pending",
+        f"not redriven: {alive}: the task is pending, not dead",
+        f"1 dead task(s) left in {queue}",
+    ]
+    rest = baton("queues", "redrive", queue, "--json")
+    assert rest.code == 0, rest.err
+    assert rest.json() == {"redriven": 1, "taskIds": [dead[1]], "skipped": [], "remaining": 0}
+    assert baton("queues", "stats", queue, "--json").json()["pending"] == 3
 
 
 def test_invalid_queue_name_is_refused(baton: Baton) -> None:

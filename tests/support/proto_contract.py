@@ -22,14 +22,17 @@ PROTO = ROOT / "proto" / "workflow" / "v1" / "engine.proto"
 # (method, route path) -> message of the success response body
 RESPONSES: dict[tuple[str, str], str] = {
     ("GET", "/v1/openapi.json"): "google.protobuf.Struct",
+    ("GET", "/v1/health"): "Health",
     ("POST", "/v1/definitions"): "Definition",
     ("GET", "/v1/definitions"): "DefinitionPage",
     ("GET", "/v1/definitions/{name}"): "Definition",
     ("GET", "/v1/definitions/{name}/versions/{version}"): "Definition",
+    ("DELETE", "/v1/definitions/{name}/versions/{version}"): "Definition",
     ("GET", "/v1/taskdefs"): "TaskDefPage",
     ("PUT", "/v1/taskdefs/{name}"): "TaskDef",
     ("GET", "/v1/taskdefs/{name}"): "TaskDef",
     ("DELETE", "/v1/taskdefs/{name}"): "TaskDef",
+    ("DELETE", "/v1/instances/{id}"): "DeletedInstance",
     ("POST", "/v1/instances"): "Instance",
     ("GET", "/v1/instances"): "InstancePage",
     ("GET", "/v1/instances/{id}"): "Instance",
@@ -51,7 +54,21 @@ RESPONSES: dict[tuple[str, str], str] = {
     ("POST", "/v1/queues/{name}/dequeue"): "QueueTaskList",
     ("POST", "/v1/queues/{name}/tasks/{taskId}/ack"): "SettleResponse",
     ("POST", "/v1/queues/{name}/tasks/{taskId}/nack"): "SettleResponse",
+    ("GET", "/v1/queues"): "QueuePage",
+    ("GET", "/v1/queues/{name}/tasks"): "QueueTaskPage",
+    ("POST", "/v1/queues/{name}/redrive"): "RedriveResponse",
 }
+
+
+# (method, route path) -> {error status: message} for errors whose body is not a Problem.
+ERROR_RESPONSES: dict[tuple[str, str], dict[int, str]] = {
+    ("GET", "/v1/health"): {503: "Health"},
+}
+
+
+def error_message(key: tuple[str, str] | None, status: int) -> str:
+    """The message of an error response's body: a Problem unless the route says otherwise."""
+    return ERROR_RESPONSES.get(key, {}).get(status, "Problem") if key else "Problem"
 
 
 @functools.cache
@@ -103,9 +120,9 @@ def route_of(method: str, path: str) -> tuple[str, str] | None:
 
 def check_response(method: str, path: str, status: int, body: Any) -> None:
     """Parse a response body into the message the contract names for it."""
-    if status >= 400:
-        parse("Problem", body)
-        return
     key = route_of(method, path)
+    if status >= 400:
+        parse(error_message(key, status), body)
+        return
     if key is not None and body is not None:
         parse(RESPONSES[key], body)

@@ -48,7 +48,8 @@ class LocalServer:
     functions_dir: Path | None
     log_path: Path
     database_url: str | None = None
-    api_key: str = TEST_API_KEY
+    # None: start without BATON_API_KEY, then use the key the server keeps in its data directory.
+    api_key: str | None = TEST_API_KEY
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     client: httpx.Client | None = None
@@ -60,13 +61,9 @@ class LocalServer:
     def start(self) -> Self:
         ours = env_names.ALL_ENV_VARS
         env = {k: v for k, v in os.environ.items() if k not in ours}
-        env.update(
-            {
-                env_names.ENV_API_KEY: self.api_key,
-                env_names.ENV_TICK_SECONDS: "0.2",
-                "PYTHONUNBUFFERED": "1",
-            }
-        )
+        env.update({env_names.ENV_TICK_SECONDS: "0.2", "PYTHONUNBUFFERED": "1"})
+        if self.api_key is not None:
+            env[env_names.ENV_API_KEY] = self.api_key
         if self.database_url:
             env[env_names.ENV_DATABASE_URL] = self.database_url
         cmd = [sys.executable, "-m", "baton.cli", "dev", "--port", str(self.port)]
@@ -79,6 +76,8 @@ class LocalServer:
             )
         self.client = httpx.Client(base_url=self.base_url, timeout=30.0)
         self._wait_until_ready()
+        if self.api_key is None:
+            self.api_key = (self.data_dir / "api-key").read_text().strip()
         return self
 
     def _wait_until_ready(self) -> None:
@@ -107,7 +106,7 @@ class LocalServer:
     ) -> httpx.Response:
         """A request with the test API key unless ``headers`` set ``x-api-key`` themselves."""
         assert self.client is not None
-        merged = {"x-api-key": self.api_key, **(headers or {})}
+        merged = {"x-api-key": self.api_key or "", **(headers or {})}
         return self.client.request(method, path, json=json, headers=merged, **kwargs)
 
     def stop(self) -> int:
@@ -202,13 +201,18 @@ def start_server(tmp_path: Path) -> Iterator[Any]:
     started: list[LocalServer] = []
 
     def start(
-        *, data_dir: Path, functions_dir: Path | None, database_url: str | None = None
+        *,
+        data_dir: Path,
+        functions_dir: Path | None,
+        database_url: str | None = None,
+        api_key: str | None = TEST_API_KEY,
     ) -> LocalServer:
         server = LocalServer(
             data_dir=data_dir,
             functions_dir=functions_dir,
             log_path=tmp_path / f"server-{len(started)}.log",
             database_url=database_url,
+            api_key=api_key,
         )
         started.append(server)
         return server.start()

@@ -48,6 +48,16 @@ PAIRS: list[Any] = [
     (m.SignalRequest, "SignalRequest", {"id", "stepId"}),
     (m.InstanceOperationRequest, "InstanceOperationRequest", {"id"}),
     (m.RestartInstanceRequest, "RestartInstanceRequest", {"id"}),
+    (m.Health, "Health"),
+    (m.DeletedInstance, "DeletedInstance"),
+    (m.QueueSummary, "QueueSummary"),
+    (m.QueuePage, "QueuePage"),
+    (m.QueueTaskDetail, "QueueTaskDetail"),
+    (m.QueueTaskPage, "QueueTaskPage"),
+    (m.RedriveRequest, "RedriveRequest", {"name"}),
+    (m.RedriveSkipped, "RedriveSkipped"),
+    (m.RedriveResponse, "RedriveResponse"),
+    (m.HealthCheck, "HealthCheck"),
 ]
 
 
@@ -100,8 +110,20 @@ def test_openapi_document_is_valid_and_covers_the_route_table() -> None:
     validate(doc)  # raises on an invalid OpenAPI 3.1 document
     for r in ROUTES:
         op = doc["paths"][r.path][r.method.lower()]
-        assert op["security"] == [{"apiKey": []}]
-        assert {"400", "401", "403", "404", "409", "413", "422", "503"} <= set(op["responses"])
+        if r.public:
+            assert op["security"] == []
+            assert not {"401", "403"} & set(op["responses"])
+        else:
+            assert op["security"] == [{"apiKey": []}]
+            assert {"401", "403"} <= set(op["responses"])
+        assert {"400", "404", "409", "413", "422", "503"} <= set(op["responses"])
+
+
+def test_only_liveness_and_the_contract_are_public() -> None:
+    assert {(r.method, r.path) for r in ROUTES if r.public} == {
+        ("GET", "/v1/health"),
+        ("GET", "/v1/openapi.json"),
+    }
 
 
 def test_unknown_fields_are_refused_by_the_contract() -> None:

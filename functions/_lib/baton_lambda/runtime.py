@@ -12,6 +12,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from baton.engine.service import Engine
+from baton.errors import Unavailable
 
 if TYPE_CHECKING:
     from baton.engine.queue_ops import Queues
@@ -39,10 +40,14 @@ def conninfo(s: Settings) -> str:
     if not s.db_secret_arn:
         raise RuntimeError("no database configured: set DATABASE_URL or BATON_DB_SECRET_ARN")
     import boto3  # only in AWS: keeps boto3 out of the local and cold-import path
+    from botocore.exceptions import BotoCoreError, ClientError
 
-    secret: dict[str, Any] = json.loads(
-        boto3.client("secretsmanager").get_secret_value(SecretId=s.db_secret_arn)["SecretString"]
-    )
+    try:
+        response = boto3.client("secretsmanager").get_secret_value(SecretId=s.db_secret_arn)
+    except (BotoCoreError, ClientError) as e:
+        # Without the secret there is no database: the same answer as a database that is down.
+        raise Unavailable(f"cannot read the database secret: {e}") from e
+    secret: dict[str, Any] = json.loads(response["SecretString"])
     from psycopg.conninfo import make_conninfo
 
     return make_conninfo(

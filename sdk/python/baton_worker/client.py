@@ -27,12 +27,13 @@ import httpx
 
 from baton_worker.auth import ApiKeyAuth
 from baton_worker.backoff import NO_RETRY, Backoff, RetryPolicy
-from baton_worker.env import DEFAULT_URL, ENV_API_KEY, ENV_URL
+from baton_worker.env import DEFAULT_URL, ENV_API_KEY, ENV_URL, api_key_from_env
 from baton_worker.errors import BatonApiError, TransportError, problem_error
 from baton_worker.types import (
     CompleteJobResult,
     Definition,
     DefinitionPage,
+    DeletedInstance,
     FailJobResult,
     HeartbeatResult,
     Instance,
@@ -42,8 +43,14 @@ from baton_worker.types import (
     JsonObject,
     PurgeResult,
     PushResult,
+    QueuePage,
     QueueStats,
+    QueueSummary,
     QueueTask,
+    QueueTaskDetail,
+    QueueTaskPage,
+    QueueTaskStatus,
+    RedriveResult,
     SettleResult,
     TaskDef,
     TaskDefPage,
@@ -127,10 +134,14 @@ class BatonClient:
 
     @classmethod
     def from_env(cls, **overrides: Any) -> BatonClient:
-        """A client configured from ``BATON_URL`` and ``BATON_API_KEY``; keywords win."""
+        """A client configured from ``BATON_URL`` and ``BATON_API_KEY``; keywords win.
+
+        Without ``BATON_API_KEY``, a client of a server on this machine uses the key ``baton
+        dev`` keeps in its data directory (``$BATON_DATA_DIR``, default ``.baton/data``).
+        """
         overrides.setdefault("url", os.environ.get(ENV_URL) or DEFAULT_URL)
         if "auth" not in overrides:
-            overrides.setdefault("api_key", os.environ.get(ENV_API_KEY) or None)
+            overrides.setdefault("api_key", api_key_from_env(overrides["url"]))
         return cls(**overrides)
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -177,6 +188,17 @@ class BatonClient:
         if version is not None:
             path += f"/versions/{int(version)}"
         return cast(Definition, self._call("GET", path))
+
+    def delete_definition(self, name: str, *, version: int) -> Definition:
+        """Delete one version of a definition; returns it as it was.
+
+        Instances running it keep their copy and finish; if it was the latest version, its queue
+        trigger stops (the latest remaining version, if any, is the definition from now on).
+        Raises ``NotFoundError`` if there is no such version. Repeated only after a failure that
+        surely changed nothing, as :meth:`delete_task_def`.
+        """
+        path = f"/v1/definitions/{_segment(name)}/versions/{int(version)}"
+        return cast(Definition, self._call("DELETE", path, idempotent=False))
 
     # --- task definitions ------------------------------------------------------------------------
 
@@ -292,6 +314,13 @@ class BatonClient:
             token = page.get("nextPageToken")
             if not token:
                 return
+
+    def delete_instance(self, instance_id: str) -> DeletedInstance:
+        """Delete a finished instance with its step executions, jobs and history. Raises
+        ``ConflictError`` while it runs (cancel it first) and ``NotFoundError`` if there is none.
+        Repeated only after a failure that surely changed nothing, as :meth:`delete_task_def`."""
+        path = f"/v1/instances/{_segment(instance_id)}"
+        return cast(DeletedInstance, self._call("DELETE", path, idempotent=False))
 
     def cancel_instance(self, instance_id: str, *, reason: str | None = None) -> Instance:
         """Terminate a running or paused instance (its open jobs and children are cancelled)."""
@@ -457,6 +486,56 @@ class BatonClient:
     def purge(self, queue: str) -> PurgeResult:
         """Delete every task of a queue."""
         return cast(PurgeResult, self._call("DELETE", f"/v1/queues/{_segment(queue)}"))
+
+    def list_queues(self, *, limit: int | None = None, page_token: str | None = None) -> QueuePage:
+        """One page of queues (those holding at least one task), by name, with their counts."""
+        params = _params(limit=limit, pageToken=page_token)
+        return cast(QueuePage, self._call("GET", "/v1/queues", params=params))
+
+    def iter_queues(self, *, page_size: int = 100) -> Iterator[QueueSummary]:
+        """Every queue, by name, following page tokens."""
+        token: str | None = None
+        while True:
+            page = self.list_queues(limit=page_size, page_token=token)
+            yield from page["queues"]
+            token = page.get("nextPageToken")
+            if not token:
+                return
+
+    def list_queue_tasks(
+        self,
+        queue: str,
+        *,
+        status: QueueTaskStatus | None = None,
+        limit: int | None = None,
+        page_token: str | None = None,
+    ) -> QueueTaskPage:
+        """One page of a queue's tasks, oldest first (``status="dead"``: its dead letters), each
+        with its retry count and last error."""
+        params = _params(status=status, limit=limit, pageToken=page_token)
+        path = f"/v1/queues/{_segment(queue)}/tasks"
+        return cast(QueueTaskPage, self._call("GET", path, params=params))
+
+    def iter_queue_tasks(
+        self, queue: str, *, status: QueueTaskStatus | None = None, page_size: int = 100
+    ) -> Iterator[QueueTaskDetail]:
+        """Every task of a queue (of one ``status``), oldest first, following page tokens."""
+        token: str | None = None
+        while True:
+            page = self.list_queue_tasks(queue, status=status, limit=page_size, page_token=token)
+            yield from page["tasks"]
+            token = page.get("nextPageToken")
+            if not token:
+                return
+
+    def redrive(self, queue: str, *, task_ids: Sequence[str] | None = None) -> RedriveResult:
+        """Move dead tasks back to pending with their retry count reset, as SQS redrives a
+        dead-letter queue: the named ones, or (``task_ids`` None) a batch of every dead task,
+        with ``remaining`` saying how many are left. Named tasks that were not dead come back
+        in ``skipped``. Repeating it is harmless (a redriven task is no longer dead)."""
+        body = _params(taskIds=None if task_ids is None else list(task_ids))
+        path = f"/v1/queues/{_segment(queue)}/redrive"
+        return cast(RedriveResult, self._call("POST", path, json=body, idempotent=True))
 
     def dequeue(
         self,

@@ -39,7 +39,7 @@ from baton_worker._slots import Slots
 from baton_worker.backoff import Backoff, RetryPolicy
 from baton_worker.client import BatonClient
 from baton_worker.context import job_log_fields
-from baton_worker.env import DEFAULT_URL, ENV_API_KEY, ENV_URL
+from baton_worker.env import DEFAULT_URL, ENV_URL, api_key_from_env
 from baton_worker.errors import (
     BatonApiError,
     BatonError,
@@ -123,7 +123,8 @@ class Runner:
 
     Give it a ``client`` (a :class:`BatonClient`), or ``url`` and credentials (``api_key`` or an
     ``httpx.Auth`` such as :class:`~baton_worker.auth.AwsSigV4Auth`); unset, they come from
-    ``BATON_URL`` and ``BATON_API_KEY``, then ``http://127.0.0.1:8080``.
+    ``BATON_URL`` and ``BATON_API_KEY``, then ``http://127.0.0.1:8080`` and the key a local
+    ``baton dev`` keeps in its data directory.
 
     :meth:`run` blocks until SIGINT/SIGTERM; :meth:`start` and :meth:`stop` are for embedding
     (or use the runner as a context manager).
@@ -146,9 +147,10 @@ class Runner:
             raise ValueError("give a client, or url and credentials, not both")
         self._owns_client = client is None
         if client is None:
+            url = url or os.environ.get(ENV_URL) or DEFAULT_URL
             client = BatonClient(
-                url or os.environ.get(ENV_URL) or DEFAULT_URL,
-                api_key=None if auth else (api_key or os.environ.get(ENV_API_KEY) or None),
+                url,
+                api_key=None if auth else (api_key or api_key_from_env(url)),
                 auth=auth,
                 max_connections=self.options.parallelism + 4,
             )

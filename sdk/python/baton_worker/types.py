@@ -189,10 +189,78 @@ class SettleResult(TypedDict):
     retryCount: NotRequired[int]
 
 
+class DeletedInstance(TypedDict):
+    """What deleting a finished instance removed."""
+
+    id: str
+    definitionName: str
+    definitionVersion: NotRequired[int]
+    status: InstanceStatus
+    stepExecutions: int
+    jobs: int
+    historyEvents: int
+
+
+class QueueSummary(TypedDict):
+    """A queue (one holding at least one task) with its task counts by state."""
+
+    name: str
+    pending: int
+    processing: int
+    completed: int
+    failed: int
+    dead: int
+
+
+class QueuePage(TypedDict):
+    queues: list[QueueSummary]
+    nextPageToken: NotRequired[str]
+
+
+class QueueTaskDetail(TypedDict):
+    """A task as a listing shows it: its state, retries and last error (the body cut to its
+    first 65,536 characters, ``bodyTruncated`` when longer)."""
+
+    id: str
+    queueName: str
+    title: str
+    body: str
+    bodyTruncated: bool
+    priority: int
+    status: QueueTaskStatus
+    retryCount: int
+    maxRetries: int
+    createdAt: str
+    updatedAt: str
+    lastError: NotRequired[str]
+    instanceId: NotRequired[str]
+    visibleAt: NotRequired[str]
+    completedAt: NotRequired[str]
+
+
+class QueueTaskPage(TypedDict):
+    tasks: list[QueueTaskDetail]
+    nextPageToken: NotRequired[str]
+
+
+class RedriveSkipped(TypedDict):
+    id: str
+    reason: str
+    status: NotRequired[QueueTaskStatus]
+
+
+class RedriveResult(TypedDict):
+    redriven: int
+    taskIds: list[str]
+    skipped: list[RedriveSkipped]
+    remaining: int
+
+
 __all__ = [
     "CompleteJobResult",
     "Definition",
     "DefinitionPage",
+    "DeletedInstance",
     "FailJobResult",
     "HeartbeatResult",
     "Instance",
@@ -202,9 +270,15 @@ __all__ = [
     "JsonObject",
     "PurgeResult",
     "PushResult",
+    "QueuePage",
     "QueueStats",
+    "QueueSummary",
     "QueueTask",
+    "QueueTaskDetail",
+    "QueueTaskPage",
     "QueueTaskStatus",
+    "RedriveResult",
+    "RedriveSkipped",
     "SettleResult",
     "StepExecution",
     "StepStatus",

@@ -315,3 +315,102 @@ class SettleResponse(ApiModel):
     status: QueueTaskStatus
     applied: bool | None = None
     retry_count: int | None = None
+
+
+# --- liveness (public) -----------------------------------------------------------------------
+
+
+class HealthCheck(ApiModel):
+    status: Literal["ok", "unreachable", "unconfigured"]
+    latency_ms: float | None = None
+    error: str | None = Field(default=None, description="Why the check failed.")
+    bucket: str | None = Field(default=None, description="The payload bucket (S3 only).")
+
+
+class Health(ApiModel):
+    """200 while the database answers (``degraded`` when S3 does not), else 503."""
+
+    status: Literal["ok", "degraded"]
+    version: str
+    database: HealthCheck
+    s3: HealthCheck
+
+
+# --- queues: listing and dead letters ----------------------------------------------------------
+
+
+class QueueSummary(ApiModel):
+    name: str
+    pending: int
+    processing: int
+    completed: int
+    failed: int
+    dead: int
+
+
+class QueuePage(ApiModel):
+    queues: list[QueueSummary]
+    next_page_token: str | None = None
+
+
+class QueueTaskDetail(ApiModel):
+    id: str
+    queue_name: str
+    title: str
+    body: str = Field(description="The first 65,536 characters of the body.")
+    body_truncated: bool = Field(description="True when the body is longer than shown.")
+    priority: int
+    status: QueueTaskStatus
+    retry_count: int
+    max_retries: int
+    last_error: str | None = None
+    instance_id: str | None = Field(
+        default=None, description="The instance a queue trigger started for the task."
+    )
+    visible_at: datetime | None = Field(
+        default=None, description="When a processing task's claim lapses."
+    )
+    created_at: datetime
+    updated_at: datetime
+    completed_at: datetime | None = None
+
+
+class QueueTaskPage(ApiModel):
+    tasks: list[QueueTaskDetail]
+    next_page_token: str | None = None
+
+
+class RedriveRequest(ApiModel):
+    task_ids: Annotated[list[Uuid], Field(min_length=1, max_length=1000)] | None = Field(
+        default=None, description="The dead tasks to redrive; omitted: every dead task."
+    )
+
+
+class RedriveSkipped(ApiModel):
+    id: str
+    status: QueueTaskStatus | None = None
+    reason: str
+
+
+class RedriveResponse(ApiModel):
+    redriven: int
+    task_ids: list[str]
+    skipped: list[RedriveSkipped] = Field(
+        description="Named tasks that were not redriven (not dead, or not in the queue)."
+    )
+    remaining: int = Field(description="Dead tasks still in the queue.")
+
+
+# --- deletes -----------------------------------------------------------------------------------
+
+
+class DeletedInstance(ApiModel):
+    """What ``DELETE /v1/instances/{id}`` removed."""
+
+    id: str
+    definition_name: str
+    definition_version: int | None = None
+    status: InstanceStatus
+    step_executions: int
+    jobs: int
+    history_events: int = Field(description="Audit rows (the instance's history) deleted.")

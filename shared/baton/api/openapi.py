@@ -16,14 +16,17 @@ from baton.routes import ROUTES
 # (method, path) -> (request body model, success status, response model)
 OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, int, type[BaseModel] | None]] = {
     ("GET", "/v1/openapi.json"): (None, 200, None),
+    ("GET", "/v1/health"): (None, 200, m.Health),
     ("POST", "/v1/definitions"): (m.Definition, 201, m.Definition),
     ("GET", "/v1/definitions"): (None, 200, m.DefinitionPage),
     ("GET", "/v1/definitions/{name}"): (None, 200, m.Definition),
     ("GET", "/v1/definitions/{name}/versions/{version}"): (None, 200, m.Definition),
+    ("DELETE", "/v1/definitions/{name}/versions/{version}"): (None, 200, m.Definition),
     ("GET", "/v1/taskdefs"): (None, 200, m.TaskDefPage),
     ("PUT", "/v1/taskdefs/{name}"): (m.TaskDefinition, 200, m.TaskDefinition),
     ("GET", "/v1/taskdefs/{name}"): (None, 200, m.TaskDefinition),
     ("DELETE", "/v1/taskdefs/{name}"): (None, 200, m.TaskDefinition),
+    ("DELETE", "/v1/instances/{id}"): (None, 200, m.DeletedInstance),
     ("POST", "/v1/instances"): (m.StartInstanceRequest, 201, m.Instance),
     ("GET", "/v1/instances"): (None, 200, m.InstancePage),
     ("GET", "/v1/instances/{id}"): (None, 200, m.Instance),
@@ -46,6 +49,9 @@ OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, int, type[BaseMo
     ("GET", "/v1/queues/{name}/stats"): (None, 200, m.QueueStats),
     ("GET", "/v1/queues/{name}/peek"): (None, 200, m.QueueTaskList),
     ("DELETE", "/v1/queues/{name}"): (None, 200, m.PurgeResponse),
+    ("GET", "/v1/queues"): (None, 200, m.QueuePage),
+    ("GET", "/v1/queues/{name}/tasks"): (None, 200, m.QueueTaskPage),
+    ("POST", "/v1/queues/{name}/redrive"): (m.RedriveRequest, 200, m.RedriveResponse),
     ("POST", "/v1/queues/{name}/dequeue"): (m.DequeueRequest, 200, m.QueueTaskList),
     ("POST", "/v1/queues/{name}/tasks/{taskId}/ack"): (m.AckRequest, 200, m.SettleResponse),
     ("POST", "/v1/queues/{name}/tasks/{taskId}/nack"): (m.NackRequest, 200, m.SettleResponse),
@@ -62,6 +68,17 @@ QUERY_PARAMETERS: dict[tuple[str, str], list[tuple[str, str]]] = {
     ("GET", "/v1/definitions"): [("limit", "integer"), ("pageToken", "string")],
     ("GET", "/v1/taskdefs"): [("limit", "integer"), ("pageToken", "string")],
     ("GET", "/v1/queues/{name}/peek"): [("limit", "integer")],
+    ("GET", "/v1/queues"): [("limit", "integer"), ("pageToken", "string")],
+    ("GET", "/v1/queues/{name}/tasks"): [
+        ("status", "string"),
+        ("limit", "integer"),
+        ("pageToken", "string"),
+    ],
+}
+
+# Error statuses whose body is not a problem: health's 503 is its own report.
+ERROR_BODIES: dict[tuple[str, str], dict[str, type[BaseModel]]] = {
+    ("GET", "/v1/health"): {"503": m.Health},
 }
 
 _ERRORS = {
@@ -85,11 +102,23 @@ def _operation_id(method: str, path: str) -> str:
     return method.lower() + "".join(w[:1].upper() + w[1:] for w in words if w and w != "json")
 
 
+def _error_response(method: str, path: str, code: str, text: str) -> dict[str, Any]:
+    own = ERROR_BODIES.get((method, path), {}).get(code)
+    if own is not None:
+        return {"description": text, "content": {"application/json": {"schema": _ref(own)}}}
+    return {
+        "description": text,
+        "content": {"application/problem+json": {"schema": _ref(m.ProblemDetails)}},
+    }
+
+
 @functools.cache
 def document() -> dict[str, Any]:
     models: set[type[BaseModel]] = {m.ProblemDetails}
     for req, _, resp in OPERATIONS.values():
         models.update(x for x in (req, resp) if x is not None)
+    for bodies in ERROR_BODIES.values():
+        models.update(bodies.values())
     ordered = sorted(models, key=lambda c: c.__name__)
     _, schema = models_json_schema(
         [(c, "serialization") for c in ordered],
@@ -111,14 +140,13 @@ def document() -> dict[str, Any]:
                     },
                 },
                 **{
-                    code: {
-                        "description": text,
-                        "content": {"application/problem+json": {"schema": _ref(m.ProblemDetails)}},
-                    }
+                    code: _error_response(route.method, route.path, code, text)
                     for code, text in _ERRORS.items()
+                    if not (route.public and code in ("401", "403"))
                 },
             },
-            "security": [{"apiKey": []}],
+            # Public routes (health, this document) need no credentials.
+            "security": [] if route.public else [{"apiKey": []}],
         }
         params = [
             {"name": p, "in": "path", "required": True, "schema": {"type": "string"}}

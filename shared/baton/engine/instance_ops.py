@@ -15,7 +15,7 @@ from baton.definitions import WorkflowDefinition, parse_definition
 from baton.engine import paging, views, writer
 from baton.engine.core import EngineCore, log
 from baton.engine.decide import AuditEvent, Decider, InstanceState
-from baton.engine.ids import parse_uuid
+from baton.engine.ids import parse_uuid, path_uuid
 from baton.engine.plan import Plan, job_types
 from baton.engine.reads import exec_from_row
 from baton.errors import (
@@ -183,7 +183,7 @@ class InstanceOps(EngineCore):
 
     def get_instance(self, instance_id: str) -> dict[str, Any]:
         """An instance with its step executions."""
-        iid = parse_uuid(instance_id, "id")
+        iid = path_uuid(instance_id, InstanceNotFound)
 
         def work(conn: Conn) -> dict[str, Any]:
             with conn.pipeline():  # both reads in one round trip
@@ -198,7 +198,7 @@ class InstanceOps(EngineCore):
 
     def audit_trail(self, instance_id: str) -> list[dict[str, Any]]:
         """Every audit row of an instance, oldest first."""
-        iid = parse_uuid(instance_id, "id")
+        iid = path_uuid(instance_id, InstanceNotFound)
         rows = self.db.autocommit(
             lambda c: c.execute(instance_sql.AUDIT_OF_INSTANCE, {"id": iid}).fetchall()
         )
@@ -251,7 +251,7 @@ class InstanceOps(EngineCore):
     def cancel_instance(self, instance_id: str, reason: str | None = None) -> dict[str, Any]:
         """Cancel a running (or paused) instance with its open steps, jobs and child
         instances."""
-        iid = parse_uuid(instance_id, "id")
+        iid = path_uuid(instance_id, InstanceNotFound)
 
         def work(conn: Conn) -> None:
             row = self._lock_instance(conn, iid)
@@ -272,7 +272,7 @@ class InstanceOps(EngineCore):
     def pause_instance(self, instance_id: str) -> dict[str, Any]:
         """Pause a running instance: it schedules no new work until resumed (jobs in flight may
         finish; what would follow them waits). Pausing a paused instance changes nothing."""
-        iid = parse_uuid(instance_id, "id")
+        iid = path_uuid(instance_id, InstanceNotFound)
 
         def work(conn: Conn) -> None:
             row = self._lock_instance(conn, iid)
@@ -291,7 +291,7 @@ class InstanceOps(EngineCore):
         """Resume a paused instance: what waited for the resume runs now, and the timers that
         fell due meanwhile fire, in the same decision. Resuming a running instance changes
         nothing."""
-        iid = parse_uuid(instance_id, "id")
+        iid = path_uuid(instance_id, InstanceNotFound)
 
         def work(conn: Conn) -> None:
             row = self._lock_instance(conn, iid)
@@ -329,7 +329,7 @@ class InstanceOps(EngineCore):
     def retry_instance(self, instance_id: str) -> dict[str, Any]:
         """Run a FAILED or TIMED_OUT instance again from what failed, keeping what completed
         (see ``engine.reopen``)."""
-        iid = parse_uuid(instance_id, "id")
+        iid = path_uuid(instance_id, InstanceNotFound)
 
         def work(conn: Conn) -> None:
             row = self._lock_instance(conn, iid)
@@ -373,7 +373,7 @@ class InstanceOps(EngineCore):
         the same id: the previous run's steps and jobs are replaced (its audit trail stays).
         ``use_latest_definition`` runs the newest version of its definition instead of the one
         it ran."""
-        iid = parse_uuid(instance_id, "id")
+        iid = path_uuid(instance_id, InstanceNotFound)
 
         def work(conn: Conn) -> None:
             row = self._lock_instance(conn, iid)
@@ -470,7 +470,7 @@ class InstanceOps(EngineCore):
     ) -> dict[str, Any]:
         """Complete a waiting execution of ``step_id``: the one named, else the oldest waiting
         (a step inside a MAP or a loop may wait in several executions at once)."""
-        iid = parse_uuid(instance_id, "id")
+        iid = path_uuid(instance_id, InstanceNotFound)
         exec_id = (
             None if step_execution_id is None else parse_uuid(step_execution_id, "stepExecutionId")
         )

@@ -1,4 +1,5 @@
-"""Named priority queues: push, dequeue, ack/nack, stats, peek, purge.
+"""Named priority queues: push, dequeue, ack/nack, stats, peek, purge; listing queues and their
+tasks, and redriving dead letters.
 
 Dequeue order is priority descending, then oldest first, claimed with SKIP LOCKED. A dequeued
 task is invisible until its visibility timeout; a lapse or a failure raises ``retryCount`` and
@@ -8,12 +9,14 @@ returns it to ``pending``, or to ``dead`` at ``maxRetries``. Only the holder of 
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
+from datetime import datetime
 from typing import Any
 
-from baton.engine import views
-from baton.engine.ids import parse_uuid
+from baton.engine import paging, views
+from baton.engine.ids import parse_uuid, path_uuid
 from baton.engine.service import Engine
 from baton.errors import Conflict, NotFound, Problem, ValidationFailed
 from baton.model import QUEUE_NAME_PATTERN, QUEUE_NAME_RULE
@@ -25,6 +28,14 @@ _QUEUE_NAME = re.compile(QUEUE_NAME_PATTERN)
 DEFAULT_VISIBILITY_SECS = 300
 DEFAULT_MAX_RETRIES = 3
 RECYCLE_BATCH = 500
+# A task listing shows at most this much of each body (a body may be 1,000,000 characters),
+# and stops a page before its JSON passes the budget: responses stay far below Lambda's 6 MB.
+LIST_BODY_CHARS = 65_536
+PAGE_BUDGET_BYTES = 4_000_000
+# Redriving a whole queue moves at most this many dead tasks per call (one short transaction);
+# the answer says how many are left.
+REDRIVE_BATCH = 10_000
+_STATUSES = tuple(s.value for s in QueueTaskStatus)
 
 
 def check_queue_name(name: str) -> str:
@@ -50,6 +61,61 @@ def _task_view(row: dict[str, Any]) -> dict[str, Any]:
         out["receipt"] = str(row["receipt"])
         out["visibleAt"] = views.ts(row["visibility_expires_at"])
     return out
+
+
+def _listed_task_view(row: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": str(row["id"]),
+        "queueName": row["queue_name"],
+        "title": row["title"],
+        "body": row["body"],
+        "bodyTruncated": bool(row["body_truncated"]),
+        "priority": row["priority"],
+        "status": row["status"],
+        "retryCount": row["retry_count"],
+        "maxRetries": row["max_retries"],
+        "lastError": row["last_error"],
+        "instanceId": None if row["instance_id"] is None else str(row["instance_id"]),
+        "visibleAt": views.ts(row["visibility_expires_at"]),
+        "createdAt": views.ts(row["created_at"]),
+        "updatedAt": views.ts(row["updated_at"]),
+        "completedAt": views.ts(row["completed_at"]),
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _json_size(value: Any) -> int:
+    """Bytes of ``value`` as the API writes it (compact, ASCII-escaped)."""
+    return len(json.dumps(value, separators=(",", ":"), default=str))
+
+
+def _check_status(status: str | None) -> None:
+    if status is not None and status not in _STATUSES:
+        raise ValidationFailed(
+            [Problem("status", f"must be one of {', '.join(_STATUSES)}, not {status!r}")]
+        )
+
+
+def _task_cursor(token: str) -> tuple[datetime, uuid.UUID]:
+    created, tid = paging.decode_token(token, 2)
+    try:
+        return datetime.fromisoformat(created), uuid.UUID(tid)
+    except ValueError:
+        raise ValidationFailed([Problem("pageToken", "not a token this API issued")]) from None
+
+
+def _task_ids(task_ids: list[str]) -> list[uuid.UUID]:
+    """The named ids as UUIDs, repeats dropped; every malformed one is reported."""
+    problems: list[Problem] = []
+    ids: dict[uuid.UUID, None] = {}
+    for i, raw in enumerate(task_ids):
+        try:
+            ids[uuid.UUID(raw)] = None
+        except ValueError:
+            problems.append(Problem(f"taskIds[{i}]", f"{raw!r} is not a task id (a UUID)"))
+    if problems:
+        raise ValidationFailed(problems)
+    return list(ids)
 
 
 class Queues:
@@ -134,7 +200,7 @@ class Queues:
 
     def ack(self, queue: str, task_id: str, receipt: str) -> dict[str, Any]:
         """Complete a dequeued task; only the current receipt may. A repeat is harmless."""
-        tid, rcpt = parse_uuid(task_id, "taskId"), parse_uuid(receipt, "receipt")
+        tid, rcpt = path_uuid(task_id, _no_task), parse_uuid(receipt, "receipt")
 
         def work(conn: Conn) -> dict[str, Any]:
             row = conn.execute(
@@ -160,7 +226,7 @@ class Queues:
         retryable: bool = True,
     ) -> dict[str, Any]:
         """Fail a dequeued task: back to pending, to dead at maxRetries, or failed."""
-        tid, rcpt = parse_uuid(task_id, "taskId"), parse_uuid(receipt, "receipt")
+        tid, rcpt = path_uuid(task_id, _no_task), parse_uuid(receipt, "receipt")
 
         def work(conn: Conn) -> dict[str, Any]:
             row = conn.execute(
@@ -219,6 +285,107 @@ class Queues:
         )
         return {"deleted": deleted}
 
+    # --- inspection and dead letters -------------------------------------------------------------
+
+    def list_queues(self, limit: int = 50, page_token: str | None = None) -> dict[str, Any]:
+        """Every queue holding at least one task, by name, with its counts by status."""
+        limit = paging.clamp(limit, self.engine.settings.max_search_limit)
+        after = paging.decode_token(page_token, 1)[0] if page_token else ""
+        rows = self.db.autocommit(
+            lambda c: c.execute(
+                queue_sql.QUEUES_PAGE, {"after": after, "limit": limit + 1}
+            ).fetchall()
+        )
+        queues: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            counts = queues.setdefault(
+                r["queue_name"], {"name": r["queue_name"], **dict.fromkeys(_STATUSES, 0)}
+            )
+            counts[r["status"]] = int(r["n"])
+        names = list(queues)
+        token = paging.encode_token(names[limit - 1]) if len(names) > limit else None
+        return paging.page("queues", [queues[n] for n in names[:limit]], token)
+
+    def list_tasks(
+        self,
+        queue: str,
+        *,
+        status: str | None = None,
+        limit: int = 50,
+        page_token: str | None = None,
+    ) -> dict[str, Any]:
+        """A queue's tasks, oldest first, with their status, retry count and last error."""
+        check_queue_name(queue)
+        _check_status(status)
+        limit = paging.clamp(limit, self.engine.settings.max_search_limit)
+        cursor = _task_cursor(page_token) if page_token else None
+        rows = self.db.autocommit(
+            lambda c: c.execute(
+                queue_sql.TASKS_PAGE,
+                {
+                    "queue": queue,
+                    "status": status,
+                    "after_created": cursor[0] if cursor else None,
+                    "after_id": cursor[1] if cursor else None,
+                    "limit": limit + 1,
+                    "body_chars": LIST_BODY_CHARS,
+                },
+            ).fetchall()
+        )
+        tasks: list[dict[str, Any]] = []
+        size = 0
+        for row in rows[:limit]:
+            view = _listed_task_view(row)
+            size += _json_size(view) + 1
+            if tasks and size > PAGE_BUDGET_BYTES:
+                break
+            tasks.append(view)
+        token = None
+        if len(tasks) < len(rows):
+            last = rows[len(tasks) - 1]
+            token = paging.encode_token(last["created_at"].isoformat(), str(last["id"]))
+        return paging.page("tasks", tasks, token)
+
+    def redrive(self, queue: str, task_ids: list[str] | None = None) -> dict[str, Any]:
+        """Move dead tasks back to pending with their retry count reset: all of them (at most
+        ``REDRIVE_BATCH`` per call), or the named ones. A named task that is not dead, or not
+        in this queue, is reported in ``skipped``, never silently ignored."""
+        check_queue_name(queue)
+        ids = None if task_ids is None else _task_ids(task_ids)
+
+        def work(conn: Conn) -> tuple[list[uuid.UUID], dict[uuid.UUID, str], int]:
+            if ids is None:
+                rows = conn.execute(
+                    queue_sql.REDRIVE_ALL, {"queue": queue, "limit": REDRIVE_BATCH}
+                ).fetchall()
+                states: dict[uuid.UUID, str] = {}
+            else:
+                rows = conn.execute(
+                    queue_sql.REDRIVE_NAMED, {"queue": queue, "ids": ids}
+                ).fetchall()
+                done = {r["id"] for r in rows}
+                others = [i for i in ids if i not in done]
+                states = {
+                    r["id"]: r["status"]
+                    for r in conn.execute(
+                        queue_sql.STATUS_OF_TASKS, {"queue": queue, "ids": others}
+                    ).fetchall()
+                }
+            left = conn.execute(queue_sql.DEAD_COUNT, {"queue": queue}).fetchone()
+            return [r["id"] for r in rows], states, int(left["n"] if left else 0)
+
+        moved, states, remaining = self.db.transaction(work)
+        if moved:
+            self.metrics.add("QueueRedriven", len(moved))
+        done = set(moved)
+        skipped = [_skipped(queue, i, states.get(i)) for i in ids or [] if i not in done]
+        return {
+            "redriven": len(moved),
+            "taskIds": [str(i) for i in moved],
+            "skipped": skipped,
+            "remaining": remaining,
+        }
+
     def recycle(self, conn: Conn, queue: str | None, limit: int = RECYCLE_BATCH) -> int:
         """Lapse expired claims (of one queue, or every queue) in the caller's unit of work."""
         rows = conn.execute(queue_sql.RECYCLE_EXPIRED, {"queue": queue, "limit": limit}).fetchall()
@@ -229,3 +396,13 @@ class Queues:
         dead = sum(1 for r in rows if r["status"] == QueueTaskStatus.DEAD)
         if dead:
             self.metrics.add("QueueDeadLettered", dead)
+
+
+def _no_task(task_id: str) -> NotFound:
+    return NotFound("queue task", task_id)
+
+
+def _skipped(queue: str, task_id: uuid.UUID, status: str | None) -> dict[str, Any]:
+    if status is None:
+        return {"id": str(task_id), "reason": f"queue {queue!r} has no task {task_id}"}
+    return {"id": str(task_id), "status": status, "reason": f"the task is {status}, not dead"}

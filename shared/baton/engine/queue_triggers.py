@@ -22,6 +22,11 @@ log = logging.getLogger("baton.queues")
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]+)\s*\}\}")
 
 
+class _VersionDeleted(Exception):
+    """The triggering version was deleted after the triggers were read: the dispatch rolls back
+    (its claims with it) and the next one reads the triggers anew."""
+
+
 def render_template(template: Any, variables: dict[str, Any]) -> Any:
     """Fill ``{{name}}`` placeholders; a string that is one placeholder takes the raw value."""
     if isinstance(template, str):
@@ -120,7 +125,8 @@ class QueueTriggers:
             stored = conn.execute(
                 definition_sql.DEFINITION_WITH_TASK_DEFS, {"name": name, "version": version}
             ).fetchone()
-            assert stored is not None
+            if stored is None:
+                raise _VersionDeleted
             snapshot_id, plan = self.engine.snapshots.of_stored(conn, stored)
             for task in tasks:
                 iid, _ = self.engine.start_in(
@@ -151,7 +157,11 @@ class QueueTriggers:
                 )
             return len(tasks)
 
-        started = self.db.transaction(work)
+        try:
+            started = self.db.transaction(work)
+        except _VersionDeleted:
+            log.info("queue trigger's version deleted", extra={"definition": name})
+            return 0
         self.engine.deliver_pending()
         return started
 

@@ -4,7 +4,8 @@ the instance it touches:
 - :class:`~baton.engine.definition_ops.DefinitionOps`: workflow and task definitions;
 - :class:`~baton.engine.instance_ops.InstanceOps`: start, read, search, cancel, user tasks, signals;
 - :class:`~baton.engine.job_ops.JobOps`: the workers' poll, complete, fail and heartbeat;
-- :class:`~baton.engine.duties.Duties`: the scheduled reaper and sweeper.
+- :class:`~baton.engine.duties.Duties`: the scheduled reaper and sweeper;
+- :class:`~baton.engine.delete_ops.DeleteOps`: deleting a definition version, a finished instance.
 
 They share :class:`~baton.engine.core.EngineCore` (database, settings, metrics, snapshot cache and
 the decision sequence).
@@ -13,12 +14,13 @@ the decision sequence).
 from __future__ import annotations
 
 from baton.engine.definition_ops import DefinitionOps
+from baton.engine.delete_ops import DeleteOps
 from baton.engine.duties import Duties
 from baton.engine.instance_ops import InstanceOps
 from baton.engine.job_ops import JobOps
 
 
-class Engine(DefinitionOps, InstanceOps, JobOps, Duties):
+class Engine(DefinitionOps, InstanceOps, JobOps, Duties, DeleteOps):
     """Baton's engine over one database: every public operation of the REST contract."""
 
 

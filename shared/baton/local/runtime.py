@@ -1,6 +1,7 @@
 """``baton dev``: the whole engine on a laptop, running the same handlers as AWS.
 
-Start order: bind the port (fail fast if taken), the database (``DATABASE_URL`` or embedded
+Start order: bind the port (fail fast if taken), the API key (``BATON_API_KEY``, else the one kept
+in the data directory, generated at the first start), the database (``DATABASE_URL`` or embedded
 PostgreSQL in the data directory), migrations, S3 (an endpoint from the environment or moto's
 server), the environment the handlers read their settings from, the HTTP server, the timer for
 the scheduled functions. SIGINT/SIGTERM stop everything in the reverse order and exit 0.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import secrets
 import signal
 import sys
@@ -41,6 +43,10 @@ DEFAULT_PORT = 8080
 DEFAULT_DATA_DIR = Path(".baton/data")
 DEFAULT_TICK_SECONDS = 1.0
 DEFAULT_PAYLOAD_BUCKET = "baton-payloads"
+# The generated API key, kept in the data directory (0600) so it survives restarts; the worker
+# SDK and the CLI read the same file (``baton_worker.env``) when BATON_API_KEY is unset.
+API_KEY_FILE = "api-key"
+_USABLE_KEY = re.compile(r"[!-~]{8,256}")  # visible ASCII: it travels in an HTTP header
 _STOP_TIMEOUT_SECONDS = 30.0
 _REPEAT_SIGNAL_GRACE_SECONDS = 2.0
 
@@ -58,7 +64,7 @@ class DevOptions:
     data_dir: Path = DEFAULT_DATA_DIR
     tick_seconds: float = DEFAULT_TICK_SECONDS
     functions_dir: Path | None = None  # None: <repo>/functions
-    api_key: str | None = None  # None: generated and printed
+    api_key: str | None = None  # None: the key kept in data_dir (generated at the first start)
     database_url: str | None = None  # None: embedded PostgreSQL under data_dir
     s3_endpoint: str | None = None  # None: moto's server in this process
     payload_bucket: str = DEFAULT_PAYLOAD_BUCKET
@@ -123,15 +129,21 @@ def run(options: DevOptions, *, out: TextIO | None = None) -> int:
     if not functions_dir.is_dir():
         say(f"error: no functions directory at {functions_dir} (use --functions-dir)")
         return 2
-    api_key = options.api_key or secrets.token_urlsafe(24)
     registry = FunctionRegistry(functions_dir)
+    # The key is settled once the port is ours, so a start that fails to bind leaves no trace.
+    placeholder = ServerConfig(api_key=secrets.token_urlsafe(24))
     try:
-        server = LocalApiServer(
-            (options.host, options.port), config=ServerConfig(api_key=api_key), registry=registry
-        )
+        server = LocalApiServer((options.host, options.port), config=placeholder, registry=registry)
     except OSError as e:
         say(f"error: cannot listen on {options.host}:{options.port}: {e.strerror or e}")
         return 1
+    try:
+        key = resolve_api_key(options)
+    except OptionError as e:
+        server.server_close()
+        say(f"error: {e}")
+        return 1
+    server.config = replace(server.config, api_key=key.value)
     stop = threading.Event()
     restore_signals = _on_stop_signals(stop)
     try:
@@ -144,7 +156,7 @@ def run(options: DevOptions, *, out: TextIO | None = None) -> int:
                 stop=stop,
                 server=server,
                 registry=registry,
-                api_key=api_key,
+                key=key,
             )
             if started:
                 while not stop.wait(1.0):
@@ -164,7 +176,7 @@ def _start(
     stop: threading.Event,
     server: LocalApiServer,
     registry: FunctionRegistry,
-    api_key: str,
+    key: ApiKey,
 ) -> bool:
     """Start everything after the socket, registering each stop in ``cleanup``; False when
     startup failed or was interrupted."""
@@ -183,7 +195,7 @@ def _start(
     endpoint = s3_endpoint.result()
     if stop.is_set():
         return False
-    _export_environment(options, database_url, endpoint, api_key)
+    _export_environment(options, database_url, endpoint, key.value)
 
     thread = threading.Thread(
         target=server.serve_forever, args=(0.1,), name="baton-http", daemon=True
@@ -196,8 +208,66 @@ def _start(
     ticker = Ticker(registry, SCHEDULED_FUNCTIONS, interval=options.tick_seconds)
     ticker.start()
     cleanup.callback(_quietly, "stopping the timer", ticker.stop, _STOP_TIMEOUT_SECONDS)
-    _banner(say, options, server, api_key, generated=options.api_key is None)
+    _banner(say, options, server, key)
     return True
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """The key the local server accepts, and where it came from (for the banner)."""
+
+    value: str
+    source: str
+
+
+def api_key_path(data_dir: Path) -> Path:
+    return data_dir / API_KEY_FILE
+
+
+def resolve_api_key(options: DevOptions) -> ApiKey:
+    """``BATON_API_KEY`` when set; else the key kept in the data directory, generated (and
+    written with 0600 permissions) at the first start."""
+    if options.api_key:
+        return ApiKey(options.api_key, f"from {env_names.ENV_API_KEY}")
+    path = api_key_path(options.data_dir)
+    try:
+        kept = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        kept = ""
+    except (OSError, UnicodeDecodeError) as e:
+        raise OptionError(f"cannot read the API key in {path}: {e}") from None
+    if kept:
+        if not _USABLE_KEY.fullmatch(kept):
+            raise OptionError(
+                f"the API key in {path} is not 8-256 visible ASCII characters; "
+                "fix it, or delete the file to have a new one generated"
+            )
+        try:
+            if path.stat().st_mode & 0o077:
+                path.chmod(0o600)  # a credential: readable by its owner only
+        except OSError:
+            log.warning("cannot restrict the permissions of %s", path)
+        return ApiKey(kept, f"kept in {path}; set {env_names.ENV_API_KEY} to choose one")
+    value = secrets.token_urlsafe(24)
+    _write_private(path, value + "\n")
+    return ApiKey(value, f"generated, kept in {path}; set {env_names.ENV_API_KEY} to choose one")
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by its owner only, replacing it in one step."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = path.with_name(f".{path.name}.{os.getpid()}")
+        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.fchmod(fd, 0o600)  # whatever the umask
+            os.write(fd, text.encode("ascii"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(staging, path)
+    except OSError as e:
+        raise OptionError(f"cannot keep the API key in {path}: {e.strerror or e}") from None
 
 
 def _database(options: DevOptions, cleanup: ExitStack, say: _Console) -> str:
@@ -293,17 +363,14 @@ def _describe_url(url: str) -> str:
     return " ".join(f"{k}={parts[k]}" for k in ("host", "port", "dbname", "user") if parts.get(k))
 
 
-def _banner(
-    say: _Console, options: DevOptions, server: LocalApiServer, api_key: str, *, generated: bool
-) -> None:
+def _banner(say: _Console, options: DevOptions, server: LocalApiServer, key: ApiKey) -> None:
     host = options.host if options.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
     url = f"http://{host}:{server.port}"
-    source = f"generated; set {env_names.ENV_API_KEY} to choose one" if generated else "yours"
     lines = [
         f"serving {len(api_functions())} API functions on {url}",
-        f"  API key    {api_key}  ({source})",
+        f"  API key    {key.value}  ({key.source})",
         f"  scheduled  {', '.join(SCHEDULED_FUNCTIONS)} every {options.tick_seconds:g} s",
-        f"  try        curl -s -H 'x-api-key: {api_key}' {url}/v1/definitions",
+        f"  try        curl -s -H 'x-api-key: {key.value}' {url}/v1/definitions",
         "press Ctrl-C to stop",
     ]
     for line in lines:

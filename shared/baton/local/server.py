@@ -1,7 +1,8 @@
 """The local API: a threaded HTTP server standing in for API Gateway in front of the functions.
 
-Per request, in API Gateway's order: the API key (401 without one, 403 with a wrong one), the size
-limit (413 before reading the body), the route (404, 405 with ``Allow``), then the function's
+Per request, in API Gateway's order: the API key (401 without one, 403 with a wrong one; not
+asked for on the route table's public routes), the size limit (413 before reading the body), the
+route (404, 405 with ``Allow``), then the function's
 handler with a REST proxy event; its proxy result becomes the HTTP response. The server's own
 refusals are ``application/problem+json``. One JSON log line per request.
 """
@@ -132,15 +133,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def _refusal(self) -> HttpResponse | None:
         """What API Gateway refuses before looking at the body: credentials, then size."""
-        key = self.headers.get(API_KEY_HEADER)
-        if not key:
-            return self._problem(
-                401,
-                f"this API requires an API key in the {API_KEY_HEADER} header",
-                headers=[("WWW-Authenticate", f'ApiKey header="{API_KEY_HEADER}"')],
-            )
-        if not hmac.compare_digest(key.encode(), self.server.config.api_key.encode()):
-            return self._problem(403, "the API key is not valid")
+        if not self._public():
+            key = self.headers.get(API_KEY_HEADER)
+            if not key:
+                return self._problem(
+                    401,
+                    f"this API requires an API key in the {API_KEY_HEADER} header",
+                    headers=[("WWW-Authenticate", f'ApiKey header="{API_KEY_HEADER}"')],
+                )
+            if not hmac.compare_digest(key.encode(), self.server.config.api_key.encode()):
+                return self._problem(403, "the API key is not valid")
         if self.headers.get("Transfer-Encoding"):
             return self._problem(
                 411, "send the body with a Content-Length (chunked is not accepted)"
@@ -152,6 +154,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if length > limit:
             return self._problem(413, f"the body has {length} bytes; the limit is {limit} bytes")
         return None
+
+    def _public(self) -> bool:
+        """The request is for a route the table serves without credentials (``auth`` none)."""
+        match = self.server.routes.match(self.command, self.path.partition("?")[0])
+        return isinstance(match, RouteMatch) and match.route.public
 
     def _content_length(self) -> int | None:
         raw = self.headers.get("Content-Length", "0").strip() or "0"

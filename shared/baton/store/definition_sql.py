@@ -27,6 +27,11 @@ SELECT name, version, body, created_at FROM definition
  WHERE name = %(name)s ORDER BY version DESC LIMIT 1
 """
 
+DELETE_VERSION = """
+DELETE FROM definition WHERE name = %(name)s AND version = %(version)s
+RETURNING name, version, body, created_at
+"""
+
 LIST_LATEST = """
 SELECT DISTINCT ON (name) name, version, body, created_at
   FROM definition

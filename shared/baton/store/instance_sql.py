@@ -64,6 +64,18 @@ LOCK_INSTANCE_IF_DUE = (
 # The sweeper's and event delivery's lock: an instance being decided elsewhere is skipped.
 LOCK_INSTANCE_OR_SKIP = _INSTANCE_STATE + " WHERE id = %(id)s FOR UPDATE SKIP LOCKED"
 
+# --- deleting a finished instance: history, jobs, steps, then the instance (its row lock first)
+
+LOCK_FOR_DELETE = "SELECT id, status FROM instance WHERE id = %(id)s FOR UPDATE"
+DELETE_AUDIT = "DELETE FROM audit_log WHERE instance_id = %(id)s"
+DELETE_OUTBOX = "DELETE FROM dispatch_outbox WHERE instance_id = %(id)s"
+DELETE_JOBS = "DELETE FROM job WHERE instance_id = %(id)s"
+DELETE_STEPS = "DELETE FROM step_execution WHERE instance_id = %(id)s"
+DELETE_INSTANCE = """
+DELETE FROM instance WHERE id = %(id)s
+RETURNING id, definition_name, definition_version, status
+"""
+
 # --- a decision's writes: chained CTEs of one statement (see engine.writer) -------------------
 # ``/*after*/`` marks where the writer adds the dependency on the previous update, so the rows of
 # a decision are locked in one order everywhere: instance, then jobs, then steps.

@@ -158,3 +158,76 @@ UPDATE queue_task
  WHERE id = %(id)s AND status = 'processing' AND instance_id = %(instance_id)s /*after*/
 RETURNING 1
 """
+
+# --- inspection and dead letters -------------------------------------------------------------
+
+# A page of queue names (every name holding at least one task), by name. A loose index scan:
+# each step seeks the next name on queue_task_by_queue instead of reading every task; the
+# outer LIMIT stops the recursion. Then each queue's counts by status from the same index.
+QUEUES_PAGE = """
+WITH RECURSIVE names AS (
+    (SELECT queue_name FROM queue_task WHERE queue_name > %(after)s
+      ORDER BY queue_name LIMIT 1)
+    UNION ALL
+    SELECT (SELECT q.queue_name FROM queue_task q WHERE q.queue_name > n.queue_name
+             ORDER BY q.queue_name LIMIT 1)
+      FROM names n
+     WHERE n.queue_name IS NOT NULL
+), page AS (
+    SELECT queue_name FROM names WHERE queue_name IS NOT NULL LIMIT %(limit)s
+)
+SELECT p.queue_name, q.status, count(*) AS n
+  FROM page p JOIN queue_task q ON q.queue_name = p.queue_name
+ GROUP BY p.queue_name, q.status
+ ORDER BY p.queue_name
+"""
+
+# A page of a queue's tasks, oldest first, optionally of one status. Bodies are cut to
+# %(body_chars)s characters: a listing is for looking, and its pages must stay small.
+TASKS_PAGE = """
+SELECT id, queue_name, title, left(body, %(body_chars)s) AS body,
+       char_length(body) > %(body_chars)s AS body_truncated, priority, status, retry_count,
+       max_retries, last_error, instance_id, visibility_expires_at, created_at, updated_at,
+       completed_at
+  FROM queue_task
+ WHERE queue_name = %(queue)s
+   AND (%(status)s::text IS NULL OR status = %(status)s)
+   AND (%(after_created)s::timestamptz IS NULL
+        OR (created_at, id) > (%(after_created)s::timestamptz, %(after_id)s::uuid))
+ ORDER BY created_at, id
+ LIMIT %(limit)s
+"""
+
+# Dead letters back to work, as SQS redrives them: pending with the retry count reset (the
+# last error is kept, to say why it died). Oldest first, at most %(limit)s per call.
+REDRIVE_ALL = """
+WITH picked AS (
+    SELECT id FROM queue_task
+     WHERE queue_name = %(queue)s AND status = 'dead'
+     ORDER BY created_at, id
+     LIMIT %(limit)s
+       FOR UPDATE SKIP LOCKED
+)
+UPDATE queue_task q
+   SET status = 'pending', retry_count = 0, receipt = NULL, consumer_id = NULL,
+       visibility_expires_at = NULL, instance_id = NULL, completed_at = NULL, updated_at = now()
+  FROM picked
+ WHERE q.id = picked.id
+RETURNING q.id
+"""
+
+REDRIVE_NAMED = """
+UPDATE queue_task
+   SET status = 'pending', retry_count = 0, receipt = NULL, consumer_id = NULL,
+       visibility_expires_at = NULL, instance_id = NULL, completed_at = NULL, updated_at = now()
+ WHERE queue_name = %(queue)s AND status = 'dead' AND id = ANY(%(ids)s::uuid[])
+RETURNING id
+"""
+
+STATUS_OF_TASKS = """
+SELECT id, status FROM queue_task WHERE queue_name = %(queue)s AND id = ANY(%(ids)s::uuid[])
+"""
+
+DEAD_COUNT = """
+SELECT count(*) AS n FROM queue_task WHERE queue_name = %(queue)s AND status = 'dead'
+"""

@@ -76,6 +76,11 @@ def _definitions_get(client: BatonClient, args: argparse.Namespace) -> None:
     show(args, client.get_definition(args.name, version=args.version), _render_definition)
 
 
+def _definitions_delete(client: BatonClient, args: argparse.Namespace) -> None:
+    deleted = client.delete_definition(args.name, version=args.version)
+    show(args, deleted, lambda d: f"deleted definition {d['name']} version {d['version']}")
+
+
 # --- task definitions --------------------------------------------------------------------------
 
 # A cell or a field left out ("-" in a table) is not set: the step's own value, or the engine's
@@ -199,13 +204,22 @@ def _taskdefs_delete(client: BatonClient, args: argparse.Namespace) -> None:
 
 def add_commands(commands: Subparsers) -> None:
     """Add ``definitions`` and ``taskdefs``."""
-    sub = group(commands, "definitions", "register, list and show workflow definitions")
+    sub = group(commands, "definitions", "register, list, show and delete workflow definitions")
     p = leaf(sub, "create", "register a definition from a JSON file", _definitions_create)
     p.add_argument("file", metavar="FILE", help="the definition's JSON file, or - for stdin")
     leaf(sub, "list", "list definitions (latest version of each)", _definitions_list)
     p = leaf(sub, "get", "show a definition (latest version unless --version)", _definitions_get)
     p.add_argument("name", metavar="NAME")
     p.add_argument("--version", type=int, help="a specific version")
+    p = leaf(
+        sub,
+        "delete",
+        "delete one version of a definition (running instances finish on their copy; --json "
+        "prints it)",
+        _definitions_delete,
+    )
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--version", type=int, required=True, help="the version to delete")
 
     sub = group(commands, "taskdefs", "create, list, show and delete task definitions")
     p = leaf(sub, "put", "create or replace a task definition", _taskdefs_put)

@@ -141,6 +141,18 @@ def _resume(client: BatonClient, args: argparse.Namespace) -> None:
     show(args, client.resume_instance(args.id), _render_instance)
 
 
+def _delete(client: BatonClient, args: argparse.Namespace) -> None:
+    deleted = client.delete_instance(args.id)
+    show(
+        args,
+        deleted,
+        lambda d: (
+            f"deleted instance {d['id']} ({d['status']}): {d['stepExecutions']} step "
+            f"execution(s), {d['jobs']} job(s), {d['historyEvents']} history event(s)"
+        ),
+    )
+
+
 def _complete_task(client: BatonClient, args: argparse.Namespace) -> None:
     variables = json_object_arg(args.variables, "--variables")
     done = client.complete_user_task(
@@ -162,7 +174,7 @@ def _signal(client: BatonClient, args: argparse.Namespace) -> None:
 def add_commands(commands: Subparsers) -> None:
     """Add ``instances``."""
     sub = group(
-        commands, "instances", "start, inspect, list, cancel, retry, restart, pause, resume"
+        commands, "instances", "start, inspect, list, cancel, retry, restart, pause, resume, delete"
     )
     p = leaf(sub, "start", "start an instance of a definition", _start)
     p.add_argument("name", metavar="NAME", help="the definition's name")
@@ -181,6 +193,13 @@ def add_commands(commands: Subparsers) -> None:
     p = leaf(sub, "cancel", "cancel a running or paused instance", _cancel)
     p.add_argument("id", metavar="ID")
     p.add_argument("--reason")
+    p = leaf(
+        sub,
+        "delete",
+        "delete a finished instance with its steps, jobs and history (a running one is a 409)",
+        _delete,
+    )
+    p.add_argument("id", metavar="ID")
     p = leaf(sub, "retry", "run a failed instance again from what failed", _retry)
     p.add_argument("id", metavar="ID")
     p = leaf(sub, "restart", "run an ended instance again from the start", _restart)

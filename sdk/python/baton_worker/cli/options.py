@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from baton_worker.cli.output import error
-from baton_worker.env import DEFAULT_URL, ENV_API_KEY, ENV_URL
+from baton_worker.env import (
+    DEFAULT_URL,
+    ENV_API_KEY,
+    ENV_DATA_DIR,
+    ENV_URL,
+    api_key_from_env,
+)
 
 if TYPE_CHECKING:
     from baton_worker.client import BatonClient
@@ -86,7 +92,8 @@ def add_connection_options(parser: argparse.ArgumentParser, *, defaults: bool) -
     options.add_argument(
         "--api-key",
         default=default(None),
-        help=f"sent as x-api-key (${ENV_API_KEY})",
+        help=f"sent as x-api-key (${ENV_API_KEY}; for a server on this machine, else the key "
+        f"baton dev keeps in ${ENV_DATA_DIR}/api-key, default .baton/data/api-key)",
         metavar="KEY",
     )
     options.add_argument(
@@ -127,7 +134,7 @@ def make_client(args: argparse.Namespace) -> BatonClient:
         from baton_worker.auth import AwsSigV4Auth
 
         return BatonClient(url, auth=AwsSigV4Auth(), timeout=args.timeout)
-    api_key = args.api_key or os.environ.get(ENV_API_KEY) or None
+    api_key = args.api_key or api_key_from_env(url)
     return BatonClient(url, api_key=api_key, timeout=args.timeout)
 
 

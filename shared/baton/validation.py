@@ -1,0 +1,212 @@
+"""pydantic's validation errors told in Baton's words: where (a JSON path such as
+``steps[2].retryCount``) and a plain sentence naming the field, what it must be and what it was.
+
+pydantic's own messages ("Input should be a valid integer") speak of Python, not of the API;
+each error type our request and definition models can raise has a sentence here, and anything
+else falls back to pydantic's message, so a new type never loses the problem.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from baton.errors import Problem
+
+# The tags of a discriminated union (step types) appear in pydantic's locations; they are not keys
+# of the JSON document, so they are left out of paths (and said in words where it helps).
+Loc = tuple[int | str, ...]
+Sentence = Callable[[str, Any, Mapping[str, Any]], str]
+
+
+def problems(
+    err: ValidationError,
+    *,
+    tags: Sequence[str] = (),
+    pattern_rules: Mapping[str, str] | None = None,
+) -> list[Problem]:
+    """Every error of ``err`` as a :class:`Problem`. ``tags``: discriminator values that may
+    appear in locations (left out of paths); ``pattern_rules``: a regex -> the rule in words."""
+    rules = pattern_rules or {}
+    return [_problem(e, tags, rules) for e in err.errors(include_url=False)]
+
+
+def _problem(e: ErrorDetails, tags: Sequence[str], rules: Mapping[str, str]) -> Problem:
+    loc: Loc = tuple(e["loc"])
+    kind = e["type"]
+    ctx: Mapping[str, Any] = e.get("ctx") or {}
+    tag = next((p for p in loc if isinstance(p, str) and p in tags), None)
+    keys = tuple(p for p in loc if p not in tags or not isinstance(p, str))
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        keys = (*keys, _unquote(str(ctx.get("discriminator", "type"))))
+    path = json_path(keys)
+    field = _field(keys)
+    value = e.get("input")
+    if kind == "string_pattern_mismatch":
+        rule = rules.get(str(ctx.get("pattern")))
+        if rule is not None:
+            return Problem(path, f"{field} {_show(value)} is not valid: {rule}")
+    if kind == "missing" and tag is not None:
+        return Problem(path, f"{field} is required for a {tag} step")
+    if kind == "union_tag_not_found" and tags:
+        return Problem(path, f"{field} is required: one of {', '.join(tags)}")
+    sentence = _SENTENCES.get(kind)
+    if sentence is None:  # a type no model of ours raises today: pydantic's words, not nothing
+        return Problem(path, f"{field}: {e['msg'][:1].lower()}{e['msg'][1:]}")
+    return Problem(path, sentence(field, value, ctx))
+
+
+def json_path(loc: Loc) -> str:
+    """``('steps', 2, 'retryCount')`` -> ``steps[2].retryCount``; the whole document is ``$``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "$"
+
+
+def _field(keys: Loc) -> str:
+    """How a sentence names the field: its key with any indexes after it (``jobTypes[2]``)."""
+    tail = ""
+    for part in reversed(keys):
+        if isinstance(part, int):
+            tail = f"[{part}]{tail}"
+        else:
+            return f"{part}{tail}"
+    return f"the value{tail}" if tail else "the request body"
+
+
+def _unquote(text: str) -> str:
+    return text.strip("'\"")
+
+
+def _choices(expected: Any) -> str:
+    """pydantic's ``"'A', 'B' or 'C'"`` as ``A, B, C``."""
+    found = re.findall(r"'([^']*)'", str(expected))
+    return ", ".join(found) if found else str(expected)
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return str(value)
+
+
+def _show(value: Any) -> str:
+    """A value as JSON, cut short."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _what(value: Any) -> str:
+    """The JSON kind of a value that had the wrong one, with the value where it is short."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f"the text {_show(value)}"
+    if isinstance(value, int | float):
+        return _show(value)
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return _show(value)
+
+
+def _must_be(what: str) -> Sentence:
+    return lambda field, value, ctx: f"{field} must be {what}, not {_what(value)}"
+
+
+def _too_short_text(field: str, value: Any, ctx: Mapping[str, Any]) -> str:
+    least = int(ctx.get("min_length", 1))
+    if least <= 1:
+        return f"{field} must not be empty"
+    return f"{field} must be at least {least} characters long"
+
+
+def _too_long_text(field: str, value: Any, ctx: Mapping[str, Any]) -> str:
+    has = f" (it has {len(value)})" if isinstance(value, str) else ""
+    return f"{field} must be at most {ctx.get('max_length')} characters long{has}"
+
+
+def _too_few(field: str, value: Any, ctx: Mapping[str, Any]) -> str:
+    least = int(ctx.get("min_length", 1))
+    if least <= 1:
+        return f"{field} must not be empty"
+    return f"{field} needs at least {least} items (it has {ctx.get('actual_length')})"
+
+
+def _too_many(field: str, value: Any, ctx: Mapping[str, Any]) -> str:
+    return (
+        f"{field} may have at most {ctx.get('max_length')} items "
+        f"(it has {ctx.get('actual_length')})"
+    )
+
+
+def _bound(words: str, key: str) -> Sentence:
+    return lambda field, value, ctx: (
+        f"{field} must be {words} {_number(ctx.get(key))}, not {_number(value)}"
+    )
+
+
+def _choice(field: str, value: Any, ctx: Mapping[str, Any]) -> str:
+    return f"{field} must be one of {_choices(ctx.get('expected'))}, not {_show(value)}"
+
+
+def _tag_invalid(field: str, value: Any, ctx: Mapping[str, Any]) -> str:
+    return (
+        f"{field} must be one of {_choices(ctx.get('expected_tags'))}, not {_show(ctx.get('tag'))}"
+    )
+
+
+def _pattern(field: str, value: Any, ctx: Mapping[str, Any]) -> str:
+    return f"{field} {_show(value)} does not match the pattern {ctx.get('pattern')}"
+
+
+_SENTENCES: dict[str, Sentence] = {
+    "missing": lambda field, value, ctx: f"{field} is required",
+    "extra_forbidden": lambda field, value, ctx: (
+        f"{field} is not a field Baton knows here; check its spelling"
+    ),
+    "int_type": _must_be("a whole number"),
+    "int_from_float": _must_be("a whole number"),
+    "int_parsing": _must_be("a whole number"),
+    "string_type": _must_be("text (a JSON string)"),
+    "bool_type": _must_be("true or false"),
+    "bool_parsing": _must_be("true or false"),
+    "float_type": _must_be("a number"),
+    "float_parsing": _must_be("a number"),
+    "finite_number": _must_be("a finite number"),
+    "list_type": _must_be("a list (a JSON array)"),
+    "tuple_type": _must_be("a list (a JSON array)"),
+    "dict_type": _must_be("an object"),
+    "model_type": _must_be("an object"),
+    "model_attributes_type": _must_be("an object"),
+    "datetime_type": _must_be("a date and time (RFC 3339)"),
+    "datetime_parsing": _must_be("a date and time (RFC 3339)"),
+    "string_too_short": _too_short_text,
+    "string_too_long": _too_long_text,
+    "too_short": _too_few,
+    "too_long": _too_many,
+    "string_pattern_mismatch": _pattern,
+    "enum": _choice,
+    "literal_error": _choice,
+    "greater_than_equal": _bound("at least", "ge"),
+    "greater_than": _bound("more than", "gt"),
+    "less_than_equal": _bound("at most", "le"),
+    "less_than": _bound("less than", "lt"),
+    "union_tag_invalid": _tag_invalid,
+    "union_tag_not_found": lambda field, value, ctx: f"{field} is required",
+}
