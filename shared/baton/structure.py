@@ -53,8 +53,10 @@ class Node:
         return self.step.get("id")
 
     @property
-    def type(self) -> Any:
-        return self.step.get("type")
+    def type(self) -> str | None:
+        """The step's type when it is a string (the schema reports any other value)."""
+        kind = self.step.get("type")
+        return kind if isinstance(kind, str) else None
 
     @property
     def depth(self) -> int:

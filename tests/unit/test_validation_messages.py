@@ -189,14 +189,16 @@ CASES: list[tuple[str, type[BaseModel], Any, str, str]] = [
         WorkflowDefinition,
         {"name": "x", "steps": [{"id": "s", "type": "SERVICE"}]},
         "steps[0].type",
-        'type must be one of SERVICE_TASK, USER_TASK, SIGNAL, not "SERVICE"',
+        "type must be one of SERVICE_TASK, USER_TASK, SIGNAL, TIMER, SUB_WORKFLOW, SET_VARIABLE, "
+        'TERMINATE, SWITCH, PARALLEL, MAP, DO_WHILE, not "SERVICE"',
     ),
     (
         "union_tag_not_found",
         WorkflowDefinition,
         {"name": "x", "steps": [{"id": "s"}]},
         "steps[0].type",
-        "type is required: one of SERVICE_TASK, USER_TASK, SIGNAL",
+        "type is required: one of SERVICE_TASK, USER_TASK, SIGNAL, TIMER, SUB_WORKFLOW, "
+        "SET_VARIABLE, TERMINATE, SWITCH, PARALLEL, MAP, DO_WHILE",
     ),
 ]
 
