@@ -20,7 +20,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Final, cast
+from typing import Any, Final, TypeVar, cast
 from urllib.parse import quote
 
 import httpx
@@ -291,13 +291,8 @@ class BatonClient:
 
     def iter_steps(self, instance_id: str, *, page_size: int = 500) -> Iterator[StepExecution]:
         """Every step execution of an instance, following page tokens."""
-        token: str | None = None
-        while True:
-            page = self.list_steps(instance_id, limit=page_size, page_token=token)
+        for page in _pages(lambda t: self.list_steps(instance_id, limit=page_size, page_token=t)):
             yield from page["steps"]
-            token = page.get("nextPageToken")
-            if not token:
-                return
 
     def get_history(
         self, instance_id: str, *, limit: int | None = None, page_token: str | None = None
@@ -311,13 +306,8 @@ class BatonClient:
 
     def iter_history(self, instance_id: str, *, page_size: int = 500) -> Iterator[HistoryEvent]:
         """An instance's whole history, following page tokens."""
-        token: str | None = None
-        while True:
-            page = self.get_history(instance_id, limit=page_size, page_token=token)
+        for page in _pages(lambda t: self.get_history(instance_id, limit=page_size, page_token=t)):
             yield from page["events"]
-            token = page.get("nextPageToken")
-            if not token:
-                return
 
     def search_instances(
         self,
@@ -720,6 +710,20 @@ def _encode(body: Any) -> bytes:
     return jsonlib.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
         "utf-8"
     )
+
+
+_Page = TypeVar("_Page", StepExecutionPage, HistoryPage)
+
+
+def _pages(fetch: Callable[[str | None], _Page]) -> Iterator[_Page]:
+    """Every page ``fetch(token)`` serves, from the first, following ``nextPageToken``."""
+    token: str | None = None
+    while True:
+        page = fetch(token)
+        yield page
+        token = page.get("nextPageToken")
+        if not token:
+            return
 
 
 def _params(**values: Any) -> dict[str, Any]:

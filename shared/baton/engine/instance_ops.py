@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -211,23 +212,9 @@ class InstanceOps(EngineCore):
         self, instance_id: str, *, limit: int = 100, page_token: str | None = None
     ) -> dict[str, Any]:
         """One page of an instance's step executions in creation order, byte-budgeted."""
-        iid = path_uuid(instance_id, InstanceNotFound)
-        limit = paging.clamp(limit, self.settings.max_page_limit)
-        after = _int_token(page_token) if page_token else 0
-
-        def work(conn: Conn) -> list[dict[str, Any]]:
-            self._instance_exists(conn, iid, instance_id)
-            return conn.execute(
-                instance_sql.STEPS_PAGE, {"id": iid, "after": after, "limit": limit + 1}
-            ).fetchall()
-
-        rows = self.db.autocommit(work)
-        steps = [views.step(r) for r in rows[:limit]]
-        served = paging.within_budget(steps)
-        token = None
-        if served < len(rows):
-            token = paging.encode_token(str(rows[served - 1]["seq"]))
-        return paging.page("steps", steps[:served], token)
+        return self._page_of_instance(
+            instance_id, instance_sql.STEPS_PAGE, "steps", views.step, "seq", limit, page_token
+        )
 
     def history(
         self, instance_id: str, *, limit: int = 100, page_token: str | None = None
@@ -235,28 +222,44 @@ class InstanceOps(EngineCore):
         """The instance's history in the order it happened: every dispatch, completion,
         failure, retry, timeout, signal, user task and transition of the instance (its audit
         log), one page at a time."""
+        return self._page_of_instance(
+            instance_id,
+            instance_sql.HISTORY_PAGE,
+            "events",
+            views.history_event,
+            "id",
+            limit,
+            page_token,
+        )
+
+    def _page_of_instance(  # noqa: PLR0917 (two private callers)
+        self,
+        instance_id: str,
+        sql: str,
+        key: str,
+        view: Callable[[dict[str, Any]], dict[str, Any]],
+        position: str,
+        limit: int,
+        page_token: str | None,
+    ) -> dict[str, Any]:
+        """One byte-budgeted page of rows of an instance that ``sql`` orders by the integer
+        column ``position`` (the page token carries the last one served)."""
         iid = path_uuid(instance_id, InstanceNotFound)
         limit = paging.clamp(limit, self.settings.max_page_limit)
         after = _int_token(page_token) if page_token else 0
 
         def work(conn: Conn) -> list[dict[str, Any]]:
-            self._instance_exists(conn, iid, instance_id)
-            return conn.execute(
-                instance_sql.HISTORY_PAGE, {"id": iid, "after": after, "limit": limit + 1}
-            ).fetchall()
+            if conn.execute(instance_sql.INSTANCE_EXISTS, {"id": iid}).fetchone() is None:
+                raise InstanceNotFound(instance_id)
+            return conn.execute(sql, {"id": iid, "after": after, "limit": limit + 1}).fetchall()
 
         rows = self.db.autocommit(work)
-        events = [views.history_event(r) for r in rows[:limit]]
-        served = paging.within_budget(events)
+        items = [view(r) for r in rows[:limit]]
+        served = paging.within_budget(items)
         token = None
         if served < len(rows):
-            token = paging.encode_token(str(rows[served - 1]["id"]))
-        return paging.page("events", events[:served], token)
-
-    @staticmethod
-    def _instance_exists(conn: Conn, iid: uuid.UUID, instance_id: str) -> None:
-        if conn.execute(instance_sql.INSTANCE_EXISTS, {"id": iid}).fetchone() is None:
-            raise InstanceNotFound(instance_id)
+            token = paging.encode_token(str(rows[served - 1][position]))
+        return paging.page(key, items[:served], token)
 
     def audit_trail(self, instance_id: str) -> list[dict[str, Any]]:
         """Every audit row of an instance, oldest first."""
