@@ -277,6 +277,24 @@ def test_bad_input_gets_a_problem_with_the_right_status(
         assert body["errors"], "a 422 lists its problems"
 
 
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("ten", "'ten' is not a whole number"),
+        ("1.5", "'1.5' is not a whole number"),
+        ("0", "must be between 1 and 100, not 0"),
+        ("99999999999999999999", "must be between 1 and 100, not 99999999999999999999"),
+        ("9" * 5000, "must be between 1 and 100, not " + "9" * 20 + "…"),
+    ],
+)
+def test_an_integer_query_parameter_out_of_range_says_its_range(
+    invoke: Invoke, raw: str, message: str
+) -> None:
+    status, _, body = invoke("instances", "GET", "/v1/instances", query={"limit": raw})
+    assert status == 422
+    assert body["errors"] == [{"path": "limit", "message": message}]
+
+
 def test_validation_lists_every_problem(invoke: Invoke) -> None:
     status, _, body = invoke(
         "jobs", "POST", "/v1/jobs/fail", body={"jobId": "", "retryable": "perhaps"}

@@ -44,16 +44,17 @@ def _dumps(body: Any) -> str:
 _ROUTE_KEYS = frozenset((r.method, r.path, r.function) for r in ROUTES)
 
 
-_INTEGER = re.compile(r"-?[0-9]{1,19}")
+_INTEGER = re.compile(r"-?[0-9]+")
 
 
 def _bounded_int(raw: str, name: str, low: int, high: int) -> int:
     if not _INTEGER.fullmatch(raw):
         raise ValidationFailed([Problem(name, f"{raw!r} is not a whole number")])
-    value = int(raw)
-    if not low <= value <= high:
-        raise ValidationFailed([Problem(name, f"must be between {low} and {high}, not {value}")])
-    return value
+    # A run of more than 20 digits is out of any range (and int() refuses past 4,300 digits).
+    if len(raw.lstrip("-")) > 20 or not low <= int(raw) <= high:
+        shown = raw if len(raw) <= 24 else raw[:20] + "…"
+        raise ValidationFailed([Problem(name, f"must be between {low} and {high}, not {shown}")])
+    return int(raw)
 
 
 class Api:
