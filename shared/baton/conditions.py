@@ -5,12 +5,13 @@ A condition sees the same context as ``${…}`` expressions: ``workflow.input``,
 ``workflow.variables``, ``<stepId>.output`` and, in a MAP, ``map.item`` / ``map.index``. Written as
 one ``${…}`` instead, it is that value's truthiness. A condition is compiled once per definition
 snapshot; each evaluation gets a frame of its own (evaluation is then thread-safe) with bounds on
-time and depth, so a runaway expression fails its step instead of hanging a decision.
+CPU time and depth, so a runaway expression fails its step instead of hanging a decision.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,11 +39,46 @@ class Condition:
         from jsonata import JException
 
         frame = self.compiled.create_frame(self.compiled.environment)
-        frame.set_runtime_bounds(EVAL_TIMEOUT_MS, EVAL_MAX_DEPTH)
+        _Bounds(frame)
         try:
             return self.compiled.evaluate(dict(context), frame)
         except (JException, RecursionError, TypeError, ValueError) as e:
             raise ConditionError(f"{self.text!r} failed: {e}") from None
+
+
+class _Bounds:
+    """Bounds on one evaluation: depth, and the CPU time of the evaluating thread.
+
+    jsonata-python's own ``set_runtime_bounds`` measures wall-clock time, so a busy machine (or
+    the clock being stepped) fails a cheap expression that merely waited for the CPU; the
+    thread's CPU time counts only the work the expression itself does."""
+
+    def __init__(self, frame: Any) -> None:
+        from jsonata import JException
+
+        start = time.thread_time()
+        depth = 0
+
+        def check() -> None:
+            if depth > EVAL_MAX_DEPTH:
+                raise JException("D1011", -1)
+            if (time.thread_time() - start) * 1000 > EVAL_TIMEOUT_MS:
+                raise JException("D1012", -1, EVAL_TIMEOUT_MS)
+
+        def enter(exp: Any, input: Any, env: Any) -> None:
+            nonlocal depth
+            if not env.is_parallel_call:
+                depth += 1
+                check()
+
+        def leave(exp: Any, input: Any, env: Any, res: Any) -> None:
+            nonlocal depth
+            if not env.is_parallel_call:
+                depth -= 1
+                check()
+
+        frame.set_evaluate_entry_callback(enter)
+        frame.set_evaluate_exit_callback(leave)
 
 
 def compile_condition(text: str) -> Condition:
