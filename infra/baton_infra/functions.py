@@ -19,7 +19,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from baton import settings
-from baton.routes import MIGRATION_FUNCTION, ROUTES, SCHEDULED_FUNCTIONS, api_functions
+from baton.routes import MIGRATION_FUNCTION, ROUTES, SCHEDULED_FUNCTIONS, served_functions
 from constructs import Construct
 
 from baton_infra.config import FUNCTIONS_DIR, TICK_SECONDS, DeployConfig
@@ -91,7 +91,7 @@ def function_specs(payload_functions: frozenset[str] | None = None) -> tuple[Fun
     ``payload_functions`` (default ``PAYLOAD_FUNCTIONS``); raises UnknownFunctionError if any of
     those is not a function of the route table."""
     kinds: dict[str, Kind] = {}
-    for name in api_functions():
+    for name in served_functions():
         kinds[name] = Kind.API
     for name in SCHEDULED_FUNCTIONS:
         kinds.setdefault(name, Kind.SCHEDULED)
