@@ -7,13 +7,15 @@ nor a NUL byte reaches the file system. The page holds no data and needs no key;
 makes from the browser carry the user's key like any other client.
 
 Headers: the right ``Content-Type``; a strict Content-Security-Policy (scripts and styles from
-this origin only, no inline script, API calls to this origin only, no framing); ``no-cache`` on
-the HTML (so a deploy is seen at once) and a short max-age on the rest.
+this origin only, no inline script, API calls to this origin only, no framing); ``no-cache`` and
+an ``ETag`` on every asset (a few tens of kilobytes: the browser revalidates and gets a 304, so a
+deploy is seen at once and an unchanged asset is not sent again).
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -78,22 +80,33 @@ def _problem(status: int, title: str, detail: str, path: str) -> dict[str, Any]:
     }
 
 
-def _asset(name: str) -> dict[str, Any]:
+ETAGS: dict[str, str] = {n: f'"{hashlib.sha256(d).hexdigest()[:32]}"' for n, d in ASSETS.items()}
+
+
+def _if_none_match(event: dict[str, Any]) -> str | None:
+    headers = event.get("headers") or {}
+    if not isinstance(headers, dict):
+        return None
+    return next((str(v) for k, v in headers.items() if str(k).lower() == "if-none-match"), None)
+
+
+def _asset(name: str, event: dict[str, Any]) -> dict[str, Any]:
     data = ASSETS[name]
     suffix = Path(name).suffix
     headers = {
         "Content-Type": CONTENT_TYPES[suffix],
-        "Cache-Control": "no-cache" if suffix == ".html" else "public, max-age=300",
+        "Cache-Control": "no-cache",
+        "ETag": ETAGS[name],
         **SECURITY_HEADERS,
     }
+    wanted = _if_none_match(event)
+    if wanted and ETAGS[name] in (t.strip() for t in wanted.split(",")):
+        return {"statusCode": 304, "headers": headers, "body": "", "isBase64Encoded": False}
     if suffix in _TEXT:
-        return {"statusCode": 200, "headers": headers, "body": data.decode(), "isBase64Encoded": False}
-    return {
-        "statusCode": 200,
-        "headers": headers,
-        "body": base64.b64encode(data).decode(),
-        "isBase64Encoded": True,
-    }
+        body, encoded = data.decode(), False
+    else:
+        body, encoded = base64.b64encode(data).decode(), True
+    return {"statusCode": 200, "headers": headers, "body": body, "isBase64Encoded": encoded}
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -115,4 +128,4 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         asset = INDEX
     if not isinstance(asset, str) or not _ASSET_NAME.fullmatch(asset) or asset not in ASSETS:
         return _problem(404, "Not Found", "no such asset of the viewer", path)
-    return _asset(asset)
+    return _asset(asset, event)
