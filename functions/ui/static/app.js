@@ -274,6 +274,7 @@
   }
 
   async function runPage(id, token, quiet) {
+    const began = performance.now();
     const inst = await api(`instances/${encodeURIComponent(id)}?includeSteps=false`);
     let loaded;
     try {
@@ -291,9 +292,20 @@
       definition = await api(path).catch(() => null);
     }
     if (!current(token)) return;
-    const state = { inst, steps: loaded.steps, more: loaded.more, definition, selected: view.selected || null };
+    const state = { inst, steps: loaded.steps, more: loaded.more, definition, selected: view.selected || null, expanded: view.expanded || null };
+    // A refresh keeps the focus where the user left it (a graph node, a button).
+    const focused = document.activeElement;
+    const focusKey = focused && (focused.id ? `#${focused.id}` : focused.dataset && focused.dataset.step ? `svg.graph .node[data-step="${CSS.escape(focused.dataset.step)}"]` : null);
+    const scrolls = [...document.querySelectorAll("main .scroll, main .graph-wrap")].map((el) => el.scrollTop);
     renderRun(state, token);
-    if (ACTIVE.has(inst.status)) refreshIn(2, () => runPage(id, token, true).catch(showError));
+    if (quiet) {
+      [...document.querySelectorAll("main .scroll, main .graph-wrap")].forEach((el, i) => { if (scrolls[i]) el.scrollTop = scrolls[i]; });
+      const again = focusKey && document.querySelector(focusKey);
+      if (again) again.focus({ preventScroll: true });
+    }
+    // Refresh while the run is active; a big run (slow to fetch and draw) less often.
+    const took = (performance.now() - began) / 1000;
+    if (ACTIVE.has(inst.status)) refreshIn(Math.max(2, Math.min(60, took * 10)), () => runPage(id, token, true).catch(showError));
   }
 
   function byStep(steps) {
@@ -351,7 +363,7 @@
       h("div", { class: "detail" }, h("h4", { text: "Input" }), h("pre", { text: json(inst.input) }),
         h("h4", { text: "Variables" }), h("pre", { text: json(inst.variables) }),
         h("h4", { text: "Output" }), h("pre", { text: json(inst.output) })));
-    main().replaceChildren(head, reason, actions, h("div", { class: "grid" }, graphCard, detail), timelineCard, io, history);
+    main().replaceChildren(...[head, reason, actions, h("div", { class: "grid" }, graphCard, detail), timelineCard, io, history].filter(Boolean));
     if (state.selected) select(state.selected);
     loadHistory(history, inst.id, null, token);
   }
@@ -560,7 +572,7 @@
         rows.push(h("tr", { "data-step": stepId, "data-status": aggregate(execs), "data-collapsed": execs.length },
           h("th", { scope: "row" }, h("button", { type: "button", class: "link", onclick: () => onSelect(stepId), text: stepId }),
             h("div", { class: "muted" }, `${execs.length} executions (collapsed) `,
-              h("button", { type: "button", text: "Expand", "aria-label": `Expand the ${execs.length} executions of ${stepId}`, onclick: () => { state.expanded = stepId; renderRun(state, view.token); } }))),
+              h("button", { type: "button", text: "Expand", "aria-label": `Expand the ${execs.length} executions of ${stepId}`, onclick: () => { state.expanded = view.expanded = stepId; renderRun(state, view.token); } }))),
           h("td", { text: "" }),
           h("td", {}, Object.entries(counts).map(([st, n]) => h("span", {}, statusBadge(st), ` ${n} `))),
           h("td", { text: ms(new Date(first).toISOString(), new Date(last).toISOString()) }),
@@ -684,7 +696,7 @@
     main().replaceChildren(h("h2", {}, "Definition ", h("span", { class: "mono", text: d.name })),
       h("p", {}, h("label", { for: "version", text: "Version " }), sel, " ",
         h("a", { href: `#/runs${qs({ definitionName: d.name })}`, text: "Runs of this definition" })),
-      d.description ? h("p", { text: d.description }) : null,
+      h("p", { class: "muted", text: d.description || "" }),
       h("section", { class: "card" }, h("h3", { text: "Graph" }), graphSvg(d.steps || [], new Map(), () => {}, { inst: null })),
       h("details", { class: "card" }, h("summary", { text: "JSON" }), h("pre", { class: "mono", text: json(d) })));
   }
@@ -722,7 +734,7 @@
       window.sessionStorage.removeItem(KEY);
       route();
     });
-    window.addEventListener("hashchange", () => { view.selected = null; route(); });
+    window.addEventListener("hashchange", () => { view.selected = null; view.expanded = null; route(); });
     route();
   });
 })();
