@@ -1,5 +1,5 @@
-"""Instances API: start, get, search, cancel, delete, retry, restart, pause, resume, user
-tasks, signals."""
+"""Instances API: start, get (its steps and history a page at a time), search, cancel, delete,
+retry, restart, pause, resume, user tasks, signals."""
 
 from __future__ import annotations
 
@@ -44,7 +44,30 @@ def search() -> Any:
 
 @api.route("GET", "/v1/instances/{id}")
 def get(id: str) -> Any:
-    return api.ok(api.engine().get_instance(api.path(id)))
+    include_steps = api.query_bool("includeSteps", True)
+    return api.ok(api.engine().get_instance(api.path(id), include_steps=include_steps))
+
+
+@api.route("GET", "/v1/instances/{id}/steps")
+def steps(id: str) -> Any:
+    return api.ok(
+        api.engine().list_steps(
+            api.path(id),
+            limit=api.query_int("limit", 100, high=1000),
+            page_token=api.query("pageToken"),
+        )
+    )
+
+
+@api.route("GET", "/v1/instances/{id}/history")
+def history(id: str) -> Any:
+    return api.ok(
+        api.engine().history(
+            api.path(id),
+            limit=api.query_int("limit", 100, high=1000),
+            page_token=api.query("pageToken"),
+        )
+    )
 
 
 @api.route("POST", "/v1/instances/{id}/cancel")

@@ -73,6 +73,18 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/instances", "instances", summary="Search instances"),
     Route("GET", "/v1/instances/{id}", "instances", summary="An instance with its steps"),
     Route(
+        "GET",
+        "/v1/instances/{id}/steps",
+        "instances",
+        summary="An instance's step executions, a page at a time",
+    ),
+    Route(
+        "GET",
+        "/v1/instances/{id}/history",
+        "instances",
+        summary="Everything that happened to an instance, in order",
+    ),
+    Route(
         "POST",
         "/v1/instances/{id}/cancel",
         "instances",

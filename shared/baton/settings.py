@@ -57,6 +57,8 @@ class EngineSettings:
     # A poll response stays well under Lambda's 6 MB response limit.
     max_poll_response_bytes: int = 5_000_000
     max_search_limit: int = 100
+    # Largest page of an instance's steps or history (pages are byte-budgeted as well).
+    max_page_limit: int = 1000
     # Hard limit for an inline JSON payload (instance input, job output, signal payload).
     max_payload_bytes: int = 2_000_000
     # Step executions one instance may create; past it, the step being scheduled fails.

@@ -75,6 +75,19 @@ def test_definition_instance_job_round_trip(invoke: Invoke) -> None:
         "instances", "GET", "/v1/instances", query={"status": "COMPLETED", "limit": "5"}
     )
     assert status == 200 and [i["id"] for i in page["instances"]] == [inst["id"]]
+    where = {"id": inst["id"]}
+    status, _, bare = invoke(
+        "instances", "GET", "/v1/instances/{id}", path_params=where, query={"includeSteps": "false"}
+    )
+    assert status == 200 and "steps" not in bare and bare["status"] == "COMPLETED"
+    status, _, steps = invoke(
+        "instances", "GET", "/v1/instances/{id}/steps", path_params=where, query={"limit": "1"}
+    )
+    assert status == 200 and [s["stepId"] for s in steps["steps"]] == ["charge"]
+    assert steps["steps"][0]["attempts"] == 1 and steps["nextPageToken"]
+    status, _, history = invoke("instances", "GET", "/v1/instances/{id}/history", path_params=where)
+    assert status == 200 and history["events"][0]["type"] == "INSTANCE_STARTED"
+    assert history["events"][-1]["type"] == "INSTANCE_COMPLETED"
 
 
 @pytest.mark.parametrize(
@@ -184,6 +197,33 @@ def test_definition_instance_job_round_trip(invoke: Invoke) -> None:
             422,
         ),
         ("instances", "GET", "/v1/instances", {"query": {"pageToken": "Zm9vH2Jhcg"}}, 422),
+        (
+            "instances",
+            "GET",
+            "/v1/instances/{id}",
+            {
+                "path_params": {"id": "7f0e7a58-54d4-4c4b-9d8e-0d7cf0e1a111"},
+                "query": {"includeSteps": "no"},
+            },
+            422,
+        ),
+        (
+            "instances",
+            "GET",
+            "/v1/instances/{id}/history",
+            {"path_params": {"id": "7f0e7a58-54d4-4c4b-9d8e-0d7cf0e1a111"}},
+            404,
+        ),
+        (
+            "instances",
+            "GET",
+            "/v1/instances/{id}/steps",
+            {
+                "path_params": {"id": "7f0e7a58-54d4-4c4b-9d8e-0d7cf0e1a111"},
+                "query": {"limit": "0"},
+            },
+            422,
+        ),
         ("instances", "GET", "/v1/instances", {"query": {"status": "RUN\u0000NING"}}, 422),
         (
             "definitions",

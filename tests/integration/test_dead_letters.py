@@ -6,7 +6,7 @@ import uuid
 
 import psycopg
 import pytest
-from baton.engine import queue_ops
+from baton.engine import paging, queue_ops
 from baton.engine.queue_ops import Queues
 from baton.engine.service import Engine
 from baton.errors import ValidationFailed
@@ -79,7 +79,7 @@ def test_task_pages_follow_their_tokens_without_gaps_or_repeats(queues: Queues) 
 def test_a_page_of_large_bodies_stops_before_its_byte_budget(
     queues: Queues, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(queue_ops, "PAGE_BUDGET_BYTES", 150_000)
+    monkeypatch.setattr(paging, "PAGE_BUDGET_BYTES", 150_000)
     monkeypatch.setattr(queue_ops, "LIST_BODY_CHARS", 60_000)
     for i in range(4):
         queues.push("fat", f"t{i}", body="x" * 100_000)

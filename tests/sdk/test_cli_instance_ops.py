@@ -110,3 +110,33 @@ def test_get_prints_the_tree_of_a_control_flow_run(baton: Baton, tmp_path: Path)
     ).json()
     statuses = {s["itemIndex"]: s["status"] for s in second["steps"] if s["stepId"] == "ping"}
     assert statuses == {0: "IN_PROGRESS", 1: "COMPLETED"}
+
+
+def test_history_shows_every_attempt_as_a_table(baton: Baton, tmp_path: Path) -> None:  # noqa: F811
+    name = unique("cli-hist")
+    job_type = unique("cli-hist-job")
+    _create(
+        baton,
+        tmp_path,
+        {"name": name, "steps": [{"id": "work", "type": "SERVICE_TASK", "jobType": job_type}]},
+    )
+    taskdef = tmp_path / "taskdef.json"
+    taskdef.write_text(json.dumps({"retryCount": 1, "retryDelaySeconds": 0}))
+    assert baton("taskdefs", "put", job_type, str(taskdef)).code == 0
+    instance = baton("instances", "start", name, "--json").json()
+    for message in ("first error", "second error"):
+        polled = baton("jobs", "poll", "--type", job_type, "--worker", "w9", "--json").json()
+        (job,) = polled["jobs"] if isinstance(polled, dict) else polled
+        baton("jobs", "fail", job["id"], "--worker", "w9", "--message", message)
+    shown = baton("instances", "history", instance["id"])
+    assert shown.code == 0, shown.err
+    assert re.search(r"JOB_FAILED +work +1 +w9 +first error", shown.out), shown.out
+    assert re.search(r"JOB_FAILED +work +2 +w9 +second error", shown.out), shown.out
+    paged = baton("instances", "history", instance["id"], "--limit", "2", "--json").json()
+    assert len(paged["events"]) == 2 and paged["nextPageToken"]
+    every = baton("instances", "history", instance["id"], "--all", "--json").json()["events"]
+    assert [e["type"] for e in every][:2] == ["INSTANCE_STARTED", "JOB_CREATED"]
+    bare = baton("instances", "get", instance["id"], "--no-steps", "--json").json()
+    assert "steps" not in bare
+    steps = baton("instances", "steps", instance["id"], "--json").json()["steps"]
+    assert [(s["stepId"], s["attempts"]) for s in steps] == [("work", 2)]

@@ -36,6 +36,8 @@ RESPONSES: dict[tuple[str, str], str] = {
     ("POST", "/v1/instances"): "Instance",
     ("GET", "/v1/instances"): "InstancePage",
     ("GET", "/v1/instances/{id}"): "Instance",
+    ("GET", "/v1/instances/{id}/steps"): "StepExecutionPage",
+    ("GET", "/v1/instances/{id}/history"): "HistoryPage",
     ("POST", "/v1/instances/{id}/cancel"): "Instance",
     ("POST", "/v1/instances/{id}/user-tasks/{stepId}/complete"): "Instance",
     ("POST", "/v1/instances/{id}/signals/{stepId}"): "Instance",

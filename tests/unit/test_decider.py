@@ -146,7 +146,7 @@ def test_a_completed_user_task_resumes_the_flow_with_its_variables() -> None:
     (job,) = run.last.new_jobs
     assert job.payload == {"by": "ada"}
     assert [a.event for a in run.last.audit] == ["USER_TASK_COMPLETED", "JOB_CREATED"]
-    assert run.last.audit[0].detail == {"stepId": "approve"}
+    assert run.last.audit[0].detail == {"stepId": "approve", "stepExecutionId": str(waiting.id)}
 
 
 def test_a_signal_payload_becomes_the_step_output_and_ends_the_instance() -> None:

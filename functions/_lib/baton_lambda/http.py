@@ -126,6 +126,15 @@ class Api:
         raw = self.query(name)
         return default if raw is None else _bounded_int(raw, name, low, high)
 
+    def query_bool(self, name: str, default: bool) -> bool:
+        """A ``true``/``false`` query parameter, or ``default``."""
+        raw = self.query(name)
+        if raw is None:
+            return default
+        if raw not in ("true", "false"):
+            raise ValidationFailed([Problem(name, f"true or false, not {raw!r}")])
+        return raw == "true"
+
     def path_int(self, value: str, name: str, *, low: int = 1, high: int) -> int:
         """An integer path parameter between ``low`` and ``high``."""
         return _bounded_int(self.path(value), name, low, high)

@@ -20,7 +20,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Final, cast
+from typing import Any, Final, TypeVar, cast
 from urllib.parse import quote
 
 import httpx
@@ -36,6 +36,8 @@ from baton_worker.types import (
     DeletedInstance,
     FailJobResult,
     HeartbeatResult,
+    HistoryEvent,
+    HistoryPage,
     Instance,
     InstancePage,
     InstanceStatus,
@@ -52,6 +54,8 @@ from baton_worker.types import (
     QueueTaskStatus,
     RedriveResult,
     SettleResult,
+    StepExecution,
+    StepExecutionPage,
     TaskDef,
     TaskDefPage,
 )
@@ -269,9 +273,41 @@ class BatonClient:
         )
         return cast(Instance, result)
 
-    def get_instance(self, instance_id: str) -> Instance:
-        """An instance with its step executions."""
-        return cast(Instance, self._call("GET", f"/v1/instances/{_segment(instance_id)}"))
+    def get_instance(self, instance_id: str, *, include_steps: bool = True) -> Instance:
+        """An instance with its step executions (``stepsTruncated`` when they did not all fit
+        in one response: :meth:`iter_steps` reads them all); ``include_steps=False`` leaves
+        them out."""
+        params = None if include_steps else {"includeSteps": "false"}
+        path = f"/v1/instances/{_segment(instance_id)}"
+        return cast(Instance, self._call("GET", path, params=params))
+
+    def list_steps(
+        self, instance_id: str, *, limit: int | None = None, page_token: str | None = None
+    ) -> StepExecutionPage:
+        """One page of an instance's step executions, in the order they were created."""
+        path = f"/v1/instances/{_segment(instance_id)}/steps"
+        params = _params(limit=limit, pageToken=page_token)
+        return cast(StepExecutionPage, self._call("GET", path, params=params))
+
+    def iter_steps(self, instance_id: str, *, page_size: int = 500) -> Iterator[StepExecution]:
+        """Every step execution of an instance, following page tokens."""
+        for page in _pages(lambda t: self.list_steps(instance_id, limit=page_size, page_token=t)):
+            yield from page["steps"]
+
+    def get_history(
+        self, instance_id: str, *, limit: int | None = None, page_token: str | None = None
+    ) -> HistoryPage:
+        """One page of what happened to an instance, oldest first: dispatches, completions,
+        failures with their errors, retries with their delays, timeouts, signals, user tasks
+        and the instance's own transitions."""
+        path = f"/v1/instances/{_segment(instance_id)}/history"
+        params = _params(limit=limit, pageToken=page_token)
+        return cast(HistoryPage, self._call("GET", path, params=params))
+
+    def iter_history(self, instance_id: str, *, page_size: int = 500) -> Iterator[HistoryEvent]:
+        """An instance's whole history, following page tokens."""
+        for page in _pages(lambda t: self.get_history(instance_id, limit=page_size, page_token=t)):
+            yield from page["events"]
 
     def search_instances(
         self,
@@ -674,6 +710,20 @@ def _encode(body: Any) -> bytes:
     return jsonlib.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
         "utf-8"
     )
+
+
+_Page = TypeVar("_Page", StepExecutionPage, HistoryPage)
+
+
+def _pages(fetch: Callable[[str | None], _Page]) -> Iterator[_Page]:
+    """Every page ``fetch(token)`` serves, from the first, following ``nextPageToken``."""
+    token: str | None = None
+    while True:
+        page = fetch(token)
+        yield page
+        token = page.get("nextPageToken")
+        if not token:
+            return
 
 
 def _params(**values: Any) -> dict[str, Any]:

@@ -72,6 +72,7 @@ class StepExecution(TypedDict):
     type: str
     status: StepStatus
     attempt: int
+    attempts: NotRequired[int]
     input: NotRequired[Any]
     output: NotRequired[Any]
     error: NotRequired[str]
@@ -109,6 +110,32 @@ class Instance(TypedDict):
     completedAt: NotRequired[str]
     timeoutAt: NotRequired[str]
     steps: NotRequired[list[StepExecution]]
+    stepsTruncated: NotRequired[bool]
+
+
+class StepExecutionPage(TypedDict):
+    steps: list[StepExecution]
+    nextPageToken: NotRequired[str]
+
+
+class HistoryEvent(TypedDict):
+    """One thing that happened to an instance (``GET /v1/instances/{id}/history``)."""
+
+    seq: int
+    at: str
+    type: str
+    stepId: NotRequired[str]
+    stepExecutionId: NotRequired[str]
+    jobId: NotRequired[str]
+    attempt: NotRequired[int]
+    workerId: NotRequired[str]
+    message: NotRequired[str]
+    detail: NotRequired[JsonObject]
+
+
+class HistoryPage(TypedDict):
+    events: list[HistoryEvent]
+    nextPageToken: NotRequired[str]
 
 
 class InstancePage(TypedDict):

@@ -168,7 +168,12 @@ class StepExecution(ApiModel):
     step_id: str
     type: str
     status: StepStatus
-    attempt: int
+    attempt: int = Field(description="The attempt the step is on (from 1).")
+    attempts: int | None = Field(
+        default=None,
+        description="How many attempts were handed to a worker (a lapsed lease's too); absent "
+        "for steps no worker runs. Every attempt is in the instance's history.",
+    )
     input: Any = None
     output: Any = None
     error: str | None = None
@@ -212,11 +217,46 @@ class Instance(ApiModel):
     updated_at: datetime
     completed_at: datetime | None = None
     timeout_at: datetime | None = None
-    steps: list[StepExecution] | None = None
+    steps: list[StepExecution] | None = Field(
+        default=None,
+        description="Its step executions in creation order; absent with includeSteps=false.",
+    )
+    steps_truncated: bool | None = Field(
+        default=None,
+        description="True when the steps stopped before the response grew past its byte "
+        "budget; GET /v1/instances/{id}/steps pages through all of them.",
+    )
 
 
 class InstancePage(ApiModel):
     instances: list[Instance]
+    next_page_token: str | None = None
+
+
+class StepExecutionPage(ApiModel):
+    steps: list[StepExecution]
+    next_page_token: str | None = None
+
+
+class HistoryEvent(ApiModel):
+    seq: int = Field(description="Increasing in the order things happened.")
+    at: datetime
+    type: str = Field(
+        description="INSTANCE_STARTED, JOB_DISPATCHED, JOB_COMPLETED, JOB_FAILED, "
+        "JOB_RETRY_SCHEDULED, JOB_TIMED_OUT, JOB_LEASE_EXPIRED, SIGNAL_RECEIVED, "
+        "USER_TASK_COMPLETED, TIMER_FIRED, INSTANCE_COMPLETED, INSTANCE_FAILED, …"
+    )
+    step_id: str | None = None
+    step_execution_id: str | None = None
+    job_id: str | None = None
+    attempt: int | None = None
+    worker_id: str | None = None
+    message: str | None = None
+    detail: dict[str, Any] | None = None
+
+
+class HistoryPage(ApiModel):
+    events: list[HistoryEvent]
     next_page_token: str | None = None
 
 

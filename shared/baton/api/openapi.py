@@ -30,6 +30,8 @@ OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, int, type[BaseMo
     ("POST", "/v1/instances"): (m.StartInstanceRequest, 201, m.Instance),
     ("GET", "/v1/instances"): (None, 200, m.InstancePage),
     ("GET", "/v1/instances/{id}"): (None, 200, m.Instance),
+    ("GET", "/v1/instances/{id}/steps"): (None, 200, m.StepExecutionPage),
+    ("GET", "/v1/instances/{id}/history"): (None, 200, m.HistoryPage),
     ("POST", "/v1/instances/{id}/cancel"): (m.CancelInstanceRequest, 200, m.Instance),
     ("POST", "/v1/instances/{id}/user-tasks/{stepId}/complete"): (
         m.CompleteUserTaskRequest,
@@ -65,6 +67,9 @@ QUERY_PARAMETERS: dict[tuple[str, str], list[tuple[str, str]]] = {
         ("limit", "integer"),
         ("pageToken", "string"),
     ],
+    ("GET", "/v1/instances/{id}"): [("includeSteps", "boolean")],
+    ("GET", "/v1/instances/{id}/steps"): [("limit", "integer"), ("pageToken", "string")],
+    ("GET", "/v1/instances/{id}/history"): [("limit", "integer"), ("pageToken", "string")],
     ("GET", "/v1/definitions"): [("limit", "integer"), ("pageToken", "string")],
     ("GET", "/v1/taskdefs"): [("limit", "integer"), ("pageToken", "string")],
     ("GET", "/v1/queues/{name}/peek"): [("limit", "integer")],

@@ -344,7 +344,9 @@ class Decider:
     def job_completed(self, job: JobRef, output: Any) -> None:
         """A worker completed its attempt of ``job`` with ``output``."""
         self.changes.completed_jobs.append(job)
-        self.changes.audit.append(AuditEvent("JOB_COMPLETED", job.id, {"attempt": job.attempt}))
+        self.changes.audit.append(
+            AuditEvent("JOB_COMPLETED", job.id, {"attempt": job.attempt, "workerId": job.worker_id})
+        )
         self.changes.count("JobsCompleted")
         self.complete(self._job_exec(job), output)
         self.run()
@@ -363,7 +365,12 @@ class Decider:
             AuditEvent(
                 "JOB_FAILED",
                 job.id,
-                {"error": error, "retryable": retryable, "attempt": job.attempt},
+                {
+                    "error": error,
+                    "retryable": retryable,
+                    "attempt": job.attempt,
+                    "workerId": job.worker_id,
+                },
             )
         )
         if retryable and job.retries_remaining > 0:
@@ -428,13 +435,15 @@ class Decider:
 
     def resume_waiting(self, e: Exec, output: Any, event: str) -> None:
         """A waiting step (USER_TASK, SIGNAL) was completed through the API with ``output``."""
-        self.changes.audit.append(AuditEvent(event, None, {"stepId": e.step_id}))
+        where = {"stepId": e.step_id, "stepExecutionId": str(e.id)}
+        self.changes.audit.append(AuditEvent(event, None, where))
         self.complete(e, output)
         self.run()
 
     def timer_fired(self, e: Exec) -> None:
         """A TIMER's due time came."""
-        self.changes.audit.append(AuditEvent("TIMER_FIRED", None, {"stepId": e.step_id}))
+        where = {"stepId": e.step_id, "stepExecutionId": str(e.id)}
+        self.changes.audit.append(AuditEvent("TIMER_FIRED", None, where))
         self.complete(e, {"firedAt": self.now.isoformat()})
         self.run()
 

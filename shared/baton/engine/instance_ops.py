@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -181,20 +182,84 @@ class InstanceOps(EngineCore):
         self._note_deliveries(iid, decider.changes)
         return iid, True
 
-    def get_instance(self, instance_id: str) -> dict[str, Any]:
-        """An instance with its step executions."""
+    def get_instance(self, instance_id: str, *, include_steps: bool = True) -> dict[str, Any]:
+        """An instance with its step executions (in creation order). The steps stop before the
+        view's JSON passes ``paging.PAGE_BUDGET_BYTES`` (``stepsTruncated`` then says so, and
+        ``GET …/steps`` pages through them all); ``include_steps=False`` leaves them out."""
         iid = path_uuid(instance_id, InstanceNotFound)
 
-        def work(conn: Conn) -> dict[str, Any]:
+        def work(conn: Conn) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+            if not include_steps:
+                return conn.execute(instance_sql.GET_INSTANCE, {"id": iid}).fetchone(), []
             with conn.pipeline():  # both reads in one round trip
                 head = conn.execute(instance_sql.GET_INSTANCE, {"id": iid})
                 steps = conn.execute(instance_sql.STEPS_OF_INSTANCE, {"id": iid})
-            row = head.fetchone()
-            if row is None:
-                raise InstanceNotFound(instance_id)
-            return views.instance(row, steps.fetchall())
+            return head.fetchone(), steps.fetchall()
 
-        return self.db.autocommit(work)
+        row, step_rows = self.db.autocommit(work)
+        if row is None:
+            raise InstanceNotFound(instance_id)
+        out = views.instance(row)
+        if include_steps:
+            steps = [views.step(s) for s in step_rows]
+            fit = paging.within_budget(steps, paging.PAGE_BUDGET_BYTES - paging.json_size(out))
+            out["steps"] = steps[:fit]
+            if fit < len(steps):
+                out["stepsTruncated"] = True
+        return out
+
+    def list_steps(
+        self, instance_id: str, *, limit: int = 100, page_token: str | None = None
+    ) -> dict[str, Any]:
+        """One page of an instance's step executions in creation order, byte-budgeted."""
+        return self._page_of_instance(
+            instance_id, instance_sql.STEPS_PAGE, "steps", views.step, "seq", limit, page_token
+        )
+
+    def history(
+        self, instance_id: str, *, limit: int = 100, page_token: str | None = None
+    ) -> dict[str, Any]:
+        """The instance's history in the order it happened: every dispatch, completion,
+        failure, retry, timeout, signal, user task and transition of the instance (its audit
+        log), one page at a time."""
+        return self._page_of_instance(
+            instance_id,
+            instance_sql.HISTORY_PAGE,
+            "events",
+            views.history_event,
+            "id",
+            limit,
+            page_token,
+        )
+
+    def _page_of_instance(  # noqa: PLR0917 (two private callers)
+        self,
+        instance_id: str,
+        sql: str,
+        key: str,
+        view: Callable[[dict[str, Any]], dict[str, Any]],
+        position: str,
+        limit: int,
+        page_token: str | None,
+    ) -> dict[str, Any]:
+        """One byte-budgeted page of rows of an instance that ``sql`` orders by the integer
+        column ``position`` (the page token carries the last one served)."""
+        iid = path_uuid(instance_id, InstanceNotFound)
+        limit = paging.clamp(limit, self.settings.max_page_limit)
+        after = _int_token(page_token) if page_token else 0
+
+        def work(conn: Conn) -> list[dict[str, Any]]:
+            if conn.execute(instance_sql.INSTANCE_EXISTS, {"id": iid}).fetchone() is None:
+                raise InstanceNotFound(instance_id)
+            return conn.execute(sql, {"id": iid, "after": after, "limit": limit + 1}).fetchall()
+
+        rows = self.db.autocommit(work)
+        items = [view(r) for r in rows[:limit]]
+        served = paging.within_budget(items)
+        token = None
+        if served < len(rows):
+            token = paging.encode_token(str(rows[served - 1][position]))
+        return paging.page(key, items[:served], token)
 
     def audit_trail(self, instance_id: str) -> list[dict[str, Any]]:
         """Every audit row of an instance, oldest first."""
@@ -541,3 +606,11 @@ def _fingerprint(
     }
     canonical = json.dumps(request, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _int_token(token: str) -> int:
+    """The position inside a page token of ``list_steps`` or ``history``."""
+    (value,) = paging.decode_token(token, 1)
+    if not value.isdigit() or len(value) > 18:
+        raise ValidationFailed([Problem("pageToken", "not a token this API issued")])
+    return int(value)

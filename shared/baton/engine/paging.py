@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import json
 from typing import Any
 
 from baton.errors import Problem, ValidationFailed
@@ -56,3 +57,25 @@ def page(key: str, items: list[dict[str, Any]], token: str | None) -> dict[str, 
 def clamp(limit: int, most: int) -> int:
     """A page size between 1 and ``most``."""
     return max(1, min(limit, most))
+
+
+# A page stops before its JSON passes this many bytes, so a response stays far below Lambda's
+# 6 MB whatever its items hold (at least one item is always served).
+PAGE_BUDGET_BYTES = 4_000_000
+
+
+def json_size(value: Any) -> int:
+    """Bytes of ``value`` as the API writes it (compact, ASCII-escaped)."""
+    return len(json.dumps(value, separators=(",", ":"), default=str))
+
+
+def within_budget(items: list[dict[str, Any]], budget: int | None = None) -> int:
+    """How many of ``items``, from the first, fit in ``budget`` bytes of JSON (by default
+    ``PAGE_BUDGET_BYTES``); at least one."""
+    budget = PAGE_BUDGET_BYTES if budget is None else budget
+    size = 0
+    for n, item in enumerate(items):
+        size += json_size(item) + 1
+        if n and size > budget:
+            return n
+    return len(items)

@@ -9,7 +9,6 @@ returns it to ``pending``, or to ``dead`` at ``maxRetries``. Only the holder of 
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from datetime import datetime
@@ -29,9 +28,8 @@ DEFAULT_VISIBILITY_SECS = 300
 DEFAULT_MAX_RETRIES = 3
 RECYCLE_BATCH = 500
 # A task listing shows at most this much of each body (a body may be 1,000,000 characters),
-# and stops a page before its JSON passes the budget: responses stay far below Lambda's 6 MB.
+# and a page stops before its JSON passes ``paging.PAGE_BUDGET_BYTES``.
 LIST_BODY_CHARS = 65_536
-PAGE_BUDGET_BYTES = 4_000_000
 # Redriving a whole queue moves at most this many dead tasks per call (one short transaction);
 # the answer says how many are left.
 REDRIVE_BATCH = 10_000
@@ -82,11 +80,6 @@ def _listed_task_view(row: dict[str, Any]) -> dict[str, Any]:
         "completedAt": views.ts(row["completed_at"]),
     }
     return {k: v for k, v in out.items() if v is not None}
-
-
-def _json_size(value: Any) -> int:
-    """Bytes of ``value`` as the API writes it (compact, ASCII-escaped)."""
-    return len(json.dumps(value, separators=(",", ":"), default=str))
 
 
 def _check_status(status: str | None) -> None:
@@ -332,14 +325,8 @@ class Queues:
                 },
             ).fetchall()
         )
-        tasks: list[dict[str, Any]] = []
-        size = 0
-        for row in rows[:limit]:
-            view = _listed_task_view(row)
-            size += _json_size(view) + 1
-            if tasks and size > PAGE_BUDGET_BYTES:
-                break
-            tasks.append(view)
+        views = [_listed_task_view(row) for row in rows[:limit]]
+        tasks = views[: paging.within_budget(views)]
         token = None
         if len(tasks) < len(rows):
             last = rows[len(tasks) - 1]

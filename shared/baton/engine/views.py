@@ -41,6 +41,7 @@ def step(row: dict[str, Any]) -> dict[str, Any]:
             "type": row["step_type"],
             "status": row["status"],
             "attempt": row["attempt"],
+            "attempts": _attempts(row),
             "input": row["input"],
             "output": row["output"],
             "error": row["error"],
@@ -59,6 +60,13 @@ def step(row: dict[str, Any]) -> dict[str, Any]:
             "childInstanceId": _id(row.get("child_instance_id")),
         }
     )
+
+
+def _attempts(row: dict[str, Any]) -> int | None:
+    """How many attempts of a job step were handed to a worker (every claim counts, a lapsed
+    lease's too); None for a step no worker runs."""
+    deliveries = row.get("job_deliveries")
+    return None if deliveries is None else int(deliveries)
 
 
 def _state_of(row: dict[str, Any]) -> dict[str, Any]:
@@ -112,3 +120,40 @@ def claimed_job(row: dict[str, Any]) -> dict[str, Any]:
         "lockExpiresAt": ts(row["lock_expires_at"]),
         "input": row["payload"],
     }
+
+
+# What a history event says, for the events whose detail is not a message already.
+def _history_message(event: str, detail: dict[str, Any]) -> str | None:
+    if event == "JOB_FAILED":
+        kind = "retryable" if detail.get("retryable") else "not retryable"
+        return f"{detail.get('error')} ({kind})"
+    if event == "JOB_RETRY_SCHEDULED":
+        return f"attempt {detail.get('attempt')} in {detail.get('delaySeconds')}s"
+    if event in ("JOB_TIMED_OUT", "JOB_TIMEOUT_ALERT"):
+        return f"no result within {detail.get('seconds')}s ({detail.get('timeout')})"
+    if event == "JOB_LEASE_EXPIRED":
+        return "the worker's lease lapsed with no result"
+    for key in ("reason", "error", "message"):
+        if isinstance(detail.get(key), str):
+            return str(detail[key])
+    return None
+
+
+def history_event(row: dict[str, Any]) -> dict[str, Any]:
+    """One audit row as a history event."""
+    detail = row["detail"] if isinstance(row["detail"], dict) else {}
+    attempt = detail.get("attempt")
+    return _drop_none(
+        {
+            "seq": row["id"],
+            "at": ts(row["at"]),
+            "type": row["event"],
+            "stepId": row.get("step_id") or detail.get("stepId"),
+            "stepExecutionId": _id(row.get("step_execution_id")) or detail.get("stepExecutionId"),
+            "jobId": _id(row["job_id"]),
+            "attempt": attempt if isinstance(attempt, int) else None,
+            "workerId": detail.get("workerId"),
+            "message": _history_message(row["event"], detail),
+            "detail": detail or None,
+        }
+    )

@@ -199,16 +199,25 @@ SELECT i.id, i.definition_name, i.definition_version, i.status, i.input, i.varia
   FROM instance i WHERE i.id = %(id)s
 """
 
-STEPS_OF_INSTANCE = """
+_STEPS = """
 SELECT s.id, s.step_id, s.step_type, s.status, s.attempt, s.input, s.output, s.error,
        s.created_at, s.started_at, s.completed_at, s.parent_step_execution_id, s.branch,
-       s.item_index, s.iteration, s.wake_at, s.child_instance_id, s.state,
-       j.id AS job_id, j.job_type, j.worker_id, j.status AS job_status
+       s.item_index, s.iteration, s.wake_at, s.child_instance_id, s.state, s.seq,
+       j.id AS job_id, j.job_type, j.worker_id, j.status AS job_status,
+       j.deliveries AS job_deliveries
   FROM step_execution s
   LEFT JOIN job j ON j.instance_id = s.instance_id AND j.step_execution_id = s.id
  WHERE s.instance_id = %(id)s
- ORDER BY s.seq, s.created_at, s.id
 """
+
+STEPS_OF_INSTANCE = _STEPS + " ORDER BY s.seq, s.created_at, s.id"
+
+# One page of an instance's step executions in creation order (``seq`` is set on every insert).
+STEPS_PAGE = (
+    _STEPS
+    + """   AND s.seq > %(after)s
+ ORDER BY s.seq LIMIT %(limit)s"""
+)
 
 _EXECUTION = """
 SELECT id, step_id, step_type, scope, status, attempt, state, input, child_instance_id, output
@@ -294,6 +303,20 @@ AUDIT_OF_INSTANCE = """
 SELECT id, at, job_id, event, detail FROM audit_log
  WHERE instance_id = %(id)s ORDER BY id
 """
+
+# One page of an instance's history: audit rows in the order they were written, with the step
+# execution and step of each job row (a restart deletes the previous run's jobs; their rows keep
+# what their detail says).
+HISTORY_PAGE = """
+SELECT a.id, a.at, a.job_id, a.event, a.detail, j.step_execution_id, s.step_id
+  FROM audit_log a
+  LEFT JOIN job j ON j.id = a.job_id
+  LEFT JOIN step_execution s ON s.id = j.step_execution_id
+ WHERE a.instance_id = %(id)s AND a.id > %(after)s
+ ORDER BY a.id LIMIT %(limit)s
+"""
+
+INSTANCE_EXISTS = "SELECT 1 FROM instance WHERE id = %(id)s"
 
 SEARCH = """
 SELECT i.id, i.definition_name, i.definition_version, i.status, i.input, i.variables, i.output,

@@ -1,5 +1,5 @@
-"""``baton instances``: start, inspect, list, cancel, retry, restart, pause and resume workflow
-instances; user tasks, signals."""
+"""``baton instances``: start, inspect (with its history), list, cancel, retry, restart, pause
+and resume workflow instances; user tasks, signals."""
 
 from __future__ import annotations
 
@@ -59,14 +59,25 @@ def _render_instance(i: Mapping[str, Any]) -> str:
             "  " * depth.get(s.get("id", ""), 0) + str(s.get("stepId")) + _place(s),
             s.get("type"),
             s.get("status"),
-            s.get("attempt"),
+            _attempts(s),
             s.get("workerId") or s.get("childInstanceId"),
             cell(s.get("error"), CELL_WIDTH) if s.get("error") else None,
         ]
         for s in steps
     ]
     headers = ["step", "type", "status", "attempt", "worker / child", "error"]
-    return head + "\n\n" + table(headers, rows)
+    more = ""
+    if i.get("stepsTruncated"):
+        more = "\n(more steps than one response holds: baton instances steps ID --all)"
+    return head + "\n\n" + table(headers, rows) + more
+
+
+def _attempts(s: Mapping[str, Any]) -> Any:
+    """``2/3``: on attempt 2, 3 handed out (a lapsed lease's too); the attempt alone otherwise."""
+    attempts = s.get("attempts")
+    if attempts is None or attempts == s.get("attempt"):
+        return s.get("attempt")
+    return f"{s.get('attempt')}/{attempts}"
 
 
 def _depths(steps: Iterable[Mapping[str, Any]]) -> dict[str, int]:
@@ -101,7 +112,70 @@ def _start(client: BatonClient, args: argparse.Namespace) -> None:
 
 
 def _get(client: BatonClient, args: argparse.Namespace) -> None:
-    show(args, client.get_instance(args.id), _render_instance)
+    show(args, client.get_instance(args.id, include_steps=not args.no_steps), _render_instance)
+
+
+HISTORY_HEADERS = ["seq", "at", "event", "step", "attempt", "worker", "message"]
+
+
+def _history_rows(events: Iterable[Mapping[str, Any]]) -> list[list[Any]]:
+    return [
+        [
+            e.get("seq"),
+            when(e.get("at")),
+            e.get("type"),
+            e.get("stepId"),
+            e.get("attempt"),
+            e.get("workerId"),
+            cell(e.get("message"), CELL_WIDTH) if e.get("message") else None,
+        ]
+        for e in events
+    ]
+
+
+def _history(client: BatonClient, args: argparse.Namespace) -> None:
+    if args.all:
+        events = list(client.iter_history(args.id))
+        show(args, {"events": events}, lambda _: table(HISTORY_HEADERS, _history_rows(events)))
+        return
+    page = client.get_history(args.id, limit=args.limit, page_token=args.page_token)
+
+    def render(_: Any) -> str:
+        text = table(HISTORY_HEADERS, _history_rows(page["events"]))
+        token = page.get("nextPageToken")
+        return text + (f"\n(more: --page-token {token}, or --all)" if token else "")
+
+    show(args, page, render)
+
+
+STEP_HEADERS = ["seq", "step", "type", "status", "attempt", "worker / child", "error"]
+
+
+def _steps(client: BatonClient, args: argparse.Namespace) -> None:
+    if args.all:
+        steps = list(client.iter_steps(args.id))
+        page: Mapping[str, Any] = {"steps": steps}
+    else:
+        page = client.list_steps(args.id, limit=args.limit, page_token=args.page_token)
+
+    def render(_: Any) -> str:
+        rows = [
+            [
+                n,
+                str(s.get("stepId")) + _place(s),
+                s.get("type"),
+                s.get("status"),
+                _attempts(s),
+                s.get("workerId") or s.get("childInstanceId"),
+                cell(s.get("error"), CELL_WIDTH) if s.get("error") else None,
+            ]
+            for n, s in enumerate(page["steps"], 1)
+        ]
+        token = page.get("nextPageToken")
+        more = f"\n(more: --page-token {token}, or --all)" if token else ""
+        return table(STEP_HEADERS, rows) + more
+
+    show(args, page, render)
 
 
 def _list(client: BatonClient, args: argparse.Namespace) -> None:
@@ -175,7 +249,9 @@ def _signal(client: BatonClient, args: argparse.Namespace) -> None:
 def add_commands(commands: Subparsers) -> None:
     """Add ``instances``."""
     sub = group(
-        commands, "instances", "start, inspect, list, cancel, retry, restart, pause, resume, delete"
+        commands,
+        "instances",
+        "start, inspect, history, list, cancel, retry, restart, pause, resume, delete",
     )
     p = leaf(sub, "start", "start an instance of a definition", _start)
     p.add_argument("name", metavar="NAME", help="the definition's name")
@@ -185,6 +261,17 @@ def add_commands(commands: Subparsers) -> None:
     p.add_argument("--idempotency-key", metavar="KEY", help="a repeat returns the first instance")
     p = leaf(sub, "get", "show an instance and its steps", _get)
     p.add_argument("id", metavar="ID")
+    p.add_argument("--no-steps", action="store_true", help="the instance alone, without steps")
+    p = leaf(sub, "history", "what happened to an instance, in order (every attempt)", _history)
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--limit", type=int, default=100, help="at most this many (max 1000)")
+    p.add_argument("--page-token", metavar="TOKEN", help="continue a previous listing")
+    p.add_argument("--all", action="store_true", help="every event, following page tokens")
+    p = leaf(sub, "steps", "an instance's step executions, a page at a time", _steps)
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--limit", type=int, default=100, help="at most this many (max 1000)")
+    p.add_argument("--page-token", metavar="TOKEN", help="continue a previous listing")
+    p.add_argument("--all", action="store_true", help="every step execution")
     p = leaf(sub, "list", "search instances, newest first", _list)
     p.add_argument("--status", choices=INSTANCE_STATUSES, type=str.upper)
     p.add_argument("--definition", metavar="NAME", help="only instances of this definition")
