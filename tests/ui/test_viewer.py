@@ -188,6 +188,12 @@ def test_order_fulfilment_run_graph_timeline_detail_and_history(
     charge_rows = page.locator('#timeline tbody tr[data-step="charge"]')
     attempts = charge_rows.first.locator("td").first.inner_text().strip()
     assert charge_rows.count() >= 2 or attempts == "2", attempts
+    # From the history: one bar per attempt, the failed one first.
+    bars = page.locator('#timeline tr[data-step="charge"] .bar.attempt')
+    expect(bars).to_have_count(2)
+    assert "st-FAILED" in (bars.nth(0).get_attribute("class") or "")
+    assert "st-COMPLETED" in (bars.nth(1).get_attribute("class") or "")
+    assert "payment gateway timed out" in (bars.nth(0).get_attribute("title") or "")
     # Keyboard: focus the node and press Enter: the detail panel shows its executions.
     page.locator('svg.graph .node[data-step="charge"]').focus()
     page.keyboard.press("Enter")

@@ -539,23 +539,18 @@
     const rows = [];
     const rowOf = (e, label) => {
       const created = +new Date(e.createdAt), started = e.startedAt ? +new Date(e.startedAt) : null;
-      const waitEnd = started || (e.wakeAt ? Math.min(+new Date(e.wakeAt), end(e)) : end(e));
+      const waitEnd = end(e);
       const track = h("td", { class: "track" });
-      // The wait before it started (a queue wait, a retry delay, a timer).
+      // Its whole life as a thin grey line: what no bar covers is waiting (queued, a retry
+      // delay, a timer, a person).
       if (waitEnd > created) track.append(h("span", { class: "wait", style: null, "data-left": pct(created), "data-width": wid(created, waitEnd) }));
-      const attempts = Array.isArray(e.attempts) && e.attempts.length ? e.attempts : null;
-      if (attempts) {
-        for (const a of attempts) {
-          const as = +new Date(a.startedAt || a.createdAt || e.createdAt), ae = a.completedAt ? +new Date(a.completedAt) : end(e);
-          track.append(h("span", { class: `bar st-${a.status || e.status}`, title: `attempt ${a.attempt}: ${a.status || ""} ${a.error || ""}`, "data-left": pct(as), "data-width": wid(as, ae) }));
-        }
-      } else if (started) {
+      if (started) {
         track.append(h("span", { class: `bar st-${e.status}`, title: `${e.stepId} ${e.status}`, "data-left": pct(started), "data-width": wid(started, end(e)) }));
       }
       const where = [e.branch != null ? `branch ${e.branch}` : null, e.itemIndex != null ? `item ${e.itemIndex}` : null, e.iteration != null ? `iteration ${e.iteration}` : null].filter(Boolean).join(", ");
       return h("tr", { "data-step": e.stepId, "data-status": e.status, "data-execution": e.id },
         h("th", { scope: "row" }, h("button", { type: "button", class: "link", onclick: () => onSelect(e.stepId), text: label || e.stepId }), where ? h("div", { class: "muted", text: where }) : null),
-        h("td", { text: String(e.attempts ? e.attempts.length : e.attempt || 1) }),
+        h("td", { class: "attempts", text: String(e.attempts ?? e.attempt ?? 1) }),
         h("td", {}, statusBadge(e.status)),
         h("td", { text: e.startedAt ? ms(e.startedAt, e.completedAt) : e.wakeAt ? `waits until ${when(e.wakeAt)}` : "" }),
         track);
@@ -579,7 +574,7 @@
           h("td", { class: "track" }, h("span", { class: `bar st-${aggregate(execs)}`, "data-left": pct(first), "data-width": wid(first, last) }))));
       }
     }
-    const table = h("table", { class: "timeline", id: "timeline" },
+    const table = h("table", { class: "timeline", id: "timeline", "data-t0": t0, "data-t1": t1 },
       h("caption", { class: "muted", text: `From ${when(new Date(t0).toISOString())} to ${when(new Date(t1).toISOString())}; grey: waiting (queued, retry delay, timer)` }),
       h("thead", {}, h("tr", {}, ["Step", "Attempts", "Status", "Duration", "Time"].map((t) => h("th", { scope: "col", text: t })))),
       h("tbody", {}, rows));
@@ -626,7 +621,7 @@
         e.error ? [h("h4", { text: "Error" }), h("pre", { class: "err", text: e.error })] : null,
         h("h4", { text: "Input" }), h("pre", { text: json(e.input) }),
         h("h4", { text: "Output" }), h("pre", { text: json(e.output) }),
-        Array.isArray(e.attempts) && e.attempts.length ? [h("h4", { text: "Attempts" }), h("pre", { text: json(e.attempts) })] : null,
+        e.attempts != null ? [h("dt", { text: "attempts" }), h("dd", { text: String(e.attempts) })] : null,
         links.length ? h("ul", {}, links) : null,
         buttons.length ? h("div", { class: "actions" }, buttons) : null);
     });
@@ -636,10 +631,11 @@
   }
 
   // --- history ----------------------------------------------------------------------------------
-  async function loadHistory(section, id, pageToken, token) {
+  async function loadHistory(section, id, pageToken, token, events) {
+    const seen = events || [];
     let page;
     try {
-      page = await api(`instances/${encodeURIComponent(id)}/history${qs({ limit: 100, pageToken })}`);
+      page = await api(`instances/${encodeURIComponent(id)}/history${qs({ limit: 500, pageToken })}`);
     } catch (e) {
       if (!current(token)) return;
       section.append(h("p", { class: "muted", text: e instanceof ApiError ? `History not available: ${e.title}: ${e.detail}` : String(e) }));
@@ -661,8 +657,48 @@
     }
     const old = section.querySelector(".more-history");
     if (old) old.remove();
+    seen.push(...(page.events || []));
+    drawAttempts(seen);
     if (page.nextPageToken) {
-      section.append(h("p", { class: "more-history" }, h("button", { type: "button", text: "More history", onclick: () => loadHistory(section, id, page.nextPageToken, token) })));
+      section.append(h("p", { class: "more-history" }, h("button", { type: "button", text: "More history", onclick: () => loadHistory(section, id, page.nextPageToken, token, seen) })));
+    }
+  }
+
+  // Each worker attempt of a step execution as its own bar, from the history: dispatched ->
+  // completed / failed / timed out / lease expired; the gaps between are the retry delays.
+  const ATTEMPT_END = { JOB_COMPLETED: "COMPLETED", JOB_FAILED: "FAILED", JOB_TIMED_OUT: "TIMED_OUT", JOB_LEASE_EXPIRED: "TIMED_OUT", JOB_CANCELLED: "CANCELLED" };
+  function drawAttempts(events) {
+    const table = document.getElementById("timeline");
+    if (!table) return;
+    const t0 = +table.dataset.t0, t1 = +table.dataset.t1;
+    const pct = (t) => `${Math.max(0, Math.min(100, ((t - t0) / (t1 - t0)) * 100)).toFixed(3)}%`;
+    const wid = (a, b) => `${Math.max(0, ((Math.min(b, t1) - Math.max(a, t0)) / (t1 - t0)) * 100).toFixed(3)}%`;
+    const byExec = new Map();
+    for (const ev of events) {
+      if (!ev.stepExecutionId || ev.attempt == null || !String(ev.type).startsWith("JOB_")) continue;
+      if (!byExec.has(ev.stepExecutionId)) byExec.set(ev.stepExecutionId, new Map());
+      const attempts = byExec.get(ev.stepExecutionId);
+      if (!attempts.has(ev.attempt)) attempts.set(ev.attempt, { attempt: ev.attempt });
+      const a = attempts.get(ev.attempt);
+      const at = +new Date(ev.at);
+      if (ev.type === "JOB_DISPATCHED") { a.start = at; a.worker = ev.workerId; }
+      else if (ATTEMPT_END[ev.type]) { a.end = at; a.status = ATTEMPT_END[ev.type]; a.message = ev.message; }
+    }
+    for (const [execId, attempts] of byExec) {
+      const row = table.querySelector(`tr[data-execution="${CSS.escape(execId)}"]`);
+      if (!row) continue;
+      const list = [...attempts.values()].filter((a) => a.start).sort((x, y) => x.attempt - y.attempt);
+      if (!list.length) continue;
+      const track = row.querySelector("td.track");
+      track.querySelectorAll(".bar").forEach((b) => b.remove());
+      for (const a of list) {
+        const status = a.status || (row.dataset.status === "IN_PROGRESS" ? "IN_PROGRESS" : row.dataset.status);
+        const bar = h("span", { class: `bar attempt st-${status}`, "data-attempt": a.attempt, title: `attempt ${a.attempt}: ${status}${a.worker ? ` on ${a.worker}` : ""}${a.message ? `: ${a.message}` : ""}` });
+        bar.style.left = pct(a.start);
+        bar.style.width = wid(a.start, a.end || Date.now());
+        track.append(bar);
+      }
+      row.querySelector("td.attempts").textContent = String(list.length);
     }
   }
 

@@ -205,18 +205,9 @@ def mermaid(
 
 def _all_steps(client: BatonClient, instance: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """A run's step executions, paged through ``/steps`` when the instance view truncates them."""
-    steps = list(instance.get("steps") or [])
-    if not instance.get("stepsTruncated"):
-        return steps
-    steps, token = [], None
-    path = f"/v1/instances/{instance['id']}/steps"
-    while True:
-        params = {"limit": 1000, **({"pageToken": token} if token else {})}
-        page = client._call("GET", path, params=params)  # no public pager yet
-        steps.extend(page.get("steps") or [])
-        token = page.get("nextPageToken")
-        if not token:
-            return steps
+    if instance.get("stepsTruncated"):
+        return list(client.iter_steps(str(instance["id"])))
+    return list(instance.get("steps") or [])
 
 
 def _instance_graph(client: BatonClient, args: argparse.Namespace) -> None:
