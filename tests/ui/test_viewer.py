@@ -286,3 +286,51 @@ def test_without_a_key_the_page_prompts_and_every_api_call_is_401(
     expect(p.locator("#error")).to_contain_text("403")
     expect(p.locator("#api-key")).to_be_visible()
     context.close()
+
+
+def test_a_map_of_2000_items_is_collapsed_and_stays_responsive(
+    page: Any, baton_server: LocalServer
+) -> None:
+    from playwright.sync_api import expect
+
+    d = Driver(baton_server)
+    name = f"big-map-{uuid.uuid4().hex[:6]}"
+    d.register(
+        {
+            "name": name,
+            "steps": [
+                {
+                    "id": "each",
+                    "type": "MAP",
+                    "items": "${workflow.input.xs}",
+                    "maxConcurrency": 100,
+                    "steps": [{"id": "one", "type": "SET_VARIABLE", "variables": {"v": 1}}],
+                },
+                {"id": "hold", "type": "USER_TASK"},
+            ],
+        }
+    )
+    run = d.start(name, {"xs": list(range(2000))})
+    wait_for(
+        lambda: (
+            d.call("GET", f"/v1/instances/{run}/steps?limit=1000").get("nextPageToken")
+            and any(
+                s["stepId"] == "hold"
+                for s in d.call("GET", f"/v1/instances/{run}?includeSteps=true").get("steps") or []
+            )
+        ),
+        timeout=60,
+    )
+    started = time.monotonic()
+    page.goto(page.url.split("#")[0] + f"#/runs/{run}")
+    collapsed = page.locator('#timeline tr[data-step="one"][data-collapsed]')
+    expect(collapsed).to_have_attribute("data-collapsed", "2000")
+    assert (time.monotonic() - started) < 10
+    expect(page.locator("svg.graph .node")).to_have_count(3)
+    assert node_status(page, "one") == "COMPLETED"
+    assert node_status(page, "hold") in ("IN_PROGRESS", "SCHEDULED")
+    # The page answers: a click on a node fills the detail panel at once.
+    page.locator('svg.graph .node[data-step="one"]').click()
+    expect(page.locator("#detail")).to_contain_text("2000 execution(s); the latest 50 shown")
+    collapsed.get_by_role("button", name="Expand").click()
+    expect(page.locator('#timeline tr[data-step="one"][data-execution]')).to_have_count(500)
