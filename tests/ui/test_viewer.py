@@ -246,7 +246,9 @@ def test_api_errors_show_the_problem_title_and_detail(page: Any) -> None:
     expect(page.locator("#error strong")).to_contain_text("404")
 
 
-def test_definitions_and_queues_pages(page: Any, seeded: dict[str, str]) -> None:
+def test_definitions_and_queues_pages(
+    page: Any, seeded: dict[str, str], baton_server: LocalServer
+) -> None:
     from playwright.sync_api import expect
 
     base = page.url.split("#")[0]
@@ -254,8 +256,13 @@ def test_definitions_and_queues_pages(page: Any, seeded: dict[str, str]) -> None
     expect(page.locator(f'#definitions a:text("{seeded["order_name"]}")')).to_be_visible()
     page.click(f'#definitions a:text("{seeded["order_name"]}")')
     expect(page.locator("svg.graph .node")).to_have_count(5)
+    queue = f"ui-q-{uuid.uuid4().hex[:6]}"
+    Driver(baton_server).call("POST", f"/v1/queues/{queue}/push", {"title": "parcel 7"})
     page.goto(base + "#/queues")
-    expect(page.locator("#queues")).to_be_visible()
+    page.locator(f'#queues a:text("{queue}")').click()
+    expect(page.locator("#peek tbody tr")).to_have_count(1)
+    expect(page.locator("#peek")).to_contain_text("parcel 7")
+    expect(page.locator("main dl")).to_contain_text("pending")
 
 
 def test_without_a_key_the_page_prompts_and_every_api_call_is_401(

@@ -22,7 +22,7 @@
       else if (k === "text") el.textContent = v;
       else el.setAttribute(k, v === true ? "" : String(v));
     }
-    for (const c of children.flat()) {
+    for (const c of children.flat(Infinity)) {
       if (c === null || c === undefined || c === false) continue;
       el.append(c instanceof Node ? c : document.createTextNode(String(c)));
     }
@@ -36,7 +36,7 @@
       if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
       else el.setAttribute(k, String(v));
     }
-    for (const c of children.flat()) if (c) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    for (const c of children.flat(Infinity)) if (c) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
     return el;
   }
   const main = () => document.getElementById("main");
