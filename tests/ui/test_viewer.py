@@ -341,3 +341,34 @@ def test_a_map_of_2000_items_is_collapsed_and_stays_responsive(
     expect(page.locator("#detail")).to_contain_text("2000 execution(s); the latest 50 shown")
     collapsed.get_by_role("button", name="Expand").click()
     expect(page.locator('#timeline tr[data-step="one"][data-execution]')).to_have_count(500)
+
+
+def test_complete_a_user_task_and_send_a_signal_from_the_page(
+    page: Any, baton_server: LocalServer
+) -> None:
+    from playwright.sync_api import expect
+
+    d = Driver(baton_server)
+    name = f"ui-tasks-{uuid.uuid4().hex[:6]}"
+    d.register(
+        {
+            "name": name,
+            "steps": [{"id": "approve", "type": "USER_TASK"}, {"id": "go", "type": "SIGNAL"}],
+        }
+    )
+    run = d.start(name, {})
+    page.goto(page.url.split("#")[0] + f"#/runs/{run}")
+    wait_for(lambda: node_status(page, "approve") == "IN_PROGRESS")
+    page.locator('svg.graph .node[data-step="approve"]').click()
+    page.locator('#detail [data-action="complete"]').click()
+    page.fill("#confirm textarea", '{"approvedBy": "ada"}')
+    page.click("#confirm-yes")
+    wait_for(lambda: node_status(page, "go") == "IN_PROGRESS")
+    assert node_status(page, "approve") == "COMPLETED"
+    assert d.call("GET", f"/v1/instances/{run}")["variables"]["approvedBy"] == "ada"
+    page.locator('svg.graph .node[data-step="go"]').click()
+    page.locator('#detail [data-action="signal"]').click()
+    page.fill("#confirm textarea", '{"ok": true}')
+    page.click("#confirm-yes")
+    expect(page.locator("#run-status")).to_contain_text("COMPLETED")
+    assert node_status(page, "go") == "COMPLETED"
