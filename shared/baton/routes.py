@@ -23,6 +23,9 @@ class Route:
     function: str
     auth: Auth = "api_key_or_iam"
     summary: str = ""
+    # Also served with a trailing slash (``/ui/``), as a directory: a page's relative URLs then
+    # resolve under it. Every other path with a trailing slash is a 404.
+    directory: bool = False
 
     @property
     def public(self) -> bool:
@@ -156,9 +159,11 @@ ROUTES: tuple[Route, ...] = (
 # The execution viewer: a static page and its assets, outside the REST contract (not in the
 # OpenAPI document, no proto message). Public like liveness: the page holds no data, and every API
 # call it makes carries the user's key. Assets sit flat under /ui/ (one path segment each), so no
-# greedy path is needed; ``/ui/`` (trailing slash) reaches the ``/ui`` resource, as at API Gateway.
+# greedy path is needed; ``/ui/`` (trailing slash) reaches the ``/ui`` resource (``directory``).
 UI_ROUTES: tuple[Route, ...] = (
-    Route("GET", "/ui", "ui", auth=PUBLIC, summary="The execution viewer (HTML page)"),
+    Route(
+        "GET", "/ui", "ui", auth=PUBLIC, directory=True, summary="The execution viewer (HTML page)"
+    ),
     Route("GET", "/ui/{asset}", "ui", auth=PUBLIC, summary="A static asset of the viewer"),
 )
 

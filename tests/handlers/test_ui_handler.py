@@ -100,3 +100,16 @@ def test_only_get_is_served() -> None:
 def test_odd_events_are_never_a_500() -> None:
     for event in ({}, {"pathParameters": "x"}, {"pathParameters": {"asset": 3}}, {"headers": 1}):
         assert ui.handler(event, FakeContext())["statusCode"] < 500
+
+
+def test_the_local_router_serves_the_viewer_as_a_directory_and_nothing_else() -> None:
+    from baton.local.events import NoRoute, RouteMatch, RouteTable
+
+    table = RouteTable()
+    for path in ("/ui", "/ui/"):
+        match = table.match("GET", path)
+        assert isinstance(match, RouteMatch) and match.route.function == "ui", path
+    asset = table.match("GET", "/ui/app.js")
+    assert isinstance(asset, RouteMatch) and asset.path_parameters == {"asset": "app.js"}
+    assert isinstance(table.match("GET", "/v1/definitions/"), NoRoute)
+    assert isinstance(table.match("GET", "/ui/a/b"), NoRoute)

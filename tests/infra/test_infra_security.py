@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from baton.routes import MIGRATION_FUNCTION, SCHEDULED_FUNCTIONS, api_functions
+from baton.routes import MIGRATION_FUNCTION, SCHEDULED_FUNCTIONS
+from baton.routes import served_functions as api_functions
 from baton_infra.functions import BUCKET_PROBE_FUNCTIONS, PAYLOAD_FUNCTIONS
 from synth_support import Synth, function_logical_ids
 

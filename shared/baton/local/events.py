@@ -115,8 +115,10 @@ class RouteTable:
             return NoRoute(raw_path)
         result = self._match(method, _split(raw_path), raw_path)
         if isinstance(result, NoRoute) and len(raw_path) > 1 and raw_path.endswith("/"):
-            # API Gateway (REST) serves ``/a/b/`` with the resource of ``/a/b``.
-            result = self._match(method, _split(raw_path[:-1]), raw_path)
+            # A directory route (the viewer's ``/ui``) is served at ``/ui/`` too.
+            again = self._match(method, _split(raw_path[:-1]), raw_path)
+            if isinstance(again, RouteMatch) and again.route.directory:
+                return again
         return result
 
     def _match(self, method: str, segments: tuple[str, ...], raw_path: str) -> RouteResult:
