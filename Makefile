@@ -10,12 +10,13 @@ BASE_PYTHON ?= $(shell for p in python3.12 python3.11 python3.13 python3; do \
 	&& { command -v $$p; break; }; done)
 STAMP := $(VENV)/.installed
 
-.PHONY: help install dev test lint typecheck unit integration e2e infra bench layer synth clean
+.PHONY: help install dev test lint typecheck unit integration e2e infra bench layer synth clean browser screenshots
 
 help:
 	@echo "make dev    - install and serve Baton on http://127.0.0.1:$${BATON_PORT:-8080}"
 	@echo "make test   - install and run lint, types and the whole test suite"
 	@echo "make bench  - run the benchmarks (prints ratios against raw baselines)"
+	@echo "make screenshots - write docs/img/ui-*.png (the execution viewer) with headless chromium"
 	@echo "make layer  - build the Lambda layer;  make synth - synthesize the CDK app"
 
 $(STAMP): pyproject.toml sdk/python/pyproject.toml
@@ -44,11 +45,27 @@ typecheck: $(STAMP)
 	@echo "==> mypy"
 	@$(VENV)/bin/mypy
 
-test: lint typecheck
+# The viewer's browser tests (tests/ui) drive Debian's chromium; installed here when the machine
+# can (root with apt-get). Otherwise those tests alone are skipped, and pytest says so loudly.
+browser:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "==> installing chromium (apt-get) for the browser tests"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+		|| echo "!!! could not install chromium: the browser tests (tests/ui) will be SKIPPED"; \
+	else echo "!!! no chromium and no root apt-get: the browser tests (tests/ui) will be SKIPPED"; fi
+
+test: lint typecheck browser
 	@echo "==> pytest"
 	@# A temp dir of this checkout's own: pytest prunes /tmp/pytest-of-<user> to its newest three
 	@# runs, which deletes the databases of another checkout's run in progress.
 	@$(PY) -m pytest -n 2 --dist loadfile -q --basetemp=$(CURDIR)/.pytest-tmp $(PYTEST_ARGS)
+
+# Screenshots of the viewer (runs list, a run) for the README, taken by the browser tests.
+screenshots: $(STAMP) browser
+	@BATON_SCREENSHOTS=1 $(PY) -m pytest -q -p no:cacheprovider --basetemp=$(CURDIR)/.pytest-tmp/shots \
+		tests/ui/test_viewer.py -k "list or order_fulfilment"
+	@ls -l docs/img/ui-*.png
 
 bench: $(STAMP)
 	@$(PY) bench/engine_throughput.py

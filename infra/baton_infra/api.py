@@ -1,6 +1,7 @@
-"""The REST API, generated from ``baton.routes.ROUTES``: one resource/method per route, a Lambda
-proxy integration to the route's function, auth on every method but the route table's public
-ones (``auth`` none: liveness and the OpenAPI document), which answer without credentials.
+"""The REST API, generated from ``baton.routes.SERVED_ROUTES`` (the API and the viewer at /ui):
+one resource/method per route, a Lambda proxy integration to the route's function, auth on every
+method but the route table's public ones (``auth`` none: liveness, the OpenAPI document and the
+viewer's static assets), which answer without credentials.
 
 Auth modes (context ``authMode``):
 * ``apiKey``: every method requires an API key (``x-api-key``) of the stage's usage plan; keys
@@ -20,7 +21,7 @@ from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from baton.routes import ROUTES, Route
+from baton.routes import SERVED_ROUTES, Route
 from constructs import Construct
 
 from baton_infra.config import DeployConfig
@@ -60,7 +61,7 @@ class BatonApi(Construct):
         *,
         config: DeployConfig,
         functions: Mapping[str, lambda_.IFunction],
-        routes: Sequence[Route] = ROUTES,
+        routes: Sequence[Route] = SERVED_ROUTES,
     ) -> None:
         super().__init__(scope, construct_id)
         self._config = config
@@ -132,8 +133,14 @@ class BatonApi(Construct):
                 acknowledge(
                     method,
                     "AwsSolutions-APIG4",
-                    f"{route.method} {route.path} is public on purpose: uptime checks and API "
-                    "clients read it without credentials, and it returns no workflow data.",
+                    f"{route.method} {route.path} is public on purpose: "
+                    + (
+                        "the viewer's static page and assets hold no data, and every API call "
+                        "the page makes carries the user's API key."
+                        if route.function == "ui"
+                        else "uptime checks and API clients read it without credentials, and "
+                        "it returns no workflow data."
+                    ),
                 )
             self.methods.append(method)
         self._gateway_responses()

@@ -19,7 +19,13 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from baton import settings
-from baton.routes import MIGRATION_FUNCTION, ROUTES, SCHEDULED_FUNCTIONS, api_functions
+from baton.routes import (
+    MIGRATION_FUNCTION,
+    ROUTES,
+    SCHEDULED_FUNCTIONS,
+    UI_ROUTES,
+    served_functions,
+)
 from constructs import Construct
 
 from baton_infra.config import FUNCTIONS_DIR, TICK_SECONDS, DeployConfig
@@ -38,6 +44,8 @@ PAYLOAD_FUNCTIONS = frozenset({"instances", "jobs"})
 # The function answering GET /v1/health checks that the payload bucket answers (HeadBucket,
 # which needs s3:ListBucket on the bucket itself); taken from the route table.
 BUCKET_PROBE_FUNCTIONS = frozenset(r.function for r in ROUTES if r.path == "/v1/health")
+# Functions that never touch the database (the viewer's static assets): no read of its secret.
+DATABASE_FREE_FUNCTIONS = frozenset(r.function for r in UI_ROUTES)
 # What a function folder may contain that must not reach the asset (or change its hash).
 ASSET_EXCLUDES = ["__pycache__", "*.pyc", "tests"]
 # Lambda validates these on create/update of a VPC function; EC2 offers no resource scoping.
@@ -91,7 +99,7 @@ def function_specs(payload_functions: frozenset[str] | None = None) -> tuple[Fun
     ``payload_functions`` (default ``PAYLOAD_FUNCTIONS``); raises UnknownFunctionError if any of
     those is not a function of the route table."""
     kinds: dict[str, Kind] = {}
-    for name in api_functions():
+    for name in served_functions():
         kinds[name] = Kind.API
     for name in SCHEDULED_FUNCTIONS:
         kinds.setdefault(name, Kind.SCHEDULED)
@@ -244,7 +252,8 @@ class BatonFunctions(Construct):
             )
         )
         role.add_to_policy(iam.PolicyStatement(actions=ENI_ACTIONS, resources=["*"]))
-        self._database.secret.grant_read(role)
+        if spec.name not in DATABASE_FREE_FUNCTIONS:
+            self._database.secret.grant_read(role)
         if spec.name in BUCKET_PROBE_FUNCTIONS:
             role.add_to_policy(
                 iam.PolicyStatement(

@@ -23,6 +23,9 @@ class Route:
     function: str
     auth: Auth = "api_key_or_iam"
     summary: str = ""
+    # Also served with a trailing slash (``/ui/``), as a directory: a page's relative URLs then
+    # resolve under it. Every other path with a trailing slash is a 404.
+    directory: bool = False
 
     @property
     def public(self) -> bool:
@@ -153,6 +156,20 @@ ROUTES: tuple[Route, ...] = (
     ),
 )
 
+# The execution viewer: a static page and its assets, outside the REST contract (not in the
+# OpenAPI document, no proto message). Public like liveness: the page holds no data, and every API
+# call it makes carries the user's key. Assets sit flat under /ui/ (one path segment each), so no
+# greedy path is needed; ``/ui/`` (trailing slash) reaches the ``/ui`` resource (``directory``).
+UI_ROUTES: tuple[Route, ...] = (
+    Route(
+        "GET", "/ui", "ui", auth=PUBLIC, directory=True, summary="The execution viewer (HTML page)"
+    ),
+    Route("GET", "/ui/{asset}", "ui", auth=PUBLIC, summary="A static asset of the viewer"),
+)
+
+# Everything the API Gateway (and the local server) serves: the REST API and the viewer.
+SERVED_ROUTES: tuple[Route, ...] = ROUTES + UI_ROUTES
+
 # Functions invoked on a schedule (EventBridge in AWS, a timer locally), not through the API.
 SCHEDULED_FUNCTIONS: tuple[str, ...] = ("reaper", "sweeper", "queue_dispatcher")
 
@@ -163,3 +180,8 @@ MIGRATION_FUNCTION = "migrate"
 def api_functions() -> tuple[str, ...]:
     """Names of the functions that serve API routes, in route-table order, without repeats."""
     return tuple(dict.fromkeys(r.function for r in ROUTES))
+
+
+def served_functions() -> tuple[str, ...]:
+    """Names of the functions behind every served route (the API's, then the viewer's)."""
+    return tuple(dict.fromkeys(r.function for r in SERVED_ROUTES))

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match
-from baton.routes import ROUTES, Route
+from baton.routes import SERVED_ROUTES as ROUTES
+from baton.routes import Route
 from baton_infra.api import path_parameters
 from synth_support import Synth, function_logical_ids
 

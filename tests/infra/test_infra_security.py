@@ -7,8 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from baton.routes import MIGRATION_FUNCTION, SCHEDULED_FUNCTIONS, api_functions
-from baton_infra.functions import BUCKET_PROBE_FUNCTIONS, PAYLOAD_FUNCTIONS
+from baton.routes import MIGRATION_FUNCTION, SCHEDULED_FUNCTIONS
+from baton.routes import served_functions as api_functions
+from baton_infra.functions import BUCKET_PROBE_FUNCTIONS, DATABASE_FREE_FUNCTIONS, PAYLOAD_FUNCTIONS
 from synth_support import Synth, function_logical_ids
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
@@ -69,8 +70,14 @@ def test_only_the_database_secret_is_readable(any_synth: Synth) -> None:
             ]
             assert statement["Resource"] == {"Ref": attachment_id}
             readers += 1
-    # every function reads it at cold start, and RDS Proxy authenticates with it
-    assert readers == len(ALL_FUNCTIONS) + 1
+    # every function but the viewer's reads it at cold start, and RDS Proxy authenticates with it
+    assert readers == len(ALL_FUNCTIONS - DATABASE_FREE_FUNCTIONS) + 1
+
+
+def test_the_viewer_function_cannot_read_the_database_secret(dev: Synth) -> None:
+    assert {"ui"} == DATABASE_FREE_FUNCTIONS
+    for statement in _role_statements(dev, "ui"):
+        assert not any(a.startswith("secretsmanager:") for a in _actions(statement))
 
 
 @pytest.mark.parametrize("name", sorted(ALL_FUNCTIONS))

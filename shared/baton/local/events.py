@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote
 
-from baton.routes import ROUTES, Route
+from baton.routes import SERVED_ROUTES, Route
 
 STAGE = "local"
 ACCOUNT_ID = "123456789012"  # AWS's documentation placeholder, also moto's default account
@@ -101,7 +101,7 @@ def _split(path: str) -> tuple[str, ...]:
 class RouteTable:
     """Resolves (method, path) against a route table, the way API Gateway picks a resource."""
 
-    def __init__(self, routes: Iterable[Route] = ROUTES) -> None:
+    def __init__(self, routes: Iterable[Route] = SERVED_ROUTES) -> None:
         by_template: dict[str, dict[str, Route]] = {}
         for route in routes:
             by_template.setdefault(route.path, {})[route.method] = route
@@ -113,7 +113,15 @@ class RouteTable:
     def match(self, method: str, raw_path: str) -> RouteResult:
         if not raw_path.startswith("/"):
             return NoRoute(raw_path)
-        segments = _split(raw_path)
+        result = self._match(method, _split(raw_path), raw_path)
+        if isinstance(result, NoRoute) and len(raw_path) > 1 and raw_path.endswith("/"):
+            # A directory route (the viewer's ``/ui``) is served at ``/ui/`` too.
+            again = self._match(method, _split(raw_path[:-1]), raw_path)
+            if isinstance(again, RouteMatch) and again.route.directory:
+                return again
+        return result
+
+    def _match(self, method: str, segments: tuple[str, ...], raw_path: str) -> RouteResult:
         for resource in self._resources:
             params = resource.bind(segments)
             if params is None:

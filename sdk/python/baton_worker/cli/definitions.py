@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from baton_worker.cli.graph import add_definition_graph
 from baton_worker.cli.options import Subparsers, UsageError, group, json_arg, leaf
 from baton_worker.cli.output import CELL_WIDTH, cell, fields, show, table, when
 
@@ -220,6 +221,7 @@ def add_commands(commands: Subparsers) -> None:
     )
     p.add_argument("name", metavar="NAME")
     p.add_argument("--version", type=int, required=True, help="the version to delete")
+    add_definition_graph(sub)
 
     sub = group(commands, "taskdefs", "create, list, show and delete task definitions")
     p = leaf(sub, "put", "create or replace a task definition", _taskdefs_put)

@@ -7,6 +7,7 @@ import argparse
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from baton_worker.cli.graph import add_instance_graph
 from baton_worker.cli.options import Subparsers, group, json_arg, json_object_arg, leaf
 from baton_worker.cli.output import CELL_WIDTH, cell, fields, show, table, when
 
@@ -307,3 +308,4 @@ def add_commands(commands: Subparsers) -> None:
     p.add_argument("step", metavar="STEP", help="the signal step's id")
     p.add_argument("--payload", metavar="JSON", help="the signal's payload (or @file.json)")
     p.add_argument("--execution", metavar="STEP_EXECUTION_ID", help=execution_help)
+    add_instance_graph(sub)

@@ -1,0 +1,776 @@
+// Baton execution viewer: vanilla JS, no framework, no network but this API.
+// The API key lives in sessionStorage only (never in a URL, a cookie or a log line).
+"use strict";
+
+(function () {
+  const KEY = "baton.apiKey";
+  const API = new URL("../v1/", window.location.href);
+  const ACTIVE = new Set(["RUNNING", "PAUSED"]);
+  const STATUSES = ["RUNNING", "PAUSED", "COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED"];
+  const STEP_PAGE = 1000; // step executions per /steps page
+  const STEP_CAP = 5000; // loaded before asking the user for more
+  const ROWS_PER_STEP = 20; // timeline rows shown per step before collapsing
+  let refreshTimer = null;
+  let view = { token: 0 };
+
+  // --- small DOM helpers ------------------------------------------------------------------------
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+      else if (k === "text") el.textContent = v;
+      else el.setAttribute(k, v === true ? "" : String(v));
+    }
+    for (const c of children.flat(Infinity)) {
+      if (c === null || c === undefined || c === false) continue;
+      el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return el;
+  }
+  const SVG = "http://www.w3.org/2000/svg";
+  function s(tag, attrs, ...children) {
+    const el = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined) continue;
+      if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, String(v));
+    }
+    for (const c of children.flat(Infinity)) if (c) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    return el;
+  }
+  const main = () => document.getElementById("main");
+  function statusBadge(st) {
+    return h("span", { class: `status st-${st || "NONE"}`, "data-status": st || "NONE" }, st || "not run");
+  }
+  function when(t) {
+    if (!t) return "";
+    const d = new Date(t);
+    return isNaN(d) ? String(t) : d.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+  }
+  function ms(a, b) {
+    if (!a) return "";
+    const d = (b ? new Date(b) : new Date()) - new Date(a);
+    if (d < 1000) return `${d} ms`;
+    if (d < 60000) return `${(d / 1000).toFixed(1)} s`;
+    return `${Math.floor(d / 60000)} min ${Math.round((d % 60000) / 1000)} s`;
+  }
+  function json(v) { return JSON.stringify(v, null, 2); }
+  function qs(params) {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== "") p.set(k, v);
+    const out = p.toString();
+    return out ? `?${out}` : "";
+  }
+
+  // --- errors and the key -----------------------------------------------------------------------
+  class ApiError extends Error {
+    constructor(status, title, detail) {
+      super(`${title}: ${detail}`);
+      this.status = status; this.title = title; this.detail = detail;
+    }
+  }
+  function showError(err) {
+    const box = document.getElementById("error");
+    box.replaceChildren();
+    if (!err) { box.hidden = true; return; }
+    if (err instanceof ApiError) {
+      box.append(h("strong", { text: `${err.title} (${err.status})` }), h("span", { text: err.detail || "" }));
+    } else {
+      box.append(h("strong", { text: "Error" }), h("span", { text: String(err.message || err) }));
+    }
+    box.hidden = false;
+  }
+  function apiKey() { return window.sessionStorage.getItem(KEY); }
+
+  async function api(path, opts) {
+    const key = apiKey();
+    const headers = { accept: "application/json" };
+    if (key) headers["x-api-key"] = key;
+    let body;
+    if (opts && opts.body !== undefined) {
+      headers["content-type"] = "application/json";
+      body = JSON.stringify(opts.body);
+    }
+    let resp;
+    try {
+      resp = await fetch(new URL(path.replace(/^\//, ""), API), {
+        method: (opts && opts.method) || "GET", headers, body, credentials: "omit", cache: "no-store",
+      });
+    } catch (e) {
+      throw new ApiError(0, "Network error", String(e.message || e));
+    }
+    const text = await resp.text();
+    let data = null;
+    try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+    if (!resp.ok) {
+      const title = (data && data.title) || resp.statusText || "Request failed";
+      const detail = (data && data.detail) || text.slice(0, 300);
+      const err = new ApiError(resp.status, title, detail);
+      if (resp.status === 401 || resp.status === 403) {
+        window.sessionStorage.removeItem(KEY);
+        keyPrompt(err);
+      }
+      throw err;
+    }
+    return data;
+  }
+
+  function keyPrompt(err) {
+    stopRefresh();
+    document.getElementById("forget-key").hidden = true;
+    const input = h("input", { id: "api-key", type: "password", autocomplete: "off", required: true, "aria-describedby": "key-help" });
+    const form = h("form", { class: "key-form", "aria-labelledby": "key-title" },
+      h("h2", { id: "key-title", text: "API key" }),
+      h("p", { id: "key-help", class: "muted", text: "Every request this page makes carries your Baton API key (header x-api-key). It is kept in this tab's session storage only." }),
+      h("label", { for: "api-key", text: "API key" }), input,
+      h("p", {}, h("button", { type: "submit", class: "primary", id: "key-submit", text: "Use this key" })));
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      window.sessionStorage.setItem(KEY, input.value.trim());
+      showError(null);
+      route();
+    });
+    main().replaceChildren(form);
+    if (err) showError(err);
+    input.focus();
+  }
+
+  // --- refresh --------------------------------------------------------------------------------
+  function stopRefresh() { if (refreshTimer) { clearTimeout(refreshTimer); refreshTimer = null; } }
+  function refreshIn(secs, fn) {
+    stopRefresh();
+    refreshTimer = setTimeout(() => {
+      if (document.hidden) { refreshIn(secs, fn); return; }
+      fn();
+    }, secs * 1000);
+  }
+
+  // --- router -----------------------------------------------------------------------------------
+  async function route() {
+    stopRefresh();
+    const token = ++view.token;
+    const hash = window.location.hash.replace(/^#/, "") || "/";
+    const parts = hash.split("?")[0].split("/").filter(Boolean).map(decodeURIComponent);
+    const section = parts[0] || "runs";
+    for (const a of document.querySelectorAll("[data-nav]")) {
+      if (a.dataset.nav === section) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+    }
+    if (!apiKey()) { keyPrompt(null); return; }
+    document.getElementById("forget-key").hidden = false;
+    showError(null);
+    try {
+      if (section === "runs" && parts[1]) await runPage(parts[1], token, false);
+      else if (section === "runs") await runsPage(new URLSearchParams(hash.split("?")[1] || ""), token, false);
+      else if (section === "definitions" && parts[1]) await definitionPage(parts[1], parts[2], token);
+      else if (section === "definitions") await definitionsPage(token);
+      else if (section === "queues" && parts[1]) await queuePage(parts[1], token);
+      else if (section === "queues") await queuesPage(token);
+      else main().replaceChildren(h("h2", { text: "Not found" }), h("p", {}, h("a", { href: "#/", text: "Back to runs" })));
+    } catch (e) {
+      if (token === view.token && !(e instanceof ApiError && (e.status === 401 || e.status === 403))) showError(e);
+    }
+  }
+  const current = (token) => token === view.token;
+
+  // --- runs list --------------------------------------------------------------------------------
+  async function runsPage(params, token, quiet) {
+    const filters = {
+      definitionName: params.get("definitionName") || "",
+      status: params.get("status") || "",
+      correlationId: params.get("correlationId") || "",
+      from: params.get("from") || "",
+      to: params.get("to") || "",
+      pageToken: params.get("pageToken") || "",
+    };
+    const [page, defs] = await Promise.all([
+      api(`instances${qs({ limit: 50, status: filters.status, definitionName: filters.definitionName, correlationId: filters.correlationId, pageToken: filters.pageToken })}`),
+      api("definitions?limit=100").catch(() => ({ definitions: [] })),
+    ]);
+    if (!current(token)) return;
+    // The API has no time filter: the range applies to the runs of this page, in the browser.
+    const from = filters.from ? new Date(filters.from) : null;
+    const to = filters.to ? new Date(filters.to) : null;
+    const runs = (page.instances || []).filter((r) => {
+      const t = new Date(r.createdAt);
+      return (!from || t >= from) && (!to || t <= to);
+    });
+    const setHash = (over) => {
+      const p = { ...filters, ...over };
+      window.location.hash = `#/runs${qs(p)}`;
+    };
+    const field = (name, label, el) => h("label", { for: `f-${name}` }, label, el);
+    const defSelect = h("select", { id: "f-definitionName", name: "definitionName" },
+      h("option", { value: "", text: "any" }),
+      (defs.definitions || []).map((d) => h("option", { value: d.name, selected: d.name === filters.definitionName, text: d.name })));
+    const statusSelect = h("select", { id: "f-status", name: "status" },
+      h("option", { value: "", text: "any" }),
+      STATUSES.map((st) => h("option", { value: st, selected: st === filters.status, text: st })));
+    const form = h("form", { class: "filters", role: "search", "aria-label": "Search runs" },
+      field("definitionName", "Definition", defSelect),
+      field("status", "Status", statusSelect),
+      field("correlationId", "Correlation id", h("input", { id: "f-correlationId", name: "correlationId", value: filters.correlationId })),
+      field("from", "Created from (this page)", h("input", { id: "f-from", name: "from", type: "datetime-local", value: filters.from })),
+      field("to", "Created to (this page)", h("input", { id: "f-to", name: "to", type: "datetime-local", value: filters.to })),
+      h("button", { type: "submit", class: "primary", text: "Search" }));
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const fd = new FormData(form);
+      setHash({ definitionName: fd.get("definitionName"), status: fd.get("status"), correlationId: fd.get("correlationId"), from: fd.get("from"), to: fd.get("to"), pageToken: "" });
+    });
+    const counts = h("ul", { class: "counts", "aria-label": "Runs by status" });
+    const rows = runs.map((r) => h("tr", { "data-run": r.id, "data-status": r.status },
+      h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(r.id)}`, class: "mono", text: r.id })),
+      h("td", {}, r.definitionName, r.definitionVersion ? ` v${r.definitionVersion}` : ""),
+      h("td", {}, statusBadge(r.status)),
+      h("td", { class: "mono", text: r.correlationId || "" }),
+      h("td", { text: when(r.createdAt) }),
+      h("td", { text: ms(r.createdAt, r.completedAt || (ACTIVE.has(r.status) ? null : r.updatedAt)) })));
+    const table = h("table", { id: "runs" },
+      h("caption", { class: "muted", text: `${runs.length} run(s) on this page${from || to ? " (time range applied to this page in the browser: the API has no time filter)" : ""}` }),
+      h("thead", {}, h("tr", {}, ["Run", "Definition", "Status", "Correlation id", "Created", "Duration"].map((t) => h("th", { scope: "col", text: t })))),
+      h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 6, class: "muted", text: "No runs match." }))));
+    const prevTokens = (params.get("prev") || "").split(",").filter(Boolean);
+    const pager = h("div", { class: "pager" },
+      h("button", { type: "button", disabled: !filters.pageToken, text: "First page", onclick: () => setHash({ pageToken: "" }) }),
+      h("button", { type: "button", id: "next-page", disabled: !page.nextPageToken, text: "Next page", onclick: () => setHash({ pageToken: page.nextPageToken, prev: [...prevTokens, filters.pageToken].join(",") }) }));
+    if (!quiet) {
+      main().replaceChildren(h("h2", { text: "Runs" }), form, counts, table, pager);
+    } else {
+      const old = document.getElementById("runs");
+      if (old) old.replaceWith(table);
+      const oldCounts = document.querySelector("ul.counts");
+      if (oldCounts) oldCounts.replaceWith(counts);
+    }
+    loadCounts(counts, filters, token, setHash);
+    if (runs.some((r) => ACTIVE.has(r.status))) refreshIn(5, () => runsPage(params, token, true).catch(showError));
+  }
+
+  async function loadCounts(list, filters, token, setHash) {
+    // No count endpoint: one page of 100 per status (shown as 100+ when there are more).
+    const results = await Promise.all(STATUSES.map((st) =>
+      api(`instances${qs({ limit: 100, status: st, definitionName: filters.definitionName, correlationId: filters.correlationId })}`)
+        .then((p) => [st, (p.instances || []).length, !!p.nextPageToken]).catch(() => [st, "?", false])));
+    if (!current(token)) return;
+    list.replaceChildren(...results.map(([st, n, more]) => h("li", {},
+      h("button", { type: "button", "data-count": st, "aria-pressed": String(filters.status === st), onclick: () => setHash({ status: filters.status === st ? "" : st, pageToken: "" }) },
+        statusBadge(st), h("span", { text: `${n}${more ? "+" : ""}` })))));
+  }
+
+  // --- a run ------------------------------------------------------------------------------------
+  async function loadSteps(id, inst) {
+    // Small runs come with their steps; big ones are paged through /steps.
+    if (Array.isArray(inst.steps) && !inst.stepsTruncated) return { steps: inst.steps, more: null };
+    return loadStepPages(id, null, []);
+  }
+  async function loadStepPages(id, pageToken, acc) {
+    let token = pageToken;
+    do {
+      const page = await api(`instances/${encodeURIComponent(id)}/steps${qs({ limit: STEP_PAGE, pageToken: token })}`);
+      acc.push(...(page.steps || []));
+      token = page.nextPageToken || null;
+    } while (token && acc.length < STEP_CAP);
+    return { steps: acc, more: token };
+  }
+
+  async function runPage(id, token, quiet) {
+    const began = performance.now();
+    const inst = await api(`instances/${encodeURIComponent(id)}?includeSteps=false`);
+    let loaded;
+    try {
+      loaded = await loadSteps(id, inst);
+    } catch (e) {
+      if (!(e instanceof ApiError && e.status === 404)) throw e;
+      const full = await api(`instances/${encodeURIComponent(id)}`);
+      loaded = { steps: full.steps || [], more: null };
+    }
+    let definition = null;
+    if (inst.definitionName) {
+      const path = inst.definitionVersion
+        ? `definitions/${encodeURIComponent(inst.definitionName)}/versions/${inst.definitionVersion}`
+        : `definitions/${encodeURIComponent(inst.definitionName)}`;
+      definition = await api(path).catch(() => null);
+    }
+    if (!current(token)) return;
+    const state = { inst, steps: loaded.steps, more: loaded.more, definition, selected: view.selected || null, expanded: view.expanded || null };
+    // A refresh keeps the focus where the user left it (a graph node, a button).
+    const focused = document.activeElement;
+    const focusKey = focused && (focused.id ? `#${focused.id}` : focused.dataset && focused.dataset.step ? `svg.graph .node[data-step="${CSS.escape(focused.dataset.step)}"]` : null);
+    const scrolls = [...document.querySelectorAll("main .scroll, main .graph-wrap")].map((el) => el.scrollTop);
+    renderRun(state, token);
+    if (quiet) {
+      [...document.querySelectorAll("main .scroll, main .graph-wrap")].forEach((el, i) => { if (scrolls[i]) el.scrollTop = scrolls[i]; });
+      const again = focusKey && document.querySelector(focusKey);
+      if (again) again.focus({ preventScroll: true });
+    }
+    // Refresh while the run is active; a big run (slow to fetch and draw) less often.
+    const took = (performance.now() - began) / 1000;
+    if (ACTIVE.has(inst.status)) refreshIn(Math.max(2, Math.min(60, took * 10)), () => runPage(id, token, true).catch(showError));
+  }
+
+  function byStep(steps) {
+    const m = new Map();
+    for (const e of steps) {
+      if (!m.has(e.stepId)) m.set(e.stepId, []);
+      m.get(e.stepId).push(e);
+    }
+    return m;
+  }
+  function aggregate(execs) {
+    if (!execs || !execs.length) return "NONE";
+    const has = (st) => execs.some((e) => e.status === st);
+    if (has("IN_PROGRESS")) return "IN_PROGRESS";
+    if (has("SCHEDULED")) return "SCHEDULED";
+    const latest = execs.reduce((a, b) => (String(b.createdAt) > String(a.createdAt) ? b : a));
+    return latest.status;
+  }
+
+  function renderRun(state, token) {
+    const { inst } = state;
+    const groups = byStep(state.steps);
+    const detail = h("section", { class: "card detail", id: "detail", "aria-labelledby": "detail-title" },
+      h("h3", { id: "detail-title", text: "Step" }), h("p", { class: "muted", text: "Select a step in the graph or the timeline." }));
+    const select = (stepId) => {
+      view.selected = stepId;
+      for (const n of document.querySelectorAll("svg.graph .node")) n.classList.toggle("selected", n.dataset.step === stepId);
+      renderDetail(detail, state, stepId, groups.get(stepId) || [], token);
+    };
+    const head = h("div", { class: "run-head" },
+      h("h2", {}, "Run ", h("span", { class: "mono", id: "run-id", text: inst.id })),
+      h("span", { id: "run-status" }, statusBadge(inst.status)),
+      h("span", {}, "Definition ", h("a", { href: `#/definitions/${encodeURIComponent(inst.definitionName)}${inst.definitionVersion ? `/${inst.definitionVersion}` : ""}`, text: `${inst.definitionName}${inst.definitionVersion ? ` v${inst.definitionVersion}` : ""}` })),
+      inst.correlationId ? h("span", {}, "Correlation ", h("span", { class: "mono", text: inst.correlationId })) : null,
+      inst.parentInstanceId ? h("span", {}, "Parent ", h("a", { href: `#/runs/${encodeURIComponent(inst.parentInstanceId)}`, text: inst.parentInstanceId })) : null,
+      h("span", { class: "muted", text: `created ${when(inst.createdAt)} · ${ms(inst.createdAt, inst.completedAt)}${inst.run > 1 ? ` · run ${inst.run}` : ""}` }));
+    const reason = inst.reason ? h("p", {}, h("strong", { text: "Reason: " }), inst.reason) : null;
+    const actions = runActions(inst);
+    const graphCard = h("section", { class: "card", "aria-labelledby": "graph-title" },
+      h("h3", { id: "graph-title", text: "Graph" }),
+      state.definition ? graphSvg(state.definition.steps || [], groups, select, state) : h("p", { class: "muted", text: "The definition version of this run is not available; the timeline below still lists every step." }),
+      legend());
+    const more = state.more ? h("p", {}, `${state.steps.length} step executions loaded; more exist. `,
+      h("button", { type: "button", id: "load-more-steps", text: "Load more", onclick: async () => {
+        try {
+          const next = await loadStepPages(inst.id, state.more, state.steps);
+          state.steps = next.steps; state.more = next.more;
+          renderRun(state, token);
+        } catch (e) { showError(e); }
+      } })) : null;
+    const timelineCard = h("section", { class: "card", "aria-labelledby": "timeline-title" },
+      h("h3", { id: "timeline-title", text: "Timeline" }), more, timeline(state, groups, select));
+    const history = h("section", { class: "card", "aria-labelledby": "history-title" }, h("h3", { id: "history-title", text: "History" }));
+    const io = h("details", { class: "card" }, h("summary", { text: "Run input, variables and output" }),
+      h("div", { class: "detail" }, h("h4", { text: "Input" }), h("pre", { text: json(inst.input) }),
+        h("h4", { text: "Variables" }), h("pre", { text: json(inst.variables) }),
+        h("h4", { text: "Output" }), h("pre", { text: json(inst.output) })));
+    main().replaceChildren(...[head, reason, actions, h("div", { class: "grid" }, graphCard, detail), timelineCard, io, history].filter(Boolean));
+    if (state.selected) select(state.selected);
+    loadHistory(history, inst.id, null, token);
+  }
+
+  function legend() {
+    return h("div", { class: "legend", "aria-label": "Status colours" },
+      ["COMPLETED", "IN_PROGRESS", "SCHEDULED", "FAILED", "TIMED_OUT", "CANCELLED", "SKIPPED", "NONE"].map((st) => statusBadge(st === "NONE" ? null : st)));
+  }
+
+  // --- actions ----------------------------------------------------------------------------------
+  function confirmDialog(title, text, extra) {
+    const dlg = document.getElementById("confirm");
+    document.getElementById("confirm-title").textContent = title;
+    document.getElementById("confirm-text").textContent = text;
+    document.getElementById("confirm-extra").replaceChildren(...(extra ? [extra] : []));
+    return new Promise((resolve) => {
+      dlg.addEventListener("close", () => resolve(dlg.returnValue === "ok"), { once: true });
+      dlg.returnValue = "";
+      dlg.showModal();
+      document.getElementById("confirm-no").focus();
+    });
+  }
+  async function act(label, text, path, body, extra) {
+    if (!(await confirmDialog(label, text, extra))) return;
+    try {
+      await api(path, { method: "POST", body: typeof body === "function" ? body() : body });
+      route();
+    } catch (e) {
+      showError(e);
+    }
+  }
+  function runActions(inst) {
+    const id = encodeURIComponent(inst.id);
+    const st = inst.status;
+    const terminal = !ACTIVE.has(st);
+    const b = (name, label, enabled, danger, text) => h("button", {
+      type: "button", id: `action-${name}`, class: danger ? "danger" : null, disabled: !enabled,
+      onclick: () => act(`${label} run`, text, `instances/${id}/${name}`, {}),
+    }, label);
+    return h("div", { class: "actions", role: "group", "aria-label": "Run actions" },
+      b("cancel", "Cancel", ACTIVE.has(st), true, "Cancel this run? Open work is cancelled; this cannot be undone."),
+      b("pause", "Pause", st === "RUNNING", false, "Pause this run? No new work starts until it is resumed."),
+      b("resume", "Resume", st === "PAUSED", false, "Resume this run?"),
+      b("retry", "Retry", st === "FAILED" || st === "TIMED_OUT", false, "Run this failed run again from what failed?"),
+      b("restart", "Restart", terminal, false, "Run this run again from the start with the same input?"));
+  }
+
+  // --- the graph --------------------------------------------------------------------------------
+  const NW = 170, NH = 40, VG = 34, HG = 24, PAD = 12;
+  function childLists(step) {
+    switch (step.type) {
+      case "PARALLEL": return (step.branches || []).map((b, i) => ({ label: `branch ${i}`, steps: b }));
+      case "SWITCH": {
+        const out = [];
+        if (Array.isArray(step.cases)) step.cases.forEach((c, i) => out.push({ label: c.condition || `case ${i}`, steps: c.steps || [] }));
+        else for (const [k, v] of Object.entries(step.cases || {})) out.push({ label: k, steps: v });
+        if (step.default) out.push({ label: "default", steps: step.default });
+        return out;
+      }
+      case "MAP": return [{ label: "each item", steps: step.steps || [], box: true }];
+      case "DO_WHILE": return [{ label: "loop", steps: step.steps || [], box: true }];
+      default: return [];
+    }
+  }
+  function measureList(steps) {
+    const items = steps.map(measureStep);
+    const w = Math.max(NW, ...items.map((i) => i.w));
+    const h2 = items.reduce((a, i) => a + i.h, 0) + VG * Math.max(0, items.length - 1);
+    return { items, w, h: Math.max(h2, 0) };
+  }
+  function measureStep(step) {
+    const lists = childLists(step).map((l) => ({ ...l, m: measureList(l.steps) }));
+    if (!lists.length) return { step, lists, w: NW, h: NH };
+    const inner = lists.reduce((a, l) => a + l.m.w, 0) + HG * (lists.length - 1);
+    const boxed = lists.some((l) => l.box);
+    const w = Math.max(NW, inner) + (boxed ? 2 * PAD : 0);
+    const hh = NH + VG + Math.max(...lists.map((l) => l.m.h)) + (boxed ? 2 * PAD : 0) + VG + 8;
+    return { step, lists, w, h: hh };
+  }
+  function graphSvg(steps, groups, onSelect, state) {
+    const m = measureList(steps);
+    const W = m.w + 40, H = m.h + 40;
+    const edges = s("g", {}), boxes = s("g", {}), nodes = s("g", {});
+    const svg = s("svg", { class: "graph", width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "group", "aria-label": "Workflow graph: each step is a button" },
+      s("defs", {}, s("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" }, s("path", { d: "M0,0 L10,5 L0,10 z", fill: "#57606a" }))),
+      boxes, edges, nodes);
+    const line = (x1, y1, x2, y2, label) => {
+      const mid = (y1 + y2) / 2;
+      edges.append(s("path", { class: "edge", d: `M${x1},${y1} V${mid} H${x2} V${y2}`, "marker-end": "url(#arrow)" }));
+      if (label) edges.append(s("text", { class: "elabel", x: x2 + 4, y: y2 - 6 }, label.length > 28 ? `${label.slice(0, 27)}…` : label));
+    };
+    // Places a list centred on cx from y; returns [entry(top centre), exit(bottom centre)] or null.
+    function placeList(list, cx, y) {
+      let prev = null, first = null, cy = y;
+      for (const it of list.items) {
+        const [top, bottom] = placeStep(it, cx, cy);
+        if (prev) line(prev[0], prev[1], top[0], top[1]);
+        if (!first) first = top;
+        prev = bottom;
+        cy += it.h + VG;
+      }
+      return first ? [first, prev] : null;
+    }
+    function placeStep(it, cx, y) {
+      const step = it.step;
+      const execs = groups.get(step.id) || [];
+      const status = groups.size || state.inst ? aggregate(execs) : "NONE";
+      const x = cx - NW / 2;
+      const child = execs.find((e) => e.childInstanceId);
+      const label = `${step.id}`;
+      const sub = `${step.type}${execs.length > 1 ? ` ×${execs.length}` : ""}`;
+      const g = s(child ? "a" : "g", {
+        class: "node", tabindex: 0, role: child ? "link" : "button", "data-step": step.id, "data-status": status, "data-type": step.type,
+        "aria-label": `${step.id}, ${step.type}, ${status === "NONE" ? "not run" : status}${execs.length > 1 ? `, ${execs.length} executions` : ""}${child ? ", opens the child run" : ""}`,
+        href: child ? `#/runs/${encodeURIComponent(child.childInstanceId)}` : null,
+      },
+      s("rect", { x, y, width: NW, height: NH, class: `fill-${status}` }),
+      s("rect", { x, y, width: 6, height: NH, class: `stripe stripe-${status}` }),
+      s("text", { x: x + 12, y: y + 16, "font-weight": 600 }, label.length > 22 ? `${label.slice(0, 21)}…` : label),
+      s("text", { x: x + 12, y: y + 31, fill: "#545d68" }, child ? `${sub} ↗` : sub),
+      s("title", {}, `${step.id} (${step.type}): ${status === "NONE" ? "not run" : status}`));
+      if (!child) {
+        g.addEventListener("click", () => onSelect(step.id));
+        g.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); onSelect(step.id); } });
+      }
+      nodes.append(g);
+      const top = [cx, y], nodeBottom = [cx, y + NH];
+      if (!it.lists.length) return [top, nodeBottom];
+      const boxed = it.lists.some((l) => l.box);
+      const inner = it.lists.reduce((a, l) => a + l.m.w, 0) + HG * (it.lists.length - 1);
+      let lx = cx - inner / 2;
+      const ly = y + NH + VG + (boxed ? PAD : 0);
+      const joinY = y + it.h - 8;
+      const exits = [];
+      for (const l of it.lists) {
+        const lcx = lx + l.m.w / 2;
+        const ends = placeList(l.m, lcx, ly);
+        if (boxed) {
+          boxes.append(s("rect", { class: "box", x: lx - PAD, y: ly - PAD, width: l.m.w + 2 * PAD, height: l.m.h + 2 * PAD, rx: 8 }));
+        }
+        if (ends) {
+          line(nodeBottom[0], nodeBottom[1], ends[0][0], boxed ? ly - PAD : ends[0][1], l.label);
+          exits.push(ends[1]);
+        }
+        lx += l.m.w + HG;
+      }
+      if (boxed) {
+        const bx = cx + inner / 2 + PAD;
+        edges.append(s("path", { class: "edge", d: `M${cx},${ly + it.lists[0].m.h + PAD} V${joinY - 4} M${bx},${ly + it.lists[0].m.h} H${bx + 10} V${ly} H${bx}`, "marker-end": "url(#arrow)" }));
+        edges.append(s("text", { class: "elabel", x: bx + 12, y: ly + 12 }, step.type === "MAP" ? "per item" : "repeat"));
+      } else {
+        for (const e of exits) edges.append(s("path", { class: "edge", d: `M${e[0]},${e[1]} V${joinY - 6} H${cx} V${joinY}` }));
+      }
+      nodes.append(s("circle", { cx, cy: joinY, r: 4, fill: "#57606a" }));
+      return [top, [cx, joinY + 4]];
+    }
+    placeList(m, 20 + m.w / 2, 20);
+    const wrap = h("div", { class: "graph-wrap" });
+    wrap.append(svg);
+    return wrap;
+  }
+
+  // --- the timeline -----------------------------------------------------------------------------
+  function timeline(state, groups, onSelect) {
+    const steps = state.steps;
+    if (!steps.length) return h("p", { class: "muted", text: "No step has run yet." });
+    const t0 = Math.min(...steps.map((e) => +new Date(e.createdAt)));
+    const now = Date.now();
+    const end = (e) => +new Date(e.completedAt || (e.status === "IN_PROGRESS" || e.status === "SCHEDULED" ? now : e.startedAt || e.createdAt));
+    const t1 = Math.max(t0 + 1, ...steps.map(end));
+    const pct = (t) => `${(((t - t0) / (t1 - t0)) * 100).toFixed(3)}%`;
+    const wid = (a, b) => `${Math.max(0, ((b - a) / (t1 - t0)) * 100).toFixed(3)}%`;
+    const rows = [];
+    const rowOf = (e, label) => {
+      const created = +new Date(e.createdAt), started = e.startedAt ? +new Date(e.startedAt) : null;
+      const waitEnd = end(e);
+      const track = h("td", { class: "track" });
+      // Its whole life as a thin grey line: what no bar covers is waiting (queued, a retry
+      // delay, a timer, a person).
+      if (waitEnd > created) track.append(h("span", { class: "wait", style: null, "data-left": pct(created), "data-width": wid(created, waitEnd) }));
+      if (started) {
+        track.append(h("span", { class: `bar st-${e.status}`, title: `${e.stepId} ${e.status}`, "data-left": pct(started), "data-width": wid(started, end(e)) }));
+      }
+      const where = [e.branch != null ? `branch ${e.branch}` : null, e.itemIndex != null ? `item ${e.itemIndex}` : null, e.iteration != null ? `iteration ${e.iteration}` : null].filter(Boolean).join(", ");
+      return h("tr", { "data-step": e.stepId, "data-status": e.status, "data-execution": e.id },
+        h("th", { scope: "row" }, h("button", { type: "button", class: "link", onclick: () => onSelect(e.stepId), text: label || e.stepId }), where ? h("div", { class: "muted", text: where }) : null),
+        h("td", { class: "attempts", text: String(e.attempts ?? e.attempt ?? 1) }),
+        h("td", {}, statusBadge(e.status)),
+        h("td", { text: e.startedAt ? ms(e.startedAt, e.completedAt) : e.wakeAt ? `waits until ${when(e.wakeAt)}` : "" }),
+        track);
+    };
+    for (const [stepId, execs] of groups) {
+      if (execs.length <= ROWS_PER_STEP || state.expanded === stepId) {
+        for (const e of execs.slice(0, 500)) rows.push(rowOf(e));
+        if (execs.length > 500) rows.push(h("tr", {}, h("td", { colspan: 5, class: "muted", text: `… ${execs.length - 500} more executions of ${stepId} (see the step's detail)` })));
+      } else {
+        const counts = {};
+        for (const e of execs) counts[e.status] = (counts[e.status] || 0) + 1;
+        const first = Math.min(...execs.map((e) => +new Date(e.createdAt)));
+        const last = Math.max(...execs.map(end));
+        rows.push(h("tr", { "data-step": stepId, "data-status": aggregate(execs), "data-collapsed": execs.length },
+          h("th", { scope: "row" }, h("button", { type: "button", class: "link", onclick: () => onSelect(stepId), text: stepId }),
+            h("div", { class: "muted" }, `${execs.length} executions (collapsed) `,
+              h("button", { type: "button", text: "Expand", "aria-label": `Expand the ${execs.length} executions of ${stepId}`, onclick: () => { state.expanded = view.expanded = stepId; renderRun(state, view.token); } }))),
+          h("td", { text: "" }),
+          h("td", {}, Object.entries(counts).map(([st, n]) => h("span", {}, statusBadge(st), ` ${n} `))),
+          h("td", { text: ms(new Date(first).toISOString(), new Date(last).toISOString()) }),
+          h("td", { class: "track" }, h("span", { class: `bar st-${aggregate(execs)}`, "data-left": pct(first), "data-width": wid(first, last) }))));
+      }
+    }
+    const table = h("table", { class: "timeline", id: "timeline", "data-t0": t0, "data-t1": t1 },
+      h("caption", { class: "muted", text: `From ${when(new Date(t0).toISOString())} to ${when(new Date(t1).toISOString())}; grey: waiting (queued, retry delay, timer)` }),
+      h("thead", {}, h("tr", {}, ["Step", "Attempts", "Status", "Duration", "Time"].map((t) => h("th", { scope: "col", text: t })))),
+      h("tbody", {}, rows));
+    // Positions through the CSSOM (the CSP forbids inline style attributes).
+    for (const el of table.querySelectorAll("[data-left]")) {
+      el.style.left = el.dataset.left;
+      el.style.width = el.dataset.width;
+    }
+    return h("div", { class: "scroll" }, table);
+  }
+
+  // --- a step's detail --------------------------------------------------------------------------
+  function renderDetail(panel, state, stepId, execs, token) {
+    const inst = state.inst;
+    const id = encodeURIComponent(inst.id);
+    const shown = execs.slice(-50).reverse();
+    const blocks = shown.map((e) => {
+      const waiting = e.status === "IN_PROGRESS" || e.status === "SCHEDULED";
+      const buttons = [];
+      if (waiting && e.type === "USER_TASK") {
+        const ta = h("textarea", { id: `vars-${e.id}`, "aria-label": "Variables to set (JSON object)" }, "{}");
+        buttons.push(h("button", { type: "button", class: "primary", "data-action": "complete", onclick: () => act("Complete user task", `Complete ${stepId}?`, `instances/${id}/user-tasks/${encodeURIComponent(stepId)}/complete`, () => ({ stepExecutionId: e.id, variablesToSet: JSON.parse(ta.value || "{}") }), h("label", {}, "Variables to set (JSON)", ta)) }, "Complete task…"));
+      }
+      if (waiting && e.type === "SIGNAL") {
+        const ta = h("textarea", { id: `payload-${e.id}`, "aria-label": "Signal payload (JSON)" }, "{}");
+        buttons.push(h("button", { type: "button", class: "primary", "data-action": "signal", onclick: () => act("Send signal", `Send a signal to ${stepId}?`, `instances/${id}/signals/${encodeURIComponent(stepId)}`, () => ({ stepExecutionId: e.id, payload: JSON.parse(ta.value || "null") }), h("label", {}, "Payload (JSON)", ta)) }, "Send signal…"));
+      }
+      const links = Object.entries(e).filter(([k, v]) => /payload(url|path)$/i.test(k) && typeof v === "string" && /^https:\/\//.test(v))
+        .map(([k, v]) => h("li", {}, h("a", { href: v, rel: "noreferrer", download: "", text: `download ${k}` })));
+      return h("article", { class: "exec", "data-execution": e.id },
+        h("dl", {},
+          h("dt", { text: "status" }), h("dd", {}, statusBadge(e.status)),
+          h("dt", { text: "attempt" }), h("dd", { text: String(e.attempt ?? "") }),
+          e.branch != null ? [h("dt", { text: "branch" }), h("dd", { text: String(e.branch) })] : null,
+          e.itemIndex != null ? [h("dt", { text: "item" }), h("dd", { text: String(e.itemIndex) })] : null,
+          e.iteration != null ? [h("dt", { text: "iteration" }), h("dd", { text: String(e.iteration) })] : null,
+          h("dt", { text: "worker" }), h("dd", { class: "mono", text: e.workerId || "–" }),
+          e.jobType ? [h("dt", { text: "job type" }), h("dd", { text: e.jobType })] : null,
+          h("dt", { text: "created" }), h("dd", { text: when(e.createdAt) }),
+          h("dt", { text: "started" }), h("dd", { text: when(e.startedAt) || "–" }),
+          h("dt", { text: "completed" }), h("dd", { text: when(e.completedAt) || "–" }),
+          e.wakeAt ? [h("dt", { text: "wakes at" }), h("dd", { text: when(e.wakeAt) })] : null,
+          e.childInstanceId ? [h("dt", { text: "child run" }), h("dd", {}, h("a", { href: `#/runs/${encodeURIComponent(e.childInstanceId)}`, text: e.childInstanceId }))] : null),
+        e.error ? [h("h4", { text: "Error" }), h("pre", { class: "err", text: e.error })] : null,
+        h("h4", { text: "Input" }), h("pre", { text: json(e.input) }),
+        h("h4", { text: "Output" }), h("pre", { text: json(e.output) }),
+        e.attempts != null ? [h("dt", { text: "attempts" }), h("dd", { text: String(e.attempts) })] : null,
+        links.length ? h("ul", {}, links) : null,
+        buttons.length ? h("div", { class: "actions" }, buttons) : null);
+    });
+    panel.replaceChildren(h("h3", { id: "detail-title", tabindex: -1 }, "Step ", h("span", { class: "mono", text: stepId })),
+      execs.length ? h("p", { class: "muted", text: `${execs.length} execution(s)${execs.length > 50 ? "; the latest 50 shown" : ""}` }) : h("p", { class: "muted", text: "This step has not run." }),
+      h("div", { class: "scroll" }, blocks));
+  }
+
+  // --- history ----------------------------------------------------------------------------------
+  async function loadHistory(section, id, pageToken, token, events) {
+    const seen = events || [];
+    let page;
+    try {
+      page = await api(`instances/${encodeURIComponent(id)}/history${qs({ limit: 500, pageToken })}`);
+    } catch (e) {
+      if (!current(token)) return;
+      section.append(h("p", { class: "muted", text: e instanceof ApiError ? `History not available: ${e.title}: ${e.detail}` : String(e) }));
+      return;
+    }
+    if (!current(token)) return;
+    let table = section.querySelector("table");
+    if (!table) {
+      table = h("table", { id: "history" }, h("thead", {}, h("tr", {}, ["#", "At", "Event", "Step", "Attempt", "Worker", "Message"].map((t) => h("th", { scope: "col", text: t })))), h("tbody"));
+      section.append(h("div", { class: "scroll" }, table));
+    }
+    const body = table.querySelector("tbody");
+    for (const ev of page.events || []) {
+      body.append(h("tr", { "data-type": ev.type },
+        h("td", { text: String(ev.seq ?? "") }), h("td", { text: when(ev.at) }), h("td", { class: "mono", text: ev.type }),
+        h("td", { text: ev.stepId || "" }), h("td", { text: ev.attempt != null ? String(ev.attempt) : "" }),
+        h("td", { class: "mono", text: ev.workerId || "" }),
+        h("td", { text: [ev.message, ev.detail ? JSON.stringify(ev.detail) : null].filter(Boolean).join(" ") })));
+    }
+    const old = section.querySelector(".more-history");
+    if (old) old.remove();
+    seen.push(...(page.events || []));
+    drawAttempts(seen);
+    if (page.nextPageToken) {
+      section.append(h("p", { class: "more-history" }, h("button", { type: "button", text: "More history", onclick: () => loadHistory(section, id, page.nextPageToken, token, seen) })));
+    }
+  }
+
+  // Each worker attempt of a step execution as its own bar, from the history: dispatched ->
+  // completed / failed / timed out / lease expired; the gaps between are the retry delays.
+  const ATTEMPT_END = { JOB_COMPLETED: "COMPLETED", JOB_FAILED: "FAILED", JOB_TIMED_OUT: "TIMED_OUT", JOB_LEASE_EXPIRED: "TIMED_OUT", JOB_CANCELLED: "CANCELLED" };
+  function drawAttempts(events) {
+    const table = document.getElementById("timeline");
+    if (!table) return;
+    const t0 = +table.dataset.t0, t1 = +table.dataset.t1;
+    const pct = (t) => `${Math.max(0, Math.min(100, ((t - t0) / (t1 - t0)) * 100)).toFixed(3)}%`;
+    const wid = (a, b) => `${Math.max(0, ((Math.min(b, t1) - Math.max(a, t0)) / (t1 - t0)) * 100).toFixed(3)}%`;
+    const byExec = new Map();
+    for (const ev of events) {
+      if (!ev.stepExecutionId || ev.attempt == null || !String(ev.type).startsWith("JOB_")) continue;
+      if (!byExec.has(ev.stepExecutionId)) byExec.set(ev.stepExecutionId, new Map());
+      const attempts = byExec.get(ev.stepExecutionId);
+      if (!attempts.has(ev.attempt)) attempts.set(ev.attempt, { attempt: ev.attempt });
+      const a = attempts.get(ev.attempt);
+      const at = +new Date(ev.at);
+      if (ev.type === "JOB_DISPATCHED") { a.start = at; a.worker = ev.workerId; }
+      else if (ATTEMPT_END[ev.type]) { a.end = at; a.status = ATTEMPT_END[ev.type]; a.message = ev.message; }
+    }
+    for (const [execId, attempts] of byExec) {
+      const row = table.querySelector(`tr[data-execution="${CSS.escape(execId)}"]`);
+      if (!row) continue;
+      const list = [...attempts.values()].filter((a) => a.start).sort((x, y) => x.attempt - y.attempt);
+      if (!list.length) continue;
+      const track = row.querySelector("td.track");
+      track.querySelectorAll(".bar").forEach((b) => b.remove());
+      for (const a of list) {
+        const status = a.status || (row.dataset.status === "IN_PROGRESS" ? "IN_PROGRESS" : row.dataset.status);
+        const bar = h("span", { class: `bar attempt st-${status}`, "data-attempt": a.attempt, title: `attempt ${a.attempt}: ${status}${a.worker ? ` on ${a.worker}` : ""}${a.message ? `: ${a.message}` : ""}` });
+        bar.style.left = pct(a.start);
+        bar.style.width = wid(a.start, a.end || Date.now());
+        track.append(bar);
+      }
+      row.querySelector("td.attempts").textContent = String(list.length);
+    }
+  }
+
+  // --- definitions ------------------------------------------------------------------------------
+  async function definitionsPage(token) {
+    const all = [];
+    let pageToken = null;
+    do {
+      const page = await api(`definitions${qs({ limit: 100, pageToken })}`);
+      all.push(...(page.definitions || []));
+      pageToken = page.nextPageToken;
+    } while (pageToken && all.length < 1000);
+    if (!current(token)) return;
+    main().replaceChildren(h("h2", { text: "Definitions" }),
+      h("table", { id: "definitions" },
+        h("thead", {}, h("tr", {}, ["Name", "Latest version", "Steps", "Created"].map((t) => h("th", { scope: "col", text: t })))),
+        h("tbody", {}, all.map((d) => h("tr", {},
+          h("td", {}, h("a", { href: `#/definitions/${encodeURIComponent(d.name)}`, text: d.name })),
+          h("td", { text: String(d.version) }), h("td", { text: String((d.steps || []).length) }), h("td", { text: when(d.createdAt) }))))));
+  }
+  async function definitionPage(name, version, token) {
+    const latest = await api(`definitions/${encodeURIComponent(name)}`);
+    const d = version && String(version) !== String(latest.version)
+      ? await api(`definitions/${encodeURIComponent(name)}/versions/${encodeURIComponent(version)}`)
+      : latest;
+    if (!current(token)) return;
+    const versions = [];
+    for (let v = latest.version; v >= 1; v--) versions.push(v);
+    const sel = h("select", { id: "version", onchange: (ev) => { window.location.hash = `#/definitions/${encodeURIComponent(name)}/${ev.target.value}`; } },
+      versions.map((v) => h("option", { value: v, selected: v === d.version, text: `version ${v}${v === latest.version ? " (latest)" : ""}` })));
+    main().replaceChildren(h("h2", {}, "Definition ", h("span", { class: "mono", text: d.name })),
+      h("p", {}, h("label", { for: "version", text: "Version " }), sel, " ",
+        h("a", { href: `#/runs${qs({ definitionName: d.name })}`, text: "Runs of this definition" })),
+      h("p", { class: "muted", text: d.description || "" }),
+      h("section", { class: "card" }, h("h3", { text: "Graph" }), graphSvg(d.steps || [], new Map(), () => {}, { inst: null })),
+      h("details", { class: "card" }, h("summary", { text: "JSON" }), h("pre", { class: "mono", text: json(d) })));
+  }
+
+  // --- queues -----------------------------------------------------------------------------------
+  async function queuesPage(token) {
+    const page = await api("queues?limit=100");
+    if (!current(token)) return;
+    const cols = ["pending", "processing", "completed", "failed", "dead"];
+    main().replaceChildren(h("h2", { text: "Queues" }),
+      h("table", { id: "queues" },
+        h("thead", {}, h("tr", {}, ["Queue", ...cols].map((t) => h("th", { scope: "col", text: t })))),
+        h("tbody", {}, (page.queues || []).length ? page.queues.map((q) => h("tr", {},
+          h("td", {}, h("a", { href: `#/queues/${encodeURIComponent(q.name)}`, text: q.name })),
+          cols.map((c) => h("td", { text: String(q[c] ?? 0) })))) : h("tr", {}, h("td", { colspan: 6, class: "muted", text: "No queues." })))));
+  }
+  async function queuePage(name, token) {
+    const q = encodeURIComponent(name);
+    const [stats, peek] = await Promise.all([api(`queues/${q}/stats`), api(`queues/${q}/peek?limit=50`)]);
+    if (!current(token)) return;
+    const tasks = peek.tasks || peek || [];
+    main().replaceChildren(h("h2", {}, "Queue ", h("span", { class: "mono", text: name })),
+      h("dl", { class: "detail" }, Object.entries(stats).map(([k, v]) => [h("dt", { text: k }), h("dd", { text: String(v) })])),
+      h("h3", { text: "Pending (peek, not claimed)" }),
+      h("table", { id: "peek" },
+        h("thead", {}, h("tr", {}, ["Task", "Title", "Priority", "Created", "Body"].map((t) => h("th", { scope: "col", text: t })))),
+        h("tbody", {}, (Array.isArray(tasks) ? tasks : []).map((t) => h("tr", {},
+          h("td", { class: "mono", text: t.id }), h("td", { text: t.title }), h("td", { text: String(t.priority ?? "") }),
+          h("td", { text: when(t.createdAt) }), h("td", {}, h("pre", { class: "mono", text: String(t.body ?? "").slice(0, 500) })))))));
+  }
+
+  // --- start ------------------------------------------------------------------------------------
+  document.addEventListener("DOMContentLoaded", () => {
+    document.getElementById("forget-key").addEventListener("click", () => {
+      window.sessionStorage.removeItem(KEY);
+      route();
+    });
+    window.addEventListener("hashchange", () => { view.selected = null; view.expanded = null; route(); });
+    route();
+  });
+})();
