@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote
 
-from baton.routes import ROUTES, Route
+from baton.routes import ALL_ROUTES, Route
 
 STAGE = "local"
 ACCOUNT_ID = "123456789012"  # AWS's documentation placeholder, also moto's default account
@@ -101,7 +101,7 @@ def _split(path: str) -> tuple[str, ...]:
 class RouteTable:
     """Resolves (method, path) against a route table, the way API Gateway picks a resource."""
 
-    def __init__(self, routes: Iterable[Route] = ROUTES) -> None:
+    def __init__(self, routes: Iterable[Route] = ALL_ROUTES) -> None:
         by_template: dict[str, dict[str, Route]] = {}
         for route in routes:
             by_template.setdefault(route.path, {})[route.method] = route
