@@ -519,7 +519,9 @@ def terminate(workflow: str) -> Any:
     wid = api.path(workflow)
     instance = engine.get_instance(wid)
     if instance["status"] in ("RUNNING", "PAUSED"):
-        engine.cancel_instance(wid, api.query("reason"))
+        # The client form-encodes this query (a space is "+"), as Conductor's server decodes it.
+        reason = api.query("reason")
+        engine.cancel_instance(wid, reason.replace("+", " ") if reason else None)
     return _empty()
 
 
