@@ -154,7 +154,6 @@ ROUTES: tuple[Route, ...] = (
 )
 
 
-
 def _c(method: Method, path: str, summary: str, auth: Auth = CONDUCTOR_TOKEN) -> Route:
     return Route(method, "/api" + path, "conductor", auth=auth, summary=summary)
 

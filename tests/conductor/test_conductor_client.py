@@ -167,7 +167,10 @@ def _fork(prefix: str) -> dict[str, Any]:
                 "evaluatorType": "javascript",
                 "expression": "$.n > 3",
                 "inputParameters": {"n": "${workflow.input.n}"},
-                "decisionCases": {"true": [greet("big", "big")], "false": [greet("small", "small")]},
+                "decisionCases": {
+                    "true": [greet("big", "big")],
+                    "false": [greet("small", "small")],
+                },
             },
         ],
         "outputParameters": {"left": "${left.output.greeting}"},
