@@ -79,7 +79,7 @@ _TASK_DEF_FIELDS = (
     "ownerEmail",
 )
 _DURATION = re.compile(
-    r"(\d+)\s*(d|days?|h|hrs?|hours?|m|mins?|minutes?|s|secs?|seconds?)", re.IGNORECASE
+    r"(\d+)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b", re.IGNORECASE
 )
 _UNIT = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 
@@ -383,9 +383,10 @@ def _do_while(task: dict[str, Any], path: str) -> dict[str, Any]:
             label,
             f"loopCondition is not a simple comparison Baton can translate to JSONata ({e})",
         ) from None
+    # Its inputParameters feed loopCondition (often reading the loop's own tasks, which Baton's
+    # step input may not): they are resolved into the JSONata condition instead.
     step.update(
         type="DO_WHILE",
-        input=_input(task, path),
         steps=_tasks(task.get("loopOver") or [], f"{path}.loopOver"),
         maxIterations=DO_WHILE_MAX_ITERATIONS,
     )
@@ -550,15 +551,20 @@ def _back_one(s: dict[str, Any]) -> list[dict[str, Any]]:
     elif kind == "SWITCH":
         task["type"] = "SWITCH"
         cases = s.get("cases")
+        params = task["inputParameters"]
         if isinstance(cases, dict):
+            on = params_out(s.get("on"))
+            key = next((k for k, v in params.items() if v == on), None)
+            if key is None:
+                key = "switchCaseValue"
+                params[key] = on
             task["evaluatorType"] = "value-param"
-            task["expression"] = "switchCaseValue"
-            task["inputParameters"]["switchCaseValue"] = params_out(s.get("on"))
+            task["expression"] = key
             task["decisionCases"] = {k: _back(v) for k, v in cases.items()}
         else:
             task["evaluatorType"] = "javascript"
             first = cases[0]["condition"] if cases else "true"
-            task["expression"] = _jsonata_to_js(first)
+            task["expression"] = _jsonata_to_js(first, params)
             task["decisionCases"] = {}
             for c in cases or []:
                 key = "false" if c["condition"].startswith("$not(") else "true"
@@ -583,7 +589,7 @@ def _back_one(s: dict[str, Any]) -> list[dict[str, Any]]:
         return [task, join]
     elif kind == "DO_WHILE":
         task["type"] = "DO_WHILE"
-        task["loopCondition"] = _jsonata_to_js(s["while"])
+        task["loopCondition"] = _jsonata_to_js(s["while"], task["inputParameters"])
         task["loopOver"] = _back(s["steps"])
     elif kind == "SUB_WORKFLOW":
         task["type"] = "SUB_WORKFLOW"
@@ -609,12 +615,12 @@ def _back_one(s: dict[str, Any]) -> list[dict[str, Any]]:
         task["type"] = "HUMAN"
     elif kind == "TERMINATE":
         task["type"] = "TERMINATE"
-        params: dict[str, Any] = {"terminationStatus": s["status"]}
+        ends: dict[str, Any] = {"terminationStatus": s["status"]}
         if s.get("reason") is not None:
-            params["terminationReason"] = params_out(s["reason"])
+            ends["terminationReason"] = params_out(s["reason"])
         if s.get("output") is not None:
-            params["workflowOutput"] = params_out(s["output"])
-        task["inputParameters"] = params
+            ends["workflowOutput"] = params_out(s["output"])
+        task["inputParameters"] = ends
     elif kind == "SET_VARIABLE":
         task["type"] = "SET_VARIABLE"
         task["inputParameters"] = params_out(s["variables"])
@@ -629,10 +635,10 @@ def _back_one(s: dict[str, Any]) -> list[dict[str, Any]]:
     return [task]
 
 
-def _jsonata_to_js(condition: str) -> str:
-    """A JSONata condition shown as Conductor would write it (display only; Baton keeps the
-    JSONata it evaluates)."""
-    text = condition
-    for a, b in ((" and ", " && "), (" or ", " || "), (" = ", " == ")):
-        text = text.replace(a, b)
-    return text
+def _jsonata_to_js(condition: str, params: dict[str, Any]) -> str:
+    """A JSONata condition as the Conductor script it came from (paths read through input
+    parameters); JSONata outside what :mod:`baton.conductor.js` makes is shown as it is."""
+    try:
+        return js.from_jsonata(condition, params)
+    except ValueError:
+        return condition
