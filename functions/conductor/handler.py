@@ -80,7 +80,7 @@ def _header(name: str) -> str | None:
 
 
 def _api_key() -> str:
-    key = runtime.settings().api_key
+    key = runtime.conductor_key()
     if not key:
         raise Unauthorized("this deployment has no API key for the /api surface", status=403)
     return key

@@ -1,4 +1,4 @@
-"""The REST API, generated from ``baton.routes.ROUTES``: one resource/method per route, a Lambda
+"""The REST API, generated from ``baton.routes.ALL_ROUTES``: one resource/method per route, a Lambda
 proxy integration to the route's function, auth on every method but the route table's public
 ones (``auth`` none: liveness and the OpenAPI document), which answer without credentials.
 
@@ -20,7 +20,7 @@ from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from baton.routes import ROUTES, Route
+from baton.routes import ALL_ROUTES, CONDUCTOR_TOKEN, Route
 from constructs import Construct
 
 from baton_infra.config import DeployConfig
@@ -28,7 +28,7 @@ from baton_infra.nag import acknowledge, logical_id
 
 _PATH_PARAM = re.compile(r"{(\w+)}")
 # Route auth values this construct knows how to enforce.
-SUPPORTED_AUTH = frozenset({"api_key_or_iam", "none"})
+SUPPORTED_AUTH = frozenset({"api_key_or_iam", "none", "conductor_token"})
 
 # API Gateway's own errors (bad key, throttling, oversized body...) answer in the same
 # RFC 9457 problem+json shape as the functions' errors, so clients parse one format.
@@ -60,7 +60,7 @@ class BatonApi(Construct):
         *,
         config: DeployConfig,
         functions: Mapping[str, lambda_.IFunction],
-        routes: Sequence[Route] = ROUTES,
+        routes: Sequence[Route] = ALL_ROUTES,
     ) -> None:
         super().__init__(scope, construct_id)
         self._config = config
@@ -119,10 +119,10 @@ class BatonApi(Construct):
                 integrations[route.function],
                 authorization_type=(
                     apigw.AuthorizationType.IAM
-                    if config.auth_mode == "iam" and not route.public
+                    if config.auth_mode == "iam" and route.gateway_auth
                     else apigw.AuthorizationType.NONE
                 ),
-                api_key_required=config.auth_mode == "apiKey" and not route.public,
+                api_key_required=config.auth_mode == "apiKey" and route.gateway_auth,
                 request_validator=validator,
                 request_parameters={
                     f"method.request.path.{name}": True for name in path_parameters(route.path)
@@ -134,6 +134,14 @@ class BatonApi(Construct):
                     "AwsSolutions-APIG4",
                     f"{route.method} {route.path} is public on purpose: uptime checks and API "
                     "clients read it without credentials, and it returns no workflow data.",
+                )
+            if route.auth == CONDUCTOR_TOKEN:
+                acknowledge(
+                    method,
+                    "AwsSolutions-APIG4",
+                    f"{route.method} {route.path} is Conductor-compatible: Conductor's SDKs send "
+                    "neither API Gateway keys nor SigV4, so the conductor function checks their "
+                    "X-Authorization token (from POST /api/token) itself and answers 401/403.",
                 )
             self.methods.append(method)
         self._gateway_responses()
