@@ -415,8 +415,10 @@ def _start(
     if input is not None and not isinstance(input, dict):
         raise ValidationFailed([Problem("input", "must be an object")])
     definition = cdefs.to_baton_workflow(inline) if isinstance(inline, dict) else None
-    if definition is None and not name:
-        raise ValidationFailed([Problem("name", "give name or workflowDef")])
+    if definition is None and not (isinstance(name, str) and name):
+        raise ValidationFailed([Problem("name", "give a workflow name or a workflowDef")])
+    if version is not None and not isinstance(version, int):
+        raise ValidationFailed([Problem("version", "must be a whole number")])
     instance, _ = api.engine().start_instance(
         definition_name=None if definition is not None else name,
         definition_version=version if isinstance(version, int) and version > 0 else None,
