@@ -4,6 +4,7 @@ client and workflow client call, over Baton's engine. Thin: the translations liv
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -200,7 +201,12 @@ def _apply_result(result: dict[str, Any]) -> tuple[str, str, str]:
     worker = result.get("workerId") if isinstance(result.get("workerId"), str) else None
     job_id, attempt = cviews.parse_task_id(tid)
     engine = api.engine()
-    state = engine.job_state(job_id)
+    try:
+        state = engine.job_state(job_id)
+    except JobNotFound:
+        # Not a worker's task: a HUMAN (USER_TASK) or WAIT (SIGNAL) step completed by its id.
+        _complete_waiting(result, tid, status)
+        return tid, "", worker or ""
     worker = worker or state.get("worker_id") or "conductor-worker"
     api.log_keys(job_id=job_id)
     logs = result.get("logs")
@@ -237,6 +243,27 @@ def _apply_result(result: dict[str, Any]) -> tuple[str, str, str]:
     except (AttemptNotCurrent, LeaseNotHeld):
         pass  # a stale attempt's update: Conductor ignores it with 200
     return tid, job_type, worker
+
+
+def _complete_waiting(result: dict[str, Any], tid: str, status: str) -> None:
+    wid = result.get("workflowInstanceId")
+    if not isinstance(wid, str) or not wid:
+        raise JobNotFound(tid)
+    engine = api.engine()
+    step = next((s for s in engine.get_instance(wid).get("steps", []) if s["id"] == tid), None)
+    if step is None or step["type"] not in ("USER_TASK", "SIGNAL"):
+        raise JobNotFound(tid)
+    if step["status"] not in ("SCHEDULED", "IN_PROGRESS"):
+        return  # a late update for a finished task: ignored, as Conductor does
+    if status != "COMPLETED":
+        raise ValidationFailed(
+            [Problem("status", f"a {step['type']} task is completed with COMPLETED, not {status}")]
+        )
+    output = result.get("outputData") if isinstance(result.get("outputData"), dict) else {}
+    if step["type"] == "USER_TASK":
+        engine.complete_user_task(wid, step["stepId"], output, step_execution_id=tid)
+    else:
+        engine.signal(wid, step["stepId"], output, step_execution_id=tid)
 
 
 @api.route("POST", "/api/tasks")
@@ -459,16 +486,20 @@ def start_by_name(workflow: str) -> Any:
 @api.route("GET", "/api/workflow/search")
 def search() -> Any:
     size = _int("size", 100, 1, 100)
-    query = api.query("query") or ""
+    # Conductor's server form-decodes queries: a "+" is a space.
+    query = (api.query("query") or "").replace("+", " ")
     status = None
     name = None
-    for clause in query.split(" AND "):
+    correlation = None
+    for clause in re.split(r"\s+AND\s+", query):
         key, _, value = clause.partition("=")
         key, value = key.strip(), value.strip().strip("'\"")
         if key == "status" and value:
             status = "CANCELLED" if value == "TERMINATED" else value
         elif key == "workflowType" and value:
             name = value
+        elif key == "correlationId" and value:
+            correlation = value
         elif clause.strip():
             raise ValidationFailed(
                 [
@@ -477,7 +508,11 @@ def search() -> Any:
                     )
                 ]
             )
-    page = api.engine().search_instances(status=status, definition_name=name, limit=size)
+    if status is not None and status not in cviews.WORKFLOW_STATUS:
+        raise ValidationFailed([Problem("query", f"unknown status {status!r}")])
+    page = api.engine().search_instances(
+        status=status, definition_name=name, correlation_id=correlation, limit=size
+    )
     results = [cviews.summary(i) for i in page.get("instances", [])]
     return _json({"totalHits": len(results), "results": results})
 

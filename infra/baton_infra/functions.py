@@ -229,6 +229,7 @@ class BatonFunctions(Construct):
             generate_secret_string=secretsmanager.SecretStringGenerator(
                 exclude_punctuation=True, password_length=40
             ),
+            removal_policy=self._config.removal_policy,
         )
         acknowledge(
             secret,

@@ -59,18 +59,26 @@ def test_no_iam_statement_uses_wildcard_actions(any_synth: Synth) -> None:
 
 
 def test_only_the_database_secret_is_readable(any_synth: Synth) -> None:
+    """...and the /api key secret, by the conductor function alone."""
     (attachment_id,) = any_synth.of_type("AWS::SecretsManager::SecretTargetAttachment")
-    readers = 0
+    (conductor_key,) = [
+        lid for lid in any_synth.of_type("AWS::SecretsManager::Secret") if "ConductorKey" in lid
+    ]
+    readers = conductor_readers = 0
     for _, statement in _statements(any_synth):
         if any(a.startswith("secretsmanager:") for a in _actions(statement)):
             assert sorted(_actions(statement)) == [
                 "secretsmanager:DescribeSecret",
                 "secretsmanager:GetSecretValue",
             ]
+            if statement["Resource"] == {"Ref": conductor_key}:
+                conductor_readers += 1
+                continue
             assert statement["Resource"] == {"Ref": attachment_id}
             readers += 1
     # every function reads it at cold start, and RDS Proxy authenticates with it
     assert readers == len(ALL_FUNCTIONS) + 1
+    assert conductor_readers == 1
 
 
 @pytest.mark.parametrize("name", sorted(ALL_FUNCTIONS))
