@@ -71,11 +71,13 @@ def test_only_the_database_secret_is_readable(any_synth: Synth) -> None:
                 "secretsmanager:DescribeSecret",
                 "secretsmanager:GetSecretValue",
             ]
-            if statement["Resource"] == {"Ref": conductor_key}:
-                conductor_readers += 1
-                continue
-            assert statement["Resource"] == {"Ref": attachment_id}
-            readers += 1
+            resources = statement["Resource"]
+            for resource in resources if isinstance(resources, list) else [resources]:
+                if resource == {"Ref": conductor_key}:
+                    conductor_readers += 1
+                    continue
+                assert resource == {"Ref": attachment_id}
+                readers += 1
     # every function reads it at cold start, and RDS Proxy authenticates with it
     assert readers == len(ALL_FUNCTIONS) + 1
     assert conductor_readers == 1
