@@ -66,7 +66,14 @@ def to_jsonata(script: str, resolve: Callable[[list[str]], str]) -> str:
             out.append("$not" if op == "!" else _OPS[op])
     if not out:
         raise ValueError("empty condition")
-    return " ".join(out).replace("$not (", "$not(")
+    for i, token in enumerate(out):
+        if token == "$not" and (i + 1 == len(out) or out[i + 1] != "("):
+            raise ValueError("'!' is translated only before a parenthesis: !( … )")
+    text = ""
+    for i, token in enumerate(out):
+        glued = i == 0 or token == ")" or out[i - 1] in ("(", "$not")
+        text += token if glued else " " + token
+    return text
 
 
 _JSONATA_TOKEN = re.compile(
