@@ -1,7 +1,7 @@
-"""The REST API, generated from ``baton.routes.SERVED_ROUTES`` (the API and the viewer at /ui):
-one resource/method per route, a Lambda proxy integration to the route's function, auth on every
-method but the route table's public ones (``auth`` none: liveness, the OpenAPI document and the
-viewer's static assets), which answer without credentials.
+"""The REST API, generated from ``baton.routes.SERVED_ROUTES`` (the /v1 API, Conductor's /api and
+the viewer at /ui): one resource/method per route, a Lambda proxy integration to the route's
+function, auth on every method but the route table's public ones (``auth`` none: liveness, the
+OpenAPI document and the viewer's static assets), which answer without credentials.
 
 Auth modes (context ``authMode``):
 * ``apiKey``: every method requires an API key (``x-api-key``) of the stage's usage plan; keys
@@ -21,7 +21,7 @@ from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from baton.routes import SERVED_ROUTES, Route
+from baton.routes import CONDUCTOR_TOKEN, SERVED_ROUTES, Route
 from constructs import Construct
 
 from baton_infra.config import DeployConfig
@@ -29,7 +29,7 @@ from baton_infra.nag import acknowledge, logical_id
 
 _PATH_PARAM = re.compile(r"{(\w+)}")
 # Route auth values this construct knows how to enforce.
-SUPPORTED_AUTH = frozenset({"api_key_or_iam", "none"})
+SUPPORTED_AUTH = frozenset({"api_key_or_iam", "none", "conductor_token"})
 
 # API Gateway's own errors (bad key, throttling, oversized body...) answer in the same
 # RFC 9457 problem+json shape as the functions' errors, so clients parse one format.
@@ -120,10 +120,10 @@ class BatonApi(Construct):
                 integrations[route.function],
                 authorization_type=(
                     apigw.AuthorizationType.IAM
-                    if config.auth_mode == "iam" and not route.public
+                    if config.auth_mode == "iam" and route.gateway_auth
                     else apigw.AuthorizationType.NONE
                 ),
-                api_key_required=config.auth_mode == "apiKey" and not route.public,
+                api_key_required=config.auth_mode == "apiKey" and route.gateway_auth,
                 request_validator=validator,
                 request_parameters={
                     f"method.request.path.{name}": True for name in path_parameters(route.path)
@@ -141,6 +141,14 @@ class BatonApi(Construct):
                         else "uptime checks and API clients read it without credentials, and "
                         "it returns no workflow data."
                     ),
+                )
+            if route.auth == CONDUCTOR_TOKEN:
+                acknowledge(
+                    method,
+                    "AwsSolutions-APIG4",
+                    f"{route.method} {route.path} is Conductor-compatible: Conductor's SDKs send "
+                    "neither API Gateway keys nor SigV4, so the conductor function checks their "
+                    "X-Authorization token (from POST /api/token) itself and answers 401/403.",
                 )
             self.methods.append(method)
         self._gateway_responses()

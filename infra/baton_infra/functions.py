@@ -18,13 +18,14 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
 from baton import settings
 from baton.routes import (
     MIGRATION_FUNCTION,
     ROUTES,
     SCHEDULED_FUNCTIONS,
     UI_ROUTES,
-    served_functions,
+    api_functions,
 )
 from constructs import Construct
 
@@ -43,6 +44,7 @@ METRICS_NAMESPACE = settings.METRICS_NAMESPACE
 PAYLOAD_FUNCTIONS = frozenset({"instances", "jobs"})
 # The function answering GET /v1/health checks that the payload bucket answers (HeadBucket,
 # which needs s3:ListBucket on the bucket itself); taken from the route table.
+CONDUCTOR_FUNCTION = "conductor"
 BUCKET_PROBE_FUNCTIONS = frozenset(r.function for r in ROUTES if r.path == "/v1/health")
 # Functions that never touch the database (the viewer's static assets): no read of its secret.
 DATABASE_FREE_FUNCTIONS = frozenset(r.function for r in UI_ROUTES)
@@ -99,7 +101,7 @@ def function_specs(payload_functions: frozenset[str] | None = None) -> tuple[Fun
     ``payload_functions`` (default ``PAYLOAD_FUNCTIONS``); raises UnknownFunctionError if any of
     those is not a function of the route table."""
     kinds: dict[str, Kind] = {}
-    for name in served_functions():
+    for name in api_functions():
         kinds[name] = Kind.API
     for name in SCHEDULED_FUNCTIONS:
         kinds.setdefault(name, Kind.SCHEDULED)
@@ -146,6 +148,7 @@ class BatonFunctions(Construct):
             description="Baton Lambda functions (isolated subnets: no route out of the VPC)",
         )
         network.allow_endpoints_from(self.security_group)
+        self.conductor_key = self._conductor_key()
         self.by_name: dict[str, lambda_.Function] = {
             spec.name: self._create(spec) for spec in self.specs
         }
@@ -222,6 +225,28 @@ class BatonFunctions(Construct):
         )
         return fn
 
+    def _conductor_key(self) -> secretsmanager.Secret | None:
+        """The key ``POST /api/token`` accepts as ``keySecret`` (Conductor's SDKs send neither API
+        Gateway keys nor SigV4, so the conductor function issues and checks tokens itself)."""
+        if CONDUCTOR_FUNCTION not in {s.name for s in self.specs}:
+            return None
+        secret = secretsmanager.Secret(
+            self,
+            "ConductorKey",
+            description=f"Baton /api key: keySecret of POST /api/token ({self._config.stage})",
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                exclude_punctuation=True, password_length=40
+            ),
+            removal_policy=self._config.removal_policy,
+        )
+        acknowledge(
+            secret,
+            "AwsSolutions-SMG4",
+            "Rotated by a deploy (replace the secret); warm conductor functions cache it, and "
+            "the tokens it signed stay valid for at most a day.",
+        )
+        return secret
+
     def _environment(self, spec: FunctionSpec, *, duty_loop_seconds: int) -> dict[str, str]:
         environment = {
             settings.ENV_DB_SECRET_ARN: self._database.secret.secret_arn,
@@ -235,6 +260,8 @@ class BatonFunctions(Construct):
         }
         if duty_loop_seconds:
             environment[settings.ENV_DUTY_LOOP_SECONDS] = str(duty_loop_seconds)
+        if spec.name == CONDUCTOR_FUNCTION and self.conductor_key is not None:
+            environment[settings.ENV_CONDUCTOR_KEY_SECRET_ARN] = self.conductor_key.secret_arn
         return environment
 
     def _role(self, spec: FunctionSpec, log_group: logs.ILogGroup) -> iam.Role:
@@ -254,6 +281,8 @@ class BatonFunctions(Construct):
         role.add_to_policy(iam.PolicyStatement(actions=ENI_ACTIONS, resources=["*"]))
         if spec.name not in DATABASE_FREE_FUNCTIONS:
             self._database.secret.grant_read(role)
+        if spec.name == CONDUCTOR_FUNCTION and self.conductor_key is not None:
+            self.conductor_key.grant_read(role)
         if spec.name in BUCKET_PROBE_FUNCTIONS:
             role.add_to_policy(
                 iam.PolicyStatement(

@@ -4,6 +4,12 @@ Paths use API Gateway's template syntax (``{name}``). ``function`` names a folde
 ``functions/`` whose ``handler.handler`` serves the route. ``auth`` is ``api_key_or_iam`` (the
 deployment's auth mode: an API key, or SigV4) or ``none`` for the few public routes (liveness and
 the contract), which the CDK API and the local server both serve without credentials.
+
+``CONDUCTOR_ROUTES`` are the Conductor-compatible surface under ``/api`` (the ``conductor``
+function), kept apart from ``ROUTES`` so the ``/v1`` contract (OpenAPI, protobuf) stays
+``/v1``-only. Their ``auth`` is ``conductor_token``: Conductor's clients send neither API Gateway
+keys nor SigV4, so the function itself checks ``X-Authorization`` (a token from ``POST /api/token``)
+or ``x-api-key``; ``/api/token`` is public.
 """
 
 from __future__ import annotations
@@ -11,8 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Auth = Literal["api_key_or_iam", "none"]
+Auth = Literal["api_key_or_iam", "none", "conductor_token"]
 PUBLIC: Auth = "none"
+CONDUCTOR_TOKEN: Auth = "conductor_token"
 Method = Literal["GET", "POST", "PUT", "DELETE"]
 
 
@@ -31,6 +38,11 @@ class Route:
     def public(self) -> bool:
         """Served without credentials."""
         return self.auth == PUBLIC
+
+    @property
+    def gateway_auth(self) -> bool:
+        """Credentials checked in front of the function (API Gateway, the local server)."""
+        return self.auth == "api_key_or_iam"
 
 
 ROUTES: tuple[Route, ...] = (
@@ -156,6 +168,44 @@ ROUTES: tuple[Route, ...] = (
     ),
 )
 
+
+def _c(method: Method, path: str, summary: str, auth: Auth = CONDUCTOR_TOKEN) -> Route:
+    return Route(method, "/api" + path, "conductor", auth=auth, summary=summary)
+
+
+CONDUCTOR_ROUTES: tuple[Route, ...] = (
+    _c("POST", "/token", "A token for X-Authorization (keySecret: an API key)", auth=PUBLIC),
+    _c("GET", "/tasks/poll/batch/{taskType}", "Poll tasks of a type (Conductor Tasks)"),
+    _c("GET", "/tasks/poll/{taskType}", "Poll one task of a type"),
+    _c("POST", "/tasks", "Update a task with a TaskResult; answers the task id"),
+    _c("POST", "/tasks/update-v2", "Update a task; answers the next task of its type"),
+    _c("GET", "/tasks/{taskId}", "One task"),
+    _c("GET", "/tasks/{taskId}/log", "A task's logs"),
+    _c("POST", "/tasks/{taskId}/log", "Add a log line to a task"),
+    _c("POST", "/metadata/taskdefs", "Register task definitions (a list)"),
+    _c("PUT", "/metadata/taskdefs", "Update one task definition"),
+    _c("GET", "/metadata/taskdefs", "Every task definition"),
+    _c("GET", "/metadata/taskdefs/{name}", "One task definition"),
+    _c("DELETE", "/metadata/taskdefs/{name}", "Delete a task definition"),
+    _c("POST", "/metadata/workflow", "Register a workflow definition"),
+    _c("PUT", "/metadata/workflow", "Register or update workflow definitions (a list)"),
+    _c("GET", "/metadata/workflow", "The latest version of every workflow definition"),
+    _c("GET", "/metadata/workflow/{name}", "A workflow definition (latest or ?version=)"),
+    _c("DELETE", "/metadata/workflow/{name}/{version}", "Delete a workflow definition version"),
+    _c("POST", "/workflow", "Start a workflow (StartWorkflowRequest); answers its id"),
+    _c("GET", "/workflow/search", "Search workflows"),
+    _c("POST", "/workflow/{workflow}", "Start a workflow by name; answers its id"),
+    _c("GET", "/workflow/{workflow}/correlated/{correlationId}", "Workflows by correlation id"),
+    _c("GET", "/workflow/{workflow}", "A workflow with its tasks"),
+    _c("DELETE", "/workflow/{workflow}", "Terminate a workflow"),
+    _c("GET", "/workflow/{workflow}/status", "A workflow's status"),
+    _c("PUT", "/workflow/{workflow}/pause", "Pause a workflow"),
+    _c("PUT", "/workflow/{workflow}/resume", "Resume a workflow"),
+    _c("POST", "/workflow/{workflow}/retry", "Retry a failed workflow"),
+    _c("POST", "/workflow/{workflow}/restart", "Restart an ended workflow"),
+    _c("DELETE", "/workflow/{workflow}/remove", "Remove an ended workflow"),
+)
+
 # The execution viewer: a static page and its assets, outside the REST contract (not in the
 # OpenAPI document, no proto message). Public like liveness: the page holds no data, and every API
 # call it makes carries the user's key. Assets sit flat under /ui/ (one path segment each), so no
@@ -167,8 +217,10 @@ UI_ROUTES: tuple[Route, ...] = (
     Route("GET", "/ui/{asset}", "ui", auth=PUBLIC, summary="A static asset of the viewer"),
 )
 
-# Everything the API Gateway (and the local server) serves: the REST API and the viewer.
-SERVED_ROUTES: tuple[Route, ...] = ROUTES + UI_ROUTES
+
+SERVED_ROUTES: tuple[Route, ...] = ROUTES + CONDUCTOR_ROUTES + UI_ROUTES
+"""Every route the API Gateway (and the local server) serves: the ``/v1`` contract, the
+Conductor-compatible ``/api`` and the viewer at ``/ui``."""
 
 # Functions invoked on a schedule (EventBridge in AWS, a timer locally), not through the API.
 SCHEDULED_FUNCTIONS: tuple[str, ...] = ("reaper", "sweeper", "queue_dispatcher")
@@ -178,10 +230,6 @@ MIGRATION_FUNCTION = "migrate"
 
 
 def api_functions() -> tuple[str, ...]:
-    """Names of the functions that serve API routes, in route-table order, without repeats."""
-    return tuple(dict.fromkeys(r.function for r in ROUTES))
-
-
-def served_functions() -> tuple[str, ...]:
-    """Names of the functions behind every served route (the API's, then the viewer's)."""
+    """Names of the functions behind every served route (the REST API's, Conductor's, the
+    viewer's), in route-table order, without repeats."""
     return tuple(dict.fromkeys(r.function for r in SERVED_ROUTES))

@@ -17,6 +17,9 @@ ENV_DB_NAME = "BATON_DB_NAME"
 ENV_PAYLOAD_BUCKET = "BATON_PAYLOAD_BUCKET"
 ENV_S3_ENDPOINT = "BATON_S3_ENDPOINT"
 ENV_API_KEY = "BATON_API_KEY"
+# In AWS: the Secrets Manager secret holding the key that /api/token accepts as keySecret (the
+# Conductor-compatible surface checks its tokens itself; locally it accepts BATON_API_KEY).
+ENV_CONDUCTOR_KEY_SECRET_ARN = "BATON_CONDUCTOR_KEY_SECRET_ARN"
 ENV_PORT = "BATON_PORT"
 ENV_DATA_DIR = "BATON_DATA_DIR"
 ENV_TICK_SECONDS = "BATON_TICK_SECONDS"
@@ -37,6 +40,7 @@ ALL_ENV_VARS = (
     ENV_PAYLOAD_BUCKET,
     ENV_S3_ENDPOINT,
     ENV_API_KEY,
+    ENV_CONDUCTOR_KEY_SECRET_ARN,
     ENV_PORT,
     ENV_DATA_DIR,
     ENV_TICK_SECONDS,
@@ -74,6 +78,7 @@ class Settings:
     payload_bucket: str | None = None
     s3_endpoint: str | None = None
     api_key: str | None = None
+    conductor_key_secret_arn: str | None = None
     stage: str = "local"
     # 0: one pass per invocation (locally the timer invokes every second).
     duty_loop_seconds: float = 0.0
@@ -94,6 +99,7 @@ class Settings:
             payload_bucket=e.get(ENV_PAYLOAD_BUCKET) or None,
             s3_endpoint=e.get(ENV_S3_ENDPOINT) or None,
             api_key=e.get(ENV_API_KEY) or None,
+            conductor_key_secret_arn=e.get(ENV_CONDUCTOR_KEY_SECRET_ARN) or None,
             stage=e.get(ENV_STAGE) or "local",
             duty_loop_seconds=float(e.get(ENV_DUTY_LOOP_SECONDS) or 0),
             engine=engine,

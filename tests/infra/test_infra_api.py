@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match
-from baton.routes import SERVED_ROUTES as ROUTES
-from baton.routes import Route
+from baton.routes import CONDUCTOR_ROUTES, ROUTES, SERVED_ROUTES, UI_ROUTES, Route
 from baton_infra.api import path_parameters
 from synth_support import Synth, function_logical_ids
 
@@ -48,8 +47,9 @@ def _function_of(synth: Synth, method: dict[str, Any]) -> str:
     return str(next(p["Fn::GetAtt"][0] for p in parts if isinstance(p, dict) and "Fn::GetAtt" in p))
 
 
-PRIVATE = [r for r in ROUTES if not r.public]
-PUBLIC = [r for r in ROUTES if r.public]
+# Conductor's routes are checked by their function (below), not by the gateway.
+PRIVATE = [r for r in ROUTES + UI_ROUTES if not r.public]
+PUBLIC = [r for r in SERVED_ROUTES if r.public]
 
 
 @pytest.mark.parametrize("route", PRIVATE, ids=lambda r: f"{r.method} {r.path}")
@@ -81,8 +81,35 @@ def test_public_routes_need_no_credentials_in_either_mode(any_synth: Synth, rout
     assert _function_of(any_synth, method) == function_logical_ids(any_synth)[route.function]
 
 
+CONDUCTOR_CHECKED = [r for r in CONDUCTOR_ROUTES if not r.public]
+
+
+@pytest.mark.parametrize("route", CONDUCTOR_CHECKED, ids=lambda r: f"{r.method} {r.path}")
+def test_conductor_routes_are_checked_by_their_function_in_either_mode(
+    any_synth: Synth, route: Route
+) -> None:
+    """Conductor's SDKs send neither API keys nor SigV4: the conductor function checks the
+    X-Authorization token itself."""
+    method = _methods(any_synth)[(route.method, route.path)]
+    assert method["AuthorizationType"] == "NONE"
+    assert method.get("ApiKeyRequired", False) is False
+    assert _function_of(any_synth, method) == function_logical_ids(any_synth)["conductor"]
+
+
+def test_the_conductor_function_reads_a_key_secret_of_its_own(dev: Synth) -> None:
+    secrets = [
+        lid
+        for lid, r in dev.resources.items()
+        if r["Type"] == "AWS::SecretsManager::Secret" and "ConductorKey" in lid
+    ]
+    assert len(secrets) == 1
+    fn = dev.resources[function_logical_ids(dev)["conductor"]]["Properties"]
+    env = fn["Environment"]["Variables"]
+    assert env["BATON_CONDUCTOR_KEY_SECRET_ARN"] == {"Ref": secrets[0]}
+
+
 def test_api_has_exactly_the_routes_of_the_table(any_synth: Synth) -> None:
-    assert set(_methods(any_synth)) == {(r.method, r.path) for r in ROUTES}
+    assert set(_methods(any_synth)) == {(r.method, r.path) for r in SERVED_ROUTES}
 
 
 def test_path_parameters_come_from_braces() -> None:
@@ -159,4 +186,4 @@ def test_one_api_scoped_permission_per_api_function(any_synth: Synth) -> None:
         for p in any_synth.props("AWS::Lambda::Permission")
         if p["Principal"] == "apigateway.amazonaws.com"
     ]
-    assert len(api_permissions) == len({r.function for r in ROUTES})
+    assert len(api_permissions) == len({r.function for r in SERVED_ROUTES})

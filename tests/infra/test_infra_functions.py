@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 from baton import settings
-from baton.routes import MIGRATION_FUNCTION, SCHEDULED_FUNCTIONS
-from baton.routes import served_functions as api_functions
+from baton.routes import MIGRATION_FUNCTION, SCHEDULED_FUNCTIONS, api_functions
 from baton_infra import functions
 from baton_infra.config import (
     FUNCTION_SIZING,

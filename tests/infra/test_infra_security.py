@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from baton.routes import MIGRATION_FUNCTION, SCHEDULED_FUNCTIONS
-from baton.routes import served_functions as api_functions
+from baton.routes import MIGRATION_FUNCTION, SCHEDULED_FUNCTIONS, api_functions
 from baton_infra.functions import BUCKET_PROBE_FUNCTIONS, DATABASE_FREE_FUNCTIONS, PAYLOAD_FUNCTIONS
 from synth_support import Synth, function_logical_ids
 
@@ -60,18 +59,28 @@ def test_no_iam_statement_uses_wildcard_actions(any_synth: Synth) -> None:
 
 
 def test_only_the_database_secret_is_readable(any_synth: Synth) -> None:
+    """...and the /api key secret, by the conductor function alone."""
     (attachment_id,) = any_synth.of_type("AWS::SecretsManager::SecretTargetAttachment")
-    readers = 0
+    (conductor_key,) = [
+        lid for lid in any_synth.of_type("AWS::SecretsManager::Secret") if "ConductorKey" in lid
+    ]
+    readers = conductor_readers = 0
     for _, statement in _statements(any_synth):
         if any(a.startswith("secretsmanager:") for a in _actions(statement)):
             assert sorted(_actions(statement)) == [
                 "secretsmanager:DescribeSecret",
                 "secretsmanager:GetSecretValue",
             ]
-            assert statement["Resource"] == {"Ref": attachment_id}
-            readers += 1
+            resources = statement["Resource"]
+            for resource in resources if isinstance(resources, list) else [resources]:
+                if resource == {"Ref": conductor_key}:
+                    conductor_readers += 1
+                    continue
+                assert resource == {"Ref": attachment_id}
+                readers += 1
     # every function but the viewer's reads it at cold start, and RDS Proxy authenticates with it
     assert readers == len(ALL_FUNCTIONS - DATABASE_FREE_FUNCTIONS) + 1
+    assert conductor_readers == 1
 
 
 def test_the_viewer_function_cannot_read_the_database_secret(dev: Synth) -> None:

@@ -23,7 +23,7 @@ from baton.api.json_input import check_string, parse_json_body
 from baton.api.problems import PROBLEM_JSON, from_error, problem, validation_error
 from baton.engine.service import Engine
 from baton.errors import BatonError, MalformedRequest, Problem, ValidationFailed
-from baton.routes import ROUTES
+from baton.routes import SERVED_ROUTES
 from pydantic import BaseModel, ValidationError
 
 from baton_lambda import runtime
@@ -41,7 +41,7 @@ def _dumps(body: Any) -> str:
     return json.dumps(body, separators=(",", ":"), default=str)
 
 
-_ROUTE_KEYS = frozenset((r.method, r.path, r.function) for r in ROUTES)
+_ROUTE_KEYS = frozenset((r.method, r.path, r.function) for r in SERVED_ROUTES)
 
 
 _INTEGER = re.compile(r"-?[0-9]+")

@@ -33,6 +33,31 @@ def settings() -> Settings:
     return Settings.from_env()
 
 
+_conductor_key: list[str] = []
+
+
+def conductor_key() -> str | None:
+    """The key ``/api/token`` accepts: BATON_API_KEY (locally), else the Secrets Manager secret
+    the CDK app made for the Conductor-compatible surface (read once per container)."""
+    s = settings()
+    if s.api_key:
+        return s.api_key
+    if not s.conductor_key_secret_arn:
+        return None
+    if not _conductor_key:
+        import boto3
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            response = boto3.client("secretsmanager").get_secret_value(
+                SecretId=s.conductor_key_secret_arn
+            )
+        except (BotoCoreError, ClientError) as e:
+            raise Unavailable(f"cannot read the /api key secret: {e}") from e
+        _conductor_key.append(str(response["SecretString"]))
+    return _conductor_key[0]
+
+
 def conninfo(s: Settings) -> str:
     """DATABASE_URL when given (local mode); otherwise the cluster secret + the proxy host."""
     if s.database_url:

@@ -5,7 +5,8 @@ the instance it touches:
 - :class:`~baton.engine.instance_ops.InstanceOps`: start, read, search, cancel, user tasks, signals;
 - :class:`~baton.engine.job_ops.JobOps`: the workers' poll, complete, fail and heartbeat;
 - :class:`~baton.engine.duties.Duties`: the scheduled reaper and sweeper;
-- :class:`~baton.engine.delete_ops.DeleteOps`: deleting a definition version, a finished instance.
+- :class:`~baton.engine.delete_ops.DeleteOps`: deleting a definition version, a finished instance;
+- :class:`~baton.engine.conductor_ops.ConductorOps`: what Conductor's workers need besides.
 
 They share :class:`~baton.engine.core.EngineCore` (database, settings, metrics, snapshot cache and
 the decision sequence).
@@ -13,6 +14,7 @@ the decision sequence).
 
 from __future__ import annotations
 
+from baton.engine.conductor_ops import ConductorOps
 from baton.engine.definition_ops import DefinitionOps
 from baton.engine.delete_ops import DeleteOps
 from baton.engine.duties import Duties
@@ -20,7 +22,7 @@ from baton.engine.instance_ops import InstanceOps
 from baton.engine.job_ops import JobOps
 
 
-class Engine(DefinitionOps, InstanceOps, JobOps, Duties, DeleteOps):
+class Engine(DefinitionOps, InstanceOps, JobOps, Duties, DeleteOps, ConductorOps):
     """Baton's engine over one database: every public operation of the REST contract."""
 
 

@@ -158,7 +158,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def _public(self) -> bool:
         """The request is for a route the table serves without credentials (``auth`` none)."""
         match = self.server.routes.match(self.command, self.path.partition("?")[0])
-        return isinstance(match, RouteMatch) and match.route.public
+        return isinstance(match, RouteMatch) and not match.route.gateway_auth
 
     def _content_length(self) -> int | None:
         raw = self.headers.get("Content-Length", "0").strip() or "0"

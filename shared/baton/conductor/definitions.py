@@ -1,0 +1,644 @@
+"""Conductor's workflow and task definitions ⇄ Baton's, pure functions.
+
+Conductor → Baton (:func:`to_baton_workflow`, :func:`to_baton_task_def`) and back
+(:func:`to_conductor_workflow`, :func:`to_conductor_task_def`). What has no faithful Baton
+equivalent raises :class:`~baton.conductor.errors.Untranslatable` naming the task; nothing is
+silently dropped.
+
++-----------------------------+------------------------------------------------------------+
+| Conductor                   | Baton                                                      |
++=============================+============================================================+
+| SIMPLE                      | SERVICE_TASK (``jobType`` = name, step id = reference)     |
+| SWITCH (value-param)        | SWITCH ``on`` + ``cases`` object                           |
+| SWITCH (javascript/graaljs) | SWITCH with a JSONata ``condition`` per case               |
+| FORK_JOIN + JOIN            | PARALLEL                                                   |
+| DO_WHILE                    | DO_WHILE (``loopCondition`` translated to JSONata)         |
+| SUB_WORKFLOW                | SUB_WORKFLOW                                               |
+| WAIT duration/until         | TIMER; WAIT without either: SIGNAL                         |
+| HUMAN                       | USER_TASK                                                  |
+| TERMINATE                   | TERMINATE                                                  |
+| SET_VARIABLE                | SET_VARIABLE                                               |
++-----------------------------+------------------------------------------------------------+
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from baton.conductor import js
+from baton.conductor.errors import Untranslatable
+from baton.errors import Problem
+from baton.model import STEP_ID_PATTERN
+
+SUPPORTED = (
+    "SIMPLE",
+    "SWITCH",
+    "FORK_JOIN",
+    "JOIN",
+    "DO_WHILE",
+    "SUB_WORKFLOW",
+    "WAIT",
+    "HUMAN",
+    "TERMINATE",
+    "SET_VARIABLE",
+)
+# Conductor has no bound on a DO_WHILE; Baton needs one.
+DO_WHILE_MAX_ITERATIONS = 1000
+_STEP_ID = re.compile(STEP_ID_PATTERN)
+_EXPR = re.compile(r"\$\{([^}]*)\}")
+_WHOLE = re.compile(r"^\$\{([^}]*)\}$")
+# ${workflow.X} names that differ between the two.
+_WORKFLOW_FIELDS = {
+    "input": "input",
+    "variables": "variables",
+    "workflowId": "instanceId",
+    "correlationId": "correlationId",
+    "workflowType": "definitionName",
+}
+_BACK_FIELDS = {v: k for k, v in _WORKFLOW_FIELDS.items()}
+_TASK_SETTINGS = (
+    "retryCount",
+    "retryLogic",
+    "retryDelaySeconds",
+    "timeoutSeconds",
+    "pollTimeoutSeconds",
+    "responseTimeoutSeconds",
+    "timeoutPolicy",
+)
+_TASK_DEF_FIELDS = (
+    *_TASK_SETTINGS,
+    "description",
+    "inputKeys",
+    "outputKeys",
+    "inputTemplate",
+    "concurrentExecLimit",
+    "rateLimitPerFrequency",
+    "rateLimitFrequencyInSeconds",
+    "ownerEmail",
+)
+_DURATION = re.compile(
+    r"(\d+)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b", re.IGNORECASE
+)
+_UNIT = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
+def _fail(path: str, message: str) -> Untranslatable:
+    return Untranslatable([Problem(path, message)])
+
+
+# --- expressions ---------------------------------------------------------------------------------
+
+
+def _expr_in(text: str, where: str) -> str:
+    """A Conductor ``${…}`` reference in Baton's spelling."""
+    parts = text.strip().split(".")
+    if parts[0] == "workflow" and len(parts) > 1:
+        field = _WORKFLOW_FIELDS.get(parts[1])
+        if field is None:
+            raise _fail(where, f"${{{text}}}: workflow.{parts[1]} has no Baton equivalent")
+        parts[1] = field
+    return ".".join(parts)
+
+
+def _expr_out(text: str) -> str:
+    parts = text.strip().split(".")
+    if parts[0] == "workflow" and len(parts) > 1 and parts[1] in _BACK_FIELDS:
+        parts[1] = _BACK_FIELDS[parts[1]]
+    return ".".join(parts)
+
+
+def _map_values(value: Any, fn: Any, where: str) -> Any:
+    if isinstance(value, str):
+        return _EXPR.sub(lambda m: "${" + fn(m.group(1), where) + "}", value)
+    if isinstance(value, dict):
+        return {k: _map_values(v, fn, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [_map_values(v, fn, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def params_in(value: Any, where: str) -> Any:
+    return _map_values(value, _expr_in, where)
+
+
+def params_out(value: Any) -> Any:
+    return _map_values(value, lambda t, _w: _expr_out(t), "")
+
+
+# --- task definitions ----------------------------------------------------------------------------
+
+
+def to_baton_task_def(raw: Any) -> dict[str, Any]:
+    """A Conductor TaskDef as a Baton task definition body (unknown fields ignored)."""
+    if not isinstance(raw, dict):
+        raise _fail("$", "a task definition is a JSON object")
+    out = {k: raw[k] for k in ("name", *_TASK_DEF_FIELDS) if raw.get(k) is not None}
+    # Conductor's 0 means "no limit" where Baton's minimum is 1.
+    for k in ("concurrentExecLimit", "rateLimitPerFrequency", "rateLimitFrequencyInSeconds"):
+        if out.get(k) == 0:
+            del out[k]
+    if out.get("responseTimeoutSeconds") == 0:
+        del out["responseTimeoutSeconds"]
+    if out.get("timeoutPolicy") == "RETRY":
+        raise _fail("timeoutPolicy", "RETRY is not supported by Baton (TIME_OUT_WF, ALERT_ONLY)")
+    return out
+
+
+def to_conductor_task_def(body: dict[str, Any]) -> dict[str, Any]:
+    """A Baton task definition (wire form) as a Conductor TaskDef."""
+    out = {k: body[k] for k in ("name", *_TASK_DEF_FIELDS) if body.get(k) is not None}
+    out.setdefault("timeoutSeconds", 0)
+    out.setdefault("ownerEmail", None)
+    for src, dst in (("createdAt", "createTime"), ("updatedAt", "updateTime")):
+        if body.get(src):
+            out[dst] = epoch_ms(body[src])
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def epoch_ms(iso: str | None) -> int | None:
+    if not iso:
+        return None
+    return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+# --- workflow definitions: Conductor → Baton -----------------------------------------------------
+
+
+def to_baton_workflow(raw: Any) -> dict[str, Any]:
+    """A Conductor WorkflowDef as a Baton definition (to be validated by Baton as usual)."""
+    if not isinstance(raw, dict):
+        raise _fail("$", "a workflow definition is a JSON object")
+    tasks = raw.get("tasks")
+    if not isinstance(raw.get("name"), str) or not raw["name"]:
+        raise _fail("name", "a workflow definition needs a name")
+    if not isinstance(tasks, list) or not tasks:
+        raise _fail("tasks", "a workflow definition needs at least one task")
+    out: dict[str, Any] = {"name": raw["name"], "steps": _tasks(tasks, "tasks")}
+    if isinstance(raw.get("version"), int) and raw["version"] >= 1:
+        out["version"] = raw["version"]
+    if raw.get("description"):
+        out["description"] = raw["description"]
+    if raw.get("outputParameters"):
+        out["outputParameters"] = params_in(raw["outputParameters"], "outputParameters")
+    if raw.get("timeoutSeconds"):
+        out["timeoutSeconds"] = raw["timeoutSeconds"]
+    if raw.get("timeoutPolicy"):
+        out["timeoutPolicy"] = raw["timeoutPolicy"]
+    if raw.get("failureWorkflow"):
+        out["failureWorkflow"] = raw["failureWorkflow"]
+    return out
+
+
+def _tasks(tasks: Any, where: str) -> list[dict[str, Any]]:
+    if not isinstance(tasks, list):
+        raise _fail(where, "expected a list of tasks")
+    steps: list[dict[str, Any]] = []
+    i = 0
+    while i < len(tasks):
+        task = tasks[i]
+        path = f"{where}[{i}]"
+        if not isinstance(task, dict):
+            raise _fail(path, "a task is a JSON object")
+        kind = task.get("type") or "SIMPLE"
+        if kind == "FORK_JOIN":
+            nxt = tasks[i + 1] if i + 1 < len(tasks) else None
+            if not isinstance(nxt, dict) or nxt.get("type") != "JOIN":
+                raise _fail(_label(task, path), "a FORK_JOIN must be followed by its JOIN")
+            steps.append(_fork(task, nxt, path))
+            i += 2
+            continue
+        steps.append(_task(task, kind, path))
+        i += 1
+    return steps
+
+
+def _label(task: dict[str, Any], path: str) -> str:
+    ref = task.get("taskReferenceName") or task.get("name")
+    return f"{path} ({ref})" if ref else path
+
+
+def _base(task: dict[str, Any], path: str) -> dict[str, Any]:
+    ref = task.get("taskReferenceName")
+    if not isinstance(ref, str) or not _STEP_ID.fullmatch(ref):
+        raise _fail(
+            _label(task, path),
+            "taskReferenceName must start with a letter or _ and hold only letters, digits, "
+            "_ and - (at most 64 characters)",
+        )
+    for key, bad in (("optional", True), ("asyncComplete", True), ("permissive", True)):
+        if task.get(key) is bad:
+            raise _fail(_label(task, path), f"{key}: true is not supported by Baton")
+    if task.get("startDelay"):
+        raise _fail(_label(task, path), "startDelay is not supported by Baton")
+    step: dict[str, Any] = {"id": ref}
+    if task.get("name") and task["name"] != ref:
+        step["name"] = task["name"]
+    if task.get("description"):
+        step["description"] = task["description"]
+    return step
+
+
+def _input(task: dict[str, Any], path: str) -> dict[str, Any]:
+    params = task.get("inputParameters") or {}
+    if not isinstance(params, dict):
+        raise _fail(_label(task, path), "inputParameters must be an object")
+    mapped: dict[str, Any] = params_in(params, f"{path}.inputParameters")
+    return mapped
+
+
+def _task(task: dict[str, Any], kind: str, path: str) -> dict[str, Any]:
+    label = _label(task, path)
+    handler = _HANDLERS.get(kind)
+    if handler is None:
+        raise _fail(
+            label,
+            f"task type {kind} cannot be translated to Baton (supported: {', '.join(SUPPORTED)})",
+        )
+    return handler(task, path)
+
+
+def _simple(task: dict[str, Any], path: str) -> dict[str, Any]:
+    step = _base(task, path)
+    step["name"] = task.get("name") or step["id"]
+    step.update(type="SERVICE_TASK", jobType=task.get("name"), input=_input(task, path))
+    inline = task.get("taskDefinition")
+    if isinstance(inline, dict):
+        step.update({k: inline[k] for k in _TASK_SETTINGS if inline.get(k) is not None})
+        if step.get("responseTimeoutSeconds") == 0:
+            del step["responseTimeoutSeconds"]
+    if task.get("retryCount") is not None:
+        step["retryCount"] = task["retryCount"]
+    if step.get("timeoutPolicy") == "RETRY":
+        raise _fail(_label(task, path), "timeoutPolicy RETRY is not supported by Baton")
+    return step
+
+
+def _switch(task: dict[str, Any], path: str) -> dict[str, Any]:
+    label = _label(task, path)
+    step = _base(task, path)
+    params = task.get("inputParameters") or {}
+    step.update(type="SWITCH", input=_input(task, path))
+    cases = task.get("decisionCases") or {}
+    if not isinstance(cases, dict):
+        raise _fail(label, "decisionCases must be an object")
+    evaluator = task.get("evaluatorType") or "value-param"
+    expression = task.get("expression") or task.get("caseValueParam")
+    if evaluator == "value-param":
+        source = params.get(expression) if isinstance(expression, str) else None
+        if not isinstance(source, str) or not _WHOLE.match(source):
+            raise _fail(
+                label,
+                "value-param: expression must name an input parameter holding one ${…} expression",
+            )
+        step["on"] = params_in(source, label)
+        step["cases"] = {str(k): _tasks(v, f"{path}.decisionCases.{k}") for k, v in cases.items()}
+    elif evaluator in ("javascript", "graaljs"):
+        try:
+            condition = js.to_jsonata(str(expression or ""), _resolver(params, label))
+        except ValueError as e:
+            raise _fail(
+                label,
+                f"the {evaluator} expression is not a simple comparison Baton can translate "
+                f"to JSONata ({e})",
+            ) from None
+        # A comparison gives true or false: those are the only cases it can select.
+        unknown = sorted(set(cases) - {"true", "false"})
+        if unknown:
+            raise _fail(
+                label,
+                f"a {evaluator} comparison selects 'true' or 'false', not {unknown}",
+            )
+        listed = []
+        if "true" in cases:
+            listed.append(
+                {
+                    "condition": condition,
+                    "steps": _tasks(cases["true"], f"{path}.decisionCases.true"),
+                }
+            )
+        if "false" in cases:
+            listed.append(
+                {
+                    "condition": f"$not({condition})",
+                    "steps": _tasks(cases["false"], f"{path}.decisionCases.false"),
+                }
+            )
+        if not listed:
+            raise _fail(label, "a SWITCH needs at least one decision case")
+        step["cases"] = listed
+    else:
+        raise _fail(label, f"evaluatorType {evaluator!r} is not supported by Baton")
+    if task.get("defaultCase"):
+        step["default"] = _tasks(task["defaultCase"], f"{path}.defaultCase")
+    return step
+
+
+def _resolver(params: dict[str, Any], label: str) -> Any:
+    """``$.name.rest`` of a script → the JSONata path of input parameter ``name``."""
+
+    def resolve(keys: list[str]) -> str:
+        source = params.get(keys[0])
+        rest = "".join(f".{k}" for k in keys[1:])
+        if isinstance(source, str):
+            m = _WHOLE.match(source)
+            if m:
+                return _expr_in(m.group(1), label) + rest
+        if source is not None and not isinstance(source, dict | list) and not rest:
+            import json
+
+            return json.dumps(source)
+        raise ValueError(f"$.{'.'.join(keys)} is not an input parameter holding one ${{…}}")
+
+    return resolve
+
+
+def _fork(task: dict[str, Any], join: dict[str, Any], path: str) -> dict[str, Any]:
+    step = _base(task, path)
+    branches = task.get("forkTasks")
+    if not isinstance(branches, list) or not branches or not all(branches):
+        raise _fail(_label(task, path), "forkTasks must be a non-empty list of task lists")
+    join_ref = join.get("taskReferenceName")
+    step.update(
+        type="PARALLEL",
+        branches=[_tasks(b, f"{path}.forkTasks[{n}]") for n, b in enumerate(branches)],
+    )
+    if task.get("inputParameters"):
+        step["input"] = _input(task, path)
+    if join_ref:
+        # Kept so the definition reads back with its JOIN as it was registered.
+        step["description"] = f"{step.get('description', '')}[join:{join_ref}]".strip()
+    return step
+
+
+def _do_while(task: dict[str, Any], path: str) -> dict[str, Any]:
+    label = _label(task, path)
+    step = _base(task, path)
+    params = task.get("inputParameters") or {}
+    try:
+        condition = js.to_jsonata(str(task.get("loopCondition") or ""), _resolver(params, label))
+    except ValueError as e:
+        raise _fail(
+            label,
+            f"loopCondition is not a simple comparison Baton can translate to JSONata ({e})",
+        ) from None
+    # Its inputParameters feed loopCondition (often reading the loop's own tasks, which Baton's
+    # step input may not): they are resolved into the JSONata condition instead.
+    step.update(
+        type="DO_WHILE",
+        steps=_tasks(task.get("loopOver") or [], f"{path}.loopOver"),
+        maxIterations=DO_WHILE_MAX_ITERATIONS,
+    )
+    step["while"] = condition
+    return step
+
+
+def _sub_workflow(task: dict[str, Any], path: str) -> dict[str, Any]:
+    step = _base(task, path)
+    param = task.get("subWorkflowParam") or {}
+    if not isinstance(param, dict) or not (param.get("name") or param.get("workflowDefinition")):
+        raise _fail(_label(task, path), "subWorkflowParam needs a name or a workflowDefinition")
+    step.update(type="SUB_WORKFLOW", input=_input(task, path))
+    inline = param.get("workflowDefinition")
+    if isinstance(inline, dict):
+        step["definition"] = to_baton_workflow(inline)
+    else:
+        step["definitionName"] = param["name"]
+        if isinstance(param.get("version"), int):
+            step["definitionVersion"] = param["version"]
+    if task.get("retryCount"):
+        step["retryCount"] = task["retryCount"]
+    return step
+
+
+def _wait(task: dict[str, Any], path: str) -> dict[str, Any]:
+    label = _label(task, path)
+    step = _base(task, path)
+    params = dict(task.get("inputParameters") or {})
+    duration = params.pop("duration", None)
+    until = params.pop("until", None)
+    step["input"] = params_in(params, f"{path}.inputParameters")
+    if duration is None and until is None:
+        step["type"] = "SIGNAL"
+        return step
+    step["type"] = "TIMER"
+    if duration is not None:
+        step["duration"] = duration_seconds(str(duration), label)
+    else:
+        step["until"] = until_iso(str(until), label)
+    return step
+
+
+def duration_seconds(text: str, label: str) -> int:
+    """Conductor's ``"1 days 2 hours 30 minutes"`` / ``"10s"`` as seconds."""
+    if _EXPR.search(text):
+        raise _fail(label, "a WAIT duration must be a literal in Baton")
+    matches = list(_DURATION.finditer(text))
+    left = _DURATION.sub("", text).replace(",", "").strip()
+    if not matches or left:
+        raise _fail(label, f"cannot read the WAIT duration {text!r}")
+    return sum(int(m.group(1)) * _UNIT[m.group(2)[0].lower()] for m in matches)
+
+
+def until_iso(text: str, label: str) -> str:
+    """Conductor's ``until`` (``yyyy-MM-dd HH:mm[:ss] z`` or ISO) as an ISO timestamp."""
+    if _EXPR.search(text):
+        return params_in(text, label)  # type: ignore[no-any-return]
+    for fmt in ("%Y-%m-%d %H:%M %Z", "%Y-%m-%d %H:%M:%S %Z", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
+        try:
+            return datetime.strptime(text, fmt).replace(tzinfo=UTC).isoformat()
+        except ValueError:
+            continue
+    try:
+        return datetime.fromisoformat(text).isoformat()
+    except ValueError:
+        raise _fail(label, f"cannot read the WAIT until {text!r}") from None
+
+
+def _human(task: dict[str, Any], path: str) -> dict[str, Any]:
+    step = _base(task, path)
+    step.update(type="USER_TASK", input=_input(task, path))
+    return step
+
+
+def _terminate(task: dict[str, Any], path: str) -> dict[str, Any]:
+    label = _label(task, path)
+    step = _base(task, path)
+    params = task.get("inputParameters") or {}
+    status = params.get("terminationStatus", "COMPLETED")
+    if status not in ("COMPLETED", "FAILED"):
+        raise _fail(label, f"terminationStatus {status!r}: Baton ends with COMPLETED or FAILED")
+    step.update(type="TERMINATE", status=status)
+    if params.get("terminationReason") is not None:
+        step["reason"] = params_in(params["terminationReason"], label)
+    if params.get("workflowOutput") is not None:
+        step["output"] = params_in(params["workflowOutput"], label)
+    return step
+
+
+def _set_variable(task: dict[str, Any], path: str) -> dict[str, Any]:
+    step = _base(task, path)
+    step.update(type="SET_VARIABLE", variables=_input(task, path))
+    return step
+
+
+_HANDLERS = {
+    "SIMPLE": _simple,
+    "SWITCH": _switch,
+    "DECISION": None,
+    "DO_WHILE": _do_while,
+    "SUB_WORKFLOW": _sub_workflow,
+    "WAIT": _wait,
+    "HUMAN": _human,
+    "TERMINATE": _terminate,
+    "SET_VARIABLE": _set_variable,
+}
+_HANDLERS = {k: v for k, v in _HANDLERS.items() if v is not None}
+
+
+# --- workflow definitions: Baton → Conductor -----------------------------------------------------
+
+
+def to_conductor_workflow(body: dict[str, Any]) -> dict[str, Any]:
+    """A Baton definition (wire form) as a Conductor WorkflowDef."""
+    out: dict[str, Any] = {
+        "name": body["name"],
+        "version": body.get("version", 1),
+        "schemaVersion": 2,
+        "tasks": _back(body.get("steps", [])),
+        "inputParameters": [],
+        "outputParameters": params_out(body.get("outputParameters") or {}),
+        "timeoutSeconds": body.get("timeoutSeconds", 0),
+        "timeoutPolicy": body.get("timeoutPolicy", "TIME_OUT_WF"),
+        "restartable": True,
+    }
+    if body.get("description"):
+        out["description"] = body["description"]
+    if body.get("failureWorkflow"):
+        out["failureWorkflow"] = body["failureWorkflow"]
+    if body.get("createdAt"):
+        out["createTime"] = epoch_ms(body["createdAt"])
+    return out
+
+
+_JOIN_NOTE = re.compile(r"\[join:([^\]]+)\]$")
+
+
+def _back(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    tasks: list[dict[str, Any]] = []
+    for s in steps:
+        tasks.extend(_back_one(s))
+    return tasks
+
+
+def _back_one(s: dict[str, Any]) -> list[dict[str, Any]]:
+    kind = s["type"]
+    task: dict[str, Any] = {
+        "name": s.get("name") or s["id"],
+        "taskReferenceName": s["id"],
+        "inputParameters": params_out(s.get("input") or {}),
+    }
+    description = s.get("description")
+    if kind == "SERVICE_TASK":
+        task["name"] = s["jobType"]
+        task["type"] = "SIMPLE"
+        if s.get("retryCount") is not None:
+            task["retryCount"] = s["retryCount"]
+        inline = {k: s[k] for k in _TASK_SETTINGS if k != "retryCount" and k in s}
+        if inline:
+            task["taskDefinition"] = {"name": s["jobType"], **inline}
+    elif kind == "SWITCH":
+        task["type"] = "SWITCH"
+        cases = s.get("cases")
+        params = task["inputParameters"]
+        if isinstance(cases, dict):
+            on = params_out(s.get("on"))
+            key = next((k for k, v in params.items() if v == on), None)
+            if key is None:
+                key = "switchCaseValue"
+                params[key] = on
+            task["evaluatorType"] = "value-param"
+            task["expression"] = key
+            task["decisionCases"] = {k: _back(v) for k, v in cases.items()}
+        else:
+            task["evaluatorType"] = "javascript"
+            first = cases[0]["condition"] if cases else "true"
+            task["expression"] = _jsonata_to_js(first, params)
+            task["decisionCases"] = {}
+            for c in cases or []:
+                key = "false" if c["condition"].startswith("$not(") else "true"
+                task["decisionCases"][key] = _back(c["steps"])
+        task["defaultCase"] = _back(s.get("default") or [])
+    elif kind == "PARALLEL":
+        join_ref = f"{s['id']}_join"
+        if description and (m := _JOIN_NOTE.search(description)):
+            join_ref = m.group(1)
+            description = description[: m.start()].strip() or None
+        task["type"] = "FORK_JOIN"
+        task["forkTasks"] = [_back(b) for b in s["branches"]]
+        join = {
+            "name": join_ref,
+            "taskReferenceName": join_ref,
+            "type": "JOIN",
+            "inputParameters": {},
+            "joinOn": [b[-1]["id"] for b in s["branches"] if b],
+        }
+        if description:
+            task["description"] = description
+        return [task, join]
+    elif kind == "DO_WHILE":
+        task["type"] = "DO_WHILE"
+        task["loopCondition"] = _jsonata_to_js(s["while"], task["inputParameters"])
+        task["loopOver"] = _back(s["steps"])
+    elif kind == "SUB_WORKFLOW":
+        task["type"] = "SUB_WORKFLOW"
+        param: dict[str, Any] = {}
+        if s.get("definition"):
+            param["name"] = s["definition"]["name"]
+            param["workflowDefinition"] = to_conductor_workflow(s["definition"])
+        else:
+            param["name"] = s.get("definitionName")
+            if s.get("definitionVersion") is not None:
+                param["version"] = s["definitionVersion"]
+        task["subWorkflowParam"] = param
+        if s.get("retryCount"):
+            task["retryCount"] = s["retryCount"]
+    elif kind in ("TIMER", "SIGNAL"):
+        task["type"] = "WAIT"
+        if s.get("duration") is not None:
+            d = s["duration"]
+            task["inputParameters"]["duration"] = f"{d} seconds" if isinstance(d, int) else d
+        if s.get("until") is not None:
+            task["inputParameters"]["until"] = s["until"]
+    elif kind == "USER_TASK":
+        task["type"] = "HUMAN"
+    elif kind == "TERMINATE":
+        task["type"] = "TERMINATE"
+        ends: dict[str, Any] = {"terminationStatus": s["status"]}
+        if s.get("reason") is not None:
+            ends["terminationReason"] = params_out(s["reason"])
+        if s.get("output") is not None:
+            ends["workflowOutput"] = params_out(s["output"])
+        task["inputParameters"] = ends
+    elif kind == "SET_VARIABLE":
+        task["type"] = "SET_VARIABLE"
+        task["inputParameters"] = params_out(s["variables"])
+    elif kind == "MAP":
+        task["type"] = "FORK_JOIN_DYNAMIC"
+        task["inputParameters"] = {"items": params_out(s["items"])}
+        task["loopOver"] = _back(s["steps"])  # informational: Baton's MAP body
+    else:  # pragma: no cover - every Baton step type is listed above
+        task["type"] = kind
+    if description:
+        task["description"] = description
+    return [task]
+
+
+def _jsonata_to_js(condition: str, params: dict[str, Any]) -> str:
+    """A JSONata condition as the Conductor script it came from (paths read through input
+    parameters); JSONata outside what :mod:`baton.conductor.js` makes is shown as it is."""
+    try:
+        return js.from_jsonata(condition, params)
+    except ValueError:
+        return condition

@@ -1,0 +1,271 @@
+"""Baton instances, step executions and claimed jobs as Conductor's Workflow and Task JSON.
+
+Only Conductor's enum values ever leave here (conductor-python drops a whole poll batch, or a
+whole workflow, on one value it does not know): see :data:`WORKFLOW_STATUS` and
+:data:`TASK_STATUS`. A Conductor task is one attempt: a step whose job ran three times shows as
+three tasks, the earlier attempts FAILED (or TIMED_OUT) with ``retryCount`` 0, 1, and the one
+in flight with ``retryCount`` 2. A task id is ``<jobId>.<attempt>`` for work handed to workers,
+the step execution id for everything else.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+WORKFLOW_STATUS = {
+    "RUNNING": "RUNNING",
+    "PAUSED": "PAUSED",
+    "COMPLETED": "COMPLETED",
+    "FAILED": "FAILED",
+    "TIMED_OUT": "TIMED_OUT",
+    "CANCELLED": "TERMINATED",
+}
+TASK_STATUS = {
+    "SCHEDULED": "SCHEDULED",
+    "IN_PROGRESS": "IN_PROGRESS",
+    "COMPLETED": "COMPLETED",
+    "FAILED": "FAILED",
+    "TIMED_OUT": "TIMED_OUT",
+    "CANCELLED": "CANCELED",
+    "SKIPPED": "SKIPPED",
+    # job lease states, should one ever reach a view
+    "UNLOCKED": "SCHEDULED",
+    "LOCKED": "IN_PROGRESS",
+}
+CONDUCTOR_WORKFLOW_STATUSES = frozenset(WORKFLOW_STATUS.values())
+CONDUCTOR_TASK_STATUSES = frozenset(
+    {
+        "IN_PROGRESS",
+        "CANCELED",
+        "FAILED",
+        "FAILED_WITH_TERMINAL_ERROR",
+        "COMPLETED",
+        "COMPLETED_WITH_ERRORS",
+        "SCHEDULED",
+        "TIMED_OUT",
+        "SKIPPED",
+    }
+)
+TASK_TYPE = {
+    "SWITCH": "SWITCH",
+    "PARALLEL": "FORK",
+    "MAP": "FORK_JOIN_DYNAMIC",
+    "DO_WHILE": "DO_WHILE",
+    "SUB_WORKFLOW": "SUB_WORKFLOW",
+    "TIMER": "WAIT",
+    "SIGNAL": "WAIT",
+    "USER_TASK": "HUMAN",
+    "SET_VARIABLE": "SET_VARIABLE",
+    "TERMINATE": "TERMINATE",
+}
+_ATTEMPT_ENDS = {
+    "JOB_FAILED": "FAILED",
+    "JOB_LEASE_EXPIRED": "TIMED_OUT",
+    "JOB_TIMED_OUT": "TIMED_OUT",
+}
+
+
+def workflow_status(status: str) -> str:
+    return WORKFLOW_STATUS.get(status, "RUNNING")
+
+
+def task_status(status: str | None) -> str:
+    return TASK_STATUS.get(status or "", "SCHEDULED")
+
+
+def ms(iso: str | None) -> int:
+    """Epoch milliseconds of an ISO timestamp (0 for none, as Conductor shows unset times)."""
+    if not iso:
+        return 0
+    return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def task_id(job_id: str, attempt: int) -> str:
+    return f"{job_id}.{attempt}"
+
+
+def parse_task_id(value: str) -> tuple[str, int | None]:
+    """(job id, attempt) of a task id; a bare job id has no attempt."""
+    job, dot, attempt = value.rpartition(".")
+    if dot and attempt.isdigit():
+        return job, int(attempt)
+    return value, None
+
+
+def polled_task(job: dict[str, Any], worker_id: str, response_timeout: int) -> dict[str, Any]:
+    """A job claimed through ``/v1``'s poll (wire form) as the Task a Conductor worker gets."""
+    now_ms = ms(job.get("lockExpiresAt")) - response_timeout * 1000
+    return {
+        "taskId": task_id(job["id"], job["attempt"]),
+        "taskType": job["jobType"],
+        "taskDefName": job["jobType"],
+        "referenceTaskName": job["stepId"],
+        "workflowInstanceId": job["instanceId"],
+        "status": "IN_PROGRESS",
+        "inputData": job.get("input") if isinstance(job.get("input"), dict) else {},
+        "outputData": {},
+        "retryCount": job["attempt"] - 1,
+        "pollCount": 1,
+        "seq": 0,
+        "workerId": worker_id,
+        "callbackAfterSeconds": 0,
+        "responseTimeoutSeconds": response_timeout,
+        "startTime": max(now_ms, 0),
+        "scheduledTime": max(now_ms, 0),
+        "updateTime": max(now_ms, 0),
+        "retried": False,
+        "executed": False,
+        "workflowPriority": 0,
+    }
+
+
+def workflow(
+    instance: dict[str, Any],
+    audit: list[dict[str, Any]] | None = None,
+    *,
+    include_tasks: bool = True,
+) -> dict[str, Any]:
+    """A Baton instance (wire form, with its steps) as a Conductor Workflow."""
+    status = workflow_status(instance["status"])
+    tasks = tasks_of(instance, audit or []) if include_tasks else []
+    failed = [
+        t
+        for t in tasks
+        if t["status"] in ("FAILED", "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT") and not t["retried"]
+    ]
+    out: dict[str, Any] = {
+        "workflowId": instance["id"],
+        "workflowName": instance["definitionName"],
+        "workflowType": instance["definitionName"],
+        "workflowVersion": instance.get("definitionVersion") or 1,
+        "status": status,
+        "correlationId": instance.get("correlationId"),
+        "reasonForIncompletion": instance.get("reason"),
+        "input": instance.get("input") or {},
+        "output": instance.get("output") if isinstance(instance.get("output"), dict) else {},
+        "variables": instance.get("variables") or {},
+        "tasks": tasks,
+        "failedReferenceTaskNames": sorted({t["referenceTaskName"] for t in failed}),
+        "failedTaskNames": sorted({t["taskDefName"] for t in failed}),
+        "createTime": ms(instance.get("createdAt")),
+        "startTime": ms(instance.get("createdAt")),
+        "updateTime": ms(instance.get("updatedAt")),
+        "endTime": ms(instance.get("completedAt")),
+        "priority": 0,
+        "parentWorkflowId": instance.get("parentInstanceId"),
+        "idempotencyKey": instance.get("idempotencyKey"),
+        "taskToDomain": {},
+    }
+    if out["output"] == {} and instance.get("output") not in (None, {}):
+        out["output"] = {"result": instance["output"]}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def summary(instance: dict[str, Any]) -> dict[str, Any]:
+    """A Conductor WorkflowSummary (search results)."""
+    return {
+        k: v
+        for k, v in {
+            "workflowId": instance["id"],
+            "workflowType": instance["definitionName"],
+            "version": instance.get("definitionVersion") or 1,
+            "status": workflow_status(instance["status"]),
+            "correlationId": instance.get("correlationId"),
+            "reasonForIncompletion": instance.get("reason"),
+            "startTime": instance.get("createdAt"),
+            "updateTime": instance.get("updatedAt"),
+            "endTime": instance.get("completedAt"),
+            "createdBy": None,
+            "priority": 0,
+        }.items()
+        if v is not None
+    }
+
+
+def tasks_of(instance: dict[str, Any], audit: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every step execution as Conductor tasks, earlier attempts of a job first."""
+    ended: dict[tuple[str, int], dict[str, Any]] = {}
+    for row in audit:
+        kind = _ATTEMPT_ENDS.get(row.get("event", ""))
+        detail = row.get("detail") or {}
+        if kind and row.get("jobId") and isinstance(detail.get("attempt"), int):
+            ended.setdefault(
+                (row["jobId"], detail["attempt"]),
+                {
+                    "status": kind,
+                    "reason": detail.get("error"),
+                    "at": row.get("at"),
+                    "retryable": detail.get("retryable"),
+                },
+            )
+    tasks: list[dict[str, Any]] = []
+    for seq, step in enumerate(instance.get("steps") or [], start=1):
+        tasks.extend(_step_tasks(instance, step, ended))
+        tasks[-1]["seq"] = seq
+    for n, t in enumerate(tasks, start=1):
+        t["seq"] = n
+    return tasks
+
+
+def _step_tasks(
+    instance: dict[str, Any], step: dict[str, Any], ended: dict[tuple[str, int], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    job_id = step.get("jobId")
+    attempt = int(step.get("attempt") or 1)
+    status = task_status(step.get("status"))
+    current = _task(instance, step, status, attempt)
+    if not job_id:
+        return [current]
+    current["taskId"] = task_id(job_id, attempt)
+    earlier = []
+    for n in range(1, attempt):
+        end = ended.get((job_id, n), {"status": "FAILED", "reason": None, "at": None})
+        t = _task(instance, step, end["status"], n)
+        t["taskId"] = task_id(job_id, n)
+        t["retried"] = True
+        t["reasonForIncompletion"] = end["reason"]
+        t["outputData"] = {}
+        t["endTime"] = ms(end["at"])
+        earlier.append({k: v for k, v in t.items() if v is not None})
+    if status == "FAILED" and ended.get((job_id, attempt), {}).get("retryable") is False:
+        current["status"] = "FAILED_WITH_TERMINAL_ERROR"
+    return [*earlier, current]
+
+
+def _task(
+    instance: dict[str, Any], step: dict[str, Any], status: str, attempt: int
+) -> dict[str, Any]:
+    job_type = step.get("jobType")
+    kind = job_type or TASK_TYPE.get(step["type"], step["type"])
+    output = step.get("output")
+    t: dict[str, Any] = {
+        "taskId": step["id"],
+        "taskType": kind,
+        "taskDefName": job_type or step["stepId"],
+        "referenceTaskName": step["stepId"],
+        "workflowInstanceId": instance["id"],
+        "workflowType": instance["definitionName"],
+        "correlationId": instance.get("correlationId"),
+        "status": status,
+        "inputData": step.get("input") if isinstance(step.get("input"), dict) else {},
+        "outputData": output
+        if isinstance(output, dict)
+        else ({} if output is None else {"result": output}),
+        "reasonForIncompletion": None if status == "COMPLETED" else step.get("error"),
+        "retryCount": attempt - 1,
+        "pollCount": attempt if job_type and status != "SCHEDULED" else 0,
+        "workerId": step.get("workerId"),
+        "retried": False,
+        "executed": status not in ("SCHEDULED", "IN_PROGRESS"),
+        "iteration": step.get("iteration") or 0,
+        "scheduledTime": ms(step.get("createdAt")),
+        "startTime": ms(step.get("startedAt")),
+        "endTime": ms(step.get("completedAt")),
+        "updateTime": ms(step.get("completedAt") or step.get("startedAt") or step.get("createdAt")),
+        "subWorkflowId": step.get("childInstanceId"),
+        "parentTaskId": step.get("parentStepExecutionId"),
+        "callbackAfterSeconds": 0,
+        "workflowPriority": 0,
+    }
+    return {k: v for k, v in t.items() if v is not None}

@@ -1,0 +1,91 @@
+"""What the Conductor-compatible surface needs beyond the workers' ``/v1`` operations: a lease
+for the task definition's ``responseTimeoutSeconds`` (Conductor workers never heartbeat), the
+IN_PROGRESS callback (the same attempt handed out again later), lease extension, and task logs
+kept with their job in the audit log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from baton.engine.core import EngineCore
+from baton.engine.ids import parse_uuid
+from baton.errors import JobNotFound
+from baton.store import conductor_sql
+
+# Conductor's default responseTimeoutSeconds for a task type without a task definition.
+CONDUCTOR_RESPONSE_TIMEOUT_SECONDS = 3600
+
+
+class ConductorOps(EngineCore):
+    def lease_for_conductor(self, job_ids: list[str], worker_id: str) -> dict[str, Any]:
+        """Lease freshly claimed jobs that run on Baton's default lease for Conductor's default
+        responseTimeoutSeconds instead; returns the new expiry by job id."""
+        if not job_ids:
+            return {}
+        rows = self.db.autocommit(
+            lambda c: c.execute(
+                conductor_sql.LEASE_FOR_CONDUCTOR,
+                {
+                    "ids": job_ids,
+                    "worker_id": worker_id,
+                    "seconds": CONDUCTOR_RESPONSE_TIMEOUT_SECONDS,
+                    "default_seconds": self.settings.default_lease_seconds,
+                },
+            ).fetchall()
+        )
+        return {str(r["id"]): r["lock_expires_at"] for r in rows}
+
+    def job_state(self, job_id: str) -> dict[str, Any]:
+        """A job's status, attempt and lease holder with its instance's status."""
+        jid = parse_uuid(job_id, "taskId")
+        row = self.db.autocommit(
+            lambda c: c.execute(conductor_sql.JOB_STATE, {"job_id": jid}).fetchone()
+        )
+        if row is None:
+            raise JobNotFound(job_id)
+        return dict(row)
+
+    def postpone_job(
+        self, job_id: str, worker_id: str, seconds: int, *, attempt: int | None = None
+    ) -> bool:
+        """Hand a leased job back, due again in ``seconds``, same attempt (False: not held)."""
+        jid = parse_uuid(job_id, "taskId")
+        row = self.db.autocommit(
+            lambda c: c.execute(
+                conductor_sql.POSTPONE,
+                {"job_id": jid, "worker_id": worker_id, "seconds": seconds, "attempt": attempt},
+            ).fetchone()
+        )
+        return row is not None
+
+    def extend_lease(self, job_id: str, worker_id: str) -> bool:
+        jid = parse_uuid(job_id, "taskId")
+        row = self.db.autocommit(
+            lambda c: c.execute(
+                conductor_sql.EXTEND, {"job_id": jid, "worker_id": worker_id}
+            ).fetchone()
+        )
+        return row is not None
+
+    def add_task_logs(self, job_id: str, attempt: int, logs: list[dict[str, Any]]) -> None:
+        """Keep a task result's logs with its job (audit event TASK_LOGS)."""
+        if not logs:
+            return
+        jid = parse_uuid(job_id, "taskId")
+        self.db.autocommit(
+            lambda c: c.execute(
+                conductor_sql.ADD_LOGS, {"job_id": jid, "attempt": attempt, "logs": Jsonb(logs)}
+            )
+        )
+
+    def task_logs(self, job_id: str) -> list[dict[str, Any]]:
+        jid = parse_uuid(job_id, "taskId")
+        rows = self.db.autocommit(
+            lambda c: c.execute(conductor_sql.LOGS_OF_JOB, {"job_id": jid}).fetchall()
+        )
+        out: list[dict[str, Any]] = []
+        for r in rows:
+            out.extend(r["detail"].get("logs") or [])
+        return out

@@ -1,0 +1,69 @@
+"""SQL for the Conductor-compatible surface: leases as Conductor workers expect them, the
+IN_PROGRESS callback, and task logs kept in the audit log with their job."""
+
+# Conductor workers never heartbeat: a job whose lease is Baton's default (no task definition
+# and no step setting chose one) is leased for Conductor's default responseTimeoutSeconds.
+LEASE_FOR_CONDUCTOR = """
+UPDATE job
+   SET lease_seconds = %(seconds)s,
+       lock_expires_at = locked_at + make_interval(secs => %(seconds)s)
+ WHERE id = ANY(%(ids)s::uuid[])
+   AND status = 'LOCKED'
+   AND worker_id = %(worker_id)s
+   AND lease_seconds = %(default_seconds)s
+   AND NOT EXISTS (SELECT 1 FROM task_def t WHERE t.name = job.job_type)
+RETURNING id, lock_expires_at
+"""
+
+# IN_PROGRESS with callbackAfterSeconds: the same attempt is handed out again once due.
+POSTPONE = """
+WITH j AS (
+    UPDATE job
+       SET status = 'UNLOCKED',
+           run_at = now() + make_interval(secs => %(seconds)s),
+           locked_at = NULL,
+           lock_expires_at = NULL,
+           deadline_at = NULL
+     WHERE id = %(job_id)s
+       AND status = 'LOCKED'
+       AND worker_id = %(worker_id)s
+       AND (%(attempt)s::int IS NULL OR attempt = %(attempt)s::int)
+    RETURNING id, instance_id, step_execution_id, attempt
+), s AS (
+    UPDATE step_execution SET status = 'SCHEDULED', updated_at = now()
+      FROM j WHERE step_execution.id = j.step_execution_id
+    RETURNING step_execution.id
+), a AS (
+    INSERT INTO audit_log (instance_id, job_id, event, detail)
+    SELECT instance_id, id, 'JOB_CALLBACK_LATER',
+           jsonb_build_object('attempt', attempt, 'seconds', %(seconds)s::int)
+      FROM j
+)
+SELECT id FROM j
+"""
+
+EXTEND = """
+UPDATE job SET lock_expires_at = now() + make_interval(secs => lease_seconds)
+ WHERE id = %(job_id)s AND status = 'LOCKED' AND worker_id = %(worker_id)s
+RETURNING id
+"""
+
+JOB_STATE = """
+SELECT j.id, j.status, j.attempt, j.worker_id, j.job_type, j.instance_id,
+       i.status AS instance_status
+  FROM job j JOIN instance i ON i.id = j.instance_id
+ WHERE j.id = %(job_id)s
+"""
+
+ADD_LOGS = """
+INSERT INTO audit_log (instance_id, job_id, event, detail)
+SELECT instance_id, id, 'TASK_LOGS',
+       jsonb_build_object('attempt', %(attempt)s::int, 'logs', %(logs)s::jsonb)
+  FROM job WHERE id = %(job_id)s
+"""
+
+LOGS_OF_JOB = """
+SELECT detail FROM audit_log
+ WHERE job_id = %(job_id)s AND event = 'TASK_LOGS'
+ ORDER BY id
+"""

@@ -1,0 +1,202 @@
+"""The rest of the surface through the client's public API: leases as Conductor workers expect
+them, IN_PROGRESS callbacks, logs, HUMAN and WAIT tasks completed by id, pause and resume,
+retry and restart, search, sub-workflows, timers."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import pytest
+from conductor.client.configuration.configuration import Configuration
+from conductor.client.configuration.settings.authentication_settings import (
+    AuthenticationSettings,
+)
+from conductor.client.http.api_client import ApiClient
+from conductor.client.http.models.task_exec_log import TaskExecLog
+from conductor.client.http.models.task_result import TaskResult
+from conductor.client.orkes_clients import OrkesClients
+
+from tests.support.helpers import wait_until
+from tests.support.servers import LocalServer
+
+pytestmark = [pytest.mark.e2e]
+
+
+@pytest.fixture(scope="module")
+def clients(conductor_server: LocalServer) -> OrkesClients:
+    return OrkesClients(
+        Configuration(
+            server_api_url=f"{conductor_server.base_url}/api",
+            authentication_settings=AuthenticationSettings(
+                key_id="ops", key_secret=conductor_server.api_key or ""
+            ),
+        )
+    )
+
+
+def _register(clients: OrkesClients, tasks: list[dict[str, Any]], **extra: Any) -> str:
+    name = f"ops_{uuid.uuid4().hex[:8]}"
+    wd = ApiClient().deserialize_class(
+        {"name": name, "version": 1, "tasks": tasks, **extra}, "WorkflowDef"
+    )
+    clients.get_metadata_client().register_workflow_def(wd, overwrite=True)
+    return name
+
+
+def _simple(ref: str, task_type: str, **extra: Any) -> dict[str, Any]:
+    return {"name": task_type, "taskReferenceName": ref, "type": "SIMPLE", **extra}
+
+
+def _poll(clients: OrkesClients, task_type: str, timeout: float = 15.0) -> Any:
+    tc = clients.get_task_client()
+    return wait_until(
+        lambda: (tc.batch_poll_tasks(task_type, "ops-worker", 1, 100) or [None])[0],
+        timeout=timeout,
+        interval=0.05,
+        what=f"a {task_type} task",
+    )
+
+
+def _done(clients: OrkesClients, task: Any, status: str = "COMPLETED", **extra: Any) -> None:
+    clients.get_task_client().update_task(
+        TaskResult(
+            workflow_instance_id=task.workflow_instance_id,
+            task_id=task.task_id,
+            worker_id="ops-worker",
+            status=status,
+            output_data=extra.pop("output", {"ok": True}),
+            **extra,
+        )
+    )
+
+
+def _status(clients: OrkesClients, wid: str) -> Any:
+    return clients.get_workflow_client().get_workflow(wid, include_tasks=True)
+
+
+def _until_status(clients: OrkesClients, wid: str, status: str) -> Any:
+    return wait_until(
+        lambda: (wf := _status(clients, wid)).status == status and wf,
+        timeout=30,
+        interval=0.1,
+        what=f"workflow {wid} {status}",
+    )
+
+
+def test_a_poll_leases_for_response_timeout_and_callbacks_hand_the_task_back(
+    clients: OrkesClients,
+) -> None:
+    task_type = f"slow_{uuid.uuid4().hex[:6]}"
+    name = _register(clients, [_simple("slow", task_type)])
+    wid = clients.get_workflow_client().start_workflow_by_name(name, {})
+    task = _poll(clients, task_type)
+    # No task definition: Conductor's default responseTimeoutSeconds, not Baton's 30 s lease.
+    assert task.response_timeout_seconds >= 3590
+    assert task.status == "IN_PROGRESS" and task.retry_count == 0
+    log = TaskExecLog(log="halfway", task_id=task.task_id, created_time=int(time.time() * 1000))
+    _done(clients, task, "IN_PROGRESS", callback_after_seconds=1, logs=[log])
+    assert _status(clients, wid).tasks[0].status == "SCHEDULED"
+    again = _poll(clients, task_type, timeout=10)
+    assert again.task_id == task.task_id  # the same task, handed out again
+    _done(clients, again, output={"n": 1})
+    wf = _until_status(clients, wid, "COMPLETED")
+    assert wf.tasks[0].output_data == {"n": 1}
+    logs = clients.get_task_client().get_task_logs(task.task_id)
+    assert [entry.log for entry in logs] == ["halfway"]
+
+
+def test_human_and_wait_tasks_are_completed_by_their_task_id(clients: OrkesClients) -> None:
+    name = _register(
+        clients,
+        [
+            {"name": "approve", "taskReferenceName": "approve", "type": "HUMAN"},
+            {"name": "hold", "taskReferenceName": "hold", "type": "WAIT"},
+            {
+                "name": "nap",
+                "taskReferenceName": "nap",
+                "type": "WAIT",
+                "inputParameters": {"duration": "1 seconds"},
+            },
+        ],
+        outputParameters={"by": "${approve.output.by}", "note": "${hold.output.note}"},
+    )
+    wid = clients.get_workflow_client().start_workflow_by_name(name, {})
+
+    def waiting(ref: str) -> Any:
+        wf = _status(clients, wid)
+        return next(
+            (t for t in wf.tasks if t.reference_task_name == ref and t.status == "IN_PROGRESS"),
+            None,
+        )
+
+    human = wait_until(lambda: waiting("approve"), timeout=15, what="the HUMAN task")
+    assert human.task_type == "HUMAN"
+    _done(clients, human, output={"by": "ada"})
+    hold = wait_until(lambda: waiting("hold"), timeout=15, what="the WAIT task")
+    assert hold.task_type == "WAIT"
+    _done(clients, hold, output={"note": "go"})
+    wf = _until_status(clients, wid, "COMPLETED")
+    assert wf.output == {"by": "ada", "note": "go"}
+
+
+def test_pause_resume_retry_restart_and_search(clients: OrkesClients) -> None:
+    task_type = f"ops_{uuid.uuid4().hex[:6]}"
+    name = _register(clients, [_simple("one", task_type, retryCount=0)])
+    wc = clients.get_workflow_client()
+    wid = wc.start_workflow_by_name(name, {"k": 1}, correlationId="corr-1")
+    wc.pause_workflow(wid)
+    assert _status(clients, wid).status == "PAUSED"
+    wc.resume_workflow(wid)
+    assert _status(clients, wid).status == "RUNNING"
+
+    task = _poll(clients, task_type)
+    _done(clients, task, "FAILED", reason_for_incompletion="first try")
+    failed = _until_status(clients, wid, "FAILED")
+    assert set(failed.failed_reference_task_names) == {"one"}
+    assert "first try" in (failed.reason_for_incompletion or "")
+
+    wc.retry_workflow(wid)
+    task = _poll(clients, task_type)
+    _done(clients, task)
+    _until_status(clients, wid, "COMPLETED")
+
+    wc.restart_workflow(wid)
+    task = _poll(clients, task_type)
+    _done(clients, task)
+    _until_status(clients, wid, "COMPLETED")
+
+    found = wc.search(query=f"workflowType={name} AND status=COMPLETED")
+    assert [r.workflow_id for r in found.results] == [wid]
+    assert found.results[0].status == "COMPLETED"
+
+
+def test_sub_workflows_run_and_report_their_output(clients: OrkesClients) -> None:
+    task_type = f"child_{uuid.uuid4().hex[:6]}"
+    child = _register(
+        clients,
+        [_simple("inner", task_type, inputParameters={"v": "${workflow.input.v}"})],
+        outputParameters={"got": "${inner.output.got}"},
+    )
+    parent = _register(
+        clients,
+        [
+            {
+                "name": "call_child",
+                "taskReferenceName": "call_child",
+                "type": "SUB_WORKFLOW",
+                "subWorkflowParam": {"name": child, "version": 1},
+                "inputParameters": {"v": "${workflow.input.v}"},
+            }
+        ],
+        outputParameters={"child": "${call_child.output.got}"},
+    )
+    wid = clients.get_workflow_client().start_workflow_by_name(parent, {"v": 7})
+    task = _poll(clients, task_type)
+    assert task.input_data == {"v": 7}
+    _done(clients, task, output={"got": 14})
+    wf = _until_status(clients, wid, "COMPLETED")
+    assert wf.output == {"child": 14}
+    sub = wf.tasks[0]
+    assert sub.task_type == "SUB_WORKFLOW" and sub.sub_workflow_id

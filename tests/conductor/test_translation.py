@@ -1,0 +1,460 @@
+"""Golden tests of the Conductor ⇄ Baton translations (pure, no server): every supported task
+type both ways, a 400-class ``Untranslatable`` naming the task for every unsupported one, and the
+views' status vocabulary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from baton.conductor import definitions as cd
+from baton.conductor import views as cv
+from baton.conductor.errors import Untranslatable, from_error
+from baton.definitions import parse_definition
+from baton.status import InstanceStatus, JobStatus, StepStatus
+
+
+def simple(ref: str, name: str = "work", **extra: Any) -> dict[str, Any]:
+    return {"name": name, "taskReferenceName": ref, "type": "SIMPLE", **extra}
+
+
+def step(ref: str, job: str = "work", **extra: Any) -> dict[str, Any]:
+    return {"id": ref, "name": job, "type": "SERVICE_TASK", "jobType": job, "input": {}, **extra}
+
+
+# (Conductor task(s), Baton step) — one per supported type.
+GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
+    (
+        "SIMPLE",
+        [
+            simple(
+                "a",
+                inputParameters={"x": "${workflow.input.x}", "id": "${workflow.workflowId}"},
+                retryCount=2,
+            )
+        ],
+        step(
+            "a",
+            input={"x": "${workflow.input.x}", "id": "${workflow.instanceId}"},
+            retryCount=2,
+        ),
+    ),
+    (
+        "SWITCH value-param",
+        [
+            {
+                "name": "route",
+                "taskReferenceName": "route",
+                "type": "SWITCH",
+                "evaluatorType": "value-param",
+                "expression": "k",
+                "inputParameters": {"k": "${workflow.input.kind}"},
+                "decisionCases": {"a": [simple("in_a")]},
+                "defaultCase": [simple("other")],
+            }
+        ],
+        {
+            "id": "route",
+            "type": "SWITCH",
+            "input": {"k": "${workflow.input.kind}"},
+            "on": "${workflow.input.kind}",
+            "cases": {"a": [step("in_a")]},
+            "default": [step("other")],
+        },
+    ),
+    (
+        "SWITCH javascript",
+        [
+            {
+                "name": "js",
+                "taskReferenceName": "js",
+                "type": "SWITCH",
+                "evaluatorType": "graaljs",
+                "expression": "$.n >= 3 && $.who == 'ada'",
+                "inputParameters": {"n": "${workflow.input.n}", "who": "${prev.output.name}"},
+                "decisionCases": {"true": [simple("yes")], "false": [simple("no")]},
+            }
+        ],
+        {
+            "id": "js",
+            "type": "SWITCH",
+            "input": {"n": "${workflow.input.n}", "who": "${prev.output.name}"},
+            "cases": [
+                {
+                    "condition": 'workflow.input.n >= 3 and prev.output.name = "ada"',
+                    "steps": [step("yes")],
+                },
+                {
+                    "condition": '$not(workflow.input.n >= 3 and prev.output.name = "ada")',
+                    "steps": [step("no")],
+                },
+            ],
+        },
+    ),
+    (
+        "FORK_JOIN + JOIN",
+        [
+            {
+                "name": "fork",
+                "taskReferenceName": "fork",
+                "type": "FORK_JOIN",
+                "forkTasks": [[simple("l")], [simple("r")]],
+            },
+            {"name": "join", "taskReferenceName": "join", "type": "JOIN", "joinOn": ["l", "r"]},
+        ],
+        {
+            "id": "fork",
+            "type": "PARALLEL",
+            "branches": [[step("l")], [step("r")]],
+            "description": "[join:join]",
+        },
+    ),
+    (
+        "DO_WHILE",
+        [
+            {
+                "name": "loop",
+                "taskReferenceName": "loop",
+                "type": "DO_WHILE",
+                "loopCondition": "if ($.done != true) { true; } else { false; }",
+                "inputParameters": {"done": "${body.output.done}"},
+                "loopOver": [simple("body")],
+            }
+        ],
+        {
+            "id": "loop",
+            "type": "DO_WHILE",
+            "steps": [step("body")],
+            "maxIterations": cd.DO_WHILE_MAX_ITERATIONS,
+            "while": "body.output.done != true",
+        },
+    ),
+    (
+        "SUB_WORKFLOW",
+        [
+            {
+                "name": "child",
+                "taskReferenceName": "child",
+                "type": "SUB_WORKFLOW",
+                "subWorkflowParam": {"name": "kid", "version": 2},
+                "inputParameters": {"a": 1},
+            }
+        ],
+        {
+            "id": "child",
+            "type": "SUB_WORKFLOW",
+            "input": {"a": 1},
+            "definitionName": "kid",
+            "definitionVersion": 2,
+        },
+    ),
+    (
+        "WAIT duration",
+        [
+            {
+                "name": "pause",
+                "taskReferenceName": "pause",
+                "type": "WAIT",
+                "inputParameters": {"duration": "1 minutes 30 seconds"},
+            }
+        ],
+        {"id": "pause", "type": "TIMER", "input": {}, "duration": 90},
+    ),
+    (
+        "WAIT until",
+        [
+            {
+                "name": "at",
+                "taskReferenceName": "at",
+                "type": "WAIT",
+                "inputParameters": {"until": "2030-01-02 03:04 UTC"},
+            }
+        ],
+        {"id": "at", "type": "TIMER", "input": {}, "until": "2030-01-02T03:04:00+00:00"},
+    ),
+    (
+        "WAIT signal",
+        [{"name": "sig", "taskReferenceName": "sig", "type": "WAIT"}],
+        {"id": "sig", "type": "SIGNAL", "input": {}},
+    ),
+    (
+        "HUMAN",
+        [{"name": "approve", "taskReferenceName": "approve", "type": "HUMAN"}],
+        {"id": "approve", "type": "USER_TASK", "input": {}},
+    ),
+    (
+        "TERMINATE",
+        [
+            {
+                "name": "stop",
+                "taskReferenceName": "stop",
+                "type": "TERMINATE",
+                "inputParameters": {
+                    "terminationStatus": "FAILED",
+                    "terminationReason": "bad ${workflow.input.x}",
+                    "workflowOutput": {"why": "${workflow.input.x}"},
+                },
+            }
+        ],
+        {
+            "id": "stop",
+            "type": "TERMINATE",
+            "status": "FAILED",
+            "reason": "bad ${workflow.input.x}",
+            "output": {"why": "${workflow.input.x}"},
+        },
+    ),
+    (
+        "SET_VARIABLE",
+        [
+            {
+                "name": "setv",
+                "taskReferenceName": "setv",
+                "type": "SET_VARIABLE",
+                "inputParameters": {"seen": "${workflow.input.x}"},
+            }
+        ],
+        {"id": "setv", "type": "SET_VARIABLE", "variables": {"seen": "${workflow.input.x}"}},
+    ),
+]
+
+
+def _wf(tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    # A first task named "prev" so references to it validate.
+    return {
+        "name": "golden",
+        "version": 1,
+        "tasks": [simple("prev"), *tasks],
+        "outputParameters": {"out": "${prev.output.name}"},
+        "failureWorkflow": "cleanup",
+        "timeoutSeconds": 60,
+    }
+
+
+@pytest.mark.parametrize(
+    ("conductor", "baton"), [(c, b) for _, c, b in GOLDEN], ids=[g[0] for g in GOLDEN]
+)
+def test_conductor_to_baton(conductor: list[dict[str, Any]], baton: dict[str, Any]) -> None:
+    out = cd.to_baton_workflow(_wf(conductor))
+    assert (
+        out["steps"][1] == {**{"name": conductor[0]["name"]}, **baton} or out["steps"][1] == baton
+    )
+    assert out["outputParameters"] == {"out": "${prev.output.name}"}
+    assert out["failureWorkflow"] == "cleanup"
+    parse_definition(out)  # Baton accepts what the translation gives
+
+
+@pytest.mark.parametrize(
+    ("conductor", "baton"), [(c, b) for _, c, b in GOLDEN], ids=[g[0] for g in GOLDEN]
+)
+def test_baton_to_conductor_and_back_is_a_fixed_point(
+    conductor: list[dict[str, Any]], baton: dict[str, Any]
+) -> None:
+    first = cd.to_baton_workflow(_wf(conductor))
+    shown = cd.to_conductor_workflow(parse_definition(first).wire() | {"version": 1})
+    assert shown["name"] == "golden" and shown["schemaVersion"] == 2
+    assert shown["failureWorkflow"] == "cleanup"
+    kinds = [t["type"] for t in shown["tasks"][1:]]
+    expected = [t.get("type", "SIMPLE") for t in conductor]
+    if expected == ["SWITCH"]:
+        assert kinds == ["SWITCH"]
+    else:
+        assert kinds == expected
+    again = cd.to_baton_workflow(shown)
+    assert parse_definition(again).wire() == parse_definition(first).wire()
+
+
+def test_a_fork_shows_its_join_as_registered() -> None:
+    _, conductor, _ = GOLDEN[3]
+    shown = cd.to_conductor_workflow(cd.to_baton_workflow(_wf(conductor)))
+    fork, join = shown["tasks"][1], shown["tasks"][2]
+    assert fork["type"] == "FORK_JOIN" and "description" not in fork
+    assert join == {
+        "name": "join",
+        "taskReferenceName": "join",
+        "type": "JOIN",
+        "inputParameters": {},
+        "joinOn": ["l", "r"],
+    }
+
+
+def test_task_defs_both_ways() -> None:
+    conductor = {
+        "name": "charge",
+        "retryCount": 2,
+        "retryLogic": "EXPONENTIAL_BACKOFF",
+        "retryDelaySeconds": 5,
+        "timeoutSeconds": 0,
+        "responseTimeoutSeconds": 600,
+        "timeoutPolicy": "TIME_OUT_WF",
+        "concurrentExecLimit": 0,
+        "rateLimitPerFrequency": 0,
+        "ownerEmail": "a@b.c",
+        "enforceSchema": False,
+        "inputSchema": None,
+        "createdBy": "someone",
+    }
+    baton = cd.to_baton_task_def(conductor)
+    assert baton == {
+        "name": "charge",
+        "retryCount": 2,
+        "retryLogic": "EXPONENTIAL_BACKOFF",
+        "retryDelaySeconds": 5,
+        "timeoutSeconds": 0,
+        "responseTimeoutSeconds": 600,
+        "timeoutPolicy": "TIME_OUT_WF",
+        "ownerEmail": "a@b.c",
+    }
+    back = cd.to_conductor_task_def({**baton, "createdAt": "2026-01-01T00:00:00Z"})
+    assert back["createTime"] == 1767225600000
+    assert {k: back[k] for k in baton} == baton
+
+
+UNSUPPORTED = [
+    "HTTP",
+    "INLINE",
+    "EVENT",
+    "JSON_JQ_TRANSFORM",
+    "KAFKA_PUBLISH",
+    "DYNAMIC",
+    "DECISION",
+    "LAMBDA",
+    "FORK_JOIN_DYNAMIC",
+    "START_WORKFLOW",
+    "EXCLUSIVE_JOIN",
+    "NOOP",
+]
+
+
+@pytest.mark.parametrize("kind", UNSUPPORTED)
+def test_unsupported_task_types_are_refused_naming_the_task(kind: str) -> None:
+    with pytest.raises(Untranslatable) as e:
+        cd.to_baton_workflow(_wf([{"name": "x", "taskReferenceName": "the_task", "type": kind}]))
+    status, body = from_error(e.value)
+    assert status == 400
+    assert "the_task" in body["message"] and kind in body["message"]
+    assert body["validationErrors"][0]["path"].startswith("tasks[1]")
+
+
+@pytest.mark.parametrize(
+    ("task", "words"),
+    [
+        (simple("a", optional=True), "optional"),
+        (simple("a", asyncComplete=True), "asyncComplete"),
+        (simple("a", startDelay=5), "startDelay"),
+        (simple("bad ref!"), "taskReferenceName"),
+        (
+            {
+                "name": "s",
+                "taskReferenceName": "s",
+                "type": "SWITCH",
+                "evaluatorType": "javascript",
+                "expression": "function f() { return $.x; }",
+                "decisionCases": {"true": [simple("t")]},
+            },
+            "javascript",
+        ),
+        (
+            {
+                "name": "s",
+                "taskReferenceName": "s",
+                "type": "SWITCH",
+                "evaluatorType": "javascript",
+                "expression": "$.x > 1",
+                "inputParameters": {"x": "${workflow.input.x}"},
+                "decisionCases": {"big": [simple("t")]},
+            },
+            "'true' or 'false'",
+        ),
+        (
+            {
+                "name": "l",
+                "taskReferenceName": "l",
+                "type": "DO_WHILE",
+                "loopCondition": "$.l['iteration'] < 3",
+                "loopOver": [simple("b")],
+            },
+            "loopCondition",
+        ),
+        (
+            {
+                "name": "f",
+                "taskReferenceName": "f",
+                "type": "FORK_JOIN",
+                "forkTasks": [[simple("q")]],
+            },
+            "JOIN",
+        ),
+        (
+            {
+                "name": "w",
+                "taskReferenceName": "w",
+                "type": "WAIT",
+                "inputParameters": {"duration": "soon"},
+            },
+            "duration",
+        ),
+        (
+            {
+                "name": "t",
+                "taskReferenceName": "t",
+                "type": "TERMINATE",
+                "inputParameters": {"terminationStatus": "TERMINATED"},
+            },
+            "terminationStatus",
+        ),
+        (simple("a", inputParameters={"x": "${workflow.createTime}"}), "createTime"),
+    ],
+)
+def test_untranslatable_options_are_refused(task: dict[str, Any], words: str) -> None:
+    with pytest.raises(Untranslatable) as e:
+        cd.to_baton_workflow(_wf([task]))
+    assert words in str(e.value)
+
+
+def test_only_conductor_status_values_leave_the_views() -> None:
+    for s in InstanceStatus:
+        assert cv.workflow_status(s) in cv.CONDUCTOR_WORKFLOW_STATUSES
+    for s in (*StepStatus, *JobStatus):
+        assert cv.task_status(s) in cv.CONDUCTOR_TASK_STATUSES
+    assert cv.workflow_status("CANCELLED") == "TERMINATED"
+    assert cv.task_status("CANCELLED") == "CANCELED"
+    assert cv.task_status("LOCKED") == "IN_PROGRESS"
+    assert cv.task_status("UNLOCKED") == "SCHEDULED"
+
+
+def test_a_retried_job_shows_one_task_per_attempt() -> None:
+    instance = {
+        "id": "i1",
+        "definitionName": "d",
+        "definitionVersion": 1,
+        "status": "RUNNING",
+        "input": {},
+        "createdAt": "2026-01-01T00:00:00Z",
+        "steps": [
+            {
+                "id": "s1",
+                "stepId": "a",
+                "type": "SERVICE_TASK",
+                "status": "IN_PROGRESS",
+                "attempt": 3,
+                "input": {"x": 1},
+                "jobId": "j1",
+                "jobType": "work",
+                "createdAt": "2026-01-01T00:00:00Z",
+            }
+        ],
+    }
+    audit = [
+        {"event": "JOB_FAILED", "jobId": "j1", "detail": {"attempt": 1, "error": "boom"}},
+        {"event": "JOB_LEASE_EXPIRED", "jobId": "j1", "detail": {"attempt": 2}},
+    ]
+    wf = cv.workflow(instance, audit)
+    assert [(t["taskId"], t["status"], t["retryCount"]) for t in wf["tasks"]] == [
+        ("j1.1", "FAILED", 0),
+        ("j1.2", "TIMED_OUT", 1),
+        ("j1.3", "IN_PROGRESS", 2),
+    ]
+    assert wf["tasks"][0]["reasonForIncompletion"] == "boom"
+    assert [t["seq"] for t in wf["tasks"]] == [1, 2, 3]
+    assert cv.parse_task_id("j1.3") == ("j1", 3)
