@@ -36,6 +36,8 @@ def search() -> Any:
             status=api.query("status"),
             definition_name=api.query("definitionName"),
             correlation_id=api.query("correlationId"),
+            created_after=api.query("createdAfter"),
+            created_before=api.query("createdBefore"),
             limit=api.query_int("limit", 20, high=100),
             page_token=api.query("pageToken"),
         )

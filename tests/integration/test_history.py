@@ -194,3 +194,23 @@ def test_the_instance_view_stays_within_its_budget_and_says_so(
     assert paging.json_size(view) <= 20_000 + paging.json_size(view["steps"][-1])
     page = engine.list_steps(iid, limit=1000)
     assert paging.json_size(page) < 21_000 and "nextPageToken" in page
+
+
+def test_search_by_creation_time(engine: Engine) -> None:
+    name = unique("when")
+    engine.register_definition(one_step(name, unique("j")))
+    first, _ = engine.start_instance(definition_name=name)
+    second, _ = engine.start_instance(definition_name=name)
+
+    def ids(**kw: str) -> list[str]:
+        return [i["id"] for i in engine.search_instances(definition_name=name, **kw)["instances"]]
+
+    assert ids() == [second["id"], first["id"]]
+    assert ids(created_after=second["createdAt"]) == [second["id"]]  # inclusive
+    assert ids(created_before=second["createdAt"]) == [first["id"]]  # exclusive
+    assert ids(created_after="2999-01-01T00:00:00Z") == []
+    assert ids(created_before="2999-01-01T00:00:00") == [second["id"], first["id"]]  # UTC
+    for bad in ("yesterday", "2026-13-01", "\u00001"):
+        with pytest.raises(ValidationFailed) as e:
+            ids(created_after=bad)
+        assert e.value.problems[0].path == "createdAfter"

@@ -315,14 +315,19 @@ class BatonClient:
         status: InstanceStatus | None = None,
         definition_name: str | None = None,
         correlation_id: str | None = None,
+        created_after: str | None = None,
+        created_before: str | None = None,
         limit: int | None = None,
         page_token: str | None = None,
     ) -> InstancePage:
-        """One page of instances, newest first, filtered by the given fields."""
+        """One page of instances, newest first, filtered by the given fields (``created_after``
+        inclusive and ``created_before`` exclusive, ISO-8601 times)."""
         params = _params(
             status=status,
             definitionName=definition_name,
             correlationId=correlation_id,
+            createdAfter=created_after,
+            createdBefore=created_before,
             limit=limit,
             pageToken=page_token,
         )

@@ -64,6 +64,8 @@ QUERY_PARAMETERS: dict[tuple[str, str], list[tuple[str, str]]] = {
         ("status", "string"),
         ("definitionName", "string"),
         ("correlationId", "string"),
+        ("createdAfter", "string"),
+        ("createdBefore", "string"),
         ("limit", "integer"),
         ("pageToken", "string"),
     ],

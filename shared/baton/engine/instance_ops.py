@@ -284,10 +284,16 @@ class InstanceOps(EngineCore):
         status: str | None = None,
         definition_name: str | None = None,
         correlation_id: str | None = None,
+        created_after: str | None = None,
+        created_before: str | None = None,
         limit: int = 20,
         page_token: str | None = None,
     ) -> dict[str, Any]:
-        """Instances, newest first, filtered by status, definition and correlation id."""
+        """Instances, newest first, filtered by status, definition, correlation id and when
+        they were created (``created_after`` inclusive, ``created_before`` exclusive, ISO-8601;
+        a time without a zone is UTC)."""
+        since = _timestamp(created_after, "createdAfter")
+        until = _timestamp(created_before, "createdBefore")
         if status is not None and status not in InstanceStatus.__members__:
             raise ValidationFailed(
                 [Problem("status", f"one of {', '.join(InstanceStatus)}, not {status!r}")]
@@ -301,6 +307,8 @@ class InstanceOps(EngineCore):
                     "status": status,
                     "definition_name": definition_name,
                     "correlation_id": correlation_id,
+                    "since": since,
+                    "until": until,
                     "after_created": cursor[0] if cursor else None,
                     "after_id": cursor[1] if cursor else None,
                     "limit": limit + 1,
@@ -614,3 +622,19 @@ def _int_token(token: str) -> int:
     if not value.isdigit() or len(value) > 18:
         raise ValidationFailed([Problem("pageToken", "not a token this API issued")])
     return int(value)
+
+
+def _timestamp(value: str | None, field: str) -> datetime | None:
+    """An ISO-8601 timestamp from a query (``Z`` or an offset; none means UTC)."""
+    if value is None:
+        return None
+    try:
+        at = datetime.fromisoformat(value.strip().replace("z", "Z").replace("Z", "+00:00"))
+    except ValueError:
+        at = None
+    if at is None or not 1 <= at.year <= 9999:
+        shown = value if len(value) <= 40 else value[:40] + "…"
+        raise ValidationFailed(
+            [Problem(field, f"an ISO-8601 time such as 2026-01-31T12:00:00Z, not {shown!r}")]
+        )
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)

@@ -327,6 +327,8 @@ SELECT i.id, i.definition_name, i.definition_version, i.status, i.input, i.varia
  WHERE (%(status)s::text IS NULL OR i.status = %(status)s)
    AND (%(definition_name)s::text IS NULL OR i.definition_name = %(definition_name)s)
    AND (%(correlation_id)s::text IS NULL OR i.correlation_id = %(correlation_id)s)
+   AND (%(since)s::timestamptz IS NULL OR i.created_at >= %(since)s::timestamptz)
+   AND (%(until)s::timestamptz IS NULL OR i.created_at < %(until)s::timestamptz)
    AND (%(after_created)s::timestamptz IS NULL
         OR (i.created_at, i.id) < (%(after_created)s::timestamptz, %(after_id)s::uuid))
  ORDER BY i.created_at DESC, i.id DESC

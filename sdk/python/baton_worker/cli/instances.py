@@ -183,6 +183,8 @@ def _list(client: BatonClient, args: argparse.Namespace) -> None:
         status=args.status,
         definition_name=args.definition,
         correlation_id=args.correlation_id,
+        created_after=args.created_after,
+        created_before=args.created_before,
         limit=args.limit,
         page_token=args.page_token,
     )
@@ -276,6 +278,8 @@ def add_commands(commands: Subparsers) -> None:
     p.add_argument("--status", choices=INSTANCE_STATUSES, type=str.upper)
     p.add_argument("--definition", metavar="NAME", help="only instances of this definition")
     p.add_argument("--correlation-id", metavar="ID")
+    p.add_argument("--created-after", metavar="TIME", help="created at or after (ISO-8601)")
+    p.add_argument("--created-before", metavar="TIME", help="created before (ISO-8601)")
     p.add_argument("--limit", type=int, default=20, help="at most this many (default 20, max 100)")
     p.add_argument("--page-token", metavar="TOKEN", help="continue a previous listing")
     p = leaf(sub, "cancel", "cancel a running or paused instance", _cancel)
