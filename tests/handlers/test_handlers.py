@@ -198,6 +198,8 @@ def test_definition_instance_job_round_trip(invoke: Invoke) -> None:
             422,
         ),
         ("instances", "GET", "/v1/instances", {"query": {"pageToken": "Zm9vH2Jhcg"}}, 422),
+        ("instances", "GET", "/v1/instances", {"query": {"createdAfter": "tomorrow"}}, 422),
+        ("instances", "GET", "/v1/instances", {"query": {"createdBefore": "9" * 400}}, 422),
         (
             "instances",
             "GET",
