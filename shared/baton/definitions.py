@@ -216,7 +216,8 @@ def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
     elif kind == "DO_WHILE":
         body = step.get("steps")
         end = tree.end_of((*node.lists, ListRef(str(node.id), "body")), _length(body))
-        yield from _condition_problems(tree, f"{path}.while", step.get("while"), end)
+        own = node.id if isinstance(node.id, str) else None
+        yield from _condition_problems(tree, f"{path}.while", step.get("while"), end, own)
     elif kind == "TIMER":
         yield from _timer_problems(path, step)
     elif kind == "SUB_WORKFLOW":
@@ -253,7 +254,12 @@ def _switch_problems(tree: Tree, node: Node) -> Iterator[Problem]:
                 )
 
 
-def _condition_problems(tree: Tree, path: str, text: Any, at: Point) -> Iterator[Problem]:
+def _condition_problems(
+    tree: Tree, path: str, text: Any, at: Point, loop: str | None = None
+) -> Iterator[Problem]:
+    """Problems of a JSONata condition (or a ``${…}`` one) evaluated at ``at``. A DO_WHILE's
+    ``while`` (``loop`` its id) may also read ``<loop>.output.iteration``, the iteration that
+    just ended (from 1)."""
     if not isinstance(text, str):
         return
     try:
@@ -265,6 +271,8 @@ def _condition_problems(tree: Tree, path: str, text: Any, at: Point) -> Iterator
         yield from _expression_problems(tree, path, text, at)
         return
     for sid in condition_references(text):
+        if sid == loop:
+            continue
         visible, why, _ = tree.visibility(sid, at)
         if not visible:
             yield Problem(path, f"the condition reads {sid}.output, but {why}")

@@ -326,6 +326,23 @@ UNSUPPORTED = [
 ]
 
 
+def test_a_loop_condition_reads_its_iteration_and_its_tasks_outputs() -> None:
+    loop = {
+        "name": "l",
+        "taskReferenceName": "l",
+        "type": "DO_WHILE",
+        "loopCondition": "if ($.l['iteration'] < 3 && $.b['more'] == true) { true; } "
+        "else { false; }",
+        "loopOver": [simple("b")],
+    }
+    baton = cd.to_baton_workflow(_wf([loop]))
+    (step,) = [s for s in baton["steps"] if s["id"] == "l"]
+    assert step["while"] == "l.output.iteration < 3 and b.output.more = true"
+    parse_definition(baton)  # the loop's own iteration is readable in its condition
+    again = cd.to_baton_workflow(cd.to_conductor_workflow({**baton, "version": 1}))
+    assert again["steps"] == baton["steps"]
+
+
 @pytest.mark.parametrize("kind", UNSUPPORTED)
 def test_unsupported_task_types_are_refused_naming_the_task(kind: str) -> None:
     with pytest.raises(Untranslatable) as e:
@@ -371,7 +388,7 @@ def test_unsupported_task_types_are_refused_naming_the_task(kind: str) -> None:
                 "name": "l",
                 "taskReferenceName": "l",
                 "type": "DO_WHILE",
-                "loopCondition": "$.l['iteration'] < 3",
+                "loopCondition": "$.elsewhere['iteration'] < 3",
                 "loopOver": [simple("b")],
             },
             "loopCondition",

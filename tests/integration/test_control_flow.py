@@ -195,6 +195,28 @@ def test_do_while_keeps_every_iteration(engine: Engine) -> None:
     assert steps_of(engine, inst["id"], "loop")[0]["output"] == {"n": 4, "iterations": 4}
 
 
+def test_a_loop_condition_reads_its_own_iteration(engine: Engine) -> None:
+    engine.register_definition(
+        {
+            "name": "thrice",
+            "steps": [
+                {
+                    "id": "loop",
+                    "type": "DO_WHILE",
+                    "while": "loop.output.iteration < 3",
+                    "maxIterations": 10,
+                    "steps": [{"id": "tick", "type": "SET_VARIABLE", "variables": {"t": 1}}],
+                }
+            ],
+        }
+    )
+    inst, _ = engine.start_instance(definition_name="thrice")
+    got = engine.get_instance(inst["id"])
+    assert got["status"] == "COMPLETED"
+    assert [s["iteration"] for s in got["steps"] if s["stepId"] == "tick"] == [1, 2, 3]
+    assert steps_of(engine, inst["id"], "loop")[0]["output"]["iterations"] == 3
+
+
 def test_set_variable_and_terminate(engine: Engine) -> None:
     engine.register_definition(
         {

@@ -376,8 +376,21 @@ def _do_while(task: dict[str, Any], path: str) -> dict[str, Any]:
     label = _label(task, path)
     step = _base(task, path)
     params = task.get("inputParameters") or {}
+    inner = {t.get("taskReferenceName") for t in task.get("loopOver") or [] if isinstance(t, dict)}
+    by_parameter = _resolver(params, label)
+
+    def resolve(keys: list[str]) -> str:
+        # Conductor's loopCondition also reads the loop's own iteration ($.loop['iteration'])
+        # and the loop's tasks' outputs ($.task['field']) without an input parameter.
+        if keys[0] not in params:
+            if keys[0] == step["id"] and keys[1:] == ["iteration"]:
+                return f"{step['id']}.output.iteration"
+            if keys[0] in inner and len(keys) > 1:
+                return f"{keys[0]}.output." + ".".join(keys[1:])
+        return by_parameter(keys)
+
     try:
-        condition = js.to_jsonata(str(task.get("loopCondition") or ""), _resolver(params, label))
+        condition = js.to_jsonata(str(task.get("loopCondition") or ""), resolve)
     except ValueError as e:
         raise _fail(
             label,

@@ -1,7 +1,8 @@
 """DO_WHILE: runs its steps, then again while ``while`` holds (evaluated at the end of each
 iteration, reading that iteration's steps), at most ``maxIterations`` times; reaching the limit
 while the condition still holds fails the step. Output: the last iteration's output and
-``iterations``. Each iteration's executions are kept (``iteration`` on each)."""
+``iterations``. Each iteration's executions are kept (``iteration`` on each). A JSONata
+``while`` reads the iteration that just ended as ``<loop id>.output.iteration`` (from 1)."""
 
 from __future__ import annotations
 
@@ -41,8 +42,10 @@ class DoWhile:
             if condition.is_expression:
                 holds = truthy(d.resolve(step.while_, point, body_scope))
             else:
-                refs = condition_references(step.while_)
-                holds = truthy(condition.evaluate(d.context(point, body_scope, refs)))
+                refs = [r for r in condition_references(step.while_) if r != step.id]
+                context = d.context(point, body_scope, refs)
+                context[step.id] = {"output": {"iteration": k}}  # the loop's own counter
+                holds = truthy(condition.evaluate(context))
         except ConditionError as e:
             d.fail_operator(owner, f"step {step.id!r} failed: {e}")
             return
