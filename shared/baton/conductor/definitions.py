@@ -387,7 +387,7 @@ def _do_while(task: dict[str, Any], path: str) -> dict[str, Any]:
                 return f"{step['id']}.output.iteration"
             if keys[0] in inner and len(keys) > 1:
                 return f"{keys[0]}.output." + ".".join(keys[1:])
-        return by_parameter(keys)
+        return str(by_parameter(keys))
 
     try:
         condition = js.to_jsonata(str(task.get("loopCondition") or ""), resolve)
