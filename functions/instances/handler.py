@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from baton.api import models as m
+from baton_lambda import runtime
 from baton_lambda.http import Api
 
 api = Api("instances")
@@ -27,6 +28,15 @@ def start() -> Any:
     return api.ok(
         instance, 201 if created else 200, {"Location": f"/v1/instances/{instance['id']}"}
     )
+
+
+@api.route("POST", "/v1/payloads")
+def create_payload() -> Any:
+    req = api.body(m.CreatePayloadRequest)
+    store = runtime.payload_store(api.engine())
+    grant = store.grant_upload(req.kind, req.size_bytes, req.content_sha256)
+    api.logger.info("payload upload granted", extra={"path": grant.path, "kind": req.kind})
+    return api.ok(grant.as_dict(), 201)
 
 
 @api.route("GET", "/v1/instances")

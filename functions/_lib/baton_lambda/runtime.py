@@ -15,6 +15,7 @@ from baton.engine.service import Engine
 from baton.errors import Unavailable
 
 if TYPE_CHECKING:
+    from baton.engine.payloads import PayloadStore
     from baton.engine.queue_ops import Queues
     from baton.engine.queue_triggers import QueueTriggers
 from baton.metrics import MetricsSink
@@ -83,6 +84,19 @@ def _database(s: Settings) -> Database:
             db = Database.single(lambda: conninfo(s))
         _databases["db"] = db
     return db
+
+
+def payload_store(engine: Engine) -> PayloadStore:
+    """Presigned uploads/downloads on the deployment's payload bucket (boto3 loaded lazily)."""
+    from baton.engine.payloads import PayloadStore
+
+    s = settings()
+    return PayloadStore(
+        s.payload_bucket,
+        engine.settings.payload_limits,
+        endpoint=s.s3_endpoint,
+        metrics=engine.metrics,
+    )
 
 
 def queues(engine: Engine) -> Queues:

@@ -376,6 +376,52 @@ class Health(ApiModel):
     s3: HealthCheck
 
 
+# --- external payloads ------------------------------------------------------------------------
+
+PayloadKindName = Literal["WORKFLOW_INPUT", "STEP_INPUT", "STEP_OUTPUT"]
+
+
+class CreatePayloadRequest(ApiModel):
+    kind: PayloadKindName = Field(description="What the payload will be used as.")
+    size_bytes: int = Field(
+        ge=0, le=2**53, description="The exact size of the body that will be uploaded."
+    )
+    content_sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-fA-F]{64}$",
+        description="Hex SHA-256 of the body: when given, S3 refuses any other content.",
+    )
+
+
+class PayloadUpload(ApiModel):
+    """A presigned PUT for one server-chosen key, valid until ``expiresAt`` (at most 15 min)."""
+
+    path: str = Field(description="Send it as inputPayloadPath/outputPayloadPath afterwards.")
+    upload_url: str
+    expires_at: datetime
+    upload_headers: dict[str, str] = Field(
+        description="Headers the PUT must carry exactly (they are signed into the URL)."
+    )
+
+
+class PayloadLimitView(ApiModel):
+    soft_limit_bytes: int = Field(description="Above it, the payload goes to S3.")
+    hard_limit_bytes: int = Field(description="Above it, the payload is refused.")
+
+
+class PayloadLimitsView(ApiModel):
+    workflow_input: PayloadLimitView
+    step_input: PayloadLimitView
+    step_output: PayloadLimitView
+
+
+class ServerConfig(ApiModel):
+    """What a client needs to know about this deployment."""
+
+    payload_limits: PayloadLimitsView
+    presign_seconds: int = Field(description="Lifetime of a presigned URL.")
+
+
 # --- queues: listing and dead letters ----------------------------------------------------------
 
 

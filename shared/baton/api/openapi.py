@@ -17,6 +17,8 @@ from baton.routes import ROUTES
 OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, int, type[BaseModel] | None]] = {
     ("GET", "/v1/openapi.json"): (None, 200, None),
     ("GET", "/v1/health"): (None, 200, m.Health),
+    ("GET", "/v1/config"): (None, 200, m.ServerConfig),
+    ("POST", "/v1/payloads"): (m.CreatePayloadRequest, 201, m.PayloadUpload),
     ("POST", "/v1/definitions"): (m.Definition, 201, m.Definition),
     ("GET", "/v1/definitions"): (None, 200, m.DefinitionPage),
     ("GET", "/v1/definitions/{name}"): (None, 200, m.Definition),
