@@ -19,6 +19,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from baton import settings
+from baton.engine.payloads import KEY_PREFIX as PAYLOAD_KEY_PREFIX
 from baton.routes import MIGRATION_FUNCTION, ROUTES, SCHEDULED_FUNCTIONS, api_functions
 from constructs import Construct
 
@@ -225,6 +226,7 @@ class BatonFunctions(Construct):
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
         }
+        environment.update(self._config.payload_limit_environment())
         if duty_loop_seconds:
             environment[settings.ENV_DUTY_LOOP_SECONDS] = str(duty_loop_seconds)
         return environment
@@ -255,14 +257,15 @@ class BatonFunctions(Construct):
             role.add_to_policy(
                 iam.PolicyStatement(
                     actions=["s3:GetObject", "s3:PutObject"],
-                    resources=[self._payload_bucket.arn_for_objects("*")],
+                    resources=[self._payload_bucket.arn_for_objects(f"{PAYLOAD_KEY_PREFIX}*")],
                 )
             )
             acknowledge(
                 role,
-                f"AwsSolutions-IAM5[Resource::<{logical_id(self._payload_bucket)}.Arn>/*]",
+                f"AwsSolutions-IAM5[Resource::<{logical_id(self._payload_bucket)}.Arn>/"
+                f"{PAYLOAD_KEY_PREFIX}*]",
                 "Payload object keys are generated per payload at run time; access is limited "
-                "to Get/Put on this one bucket.",
+                "to Get/Put under the payload prefix of this one bucket.",
             )
         acknowledge(
             role,
