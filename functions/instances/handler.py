@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from baton.api import models as m
+from baton.errors import Problem, ValidationFailed
 from baton_lambda import runtime
 from baton_lambda.http import Api
 
@@ -15,11 +16,20 @@ api = Api("instances")
 @api.route("POST", "/v1/instances")
 def start() -> Any:
     req = api.body(m.StartInstanceRequest)
+    input = req.input
+    if req.input_payload_path is not None:
+        if input is not None:
+            raise ValidationFailed(
+                [Problem("inputPayloadPath", "give input or inputPayloadPath, not both")]
+            )
+        input = runtime.payload_store(api.engine()).verify(
+            req.input_payload_path, "WORKFLOW_INPUT", field="inputPayloadPath"
+        )
     instance, created = api.engine().start_instance(
         definition_name=req.definition_name,
         definition_version=req.definition_version,
         definition=req.definition,
-        input=req.input,
+        input=input,
         correlation_id=req.correlation_id,
         idempotency_key=req.idempotency_key,
     )

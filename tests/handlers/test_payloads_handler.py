@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator
 
 import httpx
@@ -119,3 +120,110 @@ def test_without_a_bucket_the_answer_is_503_not_500(invoke: Invoke) -> None:
     assert status == 503
     assert "BATON_PAYLOAD_BUCKET" in body["detail"]
     assert headers["retry-after"]
+
+
+def _upload(invoke: Invoke, kind: str, data: bytes) -> str:
+    status, _, grant = invoke(
+        "instances", "POST", "/v1/payloads", body={"kind": kind, "sizeBytes": len(data)}
+    )
+    assert status == 201, grant
+    put = httpx.put(grant["uploadUrl"], content=data, headers=grant["uploadHeaders"], timeout=30)
+    assert put.status_code == 200, put.text
+    return str(grant["path"])
+
+
+DEFINITION = {
+    "name": "offloaded",
+    "steps": [{"id": "make", "type": "SERVICE_TASK", "jobType": "make-big"}],
+}
+
+
+def test_an_instance_starts_from_an_uploaded_input_and_a_job_completes_with_one(
+    invoke: Invoke, with_bucket: LocalS3
+) -> None:
+    assert invoke("definitions", "POST", "/v1/definitions", body=DEFINITION)[0] == 201
+    data = json.dumps({"items": list(range(100_000))}).encode()
+    path = _upload(invoke, "WORKFLOW_INPUT", data)
+    status, _, inst = invoke(
+        "instances",
+        "POST",
+        "/v1/instances",
+        body={"definitionName": "offloaded", "inputPayloadPath": path},
+    )
+    assert status == 201, inst
+    assert inst["input"] == {"$payload": path, "sizeBytes": len(data)}
+    status, _, polled = invoke(
+        "jobs", "POST", "/v1/jobs/poll", body={"workerId": "w", "jobTypes": ["make-big"]}
+    )
+    (job,) = polled["jobs"]
+    out = json.dumps({"blob": "y" * 400_000}).encode()
+    out_path = _upload(invoke, "STEP_OUTPUT", out)
+    body = {"jobId": job["id"], "workerId": "w", "outputPayloadPath": out_path}
+    status, _, done = invoke("jobs", "POST", "/v1/jobs/complete", body=body)
+    assert (status, done["applied"]) == (200, True), done
+    status, _, final = invoke(
+        "instances", "GET", "/v1/instances/{id}", path_params={"id": inst["id"]}
+    )
+    assert final["status"] == "COMPLETED"
+    (step,) = final["steps"]
+    assert step["output"] == {"$payload": out_path, "sizeBytes": len(out)}
+    # The reference is the step's own: it is not merged into the variables.
+    assert "$payload" not in final["variables"]
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        "payloads/workflow-input/not-uploaded-at-all-aaaaaaaaaaaaaaaaaaaa",
+        "payloads/step-output/wrong-kind",
+        "../etc/passwd",
+        "payloads/workflow-input/a/b",
+    ],
+)
+def test_a_forged_or_missing_input_path_is_422(
+    invoke: Invoke, with_bucket: LocalS3, forged: str
+) -> None:
+    invoke("definitions", "POST", "/v1/definitions", body=DEFINITION)
+    status, _headers, body = invoke(
+        "instances",
+        "POST",
+        "/v1/instances",
+        body={"definitionName": "offloaded", "inputPayloadPath": forged},
+    )
+    assert status == 422, body
+    assert body["errors"][0]["path"] == "inputPayloadPath"
+
+
+def test_input_and_a_path_together_are_422(invoke: Invoke, with_bucket: LocalS3) -> None:
+    invoke("definitions", "POST", "/v1/definitions", body=DEFINITION)
+    path = _upload(invoke, "WORKFLOW_INPUT", b"{}")
+    status, _, _body = invoke(
+        "instances",
+        "POST",
+        "/v1/instances",
+        body={"definitionName": "offloaded", "input": {}, "inputPayloadPath": path},
+    )
+    assert status == 422
+
+
+def test_an_object_larger_than_the_hard_limit_is_422_and_the_job_stays_claimed(
+    invoke: Invoke, with_bucket: LocalS3
+) -> None:
+    invoke("definitions", "POST", "/v1/definitions", body=DEFINITION)
+    invoke("instances", "POST", "/v1/instances", body={"definitionName": "offloaded"})
+    _, _, polled = invoke(
+        "jobs", "POST", "/v1/jobs/poll", body={"workerId": "w", "jobTypes": ["make-big"]}
+    )
+    (job,) = polled["jobs"]
+    # Written past the API (the hard limit is 1,000,000 bytes here): refused when referenced.
+    key = "payloads/step-output/written-behind-the-apis-back-0123456789"
+    with_bucket._client().put_object(Bucket=BUCKET, Key=key, Body=b"z" * 1_000_001)
+    body = {"jobId": job["id"], "workerId": "w", "outputPayloadPath": key}
+    status, _, problem = invoke("jobs", "POST", "/v1/jobs/complete", body=body)
+    assert status == 422
+    assert "1000001" in problem["errors"][0]["message"]
+    assert "1000000" in problem["errors"][0]["message"]
+    ok = _upload(invoke, "STEP_OUTPUT", b'{"small": 1}')
+    body["outputPayloadPath"] = ok
+    status, _, done = invoke("jobs", "POST", "/v1/jobs/complete", body=body)
+    assert (status, done["applied"]) == (200, True)

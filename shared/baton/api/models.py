@@ -50,6 +50,10 @@ class StartInstanceRequest(ApiModel):
         default=None, description="An inline definition (dynamic workflow), validated in full."
     )
     input: Variables | None = None
+    input_payload_path: Annotated[str, Field(min_length=1, max_length=1024)] | None = Field(
+        default=None,
+        description="Instead of input: a WORKFLOW_INPUT path from POST /v1/payloads, uploaded.",
+    )
     correlation_id: Annotated[str, Field(max_length=256)] | None = None
     idempotency_key: Annotated[str, Field(min_length=1, max_length=256)] | None = None
 
@@ -97,6 +101,10 @@ class CompleteJobRequest(ApiModel):
     job_id: Uuid
     worker_id: WorkerId
     variables_to_set: Variables | None = None
+    output_payload_path: Annotated[str, Field(min_length=1, max_length=1024)] | None = Field(
+        default=None,
+        description="Instead of variablesToSet: a STEP_OUTPUT path from POST /v1/payloads.",
+    )
     attempt: Attempt = None
 
 

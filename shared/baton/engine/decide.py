@@ -29,6 +29,7 @@ from baton import expressions
 from baton.engine.plan import Plan
 from baton.engine.retry import retry_delay_seconds
 from baton.model import TimeoutPolicy
+from baton.payload_ref import is_payload_ref
 from baton.status import InstanceStatus, JobStatus, StepStatus
 from baton.steps import Step
 
@@ -592,6 +593,8 @@ class Decider:
             and output
             and self.plan.step(e.step_id).type in MERGED_OUTPUTS
             and not in_map_item(e.scope)
+            # An offloaded output stays the step's own: its reference is no variable.
+            and not is_payload_ref(output)
         ):
             # A task's object output is merged into the instance's variables (but not inside a
             # MAP, whose items' outputs are collected as the MAP's output instead; an operator's

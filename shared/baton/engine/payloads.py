@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from baton.errors import PayloadTooLarge, Problem, Unavailable, ValidationFailed
 from baton.metrics import MetricsSink, NullMetrics
+from baton.payload_ref import payload_ref
 from baton.settings import MAX_PRESIGN_SECONDS, PayloadLimit, PayloadLimits
 
 PayloadKind = Literal["WORKFLOW_INPUT", "STEP_INPUT", "STEP_OUTPUT"]
@@ -192,6 +193,54 @@ class PayloadStore:
             "put_object", Params=params, ExpiresIn=expires, HttpMethod="PUT"
         )
         return UploadGrant(key, url, issued + timedelta(seconds=expires), headers)
+
+    def verify(self, path: str, kind: PayloadKind, *, field: str) -> dict[str, Any]:
+        """The reference the engine stores for an uploaded payload, after checking that ``path``
+        is one this server issues for ``kind``, that its object exists and that it is within the
+        hard limit; otherwise a 422 naming ``field``.
+
+        Only the API's roles may write under ``payloads/`` and their keys carry 192 random bits,
+        so an object found there was uploaded through a URL this server granted (its size was
+        signed into that URL)."""
+        if kind_of_key(path) != kind:
+            raise ValidationFailed(
+                [Problem(field, f"not a {kind} payload path issued by POST /v1/payloads")]
+            )
+        if not self.bucket:
+            raise PayloadStorageUnconfigured(
+                "no payload bucket is configured (BATON_PAYLOAD_BUCKET)"
+            )
+        size = self._size_of(path)
+        if size is None:
+            raise ValidationFailed(
+                [Problem(field, "no payload at this path (never uploaded, or expired)")]
+            )
+        hard = limit_of(self.limits, kind).hard_bytes
+        if size > hard:
+            self.metrics.add("PayloadRefused", 1, dimensions={"Kind": kind})
+            raise ValidationFailed(
+                [
+                    Problem(
+                        field,
+                        f"payload of {size} bytes exceeds the {kind} hard limit of {hard} bytes",
+                    )
+                ]
+            )
+        self.metrics.add("PayloadsOffloaded", 1, dimensions={"Kind": kind})
+        self.metrics.add("PayloadBytes", size, dimensions={"Kind": kind})
+        return payload_ref(path, size)
+
+    def _size_of(self, path: str) -> int | None:
+        from botocore.exceptions import ClientError
+
+        try:
+            head = self.client.head_object(Bucket=self.bucket, Key=path)
+        except ClientError as e:
+            code = str(e.response.get("Error", {}).get("Code", ""))
+            if code in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise Unavailable(f"payload storage: {e}") from e
+        return int(head["ContentLength"])
 
 
 @functools.cache
