@@ -227,3 +227,68 @@ def test_an_object_larger_than_the_hard_limit_is_422_and_the_job_stays_claimed(
     body["outputPayloadPath"] = ok
     status, _, done = invoke("jobs", "POST", "/v1/jobs/complete", body=body)
     assert (status, done["applied"]) == (200, True)
+
+
+READER = {
+    "name": "reads-offloaded",
+    "steps": [
+        {
+            "id": "make",
+            "type": "SERVICE_TASK",
+            "jobType": "make-big",
+            "input": {"first": "${workflow.input.items[0]}"},
+        },
+        {
+            "id": "use",
+            "type": "SERVICE_TASK",
+            "jobType": "use-one",
+            "input": {"picked": "${make.output.picked}", "n": "${workflow.input.items[2]}"},
+        },
+    ],
+}
+
+
+def test_expressions_read_fields_of_offloaded_input_and_output(
+    invoke: Invoke, with_bucket: LocalS3
+) -> None:
+    assert invoke("definitions", "POST", "/v1/definitions", body=READER)[0] == 201
+    data = json.dumps({"items": list(range(100_000))}).encode()
+    path = _upload(invoke, "WORKFLOW_INPUT", data)
+    status, _, inst = invoke(
+        "instances",
+        "POST",
+        "/v1/instances",
+        body={"definitionName": "reads-offloaded", "inputPayloadPath": path},
+    )
+    assert status == 201, inst
+    _, _, polled = invoke(
+        "jobs", "POST", "/v1/jobs/poll", body={"workerId": "w", "jobTypes": ["make-big"]}
+    )
+    (job,) = polled["jobs"]
+    assert job["input"] == {"first": 0}
+    out = json.dumps({"picked": "needle", "blob": "y" * 400_000}).encode()
+    out_path = _upload(invoke, "STEP_OUTPUT", out)
+    body = {"jobId": job["id"], "workerId": "w", "outputPayloadPath": out_path}
+    assert invoke("jobs", "POST", "/v1/jobs/complete", body=body)[0] == 200
+    _, _, polled = invoke(
+        "jobs", "POST", "/v1/jobs/poll", body={"workerId": "w", "jobTypes": ["use-one"]}
+    )
+    (job,) = polled["jobs"]
+    assert job["input"] == {"picked": "needle", "n": 2}
+
+
+def test_the_reader_fetches_each_path_once_and_passes_other_values_through(
+    with_bucket: LocalS3,
+) -> None:
+    from baton.engine.payloads import PayloadReader
+    from baton.payload_ref import payload_ref
+
+    client = with_bucket._client()
+    client.put_object(Bucket=BUCKET, Key="payloads/step-output/cached", Body=b'{"a": [1, 2]}')
+    reader = PayloadReader(BUCKET, client=client, cache_bytes=100)
+    ref = payload_ref("payloads/step-output/cached", 13)
+    assert reader(ref) == {"a": [1, 2]}
+    assert reader(dict(ref)) == {"a": [1, 2]}
+    assert reader.fetches == 1
+    assert reader({"plain": 1}) == {"plain": 1}
+    assert reader(None) is None

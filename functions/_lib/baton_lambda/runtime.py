@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ _lock = threading.Lock()
 # metrics sink, so each function's metrics are reported under its own name.
 _databases: dict[str, Database] = {}
 _engines: dict[int, Engine] = {}
+_readers: dict[str, Callable[[Any], Any]] = {}
 
 
 @cache
@@ -69,9 +71,22 @@ def engine(metrics: MetricsSink) -> Engine:
         eng = _engines.get(id(metrics))
         if eng is None:
             s = settings()
-            eng = Engine(_database(s), s.engine, metrics)
+            eng = Engine(_database(s), s.engine, metrics, payloads=_payload_reader(s))
             _engines[id(metrics)] = eng
         return eng
+
+
+def _payload_reader(s: Settings) -> Callable[[Any], Any] | None:
+    """The process's reader of offloaded payloads (one cache shared by every engine)."""
+    if not s.payload_bucket:
+        return None
+    reader = _readers.get(s.payload_bucket)
+    if reader is None:
+        from baton.engine.payloads import PayloadReader
+
+        reader = PayloadReader(s.payload_bucket, endpoint=s.s3_endpoint)
+        _readers[s.payload_bucket] = reader
+    return reader
 
 
 def _database(s: Settings) -> Database:
@@ -120,4 +135,5 @@ def reset() -> None:
             db.close()
         _databases.clear()
         _engines.clear()
+        _readers.clear()
     settings.cache_clear()

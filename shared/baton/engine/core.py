@@ -36,8 +36,11 @@ class EngineCore:
         db: Database,
         settings: EngineSettings | None = None,
         metrics: MetricsSink | None = None,
+        payloads: Callable[[Any], Any] | None = None,
     ) -> None:
         self.db = db
+        # Reads offloaded payloads for expressions (None: no bucket, references stay as they are)
+        self.payloads = payloads
         self.settings = settings or EngineSettings()
         self.metrics: MetricsSink = metrics or NullMetrics()
         self.snapshots = Snapshots()
@@ -81,6 +84,7 @@ class EngineCore:
             now,
             max_job_input_bytes=self.settings.max_payload_bytes,
             max_step_executions=self.settings.max_step_executions,
+            unref=self.payloads,
         )
 
     # --- events between instances ----------------------------------------------------------

@@ -237,6 +237,10 @@ class ChildPlan:
     version: int | None
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
 class Reader(Protocol):
     """Read-only lookups a decision may make (inside its transaction)."""
 
@@ -320,8 +324,12 @@ class Decider:
         *,
         max_job_input_bytes: int = 2_000_000,
         max_step_executions: int = MAX_STEP_EXECUTIONS,
+        unref: Callable[[Any], Any] | None = None,
     ) -> None:
         self.plan = plan
+        # Turns an offloaded payload's reference into its content (the engine's reader of the
+        # payload bucket); the decider stays pure: it only calls what it was given.
+        self.unref: Callable[[Any], Any] = unref or _same
         self.instance = instance
         self.reader = reader
         self.now = now
@@ -857,7 +865,7 @@ class Decider:
     def expression_scope(self, point: str, scope: str) -> expressions.Scope:
         inst = self.instance
         workflow = {
-            "input": inst.input,
+            "input": self.unref(inst.input),
             "variables": inst.variables,
             "instanceId": str(inst.id),
             "correlationId": inst.correlation_id,
@@ -885,10 +893,10 @@ class Decider:
         prefix = truncate(scope, self.plan.read_depth(point, step_id))
         for sid, done_scope, output in reversed(self._done_here):
             if sid == step_id and done_scope.startswith(prefix):
-                return output
+                return self.unref(output)
         key = (step_id, prefix)
         if key not in self._outputs:
-            self._outputs[key] = self.reader.output(step_id, prefix)
+            self._outputs[key] = self.unref(self.reader.output(step_id, prefix))
         return self._outputs[key]
 
     def map_context(self, scope: str) -> dict[str, Any] | None:

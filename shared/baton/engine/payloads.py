@@ -12,7 +12,10 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import json
 import secrets
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -21,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from baton.errors import PayloadTooLarge, Problem, Unavailable, ValidationFailed
 from baton.metrics import MetricsSink, NullMetrics
-from baton.payload_ref import payload_ref
+from baton.payload_ref import REF_KEY, SIZE_KEY, is_payload_ref, payload_ref
 from baton.settings import MAX_PRESIGN_SECONDS, PayloadLimit, PayloadLimits
 
 PayloadKind = Literal["WORKFLOW_INPUT", "STEP_INPUT", "STEP_OUTPUT"]
@@ -241,6 +244,60 @@ class PayloadStore:
                 return None
             raise Unavailable(f"payload storage: {e}") from e
         return int(head["ContentLength"])
+
+
+class PayloadReader:
+    """Reads offloaded payloads' JSON, cached per process by path (objects are immutable),
+    up to ``cache_bytes``; anything that is not a reference is returned as it is."""
+
+    def __init__(
+        self,
+        bucket: str,
+        *,
+        endpoint: str | None = None,
+        client: Any = None,
+        cache_bytes: int = 128 * 1024 * 1024,
+    ) -> None:
+        self.bucket = bucket
+        self.endpoint = endpoint
+        self._client = client
+        self.cache_bytes = cache_bytes
+        self._cache: OrderedDict[str, tuple[int, Any]] = OrderedDict()
+        self._cached = 0
+        self._lock = threading.Lock()
+        self.fetches = 0
+
+    def __call__(self, value: Any) -> Any:
+        if not is_payload_ref(value):
+            return value
+        path = str(value[REF_KEY])
+        with self._lock:
+            hit = self._cache.get(path)
+            if hit is not None:
+                self._cache.move_to_end(path)
+                return hit[1]
+        content = self._fetch(path)
+        size = int(value[SIZE_KEY])
+        with self._lock:
+            if path not in self._cache and size <= self.cache_bytes:
+                self._cache[path] = (size, content)
+                self._cached += size
+                while self._cached > self.cache_bytes:
+                    _, (old, _content) = self._cache.popitem(last=False)
+                    self._cached -= old
+        return content
+
+    def _fetch(self, path: str) -> Any:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        if self._client is None:
+            self._client = _s3_client(self.endpoint)
+        try:
+            body = self._client.get_object(Bucket=self.bucket, Key=path)["Body"].read()
+        except (BotoCoreError, ClientError) as e:
+            raise Unavailable(f"payload storage: cannot read {path}: {e}") from e
+        self.fetches += 1
+        return json.loads(body)
 
 
 @functools.cache

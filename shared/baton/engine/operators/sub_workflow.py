@@ -73,6 +73,7 @@ def start_instance(
         d.now,
         max_job_input_bytes=d.max_job_input_bytes,
         max_step_executions=d.max_step_executions,
+        unref=d.unref,
     )
     first.start()
     insert = {
