@@ -15,7 +15,10 @@ api = Api("jobs")
 @api.route("POST", "/v1/jobs/poll")
 def poll() -> Any:
     req = api.body(m.PollRequest)
-    jobs = api.engine().poll(req.worker_id, req.job_types, req.max_jobs)
+    engine = api.engine()
+    jobs = engine.poll(req.worker_id, req.job_types, req.max_jobs)
+    if engine.offload is not None:
+        jobs = runtime.payload_store(engine).offload_jobs(jobs)
     return api.ok({"jobs": jobs})
 
 

@@ -292,3 +292,69 @@ def test_the_reader_fetches_each_path_once_and_passes_other_values_through(
     assert reader.fetches == 1
     assert reader({"plain": 1}) == {"plain": 1}
     assert reader(None) is None
+
+
+PASS_ON = {
+    "name": "passes-big-input",
+    "steps": [
+        {
+            "id": "work",
+            "type": "SERVICE_TASK",
+            "jobType": "take-big",
+            "input": {"items": "${workflow.input.items}"},
+        }
+    ],
+}
+
+
+def _start_with_items(invoke: Invoke, n: int) -> tuple[dict[str, object], bytes]:
+    assert invoke("definitions", "POST", "/v1/definitions", body=PASS_ON)[0] in (200, 201, 409)
+    data = json.dumps({"items": [f"item-{i:06d}" for i in range(n)]}).encode()
+    path = _upload(invoke, "WORKFLOW_INPUT", data)
+    status, _, inst = invoke(
+        "instances",
+        "POST",
+        "/v1/instances",
+        body={"definitionName": "passes-big-input", "inputPayloadPath": path},
+    )
+    assert status == 201, inst
+    return inst, data
+
+
+def test_a_step_input_above_the_soft_limit_is_handed_out_as_a_path_and_a_url(
+    invoke: Invoke, with_bucket: LocalS3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from baton_lambda import runtime
+
+    monkeypatch.setenv("BATON_STEP_INPUT_SOFT_LIMIT_BYTES", "1000")
+    runtime.reset()
+    _, data = _start_with_items(invoke, 20_000)
+    status, _, polled = invoke(
+        "jobs", "POST", "/v1/jobs/poll", body={"workerId": "w", "jobTypes": ["take-big"]}
+    )
+    assert status == 200
+    (job,) = polled["jobs"]
+    assert job.get("input") is None
+    assert job["inputPayloadPath"].startswith("payloads/step-input/")
+    got = httpx.get(job["inputDownloadUrl"], timeout=30)
+    assert got.status_code == 200
+    assert got.json() == json.loads(data)
+
+
+def test_a_step_input_above_the_hard_limit_fails_the_step_naming_the_limit(
+    invoke: Invoke, with_bucket: LocalS3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from baton_lambda import runtime
+
+    monkeypatch.setenv("BATON_STEP_INPUT_SOFT_LIMIT_BYTES", "1000")
+    monkeypatch.setenv("BATON_STEP_INPUT_HARD_LIMIT_BYTES", "100000")
+    runtime.reset()
+    inst, _ = _start_with_items(invoke, 20_000)
+    _, _, final = invoke(
+        "instances", "GET", "/v1/instances/{id}", path_params={"id": str(inst["id"])}
+    )
+    assert final["status"] == "FAILED"
+    (step,) = final["steps"]
+    assert step["status"] == "FAILED"
+    assert "step input hard limit of 100000 bytes" in step["error"]
+    assert "its resolved input is" in step["error"]

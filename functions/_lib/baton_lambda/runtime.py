@@ -71,7 +71,13 @@ def engine(metrics: MetricsSink) -> Engine:
         eng = _engines.get(id(metrics))
         if eng is None:
             s = settings()
-            eng = Engine(_database(s), s.engine, metrics, payloads=_payload_reader(s))
+            eng = Engine(
+                _database(s),
+                s.engine,
+                metrics,
+                payloads=_payload_reader(s),
+                offload=_offloader(s, metrics),
+            )
             _engines[id(metrics)] = eng
         return eng
 
@@ -87,6 +93,18 @@ def _payload_reader(s: Settings) -> Callable[[Any], Any] | None:
         reader = PayloadReader(s.payload_bucket, endpoint=s.s3_endpoint)
         _readers[s.payload_bucket] = reader
     return reader
+
+
+def _offloader(s: Settings, metrics: MetricsSink) -> Callable[[str], Any] | None:
+    """Stores large step inputs in the payload bucket (None without a bucket)."""
+    if not s.payload_bucket:
+        return None
+    from baton.engine.payloads import PayloadStore
+
+    store = PayloadStore(
+        s.payload_bucket, s.engine.payload_limits, endpoint=s.s3_endpoint, metrics=metrics
+    )
+    return store.put_json
 
 
 def _database(s: Settings) -> Database:

@@ -278,7 +278,12 @@ class Job(ApiModel):
     retries_remaining: int
     lock_expires_at: datetime
     input: Any = None
-    input_payload_path: str | None = None
+    input_payload_path: str | None = Field(
+        default=None, description="Instead of input when it is above the soft limit."
+    )
+    input_download_url: str | None = Field(
+        default=None, description="A presigned GET of inputPayloadPath (short-lived)."
+    )
 
 
 class PollResponse(ApiModel):

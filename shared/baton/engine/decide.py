@@ -30,6 +30,7 @@ from baton.engine.plan import Plan
 from baton.engine.retry import retry_delay_seconds
 from baton.model import TimeoutPolicy
 from baton.payload_ref import is_payload_ref
+from baton.settings import PayloadLimit
 from baton.status import InstanceStatus, JobStatus, StepStatus
 from baton.steps import Step
 
@@ -325,8 +326,14 @@ class Decider:
         max_job_input_bytes: int = 2_000_000,
         max_step_executions: int = MAX_STEP_EXECUTIONS,
         unref: Callable[[Any], Any] | None = None,
+        offload: Callable[[str], Any] | None = None,
+        step_input_limit: PayloadLimit | None = None,
     ) -> None:
         self.plan = plan
+        # Stores a step input's JSON in the payload bucket and returns its reference (None: no
+        # bucket, inputs stay inline under max_job_input_bytes); with its soft/hard limit.
+        self.offload = offload
+        self.step_input_limit = step_input_limit
         # Turns an offloaded payload's reference into its content (the engine's reader of the
         # payload bucket); the decider stays pure: it only calls what it was given.
         self.unref: Callable[[Any], Any] = unref or _same

@@ -233,6 +233,41 @@ class PayloadStore:
         self.metrics.add("PayloadBytes", size, dimensions={"Kind": kind})
         return payload_ref(path, size)
 
+    def put_json(self, payload_json: str, kind: PayloadKind = "STEP_INPUT") -> dict[str, Any]:
+        """Store ``payload_json`` under a fresh key of ``kind``; its reference."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        body = payload_json.encode()
+        key = new_key(kind)
+        try:
+            self.client.put_object(
+                Bucket=self.bucket, Key=key, Body=body, ContentType="application/json"
+            )
+        except (BotoCoreError, ClientError) as e:
+            raise Unavailable(f"payload storage: cannot write {key}: {e}") from e
+        self.metrics.add("PayloadsOffloaded", 1, dimensions={"Kind": kind})
+        self.metrics.add("PayloadBytes", len(body), dimensions={"Kind": kind})
+        return payload_ref(key, len(body))
+
+    def download_url(self, path: str) -> str:
+        """A presigned GET of ``path``, valid ``presign_seconds``."""
+        url: str = self.client.generate_presigned_url(
+            "get_object",
+            Params={"Bucket": self.bucket, "Key": path},
+            ExpiresIn=min(self.limits.presign_seconds, MAX_PRESIGN_SECONDS),
+        )
+        return url
+
+    def offload_jobs(self, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Jobs as a poll hands them out: an offloaded input as its path and a GET URL."""
+        for job in jobs:
+            if is_payload_ref(job.get("input")):
+                path = str(job["input"][REF_KEY])
+                job["input"] = None
+                job["inputPayloadPath"] = path
+                job["inputDownloadUrl"] = self.download_url(path)
+        return jobs
+
     def _size_of(self, path: str) -> int | None:
         from botocore.exceptions import ClientError
 
