@@ -90,3 +90,43 @@ def test_large_outputs_and_inputs_round_trip_through_s3(
     make_step = next(s for s in done["steps"] if s["stepId"] == "make")
     assert make_step["output"]["$payload"].startswith("payloads/step-output/")
     assert make_step["output"]["sizeBytes"] > 1_000_000
+
+
+def test_a_large_workflow_input_is_uploaded_by_start_instance(
+    client: BatonClient, runners: Callable[..., Runner]
+) -> None:
+    job, name = unique("echo"), unique("big-start")
+    client.register_definition(
+        {
+            "name": name,
+            "steps": [
+                {
+                    "id": "echo",
+                    "type": "SERVICE_TASK",
+                    "jobType": job,
+                    "input": {"last": "${workflow.input.rows[99999]}"},
+                }
+            ],
+        }
+    )
+    rows = [
+        {"n": i, "text": "r" * 20} for i in range(100_000)
+    ]  # ~3.4 MB: above the 2 MB inline cap
+    registry = Registry()
+
+    @registry.handler(job)
+    def echo(ctx: JobContext) -> dict[str, Any]:
+        return {"last": ctx.input["last"]}
+
+    options = RunnerOptions(poll_interval=0.05, max_poll_interval=0.2, poll_errors=QUICK)
+    runners(registry, client=client, options=options).start()
+    instance = client.start_instance(name, input={"rows": rows})
+    assert instance["input"]["$payload"].startswith("payloads/workflow-input/")
+
+    def finished() -> dict[str, Any] | None:
+        got = dict(client.get_instance(instance["id"]))
+        return got if got["status"] in ("COMPLETED", "FAILED") else None
+
+    done = wait_until(finished, timeout=60)
+    assert done["status"] == "COMPLETED", done
+    assert done["variables"] == {"last": {"n": 99_999, "text": "r" * 20}}

@@ -272,6 +272,12 @@ class BatonClient:
             correlationId=correlation_id,
             idempotencyKey=idempotency_key,
         )
+        if input is not None:
+            encoded = _encode(dict(input))
+            if len(encoded) > self.soft_limit("workflowInput"):
+                # Above the soft limit the input goes to S3 first; the server gets its path.
+                del body["input"]
+                body["inputPayloadPath"] = self.upload_payload("WORKFLOW_INPUT", encoded)
         result = self._call(
             "POST", "/v1/instances", json=body, idempotent=idempotency_key is not None
         )
