@@ -60,7 +60,7 @@ def test_large_outputs_and_inputs_round_trip_through_s3(
         }
     )
     items = [f"item-{i:07d}" for i in range(50_000)]  # ~750 KB: above the 256 KB soft limit
-    blob = "z" * 1_000_000
+    blob = "z" * 8_000_000  # 8 MB: beyond the inline cap and a Lambda response
     seen: dict[str, Any] = {}
     registry = Registry()
 
@@ -89,7 +89,7 @@ def test_large_outputs_and_inputs_round_trip_through_s3(
     assert seen["input"] == {"picked": "needle", "items": items}
     make_step = next(s for s in done["steps"] if s["stepId"] == "make")
     assert make_step["output"]["$payload"].startswith("payloads/step-output/")
-    assert make_step["output"]["sizeBytes"] > 1_000_000
+    assert make_step["output"]["sizeBytes"] > 8_000_000
 
 
 def test_a_large_workflow_input_is_uploaded_by_start_instance(
@@ -130,3 +130,31 @@ def test_a_large_workflow_input_is_uploaded_by_start_instance(
     done = wait_until(finished, timeout=60)
     assert done["status"] == "COMPLETED", done
     assert done["variables"] == {"last": {"n": 99_999, "text": "r" * 20}}
+
+
+def test_an_output_above_the_hard_limit_fails_the_step_naming_the_limit(
+    client: BatonClient, runners: Callable[..., Runner]
+) -> None:
+    job, name = unique("huge"), unique("too-big")
+    client.register_definition(
+        {"name": name, "steps": [{"id": "huge", "type": "SERVICE_TASK", "jobType": job}]}
+    )
+    registry = Registry()
+
+    @registry.handler(job)
+    def huge(ctx: JobContext) -> dict[str, Any]:
+        return {"blob": "h" * 60_000_000}  # 60 MB: above the 50 MB hard limit
+
+    options = RunnerOptions(poll_interval=0.05, max_poll_interval=0.2, poll_errors=QUICK)
+    runners(registry, client=client, options=options).start()
+    instance = client.start_instance(name)
+
+    def finished() -> dict[str, Any] | None:
+        got = dict(client.get_instance(instance["id"]))
+        return got if got["status"] in ("COMPLETED", "FAILED") else None
+
+    done = wait_until(finished, timeout=60)
+    assert done["status"] == "FAILED", done
+    (step,) = done["steps"]
+    assert "52428800" in step["error"], step
+    assert "60000011 bytes" in step["error"], step
