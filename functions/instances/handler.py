@@ -65,7 +65,12 @@ def search() -> Any:
 @api.route("GET", "/v1/instances/{id}")
 def get(id: str) -> Any:
     include_steps = api.query_bool("includeSteps", True)
-    return api.ok(api.engine().get_instance(api.path(id), include_steps=include_steps))
+    resolve = api.query_bool("resolvePayloads", False)
+    engine = api.engine()
+    instance = engine.get_instance(api.path(id), include_steps=include_steps)
+    if engine.offload is not None:  # a bucket: offloaded fields get a URL (or, small, inlined)
+        runtime.payload_store(engine).present(instance, resolve=resolve, reader=engine.payloads)
+    return api.ok(instance)
 
 
 @api.route("GET", "/v1/instances/{id}/steps")

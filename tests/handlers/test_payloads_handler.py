@@ -166,9 +166,23 @@ def test_an_instance_starts_from_an_uploaded_input_and_a_job_completes_with_one(
     )
     assert final["status"] == "COMPLETED"
     (step,) = final["steps"]
-    assert step["output"] == {"$payload": out_path, "sizeBytes": len(out)}
+    assert step["output"]["$payload"] == out_path
+    assert step["output"]["sizeBytes"] == len(out)
+    # Offloaded fields are shown as their path and a presigned GET, never inlined.
+    assert httpx.get(step["output"]["downloadUrl"], timeout=30).content == out
+    assert httpx.get(final["input"]["downloadUrl"], timeout=30).content == data
     # The reference is the step's own: it is not merged into the variables.
     assert "$payload" not in final["variables"]
+    # Asked for, small ones are inlined.
+    _, _, inlined = invoke(
+        "instances",
+        "GET",
+        "/v1/instances/{id}",
+        path_params={"id": inst["id"]},
+        query={"resolvePayloads": "true"},
+    )
+    assert inlined["input"] == json.loads(data)
+    assert inlined["steps"][0]["output"] == json.loads(out)
 
 
 @pytest.mark.parametrize(

@@ -69,7 +69,7 @@ QUERY_PARAMETERS: dict[tuple[str, str], list[tuple[str, str]]] = {
         ("limit", "integer"),
         ("pageToken", "string"),
     ],
-    ("GET", "/v1/instances/{id}"): [("includeSteps", "boolean")],
+    ("GET", "/v1/instances/{id}"): [("includeSteps", "boolean"), ("resolvePayloads", "boolean")],
     ("GET", "/v1/instances/{id}/steps"): [("limit", "integer"), ("pageToken", "string")],
     ("GET", "/v1/instances/{id}/history"): [("limit", "integer"), ("pageToken", "string")],
     ("GET", "/v1/definitions"): [("limit", "integer"), ("pageToken", "string")],

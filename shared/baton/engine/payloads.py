@@ -37,6 +37,8 @@ _KIND_PREFIX: Mapping[PayloadKind, str] = {
     "STEP_OUTPUT": "step-output",
 }
 _SHA256_HEX_LEN = 64
+# GET /v1/instances/{id}?resolvePayloads=true inlines offloaded fields up to this size.
+RESOLVE_INLINE_BYTES = 1_000_000
 
 
 class PayloadStorageUnconfigured(Unavailable):
@@ -257,6 +259,28 @@ class PayloadStore:
             ExpiresIn=min(self.limits.presign_seconds, MAX_PRESIGN_SECONDS),
         )
         return url
+
+    def present(
+        self,
+        instance: dict[str, Any],
+        *,
+        resolve: bool = False,
+        reader: Callable[[Any], Any] | None = None,
+    ) -> dict[str, Any]:
+        """An instance view with each offloaded field (its input and output, its steps' inputs
+        and outputs) given a presigned GET ``downloadUrl``; never inlined, except with
+        ``resolve`` those up to ``RESOLVE_INLINE_BYTES``."""
+        holders = [instance, *(instance.get("steps") or [])]
+        for holder in holders:
+            for field in ("input", "output"):
+                value = holder.get(field)
+                if not is_payload_ref(value):
+                    continue
+                if resolve and reader is not None and value[SIZE_KEY] <= RESOLVE_INLINE_BYTES:
+                    holder[field] = reader(value)
+                else:
+                    holder[field] = {**value, "downloadUrl": self.download_url(value[REF_KEY])}
+        return instance
 
     def offload_jobs(self, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Jobs as a poll hands them out: an offloaded input as its path and a GET URL."""
