@@ -274,7 +274,7 @@ class BatonClient:
         )
         if input is not None:
             encoded = _encode(dict(input))
-            if len(encoded) > self.soft_limit("workflowInput"):
+            if len(encoded) > OFFLOAD_FLOOR and len(encoded) > self.soft_limit("workflowInput"):
                 # Above the soft limit the input goes to S3 first; the server gets its path.
                 del body["input"]
                 body["inputPayloadPath"] = self.upload_payload("WORKFLOW_INPUT", encoded)
@@ -474,7 +474,7 @@ class BatonClient:
         )
         if variables is not None:
             encoded = _encode(dict(variables))
-            if len(encoded) > self.soft_limit("stepOutput"):
+            if len(encoded) > OFFLOAD_FLOOR and len(encoded) > self.soft_limit("stepOutput"):
                 # Above the soft limit the output goes to S3; the server gets its path.
                 del body["variablesToSet"]
                 body["outputPayloadPath"] = self.upload_payload("STEP_OUTPUT", encoded)
@@ -815,6 +815,9 @@ class BatonClient:
         )
 
 
+# Bodies up to this size are always sent inline (well under the server's inline cap), so small
+# requests never cost a GET /v1/config.
+OFFLOAD_FLOOR = 64 * 1024
 # Transient S3 failures on presigned uploads/downloads: a few quick retries.
 PAYLOAD_RETRY = RetryPolicy(initial_interval=0.2, maximum_interval=2.0, maximum_attempts=4)
 
