@@ -35,7 +35,11 @@ METRICS_NAMESPACE = settings.METRICS_NAMESPACE
 # Functions that read or write payload objects (presigned URLs are signed with their role).
 # Each must be a function of the route table: a grant to any other name would silently go nowhere,
 # so function_specs() refuses one and the synth fails.
-PAYLOAD_FUNCTIONS = frozenset({"instances", "jobs"})
+# Every function that decides reads offloaded payloads (expressions) and may offload a large step
+# input: the API functions that decide (queues start triggered instances), and the scheduled ones.
+PAYLOAD_FUNCTIONS = frozenset(
+    {"instances", "jobs", "queues", "sweeper", "reaper", "queue_dispatcher"}
+)
 # The function answering GET /v1/health checks that the payload bucket answers (HeadBucket,
 # which needs s3:ListBucket on the bucket itself); taken from the route table.
 BUCKET_PROBE_FUNCTIONS = frozenset(r.function for r in ROUTES if r.path == "/v1/health")
