@@ -6,6 +6,7 @@ from typing import Any
 
 from baton.api.openapi import document
 from baton.engine.health import BucketProbe, health
+from baton.engine.payloads import limits_view
 from baton.model import INT32_MAX
 from baton_lambda import runtime
 from baton_lambda.http import Api
@@ -28,6 +29,11 @@ def liveness() -> Any:
     if status == 503:
         headers["Retry-After"] = "5"
     return api.ok(body, status, headers)
+
+
+@api.route("GET", "/v1/config")
+def config() -> Any:
+    return api.ok(limits_view(api.engine().settings.payload_limits))
 
 
 @api.route("POST", "/v1/definitions")

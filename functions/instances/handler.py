@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from baton.api import models as m
+from baton.errors import Problem, ValidationFailed
+from baton_lambda import runtime
 from baton_lambda.http import Api
 
 api = Api("instances")
@@ -14,11 +16,20 @@ api = Api("instances")
 @api.route("POST", "/v1/instances")
 def start() -> Any:
     req = api.body(m.StartInstanceRequest)
+    input = req.input
+    if req.input_payload_path is not None:
+        if input is not None:
+            raise ValidationFailed(
+                [Problem("inputPayloadPath", "give input or inputPayloadPath, not both")]
+            )
+        input = runtime.payload_store(api.engine()).verify(
+            req.input_payload_path, "WORKFLOW_INPUT", field="inputPayloadPath"
+        )
     instance, created = api.engine().start_instance(
         definition_name=req.definition_name,
         definition_version=req.definition_version,
         definition=req.definition,
-        input=req.input,
+        input=input,
         correlation_id=req.correlation_id,
         idempotency_key=req.idempotency_key,
     )
@@ -27,6 +38,15 @@ def start() -> Any:
     return api.ok(
         instance, 201 if created else 200, {"Location": f"/v1/instances/{instance['id']}"}
     )
+
+
+@api.route("POST", "/v1/payloads")
+def create_payload() -> Any:
+    req = api.body(m.CreatePayloadRequest)
+    store = runtime.payload_store(api.engine())
+    grant = store.grant_upload(req.kind, req.size_bytes, req.content_sha256)
+    api.logger.info("payload upload granted", extra={"path": grant.path, "kind": req.kind})
+    return api.ok(grant.as_dict(), 201)
 
 
 @api.route("GET", "/v1/instances")
@@ -47,7 +67,12 @@ def search() -> Any:
 @api.route("GET", "/v1/instances/{id}")
 def get(id: str) -> Any:
     include_steps = api.query_bool("includeSteps", True)
-    return api.ok(api.engine().get_instance(api.path(id), include_steps=include_steps))
+    resolve = api.query_bool("resolvePayloads", False)
+    engine = api.engine()
+    instance = engine.get_instance(api.path(id), include_steps=include_steps)
+    if engine.offload is not None:  # a bucket: offloaded fields get a URL (or, small, inlined)
+        runtime.payload_store(engine).present(instance, resolve=resolve, reader=engine.payloads)
+    return api.ok(instance)
 
 
 @api.route("GET", "/v1/instances/{id}/steps")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from baton.api import models as m
+from baton.errors import Problem, ValidationFailed
+from baton_lambda import runtime
 from baton_lambda.http import Api
 
 api = Api("jobs")
@@ -13,7 +15,10 @@ api = Api("jobs")
 @api.route("POST", "/v1/jobs/poll")
 def poll() -> Any:
     req = api.body(m.PollRequest)
-    jobs = api.engine().poll(req.worker_id, req.job_types, req.max_jobs)
+    engine = api.engine()
+    jobs = engine.poll(req.worker_id, req.job_types, req.max_jobs)
+    if engine.offload is not None:
+        jobs = runtime.payload_store(engine).offload_jobs(jobs)
     return api.ok({"jobs": jobs})
 
 
@@ -21,11 +26,16 @@ def poll() -> Any:
 def complete() -> Any:
     req = api.body(m.CompleteJobRequest)
     api.log_keys(job_id=req.job_id)
-    return api.ok(
-        api.engine().complete_job(
-            req.job_id, req.worker_id, req.variables_to_set, attempt=req.attempt
+    output = req.variables_to_set
+    if req.output_payload_path is not None:
+        if output is not None:
+            raise ValidationFailed(
+                [Problem("outputPayloadPath", "give variablesToSet or outputPayloadPath, not both")]
+            )
+        output = runtime.payload_store(api.engine()).verify(
+            req.output_payload_path, "STEP_OUTPUT", field="outputPayloadPath"
         )
-    )
+    return api.ok(api.engine().complete_job(req.job_id, req.worker_id, output, attempt=req.attempt))
 
 
 @api.route("POST", "/v1/jobs/fail")

@@ -17,6 +17,17 @@ from typing import Any, Literal
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_logs as logs
+from baton.settings import (
+    ENV_STEP_INPUT_HARD_LIMIT,
+    ENV_STEP_INPUT_SOFT_LIMIT,
+    ENV_STEP_OUTPUT_HARD_LIMIT,
+    ENV_STEP_OUTPUT_SOFT_LIMIT,
+    ENV_WORKFLOW_INPUT_HARD_LIMIT,
+    ENV_WORKFLOW_INPUT_SOFT_LIMIT,
+    PayloadLimit,
+    PayloadLimits,
+    SettingsError,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CDK_JSON = REPO_ROOT / "cdk.json"
@@ -134,6 +145,7 @@ class DeployConfig:
     db_max_acu: float
     db_backup_retention_days: int
     payload_expiry_days: int
+    payload_limits: PayloadLimits
     log_retention_days: int
     reserved_concurrency: Mapping[str, int | None]
     api_throttle_rate_limit: float
@@ -199,7 +211,8 @@ class DeployConfig:
             db_min_acu=db_min_acu,
             db_max_acu=db_max_acu,
             db_backup_retention_days=int(_number(get, "dbBackupRetentionDays")),
-            payload_expiry_days=int(_number(get, "payloadExpiryDays")),
+            payload_expiry_days=_count(get, "payloadExpiryDays"),
+            payload_limits=_payload_limits(get),
             log_retention_days=log_retention_days,
             reserved_concurrency=reserved,
             api_throttle_rate_limit=_number(get, "apiThrottleRateLimit"),
@@ -212,6 +225,18 @@ class DeployConfig:
             # Relative to the repository, so cdk.json never holds a machine-specific path.
             layer_dir=(REPO_ROOT / str(layer_dir)) if layer_dir else DEFAULT_LAYER_DIR,
         )
+
+    def payload_limit_environment(self) -> dict[str, str]:
+        """The functions' environment for the payload limits (every function reads them)."""
+        pl = self.payload_limits
+        return {
+            ENV_WORKFLOW_INPUT_SOFT_LIMIT: str(pl.workflow_input.soft_bytes),
+            ENV_WORKFLOW_INPUT_HARD_LIMIT: str(pl.workflow_input.hard_bytes),
+            ENV_STEP_INPUT_SOFT_LIMIT: str(pl.step_input.soft_bytes),
+            ENV_STEP_INPUT_HARD_LIMIT: str(pl.step_input.hard_bytes),
+            ENV_STEP_OUTPUT_SOFT_LIMIT: str(pl.step_output.soft_bytes),
+            ENV_STEP_OUTPUT_HARD_LIMIT: str(pl.step_output.hard_bytes),
+        }
 
     def sizing(self, function: str, *, scheduled: bool, migration: bool) -> FunctionSizing:
         if migration:
@@ -295,3 +320,34 @@ def _list(get: Callable[[str], Any], key: str) -> list[Any]:
     if not isinstance(value, list):
         raise ConfigError(f"context {key!r}: expected a list, got {value!r}")
     return value
+
+
+_PAYLOAD_KINDS = ("workflowInput", "stepInput", "stepOutput")
+
+
+def _payload_limits(get: Callable[[str], Any]) -> PayloadLimits:
+    """``payloadLimits``: ``{"stepOutput": {"softBytes": n, "hardBytes": n}, ...}``; a kind or a
+    bound left out keeps the default (256 KB soft, 50 MB hard)."""
+    raw = get("payloadLimits")
+    if raw is None:
+        return PayloadLimits()
+    value = _mapping(get, "payloadLimits")
+    if unknown := set(value) - set(_PAYLOAD_KINDS):
+        raise ConfigError(f"payloadLimits: unknown kinds {sorted(unknown)}; use {_PAYLOAD_KINDS}")
+    limits: dict[str, PayloadLimit] = {}
+    for kind in _PAYLOAD_KINDS:
+        bounds = value.get(kind) or {}
+        if not isinstance(bounds, dict) or set(bounds) - {"softBytes", "hardBytes"}:
+            raise ConfigError(f"payloadLimits.{kind}: expected {{softBytes, hardBytes}}")
+        default = PayloadLimit()
+        try:
+            soft = int(bounds.get("softBytes", default.soft_bytes))
+            hard = int(bounds.get("hardBytes", default.hard_bytes))
+            limits[kind] = PayloadLimit(soft, hard)
+        except (TypeError, ValueError, SettingsError) as e:
+            raise ConfigError(f"payloadLimits.{kind}: {e}") from None
+    return PayloadLimits(
+        workflow_input=limits["workflowInput"],
+        step_input=limits["stepInput"],
+        step_output=limits["stepOutput"],
+    )

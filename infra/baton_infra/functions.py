@@ -20,6 +20,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from baton import settings
+from baton.engine.payloads import KEY_PREFIX as PAYLOAD_KEY_PREFIX
 from baton.routes import (
     MIGRATION_FUNCTION,
     ROUTES,
@@ -41,7 +42,12 @@ METRICS_NAMESPACE = settings.METRICS_NAMESPACE
 # Functions that read or write payload objects (presigned URLs are signed with their role).
 # Each must be a function of the route table: a grant to any other name would silently go nowhere,
 # so function_specs() refuses one and the synth fails.
-PAYLOAD_FUNCTIONS = frozenset({"instances", "jobs"})
+# Every function that decides reads offloaded payloads (expressions) and may offload a large step
+# input: the API functions that decide (queues start triggered instances, Conductor's /api
+# completes tasks), and the scheduled ones.
+PAYLOAD_FUNCTIONS = frozenset(
+    {"instances", "jobs", "queues", "conductor", "sweeper", "reaper", "queue_dispatcher"}
+)
 # The function answering GET /v1/health checks that the payload bucket answers (HeadBucket,
 # which needs s3:ListBucket on the bucket itself); taken from the route table.
 CONDUCTOR_FUNCTION = "conductor"
@@ -258,6 +264,7 @@ class BatonFunctions(Construct):
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
         }
+        environment.update(self._config.payload_limit_environment())
         if duty_loop_seconds:
             environment[settings.ENV_DUTY_LOOP_SECONDS] = str(duty_loop_seconds)
         if spec.name == CONDUCTOR_FUNCTION and self.conductor_key is not None:
@@ -293,14 +300,15 @@ class BatonFunctions(Construct):
             role.add_to_policy(
                 iam.PolicyStatement(
                     actions=["s3:GetObject", "s3:PutObject"],
-                    resources=[self._payload_bucket.arn_for_objects("*")],
+                    resources=[self._payload_bucket.arn_for_objects(f"{PAYLOAD_KEY_PREFIX}*")],
                 )
             )
             acknowledge(
                 role,
-                f"AwsSolutions-IAM5[Resource::<{logical_id(self._payload_bucket)}.Arn>/*]",
+                f"AwsSolutions-IAM5[Resource::<{logical_id(self._payload_bucket)}.Arn>/"
+                f"{PAYLOAD_KEY_PREFIX}*]",
                 "Payload object keys are generated per payload at run time; access is limited "
-                "to Get/Put on this one bucket.",
+                "to Get/Put under the payload prefix of this one bucket.",
             )
         acknowledge(
             role,

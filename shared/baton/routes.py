@@ -54,6 +54,18 @@ ROUTES: tuple[Route, ...] = (
         auth=PUBLIC,
         summary="Liveness: database and S3 reachability (no API key needed)",
     ),
+    Route(
+        "GET",
+        "/v1/config",
+        "definitions",
+        summary="Limits clients need: soft and hard payload limits per kind",
+    ),
+    Route(
+        "POST",
+        "/v1/payloads",
+        "instances",
+        summary="A presigned upload URL for a large payload (S3)",
+    ),
     Route("POST", "/v1/definitions", "definitions", summary="Register a workflow definition"),
     Route("GET", "/v1/definitions", "definitions", summary="List definitions (latest versions)"),
     Route("GET", "/v1/definitions/{name}", "definitions", summary="Latest version of a definition"),

@@ -31,6 +31,14 @@ ENV_DUTY_LOOP_SECONDS = "BATON_DUTY_LOOP_SECONDS"
 # The local runtime (`baton dev`)
 ENV_FUNCTIONS_DIR = "BATON_FUNCTIONS_DIR"  # folder holding functions/<name>/handler.py
 ENV_HOST = "BATON_HOST"  # interface the local server binds (default 127.0.0.1)
+# External payloads: per kind, a soft limit (above it the payload lives in S3) and a hard limit
+# (refused; a step or instance fails naming the limit and the size).
+ENV_WORKFLOW_INPUT_SOFT_LIMIT = "BATON_WORKFLOW_INPUT_SOFT_LIMIT_BYTES"
+ENV_WORKFLOW_INPUT_HARD_LIMIT = "BATON_WORKFLOW_INPUT_HARD_LIMIT_BYTES"
+ENV_STEP_INPUT_SOFT_LIMIT = "BATON_STEP_INPUT_SOFT_LIMIT_BYTES"
+ENV_STEP_INPUT_HARD_LIMIT = "BATON_STEP_INPUT_HARD_LIMIT_BYTES"
+ENV_STEP_OUTPUT_SOFT_LIMIT = "BATON_STEP_OUTPUT_SOFT_LIMIT_BYTES"
+ENV_STEP_OUTPUT_HARD_LIMIT = "BATON_STEP_OUTPUT_HARD_LIMIT_BYTES"
 
 ALL_ENV_VARS = (
     ENV_DATABASE_URL,
@@ -49,7 +57,74 @@ ALL_ENV_VARS = (
     ENV_DUTY_LOOP_SECONDS,
     ENV_FUNCTIONS_DIR,
     ENV_HOST,
+    ENV_WORKFLOW_INPUT_SOFT_LIMIT,
+    ENV_WORKFLOW_INPUT_HARD_LIMIT,
+    ENV_STEP_INPUT_SOFT_LIMIT,
+    ENV_STEP_INPUT_HARD_LIMIT,
+    ENV_STEP_OUTPUT_SOFT_LIMIT,
+    ENV_STEP_OUTPUT_HARD_LIMIT,
 )
+
+# Defaults that fit Lambda: 256 KB keeps polls and decisions small; 50 MB is what a worker or a
+# decision may still hold in memory.
+DEFAULT_SOFT_LIMIT_BYTES = 256 * 1024
+DEFAULT_HARD_LIMIT_BYTES = 50 * 1024 * 1024
+# A presigned URL is valid this long at most.
+MAX_PRESIGN_SECONDS = 15 * 60
+
+
+class SettingsError(ValueError):
+    """An environment variable holds a value Baton cannot use."""
+
+
+@dataclass(frozen=True, slots=True)
+class PayloadLimit:
+    """Above ``soft_bytes`` a payload is offloaded to S3; above ``hard_bytes`` it is refused."""
+
+    soft_bytes: int = DEFAULT_SOFT_LIMIT_BYTES
+    hard_bytes: int = DEFAULT_HARD_LIMIT_BYTES
+
+    def __post_init__(self) -> None:
+        if not 0 < self.soft_bytes <= self.hard_bytes:
+            raise SettingsError(
+                f"payload limits: need 0 < soft ({self.soft_bytes}) <= hard ({self.hard_bytes})"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class PayloadLimits:
+    workflow_input: PayloadLimit = field(default_factory=PayloadLimit)
+    step_input: PayloadLimit = field(default_factory=PayloadLimit)
+    step_output: PayloadLimit = field(default_factory=PayloadLimit)
+    presign_seconds: int = MAX_PRESIGN_SECONDS
+
+    def __post_init__(self) -> None:
+        if not 0 < self.presign_seconds <= MAX_PRESIGN_SECONDS:
+            raise SettingsError(f"presign_seconds: use 1 to {MAX_PRESIGN_SECONDS}")
+
+    @classmethod
+    def from_env(cls, e: Mapping[str, str]) -> PayloadLimits:
+        def limit(soft_var: str, hard_var: str) -> PayloadLimit:
+            return PayloadLimit(
+                _int_env(e, soft_var, DEFAULT_SOFT_LIMIT_BYTES),
+                _int_env(e, hard_var, DEFAULT_HARD_LIMIT_BYTES),
+            )
+
+        return cls(
+            workflow_input=limit(ENV_WORKFLOW_INPUT_SOFT_LIMIT, ENV_WORKFLOW_INPUT_HARD_LIMIT),
+            step_input=limit(ENV_STEP_INPUT_SOFT_LIMIT, ENV_STEP_INPUT_HARD_LIMIT),
+            step_output=limit(ENV_STEP_OUTPUT_SOFT_LIMIT, ENV_STEP_OUTPUT_HARD_LIMIT),
+        )
+
+
+def _int_env(e: Mapping[str, str], name: str, default: int) -> int:
+    raw = e.get(name)
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise SettingsError(f"{name}: expected a whole number of bytes, got {raw!r}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +142,8 @@ class EngineSettings:
     max_payload_bytes: int = 2_000_000
     # Step executions one instance may create; past it, the step being scheduled fails.
     max_step_executions: int = 100_000
+    # Soft and hard limits of external payloads (S3), per kind.
+    payload_limits: PayloadLimits = field(default_factory=PayloadLimits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +168,7 @@ class Settings:
         engine = EngineSettings()
         if lease := e.get(ENV_DEFAULT_LEASE_SECONDS):
             engine = replace(engine, default_lease_seconds=int(lease))
+        engine = replace(engine, payload_limits=PayloadLimits.from_env(e))
         base = cls(
             database_url=e.get(ENV_DATABASE_URL) or None,
             db_secret_arn=e.get(ENV_DB_SECRET_ARN) or None,

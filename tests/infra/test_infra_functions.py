@@ -14,6 +14,7 @@ from baton_infra.config import (
     LOOP_HEADROOM_SECONDS,
     TICK_SECONDS,
     ConfigError,
+    DeployConfig,
     FunctionSizing,
     load_cdk_json_context,
 )
@@ -87,6 +88,9 @@ def test_function_environment_points_at_proxy_secret_and_bucket(dev: Synth, name
     assert env["POWERTOOLS_SERVICE_NAME"] == f"baton-{name}"
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == "Baton"
     assert env["POWERTOOLS_LOG_LEVEL"] == "INFO"
+    # The payload limits of cdk.json's payloadLimits: every function reads them.
+    assert env[settings.ENV_STEP_OUTPUT_SOFT_LIMIT] == str(256 * 1024)
+    assert env[settings.ENV_WORKFLOW_INPUT_HARD_LIMIT] == str(50 * 1024 * 1024)
 
 
 def test_all_functions_share_one_layer_built_for_python_312_arm64(dev: Synth) -> None:
@@ -216,3 +220,34 @@ def test_migration_waits_for_the_database_path(dev: Synth) -> None:
         "AWS::EC2::VPCEndpoint",
     ):
         assert set(dev.of_type(cfn_type)) <= depends_on, cfn_type
+
+
+def _config(**overrides: object) -> DeployConfig:
+    context = {**load_cdk_json_context(), **overrides}
+    return DeployConfig.from_context(context.get)
+
+
+def test_payload_limits_come_from_context_per_kind_with_defaults() -> None:
+    config = _config(payloadLimits='{"stepOutput": {"hardBytes": 100000000}}')
+    env = config.payload_limit_environment()
+    assert env[settings.ENV_STEP_OUTPUT_HARD_LIMIT] == "100000000"
+    assert env[settings.ENV_STEP_OUTPUT_SOFT_LIMIT] == str(256 * 1024)
+    assert env[settings.ENV_STEP_INPUT_HARD_LIMIT] == str(50 * 1024 * 1024)
+    assert len(env) == 6
+    # The environment the functions get reads back into the same limits.
+    assert settings.Settings.from_env(env).engine.payload_limits == config.payload_limits
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        '{"stepOutput": {"softBytes": 10, "hardBytes": 5}}',
+        '{"bigOutput": {}}',
+        '{"stepInput": {"softBytes": "many"}}',
+        '{"stepInput": {"soft": 1}}',
+        "[1]",
+    ],
+)
+def test_bad_payload_limits_are_refused(limits: str) -> None:
+    with pytest.raises(ConfigError, match="payloadLimits"):
+        _config(payloadLimits=limits)

@@ -112,7 +112,8 @@ def test_function_role_grants_only_what_the_function_uses(dev: Synth, name: str)
         assert sorted(_actions(s3_statement)) == ["s3:GetObject", "s3:PutObject"]
         resource = json.dumps(s3_statement["Resource"])
         assert "PayloadsBucket" in resource
-        assert resource.endswith('"/*"]]}')
+        # Only the payload prefix: never other objects of the bucket.
+        assert resource.endswith('"/payloads/*"]]}')
     else:
         assert s3_statements == []
     # "*" resources only where AWS offers no scoping (ENIs for VPC access, X-Ray)

@@ -23,6 +23,8 @@ PROTO = ROOT / "proto" / "workflow" / "v1" / "engine.proto"
 RESPONSES: dict[tuple[str, str], str] = {
     ("GET", "/v1/openapi.json"): "google.protobuf.Struct",
     ("GET", "/v1/health"): "Health",
+    ("GET", "/v1/config"): "ServerConfig",
+    ("POST", "/v1/payloads"): "PayloadUpload",
     ("POST", "/v1/definitions"): "Definition",
     ("GET", "/v1/definitions"): "DefinitionPage",
     ("GET", "/v1/definitions/{name}"): "Definition",

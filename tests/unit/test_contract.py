@@ -61,6 +61,11 @@ PAIRS: list[Any] = [
     (m.RedriveSkipped, "RedriveSkipped"),
     (m.RedriveResponse, "RedriveResponse"),
     (m.HealthCheck, "HealthCheck"),
+    (m.CreatePayloadRequest, "CreatePayloadRequest"),
+    (m.PayloadUpload, "PayloadUpload"),
+    (m.PayloadLimitView, "PayloadLimit"),
+    (m.PayloadLimitsView, "PayloadLimits"),
+    (m.ServerConfig, "ServerConfig"),
 ]
 
 

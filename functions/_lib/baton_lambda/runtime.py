@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from baton.engine.service import Engine
 from baton.errors import Unavailable
 
 if TYPE_CHECKING:
+    from baton.engine.payloads import PayloadStore
     from baton.engine.queue_ops import Queues
     from baton.engine.queue_triggers import QueueTriggers
 from baton.metrics import MetricsSink
@@ -26,6 +28,7 @@ _lock = threading.Lock()
 # metrics sink, so each function's metrics are reported under its own name.
 _databases: dict[str, Database] = {}
 _engines: dict[int, Engine] = {}
+_readers: dict[str, Callable[[Any], Any]] = {}
 
 
 @cache
@@ -93,9 +96,40 @@ def engine(metrics: MetricsSink) -> Engine:
         eng = _engines.get(id(metrics))
         if eng is None:
             s = settings()
-            eng = Engine(_database(s), s.engine, metrics)
+            eng = Engine(
+                _database(s),
+                s.engine,
+                metrics,
+                payloads=_payload_reader(s),
+                offload=_offloader(s, metrics),
+            )
             _engines[id(metrics)] = eng
         return eng
+
+
+def _payload_reader(s: Settings) -> Callable[[Any], Any] | None:
+    """The process's reader of offloaded payloads (one cache shared by every engine)."""
+    if not s.payload_bucket:
+        return None
+    reader = _readers.get(s.payload_bucket)
+    if reader is None:
+        from baton.engine.payloads import PayloadReader
+
+        reader = PayloadReader(s.payload_bucket, endpoint=s.s3_endpoint)
+        _readers[s.payload_bucket] = reader
+    return reader
+
+
+def _offloader(s: Settings, metrics: MetricsSink) -> Callable[[str], Any] | None:
+    """Stores large step inputs in the payload bucket (None without a bucket)."""
+    if not s.payload_bucket:
+        return None
+    from baton.engine.payloads import PayloadStore
+
+    store = PayloadStore(
+        s.payload_bucket, s.engine.payload_limits, endpoint=s.s3_endpoint, metrics=metrics
+    )
+    return store.put_json
 
 
 def _database(s: Settings) -> Database:
@@ -108,6 +142,19 @@ def _database(s: Settings) -> Database:
             db = Database.single(lambda: conninfo(s))
         _databases["db"] = db
     return db
+
+
+def payload_store(engine: Engine) -> PayloadStore:
+    """Presigned uploads/downloads on the deployment's payload bucket (boto3 loaded lazily)."""
+    from baton.engine.payloads import PayloadStore
+
+    s = settings()
+    return PayloadStore(
+        s.payload_bucket,
+        engine.settings.payload_limits,
+        endpoint=s.s3_endpoint,
+        metrics=engine.metrics,
+    )
 
 
 def queues(engine: Engine) -> Queues:
@@ -131,4 +178,5 @@ def reset() -> None:
             db.close()
         _databases.clear()
         _engines.clear()
+        _readers.clear()
     settings.cache_clear()

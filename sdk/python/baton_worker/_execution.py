@@ -106,6 +106,12 @@ class JobExecutor:
             expires = parse_timestamp(job["lockExpiresAt"])
         except (KeyError, TypeError, ValueError):
             expires = datetime.now(UTC) + FALLBACK_LEASE
+        unavailable: str | None = None
+        if job.get("inputDownloadUrl") and job.get("input") is None:
+            try:  # an offloaded input: the handler sees it as if it had come inline
+                job = {**job, "input": self.client.download_payload(job["inputDownloadUrl"])}
+            except (BatonError, ValueError) as e:
+                unavailable = f"cannot download the job's input: {e}"
         ctx = JobContext(
             job,
             worker_id=self.worker_id,
@@ -119,7 +125,9 @@ class JobExecutor:
             self.heartbeater.track(ctx.job_id, expires)
         try:
             handler = self.registry.get(ctx.job_type)
-            if handler is None:  # polled types are checked at start: only a registry edit
+            if unavailable is not None:  # the handler never runs on a partial input
+                outcome = Outcome(error=unavailable, retryable=True)
+            elif handler is None:  # polled types are checked at start: only a registry edit
                 outcome = Outcome(
                     error=f"worker {self.worker_id} has no handler for job type {ctx.job_type!r}"
                 )

@@ -128,6 +128,9 @@ class BatonClient:
                 # Requests are small and latency-bound: send each write at once (no Nagle).
                 socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
             )
+        # Presigned S3 URLs carry their own signature: no API key, no SigV4 auth on them.
+        self._s3 = httpx.Client(timeout=httpx.Timeout(60.0, connect=10.0))
+        self._config: JsonObject | None = None
         self._http = httpx.Client(
             base_url=self.url,
             auth=auth,
@@ -153,6 +156,7 @@ class BatonClient:
     def close(self) -> None:
         """Close the connection pool."""
         self._http.close()
+        self._s3.close()
 
     def __enter__(self) -> BatonClient:
         return self
@@ -268,6 +272,12 @@ class BatonClient:
             correlationId=correlation_id,
             idempotencyKey=idempotency_key,
         )
+        if input is not None:
+            encoded = _encode(dict(input))
+            if len(encoded) > OFFLOAD_FLOOR and len(encoded) > self.soft_limit("workflowInput"):
+                # Above the soft limit the input goes to S3 first; the server gets its path.
+                del body["input"]
+                body["inputPayloadPath"] = self.upload_payload("WORKFLOW_INPUT", encoded)
         result = self._call(
             "POST", "/v1/instances", json=body, idempotent=idempotency_key is not None
         )
@@ -457,8 +467,97 @@ class BatonClient:
             variablesToSet=None if variables is None else dict(variables),
             attempt=attempt,
         )
+        if variables is not None:
+            encoded = _encode(dict(variables))
+            if len(encoded) > OFFLOAD_FLOOR and len(encoded) > self.soft_limit("stepOutput"):
+                # Above the soft limit the output goes to S3; the server gets its path.
+                del body["variablesToSet"]
+                body["outputPayloadPath"] = self.upload_payload("STEP_OUTPUT", encoded)
         result = self._call("POST", "/v1/jobs/complete", json=body, idempotent=True, retry=retry)
         return cast(CompleteJobResult, result)
+
+    # --- external payloads -----------------------------------------------------------------------
+
+    def config(self) -> JsonObject:
+        """``GET /v1/config`` (the payload limits), fetched once per client."""
+        if self._config is None:
+            self._config = cast(JsonObject, self._call("GET", "/v1/config"))
+        return self._config
+
+    def soft_limit(self, kind: str) -> int:
+        """The soft limit of ``kind`` (``workflowInput``, ``stepInput``, ``stepOutput``); a server
+        without ``/v1/config`` (older) means never offload."""
+        try:
+            limits = self.config()["payloadLimits"][kind]
+        except BatonApiError:
+            self._config = {}  # an older server: asked once, never again
+            return 2**62
+        except (TransportError, KeyError, TypeError):
+            return 2**62
+        return int(limits["softLimitBytes"])
+
+    def upload_payload(self, kind: str, data: bytes) -> str:
+        """Upload ``data`` through a presigned PUT (``POST /v1/payloads``); its path. Transient
+        S3 failures (5xx, connection errors) are retried with a fresh grant each time."""
+        backoff = Backoff(PAYLOAD_RETRY)
+        attempts = 0
+        while True:
+            attempts += 1
+            grant = self._call("POST", "/v1/payloads", json={"kind": kind, "sizeBytes": len(data)})
+            try:
+                response = self._s3.put(
+                    grant["uploadUrl"], content=data, headers=grant.get("uploadHeaders") or {}
+                )
+            except httpx.TransportError as e:
+                failure: str = _why(e)
+            else:
+                if response.is_success:
+                    return str(grant["path"])
+                if response.status_code < 500:
+                    raise TransportError(
+                        f"payload upload refused: {response.status_code} {response.text[:300]}",
+                        sent=True,
+                        method="PUT",
+                        url="(presigned)",
+                    )
+                failure = f"{response.status_code}"
+            delay = backoff.next_delay()
+            if not PAYLOAD_RETRY.allows(attempts, 0.0, delay):
+                raise TransportError(
+                    f"payload upload failed: {failure}", sent=True, method="PUT", url="(presigned)"
+                )
+            self._sleep(delay)
+
+    def download_payload(self, url: str) -> Any:
+        """The JSON at a presigned GET URL, retrying transient S3 failures."""
+        backoff = Backoff(PAYLOAD_RETRY)
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                response = self._s3.get(url)
+            except httpx.TransportError as e:
+                failure = _why(e)
+            else:
+                if response.is_success:
+                    return jsonlib.loads(response.content)
+                if response.status_code < 500:
+                    raise TransportError(
+                        f"payload download refused: {response.status_code}",
+                        sent=True,
+                        method="GET",
+                        url="(presigned)",
+                    )
+                failure = f"{response.status_code}"
+            delay = backoff.next_delay()
+            if not PAYLOAD_RETRY.allows(attempts, 0.0, delay):
+                raise TransportError(
+                    f"payload download failed: {failure}",
+                    sent=True,
+                    method="GET",
+                    url="(presigned)",
+                )
+            self._sleep(delay)
 
     def fail_job(
         self,
@@ -709,6 +808,13 @@ class BatonClient:
             method=method,
             url=url,
         )
+
+
+# Bodies up to this size are always sent inline (well under the server's inline cap), so small
+# requests never cost a GET /v1/config.
+OFFLOAD_FLOOR = 64 * 1024
+# Transient S3 failures on presigned uploads/downloads: a few quick retries.
+PAYLOAD_RETRY = RetryPolicy(initial_interval=0.2, maximum_interval=2.0, maximum_attempts=4)
 
 
 def _encode(body: Any) -> bytes:

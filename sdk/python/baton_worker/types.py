@@ -156,6 +156,7 @@ class Job(TypedDict):
     lockExpiresAt: str
     input: NotRequired[Any]
     inputPayloadPath: NotRequired[str]
+    inputDownloadUrl: NotRequired[str]
 
 
 class CompleteJobResult(TypedDict):

@@ -50,6 +50,10 @@ class StartInstanceRequest(ApiModel):
         default=None, description="An inline definition (dynamic workflow), validated in full."
     )
     input: Variables | None = None
+    input_payload_path: Annotated[str, Field(min_length=1, max_length=1024)] | None = Field(
+        default=None,
+        description="Instead of input: a WORKFLOW_INPUT path from POST /v1/payloads, uploaded.",
+    )
     correlation_id: Annotated[str, Field(max_length=256)] | None = None
     idempotency_key: Annotated[str, Field(min_length=1, max_length=256)] | None = None
 
@@ -97,6 +101,10 @@ class CompleteJobRequest(ApiModel):
     job_id: Uuid
     worker_id: WorkerId
     variables_to_set: Variables | None = None
+    output_payload_path: Annotated[str, Field(min_length=1, max_length=1024)] | None = Field(
+        default=None,
+        description="Instead of variablesToSet: a STEP_OUTPUT path from POST /v1/payloads.",
+    )
     attempt: Attempt = None
 
 
@@ -270,7 +278,12 @@ class Job(ApiModel):
     retries_remaining: int
     lock_expires_at: datetime
     input: Any = None
-    input_payload_path: str | None = None
+    input_payload_path: str | None = Field(
+        default=None, description="Instead of input when it is above the soft limit."
+    )
+    input_download_url: str | None = Field(
+        default=None, description="A presigned GET of inputPayloadPath (short-lived)."
+    )
 
 
 class PollResponse(ApiModel):
@@ -374,6 +387,52 @@ class Health(ApiModel):
     version: str
     database: HealthCheck
     s3: HealthCheck
+
+
+# --- external payloads ------------------------------------------------------------------------
+
+PayloadKindName = Literal["WORKFLOW_INPUT", "STEP_INPUT", "STEP_OUTPUT"]
+
+
+class CreatePayloadRequest(ApiModel):
+    kind: PayloadKindName = Field(description="What the payload will be used as.")
+    size_bytes: int = Field(
+        ge=0, le=2**53, description="The exact size of the body that will be uploaded."
+    )
+    content_sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-fA-F]{64}$",
+        description="Hex SHA-256 of the body: when given, S3 refuses any other content.",
+    )
+
+
+class PayloadUpload(ApiModel):
+    """A presigned PUT for one server-chosen key, valid until ``expiresAt`` (at most 15 min)."""
+
+    path: str = Field(description="Send it as inputPayloadPath/outputPayloadPath afterwards.")
+    upload_url: str
+    expires_at: datetime
+    upload_headers: dict[str, str] = Field(
+        description="Headers the PUT must carry exactly (they are signed into the URL)."
+    )
+
+
+class PayloadLimitView(ApiModel):
+    soft_limit_bytes: int = Field(description="Above it, the payload goes to S3.")
+    hard_limit_bytes: int = Field(description="Above it, the payload is refused.")
+
+
+class PayloadLimitsView(ApiModel):
+    workflow_input: PayloadLimitView
+    step_input: PayloadLimitView
+    step_output: PayloadLimitView
+
+
+class ServerConfig(ApiModel):
+    """What a client needs to know about this deployment."""
+
+    payload_limits: PayloadLimitsView
+    presign_seconds: int = Field(description="Lifetime of a presigned URL.")
 
 
 # --- queues: listing and dead letters ----------------------------------------------------------

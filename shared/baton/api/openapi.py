@@ -17,6 +17,8 @@ from baton.routes import ROUTES
 OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, int, type[BaseModel] | None]] = {
     ("GET", "/v1/openapi.json"): (None, 200, None),
     ("GET", "/v1/health"): (None, 200, m.Health),
+    ("GET", "/v1/config"): (None, 200, m.ServerConfig),
+    ("POST", "/v1/payloads"): (m.CreatePayloadRequest, 201, m.PayloadUpload),
     ("POST", "/v1/definitions"): (m.Definition, 201, m.Definition),
     ("GET", "/v1/definitions"): (None, 200, m.DefinitionPage),
     ("GET", "/v1/definitions/{name}"): (None, 200, m.Definition),
@@ -69,7 +71,7 @@ QUERY_PARAMETERS: dict[tuple[str, str], list[tuple[str, str]]] = {
         ("limit", "integer"),
         ("pageToken", "string"),
     ],
-    ("GET", "/v1/instances/{id}"): [("includeSteps", "boolean")],
+    ("GET", "/v1/instances/{id}"): [("includeSteps", "boolean"), ("resolvePayloads", "boolean")],
     ("GET", "/v1/instances/{id}/steps"): [("limit", "integer"), ("pageToken", "string")],
     ("GET", "/v1/instances/{id}/history"): [("limit", "integer"), ("pageToken", "string")],
     ("GET", "/v1/definitions"): [("limit", "integer"), ("pageToken", "string")],

@@ -36,8 +36,14 @@ class EngineCore:
         db: Database,
         settings: EngineSettings | None = None,
         metrics: MetricsSink | None = None,
+        payloads: Callable[[Any], Any] | None = None,
+        offload: Callable[[str], Any] | None = None,
     ) -> None:
         self.db = db
+        # Reads offloaded payloads for expressions (None: no bucket, references stay as they are)
+        self.payloads = payloads
+        # Writes a large step input to the payload bucket, returning its reference
+        self.offload = offload
         self.settings = settings or EngineSettings()
         self.metrics: MetricsSink = metrics or NullMetrics()
         self.snapshots = Snapshots()
@@ -81,6 +87,9 @@ class EngineCore:
             now,
             max_job_input_bytes=self.settings.max_payload_bytes,
             max_step_executions=self.settings.max_step_executions,
+            unref=self.payloads,
+            offload=self.offload,
+            step_input_limit=self.settings.payload_limits.step_input if self.offload else None,
         )
 
     # --- events between instances ----------------------------------------------------------

@@ -29,6 +29,8 @@ from baton import expressions
 from baton.engine.plan import Plan
 from baton.engine.retry import retry_delay_seconds
 from baton.model import TimeoutPolicy
+from baton.payload_ref import is_payload_ref
+from baton.settings import PayloadLimit
 from baton.status import InstanceStatus, JobStatus, StepStatus
 from baton.steps import Step
 
@@ -236,6 +238,10 @@ class ChildPlan:
     version: int | None
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
 class Reader(Protocol):
     """Read-only lookups a decision may make (inside its transaction)."""
 
@@ -319,8 +325,18 @@ class Decider:
         *,
         max_job_input_bytes: int = 2_000_000,
         max_step_executions: int = MAX_STEP_EXECUTIONS,
+        unref: Callable[[Any], Any] | None = None,
+        offload: Callable[[str], Any] | None = None,
+        step_input_limit: PayloadLimit | None = None,
     ) -> None:
         self.plan = plan
+        # Stores a step input's JSON in the payload bucket and returns its reference (None: no
+        # bucket, inputs stay inline under max_job_input_bytes); with its soft/hard limit.
+        self.offload = offload
+        self.step_input_limit = step_input_limit
+        # Turns an offloaded payload's reference into its content (the engine's reader of the
+        # payload bucket); the decider stays pure: it only calls what it was given.
+        self.unref: Callable[[Any], Any] = unref or _same
         self.instance = instance
         self.reader = reader
         self.now = now
@@ -592,6 +608,8 @@ class Decider:
             and output
             and self.plan.step(e.step_id).type in MERGED_OUTPUTS
             and not in_map_item(e.scope)
+            # An offloaded output stays the step's own: its reference is no variable.
+            and not is_payload_ref(output)
         ):
             # A task's object output is merged into the instance's variables (but not inside a
             # MAP, whose items' outputs are collected as the MAP's output instead; an operator's
@@ -854,7 +872,7 @@ class Decider:
     def expression_scope(self, point: str, scope: str) -> expressions.Scope:
         inst = self.instance
         workflow = {
-            "input": inst.input,
+            "input": self.unref(inst.input),
             "variables": inst.variables,
             "instanceId": str(inst.id),
             "correlationId": inst.correlation_id,
@@ -882,10 +900,10 @@ class Decider:
         prefix = truncate(scope, self.plan.read_depth(point, step_id))
         for sid, done_scope, output in reversed(self._done_here):
             if sid == step_id and done_scope.startswith(prefix):
-                return output
+                return self.unref(output)
         key = (step_id, prefix)
         if key not in self._outputs:
-            self._outputs[key] = self.reader.output(step_id, prefix)
+            self._outputs[key] = self.unref(self.reader.output(step_id, prefix))
         return self._outputs[key]
 
     def map_context(self, scope: str) -> dict[str, Any] | None:

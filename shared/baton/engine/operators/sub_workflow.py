@@ -73,6 +73,9 @@ def start_instance(
         d.now,
         max_job_input_bytes=d.max_job_input_bytes,
         max_step_executions=d.max_step_executions,
+        unref=d.unref,
+        offload=d.offload,
+        step_input_limit=d.step_input_limit,
     )
     first.start()
     insert = {

@@ -57,6 +57,20 @@ class ServiceTask(Leaf):
             d.resolve(policy.input_template, point, scope), d.resolve(step.input, point, scope)
         )
         payload_json = d.payload_json(step_input)
+        if d.step_input_limit is not None and d.offload is not None:
+            size = len(payload_json.encode())
+            if size > d.step_input_limit.hard_bytes:
+                new = d.add_step(step, StepStatus.SCHEDULED, None, scope)
+                d.fail(
+                    new,
+                    f"its resolved input is {size} bytes, above the step input hard limit of "
+                    f"{d.step_input_limit.hard_bytes} bytes",
+                )
+                return
+            if size > d.step_input_limit.soft_bytes:
+                # Above the soft limit the input lives in S3; the job carries its reference.
+                step_input = d.offload(payload_json)
+                payload_json = d.payload_json(step_input)
         if len(payload_json) > d.max_job_input_bytes:
             # Refused when scheduled: a job poll could never hand it out under Lambda's 6 MB.
             new = d.add_step(step, StepStatus.SCHEDULED, step_input, scope)
