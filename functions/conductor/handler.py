@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -350,14 +351,16 @@ def update_task_def() -> Any:
 @api.route("GET", "/api/metadata/taskdefs")
 def all_task_defs() -> Any:
     engine = api.engine()
-    out: list[dict[str, Any]] = []
-    token = None
-    while True:
-        page = engine.list_task_defs(limit=100, page_token=token)
-        out.extend(cdefs.to_conductor_task_def(t) for t in page.get("taskDefs", []))
-        token = page.get("nextPageToken")
-        if not token:
-            return _json(out)
+    pages = _every(lambda t: engine.list_task_defs(limit=100, page_token=t))
+    return _json([cdefs.to_conductor_task_def(d) for p in pages for d in p.get("taskDefs", [])])
+
+
+def _every(fetch: Callable[[str | None], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every page ``fetch(token)`` serves, following ``nextPageToken``."""
+    pages = [fetch(None)]
+    while token := pages[-1].get("nextPageToken"):
+        pages.append(fetch(token))
+    return pages
 
 
 @api.route("GET", "/api/metadata/taskdefs/{name}")
@@ -403,14 +406,8 @@ def update_workflows() -> Any:
 @api.route("GET", "/api/metadata/workflow")
 def all_workflows() -> Any:
     engine = api.engine()
-    out: list[dict[str, Any]] = []
-    token = None
-    while True:
-        page = engine.list_definitions(limit=100, page_token=token)
-        out.extend(cdefs.to_conductor_workflow(d) for d in page.get("definitions", []))
-        token = page.get("nextPageToken")
-        if not token:
-            return _json(out)
+    pages = _every(lambda t: engine.list_definitions(limit=100, page_token=t))
+    return _json([cdefs.to_conductor_workflow(d) for p in pages for d in p.get("definitions", [])])
 
 
 @api.route("GET", "/api/metadata/workflow/{name}")

@@ -200,3 +200,16 @@ def test_sub_workflows_run_and_report_their_output(clients: OrkesClients) -> Non
     assert wf.output == {"child": 14}
     sub = wf.tasks[0]
     assert sub.task_type == "SUB_WORKFLOW" and sub.sub_workflow_id
+
+
+def test_every_task_and_workflow_definition_is_listed(clients: OrkesClients) -> None:
+    from conductor.client.http.models.task_def import TaskDef
+
+    metadata = clients.get_metadata_client()
+    task_type = f"listed_{uuid.uuid4().hex[:8]}"
+    metadata.register_task_def(
+        TaskDef(name=task_type, retry_count=1, timeout_seconds=60, response_timeout_seconds=30)
+    )
+    name = _register(clients, [_simple("a", task_type)])
+    assert task_type in {t.name for t in metadata.get_all_task_defs()}
+    assert name in {w.name for w in metadata.get_all_workflow_defs()}
