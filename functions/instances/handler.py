@@ -77,13 +77,15 @@ def get(id: str) -> Any:
 
 @api.route("GET", "/v1/instances/{id}/steps")
 def steps(id: str) -> Any:
-    return api.ok(
-        api.engine().list_steps(
-            api.path(id),
-            limit=api.query_int("limit", 100, high=1000),
-            page_token=api.query("pageToken"),
-        )
+    engine = api.engine()
+    page = engine.list_steps(
+        api.path(id),
+        limit=api.query_int("limit", 100, high=1000),
+        page_token=api.query("pageToken"),
     )
+    if engine.offload is not None:  # offloaded inputs and outputs get a URL, as in the view
+        runtime.payload_store(engine).present({"steps": page["steps"]})
+    return api.ok(page)
 
 
 @api.route("GET", "/v1/instances/{id}/history")

@@ -90,6 +90,12 @@ def test_large_outputs_and_inputs_round_trip_through_s3(
     make_step = next(s for s in done["steps"] if s["stepId"] == "make")
     assert make_step["output"]["$payload"].startswith("payloads/step-output/")
     assert make_step["output"]["sizeBytes"] > 8_000_000
+    assert make_step["output"]["downloadUrl"].startswith("http")
+    # The paged steps (what the viewer reads for big runs) carry the same download URL.
+    paged = client.list_steps(instance["id"])["steps"]
+    (make_paged,) = [s for s in paged if s["stepId"] == "make"]
+    assert make_paged["output"]["$payload"] == make_step["output"]["$payload"]
+    assert make_paged["output"]["downloadUrl"].startswith("http")
 
 
 def test_a_large_workflow_input_is_uploaded_by_start_instance(

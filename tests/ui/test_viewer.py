@@ -381,3 +381,27 @@ def test_complete_a_user_task_and_send_a_signal_from_the_page(
     page.click("#confirm-yes")
     expect(page.locator("#run-status")).to_contain_text("COMPLETED")
     assert node_status(page, "go") == "COMPLETED"
+
+
+def test_an_offloaded_output_is_a_download_link(page: Any, baton_server: LocalServer) -> None:
+    from baton_worker.client import BatonClient
+    from playwright.sync_api import expect
+
+    suffix = uuid.uuid4().hex[:6]
+    name, job_type = f"big-{suffix}", f"big-job-{suffix}"
+    client = BatonClient(baton_server.base_url, api_key=baton_server.api_key)
+    client.register_definition(
+        {"name": name, "steps": [{"id": "make", "type": "SERVICE_TASK", "jobType": job_type}]}
+    )
+    run = client.start_instance(name)["id"]
+    (job,) = wait_for(lambda: client.poll_jobs(worker_id="ui-big", job_types=[job_type]))
+    # Above the 256 KB soft limit: the SDK uploads it and completes with its path.
+    client.complete_job(job["id"], worker_id="ui-big", variables={"blob": "z" * 400_000})
+    wait_for(lambda: client.get_instance(run)["status"] == "COMPLETED")
+    page.goto(page.url.split("#")[0] + f"#/runs/{run}")
+    page.locator('svg.graph .node[data-step="make"]').click()
+    link = page.locator('#detail a[data-payload="output"]')
+    expect(link).to_be_visible()
+    expect(link).to_contain_text("offloaded")
+    assert (link.get_attribute("href") or "").startswith("http")
+    assert "z" * 1000 not in page.locator("#detail").inner_text()  # never inlined

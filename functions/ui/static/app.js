@@ -603,8 +603,12 @@
         const ta = h("textarea", { id: `payload-${e.id}`, "aria-label": "Signal payload (JSON)" }, "{}");
         buttons.push(h("button", { type: "button", class: "primary", "data-action": "signal", onclick: () => act("Send signal", `Send a signal to ${stepId}?`, `instances/${id}/signals/${encodeURIComponent(stepId)}`, () => ({ stepExecutionId: e.id, payload: JSON.parse(ta.value || "null") }), h("label", {}, "Payload (JSON)", ta)) }, "Send signal…"));
       }
+      // Offloaded input/output: {"$payload": path, "sizeBytes": n, "downloadUrl": presigned GET}.
+      const offloaded = ["input", "output"].filter((k) => e[k] && typeof e[k] === "object" && typeof e[k].downloadUrl === "string" && /^https?:\/\//.test(e[k].downloadUrl))
+        .map((k) => h("li", {}, h("a", { href: e[k].downloadUrl, rel: "noreferrer", download: "", "data-payload": k, text: `download ${k} (${e[k].sizeBytes} bytes, offloaded)` })));
       const links = Object.entries(e).filter(([k, v]) => /payload(url|path)$/i.test(k) && typeof v === "string" && /^https:\/\//.test(v))
-        .map(([k, v]) => h("li", {}, h("a", { href: v, rel: "noreferrer", download: "", text: `download ${k}` })));
+        .map(([k, v]) => h("li", {}, h("a", { href: v, rel: "noreferrer", download: "", text: `download ${k}` })))
+        .concat(offloaded);
       return h("article", { class: "exec", "data-execution": e.id },
         h("dl", {},
           h("dt", { text: "status" }), h("dd", {}, statusBadge(e.status)),
