@@ -11,12 +11,13 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.helpers import wait_until
 from tests.support.servers import LocalServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,17 +25,6 @@ ORDER = json.loads((ROOT / "examples/order_fulfilment/definition.json").read_tex
 IMG = ROOT / "docs" / "img"
 TIMEOUT_MS = 15_000
 SHOTS = os.environ.get("BATON_SCREENSHOTS") == "1"
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        time.sleep(0.05)
 
 
 def branching(name: str) -> dict[str, Any]:
@@ -84,7 +74,7 @@ class Driver:
 
     def job(self, job_type: str) -> dict[str, Any]:
         poll = {"workerId": "ui-test-worker", "jobTypes": [job_type]}
-        jobs = wait_for(lambda: self.call("POST", "/v1/jobs/poll", poll)["jobs"])
+        jobs = wait_until(lambda: self.call("POST", "/v1/jobs/poll", poll)["jobs"])
         return dict(jobs[0])
 
     def complete(self, job_type: str, output: dict[str, Any] | None = None) -> None:
@@ -114,7 +104,7 @@ def seeded(baton_server: LocalServer) -> dict[str, str]:
     d.complete(jt["reserve"], {"reservationId": "R-1"})
     d.fail(jt["charge"], "payment gateway timed out")
     d.complete(jt["charge"], {"receipt": "RC-9"})
-    wait_for(
+    wait_until(
         lambda: any(
             e["stepId"] == "approve" for e in d.call("GET", f"/v1/instances/{run}")["steps"]
         )
@@ -184,7 +174,7 @@ def test_order_fulfilment_run_graph_timeline_detail_and_history(
     expect(page.locator("svg.graph .node")).to_have_count(5)
     load_ms = (time.monotonic() - started) * 1000
     assert load_ms < 5000
-    wait_for(lambda: node_status(page, "approve") in ("IN_PROGRESS", "SCHEDULED"))
+    wait_until(lambda: node_status(page, "approve") in ("IN_PROGRESS", "SCHEDULED"))
     assert node_status(page, "reserve") == "COMPLETED"
     assert node_status(page, "charge") == "COMPLETED"
     assert node_status(page, "ship") == "NONE"
@@ -223,7 +213,7 @@ def test_branching_run_colours_the_branch_taken(page: Any, seeded: dict[str, str
 
     page.goto(page.url.split("#")[0] + f"#/runs/{seeded['branch']}")
     expect(page.locator("svg.graph .node")).to_have_count(7)
-    wait_for(lambda: node_status(page, "left") == "COMPLETED")
+    wait_until(lambda: node_status(page, "left") == "COMPLETED")
     assert node_status(page, "vip") == "COMPLETED"
     assert node_status(page, "std") == "NONE"  # the case not taken
     assert node_status(page, "route") == "COMPLETED"
@@ -327,7 +317,7 @@ def test_a_map_of_2000_items_is_collapsed_and_stays_responsive(
         }
     )
     run = d.start(name, {"xs": list(range(2000))})
-    wait_for(
+    wait_until(
         lambda: (
             d.call("GET", f"/v1/instances/{run}/steps?limit=1000").get("nextPageToken")
             and any(
@@ -367,12 +357,12 @@ def test_complete_a_user_task_and_send_a_signal_from_the_page(
     )
     run = d.start(name, {})
     page.goto(page.url.split("#")[0] + f"#/runs/{run}")
-    wait_for(lambda: node_status(page, "approve") == "IN_PROGRESS")
+    wait_until(lambda: node_status(page, "approve") == "IN_PROGRESS")
     page.locator('svg.graph .node[data-step="approve"]').click()
     page.locator('#detail [data-action="complete"]').click()
     page.fill("#confirm textarea", '{"approvedBy": "ada"}')
     page.click("#confirm-yes")
-    wait_for(lambda: node_status(page, "go") == "IN_PROGRESS")
+    wait_until(lambda: node_status(page, "go") == "IN_PROGRESS")
     assert node_status(page, "approve") == "COMPLETED"
     assert d.call("GET", f"/v1/instances/{run}")["variables"]["approvedBy"] == "ada"
     page.locator('svg.graph .node[data-step="go"]').click()
@@ -394,10 +384,10 @@ def test_an_offloaded_output_is_a_download_link(page: Any, baton_server: LocalSe
         {"name": name, "steps": [{"id": "make", "type": "SERVICE_TASK", "jobType": job_type}]}
     )
     run = client.start_instance(name)["id"]
-    (job,) = wait_for(lambda: client.poll_jobs(worker_id="ui-big", job_types=[job_type]))
+    (job,) = wait_until(lambda: client.poll_jobs(worker_id="ui-big", job_types=[job_type]))
     # Above the 256 KB soft limit: the SDK uploads it and completes with its path.
     client.complete_job(job["id"], worker_id="ui-big", variables={"blob": "z" * 400_000})
-    wait_for(lambda: client.get_instance(run)["status"] == "COMPLETED")
+    wait_until(lambda: client.get_instance(run)["status"] == "COMPLETED")
     page.goto(page.url.split("#")[0] + f"#/runs/{run}")
     page.locator('svg.graph .node[data-step="make"]').click()
     link = page.locator('#detail a[data-payload="output"]')
