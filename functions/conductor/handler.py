@@ -4,6 +4,7 @@ client and workflow client call, over Baton's engine. Thin: the translations liv
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from baton.errors import (
     Problem,
     ValidationFailed,
 )
+from baton.payload_ref import SIZE_KEY, is_payload_ref
 from baton_lambda import runtime
 from baton_lambda.http import Api, _dumps
 
@@ -172,11 +174,26 @@ def _poll(task_type: str, count: int) -> list[dict[str, Any]]:
 def _tasks(engine: Any, jobs: list[dict[str, Any]], worker: str) -> list[dict[str, Any]]:
     """Claimed jobs as Conductor tasks, leased as Conductor workers expect (no heartbeats)."""
     extended = engine.lease_for_conductor([j["id"] for j in jobs], worker)
+    # Conductor's workers do not fetch external payloads themselves: an offloaded input is read
+    # here and inlined while the response stays within the poll budget; beyond it the task
+    # carries only its externalInputPayloadStoragePath (as Conductor's server does).
+    budget = engine.settings.max_poll_response_bytes - sum(
+        len(json.dumps(j.get("input"))) for j in jobs if not is_payload_ref(j.get("input"))
+    )
     out = []
-    for j in jobs:
+    for polled in jobs:
+        j, value = polled, polled.get("input")
+        size = int(value[SIZE_KEY]) if is_payload_ref(value) else 0  # type: ignore[index]
+        if size and engine.payloads and size <= budget:
+            budget -= size
+            j = {**polled, "input": engine.payloads(value)}
         expires = extended.get(j["id"])
         until = expires.timestamp() if expires else cviews.ms(j.get("lockExpiresAt")) / 1000
-        out.append(cviews.polled_task(j, worker, max(1, round(until - time.time()))))
+        task = cviews.polled_task(j, worker, max(1, round(until - time.time())))
+        task["inputData"], path = cviews.data_of(j.get("input"))
+        if path is not None:
+            task["externalInputPayloadStoragePath"] = path
+        out.append(task)
     return out
 
 

@@ -213,3 +213,20 @@ def test_every_task_and_workflow_definition_is_listed(clients: OrkesClients) -> 
     name = _register(clients, [_simple("a", task_type)])
     assert task_type in {t.name for t in metadata.get_all_task_defs()}
     assert name in {w.name for w in metadata.get_all_workflow_defs()}
+
+
+def test_an_offloaded_task_input_reaches_a_conductor_worker_inline(clients: OrkesClients) -> None:
+    task_type = f"big_{uuid.uuid4().hex[:6]}"
+    name = _register(
+        clients, [_simple("big", task_type, inputParameters={"blob": "${workflow.input.blob}"})]
+    )
+    blob = "b" * 400_000  # above the 256 KB soft limit: the step input lives in S3
+    wid = clients.get_workflow_client().start_workflow_by_name(name, {"blob": blob})
+    task = _poll(clients, task_type)
+    # conductor-python does not fetch external payloads: the server inlined it.
+    assert task.input_data == {"blob": blob}
+    view = _status(clients, wid).tasks[0]
+    assert view.input_data == {}
+    assert view.external_input_payload_storage_path.startswith("payloads/step-input/")
+    _done(clients, task, output={"n": len(task.input_data["blob"])})
+    assert _until_status(clients, wid, "COMPLETED").tasks[0].output_data == {"n": 400_000}

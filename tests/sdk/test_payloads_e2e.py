@@ -4,11 +4,22 @@ offloaded, and the polls stay small."""
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import httpx
 import pytest
-from baton_worker import BatonClient, JobContext, Registry, RetryPolicy, Runner, RunnerOptions
+from baton_worker import (
+    BatonApiError,
+    BatonClient,
+    JobContext,
+    Registry,
+    RetryPolicy,
+    Runner,
+    RunnerOptions,
+)
 
 from tests.support.helpers import unique, wait_until
 from tests.support.servers import CheckedServer
@@ -164,3 +175,155 @@ def test_an_output_above_the_hard_limit_fails_the_step_naming_the_limit(
     (step,) = done["steps"]
     assert "52428800" in step["error"], step
     assert "60000011 bytes" in step["error"], step
+
+
+class _Sizes(httpx.HTTPTransport):
+    """Records the body size of every poll response (what a Lambda would have to return)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.polls: list[int] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        if request.url.path.endswith("/v1/jobs/poll"):
+            response.read()
+            self.polls.append(len(response.content))
+        return response
+
+
+def test_a_map_over_a_20_mb_list_and_an_instance_output_referencing_it(
+    baton_server: CheckedServer, runners: Callable[..., Runner]
+) -> None:
+    make, item, name = unique("make-list"), unique("item"), unique("map-20mb")
+    sizes = _Sizes()
+    client = BatonClient(baton_server.base_url, api_key=baton_server.api_key, transport=sizes)
+    client.register_definition(
+        {
+            "name": name,
+            "steps": [
+                {"id": "make", "type": "SERVICE_TASK", "jobType": make},
+                {
+                    "id": "each",
+                    "type": "MAP",
+                    "items": "${make.output.items}",
+                    "maxConcurrency": 16,
+                    "steps": [
+                        {
+                            "id": "one",
+                            "type": "SERVICE_TASK",
+                            "jobType": item,
+                            "input": {"item": "${map.item}", "index": "${map.index}"},
+                        }
+                    ],
+                },
+            ],
+            "outputParameters": {
+                "items": "${make.output.items}",
+                "results": "${each.output}",
+                "last": "${make.output.items[999].n}",
+            },
+        }
+    )
+    # 1,000 items of ~20 KB: a 20 MB list (each item is a job's input, the whole never is).
+    items = [{"n": i, "pad": f"{i:05d}é" + "ab" * 10_000} for i in range(1_000)]
+    registry = Registry()
+
+    @registry.handler(make)
+    def produce(ctx: JobContext) -> dict[str, Any]:
+        return {"items": items}
+
+    @registry.handler(item)
+    def one(ctx: JobContext) -> dict[str, Any]:
+        got = ctx.input["item"]
+        assert got == items[ctx.input["index"]]
+        return {"n": got["n"], "chars": len(got["pad"])}
+
+    options = RunnerOptions(poll_interval=0.05, max_poll_interval=0.2, poll_errors=QUICK)
+    runners(registry, client=client, options=options).start()
+    instance = client.start_instance(name)
+
+    def finished() -> dict[str, Any] | None:
+        got = dict(client.get_instance(instance["id"], include_steps=False))
+        return got if got["status"] in ("COMPLETED", "FAILED") else None
+
+    done = wait_until(finished, timeout=240)
+    assert done["status"] == "COMPLETED", done.get("reason")
+    # The instance output (20 MB of JSON) lives in S3: a path and a download URL.
+    output = done["output"]
+    assert output["$payload"].startswith("payloads/workflow-output/"), output
+    body = httpx.get(output["downloadUrl"], timeout=60).content
+    assert len(body) == output["sizeBytes"]
+    got = json.loads(body)
+    assert json.dumps(got["items"]) == json.dumps(items)  # byte for byte, in order
+    assert got["results"] == [{"n": i, "chars": 20_006} for i in range(1_000)]
+    assert got["last"] == 999
+    # The MAP kept its items in S3 too: its row holds a reference, not 20 MB.
+    steps = client.list_steps(instance["id"], limit=5)["steps"]
+    (each,) = [s for s in steps if s["stepId"] == "each"]
+    assert each["input"]["$payload"].startswith("payloads/step-input/"), each["input"]
+    assert sizes.polls and max(sizes.polls) < 6_000_000, max(sizes.polls)
+    client.close()
+
+
+def test_a_poll_stays_under_6_mb_whatever_the_sizes(
+    baton_server: CheckedServer, client: BatonClient
+) -> None:
+    job, name = unique("fat"), unique("fat-map")
+    client.register_definition(
+        {
+            "name": name,
+            "steps": [
+                {
+                    "id": "each",
+                    "type": "MAP",
+                    "items": "${workflow.input.items}",
+                    "maxConcurrency": 40,
+                    "steps": [
+                        {
+                            "id": "fat",
+                            "type": "SERVICE_TASK",
+                            "jobType": job,
+                            "input": {"item": "${map.item}"},
+                        }
+                    ],
+                },
+            ],
+        }
+    )
+    # 40 jobs whose inputs are each just under the 256 KB soft limit (inline): 10 MB in all.
+    items = [f"{i:03d}" + "x" * 250_000 for i in range(40)]
+    client.start_instance(name, input={"items": items})
+    headers = {"x-api-key": baton_server.api_key or ""}
+    seen: list[str] = []
+    deadline = time.monotonic() + 60
+    while len(seen) < 40 and time.monotonic() < deadline:
+        r = httpx.post(
+            f"{baton_server.base_url}/v1/jobs/poll",
+            json={"workerId": "w", "jobTypes": [job], "maxJobs": 100},
+            headers=headers,
+            timeout=30,
+        )
+        assert r.status_code == 200, r.text
+        assert len(r.content) < 6_000_000, len(r.content)
+        seen += [j["input"]["item"][:3] for j in r.json()["jobs"]]
+    assert sorted(seen) == [f"{i:03d}" for i in range(40)]
+
+
+def test_an_idempotent_start_with_a_large_input_is_matched_by_content(
+    client: BatonClient,
+) -> None:
+    name = unique("big-idem")
+    client.register_definition(
+        {"name": name, "steps": [{"id": "s", "type": "SERVICE_TASK", "jobType": unique("j")}]}
+    )
+    rows = [{"n": i, "text": "r" * 30} for i in range(80_000)]  # ~3.5 MB: uploaded each time
+    key = unique("key")
+    first = client.start_instance(name, input={"rows": rows}, idempotency_key=key)
+    again = client.start_instance(name, input={"rows": rows}, idempotency_key=key)
+    assert again["id"] == first["id"]
+    # Same key, another input (of the very same size): a conflict, not the first instance.
+    other = [{"n": i, "text": "s" * 30} for i in range(80_000)]
+    with pytest.raises(BatonApiError) as refused:
+        client.start_instance(name, input={"rows": other}, idempotency_key=key)
+    assert refused.value.status == 409

@@ -8,6 +8,7 @@ a reader for the decider's unit tests only; every engine test with a store runs 
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,9 +25,19 @@ from baton.engine.decide import (
     JobRef,
 )
 from baton.engine.plan import Plan
+from baton.payload_ref import REF_KEY, is_payload_ref, payload_ref
+from baton.settings import PayloadLimit, PayloadLimits
 from baton.status import InstanceStatus, JobStatus, StepStatus
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def small_limits(soft: int, hard: int) -> PayloadLimits:
+    """The same soft and hard limit for every kind (tests offload at a few hundred bytes)."""
+    one = PayloadLimit(soft, hard)
+    return PayloadLimits(one, one, one)
+
+
 OPEN = (StepStatus.SCHEDULED, StepStatus.IN_PROGRESS)
 
 
@@ -86,6 +97,8 @@ class Run:
     children: dict[str, dict[str, Any]] = field(default_factory=dict)
     max_step_executions: int = 100_000
     now: datetime = NOW
+    # With limits, the decider offloads to ``bucket`` (an in-memory stand-in for S3).
+    payload_limits: PayloadLimits | None = None
 
     def __post_init__(self) -> None:
         self.plan = Plan(parse_definition(self.definition))
@@ -97,13 +110,30 @@ class Run:
         self.last: Changes = Changes()
         self.started_children: list[Any] = []
         self.events: list[Any] = []
+        self.bucket: dict[str, str] = {}
         self._seq = 0
+
+    def _offload(self, text: str, kind: str) -> dict[str, Any]:
+        path = f"payloads/{kind.lower()}/{len(self.bucket)}"
+        self.bucket[path] = text
+        return payload_ref(path, len(text))
+
+    def _unref(self, value: Any) -> Any:
+        return json.loads(self.bucket[value[REF_KEY]]) if is_payload_ref(value) else value
 
     # --- decisions ------------------------------------------------------------------------
 
     def decide(self, event: Callable[[Decider], Any]) -> Any:
+        offloads = self.payload_limits is not None
         d = Decider(
-            self.plan, self.state, self, self.now, max_step_executions=self.max_step_executions
+            self.plan,
+            self.state,
+            self,
+            self.now,
+            max_step_executions=self.max_step_executions,
+            unref=self._unref if offloads else None,
+            offload=self._offload if offloads else None,
+            payload_limits=self.payload_limits,
         )
         result = event(d)
         self.apply(d.changes)

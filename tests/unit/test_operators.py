@@ -6,9 +6,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from baton.payload_ref import is_payload_ref
 from baton.status import InstanceStatus, JobStatus, StepStatus
 
-from tests.support.decisions import NOW, Run
+from tests.support.decisions import NOW, Run, small_limits
 
 
 def task(step_id: str, **extra: Any) -> dict[str, Any]:
@@ -612,3 +613,65 @@ def test_retry_of_a_loop_that_hit_its_limit_evaluates_its_condition_again() -> N
     run.retry()
     assert run.status == InstanceStatus.FAILED  # still past its limit: fails again, saying so
     assert "maxIterations (1)" in (run.state.reason or "")
+
+
+# --- values the engine builds, offloaded ----------------------------------------------------
+
+
+def _offloading_map(items: list[Any], soft: int, hard: int) -> Run:
+    return Run(
+        {
+            "name": "m",
+            "steps": [
+                {
+                    "id": "each",
+                    "type": "MAP",
+                    "items": "${workflow.input.items}",
+                    "maxConcurrency": 3,
+                    "steps": [task("one", input={"row": "${map.item}"})],
+                }
+            ],
+            "outputParameters": {"results": "${each.output}", "n": "${workflow.input.n}"},
+        },
+        input={"items": items, "n": len(items)},
+        payload_limits=small_limits(soft, hard),
+    ).start()
+
+
+def test_large_map_items_outputs_and_instance_output_are_offloaded_and_read_back() -> None:
+    items = [f"row-{i:03d}-" + "x" * 40 for i in range(12)]  # ~600 bytes of items
+    run = _offloading_map(items, soft=300, hard=10_000)
+    (each,) = run.executions("each")
+    assert is_payload_ref(each.input) and run._unref(each.input) == items
+    while run.open_jobs():
+        job = run.open_jobs()[0]
+        assert job.payload == {"row": items[len(run.executions("one")) - len(run.open_jobs())]}
+        run.complete("one", {"upper": job.payload["row"].upper()})
+    assert run.status == InstanceStatus.COMPLETED
+    (each,) = run.executions("each")
+    assert is_payload_ref(each.output)  # the collected outputs (~700 bytes) live in the bucket
+    assert is_payload_ref(run.state.output)
+    assert run._unref(run.state.output) == {
+        "results": [{"upper": row.upper()} for row in items],
+        "n": 12,
+    }
+
+
+def test_an_instance_output_above_the_hard_limit_fails_the_instance_naming_it() -> None:
+    run = Run(
+        {"name": "w", "steps": [task("a")]}, payload_limits=small_limits(soft=10, hard=30)
+    ).start()
+    run.complete("a", {"text": "z" * 40})  # a worker's output: the API checked it already
+    assert run.status == InstanceStatus.FAILED
+    assert run.state.reason == (
+        "its output is 51 bytes, above the workflow output hard limit of 30 bytes"
+    )
+
+
+def test_a_map_whose_items_exceed_the_hard_limit_fails_naming_it() -> None:
+    run = _offloading_map(["y" * 50] * 4, soft=50, hard=150)
+    assert run.status == InstanceStatus.FAILED
+    assert "its items is 213 bytes, above the step input hard limit of 150 bytes" in (
+        run.state.reason or ""
+    )
+    assert ("PayloadRefused", 1, {"Kind": "STEP_INPUT"}) in run.last.dimensioned

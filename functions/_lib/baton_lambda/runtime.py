@@ -120,8 +120,8 @@ def _payload_reader(s: Settings) -> Callable[[Any], Any] | None:
     return reader
 
 
-def _offloader(s: Settings, metrics: MetricsSink) -> Callable[[str], Any] | None:
-    """Stores large step inputs in the payload bucket (None without a bucket)."""
+def _offloader(s: Settings, metrics: MetricsSink) -> Callable[[str, str], Any] | None:
+    """Stores the engine's large values in the payload bucket (None without a bucket)."""
     if not s.payload_bucket:
         return None
     from baton.engine.payloads import PayloadStore

@@ -13,6 +13,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from baton.payload_ref import REF_KEY, is_payload_ref
+
 WORKFLOW_STATUS = {
     "RUNNING": "RUNNING",
     "PAUSED": "PAUSED",
@@ -93,6 +95,16 @@ def parse_task_id(value: str) -> tuple[str, int | None]:
     return value, None
 
 
+def data_of(value: Any) -> tuple[dict[str, Any], str | None]:
+    """A Baton value as Conductor's ``*Data`` map and its ``external*PayloadStoragePath``: an
+    offloaded payload is an empty map and its path (Conductor's external payload storage)."""
+    if is_payload_ref(value):
+        return {}, str(value[REF_KEY])
+    if isinstance(value, dict):
+        return value, None
+    return ({} if value is None else {"result": value}), None
+
+
 def polled_task(job: dict[str, Any], worker_id: str, response_timeout: int) -> dict[str, Any]:
     """A job claimed through ``/v1``'s poll (wire form) as the Task a Conductor worker gets."""
     now_ms = ms(job.get("lockExpiresAt")) - response_timeout * 1000
@@ -142,8 +154,10 @@ def workflow(
         "status": status,
         "correlationId": instance.get("correlationId"),
         "reasonForIncompletion": instance.get("reason"),
-        "input": instance.get("input") or {},
-        "output": instance.get("output") if isinstance(instance.get("output"), dict) else {},
+        "input": data_of(instance.get("input"))[0],
+        "output": data_of(instance.get("output"))[0],
+        "externalInputPayloadStoragePath": data_of(instance.get("input"))[1],
+        "externalOutputPayloadStoragePath": data_of(instance.get("output"))[1],
         "variables": instance.get("variables") or {},
         "tasks": tasks,
         "failedReferenceTaskNames": sorted({t["referenceTaskName"] for t in failed}),
@@ -157,8 +171,6 @@ def workflow(
         "idempotencyKey": instance.get("idempotencyKey"),
         "taskToDomain": {},
     }
-    if out["output"] == {} and instance.get("output") not in (None, {}):
-        out["output"] = {"result": instance["output"]}
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -248,10 +260,10 @@ def _task(
         "workflowType": instance["definitionName"],
         "correlationId": instance.get("correlationId"),
         "status": status,
-        "inputData": step.get("input") if isinstance(step.get("input"), dict) else {},
-        "outputData": output
-        if isinstance(output, dict)
-        else ({} if output is None else {"result": output}),
+        "inputData": data_of(step.get("input"))[0] if isinstance(step.get("input"), dict) else {},
+        "outputData": data_of(output)[0],
+        "externalInputPayloadStoragePath": data_of(step.get("input"))[1],
+        "externalOutputPayloadStoragePath": data_of(output)[1],
         "reasonForIncompletion": None if status == "COMPLETED" else step.get("error"),
         "retryCount": attempt - 1,
         "pollCount": attempt if job_type and status != "SCHEDULED" else 0,

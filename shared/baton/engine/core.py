@@ -37,12 +37,12 @@ class EngineCore:
         settings: EngineSettings | None = None,
         metrics: MetricsSink | None = None,
         payloads: Callable[[Any], Any] | None = None,
-        offload: Callable[[str], Any] | None = None,
+        offload: Callable[[str, str], Any] | None = None,
     ) -> None:
         self.db = db
         # Reads offloaded payloads for expressions (None: no bucket, references stay as they are)
         self.payloads = payloads
-        # Writes a large step input to the payload bucket, returning its reference
+        # Writes a large value's JSON to the payload bucket under a kind, returning its reference
         self.offload = offload
         self.settings = settings or EngineSettings()
         self.metrics: MetricsSink = metrics or NullMetrics()
@@ -89,7 +89,7 @@ class EngineCore:
             max_step_executions=self.settings.max_step_executions,
             unref=self.payloads,
             offload=self.offload,
-            step_input_limit=self.settings.payload_limits.step_input if self.offload else None,
+            payload_limits=self.settings.payload_limits,
         )
 
     # --- events between instances ----------------------------------------------------------

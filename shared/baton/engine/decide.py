@@ -30,7 +30,7 @@ from baton.engine.plan import Plan
 from baton.engine.retry import retry_delay_seconds
 from baton.model import TimeoutPolicy
 from baton.payload_ref import is_payload_ref
-from baton.settings import PayloadLimit
+from baton.settings import PayloadLimit, PayloadLimits
 from baton.status import InstanceStatus, JobStatus, StepStatus
 from baton.steps import Step
 
@@ -326,14 +326,14 @@ class Decider:
         max_job_input_bytes: int = 2_000_000,
         max_step_executions: int = MAX_STEP_EXECUTIONS,
         unref: Callable[[Any], Any] | None = None,
-        offload: Callable[[str], Any] | None = None,
-        step_input_limit: PayloadLimit | None = None,
+        offload: Callable[[str, str], Any] | None = None,
+        payload_limits: PayloadLimits | None = None,
     ) -> None:
         self.plan = plan
-        # Stores a step input's JSON in the payload bucket and returns its reference (None: no
-        # bucket, inputs stay inline under max_job_input_bytes); with its soft/hard limit.
+        # Stores a value's JSON in the payload bucket under a kind (STEP_INPUT, ...) and returns
+        # its reference (None: no bucket, values stay inline); with the soft/hard limits.
         self.offload = offload
-        self.step_input_limit = step_input_limit
+        self.payload_limits = payload_limits
         # Turns an offloaded payload's reference into its content (the engine's reader of the
         # payload bucket); the decider stays pure: it only calls what it was given.
         self.unref: Callable[[Any], Any] = unref or _same
@@ -601,6 +601,14 @@ class Decider:
 
     def complete(self, e: Exec, output: Any) -> None:
         """Step execution ``e`` finished with ``output``: record it and move on."""
+        if self.plan.step(e.step_id).type not in MERGED_OUTPUTS:
+            # An operator's output is built by the engine (a MAP's collected outputs can be
+            # large): above the soft limit it is stored like a worker's.
+            try:
+                output = self.stored(output, "STEP_OUTPUT")
+            except OverLimit as big:
+                self.fail(e, f"its output {big}")
+                return
         self.update_step(e.id, StepStatus.COMPLETED, output=output, scope=e.scope)
         self._done_here.append((e.step_id, e.scope, output))
         if (
@@ -770,7 +778,11 @@ class Decider:
             if params is not None
             else dict(self.instance.variables)
         )
-        self.instance.output = output
+        try:
+            self.instance.output = self.stored(output, "WORKFLOW_OUTPUT")
+        except OverLimit as big:
+            self.finish(InstanceStatus.FAILED, f"its output {big}")
+            return
         self.finish(InstanceStatus.COMPLETED, None)
 
     def finish(self, status: InstanceStatus, reason: str | None, *, cancel: bool = False) -> None:
@@ -912,10 +924,52 @@ class Decider:
             exec_id, key = part.split("#", 1)
             if key.startswith("i"):
                 index = int(key[1:])
-                items = self.execution(uuid.UUID(exec_id)).input
+                items = self.unref(self.execution(uuid.UUID(exec_id)).input)
                 item = items[index] if isinstance(items, list) and index < len(items) else None
                 return {"item": item, "index": index}
         return None
 
     def payload_json(self, value: Any) -> str:
         return json.dumps(value, separators=(",", ":"))
+
+    # --- payloads ---------------------------------------------------------------------------------
+
+    def stored(self, value: Any, kind: str) -> Any:
+        """``value`` as the engine keeps it: itself up to ``kind``'s soft limit, above it a
+        reference to its JSON in the payload bucket; :class:`OverLimit` above the hard limit.
+        Without a payload bucket, and for a value that is already a reference, itself."""
+        if self.offload is None or self.payload_limits is None or is_payload_ref(value):
+            return value
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        limit = limit_of_kind(self.payload_limits, kind)
+        text = self.payload_json(value)
+        size = len(text)  # ASCII (json.dumps escapes the rest): characters are bytes
+        if size <= limit.soft_bytes:
+            return value
+        if size > limit.hard_bytes:
+            self.changes.count("PayloadRefused", Kind=kind)
+            raise OverLimit(
+                f"is {size} bytes, above the {kind.lower().replace('_', ' ')} hard limit of "
+                f"{limit.hard_bytes} bytes"
+            )
+        return self.offload(text, kind)
+
+    def unref_all(self, values: dict[int, Any]) -> dict[int, Any]:
+        """``values`` with each offloaded element read back (a join builds one value of them)."""
+        return {k: self.unref(v) for k, v in values.items()}
+
+
+class OverLimit(Exception):
+    """An engine-built value above its kind's hard limit; ``str()`` says its size and the
+    limit ("is N bytes, above the ... hard limit of M bytes")."""
+
+
+def limit_of_kind(limits: PayloadLimits, kind: str) -> PayloadLimit:
+    """The limit of a payload kind; an instance's output has the step output's."""
+    return {
+        "WORKFLOW_INPUT": limits.workflow_input,
+        "STEP_INPUT": limits.step_input,
+        "STEP_OUTPUT": limits.step_output,
+        "WORKFLOW_OUTPUT": limits.step_output,
+    }[kind]

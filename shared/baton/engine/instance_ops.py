@@ -27,6 +27,7 @@ from baton.errors import (
     StepNotFound,
     ValidationFailed,
 )
+from baton.payload_ref import is_payload_ref
 from baton.status import InstanceStatus, StepStatus
 from baton.store import definition_sql, instance_sql
 from baton.store.db import Conn, first_in_transaction
@@ -65,8 +66,11 @@ class InstanceOps(EngineCore):
 
         fingerprint = None
         if idempotency_key is not None:
+            # An offloaded input is matched by its content, not its path (a retried start
+            # uploads it again, to a new path): read once, cached for the decision that follows.
+            content = self.payloads(input) if self.payloads and is_payload_ref(input) else input
             fingerprint = _fingerprint(
-                definition_name, definition_version, inline, input, correlation_id
+                definition_name, definition_version, inline, content, correlation_id
             )
 
         def work(conn: Conn) -> tuple[uuid.UUID, bool, str]:

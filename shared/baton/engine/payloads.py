@@ -31,10 +31,12 @@ PayloadKind = Literal["WORKFLOW_INPUT", "STEP_INPUT", "STEP_OUTPUT"]
 PAYLOAD_KINDS: tuple[PayloadKind, ...] = ("WORKFLOW_INPUT", "STEP_INPUT", "STEP_OUTPUT")
 # Every payload object lives under this prefix (the functions' IAM grants are limited to it).
 KEY_PREFIX = "payloads/"
-_KIND_PREFIX: Mapping[PayloadKind, str] = {
+_KIND_PREFIX: Mapping[str, str] = {
     "WORKFLOW_INPUT": "workflow-input",
     "STEP_INPUT": "step-input",
     "STEP_OUTPUT": "step-output",
+    # Written by the engine only (an instance's large output), never uploaded by a client.
+    "WORKFLOW_OUTPUT": "workflow-output",
 }
 _SHA256_HEX_LEN = 64
 # GET /v1/instances/{id}?resolvePayloads=true inlines offloaded fields up to this size.
@@ -71,12 +73,12 @@ def limits_view(limits: PayloadLimits) -> dict[str, Any]:
     }
 
 
-def new_key(kind: PayloadKind, token: Callable[[int], str] = secrets.token_urlsafe) -> str:
+def new_key(kind: str, token: Callable[[int], str] = secrets.token_urlsafe) -> str:
     """A fresh object key: ``payloads/<kind>/<192 random bits>`` (never guessable)."""
     return f"{KEY_PREFIX}{_KIND_PREFIX[kind]}/{token(24)}"
 
 
-def kind_of_key(key: str) -> PayloadKind | None:
+def kind_of_key(key: str) -> str | None:
     """The kind whose prefix ``key`` lies under, or None for a key Baton would not issue."""
     for kind, prefix in _KIND_PREFIX.items():
         rest = key.removeprefix(f"{KEY_PREFIX}{prefix}/")
@@ -235,7 +237,7 @@ class PayloadStore:
         self.metrics.add("PayloadBytes", size, dimensions={"Kind": kind})
         return payload_ref(path, size)
 
-    def put_json(self, payload_json: str, kind: PayloadKind = "STEP_INPUT") -> dict[str, Any]:
+    def put_json(self, payload_json: str, kind: str = "STEP_INPUT") -> dict[str, Any]:
         """Store ``payload_json`` under a fresh key of ``kind``; its reference."""
         from botocore.exceptions import BotoCoreError, ClientError
 

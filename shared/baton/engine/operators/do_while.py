@@ -50,7 +50,7 @@ class DoWhile:
             d.fail_operator(owner, f"step {step.id!r} failed: {e}")
             return
         if not holds:
-            d.complete(owner, joined("iterations", k, output))
+            d.complete(owner, joined("iterations", k, d.unref(output)))
             return
         if k >= step.max_iterations:
             d.fail_operator(

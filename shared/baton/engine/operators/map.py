@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from baton.engine.decide import child_scope
+from baton.engine.decide import OverLimit, child_scope
 from baton.engine.operators.parallel import branch_outputs, list_done_at
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import MAX_MAP_ITEMS, MapStep
@@ -34,10 +34,17 @@ class Map:
             )
             return
         started = min(len(items), step.max_concurrency)
+        try:
+            # The items are the MAP's input: above the soft limit they live in S3 (each item's
+            # ${map.item} reads them back through the per-process payload cache).
+            stored = d.stored(items, "STEP_INPUT")
+        except OverLimit as big:
+            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), f"its items {big}")
+            return
         new = d.add_step(
             step,
             StepStatus.IN_PROGRESS,
-            items,
+            stored,
             scope,
             state={"total": len(items), "next": started, "ended": 0},
         )
@@ -74,7 +81,8 @@ class Map:
     ) -> None:
         step = d.plan.step(owner.step_id)
         assert isinstance(step, MapStep)
-        total = len(owner.input) if isinstance(owner.input, list) else 0
+        items = d.unref(owner.input)
+        total = len(items) if isinstance(items, list) else 0
         started = [int(key[1:]) for key in lists]
         nxt = max(started) + 1 if started else 0
         done = [i for i in range(nxt) if list_done_at(d, lists, f"i{i}")]

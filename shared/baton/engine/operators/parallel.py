@@ -109,7 +109,9 @@ def branch_outputs(
     for step_id, scope, output in d.done_here():
         if step_id in last_steps and scope.startswith(prefix):
             out[_index_of(scope[len(prefix) :])] = output
-    return out
+    # The join is one value: offloaded outputs are read back (the whole is stored again, by
+    # the operator's completion, if it is large).
+    return d.unref_all(out)
 
 
 def _index_of(key_path: str) -> int:

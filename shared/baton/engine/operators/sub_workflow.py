@@ -22,6 +22,7 @@ from baton.engine.decide import (
     Exec,
     InstanceState,
     NoReads,
+    OverLimit,
 )
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import SubWorkflowStep
@@ -75,7 +76,7 @@ def start_instance(
         max_step_executions=d.max_step_executions,
         unref=d.unref,
         offload=d.offload,
-        step_input_limit=d.step_input_limit,
+        payload_limits=d.payload_limits,
     )
     first.start()
     insert = {
@@ -102,7 +103,12 @@ def start_instance(
 class SubWorkflow:
     def schedule(self, d: Decider, step: Step, scope: str) -> None:
         assert isinstance(step, SubWorkflowStep)
-        step_input = d.resolve(step.input, f"step:{step.id}", scope)
+        try:
+            # The child's input: above the soft limit it lives in S3 (the child reads it back).
+            step_input = d.stored(d.resolve(step.input, f"step:{step.id}", scope), "WORKFLOW_INPUT")
+        except OverLimit as big:
+            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), f"its input {big}")
+            return
         new = d.add_step(step, StepStatus.IN_PROGRESS, step_input, scope)
         self.start_child(d, step, d.execution(new.id), step_input, attempt=1)
 

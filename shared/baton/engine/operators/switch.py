@@ -67,7 +67,7 @@ class Switch:
 
     def list_ended(self, d: Decider, owner: Exec, key: str, output: Any) -> None:
         name = (owner.state or {}).get("case")
-        d.complete(owner, joined("case", name, output))
+        d.complete(owner, joined("case", name, d.unref(output)))
 
     def child_failed(
         self, d: Decider, owner: Exec, key: str, reason: str, instance_status: InstanceStatus

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from baton import expressions
 from baton.durations import duration_seconds, parse_timestamp
-from baton.engine.decide import AuditEvent, NewJob
+from baton.engine.decide import AuditEvent, NewJob, OverLimit
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import ServiceTaskStep, SetVariableStep, TerminateStep, TimerStep
 
@@ -56,21 +56,13 @@ class ServiceTask(Leaf):
         step_input = merged(
             d.resolve(policy.input_template, point, scope), d.resolve(step.input, point, scope)
         )
+        try:
+            # Above the soft limit the input lives in S3; the job carries its reference.
+            step_input = d.stored(step_input, "STEP_INPUT")
+        except OverLimit as big:
+            d.fail(d.add_step(step, StepStatus.SCHEDULED, None, scope), f"its resolved input {big}")
+            return
         payload_json = d.payload_json(step_input)
-        if d.step_input_limit is not None and d.offload is not None:
-            size = len(payload_json.encode())
-            if size > d.step_input_limit.hard_bytes:
-                new = d.add_step(step, StepStatus.SCHEDULED, None, scope)
-                d.fail(
-                    new,
-                    f"its resolved input is {size} bytes, above the step input hard limit of "
-                    f"{d.step_input_limit.hard_bytes} bytes",
-                )
-                return
-            if size > d.step_input_limit.soft_bytes:
-                # Above the soft limit the input lives in S3; the job carries its reference.
-                step_input = d.offload(payload_json)
-                payload_json = d.payload_json(step_input)
         if len(payload_json) > d.max_job_input_bytes:
             # Refused when scheduled: a job poll could never hand it out under Lambda's 6 MB.
             new = d.add_step(step, StepStatus.SCHEDULED, step_input, scope)
@@ -103,9 +95,12 @@ class Waiting(Leaf):
     """USER_TASK and SIGNAL: wait in IN_PROGRESS until completed through the API."""
 
     def schedule(self, d: Decider, step: Step, scope: str) -> None:
-        d.add_step(
-            step, StepStatus.IN_PROGRESS, d.resolve(step.input, f"step:{step.id}", scope), scope
-        )
+        try:
+            step_input = d.stored(d.resolve(step.input, f"step:{step.id}", scope), "STEP_INPUT")
+        except OverLimit as big:
+            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), f"its input {big}")
+            return
+        d.add_step(step, StepStatus.IN_PROGRESS, step_input, scope)
 
 
 class Timer(Leaf):
