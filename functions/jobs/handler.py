@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from baton.api import models as m
-from baton.errors import Problem, ValidationFailed
+from baton.engine.batch_ops import BatchResult, Failure
+from baton.errors import BatonError, Problem, ValidationFailed
 from baton_lambda import runtime
 from baton_lambda.http import Api
 
@@ -36,6 +37,51 @@ def complete() -> Any:
             req.output_payload_path, "STEP_OUTPUT", field="outputPayloadPath"
         )
     return api.ok(api.engine().complete_job(req.job_id, req.worker_id, output, attempt=req.attempt))
+
+
+@api.route("POST", "/v1/jobs/complete-batch")
+def complete_batch() -> Any:
+    req = api.body(m.CompleteBatchRequest)
+    engine = api.engine()
+    items: list[BatchResult | dict[str, Any]] = []
+    for r in req.results:
+        try:
+            items.append(_batch_item(engine, r))
+        except ValidationFailed as e:  # this item only: a bad path, both outputs given
+            items.append({"jobId": r.job_id, "outcome": "INVALID", "error": _why(e)})
+    answers = iter(engine.complete_batch([i for i in items if isinstance(i, BatchResult)]))
+    results = [i if isinstance(i, dict) else next(answers) for i in items]
+    applied = sum(1 for r in results if r["outcome"] == "APPLIED")
+    api.logger.info("batch applied", extra={"results": len(results), "applied": applied})
+    return api.ok({"results": results})
+
+
+def _batch_item(engine: Any, r: m.BatchResultItem) -> BatchResult:
+    given = [
+        r.variables_to_set is not None,
+        r.output_payload_path is not None,
+        r.failure is not None,
+    ]
+    if sum(given) > 1:
+        raise ValidationFailed(
+            [Problem("results", "give one of variablesToSet, outputPayloadPath or failure")]
+        )
+    if r.failure is not None:
+        f = r.failure
+        failure = Failure(f.error_message, f.retryable, f.next_retry_delay_seconds)
+        return BatchResult(r.job_id, r.worker_id, r.attempt, failure=failure)
+    output: Any = r.variables_to_set
+    if r.output_payload_path is not None:
+        output = runtime.payload_store(engine).verify(
+            r.output_payload_path, "STEP_OUTPUT", field="outputPayloadPath"
+        )
+    return BatchResult(r.job_id, r.worker_id, r.attempt, output=output)
+
+
+def _why(e: BatonError) -> str:
+    if isinstance(e, ValidationFailed):
+        return "; ".join(f"{p.path}: {p.message}" for p in e.problems)
+    return e.detail
 
 
 @api.route("POST", "/v1/jobs/fail")

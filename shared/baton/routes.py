@@ -145,6 +145,12 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/instances/{id}/resume", "instances", summary="Resume a paused instance"),
     Route("POST", "/v1/jobs/poll", "jobs", summary="Claim jobs for a worker"),
     Route("POST", "/v1/jobs/complete", "jobs", summary="Complete a claimed job"),
+    Route(
+        "POST",
+        "/v1/jobs/complete-batch",
+        "jobs",
+        summary="Complete or fail up to 100 claimed jobs in one call",
+    ),
     Route("POST", "/v1/jobs/fail", "jobs", summary="Fail a claimed job"),
     Route("POST", "/v1/jobs/heartbeat", "jobs", summary="Extend a job's lease"),
     Route("POST", "/v1/queues/{name}/push", "queues", summary="Push a task onto a queue"),

@@ -512,3 +512,52 @@ def test_an_unknown_instance_is_a_404_that_reads_well(invoke: Invoke) -> None:
         body={"receipt": ident},
     )
     assert status == 404
+
+
+def test_complete_batch_answers_each_item_with_200(invoke: Invoke) -> None:
+    invoke(
+        "definitions",
+        "POST",
+        "/v1/definitions",
+        body={"name": "batched", "steps": [{"id": "s", "type": "SERVICE_TASK", "jobType": "bj"}]},
+    )
+    for _ in range(3):
+        invoke("instances", "POST", "/v1/instances", body={"definitionName": "batched"})
+    _, _, polled = invoke(
+        "jobs", "POST", "/v1/jobs/poll", body={"workerId": "w", "jobTypes": ["bj"], "maxJobs": 3}
+    )
+    a, b, c = (j["id"] for j in polled["jobs"])
+    status, _, body = invoke(
+        "jobs",
+        "POST",
+        "/v1/jobs/complete-batch",
+        body={
+            "results": [
+                {"jobId": a, "workerId": "w", "attempt": 1, "variablesToSet": {"x": 1}},
+                {
+                    "jobId": b,
+                    "workerId": "w",
+                    "failure": {"errorMessage": "no", "retryable": False},
+                },
+                {
+                    "jobId": c,
+                    "workerId": "w",
+                    "variablesToSet": {},
+                    "failure": {"errorMessage": "?"},
+                },
+                {"jobId": c, "workerId": "w", "outputPayloadPath": "payloads/nowhere"},
+            ]
+        },
+    )
+    assert status == 200
+    assert [(r["outcome"], r.get("status")) for r in body["results"]] == [
+        ("APPLIED", "COMPLETED"),
+        ("APPLIED", "FAILED"),
+        ("INVALID", None),
+        ("INVALID", None),
+    ]
+    assert "give one of" in body["results"][2]["error"]
+    # The whole request is malformed (not a list, too many items): 422 problem, nothing applied.
+    for bad in ({"results": []}, {"results": [{"jobId": c}] * 101}, {"results": "x"}):
+        status, headers, _ = invoke("jobs", "POST", "/v1/jobs/complete-batch", body=bad)
+        assert status in (400, 422) and headers["content-type"] == "application/problem+json"

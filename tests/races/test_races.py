@@ -235,3 +235,58 @@ def test_a_reaper_and_a_poller_on_the_same_expired_leases(
         attempts = conn.execute("SELECT attempt FROM job").fetchall()
     assert sorted(a[0] for a in attempts) == [2] * len(jobs)
     assert results["claimed"] + racing.reap_expired_leases() <= len(jobs)
+
+
+def test_a_batch_racing_single_completes_and_cancels(racing: Engine) -> None:
+    racing.register_definition(one_step("batch-race", "br"))
+    for _ in range(4):
+        _batch_round(racing)
+
+
+def _batch_round(racing: Engine) -> None:
+    from baton.engine.batch_ops import BatchResult
+
+    for _ in range(30):
+        racing.start_instance(definition_name="batch-race")
+    jobs = racing.poll("w", ["br"], 30)
+    assert len(jobs) == 30
+    jobs.sort(key=lambda j: j["instanceId"])
+    singles: dict[str, bool] = {}
+    cancels: dict[str, str] = {}
+    batch: list[dict[str, Any]] = []
+
+    def complete_all() -> str:
+        results = [BatchResult(j["id"], "w", 1, output={"by": "batch"}) for j in jobs]
+        batch.extend(racing.complete_batch(results))
+        return "batch"
+
+    def complete_some() -> str:
+        for j in jobs[:10]:
+            done = racing.complete_job(j["id"], "w", {"by": "batch"}, attempt=1)
+            singles[j["id"]] = done["applied"]
+        return "singles"
+
+    def cancel_some() -> str:
+        for j in jobs[20:]:
+            try:
+                cancels[j["id"]] = racing.cancel_instance(j["instanceId"])["status"]
+            except Conflict:
+                cancels[j["id"]] = "refused"
+        return "cancels"
+
+    _race(complete_all, complete_some, cancel_some)
+    answers = {a["jobId"]: a["outcome"] for a in batch}
+    for j in jobs:
+        events = _events(racing, j["instanceId"])
+        final = racing.get_instance(j["instanceId"])["status"]
+        # Exactly one ending, and a completion applied at most once, whoever won.
+        assert events["INSTANCE_COMPLETED"] + events["INSTANCE_CANCELLED"] == 1
+        assert events["JOB_COMPLETED"] <= 1
+        if j["id"] in singles:
+            # Batch and single sent the same result: exactly one of them applied it.
+            assert [answers[j["id"]] == "APPLIED", singles[j["id"]]].count(True) == 1
+            assert final == "COMPLETED"
+        elif j["id"] in cancels and cancels[j["id"]] == "CANCELLED":
+            assert final == "CANCELLED" and answers[j["id"]] == "CONFLICT"
+        else:
+            assert final == "COMPLETED" and answers[j["id"]] == "APPLIED"

@@ -49,6 +49,7 @@ RESPONSES: dict[tuple[str, str], str] = {
     ("POST", "/v1/instances/{id}/resume"): "Instance",
     ("POST", "/v1/jobs/poll"): "PollJobsResponse",
     ("POST", "/v1/jobs/complete"): "CompleteJobResponse",
+    ("POST", "/v1/jobs/complete-batch"): "CompleteBatchResponse",
     ("POST", "/v1/jobs/fail"): "FailJobResponse",
     ("POST", "/v1/jobs/heartbeat"): "HeartbeatResponse",
     ("POST", "/v1/queues/{name}/push"): "PushResponse",

@@ -120,6 +120,31 @@ class FailJobRequest(ApiModel):
     attempt: Attempt = None
 
 
+class BatchFailure(ApiModel):
+    error_message: Annotated[str, Field(min_length=1, max_length=10_000)]
+    retryable: bool = True
+    next_retry_delay_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS)] | None = None
+
+
+class BatchResultItem(ApiModel):
+    """One result: ``variablesToSet`` or ``outputPayloadPath`` completes the job, ``failure``
+    fails it. A malformed item is answered INVALID; it never fails the others."""
+
+    job_id: Uuid
+    worker_id: WorkerId
+    attempt: Attempt = None
+    variables_to_set: Variables | None = None
+    output_payload_path: Annotated[str, Field(min_length=1, max_length=1024)] | None = None
+    failure: BatchFailure | None = None
+
+
+MAX_BATCH_RESULTS = 100
+
+
+class CompleteBatchRequest(ApiModel):
+    results: Annotated[list[BatchResultItem], Field(min_length=1, max_length=MAX_BATCH_RESULTS)]
+
+
 class HeartbeatRequest(ApiModel):
     job_id: Uuid
     worker_id: WorkerId
@@ -301,6 +326,22 @@ class FailJobResponse(ApiModel):
     status: Literal["FAILED", "RETRY_SCHEDULED"]
     applied: bool
     next_attempt_at: datetime | None = None
+
+
+class BatchOutcome(ApiModel):
+    job_id: str
+    outcome: Literal["APPLIED", "DUPLICATE", "CONFLICT", "NOT_FOUND", "INVALID"] = Field(
+        description="APPLIED; DUPLICATE: a repeat of a result already applied (nothing changed); "
+        "CONFLICT: refused (another worker's lease, an attempt that ended, a finished job); "
+        "NOT_FOUND: no such job; INVALID: the item itself is malformed."
+    )
+    status: Literal["COMPLETED", "FAILED", "RETRY_SCHEDULED"] | None = None
+    next_attempt_at: datetime | None = None
+    error: str | None = None
+
+
+class CompleteBatchResponse(ApiModel):
+    results: list[BatchOutcome]
 
 
 class HeartbeatResponse(ApiModel):

@@ -47,6 +47,7 @@ OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, int, type[BaseMo
     ("POST", "/v1/instances/{id}/resume"): (m.InstanceOperationRequest, 200, m.Instance),
     ("POST", "/v1/jobs/poll"): (m.PollRequest, 200, m.PollResponse),
     ("POST", "/v1/jobs/complete"): (m.CompleteJobRequest, 200, m.CompleteJobResponse),
+    ("POST", "/v1/jobs/complete-batch"): (m.CompleteBatchRequest, 200, m.CompleteBatchResponse),
     ("POST", "/v1/jobs/fail"): (m.FailJobRequest, 200, m.FailJobResponse),
     ("POST", "/v1/jobs/heartbeat"): (m.HeartbeatRequest, 200, m.HeartbeatResponse),
     ("POST", "/v1/queues/{name}/push"): (m.PushRequest, 201, m.PushResponse),

@@ -111,6 +111,21 @@ def write_optimistic(conn: Conn, inst: InstanceState, changes: Changes) -> None:
     _send(conn, pieces_of(inst, changes, new_instance=False, insert=None), commit=False)
 
 
+def write_many(conn: Conn, decisions: list[tuple[InstanceState, Changes]]) -> None:
+    """Write several decisions made on unlocked reads in one transaction, on an autocommit
+    connection: BEGIN, one fenced statement per decision and COMMIT in one pipeline (one round
+    trip, one commit). A refused fence (StaleVersion) or any error rolls back all of them."""
+    if not decisions:
+        return
+    with conn.pipeline():
+        cur = conn.cursor()
+        cur.execute(b"BEGIN", prepare=False)
+        for inst, changes in decisions:
+            sql, params = statement(pieces_of(inst, changes, new_instance=False, insert=None))
+            cur.execute(sql, params)
+        cur.execute(b"COMMIT", prepare=False)
+
+
 def statement(pieces: list[Piece]) -> tuple[bytes, dict[str, Any]]:
     """The one statement (SQL, parameters) that carries ``pieces``."""
     params: dict[str, Any] = {}

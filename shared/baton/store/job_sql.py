@@ -121,6 +121,21 @@ SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.attempt, j.retries
 # decision made on a state that changed meanwhile is refused and made again under locks.
 READ_JOB_WITH_INSTANCE = _JOB_WITH_INSTANCE
 
+# A batch's optimistic read: every job of the batch with its instance, in one statement.
+READ_JOBS_WITH_INSTANCES = """
+SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.attempt, j.retries_remaining,
+       j.lease_seconds, j.lock_expires_at < now() AS lease_lapsed,
+       j.deadline_at <= now() AS past_deadline,
+       j.step_execution_id, s.step_id, s.scope,
+       i.id, i.definition_name, i.status, i.version, i.input, i.variables, i.correlation_id,
+       i.snapshot_id, i.queue_task_id, i.parent_instance_id, i.parent_step_execution_id,
+       i.step_count, i.depth, now() AS now
+  FROM job j
+  JOIN instance i ON i.id = j.instance_id
+  JOIN step_execution s ON s.id = j.step_execution_id
+ WHERE j.id = ANY(%(job_ids)s::uuid[])
+"""
+
 # The pessimistic read: lock the instance first, then the job, in the same order as every other
 # instance mutation (cancel, timeouts), so two transactions can never deadlock on the pair.
 LOCK_JOB_WITH_INSTANCE = _JOB_WITH_INSTANCE + "   FOR UPDATE OF i, j\n"
