@@ -47,6 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from baton.engine.batch_ops import BatchResult
 from support import BenchError
 from support.cpu import postmaster_pid
 from support.fleet import Member, PhaseResult, fleet
@@ -112,6 +113,8 @@ UPDATE raw_job
 RETURNING id, payload
 """
 RAW_COMPLETE = "UPDATE raw_job SET status = 'COMPLETED' WHERE id = %(id)s"
+# The batched raw loop: every job of a claim completed by one statement (one commit).
+RAW_COMPLETE_MANY = "UPDATE raw_job SET status = 'COMPLETED' WHERE id = ANY(%(ids)s)"
 RAW_OPEN = "SELECT count(*) AS n FROM raw_job WHERE status <> 'COMPLETED'"
 ENGINE_OPEN = "SELECT count(*) AS n FROM job WHERE status IN ('UNLOCKED', 'LOCKED')"
 
@@ -126,6 +129,7 @@ class WorkerConfig:
     prepare: bool  # server-side prepared statements (psycopg's default; off behind RDS Proxy)
     profile: bool
     workload: Workload = UNLIMITED
+    batched: bool = False  # complete each poll's jobs in one call / statement
 
 
 def _share(total: int, workers: int, k: int) -> int:
@@ -138,6 +142,7 @@ def _labeler() -> Callable[[object], str]:
         extra={
             RAW_CLAIM: "raw.CLAIM",
             RAW_COMPLETE: "raw.COMPLETE",
+            RAW_COMPLETE_MANY: "raw.COMPLETE_MANY",
             RAW_OPEN: "raw.OPEN",
             ENGINE_OPEN: "bench.ENGINE_OPEN",
         },
@@ -191,12 +196,19 @@ def _engine_worker(cfg: WorkerConfig, m: Member) -> None:
             time.sleep(load.handler_seconds)
         return bool(engine.complete_job(job["id"], worker_id, RESULT)["applied"])
 
+    def complete_many(jobs: Sequence[dict[str, Any]]) -> list[bool]:
+        answers = engine.complete_batch(
+            [BatchResult(j["id"], worker_id, j["attempt"], output=RESULT) for j in jobs]
+        )
+        return [a["outcome"] == "APPLIED" for a in answers]
+
     drained = drain_loop(
         lambda: engine.poll(worker_id, [load.job_type], load.batch or cfg.batch),
         complete,
         total=cfg.jobs,
         shared=m.shared_count("drain"),
         left=lambda: engine.db.autocommit(_open_jobs),
+        complete_many=complete_many if cfg.batched else None,
     )
     usage = m.usage()
     profile = _profile_text(profiler)
@@ -225,12 +237,18 @@ def _raw_worker(cfg: WorkerConfig, m: Member) -> None:
     worker_id = f"r{m.index}"
     m.ready(conn.info.backend_pid)
     m.begin("drain")
+
+    def complete_many(rows: Sequence[dict[str, Any]]) -> list[bool]:
+        done = conn.execute(RAW_COMPLETE_MANY, {"ids": [r["id"] for r in rows]}).rowcount
+        return [True] * done + [False] * (len(rows) - done)
+
     drained = drain_loop(
         lambda: conn.execute(RAW_CLAIM, {"worker_id": worker_id, "n": cfg.batch}).fetchall(),
         lambda row: conn.execute(RAW_COMPLETE, {"id": row["id"]}).rowcount == 1,
         total=cfg.jobs,
         shared=m.shared_count("drain"),
         left=lambda: _count(conn.execute(RAW_OPEN).fetchone()),
+        complete_many=complete_many if cfg.batched else None,
     )
     usage = m.usage()
     conn.close()
@@ -241,9 +259,14 @@ def _raw_worker(cfg: WorkerConfig, m: Member) -> None:
 
 
 def _config(
-    url: str, args: argparse.Namespace, workload: Workload = UNLIMITED, jobs: int | None = None
+    url: str,
+    args: argparse.Namespace,
+    workload: Workload = UNLIMITED,
+    jobs: int | None = None,
+    batched: bool = False,
 ) -> WorkerConfig:
     return WorkerConfig(
+        batched=batched,
         url=url,
         jobs=jobs or args.jobs,
         workers=args.workers,
@@ -256,9 +279,14 @@ def _config(
 
 
 def engine_phase(
-    server: str, args: argparse.Namespace, workload: Workload = UNLIMITED, jobs: int | None = None
+    server: str,
+    args: argparse.Namespace,
+    workload: Workload = UNLIMITED,
+    jobs: int | None = None,
+    batched: bool = False,
 ) -> tuple[PhaseResult, PhaseResult, int]:
-    """Returns (starts, drain, instances COMPLETED); raises BenchError on lost/duplicated work."""
+    """Returns (starts, drain, instances COMPLETED); raises BenchError on lost/duplicated work.
+    ``batched``: each poll's jobs are completed by one ``complete_batch`` call."""
     n, w = jobs or args.jobs, args.workers
     n = workload.instances(n) * workload.jobs_per_instance
     log(f"engine phase ({workload.label}): creating a fresh migrated database")
@@ -266,11 +294,12 @@ def engine_phase(
         register(url, workload.definition, workload.task_def)
         postmaster = postmaster_pid(url)
         log(f"engine phase: spawning {w} worker processes ({args.source} connection each)")
+        label = "engine batched" if batched else "engine"
         with fleet(
             engine_worker,
-            _config(url, args, workload, n),
+            _config(url, args, workload, n, batched),
             workers=w,
-            name=f"engine ({workload.label})" if workload is not UNLIMITED else "engine",
+            name=f"engine ({workload.label})" if workload is not UNLIMITED else label,
             stages=("start", "drain"),
             postmaster=postmaster,
         ) as workers:
@@ -432,7 +461,8 @@ def explain_claim(url: str, batch: int) -> None:
     print("\n".join(f"    {r[0]}" for r in lock), flush=True)
 
 
-def raw_phase(server: str, args: argparse.Namespace) -> PhaseResult:
+def raw_phase(server: str, args: argparse.Namespace, batched: bool = False) -> PhaseResult:
+    """The raw SKIP LOCKED loop: one commit per job, or (``batched``) one per claim."""
     import psycopg
 
     n, w = args.jobs, args.workers
@@ -444,9 +474,9 @@ def raw_phase(server: str, args: argparse.Namespace) -> PhaseResult:
         settle(url, "raw_job")
         with fleet(
             raw_worker,
-            _config(url, args),
+            _config(url, args, batched=batched),
             workers=w,
-            name="raw",
+            name="raw batched" if batched else "raw",
             stages=("drain",),
             postmaster=postmaster_pid(url),
         ) as workers:
@@ -591,6 +621,31 @@ def report(
     print(f"engine/raw ratio: {ratio:.2f}", flush=True)
 
 
+def report_batched(
+    engine: PhaseResult, raw: PhaseResult, engine_b: PhaseResult, raw_b: PhaseResult
+) -> None:
+    """The four drains side by side: per-commit and batched, engine (full bookkeeping) and raw."""
+    print()
+    print(f"engine batched drain, round trips per job ({engine_b.items:,} jobs):")
+    print(wire_table(engine_b.wire, engine_b.items, "job"))
+    rows = [
+        [
+            r.name,
+            f"{r.items:,}",
+            f"{r.seconds:.2f}",
+            fmt_num(r.per_second),
+            f"{r.round_trips_per_item():.2f}",
+        ]
+        for r in (raw, raw_b, engine, engine_b)
+    ]
+    print()
+    print("per-commit and batched drains (one-step workflows, full bookkeeping for the engine):")
+    print(table(["drain", "jobs", "seconds", "jobs/s", "RT/job"], rows))
+    print(f"engine per-commit / raw per-commit: {engine.per_second / raw.per_second:.2f}")
+    print(f"engine batched / raw batched: {engine_b.per_second / raw_b.per_second:.2f}")
+    print(f"engine batched / engine per-commit: {engine_b.per_second / engine.per_second:.2f}")
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--jobs", type=int, default=20_000, help="instances/jobs (default 20000)")
@@ -641,6 +696,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="jobs per fan-out drain (default 10000: 1000 PARALLELs of 10, 100 MAPs of 100)",
     )
     p.add_argument("--no-fanout", action="store_true", help="skip the fan-out drains")
+    p.add_argument(
+        "--no-batched",
+        action="store_true",
+        help="skip the batched drains (engine complete_batch, raw one UPDATE per claim)",
+    )
     p.add_argument("--timeout", type=float, default=600, help="per stage, seconds")
     p.add_argument("--keep-databases", action="store_true", help="don't drop them at the end")
     args = p.parse_args(argv)
@@ -662,6 +722,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             log(server_summary(server))
             starts, drain, instances = engine_phase(server, args)
             raw = raw_phase(server, args)
+            batched = None
+            if not args.no_batched:
+                batched = (
+                    engine_phase(server, args, batched=True)[1],
+                    raw_phase(server, args, True),
+                )
             limited = [] if args.no_limited else limited_phases(server, args)
             fanout = [] if args.no_fanout else fanout_phases(server, args)
     except KeyboardInterrupt:
@@ -675,6 +741,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if fanout:
         report_fanout(fanout, drain)
     report(starts, drain, instances, raw, args.batch)
+    if batched is not None:
+        report_batched(drain, raw, *batched)
     return 0
 
 

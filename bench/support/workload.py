@@ -152,8 +152,10 @@ def drain_loop(
     left: Callable[[], int | None] | None = None,
     timeout: float | None = None,
     name: str = "drain",
+    complete_many: Callable[[Sequence[Job]], list[bool]] | None = None,
 ) -> Drained:
-    """Claim a batch, complete each job (``complete`` says whether it was applied), until
+    """Claim a batch, complete each job (``complete`` says whether it was applied; or the whole
+    batch in one call with ``complete_many``, one answer per job), until
     ``total`` jobs are done: by all the loops adding to ``shared``, else by this one. After
     ``IDLE_CHECK_SECONDS`` without work, ``left()`` asks the database how many jobs are still
     open, so a loop whose peers died does not wait forever; ``timeout`` fails the drain."""
@@ -190,11 +192,9 @@ def drain_loop(
             time.sleep(0.001)
             continue
         idle_since = None
-        for job in claimed:
-            if complete(job):
-                drained.applied += 1
-            else:
-                drained.duplicates += 1
+        applied = complete_many(claimed) if complete_many else [complete(job) for job in claimed]
+        drained.applied += sum(applied)
+        drained.duplicates += len(applied) - sum(applied)
         if shared is not None:
             add(shared, len(claimed))
         drained.last, drained.polls = time.monotonic(), polls
