@@ -70,6 +70,11 @@ class FakeApi:
         self.fail_status = 200
         self.problem_detail = "fake"
         self.problem_errors: list[dict[str, str]] = []
+        # POST /v1/jobs/complete-batch (off: a server without it, answered 404).
+        self.batch_route = False
+        self.batch_calls = 0
+        self.batch_script: list[int] = []  # statuses answered to whole batches first
+        self.invalid_jobs: set[str] = set()  # completions answered INVALID
 
     def add(self, n: int = 1, job_type: str = "t", input: Any = None) -> list[str]:
         ids = []
@@ -116,6 +121,8 @@ class FakeApi:
                 self.failed[body["jobId"]] = (body["errorMessage"], body["retryable"])
                 self.fail_bodies[body["jobId"]] = body
                 return _ok({"jobId": body["jobId"], "status": "FAILED", "applied": True})
+            if path == "/v1/jobs/complete-batch" and self.batch_route:
+                return self._batch(body)
             if path == "/v1/jobs/heartbeat":
                 self.heartbeats.append(body["jobId"])
                 if self.heartbeat_status != 200:
@@ -123,6 +130,26 @@ class FakeApi:
                 expires = _iso(datetime.now(UTC) + timedelta(seconds=self.lease))
                 return _ok({"jobId": body["jobId"], "lockExpiresAt": expires})
         return _problem(404)
+
+    def _batch(self, body: dict[str, Any]) -> httpx.Response:
+        self.batch_calls += 1
+        if self.batch_script:
+            return _problem(self.batch_script.pop(0), detail=self.problem_detail)
+        answers = []
+        for item in body["results"]:
+            job_id = item["jobId"]
+            if job_id in self.invalid_jobs and "failure" not in item:
+                answers.append({"jobId": job_id, "outcome": "INVALID", "error": "bad item"})
+            elif "failure" in item:
+                self.locked.pop(job_id, None)
+                f = item["failure"]
+                self.failed[job_id] = (f["errorMessage"], f.get("retryable", True))
+                answers.append({"jobId": job_id, "outcome": "APPLIED", "status": "FAILED"})
+            else:
+                self.locked.pop(job_id, None)
+                self.completed[job_id] = item.get("variablesToSet")
+                answers.append({"jobId": job_id, "outcome": "APPLIED", "status": "COMPLETED"})
+        return _ok({"results": answers})
 
     def _poll(self, body: dict[str, Any]) -> httpx.Response:
         self.poll_sizes.append(body["maxJobs"])
@@ -480,7 +507,10 @@ def test_job_logger_carries_the_job_ids(
 # --- slots and polling ----------------------------------------------------------------------------
 
 
-def test_poll_never_asks_for_more_jobs_than_free_slots(api: FakeApi, make_runner: Any) -> None:
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_poll_never_asks_for_more_jobs_than_free_slots(
+    api: FakeApi, make_runner: Any, prefetch: int
+) -> None:
     release = threading.Event()
     running = 0
     peak = 0
@@ -498,16 +528,17 @@ def test_poll_never_asks_for_more_jobs_than_free_slots(api: FakeApi, make_runner
     registry = Registry()
     registry.handler("t")(hold)
     ids = api.add(10)
-    make_runner(registry, parallelism=3, max_jobs_per_poll=10).start()
+    make_runner(registry, parallelism=3, max_jobs_per_poll=10, prefetch=prefetch).start()
     eventually(lambda: running == 3, what="three handlers running")
+    eventually(lambda: sum(api.poll_sizes) >= 3 + prefetch, what="the prefetched jobs claimed")
     polls_while_full = len(api.poll_sizes)
-    time.sleep(0.1)  # every slot is busy: the runner must not poll meanwhile
+    time.sleep(0.1)  # every slot (running or prefetched) is busy: no poll meanwhile
     assert len(api.poll_sizes) == polls_while_full
-    assert api.poll_sizes[0] == 3
+    assert api.poll_sizes[0] == 3 + prefetch
     release.set()
     eventually(lambda: all(i in api.completed for i in ids))
-    assert peak == 3
-    assert max(api.poll_sizes) <= 3
+    assert peak == 3  # prefetched jobs wait for a job thread: never more than 3 run at once
+    assert max(api.poll_sizes) <= 3 + prefetch
 
 
 def test_max_jobs_per_poll_caps_each_poll(api: FakeApi, make_runner: Any) -> None:
@@ -623,7 +654,10 @@ def test_a_lost_lease_is_visible_to_the_handler_and_its_result_dropped(make_runn
 # --- stopping -------------------------------------------------------------------------------------
 
 
-def test_stop_waits_for_in_flight_jobs_and_polls_no_more(api: FakeApi, make_runner: Any) -> None:
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_stop_waits_for_in_flight_jobs_and_polls_no_more(
+    api: FakeApi, make_runner: Any, prefetch: int
+) -> None:
     release = threading.Event()
     entered = threading.Semaphore(0)
 
@@ -635,9 +669,10 @@ def test_stop_waits_for_in_flight_jobs_and_polls_no_more(api: FakeApi, make_runn
     registry = Registry()
     registry.handler("t")(hold)
     ids = api.add(5)
-    runner = make_runner(registry, parallelism=2, max_jobs_per_poll=2)
+    runner = make_runner(registry, parallelism=2, max_jobs_per_poll=2, prefetch=prefetch)
     runner.start()
     assert entered.acquire(timeout=5) and entered.acquire(timeout=5)
+    eventually(lambda: sum(api.poll_sizes) >= 2 + prefetch, what="the prefetched jobs claimed")
     stopped = threading.Event()
     threading.Thread(target=lambda: runner.stop() and stopped.set()).start()
     polls_at_stop = len(api.poll_sizes)
@@ -647,9 +682,10 @@ def test_stop_waits_for_in_flight_jobs_and_polls_no_more(api: FakeApi, make_runn
     release.set()
     assert stopped.wait(5)
     assert len(api.poll_sizes) == polls_at_stop
-    assert sorted(api.completed) == sorted(ids[:2])
+    # The claimed jobs (running and prefetched) all ran before the stop returned.
+    assert sorted(api.completed) == sorted(ids[: 2 + prefetch])
     assert api.locked == {}
-    assert len(api.pending) == 3  # never claimed, still there for another worker
+    assert len(api.pending) == 3 - prefetch  # never claimed, still there for another worker
 
 
 def test_stop_before_start_is_harmless() -> None:
@@ -788,3 +824,60 @@ def test_async_detection_sees_through_partials_and_callable_objects() -> None:
 def test_nonsense_options_are_refused(kwargs: dict[str, Any]) -> None:
     with pytest.raises((ValueError, TypeError)):
         RunnerOptions(**kwargs)
+
+
+# --- results in batches ---------------------------------------------------------------------------
+
+
+def test_results_go_out_in_batches(api: FakeApi, make_runner: Any) -> None:
+    api.batch_route = True
+    registry = Registry()
+    registry.handler("t")(lambda ctx: {"ok": ctx.job_id})
+    ids = api.add(40)
+    make_runner(registry, parallelism=8, max_jobs_per_poll=20, flush_interval=0.05).start()
+    eventually(lambda: all(i in api.completed for i in ids))
+    assert api.complete_calls == 0
+    assert api.batch_calls < 40 / 4, api.batch_calls
+    assert all(api.completed[i] == {"ok": i} for i in ids)
+
+
+def test_a_batch_refused_whole_is_sent_again_one_result_at_a_time(
+    api: FakeApi, make_runner: Any
+) -> None:
+    api.batch_route = True
+    api.batch_script = [400]
+    registry = Registry()
+    registry.handler("t")(lambda ctx: {"ok": 1})
+    ids = api.add(6)
+    make_runner(registry, parallelism=6, max_jobs_per_poll=6, flush_interval=0.2).start()
+    eventually(lambda: all(i in api.completed for i in ids))
+    assert api.batch_calls >= 1 and api.complete_calls >= 1
+
+
+def test_an_item_answered_invalid_fails_only_its_job_with_the_reason(
+    api: FakeApi, make_runner: Any
+) -> None:
+    api.batch_route = True
+    registry = Registry()
+    registry.handler("t")(lambda ctx: {"ok": 1})
+    ids = api.add(5)
+    api.invalid_jobs = {ids[2]}
+    make_runner(registry, parallelism=5, max_jobs_per_poll=5).start()
+    eventually(lambda: ids[2] in api.failed and all(i in api.completed for i in ids if i != ids[2]))
+    message, retryable = api.failed[ids[2]]
+    assert message == "the server refused the handler's result: bad item" and not retryable
+
+
+def test_a_flush_that_fails_is_retried_with_the_same_results(
+    api: FakeApi, make_runner: Any
+) -> None:
+    api.batch_route = True
+    api.batch_script = [503, 503]
+    metrics = InMemoryMetrics()
+    registry = Registry()
+    registry.handler("t")(lambda ctx: {"ok": 1})
+    ids = api.add(3)
+    make_runner(registry, metrics=metrics, parallelism=3, max_jobs_per_poll=3).start()
+    eventually(lambda: all(i in api.completed for i in ids))
+    eventually(lambda: metrics.jobs_completed["t"] == 3)
+    assert api.batch_calls >= 3 and api.complete_calls == 0

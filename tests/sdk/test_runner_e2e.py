@@ -357,7 +357,9 @@ def test_stopped_runner_finishes_its_in_flight_jobs_and_leaves_nothing_locked(
 
     ids = [client.start_instance(name)["id"] for _ in range(6)]
     runner = runners(
-        registry, client=client, options=quick_options(parallelism=3, max_jobs_per_poll=3)
+        registry,
+        client=client,
+        options=quick_options(parallelism=3, max_jobs_per_poll=3, prefetch=0),
     )
     runner.start()
     for _ in range(3):
@@ -575,7 +577,9 @@ def test_runner_survives_a_server_that_refuses_connections_then_answers_503(
     assert runner.running
 
     # Then a server that answers 503 to the first polls and the first completions.
-    proxy = FlakyProxy(port, baton_server.base_url, {"/v1/jobs/poll": 4, "/v1/jobs/complete": 3})
+    proxy = FlakyProxy(
+        port, baton_server.base_url, {"/v1/jobs/poll": 4, "/v1/jobs/complete-batch": 3}
+    )
     serving = threading.Thread(target=proxy.serve_forever, daemon=True)
     serving.start()
     try:
@@ -585,8 +589,9 @@ def test_runner_survives_a_server_that_refuses_connections_then_answers_503(
         proxy.server_close()
         proxy.upstream.close()
     assert done["variables"] == {"survived": True}
-    assert proxy.failed == {"/v1/jobs/poll": 4, "/v1/jobs/complete": 3}
-    assert proxy.forwarded.get("/v1/jobs/complete") == 1
+    assert proxy.failed == {"/v1/jobs/poll": 4, "/v1/jobs/complete-batch": 3}
+    # The runner reports in batches: the flush was sent again until it got through, once.
+    assert proxy.forwarded.get("/v1/jobs/complete-batch") == 1
     assert len(calls) == 1
     assert metrics.poll_errors >= 3 + 4
     # Counted once the complete call returns, a moment after the instance shows COMPLETED.
@@ -594,3 +599,48 @@ def test_runner_survives_a_server_that_refuses_connections_then_answers_503(
     assert runner.running
     names = [e for e, _ in audit(database, instance_id)]
     assert names.count("JOB_COMPLETED") == 1
+
+
+# --- results in batches --------------------------------------------------------------------------
+
+
+class _Calls(httpx.HTTPTransport):
+    """Counts the requests per path."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paths: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        with self._lock:
+            self.paths[request.url.path] = self.paths.get(request.url.path, 0) + 1
+        return super().handle_request(request)
+
+
+def test_results_are_flushed_in_batches_and_at_stop(
+    baton_server: CheckedServer, database: psycopg.Connection[Any], runners: Callable[..., Runner]
+) -> None:
+    job_type, name = unique("batched"), unique("batched-flow")
+    calls = _Calls()
+    client = BatonClient(baton_server.base_url, api_key=baton_server.api_key, transport=calls)
+    client.register_definition(one_step(name, job_type))
+    ids = [client.start_instance(name)["id"] for _ in range(200)]
+    registry = Registry()
+    registry.handler(job_type)(lambda ctx: {"n": 1})
+    # A long flush interval: batches fill up (32 results), the rest is flushed by stop().
+    options = quick_options(parallelism=8, max_jobs_per_poll=32, flush_interval=1.0)
+    runner = runners(registry, client=client, options=options)
+    runner.start()
+    wait_for(
+        lambda: job_states(database, job_type).get("COMPLETED", 0) >= 192,
+        what="six full batches of results",
+    )
+    assert runner.stop(timeout=30)
+    assert job_states(database, job_type) == {"COMPLETED": 200}
+    assert calls.paths.get("/v1/jobs/complete") is None
+    flushes = calls.paths["/v1/jobs/complete-batch"]
+    assert flushes <= 200 / 8, flushes  # far fewer calls than results
+    done = [client.get_instance(i, include_steps=False)["status"] for i in ids]
+    assert set(done) == {"COMPLETED"}
+    client.close()

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from baton_worker._flusher import ResultFlusher
 from baton_worker._heartbeat import Heartbeater, parse_timestamp
 from baton_worker._loop import EventLoopThread
 from baton_worker._results import result_problem
@@ -40,7 +41,7 @@ from baton_worker.errors import (
 )
 from baton_worker.metrics import MetricsHook
 from baton_worker.registry import RegisteredHandler, Registry
-from baton_worker.types import Job
+from baton_worker.types import BatchOutcome, Job
 
 log = logging.getLogger("baton_worker.runner")
 
@@ -81,6 +82,7 @@ class JobExecutor:
         stopping: threading.Event,
         event_loop: Callable[[], EventLoopThread],
         auto_heartbeat: bool,
+        flusher: ResultFlusher | None = None,
     ) -> None:
         self.client = client
         self.registry = registry
@@ -89,6 +91,8 @@ class JobExecutor:
         self.report_retry = report_retry
         self._stopping = stopping
         self._event_loop = event_loop
+        # Results go out in batches through the flusher (None: one call per result).
+        self.flusher = flusher
         self._lock = threading.Lock()
         self._active: dict[str, JobContext] = {}
         self.heartbeater = (
@@ -187,6 +191,9 @@ class JobExecutor:
     # --- the report ------------------------------------------------------------------------------
 
     def _report(self, ctx: JobContext, outcome: Outcome) -> None:
+        if self.flusher is not None:
+            self._report_batched(ctx, outcome, self.flusher)
+            return
         if outcome.error is None:
             try:
                 self.client.complete_job(
@@ -224,6 +231,117 @@ class JobExecutor:
                 ctx.logger.info("job completed", extra={"handler_s": round(outcome.seconds, 6)})
                 return
         self._fail(ctx, outcome)
+
+    def _report_batched(self, ctx: JobContext, outcome: Outcome, flusher: ResultFlusher) -> None:
+        """Hand the result to the flusher and return (the job thread moves on): a large output
+        is uploaded here first, so a flush carries only paths and small values."""
+        if outcome.error is None:
+            try:
+                item = self.client.completion(
+                    ctx.job_id,
+                    worker_id=self.worker_id,
+                    variables=outcome.variables,
+                    attempt=ctx.attempt,
+                )
+            except (TypeError, ValueError) as e:
+                outcome = Outcome(
+                    error=f"the handler's result cannot be sent: {e}",
+                    retryable=False,
+                    seconds=outcome.seconds,
+                )
+            except BatonApiError as e:  # the upload of a large output was refused
+                if not _refused(e):
+                    self._unreported(ctx, e)
+                    return
+                outcome = Outcome(
+                    error=f"the server refused the handler's result: {e.summary()}",
+                    retryable=False,
+                    seconds=outcome.seconds,
+                )
+            except BatonError as e:
+                self._unreported(ctx, e)
+                return
+            else:
+                done = outcome
+                flusher.submit(
+                    item,
+                    lambda answer: self._completed(ctx, done, answer),
+                    lambda error: self._unreported(ctx, error),
+                )
+                return
+        assert outcome.error is not None
+        failed = outcome
+        flusher.submit(
+            self.client.failure(
+                ctx.job_id,
+                worker_id=self.worker_id,
+                error_message=_clip(_storable(outcome.error)),
+                retryable=outcome.retryable,
+                next_retry_delay_seconds=outcome.next_retry_delay_seconds,
+                attempt=ctx.attempt,
+            ),
+            lambda answer: self._failed(ctx, failed, answer),
+            lambda error: self._unreported(ctx, error),
+        )
+
+    def _completed(self, ctx: JobContext, outcome: Outcome, answer: BatchOutcome) -> None:
+        verdict = answer["outcome"]
+        if verdict in ("APPLIED", "DUPLICATE"):
+            notify(
+                self.metrics,
+                "job_completed",
+                job_type=ctx.job_type,
+                handler_seconds=outcome.seconds,
+            )
+            ctx.logger.info("job completed", extra={"handler_s": round(outcome.seconds, 6)})
+        elif verdict == "INVALID":  # refused for its content: fail the job, saying why
+            refused = Outcome(
+                error=f"the server refused the handler's result: {answer.get('error')}",
+                retryable=False,
+                seconds=outcome.seconds,
+            )
+            assert self.flusher is not None
+            self._report_batched(ctx, refused, self.flusher)
+        else:
+            self._gone(ctx, answer)
+
+    def _failed(self, ctx: JobContext, outcome: Outcome, answer: BatchOutcome) -> None:
+        if answer["outcome"] in ("APPLIED", "DUPLICATE"):
+            notify(
+                self.metrics,
+                "job_failed",
+                job_type=ctx.job_type,
+                handler_seconds=outcome.seconds,
+                retryable=outcome.retryable,
+            )
+            ctx.logger.info(
+                "job failed",
+                extra={
+                    "error": outcome.error,
+                    "retryable": outcome.retryable,
+                    "status": answer.get("status"),
+                    "next_attempt_at": answer.get("nextAttemptAt"),
+                },
+            )
+        elif answer["outcome"] == "INVALID":
+            error = BatonError(str(answer.get("error") or "INVALID"))
+            notify(self.metrics, "outcome_unreported", job_type=ctx.job_type, error=error)
+            ctx.logger.error(
+                "the server refused the job's outcome; it will be delivered again after its lease",
+                extra={"error": str(error)},
+            )
+        else:
+            self._gone(ctx, answer)
+
+    def _gone(self, ctx: JobContext, answer: BatchOutcome) -> None:
+        """CONFLICT or NOT_FOUND: the job is no longer this worker's."""
+        error = BatonError(f"{answer['outcome']}: {answer.get('error') or ''}".strip())
+        notify(self.metrics, "outcome_unreported", job_type=ctx.job_type, error=error)
+        ctx.logger.warning(
+            "job is no longer this worker's (cancelled, or its lease expired and another "
+            "worker took it); outcome discarded",
+            extra={"error": str(error)},
+        )
 
     def _fail(self, ctx: JobContext, outcome: Outcome) -> None:
         assert outcome.error is not None

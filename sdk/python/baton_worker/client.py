@@ -30,6 +30,7 @@ from baton_worker.backoff import NO_RETRY, Backoff, RetryPolicy
 from baton_worker.env import DEFAULT_URL, ENV_API_KEY, ENV_URL, api_key_from_env
 from baton_worker.errors import BatonApiError, TransportError, problem_error
 from baton_worker.types import (
+    BatchOutcome,
     CompleteJobResult,
     Definition,
     DefinitionPage,
@@ -461,6 +462,21 @@ class BatonClient:
 
         ``attempt`` (from the poll) makes a repeat recognisable after the job moved on to a
         later attempt; without it the result is judged on the worker alone."""
+        body = self.completion(job_id, worker_id=worker_id, variables=variables, attempt=attempt)
+        result = self._call("POST", "/v1/jobs/complete", json=body, idempotent=True, retry=retry)
+        return cast(CompleteJobResult, result)
+
+    def completion(
+        self,
+        job_id: str,
+        *,
+        worker_id: str,
+        variables: Mapping[str, Any] | None = None,
+        attempt: int | None = None,
+    ) -> dict[str, Any]:
+        """The body of a completion (single or one item of a batch): ``variablesToSet``, or
+        above the step output soft limit the output uploaded to S3 and its ``outputPayloadPath``.
+        Raises ``ValueError``/``TypeError`` for variables that are not strict JSON."""
         body = _params(
             jobId=job_id,
             workerId=worker_id,
@@ -473,8 +489,38 @@ class BatonClient:
                 # Above the soft limit the output goes to S3; the server gets its path.
                 del body["variablesToSet"]
                 body["outputPayloadPath"] = self.upload_payload("STEP_OUTPUT", encoded)
-        result = self._call("POST", "/v1/jobs/complete", json=body, idempotent=True, retry=retry)
-        return cast(CompleteJobResult, result)
+        return body
+
+    @staticmethod
+    def failure(
+        job_id: str,
+        *,
+        worker_id: str,
+        error_message: str,
+        retryable: bool = True,
+        next_retry_delay_seconds: float | None = None,
+        attempt: int | None = None,
+    ) -> dict[str, Any]:
+        """One failure as an item of :meth:`complete_batch`."""
+        failure = _params(
+            errorMessage=error_message,
+            retryable=retryable,
+            nextRetryDelaySeconds=next_retry_delay_seconds,
+        )
+        return _params(jobId=job_id, workerId=worker_id, attempt=attempt, failure=failure)
+
+    def complete_batch(
+        self, results: Sequence[Mapping[str, Any]], *, retry: RetryArg = CLIENT_POLICY
+    ) -> list[BatchOutcome]:
+        """Report up to 100 results in one call (``POST /v1/jobs/complete-batch``): items built
+        by :meth:`completion` or :meth:`failure`. One answer per item, in order; an item that
+        conflicts does not fail the others. Safe to retry: a result already applied answers
+        DUPLICATE."""
+        body = {"results": [dict(r) for r in results]}
+        result = self._call(
+            "POST", "/v1/jobs/complete-batch", json=body, idempotent=True, retry=retry
+        )
+        return cast(list[BatchOutcome], result["results"])
 
     # --- external payloads -----------------------------------------------------------------------
 

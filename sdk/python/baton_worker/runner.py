@@ -34,6 +34,8 @@ from types import FrameType
 import httpx
 
 from baton_worker._execution import JobExecutor, notify
+from baton_worker._flusher import MAX_BATCH as MAX_RESULTS_PER_FLUSH
+from baton_worker._flusher import ResultFlusher
 from baton_worker._loop import EventLoopThread
 from baton_worker._slots import Slots
 from baton_worker.backoff import Backoff, RetryPolicy
@@ -70,6 +72,13 @@ class RunnerOptions:
     is the backoff after a failed poll (it never gives up); ``report_retry`` the retries of a
     job's complete/fail call. ``auto_heartbeat`` extends the lease of a job still running at half
     of its lease. ``drain_timeout`` bounds the wait for in-flight jobs at stop (None: no bound).
+
+    ``batch_results`` (on by default) reports results in batches (``POST /v1/jobs/complete-batch``):
+    a job thread hands its result over and takes the next job; results are flushed every
+    ``flush_interval`` seconds or at ``max_results_per_flush``, and at stop. ``prefetch`` jobs
+    (default: ``min(parallelism, max_jobs_per_poll)``) may be claimed beyond the running ones,
+    so the next poll overlaps the work and a fast handler never waits on its round trip; their
+    leases run while they wait, so keep it small next to a lease.
     """
 
     worker_id: str | None = None
@@ -93,6 +102,10 @@ class RunnerOptions:
     )
     auto_heartbeat: bool = True
     drain_timeout: float | None = None
+    batch_results: bool = True
+    flush_interval: float = 0.005
+    max_results_per_flush: int = 32
+    prefetch: int | None = None
 
     def __post_init__(self) -> None:
         if self.parallelism < 1:
@@ -107,6 +120,19 @@ class RunnerOptions:
             raise ValueError("worker_id must be 1 to 256 characters")
         if isinstance(self.job_types, str):
             raise TypeError("job_types is a sequence of job types, not a string")
+        if not 1 <= self.max_results_per_flush <= MAX_RESULTS_PER_FLUSH:
+            raise ValueError(f"max_results_per_flush must be between 1 and {MAX_RESULTS_PER_FLUSH}")
+        if not 0 < self.flush_interval <= 1:
+            raise ValueError("flush_interval must be more than 0 and at most 1 second")
+        if self.prefetch is not None and self.prefetch < 0:
+            raise ValueError("prefetch must be 0 or more")
+
+    @property
+    def prefetched(self) -> int:
+        """Jobs claimed beyond those running."""
+        if self.prefetch is not None:
+            return self.prefetch
+        return min(self.parallelism, self.max_jobs_per_poll)
 
     def idle_backoff(self) -> RetryPolicy:
         """The pauses after consecutive empty polls."""
@@ -158,7 +184,18 @@ class Runner:
         self.metrics: MetricsHook = metrics or NoopMetrics()
         self.worker_id = self.options.worker_id or default_worker_id()
         self._log_extra = {"worker_id": self.worker_id}
-        self._slots = Slots(self.options.parallelism)
+        # Slots for the running jobs and the prefetched ones (which wait for a job thread).
+        self._slots = Slots(self.options.parallelism + self.options.prefetched)
+        self._flusher = (
+            ResultFlusher(
+                self.client,
+                retry=self.options.report_retry,
+                interval=self.options.flush_interval,
+                max_batch=self.options.max_results_per_flush,
+            )
+            if self.options.batch_results
+            else None
+        )
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._state = threading.Lock()
@@ -176,6 +213,7 @@ class Runner:
             stopping=self._stopping,
             event_loop=self._event_loop,
             auto_heartbeat=self.options.auto_heartbeat,
+            flusher=self._flusher,
         )
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -187,8 +225,9 @@ class Runner:
 
     @property
     def in_flight(self) -> int:
-        """Jobs dispatched and not yet reported."""
-        return self._jobs.in_flight
+        """Jobs running, plus results handed over and not yet answered."""
+        waiting = self._flusher.waiting if self._flusher is not None else 0
+        return self._jobs.in_flight + waiting
 
     @property
     def running(self) -> bool:
@@ -211,6 +250,8 @@ class Runner:
             self._loop.start()
         if self._jobs.heartbeater is not None:
             self._jobs.heartbeater.start()
+        if self._flusher is not None:
+            self._flusher.start()
         self._poller = threading.Thread(target=self._serve, name="baton-poller")
         self._poller.start()
         log.info(
@@ -391,6 +432,11 @@ class Runner:
             )
         if self._pool is not None:
             self._pool.shutdown(wait=drained, cancel_futures=True)
+        if self._flusher is not None and not self._flusher.close(opts.drain_timeout):
+            log.warning(
+                "results still unflushed at stop; their jobs will be delivered again",
+                extra={**self._log_extra, "waiting": self._flusher.waiting},
+            )
         if self._jobs.heartbeater is not None:
             self._jobs.heartbeater.stop()
         if self._loop is not None and drained:

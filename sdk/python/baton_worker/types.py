@@ -172,6 +172,16 @@ class FailJobResult(TypedDict):
     nextAttemptAt: NotRequired[str]
 
 
+class BatchOutcome(TypedDict):
+    """The answer to one result of :meth:`BatonClient.complete_batch`."""
+
+    jobId: str
+    outcome: Literal["APPLIED", "DUPLICATE", "CONFLICT", "NOT_FOUND", "INVALID"]
+    status: NotRequired[Literal["COMPLETED", "FAILED", "RETRY_SCHEDULED"]]
+    nextAttemptAt: NotRequired[str]
+    error: NotRequired[str]
+
+
 class HeartbeatResult(TypedDict):
     jobId: str
     lockExpiresAt: str
@@ -285,6 +295,7 @@ class RedriveResult(TypedDict):
 
 
 __all__ = [
+    "BatchOutcome",
     "CompleteJobResult",
     "Definition",
     "DefinitionPage",
