@@ -1,9 +1,10 @@
-"""Jobs/s through the local HTTP server (``baton dev``) with several concurrent pollers, next to
-the same drain in-process through the engine library, on the same database server in one run.
+"""Jobs/s through the local HTTP server (``baton dev``), next to the same drain in-process through
+the engine library, on the same database server in one run.
 
-Pollers are plain HTTP clients in separate processes (keep-alive, ``maxJobs`` 32, one complete per
-job), so the figure measures the server side: HTTP, the API Gateway event, the Lambda handler and
-the engine. The last line prints the ratio.
+Two HTTP drains: plain HTTP pollers in separate processes (keep-alive, ``maxJobs`` 32, one
+complete per job: the server side alone), and the Python SDK's ``Runner`` in separate processes
+as a user runs it (results flushed in batches through ``POST /v1/jobs/complete-batch``, polls
+prefetching beyond the running jobs). The last lines print the ratios to the in-process drain.
 """
 
 from __future__ import annotations
@@ -51,12 +52,50 @@ def _poller(
     worker_entry(body, out, k)
 
 
+def _sdk_worker(
+    url: str, key: str, job_type: str, db_url: str, start: Any, out: Any, k: int, ppid: int
+) -> None:
+    def body() -> None:
+        import psycopg
+        from baton_worker import BatonClient, InMemoryMetrics, Registry, Runner, RunnerOptions
+
+        registry = Registry()
+        registry.handler(job_type)(lambda ctx: {"ok": True})
+        metrics = InMemoryMetrics()
+        client = BatonClient(url, api_key=key, max_connections=40)
+        options = RunnerOptions(
+            worker_id=f"sdk{k}",
+            parallelism=16,
+            max_jobs_per_poll=32,
+            poll_interval=0.01,
+            max_poll_interval=0.05,
+        )
+        runner = Runner(registry, client=client, options=options, metrics=metrics)
+        wait_for(start, ppid)
+        runner.start()
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            while True:
+                time.sleep(0.02)
+                row = conn.execute(
+                    "SELECT count(*) FROM job WHERE job_type = %s AND status <> 'COMPLETED'",
+                    (job_type,),
+                ).fetchone()
+                if row is not None and row[0] == 0:
+                    break
+        runner.stop(timeout=60)
+        client.close()
+        out.put(("done", k, metrics.jobs_completed[job_type]))
+
+    worker_entry(body, out, k)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="jobs/s through the local HTTP server")
     parser.add_argument("--jobs", type=int, default=3000)
     parser.add_argument("--pollers", type=int, default=4)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--database-url", default=None)
+    parser.add_argument("--sdk-workers", type=int, default=2, help="SDK runner processes")
     args = parser.parse_args()
     with postgres_server(args.database_url) as server, fresh_database(server, "http") as url:
         with dev_server(url) as dev:
@@ -71,6 +110,17 @@ def main() -> None:
             verify(url, name, job_type, args.jobs)
             # The pollers stop after 5 empty polls: their sleeps are taken off the time.
             http_rate = rate(total, seconds - 5 * 0.01)
+            sdk_type = sdk_name = "bench-http-sdk"
+            start_instances(url, sdk_name, sdk_type, args.jobs)
+            log(f"{args.sdk_workers} SDK runner processes drain {args.jobs:,} jobs")
+            sdk = (dev.url, dev.api_key, sdk_type, url)
+            sdk_counts, sdk_seconds = run_together(
+                _sdk_worker, [sdk] * args.sdk_workers, "sdk-runner", timeout=900
+            )
+            verify(url, sdk_name, sdk_type, args.jobs)
+            sdk_total = sum(sdk_counts)
+            # Each runner notices the end within 20 ms (its check interval).
+            sdk_rate = rate(sdk_total, sdk_seconds - 0.02)
         engine = drain_in_process(url, args.jobs, batch=args.batch, timeout=600)
     print()
     print(
@@ -78,11 +128,17 @@ def main() -> None:
             ["path", "jobs", "jobs/s"],
             [
                 [f"HTTP, {args.pollers} pollers", f"{total:,}", fmt_num(http_rate)],
+                [
+                    f"HTTP, SDK runner x{args.sdk_workers} (batched results, prefetch)",
+                    f"{sdk_total:,}",
+                    fmt_num(sdk_rate),
+                ],
                 ["in-process engine, 1 worker", f"{args.jobs:,}", fmt_num(engine.per_second)],
             ],
         )
     )
     print(f"http/in-process ratio: {http_rate / engine.per_second:.2f}")
+    print(f"sdk-over-http/in-process ratio: {sdk_rate / engine.per_second:.2f}")
 
 
 if __name__ == "__main__":
