@@ -205,6 +205,9 @@ def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
         value = _field(step, name)
         if value is not None:
             yield from _expression_problems(tree, f"{path}.{name}", value, here, node)
+    given = step.get("input")
+    if isinstance(given, str) and not expressions.is_whole_expression(given):
+        yield Problem(f"{path}.input", "input is an object, or one ${…} expression giving one")
     if kind == "SERVICE_TASK":
         yield from _setting_problems(path, step)
     elif kind == "MAP":

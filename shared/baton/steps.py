@@ -34,7 +34,8 @@ class StepBase(Model):
     id: Annotated[str, Field(pattern=STEP_ID_PATTERN)]
     name: str | None = None
     description: str | None = None
-    input: dict[str, Any] = Field(default_factory=dict)
+    # An object of values and ${…} expressions, or one ${…} expression giving an object.
+    input: dict[str, Any] | str = Field(default_factory=dict)
 
 
 class ServiceTaskStep(StepBase, TaskSettings):

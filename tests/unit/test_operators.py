@@ -675,3 +675,32 @@ def test_a_map_whose_items_exceed_the_hard_limit_fails_naming_it() -> None:
         run.state.reason or ""
     )
     assert ("PayloadRefused", 1, {"Kind": "STEP_INPUT"}) in run.last.dimensioned
+
+
+# --- an input given as one expression ---------------------------------------------------------
+
+
+def test_a_map_item_can_be_a_tasks_whole_input() -> None:
+    run = Run(
+        {
+            "name": "m",
+            "steps": [
+                {
+                    "id": "each",
+                    "type": "MAP",
+                    "items": "${workflow.input.rows}",
+                    "steps": [task("one", input="${map.item}")],
+                }
+            ],
+        },
+        input={"rows": [{"a": 1}, {"b": 2}]},
+    ).start()
+    assert [j.payload for j in run.open_jobs()] == [{"a": 1}, {"b": 2}]
+
+
+def test_a_whole_input_that_is_not_an_object_fails_the_step_saying_so() -> None:
+    run = Run(
+        {"name": "w", "steps": [task("one", input="${workflow.input.n}")]}, input={"n": 3}
+    ).start()
+    assert run.status == InstanceStatus.FAILED
+    assert run.state.reason == "step 'one' failed: its input resolved to int, not an object"

@@ -308,3 +308,15 @@ def test_a_task_definition_input_template_with_an_unclosed_expression_is_refused
     assert problem.path == "inputTemplate.greeting"
     assert "never closed" in problem.message
     assert parse_task_def({"name": "t", "inputTemplate": {"g": "$${kept literally"}})
+
+
+def test_a_step_input_is_an_object_or_one_whole_expression() -> None:
+    base = {"id": "s", "type": "SERVICE_TASK", "jobType": "j"}
+    parse_definition({"name": "x", "steps": [{**base, "input": "${workflow.input.order}"}]})
+    with pytest.raises(ValidationFailed) as e:
+        parse_definition({"name": "x", "steps": [{**base, "input": "order ${workflow.input.n}"}]})
+    (problem,) = e.value.problems
+    assert (problem.path, problem.message) == (
+        "steps[0].input",
+        "input is an object, or one ${…} expression giving one",
+    )

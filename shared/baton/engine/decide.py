@@ -877,6 +877,15 @@ class Decider:
 
     # --- expressions ------------------------------------------------------------------------------
 
+    def resolve_input(self, step: Step, scope: str) -> Any:
+        """``step``'s input resolved where it is scheduled: an object (an input given as one
+        ``${…}`` expression must give one), else :class:`InputNotObject`."""
+        value = self.resolve(step.input, f"step:{step.id}", scope)
+        if isinstance(value, dict):
+            return value
+        kind = "null" if value is None else type(value).__name__
+        raise InputNotObject(f"its input resolved to {kind}, not an object")
+
     def resolve(self, template: Any, point: str, scope: str) -> Any:
         """Resolve ``template`` evaluated at ``point`` (see ``Plan.read_depth``) in ``scope``."""
         return expressions.resolve(template, self.expression_scope(point, scope))
@@ -958,6 +967,10 @@ class Decider:
     def unref_all(self, values: dict[int, Any]) -> dict[int, Any]:
         """``values`` with each offloaded element read back (a join builds one value of them)."""
         return {k: self.unref(v) for k, v in values.items()}
+
+
+class InputNotObject(Exception):
+    """A step's input (one ``${…}`` expression) resolved to something other than an object."""
 
 
 class OverLimit(Exception):

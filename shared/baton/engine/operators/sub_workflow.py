@@ -20,6 +20,7 @@ from baton.engine.decide import (
     ChildStart,
     Decider,
     Exec,
+    InputNotObject,
     InstanceState,
     NoReads,
     OverLimit,
@@ -105,9 +106,12 @@ class SubWorkflow:
         assert isinstance(step, SubWorkflowStep)
         try:
             # The child's input: above the soft limit it lives in S3 (the child reads it back).
-            step_input = d.stored(d.resolve(step.input, f"step:{step.id}", scope), "WORKFLOW_INPUT")
+            step_input = d.stored(d.resolve_input(step, scope), "WORKFLOW_INPUT")
         except OverLimit as big:
             d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), f"its input {big}")
+            return
+        except InputNotObject as e:
+            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), str(e))
             return
         new = d.add_step(step, StepStatus.IN_PROGRESS, step_input, scope)
         self.start_child(d, step, d.execution(new.id), step_input, attempt=1)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from baton import expressions
 from baton.durations import duration_seconds, parse_timestamp
-from baton.engine.decide import AuditEvent, NewJob, OverLimit
+from baton.engine.decide import AuditEvent, InputNotObject, NewJob, OverLimit
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import ServiceTaskStep, SetVariableStep, TerminateStep, TimerStep
 
@@ -53,9 +53,12 @@ class ServiceTask(Leaf):
         point = f"step:{step.id}"
         # The task definition's inputTemplate supplies defaults under the step's own input (the
         # step wins; nested objects are merged key by key, as Conductor does).
-        step_input = merged(
-            d.resolve(policy.input_template, point, scope), d.resolve(step.input, point, scope)
-        )
+        try:
+            own = d.resolve_input(step, scope)
+        except InputNotObject as e:
+            d.fail(d.add_step(step, StepStatus.SCHEDULED, None, scope), str(e))
+            return
+        step_input = merged(d.resolve(policy.input_template, point, scope), own)
         try:
             # Above the soft limit the input lives in S3; the job carries its reference.
             step_input = d.stored(step_input, "STEP_INPUT")
@@ -96,9 +99,12 @@ class Waiting(Leaf):
 
     def schedule(self, d: Decider, step: Step, scope: str) -> None:
         try:
-            step_input = d.stored(d.resolve(step.input, f"step:{step.id}", scope), "STEP_INPUT")
+            step_input = d.stored(d.resolve_input(step, scope), "STEP_INPUT")
         except OverLimit as big:
             d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), f"its input {big}")
+            return
+        except InputNotObject as e:
+            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), str(e))
             return
         d.add_step(step, StepStatus.IN_PROGRESS, step_input, scope)
 
@@ -109,7 +115,11 @@ class Timer(Leaf):
     def schedule(self, d: Decider, step: Step, scope: str) -> None:
         assert isinstance(step, TimerStep)
         point = f"step:{step.id}"
-        step_input = d.resolve(step.input, point, scope)
+        try:
+            step_input = d.resolve_input(step, scope)
+        except InputNotObject as e:
+            d.fail(d.add_step(step, StepStatus.SCHEDULED, None, scope), str(e))
+            return
         try:
             if step.duration is not None:
                 wake = d.now + timedelta(seconds=duration_seconds(step.duration))
