@@ -89,3 +89,22 @@ def test_no_input_gives_a_5xx(conductor_server: LocalServer, route: Route) -> No
                 data: Any = r.json()
                 assert isinstance(data.get("message"), str), what
                 assert data["status"] == r.status_code, what
+
+
+def test_an_unknown_path_or_method_under_api_answers_in_conductors_shape(
+    conductor_server: LocalServer,
+) -> None:
+    base = conductor_server.base_url
+    for method, path, status in (
+        ("GET", "/api/no/such/thing", 404),
+        ("DELETE", "/api/token", 405),
+    ):
+        key = {"x-api-key": conductor_server.api_key or ""}
+        r = httpx.request(method, base + path, headers=key, timeout=10)
+        assert r.status_code == status, r.text
+        assert r.headers["content-type"].startswith("application/json")
+        body = r.json()
+        assert body["status"] == status and body["message"] and body["validationErrors"] == []
+    # /v1 keeps problem+json.
+    r = httpx.get(base + "/v1/no/such/thing", timeout=10)
+    assert r.headers["content-type"] == "application/problem+json"

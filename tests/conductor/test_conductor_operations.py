@@ -230,3 +230,42 @@ def test_an_offloaded_task_input_reaches_a_conductor_worker_inline(clients: Orke
     assert view.external_input_payload_storage_path.startswith("payloads/step-input/")
     _done(clients, task, output={"n": len(task.input_data["blob"])})
     assert _until_status(clients, wid, "COMPLETED").tasks[0].output_data == {"n": 400_000}
+
+
+def test_a_dynamic_fork_runs_one_task_per_input_and_its_join_collects_them(
+    clients: OrkesClients,
+) -> None:
+    prep, work = f"prep_{uuid.uuid4().hex[:6]}", f"work_{uuid.uuid4().hex[:6]}"
+    name = _register(
+        clients,
+        [
+            _simple("prep", prep),
+            {
+                "name": "fan",
+                "taskReferenceName": "fan",
+                "type": "FORK_JOIN_DYNAMIC",
+                "inputParameters": {
+                    "forkTaskName": work,
+                    "forkTaskInputs": "${prep.output.inputs}",
+                },
+                "dynamicForkTasksParam": "dynamicTasks",
+                "dynamicForkTasksInputParamName": "dynamicTasksInput",
+            },
+            {"name": "fan_join", "taskReferenceName": "fan_join", "type": "JOIN"},
+        ],
+        outputParameters={"results": "${fan_join.output}"},
+    )
+    wid = clients.get_workflow_client().start_workflow_by_name(name, {})
+    _done(clients, _poll(clients, prep), output={"inputs": [{"n": n} for n in range(4)]})
+    seen = []
+    for _ in range(4):
+        task = _poll(clients, work)
+        seen.append(task.input_data["n"])
+        _done(clients, task, output={"double": task.input_data["n"] * 2})
+    assert sorted(seen) == [0, 1, 2, 3]
+    wf = _until_status(clients, wid, "COMPLETED")
+    assert wf.output["results"] == [{"double": n * 2} for n in range(4)]
+    # The definition reads back in Conductor's JSON as it was registered.
+    shown = clients.get_metadata_client().get_workflow_def(name)
+    assert [t.type for t in shown.tasks] == ["SIMPLE", "FORK_JOIN_DYNAMIC", "JOIN"]
+    assert shown.tasks[1].input_parameters["forkTaskName"] == work

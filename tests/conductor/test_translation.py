@@ -25,6 +25,39 @@ def step(ref: str, job: str = "work", **extra: Any) -> dict[str, Any]:
 # (Conductor task(s), Baton step) — one per supported type.
 GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
     (
+        "FORK_JOIN_DYNAMIC",
+        [
+            {
+                "name": "fan",
+                "taskReferenceName": "fan",
+                "type": "FORK_JOIN_DYNAMIC",
+                "inputParameters": {
+                    "forkTaskName": "resize",
+                    "forkTaskInputs": "${workflow.input.images}",
+                },
+                "dynamicForkTasksParam": "dynamicTasks",
+                "dynamicForkTasksInputParamName": "dynamicTasksInput",
+            },
+            {"name": "fan_join", "taskReferenceName": "fan_join", "type": "JOIN"},
+        ],
+        {
+            "id": "fan",
+            "type": "MAP",
+            "items": "${workflow.input.images}",
+            "maxConcurrency": 1000,
+            "steps": [
+                {
+                    "id": "fan_forked",
+                    "name": "resize",
+                    "type": "SERVICE_TASK",
+                    "jobType": "resize",
+                    "input": "${map.item}",
+                }
+            ],
+            "description": "[join:fan_join]",
+        },
+    ),
+    (
         "SIMPLE",
         [
             simple(
@@ -265,7 +298,7 @@ def test_baton_to_conductor_and_back_is_a_fixed_point(
 
 
 def test_a_fork_shows_its_join_as_registered() -> None:
-    _, conductor, _ = GOLDEN[3]
+    _, conductor, _ = next(g for g in GOLDEN if g[0].startswith("FORK_JOIN +"))
     shown = cd.to_conductor_workflow(cd.to_baton_workflow(_wf(conductor)))
     fork, join = shown["tasks"][1], shown["tasks"][2]
     assert fork["type"] == "FORK_JOIN" and "description" not in fork
@@ -319,7 +352,6 @@ UNSUPPORTED = [
     "DYNAMIC",
     "DECISION",
     "LAMBDA",
-    "FORK_JOIN_DYNAMIC",
     "START_WORKFLOW",
     "EXCLUSIVE_JOIN",
     "NOOP",
@@ -475,3 +507,47 @@ def test_a_retried_job_shows_one_task_per_attempt() -> None:
     assert wf["tasks"][0]["reasonForIncompletion"] == "boom"
     assert [t["seq"] for t in wf["tasks"]] == [1, 2, 3]
     assert cv.parse_task_id("j1.3") == ("j1", 3)
+
+
+def test_a_join_is_read_through_its_fork_and_the_forked_tasks() -> None:
+    fork = {
+        "name": "fork",
+        "taskReferenceName": "fork",
+        "type": "FORK_JOIN",
+        "forkTasks": [[simple("a")], [simple("b")]],
+    }
+    dynamic = {
+        "name": "fan",
+        "taskReferenceName": "fan",
+        "type": "FORK_JOIN_DYNAMIC",
+        "inputParameters": {"forkTaskName": "work", "forkTaskInputs": "${prev.output.list}"},
+    }
+    after = simple("after", inputParameters={"a": "${j1.output.a.x}", "all": "${j2.output}"})
+    wf = _wf(
+        [
+            fork,
+            {"name": "j1", "taskReferenceName": "j1", "type": "JOIN", "joinOn": ["a", "b"]},
+            dynamic,
+            {"name": "j2", "taskReferenceName": "j2", "type": "JOIN"},
+            after,
+        ]
+    )
+    out = cd.to_baton_workflow(wf)
+    assert out["steps"][-1]["input"] == {"a": "${a.output.x}", "all": "${fan.output}"}
+    parse_definition(out)
+
+
+def test_a_dynamic_fork_of_tasks_chosen_at_run_time_is_refused_naming_it() -> None:
+    classic = {
+        "name": "dyn",
+        "taskReferenceName": "dyn",
+        "type": "FORK_JOIN_DYNAMIC",
+        "inputParameters": {"dynamicTasks": "${prev.output.tasks}", "dynamicTasksInput": {}},
+        "dynamicForkTasksParam": "dynamicTasks",
+    }
+    with pytest.raises(Untranslatable) as e:
+        cd.to_baton_workflow(
+            _wf([classic, {"name": "j", "taskReferenceName": "j", "type": "JOIN"}])
+        )
+    status, body = from_error(e.value)
+    assert status == 400 and "dyn" in body["message"] and "forkTaskName" in body["message"]

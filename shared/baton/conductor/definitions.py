@@ -12,6 +12,8 @@ silently dropped.
 | SWITCH (value-param)        | SWITCH ``on`` + ``cases`` object                           |
 | SWITCH (javascript/graaljs) | SWITCH with a JSONata ``condition`` per case               |
 | FORK_JOIN + JOIN            | PARALLEL                                                   |
+| FORK_JOIN_DYNAMIC + JOIN    | MAP over ``forkTaskInputs`` of one ``forkTaskName`` task   |
+|                             | (or ``forkTaskWorkflow`` sub-workflow), each item its input |
 | DO_WHILE                    | DO_WHILE (``loopCondition`` translated to JSONata)         |
 | SUB_WORKFLOW                | SUB_WORKFLOW                                               |
 | WAIT duration/until         | TIMER; WAIT without either: SIGNAL                         |
@@ -31,11 +33,13 @@ from baton.conductor import js
 from baton.conductor.errors import Untranslatable
 from baton.errors import Problem
 from baton.model import STEP_ID_PATTERN
+from baton.steps import MAX_MAP_CONCURRENCY
 
 SUPPORTED = (
     "SIMPLE",
     "SWITCH",
     "FORK_JOIN",
+    "FORK_JOIN_DYNAMIC",
     "JOIN",
     "DO_WHILE",
     "SUB_WORKFLOW",
@@ -188,7 +192,50 @@ def to_baton_workflow(raw: Any) -> dict[str, Any]:
         out["timeoutPolicy"] = raw["timeoutPolicy"]
     if raw.get("failureWorkflow"):
         out["failureWorkflow"] = raw["failureWorkflow"]
-    return out
+    return _alias_joins(out)
+
+
+def _alias_joins(out: dict[str, Any]) -> dict[str, Any]:
+    """A JOIN is no step of its own: ``${join.output.<task>…}`` reads that task's output
+    (``${<task>.output…}``) and ``${join.output}`` the fork's (a PARALLEL's by branch, a MAP's
+    list in item order)."""
+    aliases: list[tuple[re.Pattern[str], str]] = []
+
+    def collect(value: Any) -> None:
+        if isinstance(value, list):
+            for v in value:
+                collect(v)
+        elif isinstance(value, dict):
+            note = _JOIN_NOTE.search(str(value.get("description") or ""))
+            if note and value.get("type") in ("PARALLEL", "MAP"):
+                join = re.escape(note.group(1))
+                if value["type"] == "PARALLEL":
+                    aliases.append(
+                        (
+                            re.compile(r"\$\{" + join + r"\.output\.([A-Za-z_][\w-]*)"),
+                            r"${\1.output",
+                        )
+                    )
+                aliases.append(
+                    (re.compile(r"\$\{" + join + r"\.output\b"), f"${{{value['id']}.output")
+                )
+            for key in ("steps", "branches", "cases", "default"):
+                inner = value.get(key)
+                collect(list(inner.values()) if isinstance(inner, dict) else inner)
+
+    def rewrite(value: Any, key: str = "") -> Any:
+        if isinstance(value, str) and key != "description" and "${" in value:
+            for pattern, replacement in aliases:
+                value = pattern.sub(replacement, value)
+            return value
+        if isinstance(value, list):
+            return [rewrite(v) for v in value]
+        if isinstance(value, dict):
+            return {k: rewrite(v, k) for k, v in value.items()}
+        return value
+
+    collect(out["steps"])
+    return rewrite(out) if aliases else out
 
 
 def _tasks(tasks: Any, where: str) -> list[dict[str, Any]]:
@@ -202,11 +249,12 @@ def _tasks(tasks: Any, where: str) -> list[dict[str, Any]]:
         if not isinstance(task, dict):
             raise _fail(path, "a task is a JSON object")
         kind = task.get("type") or "SIMPLE"
-        if kind == "FORK_JOIN":
+        if kind in ("FORK_JOIN", "FORK_JOIN_DYNAMIC"):
             nxt = tasks[i + 1] if i + 1 < len(tasks) else None
             if not isinstance(nxt, dict) or nxt.get("type") != "JOIN":
-                raise _fail(_label(task, path), "a FORK_JOIN must be followed by its JOIN")
-            steps.append(_fork(task, nxt, path))
+                raise _fail(_label(task, path), f"a {kind} must be followed by its JOIN")
+            fork = _fork if kind == "FORK_JOIN" else _fork_dynamic
+            steps.append(fork(task, nxt, path))
             i += 2
             continue
         steps.append(_task(task, kind, path))
@@ -369,6 +417,56 @@ def _fork(task: dict[str, Any], join: dict[str, Any], path: str) -> dict[str, An
     if join_ref:
         # Kept so the definition reads back with its JOIN as it was registered.
         step["description"] = f"{step.get('description', '')}[join:{join_ref}]".strip()
+    return step
+
+
+# The step id of a dynamic fork's task, inside its MAP: the fork's reference plus this.
+_FORKED = "_forked"
+
+
+def _fork_dynamic(task: dict[str, Any], join: dict[str, Any], path: str) -> dict[str, Any]:
+    """FORK_JOIN_DYNAMIC with ``forkTaskName`` (or ``forkTaskWorkflow``) and ``forkTaskInputs``:
+    a MAP running that one task (or sub-workflow) per input, all at once, each input its whole
+    input. The older form, a list of tasks chosen at run time (``dynamicForkTasksParam``), names
+    the job types only at run time: Baton has no equivalent and refuses it."""
+    label = _label(task, path)
+    step = _base(task, path)
+    params = task.get("inputParameters") or {}
+    if not isinstance(params, dict):
+        raise _fail(label, "inputParameters must be an object")
+    name, flow = params.get("forkTaskName"), params.get("forkTaskWorkflow")
+    inputs = params.get("forkTaskInputs")
+    if (name is None and flow is None) or inputs is None:
+        raise _fail(
+            label,
+            "FORK_JOIN_DYNAMIC is translated from forkTaskName (or forkTaskWorkflow) and "
+            "forkTaskInputs; a list of tasks chosen at run time (dynamicForkTasksParam, "
+            "dynamicTasks) has no Baton equivalent",
+        )
+    if not (isinstance(inputs, list) or (isinstance(inputs, str) and _WHOLE.match(inputs))):
+        raise _fail(label, "forkTaskInputs must be a list or one ${…} expression giving one")
+    inner: dict[str, Any] = {"id": f"{step['id'][: 64 - len(_FORKED)]}{_FORKED}"}
+    if name is not None:
+        if not isinstance(name, str) or not name:
+            raise _fail(label, "forkTaskName must be a task name")
+        inner.update(name=name, type="SERVICE_TASK", jobType=name)
+    else:
+        if not isinstance(flow, str) or not flow:
+            raise _fail(label, "forkTaskWorkflow must be a workflow name")
+        inner.update(type="SUB_WORKFLOW", definitionName=flow)
+        version = params.get("forkTaskWorkflowVersion")
+        if isinstance(version, int) and version >= 1:
+            inner["definitionVersion"] = version
+    inner["input"] = "${map.item}"
+    step.update(
+        type="MAP",
+        items=params_in(inputs, f"{path}.inputParameters.forkTaskInputs"),
+        maxConcurrency=MAX_MAP_CONCURRENCY,
+        steps=[inner],
+    )
+    if join.get("taskReferenceName"):
+        step["description"] = f"{step.get('description', '')}[join:{join['taskReferenceName']}]"
+        step["description"] = step["description"].strip()
     return step
 
 
@@ -637,6 +735,27 @@ def _back_one(s: dict[str, Any]) -> list[dict[str, Any]]:
     elif kind == "SET_VARIABLE":
         task["type"] = "SET_VARIABLE"
         task["inputParameters"] = params_out(s["variables"])
+    elif kind == "MAP" and _dynamic_fork(s) is not None:
+        inner = _dynamic_fork(s)
+        assert inner is not None
+        task["type"] = "FORK_JOIN_DYNAMIC"
+        if inner["type"] == "SERVICE_TASK":
+            fork: dict[str, Any] = {"forkTaskName": inner["jobType"]}
+        else:
+            fork = {"forkTaskWorkflow": inner["definitionName"]}
+            if inner.get("definitionVersion"):
+                fork["forkTaskWorkflowVersion"] = inner["definitionVersion"]
+        task["inputParameters"] = {**fork, "forkTaskInputs": params_out(s["items"])}
+        task["dynamicForkTasksParam"] = "dynamicTasks"
+        task["dynamicForkTasksInputParamName"] = "dynamicTasksInput"
+        join_ref = f"{s['id']}_join"
+        if description and (m := _JOIN_NOTE.search(description)):
+            join_ref = m.group(1)
+            description = description[: m.start()].strip() or None
+        join = {"name": join_ref, "taskReferenceName": join_ref, "type": "JOIN"}
+        if description:
+            task["description"] = description
+        return [task, {**join, "inputParameters": {}, "joinOn": []}]
     elif kind == "MAP":
         task["type"] = "FORK_JOIN_DYNAMIC"
         task["inputParameters"] = {"items": params_out(s["items"])}
@@ -646,6 +765,19 @@ def _back_one(s: dict[str, Any]) -> list[dict[str, Any]]:
     if description:
         task["description"] = description
     return [task]
+
+
+def _dynamic_fork(s: dict[str, Any]) -> dict[str, Any] | None:
+    """The one task of a MAP that reads as a FORK_JOIN_DYNAMIC (each item its whole input)."""
+    body = s.get("steps") or []
+    if len(body) != 1:
+        return None
+    inner = body[0]
+    if inner.get("type") in ("SERVICE_TASK", "SUB_WORKFLOW") and inner.get("input") == (
+        "${map.item}"
+    ):
+        return dict(inner)
+    return None
 
 
 def _jsonata_to_js(condition: str, params: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ refusals are ``application/problem+json``. One JSON log line per request.
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import socket
 import time
@@ -97,7 +98,15 @@ class _RequestHandler(BaseHTTPRequestHandler):
     # --- the request ---------------------------------------------------------------------------
 
     def _problem(self, status: int, detail: str, **kwargs: Any) -> HttpResponse:
-        return problem_response(status, detail, instance=self.path.partition("?")[0], **kwargs)
+        path = self.path.partition("?")[0]
+        if path.startswith("/api/"):
+            # Conductor's clients read Conductor's error body on /api, never problem+json.
+            from baton.conductor.errors import error_body
+
+            body = json.dumps(error_body(status, detail)).encode()
+            extra = tuple(kwargs.get("headers") or ())
+            return HttpResponse(status, (("Content-Type", "application/json"), *extra), body)
+        return problem_response(status, detail, instance=path, **kwargs)
 
     def _serve(self) -> None:
         started = time.perf_counter()
