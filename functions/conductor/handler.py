@@ -524,11 +524,16 @@ def search() -> Any:
             )
     if status is not None and status not in cviews.WORKFLOW_STATUS:
         raise ValidationFailed([Problem("query", f"unknown status {status!r}")])
-    page = api.engine().search_instances(
-        status=status, definition_name=name, correlation_id=correlation, limit=size
+    free = (api.query("freeText") or "").strip()
+    total, found = api.engine().search_for_conductor(
+        status=status,
+        definition_name=name,
+        correlation_id=correlation,
+        free_text=None if free in ("", "*") else free,
+        start=_int("start", 0, 0, 10_000),
+        size=size,
     )
-    results = [cviews.summary(i) for i in page.get("instances", [])]
-    return _json({"totalHits": len(results), "results": results})
+    return _json({"totalHits": total, "results": [cviews.summary(i) for i in found]})
 
 
 @api.route("GET", "/api/workflow/{workflow}/correlated/{correlationId}")

@@ -8,6 +8,7 @@ import time
 import uuid
 from typing import Any
 
+import httpx
 import pytest
 from conductor.client.configuration.configuration import Configuration
 from conductor.client.configuration.settings.authentication_settings import (
@@ -269,3 +270,25 @@ def test_a_dynamic_fork_runs_one_task_per_input_and_its_join_collects_them(
     shown = clients.get_metadata_client().get_workflow_def(name)
     assert [t.type for t in shown.tasks] == ["SIMPLE", "FORK_JOIN_DYNAMIC", "JOIN"]
     assert shown.tasks[1].input_parameters["forkTaskName"] == work
+
+
+def test_search_pages_by_start_and_size_and_counts_every_hit(
+    clients: OrkesClients, conductor_server: LocalServer
+) -> None:
+    name = _register(clients, [_simple("one", f"idle_{uuid.uuid4().hex[:6]}")])
+    wc = clients.get_workflow_client()
+    ids = [wc.start_workflow_by_name(name, {}, correlationId=f"c{k}") for k in range(3)]
+    first = wc.search(start=0, size=2, query=f"workflowType={name}")
+    rest = wc.search(start=2, size=2, query=f"workflowType={name}")
+    newest_first = list(reversed(ids))
+    assert [r.workflow_id for r in first.results + rest.results] == newest_first
+    by_id = wc.search(query=f"workflowType={name}", free_text=ids[1])
+    assert [r.workflow_id for r in by_id.results] == [ids[1]]
+    # conductor-python's model drops totalHits; Conductor's server sends it, so does Baton.
+    raw = httpx.get(
+        f"{conductor_server.base_url}/api/workflow/search",
+        params={"query": f"workflowType={name}", "size": 1},
+        headers={"x-api-key": conductor_server.api_key or ""},
+        timeout=10,
+    ).json()
+    assert raw["totalHits"] == 3 and len(raw["results"]) == 1

@@ -9,6 +9,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from baton.engine import views
 from baton.engine.core import EngineCore
 from baton.engine.ids import parse_uuid
 from baton.errors import JobNotFound
@@ -16,9 +17,40 @@ from baton.store import conductor_sql
 
 # Conductor's default responseTimeoutSeconds for a task type without a task definition.
 CONDUCTOR_RESPONSE_TIMEOUT_SECONDS = 3600
+# Conductor's search counts its hits up to this many (and pages no further).
+SEARCH_CAP = 10_000
 
 
 class ConductorOps(EngineCore):
+    def search_for_conductor(
+        self,
+        *,
+        status: str | None,
+        definition_name: str | None,
+        correlation_id: str | None,
+        free_text: str | None,
+        start: int,
+        size: int,
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """Conductor's workflow search: the total hits (up to ``SEARCH_CAP``) and the instances
+        from ``start``, newest first (``free_text``: a workflow id or a correlation id)."""
+        params = {
+            "status": status,
+            "definition_name": definition_name,
+            "correlation_id": correlation_id,
+            "free": free_text,
+            "start": min(start, SEARCH_CAP),
+            "size": size,
+            "cap": SEARCH_CAP,
+        }
+
+        def work(conn: Any) -> tuple[int, list[dict[str, Any]]]:
+            total = conn.execute(conductor_sql.SEARCH_COUNT, params).fetchone()
+            rows = conn.execute(conductor_sql.SEARCH_PAGE, params).fetchall()
+            return int(total["n"]) if total else 0, [views.instance(r) for r in rows]
+
+        return self.db.autocommit(work)
+
     def lease_for_conductor(self, job_ids: list[str], worker_id: str) -> dict[str, Any]:
         """Lease freshly claimed jobs that run on Baton's default lease for Conductor's default
         responseTimeoutSeconds instead; returns the new expiry by job id."""

@@ -67,3 +67,32 @@ SELECT detail FROM audit_log
  WHERE job_id = %(job_id)s AND event = 'TASK_LOGS'
  ORDER BY id
 """
+
+
+# Conductor's search: offset paging (start, size) and a total, over the instance filters.
+_SEARCH_WHERE = """
+ WHERE (%(status)s::text IS NULL OR i.status = %(status)s)
+   AND (%(definition_name)s::text IS NULL OR i.definition_name = %(definition_name)s)
+   AND (%(correlation_id)s::text IS NULL OR i.correlation_id = %(correlation_id)s)
+   AND (%(free)s::text IS NULL OR i.id::text = %(free)s OR i.correlation_id = %(free)s)
+"""
+
+SEARCH_PAGE = (
+    """
+SELECT i.id, i.definition_name, i.definition_version, i.status, i.input, i.variables, i.output,
+       i.reason, i.version, i.correlation_id, i.idempotency_key, i.parent_instance_id,
+       i.parent_step_execution_id, i.created_at, i.updated_at, i.completed_at, i.timeout_at,
+       i.run
+  FROM instance i"""
+    + _SEARCH_WHERE
+    + """ ORDER BY i.created_at DESC, i.id DESC
+ OFFSET %(start)s LIMIT %(size)s
+"""
+)
+
+# The total, counted up to a cap (a search engine's totalHits is an estimate past it too).
+SEARCH_COUNT = (
+    "SELECT count(*) AS n FROM (SELECT 1 FROM instance i"  # noqa: S608 (constant SQL only)
+    + _SEARCH_WHERE
+    + " LIMIT %(cap)s) AS hits"
+)
