@@ -9,12 +9,17 @@ The loop follows the engine's worker model (reference 003):
    with ``retryable=False``. Raised anything else: fail it with ``retryable=True``.
 4. Release the slot.
 
-An empty poll sleeps ``poll_interval``, doubling up to ``max_poll_interval`` while the queue stays
-empty; a full poll polls again at once. A failed poll (connection refused, 429, 5xx...) backs off
-with jitter and never stops the runner. Jobs that run longer than half their lease get heartbeats.
+After a poll that came back empty or short, the next one is a long-poll (``long_poll_wait``
+seconds, default 10): the server answers as soon as a job is claimable, so an idle runner sends
+about one request per wait and still gets a new job within milliseconds. Without long-poll
+(``long_poll_wait=0``) an empty poll sleeps ``poll_interval``, doubling up to
+``max_poll_interval`` while the queue stays empty. A full poll polls again at once. A failed
+poll (connection refused, 429, 5xx...) backs off with jitter and never stops the runner. Jobs
+that run longer than half their lease get heartbeats.
 
 Stopping (SIGINT/SIGTERM under :meth:`Runner.run`, or :meth:`Runner.stop`) stops polling at once,
-waits for every in-flight job to finish and be reported, then returns. Nothing stays locked.
+waits for every in-flight job to finish and be reported, then returns (an outstanding
+long-poll is not waited for).
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from types import FrameType
 
@@ -37,7 +43,7 @@ from baton_worker._execution import JobExecutor, notify
 from baton_worker._loop import EventLoopThread
 from baton_worker._slots import Slots
 from baton_worker.backoff import Backoff, RetryPolicy
-from baton_worker.client import BatonClient
+from baton_worker.client import MAX_LONG_POLL_SECONDS, BatonClient
 from baton_worker.context import job_log_fields
 from baton_worker.env import DEFAULT_URL, ENV_URL, api_key_from_env
 from baton_worker.errors import (
@@ -52,6 +58,11 @@ from baton_worker.types import Job
 log = logging.getLogger("baton_worker.runner")
 
 MAX_JOBS_PER_POLL = 100  # the API's limit
+# Long enough that an idle runner costs about one request per wait; short enough that a poll
+# abandoned at stop (see Runner._poll) ends soon on the server too.
+DEFAULT_LONG_POLL_WAIT = 10.0
+# How often a runner waiting on an outstanding long-poll looks whether it is asked to stop.
+STOP_CHECK_SECONDS = 0.05
 
 
 def default_worker_id() -> str:
@@ -70,6 +81,8 @@ class RunnerOptions:
     is the backoff after a failed poll (it never gives up); ``report_retry`` the retries of a
     job's complete/fail call. ``auto_heartbeat`` extends the lease of a job still running at half
     of its lease. ``drain_timeout`` bounds the wait for in-flight jobs at stop (None: no bound).
+    ``long_poll_wait`` (0 to 20 s; 0: short polling) is how long the server may hold a poll that
+    follows an empty or short one; stopping does not wait for it.
     """
 
     worker_id: str | None = None
@@ -93,8 +106,11 @@ class RunnerOptions:
     )
     auto_heartbeat: bool = True
     drain_timeout: float | None = None
+    long_poll_wait: float = DEFAULT_LONG_POLL_WAIT
 
     def __post_init__(self) -> None:
+        if not 0 <= self.long_poll_wait <= MAX_LONG_POLL_SECONDS:
+            raise ValueError(f"long_poll_wait must be between 0 and {MAX_LONG_POLL_SECONDS}")
         if self.parallelism < 1:
             raise ValueError("parallelism must be at least 1")
         if not 1 <= self.max_jobs_per_poll <= MAX_JOBS_PER_POLL:
@@ -318,6 +334,7 @@ class Runner:
         opts = self.options
         idle = Backoff(opts.idle_backoff())
         errors = Backoff(opts.poll_errors)
+        wait = 0.0  # the first poll answers at once; one after an empty or short poll may wait
         while not self._stopping.is_set():
             wanted = self._slots.acquire_up_to(opts.max_jobs_per_poll)
             if wanted == 0:  # interrupted: stopping
@@ -327,12 +344,7 @@ class Runner:
                 break
             started = time.perf_counter()
             try:
-                jobs = self.client.poll_jobs(
-                    worker_id=self.worker_id,
-                    job_types=self._job_types,
-                    max_jobs=wanted,
-                    retry=None,  # this loop is the retry loop
-                )
+                polled = self._poll(wanted, wait)
             except Exception as error:
                 self._slots.release(wanted)
                 notify(self.metrics, "poll_failed", error=error)
@@ -342,6 +354,9 @@ class Runner:
                 self._log_poll_error(error, delay)
                 self._stopping.wait(delay)
                 continue
+            if polled is None:  # stopping: the long-poll was left to the server
+                break
+            jobs = polled
             errors.reset()
             notify(
                 self.metrics,
@@ -354,12 +369,71 @@ class Runner:
                 self._slots.release(wanted - len(jobs))
             for job in jobs:
                 self._dispatch(job)
+            if opts.long_poll_wait > 0:
+                # The queue is (nearly) empty: the next poll waits on the server for a job.
+                answered_early = time.perf_counter() - started < wait / 2
+                wait = opts.long_poll_wait if len(jobs) < wanted else 0.0
+                if not jobs and answered_early:
+                    # An empty long-poll that did not wait (a server without long-poll):
+                    # back off as a short poller would rather than spin.
+                    self._stopping.wait(idle.next_delay())
+                elif jobs:
+                    idle.reset()
+                continue
             if not jobs:
                 self._stopping.wait(idle.next_delay())
                 continue
             idle.reset()
             if len(jobs) < wanted:  # the queue is (nearly) empty: do not spin on it
                 self._stopping.wait(opts.poll_interval)
+
+    def _poll(self, wanted: int, wait: float) -> list[Job] | None:
+        """Poll for up to ``wanted`` jobs, waiting up to ``wait`` seconds on the server.
+
+        A long-poll runs on a thread of its own so that stopping does not wait for it: None
+        means the runner is stopping and the poll was abandoned. Jobs such a poll still claims
+        (one made claimable in the last seconds of its wait) are not run here: they go back to
+        work when their leases lapse, as after a crash (logged below)."""
+        if wait <= 0:
+            return self.client.poll_jobs(
+                worker_id=self.worker_id,
+                job_types=self._job_types,
+                max_jobs=wanted,
+                retry=None,  # the poll loop is the retry loop
+            )
+        future: Future[list[Job]] = Future()
+
+        def long_poll() -> None:
+            try:
+                future.set_result(
+                    self.client.poll_jobs(
+                        worker_id=self.worker_id,
+                        job_types=self._job_types,
+                        max_jobs=wanted,
+                        wait_seconds=wait,
+                        retry=None,
+                    )
+                )
+            except BaseException as e:
+                future.set_exception(e)
+
+        threading.Thread(target=long_poll, name="baton-long-poll", daemon=True).start()
+        while True:
+            try:
+                return future.result(timeout=STOP_CHECK_SECONDS)
+            except FutureTimeout:
+                if self._stopping.is_set():
+                    self._slots.release(wanted)
+                    future.add_done_callback(self._abandoned_poll_done)
+                    return None
+
+    def _abandoned_poll_done(self, future: Future[list[Job]]) -> None:
+        if future.exception() is None and future.result():
+            log.warning(
+                "a long-poll abandoned at stop claimed jobs; they run again when their leases "
+                "expire",
+                extra={**self._log_extra, "job_ids": [j["id"] for j in future.result()]},
+            )
 
     def _log_poll_error(self, error: Exception, delay: float) -> None:
         extra = {**self._log_extra, "error": str(error), "retry_in_s": round(delay, 3)}
