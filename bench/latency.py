@@ -7,13 +7,13 @@ Set-up: one PostgreSQL server (``--database-url`` / ``$DATABASE_URL``, else an e
 a fresh migrated database on it. Each mode gets its own ``baton dev`` on that database and one
 SDK ``Runner`` in this process, whose handler records when it is called. Jobs are created one at
 a time through the engine library, each after the previous one reached its handler plus a random
-pause (0 to ``--gap`` ms), so every job finds an idle worker: this measures how quickly an idle
-fleet notices work, not throughput.
+pause (``--min-gap`` to ``--gap`` ms), so every job finds an idle worker: this measures how
+quickly an idle fleet notices work, not throughput.
 
 Modes:
 
-- ``short``: short polling, the runner sleeping 500 ms after each empty poll (the reference 003
-  default);
+- ``short``: short polling, the runner sleeping 500 ms after each empty poll (the SDK's
+  short-polling default);
 - ``notify``: long-poll, the server woken by LISTEN/NOTIFY (``BATON_LONG_POLL=notify``, the local
   default);
 - ``reclaim``: long-poll as behind RDS Proxy: the server re-claims with jittered backoff
@@ -152,7 +152,7 @@ def measure(mode: Mode, db_url: str, args: argparse.Namespace) -> Result:
                     if not arrived.wait_for(lambda n=n: n in reached, args.timeout):
                         raise BenchError(f"{mode.name}: job {n} not handled in {args.timeout}s")
                 progress.update(max(n + 1, 0))
-                time.sleep(random.uniform(0, args.gap / 1000))
+                time.sleep(random.uniform(args.min_gap, args.gap) / 1000)
     finally:
         engine.db.close()
     latencies = [1000 * (reached[n] - created[n]) for n in range(args.jobs)]
@@ -196,6 +196,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--gap", type=float, default=50, help="max random pause between jobs, ms")
     p.add_argument(
+        "--min-gap",
+        type=float,
+        default=0,
+        help="min pause between jobs, ms (0: a job may arrive while the worker still reports "
+        "the previous one)",
+    )
+    p.add_argument(
         "--database-url",
         default=os.environ.get("DATABASE_URL") or None,
         help="server to use (default: $DATABASE_URL, else an embedded PostgreSQL)",
@@ -206,8 +213,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     unknown = [m for m in args.modes if m not in MODES]
     if unknown or not args.modes:
         p.error(f"unknown mode(s) {', '.join(unknown)}; known: {', '.join(MODES)}")
-    if args.jobs < 1:
-        p.error("--jobs must be positive")
+    if args.jobs < 1 or not 0 <= args.min_gap <= args.gap:
+        p.error("--jobs must be positive and 0 <= --min-gap <= --gap")
     return args
 
 

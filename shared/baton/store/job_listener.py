@@ -23,6 +23,7 @@ from contextlib import contextmanager, suppress
 
 import psycopg
 
+from baton.errors import Unavailable
 from baton.store.db import Conn, connect
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ WAITER_TTL_SECONDS = 60
 REFRESH_SECONDS = 20
 # How long a subscriber waits for the listener to be listening with its types registered before
 # it carries on without (its backstop re-claims still find the jobs).
-READY_TIMEOUT_SECONDS = 2.0
+READY_TIMEOUT_SECONDS = 1.0
 RECONNECT_DELAY_SECONDS = 1.0
 
 REGISTER = """
@@ -86,6 +87,8 @@ class JobWakeups:
         self._closed = False
         self._thread: threading.Thread | None = None
         self._wake_r, self._wake_w = os.pipe()
+        for fd in (self._wake_r, self._wake_w):
+            os.set_blocking(fd, False)  # a full pipe never blocks a request; it wakes anyway
         self.wakeups = 0  # notifications received (tests, diagnostics)
 
     @contextmanager
@@ -112,9 +115,12 @@ class JobWakeups:
 
     def close(self) -> None:
         with self._cond:
+            if self._closed:
+                return
             self._closed = True
             self._cond.notify_all()
-        self._poke()
+        with suppress(OSError):
+            os.write(self._wake_w, b"x")
         if self._thread is not None:
             self._thread.join(5)
         for fd in (self._wake_r, self._wake_w):
@@ -139,14 +145,16 @@ class JobWakeups:
                 self._thread.start()
 
     def _poke(self) -> None:
-        with suppress(OSError):  # closed
-            os.write(self._wake_w, b"x")
+        """Wake the listener thread (to register new types at once)."""
+        if not self._closed:
+            with suppress(OSError):  # a full pipe already wakes it
+                os.write(self._wake_w, b"x")
 
     def _run(self) -> None:
         while not self._closed:
             try:
                 self._listen()
-            except (psycopg.Error, OSError) as e:
+            except (psycopg.Error, OSError, Unavailable) as e:
                 if self._closed:
                     break
                 log.warning(
@@ -177,7 +185,8 @@ class JobWakeups:
                     refreshed = time.monotonic()
                 ready, _, _ = select.select([conn.fileno(), self._wake_r], [], [], REFRESH_SECONDS)
                 if self._wake_r in ready:
-                    os.read(self._wake_r, 4096)
+                    with suppress(BlockingIOError):
+                        os.read(self._wake_r, 4096)
                 if conn.fileno() in ready:
                     self._drain(conn)
 
