@@ -9,9 +9,10 @@ The loop follows the engine's worker model (reference 003):
    with ``retryable=False``. Raised anything else: fail it with ``retryable=True``.
 4. Release the slot.
 
-After a poll that came back empty or short, the next one is a long-poll (``long_poll_wait``
-seconds, default 10): the server answers as soon as a job is claimable, so an idle runner sends
-about one request per wait and still gets a new job within milliseconds. Without long-poll
+After a poll that came back empty or short, once no job is in flight, the next one is a
+long-poll (``long_poll_wait`` seconds, default 10): the server answers as soon as a job is
+claimable, so an idle runner sends about one request per wait and still gets a new job within
+milliseconds. With jobs in flight it polls short (see ``Runner._next_wait``). Without long-poll
 (``long_poll_wait=0``) an empty poll sleeps ``poll_interval``, doubling up to
 ``max_poll_interval`` while the queue stays empty. A full poll polls again at once. A failed
 poll (connection refused, 429, 5xx...) backs off with jitter and never stops the runner. Jobs
@@ -370,15 +371,7 @@ class Runner:
             for job in jobs:
                 self._dispatch(job)
             if opts.long_poll_wait > 0:
-                # The queue is (nearly) empty: the next poll waits on the server for a job.
-                answered_early = time.perf_counter() - started < wait / 2
-                wait = opts.long_poll_wait if len(jobs) < wanted else 0.0
-                if not jobs and answered_early:
-                    # An empty long-poll that did not wait (a server without long-poll):
-                    # back off as a short poller would rather than spin.
-                    self._stopping.wait(idle.next_delay())
-                elif jobs:
-                    idle.reset()
+                wait = self._next_wait(jobs, wanted, wait, time.perf_counter() - started, idle)
                 continue
             if not jobs:
                 self._stopping.wait(idle.next_delay())
@@ -386,6 +379,32 @@ class Runner:
             idle.reset()
             if len(jobs) < wanted:  # the queue is (nearly) empty: do not spin on it
                 self._stopping.wait(opts.poll_interval)
+
+    def _next_wait(
+        self, jobs: list[Job], wanted: int, wait: float, took: float, idle: Backoff
+    ) -> float:
+        """After a poll, with long-poll on: pause if need be, and say how long the next poll
+        may wait on the server.
+
+        A full batch: poll again at once. Otherwise the queue is (nearly) empty, and the next
+        poll long-polls, but only once no job is in flight: a long-poll outlives a worker that
+        crashes, on the server, where it may still claim a job nobody will run (it comes back
+        when its lease lapses, at the cost of an attempt). Crashes happen mid-job; with jobs in
+        flight the runner polls short, as it would without long-poll, until they are done."""
+        if len(jobs) >= wanted:
+            idle.reset()
+            return 0.0
+        if jobs:
+            idle.reset()
+        elif wait > 0 and took < wait / 2:
+            # An empty long-poll that did not wait (a server without long-poll): back off as
+            # a short poller would rather than spin.
+            self._stopping.wait(idle.next_delay())
+        if self._slots.in_use == 0:
+            return self.options.long_poll_wait
+        if self._slots.wait_idle(idle.next_delay()) and not self._stopping.is_set():
+            return self.options.long_poll_wait
+        return 0.0
 
     def _poll(self, wanted: int, wait: float) -> list[Job] | None:
         """Poll for up to ``wanted`` jobs, waiting up to ``wait`` seconds on the server.
