@@ -104,3 +104,37 @@ def test_stop_during_a_long_poll_is_prompt(client: BatonClient, recorder: PollRe
     assert runner.stop(timeout=5)
     assert time.monotonic() - stopping < 0.5
     assert not any(t.name == "baton-poller" and t.is_alive() for t in threading.enumerate())
+
+
+def test_a_server_refusing_wait_seconds_gets_short_polls() -> None:
+    """A server from before long-poll answers 422 on waitSeconds: the runner polls short."""
+    waits: list[float] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        waits.append(body.get("waitSeconds", 0))
+        if "waitSeconds" in body:
+            problem = {
+                "type": "x",
+                "title": "Validation failed",
+                "status": 422,
+                "detail": "1 problem found",
+                "errors": [{"path": "waitSeconds", "message": "extra inputs are not permitted"}],
+            }
+            return httpx.Response(
+                422, json=problem, headers={"content-type": "application/problem+json"}
+            )
+        return httpx.Response(200, json={"jobs": []})
+
+    registry = Registry()
+
+    @registry.handler("t")
+    def handle_job(ctx: JobContext) -> dict[str, Any]:
+        return {}
+
+    client = BatonClient("http://old", transport=httpx.MockTransport(handle))
+    options = RunnerOptions(long_poll_wait=5, poll_interval=0.01, max_poll_interval=0.02)
+    with Runner(registry, client=client, options=options):
+        wait_for(lambda: len(waits) >= 6, timeout=5)
+    assert waits[:2] == [0, 5]
+    assert set(waits[2:]) == {0}

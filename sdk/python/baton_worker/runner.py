@@ -184,6 +184,8 @@ class Runner:
         self._pool: ThreadPoolExecutor | None = None
         self._loop: EventLoopThread | None = None
         self._poller: threading.Thread | None = None
+        # False once the server refused waitSeconds (a server from before long-poll)
+        self._long_poll = self.options.long_poll_wait > 0
         self._jobs = JobExecutor(
             client=self.client,
             registry=self.registry,
@@ -348,6 +350,14 @@ class Runner:
                 polled = self._poll(wanted, wait)
             except Exception as error:
                 self._slots.release(wanted)
+                if wait > 0 and _refuses_wait(error):
+                    log.warning(
+                        "the server does not take waitSeconds; polling short",
+                        extra={**self._log_extra, "error": str(error)},
+                    )
+                    self._long_poll = False
+                    wait = 0.0
+                    continue
                 notify(self.metrics, "poll_failed", error=error)
                 delay = errors.next_delay()
                 if isinstance(error, BatonApiError) and error.retry_after:
@@ -370,7 +380,7 @@ class Runner:
                 self._slots.release(wanted - len(jobs))
             for job in jobs:
                 self._dispatch(job)
-            if opts.long_poll_wait > 0:
+            if self._long_poll:
                 wait = self._next_wait(jobs, wanted, wait, time.perf_counter() - started, idle)
                 continue
             if not jobs:
@@ -509,6 +519,15 @@ class Runner:
                 self._loop = EventLoopThread()
                 self._loop.start()
             return self._loop
+
+
+def _refuses_wait(error: Exception) -> bool:
+    """A 422 naming waitSeconds: the server predates long-poll."""
+    return (
+        isinstance(error, BatonApiError)
+        and error.status == 422
+        and any(e.path == "waitSeconds" for e in error.errors)
+    )
 
 
 __all__ = ["Runner", "RunnerOptions", "default_worker_id"]
