@@ -164,8 +164,11 @@ class DevServer:
 
 
 @contextlib.contextmanager
-def dev_server(database_url: str, timeout: float = 60.0) -> Iterator[DevServer]:
-    """``baton dev`` on ``database_url`` (its own data dir for the local S3), stopped on exit."""
+def dev_server(
+    database_url: str, timeout: float = 60.0, *, env: dict[str, str] | None = None
+) -> Iterator[DevServer]:
+    """``baton dev`` on ``database_url`` (its own data dir for the local S3), stopped on exit;
+    ``env`` adds to its environment (e.g. ``BATON_LONG_POLL``)."""
     import httpx
 
     port, api_key = _free_port(), secrets.token_hex(12)
@@ -176,6 +179,7 @@ def dev_server(database_url: str, timeout: float = 60.0) -> Iterator[DevServer]:
             "BATON_API_KEY": api_key,
             "BATON_TICK_SECONDS": "1",
             "PYTHONUNBUFFERED": "1",
+            **(env or {}),
         }
         cmd = dev_server_command(port, data_dir)
         log_path = Path(data_dir) / "server.log"

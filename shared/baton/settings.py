@@ -28,6 +28,12 @@ ENV_DEFAULT_LEASE_SECONDS = "BATON_DEFAULT_LEASE_SECONDS"
 # How long one invocation of a scheduled function (sweeper, reaper) keeps doing its duty, once a
 # second: EventBridge fires at most once a minute, and timeouts must fire within 2 s of due.
 ENV_DUTY_LOOP_SECONDS = "BATON_DUTY_LOOP_SECONDS"
+# How a long-poll (POST /v1/jobs/poll with waitSeconds) waits: "notify" (one LISTEN connection
+# per process; needs a direct connection to PostgreSQL) or "reclaim" (re-claims with backoff; the
+# only choice behind RDS Proxy, where LISTEN pins a connection). Default: notify locally, else
+# reclaim.
+ENV_LONG_POLL = "BATON_LONG_POLL"
+LONG_POLL_MODES = ("notify", "reclaim")
 # The local runtime (`baton dev`)
 ENV_FUNCTIONS_DIR = "BATON_FUNCTIONS_DIR"  # folder holding functions/<name>/handler.py
 ENV_HOST = "BATON_HOST"  # interface the local server binds (default 127.0.0.1)
@@ -55,6 +61,7 @@ ALL_ENV_VARS = (
     ENV_STAGE,
     ENV_DEFAULT_LEASE_SECONDS,
     ENV_DUTY_LOOP_SECONDS,
+    ENV_LONG_POLL,
     ENV_FUNCTIONS_DIR,
     ENV_HOST,
     ENV_WORKFLOW_INPUT_SOFT_LIMIT,
@@ -159,6 +166,8 @@ class Settings:
     stage: str = "local"
     # 0: one pass per invocation (locally the timer invokes every second).
     duty_loop_seconds: float = 0.0
+    # None: notify when stage is local, reclaim otherwise (see ENV_LONG_POLL)
+    long_poll: str | None = None
     engine: EngineSettings = field(default_factory=EngineSettings)
 
     @classmethod
@@ -180,9 +189,21 @@ class Settings:
             conductor_key_secret_arn=e.get(ENV_CONDUCTOR_KEY_SECRET_ARN) or None,
             stage=e.get(ENV_STAGE) or "local",
             duty_loop_seconds=float(e.get(ENV_DUTY_LOOP_SECONDS) or 0),
+            long_poll=e.get(ENV_LONG_POLL) or None,
             engine=engine,
         )
-        return replace(base, **overrides)  # type: ignore[arg-type]
+        built = replace(base, **overrides)  # type: ignore[arg-type]
+        if built.long_poll is not None and built.long_poll not in LONG_POLL_MODES:
+            raise SettingsError(
+                f"{ENV_LONG_POLL}: expected one of {', '.join(LONG_POLL_MODES)}, "
+                f"got {built.long_poll!r}"
+            )
+        return built
+
+    @property
+    def long_poll_mode(self) -> str:
+        """How long-polls wait: the configured mode, else notify locally and reclaim in AWS."""
+        return self.long_poll or ("notify" if self.stage == "local" else "reclaim")
 
 
 # Read by boto3, not by Baton: the local runtime sets placeholders when it runs its own S3.

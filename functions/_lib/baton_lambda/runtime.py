@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 from baton.metrics import MetricsSink
 from baton.settings import Settings
 from baton.store.db import Database
+from baton.store.job_listener import JobWakeups
 
 _lock = threading.Lock()
 # One database per process (the local server runs every function in one process); one engine per
@@ -29,6 +30,7 @@ _lock = threading.Lock()
 _databases: dict[str, Database] = {}
 _engines: dict[int, Engine] = {}
 _readers: dict[str, Callable[[Any], Any]] = {}
+_wakeups: dict[str, JobWakeups] = {}
 
 
 @cache
@@ -102,9 +104,21 @@ def engine(metrics: MetricsSink) -> Engine:
                 metrics,
                 payloads=_payload_reader(s),
                 offload=_offloader(s, metrics),
+                wakeups=_job_wakeups(s),
             )
             _engines[id(metrics)] = eng
         return eng
+
+
+def _job_wakeups(s: Settings) -> JobWakeups | None:
+    """The process's one LISTEN connection for long-polls, in notify mode (None: reclaim)."""
+    if s.long_poll_mode != "notify":
+        return None
+    wakeups = _wakeups.get("db")
+    if wakeups is None:
+        wakeups = JobWakeups(lambda: conninfo(s))
+        _wakeups["db"] = wakeups
+    return wakeups
 
 
 def _payload_reader(s: Settings) -> Callable[[Any], Any] | None:
@@ -174,6 +188,9 @@ def queue_triggers(engine: Engine) -> QueueTriggers:
 def reset() -> None:
     """Forget the container's state (tests switch databases between cases)."""
     with _lock:
+        for wakeups in _wakeups.values():
+            wakeups.close()
+        _wakeups.clear()
         for db in _databases.values():
             db.close()
         _databases.clear()

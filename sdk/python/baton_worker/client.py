@@ -65,6 +65,9 @@ from baton_worker.version import __version__
 log = logging.getLogger("baton_worker.client")
 
 DEFAULT_TIMEOUT: Final = 30.0
+# The server's longest long-poll, and how much longer than the wait a long-poll's read may take.
+MAX_LONG_POLL_SECONDS: Final = 20.0
+LONG_POLL_TIMEOUT_MARGIN: Final = 10.0
 DEFAULT_RETRY: Final = RetryPolicy()
 
 
@@ -442,11 +445,32 @@ class BatonClient:
         worker_id: str,
         job_types: Sequence[str],
         max_jobs: int = 1,
+        wait_seconds: float = 0,
         retry: RetryArg = CLIENT_POLICY,
     ) -> list[Job]:
-        """Claim up to ``max_jobs`` jobs of ``job_types`` for ``worker_id`` (may be empty)."""
-        body = {"workerId": worker_id, "jobTypes": list(job_types), "maxJobs": max_jobs}
-        result = self._call("POST", "/v1/jobs/poll", json=body, retry=retry)
+        """Claim up to ``max_jobs`` jobs of ``job_types`` for ``worker_id`` (may be empty).
+
+        ``wait_seconds`` (0 to 20): long-poll. When nothing is claimable the server holds the
+        request until a job is (returning at once with it) or the wait is over (empty). The
+        request's read timeout is stretched past the wait."""
+        if not 0 <= wait_seconds <= MAX_LONG_POLL_SECONDS:
+            raise ValueError(f"wait_seconds must be between 0 and {MAX_LONG_POLL_SECONDS}")
+        body: dict[str, Any] = {
+            "workerId": worker_id,
+            "jobTypes": list(job_types),
+            "maxJobs": max_jobs,
+        }
+        timeout = None
+        if wait_seconds > 0:
+            body["waitSeconds"] = wait_seconds
+            t = self._http.timeout
+            timeout = httpx.Timeout(
+                connect=t.connect,
+                read=max(t.read or 0.0, wait_seconds + LONG_POLL_TIMEOUT_MARGIN),
+                write=t.write,
+                pool=t.pool,
+            )
+        result = self._call("POST", "/v1/jobs/poll", json=body, retry=retry, timeout=timeout)
         return cast(list[Job], result["jobs"])
 
     def complete_job(
@@ -777,6 +801,7 @@ class BatonClient:
         params: Mapping[str, Any] | None = None,
         idempotent: bool | None = None,
         retry: RetryArg = CLIENT_POLICY,
+        timeout: httpx.Timeout | None = None,
     ) -> Any:
         """Send a request, retrying per policy; the decoded JSON body of a 2xx answer.
 
@@ -794,7 +819,7 @@ class BatonClient:
         while True:
             attempts += 1
             try:
-                return self._send(method, path, content, params)
+                return self._send(method, path, content, params, timeout)
             except (TransportError, BatonApiError) as error:
                 if not may_retry(error, idempotent=idempotent):
                     raise
@@ -817,13 +842,23 @@ class BatonClient:
                 self._sleep(delay)
 
     def _send(
-        self, method: str, path: str, content: bytes | None, params: Mapping[str, Any] | None
+        self,
+        method: str,
+        path: str,
+        content: bytes | None,
+        params: Mapping[str, Any] | None,
+        timeout: httpx.Timeout | None = None,
     ) -> Any:
         url = self.url + path
         headers = None if content is None else {"content-type": "application/json"}
         try:
             response = self._http.request(
-                method, path, content=content, params=params, headers=headers
+                method,
+                path,
+                content=content,
+                params=params,
+                headers=headers,
+                timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout,
             )
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as e:
             raise TransportError(

@@ -9,12 +9,18 @@ The loop follows the engine's worker model (reference 003):
    with ``retryable=False``. Raised anything else: fail it with ``retryable=True``.
 4. Release the slot.
 
-An empty poll sleeps ``poll_interval``, doubling up to ``max_poll_interval`` while the queue stays
-empty; a full poll polls again at once. A failed poll (connection refused, 429, 5xx...) backs off
-with jitter and never stops the runner. Jobs that run longer than half their lease get heartbeats.
+After a poll that came back empty or short, once no job is in flight, the next one is a
+long-poll (``long_poll_wait`` seconds, default 10): the server answers as soon as a job is
+claimable, so an idle runner sends about one request per wait and still gets a new job within
+milliseconds. With jobs in flight it polls short (see ``Runner._next_wait``). Without long-poll
+(``long_poll_wait=0``) an empty poll sleeps ``poll_interval``, doubling up to
+``max_poll_interval`` while the queue stays empty. A full poll polls again at once. A failed
+poll (connection refused, 429, 5xx...) backs off with jitter and never stops the runner. Jobs
+that run longer than half their lease get heartbeats.
 
 Stopping (SIGINT/SIGTERM under :meth:`Runner.run`, or :meth:`Runner.stop`) stops polling at once,
-waits for every in-flight job to finish and be reported, then returns. Nothing stays locked.
+waits for every in-flight job to finish and be reported, then returns (an outstanding
+long-poll is not waited for).
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from types import FrameType
 
@@ -39,7 +46,7 @@ from baton_worker._flusher import ResultFlusher
 from baton_worker._loop import EventLoopThread
 from baton_worker._slots import Slots
 from baton_worker.backoff import Backoff, RetryPolicy
-from baton_worker.client import BatonClient
+from baton_worker.client import MAX_LONG_POLL_SECONDS, BatonClient
 from baton_worker.context import job_log_fields
 from baton_worker.env import DEFAULT_URL, ENV_URL, api_key_from_env
 from baton_worker.errors import (
@@ -54,6 +61,11 @@ from baton_worker.types import Job
 log = logging.getLogger("baton_worker.runner")
 
 MAX_JOBS_PER_POLL = 100  # the API's limit
+# Long enough that an idle runner costs about one request per wait; short enough that a poll
+# abandoned at stop (see Runner._poll) ends soon on the server too.
+DEFAULT_LONG_POLL_WAIT = 10.0
+# How often a runner waiting on an outstanding long-poll looks whether it is asked to stop.
+STOP_CHECK_SECONDS = 0.05
 
 
 def default_worker_id() -> str:
@@ -79,6 +91,9 @@ class RunnerOptions:
     (default: ``min(parallelism, max_jobs_per_poll)``) may be claimed beyond the running ones,
     so the next poll overlaps the work and a fast handler never waits on its round trip; their
     leases run while they wait, so keep it small next to a lease.
+
+    ``long_poll_wait`` (0 to 20 s; 0: short polling) is how long the server may hold a poll that
+    follows an empty or short one; stopping does not wait for it.
     """
 
     worker_id: str | None = None
@@ -106,8 +121,11 @@ class RunnerOptions:
     flush_interval: float = 0.005
     max_results_per_flush: int = 32
     prefetch: int | None = None
+    long_poll_wait: float = DEFAULT_LONG_POLL_WAIT
 
     def __post_init__(self) -> None:
+        if not 0 <= self.long_poll_wait <= MAX_LONG_POLL_SECONDS:
+            raise ValueError(f"long_poll_wait must be between 0 and {MAX_LONG_POLL_SECONDS}")
         if self.parallelism < 1:
             raise ValueError("parallelism must be at least 1")
         if not 1 <= self.max_jobs_per_poll <= MAX_JOBS_PER_POLL:
@@ -204,6 +222,8 @@ class Runner:
         self._pool: ThreadPoolExecutor | None = None
         self._loop: EventLoopThread | None = None
         self._poller: threading.Thread | None = None
+        # False once the server refused waitSeconds (a server from before long-poll)
+        self._long_poll = self.options.long_poll_wait > 0
         self._jobs = JobExecutor(
             client=self.client,
             registry=self.registry,
@@ -359,6 +379,7 @@ class Runner:
         opts = self.options
         idle = Backoff(opts.idle_backoff())
         errors = Backoff(opts.poll_errors)
+        wait = 0.0  # the first poll answers at once; one after an empty or short poll may wait
         while not self._stopping.is_set():
             wanted = self._slots.acquire_up_to(opts.max_jobs_per_poll)
             if wanted == 0:  # interrupted: stopping
@@ -368,14 +389,17 @@ class Runner:
                 break
             started = time.perf_counter()
             try:
-                jobs = self.client.poll_jobs(
-                    worker_id=self.worker_id,
-                    job_types=self._job_types,
-                    max_jobs=wanted,
-                    retry=None,  # this loop is the retry loop
-                )
+                polled = self._poll(wanted, wait)
             except Exception as error:
                 self._slots.release(wanted)
+                if wait > 0 and _refuses_wait(error):
+                    log.warning(
+                        "the server does not take waitSeconds; polling short",
+                        extra={**self._log_extra, "error": str(error)},
+                    )
+                    self._long_poll = False
+                    wait = 0.0
+                    continue
                 notify(self.metrics, "poll_failed", error=error)
                 delay = errors.next_delay()
                 if isinstance(error, BatonApiError) and error.retry_after:
@@ -383,6 +407,9 @@ class Runner:
                 self._log_poll_error(error, delay)
                 self._stopping.wait(delay)
                 continue
+            if polled is None:  # stopping: the long-poll was left to the server
+                break
+            jobs = polled
             errors.reset()
             notify(
                 self.metrics,
@@ -395,12 +422,89 @@ class Runner:
                 self._slots.release(wanted - len(jobs))
             for job in jobs:
                 self._dispatch(job)
+            if self._long_poll:
+                wait = self._next_wait(jobs, wanted, wait, time.perf_counter() - started, idle)
+                continue
             if not jobs:
                 self._stopping.wait(idle.next_delay())
                 continue
             idle.reset()
             if len(jobs) < wanted:  # the queue is (nearly) empty: do not spin on it
                 self._stopping.wait(opts.poll_interval)
+
+    def _next_wait(
+        self, jobs: list[Job], wanted: int, wait: float, took: float, idle: Backoff
+    ) -> float:
+        """After a poll, with long-poll on: pause if need be, and say how long the next poll
+        may wait on the server.
+
+        A full batch: poll again at once. Otherwise the queue is (nearly) empty, and the next
+        poll long-polls, but only once no job is in flight: a long-poll outlives a worker that
+        crashes, on the server, where it may still claim a job nobody will run (it comes back
+        when its lease lapses, at the cost of an attempt). Crashes happen mid-job; with jobs in
+        flight the runner polls short, as it would without long-poll, until they are done."""
+        if len(jobs) >= wanted:
+            idle.reset()
+            return 0.0
+        if jobs:
+            idle.reset()
+        elif wait > 0 and took < wait / 2:
+            # An empty long-poll that did not wait (a server without long-poll): back off as
+            # a short poller would rather than spin.
+            self._stopping.wait(idle.next_delay())
+        if self._slots.in_use == 0:
+            return self.options.long_poll_wait
+        if self._slots.wait_idle(idle.next_delay()) and not self._stopping.is_set():
+            return self.options.long_poll_wait
+        return 0.0
+
+    def _poll(self, wanted: int, wait: float) -> list[Job] | None:
+        """Poll for up to ``wanted`` jobs, waiting up to ``wait`` seconds on the server.
+
+        A long-poll runs on a thread of its own so that stopping does not wait for it: None
+        means the runner is stopping and the poll was abandoned. Jobs such a poll still claims
+        (one made claimable in the last seconds of its wait) are not run here: they go back to
+        work when their leases lapse, as after a crash (logged below)."""
+        if wait <= 0:
+            return self.client.poll_jobs(
+                worker_id=self.worker_id,
+                job_types=self._job_types,
+                max_jobs=wanted,
+                retry=None,  # the poll loop is the retry loop
+            )
+        future: Future[list[Job]] = Future()
+
+        def long_poll() -> None:
+            try:
+                future.set_result(
+                    self.client.poll_jobs(
+                        worker_id=self.worker_id,
+                        job_types=self._job_types,
+                        max_jobs=wanted,
+                        wait_seconds=wait,
+                        retry=None,
+                    )
+                )
+            except BaseException as e:
+                future.set_exception(e)
+
+        threading.Thread(target=long_poll, name="baton-long-poll", daemon=True).start()
+        while True:
+            try:
+                return future.result(timeout=STOP_CHECK_SECONDS)
+            except FutureTimeout:
+                if self._stopping.is_set():
+                    self._slots.release(wanted)
+                    future.add_done_callback(self._abandoned_poll_done)
+                    return None
+
+    def _abandoned_poll_done(self, future: Future[list[Job]]) -> None:
+        if future.exception() is None and future.result():
+            log.warning(
+                "a long-poll abandoned at stop claimed jobs; they run again when their leases "
+                "expire",
+                extra={**self._log_extra, "job_ids": [j["id"] for j in future.result()]},
+            )
 
     def _log_poll_error(self, error: Exception, delay: float) -> None:
         extra = {**self._log_extra, "error": str(error), "retry_in_s": round(delay, 3)}
@@ -462,6 +566,15 @@ class Runner:
                 self._loop = EventLoopThread()
                 self._loop.start()
             return self._loop
+
+
+def _refuses_wait(error: Exception) -> bool:
+    """A 422 naming waitSeconds: the server predates long-poll."""
+    return (
+        isinstance(error, BatonApiError)
+        and error.status == 422
+        and any(e.path == "waitSeconds" for e in error.errors)
+    )
 
 
 __all__ = ["Runner", "RunnerOptions", "default_worker_id"]

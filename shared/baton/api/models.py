@@ -95,6 +95,11 @@ class PollRequest(ApiModel):
     worker_id: WorkerId
     job_types: Annotated[list[JobType], Field(min_length=1, max_length=50)]
     max_jobs: Annotated[int, Field(ge=1, le=100)] = 1
+    wait_seconds: Annotated[float, Field(ge=0, le=20)] = Field(
+        default=0,
+        description="Long-poll: when nothing is claimable, wait up to this long for a job "
+        "(returns as soon as one is claimed; empty at the deadline).",
+    )
 
 
 class CompleteJobRequest(ApiModel):

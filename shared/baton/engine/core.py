@@ -22,6 +22,7 @@ from baton.metrics import MetricsSink, NullMetrics
 from baton.settings import EngineSettings
 from baton.store import instance_sql
 from baton.store.db import Conn, Database, first_in_transaction
+from baton.store.job_listener import JobWakeups
 
 log = logging.getLogger("baton.engine")
 
@@ -38,8 +39,12 @@ class EngineCore:
         metrics: MetricsSink | None = None,
         payloads: Callable[[Any], Any] | None = None,
         offload: Callable[[str, str], Any] | None = None,
+        *,
+        wakeups: JobWakeups | None = None,
     ) -> None:
         self.db = db
+        # The process's LISTEN connection for long-polls (None: long-polls re-claim with backoff)
+        self.wakeups = wakeups
         # Reads offloaded payloads for expressions (None: no bucket, references stay as they are)
         self.payloads = payloads
         # Writes a large value's JSON to the payload bucket under a kind, returning its reference

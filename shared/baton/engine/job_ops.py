@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from baton.engine import views, writer
+from baton.engine import long_poll, views, writer
 from baton.engine.core import EngineCore
 from baton.engine.ids import parse_uuid
 from baton.engine.verdicts import completion_verdict, failure_verdict
@@ -29,14 +29,34 @@ LIMITS_CACHE_SECONDS = 2.0
 
 
 class JobOps(EngineCore):
-    def poll(self, worker_id: str, job_types: list[str], max_jobs: int = 1) -> list[dict[str, Any]]:
-        """Claim up to ``max_jobs`` jobs of ``job_types`` for ``worker_id``.
+    def poll(
+        self,
+        worker_id: str,
+        job_types: list[str],
+        max_jobs: int = 1,
+        *,
+        wait_seconds: float = 0.0,
+    ) -> list[dict[str, Any]]:
+        """Claim up to ``max_jobs`` jobs of ``job_types`` for ``worker_id``; with
+        ``wait_seconds``, wait that long at most for one to become claimable (long-poll).
 
         Types without limits: one statement. Types with a concurrency or rate limit: one
         transaction in one round trip that counts against the limits inside it.
         """
         max_jobs = max(1, min(max_jobs, self.settings.max_jobs_per_poll))
         types = list(dict.fromkeys(job_types))
+
+        def claim() -> list[dict[str, Any]]:
+            return self._claim(worker_id, types, max_jobs)
+
+        if wait_seconds > 0:
+            rows = long_poll.wait_for_jobs(claim, types, wait_seconds, self.wakeups)
+        else:
+            rows = claim()
+        self._report_claims(rows)  # once per poll, however many times a long-poll claimed
+        return [views.claimed_job(r) for r in rows]
+
+    def _claim(self, worker_id: str, types: list[str], max_jobs: int) -> list[dict[str, Any]]:
         limited = self._limited_types()
         plain = [t for t in types if t not in limited]
         capped = [t for t in types if t in limited]
@@ -62,8 +82,7 @@ class JobOps(EngineCore):
             )
             rows += more
             self._report_limits(more, grants)
-        self._report_claims(rows)
-        return [views.claimed_job(r) for r in rows]
+        return rows
 
     def _limited_types(self) -> frozenset[str]:
         """Job types with a concurrency or rate limit, cached for a couple of seconds (a stale

@@ -186,6 +186,49 @@ CREATE INDEX job_by_instance ON job (instance_id);
 CREATE INDEX job_deadline ON job (deadline_at)
     WHERE status IN ('UNLOCKED', 'LOCKED') AND deadline_at IS NOT NULL;
 
+-- Long-poll wake-ups: a process waiting for a job type keeps a row in job_waiter while it waits,
+-- and only then does a transaction making a job of that type claimable send NOTIFY baton_job.
+CREATE UNLOGGED TABLE job_waiter (
+    job_type    text        PRIMARY KEY,
+    expires_at  timestamptz NOT NULL
+);
+
+-- New jobs, once per INSERT statement (a decision inserts all of its jobs in one statement):
+-- one pg_notify per distinct waited-for type that got a due job. NOTIFY coalesces duplicates
+-- within a transaction as well.
+CREATE FUNCTION baton_job_notify_inserted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('baton_job', w.job_type)
+       FROM job_waiter w
+      WHERE w.expires_at > now()
+        AND EXISTS (SELECT 1 FROM inserted_jobs j
+                     WHERE j.job_type = w.job_type
+                       AND j.status = 'UNLOCKED' AND j.run_at <= now());
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER job_notify_inserted AFTER INSERT ON job
+    REFERENCING NEW TABLE AS inserted_jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION baton_job_notify_inserted();
+
+-- A job going back to UNLOCKED and due (a retry without delay, a lease handed back): row level
+-- with a WHEN clause, so claims, completions and delayed retries never even call the function.
+CREATE FUNCTION baton_job_notify_unlocked() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('baton_job', w.job_type)
+       FROM job_waiter w
+      WHERE w.job_type = NEW.job_type AND w.expires_at > now();
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER job_notify_unlocked AFTER UPDATE ON job
+    FOR EACH ROW
+    WHEN (NEW.status = 'UNLOCKED' AND OLD.status IS DISTINCT FROM 'UNLOCKED'
+          AND NEW.run_at <= now())
+    EXECUTE FUNCTION baton_job_notify_unlocked();
+
 -- One row per job type with a concurrency or rate limit (kept in step with its task definition).
 -- A limited claim locks the row, which serializes the claims of that type, and counts the
 -- type's LOCKED jobs in a statement that starts after the lock (so it sees every earlier claim).

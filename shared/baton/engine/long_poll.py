@@ -1,0 +1,77 @@
+"""Long-poll: claim now, or wait up to ``waitSeconds`` for a job to become claimable.
+
+Two ways to wait, neither holding a database connection while it sleeps:
+
+- notify (a direct connection: ``baton dev``, or AWS without RDS Proxy): subscribe to the job
+  types on the process's LISTEN connection (:class:`~baton.store.job_listener.JobWakeups`) and
+  claim again when one is notified. Jobs that become claimable without a notifying transaction
+  (a delayed retry coming due, a lease lapsing) are found by a backstop re-claim every
+  ``BACKSTOP_SECONDS``.
+- reclaim (behind RDS Proxy, where LISTEN would pin a connection): claim again with jittered
+  exponential backoff from ``RECLAIM_FIRST_DELAY`` to ``RECLAIM_MAX_DELAY``.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from baton.store.job_listener import JobWakeups
+
+# API Gateway gives up on a request after 29 s: the wait stays well under it.
+MAX_WAIT_SECONDS = 20.0
+BACKSTOP_SECONDS = 1.0
+RECLAIM_FIRST_DELAY = 0.05
+RECLAIM_MAX_DELAY = 1.0
+
+Rows = list[dict[str, Any]]
+
+
+def wait_for_jobs(
+    claim: Callable[[], Rows],
+    job_types: Sequence[str],
+    wait_seconds: float,
+    wakeups: JobWakeups | None,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Rows:
+    """Claim with ``claim()``; while it finds nothing, wait until a job may be claimable and
+    claim again, for at most ``wait_seconds``. Empty at the deadline."""
+    deadline = clock() + min(max(wait_seconds, 0.0), MAX_WAIT_SECONDS)
+    rows = claim()
+    if rows or clock() >= deadline:
+        return rows
+    if wakeups is None:
+        return _reclaim_loop(claim, deadline, clock, sleep)
+    with wakeups.subscribe(job_types) as sub:
+        # Subscribed (listening, types registered): a job committed from now on is notified;
+        # one committed before is found by this claim.
+        while True:
+            rows = claim()
+            if rows:
+                return rows
+            left = deadline - clock()
+            if left <= 0:
+                return rows
+            sub.wait(min(left, BACKSTOP_SECONDS))
+
+
+def _reclaim_loop(
+    claim: Callable[[], Rows],
+    deadline: float,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
+) -> Rows:
+    delay = RECLAIM_FIRST_DELAY
+    while True:
+        left = deadline - clock()
+        if left <= 0:
+            return []
+        sleep(min(left, random.uniform(delay / 2, delay)))
+        rows = claim()
+        if rows:
+            return rows
+        delay = min(delay * 2, RECLAIM_MAX_DELAY)

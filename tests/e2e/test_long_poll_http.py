@@ -1,0 +1,80 @@
+"""Long-poll over HTTP: ``baton dev`` holds ``POST /v1/jobs/poll`` with ``waitSeconds`` until a job
+is claimable (woken by NOTIFY) or the wait is over, and validates the wait."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.helpers import unique
+from tests.support.helpers import wait_until as wait_for
+from tests.support.servers import CheckedServer
+
+pytestmark = [pytest.mark.e2e]
+
+
+def _poll(s: CheckedServer, job_type: str, wait: Any) -> httpx.Response:
+    body = {"workerId": "w", "jobTypes": [job_type], "waitSeconds": wait}
+    return s.request("POST", "/v1/jobs/poll", json=body, timeout=30)
+
+
+@pytest.mark.parametrize("wait", [-1, 20.5, 60, "soon"])
+def test_wait_seconds_outside_0_to_20_is_refused_with_a_problem(
+    baton_server: CheckedServer, wait: Any
+) -> None:
+    r = _poll(baton_server, "any", wait)
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    assert [e["path"] for e in r.json()["errors"]] == ["waitSeconds"], r.text
+
+
+def test_idle_long_poll_answers_empty_at_its_deadline(baton_server: CheckedServer) -> None:
+    started = time.monotonic()
+    r = _poll(baton_server, unique("idle"), 1)
+    took = time.monotonic() - started
+    assert r.status_code == 200 and r.json() == {"jobs": []}
+    assert 1.0 <= took < 1.3, took
+
+
+def test_long_poll_answers_as_soon_as_an_instance_creates_a_job(
+    baton_server: CheckedServer,
+) -> None:
+    s = baton_server
+    name = unique("long-poll")
+    flow = {"name": name, "steps": [{"id": "a", "type": "SERVICE_TASK", "jobType": name}]}
+    assert s.request("POST", "/v1/definitions", json=flow).status_code in (200, 201)
+    answered: Future[tuple[httpx.Response, float]] = Future()
+    threading.Thread(
+        target=lambda: answered.set_result((_poll(s, name, 15), time.monotonic())), daemon=True
+    ).start()
+    # The poll is waiting once the server registered its job type for NOTIFY.
+    wait_for(lambda: _waiting(s, name), timeout=10, what="the long-poll to wait")
+    time.sleep(0.1)
+    r = s.request("POST", "/v1/instances", json={"definitionName": name})
+    started = time.monotonic()
+    assert r.status_code in (200, 201), r.text
+    response, at = answered.result(timeout=20)
+    assert [j["jobType"] for j in response.json()["jobs"]] == [name]
+    assert at - started < 0.1  # the job within 100 ms of the start's response, over HTTP
+
+
+def _waiting(s: CheckedServer, job_type: str) -> bool:
+    import psycopg
+
+    if s.database_url:
+        conn = psycopg.connect(s.database_url, autocommit=True)
+    else:
+        lines = (s.data_dir / "postgres" / "postmaster.pid").read_text().splitlines()
+        conn = psycopg.connect(
+            host=lines[4].strip(), port=int(lines[3]), user="postgres", dbname="postgres"
+        )
+    with conn:
+        row = conn.execute(
+            "SELECT 1 FROM job_waiter WHERE job_type = %s AND expires_at > now()", (job_type,)
+        ).fetchone()
+    return row is not None

@@ -1,0 +1,222 @@
+"""Long-poll (POST /v1/jobs/poll with waitSeconds) on real PostgreSQL with real threads: woken by
+NOTIFY within milliseconds, empty at its deadline, one LISTEN connection per process, a backstop
+for jobs nobody notifies, the re-claim loop behind RDS Proxy, no connection held while waiting."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import psycopg
+import pytest
+from baton.engine.service import Engine
+from baton.metrics import CountingMetrics
+from baton.store.db import Database
+from baton.store.job_listener import JobWakeups
+
+from tests.support.helpers import one_step, wait_until
+
+
+@pytest.fixture
+def wakeups(database_url: str) -> Iterator[JobWakeups]:
+    hub = JobWakeups(database_url)
+    yield hub
+    hub.close()
+
+
+@pytest.fixture
+def notify_engine(db: Database, wakeups: JobWakeups) -> Engine:
+    return Engine(db, metrics=CountingMetrics(), wakeups=wakeups)
+
+
+class TimedPoll:
+    """A long-poll on a thread of its own, recording when it returned."""
+
+    def __init__(self, engine: Engine, job_type: str, wait: float, worker: str = "w") -> None:
+        self.returned_at = 0.0
+        self.started_at = time.monotonic()
+        self.future: Future[list[dict[str, Any]]] = Future()
+
+        def run() -> None:
+            try:
+                jobs = engine.poll(worker, [job_type], 1, wait_seconds=wait)
+                self.returned_at = time.monotonic()
+                self.future.set_result(jobs)
+            except BaseException as e:
+                self.future.set_exception(e)
+
+        threading.Thread(target=run, daemon=True).start()
+
+    def result(self, timeout: float = 30) -> list[dict[str, Any]]:
+        return self.future.result(timeout)
+
+
+def _waiting(hub: JobWakeups, job_type: str, n: int = 1) -> bool:
+    with hub._cond:
+        return hub._waiting[job_type] >= n and hub._registered_now([job_type])
+
+
+def test_long_poll_returns_within_50ms_of_the_commit_that_creates_a_job(
+    notify_engine: Engine, wakeups: JobWakeups
+) -> None:
+    notify_engine.register_definition(one_step("flow"))
+    gaps = []
+    for _ in range(5):
+        poll = TimedPoll(notify_engine, "work", wait=10)
+        wait_until(lambda: _waiting(wakeups, "work"), timeout=5, interval=0.005)
+        time.sleep(0.05)  # the waiter is asleep on its subscription, past its last claim
+        notify_engine.start_instance(definition_name="flow")
+        committed = time.monotonic()  # the start's last round trip was its COMMIT
+        jobs = poll.result()
+        assert len(jobs) == 1
+        gaps.append(poll.returned_at - committed)
+    # Within 50 ms (the median: a loaded 2-core machine may deschedule a thread for longer
+    # now and then), and every one well before the 1 s backstop: woken by NOTIFY.
+    assert sorted(gaps)[len(gaps) // 2] < 0.05, gaps
+    assert max(gaps) < 0.5, gaps
+    assert wakeups.wakeups >= 5  # woken by NOTIFY, not found by the 1 s backstop
+
+
+def test_idle_long_poll_returns_empty_at_its_deadline_and_counts_one_empty_poll(
+    notify_engine: Engine,
+) -> None:
+    started = time.monotonic()
+    assert notify_engine.poll("w", ["idle"], 1, wait_seconds=1.5) == []
+    took = time.monotonic() - started
+    assert 1.5 <= took < 1.7, took
+    metrics = notify_engine.metrics
+    assert isinstance(metrics, CountingMetrics)
+    assert metrics.totals["JobPollEmpty"] == 1  # one per poll, not one per re-claim
+
+
+def test_waiters_of_one_process_share_one_listen_connection_and_hold_no_pooled_one(
+    database_url: str, wakeups: JobWakeups
+) -> None:
+    small = Database.pooled(database_url, min_size=1, max_size=4)
+    try:
+        engine = Engine(small, wakeups=wakeups)
+        engine.register_definition(one_step("flow"))
+        polls = [TimedPoll(engine, "work", wait=15, worker=f"w{i}") for i in range(20)]
+        wait_until(lambda: _waiting(wakeups, "work", 20), timeout=10)
+        with psycopg.connect(database_url) as conn:
+            listeners = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND application_name = 'baton-job-listener'"
+            ).fetchone()
+        assert listeners == (1,)
+        # 20 waiters, a pool of 4: other requests still get a connection at once.
+        started = time.monotonic()
+        for _ in range(3):
+            engine.start_instance(definition_name="flow")
+        assert time.monotonic() - started < 1.0
+        claimed = wait_until(
+            lambda: (
+                [p for p in polls if p.future.done()]
+                if sum(p.future.done() for p in polls) >= 3
+                else None
+            ),
+            timeout=5,
+        )
+        assert sum(len(p.result()) for p in claimed) == 3
+    finally:
+        small.close()
+
+
+def test_delayed_retry_coming_due_is_found_by_the_backstop(notify_engine: Engine) -> None:
+    notify_engine.register_definition(one_step("flow", retryCount=2, retryDelaySeconds=1))
+    notify_engine.start_instance(definition_name="flow")
+    (job,) = notify_engine.poll("w", ["work"], 1)
+    failed_at = time.monotonic()
+    notify_engine.fail_job(job["id"], "w", "try again")
+    (retry,) = notify_engine.poll("w", ["work"], 1, wait_seconds=10)
+    assert retry["attempt"] == 2
+    # due after 1 s; the backstop re-claims at least once a second
+    assert time.monotonic() - failed_at < 2.3
+
+
+def test_retry_without_delay_wakes_the_waiter_through_the_update_trigger(
+    notify_engine: Engine, wakeups: JobWakeups
+) -> None:
+    notify_engine.register_definition(one_step("flow", retryCount=2, retryDelaySeconds=3600))
+    notify_engine.start_instance(definition_name="flow")
+    (job,) = notify_engine.poll("w", ["work"], 1)
+    poll = TimedPoll(notify_engine, "work", wait=10, worker="w2")
+    wait_until(lambda: _waiting(wakeups, "work"), timeout=5, interval=0.005)
+    time.sleep(0.05)
+    notify_engine.fail_job(job["id"], "w", "now", next_retry_delay_seconds=0)
+    committed = time.monotonic()
+    (retry,) = poll.result()
+    assert retry["id"] == job["id"]
+    assert poll.returned_at - committed < 0.05
+
+
+def test_no_notify_is_sent_for_a_job_type_nobody_waits_for(
+    engine: Engine, database_url: str
+) -> None:
+    engine.register_definition(one_step("flow"))
+    with psycopg.connect(database_url, autocommit=True) as listener:
+        listener.execute("LISTEN baton_job")
+        engine.start_instance(definition_name="flow")
+        assert list(listener.notifies(timeout=0.3)) == []
+        listener.execute(
+            "INSERT INTO job_waiter VALUES ('work', now() + interval '1 minute'),"
+            " ('other', now() + interval '1 minute')"
+        )
+        engine.start_instance(definition_name="flow")
+        got = [n.payload for n in listener.notifies(timeout=2, stop_after=1)]
+        assert got == ["work"]
+        listener.execute("UPDATE job_waiter SET expires_at = now() - interval '1 second'")
+        engine.start_instance(definition_name="flow")
+        assert list(listener.notifies(timeout=0.3)) == []
+
+
+def test_reclaim_mode_finds_a_new_job_within_its_backoff_cap(engine: Engine) -> None:
+    assert engine.wakeups is None  # behind RDS Proxy: no LISTEN
+    engine.register_definition(one_step("flow"))
+    poll = TimedPoll(engine, "work", wait=10)
+    time.sleep(1.5)  # the backoff has reached its 1 s cap
+    engine.start_instance(definition_name="flow")
+    committed = time.monotonic()
+    assert len(poll.result()) == 1
+    assert poll.returned_at - committed < 1.1
+    started = time.monotonic()
+    assert engine.poll("w", ["idle"], 1, wait_seconds=1) == []
+    assert 1.0 <= time.monotonic() - started < 1.2
+
+
+def test_listener_reconnects_after_its_connection_is_killed(
+    notify_engine: Engine, wakeups: JobWakeups, database_url: str
+) -> None:
+    notify_engine.register_definition(one_step("flow"))
+    assert notify_engine.poll("w", ["work"], 1, wait_seconds=0.1) == []
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND application_name = 'baton-job-listener'"
+        )
+    wait_until(lambda: not wakeups._listening, timeout=5)
+    poll = TimedPoll(notify_engine, "work", wait=10)
+    wait_until(lambda: _waiting(wakeups, "work"), timeout=5, interval=0.005)
+    time.sleep(0.05)
+    notify_engine.start_instance(definition_name="flow")
+    committed = time.monotonic()
+    assert len(poll.result()) == 1
+    assert poll.returned_at - committed < 0.05
+
+
+def test_concurrent_waiters_each_get_a_distinct_job(
+    notify_engine: Engine, wakeups: JobWakeups
+) -> None:
+    notify_engine.register_definition(one_step("flow"))
+    with ThreadPoolExecutor(6) as pool:
+        futures = [
+            pool.submit(notify_engine.poll, f"w{i}", ["work"], 1, wait_seconds=10) for i in range(6)
+        ]
+        wait_until(lambda: _waiting(wakeups, "work", 6), timeout=5)
+        for _ in range(6):
+            notify_engine.start_instance(definition_name="flow")
+        ids = [j["id"] for f in futures for j in f.result(timeout=5)]
+    assert len(ids) == len(set(ids)) == 6

@@ -1,0 +1,140 @@
+"""The runner long-polls by default against ``baton dev``: an idle runner sends about one poll per
+wait, a new job reaches its handler within milliseconds, and stopping does not wait for an
+outstanding long-poll."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from baton_worker import BatonClient, InMemoryMetrics, JobContext, Registry, Runner, RunnerOptions
+
+from tests.support.helpers import unique
+from tests.support.helpers import wait_until as wait_for
+from tests.support.servers import CheckedServer
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+
+
+class PollRecorder(httpx.HTTPTransport):
+    """The real transport, recording the waitSeconds of every poll."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/jobs/poll":
+            self.waits.append(json.loads(request.content).get("waitSeconds", 0))
+        return super().handle_request(request)
+
+
+@pytest.fixture
+def recorder() -> PollRecorder:
+    return PollRecorder()
+
+
+@pytest.fixture
+def client(baton_server: CheckedServer, recorder: PollRecorder) -> Iterator[BatonClient]:
+    with BatonClient(baton_server.base_url, api_key=baton_server.api_key, transport=recorder) as c:
+        yield c
+
+
+def test_long_poll_is_the_default() -> None:
+    assert RunnerOptions().long_poll_wait == 10.0
+    with pytest.raises(ValueError, match="long_poll_wait"):
+        RunnerOptions(long_poll_wait=21)
+
+
+def test_an_idle_runner_long_polls_and_runs_a_new_job_within_milliseconds(
+    client: BatonClient, recorder: PollRecorder
+) -> None:
+    job_type = unique("lp")
+    client.register_definition(
+        {"name": job_type, "steps": [{"id": "a", "type": "SERVICE_TASK", "jobType": job_type}]}
+    )
+    reached: list[float] = []
+    registry = Registry()
+
+    @registry.handler(job_type)
+    def handle(ctx: JobContext) -> dict[str, Any]:
+        reached.append(time.monotonic())
+        return {}
+
+    metrics = InMemoryMetrics()
+    runner = Runner(
+        registry, client=client, options=RunnerOptions(long_poll_wait=2), metrics=metrics
+    )
+    runner.start()
+    try:
+        time.sleep(3.5)  # idle: one short poll, then long-polls of 2 s
+        assert recorder.waits[0] == 0
+        assert set(recorder.waits[1:]) == {2}
+        assert 2 <= len(recorder.waits) <= 3, recorder.waits
+        assert metrics.poll_errors == 0
+        started = time.monotonic()
+        client.start_instance(definition_name=job_type)
+        created = time.monotonic()
+        wait_for(lambda: reached, timeout=5)
+        assert reached[0] - created < 0.1, (reached[0] - created, created - started)
+    finally:
+        stopping = time.monotonic()
+        assert runner.stop(timeout=5)
+        assert time.monotonic() - stopping < 0.5  # not the rest of the 2 s wait
+
+
+def test_stop_during_a_long_poll_is_prompt(client: BatonClient, recorder: PollRecorder) -> None:
+    job_type = unique("lp-stop")
+    registry = Registry()
+
+    @registry.handler(job_type)
+    def handle(ctx: JobContext) -> dict[str, Any]:
+        return {}
+
+    runner = Runner(registry, client=client, options=RunnerOptions(long_poll_wait=20))
+    runner.start()
+    wait_for(lambda: len(recorder.waits) >= 2, timeout=5, what="the long-poll")
+    time.sleep(0.2)  # the long-poll is out, waiting on the server
+    stopping = time.monotonic()
+    assert runner.stop(timeout=5)
+    assert time.monotonic() - stopping < 0.5
+    assert not any(t.name == "baton-poller" and t.is_alive() for t in threading.enumerate())
+
+
+def test_a_server_refusing_wait_seconds_gets_short_polls() -> None:
+    """A server from before long-poll answers 422 on waitSeconds: the runner polls short."""
+    waits: list[float] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        waits.append(body.get("waitSeconds", 0))
+        if "waitSeconds" in body:
+            problem = {
+                "type": "x",
+                "title": "Validation failed",
+                "status": 422,
+                "detail": "1 problem found",
+                "errors": [{"path": "waitSeconds", "message": "extra inputs are not permitted"}],
+            }
+            return httpx.Response(
+                422, json=problem, headers={"content-type": "application/problem+json"}
+            )
+        return httpx.Response(200, json={"jobs": []})
+
+    registry = Registry()
+
+    @registry.handler("t")
+    def handle_job(ctx: JobContext) -> dict[str, Any]:
+        return {}
+
+    client = BatonClient("http://old", transport=httpx.MockTransport(handle))
+    options = RunnerOptions(long_poll_wait=5, poll_interval=0.01, max_poll_interval=0.02)
+    with Runner(registry, client=client, options=options):
+        wait_for(lambda: len(waits) >= 6, timeout=5)
+    assert waits[:2] == [0, 5]
+    assert set(waits[2:]) == {0}
