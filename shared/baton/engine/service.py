@@ -4,6 +4,7 @@ the instance it touches:
 - :class:`~baton.engine.definition_ops.DefinitionOps`: workflow and task definitions;
 - :class:`~baton.engine.instance_ops.InstanceOps`: start, read, search, cancel, user tasks, signals;
 - :class:`~baton.engine.job_ops.JobOps`: the workers' poll, complete, fail and heartbeat;
+- :class:`~baton.engine.dispatch_ops.DispatchOps`: the outbox relay and the claim by id;
 - :class:`~baton.engine.duties.Duties`: the scheduled reaper and sweeper;
 - :class:`~baton.engine.delete_ops.DeleteOps`: deleting a definition version, a finished instance;
 - :class:`~baton.engine.conductor_ops.ConductorOps`: what Conductor's workers need besides.
@@ -17,12 +18,13 @@ from __future__ import annotations
 from baton.engine.conductor_ops import ConductorOps
 from baton.engine.definition_ops import DefinitionOps
 from baton.engine.delete_ops import DeleteOps
+from baton.engine.dispatch_ops import DispatchOps
 from baton.engine.duties import Duties
 from baton.engine.instance_ops import InstanceOps
 from baton.engine.job_ops import JobOps
 
 
-class Engine(DefinitionOps, InstanceOps, JobOps, Duties, DeleteOps, ConductorOps):
+class Engine(DefinitionOps, InstanceOps, DispatchOps, JobOps, Duties, DeleteOps, ConductorOps):
     """Baton's engine over one database: every public operation of the REST contract."""
 
 
