@@ -47,6 +47,7 @@ from baton_worker.errors import (
 )
 from baton_worker.metrics import MetricsHook, NoopMetrics
 from baton_worker.registry import Registry
+from baton_worker.transports import JobTransport, PollTransport
 from baton_worker.types import Job
 
 log = logging.getLogger("baton_worker.runner")
@@ -140,6 +141,7 @@ class Runner:
         auth: httpx.Auth | None = None,
         options: RunnerOptions | None = None,
         metrics: MetricsHook | None = None,
+        transport: JobTransport | None = None,
     ) -> None:
         self.options = options or RunnerOptions()
         self.registry = registry
@@ -155,6 +157,8 @@ class Runner:
                 max_connections=self.options.parallelism + 4,
             )
         self.client = client
+        # Where jobs come from: polls (the default), or e.g. an SqsTransport (event-driven mode).
+        self.transport: JobTransport = transport or PollTransport(client)
         self.metrics: MetricsHook = metrics or NoopMetrics()
         self.worker_id = self.options.worker_id or default_worker_id()
         self._log_extra = {"worker_id": self.worker_id}
@@ -327,11 +331,8 @@ class Runner:
                 break
             started = time.perf_counter()
             try:
-                jobs = self.client.poll_jobs(
-                    worker_id=self.worker_id,
-                    job_types=self._job_types,
-                    max_jobs=wanted,
-                    retry=None,  # this loop is the retry loop
+                jobs = self.transport.fetch(
+                    worker_id=self.worker_id, job_types=self._job_types, max_jobs=wanted
                 )
             except Exception as error:
                 self._slots.release(wanted)
@@ -354,6 +355,8 @@ class Runner:
                 self._slots.release(wanted - len(jobs))
             for job in jobs:
                 self._dispatch(job)
+            if self.transport.waits:
+                continue  # the transport waited for work itself (a long poll)
             if not jobs:
                 self._stopping.wait(idle.next_delay())
                 continue
