@@ -4,6 +4,7 @@ and the relay function draining the outbox to SQS (moto)."""
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 
 import pytest
@@ -109,3 +110,17 @@ def test_claim_held_back_by_a_concurrency_limit_is_429_with_retry_after(invoke: 
         "jobs", "POST", CLAIM, path_params={"id": str(row["id"])}, body={"workerId": "w"}
     )
     assert status == 429 and headers["retry-after"] == "1"
+
+
+def test_a_looping_relay_publishes_a_job_created_while_it_runs(
+    invoke: Invoke, outbox_env: str, moto_endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BATON_DUTY_LOOP_SECONDS", "1")
+    _start(invoke)  # registers the definition; its job goes out on the relay's first drain
+    relay = load_function("relay")
+    started = threading.Timer(0.3, lambda: _start(invoke))
+    started.start()
+    result = relay.handler({"source": "aws.events"}, FakeContext())
+    started.join()
+    assert result["relayed"] == 2 and result["passes"] >= 1
+    assert len(receive_all(moto_endpoint, outbox_env)) == 2
