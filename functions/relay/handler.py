@@ -27,8 +27,11 @@ def _relay(engine: Engine) -> dict[str, int]:
     looping = runtime.settings().duty_loop_seconds > 0
     until = time.monotonic() + (PASS_INTERVAL_SECONDS - DRAIN_INTERVAL_SECONDS if looping else 0)
     totals: Counter[str] = Counter()
+    first = True
     while True:
-        result = engine.relay_outbox(publisher)
+        # Pruning and the lag/depth gauges once per pass (a second), not on every drain.
+        result = engine.relay_outbox(publisher, report=first)
+        first = False
         totals.update({k: result[k] for k in COUNTS})
         if time.monotonic() + DRAIN_INTERVAL_SECONDS > until:
             return {k: totals[k] for k in COUNTS}

@@ -377,3 +377,52 @@ def test_the_local_runtime_makes_its_queue_and_republishes_rows_its_broker_forgo
     url = local_dispatch_queue(moto_endpoint, database_url)
     assert url.endswith("/" + DISPATCH_QUEUE_NAME)
     assert _outbox(database_url) == [(claimed, 1, True), (waiting, 1, False)]
+
+
+def test_relay_reports_depth_and_lag_only_when_asked(
+    db: Database, publisher: SqsPublisher, database_url: str
+) -> None:
+    from baton.metrics import CountingMetrics
+
+    metrics = CountingMetrics()
+    engine = Engine(db, OUTBOX, metrics)
+    engine.register_definition(
+        one_step("flow", retryCount=1, retryLogic="FIXED", retryDelaySeconds=600)
+    )
+    engine.start_instance(definition_name="flow")
+    quiet = engine.relay_outbox(publisher, report=False)
+    assert quiet["relayed"] == 1 and quiet["depth"] == -1
+    assert "OutboxDepth" not in metrics.totals and "RelayLag" not in metrics.totals
+    assert metrics.totals["OutboxRelayed"] == 1
+    # A retry due in 10 minutes is not depth (nothing is late), and the lag is zero.
+    (job,) = engine.poll("w", ["work"], 1)
+    engine.fail_job(job["id"], "w", "boom")
+    loud = engine.relay_outbox(publisher)
+    assert loud["relayed"] == 0 and loud["depth"] == 0
+    assert metrics.totals["OutboxDepth"] == 0 and metrics.totals["RelayLag"] == 0
+    assert len(_outbox(database_url)) == 2  # the retry's row waits, unrelayed
+
+
+class _Refusing:
+    def publish(self, dispatches: list[Dispatch]) -> set[int]:
+        return set()  # the broker accepted nothing (throttled, say)
+
+
+def test_rows_the_broker_refused_stay_pending_and_show_as_depth_and_lag(db: Database) -> None:
+    from baton.metrics import CountingMetrics
+
+    metrics = CountingMetrics()
+    engine = Engine(db, OUTBOX, metrics)
+    engine.register_definition(one_step("flow"))
+    for _ in range(3):
+        engine.start_instance(definition_name="flow")
+    result = wait_until(
+        lambda: (
+            (r := engine.relay_outbox(_Refusing()))["depth"] == 3
+            and metrics.totals["RelayLag"] > 0
+            and r
+        ),
+        timeout=5,
+        what="a measurable lag",
+    )
+    assert result["relayed"] == 0 and result["elected"] == 1
