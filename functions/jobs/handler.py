@@ -1,4 +1,4 @@
-"""Jobs API: poll, complete, fail, heartbeat. The hot path of every worker."""
+"""Jobs API: poll, complete, fail, heartbeat, claim by id. The hot path of every worker."""
 
 from __future__ import annotations
 
@@ -103,6 +103,19 @@ def fail() -> Any:
 def heartbeat() -> Any:
     req = api.body(m.HeartbeatRequest)
     return api.ok(api.engine().heartbeat(req.job_id, req.worker_id, attempt=req.attempt))
+
+
+@api.route("POST", "/v1/jobs/{id}/claim")
+def claim(id: str) -> Any:
+    """Event-driven dispatch: the lease on a job the broker delivered, if still claimable."""
+    req = api.body(m.ClaimJobRequest)
+    job_id = api.path(id)
+    api.log_keys(job_id=job_id)
+    engine = api.engine()
+    job = engine.claim_job(job_id, req.worker_id, attempt=req.attempt)
+    if engine.offload is not None:
+        (job,) = runtime.payload_store(engine).offload_jobs([job])
+    return api.ok(job)
 
 
 handler = api.handler()

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_logs as logs
 from baton.settings import (
+    DISPATCH_MODES,
     ENV_STEP_INPUT_HARD_LIMIT,
     ENV_STEP_INPUT_SOFT_LIMIT,
     ENV_STEP_OUTPUT_HARD_LIMIT,
@@ -134,7 +135,13 @@ FUNCTION_SIZING: Mapping[str, FunctionSizing] = {
     "instances": FunctionSizing(memory_mb=1024, timeout_seconds=15),
     "sweeper": SCHEDULED_LOOPING,
     "reaper": SCHEDULED_LOOPING,
+    # The outbox relay drains once a second for most of each minute, like the sweeper: a job
+    # reaches the queue within about a second of becoming due (relay lag).
+    "relay": SCHEDULED_LOOPING,
 }
+# Alarm thresholds of the event-driven dispatch mode (outbox relay).
+RELAY_LAG_ALARM_SECONDS = 60
+OUTBOX_DEPTH_ALARM_ROWS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +163,8 @@ class DeployConfig:
     task_timed_out_alarm_threshold: int
     vpc_logs_endpoint: bool
     layer_dir: Path
+    # "polling" (default) or "outbox": BATON_DISPATCH_MODE of every function (docs/dispatch.md).
+    dispatch_mode: str = "polling"
 
     @property
     def disposable(self) -> bool:
@@ -205,6 +214,11 @@ class DeployConfig:
         if log_retention_days not in _LOG_RETENTION:
             raise ConfigError(f"logRetentionDays: use one of {sorted(_LOG_RETENTION)}")
         layer_dir = get("layerDir")
+        dispatch_mode = str(get("dispatchMode") or "polling")
+        if dispatch_mode not in DISPATCH_MODES:
+            raise ConfigError(
+                f"dispatchMode {dispatch_mode!r}: expected one of {', '.join(DISPATCH_MODES)}"
+            )
         return cls(
             stage=stage,
             auth_mode=auth_mode,
@@ -224,6 +238,7 @@ class DeployConfig:
             vpc_logs_endpoint=_flag(get, "vpcLogsEndpoint"),
             # Relative to the repository, so cdk.json never holds a machine-specific path.
             layer_dir=(REPO_ROOT / str(layer_dir)) if layer_dir else DEFAULT_LAYER_DIR,
+            dispatch_mode=dispatch_mode,
         )
 
     def payload_limit_environment(self) -> dict[str, str]:

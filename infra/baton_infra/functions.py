@@ -19,6 +19,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
 from baton import settings
 from baton.engine.payloads import KEY_PREFIX as PAYLOAD_KEY_PREFIX
 from baton.routes import (
@@ -52,6 +53,8 @@ PAYLOAD_FUNCTIONS = frozenset(
 # which needs s3:ListBucket on the bucket itself); taken from the route table.
 CONDUCTOR_FUNCTION = "conductor"
 BUCKET_PROBE_FUNCTIONS = frozenset(r.function for r in ROUTES if r.path == "/v1/health")
+# The outbox relay: the one function that publishes to the dispatch queue (SendMessage only).
+RELAY_FUNCTION = "relay"
 # Functions that never touch the database (the viewer's static assets): no read of its secret.
 DATABASE_FREE_FUNCTIONS = frozenset(r.function for r in UI_ROUTES)
 # What a function folder may contain that must not reach the asset (or change its hash).
@@ -130,6 +133,7 @@ class BatonFunctions(Construct):
         network: Network,
         database: Database,
         payload_bucket: s3.IBucket,
+        dispatch_queue: sqs.IQueue,
     ) -> None:
         super().__init__(scope, construct_id)
         # First: a payload list at odds with the route table fails the synth before any resource.
@@ -138,6 +142,7 @@ class BatonFunctions(Construct):
         self._network = network
         self._database = database
         self._payload_bucket = payload_bucket
+        self._dispatch_queue = dispatch_queue
         self.layer = lambda_.LayerVersion(
             self,
             "CoreLayer",
@@ -260,6 +265,8 @@ class BatonFunctions(Construct):
             settings.ENV_DB_NAME: DB_NAME,
             settings.ENV_PAYLOAD_BUCKET: self._payload_bucket.bucket_name,
             settings.ENV_STAGE: self._config.stage,
+            # The mode new jobs are created under; a job keeps its mode (docs/dispatch.md).
+            settings.ENV_DISPATCH_MODE: self._config.dispatch_mode,
             "POWERTOOLS_SERVICE_NAME": f"baton-{spec.name}",
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
@@ -267,6 +274,8 @@ class BatonFunctions(Construct):
         environment.update(self._config.payload_limit_environment())
         if duty_loop_seconds:
             environment[settings.ENV_DUTY_LOOP_SECONDS] = str(duty_loop_seconds)
+        if spec.name == RELAY_FUNCTION:
+            environment[settings.ENV_DISPATCH_QUEUE_URL] = self._dispatch_queue.queue_url
         if spec.name == CONDUCTOR_FUNCTION and self.conductor_key is not None:
             environment[settings.ENV_CONDUCTOR_KEY_SECRET_ARN] = self.conductor_key.secret_arn
         return environment
@@ -290,6 +299,13 @@ class BatonFunctions(Construct):
             self._database.secret.grant_read(role)
         if spec.name == CONDUCTOR_FUNCTION and self.conductor_key is not None:
             self.conductor_key.grant_read(role)
+        if spec.name == RELAY_FUNCTION:
+            # SQS-managed encryption: no KMS grant needed.
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    actions=["sqs:SendMessage"], resources=[self._dispatch_queue.queue_arn]
+                )
+            )
         if spec.name in BUCKET_PROBE_FUNCTIONS:
             role.add_to_policy(
                 iam.PolicyStatement(

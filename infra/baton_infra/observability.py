@@ -30,7 +30,8 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from baton.model import TimeoutPolicy
 from constructs import Construct
 
-from baton_infra.config import DeployConfig
+from baton_infra.config import OUTBOX_DEPTH_ALARM_ROWS, RELAY_LAG_ALARM_SECONDS, DeployConfig
+from baton_infra.dispatch import DispatchQueue
 from baton_infra.functions import METRICS_NAMESPACE
 
 ONE_MINUTE = Duration.minutes(1)
@@ -44,6 +45,8 @@ POLICY_DIMENSION = "Policy"
 TASK_LIMIT_METRICS = ("ConcurrencyLimited", "RateLimited")
 # Powertools' dimension on every EMF metric (the function that emitted it).
 SERVICE_DIMENSION = "service"
+# Functions whose claims record JobDispatchLatency: polls and claims by id, Conductor's polls.
+CLAIMING_FUNCTIONS = ("jobs", "conductor")
 # Alarm thresholds that are policy rather than deployment choices.
 API_5XX_RATE_PERCENT = 1.0
 API_5XX_MIN_REQUESTS = 20  # below this per 5 minutes a single error is not a "rate"
@@ -88,6 +91,7 @@ class Observability(Construct):
         api: apigw.RestApi,
         cluster: rds.DatabaseCluster,
         proxy: rds.DatabaseProxy,
+        dispatch: DispatchQueue | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self._config = config
@@ -96,6 +100,8 @@ class Observability(Construct):
         self._api_alarms(api.deployment_stage)
         self._engine_alarms()
         self._database_alarms(cluster)
+        if dispatch is not None:
+            self._dispatch_alarms(dispatch)
         for name in scheduled:
             self._alarm(
                 f"{name}-failing",
@@ -216,6 +222,37 @@ class Observability(Construct):
             "per timeoutPolicy): see the dashboard's task timeouts by policy.",
         )
 
+    def _dispatch_alarms(self, dispatch: DispatchQueue) -> None:
+        """The event-driven mode: the relay falling behind, the outbox piling up, messages
+        parked in the DLQ. Silent in polling mode (nothing emits, the DLQ stays empty)."""
+        self._alarm(
+            "relay-lag",
+            metric=engine_metric("RelayLag", aggregate="MAX", label="RelayLag (ms, max)"),
+            threshold=RELAY_LAG_ALARM_SECONDS * 1000,
+            evaluation_periods=3,
+            description=f"The oldest due dispatch_outbox row has waited over "
+            f"{RELAY_LAG_ALARM_SECONDS} s for 3 minutes: the relay is failing, not scheduled "
+            "or cannot reach SQS (outbox dispatch mode).",
+        )
+        self._alarm(
+            "outbox-depth",
+            metric=engine_metric("OutboxDepth", aggregate="MAX", label="OutboxDepth (max)"),
+            threshold=OUTBOX_DEPTH_ALARM_ROWS,
+            evaluation_periods=3,
+            description=f"Over {OUTBOX_DEPTH_ALARM_ROWS} due dispatch_outbox rows wait for the "
+            "relay for 3 minutes.",
+        )
+        self._alarm(
+            "dispatch-dead-letters",
+            metric=dispatch.dead_letters.metric_approximate_number_of_messages_visible(
+                period=FIVE_MINUTES, statistic="Maximum"
+            ),
+            threshold=0,
+            description="Dispatch messages reached the DLQ (received 5 times, never claimed): "
+            "a job type no worker handles, or workers failing on the claim. The jobs are not "
+            "lost: polls still serve them.",
+        )
+
     def _database_alarms(self, cluster: rds.DatabaseCluster) -> None:
         self._alarm(
             "db-cpu-high",
@@ -275,6 +312,35 @@ class Observability(Construct):
                 [
                     engine_metric("JobDispatchLatency", aggregate="AVG", label="average"),
                     engine_metric("JobDispatchLatency", aggregate="MAX", label="max"),
+                ],
+            ),
+        )
+        d.add_widgets(
+            # Metrics Insights has no percentiles: p50/p99 read each claiming function's series.
+            _graph(
+                "Job dispatch latency p50 / p99 (ms, by claiming function)",
+                [
+                    cw.Metric(
+                        namespace=METRICS_NAMESPACE,
+                        metric_name="JobDispatchLatency",
+                        dimensions_map={SERVICE_DIMENSION: f"baton-{name}"},
+                        statistic=p,
+                        period=ONE_MINUTE,
+                        label=f"{name} {p}",
+                    )
+                    for name in CLAIMING_FUNCTIONS
+                    if name in functions
+                    for p in ("p50", "p99")
+                ],
+            ),
+            _graph(
+                "Outbox relay (outbox dispatch mode)",
+                [
+                    engine_metric("RelayLag", aggregate="MAX", label="RelayLag (ms, max)"),
+                ],
+                right=[
+                    engine_metric("OutboxDepth", aggregate="MAX", label="OutboxDepth (max)"),
+                    engine_metric("OutboxRelayed", label="OutboxRelayed per minute"),
                 ],
             ),
         )

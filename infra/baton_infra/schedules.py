@@ -17,8 +17,14 @@ TICK = Duration.seconds(TICK_SECONDS)
 
 class Schedules(Construct):
     def __init__(
-        self, scope: Construct, construct_id: str, *, functions: Mapping[str, lambda_.IFunction]
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        functions: Mapping[str, lambda_.IFunction],
+        paused: frozenset[str] = frozenset(),
     ) -> None:
+        """``paused``: functions whose rule exists but is disabled (the relay in polling mode)."""
         super().__init__(scope, construct_id)
         self.rules: dict[str, events.Rule] = {}
         for name, fn in functions.items():
@@ -27,6 +33,7 @@ class Schedules(Construct):
                 f"{name}-tick",
                 description=f"Invoke baton {name} every minute",
                 schedule=events.Schedule.rate(TICK),
+                enabled=name not in paused,
                 # Delivery retries are pointless: the next tick comes a minute later.
                 targets=[targets.LambdaFunction(fn, retry_attempts=0, max_event_age=TICK)],
             )

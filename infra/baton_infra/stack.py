@@ -11,6 +11,7 @@ from constructs import Construct
 from baton_infra.api import BatonApi
 from baton_infra.config import DeployConfig
 from baton_infra.database import Database
+from baton_infra.dispatch import DispatchQueue
 from baton_infra.functions import BatonFunctions
 from baton_infra.migration import SchemaMigration
 from baton_infra.network import Network
@@ -37,6 +38,7 @@ class BatonStack(Stack):
         self.network = Network(self, "Network", config=config, log_bucket=log_archive.bucket)
         self.database = Database(self, "Database", config=config, network=self.network)
         self.payloads = PayloadStore(self, "Payloads", config=config, log_bucket=log_archive.bucket)
+        self.dispatch = DispatchQueue(self, "Dispatch", config=config, network=self.network)
         self.functions = BatonFunctions(
             self,
             "Functions",
@@ -44,6 +46,7 @@ class BatonStack(Stack):
             network=self.network,
             database=self.database,
             payload_bucket=self.payloads.bucket,
+            dispatch_queue=self.dispatch.queue,
         )
         self.migration = SchemaMigration(
             self,
@@ -60,7 +63,10 @@ class BatonStack(Stack):
             fn.node.add_dependency(self.migration.resource)
         self.api = BatonApi(self, "Api", config=config, functions=self.functions.by_name)
         scheduled = self.functions.scheduled()
-        self.schedules = Schedules(self, "Schedules", functions=scheduled)
+        # The relay ticks only in outbox mode; in polling mode there is nothing to drain (a
+        # job created before switching back is still served by polls).
+        paused = frozenset() if config.dispatch_mode == "outbox" else frozenset({"relay"})
+        self.schedules = Schedules(self, "Schedules", functions=scheduled, paused=paused)
         self.observability = Observability(
             self,
             "Observability",
@@ -70,6 +76,7 @@ class BatonStack(Stack):
             api=self.api.api,
             cluster=self.database.cluster,
             proxy=self.database.proxy,
+            dispatch=self.dispatch,
         )
         self._outputs()
 

@@ -134,6 +134,27 @@ class AttemptNotCurrent(Conflict):
         )
 
 
+class JobNotClaimable(Conflict):
+    """A claim by id of a job that is no longer (or not yet) claimable: claimed, finished, on
+    another attempt, or not due. A duplicate delivery of a dispatched job ends here, harmlessly."""
+
+    def __init__(self, job_id: str, reason: str) -> None:
+        self.job_id = job_id
+        super().__init__(f"job {job_id} is not claimable: {reason}")
+
+
+class JobThrottled(BatonError):
+    """A claim by id held back by its job type's concurrency or rate limit: try again later."""
+
+    title = "Too many requests"
+
+    def __init__(self, job_id: str, job_type: str, retry_after_seconds: int = 1) -> None:
+        self.job_id = job_id
+        self.job_type = job_type
+        self.retry_after_seconds = retry_after_seconds
+        super().__init__(f"job {job_id}: job type {job_type!r} is at its concurrency or rate limit")
+
+
 class PayloadTooLarge(BatonError):
     title = "Payload too large"
 

@@ -153,6 +153,12 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route("POST", "/v1/jobs/fail", "jobs", summary="Fail a claimed job"),
     Route("POST", "/v1/jobs/heartbeat", "jobs", summary="Extend a job's lease"),
+    Route(
+        "POST",
+        "/v1/jobs/{id}/claim",
+        "jobs",
+        summary="Take the lease on one job by id if still claimable (event-driven dispatch)",
+    ),
     Route("POST", "/v1/queues/{name}/push", "queues", summary="Push a task onto a queue"),
     Route("GET", "/v1/queues/{name}/stats", "queues", summary="Task counts by state"),
     Route("GET", "/v1/queues/{name}/peek", "queues", summary="Pending tasks, not claimed"),
@@ -241,7 +247,7 @@ SERVED_ROUTES: tuple[Route, ...] = ROUTES + CONDUCTOR_ROUTES + UI_ROUTES
 Conductor-compatible ``/api`` and the viewer at ``/ui``."""
 
 # Functions invoked on a schedule (EventBridge in AWS, a timer locally), not through the API.
-SCHEDULED_FUNCTIONS: tuple[str, ...] = ("reaper", "sweeper", "queue_dispatcher")
+SCHEDULED_FUNCTIONS: tuple[str, ...] = ("reaper", "sweeper", "queue_dispatcher", "relay")
 
 # Invoked once per deploy as a CloudFormation custom resource (and at start by the local runtime).
 MIGRATION_FUNCTION = "migrate"

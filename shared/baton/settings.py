@@ -45,6 +45,11 @@ ENV_STEP_INPUT_SOFT_LIMIT = "BATON_STEP_INPUT_SOFT_LIMIT_BYTES"
 ENV_STEP_INPUT_HARD_LIMIT = "BATON_STEP_INPUT_HARD_LIMIT_BYTES"
 ENV_STEP_OUTPUT_SOFT_LIMIT = "BATON_STEP_OUTPUT_SOFT_LIMIT_BYTES"
 ENV_STEP_OUTPUT_HARD_LIMIT = "BATON_STEP_OUTPUT_HARD_LIMIT_BYTES"
+# Dispatch (docs/dispatch.md): "polling" (the default) or "outbox" (jobs reach workers through the
+# outbox relay and an SQS FIFO queue). Switching is this variable and a restart, no SQL.
+ENV_DISPATCH_MODE = "BATON_DISPATCH_MODE"
+ENV_DISPATCH_QUEUE_URL = "BATON_DISPATCH_QUEUE_URL"  # the SQS FIFO queue the relay publishes to
+ENV_SQS_ENDPOINT = "BATON_SQS_ENDPOINT"  # locally: the moto server
 
 ALL_ENV_VARS = (
     ENV_DATABASE_URL,
@@ -70,7 +75,12 @@ ALL_ENV_VARS = (
     ENV_STEP_INPUT_HARD_LIMIT,
     ENV_STEP_OUTPUT_SOFT_LIMIT,
     ENV_STEP_OUTPUT_HARD_LIMIT,
+    ENV_DISPATCH_MODE,
+    ENV_DISPATCH_QUEUE_URL,
+    ENV_SQS_ENDPOINT,
 )
+
+DISPATCH_MODES = ("polling", "outbox")
 
 # Defaults that fit Lambda: 256 KB keeps polls and decisions small; 50 MB is what a worker or a
 # decision may still hold in memory.
@@ -151,6 +161,20 @@ class EngineSettings:
     max_step_executions: int = 100_000
     # Soft and hard limits of external payloads (S3), per kind.
     payload_limits: PayloadLimits = field(default_factory=PayloadLimits)
+    # "polling" or "outbox": the mode new jobs are created under (a job keeps its mode).
+    dispatch_mode: str = "polling"
+
+    def __post_init__(self) -> None:
+        if self.dispatch_mode not in DISPATCH_MODES:
+            raise SettingsError(
+                f"{ENV_DISPATCH_MODE}: use one of {', '.join(DISPATCH_MODES)},"
+                f" not {self.dispatch_mode!r}"
+            )
+
+    @property
+    def outbox(self) -> bool:
+        """Are new jobs dispatched through the outbox (and not only by polls)?"""
+        return self.dispatch_mode == "outbox"
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +192,8 @@ class Settings:
     duty_loop_seconds: float = 0.0
     # None: notify when stage is local, reclaim otherwise (see ENV_LONG_POLL)
     long_poll: str | None = None
+    dispatch_queue_url: str | None = None
+    sqs_endpoint: str | None = None
     engine: EngineSettings = field(default_factory=EngineSettings)
 
     @classmethod
@@ -177,7 +203,11 @@ class Settings:
         engine = EngineSettings()
         if lease := e.get(ENV_DEFAULT_LEASE_SECONDS):
             engine = replace(engine, default_lease_seconds=int(lease))
-        engine = replace(engine, payload_limits=PayloadLimits.from_env(e))
+        engine = replace(
+            engine,
+            payload_limits=PayloadLimits.from_env(e),
+            dispatch_mode=(e.get(ENV_DISPATCH_MODE) or "polling").strip().lower(),
+        )
         base = cls(
             database_url=e.get(ENV_DATABASE_URL) or None,
             db_secret_arn=e.get(ENV_DB_SECRET_ARN) or None,
@@ -190,6 +220,8 @@ class Settings:
             stage=e.get(ENV_STAGE) or "local",
             duty_loop_seconds=float(e.get(ENV_DUTY_LOOP_SECONDS) or 0),
             long_poll=e.get(ENV_LONG_POLL) or None,
+            dispatch_queue_url=e.get(ENV_DISPATCH_QUEUE_URL) or None,
+            sqs_endpoint=e.get(ENV_SQS_ENDPOINT) or None,
             engine=engine,
         )
         built = replace(base, **overrides)  # type: ignore[arg-type]

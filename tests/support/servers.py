@@ -53,6 +53,8 @@ class LocalServer:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     client: httpx.Client | None = None
+    # More environment for the server (e.g. BATON_DISPATCH_MODE), applied last.
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def base_url(self) -> str:
@@ -66,6 +68,7 @@ class LocalServer:
             env[env_names.ENV_API_KEY] = self.api_key
         if self.database_url:
             env[env_names.ENV_DATABASE_URL] = self.database_url
+        env.update(self.extra_env)
         cmd = [sys.executable, "-m", "baton.cli", "dev", "--port", str(self.port)]
         cmd += ["--data-dir", str(self.data_dir)]
         if self.functions_dir is not None:

@@ -36,6 +36,7 @@ PAIRS: list[Any] = [
     (m.CompleteJobRequest, "CompleteJobRequest"),
     (m.FailJobRequest, "FailJobRequest"),
     (m.HeartbeatRequest, "HeartbeatRequest"),
+    (m.ClaimJobRequest, "ClaimJobRequest", {"id"}),
     (m.StartInstanceRequest, "StartInstanceRequest"),
     (m.PushResponse, "PushResponse"),
     (m.QueueStats, "QueueStats"),

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from baton.engine.payloads import PayloadStore
     from baton.engine.queue_ops import Queues
     from baton.engine.queue_triggers import QueueTriggers
+    from baton.engine.sqs import SqsPublisher
 from baton.metrics import MetricsSink
 from baton.settings import Settings
 from baton.store.db import Database
@@ -31,6 +32,7 @@ _databases: dict[str, Database] = {}
 _engines: dict[int, Engine] = {}
 _readers: dict[str, Callable[[Any], Any]] = {}
 _wakeups: dict[str, JobWakeups] = {}
+_publishers: dict[str, SqsPublisher] = {}
 
 
 @cache
@@ -171,6 +173,21 @@ def payload_store(engine: Engine) -> PayloadStore:
     )
 
 
+def dispatch_publisher() -> SqsPublisher | None:
+    """The outbox relay's SQS FIFO publisher (None without BATON_DISPATCH_QUEUE_URL)."""
+    s = settings()
+    if not s.dispatch_queue_url:
+        return None
+    with _lock:
+        publisher = _publishers.get(s.dispatch_queue_url)
+        if publisher is None:
+            from baton.engine.sqs import SqsPublisher
+
+            publisher = SqsPublisher(s.dispatch_queue_url, endpoint=s.sqs_endpoint)
+            _publishers[s.dispatch_queue_url] = publisher
+        return publisher
+
+
 def queues(engine: Engine) -> Queues:
     """The queue operations over the container's engine."""
     from baton.engine.queue_ops import Queues
@@ -196,4 +213,5 @@ def reset() -> None:
         _databases.clear()
         _engines.clear()
         _readers.clear()
+        _publishers.clear()
     settings.cache_clear()

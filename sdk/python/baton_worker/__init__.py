@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from baton_worker.metrics import InMemoryMetrics, MetricsHook, NoopMetrics
     from baton_worker.registry import Registry
     from baton_worker.runner import Runner, RunnerOptions
+    from baton_worker.transports import JobTransport, PollTransport, SqsTransport
 
 _EXPORTS = {
     "baton_worker.auth": ("ApiKeyAuth", "AwsSigV4Auth"),
@@ -76,6 +77,7 @@ _EXPORTS = {
     "baton_worker.metrics": ("InMemoryMetrics", "MetricsHook", "NoopMetrics"),
     "baton_worker.registry": ("Registry",),
     "baton_worker.runner": ("Runner", "RunnerOptions"),
+    "baton_worker.transports": ("JobTransport", "PollTransport", "SqsTransport"),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -106,12 +108,14 @@ __all__ = [
     "InMemoryMetrics",
     "JobContext",
     "JobError",
+    "JobTransport",
     "MetricsHook",
     "NonRetryableError",
     "NoopMetrics",
     "NotFoundError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
+    "PollTransport",
     "ProblemItem",
     "RateLimitedError",
     "Registry",
@@ -119,6 +123,7 @@ __all__ = [
     "Runner",
     "RunnerOptions",
     "ServerError",
+    "SqsTransport",
     "TransportError",
     "UnavailableError",
     "ValidationError",

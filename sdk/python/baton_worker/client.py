@@ -473,6 +473,23 @@ class BatonClient:
         result = self._call("POST", "/v1/jobs/poll", json=body, retry=retry, timeout=timeout)
         return cast(list[Job], result["jobs"])
 
+    def claim_job(
+        self,
+        job_id: str,
+        *,
+        worker_id: str,
+        attempt: int | None = None,
+        retry: RetryArg = CLIENT_POLICY,
+    ) -> Job:
+        """Take the lease on one job by id (event-driven dispatch: the id came from the broker).
+
+        Raises :class:`~baton_worker.errors.ConflictError` when the job is no longer claimable (a
+        duplicate or stale delivery), :class:`~baton_worker.errors.RateLimitedError` when its job
+        type is at its concurrency or rate limit."""
+        body = _params(workerId=worker_id, attempt=attempt)
+        path = f"/v1/jobs/{_segment(job_id)}/claim"
+        return cast(Job, self._call("POST", path, json=body, retry=retry))
+
     def complete_job(
         self,
         job_id: str,

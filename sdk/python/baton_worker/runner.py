@@ -56,6 +56,7 @@ from baton_worker.errors import (
 )
 from baton_worker.metrics import MetricsHook, NoopMetrics
 from baton_worker.registry import Registry
+from baton_worker.transports import JobTransport, PollTransport
 from baton_worker.types import Job
 
 log = logging.getLogger("baton_worker.runner")
@@ -184,6 +185,7 @@ class Runner:
         auth: httpx.Auth | None = None,
         options: RunnerOptions | None = None,
         metrics: MetricsHook | None = None,
+        transport: JobTransport | None = None,
     ) -> None:
         self.options = options or RunnerOptions()
         self.registry = registry
@@ -199,6 +201,10 @@ class Runner:
                 max_connections=self.options.parallelism + 4,
             )
         self.client = client
+        # Where jobs come from: polls (the default), or e.g. an SqsTransport (event-driven mode).
+        self.transport: JobTransport = transport or PollTransport(client)
+        # The default transport is Baton's own poll, which the runner long-polls itself.
+        self._polls = isinstance(self.transport, PollTransport)
         self.metrics: MetricsHook = metrics or NoopMetrics()
         self.worker_id = self.options.worker_id or default_worker_id()
         self._log_extra = {"worker_id": self.worker_id}
@@ -389,7 +395,12 @@ class Runner:
                 break
             started = time.perf_counter()
             try:
-                polled = self._poll(wanted, wait)
+                if self._polls:  # Baton's poll, long or short
+                    polled = self._poll(wanted, wait)
+                else:  # another transport (SQS): it waits for work itself, if at all
+                    polled = self.transport.fetch(
+                        worker_id=self.worker_id, job_types=self._job_types, max_jobs=wanted
+                    )
             except Exception as error:
                 self._slots.release(wanted)
                 if wait > 0 and _refuses_wait(error):
@@ -422,9 +433,11 @@ class Runner:
                 self._slots.release(wanted - len(jobs))
             for job in jobs:
                 self._dispatch(job)
-            if self._long_poll:
+            if self._polls and self._long_poll:
                 wait = self._next_wait(jobs, wanted, wait, time.perf_counter() - started, idle)
                 continue
+            if not self._polls and self.transport.waits:
+                continue  # the transport waited for work itself (a long poll)
             if not jobs:
                 self._stopping.wait(idle.next_delay())
                 continue

@@ -156,6 +156,13 @@ class HeartbeatRequest(ApiModel):
     attempt: Attempt = None
 
 
+class ClaimJobRequest(ApiModel):
+    """The claim by id (event-driven dispatch): the job id is in the path."""
+
+    worker_id: WorkerId
+    attempt: Attempt = None
+
+
 class PushRequest(ApiModel):
     title: Annotated[str, Field(min_length=1, max_length=1000)]
     body: Annotated[str, Field(max_length=1_000_000)] = ""

@@ -11,6 +11,7 @@ from baton.errors import (
     BatonError,
     Conflict,
     InvalidValue,
+    JobThrottled,
     MalformedRequest,
     NotFound,
     PayloadTooLarge,
@@ -29,6 +30,7 @@ _STATUS: tuple[tuple[type[BatonError], int, str], ...] = (
     (NotFound, 404, "not-found"),
     (Conflict, 409, "conflict"),
     (PayloadTooLarge, 413, "payload-too-large"),
+    (JobThrottled, 429, "throttled"),
     (Unavailable, 503, "unavailable"),
 )
 
@@ -62,7 +64,7 @@ def from_error(
         if isinstance(err, cls):
             errors = list(err.problems) if isinstance(err, ValidationFailed) else None
             headers = {"Content-Type": PROBLEM_JSON}
-            if isinstance(err, Unavailable):
+            if isinstance(err, Unavailable | JobThrottled):
                 headers["Retry-After"] = str(err.retry_after_seconds)
             return (
                 status,

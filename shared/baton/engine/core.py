@@ -76,9 +76,9 @@ class EngineCore:
         decider = self.decider(conn, plan, state, row["now"])
         result = event(decider)
         if optimistic:
-            writer.write_optimistic(conn, state, decider.changes)
+            writer.write_optimistic(conn, state, decider.changes, outbox=self.settings.outbox)
         else:
-            writer.write_locked(conn, state, decider.changes)
+            writer.write_locked(conn, state, decider.changes, outbox=self.settings.outbox)
         self._report(decider)
         self._note_deliveries(state.id, decider.changes)
         return result

@@ -181,7 +181,14 @@ class InstanceOps(EngineCore):
         )
         decider = self.decider(conn, plan, state, datetime.now(UTC))
         decider.start()
-        writer.write_start(conn, state, decider.changes, insert=insert_with_writes, commit=commit)
+        writer.write_start(
+            conn,
+            state,
+            decider.changes,
+            insert=insert_with_writes,
+            commit=commit,
+            outbox=self.settings.outbox,
+        )
         self._report(decider)
         self._note_deliveries(iid, decider.changes)
         return iid, True
@@ -491,7 +498,9 @@ class InstanceOps(EngineCore):
                 AuditEvent("INSTANCE_RESTARTED", None, {"run": row["run"] + 1})
             )
             decider.start()
-            writer.write_start(conn, state, decider.changes, insert=None, commit=True)
+            writer.write_start(
+                conn, state, decider.changes, insert=None, commit=True, outbox=self.settings.outbox
+            )
             self._report(decider)
             self._note_deliveries(iid, decider.changes)
 

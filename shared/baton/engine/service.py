@@ -5,6 +5,7 @@ the instance it touches:
 - :class:`~baton.engine.instance_ops.InstanceOps`: start, read, search, cancel, user tasks, signals;
 - :class:`~baton.engine.job_ops.JobOps`: the workers' poll, complete, fail and heartbeat;
 - :class:`~baton.engine.batch_ops.BatchOps`: many workers' results in one transaction;
+- :class:`~baton.engine.dispatch_ops.DispatchOps`: the outbox relay and the claim by id;
 - :class:`~baton.engine.duties.Duties`: the scheduled reaper and sweeper;
 - :class:`~baton.engine.delete_ops.DeleteOps`: deleting a definition version, a finished instance;
 - :class:`~baton.engine.conductor_ops.ConductorOps`: what Conductor's workers need besides.
@@ -19,11 +20,12 @@ from baton.engine.batch_ops import BatchOps
 from baton.engine.conductor_ops import ConductorOps
 from baton.engine.definition_ops import DefinitionOps
 from baton.engine.delete_ops import DeleteOps
+from baton.engine.dispatch_ops import DispatchOps
 from baton.engine.duties import Duties
 from baton.engine.instance_ops import InstanceOps
 
 
-class Engine(DefinitionOps, InstanceOps, BatchOps, Duties, DeleteOps, ConductorOps):
+class Engine(DefinitionOps, InstanceOps, DispatchOps, BatchOps, Duties, DeleteOps, ConductorOps):
     """Baton's engine over one database: every public operation of the REST contract."""
 
 

@@ -90,6 +90,7 @@ def write_start(
     *,
     insert: dict[str, Any] | None,
     commit: bool,
+    outbox: bool = False,
 ) -> None:
     """Write a new instance's first decision in the caller's open transaction.
 
@@ -97,18 +98,26 @@ def write_start(
     caller inserted it already, to learn whether an idempotency key was new). ``commit`` False
     leaves the transaction open.
     """
-    _send(conn, pieces_of(inst, changes, new_instance=True, insert=insert), commit=commit)
+    pieces = pieces_of(inst, changes, new_instance=True, insert=insert, outbox=outbox)
+    _send(conn, pieces, commit=commit)
 
 
-def write_locked(conn: Conn, inst: InstanceState, changes: Changes) -> None:
-    """Write a decision and commit, in the caller's transaction (which locked the instance)."""
-    _send(conn, pieces_of(inst, changes, new_instance=False, insert=None), commit=True)
+def write_locked(
+    conn: Conn, inst: InstanceState, changes: Changes, *, outbox: bool = False
+) -> None:
+    """Write a decision and commit, in the caller's transaction (which locked the instance).
+    ``outbox``: new jobs are outbox-mode jobs (BATON_DISPATCH_MODE=outbox)."""
+    pieces = pieces_of(inst, changes, new_instance=False, insert=None, outbox=outbox)
+    _send(conn, pieces, commit=True)
 
 
-def write_optimistic(conn: Conn, inst: InstanceState, changes: Changes) -> None:
+def write_optimistic(
+    conn: Conn, inst: InstanceState, changes: Changes, *, outbox: bool = False
+) -> None:
     """Write a decision made on an unlocked read, on an autocommit connection: one statement,
     atomic on its own, refused whole if the instance or the reported job moved since the read."""
-    _send(conn, pieces_of(inst, changes, new_instance=False, insert=None), commit=False)
+    pieces = pieces_of(inst, changes, new_instance=False, insert=None, outbox=outbox)
+    _send(conn, pieces, commit=False)
 
 
 def write_many(conn: Conn, decisions: list[tuple[InstanceState, Changes]]) -> None:
@@ -204,7 +213,12 @@ def _rows(values: list[dict[str, Any]]) -> str:
 
 
 def pieces_of(
-    inst: InstanceState, changes: Changes, *, new_instance: bool, insert: dict[str, Any] | None
+    inst: InstanceState,
+    changes: Changes,
+    *,
+    new_instance: bool,
+    insert: dict[str, Any] | None,
+    outbox: bool = False,
 ) -> list[Piece]:
     """Every write of a decision, in lock order: instance, jobs, steps, then the rest."""
     iid = inst.id
@@ -256,7 +270,7 @@ def pieces_of(
         out.append(Piece(instance_sql.INSERT_STEP, {**_jsonb(steps[0]), "instance_id": iid}))
     elif steps:
         out.append(Piece(instance_sql.INSERT_STEPS, {"instance_id": iid, "rows": _rows(steps)}))
-    jobs = [_job_row(j) for j in changes.new_jobs]
+    jobs = [_job_row(j, outbox) for j in changes.new_jobs]
     if len(jobs) == 1:
         row = jobs[0]
         out.append(
@@ -268,7 +282,11 @@ def pieces_of(
     elif jobs:
         out.append(Piece(job_sql.INSERT_MANY, {"instance_id": iid, "rows": _rows(jobs)}))
     for child in changes.children:
-        out.extend(pieces_of(child.state, child.changes, new_instance=True, insert=child.insert))
+        out.extend(
+            pieces_of(
+                child.state, child.changes, new_instance=True, insert=child.insert, outbox=outbox
+            )
+        )
     # Jobs before steps, the guarded jobs first.
     out.extend(Piece(job_sql.MARK_COMPLETED, _guard(j), 1) for j in changes.completed_jobs)
     out.extend(Piece(job_sql.MARK_FAILED, _guard(j), 1) for j in changes.failed_jobs)
@@ -393,8 +411,9 @@ def _jsonb(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _job_row(j: NewJob) -> dict[str, Any]:
+def _job_row(j: NewJob, outbox: bool) -> dict[str, Any]:
     return {
+        "dispatch_outbox": outbox,
         "id": j.id,
         "step_execution_id": j.step_execution_id,
         "job_type": j.job_type,

@@ -349,6 +349,15 @@ def _export_environment(
 
         os.environ.setdefault(env_names.ENV_AWS_ACCESS_KEY_ID, LOCAL_ACCESS_KEY)
         os.environ.setdefault(env_names.ENV_AWS_SECRET_ACCESS_KEY, LOCAL_SECRET_KEY)
+    if not os.environ.get(env_names.ENV_DISPATCH_QUEUE_URL) and not options.s3_endpoint:
+        # The event-driven mode's FIFO queue, on the same moto server (made in either mode, so
+        # the relay can drain rows left from before a switch back to polling).
+        from baton.local.s3 import local_dispatch_queue
+
+        os.environ[env_names.ENV_SQS_ENDPOINT] = s3_endpoint
+        os.environ[env_names.ENV_DISPATCH_QUEUE_URL] = local_dispatch_queue(
+            s3_endpoint, database_url
+        )
 
 
 def _describe_url(url: str) -> str:

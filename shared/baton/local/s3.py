@@ -107,3 +107,33 @@ class LocalS3:
 def _file_name(key: str) -> str:
     # Percent-encoded, dots included, so no key can name a directory or ".."; unquote reverses it.
     return quote(key, safe="").replace(".", "%2E")
+
+
+# The event-driven dispatch mode's queue on the same moto server (docs/dispatch.md).
+DISPATCH_QUEUE_NAME = "baton-dispatch.fifo"
+
+
+def local_dispatch_queue(endpoint: str, database_url: str) -> str:
+    """Create the local SQS FIFO queue and return its URL. moto's queue starts empty at every
+    start, so outbox rows relayed before a restart whose job still waits for that attempt are
+    made pending again: the relay publishes them anew (a claim by id makes any repeat harmless)."""
+    import boto3
+
+    from baton.store.db import connect
+    from baton.store.outbox_sql import REPUBLISH_WAITING
+
+    client = boto3.client(
+        "sqs",
+        endpoint_url=endpoint,
+        region_name=REGION,
+        aws_access_key_id=LOCAL_ACCESS_KEY,
+        aws_secret_access_key=LOCAL_SECRET_KEY,
+    )
+    url = client.create_queue(
+        QueueName=DISPATCH_QUEUE_NAME,
+        Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "false"},
+    )["QueueUrl"]
+    with connect(database_url, autocommit=True) as conn:
+        again = conn.execute(REPUBLISH_WAITING).rowcount
+    log.info("local dispatch queue ready", extra={"queueUrl": url, "republishing": again})
+    return str(url)

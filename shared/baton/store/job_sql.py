@@ -13,7 +13,7 @@ from typing import Any
 
 from baton.store.db import Conn
 
-CLAIM = """
+_CLAIM_FIND = """
 WITH types AS (
     -- Types with a concurrency or rate limit are claimed by CLAIM_LIMITED instead (one probe of
     -- a tiny table per type: an unlimited type pays nothing else).
@@ -61,7 +61,10 @@ WITH types AS (
     SELECT id, branch = 0 AS reclaimed
       FROM ranked
      WHERE n <= %(max_jobs)s AND (n = 1 OR running_bytes <= %(max_bytes)s)
-), claimed AS (
+"""
+
+# Taking the lease on what the find picked: shared by the poll's claim and the claim by id.
+_CLAIM_TAKE = """), claimed AS (
     UPDATE job
        SET status = 'LOCKED',
            worker_id = %(worker_id)s,
@@ -101,6 +104,8 @@ SELECT c.*, s.step_id
   FROM claimed c JOIN steps_started s ON s.id = c.step_execution_id
  ORDER BY c.created_at
 """
+
+CLAIM = _CLAIM_FIND + _CLAIM_TAKE
 
 _JOB_WITH_INSTANCE = """
 SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.attempt, j.retries_remaining,
@@ -229,28 +234,28 @@ UPDATE job
 INSERT = """
 INSERT INTO job (id, instance_id, step_execution_id, job_type, status, lease_seconds,
                  retries_remaining, payload, payload_bytes, timeout_seconds,
-                 poll_timeout_seconds, deadline_at, run_at, created_at)
+                 poll_timeout_seconds, deadline_at, run_at, created_at, dispatch_outbox)
 VALUES (%(id)s, %(instance_id)s, %(step_execution_id)s, %(job_type)s, %(status)s,
         %(lease_seconds)s, %(retries_remaining)s, %(payload)s::jsonb, %(payload_bytes)s,
         %(timeout)s, %(poll_timeout)s,
         CASE WHEN %(poll_timeout)s::int > 0
              THEN now() + make_interval(secs => %(poll_timeout)s::int) END,
-        now(), now())
+        now(), now(), %(dispatch_outbox)s)
 """
 
 # Many new jobs at once (a fan-out): one insert from one JSON parameter (see INSERT_STEPS).
 INSERT_MANY = """
 INSERT INTO job (id, instance_id, step_execution_id, job_type, status, lease_seconds,
                  retries_remaining, payload, payload_bytes, timeout_seconds,
-                 poll_timeout_seconds, deadline_at, run_at, created_at)
+                 poll_timeout_seconds, deadline_at, run_at, created_at, dispatch_outbox)
 SELECT t.id, %(instance_id)s, t.step_execution_id, t.job_type, t.status, t.lease_seconds,
        t.retries_remaining, t.payload, t.payload_bytes, t.timeout, t.poll_timeout,
        CASE WHEN t.poll_timeout > 0 THEN now() + make_interval(secs => t.poll_timeout) END,
-       now(), now()
+       now(), now(), t.dispatch_outbox
   FROM jsonb_to_recordset(%(rows)s::jsonb)
        AS t(id uuid, step_execution_id uuid, job_type text, status text, lease_seconds int,
             retries_remaining int, payload jsonb, payload_bytes int, timeout int,
-            poll_timeout int)
+            poll_timeout int, dispatch_outbox boolean)
 """
 
 # The open jobs of an instance that ended (``prefix`` ''), or of the steps inside one operator's
@@ -403,7 +408,7 @@ RETURNING l.job_type, l.grant_now,
           coalesce(f.rate_left < %(max_jobs)s, false) AS by_rate
 """
 
-CLAIM_LIMITED = """
+_CLAIM_LIMITED_FIND = """
 WITH ready AS (
     SELECT r.id, r.job_type, r.payload_bytes, r.run_at AS due
       FROM unnest(%(job_types)s::text[]) AS t(job_type)
@@ -425,7 +430,9 @@ WITH ready AS (
 ), picked AS (
     SELECT id FROM ranked
      WHERE n <= %(max_jobs)s AND (n = 1 OR running_bytes <= %(max_bytes)s)
-), claimed AS (
+"""
+
+_CLAIM_LIMITED_TAKE = """), claimed AS (
     UPDATE job
        SET status = 'LOCKED',
            worker_id = %(worker_id)s,
@@ -463,3 +470,77 @@ SELECT c.*, s.step_id
   FROM claimed c JOIN steps_started s ON s.id = c.step_execution_id
  ORDER BY c.created_at
 """
+
+CLAIM_LIMITED = _CLAIM_LIMITED_FIND + _CLAIM_LIMITED_TAKE
+
+
+# --- the claim by id (event-driven dispatch: a worker got the job's id from the broker) -------
+# The same lease-taking as the poll's claim, on one row found by id: it must still be UNLOCKED,
+# due and (when the delivery names one) at the delivered attempt, so a duplicate or late delivery
+# takes nothing. FOR UPDATE waits (briefly) on a transaction holding the row and re-checks it,
+# so a concurrent claim or cancel is seen, never skipped over. A limited type goes through
+# CLAIM_LIMITED_BY_ID, in the limited claim's transaction (LOCK_LIMITS, GRANT).
+_BY_ID_FIND = """
+WITH expired AS (
+    SELECT NULL::uuid AS id WHERE false
+), picked AS (
+    SELECT job.id, false AS reclaimed
+      FROM job
+     WHERE job.id = %(job_id)s AND job.status = 'UNLOCKED' AND job.run_at <= now()
+       AND (%(attempt)s::int IS NULL OR job.attempt = %(attempt)s::int)
+       AND NOT EXISTS (SELECT 1 FROM job_type_limit l WHERE l.job_type = job.job_type)
+       FOR UPDATE
+"""
+
+CLAIM_BY_ID = _BY_ID_FIND + _CLAIM_TAKE
+
+_LIMITED_BY_ID_FIND = """
+WITH picked AS (
+    SELECT job.id
+      FROM job JOIN job_type_limit l ON l.job_type = job.job_type
+     WHERE job.id = %(job_id)s AND job.status = 'UNLOCKED' AND job.run_at <= now()
+       AND (%(attempt)s::int IS NULL OR job.attempt = %(attempt)s::int)
+       AND l.grant_now > 0
+       FOR UPDATE OF job
+"""
+
+CLAIM_LIMITED_BY_ID = _LIMITED_BY_ID_FIND + _CLAIM_LIMITED_TAKE
+
+# Why a claim by id took nothing: the job's state (and its type's limit, if any).
+CLAIM_REFUSAL = """
+SELECT j.status, j.attempt, j.run_at > now() AS not_due, j.job_type,
+       EXISTS (SELECT 1 FROM job_type_limit l WHERE l.job_type = j.job_type) AS limited
+  FROM job j WHERE j.id = %(job_id)s
+"""
+
+
+def claim_by_id(
+    conn: Conn, *, job_id: Any, worker_id: str, attempt: int | None
+) -> list[dict[str, Any]]:
+    """Claim one job of a type without limits by id (one statement, committed on its own)."""
+    params = {"job_id": job_id, "worker_id": worker_id, "attempt": attempt}
+    return conn.execute(CLAIM_BY_ID, params).fetchall()
+
+
+def claim_limited_by_id(
+    conn: Conn, *, job_id: Any, job_type: str, worker_id: str, attempt: int | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Claim one job of a limited type by id, counted against its limits like a poll's claim
+    (one transaction in one round trip, on an autocommit connection)."""
+    params = {
+        "job_id": job_id,
+        "job_types": [job_type],
+        "worker_id": worker_id,
+        "attempt": attempt,
+        "max_jobs": 1,
+    }
+    with conn.pipeline():
+        cur = conn.cursor()
+        cur.execute(b"BEGIN", prepare=False)
+        cur.execute(LOCK_LIMITS, params)
+        grants = conn.cursor()
+        grants.execute(GRANT, params)
+        claimed = conn.cursor()
+        claimed.execute(CLAIM_LIMITED_BY_ID, params)
+        cur.execute(b"COMMIT", prepare=False)
+    return claimed.fetchall(), grants.fetchall()

@@ -173,7 +173,10 @@ CREATE TABLE job (
     created_at           timestamptz NOT NULL DEFAULT now(),
     completed_at         timestamptz,
     timeout_seconds      integer     NOT NULL DEFAULT 0,
-    poll_timeout_seconds integer     NOT NULL DEFAULT 0
+    poll_timeout_seconds integer     NOT NULL DEFAULT 0,
+    -- Created under BATON_DISPATCH_MODE=outbox: each time it becomes claimable, a trigger writes
+    -- a dispatch_outbox row (see below); polling-mode jobs never do.
+    dispatch_outbox      boolean     NOT NULL DEFAULT false
 ) WITH (fillfactor = 85);
 -- The claim seeks ready jobs and expired leases per job type in these partial indexes, so poll
 -- latency stays flat however many terminal rows (or other types' rows) pile up; the reaper skips
@@ -254,16 +257,40 @@ CREATE TABLE audit_log (
 );
 CREATE INDEX audit_log_by_instance ON audit_log (instance_id, id);
 
--- Reserved for the opt-in event-driven dispatch mode; stays empty while polling.
+-- The opt-in event-driven dispatch mode (docs/dispatch.md): a row each time an outbox-mode job
+-- becomes claimable, written by a trigger in the same transaction, drained in id order by the one
+-- elected relay once due (SQS FIFO has no per-message delay), pruned after the dedup window.
 CREATE TABLE dispatch_outbox (
     id            bigserial   PRIMARY KEY,
     job_id        uuid        NOT NULL,
     instance_id   uuid        NOT NULL,
     job_type      text        NOT NULL,
     created_at    timestamptz NOT NULL DEFAULT now(),
-    relayed_at    timestamptz
+    relayed_at    timestamptz,
+    attempt       integer     NOT NULL DEFAULT 1,
+    due_at        timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX dispatch_outbox_pending ON dispatch_outbox (id) WHERE relayed_at IS NULL;
+CREATE INDEX dispatch_outbox_relayed ON dispatch_outbox (relayed_at) WHERE relayed_at IS NOT NULL;
+
+CREATE FUNCTION baton_job_to_outbox() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO dispatch_outbox (job_id, instance_id, job_type, attempt, due_at)
+    VALUES (NEW.id, NEW.instance_id, NEW.job_type, NEW.attempt, NEW.run_at);
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER job_outbox_on_insert AFTER INSERT ON job
+    FOR EACH ROW WHEN (NEW.dispatch_outbox AND NEW.status = 'UNLOCKED')
+    EXECUTE FUNCTION baton_job_to_outbox();
+
+CREATE TRIGGER job_outbox_on_requeue AFTER UPDATE OF status, run_at, attempt ON job
+    FOR EACH ROW WHEN (NEW.dispatch_outbox AND NEW.status = 'UNLOCKED'
+                       AND (OLD.status <> 'UNLOCKED' OR OLD.run_at <> NEW.run_at
+                            OR OLD.attempt <> NEW.attempt))
+    EXECUTE FUNCTION baton_job_to_outbox();
 
 -- Named priority queues with visibility timeout, retries and dead letter.
 CREATE TABLE queue_task (

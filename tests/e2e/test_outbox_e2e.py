@@ -1,0 +1,105 @@
+"""The event-driven dispatch mode end to end: ``baton dev`` with BATON_DISPATCH_MODE=outbox
+relaying to an SQS FIFO queue on a moto server, SDK workers on the ``sqs`` transport claiming each
+job by id and completing it over the same REST API; a duplicate delivery is harmless."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from baton_worker import BatonClient, Registry, Runner, RunnerOptions, SqsTransport
+
+from tests.support.helpers import unique, wait_until
+from tests.support.servers import LocalServer
+from tests.support.sqs import REGION, fifo_queue, moto_endpoint, sqs_client
+
+__all__ = ["moto_endpoint"]  # the fixture, used by name
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def outbox_server(
+    tmp_path: Path, moto_endpoint: str, e2e_database_url: str | None
+) -> Iterator[tuple[LocalServer, str]]:
+    queue = fifo_queue(moto_endpoint)
+    server = LocalServer(
+        data_dir=tmp_path / "data",
+        functions_dir=None,
+        log_path=tmp_path / "server.log",
+        database_url=e2e_database_url,
+        extra_env={
+            "BATON_DISPATCH_MODE": "outbox",
+            "BATON_DISPATCH_QUEUE_URL": queue,
+            "BATON_SQS_ENDPOINT": moto_endpoint,
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+        },
+    ).start()
+    yield server, queue
+    code = server.stop()
+    assert code == 0, server.output()
+
+
+def test_outbox_mode_end_to_end_over_sqs_with_duplicates_harmless(
+    outbox_server: tuple[LocalServer, str], moto_endpoint: str
+) -> None:
+    server, queue = outbox_server
+    sqs = sqs_client(moto_endpoint)
+    job_type = unique("outbox")
+    runs: Counter[str] = Counter()
+    lock = threading.Lock()
+    registry = Registry()
+
+    @registry.handler(job_type)
+    def handle(ctx: Any) -> dict[str, Any]:
+        with lock:
+            runs[ctx.job_id] += 1
+        return {"doubled": ctx.input["n"] * 2}
+
+    client = BatonClient(server.base_url, api_key=server.api_key)
+    client.register_definition(
+        {
+            "name": job_type,
+            "steps": [
+                {
+                    "id": "work",
+                    "type": "SERVICE_TASK",
+                    "jobType": job_type,
+                    "input": {"n": "${workflow.input.n}"},
+                }
+            ],
+        }
+    )
+    transport = SqsTransport(client, queue, sqs=sqs, wait_seconds=1)
+    options = RunnerOptions(parallelism=4, poll_interval=0.05, max_poll_interval=0.2)
+    n = 30
+    with Runner(registry, client=client, options=options, transport=transport):
+        ids = [client.start_instance(job_type, input={"n": k})["id"] for k in range(n)]
+
+        def finished() -> bool:
+            return all(client.get_instance(i)["status"] == "COMPLETED" for i in ids)
+
+        wait_until(finished, timeout=60, interval=0.2, what="every instance completed over SQS")
+        # A delivery the broker repeats after its deduplication window (simulated: a new
+        # deduplication id) reaches the worker, whose claim is refused and the message dropped.
+        job_id = client.get_instance(ids[0])["steps"][0]["jobId"]
+        replay = {"jobId": job_id, "instanceId": ids[0], "jobType": job_type, "attempt": 1}
+        sqs.send_message(
+            QueueUrl=queue,
+            MessageBody=json.dumps(replay),
+            MessageGroupId=ids[0],
+            MessageDeduplicationId="replay-after-window",
+        )
+        wait_until(lambda: transport.duplicates >= 1, timeout=20, what="the replay refused")
+    assert len(runs) == n and set(runs.values()) == {1}  # each job ran exactly once
+    outputs = sorted(client.get_instance(i)["output"]["doubled"] for i in ids)
+    assert outputs == [2 * k for k in range(n)]
+    client.close()

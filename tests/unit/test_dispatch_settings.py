@@ -1,0 +1,33 @@
+"""BATON_DISPATCH_MODE: polling unless set to outbox; anything else is refused at the edge."""
+
+from __future__ import annotations
+
+import pytest
+from baton.settings import ENV_DISPATCH_MODE, Settings, SettingsError
+
+
+@pytest.mark.parametrize(
+    ("raw", "mode", "outbox"),
+    [
+        (None, "polling", False),
+        ("", "polling", False),
+        ("polling", "polling", False),
+        (" Outbox ", "outbox", True),
+    ],
+)
+def test_dispatch_mode_from_the_environment(raw: str | None, mode: str, outbox: bool) -> None:
+    env = {} if raw is None else {ENV_DISPATCH_MODE: raw}
+    engine = Settings.from_env(env).engine
+    assert engine.dispatch_mode == mode and engine.outbox is outbox
+
+
+def test_an_unknown_dispatch_mode_is_refused() -> None:
+    with pytest.raises(SettingsError, match="BATON_DISPATCH_MODE"):
+        Settings.from_env({ENV_DISPATCH_MODE: "kafka"})
+
+
+def test_queue_url_and_endpoint_come_from_the_environment() -> None:
+    s = Settings.from_env(
+        {"BATON_DISPATCH_QUEUE_URL": "https://sqs/q.fifo", "BATON_SQS_ENDPOINT": "http://x"}
+    )
+    assert s.dispatch_queue_url == "https://sqs/q.fifo" and s.sqs_endpoint == "http://x"
