@@ -18,7 +18,10 @@ Modes:
   default);
 - ``reclaim``: long-poll as behind RDS Proxy: the server re-claims with jittered backoff
   (50 ms → 1 s) until a job is claimable (``BATON_LONG_POLL=reclaim``);
-- ``outbox``: not built yet (see ``MODES`` below: the outbox/SQS relay mode plugs in there).
+- ``outbox``: the event-driven mode (``BATON_DISPATCH_MODE=outbox``): the transaction that
+  creates the job writes an outbox row, the relay (run by ``baton dev``'s scheduler every
+  ``--tick`` seconds, 1 s by default as in ``make dev``) publishes it to an SQS FIFO queue on a
+  moto server, and the worker (the SDK's ``SqsTransport``) receives it and claims the job by id.
 
 Latency is measured on one clock (this process's monotonic clock): creation time is taken when
 the instance start's commit has returned, handler time when the handler is entered.
@@ -89,6 +92,69 @@ def _runner_workers(
             runner.stop(timeout=30)
 
 
+@contextlib.contextmanager
+def _outbox_workers(db_url: str, job_type: str, on_job: OnJob) -> Iterator[None]:
+    """A moto SQS server with a FIFO queue, ``baton dev`` in outbox mode relaying to it, and one
+    SDK runner on the SQS transport."""
+    import boto3
+    from baton_worker import BatonClient, JobContext, Registry, Runner, RunnerOptions
+    from baton_worker.transports import SqsTransport
+    from moto.server import ThreadedMotoServer
+
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    moto.start()
+    host, port = moto.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    sqs = boto3.client(
+        "sqs",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="bench",
+        aws_secret_access_key="bench",
+    )
+    queue = sqs.create_queue(
+        QueueName=f"baton-latency-{job_type}.fifo",
+        Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "false"},
+    )["QueueUrl"]
+    env = {
+        "BATON_DISPATCH_MODE": "outbox",
+        "BATON_DISPATCH_QUEUE_URL": queue,
+        "BATON_SQS_ENDPOINT": endpoint,
+        "BATON_TICK_SECONDS": str(OUTBOX["tick"]),
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    try:
+        with dev_server(db_url, env=env) as server:
+            registry = Registry()
+
+            @registry.handler(job_type)
+            def handle(ctx: JobContext) -> dict[str, Any]:
+                on_job(int(ctx.input["n"]))
+                return {}
+
+            client = BatonClient(server.url, api_key=server.api_key)
+            transport = SqsTransport(client, queue, sqs=sqs, wait_seconds=1)
+            runner = Runner(
+                registry,
+                client=client,
+                options=RunnerOptions(worker_id=f"latency-{job_type}"),
+                transport=transport,
+            )
+            runner.start()
+            try:
+                yield
+            finally:
+                runner.stop(timeout=30)
+                client.close()
+    finally:
+        moto.stop()
+
+
+# The local scheduler's tick in outbox mode (the relay runs once per tick); --tick sets it.
+OUTBOX = {"tick": 1.0}
+
 MODES: dict[str, Mode] = {
     "short": Mode(
         "short",
@@ -105,12 +171,11 @@ MODES: dict[str, Mode] = {
         "long-poll (20 s), re-claim loop 50 ms → 1 s",
         lambda url, jt, on: _runner_workers(url, jt, on, long_poll="reclaim", long_poll_wait=20),
     ),
-    # --- HOOK: outbox mode ----------------------------------------------------------------------
-    # The outbox/SQS dispatch mode (BATON_DISPATCH_MODE=outbox, a relay to moto SQS, workers
-    # receiving from SQS and taking the lease with POST /v1/jobs/{id}/claim) registers here:
-    #   "outbox": Mode("outbox", "outbox relay to SQS (moto)", outbox_workers),
-    # where outbox_workers(db_url, job_type, on_job) starts moto SQS, a baton dev in outbox mode
-    # and an SQS-consuming worker that calls on_job(n) from its handler.
+    "outbox": Mode(
+        "outbox",
+        "outbox row -> relay (local tick) -> SQS FIFO (moto) -> claim by id",
+        _outbox_workers,
+    ),
 }
 
 
@@ -208,6 +273,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="server to use (default: $DATABASE_URL, else an embedded PostgreSQL)",
     )
     p.add_argument("--timeout", type=float, default=30, help="per job, seconds")
+    p.add_argument(
+        "--tick",
+        type=float,
+        default=1.0,
+        help="outbox mode: baton dev's scheduler tick, which runs the relay (default 1 s)",
+    )
     args = p.parse_args(argv)
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in args.modes if m not in MODES]
@@ -220,6 +291,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    OUTBOX["tick"] = args.tick
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         with postgres_server(args.database_url) as pg:
