@@ -309,6 +309,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     log(f"peers: done in {time.monotonic() - began:.0f}s")
     report(rows)
+    load, cores = os.getloadavg()[1], os.cpu_count() or 1
+    if load > cores:
+        print(
+            f"WARNING: load average {load:.1f} over the last 5 minutes on {cores} cores: other "
+            "processes competed with the drains, whose rates are depressed and noisy (each "
+            "peer and each drain unevenly); rerun on a quiet machine before comparing",
+            flush=True,
+        )
     return 0
 
 
