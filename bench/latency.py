@@ -192,7 +192,8 @@ class Result:
 
 def measure(mode: Mode, db_url: str, args: argparse.Namespace) -> Result:
     job_type = f"latency-{mode.name}"
-    engine = open_engine(db_url)
+    # Jobs remember the mode they were created in: the outbox mode's are created for it.
+    engine = open_engine(db_url, dispatch_mode="outbox" if mode.name == "outbox" else "polling")
     reached: dict[int, float] = {}
     arrived = threading.Condition()
 

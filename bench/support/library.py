@@ -31,11 +31,16 @@ def open_database(url: str, *, pooled: bool = False, prepare: bool | None = None
     return Database.single(url, **options)
 
 
-def open_engine(url: str, *, pooled: bool = False, prepare: bool | None = None) -> Engine:
-    """An engine on its own connection source (``engine.db``; close it when done)."""
+def open_engine(
+    url: str, *, pooled: bool = False, prepare: bool | None = None, dispatch_mode: str = "polling"
+) -> Engine:
+    """An engine on its own connection source (``engine.db``; close it when done); its jobs are
+    created for ``dispatch_mode`` (polling, or outbox: relayed to SQS)."""
     from baton.engine.service import Engine
+    from baton.settings import EngineSettings
 
-    return Engine(open_database(url, pooled=pooled, prepare=prepare))
+    settings = EngineSettings(dispatch_mode=dispatch_mode)
+    return Engine(open_database(url, pooled=pooled, prepare=prepare), settings)
 
 
 def open_queues(url: str) -> Queues:
