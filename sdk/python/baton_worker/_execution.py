@@ -191,11 +191,23 @@ class JobExecutor:
     # --- the report ------------------------------------------------------------------------------
 
     def _report(self, ctx: JobContext, outcome: Outcome) -> None:
-        if self.flusher is not None:
-            self._report_batched(ctx, outcome, self.flusher)
-            return
         if outcome.error is None:
-            try:
+            refused = self._complete(ctx, outcome)
+            if refused is None:
+                return
+            outcome = refused
+        if self.flusher is not None:
+            self._submit_failure(ctx, outcome, self.flusher)
+        else:
+            self._fail(ctx, outcome)
+
+    def _complete(self, ctx: JobContext, outcome: Outcome) -> Outcome | None:
+        """Report a completion: sent at once, or (batching) handed to the flusher, a large
+        output uploaded first on this job's thread. None when that is done (or the outcome was
+        logged as unreported); else the failure to report instead (a result the server cannot
+        take)."""
+        try:
+            if self.flusher is None:
                 self.client.complete_job(
                     ctx.job_id,
                     worker_id=self.worker_id,
@@ -203,74 +215,45 @@ class JobExecutor:
                     attempt=ctx.attempt,
                     retry=self.report_retry,
                 )
-            except (TypeError, ValueError) as e:  # not JSON after all (result_problem missed it)
-                outcome = Outcome(
-                    error=f"the handler's result cannot be sent: {e}",
-                    retryable=False,
-                    seconds=outcome.seconds,
-                )
-            except BatonApiError as e:
-                if not _refused(e):
-                    self._unreported(ctx, e)
-                    return
-                outcome = Outcome(
-                    error=f"the server refused the handler's result: {e.summary()}",
-                    retryable=False,
-                    seconds=outcome.seconds,
-                )
-            except BatonError as e:  # no answer, even after the retries
-                self._unreported(ctx, e)
-                return
+                item = None
             else:
-                notify(
-                    self.metrics,
-                    "job_completed",
-                    job_type=ctx.job_type,
-                    handler_seconds=outcome.seconds,
-                )
-                ctx.logger.info("job completed", extra={"handler_s": round(outcome.seconds, 6)})
-                return
-        self._fail(ctx, outcome)
-
-    def _report_batched(self, ctx: JobContext, outcome: Outcome, flusher: ResultFlusher) -> None:
-        """Hand the result to the flusher and return (the job thread moves on): a large output
-        is uploaded here first, so a flush carries only paths and small values."""
-        if outcome.error is None:
-            try:
                 item = self.client.completion(
                     ctx.job_id,
                     worker_id=self.worker_id,
                     variables=outcome.variables,
                     attempt=ctx.attempt,
                 )
-            except (TypeError, ValueError) as e:
-                outcome = Outcome(
-                    error=f"the handler's result cannot be sent: {e}",
-                    retryable=False,
-                    seconds=outcome.seconds,
-                )
-            except BatonApiError as e:  # the upload of a large output was refused
-                if not _refused(e):
-                    self._unreported(ctx, e)
-                    return
-                outcome = Outcome(
-                    error=f"the server refused the handler's result: {e.summary()}",
-                    retryable=False,
-                    seconds=outcome.seconds,
-                )
-            except BatonError as e:
+        except (TypeError, ValueError) as e:  # not JSON after all (result_problem missed it)
+            return Outcome(
+                error=f"the handler's result cannot be sent: {e}",
+                retryable=False,
+                seconds=outcome.seconds,
+            )
+        except BatonApiError as e:  # refused (the completion, or the upload of its output)
+            if not _refused(e):
                 self._unreported(ctx, e)
-                return
-            else:
-                done = outcome
-                flusher.submit(
-                    item,
-                    lambda answer: self._completed(ctx, done, answer),
-                    lambda error: self._unreported(ctx, error),
-                )
-                return
+                return None
+            return Outcome(
+                error=f"the server refused the handler's result: {e.summary()}",
+                retryable=False,
+                seconds=outcome.seconds,
+            )
+        except BatonError as e:  # no answer, even after the retries
+            self._unreported(ctx, e)
+            return None
+        if item is None:
+            self._note_completed(ctx, outcome)
+        else:
+            assert self.flusher is not None
+            self.flusher.submit(
+                item,
+                lambda answer: self._completed(ctx, outcome, answer),
+                lambda error: self._unreported(ctx, error),
+            )
+        return None
+
+    def _submit_failure(self, ctx: JobContext, outcome: Outcome, flusher: ResultFlusher) -> None:
         assert outcome.error is not None
-        failed = outcome
         flusher.submit(
             self.client.failure(
                 ctx.job_id,
@@ -280,20 +263,15 @@ class JobExecutor:
                 next_retry_delay_seconds=outcome.next_retry_delay_seconds,
                 attempt=ctx.attempt,
             ),
-            lambda answer: self._failed(ctx, failed, answer),
+            lambda answer: self._failed(ctx, outcome, answer),
             lambda error: self._unreported(ctx, error),
         )
 
     def _completed(self, ctx: JobContext, outcome: Outcome, answer: BatchOutcome) -> None:
+        """A batched completion's answer."""
         verdict = answer["outcome"]
         if verdict in ("APPLIED", "DUPLICATE"):
-            notify(
-                self.metrics,
-                "job_completed",
-                job_type=ctx.job_type,
-                handler_seconds=outcome.seconds,
-            )
-            ctx.logger.info("job completed", extra={"handler_s": round(outcome.seconds, 6)})
+            self._note_completed(ctx, outcome)
         elif verdict == "INVALID":  # refused for its content: fail the job, saying why
             refused = Outcome(
                 error=f"the server refused the handler's result: {answer.get('error')}",
@@ -301,28 +279,14 @@ class JobExecutor:
                 seconds=outcome.seconds,
             )
             assert self.flusher is not None
-            self._report_batched(ctx, refused, self.flusher)
+            self._submit_failure(ctx, refused, self.flusher)
         else:
             self._gone(ctx, answer)
 
     def _failed(self, ctx: JobContext, outcome: Outcome, answer: BatchOutcome) -> None:
+        """A batched failure's answer."""
         if answer["outcome"] in ("APPLIED", "DUPLICATE"):
-            notify(
-                self.metrics,
-                "job_failed",
-                job_type=ctx.job_type,
-                handler_seconds=outcome.seconds,
-                retryable=outcome.retryable,
-            )
-            ctx.logger.info(
-                "job failed",
-                extra={
-                    "error": outcome.error,
-                    "retryable": outcome.retryable,
-                    "status": answer.get("status"),
-                    "next_attempt_at": answer.get("nextAttemptAt"),
-                },
-            )
+            self._note_failed(ctx, outcome, answer.get("status"), answer.get("nextAttemptAt"))
         elif answer["outcome"] == "INVALID":
             error = BatonError(str(answer.get("error") or "INVALID"))
             notify(self.metrics, "outcome_unreported", job_type=ctx.job_type, error=error)
@@ -358,6 +322,16 @@ class JobExecutor:
         except BatonError as e:
             self._unreported(ctx, e)
             return
+        self._note_failed(ctx, outcome, result.get("status"), result.get("nextAttemptAt"))
+
+    def _note_completed(self, ctx: JobContext, outcome: Outcome) -> None:
+        seconds = outcome.seconds
+        notify(self.metrics, "job_completed", job_type=ctx.job_type, handler_seconds=seconds)
+        ctx.logger.info("job completed", extra={"handler_s": round(seconds, 6)})
+
+    def _note_failed(
+        self, ctx: JobContext, outcome: Outcome, status: str | None, next_attempt_at: str | None
+    ) -> None:
         notify(
             self.metrics,
             "job_failed",
@@ -370,8 +344,8 @@ class JobExecutor:
             extra={
                 "error": outcome.error,
                 "retryable": outcome.retryable,
-                "status": result.get("status"),
-                "next_attempt_at": result.get("nextAttemptAt"),
+                "status": status,
+                "next_attempt_at": next_attempt_at,
             },
         )
 

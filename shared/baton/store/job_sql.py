@@ -107,39 +107,41 @@ SELECT c.*, s.step_id
 
 CLAIM = _CLAIM_FIND + _CLAIM_TAKE
 
-_JOB_WITH_INSTANCE = """
+# What a decision on a job reads: the job, its step execution and its instance.
+_JOB_AND_INSTANCE_COLUMNS = """
 SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.attempt, j.retries_remaining,
        j.lease_seconds, j.lock_expires_at < now() AS lease_lapsed,
        j.deadline_at <= now() AS past_deadline,
        j.step_execution_id, s.step_id, s.scope,
        i.id, i.definition_name, i.status, i.version, i.input, i.variables, i.correlation_id,
        i.snapshot_id, i.queue_task_id, i.parent_instance_id, i.parent_step_execution_id,
-       i.step_count, i.depth, now() AS now
+       i.step_count, i.depth, now() AS now"""
+
+_JOB_WITH_INSTANCE = (
+    _JOB_AND_INSTANCE_COLUMNS  # noqa: S608 (constant SQL only)
+    + """
   FROM instance i
   JOIN job j ON j.instance_id = i.id
   JOIN step_execution s ON s.id = j.step_execution_id
  WHERE j.id = %(job_id)s
    AND i.id = (SELECT instance_id FROM job WHERE id = %(job_id)s)
 """
+)
 
 # The optimistic read: no lock. The write that follows is fenced by the instance version, so a
 # decision made on a state that changed meanwhile is refused and made again under locks.
 READ_JOB_WITH_INSTANCE = _JOB_WITH_INSTANCE
 
 # A batch's optimistic read: every job of the batch with its instance, in one statement.
-READ_JOBS_WITH_INSTANCES = """
-SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.attempt, j.retries_remaining,
-       j.lease_seconds, j.lock_expires_at < now() AS lease_lapsed,
-       j.deadline_at <= now() AS past_deadline,
-       j.step_execution_id, s.step_id, s.scope,
-       i.id, i.definition_name, i.status, i.version, i.input, i.variables, i.correlation_id,
-       i.snapshot_id, i.queue_task_id, i.parent_instance_id, i.parent_step_execution_id,
-       i.step_count, i.depth, now() AS now
+READ_JOBS_WITH_INSTANCES = (
+    _JOB_AND_INSTANCE_COLUMNS
+    + """
   FROM job j
   JOIN instance i ON i.id = j.instance_id
   JOIN step_execution s ON s.id = j.step_execution_id
  WHERE j.id = ANY(%(job_ids)s::uuid[])
 """
+)
 
 # The pessimistic read: lock the instance first, then the job, in the same order as every other
 # instance mutation (cancel, timeouts), so two transactions can never deadlock on the pair.
