@@ -353,6 +353,13 @@ def claim_limited(
         "max_jobs": max_jobs,
         "max_bytes": max_bytes,
     }
+    return _claim_counted(conn, CLAIM_LIMITED, params)
+
+
+def _claim_counted(
+    conn: Conn, claim: str, params: dict[str, Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Lock the types' limits, grant, claim and commit: one transaction in one round trip."""
     with conn.pipeline():
         cur = conn.cursor()
         cur.execute(b"BEGIN", prepare=False)
@@ -360,7 +367,7 @@ def claim_limited(
         grants = conn.cursor()
         grants.execute(GRANT, params)
         claimed = conn.cursor()
-        claimed.execute(CLAIM_LIMITED, params)
+        claimed.execute(claim, params)
         cur.execute(b"COMMIT", prepare=False)
     return claimed.fetchall(), grants.fetchall()
 
@@ -536,13 +543,4 @@ def claim_limited_by_id(
         "attempt": attempt,
         "max_jobs": 1,
     }
-    with conn.pipeline():
-        cur = conn.cursor()
-        cur.execute(b"BEGIN", prepare=False)
-        cur.execute(LOCK_LIMITS, params)
-        grants = conn.cursor()
-        grants.execute(GRANT, params)
-        claimed = conn.cursor()
-        claimed.execute(CLAIM_LIMITED_BY_ID, params)
-        cur.execute(b"COMMIT", prepare=False)
-    return claimed.fetchall(), grants.fetchall()
+    return _claim_counted(conn, CLAIM_LIMITED_BY_ID, params)
