@@ -19,9 +19,9 @@ Modes:
 - ``reclaim``: long-poll as behind RDS Proxy: the server re-claims with jittered backoff
   (50 ms → 1 s) until a job is claimable (``BATON_LONG_POLL=reclaim``);
 - ``outbox``: the event-driven mode (``BATON_DISPATCH_MODE=outbox``): the transaction that
-  creates the job writes an outbox row, the relay (run by ``baton dev``'s scheduler every
-  ``--tick`` seconds, 1 s by default as in ``make dev``) publishes it to an SQS FIFO queue on a
-  moto server, and the worker (the SDK's ``SqsTransport``) receives it and claims the job by id.
+  creates the job writes an outbox row, the relay (run by ``baton dev`` every 100 ms, or every
+  ``--tick`` seconds if shorter) publishes it to an SQS FIFO queue on a moto server, and the
+  worker (the SDK's ``SqsTransport``) receives it and claims the job by id.
 
 Latency is measured on one clock (this process's monotonic clock): creation time is taken when
 the instance start's commit has returned, handler time when the handler is entered.
@@ -152,7 +152,8 @@ def _outbox_workers(db_url: str, job_type: str, on_job: OnJob) -> Iterator[None]
         moto.stop()
 
 
-# The local scheduler's tick in outbox mode (the relay runs once per tick); --tick sets it.
+# baton dev's scheduler tick (BATON_TICK_SECONDS); in outbox mode the relay runs every
+# min(tick, 100 ms); --tick sets it.
 OUTBOX = {"tick": 1.0}
 
 MODES: dict[str, Mode] = {
@@ -278,7 +279,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--tick",
         type=float,
         default=1.0,
-        help="outbox mode: baton dev's scheduler tick, which runs the relay (default 1 s)",
+        help="outbox mode: baton dev's scheduler tick (default 1 s; the relay runs every "
+        "min(tick, 100 ms))",
     )
     args = p.parse_args(argv)
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]

@@ -103,3 +103,43 @@ def test_outbox_mode_end_to_end_over_sqs_with_duplicates_harmless(
     outputs = sorted(client.get_instance(i)["output"]["doubled"] for i in ids)
     assert outputs == [2 * k for k in range(n)]
     client.close()
+
+
+def test_baton_dev_relays_on_a_timer_of_its_own_in_outbox_mode(
+    tmp_path: Path, moto_endpoint: str, e2e_database_url: str | None
+) -> None:
+    # The other duties tick every 30 s here: a job reaches the queue well before that only if
+    # the relay runs on its own (100 ms) timer.
+    queue = fifo_queue(moto_endpoint)
+    server = LocalServer(
+        data_dir=tmp_path / "data",
+        functions_dir=None,
+        log_path=tmp_path / "server.log",
+        database_url=e2e_database_url,
+        extra_env={
+            "BATON_DISPATCH_MODE": "outbox",
+            "BATON_DISPATCH_QUEUE_URL": queue,
+            "BATON_SQS_ENDPOINT": moto_endpoint,
+            "BATON_TICK_SECONDS": "30",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+        },
+    ).start()
+    try:
+        client = BatonClient(server.base_url, api_key=server.api_key)
+        job_type = unique("fast-relay")
+        client.register_definition(
+            {"name": job_type, "steps": [{"id": "s", "type": "SERVICE_TASK", "jobType": job_type}]}
+        )
+        client.start_instance(job_type)
+        sqs = sqs_client(moto_endpoint)
+
+        def delivered() -> bool:
+            got = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1).get("Messages", [])
+            return any(json.loads(m["Body"])["jobType"] == job_type for m in got)
+
+        wait_until(delivered, timeout=10, interval=0.1, what="the job on the queue")
+        client.close()
+    finally:
+        assert server.stop() == 0, server.output()

@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("baton.local.runtime")
 
+# The outbox mode's relay: its function, and how often baton dev runs it.
+RELAY_FUNCTION = "relay"
+RELAY_TICK_SECONDS = 0.1
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 DEFAULT_DATA_DIR = Path(".baton/data")
@@ -205,9 +209,19 @@ def _start(
 
     from baton.local.scheduler import Ticker
 
-    ticker = Ticker(registry, SCHEDULED_FUNCTIONS, interval=options.tick_seconds)
+    # In the outbox mode the relay gets a timer of its own, as fast as the deployed relay's
+    # drains (every 100 ms): behind the others' tick, dispatch would wait up to a whole tick.
+    outbox = os.environ.get(env_names.ENV_DISPATCH_MODE, "").strip().lower() == "outbox"
+    others = [f for f in SCHEDULED_FUNCTIONS if not (outbox and f == RELAY_FUNCTION)]
+    ticker = Ticker(registry, others, interval=options.tick_seconds)
     ticker.start()
     cleanup.callback(_quietly, "stopping the timer", ticker.stop, _STOP_TIMEOUT_SECONDS)
+    if outbox:
+        relay = Ticker(
+            registry, (RELAY_FUNCTION,), interval=min(options.tick_seconds, RELAY_TICK_SECONDS)
+        )
+        relay.start()
+        cleanup.callback(_quietly, "stopping the relay's timer", relay.stop, _STOP_TIMEOUT_SECONDS)
     _banner(say, options, server, key)
     return True
 
