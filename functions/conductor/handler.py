@@ -174,26 +174,30 @@ def _poll(task_type: str, count: int) -> list[dict[str, Any]]:
 def _tasks(engine: Any, jobs: list[dict[str, Any]], worker: str) -> list[dict[str, Any]]:
     """Claimed jobs as Conductor tasks, leased as Conductor workers expect (no heartbeats)."""
     extended = engine.lease_for_conductor([j["id"] for j in jobs], worker)
-    # Conductor's workers do not fetch external payloads themselves: an offloaded input is read
-    # here and inlined while the response stays within the poll budget; beyond it the task
-    # carries only its externalInputPayloadStoragePath (as Conductor's server does).
+    out = []
+    for j in _inline_offloaded(engine, jobs):
+        expires = extended.get(j["id"])
+        until = expires.timestamp() if expires else cviews.ms(j.get("lockExpiresAt")) / 1000
+        out.append(cviews.polled_task(j, worker, max(1, round(until - time.time()))))
+    return out
+
+
+def _inline_offloaded(engine: Any, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Conductor's workers do not fetch external payloads themselves: an offloaded input is read
+    and inlined while the response stays within the poll budget; beyond it the task carries
+    only its externalInputPayloadStoragePath (as Conductor's server does)."""
+    if engine.payloads is None or not any(is_payload_ref(j.get("input")) for j in jobs):
+        return jobs
     budget = engine.settings.max_poll_response_bytes - sum(
         len(json.dumps(j.get("input"))) for j in jobs if not is_payload_ref(j.get("input"))
     )
     out = []
-    for polled in jobs:
-        j, value = polled, polled.get("input")
-        size = int(value[SIZE_KEY]) if is_payload_ref(value) else 0  # type: ignore[index]
-        if size and engine.payloads and size <= budget:
-            budget -= size
-            j = {**polled, "input": engine.payloads(value)}
-        expires = extended.get(j["id"])
-        until = expires.timestamp() if expires else cviews.ms(j.get("lockExpiresAt")) / 1000
-        task = cviews.polled_task(j, worker, max(1, round(until - time.time())))
-        task["inputData"], path = cviews.data_of(j.get("input"))
-        if path is not None:
-            task["externalInputPayloadStoragePath"] = path
-        out.append(task)
+    for j in jobs:
+        value = j.get("input")
+        if is_payload_ref(value) and 0 < value[SIZE_KEY] <= budget:  # type: ignore[index]
+            budget -= value[SIZE_KEY]  # type: ignore[index]
+            j = {**j, "input": engine.payloads(value)}  # noqa: PLW2901 (the job, inlined)
+        out.append(j)
     return out
 
 

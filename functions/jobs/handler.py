@@ -6,7 +6,7 @@ from typing import Any
 
 from baton.api import models as m
 from baton.engine.batch_ops import BatchResult, Failure
-from baton.errors import BatonError, Problem, ValidationFailed
+from baton.errors import Problem, ValidationFailed
 from baton_lambda import runtime
 from baton_lambda.http import Api
 
@@ -27,16 +27,20 @@ def poll() -> Any:
 def complete() -> Any:
     req = api.body(m.CompleteJobRequest)
     api.log_keys(job_id=req.job_id)
-    output = req.variables_to_set
-    if req.output_payload_path is not None:
-        if output is not None:
-            raise ValidationFailed(
-                [Problem("outputPayloadPath", "give variablesToSet or outputPayloadPath, not both")]
-            )
-        output = runtime.payload_store(api.engine()).verify(
-            req.output_payload_path, "STEP_OUTPUT", field="outputPayloadPath"
-        )
+    output = _output(api.engine(), req.variables_to_set, req.output_payload_path)
     return api.ok(api.engine().complete_job(req.job_id, req.worker_id, output, attempt=req.attempt))
+
+
+def _output(engine: Any, variables: dict[str, Any] | None, path: str | None) -> Any:
+    """What a completion reports: its variables, or the reference of the STEP_OUTPUT payload
+    uploaded at ``path`` (checked: issued by us, present, within the hard limit)."""
+    if path is None:
+        return variables
+    if variables is not None:
+        raise ValidationFailed(
+            [Problem("outputPayloadPath", "give variablesToSet or outputPayloadPath, not both")]
+        )
+    return runtime.payload_store(engine).verify(path, "STEP_OUTPUT", field="outputPayloadPath")
 
 
 @api.route("POST", "/v1/jobs/complete-batch")
@@ -57,31 +61,20 @@ def complete_batch() -> Any:
 
 
 def _batch_item(engine: Any, r: m.BatchResultItem) -> BatchResult:
-    given = [
-        r.variables_to_set is not None,
-        r.output_payload_path is not None,
-        r.failure is not None,
-    ]
-    if sum(given) > 1:
+    if r.failure is None:
+        output = _output(engine, r.variables_to_set, r.output_payload_path)
+        return BatchResult(r.job_id, r.worker_id, r.attempt, output=output)
+    if r.variables_to_set is not None or r.output_payload_path is not None:
         raise ValidationFailed(
             [Problem("results", "give one of variablesToSet, outputPayloadPath or failure")]
         )
-    if r.failure is not None:
-        f = r.failure
-        failure = Failure(f.error_message, f.retryable, f.next_retry_delay_seconds)
-        return BatchResult(r.job_id, r.worker_id, r.attempt, failure=failure)
-    output: Any = r.variables_to_set
-    if r.output_payload_path is not None:
-        output = runtime.payload_store(engine).verify(
-            r.output_payload_path, "STEP_OUTPUT", field="outputPayloadPath"
-        )
-    return BatchResult(r.job_id, r.worker_id, r.attempt, output=output)
+    f = r.failure
+    failure = Failure(f.error_message, f.retryable, f.next_retry_delay_seconds)
+    return BatchResult(r.job_id, r.worker_id, r.attempt, failure=failure)
 
 
-def _why(e: BatonError) -> str:
-    if isinstance(e, ValidationFailed):
-        return "; ".join(f"{p.path}: {p.message}" for p in e.problems)
-    return e.detail
+def _why(e: ValidationFailed) -> str:
+    return "; ".join(f"{p.path}: {p.message}" for p in e.problems)
 
 
 @api.route("POST", "/v1/jobs/fail")

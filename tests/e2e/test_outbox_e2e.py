@@ -24,16 +24,15 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def outbox_server(
-    tmp_path: Path, moto_endpoint: str, e2e_database_url: str | None
-) -> Iterator[tuple[LocalServer, str]]:
-    queue = fifo_queue(moto_endpoint)
-    server = LocalServer(
+def _outbox_server(
+    tmp_path: Path, moto_endpoint: str, database_url: str | None, queue: str, **env: str
+) -> LocalServer:
+    """``baton dev`` in the outbox mode, relaying to ``queue`` on the moto server."""
+    return LocalServer(
         data_dir=tmp_path / "data",
         functions_dir=None,
         log_path=tmp_path / "server.log",
-        database_url=e2e_database_url,
+        database_url=database_url,
         extra_env={
             "BATON_DISPATCH_MODE": "outbox",
             "BATON_DISPATCH_QUEUE_URL": queue,
@@ -41,8 +40,17 @@ def outbox_server(
             "AWS_DEFAULT_REGION": REGION,
             "AWS_ACCESS_KEY_ID": "testing",
             "AWS_SECRET_ACCESS_KEY": "testing",
+            **env,
         },
     ).start()
+
+
+@pytest.fixture
+def outbox_server(
+    tmp_path: Path, moto_endpoint: str, e2e_database_url: str | None
+) -> Iterator[tuple[LocalServer, str]]:
+    queue = fifo_queue(moto_endpoint)
+    server = _outbox_server(tmp_path, moto_endpoint, e2e_database_url, queue)
     yield server, queue
     code = server.stop()
     assert code == 0, server.output()
@@ -111,21 +119,9 @@ def test_baton_dev_relays_on_a_timer_of_its_own_in_outbox_mode(
     # The other duties tick every 30 s here: a job reaches the queue well before that only if
     # the relay runs on its own (100 ms) timer.
     queue = fifo_queue(moto_endpoint)
-    server = LocalServer(
-        data_dir=tmp_path / "data",
-        functions_dir=None,
-        log_path=tmp_path / "server.log",
-        database_url=e2e_database_url,
-        extra_env={
-            "BATON_DISPATCH_MODE": "outbox",
-            "BATON_DISPATCH_QUEUE_URL": queue,
-            "BATON_SQS_ENDPOINT": moto_endpoint,
-            "BATON_TICK_SECONDS": "30",
-            "AWS_DEFAULT_REGION": REGION,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-        },
-    ).start()
+    server = _outbox_server(
+        tmp_path, moto_endpoint, e2e_database_url, queue, BATON_TICK_SECONDS="30"
+    )
     try:
         client = BatonClient(server.base_url, api_key=server.api_key)
         job_type = unique("fast-relay")

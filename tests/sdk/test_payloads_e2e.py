@@ -35,20 +35,6 @@ def client(baton_server: CheckedServer) -> Iterator[BatonClient]:
         yield c
 
 
-@pytest.fixture
-def runners() -> Iterator[Callable[..., Runner]]:
-    made: list[Runner] = []
-
-    def make(registry: Registry, **kwargs: Any) -> Runner:
-        runner = Runner(registry, **kwargs)
-        made.append(runner)
-        return runner
-
-    yield make
-    for runner in made:
-        assert runner.stop(timeout=30), "a runner did not drain within 30 s"
-
-
 def test_large_outputs_and_inputs_round_trip_through_s3(
     client: BatonClient, runners: Callable[..., Runner]
 ) -> None:

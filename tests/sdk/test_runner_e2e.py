@@ -84,21 +84,6 @@ def database(baton_server: CheckedServer) -> Iterator[psycopg.Connection[Any]]:
         yield conn
 
 
-@pytest.fixture
-def runners() -> Iterator[Callable[..., Runner]]:
-    """Make runners; any still running at the end of the test are stopped (and must drain)."""
-    made: list[Runner] = []
-
-    def make(registry: Registry, **kwargs: Any) -> Runner:
-        runner = Runner(registry, **kwargs)
-        made.append(runner)
-        return runner
-
-    yield make
-    for runner in made:
-        assert runner.stop(timeout=30), "a runner did not drain within 30 s"
-
-
 # --- helpers -------------------------------------------------------------------------------------
 
 

@@ -187,9 +187,7 @@ class ResultFlusher:
                     retry=self.retry,
                 )
             else:
-                done = self.client._call(  # the completion body is built already
-                    "POST", "/v1/jobs/complete", json=item, idempotent=True, retry=self.retry
-                )
+                done = self.client.send_completion(item, retry=self.retry)
         except BatonApiError as e:
             outcome = {404: "NOT_FOUND", 409: "CONFLICT"}.get(e.status)
             if outcome is None and not e.transient and 400 <= e.status < 500:

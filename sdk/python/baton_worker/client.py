@@ -504,7 +504,16 @@ class BatonClient:
         ``attempt`` (from the poll) makes a repeat recognisable after the job moved on to a
         later attempt; without it the result is judged on the worker alone."""
         body = self.completion(job_id, worker_id=worker_id, variables=variables, attempt=attempt)
-        result = self._call("POST", "/v1/jobs/complete", json=body, idempotent=True, retry=retry)
+        return self.send_completion(body, retry=retry)
+
+    def send_completion(
+        self, body: Mapping[str, Any], *, retry: RetryArg = CLIENT_POLICY
+    ) -> CompleteJobResult:
+        """``POST /v1/jobs/complete`` with a body built by :meth:`completion` (any output
+        already uploaded): safe to repeat, a repeat answers ``applied`` False."""
+        result = self._call(
+            "POST", "/v1/jobs/complete", json=dict(body), idempotent=True, retry=retry
+        )
         return cast(CompleteJobResult, result)
 
     def completion(
@@ -586,63 +595,50 @@ class BatonClient:
     def upload_payload(self, kind: str, data: bytes) -> str:
         """Upload ``data`` through a presigned PUT (``POST /v1/payloads``); its path. Transient
         S3 failures (5xx, connection errors) are retried with a fresh grant each time."""
+        grants: list[Any] = []
+
+        def put() -> httpx.Response:
+            grant = self._call("POST", "/v1/payloads", json={"kind": kind, "sizeBytes": len(data)})
+            grants.append(grant)
+            return self._s3.put(
+                grant["uploadUrl"], content=data, headers=grant.get("uploadHeaders") or {}
+            )
+
+        self._presigned(put, "upload", "PUT")
+        return str(grants[-1]["path"])
+
+    def download_payload(self, url: str) -> Any:
+        """The JSON at a presigned GET URL, retrying transient S3 failures."""
+        return jsonlib.loads(self._presigned(lambda: self._s3.get(url), "download", "GET").content)
+
+    def _presigned(
+        self, send: Callable[[], httpx.Response], what: str, method: str
+    ) -> httpx.Response:
+        """``send()`` (a request to a presigned S3 URL) until it succeeds: 5xx and connection
+        errors are retried per ``PAYLOAD_RETRY``; another refusal is final."""
         backoff = Backoff(PAYLOAD_RETRY)
         attempts = 0
         while True:
             attempts += 1
-            grant = self._call("POST", "/v1/payloads", json={"kind": kind, "sizeBytes": len(data)})
             try:
-                response = self._s3.put(
-                    grant["uploadUrl"], content=data, headers=grant.get("uploadHeaders") or {}
-                )
+                response = send()
             except httpx.TransportError as e:
                 failure: str = _why(e)
             else:
                 if response.is_success:
-                    return str(grant["path"])
+                    return response
                 if response.status_code < 500:
                     raise TransportError(
-                        f"payload upload refused: {response.status_code} {response.text[:300]}",
+                        f"payload {what} refused: {response.status_code} {response.text[:300]}",
                         sent=True,
-                        method="PUT",
+                        method=method,
                         url="(presigned)",
                     )
                 failure = f"{response.status_code}"
             delay = backoff.next_delay()
             if not PAYLOAD_RETRY.allows(attempts, 0.0, delay):
                 raise TransportError(
-                    f"payload upload failed: {failure}", sent=True, method="PUT", url="(presigned)"
-                )
-            self._sleep(delay)
-
-    def download_payload(self, url: str) -> Any:
-        """The JSON at a presigned GET URL, retrying transient S3 failures."""
-        backoff = Backoff(PAYLOAD_RETRY)
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                response = self._s3.get(url)
-            except httpx.TransportError as e:
-                failure = _why(e)
-            else:
-                if response.is_success:
-                    return jsonlib.loads(response.content)
-                if response.status_code < 500:
-                    raise TransportError(
-                        f"payload download refused: {response.status_code}",
-                        sent=True,
-                        method="GET",
-                        url="(presigned)",
-                    )
-                failure = f"{response.status_code}"
-            delay = backoff.next_delay()
-            if not PAYLOAD_RETRY.allows(attempts, 0.0, delay):
-                raise TransportError(
-                    f"payload download failed: {failure}",
-                    sent=True,
-                    method="GET",
-                    url="(presigned)",
+                    f"payload {what} failed: {failure}", sent=True, method=method, url="(presigned)"
                 )
             self._sleep(delay)
 

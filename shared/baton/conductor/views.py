@@ -108,14 +108,15 @@ def data_of(value: Any) -> tuple[dict[str, Any], str | None]:
 def polled_task(job: dict[str, Any], worker_id: str, response_timeout: int) -> dict[str, Any]:
     """A job claimed through ``/v1``'s poll (wire form) as the Task a Conductor worker gets."""
     now_ms = ms(job.get("lockExpiresAt")) - response_timeout * 1000
-    return {
+    data, path = data_of(job.get("input"))
+    task = {
         "taskId": task_id(job["id"], job["attempt"]),
         "taskType": job["jobType"],
         "taskDefName": job["jobType"],
         "referenceTaskName": job["stepId"],
         "workflowInstanceId": job["instanceId"],
         "status": "IN_PROGRESS",
-        "inputData": job.get("input") if isinstance(job.get("input"), dict) else {},
+        "inputData": data,
         "outputData": {},
         "retryCount": job["attempt"] - 1,
         "pollCount": 1,
@@ -130,6 +131,9 @@ def polled_task(job: dict[str, Any], worker_id: str, response_timeout: int) -> d
         "executed": False,
         "workflowPriority": 0,
     }
+    if path is not None:
+        task["externalInputPayloadStoragePath"] = path
+    return task
 
 
 def workflow(

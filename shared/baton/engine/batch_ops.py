@@ -31,10 +31,9 @@ from typing import Any, Literal
 
 from baton.engine import views, writer
 from baton.engine.decide import Decider
-from baton.engine.job_ops import JobOps
+from baton.engine.job_ops import JobOps, attempt_failed
 from baton.engine.verdicts import completion_verdict, failure_verdict
 from baton.errors import (
-    BatonError,
     Conflict,
     JobNotFound,
     PayloadTooLarge,
@@ -166,14 +165,8 @@ class BatchOps(JobOps):
         else:
             failure = item.failure
 
-            def attempt_failed(n: int) -> bool:
-                found = conn.execute(
-                    job_sql.ATTEMPT_FAILED,
-                    {"instance_id": row["id"], "job_id": row["job_id"], "attempt": n},
-                ).fetchone()
-                return bool(found and found["failed"])
-
-            if failure_verdict(row, item.worker_id, item.attempt, attempt_failed) == "duplicate":
+            failed = attempt_failed(conn, row)
+            if failure_verdict(row, item.worker_id, item.attempt, failed) == "duplicate":
                 return None
 
             def event(d: Decider) -> datetime | None:
@@ -212,8 +205,6 @@ class BatchOps(JobOps):
             return _answer(item, "CONFLICT", error=e.detail)
         except (ValidationFailed, PayloadTooLarge) as e:
             return _answer(item, "INVALID", error=e.detail)
-        except BatonError:
-            raise
         outcome: Outcome = "APPLIED" if done["applied"] else "DUPLICATE"
         extra = {k: v for k, v in done.items() if k in ("status", "nextAttemptAt")}
         return _answer(item, outcome, **extra)

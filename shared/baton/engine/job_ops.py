@@ -158,14 +158,8 @@ class JobOps(EngineCore):
         jid = parse_uuid(job_id, "jobId")
 
         def decide(conn: Conn, row: dict[str, Any], optimistic: bool) -> dict[str, Any]:
-            def attempt_failed(n: int) -> bool:
-                found = conn.execute(
-                    job_sql.ATTEMPT_FAILED,
-                    {"instance_id": row["id"], "job_id": jid, "attempt": n},
-                ).fetchone()
-                return bool(found and found["failed"])
-
-            if failure_verdict(row, worker_id, attempt, attempt_failed) == "duplicate":
+            failed = attempt_failed(conn, row)
+            if failure_verdict(row, worker_id, attempt, failed) == "duplicate":
                 return {"jobId": job_id, "status": "FAILED", "applied": False}
             job = writer.job_ref(row)
             retry_at: datetime | None = self._decide(
@@ -241,3 +235,17 @@ class JobOps(EngineCore):
             return self.db.autocommit(optimistic, retry=False)
         except (StaleVersion, *RETRYABLE):
             return self.db.transaction(locked, explicit_begin=True)
+
+
+def attempt_failed(conn: Conn, row: dict[str, Any]) -> Callable[[int], bool]:
+    """Did attempt N of the job in ``row`` end by a failure its worker reported (a re-sent fail
+    is then a repeat)? Asked only of an attempt that is over."""
+
+    def ended_by_failure(n: int) -> bool:
+        found = conn.execute(
+            job_sql.ATTEMPT_FAILED,
+            {"instance_id": row["id"], "job_id": row["job_id"], "attempt": n},
+        ).fetchone()
+        return bool(found and found["failed"])
+
+    return ended_by_failure
