@@ -139,7 +139,11 @@ class BatchOps(JobOps):
                     answers[k] = _answer(item, "DUPLICATE", status=_status_of(item))
                 else:
                     decided.append(one)
-            writer.write_many(conn, [(d.decider.instance, d.decider.changes) for d in decided])
+            writer.write_many(
+                conn,
+                [(d.decider.instance, d.decider.changes) for d in decided],
+                outbox=self.settings.outbox,
+            )
             for d in decided:
                 self._report(d.decider)
                 self._note_deliveries(d.decider.instance.id, d.decider.changes)

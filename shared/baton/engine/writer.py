@@ -30,9 +30,9 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from baton.engine.decide import Changes, InstanceState, JobRef, NewJob, NewStep
+from baton.engine.decide import Changes, InstanceState, JobRef, NewJob, NewStep, StepUpdate
 from baton.status import InstanceStatus
-from baton.store import instance_sql, job_sql, queue_sql
+from baton.store import batch_sql, instance_sql, job_sql, queue_sql
 from baton.store.db import Conn
 
 _PARAM = re.compile(r"%\((\w+)\)s")
@@ -120,19 +120,95 @@ def write_optimistic(
     _send(conn, pieces, commit=False)
 
 
-def write_many(conn: Conn, decisions: list[tuple[InstanceState, Changes]]) -> None:
+def write_many(
+    conn: Conn, decisions: list[tuple[InstanceState, Changes]], *, outbox: bool = False
+) -> None:
     """Write several decisions made on unlocked reads in one transaction, on an autocommit
-    connection: BEGIN, one fenced statement per decision and COMMIT in one pipeline (one round
-    trip, one commit). A refused fence (StaleVersion) or any error rolls back all of them."""
+    connection, all in one pipeline (one round trip, one commit): BEGIN; the decisions'
+    instances locked in id order; one set-based statement for every decision that needs only
+    the common writes (``batch_sql.WRITE_DECISIONS``), one chained statement for each of the
+    others; COMMIT. A refused fence (StaleVersion) or any error rolls back all of them."""
     if not decisions:
         return
+    common = _SetRows()
+    alone: list[tuple[bytes, dict[str, Any]]] = []
+    for inst, changes in decisions:
+        if _common_writes_only(inst, changes):
+            common.add(inst, changes, outbox)
+        else:
+            pieces = pieces_of(inst, changes, new_instance=False, insert=None, outbox=outbox)
+            alone.append(statement(pieces))
     with conn.pipeline():
         cur = conn.cursor()
         cur.execute(b"BEGIN", prepare=False)
-        for inst, changes in decisions:
-            sql, params = statement(pieces_of(inst, changes, new_instance=False, insert=None))
+        if len(decisions) > 1:
+            ids = sorted(inst.id for inst, _ in decisions)
+            cur.execute(batch_sql.LOCK_INSTANCES, {"ids": ids})
+        if common.count:
+            cur.execute(batch_sql.WRITE_DECISIONS, common.params())
+        for sql, params in alone:
             cur.execute(sql, params)
         cur.execute(b"COMMIT", prepare=False)
+
+
+def _common_writes_only(inst: InstanceState, changes: Changes) -> bool:
+    """Does the decision need only the writes ``batch_sql.WRITE_DECISIONS`` makes?"""
+    return not (
+        changes.children
+        or changes.cancel_scopes
+        or changes.timed_out_jobs
+        or changes.cancelled_jobs
+        or changes.alerted_jobs
+        or changes.consumed_events
+        or _settles_queue_task(inst)
+    )
+
+
+class _SetRows:
+    """The rows of many decisions, by write, for ``batch_sql.WRITE_DECISIONS``."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.instances: list[dict[str, Any]] = []
+        self.ended_jobs: list[dict[str, Any]] = []
+        self.retried_jobs: list[dict[str, Any]] = []
+        self.new_jobs: list[dict[str, Any]] = []
+        self.step_updates: list[dict[str, Any]] = []
+        self.new_steps: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.audit: list[dict[str, Any]] = []
+
+    def add(self, inst: InstanceState, changes: Changes, outbox: bool) -> None:
+        self.count += 1
+        iid = inst.id
+        update, steps = _advance(inst, changes)
+        if update is not None:
+            self.instances.append(update)
+        self.new_steps.extend({**row, "instance_id": iid} for row in steps)
+        self.new_jobs.extend({**_job_row(j, outbox), "instance_id": iid} for j in changes.new_jobs)
+        self.ended_jobs.extend({**_guard(j), "status": "COMPLETED"} for j in changes.completed_jobs)
+        self.ended_jobs.extend({**_guard(j), "status": "FAILED"} for j in changes.failed_jobs)
+        self.retried_jobs.extend(
+            {**_guard(r.job), "run_at": r.run_at} for r in changes.retried_jobs
+        )
+        self.step_updates.extend(_step_update_row(u) for u in changes.step_updates.values())
+        self.events.extend(_event_rows(changes))
+        self.audit.extend({**row, "instance_id": iid} for row in _audit_rows(changes))
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "instances": _rows(self.instances),
+            "n_instances": len(self.instances),
+            "ended_jobs": _rows(self.ended_jobs),
+            "n_ended_jobs": len(self.ended_jobs),
+            "retried_jobs": _rows(self.retried_jobs),
+            "n_retried_jobs": len(self.retried_jobs),
+            "new_jobs": _rows(self.new_jobs),
+            "step_updates": _rows(self.step_updates),
+            "new_steps": _rows(self.new_steps),
+            "events": _rows(self.events),
+            "audit": _rows(self.audit),
+        }
 
 
 def statement(pieces: list[Piece]) -> tuple[bytes, dict[str, Any]]:
@@ -223,7 +299,6 @@ def pieces_of(
     """Every write of a decision, in lock order: instance, jobs, steps, then the rest."""
     iid = inst.id
     out: list[Piece] = []
-    added = len(changes.new_steps)
     if insert is not None:
         # The row is inserted by this statement, so what the decision made of the instance goes
         # into the insert itself (an update could not see the row).
@@ -239,33 +314,16 @@ def pieces_of(
                     "variables": Jsonb(inst.variables),
                     "output": _json(inst.output),
                     "reason": inst.reason,
-                    "step_count": added,
+                    "step_count": len(changes.new_steps),
                 },
             )
         )
-    elif changes.instance_changed or added:
+    update, steps = _advance(inst, changes, inserted=insert is not None)
+    if update is not None:
+        typed = {**update, "variables": Jsonb(update["variables"])}
         out.append(
-            Piece(
-                instance_sql.UPDATE_INSTANCE,
-                {
-                    "id": iid,
-                    "status": inst.status,
-                    "variables": Jsonb(inst.variables),
-                    "output": _json(inst.output),
-                    "reason": inst.reason,
-                    "expected": inst.version,
-                    "clear_timeout": inst.clear_timeout,
-                    "reset_timeout": inst.reset_timeout,
-                    "added_steps": added,
-                },
-            )
+            Piece(instance_sql.UPDATE_INSTANCE, {**typed, "output": _json(update["output"])})
         )
-        inst.version += 1
-    steps = [
-        {**_step_row(s), "seq": inst.step_count + k}
-        for k, s in enumerate(changes.new_steps.values(), 1)
-    ]
-    inst.step_count += added
     if len(steps) == 1:  # the common case keeps its typed, prepared single-row insert
         out.append(Piece(instance_sql.INSERT_STEP, {**_jsonb(steps[0]), "instance_id": iid}))
     elif steps:
@@ -310,20 +368,11 @@ def pieces_of(
         )
         out.append(Piece(job_sql.AUDIT_CANCELLED.replace("cancelled_jobs", name), {}))
     for u in changes.step_updates.values():
+        row = _step_update_row(u)
         out.append(
             Piece(
                 instance_sql.UPDATE_STEP,
-                {
-                    "id": u.id,
-                    "status": u.status,
-                    "output": _json(u.output),
-                    "error": u.error,
-                    "attempt": u.attempt,
-                    "state": _json(u.state),
-                    "child_instance_id": u.child_instance_id,
-                    "wake_at": u.wake_at,
-                    "set_wake": u.set_wake,
-                },
+                {**row, "output": _json(row["output"]), "state": _json(row["state"])},
             )
         )
     written_steps = [*changes.step_updates, *changes.new_steps]
@@ -338,33 +387,18 @@ def pieces_of(
         )
         out.append(Piece(instance_sql.CANCEL_CHILDREN.replace("cancelled_steps", name), {}))
     if changes.events:
-        rows = [
-            {
-                "instance_id": str(e.instance_id),
-                "kind": e.kind,
-                "step_execution_id": None
-                if e.step_execution_id is None
-                else str(e.step_execution_id),
-                "payload": e.payload,
-            }
-            for e in changes.events
-        ]
-        out.append(Piece(instance_sql.INSERT_EVENTS, {"rows": _rows(rows)}))
+        out.append(Piece(instance_sql.INSERT_EVENTS, {"rows": _rows(_event_rows(changes))}))
     if changes.consumed_events:
         out.append(
             Piece(instance_sql.DELETE_EVENTS, {"instance_id": iid, "ids": changes.consumed_events})
         )
     if changes.audit:
-        rows = [
-            {
-                "job_id": None if a.job_id is None else str(a.job_id),
-                "event": a.event,
-                "detail": a.detail,
-            }
-            for a in changes.audit
-        ]
-        out.append(Piece(instance_sql.INSERT_AUDIT, {"instance_id": iid, "rows": _rows(rows)}))
-    if inst.queue_task_id is not None and InstanceStatus(inst.status).terminal:
+        out.append(
+            Piece(
+                instance_sql.INSERT_AUDIT, {"instance_id": iid, "rows": _rows(_audit_rows(changes))}
+            )
+        )
+    if _settles_queue_task(inst):
         # A queue-triggered instance ended: settle its queue task in this same statement.
         out.append(
             Piece(
@@ -378,6 +412,77 @@ def pieces_of(
             )
         )
     return out
+
+
+def _advance(
+    inst: InstanceState, changes: Changes, *, inserted: bool = False
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """What a decision makes of its instance row (None: a row the same statement inserts, or
+    one left as it was) and its new step rows, numbered after the instance's last step; moves
+    ``inst`` on to the version and step count the writes leave."""
+    added = len(changes.new_steps)
+    update: dict[str, Any] | None = None
+    if not inserted and (changes.instance_changed or added):
+        update = {
+            "id": inst.id,
+            "status": inst.status,
+            "variables": inst.variables,
+            "output": inst.output,
+            "reason": inst.reason,
+            "expected": inst.version,
+            "clear_timeout": inst.clear_timeout,
+            "reset_timeout": inst.reset_timeout,
+            "added_steps": added,
+        }
+        inst.version += 1
+    steps = [
+        {**_step_row(s), "seq": inst.step_count + k}
+        for k, s in enumerate(changes.new_steps.values(), 1)
+    ]
+    inst.step_count += added
+    return update, steps
+
+
+def _step_update_row(u: StepUpdate) -> dict[str, Any]:
+    return {
+        "id": u.id,
+        "status": u.status,
+        "output": u.output,
+        "error": u.error,
+        "attempt": u.attempt,
+        "state": u.state,
+        "child_instance_id": u.child_instance_id,
+        "wake_at": u.wake_at,
+        "set_wake": u.set_wake,
+    }
+
+
+def _event_rows(changes: Changes) -> list[dict[str, Any]]:
+    return [
+        {
+            "instance_id": str(e.instance_id),
+            "kind": e.kind,
+            "step_execution_id": None if e.step_execution_id is None else str(e.step_execution_id),
+            "payload": e.payload,
+        }
+        for e in changes.events
+    ]
+
+
+def _audit_rows(changes: Changes) -> list[dict[str, Any]]:
+    return [
+        {
+            "job_id": None if a.job_id is None else str(a.job_id),
+            "event": a.event,
+            "detail": a.detail,
+        }
+        for a in changes.audit
+    ]
+
+
+def _settles_queue_task(inst: InstanceState) -> bool:
+    """A queue-triggered instance that ended settles its queue task in the same statement."""
+    return inst.queue_task_id is not None and InstanceStatus(inst.status).terminal
 
 
 def _step_row(s: NewStep) -> dict[str, Any]:

@@ -1,0 +1,129 @@
+"""The decision writes of a whole batch, set-based: one statement writes every decision of a
+completion batch that needs only the common writes (see ``engine.writer.write_many``).
+
+Each write here is the set form of one of the single-decision writes in ``instance_sql`` and
+``job_sql`` (same columns, same expressions), reading its rows from one JSON parameter, so a batch
+of 100 results costs one statement of a fixed shape (prepared once) instead of 100. Keep each one
+in step with its single form: ``tests/integration/test_batch_writer.py`` compares what both write.
+
+The guarded job writes must touch exactly the rows they were given (``baton_expect``: SQLSTATE
+BT409, the whole transaction rolls back and every result is applied again on the single path);
+the instance updates are fenced row by row by the ``instance_fence`` trigger. The chain of
+``(SELECT … FROM previous)`` conditions orders the writes as everywhere else: instances, then jobs,
+then steps. The caller locks the batch's instances first, in id order (``LOCK_INSTANCES``), so
+two batches sharing instances cannot deadlock however each statement visits its rows.
+"""
+
+from __future__ import annotations
+
+LOCK_INSTANCES = """
+SELECT id FROM instance WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR NO KEY UPDATE
+"""
+
+WRITE_DECISIONS = """
+WITH instances AS (
+    UPDATE instance i
+       SET status = t.status, variables = t.variables, output = t.output, reason = t.reason,
+           version = t.expected + 1, updated_at = now(),
+           step_count = i.step_count + t.added_steps,
+           completed_at = CASE WHEN t.status NOT IN ('RUNNING', 'PAUSED') THEN now() END,
+           timeout_at = CASE WHEN t.clear_timeout OR t.status NOT IN ('RUNNING', 'PAUSED')
+                                  OR t.reset_timeout = 0 THEN NULL
+                             WHEN t.reset_timeout > 0
+                             THEN now() + make_interval(secs => t.reset_timeout)
+                             ELSE i.timeout_at END
+      FROM jsonb_to_recordset(%(instances)s::jsonb)
+           AS t(id uuid, status text, variables jsonb, output jsonb, reason text, expected bigint,
+                added_steps int, clear_timeout boolean, reset_timeout int)
+     WHERE i.id = t.id
+    RETURNING 1
+), ended_jobs AS (
+    UPDATE job j
+       SET status = t.status, completed_at = now(), lock_expires_at = NULL
+      FROM jsonb_to_recordset(%(ended_jobs)s::jsonb)
+           AS t(id uuid, status text, g_status text, g_worker text, g_attempt int)
+     WHERE j.id = t.id AND j.status = t.g_status AND j.worker_id IS NOT DISTINCT FROM t.g_worker
+       AND j.attempt = t.g_attempt
+       AND (SELECT baton_expect(count(*) = %(n_instances)s, 'instances') FROM instances) = 1
+    RETURNING 1
+), retried_jobs AS (
+    UPDATE job j
+       SET status = 'UNLOCKED', worker_id = NULL, locked_at = NULL, lock_expires_at = NULL,
+           run_at = t.run_at, attempt = j.attempt + 1,
+           retries_remaining = j.retries_remaining - 1,
+           deadline_at = CASE WHEN j.poll_timeout_seconds > 0
+                              THEN t.run_at + make_interval(secs => j.poll_timeout_seconds) END
+      FROM jsonb_to_recordset(%(retried_jobs)s::jsonb)
+           AS t(id uuid, run_at timestamptz, g_status text, g_worker text, g_attempt int)
+     WHERE j.id = t.id AND j.status = t.g_status AND j.worker_id IS NOT DISTINCT FROM t.g_worker
+       AND j.attempt = t.g_attempt
+       AND (SELECT baton_expect(count(*) = %(n_ended_jobs)s, 'ended jobs') FROM ended_jobs) = 1
+    RETURNING 1
+), new_jobs AS (
+    INSERT INTO job (id, instance_id, step_execution_id, job_type, status, lease_seconds,
+                     retries_remaining, payload, payload_bytes, timeout_seconds,
+                     poll_timeout_seconds, deadline_at, run_at, created_at, dispatch_outbox)
+    SELECT t.id, t.instance_id, t.step_execution_id, t.job_type, t.status, t.lease_seconds,
+           t.retries_remaining, t.payload, t.payload_bytes, t.timeout, t.poll_timeout,
+           CASE WHEN t.poll_timeout > 0 THEN now() + make_interval(secs => t.poll_timeout) END,
+           now(), now(), t.dispatch_outbox
+      FROM jsonb_to_recordset(%(new_jobs)s::jsonb)
+           AS t(id uuid, instance_id uuid, step_execution_id uuid, job_type text, status text,
+                lease_seconds int, retries_remaining int, payload jsonb, payload_bytes int,
+                timeout int, poll_timeout int, dispatch_outbox boolean)
+     WHERE (SELECT baton_expect(count(*) = %(n_retried_jobs)s, 'retried jobs')
+              FROM retried_jobs) = 1
+    RETURNING 1
+), step_updates AS (
+    UPDATE step_execution s
+       SET status = t.status,
+           output = coalesce(t.output, s.output),
+           error = nullif(coalesce(t.error, s.error), ''),  -- '' clears it (a retry reopens)
+           attempt = coalesce(t.attempt, s.attempt),
+           state = coalesce(t.state, s.state),
+           child_instance_id = coalesce(t.child_instance_id, s.child_instance_id),
+           wake_at = CASE WHEN t.set_wake THEN t.wake_at
+                          WHEN t.status IN ('SCHEDULED', 'IN_PROGRESS') THEN s.wake_at END,
+           started_at = CASE WHEN t.status = 'SCHEDULED' THEN s.started_at
+                             ELSE coalesce(s.started_at, now()) END,
+           completed_at = CASE WHEN t.status IN ('SCHEDULED', 'IN_PROGRESS') THEN NULL
+                               ELSE now() END,
+           updated_at = now()
+      FROM jsonb_to_recordset(%(step_updates)s::jsonb)
+           AS t(id uuid, status text, output jsonb, error text, attempt int, state jsonb,
+                child_instance_id uuid, wake_at timestamptz, set_wake boolean)
+     WHERE s.id = t.id AND (SELECT count(*) FROM new_jobs) >= 0
+    RETURNING 1
+), new_steps AS (
+    INSERT INTO step_execution (id, instance_id, step_id, step_type, status, attempt, input,
+                                output, error, parent_step_execution_id, scope, branch,
+                                item_index, iteration, state, wake_at, child_instance_id, seq,
+                                started_at, completed_at)
+    SELECT t.id, t.instance_id, t.step_id, t.step_type, t.status, t.attempt, t.input, t.output,
+           t.error, t.parent_id, t.scope, t.branch, t.item_index, t.iteration, t.state,
+           t.wake_at, t.child_instance_id, t.seq,
+           CASE WHEN t.status <> 'SCHEDULED' THEN now() END,
+           CASE WHEN t.status NOT IN ('SCHEDULED', 'IN_PROGRESS') THEN now() END
+      FROM jsonb_to_recordset(%(new_steps)s::jsonb)
+           AS t(id uuid, instance_id uuid, step_id text, step_type text, status text,
+                attempt int, input jsonb, output jsonb, error text, parent_id uuid, scope text,
+                branch int, item_index int, iteration int, state jsonb, wake_at timestamptz,
+                child_instance_id uuid, seq int)
+     WHERE (SELECT count(*) FROM step_updates) >= 0
+    RETURNING 1
+), events AS (
+    INSERT INTO instance_event (instance_id, kind, step_execution_id, payload)
+    SELECT t.instance_id, t.kind, t.step_execution_id, t.payload
+      FROM jsonb_to_recordset(%(events)s::jsonb)
+           AS t(instance_id uuid, kind text, step_execution_id uuid, payload jsonb)
+    RETURNING 1
+), audit AS (
+    INSERT INTO audit_log (instance_id, job_id, event, detail)
+    SELECT t.instance_id, t.job_id, t.event, t.detail
+      FROM jsonb_to_recordset(%(audit)s::jsonb)
+           AS t(instance_id uuid, job_id uuid, event text, detail jsonb)
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM new_steps) + (SELECT count(*) FROM events)
+       + (SELECT count(*) FROM audit) AS written
+"""

@@ -1,0 +1,216 @@
+"""The set-based batch write (``batch_sql.WRITE_DECISIONS``) leaves exactly the rows the single
+path leaves: the same workflows driven through the same results, once by single completes and
+fails and once by batches, end in the same instances, steps, jobs, audit trails and events."""
+
+from __future__ import annotations
+
+import pprint
+import re
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from baton.engine.batch_ops import BatchResult, Failure
+from baton.engine.service import Engine
+from baton.errors import Conflict
+from baton.settings import EngineSettings
+from baton.store.db import Database
+from psycopg.rows import dict_row
+
+from tests.support.helpers import service_step
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT[0-9:.]+(Z|[+-]\d\d:\d\d)")
+
+
+def _definitions(cohort: str) -> list[dict[str, Any]]:
+    def task(step_id: str, **extra: Any) -> dict[str, Any]:
+        return service_step(step_id, f"{step_id}-{cohort}", **extra)
+
+    return [
+        {"name": f"kid-{cohort}", "steps": [task("k")], "outputParameters": {"k": "${k.output}"}},
+        {
+            "name": f"seq-{cohort}",
+            "steps": [task("s1"), task("s2", retryCount=1, retryDelaySeconds=0)],
+            "outputParameters": {"s1": "${s1.output}", "s2": "${s2.output}"},
+        },
+        {
+            "name": f"par-{cohort}",
+            "steps": [{"id": "fan", "type": "PARALLEL", "branches": [[task("p1")], [task("p2")]]}],
+        },
+        {
+            "name": f"parent-{cohort}",
+            "steps": [
+                {"id": "sub", "type": "SUB_WORKFLOW", "definitionName": f"kid-{cohort}"},
+                task("after", input={"kid": "${sub.output}"}),
+            ],
+        },
+    ]
+
+
+def _result(job: dict[str, Any]) -> tuple[dict[str, Any] | None, Failure | None]:
+    """What the worker reports for a job: by its step, its attempt and its input."""
+    step, attempt, n = job["stepId"], job["attempt"], (job.get("input") or {}).get("n", 0)
+    if step == "s2" and attempt == 1:
+        return None, Failure("flaky", retryable=True)
+    if step == "s2" and n == 2:
+        return None, Failure("fatal", retryable=False)
+    if step == "p2":
+        return None, Failure("branch broke", retryable=False)
+    return {"step": step, "attempt": attempt, "n": n, "text": "é\u2028"}, None
+
+
+def _drive(engine: Engine, cohort: str, apply: Callable[[list[dict[str, Any]]], None]) -> None:
+    for definition in _definitions(cohort):
+        engine.register_definition(definition)
+    for n in range(3):
+        engine.start_instance(definition_name=f"seq-{cohort}", input={"n": n})
+    engine.start_instance(definition_name=f"par-{cohort}", input={"n": 0})
+    engine.start_instance(definition_name=f"parent-{cohort}", input={"n": 0})
+    types = [f"{s}-{cohort}" for s in ("k", "s1", "s2", "p1", "p2", "after")]
+    for _ in range(20):
+        jobs = engine.poll("w", types, 100)
+        if not jobs:
+            return
+        apply(jobs)
+    raise AssertionError("the workflows did not settle in 20 rounds")
+
+
+def _snapshot(database_url: str, cohort: str) -> list[str]:
+    """Every row the cohort's workflows left, with ids, times and the cohort's name taken out."""
+    with psycopg.connect(database_url, autocommit=True, row_factory=dict_row) as conn:
+        instances = conn.execute(
+            """SELECT id, definition_name, status, input, variables, output, reason, version,
+                      step_count, completed_at IS NOT NULL AS ended, timeout_at
+                 FROM instance WHERE definition_name LIKE %s
+                ORDER BY definition_name, input ->> 'n'""",
+            (f"%-{cohort}",),
+        ).fetchall()
+        out: dict[str, Any] = {}
+        for k, inst in enumerate(instances):
+            iid = inst.pop("id")
+            steps = conn.execute(
+                """SELECT step_id, step_type, status, attempt, input, output, error, scope,
+                          branch, seq, started_at IS NOT NULL AS started,
+                          completed_at IS NOT NULL AS ended, wake_at,
+                          child_instance_id IS NOT NULL AS has_child
+                     FROM step_execution WHERE instance_id = %s ORDER BY seq""",
+                (iid,),
+            ).fetchall()
+            jobs = conn.execute(
+                """SELECT s.step_id, j.job_type, j.status, j.attempt, j.retries_remaining,
+                          j.payload, j.dispatch_outbox, j.deadline_at IS NOT NULL AS deadline,
+                          j.lock_expires_at IS NOT NULL AS leased
+                     FROM job j JOIN step_execution s ON s.id = j.step_execution_id
+                    WHERE j.instance_id = %s ORDER BY s.seq""",
+                (iid,),
+            ).fetchall()
+            audit = conn.execute(
+                "SELECT event, detail FROM audit_log WHERE instance_id = %s ORDER BY id", (iid,)
+            ).fetchall()
+            events = conn.execute(
+                "SELECT kind, payload FROM instance_event WHERE instance_id = %s ORDER BY id",
+                (iid,),
+            ).fetchall()
+            out[f"{k}"] = {"instance": inst, "steps": steps, "jobs": jobs, "audit": audit}
+            out[f"{k}"]["events"] = events
+    text = _TIME.sub("<time>", _UUID.sub("<id>", pprint.pformat(out, width=100)))
+    text = text.replace(f"-{cohort}", "")
+    return text.splitlines()
+
+
+def _single(engine: Engine, outcomes: list[str]) -> Callable[[list[dict[str, Any]]], None]:
+    def apply(jobs: list[dict[str, Any]]) -> None:
+        for job in jobs:
+            output, failure = _result(job)
+            try:
+                if failure is None:
+                    engine.complete_job(job["id"], "w", output, attempt=job["attempt"])
+                else:
+                    engine.fail_job(
+                        job["id"],
+                        "w",
+                        failure.error_message,
+                        failure.retryable,
+                        attempt=job["attempt"],
+                    )
+                outcomes.append("APPLIED")
+            except Conflict:  # a branch cancelled by its sibling's failure
+                outcomes.append("CONFLICT")
+
+    return apply
+
+
+def _batched(engine: Engine, outcomes: list[str]) -> Callable[[list[dict[str, Any]]], None]:
+    def apply(jobs: list[dict[str, Any]]) -> None:
+        items = []
+        for job in jobs:
+            output, failure = _result(job)
+            items.append(BatchResult(job["id"], "w", job["attempt"], output, failure))
+        outcomes.extend(a["outcome"] for a in engine.complete_batch(items))
+
+    return apply
+
+
+def test_batches_leave_the_rows_single_results_leave(engine: Engine, database_url: str) -> None:
+    one_by_one: list[str] = []
+    batched: list[str] = []
+    _drive(engine, "single", _single(engine, one_by_one))
+    _drive(engine, "batch", _batched(engine, batched))
+    assert batched == one_by_one
+    assert one_by_one.count("APPLIED") >= 10
+    single, batch = _snapshot(database_url, "single"), _snapshot(database_url, "batch")
+    text = "\n".join(single)
+    assert "'COMPLETED'" in text and "'FAILED'" in text and "'JOB_RETRY_SCHEDULED'" in text
+    assert batch == single
+
+
+def test_batches_write_outbox_jobs_in_the_outbox_mode(db: Database, database_url: str) -> None:
+    """A job a batch creates (the next step's) is relayed to SQS like any other in that mode."""
+    engine = Engine(db, EngineSettings(dispatch_mode="outbox"))
+    engine.register_definition(
+        {"name": "two", "steps": [service_step("a", "ob-a"), service_step("b", "ob-b")]}
+    )
+    for _ in range(3):
+        engine.start_instance(definition_name="two")
+    first = engine.poll("w", ["ob-a"], 10)
+    answers = engine.complete_batch([BatchResult(j["id"], "w", j["attempt"], {}) for j in first])
+    assert [a["outcome"] for a in answers] == ["APPLIED"] * 3
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        rows = conn.execute(
+            """SELECT j.dispatch_outbox, count(o.job_id) FROM job j
+                 LEFT JOIN dispatch_outbox o ON o.job_id = j.id
+                WHERE j.job_type = 'ob-b' GROUP BY j.id, j.dispatch_outbox"""
+        ).fetchall()
+    assert rows == [(True, 1)] * 3
+
+
+def test_a_batch_mixing_common_and_cancelling_decisions_writes_both(engine: Engine) -> None:
+    """A decision that cancels open work goes out as its own statement in the same
+    transaction as the set-based one; both land."""
+    engine.register_definition(
+        {
+            "name": "mixed",
+            "steps": [
+                {
+                    "id": "fan",
+                    "type": "PARALLEL",
+                    "branches": [[service_step("x", "mx")], [service_step("y", "my")]],
+                }
+            ],
+        }
+    )
+    engine.register_definition({"name": "plain", "steps": [service_step("only", "mp")]})
+    fan = engine.start_instance(definition_name="mixed")[0]["id"]
+    plain = [engine.start_instance(definition_name="plain")[0]["id"] for _ in range(3)]
+    jobs = {j["stepId"] + j["instanceId"]: j for j in engine.poll("w", ["mx", "my", "mp"], 10)}
+    y = jobs["y" + fan]
+    items = [BatchResult(y["id"], "w", 1, failure=Failure("broken", retryable=False))]
+    items += [BatchResult(jobs["only" + p]["id"], "w", 1, {"p": p}) for p in plain]
+    assert [a["outcome"] for a in engine.complete_batch(items)] == ["APPLIED"] * 4
+    assert engine.get_instance(fan)["status"] == "FAILED"
+    steps = {s["stepId"]: s["status"] for s in engine.get_instance(fan)["steps"]}
+    assert steps["x"] == "CANCELLED"
+    assert [engine.get_instance(p)["status"] for p in plain] == ["COMPLETED"] * 3
+    assert str(uuid.UUID(fan)) == fan
