@@ -8,10 +8,13 @@ in step with its single form: ``tests/integration/test_batch_writer.py`` compare
 
 The guarded job writes must touch exactly the rows they were given (``baton_expect``: SQLSTATE
 BT409, the whole transaction rolls back and every result is applied again on the single path);
-the instance updates are fenced row by row by the ``instance_fence`` trigger. The chain of
-``(SELECT … FROM previous)`` conditions orders the writes as everywhere else: instances, then jobs,
-then steps. The caller locks the batch's instances first, in id order (``LOCK_INSTANCES``), so
-two batches sharing instances cannot deadlock however each statement visits its rows.
+the instance updates are fenced row by row by the ``instance_fence`` trigger. Each update
+finds its rows through the primary key (``id = ANY(ARRAY(…))``): joined to a function's rows
+alone, whose count the planner cannot know, it would hash-join a scan of the whole table. The
+chain of ``(SELECT … FROM previous)`` conditions orders the writes as everywhere else:
+instances, then jobs, then steps. The caller locks the batch's instances first, in id order
+(``LOCK_INSTANCES``), so two batches sharing instances cannot deadlock however each statement
+visits its rows.
 """
 
 from __future__ import annotations
@@ -21,7 +24,21 @@ SELECT id FROM instance WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR NO KEY U
 """
 
 WRITE_DECISIONS = """
-WITH instances AS (
+WITH instance_rows AS MATERIALIZED (
+    SELECT * FROM jsonb_to_recordset(%(instances)s::jsonb)
+        AS t(id uuid, status text, variables jsonb, output jsonb, reason text, expected bigint,
+             added_steps int, clear_timeout boolean, reset_timeout int)
+), ended_rows AS MATERIALIZED (
+    SELECT * FROM jsonb_to_recordset(%(ended_jobs)s::jsonb)
+        AS t(id uuid, status text, g_status text, g_worker text, g_attempt int)
+), retried_rows AS MATERIALIZED (
+    SELECT * FROM jsonb_to_recordset(%(retried_jobs)s::jsonb)
+        AS t(id uuid, run_at timestamptz, g_status text, g_worker text, g_attempt int)
+), step_rows AS MATERIALIZED (
+    SELECT * FROM jsonb_to_recordset(%(step_updates)s::jsonb)
+        AS t(id uuid, status text, output jsonb, error text, attempt int, state jsonb,
+             child_instance_id uuid, wake_at timestamptz, set_wake boolean)
+), instances AS (
     UPDATE instance i
        SET status = t.status, variables = t.variables, output = t.output, reason = t.reason,
            version = t.expected + 1, updated_at = now(),
@@ -32,17 +49,15 @@ WITH instances AS (
                              WHEN t.reset_timeout > 0
                              THEN now() + make_interval(secs => t.reset_timeout)
                              ELSE i.timeout_at END
-      FROM jsonb_to_recordset(%(instances)s::jsonb)
-           AS t(id uuid, status text, variables jsonb, output jsonb, reason text, expected bigint,
-                added_steps int, clear_timeout boolean, reset_timeout int)
-     WHERE i.id = t.id
+      FROM instance_rows t
+     WHERE i.id = t.id AND i.id = ANY(ARRAY(SELECT id FROM instance_rows))
     RETURNING 1
 ), ended_jobs AS (
     UPDATE job j
        SET status = t.status, completed_at = now(), lock_expires_at = NULL
-      FROM jsonb_to_recordset(%(ended_jobs)s::jsonb)
-           AS t(id uuid, status text, g_status text, g_worker text, g_attempt int)
-     WHERE j.id = t.id AND j.status = t.g_status AND j.worker_id IS NOT DISTINCT FROM t.g_worker
+      FROM ended_rows t
+     WHERE j.id = t.id AND j.id = ANY(ARRAY(SELECT id FROM ended_rows))
+       AND j.status = t.g_status AND j.worker_id IS NOT DISTINCT FROM t.g_worker
        AND j.attempt = t.g_attempt
        AND (SELECT baton_expect(count(*) = %(n_instances)s, 'instances') FROM instances) = 1
     RETURNING 1
@@ -53,9 +68,9 @@ WITH instances AS (
            retries_remaining = j.retries_remaining - 1,
            deadline_at = CASE WHEN j.poll_timeout_seconds > 0
                               THEN t.run_at + make_interval(secs => j.poll_timeout_seconds) END
-      FROM jsonb_to_recordset(%(retried_jobs)s::jsonb)
-           AS t(id uuid, run_at timestamptz, g_status text, g_worker text, g_attempt int)
-     WHERE j.id = t.id AND j.status = t.g_status AND j.worker_id IS NOT DISTINCT FROM t.g_worker
+      FROM retried_rows t
+     WHERE j.id = t.id AND j.id = ANY(ARRAY(SELECT id FROM retried_rows))
+       AND j.status = t.g_status AND j.worker_id IS NOT DISTINCT FROM t.g_worker
        AND j.attempt = t.g_attempt
        AND (SELECT baton_expect(count(*) = %(n_ended_jobs)s, 'ended jobs') FROM ended_jobs) = 1
     RETURNING 1
@@ -89,10 +104,9 @@ WITH instances AS (
            completed_at = CASE WHEN t.status IN ('SCHEDULED', 'IN_PROGRESS') THEN NULL
                                ELSE now() END,
            updated_at = now()
-      FROM jsonb_to_recordset(%(step_updates)s::jsonb)
-           AS t(id uuid, status text, output jsonb, error text, attempt int, state jsonb,
-                child_instance_id uuid, wake_at timestamptz, set_wake boolean)
-     WHERE s.id = t.id AND (SELECT count(*) FROM new_jobs) >= 0
+      FROM step_rows t
+     WHERE s.id = t.id AND s.id = ANY(ARRAY(SELECT id FROM step_rows))
+       AND (SELECT count(*) FROM new_jobs) >= 0
     RETURNING 1
 ), new_steps AS (
     INSERT INTO step_execution (id, instance_id, step_id, step_type, status, attempt, input,
