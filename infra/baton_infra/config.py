@@ -152,6 +152,7 @@ class DeployConfig:
     db_max_acu: float
     db_backup_retention_days: int
     payload_expiry_days: int
+    payload_orphan_expiry_days: int
     payload_limits: PayloadLimits
     log_retention_days: int
     reserved_concurrency: Mapping[str, int | None]
@@ -214,6 +215,14 @@ class DeployConfig:
         if log_retention_days not in _LOG_RETENTION:
             raise ConfigError(f"logRetentionDays: use one of {sorted(_LOG_RETENTION)}")
         layer_dir = get("layerDir")
+        payload_expiry_days = _count(get, "payloadExpiryDays")
+        orphan_days = _count(get, "payloadOrphanExpiryDays")
+        if orphan_days <= payload_expiry_days:
+            raise ConfigError(
+                f"payloadOrphanExpiryDays ({orphan_days}) must be above payloadExpiryDays "
+                f"({payload_expiry_days}): it is the backstop for objects no instance references, "
+                "and the longest a running instance's payloads are kept"
+            )
         dispatch_mode = str(get("dispatchMode") or "polling")
         if dispatch_mode not in DISPATCH_MODES:
             raise ConfigError(
@@ -225,7 +234,8 @@ class DeployConfig:
             db_min_acu=db_min_acu,
             db_max_acu=db_max_acu,
             db_backup_retention_days=int(_number(get, "dbBackupRetentionDays")),
-            payload_expiry_days=_count(get, "payloadExpiryDays"),
+            payload_expiry_days=payload_expiry_days,
+            payload_orphan_expiry_days=orphan_days,
             payload_limits=_payload_limits(get),
             log_retention_days=log_retention_days,
             reserved_concurrency=reserved,

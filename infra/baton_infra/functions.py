@@ -49,9 +49,13 @@ METRICS_NAMESPACE = settings.METRICS_NAMESPACE
 PAYLOAD_FUNCTIONS = frozenset(
     {"instances", "jobs", "queues", "conductor", "sweeper", "reaper", "queue_dispatcher"}
 )
+CONDUCTOR_FUNCTION = "conductor"
+# Functions that retire, revive or delete payload objects (engine.retention_ops): the sweeper
+# tags ended instances' objects; retry, restart and delete (Baton's API and Conductor's) revive
+# or delete them.
+RETENTION_FUNCTIONS = frozenset({"sweeper", "instances", CONDUCTOR_FUNCTION})
 # The function answering GET /v1/health checks that the payload bucket answers (HeadBucket,
 # which needs s3:ListBucket on the bucket itself); taken from the route table.
-CONDUCTOR_FUNCTION = "conductor"
 BUCKET_PROBE_FUNCTIONS = frozenset(r.function for r in ROUTES if r.path == "/v1/health")
 # The outbox relay: the one function that publishes to the dispatch queue (SendMessage only).
 RELAY_FUNCTION = "relay"
@@ -324,7 +328,19 @@ class BatonFunctions(Construct):
                 f"AwsSolutions-IAM5[Resource::<{logical_id(self._payload_bucket)}.Arn>/"
                 f"{PAYLOAD_KEY_PREFIX}*]",
                 "Payload object keys are generated per payload at run time; access is limited "
-                "to Get/Put under the payload prefix of this one bucket.",
+                "to Get/Put (and, for retention, tagging and delete) under the payload prefix "
+                "of this one bucket.",
+            )
+        if spec.payloads and spec.name in RETENTION_FUNCTIONS:
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    actions=[
+                        "s3:PutObjectTagging",
+                        "s3:DeleteObjectTagging",
+                        "s3:DeleteObject",
+                    ],
+                    resources=[self._payload_bucket.arn_for_objects(f"{PAYLOAD_KEY_PREFIX}*")],
+                )
             )
         acknowledge(
             role,

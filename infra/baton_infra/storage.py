@@ -10,6 +10,8 @@ from typing import Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_s3 as s3
+from baton.engine.payloads import KEY_PREFIX as PAYLOAD_KEY_PREFIX
+from baton.engine.payloads import RETENTION_ENDED, RETENTION_TAG
 from constructs import Construct
 
 from baton_infra.config import DeployConfig
@@ -63,12 +65,23 @@ class PayloadStore(Construct):
             server_access_logs_prefix="s3-access/payloads/",
             lifecycle_rules=[
                 s3.LifecycleRule(
-                    id="expire-payloads",
-                    # Must outlive the longest-running workflow that still reads its payloads.
+                    id="expire-ended-payloads",
+                    # The sweeper copies an ended instance's objects onto themselves with this
+                    # tag (engine.retention_ops), which restarts their age: they are deleted
+                    # payloadExpiryDays after the instance ended, however long it ran.
+                    prefix=PAYLOAD_KEY_PREFIX,
+                    tag_filters={RETENTION_TAG: RETENTION_ENDED},
                     expiration=Duration.days(config.payload_expiry_days),
+                ),
+                s3.LifecycleRule(
+                    id="expire-unreferenced-payloads",
+                    # The backstop: uploads no instance took, values offloaded by a decision
+                    # that rolled back. Also the longest a running instance's payloads live.
+                    prefix=PAYLOAD_KEY_PREFIX,
+                    expiration=Duration.days(config.payload_orphan_expiry_days),
                     # Presigned uploads that never finished leave parts that are billed.
                     abort_incomplete_multipart_upload_after=Duration.days(1),
-                )
+                ),
             ],
             removal_policy=config.removal_policy,
             # A dev stack must delete cleanly even with objects left in its buckets.

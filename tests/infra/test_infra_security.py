@@ -7,8 +7,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from baton.engine.payloads import RETENTION_ENDED, RETENTION_TAG
 from baton.routes import MIGRATION_FUNCTION, SCHEDULED_FUNCTIONS, api_functions
-from baton_infra.functions import BUCKET_PROBE_FUNCTIONS, DATABASE_FREE_FUNCTIONS, PAYLOAD_FUNCTIONS
+from baton_infra.functions import (
+    BUCKET_PROBE_FUNCTIONS,
+    DATABASE_FREE_FUNCTIONS,
+    PAYLOAD_FUNCTIONS,
+    RETENTION_FUNCTIONS,
+)
 from synth_support import Synth, function_logical_ids
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
@@ -108,12 +114,15 @@ def test_function_role_grants_only_what_the_function_uses(dev: Synth, name: str)
         assert probe["Resource"] == {"Fn::GetAtt": [_payload_bucket_id(dev), "Arn"]}
         s3_statements.remove(probe)
     if name in PAYLOAD_FUNCTIONS:
-        (s3_statement,) = s3_statements
-        assert sorted(_actions(s3_statement)) == ["s3:GetObject", "s3:PutObject"]
-        resource = json.dumps(s3_statement["Resource"])
-        assert "PayloadsBucket" in resource
-        # Only the payload prefix: never other objects of the bucket.
-        assert resource.endswith('"/payloads/*"]]}')
+        expected = {"s3:GetObject", "s3:PutObject"}
+        if name in RETENTION_FUNCTIONS:  # tags ended instances' objects, revives, deletes
+            expected |= {"s3:DeleteObject", "s3:DeleteObjectTagging", "s3:PutObjectTagging"}
+        assert {a for s in s3_statements for a in _actions(s)} == expected
+        for s3_statement in s3_statements:
+            resource = json.dumps(s3_statement["Resource"])
+            assert "PayloadsBucket" in resource
+            # Only the payload prefix: never other objects of the bucket.
+            assert resource.endswith('"/payloads/*"]]}')
     else:
         assert s3_statements == []
     # "*" resources only where AWS offers no scoping (ENIs for VPC access, X-Ray)
@@ -173,9 +182,20 @@ def test_payloads_expire_and_are_access_logged(dev: Synth) -> None:
         if lid.startswith("PayloadsBucket")
     )
     props = bucket["Properties"]
-    (rule,) = props["LifecycleConfiguration"]["Rules"]
-    assert rule["ExpirationInDays"] == 30
-    assert rule["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"] == 1
+    rules = {r["Id"]: r for r in props["LifecycleConfiguration"]["Rules"]}
+    # The objects of ended instances: tagged by the sweeper (their age restarted), deleted
+    # payloadExpiryDays later.
+    ended = rules["expire-ended-payloads"]
+    assert ended["ExpirationInDays"] == 30
+    assert ended["Prefix"] == "payloads/"
+    assert ended["TagFilters"] == [{"Key": RETENTION_TAG, "Value": RETENTION_ENDED}]
+    # The backstop for objects no instance references, longer than any retention.
+    backstop = rules["expire-unreferenced-payloads"]
+    assert backstop["Prefix"] == "payloads/"
+    assert "TagFilters" not in backstop
+    assert backstop["ExpirationInDays"] == 400
+    assert backstop["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"] == 1
+    assert all(r["Status"] == "Enabled" for r in rules.values())
     assert props["LoggingConfiguration"]["DestinationBucketName"]["Ref"].startswith(
         "LogArchiveBucket"
     )

@@ -107,6 +107,7 @@ def engine(metrics: MetricsSink) -> Engine:
                 payloads=_payload_reader(s),
                 offload=_offloader(s, metrics),
                 wakeups=_job_wakeups(s),
+                payload_objects=_payload_objects(s, metrics),
             )
             _engines[id(metrics)] = eng
         return eng
@@ -138,14 +139,19 @@ def _payload_reader(s: Settings) -> Callable[[Any], Any] | None:
 
 def _offloader(s: Settings, metrics: MetricsSink) -> Callable[[str, str], Any] | None:
     """Stores the engine's large values in the payload bucket (None without a bucket)."""
+    store = _payload_objects(s, metrics)
+    return None if store is None else store.put_json
+
+
+def _payload_objects(s: Settings, metrics: MetricsSink) -> PayloadStore | None:
+    """The payload bucket's objects, for offloading and retention (None without a bucket)."""
     if not s.payload_bucket:
         return None
     from baton.engine.payloads import PayloadStore
 
-    store = PayloadStore(
+    return PayloadStore(
         s.payload_bucket, s.engine.payload_limits, endpoint=s.s3_endpoint, metrics=metrics
     )
-    return store.put_json
 
 
 def _database(s: Settings) -> Database:

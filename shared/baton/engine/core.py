@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from baton.engine import writer
 from baton.engine.decide import Changes, Decider, InstanceState
+from baton.engine.payloads import PayloadObjects
 from baton.engine.plan import Plan
 from baton.engine.reads import DbReader
 from baton.engine.snapshots import Snapshots
@@ -41,8 +42,11 @@ class EngineCore:
         offload: Callable[[str, str], Any] | None = None,
         *,
         wakeups: JobWakeups | None = None,
+        payload_objects: PayloadObjects | None = None,
     ) -> None:
         self.db = db
+        # Retires, revives and deletes payload objects (None: no bucket; see retention_ops)
+        self.payload_objects = payload_objects
         # The process's LISTEN connection for long-polls (None: long-polls re-claim with backoff)
         self.wakeups = wakeups
         # Reads offloaded payloads for expressions (None: no bucket, references stay as they are)

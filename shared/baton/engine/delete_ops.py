@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from baton.engine import views
-from baton.engine.core import EngineCore, log
+from baton.engine.core import log
 from baton.engine.ids import path_uuid
+from baton.engine.retention_ops import RetentionOps
 from baton.errors import Conflict, DefinitionNotFound, InstanceNotFound
 from baton.store import definition_sql, instance_sql
 from baton.store.db import Conn, first_in_transaction
@@ -23,7 +24,7 @@ from baton.store.db import Conn, first_in_transaction
 DELETABLE_STATUSES = frozenset({"COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED"})
 
 
-class DeleteOps(EngineCore):
+class DeleteOps(RetentionOps):
     def delete_definition(self, name: str, version: int) -> dict[str, Any]:
         """Delete one version of a definition; returns it as it was."""
         row = self.db.autocommit(
@@ -37,8 +38,9 @@ class DeleteOps(EngineCore):
         return views.definition(row)
 
     def delete_instance(self, instance_id: str) -> dict[str, Any]:
-        """Delete a finished instance with its step executions, jobs and history (audit rows);
-        a running or paused one is a conflict. Returns what was deleted."""
+        """Delete a finished instance with its step executions, jobs and history (audit rows),
+        then its payload objects; a running or paused one is a conflict. Returns what was
+        deleted."""
         iid = path_uuid(instance_id, InstanceNotFound)
 
         def work(conn: Conn) -> dict[str, Any]:
@@ -50,6 +52,7 @@ class DeleteOps(EngineCore):
                     f"instance {instance_id} is {locked['status']}: only a finished instance "
                     "can be deleted (cancel it first)"
                 )
+            objects[:] = self._paths_to_delete(conn, iid)
             with conn.pipeline():
                 audit = conn.execute(instance_sql.DELETE_AUDIT, {"id": iid})
                 conn.execute(instance_sql.DELETE_OUTBOX, {"id": iid})
@@ -68,6 +71,8 @@ class DeleteOps(EngineCore):
                 "historyEvents": audit.rowcount,
             }
 
+        objects: list[str] = []  # its payload objects: deleted once its rows are gone
         deleted = self.db.transaction(work, explicit_begin=True)
+        self._delete_objects(iid, objects)
         log.info("instance deleted", extra={"instance_id": instance_id})
         return {k: v for k, v in deleted.items() if v is not None}

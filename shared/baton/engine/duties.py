@@ -7,9 +7,10 @@ import uuid
 from typing import Any
 
 from baton.engine import writer
-from baton.engine.core import EngineCore, log
+from baton.engine.core import log
 from baton.engine.decide import Decider
 from baton.engine.reads import exec_from_row
+from baton.engine.retention_ops import RetentionOps
 from baton.status import InstanceStatus, JobStatus, StepStatus
 from baton.store import instance_sql, job_sql
 from baton.store.db import Conn, first_in_transaction
@@ -18,7 +19,7 @@ from baton.store.db import Conn, first_in_transaction
 LIVE = (InstanceStatus.RUNNING, InstanceStatus.PAUSED)
 
 
-class Duties(EngineCore):
+class Duties(RetentionOps):
     def reap_expired_leases(self, limit: int = 1000) -> int:
         """Turn lapsed leases into the jobs' next attempts, or, with no retries left, fail their
         steps (the lease reaper). Returns the number of leases that lapsed."""
@@ -53,7 +54,8 @@ class Duties(EngineCore):
 
     def sweep(self, limit: int = 500) -> dict[str, int]:
         """Enforce every timeout whose due time has passed (the sweeper): instances'
-        ``timeoutSeconds``, and jobs' ``timeoutSeconds`` and ``pollTimeoutSeconds``."""
+        ``timeoutSeconds``, and jobs' ``timeoutSeconds`` and ``pollTimeoutSeconds``; fire due
+        timers, deliver left-over events, and retire the payloads of ended instances."""
         due = self.db.autocommit(
             lambda c: c.execute(instance_sql.TIMED_OUT_DUE, {"limit": limit}).fetchall()
         )
@@ -80,6 +82,8 @@ class Duties(EngineCore):
             "jobTimeouts": attempts,
             "timersFired": fired,
             "eventsDelivered": delivered,
+            # Payload objects of ended instances tagged for expiry (0 without a bucket)
+            "payloadsRetired": self.retire_payloads(),
         }
 
     def _fire_timer(self, iid: uuid.UUID, exec_id: uuid.UUID) -> int:

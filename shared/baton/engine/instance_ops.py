@@ -14,11 +14,12 @@ from psycopg.types.json import Jsonb
 
 from baton.definitions import WorkflowDefinition, parse_definition
 from baton.engine import paging, views, writer
-from baton.engine.core import EngineCore, log
+from baton.engine.core import log
 from baton.engine.decide import AuditEvent, Decider, InstanceState
 from baton.engine.ids import parse_uuid, path_uuid
 from baton.engine.plan import Plan, job_types
 from baton.engine.reads import exec_from_row
+from baton.engine.retention_ops import RetentionOps
 from baton.errors import (
     Conflict,
     DefinitionNotFound,
@@ -33,7 +34,7 @@ from baton.store import definition_sql, instance_sql
 from baton.store.db import Conn, first_in_transaction
 
 
-class InstanceOps(EngineCore):
+class InstanceOps(RetentionOps):
     def start_instance(
         self,
         *,
@@ -446,6 +447,7 @@ class InstanceOps(EngineCore):
             self._decide(conn, row, act)
 
         self.db.transaction(work, explicit_begin=True)
+        self.revive_payloads(iid)  # its objects may have been tagged for expiry when it ended
         self.deliver_pending()
         log.info("instance retried", extra={"instance_id": instance_id})
         return self.get_instance(instance_id)
@@ -505,6 +507,7 @@ class InstanceOps(EngineCore):
             self._note_deliveries(iid, decider.changes)
 
         self.db.transaction(work, explicit_begin=True)
+        self.revive_payloads(iid)  # its input's object may have been tagged for expiry
         self.deliver_pending()
         log.info("instance restarted", extra={"instance_id": instance_id})
         return self.get_instance(instance_id)

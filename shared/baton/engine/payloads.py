@@ -16,10 +16,11 @@ import json
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from baton.errors import PayloadTooLarge, Problem, Unavailable, ValidationFailed
@@ -41,6 +42,28 @@ _KIND_PREFIX: Mapping[str, str] = {
 _SHA256_HEX_LEN = 64
 # GET /v1/instances/{id}?resolvePayloads=true inlines offloaded fields up to this size.
 RESOLVE_INLINE_BYTES = 1_000_000
+# Retention: the tag the bucket's lifecycle rule expires (infra/baton_infra/storage.py), and how
+# many objects are tagged at once.
+RETENTION_TAG = "baton-retention"
+RETENTION_ENDED = "ended"
+RETENTION_THREADS = 8
+RETIRED_AT_METADATA = "baton-retired-at"
+
+
+class PayloadObjects(Protocol):
+    """What retention does to the payload bucket's objects (``engine.payloads.PayloadStore``)."""
+
+    def retire(self, paths: Sequence[str]) -> int:
+        """Tag ``paths`` ended, restarting their age; how many objects were there."""
+        ...
+
+    def revive(self, paths: Sequence[str]) -> None:
+        """Remove the ended tag from ``paths`` (those that are gone are skipped)."""
+        ...
+
+    def delete(self, paths: Sequence[str]) -> None:
+        """Delete ``paths`` (those that are gone are skipped)."""
+        ...
 
 
 class PayloadStorageUnconfigured(Unavailable):
@@ -293,6 +316,81 @@ class PayloadStore:
                 job["inputPayloadPath"] = path
                 job["inputDownloadUrl"] = self.download_url(path)
         return jobs
+
+    # --- retention (see engine.retention_ops) ----------------------------------------------
+
+    def retire(self, paths: Sequence[str]) -> int:
+        """Copy each object onto itself tagged ``baton-retention=ended``: its age restarts, and
+        the bucket's tag-filtered lifecycle rule deletes it the retention period later. S3 only
+        copies an object onto itself when its metadata changes: the copy keeps the object's
+        content type and metadata and adds when it was retired. Objects already gone are
+        skipped; how many were retired."""
+        retired_at = self._now().isoformat(timespec="seconds")
+
+        def copy(path: str) -> None:
+            head = self.client.head_object(Bucket=self.bucket, Key=path)
+            self.client.copy_object(
+                Bucket=self.bucket,
+                Key=path,
+                CopySource={"Bucket": self.bucket, "Key": path},
+                MetadataDirective="REPLACE",
+                ContentType=head.get("ContentType") or "application/json",
+                Metadata={**head.get("Metadata", {}), RETIRED_AT_METADATA: retired_at},
+                TaggingDirective="REPLACE",
+                Tagging=f"{RETENTION_TAG}={RETENTION_ENDED}",
+            )
+
+        return sum(self._parallel(lambda path: self._each(path, lambda: copy(path)), paths))
+
+    def revive(self, paths: Sequence[str]) -> None:
+        """Remove the ended tag: the objects of an instance that runs again are kept."""
+        self._parallel(
+            lambda path: self._each(
+                path,
+                lambda: self.client.delete_object_tagging(Bucket=self.bucket, Key=path),
+            ),
+            paths,
+        )
+
+    def delete(self, paths: Sequence[str]) -> None:
+        """Delete the objects (1,000 per request)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        for start in range(0, len(paths), 1000):
+            chunk = paths[start : start + 1000]
+            try:
+                answer = self.client.delete_objects(
+                    Bucket=self.bucket,
+                    Delete={"Objects": [{"Key": p} for p in chunk], "Quiet": True},
+                )
+            except (BotoCoreError, ClientError) as e:
+                raise Unavailable(f"payload storage: cannot delete objects: {e}") from e
+            errors = [e for e in answer.get("Errors", []) if e.get("Code") != "NoSuchKey"]
+            if errors:
+                raise Unavailable(f"payload storage: cannot delete {errors[0].get('Key')}")
+
+    def _each(self, path: str, call: Callable[[], Any]) -> bool:
+        """One object call: True if done, False if the object is gone; Unavailable otherwise."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            call()
+        except ClientError as e:
+            code = str(e.response.get("Error", {}).get("Code", ""))
+            if code in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise Unavailable(f"payload storage: {path}: {e}") from e
+        except BotoCoreError as e:
+            raise Unavailable(f"payload storage: {path}: {e}") from e
+        return True
+
+    @staticmethod
+    def _parallel(call: Callable[[str], bool], paths: Sequence[str]) -> list[bool]:
+        """``call`` on every path, a few at a time (each is one S3 round trip)."""
+        if len(paths) <= 1:
+            return [call(p) for p in paths]
+        with ThreadPoolExecutor(max_workers=min(RETENTION_THREADS, len(paths))) as pool:
+            return list(pool.map(call, paths))
 
     def _size_of(self, path: str) -> int | None:
         from botocore.exceptions import ClientError

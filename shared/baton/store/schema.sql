@@ -341,3 +341,19 @@ CREATE TABLE instance_event (
     created_at         timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX instance_event_by_instance ON instance_event (instance_id, id);
+
+-- Payload retention (migration 0010): ended instances, walked in the order they ended from a
+-- mark the sweeper keeps, have their payload objects tagged for the bucket's lifecycle rule.
+CREATE INDEX instance_ended ON instance (completed_at, id) WHERE completed_at IS NOT NULL;
+CREATE TABLE payload_retention_mark (
+    singleton    boolean     PRIMARY KEY DEFAULT true CHECK (singleton),
+    ended_at     timestamptz NOT NULL DEFAULT '1970-01-01T00:00:00Z',
+    instance_id  uuid        NOT NULL DEFAULT '00000000-0000-0000-0000-000000000000'
+);
+INSERT INTO payload_retention_mark DEFAULT VALUES;
+
+-- A client may start several instances with one upload: before retiring a path, the walk asks
+-- whether a running instance still has it as its input. Only inputs that are references are
+-- indexed (and an instance's input never changes: no HOT update is lost).
+CREATE INDEX instance_input_payload ON instance ((input ->> '$payload'))
+    WHERE input ? '$payload';
