@@ -10,6 +10,8 @@ from typing import Any
 import psycopg
 from baton.engine.batch_ops import BatchResult, Failure
 from baton.engine.service import Engine
+from baton.metrics import CountingMetrics
+from baton.store.db import Database
 
 from tests.support.helpers import one_step
 
@@ -117,3 +119,25 @@ def test_a_batch_of_one_step_workflows_commits_once(engine: Engine, database_url
     assert commits <= 6, commits
     finished: list[dict[str, Any]] = [engine.get_instance(j["instanceId"]) for j in jobs]
     assert {i["status"] for i in finished} == {"COMPLETED"}
+
+
+def test_a_batch_counts_what_it_did_once_per_counter(db: Database) -> None:
+    """The batch's decisions are counted together: one data point per counter, with the
+    batch's total (a metric call per result and counter cost the local server a lot)."""
+    calls: list[tuple[str, float]] = []
+
+    class Recording(CountingMetrics):
+        def add(self, name: str, value: float, *args: Any, **kwargs: Any) -> None:
+            calls.append((name, value))
+            super().add(name, value, *args, **kwargs)
+
+    metrics = Recording()
+    engine = Engine(db, metrics=metrics)
+    engine.register_definition(one_step("counted", "cnt"))
+    for _ in range(5):
+        engine.start_instance(definition_name="counted")
+    jobs = engine.poll("w", ["cnt"], 5)
+    calls.clear()
+    engine.complete_batch([BatchResult(j["id"], "w", j["attempt"], output={}) for j in jobs])
+    assert metrics.totals["JobsCompleted"] == 5
+    assert [c for c in calls if c[0] == "JobsCompleted"] == [("JobsCompleted", 5)]

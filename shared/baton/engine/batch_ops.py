@@ -144,8 +144,8 @@ class BatchOps(JobOps):
                 [(d.decider.instance, d.decider.changes) for d in decided],
                 outbox=self.settings.outbox,
             )
+            self._report(*(d.decider for d in decided))
             for d in decided:
-                self._report(d.decider)
                 self._note_deliveries(d.decider.instance.id, d.decider.changes)
                 answers[d.index] = _applied(d)
             return answers, later
