@@ -4,7 +4,9 @@ the engine library, on the same database server in one run.
 Two HTTP drains: plain HTTP pollers in separate processes (keep-alive, ``maxJobs`` 32, one
 complete per job: the server side alone), and the Python SDK's ``Runner`` in separate processes
 as a user runs it (results flushed in batches through ``POST /v1/jobs/complete-batch``, polls
-prefetching beyond the running jobs). The last lines print the ratios to the in-process drain.
+prefetching beyond the running jobs). Then two in-process drains through the library with one
+worker and prepared statements: one complete per job, and ``complete_batch`` per claim. The last
+lines print each HTTP drain's ratio to the in-process drain that does the same work.
 """
 
 from __future__ import annotations
@@ -126,6 +128,7 @@ def main() -> None:
             # Each runner notices the end within 20 ms (its check interval).
             sdk_rate = rate(sdk_total, sdk_seconds - 0.02)
         engine = drain_in_process(url, args.jobs, batch=args.batch, timeout=600)
+        batched = drain_in_process(url, args.jobs, batch=args.batch, timeout=600, batched=True)
     print()
     print(
         table(
@@ -138,11 +141,16 @@ def main() -> None:
                     fmt_num(sdk_rate),
                 ],
                 ["in-process engine, 1 worker", f"{args.jobs:,}", fmt_num(engine.per_second)],
+                [
+                    "in-process engine, 1 worker, complete_batch",
+                    f"{args.jobs:,}",
+                    fmt_num(batched.per_second),
+                ],
             ],
         )
     )
     print(f"http/in-process ratio: {http_rate / engine.per_second:.2f}")
-    print(f"sdk-over-http/in-process ratio: {sdk_rate / engine.per_second:.2f}")
+    print(f"sdk-over-http/in-process batched ratio: {sdk_rate / batched.per_second:.2f}")
 
 
 if __name__ == "__main__":

@@ -214,23 +214,38 @@ class InProcessDrain:
         return rate(self.jobs, self.watch.seconds)
 
 
-def drain_in_process(url: str, n: int, *, batch: int, timeout: float) -> InProcessDrain:
+def drain_in_process(
+    url: str, n: int, *, batch: int, timeout: float, batched: bool = False
+) -> InProcessDrain:
     """Start ``n`` one-step instances, then time one loop of ``Engine.poll(batch)`` and
-    ``Engine.complete_job`` on one connection, as a single worker process would without HTTP."""
-    job_type = name = "bench-engine-inprocess"
-    log(f"engine in-process: {n:,} one-step instances")
+    ``Engine.complete_job`` (``batched``: ``Engine.complete_batch`` for the whole claim) on one
+    connection with prepared statements, as a single worker process would without HTTP (and as
+    the local server's pool does)."""
+    from baton.engine.batch_ops import BatchResult
+
+    job_type = name = "bench-engine-inprocess" + ("-batched" if batched else "")
+    log(f"engine in-process{' (batched)' if batched else ''}: {n:,} one-step instances")
     start_instances(url, name, job_type, n)
-    engine = open_engine(url)
+    engine = open_engine(url, prepare=True)
     engine.db.autocommit(lambda conn: conn.execute("SELECT 1"))  # connect outside the timing
+    worker = "bench-engine"
+
+    def complete_many(jobs: Sequence[dict[str, Any]]) -> list[bool]:
+        answers = engine.complete_batch(
+            [BatchResult(j["id"], worker, j["attempt"], output=RESULT) for j in jobs]
+        )
+        return [a["outcome"] == "APPLIED" for a in answers]
+
     watch = Stopwatch()
     watch.start()
     try:
         drained = drain_loop(
-            lambda: engine.poll("bench-engine", [job_type], batch),
-            lambda job: bool(engine.complete_job(job["id"], "bench-engine", RESULT)["applied"]),
+            lambda: engine.poll(worker, [job_type], batch),
+            lambda job: bool(engine.complete_job(job["id"], worker, RESULT)["applied"]),
             total=n,
             timeout=timeout,
             name="engine in-process",
+            complete_many=complete_many if batched else None,
         )
         watch.stop()
     finally:
