@@ -208,6 +208,24 @@ def test_a_forged_or_missing_input_path_is_422(
     assert body["errors"][0]["path"] == "inputPayloadPath"
 
 
+@pytest.mark.parametrize("content", [b"", b"not json", b'{"a": "\xff"}'])
+def test_an_upload_that_is_not_json_is_refused_as_422_and_starts_nothing(
+    invoke: Invoke, with_bucket: LocalS3, content: bytes
+) -> None:
+    invoke("definitions", "POST", "/v1/definitions", body=DEFINITION)
+    path = _upload(invoke, "WORKFLOW_INPUT", content)
+    status, _, body = invoke(
+        "instances",
+        "POST",
+        "/v1/instances",
+        body={"definitionName": "offloaded", "inputPayloadPath": path, "correlationId": path},
+    )
+    assert status == 422, body
+    assert "not a JSON document" in body["detail"]
+    status, _, found = invoke("instances", "GET", "/v1/instances", query={"correlationId": path})
+    assert status == 200 and found["instances"] == [], found
+
+
 def test_input_and_a_path_together_are_422(invoke: Invoke, with_bucket: LocalS3) -> None:
     invoke("definitions", "POST", "/v1/definitions", body=DEFINITION)
     path = _upload(invoke, "WORKFLOW_INPUT", b"{}")

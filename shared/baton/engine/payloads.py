@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from baton.errors import PayloadTooLarge, Problem, Unavailable, ValidationFailed
+from baton.errors import InvalidValue, PayloadTooLarge, Problem, Unavailable, ValidationFailed
 from baton.metrics import MetricsSink, NullMetrics
 from baton.payload_ref import REF_KEY, SIZE_KEY, is_payload_ref, payload_ref
 from baton.settings import MAX_PRESIGN_SECONDS, PayloadLimit, PayloadLimits
@@ -456,7 +456,13 @@ class PayloadReader:
         except (BotoCoreError, ClientError) as e:
             raise Unavailable(f"payload storage: cannot read {path}: {e}") from e
         self.fetches += 1
-        return json.loads(body)
+        try:
+            return json.loads(body)
+        except ValueError as e:  # not JSON, or not UTF-8: the uploader's mistake, not ours
+            raise InvalidValue(
+                f"the payload at {path} is not a JSON document ({len(body)} bytes: {e}); "
+                "upload the JSON value itself"
+            ) from e
 
 
 @functools.cache
