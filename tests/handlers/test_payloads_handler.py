@@ -6,6 +6,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 
+import boto3
 import httpx
 import pytest
 from baton.engine.payloads import signed_url_terms
@@ -70,6 +71,29 @@ def test_an_upload_through_the_granted_url_lands_under_the_path(
     assert put.status_code == 200, put.text
     got = with_bucket._client().get_object(Bucket=BUCKET, Key=body["path"])["Body"].read()
     assert got == data
+
+
+def test_the_local_s3_stores_a_put_body_whatever_its_content_type(
+    invoke: Invoke, with_bucket: LocalS3
+) -> None:
+    """``curl --data-binary @file`` labels the body as a form; S3 stores the bytes anyway, and so
+    must the local S3 (moto's WSGI layer parsed it as a form and stored nothing)."""
+    data = json.dumps({"blob": "x" * 50_000}).encode()
+    status, _, grant = invoke(
+        "instances", "POST", "/v1/payloads", body={"kind": "WORKFLOW_INPUT", "sizeBytes": len(data)}
+    )
+    assert status == 201, grant
+    headers = {**grant["uploadHeaders"], "Content-Type": "application/x-www-form-urlencoded"}
+    put = httpx.put(grant["uploadUrl"], content=data, headers=headers, timeout=30)
+    assert put.status_code == 200, put.text
+    got = boto3.client(
+        "s3",
+        endpoint_url=with_bucket.endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    ).get_object(Bucket=with_bucket.bucket, Key=grant["path"])
+    assert got["Body"].read() == data
 
 
 def test_a_declared_digest_travels_with_the_grant(invoke: Invoke, with_bucket: LocalS3) -> None:

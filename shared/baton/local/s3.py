@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
@@ -31,9 +32,7 @@ class LocalS3:
 
     def start(self) -> str:
         """Start the server, create the bucket, restore the snapshot; return the endpoint URL."""
-        from moto.server import ThreadedMotoServer
-
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server = _moto_server()
         server.start()
         self._server = server
         host, port = server.get_host_and_port()
@@ -102,6 +101,42 @@ class LocalS3:
         shutil.rmtree(folder, ignore_errors=True)
         staging.rename(folder)
         log.info("local s3 saved", extra={"objects": count, "path": str(folder)})
+
+
+def _moto_server() -> Any:
+    """moto's threaded server, with one difference from moto that S3 does not have: a PUT's
+    body is the object whatever its Content-Type. ``curl --data-binary @file`` sends
+    ``application/x-www-form-urlencoded``, which the WSGI layer under moto parses as a form,
+    storing an empty object; S3 stores the bytes."""
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from moto.server import ThreadedMotoServer
+    from werkzeug.serving import make_server
+
+    class Server(ThreadedMotoServer):
+        def _server_entry(self) -> None:
+            app = _raw_puts(DomainDispatcherApplication(create_backend_app))
+            self._server = make_server(
+                self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
+            )
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    return Server(ip_address="127.0.0.1", port=0, verbose=False)
+
+
+def _raw_puts(app: Callable[..., Any]) -> Callable[..., Any]:
+    def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if environ.get("REQUEST_METHOD") == "PUT" and str(
+            environ.get("CONTENT_TYPE", "")
+        ).startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
+            environ["CONTENT_TYPE"] = "application/octet-stream"
+        return app(environ, start_response)
+
+    return wsgi
 
 
 def _file_name(key: str) -> str:
