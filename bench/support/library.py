@@ -32,10 +32,13 @@ def open_database(url: str, *, pooled: bool = False, prepare: bool | None = None
 
 
 def open_engine(
-    url: str, *, pooled: bool = False, prepare: bool | None = None, dispatch_mode: str = "polling"
+    url: str, *, pooled: bool = False, prepare: bool | None = True, dispatch_mode: str = "polling"
 ) -> Engine:
     """An engine on its own connection source (``engine.db``; close it when done); its jobs are
-    created for ``dispatch_mode`` (polling, or outbox: relayed to SQS)."""
+    created for ``dispatch_mode`` (polling, or outbox: relayed to SQS). Prepared statements by
+    default, as the local server's pool and every raw baseline use them (``Database.single``
+    alone would not prepare: behind RDS Proxy they pin connections); ``prepare=False`` measures
+    that setting, ``None`` keeps the source's own default."""
     from baton.engine.service import Engine
     from baton.settings import EngineSettings
 
