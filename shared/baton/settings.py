@@ -163,6 +163,9 @@ class EngineSettings:
     payload_limits: PayloadLimits = field(default_factory=PayloadLimits)
     # "polling" or "outbox": the mode new jobs are created under (a job keeps its mode).
     dispatch_mode: str = "polling"
+    # Jobs whose claim-time state is kept for their completion in this process (engine.claimed;
+    # 0: off, every completion reads its job and instance first).
+    claimed_states: int = 4096
 
     def __post_init__(self) -> None:
         if self.dispatch_mode not in DISPATCH_MODES:

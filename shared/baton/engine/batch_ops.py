@@ -34,6 +34,7 @@ from baton.engine.decide import Decider
 from baton.engine.job_ops import JobOps, attempt_failed
 from baton.engine.verdicts import completion_verdict, failure_verdict
 from baton.errors import (
+    BatonError,
     Conflict,
     JobNotFound,
     PayloadTooLarge,
@@ -108,15 +109,26 @@ class BatchOps(JobOps):
         """Read every job with its instance, decide the first result of each instance, and
         write those decisions in one transaction; the answers, and the items left for after."""
 
+        kept: dict[uuid.UUID, dict[str, Any]] = {}
+        for jid in set(ids.values()):
+            row = self.claimed.take(jid)
+            if row is not None:
+                kept[jid] = row
+
         def run(conn: Conn) -> tuple[dict[int, dict[str, Any]], list[int]]:
             answers: dict[int, dict[str, Any]] = {}
-            wanted = sorted(set(ids.values()))
-            rows = {
-                r["job_id"]: r
-                for r in conn.execute(
-                    job_sql.READ_JOBS_WITH_INSTANCES, {"job_ids": wanted}
-                ).fetchall()
-            }
+            # The states the jobs were claimed in where this process kept them (engine.claimed:
+            # a stale one makes the write refuse the pass, and every result is then applied on
+            # the single path, on fresh reads); one read for the others.
+            rows = dict(kept)
+            wanted = sorted(set(ids.values()) - kept.keys())
+            if wanted:
+                rows.update(
+                    (r["job_id"], r)
+                    for r in conn.execute(
+                        job_sql.READ_JOBS_WITH_INSTANCES, {"job_ids": wanted}
+                    ).fetchall()
+                )
             first: dict[uuid.UUID, int] = {}  # instance -> the item decided in this pass
             later: list[int] = []
             for k, jid in ids.items():
@@ -132,18 +144,27 @@ class BatchOps(JobOps):
                 item = items[k]
                 try:
                     one = self._decide_one(conn, k, item, rows[ids[k]])
-                except Conflict as e:
-                    answers[k] = _answer(item, "CONFLICT", error=e.detail)
+                except BatonError as e:
+                    if ids[k] in kept:  # perhaps only its kept state's doing: decide it afresh
+                        later.append(k)
+                    elif isinstance(e, Conflict):
+                        answers[k] = _answer(item, "CONFLICT", error=e.detail)
+                    else:
+                        raise
                     continue
                 if one is None:
                     answers[k] = _answer(item, "DUPLICATE", status=_status_of(item))
                 else:
                     decided.append(one)
-            writer.write_many(
-                conn,
-                [(d.decider.instance, d.decider.changes) for d in decided],
-                outbox=self.settings.outbox,
-            )
+            try:
+                writer.write_many(
+                    conn,
+                    [(d.decider.instance, d.decider.changes) for d in decided],
+                    outbox=self.settings.outbox,
+                )
+            finally:
+                for d in decided:  # written or raced: their versions moved
+                    self.claimed.forget_instance(d.decider.instance.id)
             self._report(*(d.decider for d in decided))
             for d in decided:
                 self._note_deliveries(d.decider.instance.id, d.decider.changes)

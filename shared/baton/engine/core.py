@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from baton.engine import writer
+from baton.engine.claimed import ClaimedStates
 from baton.engine.decide import Changes, Decider, InstanceState
 from baton.engine.payloads import PayloadObjects
 from baton.engine.plan import Plan
@@ -56,6 +57,8 @@ class EngineCore:
         self.settings = settings or EngineSettings()
         self.metrics: MetricsSink = metrics or NullMetrics()
         self.snapshots = Snapshots()
+        # Claimed jobs' states, for deciding their completions without reading them again
+        self.claimed = ClaimedStates(self.settings.claimed_states)
         # (when read, job types with a concurrency or rate limit): see JobOps._limited_types
         self._limits: tuple[float, frozenset[str]] = (float("-inf"), frozenset())
         self._local = threading.local()  # per request: instances to deliver events to
@@ -79,10 +82,13 @@ class EngineCore:
         plan = self.snapshots.plan(conn, row["snapshot_id"])
         decider = self.decider(conn, plan, state, row["now"])
         result = event(decider)
-        if optimistic:
-            writer.write_optimistic(conn, state, decider.changes, outbox=self.settings.outbox)
-        else:
-            writer.write_locked(conn, state, decider.changes, outbox=self.settings.outbox)
+        try:
+            if optimistic:
+                writer.write_optimistic(conn, state, decider.changes, outbox=self.settings.outbox)
+            else:
+                writer.write_locked(conn, state, decider.changes, outbox=self.settings.outbox)
+        finally:
+            self.claimed.forget_instance(state.id)  # written or raced: its version moved
         self._report(decider)
         self._note_deliveries(state.id, decider.changes)
         return result

@@ -19,7 +19,7 @@ from baton.engine import long_poll, views, writer
 from baton.engine.core import EngineCore
 from baton.engine.ids import parse_uuid
 from baton.engine.verdicts import completion_verdict, failure_verdict
-from baton.errors import AttemptNotCurrent, JobNotFound, LeaseNotHeld, StaleVersion
+from baton.errors import AttemptNotCurrent, BatonError, JobNotFound, LeaseNotHeld, StaleVersion
 from baton.store import job_sql
 from baton.store.db import RETRYABLE, Conn, first_in_transaction
 
@@ -63,11 +63,19 @@ class JobOps(EngineCore):
         rows: list[dict[str, Any]] = []
         budget = self.settings.max_poll_response_bytes
         if plain:
+            keep = self.claimed.max_entries > 0
             rows = self.db.autocommit(
                 lambda c: job_sql.claim(
-                    c, worker_id=worker_id, job_types=plain, max_jobs=max_jobs, max_bytes=budget
+                    c,
+                    worker_id=worker_id,
+                    job_types=plain,
+                    max_jobs=max_jobs,
+                    max_bytes=budget,
+                    with_state=keep,
                 )
             )
+            if keep:
+                self.claimed.keep(rows, worker_id)
         if capped and len(rows) < max_jobs:
             left = max_jobs - len(rows)
             used = sum(len(json.dumps(r["payload"])) for r in rows)
@@ -218,6 +226,16 @@ class JobOps(EngineCore):
         of it lands; the decision is then made again on a locked, current state. Two round
         trips and two statements per completion, with no lock held between them.
         """
+
+        kept = self.claimed.take(jid)
+        if kept is not None:
+            # Decided on the state the job was claimed in (no read): a write refused because
+            # something moved since, or any error that state led to, is decided again below on
+            # a fresh read, so the kept state never changes an outcome (see engine.claimed).
+            try:
+                return self.db.autocommit(lambda conn: decide(conn, kept, True), retry=False)
+            except (BatonError, *RETRYABLE):
+                pass
 
         def optimistic(conn: Conn) -> T:
             row = conn.execute(job_sql.READ_JOB_WITH_INSTANCE, {"job_id": jid}).fetchone()

@@ -23,13 +23,13 @@ Instances a decision starts (sub-workflows, a failure workflow) are written in t
 from __future__ import annotations
 
 import functools
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from baton import jsontext
 from baton.engine.decide import Changes, InstanceState, JobRef, NewJob, NewStep, StepUpdate
 from baton.status import InstanceStatus
 from baton.store import batch_sql, instance_sql, job_sql, queue_sql
@@ -284,8 +284,11 @@ def _guard(job: JobRef) -> dict[str, Any]:
     }
 
 
+_dump_rows = jsontext.dumps_with(str)
+
+
 def _rows(values: list[dict[str, Any]]) -> str:
-    return json.dumps(values, separators=(",", ":"), default=str)
+    return _dump_rows(values).decode()
 
 
 def pieces_of(

@@ -24,7 +24,9 @@ from typing import Any, Protocol, TypeVar
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.rows import dict_row
+from psycopg.types.json import set_json_dumps, set_json_loads
 
+from baton import jsontext
 from baton.errors import InvalidValue, StaleVersion, Unavailable
 
 log = logging.getLogger(__name__)
@@ -48,7 +50,7 @@ def _prepare_threshold(prepare: bool) -> int | None:
 
 def connect(conninfo: str, *, prepare: bool = False, **kwargs: Any) -> Conn:
     try:
-        return psycopg.connect(
+        conn = psycopg.connect(
             conninfo,
             row_factory=dict_row,
             prepare_threshold=_prepare_threshold(prepare),
@@ -57,6 +59,15 @@ def connect(conninfo: str, *, prepare: bool = False, **kwargs: Any) -> Conn:
         )
     except psycopg.OperationalError as e:
         raise Unavailable(f"database unreachable: {_first_line(e)}") from e
+    configure(conn)
+    return conn
+
+
+def configure(conn: Conn) -> None:
+    """Per-connection driver settings: json/jsonb read and written by orjson (``jsontext``:
+    the same values as the standard library, several times faster)."""
+    set_json_loads(jsontext.loads, conn)
+    set_json_dumps(jsontext.dumps, conn)
 
 
 def _first_line(e: BaseException) -> str:
@@ -113,6 +124,7 @@ class PooledConnections:
                 "prepare_threshold": _prepare_threshold(prepare),
                 "connect_timeout": 5,
             },
+            configure=configure,
             open=False,
             timeout=3,  # an API answers 503 quickly rather than hang when the database is gone
             # No check on checkout: it costs a round trip per unit of work. A connection that

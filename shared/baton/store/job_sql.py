@@ -79,7 +79,7 @@ _CLAIM_TAKE = """), claimed AS (
      WHERE job.id = picked.id
     RETURNING job.id, job.instance_id, job.step_execution_id, job.job_type, job.attempt,
               job.retries_remaining, job.lock_expires_at, job.payload, job.created_at,
-              picked.reclaimed, now() - job.created_at AS dispatch_latency
+              job.lease_seconds, picked.reclaimed, now() - job.created_at AS dispatch_latency
 ), expired_holders AS (
     SELECT e.id, j.worker_id FROM expired e JOIN job j ON j.id = e.id
 ), steps_started AS (
@@ -88,7 +88,7 @@ _CLAIM_TAKE = """), claimed AS (
            started_at = coalesce(s.started_at, now()), updated_at = now()
       FROM claimed
      WHERE s.id = claimed.step_execution_id
-    RETURNING s.id, s.step_id
+    RETURNING s.id, s.step_id, s.scope
 ), audited AS (
     INSERT INTO audit_log (instance_id, job_id, event, detail)
     SELECT c.instance_id, c.id, 'JOB_LEASE_EXPIRED',
@@ -100,12 +100,46 @@ _CLAIM_TAKE = """), claimed AS (
            jsonb_build_object('workerId', %(worker_id)s::text, 'attempt', attempt)
       FROM claimed
 )
+"""
+
+_CLAIMED = """
 SELECT c.*, s.step_id
   FROM claimed c JOIN steps_started s ON s.id = c.step_execution_id
  ORDER BY c.created_at
 """
 
-CLAIM = _CLAIM_FIND + _CLAIM_TAKE
+CLAIM = _CLAIM_FIND + _CLAIM_TAKE + _CLAIMED
+
+# Largest instance input + variables (as stored, compressed) a claim returns for the claimed-state
+# cache (engine.claimed): a larger instance is read again when its job completes, as without it.
+CLAIMED_STATE_MAX_BYTES = 16_384
+
+# The claim that also returns, with each job, what its completion's decision reads (the columns
+# of READ_JOB_WITH_INSTANCE, prefixed ``st_``), so the process that claimed it can decide the
+# completion without reading it again. The write stays fenced by the instance version, so a state
+# that changed since the claim is refused and read again.
+CLAIM_WITH_STATE = (
+    _CLAIM_FIND
+    + _CLAIM_TAKE
+    + f"""
+SELECT c.*, s.step_id, s.scope AS st_scope, now() AS st_now,
+       i.definition_name AS st_definition_name, i.status AS st_status,
+       i.version AS st_version, i.correlation_id AS st_correlation_id,
+       i.snapshot_id AS st_snapshot_id, i.queue_task_id AS st_queue_task_id,
+       i.parent_instance_id AS st_parent_instance_id,
+       i.parent_step_execution_id AS st_parent_step_execution_id,
+       i.step_count AS st_step_count, i.depth AS st_depth,
+       f.bytes <= {CLAIMED_STATE_MAX_BYTES} AS st_fits, f.bytes AS st_bytes,
+       CASE WHEN f.bytes <= {CLAIMED_STATE_MAX_BYTES} THEN i.input END AS st_input,
+       CASE WHEN f.bytes <= {CLAIMED_STATE_MAX_BYTES} THEN i.variables END AS st_variables
+  FROM claimed c JOIN steps_started s ON s.id = c.step_execution_id
+  JOIN instance i ON i.id = c.instance_id
+ CROSS JOIN LATERAL (
+        SELECT pg_column_size(i.input) + coalesce(pg_column_size(i.variables), 0) AS bytes
+       ) f
+ ORDER BY c.created_at
+"""  # noqa: S608 (constant SQL only)
+)
 
 # What a decision on a job reads: the job, its step execution and its instance.
 _JOB_AND_INSTANCE_COLUMNS = """
@@ -330,16 +364,23 @@ SELECT (SELECT count(*) FROM reaped) AS n,
 
 
 def claim(
-    conn: Conn, *, worker_id: str, job_types: list[str], max_jobs: int, max_bytes: int
+    conn: Conn,
+    *,
+    worker_id: str,
+    job_types: list[str],
+    max_jobs: int,
+    max_bytes: int,
+    with_state: bool = False,
 ) -> list[dict[str, Any]]:
-    """Claim jobs of types without limits: one statement, committed on its own."""
+    """Claim jobs of types without limits: one statement, committed on its own.
+    ``with_state``: each row also carries its instance's state (CLAIM_WITH_STATE)."""
     params = {
         "worker_id": worker_id,
         "job_types": job_types,
         "max_jobs": max_jobs,
         "max_bytes": max_bytes,
     }
-    return conn.execute(CLAIM, params).fetchall()
+    return conn.execute(CLAIM_WITH_STATE if with_state else CLAIM, params).fetchall()
 
 
 def claim_limited(
@@ -461,7 +502,7 @@ _CLAIM_LIMITED_TAKE = """), claimed AS (
            started_at = coalesce(s.started_at, now()), updated_at = now()
       FROM claimed
      WHERE s.id = claimed.step_execution_id
-    RETURNING s.id, s.step_id
+    RETURNING s.id, s.step_id, s.scope
 ), audited AS (
     -- Stamped with the clock the grant was counted by, so the audit log shows each dispatch in
     -- the rate window it was counted in.
@@ -501,7 +542,7 @@ WITH expired AS (
        FOR UPDATE
 """
 
-CLAIM_BY_ID = _BY_ID_FIND + _CLAIM_TAKE
+CLAIM_BY_ID = _BY_ID_FIND + _CLAIM_TAKE + _CLAIMED
 
 _LIMITED_BY_ID_FIND = """
 WITH picked AS (

@@ -1,0 +1,70 @@
+"""baton.jsontext: orjson's speed with the standard library's values."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+from baton import jsontext
+from hypothesis import given
+from hypothesis import strategies as st
+
+BIG = 123456789012345678901234567890
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'{"a": 123456789012345678901234567890}',
+        b'{"a": -9223372036854775809}',
+        b'{"a": 18446744073709551616}',
+        b'[9223372036854775807, 1.5, -0.0, 1e5, "x\\u00e9"]',
+        b'{"a": 3.14159265358979323846264338327950288}',
+        b'{"k": "1234567890123456789012"}',
+    ],
+)
+def test_loads_gives_what_json_gives(text: bytes) -> None:
+    assert jsontext.loads(text) == json.loads(text)
+    assert jsontext.loads(memoryview(text)) == json.loads(text)
+    assert jsontext.loads(text.decode()) == json.loads(text)
+
+
+def test_integers_past_64_bits_round_trip_exactly() -> None:
+    value = {"big": BIG, "neg": -(2**70), "list": [2**64, 1]}
+    assert jsontext.loads(jsontext.dumps(value)) == value
+    assert type(jsontext.loads(jsontext.dumps(value))["big"]) is int
+
+
+def test_what_orjson_refuses_is_written_by_json() -> None:
+    assert json.loads(jsontext.dumps({1: "non-string key"})) == {"1": "non-string key"}
+    assert jsontext.dumps({"s": "\ud800"}) == b'{"s":"\\ud800"}'  # jsonb refuses it, as before
+
+
+def test_dumps_with_default_writes_uuids_and_datetimes() -> None:
+    u = uuid.uuid4()
+    at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    dump = jsontext.dumps_with(str)
+    for n in (1, BIG):  # orjson, then (an integer it refuses) the standard library
+        (row,) = json.loads(dump([{"id": u, "at": at, "n": n}]))
+        assert (row["id"], datetime.fromisoformat(row["at"]), row["n"]) == (str(u), at, n)
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.characters(blacklist_categories=("Cs",))),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(json_values)
+def test_any_json_value_round_trips_as_json_would(value: object) -> None:
+    text = jsontext.dumps(value)
+    assert jsontext.loads(text) == json.loads(json.dumps(value))
