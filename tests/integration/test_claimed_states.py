@@ -85,6 +85,9 @@ def test_a_state_moved_by_another_process_is_decided_again_on_a_fresh_read(
     engine.register_definition(PARALLEL)
     iid = engine.start_instance(definition_name="kept-parallel")[0]["id"]
     a, b = sorted(engine.poll("w", ["kp"], 2), key=lambda j: j["stepId"])
+    assert len(engine.claimed) == 0  # branches are not kept (below): keep them for this test
+    engine.claimed.keep(_kept_rows(engine, [a["id"], b["id"]]), "w")
+    assert len(engine.claimed) == 2
     assert other.complete_job(a["id"], "w", {"from": "a"})["applied"] is True
     assert engine.complete_job(b["id"], "w", {"from": "b"})["applied"] is True
     (after,) = engine.poll("w", ["kp-after"], 1)
@@ -94,12 +97,14 @@ def test_a_state_moved_by_another_process_is_decided_again_on_a_fresh_read(
 
 
 def test_a_decision_here_drops_the_kept_states_of_its_instances_other_jobs(
-    engine: Engine, no_reads: None
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     engine.register_definition(PARALLEL)
     engine.start_instance(definition_name="kept-parallel")
     a, b = engine.poll("w", ["kp"], 2)
+    engine.claimed.keep(_kept_rows(engine, [a["id"], b["id"]]), "w")
     assert len(engine.claimed) == 2
+    monkeypatch.setattr(job_sql, "READ_JOB_WITH_INSTANCE", "SELECT 1/0")
     assert engine.complete_job(a["id"], "w", {})["applied"] is True
     with pytest.raises(InvalidValue, match="division by zero"):
         # b's kept state is gone with a's decision: b's completion has to read (and here fails).
@@ -152,11 +157,23 @@ def test_a_cancel_by_another_process_is_not_overwritten_by_a_kept_state(
 
 
 def test_a_large_instance_is_not_kept(engine: Engine) -> None:
+    assert f"<= {job_sql.CLAIMED_STATE_MAX_BYTES} AS fits" in job_sql.CLAIM_WITH_STATE
     engine.register_definition(one_step("kept-large", "kl"))
     big = os.urandom(20_000).hex()  # incompressible: above CLAIMED_STATE_MAX_BYTES as stored
     engine.start_instance(definition_name="kept-large", input={"big": big})
     engine.start_instance(definition_name="kept-large", input={"small": 1})
     assert len(engine.poll("w", ["kl"], 2)) == 2
+    assert len(engine.claimed) == 1
+
+
+def test_steps_inside_a_parallel_are_not_kept(engine: Engine) -> None:
+    """Their siblings' completions move the instance's version: kept, they would mostly be
+    refused and read again."""
+    engine.register_definition(PARALLEL)
+    engine.start_instance(definition_name="kept-parallel")
+    engine.register_definition(one_step("kept-top", "kp"))
+    engine.start_instance(definition_name="kept-top")
+    assert len(engine.poll("w", ["kp"], 3)) == 3
     assert len(engine.claimed) == 1
 
 
@@ -168,6 +185,31 @@ def test_the_cache_can_be_turned_off(db: Database, no_reads: None) -> None:
     assert len(engine.claimed) == 0
     with pytest.raises(InvalidValue, match="division by zero"):
         engine.complete_job(job["id"], "w", {})
+
+
+def _kept_rows(engine: Engine, job_ids: list[str]) -> list[dict[str, Any]]:
+    """CLAIM_WITH_STATE-shaped rows for claimed jobs, as if the claim had kept them."""
+    found = engine.db.autocommit(
+        lambda c: c.execute(
+            job_sql.READ_JOBS_WITH_INSTANCES, {"job_ids": [uuid.UUID(j) for j in job_ids]}
+        ).fetchall()
+    )
+    rows = []
+    for r in found:
+        row = {f"st_{k}": v for k, v in r.items()}
+        row.update(
+            id=r["job_id"],
+            instance_id=r["id"],
+            step_execution_id=r["step_execution_id"],
+            attempt=r["attempt"],
+            retries_remaining=r["retries_remaining"],
+            lease_seconds=r["lease_seconds"],
+            step_id=r["step_id"],
+            st_fits=True,
+            st_bytes=100,
+        )
+        rows.append(row)
+    return rows
 
 
 # --- the cache alone -----------------------------------------------------------------------------
