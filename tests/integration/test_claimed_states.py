@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from baton.engine.batch_ops import BatchResult
-from baton.engine.claimed import ClaimedStates
+from baton.engine.claimed import INSTANCE_COLUMNS, ClaimedStates
 from baton.engine.service import Engine
 from baton.errors import InvalidValue
 from baton.settings import EngineSettings
@@ -230,23 +230,7 @@ def _claim_row(lease_seconds: int, *, fits: bool = True) -> dict[str, Any]:
         "st_now": datetime(2026, 1, 1, tzinfo=UTC),
         "st_fits": fits,
         "st_bytes": 1000,
-        **{
-            f"st_{c}": None
-            for c in (
-                "definition_name",
-                "status",
-                "version",
-                "input",
-                "variables",
-                "correlation_id",
-                "snapshot_id",
-                "queue_task_id",
-                "parent_instance_id",
-                "parent_step_execution_id",
-                "step_count",
-                "depth",
-            )
-        },
+        **{f"st_{c}": None for c in INSTANCE_COLUMNS},
     }
 
 

@@ -44,7 +44,7 @@ LEASE_MARGIN_SECONDS = 1.0
 DEFAULT_MAX_BYTES = 4_000_000
 
 # The columns of job_sql.READ_JOB_WITH_INSTANCE taken from a CLAIM_WITH_STATE row's st_ ones.
-_INSTANCE_COLUMNS = (
+INSTANCE_COLUMNS = (
     "definition_name",
     "status",
     "version",
@@ -145,6 +145,6 @@ def _read_row(r: dict[str, Any], worker_id: str) -> dict[str, Any]:
         "id": r["instance_id"],
         "now": r["st_now"],
     }
-    for column in _INSTANCE_COLUMNS:
+    for column in INSTANCE_COLUMNS:
         row[column] = r["st_" + column]
     return row
