@@ -252,3 +252,34 @@ def test_two_sweepers_at_once_walk_each_instance_once(
         pass
     tagged = [p for batch in calls for p in batch]
     assert len(tagged) == len(set(tagged)) == 12
+
+
+def test_a_batch_item_whose_offloaded_output_is_not_json_spares_its_neighbours(
+    engine: Engine, store: PayloadStore, s3: Any
+) -> None:
+    """The decision reads the output (outputParameters) and finds no JSON: that item is
+    INVALID, the other result of the batch is applied."""
+    from baton.engine.batch_ops import BatchResult
+
+    engine.register_definition(
+        {
+            "name": "reads-output",
+            "steps": [service_step("a", "ro")],
+            "outputParameters": {"x": "${a.output.x}"},
+        }
+    )
+    good = engine.start_instance(definition_name="reads-output")[0]["id"]
+    bad = engine.start_instance(definition_name="reads-output")[0]["id"]
+    jobs = {j["instanceId"]: j for j in engine.poll("w", ["ro"], 2)}
+    ref = store.put_json(json.dumps({"x": 1}), "STEP_OUTPUT")
+    s3.put_object(Bucket=store.bucket, Key=ref["$payload"], Body=b"not json {")
+    answers = engine.complete_batch(
+        [
+            BatchResult(jobs[bad]["id"], "w", 1, output=ref),
+            BatchResult(jobs[good]["id"], "w", 1, output={"x": 2}),
+        ]
+    )
+    assert [a["outcome"] for a in answers] == ["INVALID", "APPLIED"]
+    assert "JSON" in answers[0]["error"]
+    assert engine.get_instance(good)["status"] == "COMPLETED"
+    assert engine.get_instance(bad)["status"] == "RUNNING"

@@ -36,6 +36,7 @@ from baton.engine.verdicts import completion_verdict, failure_verdict
 from baton.errors import (
     BatonError,
     Conflict,
+    InvalidValue,
     JobNotFound,
     PayloadTooLarge,
     StaleVersion,
@@ -145,12 +146,13 @@ class BatchOps(JobOps):
                 try:
                     one = self._decide_one(conn, k, item, rows[ids[k]])
                 except BatonError as e:
-                    if ids[k] in kept:  # perhaps only its kept state's doing: decide it afresh
-                        later.append(k)
-                    elif isinstance(e, Conflict):
+                    if isinstance(e, Conflict) and ids[k] not in kept:
                         answers[k] = _answer(item, "CONFLICT", error=e.detail)
                     else:
-                        raise
+                        # Perhaps only its kept state's doing, or an error of this one result
+                        # (an offloaded output that is not JSON): decided alone after the pass,
+                        # where the single path answers it, never failing its neighbours.
+                        later.append(k)
                     continue
                 if one is None:
                     answers[k] = _answer(item, "DUPLICATE", status=_status_of(item))
@@ -228,7 +230,7 @@ class BatchOps(JobOps):
             return _answer(item, "NOT_FOUND", error=e.detail)
         except Conflict as e:
             return _answer(item, "CONFLICT", error=e.detail)
-        except (ValidationFailed, PayloadTooLarge) as e:
+        except (ValidationFailed, PayloadTooLarge, InvalidValue) as e:
             return _answer(item, "INVALID", error=e.detail)
         outcome: Outcome = "APPLIED" if done["applied"] else "DUPLICATE"
         extra = {k: v for k, v in done.items() if k in ("status", "nextAttemptAt")}
