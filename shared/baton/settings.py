@@ -48,6 +48,8 @@ ENV_STEP_OUTPUT_HARD_LIMIT = "BATON_STEP_OUTPUT_HARD_LIMIT_BYTES"
 # Dispatch (docs/dispatch.md): "polling" (the default) or "outbox" (jobs reach workers through the
 # outbox relay and an SQS FIFO queue). Switching is this variable and a restart, no SQL.
 ENV_DISPATCH_MODE = "BATON_DISPATCH_MODE"
+# Jobs whose claim-time state each process keeps for their completions (0: off; engine.claimed).
+ENV_CLAIMED_STATES = "BATON_CLAIMED_STATES"
 ENV_DISPATCH_QUEUE_URL = "BATON_DISPATCH_QUEUE_URL"  # the SQS FIFO queue the relay publishes to
 ENV_SQS_ENDPOINT = "BATON_SQS_ENDPOINT"  # locally: the moto server
 
@@ -144,6 +146,15 @@ def _int_env(e: Mapping[str, str], name: str, default: int) -> int:
         raise SettingsError(f"{name}: expected a whole number of bytes, got {raw!r}") from None
 
 
+def _count_env(e: Mapping[str, str], name: str, default: int) -> int:
+    raw = (e.get(name) or "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit():
+        raise SettingsError(f"{name}: expected a whole number (0 or more), got {raw!r}")
+    return int(raw)
+
+
 @dataclass(frozen=True, slots=True)
 class EngineSettings:
     """Knobs of the engine itself (no I/O configuration)."""
@@ -210,6 +221,7 @@ class Settings:
             engine,
             payload_limits=PayloadLimits.from_env(e),
             dispatch_mode=(e.get(ENV_DISPATCH_MODE) or "polling").strip().lower(),
+            claimed_states=_count_env(e, ENV_CLAIMED_STATES, engine.claimed_states),
         )
         base = cls(
             database_url=e.get(ENV_DATABASE_URL) or None,

@@ -31,3 +31,13 @@ def test_queue_url_and_endpoint_come_from_the_environment() -> None:
         {"BATON_DISPATCH_QUEUE_URL": "https://sqs/q.fifo", "BATON_SQS_ENDPOINT": "http://x"}
     )
     assert s.dispatch_queue_url == "https://sqs/q.fifo" and s.sqs_endpoint == "http://x"
+
+
+def test_the_claimed_state_cache_is_sized_from_the_environment() -> None:
+    from baton.settings import ENV_CLAIMED_STATES
+
+    assert Settings.from_env({}).engine.claimed_states == 4096
+    assert Settings.from_env({ENV_CLAIMED_STATES: "0"}).engine.claimed_states == 0
+    assert Settings.from_env({ENV_CLAIMED_STATES: " 100 "}).engine.claimed_states == 100
+    with pytest.raises(SettingsError, match="BATON_CLAIMED_STATES"):
+        Settings.from_env({ENV_CLAIMED_STATES: "-1"})
