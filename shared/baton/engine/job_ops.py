@@ -1,8 +1,9 @@
 """Jobs, the workers' side: poll (claim), complete, fail and heartbeat.
 
-Round trips on the hot path: a poll is one statement for a whole batch; a complete or fail is two
-(an unlocked read, then every write and the commit pipelined together), falling back to a locked
-decision only when something else changed the instance in between.
+Round trips on the hot path: a poll is one statement for a whole batch; a complete or fail is one
+in the process that claimed the job (decided on the state the claim returned, ``engine.claimed``)
+and two elsewhere (an unlocked read, then every write in one statement), falling back to a fresh
+read, then to a locked decision, only when something else changed the instance in between.
 """
 
 from __future__ import annotations
@@ -224,7 +225,9 @@ class JobOps(EngineCore):
         atomic statement whose instance update carries the version read (the fencing token).
         If anything changed the instance meanwhile, the database refuses the write and nothing
         of it lands; the decision is then made again on a locked, current state. Two round
-        trips and two statements per completion, with no lock held between them.
+        trips and two statements per completion, with no lock held between them; one when this
+        process kept the state the job was claimed in (engine.claimed), which stands in for
+        the read and is fenced alike.
         """
 
         kept = self.claimed.take(jid)
