@@ -14,6 +14,7 @@ import pytest
 from baton.engine.queue_ops import Queues
 from baton.engine.service import Engine
 from baton.errors import Conflict
+from baton.store.db import Database
 
 from tests.support.helpers import one_step
 
@@ -290,3 +291,46 @@ def _batch_round(racing: Engine) -> None:
             assert final == "CANCELLED" and answers[j["id"]] == "CONFLICT"
         else:
             assert final == "COMPLETED" and answers[j["id"]] == "APPLIED"
+
+
+def test_completions_on_kept_states_racing_another_process(
+    racing: Engine, database_url: str
+) -> None:
+    """Jobs claimed here (their states kept: engine.claimed) are completed here while another
+    process cancels half of their instances and completes the other half's jobs itself: nothing
+    here tells this process, so only the fences stand between a kept state and a lost update.
+    Each job ends once, each instance once, and nothing deadlocks."""
+    other_db = Database.pooled(database_url, min_size=2, max_size=8)
+    other = Engine(other_db)
+    try:
+        racing.register_definition(one_step("kept-race", "kept-race"))
+        started = [
+            racing.start_instance(definition_name="kept-race")[0]["id"] for _ in range(3 * ROUNDS)
+        ]
+        jobs = racing.poll("w", ["kept-race"], len(started))
+        assert len(jobs) == len(started) and len(racing.claimed) == len(jobs)
+        actions: list[Callable[[], str]] = []
+        for k, job in enumerate(jobs):
+            actions.append(
+                lambda j=job: str(racing.complete_job(j["id"], "w", {"by": "here"})["applied"])
+            )
+            if k % 2:
+                actions.append(lambda j=job: other.cancel_instance(j["instanceId"])["status"])
+            else:
+                actions.append(
+                    lambda j=job: str(other.complete_job(j["id"], "w", {"by": "other"})["applied"])
+                )
+        outcomes = _race(*actions)
+    finally:
+        other_db.close()
+    assert len(outcomes) == 2 * len(jobs)
+    for iid in started:
+        events = _events(racing, iid)
+        final = racing.get_instance(iid)
+        assert events["JOB_COMPLETED"] + events["JOB_CANCELLED"] <= 1
+        assert events["INSTANCE_COMPLETED"] + events["INSTANCE_CANCELLED"] == 1
+        if final["status"] == "COMPLETED":
+            assert events["JOB_COMPLETED"] == 1
+            assert final["variables"]["by"] in ("here", "other")
+        else:
+            assert final["status"] == "CANCELLED"
