@@ -130,6 +130,7 @@ class WorkerConfig:
     profile: bool
     workload: Workload = UNLIMITED
     batched: bool = False  # complete each poll's jobs in one call / statement
+    claimed_states: int | None = None  # the engine's claimed-state cache (0: off; None: default)
 
 
 def _share(total: int, workers: int, k: int) -> int:
@@ -166,7 +167,12 @@ def engine_worker(cfg: WorkerConfig, member: Member) -> None:
 
 def _engine_worker(cfg: WorkerConfig, m: Member) -> None:
     count_round_trips(_labeler())
-    engine = open_engine(cfg.url, pooled=cfg.source == "pooled", prepare=cfg.prepare)
+    engine = open_engine(
+        cfg.url,
+        pooled=cfg.source == "pooled",
+        prepare=cfg.prepare,
+        claimed_states=cfg.claimed_states,
+    )
     worker_id = f"w{m.index}"
     # Connect now (outside the timing), and learn the backend's pid to meter its CPU.
     m.ready(engine.db.autocommit(lambda conn: conn.info.backend_pid))
@@ -275,6 +281,7 @@ def _config(
         prepare=not args.no_prepare,
         profile=args.profile and workload is UNLIMITED,
         workload=workload,
+        claimed_states=0 if args.no_claimed_states else None,
     )
 
 
@@ -700,6 +707,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--no-batched",
         action="store_true",
         help="skip the batched drains (engine complete_batch, raw one UPDATE per claim)",
+    )
+    p.add_argument(
+        "--no-claimed-states",
+        action="store_true",
+        help="engine without its claimed-state cache (every completion reads its job and "
+        "instance first, as a process that did not claim the job does)",
     )
     p.add_argument("--timeout", type=float, default=600, help="per stage, seconds")
     p.add_argument("--keep-databases", action="store_true", help="don't drop them at the end")

@@ -32,17 +32,27 @@ def open_database(url: str, *, pooled: bool = False, prepare: bool | None = None
 
 
 def open_engine(
-    url: str, *, pooled: bool = False, prepare: bool | None = True, dispatch_mode: str = "polling"
+    url: str,
+    *,
+    pooled: bool = False,
+    prepare: bool | None = True,
+    dispatch_mode: str = "polling",
+    claimed_states: int | None = None,
 ) -> Engine:
     """An engine on its own connection source (``engine.db``; close it when done); its jobs are
     created for ``dispatch_mode`` (polling, or outbox: relayed to SQS). Prepared statements by
     default, as the local server's pool and every raw baseline use them (``Database.single``
     alone would not prepare: behind RDS Proxy they pin connections); ``prepare=False`` measures
-    that setting, ``None`` keeps the source's own default."""
+    that setting, ``None`` keeps the source's own default. ``claimed_states``: the size of the
+    claimed-state cache (0: off; None: the engine's default)."""
+    from dataclasses import replace
+
     from baton.engine.service import Engine
     from baton.settings import EngineSettings
 
     settings = EngineSettings(dispatch_mode=dispatch_mode)
+    if claimed_states is not None:
+        settings = replace(settings, claimed_states=claimed_states)
     return Engine(open_database(url, pooled=pooled, prepare=prepare), settings)
 
 
