@@ -136,23 +136,19 @@ class PayloadLimits:
         )
 
 
-def _int_env(e: Mapping[str, str], name: str, default: int) -> int:
-    raw = e.get(name)
-    if not raw:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise SettingsError(f"{name}: expected a whole number of bytes, got {raw!r}") from None
-
-
-def _count_env(e: Mapping[str, str], name: str, default: int) -> int:
+def _int_env(
+    e: Mapping[str, str], name: str, default: int, what: str = "a whole number of bytes"
+) -> int:
     raw = (e.get(name) or "").strip()
     if not raw:
         return default
-    if not raw.isdigit():
-        raise SettingsError(f"{name}: expected a whole number (0 or more), got {raw!r}")
-    return int(raw)
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise SettingsError(f"{name}: expected {what}, got {raw!r}")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,7 +217,9 @@ class Settings:
             engine,
             payload_limits=PayloadLimits.from_env(e),
             dispatch_mode=(e.get(ENV_DISPATCH_MODE) or "polling").strip().lower(),
-            claimed_states=_count_env(e, ENV_CLAIMED_STATES, engine.claimed_states),
+            claimed_states=_int_env(
+                e, ENV_CLAIMED_STATES, engine.claimed_states, "a whole number (0 or more)"
+            ),
         )
         base = cls(
             database_url=e.get(ENV_DATABASE_URL) or None,

@@ -157,7 +157,7 @@ def test_a_cancel_by_another_process_is_not_overwritten_by_a_kept_state(
 
 
 def test_a_large_instance_is_not_kept(engine: Engine) -> None:
-    assert f"<= {job_sql.CLAIMED_STATE_MAX_BYTES} AS fits" in job_sql.CLAIM_WITH_STATE
+    assert "<= %(state_max_bytes)s AS fits" in job_sql.CLAIM_WITH_STATE  # CLAIMED_STATE_MAX_BYTES
     engine.register_definition(one_step("kept-large", "kl"))
     big = os.urandom(20_000).hex()  # incompressible: above CLAIMED_STATE_MAX_BYTES as stored
     engine.start_instance(definition_name="kept-large", input={"big": big})

@@ -345,7 +345,8 @@ class BatchOutcome(ApiModel):
     outcome: Literal["APPLIED", "DUPLICATE", "CONFLICT", "NOT_FOUND", "INVALID"] = Field(
         description="APPLIED; DUPLICATE: a repeat of a result already applied (nothing changed); "
         "CONFLICT: refused (another worker's lease, an attempt that ended, a finished job); "
-        "NOT_FOUND: no such job; INVALID: the item itself is malformed."
+        "NOT_FOUND: no such job; INVALID: the item itself is malformed, or its output cannot be "
+        "used (an offloaded output that is not a JSON document)."
     )
     status: Literal["COMPLETED", "FAILED", "RETRY_SCHEDULED"] | None = None
     next_attempt_at: datetime | None = None

@@ -67,8 +67,8 @@ class ClaimedStates:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
-        # job id -> (monotonic time of the claim, lease seconds, stored bytes, the row)
-        self._rows: OrderedDict[uuid.UUID, tuple[float, int, int, dict[str, Any]]] = OrderedDict()
+        # job id -> (monotonic time of the claim, stored bytes, the row)
+        self._rows: OrderedDict[uuid.UUID, tuple[float, int, dict[str, Any]]] = OrderedDict()
         self._by_instance: dict[uuid.UUID, set[uuid.UUID]] = {}
         self._bytes = 0
 
@@ -88,7 +88,7 @@ class ClaimedStates:
                 jid, iid = row["job_id"], row["id"]
                 size = int(r.get("st_bytes") or 0)
                 self._drop(jid)
-                self._rows[jid] = (at, int(r["lease_seconds"]), size, row)
+                self._rows[jid] = (at, size, row)
                 self._bytes += size
                 self._by_instance.setdefault(iid, set()).add(jid)
             while self._rows and (
@@ -103,9 +103,9 @@ class ClaimedStates:
             entry = self._drop(job_id)
         if entry is None:
             return None
-        at, lease_seconds, _, row = entry
+        at, _, row = entry
         elapsed = time.monotonic() - at
-        if elapsed >= lease_seconds - LEASE_MARGIN_SECONDS:
+        if elapsed >= row["lease_seconds"] - LEASE_MARGIN_SECONDS:
             return None
         return {**row, "now": row["now"] + timedelta(seconds=elapsed)}
 
@@ -115,11 +115,11 @@ class ClaimedStates:
             for jid in list(self._by_instance.get(instance_id, ())):
                 self._drop(jid)
 
-    def _drop(self, job_id: uuid.UUID) -> tuple[float, int, int, dict[str, Any]] | None:
+    def _drop(self, job_id: uuid.UUID) -> tuple[float, int, dict[str, Any]] | None:
         entry = self._rows.pop(job_id, None)
         if entry is not None:
-            self._bytes -= entry[2]
-            iid = entry[3]["id"]
+            self._bytes -= entry[1]
+            iid = entry[2]["id"]
             jobs = self._by_instance.get(iid)
             if jobs is not None:
                 jobs.discard(job_id)

@@ -112,7 +112,7 @@ CLAIM = _CLAIM_FIND + _CLAIM_TAKE + _CLAIMED
 
 # Largest instance input + variables (as stored, compressed) a claim returns for the claimed-state
 # cache (engine.claimed): a larger instance is read again when its job completes, as without it.
-CLAIMED_STATE_MAX_BYTES = 16384  # written out in CLAIM_WITH_STATE
+CLAIMED_STATE_MAX_BYTES = 16_384
 
 # The claim that also returns, with each job, what its completion's decision reads (the columns
 # of READ_JOB_WITH_INSTANCE, prefixed ``st_``), so the process that claimed it can decide the
@@ -135,7 +135,7 @@ SELECT c.*, s.step_id, s.scope AS st_scope, now() AS st_now,
   FROM claimed c JOIN steps_started s ON s.id = c.step_execution_id
   JOIN instance i ON i.id = c.instance_id
  CROSS JOIN LATERAL (
-        SELECT b.bytes, s.scope = '' AND b.bytes <= 16384 AS fits
+        SELECT b.bytes, s.scope = '' AND b.bytes <= %(state_max_bytes)s AS fits
           FROM (SELECT pg_column_size(i.input) + coalesce(pg_column_size(i.variables), 0)
                     AS bytes) b
        ) f
@@ -382,7 +382,10 @@ def claim(
         "max_jobs": max_jobs,
         "max_bytes": max_bytes,
     }
-    return conn.execute(CLAIM_WITH_STATE if with_state else CLAIM, params).fetchall()
+    if not with_state:
+        return conn.execute(CLAIM, params).fetchall()
+    params["state_max_bytes"] = CLAIMED_STATE_MAX_BYTES
+    return conn.execute(CLAIM_WITH_STATE, params).fetchall()
 
 
 def claim_limited(
@@ -504,7 +507,7 @@ _CLAIM_LIMITED_TAKE = """), claimed AS (
            started_at = coalesce(s.started_at, now()), updated_at = now()
       FROM claimed
      WHERE s.id = claimed.step_execution_id
-    RETURNING s.id, s.step_id, s.scope
+    RETURNING s.id, s.step_id
 ), audited AS (
     -- Stamped with the clock the grant was counted by, so the audit log shows each dispatch in
     -- the rate window it was counted in.
