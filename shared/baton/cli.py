@@ -37,7 +37,13 @@ Register = Callable[[argparse.ArgumentParser, Subparsers], None]
 
 def _dev(args: argparse.Namespace) -> int:
     from baton.local.runtime import DevOptions, OptionError, run
+    from baton.settings import Settings, SettingsError
 
+    try:
+        Settings.from_env()  # what every function will read: refused now, not at each tick
+    except SettingsError as e:
+        print(f"baton dev: error: {e}", file=sys.stderr)
+        return 2
     try:
         options = DevOptions.from_env(
             host=args.host,

@@ -41,3 +41,18 @@ def test_the_claimed_state_cache_is_sized_from_the_environment() -> None:
     assert Settings.from_env({ENV_CLAIMED_STATES: " 100 "}).engine.claimed_states == 100
     with pytest.raises(SettingsError, match="BATON_CLAIMED_STATES"):
         Settings.from_env({ENV_CLAIMED_STATES: "-1"})
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [("BATON_CLAIMED_STATES", "abc"), ("BATON_DISPATCH_MODE", "kafka")]
+)
+def test_baton_dev_refuses_bad_engine_settings_before_it_starts(
+    name: str, value: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import baton.local.runtime
+    from baton.cli import main
+
+    monkeypatch.setenv(name, value)
+    monkeypatch.setattr(baton.local.runtime, "run", lambda options: 0)  # would serve: not here
+    assert main(["dev", "--port", "0"]) == 2
+    assert f"baton dev: error: {name}" in capsys.readouterr().err
