@@ -137,10 +137,19 @@ def _share(total: int, workers: int, k: int) -> int:
     return total // workers + (1 if k < total % workers else 0)
 
 
-def _labeler() -> Callable[[object], str]:
+def _labeler(*batches: int) -> Callable[[object], str]:
+    """Statements named as the store names them; the claim, whose text carries the batch size
+    (``job_sql.claim_sql``), by its constant's name for each of ``batches``."""
+    jobs_sql = sql_modules()["jobs"]
+    claims = {
+        jobs_sql.claim_sql(b, with_state=kept): "job_sql.CLAIM" + ("_WITH_STATE" if kept else "")
+        for b in batches
+        for kept in (False, True)
+    }
     return sql_labeler(
         *sql_modules().values(),
         extra={
+            **claims,
             RAW_CLAIM: "raw.CLAIM",
             RAW_COMPLETE: "raw.COMPLETE",
             RAW_COMPLETE_MANY: "raw.COMPLETE_MANY",
@@ -166,7 +175,7 @@ def engine_worker(cfg: WorkerConfig, member: Member) -> None:
 
 
 def _engine_worker(cfg: WorkerConfig, m: Member) -> None:
-    count_round_trips(_labeler())
+    count_round_trips(_labeler(cfg.workload.batch or cfg.batch))
     engine = open_engine(
         cfg.url,
         pooled=cfg.source == "pooled",
@@ -448,15 +457,12 @@ def explain_claim(url: str, batch: int) -> None:
     import psycopg
 
     jobs_sql = sql_modules()["jobs"]
-    params = {
-        "worker_id": "explain",
-        "job_types": [JOB_TYPE],
-        "max_jobs": batch,
-        "max_bytes": 5_000_000,
-    }
+    params = {"worker_id": "explain", "job_types": [JOB_TYPE], "max_bytes": 5_000_000}
     explain = "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "
     with psycopg.connect(url) as conn:
-        claim = conn.execute(explain + jobs_sql.CLAIM, params).fetchall()
+        claim = conn.execute(
+            explain + jobs_sql.claim_sql(batch, with_state=False), params
+        ).fetchall()
         job = conn.execute("SELECT id FROM job WHERE worker_id = 'explain' LIMIT 1").fetchone()
         lock = conn.execute(
             explain + jobs_sql.LOCK_JOB_WITH_INSTANCE, {"job_id": job[0] if job else None}

@@ -1,19 +1,25 @@
 """The claim's cost does not grow with rows it must not look at: 100,000 terminal jobs, or
-50,000 expired leases of another job type, leave a poll reading a handful of rows."""
+50,000 expired leases of another job type, leave a poll reading a handful of rows; and the plan
+a connection keeps for it (the generic plan of the prepared statement) is that same plan, so a
+poll is not planned again each time."""
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from typing import Any
 
 import psycopg
+import pytest
 from baton.store import job_sql
 
 ROWS = 100_000
 
 
-def _seed(conn: psycopg.Connection[Any], *, terminal: int, expired_other: int) -> None:
+def _seed(
+    conn: psycopg.Connection[Any], *, terminal: int, expired_other: int, ready: int = 3
+) -> None:
     iid, sid = uuid.uuid4(), uuid.uuid4()
     conn.execute("INSERT INTO definition_snapshot (digest, body) VALUES ('d', '{}') RETURNING id")
     conn.execute(
@@ -66,7 +72,7 @@ def _seed(conn: psycopg.Connection[Any], *, terminal: int, expired_other: int) -
             "status": "UNLOCKED",
             "expires": None,
             "worker": None,
-            "n": 3,
+            "n": ready,
         },
     )
     conn.execute("ANALYZE job")
@@ -74,10 +80,11 @@ def _seed(conn: psycopg.Connection[Any], *, terminal: int, expired_other: int) -
 
 def _claim_plan(conn: psycopg.Connection[Any]) -> dict[str, Any]:
     """EXPLAIN ANALYZE of the real claim statement, rolled back."""
-    params = {"worker_id": "w", "job_types": ["wanted"], "max_jobs": 10, "max_bytes": 5_000_000}
+    params = {"worker_id": "w", "job_types": ["wanted"], "max_bytes": 5_000_000}
+    claim = job_sql.claim_sql(10, with_state=False)
     with conn.transaction(force_rollback=True):
         row = conn.execute(
-            b"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + job_sql.CLAIM.encode(), params
+            b"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + claim.encode(), params
         ).fetchone()
     assert row is not None
     plan: dict[str, Any] = row[0][0] if isinstance(row[0], list) else json.loads(row[0])[0]
@@ -133,3 +140,114 @@ def test_the_reaper_skips_from_type_to_type(database_url: str) -> None:
         if n.get("Relation Name") == "job" and "Scan" in n["Node Type"]
     )
     assert read <= 1_000, read  # a batch of 100 out of 50,000 expired leases, not all of them
+
+
+def _seed_workflows(conn: psycopg.Connection[Any], n: int) -> None:
+    """``n`` one-step instances, each with its step execution and its job: a backlog, nine in
+    ten of them waiting to be claimed."""
+    conn.execute("INSERT INTO definition_snapshot (digest, body) VALUES ('d', '{}')")
+    conn.execute(
+        """
+        CREATE TEMP TABLE seed AS
+        SELECT gen_random_uuid() AS iid, gen_random_uuid() AS sid, gen_random_uuid() AS jid,
+               g %% 10 <> 0 AS open
+          FROM generate_series(1, %(n)s) AS g
+        """,
+        {"n": n},
+    )
+    conn.execute(
+        """
+        INSERT INTO instance (id, definition_name, snapshot_id, status)
+        SELECT iid, 'seed', (SELECT id FROM definition_snapshot),
+               CASE WHEN open THEN 'RUNNING' ELSE 'COMPLETED' END
+          FROM seed
+        """
+    )
+    conn.execute(
+        """
+        INSERT INTO step_execution (id, instance_id, step_id, step_type, status)
+        SELECT sid, iid, 'work', 'SERVICE_TASK',
+               CASE WHEN open THEN 'SCHEDULED' ELSE 'COMPLETED' END
+          FROM seed
+        """
+    )
+    conn.execute(
+        """
+        INSERT INTO job (id, instance_id, step_execution_id, job_type, status, lease_seconds,
+                         retries_remaining, payload, run_at)
+        SELECT jid, iid, sid, 'wanted', CASE WHEN open THEN 'UNLOCKED' ELSE 'COMPLETED' END,
+               30, 3, '{}', now() - interval '1 hour'
+          FROM seed
+        """
+    )
+    for table in ("instance", "step_execution", "job"):
+        conn.execute(f"ANALYZE {table}")
+
+
+def _generic_plan(conn: psycopg.Connection[Any], sql: str) -> dict[str, Any]:
+    """The plan PostgreSQL keeps for ``sql`` once prepared, whatever the parameters
+    (EXPLAIN (GENERIC_PLAN), PostgreSQL 16+)."""
+    names: list[str] = []
+
+    def number(m: re.Match[str]) -> str:
+        if m.group(1) not in names:
+            names.append(m.group(1))
+        return f"${names.index(m.group(1)) + 1}"
+
+    text = re.sub(r"%\((\w+)\)s", number, sql).replace("%%", "%")
+    row = conn.execute(("EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + text).encode()).fetchone()
+    assert row is not None
+    plan: dict[str, Any] = row[0][0]
+    return plan
+
+
+@pytest.mark.parametrize("with_state", [False, True])
+def test_the_claims_generic_plan_reads_partial_indexes_and_primary_keys_only(
+    database_url: str, with_state: bool
+) -> None:
+    """With LIMIT $n the generic plan guessed a tenth of the table and joined job,
+    step_execution and instance by scanning them whole; so the server planned every poll anew.
+    The batch size is in the claim's text now, and the kept plan is the one a poll wants."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        if conn.info.server_version < 160000:
+            pytest.skip("EXPLAIN (GENERIC_PLAN) needs PostgreSQL 16")
+        _seed_workflows(conn, ROWS // 2)
+        plan = _generic_plan(conn, job_sql.claim_sql(32, with_state=with_state))
+    nodes = _nodes(plan["Plan"])
+    seq = [n.get("Relation Name") for n in nodes if n["Node Type"] == "Seq Scan"]
+    assert not {"job", "step_execution", "instance"} & set(seq), seq
+    scans = {n.get("Index Name") for n in nodes if "Index Name" in n}
+    assert {"job_claimable", "job_lease_expiry_by_type", "job_pkey"} <= scans, scans
+    assert "step_execution_pkey" in scans, scans
+    if with_state:
+        assert "instance_pkey" in scans, scans
+
+
+def test_a_connection_plans_its_claim_once(database_url: str) -> None:
+    """Polling the same batch size keeps one prepared claim, run on its generic plan."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        # (a claim rolled back would not do: psycopg forgets its prepared statements at ROLLBACK)
+        _seed(conn, terminal=1_000, expired_other=0, ready=40)
+        for _ in range(20):
+            job_sql.claim(
+                conn,
+                worker_id="w",
+                job_types=["wanted"],
+                max_jobs=2,
+                max_bytes=5_000_000,
+                with_state=True,
+            )
+        rows = conn.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+            " WHERE statement LIKE '%%LIMIT 2%%'"
+        ).fetchall()
+    assert len(rows) == 1, rows  # one statement for the batch size
+    generic, custom = rows[0]
+    assert generic >= 5 and custom <= 5, rows  # psycopg prepares at the 6th run
+
+
+def test_a_claim_outside_the_batch_bounds_is_refused() -> None:
+    with pytest.raises(ValueError, match="1 to"):
+        job_sql.claim_sql(0, with_state=False)
+    with pytest.raises(ValueError, match="1 to"):
+        job_sql.claim_sql(job_sql.MAX_CLAIM_BATCH + 1, with_state=True)
