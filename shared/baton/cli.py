@@ -51,6 +51,7 @@ def _dev(args: argparse.Namespace) -> int:
             data_dir=args.data_dir,
             tick_seconds=args.tick_seconds,
             functions_dir=args.functions_dir,
+            concurrency=args.concurrency,
         )
     except OptionError as e:
         print(f"baton dev: error: {e}", file=sys.stderr)
@@ -84,6 +85,12 @@ def register(parser: argparse.ArgumentParser, commands: Subparsers) -> None:
         type=float,
         help="seconds between runs of the scheduled functions "
         f"(${env_names.ENV_TICK_SECONDS}, default 1.0)",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        help="requests each function serves at once, as Lambda's concurrency; a long-poll holds "
+        f"one while it waits (${env_names.ENV_LOCAL_CONCURRENCY}, default 100)",
     )
     p.add_argument(
         "--functions-dir",

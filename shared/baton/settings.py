@@ -37,6 +37,8 @@ LONG_POLL_MODES = ("notify", "reclaim")
 # The local runtime (`baton dev`)
 ENV_FUNCTIONS_DIR = "BATON_FUNCTIONS_DIR"  # folder holding functions/<name>/handler.py
 ENV_HOST = "BATON_HOST"  # interface the local server binds (default 127.0.0.1)
+# Concurrent invocations per function (Lambda's per-function concurrency; default 100).
+ENV_LOCAL_CONCURRENCY = "BATON_LOCAL_CONCURRENCY"
 # External payloads: per kind, a soft limit (above it the payload lives in S3) and a hard limit
 # (refused; a step or instance fails naming the limit and the size).
 ENV_WORKFLOW_INPUT_SOFT_LIMIT = "BATON_WORKFLOW_INPUT_SOFT_LIMIT_BYTES"
@@ -71,6 +73,7 @@ ALL_ENV_VARS = (
     ENV_LONG_POLL,
     ENV_FUNCTIONS_DIR,
     ENV_HOST,
+    ENV_LOCAL_CONCURRENCY,
     ENV_WORKFLOW_INPUT_SOFT_LIMIT,
     ENV_WORKFLOW_INPUT_HARD_LIMIT,
     ENV_STEP_INPUT_SOFT_LIMIT,

@@ -4,6 +4,7 @@ scheduled functions, a clean stop, and data that survives a restart."""
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import subprocess
 import sys
 import time
@@ -201,6 +202,61 @@ def test_concurrent_requests_run_in_separate_containers(local_server: LocalServe
         modules = list(pool.map(slow, range(3)))
     assert len(set(modules)) == 3  # three warm or cold "containers", one request each
     assert time.monotonic() - began < 1.7  # in parallel, not one after the other
+
+
+def test_a_function_runs_as_many_requests_at_once_as_arrive(local_server: LocalServer) -> None:
+    """Lambda gives each concurrent request its own environment: 12 overlapping requests run in
+    12 containers (with 4, long-polls waiting in them held every other call of the function)."""
+
+    def slow(_: int) -> str:
+        response = local_server.request("GET", "/v1/instances/1.5")
+        assert response.status_code == 200, response.text
+        module: str = response.json()["module"]
+        return module
+
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        modules = list(pool.map(slow, range(12)))
+    assert len(set(modules)) == 12, modules
+
+
+def test_a_function_at_its_concurrency_throttles_with_429(
+    start_server: StartServer,
+    fake_functions_dir: Path,
+    e2e_database_url: str | None,
+    tmp_path: Path,
+) -> None:
+    """BATON_LOCAL_CONCURRENCY=1: of two overlapping requests, one runs; the other waits a
+    second for the container, then is refused as Lambda refuses a throttled invocation."""
+    server = start_server(
+        data_dir=tmp_path / "data",
+        functions_dir=fake_functions_dir,
+        database_url=e2e_database_url,
+        extra_env={"BATON_LOCAL_CONCURRENCY": "1"},
+    )
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        answers = list(pool.map(lambda _: server.request("GET", "/v1/instances/3"), range(2)))
+    assert sorted(r.status_code for r in answers) == [200, 429], [r.text for r in answers]
+    throttled = next(r for r in answers if r.status_code == 429)
+    assert throttled.headers["retry-after"] == "1"
+    doc = assert_problem(throttled, 429)
+    assert "BATON_LOCAL_CONCURRENCY" in doc["detail"]
+    assert server.stop() == 0, server.output()
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "1001", "many"])
+def test_a_bad_local_concurrency_is_refused_at_start(value: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BATON_")}
+    env["BATON_LOCAL_CONCURRENCY"] = value
+    result = subprocess.run(
+        [sys.executable, "-m", "baton.cli", "dev", "--data-dir", str(tmp_path / "data")],
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "concurrency" in (result.stdout + result.stderr).lower()
 
 
 # --- the scheduled functions -------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -61,6 +61,25 @@ def test_long_poll_answers_as_soon_as_an_instance_creates_a_job(
     response, at = answered.result(timeout=20)
     assert [j["jobType"] for j in response.json()["jobs"]] == [name]
     assert at - started < 0.1  # the job within 100 ms of the start's response, over HTTP
+
+
+def test_idle_long_polls_do_not_hold_up_other_calls_of_the_jobs_function(
+    baton_server: CheckedServer,
+) -> None:
+    """Eight workers long-polling an empty queue each hold a jobs-function container while they
+    wait; a poll (or a complete) of another worker still answers at once."""
+    s = baton_server
+    idle = unique("idle")
+    with ThreadPoolExecutor(8) as pool:
+        waits = [pool.submit(_poll, s, idle, 5) for _ in range(8)]
+        wait_for(lambda: _waiting(s, idle), timeout=10, what="the long-polls to wait")
+        started = time.monotonic()
+        r = _poll(s, unique("busy"), 0)
+        took = time.monotonic() - started
+        assert r.status_code == 200 and r.json() == {"jobs": []}, r.text
+        assert not any(w.done() for w in waits)  # they were all still waiting
+        assert took < 1.0, took  # with 4 containers it waited for one of the 5 s long-polls
+        assert all(w.result().status_code == 200 for w in waits)
 
 
 def _waiting(s: CheckedServer, job_type: str) -> bool:

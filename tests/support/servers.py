@@ -209,6 +209,7 @@ def start_server(tmp_path: Path) -> Iterator[Any]:
         functions_dir: Path | None,
         database_url: str | None = None,
         api_key: str | None = TEST_API_KEY,
+        extra_env: dict[str, str] | None = None,
     ) -> LocalServer:
         server = LocalServer(
             data_dir=data_dir,
@@ -216,6 +217,7 @@ def start_server(tmp_path: Path) -> Iterator[Any]:
             log_path=tmp_path / f"server-{len(started)}.log",
             database_url=database_url,
             api_key=api_key,
+            extra_env=dict(extra_env or {}),
         )
         started.append(server)
         return server.start()

@@ -1,10 +1,18 @@
 """The Lambda functions of ``functions/<name>/handler.py``, run in this process as Lambda runs them.
 
-Each function gets a small pool of "containers". A container is one import of the handler module
-(its own module-level state: settings, connection, resolver app) and serves one invocation at a
-time, as a Lambda execution environment does; a second concurrent request gets a second
-container, started lazily (a cold start). This matters beyond fidelity: a Powertools resolver
-keeps the current event on the app object, so two threads sharing one import would mix events.
+Each function gets a pool of "containers". A container is one import of the handler module
+(its own module-level state: settings, resolver app) and serves one invocation at a time, as a
+Lambda execution environment does; a second concurrent request gets a second container, started
+lazily (a cold start). This matters beyond fidelity: a Powertools resolver keeps the current
+event on the app object, so two threads sharing one import would mix events.
+
+As Lambda scales a function to one environment per concurrent request, a function has up to
+``concurrency`` containers (``BATON_LOCAL_CONCURRENCY``, default 100): long-polls hold theirs for
+up to 20 s, so with a handful of containers a few idle workers would queue every other call of
+the jobs function behind their waits. A request that finds them all busy waits
+``THROTTLE_AFTER_SECONDS`` for one, then is throttled (429, as Lambda throttles an invocation
+beyond the function's concurrency). The database connections are not per container: the
+functions share one pool.
 """
 
 from __future__ import annotations
@@ -37,7 +45,22 @@ MEMORY_MB = 512
 # API Gateway gives up on an integration after 29 s; scheduled functions may run longer.
 API_TIMEOUT_SECONDS = 29.0
 SCHEDULED_TIMEOUT_SECONDS = 60.0
-DEFAULT_MAX_CONTAINERS = 4
+DEFAULT_MAX_CONTAINERS = 100
+# How long a request waits for a container when all of a function's are busy (absorbs a burst).
+THROTTLE_AFTER_SECONDS = 1.0
+
+
+class FunctionThrottled(BatonError):
+    """Every container of a function stayed busy: the invocation never ran (safe to repeat)."""
+
+    title = "Too many requests"
+
+    def __init__(self, function: str, concurrency: int) -> None:
+        super().__init__(
+            f"the {function} function is running {concurrency} requests at once, its local "
+            f"concurrency (BATON_LOCAL_CONCURRENCY); retry shortly"
+        )
+        self.function = function
 
 
 class FunctionUnavailable(BatonError):
@@ -104,20 +127,32 @@ class LocalFunction:
     def __init__(self, name: str, handler_path: Path, *, max_containers: int) -> None:
         self.name = name
         self.handler_path = handler_path
+        self.max_containers = max_containers
         self._slots = threading.BoundedSemaphore(max_containers)
         self._lock = threading.Lock()
         self._idle: list[_Container] = []
         self._indices: set[int] = set()
 
-    def invoke(self, event: dict[str, Any], *, timeout_seconds: float) -> Any:
-        """Call the handler in a free container (waiting for one if all are busy)."""
-        with self._slots:
+    def invoke(
+        self,
+        event: dict[str, Any],
+        *,
+        timeout_seconds: float,
+        throttle_after: float = THROTTLE_AFTER_SECONDS,
+    ) -> Any:
+        """Call the handler in a free container, waiting ``throttle_after`` seconds at most for
+        one if all are busy (then FunctionThrottled: the handler did not run)."""
+        if not self._slots.acquire(timeout=throttle_after):
+            raise FunctionThrottled(self.name, self.max_containers)
+        try:
             container = self._checkout()
             try:
                 return container.handler(event, self._context(container, timeout_seconds))
             finally:
                 with self._lock:
                     self._idle.append(container)
+        finally:
+            self._slots.release()
 
     def _context(self, container: _Container, timeout_seconds: float) -> LocalLambdaContext:
         fn = function_name(self.name)

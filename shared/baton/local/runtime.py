@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from baton import settings as env_names
 from baton.local.events import REGION
-from baton.local.functions import FunctionRegistry, default_functions_dir
+from baton.local.functions import DEFAULT_MAX_CONTAINERS, FunctionRegistry, default_functions_dir
 from baton.local.logs import configure_logging
 from baton.local.server import LocalApiServer, ServerConfig
 from baton.routes import SCHEDULED_FUNCTIONS, api_functions
@@ -47,6 +47,7 @@ DEFAULT_PORT = 8080
 DEFAULT_DATA_DIR = Path(".baton/data")
 DEFAULT_TICK_SECONDS = 1.0
 DEFAULT_PAYLOAD_BUCKET = "baton-payloads"
+MAX_CONCURRENCY = 1000  # Lambda's default concurrency for a whole account
 # The generated API key, kept in the data directory (0600) so it survives restarts; the worker
 # SDK and the CLI read the same file (``baton_worker.env``) when BATON_API_KEY is unset.
 API_KEY_FILE = "api-key"
@@ -72,6 +73,7 @@ class DevOptions:
     database_url: str | None = None  # None: embedded PostgreSQL under data_dir
     s3_endpoint: str | None = None  # None: moto's server in this process
     payload_bucket: str = DEFAULT_PAYLOAD_BUCKET
+    concurrency: int = DEFAULT_MAX_CONTAINERS  # concurrent invocations per function
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> DevOptions:
@@ -88,6 +90,7 @@ class DevOptions:
             "database_url": e.get(env_names.ENV_DATABASE_URL) or None,
             "s3_endpoint": e.get(env_names.ENV_S3_ENDPOINT) or None,
             "payload_bucket": e.get(env_names.ENV_PAYLOAD_BUCKET) or base.payload_bucket,
+            "concurrency": _number(e, env_names.ENV_LOCAL_CONCURRENCY, int, base.concurrency),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         options = replace(base, **values)
@@ -99,6 +102,10 @@ class DevOptions:
             raise OptionError(f"port must be between 0 and 65535, not {self.port}")
         if not self.tick_seconds > 0:
             raise OptionError(f"tick seconds must be positive, not {self.tick_seconds}")
+        if not 1 <= self.concurrency <= MAX_CONCURRENCY:
+            raise OptionError(
+                f"concurrency must be between 1 and {MAX_CONCURRENCY}, not {self.concurrency}"
+            )
 
 
 def _number(env: Mapping[str, str], name: str, kind: Callable[[str], Any], default: Any) -> Any:
@@ -133,7 +140,7 @@ def run(options: DevOptions, *, out: TextIO | None = None) -> int:
     if not functions_dir.is_dir():
         say(f"error: no functions directory at {functions_dir} (use --functions-dir)")
         return 2
-    registry = FunctionRegistry(functions_dir)
+    registry = FunctionRegistry(functions_dir, max_containers=options.concurrency)
     # The key is settled once the port is ours, so a start that fails to bind leaves no trace.
     placeholder = ServerConfig(api_key=secrets.token_urlsafe(24))
     try:

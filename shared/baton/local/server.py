@@ -28,7 +28,12 @@ from baton.local.events import (
     RouteTable,
     rest_api_event,
 )
-from baton.local.functions import API_TIMEOUT_SECONDS, FunctionRegistry, FunctionUnavailable
+from baton.local.functions import (
+    API_TIMEOUT_SECONDS,
+    FunctionRegistry,
+    FunctionThrottled,
+    FunctionUnavailable,
+)
 from baton.local.responses import HttpResponse, MalformedProxyResponse, from_proxy_result
 from baton.local.responses import problem as problem_response
 
@@ -227,6 +232,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
             result: Any = self.server.registry.invoke(
                 name, event, timeout_seconds=API_TIMEOUT_SECONDS
             )
+        except FunctionThrottled as e:
+            log.warning("throttled: %s", e.detail, extra=context)
+            return self._problem(429, e.detail, title=e.title, headers=[("Retry-After", "1")])
         except FunctionUnavailable as e:
             log.error("function unavailable: %s", e.reason, extra=context)
             return self._problem(500, str(e), title=e.title)
