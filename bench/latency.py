@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import random
 import signal
@@ -101,6 +102,8 @@ def _outbox_workers(db_url: str, job_type: str, on_job: OnJob) -> Iterator[None]
     from baton_worker.transports import SqsTransport
     from moto.server import ThreadedMotoServer
 
+    # Its request log (a line per SQS call) would bury the progress lines.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
     moto.start()
     host, port = moto.get_host_and_port()
@@ -258,8 +261,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=5, help="jobs not measured, per mode")
     p.add_argument(
         "--modes",
-        default="short,notify,reclaim",
-        help=f"comma-separated, from: {', '.join(MODES)} (default short,notify,reclaim)",
+        default="short,notify,reclaim,outbox",
+        help=f"comma-separated, from: {', '.join(MODES)} (default: all of them)",
     )
     p.add_argument("--gap", type=float, default=50, help="max random pause between jobs, ms")
     p.add_argument(
