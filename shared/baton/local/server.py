@@ -62,6 +62,9 @@ class LocalApiServer(ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver listens with a backlog of 5: a burst of connections (workers starting
+    # together, a load test) overflowed it and the kernel reset the ones it could not queue.
+    request_queue_size = 1024
 
     def __init__(
         self,
