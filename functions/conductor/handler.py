@@ -16,6 +16,7 @@ from baton.conductor import auth
 from baton.conductor import definitions as cdefs
 from baton.conductor import views as cviews
 from baton.conductor.errors import Unauthorized, Untranslatable, error_body, from_error
+from baton.engine.long_poll import MAX_WAIT_SECONDS
 from baton.errors import (
     AttemptNotCurrent,
     BatonError,
@@ -35,6 +36,7 @@ JSON = "application/json"
 TEXT = "text/plain"
 RESULT_STATUSES = ("COMPLETED", "FAILED", "FAILED_WITH_TERMINAL_ERROR", "IN_PROGRESS")
 MAX_POLL = 100
+MAX_TIMEOUT_MS = 2**31 - 1  # Conductor's Integer; waits longer than MAX_WAIT_SECONDS are cut
 
 
 # --- plumbing ------------------------------------------------------------------------------------
@@ -162,10 +164,10 @@ def token() -> Any:
 # --- workers -------------------------------------------------------------------------------------
 
 
-def _poll(task_type: str, count: int) -> list[dict[str, Any]]:
+def _poll(task_type: str, count: int, wait_seconds: float = 0.0) -> list[dict[str, Any]]:
     worker = api.query("workerid") or "conductor-worker"
     engine = api.engine()
-    jobs = engine.poll(worker, [api.path(task_type)], count)
+    jobs = engine.poll(worker, [api.path(task_type)], count, wait_seconds=wait_seconds)
     if not jobs:
         return []
     return _tasks(engine, jobs, worker)
@@ -203,7 +205,12 @@ def _inline_offloaded(engine: Any, jobs: list[dict[str, Any]]) -> list[dict[str,
 
 @api.route("GET", "/api/tasks/poll/batch/{taskType}")
 def poll_batch(taskType: str) -> Any:
-    return _json(_poll(taskType, _int("count", 1, 1, MAX_POLL)))
+    # Conductor's batch poll waits up to ``timeout`` ms for a task (default 100; conductor-python
+    # always sends 100): a long-poll here too, woken as soon as a task is claimable, at most the
+    # long-poll's 20 s (API Gateway gives up at 29 s).
+    count = _int("count", 1, 1, MAX_POLL)
+    timeout_ms = _int("timeout", 100, 0, MAX_TIMEOUT_MS)
+    return _json(_poll(taskType, count, min(timeout_ms / 1000, MAX_WAIT_SECONDS)))
 
 
 @api.route("GET", "/api/tasks/poll/{taskType}")

@@ -53,7 +53,7 @@ def test_long_poll_answers_as_soon_as_an_instance_creates_a_job(
         target=lambda: answered.set_result((_poll(s, name, 15), time.monotonic())), daemon=True
     ).start()
     # The poll is waiting once the server registered its job type for NOTIFY.
-    wait_for(lambda: _waiting(s, name), timeout=10, what="the long-poll to wait")
+    wait_for(lambda: s.long_poll_waiting(name), timeout=10, what="the long-poll to wait")
     time.sleep(0.1)
     r = s.request("POST", "/v1/instances", json={"definitionName": name})
     started = time.monotonic()
@@ -72,7 +72,7 @@ def test_idle_long_polls_do_not_hold_up_other_calls_of_the_jobs_function(
     idle = unique("idle")
     with ThreadPoolExecutor(8) as pool:
         waits = [pool.submit(_poll, s, idle, 5) for _ in range(8)]
-        wait_for(lambda: _waiting(s, idle), timeout=10, what="the long-polls to wait")
+        wait_for(lambda: s.long_poll_waiting(idle), timeout=10, what="the long-polls to wait")
         started = time.monotonic()
         r = _poll(s, unique("busy"), 0)
         took = time.monotonic() - started
@@ -80,20 +80,3 @@ def test_idle_long_polls_do_not_hold_up_other_calls_of_the_jobs_function(
         assert not any(w.done() for w in waits)  # they were all still waiting
         assert took < 1.0, took  # with 4 containers it waited for one of the 5 s long-polls
         assert all(w.result().status_code == 200 for w in waits)
-
-
-def _waiting(s: CheckedServer, job_type: str) -> bool:
-    import psycopg
-
-    if s.database_url:
-        conn = psycopg.connect(s.database_url, autocommit=True)
-    else:
-        lines = (s.data_dir / "postgres" / "postmaster.pid").read_text().splitlines()
-        conn = psycopg.connect(
-            host=lines[4].strip(), port=int(lines[3]), user="postgres", dbname="postgres"
-        )
-    with conn:
-        row = conn.execute(
-            "SELECT 1 FROM job_waiter WHERE job_type = %s AND expires_at > now()", (job_type,)
-        ).fetchone()
-    return row is not None

@@ -135,6 +135,23 @@ class LocalServer:
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")[-5000:]
 
+    def connect_database(self) -> psycopg.Connection[Any]:
+        """A connection to the server's database (``database_url``, else the embedded one)."""
+        if self.database_url:
+            return psycopg.connect(self.database_url, autocommit=True)
+        lines = (self.data_dir / "postgres" / "postmaster.pid").read_text().splitlines()
+        return psycopg.connect(
+            host=lines[4].strip(), port=int(lines[3]), user="postgres", dbname="postgres"
+        )
+
+    def long_poll_waiting(self, job_type: str) -> bool:
+        """Whether a long-poll for ``job_type`` is waiting (registered for its NOTIFY)."""
+        with self.connect_database() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM job_waiter WHERE job_type = %s AND expires_at > now()", (job_type,)
+            ).fetchone()
+        return row is not None
+
 
 @pytest.fixture(scope="session")
 def e2e_database_url() -> Iterator[str | None]:
