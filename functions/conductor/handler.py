@@ -167,7 +167,9 @@ def token() -> Any:
 def _poll(task_type: str, count: int, wait_seconds: float = 0.0) -> list[dict[str, Any]]:
     worker = api.query("workerid") or "conductor-worker"
     engine = api.engine()
-    jobs = engine.poll(worker, [api.path(task_type)], count, wait_seconds=wait_seconds)
+    jobs = engine.poll(
+        worker, [api.path(task_type)], count, wait_seconds=wait_seconds, gone=api.client_gone()
+    )
     if not jobs:
         return []
     return _tasks(engine, jobs, worker)

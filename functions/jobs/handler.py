@@ -17,7 +17,13 @@ api = Api("jobs")
 def poll() -> Any:
     req = api.body(m.PollRequest)
     engine = api.engine()
-    jobs = engine.poll(req.worker_id, req.job_types, req.max_jobs, wait_seconds=req.wait_seconds)
+    jobs = engine.poll(
+        req.worker_id,
+        req.job_types,
+        req.max_jobs,
+        wait_seconds=req.wait_seconds,
+        gone=api.client_gone(),
+    )
     if engine.offload is not None:
         jobs = runtime.payload_store(engine).offload_jobs(jobs)
     return api.ok({"jobs": jobs})

@@ -3,6 +3,8 @@ is claimable (woken by NOTIFY) or the wait is over, and validates the wait."""
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -80,3 +82,28 @@ def test_idle_long_polls_do_not_hold_up_other_calls_of_the_jobs_function(
         assert not any(w.done() for w in waits)  # they were all still waiting
         assert took < 1.0, took  # with 4 containers it waited for one of the 5 s long-polls
         assert all(w.result().status_code == 200 for w in waits)
+
+
+def test_a_long_poll_whose_client_hung_up_claims_nothing(baton_server: CheckedServer) -> None:
+    """A worker stopped (Ctrl-C) while its long-poll waited: the job created next goes to the
+    next poll, not to the wait of the worker that is gone (which held it until its lease lapsed
+    and then ran it as attempt 2, counted against its retries)."""
+    s = baton_server
+    name = unique("hung-up")
+    flow = {"name": name, "steps": [{"id": "a", "type": "SERVICE_TASK", "jobType": name}]}
+    assert s.request("POST", "/v1/definitions", json=flow).status_code in (200, 201)
+    body = json.dumps({"workerId": "gone", "jobTypes": [name], "waitSeconds": 15}).encode()
+    request = (
+        f"POST /v1/jobs/poll HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: {s.api_key}\r\n"
+        f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    with socket.create_connection(("127.0.0.1", s.port)) as sock:
+        sock.sendall(request)
+        wait_for(lambda: s.long_poll_waiting(name), timeout=10, what="the long-poll to wait")
+    # The connection is closed; its wait is still registered on the server.
+    created = s.request("POST", "/v1/instances", json={"definitionName": name})
+    assert created.status_code in (200, 201), created.text
+    r = _poll(s, name, 5)
+    assert [j["jobType"] for j in r.json()["jobs"]] == [name], r.text
+    steps = s.request("GET", f"/v1/instances/{created.json()['id']}/steps").json()["steps"]
+    assert steps[0]["workerId"] == "w" and steps[0]["attempt"] == 1, steps

@@ -61,3 +61,30 @@ def test_no_wait_claims_once() -> None:
     calls, claim = _claims(found_at=10**6)
     assert long_poll.wait_for_jobs(claim, ["a"], 0, None, clock=t.clock, sleep=t.sleep) == []
     assert len(calls) == 1 and t.sleeps == []
+
+
+def test_a_client_that_left_ends_the_wait_without_claiming_again() -> None:
+    """Once the caller hung up (the local server sees it), a job made claimable later is not
+    claimed for it: it would sit leased to a worker that stopped until its lease lapsed."""
+    t = FakeTime()
+    calls, claim = _claims(found_at=2)  # the second claim would find a job
+    left = [False]
+
+    def sleep(seconds: float) -> None:
+        t.sleep(seconds)
+        left[0] = True  # the client closes its connection during the first wait
+
+    rows = long_poll.wait_for_jobs(
+        claim, ["a"], 20, None, clock=t.clock, sleep=sleep, gone=lambda: left[0]
+    )
+    assert rows == [] and len(calls) == 1
+    assert t.now < 0.1  # and the wait ended there, not at its deadline
+
+
+def test_a_client_still_there_waits_as_before() -> None:
+    t = FakeTime()
+    calls, claim = _claims(found_at=3)
+    rows = long_poll.wait_for_jobs(
+        claim, ["a"], 20, None, clock=t.clock, sleep=t.sleep, gone=lambda: False
+    )
+    assert rows and len(calls) == 3

@@ -89,6 +89,12 @@ class Api:
     def engine(self) -> Engine:
         return runtime.engine(self._sink)
 
+    def client_gone(self) -> Callable[[], bool] | None:
+        """Whether the caller hung up, where the runtime can tell (the local server; in Lambda
+        behind API Gateway it cannot: None)."""
+        probe = getattr(self.resolver.lambda_context, "client_gone", None)
+        return probe if callable(probe) else None
+
     def raw_body(self) -> str | None:
         event = self.resolver.current_event
         body = event.body

@@ -37,9 +37,11 @@ class JobOps(EngineCore):
         max_jobs: int = 1,
         *,
         wait_seconds: float = 0.0,
+        gone: Callable[[], bool] | None = None,
     ) -> list[dict[str, Any]]:
         """Claim up to ``max_jobs`` jobs of ``job_types`` for ``worker_id``; with
-        ``wait_seconds``, wait that long at most for one to become claimable (long-poll).
+        ``wait_seconds``, wait that long at most for one to become claimable (long-poll), and
+        stop waiting, without claiming, once ``gone()`` says the client left.
 
         Types without limits: one statement. Types with a concurrency or rate limit: one
         transaction in one round trip that counts against the limits inside it.
@@ -51,7 +53,7 @@ class JobOps(EngineCore):
             return self._claim(worker_id, types, max_jobs)
 
         if wait_seconds > 0:
-            rows = long_poll.wait_for_jobs(claim, types, wait_seconds, self.wakeups)
+            rows = long_poll.wait_for_jobs(claim, types, wait_seconds, self.wakeups, gone=gone)
         else:
             rows = claim()
         self._report_claims(rows)  # once per poll, however many times a long-poll claimed

@@ -9,6 +9,11 @@ Two ways to wait, neither holding a database connection while it sleeps:
   ``BACKSTOP_SECONDS``.
 - reclaim (behind RDS Proxy, where LISTEN would pin a connection): claim again with jittered
   exponential backoff from ``RECLAIM_FIRST_DELAY`` to ``RECLAIM_MAX_DELAY``.
+
+Where the caller can tell that the client went away (``gone``: the local server sees the
+connection close; Lambda behind API Gateway cannot), a wait ends without claiming again: a job
+claimed for a worker that stopped would sit leased until its lease lapsed, then run again as a new
+attempt, counted against its retries.
 """
 
 from __future__ import annotations
@@ -37,19 +42,24 @@ def wait_for_jobs(
     *,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    gone: Callable[[], bool] | None = None,
 ) -> Rows:
     """Claim with ``claim()``; while it finds nothing, wait until a job may be claimable and
-    claim again, for at most ``wait_seconds``. Empty at the deadline."""
+    claim again, for at most ``wait_seconds``. Empty at the deadline, or as soon as ``gone()``
+    says the client that asked is no longer there (checked before each claim after the first)."""
     deadline = clock() + min(max(wait_seconds, 0.0), MAX_WAIT_SECONDS)
     rows = claim()
     if rows or clock() >= deadline:
         return rows
+    still_there = _presence(gone)
     if wakeups is None:
-        return _reclaim_loop(claim, deadline, clock, sleep)
+        return _reclaim_loop(claim, deadline, clock, sleep, still_there)
     with wakeups.subscribe(job_types) as sub:
         # Subscribed (listening, types registered): a job committed from now on is notified;
         # one committed before is found by this claim.
         while True:
+            if not still_there():
+                return []
             rows = claim()
             if rows:
                 return rows
@@ -59,11 +69,18 @@ def wait_for_jobs(
             sub.wait(min(left, BACKSTOP_SECONDS))
 
 
+def _presence(gone: Callable[[], bool] | None) -> Callable[[], bool]:
+    if gone is None:
+        return lambda: True
+    return lambda: not gone()
+
+
 def _reclaim_loop(
     claim: Callable[[], Rows],
     deadline: float,
     clock: Callable[[], float],
     sleep: Callable[[float], None],
+    still_there: Callable[[], bool],
 ) -> Rows:
     delay = RECLAIM_FIRST_DELAY
     while True:
@@ -71,6 +88,8 @@ def _reclaim_loop(
         if left <= 0:
             return []
         sleep(min(left, random.uniform(delay / 2, delay)))
+        if not still_there():
+            return []
         rows = claim()
         if rows:
             return rows

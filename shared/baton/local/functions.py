@@ -105,6 +105,9 @@ class LocalLambdaContext:
     identity: CognitoIdentity = field(default_factory=CognitoIdentity)
     client_context: None = None
     tenant_id: str | None = None
+    # Local only (Lambda behind API Gateway has no such thing): tells whether the HTTP client
+    # that sent the request has closed its connection. Handlers read it with getattr.
+    client_gone: Callable[[], bool] | None = None
 
     def get_remaining_time_in_millis(self) -> int:
         return max(0, int((self.deadline - time.monotonic()) * 1000))
@@ -139,6 +142,7 @@ class LocalFunction:
         *,
         timeout_seconds: float,
         throttle_after: float = THROTTLE_AFTER_SECONDS,
+        client_gone: Callable[[], bool] | None = None,
     ) -> Any:
         """Call the handler in a free container, waiting ``throttle_after`` seconds at most for
         one if all are busy (then FunctionThrottled: the handler did not run)."""
@@ -147,14 +151,20 @@ class LocalFunction:
         try:
             container = self._checkout()
             try:
-                return container.handler(event, self._context(container, timeout_seconds))
+                context = self._context(container, timeout_seconds, client_gone)
+                return container.handler(event, context)
             finally:
                 with self._lock:
                     self._idle.append(container)
         finally:
             self._slots.release()
 
-    def _context(self, container: _Container, timeout_seconds: float) -> LocalLambdaContext:
+    def _context(
+        self,
+        container: _Container,
+        timeout_seconds: float,
+        client_gone: Callable[[], bool] | None = None,
+    ) -> LocalLambdaContext:
         fn = function_name(self.name)
         return LocalLambdaContext(
             function_name=fn,
@@ -165,6 +175,7 @@ class LocalFunction:
             log_group_name=f"/aws/lambda/{fn}",
             log_stream_name=container.log_stream_name,
             deadline=time.monotonic() + timeout_seconds,
+            client_gone=client_gone,
         )
 
     def _checkout(self) -> _Container:
@@ -234,5 +245,14 @@ class FunctionRegistry:
                 self._functions[name] = fn
             return fn
 
-    def invoke(self, name: str, event: dict[str, Any], *, timeout_seconds: float) -> Any:
-        return self.function(name).invoke(event, timeout_seconds=timeout_seconds)
+    def invoke(
+        self,
+        name: str,
+        event: dict[str, Any],
+        *,
+        timeout_seconds: float,
+        client_gone: Callable[[], bool] | None = None,
+    ) -> Any:
+        return self.function(name).invoke(
+            event, timeout_seconds=timeout_seconds, client_gone=client_gone
+        )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import select
 import socket
 import time
 import uuid
@@ -233,7 +234,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         context = {"function": name, "request_id": request_id}
         try:
             result: Any = self.server.registry.invoke(
-                name, event, timeout_seconds=API_TIMEOUT_SECONDS
+                name, event, timeout_seconds=API_TIMEOUT_SECONDS, client_gone=self._client_gone
             )
         except FunctionThrottled as e:
             log.warning("throttled: %s", e.detail, extra=context)
@@ -250,6 +251,20 @@ class _RequestHandler(BaseHTTPRequestHandler):
         except MalformedProxyResponse as e:
             log.error("malformed proxy result: %s", e.detail, extra=context)
             return self._problem(502, e.detail, title=e.title)
+
+    def _client_gone(self) -> bool:
+        """Whether the client closed the connection while its request runs (a long-poll asks
+        before claiming for it). Peeks without consuming: a request the client already sent next
+        on this keep-alive connection stays for the next turn."""
+        try:
+            # select first: the socket has a timeout, so recv itself would wait for data.
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if not readable:
+                return False  # nothing to read: still there
+            data: bytes = self.connection.recv(1, socket.MSG_PEEK)
+        except (OSError, ValueError):
+            return True  # reset, or already closed
+        return data == b""  # closed: end of stream
 
     # --- the response --------------------------------------------------------------------------
 
