@@ -477,7 +477,9 @@ class Runner:
         A long-poll runs on a thread of its own so that stopping does not wait for it: None
         means the runner is stopping and the poll was abandoned. Jobs such a poll still claims
         (one made claimable in the last seconds of its wait) are not run here: they go back to
-        work when their leases lapse, as after a crash (logged below)."""
+        work when their leases lapse, as after a crash (logged below). (``baton dev`` claims
+        nothing more once the process has exited and the connection closed; a server behind API
+        Gateway cannot tell.)"""
         if wait <= 0:
             return self.client.poll_jobs(
                 worker_id=self.worker_id,
