@@ -4,15 +4,13 @@ claimable, empty at the deadline."""
 
 from __future__ import annotations
 
-import threading
 import time
-from concurrent.futures import Future
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.support.helpers import unique
+from tests.support.helpers import timed_in_background, unique
 from tests.support.helpers import wait_until as wait_for
 from tests.support.servers import LocalServer
 
@@ -32,14 +30,8 @@ def test_a_batch_poll_waits_for_a_task_and_answers_when_one_is_created(
 ) -> None:
     s = conductor_server
     name = unique("conductor-wait")
-    flow = {"name": name, "steps": [{"id": "a", "type": "SERVICE_TASK", "jobType": name}]}
-    assert s.request("POST", "/v1/definitions", json=flow).status_code in (200, 201)
-    answered: Future[tuple[httpx.Response, float]] = Future()
-
-    def poll() -> None:
-        answered.set_result((_batch_poll(s, name, "&timeout=10000"), time.monotonic()))
-
-    threading.Thread(target=poll, daemon=True).start()
+    s.register_one_step(name)
+    answered = timed_in_background(lambda: _batch_poll(s, name, "&timeout=10000"))
     started = time.monotonic()
     wait_for(lambda: s.long_poll_waiting(name), timeout=10, what="the batch poll to wait")
     assert not answered.done()

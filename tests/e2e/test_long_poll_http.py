@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.support.helpers import unique
+from tests.support.helpers import timed_in_background, unique
 from tests.support.helpers import wait_until as wait_for
 from tests.support.servers import CheckedServer
 
@@ -48,12 +47,8 @@ def test_long_poll_answers_as_soon_as_an_instance_creates_a_job(
 ) -> None:
     s = baton_server
     name = unique("long-poll")
-    flow = {"name": name, "steps": [{"id": "a", "type": "SERVICE_TASK", "jobType": name}]}
-    assert s.request("POST", "/v1/definitions", json=flow).status_code in (200, 201)
-    answered: Future[tuple[httpx.Response, float]] = Future()
-    threading.Thread(
-        target=lambda: answered.set_result((_poll(s, name, 15), time.monotonic())), daemon=True
-    ).start()
+    s.register_one_step(name)
+    answered = timed_in_background(lambda: _poll(s, name, 15))
     # The poll is waiting once the server registered its job type for NOTIFY.
     wait_for(lambda: s.long_poll_waiting(name), timeout=10, what="the long-poll to wait")
     time.sleep(0.1)
@@ -90,8 +85,7 @@ def test_a_long_poll_whose_client_hung_up_claims_nothing(baton_server: CheckedSe
     and then ran it as attempt 2, counted against its retries)."""
     s = baton_server
     name = unique("hung-up")
-    flow = {"name": name, "steps": [{"id": "a", "type": "SERVICE_TASK", "jobType": name}]}
-    assert s.request("POST", "/v1/definitions", json=flow).status_code in (200, 201)
+    s.register_one_step(name)
     body = json.dumps({"workerId": "gone", "jobTypes": [name], "waitSeconds": 15}).encode()
     request = (
         f"POST /v1/jobs/poll HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: {s.api_key}\r\n"

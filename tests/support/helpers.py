@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -35,3 +37,17 @@ def one_step(name: str, job_type: str = "work", **extra: Any) -> dict[str, Any]:
 def unique(prefix: str) -> str:
     """A name no other test of this run uses (the e2e servers are shared by a session)."""
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def timed_in_background(call: Callable[[], T]) -> Future[tuple[T, float]]:
+    """Run ``call`` on a daemon thread; its result with the monotonic time it came back."""
+    done: Future[tuple[T, float]] = Future()
+
+    def run() -> None:
+        try:
+            done.set_result((call(), time.monotonic()))
+        except BaseException as e:
+            done.set_exception(e)
+
+    threading.Thread(target=run, daemon=True).start()
+    return done

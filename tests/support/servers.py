@@ -135,6 +135,12 @@ class LocalServer:
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")[-5000:]
 
+    def register_one_step(self, name: str) -> None:
+        """A definition ``name`` of one SERVICE_TASK whose jobs have type ``name``."""
+        flow = {"name": name, "steps": [{"id": "a", "type": "SERVICE_TASK", "jobType": name}]}
+        response = self.request("POST", "/v1/definitions", json=flow)
+        assert response.status_code in (200, 201), response.text
+
     def connect_database(self) -> psycopg.Connection[Any]:
         """A connection to the server's database (``database_url``, else the embedded one)."""
         if self.database_url:
