@@ -100,6 +100,8 @@ _ERRORS = {
     "409": "Conflict with the current state",
     "413": "Payload too large",
     "422": "Validation failed: every problem is listed",
+    "429": "Throttled (a job type at its limit, or the function's concurrency); retry after "
+    "Retry-After seconds",
     "503": "Database unavailable; retry after Retry-After seconds",
 }
 

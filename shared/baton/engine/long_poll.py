@@ -51,14 +51,14 @@ def wait_for_jobs(
     rows = claim()
     if rows or clock() >= deadline:
         return rows
-    still_there = _presence(gone)
+    client_left = gone or _never
     if wakeups is None:
-        return _reclaim_loop(claim, deadline, clock, sleep, still_there)
+        return _reclaim_loop(claim, deadline, clock, sleep, client_left)
     with wakeups.subscribe(job_types) as sub:
         # Subscribed (listening, types registered): a job committed from now on is notified;
         # one committed before is found by this claim.
         while True:
-            if not still_there():
+            if client_left():
                 return []
             rows = claim()
             if rows:
@@ -69,10 +69,8 @@ def wait_for_jobs(
             sub.wait(min(left, BACKSTOP_SECONDS))
 
 
-def _presence(gone: Callable[[], bool] | None) -> Callable[[], bool]:
-    if gone is None:
-        return lambda: True
-    return lambda: not gone()
+def _never() -> bool:
+    return False
 
 
 def _reclaim_loop(
@@ -80,7 +78,7 @@ def _reclaim_loop(
     deadline: float,
     clock: Callable[[], float],
     sleep: Callable[[float], None],
-    still_there: Callable[[], bool],
+    client_left: Callable[[], bool],
 ) -> Rows:
     delay = RECLAIM_FIRST_DELAY
     while True:
@@ -88,7 +86,7 @@ def _reclaim_loop(
         if left <= 0:
             return []
         sleep(min(left, random.uniform(delay / 2, delay)))
-        if not still_there():
+        if client_left():
             return []
         rows = claim()
         if rows:

@@ -60,7 +60,6 @@ class FunctionThrottled(BatonError):
             f"the {function} function is running {concurrency} requests at once, its local "
             f"concurrency (BATON_LOCAL_CONCURRENCY); retry shortly"
         )
-        self.function = function
 
 
 class FunctionUnavailable(BatonError):
@@ -141,12 +140,11 @@ class LocalFunction:
         event: dict[str, Any],
         *,
         timeout_seconds: float,
-        throttle_after: float = THROTTLE_AFTER_SECONDS,
         client_gone: Callable[[], bool] | None = None,
     ) -> Any:
-        """Call the handler in a free container, waiting ``throttle_after`` seconds at most for
+        """Call the handler in a free container, waiting ``THROTTLE_AFTER_SECONDS`` at most for
         one if all are busy (then FunctionThrottled: the handler did not run)."""
-        if not self._slots.acquire(timeout=throttle_after):
+        if not self._slots.acquire(timeout=THROTTLE_AFTER_SECONDS):
             raise FunctionThrottled(self.name, self.max_containers)
         try:
             container = self._checkout()
