@@ -16,6 +16,7 @@ from typing import Any
 from baton.errors import MalformedRequest, Problem, ValidationFailed
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
+_BAD_TEXT = re.compile(r"[\x00\ud800-\udfff]")  # what check_string refuses
 _MAX_DEPTH = 200  # far deeper than any real document; bounds the recursive checks below
 
 
@@ -34,8 +35,17 @@ def parse_json(raw: str, what: str) -> Any:
         raise MalformedRequest(f"{what} is not valid JSON: {e}") from None
     except (json.JSONDecodeError, RecursionError, ValueError) as e:
         raise MalformedRequest(f"{what} is not valid JSON: {e}") from None
-    check_text(value, "$")
+    # A NUL or a lone surrogate reaches a parsed string only through a \u escape (JSON refuses
+    # raw control characters in strings), or as itself in the text: without either in the text,
+    # no string needs looking at, only the nesting.
+    check_text(value, "$", strings=_may_hold_bad_text(raw))
     return value
+
+
+def _may_hold_bad_text(raw: str) -> bool:
+    """Whether a string parsed from ``raw`` may hold what :func:`check_string` refuses: the text
+    has a ``\\u`` escape, a NUL, or (only possible outside ASCII) a surrogate itself."""
+    return "\\u" in raw or "\x00" in raw or (not raw.isascii() and bool(_SURROGATE.search(raw)))
 
 
 class _NotJson(ValueError):
@@ -53,8 +63,37 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def check_text(value: Any, path: str, depth: int = 0) -> None:
-    """Refuse NUL characters (422) and lone surrogates (400) in every key and string."""
+def check_text(value: Any, path: str, depth: int = 0, *, strings: bool = True) -> None:
+    """Refuse NUL characters (422) and lone surrogates (400) in every key and string, and
+    nesting deeper than ``_MAX_DEPTH``. ``strings=False``: the caller knows no string can hold
+    either (see :func:`parse_json`), so only the nesting is checked."""
+    if not _clean(value, depth, strings):
+        _check(value, path, depth)  # the same checks again, naming where; raises
+
+
+def _clean(value: Any, depth: int, strings: bool) -> bool:
+    """Whether ``value`` passes :func:`_check`, without building a path for every key (most
+    bodies pass): one pass over the containers, and over the strings only when ``strings``."""
+    level: list[Any] = [value]
+    while level:
+        if depth > _MAX_DEPTH:
+            return False
+        below: list[Any] = []
+        for item in level:
+            if isinstance(item, dict):
+                if strings and any(_BAD_TEXT.search(key) for key in item):
+                    return False
+                below.extend(item.values())
+            elif isinstance(item, list):
+                below.extend(item)
+            elif strings and isinstance(item, str) and _BAD_TEXT.search(item):
+                return False
+        level = below
+        depth += 1
+    return True
+
+
+def _check(value: Any, path: str, depth: int) -> None:
     if depth > _MAX_DEPTH:
         raise ValidationFailed([Problem(path, f"nested deeper than {_MAX_DEPTH} levels")])
     if isinstance(value, str):
@@ -63,10 +102,10 @@ def check_text(value: Any, path: str, depth: int = 0) -> None:
         for key, item in value.items():
             sub = _join(path, key)
             check_string(key, sub, key=True)
-            check_text(item, sub, depth + 1)
+            _check(item, sub, depth + 1)
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            check_text(item, f"{path}[{i}]", depth + 1)
+            _check(item, f"{path}[{i}]", depth + 1)
 
 
 def check_string(text: str, path: str, *, key: bool = False) -> None:

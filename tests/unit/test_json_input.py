@@ -1,0 +1,86 @@
+"""The strict JSON reader's checks: the quick pass (no paths, strings only when the text may hold a
+NUL or a lone surrogate) must refuse exactly what the walk that names the place refuses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from baton.api import json_input
+from baton.api.json_input import parse_json
+from baton.errors import MalformedRequest, ValidationFailed
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+# Text with the characters the store refuses mixed in among ordinary ones.
+_text = st.text(
+    alphabet=st.sampled_from(["a", "é", "\x00", "\ud835", "\udc00", "\\", "u", "😀"]),
+    max_size=6,
+)
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | _text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+def _outcome(check: Any) -> tuple[str, str]:
+    try:
+        check()
+    except ValidationFailed as e:
+        return ("422", repr(e.problems))
+    except MalformedRequest as e:
+        return ("400", str(e))
+    return ("ok", "")
+
+
+def _as_client_sends(value: Any, *, ascii_only: bool) -> str:
+    """JSON text as a client writes it: escapes (ensure_ascii) or the characters themselves."""
+    return json.dumps(value, ensure_ascii=ascii_only)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_values, ascii_only=st.booleans())
+def test_quick_pass_refuses_exactly_what_the_naming_walk_refuses(
+    value: Any, ascii_only: bool
+) -> None:
+    try:
+        text = _as_client_sends(value, ascii_only=ascii_only)
+    except UnicodeEncodeError:  # pragma: no cover - json.dumps writes lone surrogates as is
+        return
+    parsed = json.loads(text)
+    assert _outcome(lambda: parse_json(text, "body")) == _outcome(
+        lambda: json_input._check(parsed, "$", 0)
+    )
+
+
+def _nested(levels: int, leaf: str) -> str:
+    return '{"a":' * levels + leaf + "}" * levels
+
+
+@pytest.mark.parametrize("leaf", ["1", '"x"', "[]", "null"])
+def test_nesting_is_limited_for_every_kind_of_leaf(leaf: str) -> None:
+    parse_json(_nested(200, leaf), "body")  # the leaf at depth 200: kept
+    with pytest.raises(ValidationFailed) as refused:
+        parse_json(_nested(201, leaf), "body")
+    [problem] = refused.value.problems
+    assert problem.path == ".".join(["a"] * 201)
+    assert problem.message == "nested deeper than 200 levels"
+
+
+def test_a_lone_surrogate_sent_as_itself_is_refused_with_its_place() -> None:
+    with pytest.raises(MalformedRequest, match=r"the string at a\.é contains a lone UTF-16"):
+        parse_json('{"a": {"é": "x\ud835"}}', "body")
+
+
+def test_an_escaped_nul_deep_in_a_large_body_is_named() -> None:
+    body = {f"k{i}": {"v": [i, "text"]} for i in range(2000)}
+    body["k1999"]["v"][1] = "te\x00xt"
+    with pytest.raises(ValidationFailed) as refused:
+        parse_json(json.dumps(body), "body")
+    assert [p.path for p in refused.value.problems] == ["k1999.v[1]"]
+
+
+def test_a_backslash_u_that_is_no_escape_is_plain_text() -> None:
+    assert parse_json('{"k": "\\\\u0000"}', "body") == {"k": "\\u0000"}
