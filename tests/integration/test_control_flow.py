@@ -302,6 +302,43 @@ def test_a_sub_workflow_runs_a_child_and_takes_its_output(engine: Engine) -> Non
     assert steps_of(engine, inst["id"], "after")[0]["output"] == {"got": 42}
 
 
+def test_a_start_answers_with_what_its_child_ending_at_once_made_of_it(engine: Engine) -> None:
+    # The child ends inside the start's own transaction; its end reaches the parent after the
+    # commit, and the start's answer is the parent after that (not the row its COMMIT left).
+    engine.register_definition(
+        {"name": "kid", "steps": [{"id": "mark", "type": "SET_VARIABLE", "variables": {"x": 1}}]}
+    )
+    engine.register_definition(
+        {"name": "parent", "steps": [{"id": "c", "type": "SUB_WORKFLOW", "definitionName": "kid"}]}
+    )
+    inst, created = engine.start_instance(definition_name="parent")
+    assert created
+    assert inst["status"] == "COMPLETED"
+    assert inst == engine.get_instance(inst["id"])
+
+
+def test_a_start_answers_with_the_instance_as_a_read_returns_it(engine: Engine) -> None:
+    engine.register_definition(
+        {
+            "name": "two",
+            "steps": [
+                {"id": "set", "type": "SET_VARIABLE", "variables": {"k": "${workflow.input.k}"}},
+                task("work"),
+            ],
+        }
+    )
+    inst, created = engine.start_instance(
+        definition_name="two", input={"k": "v"}, correlation_id="c-1"
+    )
+    assert created
+    assert [s["stepId"] for s in inst["steps"]] == ["set", "work"]
+    assert inst == engine.get_instance(inst["id"])
+    again, created = engine.start_instance(definition_name="two", input={"k": "w"})
+    assert created
+    assert again == engine.get_instance(again["id"])
+    assert again["id"] != inst["id"]
+
+
 def test_cancelling_the_parent_cancels_the_child(engine: Engine) -> None:
     engine.register_definition({"name": "kid", "steps": [task("k")]})
     engine.register_definition(

@@ -130,6 +130,10 @@ class EngineCore:
             self._local.pending = pending
         return pending
 
+    def has_pending(self) -> bool:
+        """Whether the current thread's decisions left events to deliver after their commit."""
+        return bool(self._pending())
+
     def deliver_pending(self) -> None:
         """Deliver the events the current thread's decisions left for instances (or, noted
         as ``(parent, True)``, for the children of an instance that cancelled work)."""

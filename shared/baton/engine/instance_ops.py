@@ -8,7 +8,7 @@ import json
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from psycopg.types.json import Jsonb
 
@@ -32,6 +32,16 @@ from baton.payload_ref import is_payload_ref
 from baton.status import InstanceStatus, StepStatus
 from baton.store import definition_sql, instance_sql
 from baton.store.db import Conn, first_in_transaction
+
+
+class Started(NamedTuple):
+    """What :meth:`InstanceOps.start_in` did: the instance's id, whether it created it (a
+    repeated idempotency key did not), and, if asked for, its rows as read after the COMMIT
+    (GET_INSTANCE's row, STEPS_OF_INSTANCE's rows)."""
+
+    id: uuid.UUID
+    created: bool
+    read: tuple[dict[str, Any] | None, list[dict[str, Any]]] | None = None
 
 
 class InstanceOps(RetentionOps):
@@ -74,7 +84,7 @@ class InstanceOps(RetentionOps):
                 definition_name, definition_version, inline, content, correlation_id
             )
 
-        def work(conn: Conn) -> tuple[uuid.UUID, bool, str]:
+        def work(conn: Conn) -> tuple[Started, str]:
             if inline is not None:
                 row = first_in_transaction(
                     conn, definition_sql.TASK_DEFS_AS_TEXT, {"names": sorted(job_types(inline))}
@@ -94,7 +104,7 @@ class InstanceOps(RetentionOps):
                     raise DefinitionNotFound(definition_name, definition_version)
                 snapshot_id, plan = self.snapshots.of_stored(conn, stored)
                 name, version = stored["name"], stored["version"]
-            iid, created = self.start_in(
+            started = self.start_in(
                 conn,
                 plan,
                 snapshot_id,
@@ -104,16 +114,23 @@ class InstanceOps(RetentionOps):
                 correlation_id=correlation_id,
                 idempotency_key=idempotency_key,
                 idempotency_fingerprint=fingerprint,
+                read_back=True,
             )
-            return iid, created, name
+            return started, name
 
-        iid, created, name = self.db.transaction(work, explicit_begin=True)
-        self.deliver_pending()
+        started, name = self.db.transaction(work, explicit_begin=True)
+        iid = started.id
         log.info(
-            "instance started" if created else "instance start repeated",
+            "instance started" if started.created else "instance start repeated",
             extra={"instance_id": str(iid), "definition": name},
         )
-        return self.get_instance(str(iid)), created
+        if started.read is not None and not self.has_pending():
+            # Nothing to deliver after the commit: the instance as its own COMMIT left it, read
+            # in the same round trip.
+            head, steps = started.read
+            return self._instance_view(head, steps, str(iid)), started.created
+        self.deliver_pending()  # events for other instances, which may move this one
+        return self.get_instance(str(iid)), started.created
 
     def start_in(
         self,
@@ -129,10 +146,13 @@ class InstanceOps(RetentionOps):
         idempotency_fingerprint: str | None = None,
         queue_task_id: uuid.UUID | None = None,
         commit: bool = True,
-    ) -> tuple[uuid.UUID, bool]:
+        read_back: bool = False,
+    ) -> Started:
         """Start an instance inside the caller's open transaction (queue triggers use it too).
 
         ``commit`` False leaves the transaction open for the caller's further writes.
+        ``read_back`` (with ``commit``): the instance and its steps are read after the COMMIT, in
+        the same round trip (``Started.read``, None if no instance was created).
         """
         iid = uuid.uuid4()
         insert = {
@@ -168,7 +188,7 @@ class InstanceOps(RetentionOps):
                         f"idempotency key {idempotency_key!r} was first used with a different "
                         f"request (instance {existing['id']}); use a new key for a new request"
                     )
-                return existing["id"], False
+                return Started(existing["id"], False)
             insert_with_writes = None
         state = InstanceState(
             id=iid,
@@ -182,17 +202,29 @@ class InstanceOps(RetentionOps):
         )
         decider = self.decider(conn, plan, state, datetime.now(UTC))
         decider.start()
-        writer.write_start(
+        reads = (
+            [
+                (instance_sql.GET_INSTANCE, {"id": iid}),
+                (instance_sql.STEPS_OF_INSTANCE, {"id": iid}),
+            ]
+            if read_back and commit
+            else []
+        )
+        cursors = writer.write_start(
             conn,
             state,
             decider.changes,
             insert=insert_with_writes,
             commit=commit,
             outbox=self.settings.outbox,
+            reads=reads,
         )
         self._report(decider)
         self._note_deliveries(iid, decider.changes)
-        return iid, True
+        if not cursors:
+            return Started(iid, True)
+        head, steps = cursors
+        return Started(iid, True, (head.fetchone(), steps.fetchall()))
 
     def get_instance(self, instance_id: str, *, include_steps: bool = True) -> dict[str, Any]:
         """An instance with its step executions (in creation order). The steps stop before the
@@ -200,19 +232,27 @@ class InstanceOps(RetentionOps):
         ``GET …/steps`` pages through them all); ``include_steps=False`` leaves them out."""
         iid = path_uuid(instance_id, InstanceNotFound)
 
-        def work(conn: Conn) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        def work(conn: Conn) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
             if not include_steps:
-                return conn.execute(instance_sql.GET_INSTANCE, {"id": iid}).fetchone(), []
+                return conn.execute(instance_sql.GET_INSTANCE, {"id": iid}).fetchone(), None
             with conn.pipeline():  # both reads in one round trip
                 head = conn.execute(instance_sql.GET_INSTANCE, {"id": iid})
                 steps = conn.execute(instance_sql.STEPS_OF_INSTANCE, {"id": iid})
             return head.fetchone(), steps.fetchall()
 
         row, step_rows = self.db.autocommit(work)
+        return self._instance_view(row, step_rows, instance_id)
+
+    @staticmethod
+    def _instance_view(
+        row: dict[str, Any] | None, step_rows: list[dict[str, Any]] | None, instance_id: str
+    ) -> dict[str, Any]:
+        """The instance's view from GET_INSTANCE's row and STEPS_OF_INSTANCE's (None: no
+        steps wanted)."""
         if row is None:
             raise InstanceNotFound(instance_id)
         out = views.instance(row)
-        if include_steps:
+        if step_rows is not None:
             steps = [views.step(s) for s in step_rows]
             fit = paging.within_budget(steps, paging.PAGE_BUDGET_BYTES - paging.json_size(out))
             out["steps"] = steps[:fit]

@@ -129,7 +129,7 @@ class QueueTriggers:
                 raise _VersionDeleted
             snapshot_id, plan = self.engine.snapshots.of_stored(conn, stored)
             for task in tasks:
-                iid, _ = self.engine.start_in(
+                iid = self.engine.start_in(
                     conn,
                     plan,
                     snapshot_id,
@@ -139,7 +139,7 @@ class QueueTriggers:
                     correlation_id=f"queue:{trigger.queue_name}:{task['id']}",
                     queue_task_id=task["id"],
                     commit=False,
-                )
+                ).id
                 conn.execute(
                     queue_sql.ATTACH_INSTANCE,
                     {"id": task["id"], "instance_id": iid, "max_retries": trigger.max_retries},

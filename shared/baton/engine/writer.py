@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from psycopg import Cursor
 from psycopg.types.json import Jsonb
 
 from baton import jsontext
@@ -91,15 +93,17 @@ def write_start(
     insert: dict[str, Any] | None,
     commit: bool,
     outbox: bool = False,
-) -> None:
+    reads: Sequence[tuple[str, dict[str, Any]]] = (),
+) -> list[Cursor[dict[str, Any]]]:
     """Write a new instance's first decision in the caller's open transaction.
 
     ``insert``: the instance row, written here with what the decision made of it (None when the
     caller inserted it already, to learn whether an idempotency key was new). ``commit`` False
-    leaves the transaction open.
+    leaves the transaction open. ``reads`` (with ``commit``) run after the COMMIT in the same
+    round trip; their cursors are returned, to fetch from.
     """
     pieces = pieces_of(inst, changes, new_instance=True, insert=insert, outbox=outbox)
-    _send(conn, pieces, commit=commit)
+    return _send(conn, pieces, commit=commit, reads=reads)
 
 
 def write_locked(
@@ -220,22 +224,32 @@ def statement(pieces: list[Piece]) -> tuple[bytes, dict[str, Any]]:
     return _chained_sql(shape), params
 
 
-def _send(conn: Conn, pieces: list[Piece], *, commit: bool) -> None:
+def _send(
+    conn: Conn,
+    pieces: list[Piece],
+    *,
+    commit: bool,
+    reads: Sequence[tuple[str, dict[str, Any]]] = (),
+) -> list[Cursor[dict[str, Any]]]:
     sql, params = statement(pieces)
     if not commit:
+        if reads:
+            raise ValueError("reads follow a COMMIT: give them only with commit")
         # One statement on an autocommit connection (an optimistic decision): a pipeline would
         # add only psycopg's own cost (about 25 us of client CPU per completion).
         conn.execute(sql, params)
-        return
+        return []
     with conn.pipeline():
         cur = conn.cursor()
         # A decision has a few shapes and the hot ones run on every completion: prepared.
         cur.execute(sql, params)
-        if commit:
-            # COMMIT travels in this pipeline's one Sync (conn.commit() here would add a second,
-            # empty round trip when the pipeline block closes). Never prepared: a statement the
-            # server skips after an error would leave psycopg believing it had been prepared.
-            cur.execute(b"COMMIT", prepare=False)
+        # COMMIT travels in this pipeline's one Sync (conn.commit() here would add a second,
+        # empty round trip when the pipeline block closes). Never prepared: a statement the
+        # server skips after an error would leave psycopg believing it had been prepared.
+        cur.execute(b"COMMIT", prepare=False)
+        # Reads of what was just committed share the Sync (each its own implicit transaction
+        # after the COMMIT); skipped with the rest if the write fails.
+        return [conn.execute(query, args) for query, args in reads]
 
 
 @functools.lru_cache(maxsize=512)
