@@ -1,4 +1,5 @@
-"""Jobs API: poll, complete, fail, heartbeat, claim by id. The hot path of every worker."""
+"""Jobs API: poll, complete, fail, heartbeat, claim by id, a worker's stop signal. The hot
+path of every worker."""
 
 from __future__ import annotations
 
@@ -115,6 +116,14 @@ def claim(id: str) -> Any:
     if engine.offload is not None:
         (job,) = runtime.payload_store(engine).offload_jobs([job])
     return api.ok(job)
+
+
+@api.route("POST", "/v1/workers/stop")
+def stop_worker() -> Any:
+    """The worker's stop signal: its long-polls waiting now claim nothing more. A wait behind API
+    Gateway cannot see its client hang up; a stopping worker says so (the SDK does at stop)."""
+    req = api.body(m.StopWorkerRequest)
+    return api.ok(api.engine().stop_worker(req.worker_id))
 
 
 handler = api.handler()

@@ -159,6 +159,12 @@ ROUTES: tuple[Route, ...] = (
         "jobs",
         summary="Take the lease on one job by id if still claimable (event-driven dispatch)",
     ),
+    Route(
+        "POST",
+        "/v1/workers/stop",
+        "jobs",
+        summary="A worker's stop signal: its long-polls waiting now claim nothing more",
+    ),
     Route("POST", "/v1/queues/{name}/push", "queues", summary="Push a task onto a queue"),
     Route("GET", "/v1/queues/{name}/stats", "queues", summary="Task counts by state"),
     Route("GET", "/v1/queues/{name}/peek", "queues", summary="Pending tasks, not claimed"),

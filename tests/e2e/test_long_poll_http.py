@@ -101,3 +101,41 @@ def test_a_long_poll_whose_client_hung_up_claims_nothing(baton_server: CheckedSe
     assert [j["jobType"] for j in r.json()["jobs"]] == [name], r.text
     steps = s.request("GET", f"/v1/instances/{created.json()['id']}/steps").json()["steps"]
     assert steps[0]["workerId"] == "w" and steps[0]["attempt"] == 1, steps
+
+
+def test_a_workers_stop_signal_ends_its_waiting_long_poll_without_a_claim(
+    baton_server: CheckedServer,
+) -> None:
+    """POST /v1/workers/stop over HTTP while the worker's long-poll waits on an open connection
+    (as behind API Gateway, where the wait cannot see its client go): the job created next is
+    not claimed for it."""
+    s = baton_server
+    name = unique("stop-signal")
+    worker = unique("leaving")
+    s.register_one_step(name)
+    body = {"workerId": worker, "jobTypes": [name], "waitSeconds": 15}
+    answered = timed_in_background(
+        lambda: s.request("POST", "/v1/jobs/poll", json=body, timeout=30)
+    )
+    wait_for(lambda: s.long_poll_waiting(name), timeout=10, what="the long-poll to wait")
+    r = s.request("POST", "/v1/workers/stop", json={"workerId": worker})
+    assert r.status_code == 200, r.text
+    assert r.json()["workerId"] == worker and r.json()["stoppedAt"].endswith("Z")
+    started = s.request("POST", "/v1/instances", json={"definitionName": name})
+    assert started.status_code in (200, 201), started.text
+    response, _ = answered.result(timeout=20)
+    assert response.status_code == 200 and response.json() == {"jobs": []}
+    other = {"workerId": "other", "jobTypes": [name], "waitSeconds": 5}
+    jobs = s.request("POST", "/v1/jobs/poll", json=other, timeout=30).json()["jobs"]
+    assert [j["instanceId"] for j in jobs] == [started.json()["id"]]
+
+
+@pytest.mark.parametrize(
+    "body", [{}, {"workerId": ""}, {"workerId": "w\u0000"}, {"workerId": "w", "extra": 1}]
+)
+def test_a_bad_stop_signal_is_refused_with_a_problem(
+    baton_server: CheckedServer, body: dict[str, Any]
+) -> None:
+    r = baton_server.request("POST", "/v1/workers/stop", json=body)
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")

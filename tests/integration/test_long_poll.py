@@ -220,3 +220,56 @@ def test_concurrent_waiters_each_get_a_distinct_job(
             notify_engine.start_instance(definition_name="flow")
         ids = [j["id"] for f in futures for j in f.result(timeout=5)]
     assert len(ids) == len(set(ids)) == 6
+
+
+# --- a worker's stop signal -----------------------------------------------------------------------
+
+
+def test_a_stop_signal_keeps_the_workers_waiting_poll_from_claiming(
+    notify_engine: Engine, wakeups: JobWakeups
+) -> None:
+    """Behind API Gateway a wait cannot see its client go: the stopping worker says so, and the
+    job created next goes to another worker instead of sitting leased to the one that left."""
+    notify_engine.register_definition(one_step("flow"))
+    leaving = TimedPoll(notify_engine, "work", wait=15, worker="leaving")
+    # Registered for the NOTIFY: it read the worker's count of stops before that.
+    wait_until(lambda: _waiting(wakeups, "work"), timeout=5, interval=0.005)
+    assert notify_engine.stop_worker("leaving")["workerId"] == "leaving"
+    notify_engine.start_instance(definition_name="flow")
+    committed = time.monotonic()
+    assert leaving.result() == []
+    assert leaving.returned_at - committed < 1.0  # woken by the job, it looked and left
+    assert len(notify_engine.poll("other", ["work"], 1)) == 1
+
+
+def test_a_poll_sent_after_the_stop_claims_as_usual(notify_engine: Engine) -> None:
+    notify_engine.register_definition(one_step("flow"))
+    notify_engine.stop_worker("back")
+    poll = TimedPoll(notify_engine, "work", wait=10, worker="back")
+    notify_engine.start_instance(definition_name="flow")
+    assert len(poll.result()) == 1
+
+
+def test_the_stop_watch_sees_only_stops_after_its_first_look(engine: Engine) -> None:
+    """As in the re-claim loop behind RDS Proxy (no NOTIFY): the watch a long-poll keeps."""
+    engine.stop_worker("w")  # before the poll: not its business
+    watch = engine._stop_watch("w")
+    assert watch() is False  # the first look takes the baseline
+    engine.stop_worker("someone else")
+    assert watch() is False
+    engine.stop_worker("w")
+    assert watch() is True
+    fresh = engine._stop_watch("w")
+    assert fresh() is False and fresh() is False
+
+
+def test_the_sweeper_forgets_old_stop_signals(engine: Engine, database_url: str) -> None:
+    engine.stop_worker("old")
+    engine.stop_worker("recent")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE worker_stop SET stopped_at = now() - interval '1 hour' WHERE worker_id = 'old'"
+        )
+        engine.sweep()
+        left = [r[0] for r in conn.execute("SELECT worker_id FROM worker_stop ORDER BY 1")]
+    assert "old" not in left and "recent" in left

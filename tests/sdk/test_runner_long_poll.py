@@ -106,6 +106,35 @@ def test_stop_during_a_long_poll_is_prompt(client: BatonClient, recorder: PollRe
     assert not any(t.name == "baton-poller" and t.is_alive() for t in threading.enumerate())
 
 
+def test_a_stopped_runner_leaves_the_next_job_to_other_workers(
+    client: BatonClient, baton_server: CheckedServer
+) -> None:
+    """The process goes on after stop(), its abandoned long-poll still open on the server: the
+    runner's stop signal keeps that poll from claiming the job created next. (Without it the job
+    sat leased to the stopped worker until the lease lapsed, then ran as attempt 2; behind API
+    Gateway a wait cannot see its client go at all.)"""
+    job_type = unique("lp-left")
+    baton_server.register_one_step(job_type)
+    ran: list[str] = []
+    registry = Registry()
+
+    @registry.handler(job_type)
+    def handle(ctx: JobContext) -> dict[str, Any]:
+        ran.append(ctx.job_id)
+        return {}
+
+    options = RunnerOptions(long_poll_wait=20, worker_id=unique("leaving"))
+    runner = Runner(registry, client=client, options=options)
+    runner.start()
+    wait_for(lambda: baton_server.long_poll_waiting(job_type), timeout=10, what="the long-poll")
+    assert runner.stop(timeout=5)
+
+    started = client.start_instance(job_type)
+    jobs = client.poll_jobs(worker_id="other", job_types=[job_type], max_jobs=1, wait_seconds=10)
+    assert [j["instanceId"] for j in jobs] == [started["id"]]
+    assert ran == []
+
+
 def test_a_server_refusing_wait_seconds_gets_short_polls() -> None:
     """A server from before long-poll answers 422 on waitSeconds: the runner polls short."""
     waits: list[float] = []

@@ -53,6 +53,7 @@ RESPONSES: dict[tuple[str, str], str] = {
     ("POST", "/v1/jobs/fail"): "FailJobResponse",
     ("POST", "/v1/jobs/heartbeat"): "HeartbeatResponse",
     ("POST", "/v1/jobs/{id}/claim"): "Job",
+    ("POST", "/v1/workers/stop"): "StopWorkerResponse",
     ("POST", "/v1/queues/{name}/push"): "PushResponse",
     ("GET", "/v1/queues/{name}/stats"): "QueueStats",
     ("GET", "/v1/queues/{name}/peek"): "QueueTaskList",

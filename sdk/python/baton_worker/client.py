@@ -57,6 +57,7 @@ from baton_worker.types import (
     SettleResult,
     StepExecution,
     StepExecutionPage,
+    StopWorkerResult,
     TaskDef,
     TaskDefPage,
 )
@@ -679,6 +680,23 @@ class BatonClient:
         body = _params(jobId=job_id, workerId=worker_id, attempt=attempt)
         result = self._call("POST", "/v1/jobs/heartbeat", json=body, idempotent=True, retry=retry)
         return cast(HeartbeatResult, result)
+
+    def stop_worker(
+        self, worker_id: str, *, retry: RetryArg = CLIENT_POLICY, timeout: float | None = None
+    ) -> StopWorkerResult:
+        """The worker's stop signal: a long-poll of ``worker_id`` waiting now claims nothing more
+        and ends empty (polls sent afterwards are unaffected). A server behind API Gateway cannot
+        see a client hang up on a long-poll; the runner sends this when it stops with one in
+        flight."""
+        result = self._call(
+            "POST",
+            "/v1/workers/stop",
+            json={"workerId": worker_id},
+            idempotent=True,
+            retry=retry,
+            timeout=None if timeout is None else httpx.Timeout(timeout),
+        )
+        return cast(StopWorkerResult, result)
 
     # --- queues ----------------------------------------------------------------------------------
 

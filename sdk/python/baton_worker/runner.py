@@ -67,6 +67,8 @@ MAX_JOBS_PER_POLL = 100  # the API's limit
 DEFAULT_LONG_POLL_WAIT = 10.0
 # How often a runner waiting on an outstanding long-poll looks whether it is asked to stop.
 STOP_CHECK_SECONDS = 0.05
+# The stop signal at stop: a few quick tries, never holding the stop up for long.
+STOP_SIGNAL_RETRY = RetryPolicy(initial_interval=0.1, maximum_attempts=3, maximum_elapsed=2.0)
 
 
 def default_worker_id() -> str:
@@ -475,11 +477,12 @@ class Runner:
         """Poll for up to ``wanted`` jobs, waiting up to ``wait`` seconds on the server.
 
         A long-poll runs on a thread of its own so that stopping does not wait for it: None
-        means the runner is stopping and the poll was abandoned. Jobs such a poll still claims
-        (one made claimable in the last seconds of its wait) are not run here: they go back to
-        work when their leases lapse, as after a crash (logged below). (``baton dev`` claims
-        nothing more once the process has exited and the connection closed; a server behind API
-        Gateway cannot tell.)"""
+        means the runner is stopping and the poll was abandoned. The runner then sends the
+        worker's stop signal (``POST /v1/workers/stop``): the server's wait claims nothing more
+        (a server behind API Gateway cannot see the client hang up; ``baton dev`` can, once the
+        connection closes). Jobs such a poll still claims before it looks (a job made claimable
+        in the moment of the stop) are not run here: they go back to work when their leases
+        lapse, as after a crash (logged below)."""
         if wait <= 0:
             return self.client.poll_jobs(
                 worker_id=self.worker_id,
@@ -511,7 +514,19 @@ class Runner:
                 if self._stopping.is_set():
                     self._slots.release(wanted)
                     future.add_done_callback(self._abandoned_poll_done)
+                    self._send_stop_signal()
                     return None
+
+    def _send_stop_signal(self) -> None:
+        """Tell the server this worker stopped, so the long-poll left waiting claims nothing
+        more. Best effort: a server without the route (404/405) or a failure is only logged."""
+        try:
+            self.client.stop_worker(self.worker_id, retry=STOP_SIGNAL_RETRY, timeout=2.0)
+        except BatonApiError as e:
+            level = logging.DEBUG if e.status in (404, 405) else logging.WARNING
+            log.log(level, "stop signal not sent", extra={**self._log_extra, "error": str(e)})
+        except Exception as e:
+            log.warning("stop signal not sent", extra={**self._log_extra, "error": str(e)})
 
     def _abandoned_poll_done(self, future: Future[list[Job]]) -> None:
         if future.exception() is None and future.result():

@@ -187,6 +187,11 @@ class HeartbeatResult(TypedDict):
     lockExpiresAt: str
 
 
+class StopWorkerResult(TypedDict):
+    workerId: str
+    stoppedAt: str
+
+
 class PushResult(TypedDict):
     id: str
     queueName: str
@@ -321,6 +326,7 @@ __all__ = [
     "SettleResult",
     "StepExecution",
     "StepStatus",
+    "StopWorkerResult",
     "TaskDef",
     "TaskDefPage",
 ]

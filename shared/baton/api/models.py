@@ -102,6 +102,12 @@ class PollRequest(ApiModel):
     )
 
 
+class StopWorkerRequest(ApiModel):
+    """A worker's stop signal: its long-polls waiting now claim nothing more."""
+
+    worker_id: WorkerId
+
+
 class CompleteJobRequest(ApiModel):
     job_id: Uuid
     worker_id: WorkerId
@@ -360,6 +366,11 @@ class CompleteBatchResponse(ApiModel):
 class HeartbeatResponse(ApiModel):
     job_id: str
     lock_expires_at: datetime
+
+
+class StopWorkerResponse(ApiModel):
+    worker_id: str
+    stopped_at: datetime
 
 
 class ProblemItem(ApiModel):

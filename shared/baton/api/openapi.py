@@ -51,6 +51,7 @@ OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, int, type[BaseMo
     ("POST", "/v1/jobs/fail"): (m.FailJobRequest, 200, m.FailJobResponse),
     ("POST", "/v1/jobs/heartbeat"): (m.HeartbeatRequest, 200, m.HeartbeatResponse),
     ("POST", "/v1/jobs/{id}/claim"): (m.ClaimJobRequest, 200, m.Job),
+    ("POST", "/v1/workers/stop"): (m.StopWorkerRequest, 200, m.StopWorkerResponse),
     ("POST", "/v1/queues/{name}/push"): (m.PushRequest, 201, m.PushResponse),
     ("GET", "/v1/queues/{name}/stats"): (None, 200, m.QueueStats),
     ("GET", "/v1/queues/{name}/peek"): (None, 200, m.QueueTaskList),

@@ -17,6 +17,8 @@ from baton.store.db import Conn, first_in_transaction
 
 # Instances whose work in flight still counts: a paused one's jobs finish and time out as usual.
 LIVE = (InstanceStatus.RUNNING, InstanceStatus.PAUSED)
+# How long a worker's stop signal is kept (it matters to the waits of its moment: 20 s at most).
+WORKER_STOP_KEPT_SECONDS = 600
 
 
 class Duties(RetentionOps):
@@ -75,6 +77,10 @@ class Duties(RetentionOps):
         )
         delivered = sum(self.deliver_events(r["instance_id"], wait=False) for r in pending)
         self.deliver_pending()
+        # Workers' stop signals outlive every wait they could end (20 s at most) by far.
+        self.db.autocommit(
+            lambda c: c.execute(job_sql.FORGET_WORKER_STOPS, {"seconds": WORKER_STOP_KEPT_SECONDS})
+        )
         if fired:
             self.metrics.add("TimersFired", fired)
         return {

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from baton.engine import long_poll, views, writer
-from baton.engine.core import EngineCore
+from baton.engine.core import EngineCore, log
 from baton.engine.ids import parse_uuid
 from baton.engine.verdicts import completion_verdict, failure_verdict
 from baton.errors import AttemptNotCurrent, BatonError, JobNotFound, LeaseNotHeld, StaleVersion
@@ -41,7 +41,8 @@ class JobOps(EngineCore):
     ) -> list[dict[str, Any]]:
         """Claim up to ``max_jobs`` jobs of ``job_types`` for ``worker_id``; with
         ``wait_seconds``, wait that long at most for one to become claimable (long-poll), and
-        stop waiting, without claiming, once ``gone()`` says the client left.
+        claim nothing more once ``gone()`` says the client left or the worker sent its stop
+        signal (:meth:`stop_worker`) after the wait began.
 
         Types without limits: one statement. Types with a concurrency or rate limit: one
         transaction in one round trip that counts against the limits inside it.
@@ -53,11 +54,41 @@ class JobOps(EngineCore):
             return self._claim(worker_id, types, max_jobs)
 
         if wait_seconds > 0:
-            rows = long_poll.wait_for_jobs(claim, types, wait_seconds, self.wakeups, gone=gone)
+            left = _either(gone, self._stop_watch(worker_id))
+            rows = long_poll.wait_for_jobs(claim, types, wait_seconds, self.wakeups, gone=left)
         else:
             rows = claim()
         self._report_claims(rows)  # once per poll, however many times a long-poll claimed
         return [views.claimed_job(r) for r in rows]
+
+    def stop_worker(self, worker_id: str) -> dict[str, Any]:
+        """The worker's stop signal: a long-poll of ``worker_id`` waiting now claims nothing more
+        (it looks before each claim after its first: at a wake-up, or within a second behind RDS
+        Proxy) and ends empty; polls sent afterwards are unaffected. Behind API Gateway a wait
+        cannot see its client hang up, so a stopping worker says it (the SDK does, at stop)."""
+        row = self.db.autocommit(
+            lambda c: c.execute(job_sql.STOP_WORKER, {"worker_id": worker_id}).fetchone()
+        )
+        assert row is not None  # an upsert returns its row
+        log.info("worker stopped", extra={"worker_id": worker_id, "stops": row["stops"]})
+        return {"workerId": worker_id, "stoppedAt": views.ts(row["stopped_at"])}
+
+    def _stop_watch(self, worker_id: str) -> Callable[[], bool]:
+        """Whether ``worker_id`` sent a stop signal since the first time this is asked (a
+        long-poll asks first just after its first, empty claim, then before each claim)."""
+        seen: list[int] = []
+
+        def stopped() -> bool:
+            row = self.db.autocommit(
+                lambda c: c.execute(job_sql.WORKER_STOPS, {"worker_id": worker_id}).fetchone()
+            )
+            stops = 0 if row is None else int(row["stops"])
+            if not seen:
+                seen.append(stops)
+                return False
+            return stops != seen[0]
+
+        return stopped
 
     def _claim(self, worker_id: str, types: list[str], max_jobs: int) -> list[dict[str, Any]]:
         limited = self._limited_types()
@@ -272,3 +303,10 @@ def attempt_failed(conn: Conn, row: dict[str, Any]) -> Callable[[int], bool]:
         return bool(found and found["failed"])
 
     return ended_by_failure
+
+
+def _either(first: Callable[[], bool] | None, second: Callable[[], bool]) -> Callable[[], bool]:
+    """``first() or second()``, the cheap one first (``first`` may be absent)."""
+    if first is None:
+        return second
+    return lambda: first() or second()

@@ -46,20 +46,22 @@ def wait_for_jobs(
 ) -> Rows:
     """Claim with ``claim()``; while it finds nothing, wait until a job may be claimable and
     claim again, for at most ``wait_seconds``. Empty at the deadline, or as soon as ``gone()``
-    says the client that asked is no longer there (checked before each claim after the first)."""
+    says the client that asked is no longer there (or its worker stopped): asked once as soon as
+    the first claim found nothing, before the wait begins, then before each claim after a wait.
+    """
     deadline = clock() + min(max(wait_seconds, 0.0), MAX_WAIT_SECONDS)
     rows = claim()
     if rows or clock() >= deadline:
         return rows
     client_left = gone or _never
+    if client_left():  # (a watch on the worker's stop signal takes its baseline here)
+        return []
     if wakeups is None:
         return _reclaim_loop(claim, deadline, clock, sleep, client_left)
     with wakeups.subscribe(job_types) as sub:
         # Subscribed (listening, types registered): a job committed from now on is notified;
         # one committed before is found by this claim.
         while True:
-            if client_left():
-                return []
             rows = claim()
             if rows:
                 return rows
@@ -67,6 +69,8 @@ def wait_for_jobs(
             if left <= 0:
                 return rows
             sub.wait(min(left, BACKSTOP_SECONDS))
+            if client_left():
+                return []
 
 
 def _never() -> bool:

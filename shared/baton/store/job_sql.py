@@ -204,6 +204,21 @@ UPDATE job
 RETURNING lock_expires_at
 """
 
+# A worker's stop signal (POST /v1/workers/stop): its count of stops moves, and a long-poll it
+# left waiting, which read the count when it began to wait, ends without claiming.
+STOP_WORKER = """
+INSERT INTO worker_stop AS w (worker_id) VALUES (%(worker_id)s)
+ON CONFLICT (worker_id) DO UPDATE SET stops = w.stops + 1, stopped_at = now()
+RETURNING stops, stopped_at
+"""
+
+WORKER_STOPS = "SELECT stops FROM worker_stop WHERE worker_id = %(worker_id)s"
+
+# A stop matters only to the waits of that moment (20 s at most): older rows are forgotten.
+FORGET_WORKER_STOPS = """
+DELETE FROM worker_stop WHERE stopped_at < now() - make_interval(secs => %(seconds)s)
+"""
+
 JOB_STATE = "SELECT status, worker_id, attempt FROM job WHERE id = %(job_id)s"
 
 # Did attempt N of a job end by a failure its worker reported? (A re-sent fail is a repeat then.)

@@ -357,3 +357,12 @@ INSERT INTO payload_retention_mark DEFAULT VALUES;
 -- indexed (and an instance's input never changes: no HOT update is lost).
 CREATE INDEX instance_input_payload ON instance ((input ->> '$payload'))
     WHERE input ? '$payload';
+
+-- A worker's stop signal: a long-poll the worker left waiting ends once its count of stops moves
+-- (see migrations/0011_worker_stop.sql). The sweeper forgets old rows.
+CREATE TABLE worker_stop (
+    worker_id   text        PRIMARY KEY,
+    stops       bigint      NOT NULL DEFAULT 1,
+    stopped_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX worker_stop_by_time ON worker_stop (stopped_at);
