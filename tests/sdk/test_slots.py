@@ -103,3 +103,55 @@ def test_many_threads_never_exceed_the_capacity() -> None:
     assert done == 6
     assert peak <= 3
     assert slots.in_use == 0
+
+
+# --- gathering freed slots while jobs run (RunnerOptions.gather_interval) ------------------------
+
+
+def test_gathering_takes_the_slots_that_free_up_within_the_interval() -> None:
+    slots = Slots(8)
+    slots.acquire_up_to(8)  # eight jobs running
+    slots.release(1)  # one finishes
+    got: list[int] = []
+    waiter = threading.Thread(
+        target=lambda: got.append(slots.acquire_up_to(8, gather=10.0, enough=4))
+    )
+    waiter.start()
+    for _ in range(3):  # three more finish while it gathers
+        waiter.join(0.05)
+        assert waiter.is_alive(), "stopped gathering with fewer than enough slots free"
+        slots.release(1)
+    waiter.join(5)
+    assert got == [4]  # one poll for four jobs, not four polls for one
+
+
+def test_gathering_ends_at_its_interval_with_what_is_free() -> None:
+    slots = Slots(8)
+    slots.acquire_up_to(8)
+    slots.release(1)
+    began = time.monotonic()
+    assert slots.acquire_up_to(8, gather=0.1, enough=4) == 1
+    assert 0.09 <= time.monotonic() - began < 2
+
+
+def test_an_idle_runner_does_not_gather() -> None:
+    """Nothing running, nothing will free up: the poll goes out at once (dispatch latency)."""
+    slots = Slots(8)
+    began = time.monotonic()
+    assert slots.acquire_up_to(2, gather=10.0, enough=4) == 2
+    assert time.monotonic() - began < 1
+
+
+def test_interrupt_ends_gathering_empty_handed() -> None:
+    slots = Slots(4)
+    slots.acquire_up_to(4)
+    slots.release(1)
+    got: list[int] = []
+    waiter = threading.Thread(
+        target=lambda: got.append(slots.acquire_up_to(4, gather=10.0, enough=4))
+    )
+    waiter.start()
+    waiter.join(0.05)
+    slots.interrupt()
+    waiter.join(5)
+    assert got == [0]

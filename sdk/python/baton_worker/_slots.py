@@ -32,8 +32,12 @@ class Slots:
         with self._cond:
             return self.capacity - self._in_use
 
-    def acquire_up_to(self, n: int, *, timeout: float | None = None) -> int:
-        """Wait until at least one slot is free, then take up to ``n`` of them.
+    def acquire_up_to(
+        self, n: int, *, timeout: float | None = None, gather: float = 0.0, enough: int = 1
+    ) -> int:
+        """Wait until at least one slot is free, then take up to ``n`` of them. With ``gather``:
+        while fewer than ``enough`` are free and others are in use (they will free up), wait up
+        to ``gather`` seconds more for them, so that one poll asks for more jobs.
 
         Returns how many were taken: 0 after ``timeout`` seconds or after :meth:`interrupt`.
         """
@@ -46,6 +50,17 @@ class Slots:
                 if remaining is not None and remaining <= 0:
                     return 0
                 self._cond.wait(remaining)
+            if gather > 0:
+                until = time.monotonic() + gather
+                while (
+                    self.capacity - self._in_use < min(enough, n)
+                    and self._in_use
+                    and not self._interrupted
+                ):
+                    remaining = until - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._cond.wait(remaining)
             if self._interrupted:
                 return 0
             taken = min(n, self.capacity - self._in_use)

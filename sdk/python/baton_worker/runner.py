@@ -97,6 +97,11 @@ class RunnerOptions:
 
     ``long_poll_wait`` (0 to 20 s; 0: short polling) is how long the server may hold a poll that
     follows an empty or short one; stopping does not wait for it.
+
+    ``gather_interval`` (0 to 1 s; 0: poll as soon as a slot frees): while jobs run, how long a
+    poll may wait for more slots to free (up to half of ``max_jobs_per_poll``), so that one poll
+    asks for several jobs instead of one each (as results are gathered for ``flush_interval``).
+    An idle runner polls at once.
     """
 
     worker_id: str | None = None
@@ -125,6 +130,7 @@ class RunnerOptions:
     max_results_per_flush: int = 32
     prefetch: int | None = None
     long_poll_wait: float = DEFAULT_LONG_POLL_WAIT
+    gather_interval: float = 0.01
 
     def __post_init__(self) -> None:
         if not 0 <= self.long_poll_wait <= MAX_LONG_POLL_SECONDS:
@@ -147,6 +153,8 @@ class RunnerOptions:
             raise ValueError("flush_interval must be more than 0 and at most 1 second")
         if self.prefetch is not None and self.prefetch < 0:
             raise ValueError("prefetch must be 0 or more")
+        if not 0 <= self.gather_interval <= 1:
+            raise ValueError("gather_interval must be between 0 and 1 second")
 
     @property
     def prefetched(self) -> int:
@@ -389,7 +397,12 @@ class Runner:
         errors = Backoff(opts.poll_errors)
         wait = 0.0  # the first poll answers at once; one after an empty or short poll may wait
         while not self._stopping.is_set():
-            wanted = self._slots.acquire_up_to(opts.max_jobs_per_poll)
+            # While jobs run, gather freed slots a moment so one poll asks for several jobs.
+            wanted = self._slots.acquire_up_to(
+                opts.max_jobs_per_poll,
+                gather=opts.gather_interval,
+                enough=max(1, opts.max_jobs_per_poll // 2),
+            )
             if wanted == 0:  # interrupted: stopping
                 break
             if self._stopping.is_set():
