@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from baton.engine.batch_ops import BatchResult
 from baton.engine.service import Engine
 from baton.errors import AttemptNotCurrent, Conflict, JobNotFound, LeaseNotHeld, ValidationFailed
 from baton.settings import EngineSettings
@@ -378,3 +379,23 @@ def test_workflow_timeout_is_enforced_by_the_sweeper(engine: Engine) -> None:
     assert got["status"] == "TIMED_OUT"
     assert got["reason"] == "the instance did not finish within 1s (timeoutSeconds)"
     assert engine.poll("w", ["work"], 1) == []
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), -float("inf")])
+def test_nan_and_infinities_are_refused_where_library_callers_pass_values(
+    engine: Engine, number: float
+) -> None:
+    """The API refuses them at its edge; the engine's own JSON would have stored null instead,
+    changing the value without a word. Nothing is started or completed."""
+    engine.register_definition(one_step("flow"))
+    with pytest.raises(ValidationFailed) as refused:
+        engine.start_instance(definition_name="flow", input={"x": [1, number]})
+    assert [p.path for p in refused.value.problems] == ["instance input"]
+    engine.start_instance(definition_name="flow")
+    job = engine.poll("w", ["work"], 1)[0]
+    with pytest.raises(ValidationFailed):
+        engine.complete_job(job["id"], "w", {"score": number})
+    [answer] = engine.complete_batch([BatchResult(job["id"], "w", 1, output={"score": number})])
+    assert answer["outcome"] == "INVALID"
+    assert "NaN or an infinity" in answer["error"]
+    assert engine.complete_job(job["id"], "w", {"score": 1.5})["status"] == "COMPLETED"

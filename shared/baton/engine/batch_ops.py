@@ -91,6 +91,9 @@ class BatchOps(JobOps):
             except PayloadTooLarge as e:
                 answers[k] = _answer(item, "INVALID", error=e.detail)
                 ids.pop(k, None)
+            except ValidationFailed as e:
+                answers[k] = _answer(item, "INVALID", error=_problems(e))
+                ids.pop(k, None)
         later: list[int] = []
         if ids:
             try:
@@ -249,6 +252,10 @@ def _applied(d: _Decided) -> dict[str, Any]:
             d.item, "APPLIED", status="RETRY_SCHEDULED", nextAttemptAt=views.ts(d.retry_at)
         )
     return _answer(d.item, "APPLIED", status="FAILED")
+
+
+def _problems(e: ValidationFailed) -> str:
+    return "; ".join(f"{p.path}: {p.message}" for p in e.problems)
 
 
 def _answer(item: BatchResult, outcome: Outcome, **extra: Any) -> dict[str, Any]:

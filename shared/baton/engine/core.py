@@ -19,7 +19,7 @@ from baton.engine.payloads import PayloadObjects
 from baton.engine.plan import Plan
 from baton.engine.reads import DbReader
 from baton.engine.snapshots import Snapshots
-from baton.errors import InstanceNotFound, PayloadTooLarge
+from baton.errors import InstanceNotFound, PayloadTooLarge, Problem, ValidationFailed
 from baton.metrics import MetricsSink, NullMetrics
 from baton.settings import EngineSettings
 from baton.store import instance_sql
@@ -180,7 +180,14 @@ class EngineCore:
         return row
 
     def _check_size(self, value: Any, what: str) -> None:
-        """Refuse an inline JSON payload above the hard limit (413)."""
-        size = len(json.dumps(value, separators=(",", ":")))
+        """Refuse an inline JSON payload above the hard limit (413), or holding NaN or an
+        infinity (422: JSON has no such number; the store's own JSON would write it as null,
+        changing the value, where the API refuses it at the edge already)."""
+        try:
+            size = len(json.dumps(value, separators=(",", ":"), allow_nan=False))
+        except ValueError:
+            raise ValidationFailed(
+                [Problem(what, "holds NaN or an infinity, which JSON has no number for")]
+            ) from None
         if size > self.settings.max_payload_bytes:
             raise PayloadTooLarge(size, self.settings.max_payload_bytes, what)
