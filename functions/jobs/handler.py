@@ -7,7 +7,7 @@ from typing import Any
 
 from baton.api import models as m
 from baton.engine.batch_ops import BatchResult, Failure
-from baton.errors import Problem, ValidationFailed
+from baton.errors import Problem, ValidationFailed, listed
 from baton_lambda import runtime
 from baton_lambda.http import Api
 
@@ -59,7 +59,7 @@ def complete_batch() -> Any:
         try:
             items.append(_batch_item(engine, r))
         except ValidationFailed as e:  # this item only: a bad path, both outputs given
-            items.append({"jobId": r.job_id, "outcome": "INVALID", "error": _why(e)})
+            items.append({"jobId": r.job_id, "outcome": "INVALID", "error": listed(e.problems)})
     answers = iter(engine.complete_batch([i for i in items if isinstance(i, BatchResult)]))
     results = [i if isinstance(i, dict) else next(answers) for i in items]
     applied = sum(1 for r in results if r["outcome"] == "APPLIED")
@@ -78,10 +78,6 @@ def _batch_item(engine: Any, r: m.BatchResultItem) -> BatchResult:
     f = r.failure
     failure = Failure(f.error_message, f.retryable, f.next_retry_delay_seconds)
     return BatchResult(r.job_id, r.worker_id, r.attempt, failure=failure)
-
-
-def _why(e: ValidationFailed) -> str:
-    return "; ".join(f"{p.path}: {p.message}" for p in e.problems)
 
 
 @api.route("POST", "/v1/jobs/fail")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -26,6 +26,11 @@ class BatonError(Exception):
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
         self.detail = detail
+
+
+def listed(problems: Iterable[Problem]) -> str:
+    """Problems on one line: ``path: message; path: message``."""
+    return "; ".join(f"{p.path}: {p.message}" for p in problems)
 
 
 class ValidationFailed(BatonError):

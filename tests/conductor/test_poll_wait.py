@@ -10,8 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.helpers import timed_in_background, unique
-from tests.support.helpers import wait_until as wait_for
+from tests.support.helpers import unique
 from tests.support.servers import LocalServer
 
 pytestmark = [pytest.mark.e2e]
@@ -31,9 +30,8 @@ def test_a_batch_poll_waits_for_a_task_and_answers_when_one_is_created(
     s = conductor_server
     name = unique("conductor-wait")
     s.register_one_step(name)
-    answered = timed_in_background(lambda: _batch_poll(s, name, "&timeout=10000"))
     started = time.monotonic()
-    wait_for(lambda: s.long_poll_waiting(name), timeout=10, what="the batch poll to wait")
+    answered = s.waiting_in_background(name, lambda: _batch_poll(s, name, "&timeout=10000"))
     assert not answered.done()
     created = s.request("POST", "/v1/instances", json={"definitionName": name})
     assert created.status_code in (200, 201), created.text

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.helpers import timed_in_background, unique
+from tests.support.helpers import unique
 from tests.support.helpers import wait_until as wait_for
 from tests.support.servers import CheckedServer
 
@@ -48,9 +48,8 @@ def test_long_poll_answers_as_soon_as_an_instance_creates_a_job(
     s = baton_server
     name = unique("long-poll")
     s.register_one_step(name)
-    answered = timed_in_background(lambda: _poll(s, name, 15))
-    # The poll is waiting once the server registered its job type for NOTIFY.
-    wait_for(lambda: s.long_poll_waiting(name), timeout=10, what="the long-poll to wait")
+    # Waiting once the server registered its job type for NOTIFY.
+    answered = s.waiting_in_background(name, lambda: _poll(s, name, 15))
     time.sleep(0.1)
     r = s.request("POST", "/v1/instances", json={"definitionName": name})
     started = time.monotonic()
@@ -114,10 +113,9 @@ def test_a_workers_stop_signal_ends_its_waiting_long_poll_without_a_claim(
     worker = unique("leaving")
     s.register_one_step(name)
     body = {"workerId": worker, "jobTypes": [name], "waitSeconds": 15}
-    answered = timed_in_background(
-        lambda: s.request("POST", "/v1/jobs/poll", json=body, timeout=30)
+    answered = s.waiting_in_background(
+        name, lambda: s.request("POST", "/v1/jobs/poll", json=body, timeout=30)
     )
-    wait_for(lambda: s.long_poll_waiting(name), timeout=10, what="the long-poll to wait")
     r = s.request("POST", "/v1/workers/stop", json={"workerId": worker})
     assert r.status_code == 200, r.text
     assert r.json()["workerId"] == worker and r.json()["stoppedAt"].endswith("Z")

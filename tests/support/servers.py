@@ -16,7 +16,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self, TypeVar
@@ -26,6 +27,8 @@ import psycopg
 import pytest
 from baton import settings as env_names
 from psycopg.conninfo import make_conninfo
+
+from tests.support.helpers import timed_in_background, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_FUNCTIONS = Path(__file__).resolve().parent / "fake_functions"
@@ -38,6 +41,9 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+R = TypeVar("R")
 
 
 @dataclass
@@ -149,6 +155,19 @@ class LocalServer:
         return psycopg.connect(
             host=lines[4].strip(), port=int(lines[3]), user="postgres", dbname="postgres"
         )
+
+    def waiting_in_background(
+        self, job_type: str, call: Callable[[], R]
+    ) -> Future[tuple[R, float]]:
+        """``call`` (a long-poll for ``job_type``) on a thread of its own, handed back once the
+        server has it waiting: (its result, the time it returned)."""
+        answered = timed_in_background(call)
+        wait_until(
+            lambda: self.long_poll_waiting(job_type),
+            timeout=10,
+            what=f"the long-poll for {job_type} to wait",
+        )
+        return answered
 
     def long_poll_waiting(self, job_type: str) -> bool:
         """Whether a long-poll for ``job_type`` is waiting (registered for its NOTIFY)."""

@@ -16,6 +16,7 @@ from baton.errors import (
     Problem,
     Unavailable,
     ValidationFailed,
+    listed,
 )
 
 
@@ -26,7 +27,7 @@ class Untranslatable(BatonError):
 
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems
-        super().__init__("; ".join(f"{p.path}: {p.message}" for p in problems))
+        super().__init__(listed(problems))
 
 
 class Unauthorized(BatonError):
@@ -89,6 +90,6 @@ def from_error(err: BatonError) -> tuple[int, dict[str, Any]]:
             )
             message = err.detail
             if problems:
-                message = "; ".join(f"{p.path}: {p.message}" for p in problems)
+                message = listed(problems)
             return status, error_body(status, message, problems)
     return 500, error_body(500, err.detail)

@@ -41,6 +41,7 @@ from baton.errors import (
     PayloadTooLarge,
     StaleVersion,
     ValidationFailed,
+    listed,
 )
 from baton.store import job_sql
 from baton.store.db import RETRYABLE, Conn
@@ -92,7 +93,7 @@ class BatchOps(JobOps):
                 answers[k] = _answer(item, "INVALID", error=e.detail)
                 ids.pop(k, None)
             except ValidationFailed as e:
-                answers[k] = _answer(item, "INVALID", error=_problems(e))
+                answers[k] = _answer(item, "INVALID", error=listed(e.problems))
                 ids.pop(k, None)
         later: list[int] = []
         if ids:
@@ -252,10 +253,6 @@ def _applied(d: _Decided) -> dict[str, Any]:
             d.item, "APPLIED", status="RETRY_SCHEDULED", nextAttemptAt=views.ts(d.retry_at)
         )
     return _answer(d.item, "APPLIED", status="FAILED")
-
-
-def _problems(e: ValidationFailed) -> str:
-    return "; ".join(f"{p.path}: {p.message}" for p in e.problems)
 
 
 def _answer(item: BatchResult, outcome: Outcome, **extra: Any) -> dict[str, Any]:

@@ -76,17 +76,17 @@ class JobOps(EngineCore):
     def _stop_watch(self, worker_id: str) -> Callable[[], bool]:
         """Whether ``worker_id`` sent a stop signal since the first time this is asked (a
         long-poll asks first just after its first, empty claim, then before each claim)."""
-        seen: list[int] = []
+        baseline: int | None = None
 
         def stopped() -> bool:
+            nonlocal baseline
             row = self.db.autocommit(
                 lambda c: c.execute(job_sql.WORKER_STOPS, {"worker_id": worker_id}).fetchone()
             )
             stops = 0 if row is None else int(row["stops"])
-            if not seen:
-                seen.append(stops)
-                return False
-            return stops != seen[0]
+            if baseline is None:
+                baseline = stops
+            return stops != baseline
 
         return stopped
 

@@ -10,10 +10,10 @@ Two ways to wait, neither holding a database connection while it sleeps:
 - reclaim (behind RDS Proxy, where LISTEN would pin a connection): claim again with jittered
   exponential backoff from ``RECLAIM_FIRST_DELAY`` to ``RECLAIM_MAX_DELAY``.
 
-Where the caller can tell that the client went away (``gone``: the local server sees the
-connection close; Lambda behind API Gateway cannot), a wait ends without claiming again: a job
-claimed for a worker that stopped would sit leased until its lease lapsed, then run again as a new
-attempt, counted against its retries.
+Once ``gone()`` says the client went away (the local server sees the connection close; Lambda
+behind API Gateway cannot) or its worker sent its stop signal (``POST /v1/workers/stop``), a wait
+ends without claiming again: a job claimed for a worker that stopped would sit leased until its
+lease lapsed, then run again as a new attempt, counted against its retries.
 """
 
 from __future__ import annotations
