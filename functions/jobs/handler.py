@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from baton.api import models as m
+from baton.api.json_input import is_clean
 from baton.engine.batch_ops import BatchResult, Failure
 from baton.errors import Problem, ValidationFailed, listed
 from baton_lambda import runtime
-from baton_lambda.http import Api
+from baton_lambda.http import Api, RefusedItem
 
 api = Api("jobs")
 
@@ -52,19 +53,34 @@ def _output(engine: Any, variables: dict[str, Any] | None, path: str | None) -> 
 
 @api.route("POST", "/v1/jobs/complete-batch")
 def complete_batch() -> Any:
-    req = api.body(m.CompleteBatchRequest)
     engine = api.engine()
     items: list[BatchResult | dict[str, Any]] = []
-    for r in req.results:
+    for r in api.body_items(m.CompleteBatchRequest, "results", m.BatchResultItem):
+        if isinstance(r, RefusedItem):  # malformed: this item only, never its neighbours
+            items.append(_invalid(_sent_job_id(r.sent), r.error))
+            continue
         try:
             items.append(_batch_item(engine, r))
         except ValidationFailed as e:  # this item only: a bad path, both outputs given
-            items.append({"jobId": r.job_id, "outcome": "INVALID", "error": listed(e.problems)})
+            items.append(_invalid(r.job_id, e))
     answers = iter(engine.complete_batch([i for i in items if isinstance(i, BatchResult)]))
     results = [i if isinstance(i, dict) else next(answers) for i in items]
     applied = sum(1 for r in results if r["outcome"] == "APPLIED")
     api.logger.info("batch applied", extra={"results": len(results), "applied": applied})
     return api.ok({"results": results})
+
+
+def _invalid(job_id: str | None, error: ValidationFailed) -> dict[str, Any]:
+    return {"jobId": job_id, "outcome": "INVALID", "error": listed(error.problems)}
+
+
+def _sent_job_id(sent: Any) -> str | None:
+    """A refused item's jobId, echoed when it is one Baton could have read (else null: the
+    answers are in the order of the results)."""
+    job_id = sent.get("jobId") if isinstance(sent, dict) else None
+    if isinstance(job_id, str) and 0 < len(job_id) <= m.MAX_ID_LENGTH and is_clean(job_id):
+        return job_id
+    return None
 
 
 def _batch_item(engine: Any, r: m.BatchResultItem) -> BatchResult:

@@ -561,3 +561,57 @@ def test_complete_batch_answers_each_item_with_200(invoke: Invoke) -> None:
     for bad in ({"results": []}, {"results": [{"jobId": c}] * 101}, {"results": "x"}):
         status, headers, _ = invoke("jobs", "POST", "/v1/jobs/complete-batch", body=bad)
         assert status in (400, 422) and headers["content-type"] == "application/problem+json"
+
+
+def test_complete_batch_answers_a_malformed_item_invalid_and_applies_its_neighbours(
+    invoke: Invoke,
+) -> None:
+    invoke("definitions", "POST", "/v1/definitions", body=one_step("mixed", "mj"))
+    for _ in range(2):
+        invoke("instances", "POST", "/v1/instances", body={"definitionName": "mixed"})
+    _, _, polled = invoke(
+        "jobs", "POST", "/v1/jobs/poll", body={"workerId": "w", "jobTypes": ["mj"], "maxJobs": 2}
+    )
+    a, b = (j["id"] for j in polled["jobs"])
+    malformed: list[Any] = [
+        {"jobId": a, "workerId": "w", "attempt": 10**25, "variablesToSet": {}},
+        {"jobId": a, "workerId": "w", "variablesToSet": {"note": "a\u0000b"}},
+        {"jobId": a, "workerId": "w", "variablesToSet": {"note": "\ud800"}},
+        {"jobId": a, "variablesToSet": {}},
+        {"jobId": a, "workerId": "w", "colour": "red"},
+        {"jobId": "x\u0000", "workerId": "w"},
+        {"jobId": 7, "workerId": "w"},
+        "not an object",
+    ]
+    results = [
+        {"jobId": a, "workerId": "w", "attempt": 1, "variablesToSet": {"x": 1}},
+        *malformed,
+        {"jobId": b, "workerId": "w", "failure": {"errorMessage": "no", "retryable": False}},
+    ]
+    status, _, body = invoke("jobs", "POST", "/v1/jobs/complete-batch", body={"results": results})
+    assert status == 200, body
+    answers = body["results"]
+    assert len(answers) == len(results)
+    assert (answers[0]["outcome"], answers[-1]["outcome"]) == ("APPLIED", "APPLIED")
+    assert answers[-1]["status"] == "FAILED"
+    refused = answers[1:-1]
+    assert [r["outcome"] for r in refused] == ["INVALID"] * len(malformed)
+    assert [r["jobId"] for r in refused] == [a, a, a, a, a, None, None, None]
+    errors = [r["error"] for r in refused]
+    assert errors[0].startswith("results[1].attempt: ") and "2147483647" in errors[0]
+    assert errors[1].startswith("results[2].variablesToSet.note: ") and "NUL" in errors[1]
+    assert errors[2].startswith("results[3].variablesToSet.note: ") and "surrogate" in errors[2]
+    assert errors[3].startswith("results[4].workerId: ")
+    assert errors[4].startswith("results[5].colour: ")
+    assert errors[7].startswith("results[8]: ")
+    # Nothing of the refused items was applied: the job completed with its first result only.
+    _, _, job_a = invoke("jobs", "POST", "/v1/jobs/complete-batch", body={"results": results[:1]})
+    assert job_a["results"][0]["outcome"] == "DUPLICATE"
+    # What is wrong with the body itself still refuses it whole: an unknown key beside a bad
+    # item, or too many items of which one is bad.
+    for bad in (
+        {"results": malformed, "extra": 1},
+        {"results": [{"jobId": a, "workerId": "w"}] * 100 + [malformed[1]]},
+    ):
+        status, headers, problem = invoke("jobs", "POST", "/v1/jobs/complete-batch", body=bad)
+        assert status == 422 and headers["content-type"] == "application/problem+json", problem

@@ -13,13 +13,21 @@ import json
 import re
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 from urllib.parse import unquote
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.metrics import EphemeralMetrics
-from baton.api.json_input import check_string, parse_json_body
+from baton import jsontext
+from baton.api.json_input import (
+    LoneSurrogate,
+    check_string,
+    check_text,
+    parse_json,
+    parse_json_body,
+)
 from baton.api.problems import PROBLEM_JSON, from_error, problem, validation_error
 from baton.engine.service import Engine
 from baton.errors import BatonError, MalformedRequest, Problem, ValidationFailed
@@ -31,6 +39,7 @@ from baton_lambda.emf import EmfMetrics
 from baton_lambda.isolation import per_thread_router_state
 
 M = TypeVar("M", bound=BaseModel)
+Item = TypeVar("Item", bound=BaseModel)
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 JSON = "application/json"
 # An invocation that produced no metric (a heartbeat, a GET) is normal, not worth a warning.
@@ -39,6 +48,15 @@ warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 def _dumps(body: Any) -> str:
     return json.dumps(body, separators=(",", ":"), default=str)
+
+
+@dataclass(frozen=True, slots=True)
+class RefusedItem:
+    """An item of a batch body refused on its own (see :meth:`Api.body_items`): what was sent,
+    and why, with paths under the item's place (``results[3].attempt``)."""
+
+    sent: Any
+    error: ValidationFailed
 
 
 _ROUTE_KEYS = frozenset((r.method, r.path, r.function) for r in SERVED_ROUTES)
@@ -55,6 +73,19 @@ def _bounded_int(raw: str, name: str, low: int, high: int) -> int:
         shown = raw if len(raw) <= 24 else raw[:20] + "…"
         raise ValidationFailed([Problem(name, f"must be between {low} and {high}, not {shown}")])
     return int(raw)
+
+
+def _item(model: type[Item], sent: Any, where: str) -> Item | RefusedItem:
+    """One item of a batch body, as ``model`` (strictly, as :meth:`Api.body` reads a body)."""
+    try:
+        check_text(sent, where, depth=2)  # the body's nesting limit, counted from the body
+        return model.model_validate_json(jsontext.dumps(sent), strict=True)
+    except ValidationError as e:
+        return RefusedItem(sent, validation_error(e, where))
+    except ValidationFailed as e:
+        return RefusedItem(sent, e)
+    except LoneSurrogate as e:
+        return RefusedItem(sent, ValidationFailed([Problem(e.path, e.reason)]))
 
 
 class Api:
@@ -119,6 +150,36 @@ class Api:
             return model.model_validate_json(raw or "{}", strict=True)
         except ValidationError as e:
             raise validation_error(e) from None
+
+    def body_items(self, model: type[M], field: str, item: type[Item]) -> list[Item | RefusedItem]:
+        """The items of a batch body, ``model`` holding only ``field``, a list of ``item``: each
+        item validated on its own, so a malformed one (a NUL in its output, an attempt past the
+        column, a missing workerId) comes back as a :class:`RefusedItem` and never fails the
+        others. A body that is not such an object (not JSON, unknown keys, too few or too many
+        items) is refused whole, as :meth:`body` refuses it."""
+        try:
+            return list(getattr(self.body(model), field))
+        except (ValidationFailed, MalformedRequest) as whole:
+            key = model.model_fields[field].alias or field
+            if isinstance(whole, ValidationFailed) and not all(
+                p.path.startswith(f"{key}[") for p in whole.problems
+            ):
+                raise  # the body itself is wrong, not only some of its items
+            data = parse_json(self.raw_body() or "{}", "request body", strings=False)
+            sent = data.get(key) if isinstance(data, dict) and data.keys() == {key} else None
+            if not isinstance(sent, list):
+                raise whole from None
+            items = [_item(item, value, f"{key}[{k}]") for k, value in enumerate(sent)]
+            if not any(isinstance(i, RefusedItem) for i in items):
+                raise whole from None
+            # The list's own limits (its length) still refuse the body whole: checked with an
+            # unvalidated stand-in for each refused item (instances are taken as they are).
+            stand_ins = [item.model_construct() if isinstance(i, RefusedItem) else i for i in items]
+            try:
+                model.model_validate({field: stand_ins})
+            except ValidationError as e:
+                raise validation_error(e) from None
+            return items
 
     def query(self, name: str) -> str | None:
         params = self.resolver.current_event.query_string_parameters or {}

@@ -175,7 +175,7 @@ class FailJobResult(TypedDict):
 class BatchOutcome(TypedDict):
     """The answer to one result of :meth:`BatonClient.complete_batch`."""
 
-    jobId: str
+    jobId: str | None  # None: an INVALID item whose jobId the server could not read
     outcome: Literal["APPLIED", "DUPLICATE", "CONFLICT", "NOT_FOUND", "INVALID"]
     status: NotRequired[Literal["COMPLETED", "FAILED", "RETRY_SCHEDULED"]]
     nextAttemptAt: NotRequired[str]

@@ -27,8 +27,10 @@ def parse_json_body(raw: str | None) -> Any:
     return parse_json(raw, "request body")
 
 
-def parse_json(raw: str, what: str) -> Any:
-    """Strict JSON: finite numbers only, no lone surrogates, no NUL characters."""
+def parse_json(raw: str, what: str, *, strings: bool = True) -> Any:
+    """Strict JSON: finite numbers only, no lone surrogates, no NUL characters. ``strings=False``
+    leaves the strings unchecked (only the nesting is), for a caller that checks parts of the
+    value on its own (a batch's items, each refused alone)."""
     try:
         value = json.loads(raw, parse_constant=_constant, parse_float=_finite_float)
     except _NotJson as e:
@@ -38,7 +40,7 @@ def parse_json(raw: str, what: str) -> Any:
     # A NUL or a lone surrogate reaches a parsed string only through a \u escape (JSON refuses
     # raw control characters in strings), or as itself in the text: without either in the text,
     # no string needs looking at, only the nesting.
-    check_text(value, "$", strings=_may_hold_bad_text(raw))
+    check_text(value, "$", strings=strings and _may_hold_bad_text(raw))
     return value
 
 
@@ -46,6 +48,19 @@ def _may_hold_bad_text(raw: str) -> bool:
     """Whether a string parsed from ``raw`` may hold what :func:`check_string` refuses: the text
     has a ``\\u`` escape, a NUL, or (only possible outside ASCII) a surrogate itself."""
     return "\\u" in raw or "\x00" in raw or (not raw.isascii() and bool(_SURROGATE.search(raw)))
+
+
+_SURROGATE_REASON = "contains a lone UTF-16 surrogate escape, which is not valid Unicode text"
+
+
+class LoneSurrogate(MalformedRequest):
+    """A key or string holding a lone UTF-16 surrogate (400: not Unicode text); ``path`` and
+    ``reason`` name it for a caller that refuses only the part holding it (a batch's item)."""
+
+    def __init__(self, path: str, what: str) -> None:
+        self.path = path
+        self.reason = f"this {what} {_SURROGATE_REASON}"
+        super().__init__(f"the {what} at {path} {_SURROGATE_REASON}")
 
 
 class _NotJson(ValueError):
@@ -108,6 +123,11 @@ def _check(value: Any, path: str, depth: int) -> None:
             _check(item, f"{path}[{i}]", depth + 1)
 
 
+def is_clean(text: str) -> bool:
+    """Whether ``text`` passes :func:`check_string` (no NUL, no lone surrogate)."""
+    return _BAD_TEXT.search(text) is None
+
+
 def check_string(text: str, path: str, *, key: bool = False) -> None:
     """One string (a key, a value, a query or path parameter)."""
     what = "key" if key else "string"
@@ -120,10 +140,7 @@ def check_string(text: str, path: str, *, key: bool = False) -> None:
             ]
         )
     if _SURROGATE.search(text):
-        raise MalformedRequest(
-            f"the {what} at {path} contains a lone UTF-16 surrogate escape, which is not "
-            "valid Unicode text"
-        )
+        raise LoneSurrogate(path, what)
 
 
 def _join(path: str, key: str) -> str:

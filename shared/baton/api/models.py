@@ -19,7 +19,8 @@ from baton.status import InstanceStatus, QueueTaskStatus, StepStatus
 
 WorkerId = Annotated[str, Field(min_length=1, max_length=256)]
 JobType = Annotated[str, Field(pattern=JOB_TYPE_PATTERN)]
-Uuid = Annotated[str, Field(min_length=1, max_length=64)]
+MAX_ID_LENGTH = 64
+Uuid = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH)]
 Variables = dict[str, Any]
 Attempt = Annotated[
     int | None,
@@ -139,7 +140,8 @@ class BatchFailure(ApiModel):
 
 class BatchResultItem(ApiModel):
     """One result: ``variablesToSet`` or ``outputPayloadPath`` completes the job, ``failure``
-    fails it. A malformed item is answered INVALID; it never fails the others."""
+    fails it. A malformed item (a missing or wrong field, a NUL in its output, an attempt past
+    the column) is answered INVALID, saying why; it never fails the others."""
 
     job_id: Uuid
     worker_id: WorkerId
@@ -347,7 +349,10 @@ class FailJobResponse(ApiModel):
 
 
 class BatchOutcome(ApiModel):
-    job_id: str
+    job_id: str | None = Field(
+        description="The result's jobId; null for an INVALID item whose jobId could not be read "
+        "(the answers are in the order of the results)."
+    )
     outcome: Literal["APPLIED", "DUPLICATE", "CONFLICT", "NOT_FOUND", "INVALID"] = Field(
         description="APPLIED; DUPLICATE: a repeat of a result already applied (nothing changed); "
         "CONFLICT: refused (another worker's lease, an attempt that ended, a finished job); "
