@@ -7,8 +7,14 @@ function's flush would carry the others' metrics under its name.
 
 from __future__ import annotations
 
+import warnings
+
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit, single_metric
 from baton.metrics import Dimensions, Unit
+
+# An invocation that produced no metric (a heartbeat, a GET, a reaper pass that found nothing)
+# is normal, not worth a warning: Powertools' UserWarning was logged at every cold start.
+warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 
 class EmfMetrics:

@@ -11,7 +11,6 @@ import base64
 import binascii
 import json
 import re
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
@@ -42,8 +41,6 @@ M = TypeVar("M", bound=BaseModel)
 Item = TypeVar("Item", bound=BaseModel)
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 JSON = "application/json"
-# An invocation that produced no metric (a heartbeat, a GET) is normal, not worth a warning.
-warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 
 def _dumps(body: Any) -> str:
