@@ -5,6 +5,10 @@ job by id and completing it over the same REST API; a duplicate delivery is harm
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -139,3 +143,68 @@ def test_baton_dev_relays_on_a_timer_of_its_own_in_outbox_mode(
         client.close()
     finally:
         assert server.stop() == 0, server.output()
+
+
+WORKER = """
+from baton_worker import Registry
+
+registry = Registry()
+
+
+@registry.handler("{job_type}")
+def double(ctx):
+    return {{"doubled": ctx.input["n"] * 2}}
+"""
+
+
+def test_baton_worker_run_finds_baton_devs_own_queue_with_no_aws_configuration(
+    tmp_path: Path, e2e_database_url: str | None
+) -> None:
+    # As a user runs it: `BATON_DISPATCH_MODE=outbox make dev`, then `baton worker run
+    # --transport sqs` told only where the server is (no queue URL, endpoint or credentials).
+    server = LocalServer(
+        data_dir=tmp_path / "data",
+        functions_dir=None,
+        log_path=tmp_path / "server.log",
+        database_url=e2e_database_url,
+        api_key=None,  # generated and kept in the data directory, where the worker finds it
+        extra_env={"BATON_DISPATCH_MODE": "outbox"},
+    ).start()
+    job_type = unique("dev-queue")
+    (tmp_path / "dev_queue_worker.py").write_text(WORKER.format(job_type=job_type))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "BATON_"))}
+    env.update(BATON_URL=server.base_url, BATON_DATA_DIR=str(tmp_path / "data"))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), env.get("PYTHONPATH")]))
+    cmd = [sys.executable, "-m", "baton_worker.cli", "worker", "run", "dev_queue_worker:registry"]
+    cmd += ["--transport", "sqs", "--worker-id", "sqs-cli"]
+    log_path = tmp_path / "worker.log"
+    with log_path.open("wb") as log:
+        worker = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        kept = json.loads((tmp_path / "data" / "dispatch-queue.json").read_text())
+        assert kept["mode"] == "outbox" and kept["queueUrl"] in server.output()
+        assert "dispatch   outbox: relay every 0.1 s -> SQS FIFO" in server.output()
+        client = BatonClient(server.base_url, api_key=server.api_key)
+        step = {"id": "s", "type": "SERVICE_TASK", "jobType": job_type}
+        step["input"] = {"n": "${workflow.input.n}"}
+        client.register_definition({"name": job_type, "steps": [step]})
+        started = client.start_instance(job_type, input={"n": 21})
+
+        def finished() -> dict[str, Any] | None:
+            assert worker.poll() is None, log_path.read_text()
+            doc = client.get_instance(started["id"])
+            return dict(doc) if doc["status"] != "RUNNING" else None
+
+        done = wait_until(finished, timeout=30, interval=0.1, what="the instance over SQS")
+        assert done["status"] == "COMPLETED", done
+        assert done["variables"]["doubled"] == 42 and done["steps"][0]["workerId"] == "sqs-cli"
+        assert "receiving jobs from " + kept["queueUrl"] in log_path.read_text()
+        client.close()
+    finally:
+        worker.send_signal(signal.SIGINT)
+        try:
+            assert worker.wait(20) == 0, log_path.read_text()
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+            assert server.stop() == 0, server.output()

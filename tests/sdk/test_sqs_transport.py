@@ -4,11 +4,24 @@ one is left on the queue, a foreign job type is handed back (fakes for SQS and t
 from __future__ import annotations
 
 import json
+import socket
 from typing import Any
 
 import pytest
-from baton_worker import SqsTransport
-from baton_worker.errors import ConflictError, NotFoundError, RateLimitedError, UnavailableError
+from baton_worker import BatonClient, SqsTransport
+from baton_worker.env import DISPATCH_QUEUE_FILE, dispatch_queue_from_env
+from baton_worker.errors import (
+    ConflictError,
+    NotFoundError,
+    RateLimitedError,
+    TransportError,
+    UnavailableError,
+    is_transient,
+)
+
+from tests.support.sqs import fifo_queue, moto_endpoint, sqs_client
+
+__all__ = ["moto_endpoint"]  # the fixture, used by name
 
 
 class FakeSqs:
@@ -98,3 +111,84 @@ def test_a_foreign_job_type_is_handed_back_and_garbage_is_dropped() -> None:
 def test_wait_seconds_is_bounded_by_sqs_long_poll() -> None:
     with pytest.raises(ValueError, match="wait_seconds"):
         SqsTransport(FakeClient({}), "q", sqs=FakeSqs([]), wait_seconds=21)  # type: ignore[arg-type]
+
+
+# --- where the queue is found ------------------------------------------------------------------
+
+
+def _kept(data_dir: Any, queue_url: str, endpoint: str | None) -> None:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    body = {"queueUrl": queue_url, "endpoint": endpoint, "region": "us-east-1", "mode": "outbox"}
+    (data_dir / DISPATCH_QUEUE_FILE).write_text(json.dumps(body))
+
+
+def test_the_queue_is_found_in_the_environment_then_in_a_local_servers_data_dir(
+    tmp_path: Any,
+) -> None:
+    local = "http://127.0.0.1:8080"
+    data = {"BATON_DATA_DIR": str(tmp_path)}
+    assert dispatch_queue_from_env(local, data) is None  # nothing written yet
+    _kept(tmp_path, "http://127.0.0.1:4566/1/baton-dispatch.fifo", "http://127.0.0.1:4566")
+    found = dispatch_queue_from_env(local, data)
+    assert found is not None and found.local
+    assert (found.queue_url, found.endpoint) == (
+        "http://127.0.0.1:4566/1/baton-dispatch.fifo",
+        "http://127.0.0.1:4566",
+    )
+    # A remote server's queue is never taken from this machine's files.
+    assert dispatch_queue_from_env("https://api.example.com/prod", data) is None
+    # The environment wins; the region comes from the queue's URL unless AWS_REGION says.
+    aws = {**data, "BATON_DISPATCH_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/1/q.fifo"}
+    found = dispatch_queue_from_env(local, aws)
+    assert found is not None and not found.local
+    assert (found.region, found.endpoint, found.source) == (
+        "eu-west-1",
+        None,
+        "BATON_DISPATCH_QUEUE_URL",
+    )
+    assert dispatch_queue_from_env(local, {**aws, "AWS_REGION": "us-west-2"}).region == "us-west-2"  # type: ignore[union-attr]
+    legacy = {"BATON_DISPATCH_QUEUE_URL": "https://ap-south-1.queue.amazonaws.com/1/q.fifo"}
+    assert dispatch_queue_from_env(local, legacy).region == "ap-south-1"  # type: ignore[union-attr]
+    # A file that is not what baton dev writes is no queue.
+    for garbage in ("", "{", '{"endpoint": "x"}', '{"queueUrl": 7}', "[]"):
+        (tmp_path / DISPATCH_QUEUE_FILE).write_text(garbage)
+        assert dispatch_queue_from_env(local, data) is None, garbage
+
+
+def test_from_env_without_a_queue_says_where_to_set_one(tmp_path: Any) -> None:
+    client = BatonClient("http://127.0.0.1:8080", api_key="k")
+    with pytest.raises(ValueError, match="BATON_DISPATCH_QUEUE_URL"):
+        SqsTransport.from_env(client, env={"BATON_DATA_DIR": str(tmp_path)})
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_local_queue_that_moved_is_followed_and_an_unreachable_one_is_transient(
+    tmp_path: Any, moto_endpoint: str
+) -> None:
+    client = BatonClient("http://127.0.0.1:8080", api_key="k")
+    env = {"BATON_DATA_DIR": str(tmp_path)}
+    gone = f"http://127.0.0.1:{_closed_port()}"
+    _kept(tmp_path, f"{gone}/123456789012/baton-dispatch.fifo", gone)
+    transport = SqsTransport.from_env(client, env=env, wait_seconds=0)
+    # Nothing else written: the failure is reported, as a transient one (the runner backs off
+    # with one log line instead of a traceback).
+    with pytest.raises(TransportError) as refused:
+        transport.fetch(worker_id="w", job_types=["t"], max_jobs=1)
+    assert is_transient(refused.value) and gone in str(refused.value)
+    # baton dev restarted with its SQS on another port: the next fetch follows it.
+    queue = fifo_queue(moto_endpoint)
+    _kept(tmp_path, queue, moto_endpoint)
+    sqs_client(moto_endpoint).send_message(
+        QueueUrl=queue,
+        MessageBody=json.dumps(_body("j1")),
+        MessageGroupId="i",
+        MessageDeduplicationId="j1-1",
+    )
+    transport.client = FakeClient({"j1": {"id": "j1", "jobType": "t"}})  # type: ignore[assignment]
+    jobs = transport.fetch(worker_id="w", job_types=["work"], max_jobs=1)
+    assert [j["id"] for j in jobs] == ["j1"] and transport.queue_url == queue

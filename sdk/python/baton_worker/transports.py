@@ -18,11 +18,24 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from baton_worker.client import BatonClient
-from baton_worker.errors import BatonApiError, ConflictError, NotFoundError, is_transient
+from baton_worker.env import (
+    DISPATCH_QUEUE_FILE,
+    ENV_DATA_DIR,
+    ENV_DISPATCH_QUEUE_URL,
+    DispatchQueue,
+    dispatch_queue_from_env,
+)
+from baton_worker.errors import (
+    BatonApiError,
+    ConflictError,
+    NotFoundError,
+    TransportError,
+    is_transient,
+)
 from baton_worker.types import Job
 
 log = logging.getLogger("baton_worker.transports")
@@ -94,14 +107,80 @@ class SqsTransport:
             sqs = boto3.client("sqs", endpoint_url=endpoint_url)
         self.sqs = sqs
         self.duplicates = 0  # deliveries the claim refused (already claimed, finished, stale)
+        # A local baton dev's queue found in its data directory: where to look again when it
+        # cannot be reached (its SQS comes back on another port after a restart).
+        self._followed: tuple[DispatchQueue, str, Mapping[str, str] | None] | None = None
+
+    def _receive(self, max_jobs: int) -> list[dict[str, Any]]:
+        """One ReceiveMessage; an SQS that cannot be reached is a transient ``TransportError``
+        (the runner backs off and logs one line, as for a Baton server that cannot be)."""
+        try:
+            messages: list[dict[str, Any]] = self.sqs.receive_message(
+                QueueUrl=self.queue_url,
+                MaxNumberOfMessages=max(1, min(max_jobs, SQS_MAX_MESSAGES)),
+                WaitTimeSeconds=self.wait_seconds,
+                MessageAttributeNames=["All"],
+            ).get("Messages", [])
+        except Exception as e:
+            if not isinstance(e, _connection_errors()):
+                raise
+            raise TransportError(
+                f"cannot reach the dispatch queue {self.queue_url}: {e}",
+                sent=False,
+                method="ReceiveMessage",
+                url=self.queue_url,
+            ) from e
+        return messages
+
+    def _follow_restart(self) -> bool:
+        """After a failed receive from a local ``baton dev`` queue: True if the server wrote
+        another queue since (it restarted), now used; False to report the failure."""
+        if self._followed is None:
+            return False
+        was, url, env = self._followed
+        now = dispatch_queue_from_env(url, env)
+        if now is None or now == was:
+            return False
+        log.info("the local dispatch queue moved to %s (baton dev restarted)", now.queue_url)
+        self.sqs = _sqs_client(now)
+        self.queue_url = now.queue_url
+        self._followed = (now, url, env)
+        return True
+
+    @classmethod
+    def from_env(
+        cls, client: BatonClient, env: Mapping[str, str] | None = None, **options: Any
+    ) -> SqsTransport:
+        """The transport for the queue ``BATON_DISPATCH_QUEUE_URL`` names (with
+        ``BATON_SQS_ENDPOINT``), else the one a ``baton dev`` on this machine relays to (it
+        writes it into its data directory at every start: see ``baton_worker.env``). A local
+        queue is reached with placeholder credentials (the local SQS does not check them);
+        another one with boto3's usual configuration, in the region of its URL unless
+        ``AWS_REGION`` or ``AWS_DEFAULT_REGION`` says otherwise."""
+        found = dispatch_queue_from_env(client.url, env)
+        if found is None:
+            raise ValueError(
+                f"no dispatch queue: set {ENV_DISPATCH_QUEUE_URL} (the stack's DispatchQueueUrl "
+                "output), or run `baton dev` on this machine (it writes its queue into "
+                f"${ENV_DATA_DIR}/{DISPATCH_QUEUE_FILE}; BATON_DISPATCH_MODE=outbox makes it "
+                "publish there)"
+            )
+        own_client = "sqs" not in options
+        if own_client:
+            options["sqs"] = _sqs_client(found)
+        log.info("receiving jobs from %s (%s)", found.queue_url, found.source)
+        transport = cls(client, found.queue_url, **options)
+        if own_client and found.local and found.source != ENV_DISPATCH_QUEUE_URL:
+            transport._followed = (found, client.url, env)
+        return transport
 
     def fetch(self, *, worker_id: str, job_types: Sequence[str], max_jobs: int) -> list[Job]:
-        messages = self.sqs.receive_message(
-            QueueUrl=self.queue_url,
-            MaxNumberOfMessages=max(1, min(max_jobs, SQS_MAX_MESSAGES)),
-            WaitTimeSeconds=self.wait_seconds,
-            MessageAttributeNames=["All"],
-        ).get("Messages", [])
+        try:
+            messages = self._receive(max_jobs)
+        except Exception:
+            if not self._follow_restart():
+                raise
+            messages = self._receive(max_jobs)
         jobs: list[Job] = []
         for message in messages:
             job = self._claim(message, worker_id, job_types)
@@ -161,3 +240,28 @@ class SqsTransport:
 
 
 __all__ = ["JobTransport", "PollTransport", "SqsTransport"]
+
+
+# Placeholder credentials for a ``baton dev`` queue: its SQS (moto) accepts any.
+LOCAL_CREDENTIALS = {"aws_access_key_id": "baton-local", "aws_secret_access_key": "baton-local"}
+
+
+def _sqs_client(queue: DispatchQueue) -> Any:
+    """A boto3 SQS client for ``queue`` (needs the ``sqs`` extra)."""
+    try:
+        import boto3
+    except ImportError as e:  # pragma: no cover - depends on the install
+        raise ImportError("the sqs transport needs boto3: pip install baton-worker[sqs]") from e
+    options: dict[str, Any] = {"endpoint_url": queue.endpoint, "region_name": queue.region}
+    if queue.local:
+        options.update(LOCAL_CREDENTIALS, region_name=queue.region or "us-east-1")
+    return boto3.client("sqs", **options)
+
+
+def _connection_errors() -> tuple[type[BaseException], ...]:
+    """botocore's errors for an endpoint that cannot be reached (none without botocore)."""
+    try:
+        from botocore.exceptions import ConnectionError, HTTPClientError
+    except ImportError:  # pragma: no cover - an injected client of another kind
+        return ()
+    return (ConnectionError, HTTPClientError)

@@ -9,6 +9,7 @@ the scheduled functions. SIGINT/SIGTERM stop everything in the reverse order and
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -51,6 +52,10 @@ MAX_CONCURRENCY = 1000  # Lambda's default concurrency for a whole account
 # The generated API key, kept in the data directory (0600) so it survives restarts; the worker
 # SDK and the CLI read the same file (``baton_worker.env``) when BATON_API_KEY is unset.
 API_KEY_FILE = "api-key"
+# Which SQS queue the relay publishes to, rewritten at every start (the local SQS's port changes):
+# the worker SDK's sqs transport reads it (``baton_worker.env``) when BATON_DISPATCH_QUEUE_URL is
+# unset and the server is on its machine.
+DISPATCH_QUEUE_FILE = "dispatch-queue.json"
 _USABLE_KEY = re.compile(r"[!-~]{8,256}")  # visible ASCII: it travels in an HTTP header
 _STOP_TIMEOUT_SECONDS = 30.0
 _REPEAT_SIGNAL_GRACE_SECONDS = 2.0
@@ -218,7 +223,7 @@ def _start(
 
     # In the outbox mode the relay gets a timer of its own, as fast as the deployed relay's
     # drains (every 100 ms): behind the others' tick, dispatch would wait up to a whole tick.
-    outbox = os.environ.get(env_names.ENV_DISPATCH_MODE, "").strip().lower() == "outbox"
+    outbox = dispatch_mode() == "outbox"
     others = [f for f in SCHEDULED_FUNCTIONS if not (outbox and f == RELAY_FUNCTION)]
     ticker = Ticker(registry, others, interval=options.tick_seconds)
     ticker.start()
@@ -379,6 +384,34 @@ def _export_environment(
         os.environ[env_names.ENV_DISPATCH_QUEUE_URL] = local_dispatch_queue(
             s3_endpoint, database_url
         )
+    _write_dispatch_queue(options.data_dir)
+
+
+def dispatch_mode() -> str:
+    """The mode the engine dispatches new jobs in (``BATON_DISPATCH_MODE``; checked at start)."""
+    return (os.environ.get(env_names.ENV_DISPATCH_MODE) or "polling").strip().lower()
+
+
+def _write_dispatch_queue(data_dir: Path) -> None:
+    """Say in the data directory which queue the relay publishes to (none: remove what an
+    earlier start wrote), for workers on the sqs transport to find."""
+    path = data_dir / DISPATCH_QUEUE_FILE
+    queue_url = os.environ.get(env_names.ENV_DISPATCH_QUEUE_URL)
+    try:
+        if not queue_url:
+            path.unlink(missing_ok=True)
+            return
+        kept = {
+            "queueUrl": queue_url,
+            "endpoint": os.environ.get(env_names.ENV_SQS_ENDPOINT) or None,
+            "region": os.environ.get(env_names.ENV_AWS_DEFAULT_REGION) or REGION,
+            "mode": dispatch_mode(),
+        }
+        staging = path.with_name(f".{path.name}.{os.getpid()}")
+        staging.write_text(json.dumps(kept, indent=2) + "\n", encoding="utf-8")
+        os.replace(staging, path)
+    except OSError as e:  # workers can still be told the queue by BATON_DISPATCH_QUEUE_URL
+        log.warning("cannot write %s: %s", path, e.strerror or e)
 
 
 def _describe_url(url: str) -> str:
@@ -400,11 +433,27 @@ def _banner(say: _Console, options: DevOptions, server: LocalApiServer, key: Api
         f"serving {len(api_functions())} API functions on {url}",
         f"  API key    {key.value}  ({key.source})",
         f"  scheduled  {', '.join(SCHEDULED_FUNCTIONS)} every {options.tick_seconds:g} s",
+        *_dispatch_lines(options),
         f"  try        curl -s -H 'x-api-key: {key.value}' {url}/v1/definitions",
         "press Ctrl-C to stop",
     ]
     for line in lines:
         say(line)
+
+
+def _dispatch_lines(options: DevOptions) -> list[str]:
+    if dispatch_mode() != "outbox":
+        return [
+            "  dispatch   polling (workers poll POST /v1/jobs/poll; "
+            f"{env_names.ENV_DISPATCH_MODE}=outbox pushes jobs through SQS FIFO)"
+        ]
+    queue = os.environ.get(env_names.ENV_DISPATCH_QUEUE_URL, "?")
+    every = min(options.tick_seconds, RELAY_TICK_SECONDS)
+    return [
+        f"  dispatch   outbox: relay every {every:g} s -> SQS FIFO {queue}",
+        "  workers    baton worker run --transport sqs MODULE:registry  (the queue is in "
+        f"{options.data_dir / DISPATCH_QUEUE_FILE})",
+    ]
 
 
 def _on_stop_signals(stop: threading.Event) -> Callable[[], None]:

@@ -71,9 +71,14 @@ def _run(client: BatonClient, args: argparse.Namespace) -> int:
             poll_interval=args.poll_interval,
             max_poll_interval=max(args.poll_interval, args.max_poll_interval),
         )
-        runner = Runner(registry, client=client, options=options)
+        transport = None
+        if args.transport == "sqs":
+            from baton_worker.transports import SqsTransport
+
+            transport = SqsTransport.from_env(client)
+        runner = Runner(registry, client=client, options=options, transport=transport)
         runner.run()
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, ImportError) as e:
         raise UsageError(str(e)) from None
     return EXIT_OK
 
@@ -106,6 +111,14 @@ def add_commands(commands: Subparsers) -> None:
         type=float,
         default=2.0,
         help="the cap as empty polls back off (default 2)",
+    )
+    p.add_argument(
+        "--transport",
+        choices=("poll", "sqs"),
+        default="poll",
+        help="where jobs come from: poll (default: POST /v1/jobs/poll) or sqs (the engine's "
+        "SQS FIFO dispatch queue when it runs with BATON_DISPATCH_MODE=outbox: the queue of "
+        "BATON_DISPATCH_QUEUE_URL, else the one a local baton dev relays to; needs boto3)",
     )
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO (default), WARNING...")
     p.add_argument("--json-logs", action="store_true", help="one JSON object per log line")
