@@ -641,22 +641,48 @@ def report_batched(
     print()
     print(f"engine batched drain, round trips per job ({engine_b.items:,} jobs):")
     print(wire_table(engine_b.wire, engine_b.items, "job"))
+    drains = (
+        ("raw, per commit", raw),
+        ("raw, batched", raw_b),
+        ("engine, per commit", engine),
+        ("engine, batched", engine_b),
+    )
     rows = [
         [
-            r.name,
+            label,
             f"{r.items:,}",
             f"{r.seconds:.2f}",
             fmt_num(r.per_second),
             f"{r.round_trips_per_item():.2f}",
+            f"{1e6 * r.cpu / max(r.items, 1):,.0f}",
+            "-" if r.server_cpu is None else f"{1e6 * r.server_cpu / max(r.items, 1):,.0f}",
         ]
-        for r in (raw, raw_b, engine, engine_b)
+        for label, r in drains
     ]
     print()
     print("per-commit and batched drains (one-step workflows, full bookkeeping for the engine):")
-    print(table(["drain", "jobs", "seconds", "jobs/s", "RT/job"], rows))
+    headers = ["drain", "jobs", "seconds", "jobs/s", "RT/job", "client CPU us/job"]
+    print(table([*headers, "backend CPU us/job"], rows))
     print(f"engine per-commit / raw per-commit: {engine.per_second / raw.per_second:.2f}")
     print(f"engine batched / raw batched: {engine_b.per_second / raw_b.per_second:.2f}")
     print(f"engine batched / engine per-commit: {engine_b.per_second / engine.per_second:.2f}")
+    if engine_b.server_cpu is not None and raw_b.server_cpu is not None:
+        print(batched_budget(engine_b, raw_b))
+
+
+def batched_budget(engine_b: PhaseResult, raw_b: PhaseResult, target: float = 0.6) -> str:
+    """What ``target`` times the raw batched rate asks of the engine's CPU per job: both batched
+    drains are CPU-bound, so the engine must spend at most raw/target per job in all."""
+    raw_job = (raw_b.cpu + (raw_b.server_cpu or 0.0)) / max(raw_b.items, 1)
+    backend = (engine_b.server_cpu or 0.0) / max(engine_b.items, 1)
+    client = engine_b.cpu / max(engine_b.items, 1)
+    engine_job = client + backend
+    return (
+        f"batched CPU per job: raw {1e6 * raw_job:,.0f} us in all; engine {1e6 * engine_job:,.0f}"
+        f" (PostgreSQL {1e6 * backend:,.0f}, client {1e6 * client:,.0f}). {target:g}x of the raw "
+        f"rate needs <= {1e6 * raw_job / target:,.0f} us per job in all: the engine's PostgreSQL "
+        f"side alone is {backend / (raw_job / target):.1f}x that budget"
+    )
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
