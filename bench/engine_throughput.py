@@ -26,8 +26,9 @@ ANALYZE on the claim and on the complete's lock/read against the full backlog.
    The unlimited phase above is what shows that a type without limits pays nothing for them.
 
 4. fan-out / fan-in: the engine drain of 1,000 instances of a PARALLEL of 10 service tasks and of
-   100 instances of a MAP over 100 items (``--fanout-jobs`` jobs each), printed as step
-   executions completed per second next to the one-step drain's.
+   100 instances of a MAP over 100 items (``--fanout-jobs`` jobs each), one complete per job
+   and one ``complete_batch`` per poll, printed as step executions completed per second next
+   to the one-step drain's.
 
 The last line is ``engine/raw ratio: 0.NN`` (engine jobs/s over raw jobs/s, unlimited type).
 """
@@ -379,10 +380,12 @@ def limited_phases(server: str, args: argparse.Namespace) -> list[tuple[Workload
     return [(load, engine_phase(server, args, load, n)[1]) for load in workloads]
 
 
-def fanout_phases(server: str, args: argparse.Namespace) -> list[tuple[Workload, PhaseResult]]:
+def fanout_phases(server: str, args: argparse.Namespace) -> list[tuple[str, Workload, PhaseResult]]:
     """Fan-out and fan-in: a PARALLEL of 10 branches and a MAP over 100 items, each a
-    SERVICE_TASK, drained like the one-step workflows; the joins are decisions on the instance
-    like any other, so every completion of one instance serialises on its row."""
+    SERVICE_TASK, drained like the one-step workflows, one complete per job and (unless
+    ``--no-batched``) one ``complete_batch`` per poll, as the SDK reports; the joins are
+    decisions on the instance like any other, so every completion of one instance serialises on
+    its row, and a batch decides one instance's results together."""
 
     def task(step_id: str, job_type: str, **extra: Any) -> dict[str, Any]:
         return {"id": step_id, "type": "SERVICE_TASK", "jobType": job_type, **extra}
@@ -424,7 +427,13 @@ def fanout_phases(server: str, args: argparse.Namespace) -> list[tuple[Workload,
             input={"items": list(range(100))},
         ),
     ]
-    return [(load, engine_phase(server, args, load, args.fanout_jobs)[1]) for load in workloads]
+    drains: list[tuple[str, Workload, PhaseResult]] = []
+    for load in workloads:
+        drains.append((load.label, load, engine_phase(server, args, load, args.fanout_jobs)[1]))
+        if not args.no_batched:
+            batched = engine_phase(server, args, load, args.fanout_jobs, batched=True)[1]
+            drains.append((f"{load.label}, batched", load, batched))
+    return drains
 
 
 def verify_engine(url: str, n: int, drain: PhaseResult, workload: Workload = UNLIMITED) -> int:
@@ -524,7 +533,7 @@ def report_limited(limited: list[tuple[Workload, PhaseResult]]) -> None:
     print(table(["limit", "jobs", "jobs/s", "ceiling jobs/s", "of ceiling"], rows))
 
 
-def report_fanout(fanout: list[tuple[Workload, PhaseResult]], one_step: PhaseResult) -> None:
+def report_fanout(fanout: list[tuple[str, Workload, PhaseResult]], one_step: PhaseResult) -> None:
     base = one_step.per_second  # one step execution per job
     rows = [
         [
@@ -537,13 +546,13 @@ def report_fanout(fanout: list[tuple[Workload, PhaseResult]], one_step: PhaseRes
             "1.00",
         ]
     ]
-    for load, drain in fanout:
+    for label, load, drain in fanout:
         instances = load.instances(drain.items)
         steps = instances * load.steps_per_instance
         steps_per_second = rate(steps, drain.seconds)
         rows.append(
             [
-                load.label,
+                label,
                 f"{instances:,}",
                 f"{drain.items:,}",
                 f"{steps:,}",

@@ -40,6 +40,42 @@ def _definitions(cohort: str) -> list[dict[str, Any]]:
             "steps": [{"id": "fan", "type": "PARALLEL", "branches": [[task("p1")], [task("p2")]]}],
         },
         {
+            # Items completed together: one instance's results in one batch, decided in turn.
+            "name": f"map-{cohort}",
+            "steps": [
+                {
+                    "id": "each",
+                    "type": "MAP",
+                    "items": "${workflow.input.items}",
+                    "maxConcurrency": 3,
+                    "steps": [
+                        task(
+                            "m",
+                            input={
+                                "sku": "${map.item}",
+                                "at": "${map.index}",
+                                "n": "${workflow.input.n}",
+                            },
+                        )
+                    ],
+                },
+                task("after-map", input={"all": "${each.output}"}),
+            ],
+        },
+        {
+            # Branches that write the same variable: the order of the merges shows.
+            "name": f"join-{cohort}",
+            "steps": [
+                {
+                    "id": "fan3",
+                    "type": "PARALLEL",
+                    "branches": [[task("j1")], [task("j2")], [task("j3"), task("j4")]],
+                },
+                task("after-join"),
+            ],
+            "outputParameters": {"who": "${workflow.variables.who}"},
+        },
+        {
             "name": f"parent-{cohort}",
             "steps": [
                 {"id": "sub", "type": "SUB_WORKFLOW", "definitionName": f"kid-{cohort}"},
@@ -58,7 +94,13 @@ def _result(job: dict[str, Any]) -> tuple[dict[str, Any] | None, Failure | None]
         return None, Failure("fatal", retryable=False)
     if step == "p2":
         return None, Failure("branch broke", retryable=False)
-    return {"step": step, "attempt": attempt, "n": n, "text": "é\u2028"}, None
+    sku = (job.get("input") or {}).get("sku")
+    if sku == "bad":
+        return None, Failure("bad item", retryable=False)
+    if sku == "flaky" and attempt == 1:
+        return None, Failure("try again", retryable=True)
+    output = {"step": step, "attempt": attempt, "n": n, "text": "é\u2028", "who": step}
+    return ({**output, "sku": sku} if sku is not None else output), None
 
 
 def _drive(engine: Engine, cohort: str, apply: Callable[[list[dict[str, Any]]], None]) -> None:
@@ -67,21 +109,34 @@ def _drive(engine: Engine, cohort: str, apply: Callable[[list[dict[str, Any]]], 
     for n in range(3):
         engine.start_instance(definition_name=f"seq-{cohort}", input={"n": n})
     engine.start_instance(definition_name=f"par-{cohort}", input={"n": 0})
+    for n, items in enumerate((["a", "b", "flaky", "d", "e"], ["a", "bad", "c", "d"])):
+        engine.start_instance(definition_name=f"map-{cohort}", input={"n": n, "items": items})
+    engine.start_instance(definition_name=f"join-{cohort}", input={"n": 0})
     engine.start_instance(definition_name=f"parent-{cohort}", input={"n": 0})
-    types = [f"{s}-{cohort}" for s in ("k", "s1", "s2", "p1", "p2", "after")]
+    steps = ("k", "s1", "s2", "p1", "p2", "after", "m", "after-map", "j1", "j2", "j3", "j4")
+    types = [f"{s}-{cohort}" for s in (*steps, "after-join")]
     for _ in range(20):
         jobs = engine.poll("w", types, 100)
         if not jobs:
             return
-        apply(jobs)
+        # Jobs made claimable together come in any order; the order of one instance's results
+        # matters (the first of two branches to fail or to set a variable wins), so both runs
+        # apply them in the same order.
+        apply(sorted(jobs, key=_order))
     raise AssertionError("the workflows did not settle in 20 rounds")
+
+
+def _order(job: dict[str, Any]) -> tuple[str, int, int, int]:
+    given = job.get("input") or {}
+    return job["stepId"], int(given.get("n", 0)), int(given.get("at", 0)), int(job["attempt"])
 
 
 def _snapshot(database_url: str, cohort: str) -> list[str]:
     """Every row the cohort's workflows left, with ids, times and the cohort's name taken out."""
     with psycopg.connect(database_url, autocommit=True, row_factory=dict_row) as conn:
+        # Not the version: a batch writes one instance's results as one decision (one bump).
         instances = conn.execute(
-            """SELECT id, definition_name, status, input, variables, output, reason, version,
+            """SELECT id, definition_name, status, input, variables, output, reason,
                       step_count, completed_at IS NOT NULL AS ended, timeout_at
                  FROM instance WHERE definition_name LIKE %s
                 ORDER BY definition_name, input ->> 'n'""",

@@ -8,6 +8,8 @@ from collections import Counter
 from typing import Any
 
 import psycopg
+import pytest
+from baton.engine import writer
 from baton.engine.batch_ops import BatchResult, Failure
 from baton.engine.service import Engine
 from baton.metrics import CountingMetrics
@@ -76,7 +78,16 @@ def test_a_batch_with_every_outcome_answers_each_item_and_spares_its_neighbours(
     assert len(started) == 5
 
 
-def test_results_for_one_instance_in_one_batch_are_applied_in_turn(engine: Engine) -> None:
+def _version(database_url: str, instance_id: str) -> int:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        row = conn.execute("SELECT version FROM instance WHERE id = %s", (instance_id,)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_results_for_one_instance_in_one_batch_are_applied_in_turn(
+    engine: Engine, database_url: str
+) -> None:
     engine.register_definition(
         {
             "name": "batch-map",
@@ -94,10 +105,14 @@ def test_results_for_one_instance_in_one_batch_are_applied_in_turn(engine: Engin
     inst, _ = engine.start_instance(definition_name="batch-map", input={"items": list(range(6))})
     jobs = engine.poll("w", ["bm"], 10)
     assert len(jobs) == 6
+    version = _version(database_url, inst["id"])
     answers = engine.complete_batch(
         [BatchResult(j["id"], "w", 1, output={"n": k}) for k, j in enumerate(jobs)]
     )
     assert [x["outcome"] for x in answers] == ["APPLIED"] * 6
+    # Decided in turn on one state and written as one decision: one version bump (the single
+    # path's six decisions made six).
+    assert _version(database_url, inst["id"]) == version + 1
     done = engine.get_instance(inst["id"])
     assert done["status"] == "COMPLETED"
     (each,) = [s for s in done["steps"] if s["stepId"] == "each"]
@@ -141,3 +156,50 @@ def test_a_batch_counts_what_it_did_once_per_counter(db: Database) -> None:
     engine.complete_batch([BatchResult(j["id"], "w", j["attempt"], output={}) for j in jobs])
     assert metrics.totals["JobsCompleted"] == 5
     assert [c for c in calls if c[0] == "JobsCompleted"] == [("JobsCompleted", 5)]
+
+
+def test_a_raced_pass_is_run_again_and_keeps_the_connections_prepared_statements(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = Database.single(database_url, prepare=True)
+    engine = Engine(db)
+    engine.register_definition(one_step("raced-pass", "rp"))
+
+    def drain(n: int) -> list[dict[str, Any]]:
+        for _ in range(n):
+            engine.start_instance(definition_name="raced-pass")
+        jobs = engine.poll("w", ["rp"], n)
+        return engine.complete_batch([BatchResult(j["id"], "w", 1, output={}) for j in jobs])
+
+    def prepared() -> int:
+        row = db.autocommit(
+            lambda conn: conn.execute("SELECT count(*) AS n FROM pg_prepared_statements").fetchone()
+        )
+        assert row is not None
+        return int(row["n"])
+
+    for _ in range(6):  # psycopg prepares a statement at its sixth run
+        drain(2)
+    warm = prepared()
+    assert warm >= 3
+    # Another process moves one of the batch's instances between the pass's read and its write.
+    real = writer.write_many
+    raced: list[str] = []
+
+    def write_racing(conn: Any, decisions: Any, **kw: Any) -> None:
+        if not raced:
+            victim = decisions[0][0].id
+            with psycopg.connect(database_url, autocommit=True) as other:
+                other.execute("UPDATE instance SET version = version + 1 WHERE id = %s", (victim,))
+            raced.append(str(victim))
+        real(conn, decisions, **kw)
+
+    monkeypatch.setattr(writer, "write_many", write_racing)
+    answers = drain(3)
+    assert raced and [a["outcome"] for a in answers] == ["APPLIED"] * 3
+    # The refused pass was rolled back whole at its pipeline's end (nothing of it written: every
+    # job completed once), run again on fresh reads, and the connection kept its statements.
+    assert _events(engine, raced[0])["JOB_COMPLETED"] == 1
+    assert engine.get_instance(raced[0])["status"] == "COMPLETED"
+    assert prepared() >= warm
+    db.close()

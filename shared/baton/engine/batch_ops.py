@@ -12,9 +12,14 @@ Correctness is the single path's:
   transaction rolls back whole, and every result of the pass is applied again on the single
   path (optimistic, then locked): one raced instance costs its neighbours a round trip each,
   never a result.
-- A batch holds at most one result per instance in its one transaction; further results for an
-  instance (a MAP's items completed together) are applied after it, one at a time, each seeing
-  the one before.
+- The results for one instance (a MAP's items, a PARALLEL's branches completed together) are
+  decided in turn, in the batch's order, on one in-memory state, each seeing the ones before, and
+  written as one decision: one fenced write and one version bump for all of them. A result that
+  cannot join its instance's decision (a second result for the same job; one for work an earlier
+  result of the batch ended, such as a branch its sibling's failure cancelled) is applied after
+  the pass on the single path, and answered as it would be alone.
+- A pass refused by a fence (another process changed one of its instances between the read and
+  the write) is run once more on fresh reads before its results go to the single path.
 - The decisions write their instances in instance-id order, so two batches that share instances
   lock them in the same order and cannot deadlock each other.
 - A result that is a repeat (DUPLICATE), refused (CONFLICT), for an unknown job (NOT_FOUND) or
@@ -30,7 +35,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from baton.engine import views, writer
-from baton.engine.decide import Decider
+from baton.engine.decide import Decider, JobRef
 from baton.engine.job_ops import JobOps, attempt_failed
 from baton.engine.verdicts import completion_verdict, failure_verdict
 from baton.errors import (
@@ -70,10 +75,15 @@ class BatchResult:
 
 @dataclass(slots=True)
 class _Decided:
-    index: int
-    item: BatchResult
+    """One instance's decision in a pass: the results it took, each with its retry time."""
+
     decider: Decider
-    retry_at: datetime | None
+    applied: list[tuple[int, BatchResult, datetime | None]]
+
+
+# Passes of one batch before its results go to the single path: one more after a fence refused
+# the first (another process changed one of its instances between the read and the write).
+PASSES = 2
 
 
 class BatchOps(JobOps):
@@ -95,14 +105,21 @@ class BatchOps(JobOps):
             except ValidationFailed as e:
                 answers[k] = _answer(item, "INVALID", error=listed(e.problems))
                 ids.pop(k, None)
+        done: dict[int, dict[str, Any]] = {}
         later: list[int] = []
-        if ids:
+        for attempt in range(1, PASSES + 1):
+            if not ids:
+                break
             try:
                 done, later = self._batch_pass(items, ids)
             except (StaleVersion, *RETRYABLE):
-                done, later = {}, sorted(ids)  # raced: each result on the single path
-            for k, answer in done.items():
-                answers[k] = answer
+                # Raced: again on fresh reads (the kept states were taken), then each result
+                # on the single path.
+                done, later = {}, sorted(ids) if attempt == PASSES else []
+                continue
+            break
+        for k, answer in done.items():
+            answers[k] = answer
         for k in later:
             answers[k] = self._single(items[k])
         self.deliver_pending()
@@ -134,33 +151,19 @@ class BatchOps(JobOps):
                         job_sql.READ_JOBS_WITH_INSTANCES, {"job_ids": wanted}
                     ).fetchall()
                 )
-            first: dict[uuid.UUID, int] = {}  # instance -> the item decided in this pass
-            later: list[int] = []
+            groups: dict[uuid.UUID, list[int]] = {}  # instance -> its items, in batch order
             for k, jid in ids.items():
                 row = rows.get(jid)
                 if row is None:
                     answers[k] = _answer(items[k], "NOT_FOUND", error=f"no job {jid}")
-                elif row["id"] in first:
-                    later.append(k)
                 else:
-                    first[row["id"]] = k
+                    groups.setdefault(row["id"], []).append(k)
             decided: list[_Decided] = []
-            for _, k in sorted(first.items()):  # instance-id order: batches lock alike
-                item = items[k]
-                try:
-                    one = self._decide_one(conn, k, item, rows[ids[k]])
-                except BatonError as e:
-                    if isinstance(e, Conflict) and ids[k] not in kept:
-                        answers[k] = _answer(item, "CONFLICT", error=e.detail)
-                    else:
-                        # Perhaps only its kept state's doing, or an error of this one result
-                        # (an offloaded output that is not JSON): decided alone after the pass,
-                        # where the single path answers it, never failing its neighbours.
-                        later.append(k)
-                    continue
-                if one is None:
-                    answers[k] = _answer(item, "DUPLICATE", status=_status_of(item))
-                else:
+            later: list[int] = []
+            for iid in sorted(groups):  # instance-id order: batches lock alike
+                group = [(k, items[k], rows[ids[k]]) for k in groups[iid]]
+                one = self._decide_instance(conn, group, kept, answers, later)
+                if one is not None:
                     decided.append(one)
             try:
                 writer.write_many(
@@ -174,45 +177,108 @@ class BatchOps(JobOps):
             self._report(*(d.decider for d in decided))
             for d in decided:
                 self._note_deliveries(d.decider.instance.id, d.decider.changes)
-                answers[d.index] = _applied(d)
-            return answers, later
+                for k, item, retry_at in d.applied:
+                    answers[k] = _applied(item, retry_at)
+            return answers, sorted(later)
 
         return self.db.autocommit(run, retry=False)
 
-    def _decide_one(
-        self, conn: Conn, k: int, item: BatchResult, row: dict[str, Any]
+    def _decide_instance(
+        self,
+        conn: Conn,
+        group: list[tuple[int, BatchResult, dict[str, Any]]],
+        kept: dict[uuid.UUID, dict[str, Any]],
+        answers: dict[int, dict[str, Any]],
+        later: list[int],
     ) -> _Decided | None:
-        """The decision for one result (None: a repeat, nothing to do); raises Conflict."""
-        job = writer.job_ref(row)
-        event: Callable[[Decider], datetime | None]
+        """One instance's results of the pass, decided in turn on one state; repeats and
+        refusals answered in ``answers``, results left for the single path added to ``later``.
+        None when nothing is to be written."""
+        # The freshest state read or kept for the instance (kept states of several claims may
+        # differ; the write's fence refuses any that is out of date).
+        base = max((row for _, _, row in group), key=lambda row: int(row["version"]))
+        decider: Decider | None = None
+        applied: list[tuple[int, BatchResult, datetime | None]] = []
+        jobs: set[uuid.UUID] = set()
+        for k, item, row in group:
+            job = writer.job_ref(row)
+            if job.id in jobs:
+                later.append(k)  # a second result for a job: answered by the single path
+                continue
+            try:
+                event = self._event(conn, item, row, job)
+            except BatonError as e:
+                if isinstance(e, Conflict) and job.id not in kept:
+                    answers[k] = _answer(item, "CONFLICT", error=e.detail)
+                else:
+                    # Perhaps only its kept state's doing: decided alone after the pass.
+                    later.append(k)
+                continue
+            if event is None:
+                answers[k] = _answer(item, "DUPLICATE", status=_status_of(item))
+                continue
+            if decider is None:
+                plan = self.snapshots.plan(conn, base["snapshot_id"])
+                decider = self.decider(conn, plan, writer.state_from_row(base), base["now"])
+            elif not decider.active or decider.closed(job.scope):
+                later.append(k)  # an earlier result ended its work: refused on the single path
+                continue
+            cancels = len(decider.changes.cancel_scopes)
+            try:
+                retry_at = event(decider)
+            except BatonError:
+                # An error of this one result (an offloaded output that is not JSON, read by
+                # an expression) leaves the shared state half-changed: the instance's results
+                # are decided one by one after the pass, never failing their neighbours.
+                return self._abandon(group, answers, later)
+            if applied and len(decider.changes.cancel_scopes) > cancels:
+                # It ends work (a failure that fails its operator or the instance), and what
+                # ends is found in the tables, where the work the earlier results of this
+                # decision started is not yet: decided one by one, each seeing the one before.
+                return self._abandon(group, answers, later)
+            jobs.add(job.id)
+            applied.append((k, item, retry_at))
+        return _Decided(decider, applied) if decider is not None and applied else None
+
+    @staticmethod
+    def _abandon(
+        group: list[tuple[int, BatchResult, dict[str, Any]]],
+        answers: dict[int, dict[str, Any]],
+        later: list[int],
+    ) -> None:
+        """Leave the instance's unanswered results to the single path; nothing to write."""
+        undecided = set(later) | answers.keys()
+        later.extend(k for k, _, _ in group if k not in undecided)
+
+    def _event(
+        self, conn: Conn, item: BatchResult, row: dict[str, Any], job: JobRef
+    ) -> Callable[[Decider], datetime | None] | None:
+        """What ``item`` does to its instance's decision (None: a repeat, nothing to do);
+        raises Conflict when it is refused."""
         if item.failure is None:
             if completion_verdict(row, item.worker_id, item.attempt) == "duplicate":
                 return None
             output = item.output or {}
 
-            def event(d: Decider) -> datetime | None:
+            def completed(d: Decider) -> datetime | None:
                 d.job_completed(job, output)
                 return None
-        else:
-            failure = item.failure
 
-            failed = attempt_failed(conn, row)
-            if failure_verdict(row, item.worker_id, item.attempt, failed) == "duplicate":
-                return None
+            return completed
+        failure = item.failure
+        failed = attempt_failed(conn, row)
+        if failure_verdict(row, item.worker_id, item.attempt, failed) == "duplicate":
+            return None
 
-            def event(d: Decider) -> datetime | None:
-                return d.job_failed(
-                    job,
-                    error=failure.error_message,
-                    retryable=failure.retryable,
-                    delay_override=failure.next_retry_delay_seconds,
-                )
+        def failed_event(d: Decider) -> datetime | None:
+            return d.job_failed(
+                job,
+                error=failure.error_message,
+                retryable=failure.retryable,
+                delay_override=failure.next_retry_delay_seconds,
+            )
 
-        state = writer.state_from_row(row)
-        plan = self.snapshots.plan(conn, row["snapshot_id"])
-        decider = self.decider(conn, plan, state, row["now"])
-        retry_at = event(decider)
-        return _Decided(k, item, decider, retry_at)
+        return failed_event
 
     def _single(self, item: BatchResult) -> dict[str, Any]:
         """One result on the single path (its own optimistic or locked decision)."""
@@ -245,14 +311,12 @@ def _status_of(item: BatchResult) -> str:
     return "COMPLETED" if item.failure is None else "FAILED"
 
 
-def _applied(d: _Decided) -> dict[str, Any]:
-    if d.item.failure is None:
-        return _answer(d.item, "APPLIED", status="COMPLETED")
-    if d.retry_at is not None:
-        return _answer(
-            d.item, "APPLIED", status="RETRY_SCHEDULED", nextAttemptAt=views.ts(d.retry_at)
-        )
-    return _answer(d.item, "APPLIED", status="FAILED")
+def _applied(item: BatchResult, retry_at: datetime | None) -> dict[str, Any]:
+    if item.failure is None:
+        return _answer(item, "APPLIED", status="COMPLETED")
+    if retry_at is not None:
+        return _answer(item, "APPLIED", status="RETRY_SCHEDULED", nextAttemptAt=views.ts(retry_at))
+    return _answer(item, "APPLIED", status="FAILED")
 
 
 def _answer(item: BatchResult, outcome: Outcome, **extra: Any) -> dict[str, Any]:

@@ -314,7 +314,12 @@ def in_map_item(scope: str) -> bool:
 
 
 class Decider:
-    """One decision on one instance. Call one event method, then read ``changes``."""
+    """One decision on one instance. Call an event method, then read ``changes``.
+
+    Several events may be applied in turn (a batch's results for one instance), each seeing the
+    state the ones before left; the caller keeps out an event whose work an earlier one ended
+    (``closed``) and one that ends work after others started some (``cancel_scopes`` grew),
+    since what a cancellation ends is found in the tables, not in this decision's new rows."""
 
     def __init__(
         self,

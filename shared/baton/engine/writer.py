@@ -128,10 +128,17 @@ def write_many(
     conn: Conn, decisions: list[tuple[InstanceState, Changes]], *, outbox: bool = False
 ) -> None:
     """Write several decisions made on unlocked reads in one transaction, on an autocommit
-    connection, all in one pipeline (one round trip, one commit): BEGIN; the decisions'
-    instances locked in id order; one set-based statement for every decision that needs only
-    the common writes (``batch_sql.WRITE_DECISIONS``), one chained statement for each of the
-    others; COMMIT. A refused fence (StaleVersion) or any error rolls back all of them."""
+    connection, all in one pipeline (one round trip, one commit): the decisions' instances
+    locked in id order; one set-based statement for every decision that needs only the common
+    writes (``batch_sql.WRITE_DECISIONS``), one chained statement for each of the others. A
+    refused fence (StaleVersion) or any error rolls back all of them.
+
+    The transaction is the pipeline's implicit one (PostgreSQL runs the statements up to a Sync
+    as one transaction, committed at the Sync, or rolled back there at the first error), not a
+    BEGIN ... COMMIT block: a refused block would leave the connection in a failed transaction
+    whose ROLLBACK makes psycopg forget every prepared statement of the connection (it deallocates
+    them all at any ROLLBACK), so that each hot statement was parsed and planned afresh for its
+    next five runs after every raced batch; and it logged a warning at each."""
     if not decisions:
         return
     common = _SetRows()
@@ -142,9 +149,9 @@ def write_many(
         else:
             pieces = pieces_of(inst, changes, new_instance=False, insert=None, outbox=outbox)
             alone.append(statement(pieces))
+    assert conn.autocommit, "write_many runs in its pipeline's implicit transaction"
     with conn.pipeline():
         cur = conn.cursor()
-        cur.execute(b"BEGIN", prepare=False)
         if len(decisions) > 1:
             ids = sorted(inst.id for inst, _ in decisions)
             cur.execute(batch_sql.LOCK_INSTANCES, {"ids": ids})
@@ -152,7 +159,6 @@ def write_many(
             cur.execute(batch_sql.WRITE_DECISIONS, common.params())
         for sql, params in alone:
             cur.execute(sql, params)
-        cur.execute(b"COMMIT", prepare=False)
 
 
 def _common_writes_only(inst: InstanceState, changes: Changes) -> bool:
