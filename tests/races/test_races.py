@@ -334,3 +334,63 @@ def test_completions_on_kept_states_racing_another_process(
             assert final["variables"]["by"] in ("here", "other")
         else:
             assert final["status"] == "CANCELLED"
+
+
+def test_batches_of_one_maps_items_from_two_processes(racing: Engine, database_url: str) -> None:
+    """Two processes claim items of the same MAP instances and report them in batches: each
+    batch decides an instance's items together, and the two race on the instances' versions.
+    Every item is applied once, every MAP joins every output, nothing deadlocks."""
+    from baton.engine.batch_ops import BatchResult
+
+    other_db = Database.pooled(database_url, min_size=2, max_size=4)
+    other = Engine(other_db)
+    items = 40
+    racing.register_definition(
+        {
+            "name": "map-race",
+            "steps": [
+                {
+                    "id": "each",
+                    "type": "MAP",
+                    "items": "${workflow.input.items}",
+                    "maxConcurrency": items,
+                    "steps": [
+                        {
+                            "id": "one",
+                            "type": "SERVICE_TASK",
+                            "jobType": "map-race",
+                            "input": {"n": "${map.item}"},
+                        }
+                    ],
+                }
+            ],
+        }
+    )
+    started = [
+        racing.start_instance(definition_name="map-race", input={"items": list(range(items))})[0]
+        for _ in range(3)
+    ]
+    answers: list[str] = []
+
+    def drain(engine: Engine, worker: str) -> str:
+        while True:
+            jobs = engine.poll(worker, ["map-race"], 16)
+            if not jobs:
+                return worker
+            done = engine.complete_batch(
+                [BatchResult(j["id"], worker, 1, output={"n": j["input"]["n"]}) for j in jobs]
+            )
+            answers.extend(a["outcome"] for a in done)
+
+    try:
+        _race(lambda: drain(racing, "a"), lambda: drain(other, "b"))
+    finally:
+        other_db.close()
+    assert answers == ["APPLIED"] * (3 * items)
+    for inst in started:
+        final = racing.get_instance(inst["id"])
+        assert final["status"] == "COMPLETED", final
+        (each,) = [s for s in final["steps"] if s["stepId"] == "each"]
+        assert [o["n"] for o in each["output"]] == list(range(items))
+        events = _events(racing, inst["id"])
+        assert events["JOB_COMPLETED"] == items and events["INSTANCE_COMPLETED"] == 1
