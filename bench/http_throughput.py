@@ -1,12 +1,13 @@
 """Jobs/s through the local HTTP server (``baton dev``), next to the same drain in-process through
 the engine library, on the same database server in one run.
 
-Two HTTP drains: plain HTTP pollers in separate processes (keep-alive, ``maxJobs`` 32, one
-complete per job: the server side alone), and the Python SDK's ``Runner`` in separate processes
-as a user runs it (results flushed in batches through ``POST /v1/jobs/complete-batch``, polls
-prefetching beyond the running jobs). Then two in-process drains through the library with one
-worker and prepared statements: one complete per job, and ``complete_batch`` per claim. The last
-lines print each HTTP drain's ratio to the in-process drain that does the same work.
+Three HTTP drains: plain HTTP pollers in separate processes (keep-alive, ``maxJobs`` 32, one
+complete per job: the server side alone), and the Python SDK's ``Runner`` in separate processes as
+a user runs it (results flushed in batches through ``POST /v1/jobs/complete-batch``, polls
+prefetching beyond the running jobs), on one-step workflows and on the items of MAPs of 100. Then
+two in-process drains through the library with one worker and prepared statements: one complete per
+job, and ``complete_batch`` per claim. The last lines print each HTTP drain's ratio to the in-
+process drain that does the same work.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from support.postgres import fresh_database, postgres_server
 from support.processes import dev_server, run_together, wait_for, worker_entry
 from support.reporting import fmt_num, log, rate, table
 from support.workload import drain_in_process, start_instances, verify
+
+MAP_ITEMS = 100
 
 
 def _poller(
@@ -127,6 +130,19 @@ def main() -> None:
             sdk_total = sum(sdk_counts)
             # Each runner notices the end within 20 ms (its check interval).
             sdk_rate = rate(sdk_total, sdk_seconds - 0.02)
+            # Fan-out: the same runners on the items of MAPs of 100 (a batch of results is
+            # mostly one instance's, decided together).
+            map_type = map_name = "bench-http-map"
+            maps = max(1, args.jobs // MAP_ITEMS)
+            start_instances(url, map_name, map_type, maps, items=MAP_ITEMS)
+            log(f"{args.sdk_workers} SDK runner processes drain {maps} MAPs of {MAP_ITEMS}")
+            fan = (dev.url, dev.api_key, map_type, url)
+            map_counts, map_seconds = run_together(
+                _sdk_worker, [fan] * args.sdk_workers, "sdk-runner-map", timeout=900
+            )
+            verify(url, map_name, map_type, maps, jobs=maps * MAP_ITEMS)
+            map_total = sum(map_counts)
+            map_rate = rate(map_total, map_seconds - 0.02)
         engine = drain_in_process(url, args.jobs, batch=args.batch, timeout=600)
         batched = drain_in_process(url, args.jobs, batch=args.batch, timeout=600, batched=True)
     print()
@@ -139,6 +155,11 @@ def main() -> None:
                     f"HTTP, SDK runner x{args.sdk_workers} (batched results, prefetch)",
                     f"{sdk_total:,}",
                     fmt_num(sdk_rate),
+                ],
+                [
+                    f"HTTP, SDK runner x{args.sdk_workers}, items of MAPs of {MAP_ITEMS}",
+                    f"{map_total:,}",
+                    fmt_num(map_rate),
                 ],
                 ["in-process engine, 1 worker", f"{args.jobs:,}", fmt_num(engine.per_second)],
                 [

@@ -53,14 +53,26 @@ def register(url: str, definition: dict[str, Any], task_def: dict[str, Any] | No
         engine.db.close()
 
 
-def start_instances(url: str, name: str, job_type: str, n: int) -> None:
-    """Register a one-step definition and start ``n`` instances of it (library, not timed)."""
+def map_of(name: str, job_type: str, items: int) -> dict[str, Any]:
+    """A definition with one MAP over ``workflow.input.items`` (all at once) of a SERVICE_TASK
+    whose jobs have type ``job_type``; instances of it take ``{"items": list(range(items))}``."""
+    task = {"id": "item", "type": "SERVICE_TASK", "jobType": job_type}
+    task["input"] = {"n": "${map.item}"}
+    each = {"id": "each", "type": "MAP", "items": "${workflow.input.items}", "steps": [task]}
+    return {"name": name, "steps": [{**each, "maxConcurrency": items}]}
+
+
+def start_instances(url: str, name: str, job_type: str, n: int, *, items: int = 0) -> None:
+    """Register a one-step definition (``items``: a MAP of that many items, ``map_of``) and
+    start ``n`` instances of it (library, not timed)."""
     engine = open_engine(url)
     try:
-        engine.register_definition(one_step(name, job_type))
+        definition = map_of(name, job_type, items) if items else one_step(name, job_type)
+        engine.register_definition(definition)
         began = time.monotonic()
         for i in range(n):
-            engine.start_instance(definition_name=name, input={"n": i})
+            given: dict[str, Any] = {"items": list(range(items))} if items else {"n": i}
+            engine.start_instance(definition_name=name, input=given)
         log(f"  {n:,} instances of {name} started in {time.monotonic() - began:.1f}s")
     finally:
         engine.db.close()
@@ -112,10 +124,10 @@ def outcome(url: str, name: str, job_type: str) -> Outcome:
     return Outcome(instances, jobs, int(twice[0]) if twice else 0)
 
 
-def verify(url: str, name: str, job_type: str, n: int) -> None:
-    """All ``n`` instances COMPLETED, all jobs COMPLETED, each delivered exactly once; raises
-    BenchError otherwise."""
-    problems = outcome(url, name, job_type).problems(n)
+def verify(url: str, name: str, job_type: str, n: int, *, jobs: int | None = None) -> None:
+    """All ``n`` instances COMPLETED, all jobs (``jobs``, default one each) COMPLETED, each
+    delivered exactly once; raises BenchError otherwise."""
+    problems = outcome(url, name, job_type).problems(n, jobs)
     if problems:
         raise BenchError(f"{name} lost or duplicated work:\n  " + "\n  ".join(problems))
 
