@@ -147,6 +147,17 @@ class Seeded:
             ("POST", "/v1/jobs/complete"): {**job, "variablesToSet": {"a": 1}},
             ("POST", "/v1/jobs/fail"): {**job, "errorMessage": "e", "nextRetryDelaySeconds": 1},
             ("POST", "/v1/jobs/heartbeat"): job,
+            # Another worker's results (answered CONFLICT), so the seeded job stays held.
+            ("POST", "/v1/jobs/complete-batch"): {
+                "results": [
+                    {"jobId": i["job"], "workerId": "w2", "attempt": 1, "variablesToSet": {"a": 1}},
+                    {
+                        "jobId": i["job"],
+                        "workerId": "w2",
+                        "failure": {"errorMessage": "e", "nextRetryDelaySeconds": 1},
+                    },
+                ]
+            },
             ("POST", "/v1/queues/{name}/push"): {"title": "t", "body": "b", "priority": 1},
             ("POST", "/v1/queues/{name}/dequeue"): {"consumerId": "c", "maxTasks": 1},
             ("POST", "/v1/queues/{name}/tasks/{taskId}/ack"): {"receipt": i["receipt"]},
