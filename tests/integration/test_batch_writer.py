@@ -4,8 +4,6 @@ fails and once by batches, end in the same instances, steps, jobs, audit trails 
 
 from __future__ import annotations
 
-import pprint
-import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -16,12 +14,9 @@ from baton.engine.service import Engine
 from baton.errors import Conflict
 from baton.settings import EngineSettings
 from baton.store.db import Database
-from psycopg.rows import dict_row
 
 from tests.support.helpers import service_step
-
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_TIME = re.compile(r"\d{4}-\d\d-\d\dT[0-9:.]+(Z|[+-]\d\d:\d\d)")
+from tests.support.rows import cohort_rows
 
 
 def _definitions(cohort: str) -> list[dict[str, Any]]:
@@ -131,50 +126,6 @@ def _order(job: dict[str, Any]) -> tuple[str, int, int, int]:
     return job["stepId"], int(given.get("n", 0)), int(given.get("at", 0)), int(job["attempt"])
 
 
-def _snapshot(database_url: str, cohort: str) -> list[str]:
-    """Every row the cohort's workflows left, with ids, times and the cohort's name taken out."""
-    with psycopg.connect(database_url, autocommit=True, row_factory=dict_row) as conn:
-        # Not the version: a batch writes one instance's results as one decision (one bump).
-        instances = conn.execute(
-            """SELECT id, definition_name, status, input, variables, output, reason,
-                      step_count, completed_at IS NOT NULL AS ended, timeout_at
-                 FROM instance WHERE definition_name LIKE %s
-                ORDER BY definition_name, input ->> 'n'""",
-            (f"%-{cohort}",),
-        ).fetchall()
-        out: dict[str, Any] = {}
-        for k, inst in enumerate(instances):
-            iid = inst.pop("id")
-            steps = conn.execute(
-                """SELECT step_id, step_type, status, attempt, input, output, error, scope,
-                          branch, seq, started_at IS NOT NULL AS started,
-                          completed_at IS NOT NULL AS ended, wake_at,
-                          child_instance_id IS NOT NULL AS has_child
-                     FROM step_execution WHERE instance_id = %s ORDER BY seq""",
-                (iid,),
-            ).fetchall()
-            jobs = conn.execute(
-                """SELECT s.step_id, j.job_type, j.status, j.attempt, j.retries_remaining,
-                          j.payload, j.dispatch_outbox, j.deadline_at IS NOT NULL AS deadline,
-                          j.lock_expires_at IS NOT NULL AS leased
-                     FROM job j JOIN step_execution s ON s.id = j.step_execution_id
-                    WHERE j.instance_id = %s ORDER BY s.seq""",
-                (iid,),
-            ).fetchall()
-            audit = conn.execute(
-                "SELECT event, detail FROM audit_log WHERE instance_id = %s ORDER BY id", (iid,)
-            ).fetchall()
-            events = conn.execute(
-                "SELECT kind, payload FROM instance_event WHERE instance_id = %s ORDER BY id",
-                (iid,),
-            ).fetchall()
-            out[f"{k}"] = {"instance": inst, "steps": steps, "jobs": jobs, "audit": audit}
-            out[f"{k}"]["events"] = events
-    text = _TIME.sub("<time>", _UUID.sub("<id>", pprint.pformat(out, width=100)))
-    text = text.replace(f"-{cohort}", "")
-    return text.splitlines()
-
-
 def _single(engine: Engine, outcomes: list[str]) -> Callable[[list[dict[str, Any]]], None]:
     def apply(jobs: list[dict[str, Any]]) -> None:
         for job in jobs:
@@ -215,7 +166,7 @@ def test_batches_leave_the_rows_single_results_leave(engine: Engine, database_ur
     _drive(engine, "batch", _batched(engine, batched))
     assert batched == one_by_one
     assert one_by_one.count("APPLIED") >= 10
-    single, batch = _snapshot(database_url, "single"), _snapshot(database_url, "batch")
+    single, batch = cohort_rows(database_url, "single"), cohort_rows(database_url, "batch")
     text = "\n".join(single)
     assert "'COMPLETED'" in text and "'FAILED'" in text and "'JOB_RETRY_SCHEDULED'" in text
     assert batch == single
