@@ -224,8 +224,7 @@ def _start(
     # In the outbox mode the relay gets a timer of its own, as fast as the deployed relay's
     # drains (every 100 ms): behind the others' tick, dispatch would wait up to a whole tick.
     outbox = dispatch_mode() == "outbox"
-    others = [f for f in SCHEDULED_FUNCTIONS if not (outbox and f == RELAY_FUNCTION)]
-    ticker = Ticker(registry, others, interval=options.tick_seconds)
+    ticker = Ticker(registry, _ticking(), interval=options.tick_seconds)
     ticker.start()
     cleanup.callback(_quietly, "stopping the timer", ticker.stop, _STOP_TIMEOUT_SECONDS)
     if outbox:
@@ -432,13 +431,19 @@ def _banner(say: _Console, options: DevOptions, server: LocalApiServer, key: Api
     lines = [
         f"serving {len(api_functions())} API functions on {url}",
         f"  API key    {key.value}  ({key.source})",
-        f"  scheduled  {', '.join(SCHEDULED_FUNCTIONS)} every {options.tick_seconds:g} s",
+        f"  scheduled  {', '.join(_ticking())} every {options.tick_seconds:g} s",
         *_dispatch_lines(options),
         f"  try        curl -s -H 'x-api-key: {key.value}' {url}/v1/definitions",
         "press Ctrl-C to stop",
     ]
     for line in lines:
         say(line)
+
+
+def _ticking() -> list[str]:
+    """The scheduled functions on the common tick (in the outbox mode the relay has its own)."""
+    outbox = dispatch_mode() == "outbox"
+    return [f for f in SCHEDULED_FUNCTIONS if not (outbox and f == RELAY_FUNCTION)]
 
 
 def _dispatch_lines(options: DevOptions) -> list[str]:
