@@ -30,6 +30,12 @@ ANALYZE on the claim and on the complete's lock/read against the full backlog.
    and one ``complete_batch`` per poll, printed as step executions completed per second next
    to the one-step drain's.
 
+5. the engine's rows by hand-written SQL: instances started by the engine, then drained in
+   batches by two hand-written statements that write exactly the rows the engine writes (claim:
+   job, step, audit row; completion: job, step, instance with its version, two audit rows) on the
+   engine's own schema, with no decision and no read: the floor of the data model, next to the
+   raw batched loop and the engine batched (``--no-floor`` skips it).
+
 The last line is ``engine/raw ratio: 0.NN`` (engine jobs/s over raw jobs/s, unlimited type).
 """
 
@@ -119,6 +125,66 @@ RAW_COMPLETE_MANY = "UPDATE raw_job SET status = 'COMPLETED' WHERE id = ANY(%(id
 RAW_OPEN = "SELECT count(*) AS n FROM raw_job WHERE status <> 'COMPLETED'"
 ENGINE_OPEN = "SELECT count(*) AS n FROM job WHERE status IN ('UNLOCKED', 'LOCKED')"
 
+# The floor of the engine's data model: the rows the engine writes for a one-step workflow (the
+# claim: job, step, JOB_DISPATCHED; the completion: job, step, instance with its version, two
+# audit rows), written by hand-written SQL on the engine's own schema (its indexes, constraints
+# and triggers), with no decision, no read and no fence beyond the version trigger. Rows are
+# found by primary key (``id = ANY(ARRAY(...))``, as the engine's set-based writes find them: a
+# join to a CTE's rows can plan as a scan of the whole table). What a drain of these statements
+# reaches is what no engine of this data model can pass.
+FLOOR_CLAIM = """
+WITH picked AS (
+    SELECT id FROM job
+     WHERE job_type = %(job_type)s AND status = 'UNLOCKED' AND run_at <= now()
+     ORDER BY run_at
+     LIMIT %(n)s
+       FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE job j
+       SET status = 'LOCKED', worker_id = %(worker_id)s, locked_at = now(),
+           lock_expires_at = now() + make_interval(secs => j.lease_seconds),
+           deliveries = j.deliveries + 1
+     WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
+    RETURNING j.id, j.instance_id, j.step_execution_id, j.attempt
+), started AS (
+    UPDATE step_execution s
+       SET status = 'IN_PROGRESS', started_at = now(), updated_at = now()
+     WHERE s.id = ANY(ARRAY(SELECT step_execution_id FROM claimed))
+), audited AS (
+    INSERT INTO audit_log (instance_id, job_id, event, detail)
+    SELECT instance_id, id, 'JOB_DISPATCHED',
+           jsonb_build_object('attempt', attempt, 'workerId', %(worker_id)s::text)
+      FROM claimed
+)
+SELECT id, instance_id, step_execution_id, attempt FROM claimed
+"""
+FLOOR_COMPLETE_MANY = """
+WITH done AS (
+    UPDATE job
+       SET status = 'COMPLETED', completed_at = now(), lock_expires_at = NULL
+     WHERE id = ANY(%(ids)s) AND worker_id = %(worker_id)s  -- (by the primary key: a status
+                                                             -- here plans a scan of the leases)
+    RETURNING id, instance_id, step_execution_id, attempt
+), steps AS (
+    UPDATE step_execution s
+       SET status = 'COMPLETED', output = %(output)s, completed_at = now(), updated_at = now()
+     WHERE s.id = ANY(ARRAY(SELECT step_execution_id FROM done))
+), ended AS (
+    UPDATE instance i
+       SET status = 'COMPLETED', version = i.version + 1, variables = i.variables || %(output)s,
+           output = i.variables || %(output)s, completed_at = now(), updated_at = now()
+     WHERE i.id = ANY(ARRAY(SELECT instance_id FROM done))
+), audited AS (
+    INSERT INTO audit_log (instance_id, job_id, event, detail)
+    SELECT instance_id, id, 'JOB_COMPLETED',
+           jsonb_build_object('attempt', attempt, 'workerId', %(worker_id)s::text)
+      FROM done
+    UNION ALL
+    SELECT instance_id, NULL, 'INSTANCE_COMPLETED', NULL FROM done
+)
+SELECT count(*) AS n FROM done
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class WorkerConfig:
@@ -132,6 +198,7 @@ class WorkerConfig:
     workload: Workload = UNLIMITED
     batched: bool = False  # complete each poll's jobs in one call / statement
     claimed_states: int | None = None  # the engine's claimed-state cache (0: off; None: default)
+    floor: bool = False  # drain with FLOOR_CLAIM / FLOOR_COMPLETE_MANY instead of the engine
 
 
 def _share(total: int, workers: int, k: int) -> int:
@@ -155,6 +222,8 @@ def _labeler(*batches: int) -> Callable[[object], str]:
             RAW_COMPLETE: "raw.COMPLETE",
             RAW_COMPLETE_MANY: "raw.COMPLETE_MANY",
             RAW_OPEN: "raw.OPEN",
+            FLOOR_CLAIM: "floor.CLAIM",
+            FLOOR_COMPLETE_MANY: "floor.COMPLETE_MANY",
             ENGINE_OPEN: "bench.ENGINE_OPEN",
         },
     )
@@ -184,8 +253,13 @@ def _engine_worker(cfg: WorkerConfig, m: Member) -> None:
         claimed_states=cfg.claimed_states,
     )
     worker_id = f"w{m.index}"
-    # Connect now (outside the timing), and learn the backend's pid to meter its CPU.
-    m.ready(engine.db.autocommit(lambda conn: conn.info.backend_pid))
+    # Connect now (outside the timing), and learn the backend's pid to meter its CPU: the
+    # floor's own connection, which drains, where the drain is the floor's.
+    floor = connect(cfg.url, autocommit=True) if cfg.floor else None
+    if floor is not None:
+        m.ready(floor.info.backend_pid)
+    else:
+        m.ready(engine.db.autocommit(lambda conn: conn.info.backend_pid))
 
     m.begin("start")  # this process's share of the instances
     load = cfg.workload
@@ -218,18 +292,46 @@ def _engine_worker(cfg: WorkerConfig, m: Member) -> None:
         )
         return [a["outcome"] == "APPLIED" for a in answers]
 
-    drained = drain_loop(
-        lambda: engine.poll(worker_id, [load.job_type], load.batch or cfg.batch),
-        complete,
-        total=cfg.jobs,
-        shared=m.shared_count("drain"),
-        left=lambda: engine.db.autocommit(_open_jobs),
-        complete_many=complete_many if cfg.batched else None,
-    )
+    if floor is not None:
+        drained = _floor_drain(cfg, m, worker_id, floor)
+    else:
+        drained = drain_loop(
+            lambda: engine.poll(worker_id, [load.job_type], load.batch or cfg.batch),
+            complete,
+            total=cfg.jobs,
+            shared=m.shared_count("drain"),
+            left=lambda: engine.db.autocommit(_open_jobs),
+            complete_many=complete_many if cfg.batched else None,
+        )
     usage = m.usage()
     profile = _profile_text(profiler)
     engine.db.close()
     m.report("drain", {**drained.as_report(), "profile": profile}, usage=usage)
+
+
+def _floor_drain(cfg: WorkerConfig, m: Member, worker_id: str, conn: Any) -> Any:
+    """The drain of the engine's rows by hand-written SQL (FLOOR_*), on ``conn``, set up as the
+    raw loop's (closed at the end)."""
+    output = json.dumps(RESULT)
+
+    def complete_many(rows: Sequence[dict[str, Any]]) -> list[bool]:
+        params = {"ids": [r["id"] for r in rows], "worker_id": worker_id, "output": output}
+        row = conn.execute(FLOOR_COMPLETE_MANY, params).fetchone()
+        done = int(row["n"]) if row else 0
+        return [True] * done + [False] * (len(rows) - done)
+
+    claim = {"job_type": cfg.workload.job_type, "worker_id": worker_id, "n": cfg.batch}
+    try:
+        return drain_loop(
+            lambda: conn.execute(FLOOR_CLAIM, claim).fetchall(),
+            lambda row: complete_many([row])[0],
+            total=cfg.jobs,
+            shared=m.shared_count("drain"),
+            left=lambda: _open_jobs(conn),
+            complete_many=complete_many if cfg.batched else None,
+        )
+    finally:
+        conn.close()
 
 
 def _profile_text(profiler: cProfile.Profile | None) -> str | None:
@@ -280,9 +382,11 @@ def _config(
     workload: Workload = UNLIMITED,
     jobs: int | None = None,
     batched: bool = False,
+    floor: bool = False,
 ) -> WorkerConfig:
     return WorkerConfig(
         batched=batched,
+        floor=floor,
         url=url,
         jobs=jobs or args.jobs,
         workers=args.workers,
@@ -301,9 +405,11 @@ def engine_phase(
     workload: Workload = UNLIMITED,
     jobs: int | None = None,
     batched: bool = False,
+    floor: bool = False,
 ) -> tuple[PhaseResult, PhaseResult, int]:
     """Returns (starts, drain, instances COMPLETED); raises BenchError on lost/duplicated work.
-    ``batched``: each poll's jobs are completed by one ``complete_batch`` call."""
+    ``batched``: each poll's jobs are completed by one ``complete_batch`` call. ``floor``: the
+    instances are started by the engine, and drained by hand-written SQL writing its rows."""
     n, w = jobs or args.jobs, args.workers
     n = workload.instances(n) * workload.jobs_per_instance
     log(f"engine phase ({workload.label}): creating a fresh migrated database")
@@ -311,10 +417,10 @@ def engine_phase(
         register(url, workload.definition, workload.task_def)
         postmaster = postmaster_pid(url)
         log(f"engine phase: spawning {w} worker processes ({args.source} connection each)")
-        label = "engine batched" if batched else "engine"
+        label = ("floor" if floor else "engine") + (" batched" if batched else "")
         with fleet(
             engine_worker,
-            _config(url, args, workload, n, batched),
+            _config(url, args, workload, n, batched, floor),
             workers=w,
             name=f"engine ({workload.label})" if workload is not UNLIMITED else label,
             stages=("start", "drain"),
@@ -644,18 +750,27 @@ def report(
 
 
 def report_batched(
-    engine: PhaseResult, raw: PhaseResult, engine_b: PhaseResult, raw_b: PhaseResult
+    engine: PhaseResult,
+    raw: PhaseResult,
+    engine_b: PhaseResult,
+    raw_b: PhaseResult,
+    *,
+    floor: PhaseResult | None = None,
 ) -> None:
-    """The four drains side by side: per-commit and batched, engine (full bookkeeping) and raw."""
+    """The four drains side by side: per-commit and batched, engine (full bookkeeping) and raw;
+    and the engine's rows written in batches by hand-written SQL (``floor``), the floor of its
+    data model."""
     print()
     print(f"engine batched drain, round trips per job ({engine_b.items:,} jobs):")
     print(wire_table(engine_b.wire, engine_b.items, "job"))
-    drains = (
+    drains = [
         ("raw, per commit", raw),
         ("raw, batched", raw_b),
         ("engine, per commit", engine),
         ("engine, batched", engine_b),
-    )
+    ]
+    if floor is not None:
+        drains.append(("engine's rows by SQL, batched", floor))
     rows = [
         [
             label,
@@ -677,6 +792,12 @@ def report_batched(
     print(f"engine batched / engine per-commit: {engine_b.per_second / engine.per_second:.2f}")
     if engine_b.server_cpu is not None and raw_b.server_cpu is not None:
         print(batched_budget(engine_b, raw_b))
+    if floor is not None:
+        print(
+            "the engine's rows written in batches by hand-written SQL (no decision, no read: "
+            f"its data model's floor) / raw batched: {floor.per_second / raw_b.per_second:.2f}; "
+            f"engine batched / that floor: {engine_b.per_second / floor.per_second:.2f}"
+        )
 
 
 def batched_budget(engine_b: PhaseResult, raw_b: PhaseResult, target: float = 0.6) -> str:
@@ -750,6 +871,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="skip the batched drains (engine complete_batch, raw one UPDATE per claim)",
     )
     p.add_argument(
+        "--no-floor",
+        action="store_true",
+        help="skip the batched drain of the engine's rows by hand-written SQL (its data "
+        "model's floor)",
+    )
+    p.add_argument(
         "--no-claimed-states",
         action="store_true",
         help="engine without its claimed-state cache (every completion reads its job and "
@@ -782,6 +909,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     engine_phase(server, args, batched=True)[1],
                     raw_phase(server, args, True),
                 )
+            floor = None
+            if not args.no_batched and not args.no_floor:
+                floor = engine_phase(server, args, batched=True, floor=True)[1]
             limited = [] if args.no_limited else limited_phases(server, args)
             fanout = [] if args.no_fanout else fanout_phases(server, args)
     except KeyboardInterrupt:
@@ -796,7 +926,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report_fanout(fanout, drain)
     report(starts, drain, instances, raw, args.batch)
     if batched is not None:
-        report_batched(drain, raw, *batched)
+        report_batched(drain, raw, *batched, floor=floor)
     return 0
 
 
