@@ -47,6 +47,8 @@ class FakeSqs:
 
 
 class FakeClient:
+    url = "http://127.0.0.1:8080"  # a local server's, as the transport's own client had
+
     def __init__(self, outcomes: dict[str, Any]) -> None:
         self.outcomes = outcomes
         self.claims: list[tuple[str, str, int | None]] = []

@@ -97,19 +97,11 @@ class SqsTransport:
         self.queue_url = queue_url
         self.wait_seconds = wait_seconds
         self.foreign_delay_seconds = foreign_delay_seconds
-        if sqs is None:
-            try:
-                import boto3
-            except ImportError as e:  # pragma: no cover - depends on the install
-                raise ImportError(
-                    "the sqs transport needs boto3: pip install baton-worker[sqs]"
-                ) from e
-            sqs = boto3.client("sqs", endpoint_url=endpoint_url)
-        self.sqs = sqs
+        self.sqs = _sqs_client(endpoint_url) if sqs is None else sqs
         self.duplicates = 0  # deliveries the claim refused (already claimed, finished, stale)
         # A local baton dev's queue found in its data directory: where to look again when it
         # cannot be reached (its SQS comes back on another port after a restart).
-        self._followed: tuple[DispatchQueue, str, Mapping[str, str] | None] | None = None
+        self._followed: tuple[DispatchQueue, Mapping[str, str] | None] | None = None
 
     def _receive(self, max_jobs: int) -> list[dict[str, Any]]:
         """One ReceiveMessage; an SQS that cannot be reached is a transient ``TransportError``
@@ -137,14 +129,14 @@ class SqsTransport:
         another queue since (it restarted), now used; False to report the failure."""
         if self._followed is None:
             return False
-        was, url, env = self._followed
-        now = dispatch_queue_from_env(url, env)
+        was, env = self._followed
+        now = dispatch_queue_from_env(self.client.url, env)
         if now is None or now == was:
             return False
         log.info("the local dispatch queue moved to %s (baton dev restarted)", now.queue_url)
-        self.sqs = _sqs_client(now)
+        self.sqs = _sqs_client(now.endpoint, now.region, local=now.local)
         self.queue_url = now.queue_url
-        self._followed = (now, url, env)
+        self._followed = (now, env)
         return True
 
     @classmethod
@@ -167,17 +159,17 @@ class SqsTransport:
             )
         own_client = "sqs" not in options
         if own_client:
-            options["sqs"] = _sqs_client(found)
+            options["sqs"] = _sqs_client(found.endpoint, found.region, local=found.local)
         log.info("receiving jobs from %s (%s)", found.queue_url, found.source)
         transport = cls(client, found.queue_url, **options)
         if own_client and found.local and found.source != ENV_DISPATCH_QUEUE_URL:
-            transport._followed = (found, client.url, env)
+            transport._followed = (found, env)
         return transport
 
     def fetch(self, *, worker_id: str, job_types: Sequence[str], max_jobs: int) -> list[Job]:
         try:
             messages = self._receive(max_jobs)
-        except Exception:
+        except TransportError:  # unreachable: perhaps a local server that restarted
             if not self._follow_restart():
                 raise
             messages = self._receive(max_jobs)
@@ -246,15 +238,16 @@ __all__ = ["JobTransport", "PollTransport", "SqsTransport"]
 LOCAL_CREDENTIALS = {"aws_access_key_id": "baton-local", "aws_secret_access_key": "baton-local"}
 
 
-def _sqs_client(queue: DispatchQueue) -> Any:
-    """A boto3 SQS client for ``queue`` (needs the ``sqs`` extra)."""
+def _sqs_client(endpoint: str | None, region: str | None = None, *, local: bool = False) -> Any:
+    """A boto3 SQS client (needs the ``sqs`` extra); ``local``: a ``baton dev`` queue, reached
+    with placeholder credentials."""
     try:
         import boto3
     except ImportError as e:  # pragma: no cover - depends on the install
         raise ImportError("the sqs transport needs boto3: pip install baton-worker[sqs]") from e
-    options: dict[str, Any] = {"endpoint_url": queue.endpoint, "region_name": queue.region}
-    if queue.local:
-        options.update(LOCAL_CREDENTIALS, region_name=queue.region or "us-east-1")
+    options: dict[str, Any] = {"endpoint_url": endpoint, "region_name": region}
+    if local:
+        options.update(LOCAL_CREDENTIALS, region_name=region or "us-east-1")
     return boto3.client("sqs", **options)
 
 

@@ -105,25 +105,25 @@ class BatchOps(JobOps):
             except ValidationFailed as e:
                 answers[k] = _answer(item, "INVALID", error=listed(e.problems))
                 ids.pop(k, None)
-        done: dict[int, dict[str, Any]] = {}
-        later: list[int] = []
-        for attempt in range(1, PASSES + 1):
-            if not ids:
-                break
-            try:
-                done, later = self._batch_pass(items, ids)
-            except (StaleVersion, *RETRYABLE):
-                # Raced: again on fresh reads (the kept states were taken), then each result
-                # on the single path.
-                done, later = {}, sorted(ids) if attempt == PASSES else []
-                continue
-            break
+        done, later = self._passes(items, ids) if ids else ({}, [])
         for k, answer in done.items():
             answers[k] = answer
         for k in later:
             answers[k] = self._single(items[k])
         self.deliver_pending()
         return [a for a in answers if a is not None]
+
+    def _passes(
+        self, items: Sequence[BatchResult], ids: dict[int, uuid.UUID]
+    ) -> tuple[dict[int, dict[str, Any]], list[int]]:
+        """A pass, again on fresh reads if it raced (its kept states were taken); raced every
+        time, each result on the single path."""
+        for _ in range(PASSES):
+            try:
+                return self._batch_pass(items, ids)
+            except (StaleVersion, *RETRYABLE):
+                continue
+        return {}, sorted(ids)
 
     def _batch_pass(
         self, items: Sequence[BatchResult], ids: dict[int, uuid.UUID]
