@@ -215,6 +215,7 @@ class Runner:
         self.transport: JobTransport = transport or PollTransport(client)
         # The default transport is Baton's own poll, which the runner long-polls itself.
         self._polls = isinstance(self.transport, PollTransport)
+        self._stop_signal_sent = False
         self.metrics: MetricsHook = metrics or NoopMetrics()
         self.worker_id = self.options.worker_id or default_worker_id()
         self._log_extra = {"worker_id": self.worker_id}
@@ -389,6 +390,10 @@ class Runner:
             log.exception("poll loop crashed; draining and stopping", extra=self._log_extra)
             self.request_stop()
         finally:
+            if self._polls and not self._stop_signal_sent:
+                # Polling is over: say so, so that whoever watches (the server's waits, a test,
+                # an operator) knows this worker claims nothing more from here on.
+                self._send_stop_signal()
             self._drain_and_close()
 
     def _poll_loop(self) -> None:
@@ -533,6 +538,7 @@ class Runner:
     def _send_stop_signal(self) -> None:
         """Tell the server this worker stopped, so the long-poll left waiting claims nothing
         more. Best effort: a server without the route (404/405) or a failure is only logged."""
+        self._stop_signal_sent = True
         try:
             self.client.stop_worker(self.worker_id, retry=STOP_SIGNAL_RETRY, timeout=2.0)
         except BatonApiError as e:

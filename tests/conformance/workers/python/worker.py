@@ -1,0 +1,112 @@
+"""The Python SDK's conformance worker: the handler table of tests/conformance/README.md."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from baton_worker import (
+    BatonClient,
+    JobContext,
+    JobError,
+    NonRetryableError,
+    Registry,
+    Runner,
+    RunnerOptions,
+)
+
+registry = Registry()
+PREFIX = os.environ.get("CONFORMANCE_JOB_PREFIX", "")
+
+
+def handler(name: str) -> Any:
+    return registry.handler(PREFIX + name)
+
+
+@handler("echo")
+def echo(ctx: JobContext) -> dict[str, Any]:
+    return {"echoed": ctx.input}
+
+
+@handler("fail-once")
+def fail_once(ctx: JobContext) -> dict[str, Any]:
+    if ctx.attempt == 1:
+        raise JobError("fail-once: attempt 1")
+    return {"attempt": ctx.attempt}
+
+
+@handler("non-retryable")
+def non_retryable(ctx: JobContext) -> dict[str, Any]:
+    raise NonRetryableError("non-retryable: refused")
+
+
+@handler("retry-delay")
+def retry_delay(ctx: JobContext) -> dict[str, Any]:
+    if ctx.attempt == 1:
+        raise JobError("retry-delay: attempt 1", next_retry_delay=ctx.input["delaySeconds"])
+    return {"attempt": ctx.attempt}
+
+
+@handler("job-info")
+def job_info(ctx: JobContext) -> dict[str, Any]:
+    return {
+        "jobId": ctx.job_id,
+        "instanceId": ctx.instance_id,
+        "stepId": ctx.step_id,
+        "jobType": ctx.job_type,
+        "attempt": ctx.attempt,
+        "retriesRemaining": ctx.retries_remaining,
+    }
+
+
+def _sleep(ctx: JobContext) -> dict[str, Any]:
+    seconds = ctx.input["sleepSeconds"]
+    time.sleep(seconds)
+    return {"slept": seconds}
+
+
+handler("heartbeat")(_sleep)
+handler("slow")(_sleep)
+
+
+@handler("big-output")
+def big_output(ctx: JobContext) -> dict[str, Any]:
+    return {"blob": "x" * int(ctx.input["bytes"])}
+
+
+@handler("big-input")
+def big_input(ctx: JobContext) -> dict[str, Any]:
+    return {"length": len(ctx.input["blob"])}
+
+
+@handler("bad-output")
+def bad_output(ctx: JobContext) -> dict[str, Any]:
+    return {"ratio": float("nan")}
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    client = BatonClient(os.environ["BATON_URL"], api_key=os.environ["BATON_API_KEY"])
+    options = RunnerOptions(
+        worker_id=os.environ.get("CONFORMANCE_WORKER_ID"),
+        parallelism=int(os.environ.get("CONFORMANCE_PARALLELISM", "4")),
+    )
+    runner = Runner(registry, client=client, options=options)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    runner.start()
+    print("READY", flush=True)
+    stop.wait()
+    runner.stop()
+    print("STOPPED", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
