@@ -91,6 +91,7 @@ def bad_output(ctx: JobContext) -> dict[str, Any]:
 
 def main() -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request costs CPU
     client = BatonClient(os.environ["BATON_URL"], api_key=os.environ["BATON_API_KEY"])
     options = RunnerOptions(
         worker_id=os.environ.get("CONFORMANCE_WORKER_ID"),

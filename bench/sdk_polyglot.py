@@ -1,0 +1,213 @@
+"""Jobs/s through the local HTTP server with each language's SDK runner, the Python SDK as the
+baseline, on one ``baton dev`` in one run.
+
+Each language's conformance worker (``tests/conformance/workers/<language>/run``) serves the
+``echo`` handler with its SDK's defaults (long-poll and batched results on) and ``--parallelism``
+slots. For each language in turn: start ``--jobs`` one-step instances (through the library, not
+timed), start the worker (its build is not timed), and wait until every instance has completed.
+The drain's time is taken from the database's own audit rows, from the first dispatch to the last
+completion, so a worker's start-up and the wait for its READY line are not counted; its CPU is
+the worker's whole process tree from start to stop, start-up and JIT included (what an operator
+pays for). The server's CPU is counted over the drain alone.
+
+The issue's targets: Go and Java >= 1.5x the Python SDK's rate, TypeScript >= 1.0x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+from support import BenchError
+from support.cpu import process_cpu_seconds
+from support.postgres import fresh_database, postgres_server
+from support.processes import DevServer, dev_server
+from support.reporting import fmt_num, log, table
+from support.workload import start_instances, verify
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKERS = ROOT / "tests" / "conformance" / "workers"
+LANGUAGES = ("python", "go", "java", "typescript")
+READY_SECONDS = 300.0
+
+
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process under it (a run script that did not ``exec`` its worker)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        todo.extend(children.get(p, []))
+    return found
+
+
+def _tree_cpu(pid: int) -> float:
+    return sum(process_cpu_seconds(p) or 0.0 for p in _descendants(pid))
+
+
+class Worker:
+    """One language's conformance worker, started and stopped by the benchmark."""
+
+    def __init__(self, language: str, dev: DevServer, prefix: str, parallelism: int) -> None:
+        env = {
+            **os.environ,
+            "BATON_URL": dev.url,
+            "BATON_API_KEY": dev.api_key,
+            "CONFORMANCE_WORKER_ID": f"bench-{language}",
+            "CONFORMANCE_JOB_PREFIX": prefix,
+            "CONFORMANCE_PARALLELISM": str(parallelism),
+        }
+        self.language = language
+        self.process = subprocess.Popen(
+            [str(WORKERS / language / "run")],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.ready = threading.Event()
+        self.peak_cpu = 0.0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if line.strip() == "READY":
+                self.ready.set()
+
+    def sample_cpu(self) -> None:
+        # Sampled while it runs: once it exits, its CPU can no longer be read from /proc.
+        self.peak_cpu = max(self.peak_cpu, _tree_cpu(self.process.pid))
+
+    def stop(self) -> None:
+        self.sample_cpu()
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise BenchError(f"the {self.language} worker did not stop within 60 s") from None
+
+
+def _completed(url: str, name: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM instance WHERE definition_name = %s AND status = 'COMPLETED'",
+            (name,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _drain_seconds(url: str, name: str) -> float:
+    """From the first dispatch to the last completion of ``name``'s jobs, by the audit rows."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT extract(epoch FROM max(a.at) FILTER (WHERE a.event = 'JOB_COMPLETED')"
+            " - min(a.at) FILTER (WHERE a.event = 'JOB_DISPATCHED'))"
+            " FROM audit_log a JOIN instance i ON i.id = a.instance_id"
+            " WHERE i.definition_name = %s",
+            (name,),
+        ).fetchone()
+    if not row or row[0] is None:
+        raise BenchError(f"no dispatch or completion recorded for {name}")
+    return float(row[0])
+
+
+def drain(url: str, dev: DevServer, language: str, jobs: int, parallelism: int) -> dict[str, float]:
+    prefix = f"poly-{language[:2]}-{uuid.uuid4().hex[:6]}-"
+    name = job_type = prefix + "echo"
+    start_instances(url, name, job_type, jobs)
+    log(f"{language}: starting its worker (parallelism {parallelism})")
+    worker = Worker(language, dev, prefix, parallelism)
+    server_before = dev.cpu_seconds()
+    try:
+        deadline = time.monotonic() + READY_SECONDS + jobs / 50
+        last_log = 0.0
+        while (done := _completed(url, name)) < jobs:
+            if worker.process.poll() is not None:
+                raise BenchError(f"the {language} worker exited with {worker.process.returncode}")
+            if time.monotonic() > deadline:
+                raise BenchError(f"{language}: {done:,} of {jobs:,} completed before the deadline")
+            if time.monotonic() - last_log > 5:
+                log(f"  {language}: {done:,}/{jobs:,} completed")
+                last_log = time.monotonic()
+            worker.sample_cpu()
+            time.sleep(0.05)
+        server_after = dev.cpu_seconds()
+    finally:
+        worker.stop()
+    verify(url, name, job_type, jobs)
+    seconds = _drain_seconds(url, name)
+    server_cpu = (
+        None if server_before is None or server_after is None else server_after - server_before
+    )
+    log(f"{language}: {jobs:,} jobs in {seconds:.2f}s")
+    return {
+        "rate": jobs / seconds,
+        "seconds": seconds,
+        "worker_us": worker.peak_cpu / jobs * 1e6,
+        "server_us": float("nan") if server_cpu is None else server_cpu / jobs * 1e6,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="jobs/s through each language's SDK runner")
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--parallelism", type=int, default=16)
+    parser.add_argument("--languages", default=",".join(LANGUAGES))
+    parser.add_argument("--database-url", default=None)
+    args = parser.parse_args()
+    languages = [lang for lang in args.languages.split(",") if lang]
+    missing = [lang for lang in languages if not (WORKERS / lang / "run").exists()]
+    if missing:
+        raise SystemExit(f"no conformance worker for: {', '.join(missing)}")
+    if "python" not in languages:
+        raise SystemExit("the Python SDK is the baseline: keep python in --languages")
+    results: dict[str, dict[str, float]] = {}
+    with postgres_server(args.database_url) as server, fresh_database(server, "poly") as url:
+        with dev_server(url) as dev:
+            for language in languages:
+                results[language] = drain(url, dev, language, args.jobs, args.parallelism)
+    base = results["python"]["rate"]
+    targets = {"go": 1.5, "java": 1.5, "typescript": 1.0}
+    print()
+    print(
+        table(
+            ["SDK", "jobs/s", "x python", "target", "worker CPU us/job", "server CPU us/job"],
+            [
+                [
+                    lang,
+                    fmt_num(r["rate"]),
+                    f"{r['rate'] / base:.2f}",
+                    f">= {targets[lang]:.1f}" if lang in targets else "baseline",
+                    fmt_num(r["worker_us"]),
+                    fmt_num(r["server_us"]),
+                ]
+                for lang, r in results.items()
+            ],
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
