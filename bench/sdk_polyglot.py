@@ -184,10 +184,13 @@ def main() -> None:
     if "python" not in languages:
         raise SystemExit("the Python SDK is the baseline: keep python in --languages")
     results: dict[str, dict[str, float]] = {}
-    with postgres_server(args.database_url) as server, fresh_database(server, "poly") as url:
-        with dev_server(url) as dev:
-            for language in languages:
-                results[language] = drain(url, dev, language, args.jobs, args.parallelism)
+    with (
+        postgres_server(args.database_url) as server,
+        fresh_database(server, "poly") as url,
+        dev_server(url) as dev,
+    ):
+        for language in languages:
+            results[language] = drain(url, dev, language, args.jobs, args.parallelism)
     base = results["python"]["rate"]
     targets = {"go": 1.5, "java": 1.5, "typescript": 1.0}
     print()
