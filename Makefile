@@ -10,7 +10,7 @@ BASE_PYTHON ?= $(shell for p in python3.12 python3.11 python3.13 python3; do \
 	&& { command -v $$p; break; }; done)
 STAMP := $(VENV)/.installed
 
-.PHONY: help install dev test lint typecheck unit integration e2e infra bench layer synth clean browser screenshots
+.PHONY: help install dev test lint typecheck unit integration e2e infra bench layer synth clean browser screenshots toolchains sdks
 
 help:
 	@echo "make dev    - install and serve Baton on http://127.0.0.1:$${BATON_PORT:-8080}"
@@ -55,7 +55,29 @@ browser:
 		|| echo "!!! could not install chromium: the browser tests (tests/ui) will be SKIPPED"; \
 	else echo "!!! no chromium and no root apt-get: the browser tests (tests/ui) will be SKIPPED"; fi
 
-test: lint typecheck browser
+# The worker SDKs in other languages need their toolchains; say at once which are missing, all of
+# them, rather than fail half-way through the run.
+toolchains:
+	@missing=""; \
+	command -v go >/dev/null 2>&1 || missing="$$missing\n  - Go >= 1.22 (go not found on PATH) for sdk/go"; \
+	command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 || missing="$$missing\n  - a JDK 17 or newer (java/javac not found on PATH) for sdk/java"; \
+	command -v mvn >/dev/null 2>&1 || missing="$$missing\n  - Maven >= 3.8 (mvn not found on PATH) for sdk/java"; \
+	command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || missing="$$missing\n  - Node.js >= 20 with npm (node/npm not found on PATH) for sdk/typescript"; \
+	if [ -n "$$missing" ]; then \
+	  printf "make test needs these toolchains, which this machine lacks:$$missing\n" >&2; \
+	  printf "Install them (e.g. on Debian: apt-get install golang openjdk-17-jdk-headless maven nodejs npm) and run make test again.\n" >&2; \
+	  exit 1; fi
+
+# Each SDK's own gates and unit tests (sdk/<language>/Makefile, target check); their conformance
+# workers then run in pytest (tests/conformance) against one baton dev.
+SDK_LANGUAGES := go java typescript
+sdks: toolchains
+	@for lang in $(SDK_LANGUAGES); do \
+	  [ -f sdk/$$lang/Makefile ] || continue; \
+	  echo "==> sdk/$$lang: lint and unit tests"; \
+	  $(MAKE) --no-print-directory -C sdk/$$lang check || exit 1; done
+
+test: toolchains lint typecheck browser sdks
 	@echo "==> pytest"
 	@# A temp dir of this checkout's own: pytest prunes /tmp/pytest-of-<user> to its newest three
 	@# runs, which deletes the databases of another checkout's run in progress.
