@@ -1,0 +1,126 @@
+"""A sandbox process: reads requests, runs each as JavaScript (QuickJS) or jq, answers.
+
+Frames on stdin/stdout are a 4-byte big-endian length and that many bytes of JSON. A request is
+``{"lang": "js"|"jq", "code": str, "input": <json text>, "time": s, "memory": bytes,
+"stack": bytes, "results": n}``; an answer ``{"ok": true, "value": <json text>}`` or
+``{"ok": false, "kind": "...", "error": "..."}``. The parent kills this process when an answer is
+late; the process's address space is capped, so a program that allocates without bound ends
+here, not in the engine.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import struct
+import sys
+from collections import OrderedDict
+from typing import Any, BinaryIO
+
+_HEADER = struct.Struct(">I")
+_COMPILED: OrderedDict[str, Any] = OrderedDict()
+_CACHE_SIZE = 256
+
+# The script runs inside an IIFE-free indirect eval so that its completion value is the result,
+# as Conductor's evaluators give it (``$.a + 1``, ``(function(){...})()``, ``function e(){} e()``).
+_JS_RUN = (
+    "globalThis.$ = JSON.parse(__baton_input);"
+    "var __baton_result = (0, eval)(__baton_script);"
+    "__baton_result === undefined ? 'null' : JSON.stringify(__baton_result)"
+)
+
+
+def _read(stream: BinaryIO) -> dict[str, Any] | None:
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(header)
+    return json.loads(stream.read(size))  # type: ignore[no-any-return]
+
+
+def _write(stream: BinaryIO, answer: dict[str, Any]) -> None:
+    data = json.dumps(answer).encode()
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def _javascript(request: dict[str, Any]) -> dict[str, Any]:
+    import quickjs
+
+    context = quickjs.Context()
+    context.set_memory_limit(int(request["memory"]))
+    context.set_max_stack_size(int(request["stack"]))
+    context.set_time_limit(float(request["time"]))
+    context.set("__baton_input", request["input"])
+    context.set("__baton_script", request["code"])
+    try:
+        value = context.eval(_JS_RUN)
+    except quickjs.StackOverflow as e:
+        return {"ok": False, "kind": "stack", "error": _first_line(e) or "stack overflow"}
+    except quickjs.JSException as e:
+        text = _first_line(e)
+        if text in ("", "null", "None"):  # QuickJS's out-of-memory comes without a message
+            return {"ok": False, "kind": "memory", "error": "the script ran out of memory"}
+        if "interrupted" in text:
+            return {"ok": False, "kind": "timeout", "error": "the script ran out of time"}
+        return {"ok": False, "kind": "script", "error": text}
+    if not isinstance(value, str):  # JSON.stringify gave undefined: a function, a symbol
+        return {"ok": True, "value": "null"}
+    return {"ok": True, "value": value}
+
+
+def _jq(request: dict[str, Any]) -> dict[str, Any]:
+    import jq
+
+    code = request["code"]
+    program = _COMPILED.get(code)
+    if program is None:
+        try:
+            program = jq.compile(code)
+        except ValueError as e:
+            return {"ok": False, "kind": "syntax", "error": _first_line(e)}
+        _COMPILED[code] = program
+        if len(_COMPILED) > _CACHE_SIZE:
+            _COMPILED.popitem(last=False)
+    else:
+        _COMPILED.move_to_end(code)
+    limit = int(request["results"])
+    results: list[Any] = []
+    try:
+        for value in program.input_text(request["input"]):
+            if len(results) == limit:
+                return {
+                    "ok": False,
+                    "kind": "results",
+                    "error": f"the jq program gave more than {limit} results",
+                }
+            results.append(value)
+    except ValueError as e:
+        return {"ok": False, "kind": "script", "error": _first_line(e)}
+    return {"ok": True, "value": json.dumps(results)}
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def main() -> None:
+    ceiling = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    if ceiling:
+        resource.setrlimit(resource.RLIMIT_AS, (ceiling, ceiling))
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    _write(stdout, {"ok": True, "value": "null"})  # ready
+    while (request := _read(stdin)) is not None:
+        try:
+            run = _javascript if request["lang"] == "js" else _jq
+            answer = run(request)
+        except MemoryError:
+            answer = {"ok": False, "kind": "memory", "error": "the program ran out of memory"}
+        except RecursionError:
+            answer = {"ok": False, "kind": "stack", "error": "the program nested too deeply"}
+        _write(stdout, answer)
+
+
+if __name__ == "__main__":
+    main()
