@@ -2,7 +2,8 @@
 language AWS Step Functions uses, through the pure-Python ``jsonata-python``. Never ``eval``.
 
 A condition sees the same context as ``${…}`` expressions: ``workflow.input``,
-``workflow.variables``, ``<stepId>.output`` and, in a MAP, ``map.item`` / ``map.index``. Written as
+``workflow.variables``, ``<stepId>.output``, in a MAP ``map.item`` / ``map.index``, and in a
+DO_WHILE's steps and ``while`` ``<loopId>.iteration``. Written as
 one ``${…}`` instead, it is that value's truthiness. A condition is compiled once per definition
 snapshot; each evaluation gets a frame of its own (evaluation is then thread-safe) with bounds on
 CPU time and depth, so a runaway expression fails its step instead of hanging a decision.

@@ -44,6 +44,8 @@ from baton.structure import (
     Tree,
     condition_references,
     in_map,
+    iteration_references,
+    loops_of,
 )
 
 
@@ -278,7 +280,12 @@ def _condition_problems(
             continue
         visible, why, _ = tree.visibility(sid, at)
         if not visible:
-            yield Problem(path, f"the condition reads {sid}.output, but {why}")
+            hint = f"; its running iteration is {sid}.iteration" if _is_loop_of(sid, at) else ""
+            yield Problem(path, f"the condition reads {sid}.output, but {why}{hint}")
+    for lid in iteration_references(text):
+        why = _iteration_problem(tree, lid, at)
+        if why:
+            yield Problem(path, f"the condition reads {lid}.iteration, but {why}")
 
 
 def _timer_problems(path: str, step: dict[str, Any]) -> Iterator[Problem]:
@@ -322,6 +329,11 @@ def _expression_problems(
             continue
         if ref.root == expressions.MAP and not in_map(at.lists):
             yield Problem(where, f"${{{text}}} is only meaningful inside a MAP's steps")
+        if ref.loop_id is not None:
+            why = _iteration_problem(tree, ref.loop_id, at)
+            if why:
+                yield Problem(where, f"${{{text}}} reads a loop's iteration, but {why}")
+            continue
         sid = ref.step_id
         if sid is None:
             continue
@@ -330,7 +342,32 @@ def _expression_problems(
             if why == "unknown step":
                 yield Problem(where, f"${{{text}}} refers to unknown step {sid!r}")
             else:
-                yield Problem(where, f"${{{text}}} reads step {sid!r}, but {why}")
+                hint = (
+                    f"; its running iteration is ${{{sid}.iteration}}"
+                    if _is_loop_of(sid, at)
+                    else ""
+                )
+                yield Problem(where, f"${{{text}}} reads step {sid!r}, but {why}{hint}")
+
+
+def _is_loop_of(sid: str, at: Point) -> bool:
+    """Is ``sid`` a DO_WHILE that ``at`` is inside?"""
+    return sid in loops_of(at.lists)
+
+
+def _iteration_problem(tree: Tree, lid: str, at: Point) -> str:
+    """Why ``<lid>.iteration`` cannot be read at ``at`` ('' when it can)."""
+    if _is_loop_of(lid, at):
+        return ""
+    node = tree.by_id.get(lid)
+    if node is None:
+        return f"there is no step {lid!r}"
+    if node.type != "DO_WHILE":
+        return f"step {lid!r} is a {node.type}, and only a DO_WHILE has iterations"
+    return (
+        f"it is read outside DO_WHILE {lid!r}'s steps and while (after the loop, "
+        f"{lid}.output.iterations says how many ran)"
+    )
 
 
 # Fields the API adds to what it returns: a document read back may be sent again as it is.

@@ -1,5 +1,6 @@
 """Input expressions: ``${workflow.input.x}``, ``${workflow.variables.x}``, ``${step.output.x}``,
-and inside a MAP's steps ``${map.item[.x]}`` and ``${map.index}``.
+inside a MAP's steps ``${map.item[.x]}`` and ``${map.index}`` (from 0), and inside a DO_WHILE's
+steps (and its ``while``) ``${<loopId>.iteration}``: the iteration running, from 1.
 
 A string that is exactly one expression resolves to the referenced value itself (an object, a list,
 a number...); expressions inside longer text are interpolated as text (objects as JSON). ``$${``
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 _EXPR = re.compile(r"(?<!\$)\$\{([^}]*)\}")
@@ -24,6 +25,8 @@ WORKFLOW = "workflow"
 WORKFLOW_FIELDS = ("input", "variables", "instanceId", "correlationId", "definitionName")
 MAP = "map"
 MAP_FIELDS = ("item", "index")
+OUTPUT = "output"
+ITERATION = "iteration"
 
 
 class ExpressionError(ValueError):
@@ -40,7 +43,17 @@ class Reference:
 
     @property
     def step_id(self) -> str | None:
-        return None if self.root in (WORKFLOW, MAP) else self.root
+        """The step whose output this reads (None for workflow, map and iteration references)."""
+        if self.root in (WORKFLOW, MAP) or self.path[:1] != (OUTPUT,):
+            return None
+        return self.root
+
+    @property
+    def loop_id(self) -> str | None:
+        """The DO_WHILE whose running iteration this reads (``${<loopId>.iteration}``)."""
+        if self.root in (WORKFLOW, MAP) or self.path != (ITERATION,):
+            return None
+        return self.root
 
 
 def parse(text: str) -> Reference:
@@ -68,8 +81,16 @@ def parse(text: str) -> Reference:
             raise ExpressionError(
                 f"${{{text}}}: inside a MAP, read ${{map.item…}} or ${{map.index}}"
             )
-    elif not rest or rest[0] != "output":
-        raise ExpressionError(f"${{{text}}}: a step reference reads '<stepId>.output[.path]'")
+    elif rest[:1] == (ITERATION,):
+        if len(rest) > 1:
+            raise ExpressionError(
+                f"${{{text}}}: a loop's iteration is a number: '<loopId>.iteration'"
+            )
+    elif rest[:1] != (OUTPUT,):
+        raise ExpressionError(
+            f"${{{text}}}: a step reference reads '<stepId>.output[.path]' "
+            "(or, inside a DO_WHILE, '<loopId>.iteration')"
+        )
     return Reference(text=text, root=root, path=rest)
 
 
@@ -131,18 +152,22 @@ def _walk(value: Any, path: tuple[str | int, ...]) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class Scope:
-    """What expressions can see. ``step_output`` returns a step's latest output (or None)."""
+    """What expressions can see. ``step_output`` returns a step's latest output (or None);
+    ``loops`` the running iteration of each DO_WHILE the point is inside, by loop id."""
 
     workflow: Mapping[str, Any]
     step_output: Callable[[str], Any]
     map: Mapping[str, Any] | None = None  # {"item": ..., "index": ...} inside a MAP's steps
+    loops: Mapping[str, int] = field(default_factory=dict)
 
     def lookup(self, ref: Reference) -> Any:
         if ref.root == WORKFLOW:
             return _walk(self.workflow, ref.path)
         if ref.root == MAP:
             return None if self.map is None else _walk(self.map, ref.path)
-        return _walk({"output": self.step_output(ref.root)}, ref.path)
+        if ref.loop_id is not None:
+            return self.loops.get(ref.loop_id)
+        return _walk({OUTPUT: self.step_output(ref.root)}, ref.path)
 
 
 def _as_text(value: Any) -> str:

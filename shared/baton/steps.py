@@ -140,8 +140,8 @@ class MapStep(StepBase):
 
 class DoWhileStep(StepBase):
     """Runs ``steps``, then again while ``while`` holds (JSONata over the context, or a ``${…}``
-    truthy value), at most ``maxIterations`` times. Output: the last iteration's output and
-    ``iterations``."""
+    truthy value), at most ``maxIterations`` times; ``${<loop id>.iteration}`` (from 1) inside,
+    and in ``while``. Output: the last iteration's output and ``iterations``."""
 
     type: Literal["DO_WHILE"]
     steps: Annotated[list[Step], Field(min_length=1)]

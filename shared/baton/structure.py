@@ -25,6 +25,10 @@ MAX_DEPTH = 32
 MAX_STEPS = 1_000
 
 _OUTPUT_REF = re.compile(r"(?:`([^`]+)`|\b([A-Za-z_][A-Za-z0-9_]*))\s*\.\s*output\b")
+# ``<loopId>.iteration`` at the start of a path (not a field named iteration further along).
+_ITERATION_REF = re.compile(
+    r"(?:`([^`]+)`|(?<![\w.$`])([A-Za-z_][A-Za-z0-9_]*))\s*\.\s*iteration\b"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +162,8 @@ class Tree:
         ip = at.index if len(at.lists) == k else self._container_index(at.lists[k])
         if ix is None or ip is None:
             return False, "unknown step", k
+        if ix == ip and len(x.lists) == k and len(at.lists) > k:
+            return False, CONTAINS, k
         if ix > ip or (ix == ip and len(x.lists) == k):
             return False, "it has not run yet at this point", k
         if ix == ip:
@@ -177,6 +183,19 @@ class Tree:
         return node.lists
 
 
+CONTAINS = "this point is inside it: it has no output until it ends"
+
+
+def loops_of(lists: tuple[ListRef, ...]) -> dict[str, int]:
+    """The DO_WHILE loops whose body a point in ``lists`` is inside, each with the index of its
+    body's segment in the point's scope (where ``k<iteration>`` is written)."""
+    return {
+        ref.container: depth - 1
+        for depth, ref in enumerate(lists)
+        if ref.kind == "body" and ref.container is not None
+    }
+
+
 def in_map(lists: tuple[ListRef, ...]) -> bool:
     """Is a point inside some MAP's steps (where ``${map.item}`` means something)?"""
     return any(ref.kind == "items" for ref in lists)
@@ -185,3 +204,8 @@ def in_map(lists: tuple[ListRef, ...]) -> bool:
 def condition_references(text: str) -> list[str]:
     """The step ids a JSONata condition reads as ``<stepId>.output`` (or ```id`.output``)."""
     return [a or b for a, b in _OUTPUT_REF.findall(text) if (a or b) not in ("workflow", "map")]
+
+
+def iteration_references(text: str) -> list[str]:
+    """The loop ids a JSONata condition reads as ``<loopId>.iteration``."""
+    return [a or b for a, b in _ITERATION_REF.findall(text) if (a or b) not in ("workflow", "map")]

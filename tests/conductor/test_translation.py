@@ -375,6 +375,25 @@ def test_a_loop_condition_reads_its_iteration_and_its_tasks_outputs() -> None:
     assert again["steps"] == baton["steps"]
 
 
+def test_a_loop_task_reading_the_loop_s_iteration_gets_it_and_reads_back_as_written() -> None:
+    body = simple("b")
+    body["inputParameters"] = {"page": "${l.output.iteration}", "n": "p${l.output.iteration}"}
+    loop = {
+        "name": "l",
+        "taskReferenceName": "l",
+        "type": "DO_WHILE",
+        "loopCondition": "$.l['iteration'] < 3",
+        "loopOver": [body],
+    }
+    baton = cd.to_baton_workflow(_wf([loop]))
+    (step,) = [s for s in baton["steps"] if s["id"] == "l"]
+    assert step["steps"][0]["input"] == {"page": "${l.iteration}", "n": "p${l.iteration}"}
+    parse_definition(baton)  # Conductor's spelling would be refused: the loop has not ended
+    back = cd.to_conductor_workflow({**baton, "version": 1})
+    (task,) = [t for t in back["tasks"] if t["taskReferenceName"] == "l"]
+    assert task["loopOver"][0]["inputParameters"] == body["inputParameters"]
+
+
 @pytest.mark.parametrize("kind", UNSUPPORTED)
 def test_unsupported_task_types_are_refused_naming_the_task(kind: str) -> None:
     with pytest.raises(Untranslatable) as e:

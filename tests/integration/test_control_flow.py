@@ -217,6 +217,60 @@ def test_a_loop_condition_reads_its_own_iteration(engine: Engine) -> None:
     assert steps_of(engine, inst["id"], "loop")[0]["output"]["iterations"] == 3
 
 
+def test_a_loop_s_job_input_carries_its_iteration_nested_loops_each_their_own(
+    engine: Engine,
+) -> None:
+    engine.register_definition(
+        {
+            "name": "rounds",
+            "steps": [
+                {
+                    "id": "round",
+                    "type": "DO_WHILE",
+                    "while": "round.iteration < workflow.input.rounds",
+                    "maxIterations": 10,
+                    "steps": [
+                        task("fetch", input={"page": "${round.iteration}"}),
+                        {
+                            "id": "retry",
+                            "type": "DO_WHILE",
+                            "while": "try.output.again",
+                            "maxIterations": 5,
+                            "steps": [
+                                task(
+                                    "try",
+                                    input={
+                                        "label": "page ${round.iteration} try ${retry.iteration}",
+                                        "attempt": "${retry.iteration}",
+                                    },
+                                )
+                            ],
+                        },
+                    ],
+                }
+            ],
+        }
+    )
+    inst, _ = engine.start_instance(definition_name="rounds", input={"rounds": 3})
+    pages: list[Any] = []
+    tries: list[Any] = []
+
+    def fetch(i: dict[str, Any]) -> Any:
+        pages.append(i["page"])
+        return {}
+
+    def attempt(i: dict[str, Any]) -> Any:
+        tries.append(i["label"])
+        return {"again": i["attempt"] < 2}  # every page takes two tries
+
+    drain(engine, {"fetch": fetch, "try": attempt})
+    got = engine.get_instance(inst["id"])
+    assert got["status"] == "COMPLETED"
+    assert pages == [1, 2, 3]
+    assert tries == [f"page {p} try {t}" for p in (1, 2, 3) for t in (1, 2)]
+    assert [s["iteration"] for s in got["steps"] if s["stepId"] == "try"] == [1, 2] * 3
+
+
 def test_set_variable_and_terminate(engine: Engine) -> None:
     engine.register_definition(
         {

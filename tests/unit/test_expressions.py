@@ -81,3 +81,33 @@ def test_only_the_template_text_is_unescaped_never_a_substituted_value() -> None
     template = "literal $${x}: ${workflow.input.code}"
     assert ex.resolve(template, scope) == "literal ${x}: keep $${this} and ${that}"
     assert ex.resolve({"k": "$${alone}"}, scope) == {"k": "${alone}"}
+
+
+def test_a_loop_iteration_reference_parses_and_reads_the_scope_s_loops() -> None:
+    ref = ex.parse("loop.iteration")
+    assert (ref.loop_id, ref.step_id) == ("loop", None)
+    assert (ex.parse("loop.output.iteration").step_id, ex.parse("loop.output").loop_id) == (
+        "loop",
+        None,
+    )
+    s = ex.Scope(workflow={}, step_output=lambda _sid: None, loops={"outer": 2, "inner": 5})
+    assert ex.resolve({"o": "${outer.iteration}", "i": "${inner.iteration}"}, s) == {
+        "o": 2,
+        "i": 5,
+    }
+    assert ex.resolve("round ${outer.iteration}.${inner.iteration}", s) == "round 2.5"
+    assert ex.resolve("${elsewhere.iteration}", s) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("loop.iteration.n", "a loop's iteration is a number"),
+        ("loop.iteration[0]", "a loop's iteration is a number"),
+        ("loop.iterations", "'<loopId>.iteration'"),
+        ("loop", "'<loopId>.iteration'"),
+    ],
+)
+def test_a_malformed_loop_iteration_reference_is_refused(text: str, said: str) -> None:
+    with pytest.raises(ex.ExpressionError, match=said):
+        ex.parse(text)

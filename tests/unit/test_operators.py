@@ -330,6 +330,68 @@ def test_do_while_reaching_max_iterations_while_it_holds_fails_naming_the_limit(
     assert "maxIterations (2)" in (run.executions("loop")[0].error or "")
 
 
+def test_a_loop_s_steps_read_its_running_iteration_and_nested_loops_each_their_own() -> None:
+    inner = {
+        "id": "inner",
+        "type": "DO_WHILE",
+        "while": "inner.iteration < outer.iteration",  # the inner loop runs `outer` times
+        "maxIterations": 5,
+        "steps": [task("deep", input={"o": "${outer.iteration}", "i": "${inner.iteration}"})],
+    }
+    switch = {
+        "id": "first",
+        "type": "SWITCH",
+        "cases": [{"condition": "outer.iteration = 1", "steps": [task("once")]}],
+    }
+    run = Run(
+        {
+            "name": "l",
+            "steps": [
+                {
+                    "id": "outer",
+                    "type": "DO_WHILE",
+                    "while": "${top.output.more}",
+                    "maxIterations": 5,
+                    "steps": [
+                        task("top", input={"n": "${outer.iteration}", "s": "r${outer.iteration}"}),
+                        switch,
+                        inner,
+                    ],
+                },
+            ],
+        }
+    ).start()
+    seen: list[tuple[str, Any]] = []
+    more = iter([True, True, False])
+    while run.open_jobs():
+        (job,) = run.open_jobs()
+        step_id = run.rows[job.step_execution_id].step_id
+        seen.append((step_id, job.payload))
+        run.complete(step_id, {"more": next(more)} if step_id == "top" else {})
+    assert seen == [
+        ("top", {"n": 1, "s": "r1"}),
+        ("once", {}),
+        ("deep", {"o": 1, "i": 1}),
+        ("top", {"n": 2, "s": "r2"}),
+        ("deep", {"o": 2, "i": 1}),
+        ("deep", {"o": 2, "i": 2}),
+        ("top", {"n": 3, "s": "r3"}),
+        ("deep", {"o": 3, "i": 1}),
+        ("deep", {"o": 3, "i": 2}),
+        ("deep", {"o": 3, "i": 3}),
+    ]
+    assert run.status == InstanceStatus.COMPLETED
+
+
+def test_a_while_reads_the_iteration_that_ended_in_either_spelling() -> None:
+    for condition in ("loop.iteration < 3", "loop.output.iteration < 3"):
+        run = _loop(condition=condition)
+        for _ in range(3):
+            run.complete("check")
+        assert [r.iteration for r in run.executions("check")] == [1, 2, 3]
+        assert run.executions("loop")[0].output == {"iterations": 3}
+
+
 # --- TIMER ------------------------------------------------------------------------------------
 
 

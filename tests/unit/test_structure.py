@@ -266,3 +266,80 @@ def _set_input(steps: list[dict[str, Any]], sid: str, value: dict[str, Any]) -> 
 @given(st.integers(min_value=0, max_value=40))
 def test_any_nesting_depth_is_accepted_up_to_the_limit(depth: int) -> None:
     assert (problems(_nest(depth)) == []) == (depth <= 32)
+
+
+# --- a loop's iteration -------------------------------------------------------------------------
+
+
+def _loop(loop_id: str, steps: list[dict[str, Any]], condition: str = "false") -> dict[str, Any]:
+    return {
+        "id": loop_id,
+        "type": "DO_WHILE",
+        "while": condition,
+        "maxIterations": 5,
+        "steps": steps,
+    }
+
+
+def _at(step_id: str, text: str) -> dict[str, Any]:
+    return task(step_id, input={"v": text})
+
+
+def test_a_loop_s_steps_and_its_while_read_its_iteration_nested_loops_each_their_own() -> None:
+    inner = _loop(
+        "inner",
+        [_at("deep", "${outer.iteration}.${inner.iteration}")],
+        condition="inner.iteration < outer.iteration",
+    )
+    outer = _loop("outer", [_at("top", "${outer.iteration}"), inner], "${outer.iteration}")
+    assert problems({"name": "d", "steps": [outer]}) == []
+
+
+def _switch_on_iteration(switch_id: str) -> dict[str, Any]:
+    case = {"condition": "loop.iteration > 1", "steps": [task(f"{switch_id}_later")]}
+    return {"id": switch_id, "type": "SWITCH", "cases": [case]}
+
+
+def test_a_switch_condition_inside_a_loop_reads_its_iteration_and_outside_it_cannot() -> None:
+    inside = _loop("loop", [_switch_on_iteration("pick")])
+    assert problems({"name": "d", "steps": [inside]}) == []
+    after = [_loop("loop", [task("x")]), _switch_on_iteration("pick")]
+    ((path, message),) = problems({"name": "d", "steps": after})
+    assert path == "steps[1].cases[0].condition"
+    assert "reads loop.iteration" in message and "outside DO_WHILE 'loop'" in message
+
+
+@pytest.mark.parametrize(
+    ("steps", "path", "said"),
+    [
+        (  # after the loop
+            [_loop("loop", [task("x")]), _at("after", "${loop.iteration}")],
+            "steps[1].input.v",
+            "outside DO_WHILE 'loop''s steps and while (after the loop, "
+            "loop.output.iterations says how many ran)",
+        ),
+        (  # an outer loop's steps cannot read an inner loop's counter
+            [_loop("outer", [_at("top", "${inner.iteration}"), _loop("inner", [task("x")])])],
+            "steps[0].steps[0].input.v",
+            "outside DO_WHILE 'inner'",
+        ),
+        (  # not a loop
+            [task("a"), _at("b", "${a.iteration}")],
+            "steps[1].input.v",
+            "step 'a' is a SERVICE_TASK, and only a DO_WHILE has iterations",
+        ),
+        ([_at("b", "${nope.iteration}")], "steps[0].input.v", "there is no step 'nope'"),
+        (  # what a Conductor user writes: the loop's output exists only when it ends
+            [_loop("loop", [_at("x", "${loop.output.iteration}")])],
+            "steps[0].steps[0].input.v",
+            "this point is inside it: it has no output until it ends; "
+            "its running iteration is ${loop.iteration}",
+        ),
+    ],
+)
+def test_a_loop_iteration_read_where_there_is_none_is_refused_saying_why(
+    steps: list[dict[str, Any]], path: str, said: str
+) -> None:
+    ((where, message),) = problems({"name": "d", "steps": steps})
+    assert where == path
+    assert said in message, message

@@ -110,6 +110,8 @@ def _expr_out(text: str) -> str:
     parts = text.strip().split(".")
     if parts[0] == "workflow" and len(parts) > 1 and parts[1] in _BACK_FIELDS:
         parts[1] = _BACK_FIELDS[parts[1]]
+    elif parts[1:] == ["iteration"] and parts[0] != "map":
+        parts[1:] = ["output", "iteration"]  # a loop's running iteration, as Conductor reads it
     return ".".join(parts)
 
 
@@ -498,11 +500,28 @@ def _do_while(task: dict[str, Any], path: str) -> dict[str, Any]:
     # step input may not): they are resolved into the JSONata condition instead.
     step.update(
         type="DO_WHILE",
-        steps=_tasks(task.get("loopOver") or [], f"{path}.loopOver"),
+        steps=_own_iteration(_tasks(task.get("loopOver") or [], f"{path}.loopOver"), step["id"]),
         maxIterations=DO_WHILE_MAX_ITERATIONS,
     )
     step["while"] = condition
     return step
+
+
+def _own_iteration(steps: Any, loop_id: str) -> Any:
+    """Conductor's loop tasks read the running iteration as ``${<loop>.output.iteration}`` (the
+    loop's output is updated as each iteration starts); Baton's as ``${<loop>.iteration}``."""
+    own = re.compile(r"\$\{\s*" + re.escape(loop_id) + r"\.output\.iteration\s*\}")
+
+    def rewrite(value: Any, key: str = "") -> Any:
+        if isinstance(value, str) and key != "description":
+            return own.sub(f"${{{loop_id}.iteration}}", value)
+        if isinstance(value, list):
+            return [rewrite(v) for v in value]
+        if isinstance(value, dict):
+            return {k: rewrite(v, k) for k, v in value.items()}
+        return value
+
+    return rewrite(steps)
 
 
 def _sub_workflow(task: dict[str, Any], path: str) -> dict[str, Any]:

@@ -908,17 +908,30 @@ class Decider:
             workflow=workflow,
             step_output=lambda step_id: self.read(step_id, point, scope),
             map=self.map_context(scope),
+            loops=self.loop_iterations(point, scope),
         )
 
     def context(self, point: str, scope: str, step_ids: Sequence[str]) -> dict[str, Any]:
-        """The JSONata context of a condition: workflow, map, and the steps it reads."""
+        """The JSONata context of a condition: workflow, map, the steps it reads and the running
+        iteration of each loop it is inside (``<loopId>.iteration``)."""
         s = self.expression_scope(point, scope)
         out: dict[str, Any] = {"workflow": dict(s.workflow)}
         if s.map is not None:
             out["map"] = dict(s.map)
+        for lid, k in s.loops.items():
+            out[lid] = {"iteration": k}
         for sid in step_ids:
-            out[sid] = {"output": self.read(sid, point, scope)}
+            out.setdefault(sid, {})["output"] = self.read(sid, point, scope)
         return out
+
+    def loop_iterations(self, point: str, scope: str) -> dict[str, int]:
+        """The running iteration (from 1) of each DO_WHILE ``point`` is inside, by loop id: read
+        off ``scope``, whose segment for a loop's body is ``<execution>#k<iteration>``."""
+        loops = self.plan.loops(point)
+        if not loops:
+            return {}
+        parts = segments(scope)
+        return {lid: int(parts[i].split("#k", 1)[1]) for lid, i in loops.items()}
 
     def read(self, step_id: str, point: str, scope: str) -> Any:
         """The output of the execution of ``step_id`` that an expression at ``point`` in

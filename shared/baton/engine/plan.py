@@ -30,7 +30,7 @@ from baton.steps import (
     Step,
     SwitchStep,
 )
-from baton.structure import ROOT, ListRef, Point, Tree
+from baton.structure import ROOT, ListRef, Point, Tree, loops_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +115,7 @@ class Plan:
         }
         self._conditions: dict[str, Condition] = {}
         self._depths: dict[tuple[str, str], int] = {}
+        self._loops: dict[str, dict[str, int]] = {}
 
     def _index(self, steps: tuple[Step, ...], ref: ListRef) -> None:
         for i, step in enumerate(steps):
@@ -183,6 +184,15 @@ class Plan:
             depth = 0 if x is None else max(0, self.tree.common_depth(x, self._point(point)) - 1)
             self._depths[key] = depth
         return depth
+
+    def loops(self, point: str) -> dict[str, int]:
+        """The DO_WHILE loops an expression at ``point`` is inside, by id, each with the index
+        of the scope segment that holds its running iteration (``<execution>#k<iteration>``)."""
+        found = self._loops.get(point)
+        if found is None:
+            found = loops_of(self._point(point).lists)
+            self._loops[point] = found
+        return found
 
     def _point(self, point: str) -> Point:
         kind, _, sid = point.partition(":")

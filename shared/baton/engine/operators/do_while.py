@@ -1,8 +1,10 @@
 """DO_WHILE: runs its steps, then again while ``while`` holds (evaluated at the end of each
 iteration, reading that iteration's steps), at most ``maxIterations`` times; reaching the limit
 while the condition still holds fails the step. Output: the last iteration's output and
-``iterations``. Each iteration's executions are kept (``iteration`` on each). A JSONata
-``while`` reads the iteration that just ended as ``<loop id>.output.iteration`` (from 1)."""
+``iterations``. Each iteration's executions are kept (``iteration`` on each). Its steps read the
+running iteration (from 1) as ``${<loop id>.iteration}`` (in a JSONata condition
+``<loop id>.iteration``), read off their scope; the ``while`` reads the iteration that just ended
+the same way (or as ``<loop id>.output.iteration``)."""
 
 from __future__ import annotations
 
@@ -44,7 +46,9 @@ class DoWhile:
             else:
                 refs = [r for r in condition_references(step.while_) if r != step.id]
                 context = d.context(point, body_scope, refs)
-                context[step.id] = {"output": {"iteration": k}}  # the loop's own counter
+                # The loop's own counter: <loop>.iteration, as in its steps (the context has
+                # it), and <loop>.output.iteration, the spelling Conductor's translation uses.
+                context.setdefault(step.id, {})["output"] = {"iteration": k}
                 holds = truthy(condition.evaluate(context))
         except ConditionError as e:
             d.fail_operator(owner, f"step {step.id!r} failed: {e}")
