@@ -1,4 +1,4 @@
-"""What a decision reads while it decides (``baton.engine.decide.Reader``): earlier outputs by
+"""What a decision reads while it decides (``baton.engine.records.Reader``): earlier outputs by
 scope, operator executions, the outputs a join collects, and child definitions to start. Reads
 run in the decision's own transaction and are cached for the decision."""
 
@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from baton.definitions import parse_definition
-from baton.engine.decide import ChildPlan, Exec
 from baton.engine.plan import job_types
+from baton.engine.records import ChildPlan, Exec
 from baton.engine.snapshots import Snapshots
 from baton.errors import ValidationFailed
 from baton.store import definition_sql, instance_sql

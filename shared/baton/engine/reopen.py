@@ -15,7 +15,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 
-from baton.engine.decide import Decider, Exec, key_of, parent_of
+from baton.engine.operators import OPERATORS
+from baton.engine.operators.protocol import Decision
+from baton.engine.records import Exec, key_of, parent_of
 from baton.status import StepStatus
 
 
@@ -33,7 +35,7 @@ class Lists:
         return self.by_owner.get(owner.id, {})
 
 
-def reopen_instance(d: Decider, lasts: Mapping[str, Exec]) -> None:
+def reopen_instance(d: Decision, lasts: Mapping[str, Exec]) -> None:
     """Rerun what did not finish, from the root list down."""
     lists = Lists(lasts)
     root = lasts.get("")
@@ -44,15 +46,8 @@ def reopen_instance(d: Decider, lasts: Mapping[str, Exec]) -> None:
     rerun(d, lists, root)
 
 
-def list_done(d: Decider, last: Exec) -> bool:
-    """Whether a list whose last execution is ``last`` ran to its end."""
-    return last.status == StepStatus.COMPLETED and d.plan.next_after(last.step_id) is None
-
-
-def rerun(d: Decider, lists: Lists, e: Exec) -> None:
+def rerun(d: Decision, lists: Lists, e: Exec) -> None:
     """Carry on the list ``e`` is the last execution of."""
-    from baton.engine.operators import OPERATORS
-
     if e.status == StepStatus.COMPLETED:
         nxt = d.plan.next_after(e.step_id)
         if nxt is not None:

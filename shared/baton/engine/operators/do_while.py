@@ -12,28 +12,30 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from baton.conditions import ConditionError, truthy
-from baton.engine.decide import child_scope
+from baton.engine.operators.protocol import list_done
 from baton.engine.operators.switch import joined
+from baton.engine.records import child_scope
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import DoWhileStep
 from baton.structure import condition_references
 
 if TYPE_CHECKING:
-    from baton.engine.decide import Decider, Exec
+    from baton.engine.operators.protocol import Decision
+    from baton.engine.records import Exec
     from baton.steps import Step
 
 
 class DoWhile:
-    def schedule(self, d: Decider, step: Step, scope: str) -> None:
+    def schedule(self, d: Decision, step: Step, scope: str) -> None:
         assert isinstance(step, DoWhileStep)
         new = d.add_step(step, StepStatus.IN_PROGRESS, None, scope, state={"iteration": 1})
         self._iterate(d, step, d.execution(new.id), 1)
 
-    def _iterate(self, d: Decider, step: DoWhileStep, owner: Exec, k: int) -> None:
+    def _iterate(self, d: Decision, step: DoWhileStep, owner: Exec, k: int) -> None:
         first = step.steps[0]
         d.later(lambda: d.schedule(first, child_scope(owner, f"k{k}")))
 
-    def list_ended(self, d: Decider, owner: Exec, key: str, output: Any) -> None:
+    def list_ended(self, d: Decision, owner: Exec, key: str, output: Any) -> None:
         step = d.plan.step(owner.step_id)
         assert isinstance(step, DoWhileStep)
         k = int(key[1:])
@@ -67,15 +69,13 @@ class DoWhile:
         self._iterate(d, step, owner, k + 1)
 
     def child_failed(
-        self, d: Decider, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
+        self, d: Decision, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
     ) -> None:
         d.fail_operator(owner, reason, instance_status)
 
     def reopen(
-        self, d: Decider, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
+        self, d: Decision, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
     ) -> None:
-        from baton.engine.reopen import list_done
-
         k = max(int(key[1:]) for key in lists)
         last = lists[f"k{k}"]
         owner = d.reopen(owner, {"iteration": k})

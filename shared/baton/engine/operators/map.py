@@ -6,18 +6,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from baton.engine.decide import OverLimit, child_scope
 from baton.engine.operators.parallel import branch_outputs, list_done_at
+from baton.engine.records import OverLimit, child_scope
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import MAX_MAP_ITEMS, MapStep
 
 if TYPE_CHECKING:
-    from baton.engine.decide import Decider, Exec
+    from baton.engine.operators.protocol import Decision
+    from baton.engine.records import Exec
     from baton.steps import Step
 
 
 class Map:
-    def schedule(self, d: Decider, step: Step, scope: str) -> None:
+    def schedule(self, d: Decision, step: Step, scope: str) -> None:
         assert isinstance(step, MapStep)
         items = d.resolve(step.items, f"step:{step.id}", scope)
         if not isinstance(items, list):
@@ -55,11 +56,11 @@ class Map:
         for i in range(started):
             self._start_item(d, step, owner, i)
 
-    def _start_item(self, d: Decider, step: MapStep, owner: Exec, i: int) -> None:
+    def _start_item(self, d: Decision, step: MapStep, owner: Exec, i: int) -> None:
         first = step.steps[0]
         d.later(lambda: d.schedule(first, child_scope(owner, f"i{i}")))
 
-    def list_ended(self, d: Decider, owner: Exec, key: str, output: Any) -> None:
+    def list_ended(self, d: Decision, owner: Exec, key: str, output: Any) -> None:
         step = d.plan.step(owner.step_id)
         assert isinstance(step, MapStep)
         state = dict(owner.state or {})
@@ -72,12 +73,12 @@ class Map:
             return
         self._join(d, step, owner, total)
 
-    def _join(self, d: Decider, step: MapStep, owner: Exec, total: int) -> None:
+    def _join(self, d: Decision, step: MapStep, owner: Exec, total: int) -> None:
         outputs = branch_outputs(d, owner, {step.steps[-1].id: 0}, "item_index")
         d.complete(owner, [outputs.get(i) for i in range(total)])
 
     def reopen(
-        self, d: Decider, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
+        self, d: Decision, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
     ) -> None:
         step = d.plan.step(owner.step_id)
         assert isinstance(step, MapStep)
@@ -102,6 +103,6 @@ class Map:
             self._join(d, step, owner, total)
 
     def child_failed(
-        self, d: Decider, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
+        self, d: Decision, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
     ) -> None:
         d.fail_operator(owner, reason, instance_status)

@@ -9,17 +9,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from baton.engine.decide import child_scope
+from baton.engine.operators.protocol import list_done
+from baton.engine.records import child_scope
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import ParallelStep
 
 if TYPE_CHECKING:
-    from baton.engine.decide import Decider, Exec
+    from baton.engine.operators.protocol import Decision
+    from baton.engine.records import Exec
     from baton.steps import Step
 
 
 class Parallel:
-    def schedule(self, d: Decider, step: Step, scope: str) -> None:
+    def schedule(self, d: Decision, step: Step, scope: str) -> None:
         assert isinstance(step, ParallelStep)
         new = d.add_step(
             step, StepStatus.IN_PROGRESS, None, scope, state={"ended": [], "failed": {}}
@@ -29,14 +31,14 @@ class Parallel:
             self._start_branch(d, branch[0], child_scope(owner, f"b{b}"))
 
     @staticmethod
-    def _start_branch(d: Decider, first: Step, scope: str) -> None:
+    def _start_branch(d: Decision, first: Step, scope: str) -> None:
         d.later(lambda: d.schedule(first, scope))
 
-    def list_ended(self, d: Decider, owner: Exec, key: str, output: Any) -> None:
+    def list_ended(self, d: Decision, owner: Exec, key: str, output: Any) -> None:
         self._ended(d, owner, int(key[1:]), None)
 
     def child_failed(
-        self, d: Decider, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
+        self, d: Decision, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
     ) -> None:
         step = d.plan.step(owner.step_id)
         assert isinstance(step, ParallelStep)
@@ -46,7 +48,7 @@ class Parallel:
             return
         self._ended(d, owner, branch, reason)
 
-    def _ended(self, d: Decider, owner: Exec, branch: int, failure: str | None) -> None:
+    def _ended(self, d: Decision, owner: Exec, branch: int, failure: str | None) -> None:
         step = d.plan.step(owner.step_id)
         assert isinstance(step, ParallelStep)
         state = dict(owner.state or {})
@@ -58,7 +60,7 @@ class Parallel:
         if len(ended) == len(step.branches):
             self._join(d, owner, failed)
 
-    def _join(self, d: Decider, owner: Exec, failed: dict[str, str]) -> None:
+    def _join(self, d: Decision, owner: Exec, failed: dict[str, str]) -> None:
         step = d.plan.step(owner.step_id)
         assert isinstance(step, ParallelStep)
         if failed:
@@ -70,10 +72,8 @@ class Parallel:
         d.complete(owner, {str(b): outputs.get(b) for b in range(len(step.branches))})
 
     def reopen(
-        self, d: Decider, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
+        self, d: Decision, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
     ) -> None:
-        from baton.engine.reopen import list_done
-
         step = d.plan.step(owner.step_id)
         assert isinstance(step, ParallelStep)
         done = [b for b in range(len(step.branches)) if list_done_at(d, lists, f"b{b}")]
@@ -88,15 +88,13 @@ class Parallel:
             self._join(d, owner, {})
 
 
-def list_done_at(d: Decider, lists: dict[str, Exec], key: str) -> bool:
-    from baton.engine.reopen import list_done
-
+def list_done_at(d: Decision, lists: dict[str, Exec], key: str) -> bool:
     last = lists.get(key)
     return last is not None and list_done(d, last)
 
 
 def branch_outputs(
-    d: Decider, owner: Exec, last_steps: dict[str, int], column: str
+    d: Decision, owner: Exec, last_steps: dict[str, int], column: str
 ) -> dict[int, Any]:
     """The last output of each list of ``owner`` (by branch or item index): the executions of
     each list's last step, from this decision or read."""

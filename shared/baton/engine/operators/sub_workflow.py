@@ -14,11 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
 
-from baton.engine.decide import (
+from baton.engine.records import (
     AuditEvent,
     ChildPlan,
     ChildStart,
-    Decider,
     Exec,
     InputNotObject,
     InstanceState,
@@ -29,6 +28,7 @@ from baton.status import InstanceStatus, StepStatus
 from baton.steps import SubWorkflowStep
 
 if TYPE_CHECKING:
+    from baton.engine.operators.protocol import Decision
     from baton.steps import Step
 
 MAX_NESTING = 32
@@ -48,7 +48,7 @@ class _StartsOnly(NoReads):
 
 
 def start_instance(
-    d: Decider,
+    d: Decision,
     child: ChildPlan,
     input: dict[str, Any],
     *,
@@ -68,18 +68,7 @@ def start_instance(
         parent_step_execution_id=parent_step,
         depth=inst.depth + 1 if parent_step is not None else 0,
     )
-    first = Decider(
-        child.plan,
-        state,
-        _StartsOnly(d.reader),
-        d.now,
-        max_job_input_bytes=d.max_job_input_bytes,
-        max_step_executions=d.max_step_executions,
-        unref=d.unref,
-        offload=d.offload,
-        payload_limits=d.payload_limits,
-    )
-    first.start()
+    changes = d.first_decision(child.plan, state, _StartsOnly(d.reader))
     insert = {
         "id": state.id,
         "definition_name": child.name,
@@ -96,13 +85,13 @@ def start_instance(
         "parent_step_execution_id": parent_step,
         "depth": state.depth,
     }
-    d.changes.children.append(ChildStart(state, first.changes, insert))
+    d.changes.children.append(ChildStart(state, changes, insert))
     d.changes.count("ChildInstancesStarted")
     return state.id
 
 
 class SubWorkflow:
-    def schedule(self, d: Decider, step: Step, scope: str) -> None:
+    def schedule(self, d: Decision, step: Step, scope: str) -> None:
         assert isinstance(step, SubWorkflowStep)
         try:
             # The child's input: above the soft limit it lives in S3 (the child reads it back).
@@ -117,7 +106,7 @@ class SubWorkflow:
         self.start_child(d, step, d.execution(new.id), step_input, attempt=1)
 
     def start_child(
-        self, d: Decider, step: SubWorkflowStep, e: Exec, step_input: Any, *, attempt: int
+        self, d: Decision, step: SubWorkflowStep, e: Exec, step_input: Any, *, attempt: int
     ) -> None:
         if d.instance.depth + 1 > MAX_NESTING:
             d.fail(e, f"sub-workflows nest deeper than {MAX_NESTING} levels")
@@ -139,21 +128,21 @@ class SubWorkflow:
             )
         )
 
-    def list_ended(self, d: Decider, owner: Exec, key: str, output: Any) -> None:
+    def list_ended(self, d: Decision, owner: Exec, key: str, output: Any) -> None:
         raise AssertionError("a SUB_WORKFLOW has no nested lists")
 
     def child_failed(
-        self, d: Decider, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
+        self, d: Decision, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
     ) -> None:
         raise AssertionError("a SUB_WORKFLOW has no nested lists")
 
     def reopen(
-        self, d: Decider, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
+        self, d: Decision, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
     ) -> None:
         raise AssertionError("a SUB_WORKFLOW has no nested lists")
 
 
-def child_ended(d: Decider, e: Exec, status: str, output: Any, reason: str | None) -> None:
+def child_ended(d: Decision, e: Exec, status: str, output: Any, reason: str | None) -> None:
     """The child of SUB_WORKFLOW execution ``e`` ended with ``status``."""
     if e.status not in (StepStatus.IN_PROGRESS,) or not d.active:
         return  # the step was cancelled (or retried) meanwhile: a stale notification
@@ -176,7 +165,7 @@ def child_ended(d: Decider, e: Exec, status: str, output: Any, reason: str | Non
     d.fail(e, why)
 
 
-def start_failure_workflow(d: Decider, name: str) -> None:
+def start_failure_workflow(d: Decision, name: str) -> None:
     """Start ``name`` with the failed instance's id, reason and input (Conductor's
     ``failureWorkflow``); an audit row says so, or that no such definition exists."""
     child = d.reader.child_plan(name, None, None)

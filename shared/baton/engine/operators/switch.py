@@ -7,13 +7,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from baton.conditions import ConditionError, truthy
-from baton.engine.decide import child_scope
+from baton.engine.operators.protocol import list_done
+from baton.engine.records import child_scope
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import SwitchStep
 from baton.structure import condition_references
 
 if TYPE_CHECKING:
-    from baton.engine.decide import Decider, Exec
+    from baton.engine.operators.protocol import Decision
+    from baton.engine.records import Exec
     from baton.steps import Step
 
 
@@ -25,7 +27,7 @@ def joined(label: str, key: Any, output: Any) -> dict[str, Any]:
 
 
 class Switch:
-    def schedule(self, d: Decider, step: Step, scope: str) -> None:
+    def schedule(self, d: Decision, step: Step, scope: str) -> None:
         assert isinstance(step, SwitchStep)
         point = f"step:{step.id}"
         try:
@@ -43,7 +45,7 @@ class Switch:
         d.later(lambda: d.schedule(steps[0], f"{owner.scope}{owner.id}#{key}/"))
 
     def _choose(
-        self, d: Decider, step: SwitchStep, point: str, scope: str
+        self, d: Decision, step: SwitchStep, point: str, scope: str
     ) -> tuple[str | None, str, tuple[Step, ...]] | None:
         if isinstance(step.cases, dict):
             value = d.resolve(step.on, point, scope)
@@ -65,20 +67,18 @@ class Switch:
             return "default", "cd", tuple(step.default)
         return None
 
-    def list_ended(self, d: Decider, owner: Exec, key: str, output: Any) -> None:
+    def list_ended(self, d: Decision, owner: Exec, key: str, output: Any) -> None:
         name = (owner.state or {}).get("case")
         d.complete(owner, joined("case", name, d.unref(output)))
 
     def child_failed(
-        self, d: Decider, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
+        self, d: Decision, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
     ) -> None:
         d.fail_operator(owner, reason, instance_status)
 
     def reopen(
-        self, d: Decider, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
+        self, d: Decision, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
     ) -> None:
-        from baton.engine.reopen import list_done
-
         owner = d.reopen(owner, owner.state)
         ((key, last),) = lists.items()  # the one case taken
         if list_done(d, last):

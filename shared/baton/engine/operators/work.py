@@ -10,28 +10,29 @@ from typing import TYPE_CHECKING, Any
 
 from baton import expressions
 from baton.durations import duration_seconds, parse_timestamp
-from baton.engine.decide import AuditEvent, InputNotObject, NewJob, OverLimit
+from baton.engine.records import AuditEvent, InputNotObject, NewJob, OverLimit
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import ServiceTaskStep, SetVariableStep, TerminateStep, TimerStep
 
 if TYPE_CHECKING:
-    from baton.engine.decide import Decider, Exec
+    from baton.engine.operators.protocol import Decision
+    from baton.engine.records import Exec
     from baton.steps import Step
 
 
 class Leaf:
     """A step type without nested lists."""
 
-    def list_ended(self, d: Decider, owner: Exec, key: str, output: Any) -> None:
+    def list_ended(self, d: Decision, owner: Exec, key: str, output: Any) -> None:
         raise AssertionError(f"{owner.step_id} has no nested lists")
 
     def child_failed(
-        self, d: Decider, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
+        self, d: Decision, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
     ) -> None:
         raise AssertionError(f"{owner.step_id} has no nested lists")
 
     def reopen(
-        self, d: Decider, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
+        self, d: Decision, owner: Exec, lists: dict[str, Exec], rerun: Callable[[Exec], None]
     ) -> None:
         raise AssertionError(f"{owner.step_id} has no nested lists")
 
@@ -47,7 +48,7 @@ def merged(defaults: Any, values: Any) -> Any:
 
 
 class ServiceTask(Leaf):
-    def schedule(self, d: Decider, step: Step, scope: str) -> None:
+    def schedule(self, d: Decision, step: Step, scope: str) -> None:
         assert isinstance(step, ServiceTaskStep)
         policy = d.plan.policy(step.id)
         point = f"step:{step.id}"
@@ -97,7 +98,7 @@ class ServiceTask(Leaf):
 class Waiting(Leaf):
     """USER_TASK and SIGNAL: wait in IN_PROGRESS until completed through the API."""
 
-    def schedule(self, d: Decider, step: Step, scope: str) -> None:
+    def schedule(self, d: Decision, step: Step, scope: str) -> None:
         try:
             step_input = d.stored(d.resolve_input(step, scope), "STEP_INPUT")
         except OverLimit as big:
@@ -112,7 +113,7 @@ class Waiting(Leaf):
 class Timer(Leaf):
     """A row with a due time (``wake_at``), fired by the sweeper; one already due fires now."""
 
-    def schedule(self, d: Decider, step: Step, scope: str) -> None:
+    def schedule(self, d: Decision, step: Step, scope: str) -> None:
         assert isinstance(step, TimerStep)
         point = f"step:{step.id}"
         try:
@@ -140,7 +141,7 @@ class Timer(Leaf):
 
 
 class SetVariable(Leaf):
-    def schedule(self, d: Decider, step: Step, scope: str) -> None:
+    def schedule(self, d: Decision, step: Step, scope: str) -> None:
         assert isinstance(step, SetVariableStep)
         values = d.resolve(step.variables, f"step:{step.id}", scope)
         d.instance.variables = {**d.instance.variables, **values}
@@ -149,7 +150,7 @@ class SetVariable(Leaf):
 
 
 class Terminate(Leaf):
-    def schedule(self, d: Decider, step: Step, scope: str) -> None:
+    def schedule(self, d: Decision, step: Step, scope: str) -> None:
         assert isinstance(step, TerminateStep)
         point = f"step:{step.id}"
         output = d.resolve(step.output, point, scope)

@@ -1,0 +1,216 @@
+"""What one decision holds and reads: the instance, the rows written so far (:class:`Changes`),
+the step executions it has seen, and the values its expressions resolve to (outputs read by
+scope, a MAP item, a loop's iteration) and its payloads (stored inline or offloaded).
+
+Pure: its only I/O is through a :class:`Reader` (read-only lookups inside the decision's
+transaction) and the ``unref``/``offload`` callables it is given.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import deque
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from baton import expressions
+from baton.engine.plan import Plan
+from baton.engine.records import (
+    Changes,
+    Exec,
+    InputNotObject,
+    InstanceState,
+    OverLimit,
+    Reader,
+    limit_of_kind,
+    parent_of,
+    segments,
+    truncate,
+)
+from baton.payload_ref import is_payload_ref
+from baton.settings import PayloadLimits
+from baton.steps import Step
+
+MAX_STEP_EXECUTIONS = 100_000
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+class DecisionState:
+    """The state of one decision and the values it reads (see ``engine.decide.Decider``)."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        instance: InstanceState,
+        reader: Reader,
+        now: datetime,
+        *,
+        max_job_input_bytes: int = 2_000_000,
+        max_step_executions: int = MAX_STEP_EXECUTIONS,
+        unref: Callable[[Any], Any] | None = None,
+        offload: Callable[[str, str], Any] | None = None,
+        payload_limits: PayloadLimits | None = None,
+    ) -> None:
+        self.plan = plan
+        # Stores a value's JSON in the payload bucket under a kind (STEP_INPUT, ...) and returns
+        # its reference (None: no bucket, values stay inline); with the soft/hard limits.
+        self.offload = offload
+        self.payload_limits = payload_limits
+        # Turns an offloaded payload's reference into its content (the engine's reader of the
+        # payload bucket); the decider stays pure: it only calls what it was given.
+        self.unref: Callable[[Any], Any] = unref or _same
+        self.instance = instance
+        self.reader = reader
+        self.now = now
+        self.max_job_input_bytes = max_job_input_bytes
+        self.max_step_executions = max_step_executions
+        self.changes = Changes()
+        self._work: deque[Callable[[], None]] = deque()
+        self._outputs: dict[tuple[str, str], Any] = {}
+        self._done_here: list[tuple[str, str, Any]] = []  # (step_id, scope, output) this decision
+        self._execs: dict[uuid.UUID, Exec] = {}
+
+    # --- executions ------------------------------------------------------------------------
+
+    def done_here(self) -> list[tuple[str, str, Any]]:
+        """(step id, scope, output) of every execution completed in this decision so far."""
+        return list(self._done_here)
+
+    def operator_execution(self, scope: str) -> Exec:
+        """The operator execution that owns ``scope`` (from this decision, or read)."""
+        exec_id = parent_of(scope)
+        assert exec_id is not None
+        return self.execution(exec_id)
+
+    def execution(self, exec_id: uuid.UUID) -> Exec:
+        found = self._execs.get(exec_id)
+        if found is not None:
+            return found
+        new = self.changes.new_steps.get(exec_id)
+        if new is not None:
+            return Exec(
+                new.id,
+                new.step_id,
+                new.scope,
+                new.status,
+                new.attempt,
+                new.state,
+                new.input,
+                new.child_instance_id,
+                new.output,
+            )
+        read = self.reader.execution(exec_id)
+        assert read is not None, f"step execution {exec_id} is referenced but missing"
+        self._execs[exec_id] = read
+        return read
+
+    # --- expressions ------------------------------------------------------------------------------
+
+    def resolve_input(self, step: Step, scope: str) -> Any:
+        """``step``'s input resolved where it is scheduled: an object (an input given as one
+        ``${…}`` expression must give one), else :class:`InputNotObject`."""
+        value = self.resolve(step.input, f"step:{step.id}", scope)
+        if isinstance(value, dict):
+            return value
+        kind = "null" if value is None else type(value).__name__
+        raise InputNotObject(f"its input resolved to {kind}, not an object")
+
+    def resolve(self, template: Any, point: str, scope: str) -> Any:
+        """Resolve ``template`` evaluated at ``point`` (see ``Plan.read_depth``) in ``scope``."""
+        return expressions.resolve(template, self.expression_scope(point, scope))
+
+    def expression_scope(self, point: str, scope: str) -> expressions.Scope:
+        inst = self.instance
+        workflow = {
+            "input": self.unref(inst.input),
+            "variables": inst.variables,
+            "instanceId": str(inst.id),
+            "correlationId": inst.correlation_id,
+            "definitionName": inst.definition_name,
+        }
+        return expressions.Scope(
+            workflow=workflow,
+            step_output=lambda step_id: self.read(step_id, point, scope),
+            map=self.map_context(scope),
+            loops=self.loop_iterations(point, scope),
+        )
+
+    def context(self, point: str, scope: str, step_ids: Sequence[str]) -> dict[str, Any]:
+        """The JSONata context of a condition: workflow, map, the steps it reads and the running
+        iteration of each loop it is inside (``<loopId>.iteration``)."""
+        s = self.expression_scope(point, scope)
+        out: dict[str, Any] = {"workflow": dict(s.workflow)}
+        if s.map is not None:
+            out["map"] = dict(s.map)
+        for lid, k in s.loops.items():
+            out[lid] = {"iteration": k}
+        for sid in step_ids:
+            out.setdefault(sid, {})["output"] = self.read(sid, point, scope)
+        return out
+
+    def loop_iterations(self, point: str, scope: str) -> dict[str, int]:
+        """The running iteration (from 1) of each DO_WHILE ``point`` is inside, by loop id: read
+        off ``scope``, whose segment for a loop's body is ``<execution>#k<iteration>``."""
+        loops = self.plan.loops(point)
+        if not loops:
+            return {}
+        parts = segments(scope)
+        return {lid: int(parts[i].split("#k", 1)[1]) for lid, i in loops.items()}
+
+    def read(self, step_id: str, point: str, scope: str) -> Any:
+        """The output of the execution of ``step_id`` that an expression at ``point`` in
+        ``scope`` reads: the latest one inside the list the two share."""
+        prefix = truncate(scope, self.plan.read_depth(point, step_id))
+        for sid, done_scope, output in reversed(self._done_here):
+            if sid == step_id and done_scope.startswith(prefix):
+                return self.unref(output)
+        key = (step_id, prefix)
+        if key not in self._outputs:
+            self._outputs[key] = self.unref(self.reader.output(step_id, prefix))
+        return self._outputs[key]
+
+    def map_context(self, scope: str) -> dict[str, Any] | None:
+        """``{item, index}`` of the innermost MAP item ``scope`` is in (None outside MAPs)."""
+        for part in reversed(segments(scope)):
+            exec_id, key = part.split("#", 1)
+            if key.startswith("i"):
+                index = int(key[1:])
+                items = self.unref(self.execution(uuid.UUID(exec_id)).input)
+                item = items[index] if isinstance(items, list) and index < len(items) else None
+                return {"item": item, "index": index}
+        return None
+
+    def payload_json(self, value: Any) -> str:
+        return json.dumps(value, separators=(",", ":"))
+
+    # --- payloads ---------------------------------------------------------------------------------
+
+    def stored(self, value: Any, kind: str) -> Any:
+        """``value`` as the engine keeps it: itself up to ``kind``'s soft limit, above it a
+        reference to its JSON in the payload bucket; :class:`OverLimit` above the hard limit.
+        Without a payload bucket, and for a value that is already a reference, itself."""
+        if self.offload is None or self.payload_limits is None or is_payload_ref(value):
+            return value
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        limit = limit_of_kind(self.payload_limits, kind)
+        text = self.payload_json(value)
+        size = len(text)  # ASCII (json.dumps escapes the rest): characters are bytes
+        if size <= limit.soft_bytes:
+            return value
+        if size > limit.hard_bytes:
+            self.changes.count("PayloadRefused", Kind=kind)
+            raise OverLimit(
+                f"is {size} bytes, above the {kind.lower().replace('_', ' ')} hard limit of "
+                f"{limit.hard_bytes} bytes"
+            )
+        return self.offload(text, kind)
+
+    def unref_all(self, values: dict[int, Any]) -> dict[int, Any]:
+        """``values`` with each offloaded element read back (a join builds one value of them)."""
+        return {k: self.unref(v) for k, v in values.items()}
