@@ -160,6 +160,22 @@ class JobThrottled(BatonError):
         super().__init__(f"job {job_id}: job type {job_type!r} is at its concurrency or rate limit")
 
 
+class PayloadMissing(Conflict):
+    """An offloaded payload the engine must read is not in the payload bucket (deleted, expired
+    by the bucket's lifecycle rule, or lost): no retry can bring it back, so never a 503."""
+
+    title = "Payload missing"
+
+    def __init__(self, path: str, bucket: str) -> None:
+        self.path = path
+        self.bucket = bucket
+        super().__init__(
+            f"the payload at {path} is not in the payload bucket {bucket} (deleted, expired or "
+            "lost): what needs it cannot run, and retrying will not bring it back; upload the "
+            "payload again and start a new instance with its new path"
+        )
+
+
 class PayloadTooLarge(BatonError):
     title = "Payload too large"
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from baton import lifecycle
 from baton.engine.service import Engine
 from baton.errors import Unavailable
 
@@ -221,3 +222,8 @@ def reset() -> None:
         _readers.clear()
         _publishers.clear()
     settings.cache_clear()
+
+
+# Locally (``baton dev``) the process outlives the database it ends with: close the connections
+# first. In AWS nothing calls this (an execution environment is discarded as it is).
+lifecycle.on_shutdown(reset)

@@ -23,7 +23,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from baton.errors import InvalidValue, PayloadTooLarge, Problem, Unavailable, ValidationFailed
+from baton.errors import (
+    InvalidValue,
+    PayloadMissing,
+    PayloadTooLarge,
+    Problem,
+    Unavailable,
+    ValidationFailed,
+)
 from baton.metrics import MetricsSink, NullMetrics
 from baton.payload_ref import REF_KEY, SIZE_KEY, is_payload_ref, payload_ref
 from baton.settings import MAX_PRESIGN_SECONDS, PayloadLimit, PayloadLimits
@@ -376,8 +383,7 @@ class PayloadStore:
         try:
             call()
         except ClientError as e:
-            code = str(e.response.get("Error", {}).get("Code", ""))
-            if code in ("404", "NoSuchKey", "NotFound"):
+            if _missing(e):
                 return False
             raise Unavailable(f"payload storage: {path}: {e}") from e
         except BotoCoreError as e:
@@ -398,8 +404,7 @@ class PayloadStore:
         try:
             head = self.client.head_object(Bucket=self.bucket, Key=path)
         except ClientError as e:
-            code = str(e.response.get("Error", {}).get("Code", ""))
-            if code in ("404", "NoSuchKey", "NotFound"):
+            if _missing(e):
                 return None
             raise Unavailable(f"payload storage: {e}") from e
         return int(head["ContentLength"])
@@ -453,7 +458,11 @@ class PayloadReader:
             self._client = _s3_client(self.endpoint)
         try:
             body = self._client.get_object(Bucket=self.bucket, Key=path)["Body"].read()
-        except (BotoCoreError, ClientError) as e:
+        except ClientError as e:
+            if _missing(e):  # a fact about the bucket, not an outage: no retry can help
+                raise PayloadMissing(path, self.bucket) from e
+            raise Unavailable(f"payload storage: cannot read {path}: {e}") from e
+        except BotoCoreError as e:
             raise Unavailable(f"payload storage: cannot read {path}: {e}") from e
         self.fetches += 1
         try:
@@ -463,6 +472,11 @@ class PayloadReader:
                 f"the payload at {path} is not a JSON document ({len(body)} bytes: {e}); "
                 "upload the JSON value itself"
             ) from e
+
+
+def _missing(e: Any) -> bool:
+    """Whether an S3 ClientError says the object is not there."""
+    return str(e.response.get("Error", {}).get("Code", "")) in ("404", "NoSuchKey", "NotFound")
 
 
 @functools.cache

@@ -1,10 +1,13 @@
 """``baton dev``: the whole engine on a laptop, running the same handlers as AWS.
 
-Start order: bind the port (fail fast if taken), the API key (``BATON_API_KEY``, else the one kept
-in the data directory, generated at the first start), the database (``DATABASE_URL`` or embedded
-PostgreSQL in the data directory), migrations, S3 (an endpoint from the environment or moto's
-server), the environment the handlers read their settings from, the HTTP server, the timer for
-the scheduled functions. SIGINT/SIGTERM stop everything in the reverse order and exit 0.
+Start order: bind the port (fail fast if taken), hold the data directory (one server at a time),
+the API key (``BATON_API_KEY``, written to the data directory's key file; else the key kept
+there, generated at the first start), the database (``DATABASE_URL`` or embedded PostgreSQL in
+the data directory), migrations, S3 (an endpoint from the environment or moto's server), the
+environment the handlers read their settings from, the timers of the scheduled functions, the
+HTTP server. SIGINT/SIGTERM stop everything in the reverse order and exit 0: the HTTP server
+first (no new requests; those in flight finish, a waiting long-poll ends empty), then the
+timers, the functions' connections, and only then the database and S3.
 """
 
 from __future__ import annotations
@@ -12,25 +15,25 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import secrets
 import signal
 import sys
 import threading
 import time
-import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from baton import settings as env_names
+from baton.local.datadir import ApiKey, DataDirLock, resolve_api_key
 from baton.local.events import REGION
-from baton.local.functions import DEFAULT_MAX_CONTAINERS, FunctionRegistry, default_functions_dir
+from baton.local.functions import FunctionRegistry, default_functions_dir
 from baton.local.logs import configure_logging
+from baton.local.options import DevOptions, OptionError
 from baton.local.server import LocalApiServer, ServerConfig
 from baton.routes import SCHEDULED_FUNCTIONS, api_functions
 
@@ -43,88 +46,14 @@ log = logging.getLogger("baton.local.runtime")
 RELAY_FUNCTION = "relay"
 RELAY_TICK_SECONDS = 0.1
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8080
-DEFAULT_DATA_DIR = Path(".baton/data")
-DEFAULT_TICK_SECONDS = 1.0
-DEFAULT_PAYLOAD_BUCKET = "baton-payloads"
-MAX_CONCURRENCY = 1000  # Lambda's default concurrency for a whole account
-# The generated API key, kept in the data directory (0600) so it survives restarts; the worker
-# SDK and the CLI read the same file (``baton_worker.env``) when BATON_API_KEY is unset.
-API_KEY_FILE = "api-key"
 # Which SQS queue the relay publishes to, rewritten at every start (the local SQS's port changes):
 # the worker SDK's sqs transport reads it (``baton_worker.env``) when BATON_DISPATCH_QUEUE_URL is
 # unset and the server is on its machine.
 DISPATCH_QUEUE_FILE = "dispatch-queue.json"
-_USABLE_KEY = re.compile(r"[!-~]{8,256}")  # visible ASCII: it travels in an HTTP header
 _STOP_TIMEOUT_SECONDS = 30.0
 _REPEAT_SIGNAL_GRACE_SECONDS = 2.0
 
-
-class OptionError(ValueError):
-    """A command-line option or environment variable has an unusable value."""
-
-
-@dataclass(frozen=True, slots=True)
-class DevOptions:
-    """How ``baton dev`` runs. ``None`` means: the runtime provides it (see each field)."""
-
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
-    data_dir: Path = DEFAULT_DATA_DIR
-    tick_seconds: float = DEFAULT_TICK_SECONDS
-    functions_dir: Path | None = None  # None: <repo>/functions
-    api_key: str | None = None  # None: the key kept in data_dir (generated at the first start)
-    database_url: str | None = None  # None: embedded PostgreSQL under data_dir
-    s3_endpoint: str | None = None  # None: moto's server in this process
-    payload_bucket: str = DEFAULT_PAYLOAD_BUCKET
-    concurrency: int = DEFAULT_MAX_CONTAINERS  # concurrent invocations per function
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> DevOptions:
-        """Options from ``env`` (default ``os.environ``); overrides that are not None win."""
-        e = os.environ if env is None else env
-        base = cls()
-        values: dict[str, Any] = {
-            "host": e.get(env_names.ENV_HOST) or base.host,
-            "port": _number(e, env_names.ENV_PORT, int, base.port),
-            "data_dir": Path(e.get(env_names.ENV_DATA_DIR) or base.data_dir),
-            "tick_seconds": _number(e, env_names.ENV_TICK_SECONDS, float, base.tick_seconds),
-            "functions_dir": _path(e.get(env_names.ENV_FUNCTIONS_DIR)),
-            "api_key": e.get(env_names.ENV_API_KEY) or None,
-            "database_url": e.get(env_names.ENV_DATABASE_URL) or None,
-            "s3_endpoint": e.get(env_names.ENV_S3_ENDPOINT) or None,
-            "payload_bucket": e.get(env_names.ENV_PAYLOAD_BUCKET) or base.payload_bucket,
-            "concurrency": _number(e, env_names.ENV_LOCAL_CONCURRENCY, int, base.concurrency),
-        }
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        options = replace(base, **values)
-        options.validate()
-        return options
-
-    def validate(self) -> None:
-        if not 0 <= self.port <= 65535:
-            raise OptionError(f"port must be between 0 and 65535, not {self.port}")
-        if not self.tick_seconds > 0:
-            raise OptionError(f"tick seconds must be positive, not {self.tick_seconds}")
-        if not 1 <= self.concurrency <= MAX_CONCURRENCY:
-            raise OptionError(
-                f"concurrency must be between 1 and {MAX_CONCURRENCY}, not {self.concurrency}"
-            )
-
-
-def _number(env: Mapping[str, str], name: str, kind: Callable[[str], Any], default: Any) -> Any:
-    raw = env.get(name)
-    if not raw:
-        return default
-    try:
-        return kind(raw)
-    except ValueError:
-        raise OptionError(f"{name}={raw!r} is not a valid {kind.__name__}") from None
-
-
-def _path(raw: str | None) -> Path | None:
-    return Path(raw) if raw else None
+__all__ = ["DevOptions", "OptionError", "dispatch_mode", "run"]
 
 
 class _Console:
@@ -153,9 +82,12 @@ def run(options: DevOptions, *, out: TextIO | None = None) -> int:
     except OSError as e:
         say(f"error: cannot listen on {options.host}:{options.port}: {e.strerror or e}")
         return 1
+    hold = DataDirLock(options.data_dir)
     try:
+        hold.acquire(port=server.port)
         key = resolve_api_key(options)
     except OptionError as e:
+        hold.release()
         server.server_close()
         say(f"error: {e}")
         return 1
@@ -164,6 +96,7 @@ def run(options: DevOptions, *, out: TextIO | None = None) -> int:
     restore_signals = _on_stop_signals(stop)
     try:
         with ExitStack() as cleanup:
+            cleanup.callback(hold.release)  # the very last: everything else has stopped
             cleanup.callback(_quietly, "closing the listening socket", server.server_close)
             started = _start(
                 options,
@@ -208,16 +141,19 @@ def _start(
     except BatonError as e:
         say(f"error: {e}")
         return False
-    endpoint = s3_endpoint.result()
+    try:
+        endpoint = s3_endpoint.result()
+    except Exception as e:
+        say(f"error: local S3 did not start: {e}")
+        return False
     if stop.is_set():
         return False
     _export_environment(options, database_url, endpoint, key.value)
+    # Registered here, so run after the HTTP server and the timers have stopped, before the
+    # database does: the functions close their connections (baton_lambda.runtime's hook).
+    from baton import lifecycle
 
-    thread = threading.Thread(
-        target=server.serve_forever, args=(0.1,), name="baton-http", daemon=True
-    )
-    thread.start()
-    cleanup.callback(_quietly, "stopping the HTTP server", server.shutdown)
+    cleanup.callback(_quietly, "closing the functions' connections", lifecycle.shutdown)
 
     from baton.local.scheduler import Ticker
 
@@ -233,66 +169,22 @@ def _start(
         )
         relay.start()
         cleanup.callback(_quietly, "stopping the relay's timer", relay.stop, _STOP_TIMEOUT_SECONDS)
+
+    thread = threading.Thread(
+        target=server.serve_forever, args=(0.1,), name="baton-http", daemon=True
+    )
+    thread.start()
+    cleanup.callback(_quietly, "stopping the HTTP server", _drain, server, say)
     _banner(say, options, server, key)
     return True
 
 
-@dataclass(frozen=True, slots=True)
-class ApiKey:
-    """The key the local server accepts, and where it came from (for the banner)."""
-
-    value: str
-    source: str
-
-
-def api_key_path(data_dir: Path) -> Path:
-    return data_dir / API_KEY_FILE
-
-
-def resolve_api_key(options: DevOptions) -> ApiKey:
-    """``BATON_API_KEY`` when set; else the key kept in the data directory, generated (and
-    written with 0600 permissions) at the first start."""
-    if options.api_key:
-        return ApiKey(options.api_key, f"from {env_names.ENV_API_KEY}")
-    path = api_key_path(options.data_dir)
-    try:
-        kept = path.read_text(encoding="ascii").strip()
-    except FileNotFoundError:
-        kept = ""
-    except (OSError, UnicodeDecodeError) as e:
-        raise OptionError(f"cannot read the API key in {path}: {e}") from None
-    if kept:
-        if not _USABLE_KEY.fullmatch(kept):
-            raise OptionError(
-                f"the API key in {path} is not 8-256 visible ASCII characters; "
-                "fix it, or delete the file to have a new one generated"
-            )
-        try:
-            if path.stat().st_mode & 0o077:
-                path.chmod(0o600)  # a credential: readable by its owner only
-        except OSError:
-            log.warning("cannot restrict the permissions of %s", path)
-        return ApiKey(kept, f"kept in {path}; set {env_names.ENV_API_KEY} to choose one")
-    value = secrets.token_urlsafe(24)
-    _write_private(path, value + "\n")
-    return ApiKey(value, f"generated, kept in {path}; set {env_names.ENV_API_KEY} to choose one")
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` readable by its owner only, replacing it in one step."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staging = path.with_name(f".{path.name}.{os.getpid()}")
-        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)  # whatever the umask
-            os.write(fd, text.encode("ascii"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(staging, path)
-    except OSError as e:
-        raise OptionError(f"cannot keep the API key in {path}: {e.strerror or e}") from None
+def _drain(server: LocalApiServer, say: _Console) -> None:
+    """No new requests; the ones in flight finish (a waiting long-poll ends empty)."""
+    say("stopping: no new requests; finishing those in flight")
+    left = server.drain(_STOP_TIMEOUT_SECONDS)
+    if left:
+        log.warning("requests still running after %.0f s; stopping anyway", _STOP_TIMEOUT_SECONDS)
 
 
 def _database(options: DevOptions, cleanup: ExitStack, say: _Console) -> str:
@@ -305,10 +197,13 @@ def _database(options: DevOptions, cleanup: ExitStack, say: _Console) -> str:
     say(f"starting embedded PostgreSQL in {pgdata}")
     began = time.monotonic()
     pg = EmbeddedPostgres(pgdata, keep_data=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs' note about XDG_RUNTIME_DIR
-        url = pg.start()
+    url = pg.start()
     cleanup.callback(_quietly, "stopping PostgreSQL", pg.stop)
+    if pg.orphan is not None:
+        say(
+            f"PostgreSQL (pid {pg.orphan}) was still running, left by a baton dev that did not "
+            "stop cleanly: stopped it and started this one's own (stopped with it)"
+        )
     say(f"PostgreSQL ready in {time.monotonic() - began:.1f} s")
     return url
 
@@ -333,7 +228,7 @@ def _s3(options: DevOptions, cleanup: ExitStack, say: _Console) -> Future[str]:
     from baton.local.s3 import LocalS3
 
     say("starting local S3")
-    s3 = LocalS3(options.payload_bucket, snapshot_dir=options.data_dir / "s3")
+    s3 = LocalS3(options.payload_bucket, data_dir=options.data_dir / "s3")
     starting: Future[str] = Future()
 
     def start() -> None:

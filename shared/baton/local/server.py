@@ -5,15 +5,23 @@ asked for on the route table's public routes), the size limit (413 before readin
 route (404, 405 with ``Allow``), then the function's
 handler with a REST proxy event; its proxy result becomes the HTTP response. The server's own
 refusals are ``application/problem+json``. One JSON log line per request.
+
+At stop (:meth:`LocalApiServer.drain`) the server stops accepting connections, lets the requests
+in flight finish (a long-poll waiting for jobs is told, as if its client had gone, and answers
+its empty list within a second), closes each connection after its answer and the idle keep-alive
+ones at once: only then may the runtime stop what the handlers use (the database).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import logging
 import select
 import socket
+import socketserver
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -78,15 +86,65 @@ class LocalApiServer(ThreadingHTTPServer):
         self.config = config
         self.registry = registry
         self.routes = routes or RouteTable()
+        self.stopping = threading.Event()
+        # Every open connection, and whether a request on it is being served (else it waits
+        # for the next request of a keep-alive client).
+        self._connections: dict[socket.socket, bool] = {}
+        self._changed = threading.Condition()
         super().__init__(address, _RequestHandler)
 
     @property
     def port(self) -> int:
         return int(self.server_address[1])
 
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        with self._changed:
+            self._connections[request] = False
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._changed:
+                self._connections.pop(request, None)
+                self._changed.notify_all()
+
+    def serving(self, connection: socket.socket, busy: bool) -> None:
+        """A handler says it began (``busy``) or finished serving a request on ``connection``."""
+        with self._changed:
+            if connection in self._connections:
+                self._connections[connection] = busy
+
+    def drain(self, timeout: float) -> int:
+        """Stop accepting, finish the requests in flight, close every connection; wait
+        ``timeout`` seconds at most. How many connections were still open then."""
+        self.stopping.set()
+        self.shutdown()  # the accept loop ends...
+        socketserver.TCPServer.server_close(self)  # ...and connections queued to it are refused
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while self._connections and time.monotonic() < deadline:
+                for connection, busy in self._connections.items():
+                    if not busy and not _has_data(connection):
+                        _stop_reading(connection)  # idle keep-alive: its handler sees the end
+                self._changed.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+            return len(self._connections)
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A bug in this module, not in a handler: the client sees its connection close.
         log.exception("error while serving a request", extra={"client": str(client_address)})
+
+
+def _has_data(connection: socket.socket) -> bool:
+    """Whether a request has begun to arrive on an idle connection (it is served, then closed)."""
+    try:
+        readable, _, _ = select.select([connection], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return bool(readable)
+
+
+def _stop_reading(connection: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # already closed by the client
+        connection.shutdown(socket.SHUT_RD)
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
@@ -118,6 +176,13 @@ class _RequestHandler(BaseHTTPRequestHandler):
         return problem_response(status, detail, instance=path, **kwargs)
 
     def _serve(self) -> None:
+        self.server.serving(self.connection, True)
+        try:
+            self._serve_one()
+        finally:
+            self.server.serving(self.connection, False)
+
+    def _serve_one(self) -> None:
         started = time.perf_counter()
         request_id = str(uuid.uuid4())
         raw_path, _, query = self.path.partition("?")
@@ -132,6 +197,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
                     self.close_connection = True
                     return
                 response, function = self._dispatch(raw_path, query, body, request_id)
+            if self.server.stopping.is_set():
+                self.close_connection = True  # the last answer on this connection
             self._send(response, request_id)
         except (ConnectionError, TimeoutError):
             self.close_connection = True
@@ -253,9 +320,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return self._problem(502, e.detail, title=e.title)
 
     def _client_gone(self) -> bool:
-        """Whether the client closed the connection while its request runs (a long-poll asks
-        before claiming for it). Peeks without consuming: a request the client already sent next
-        on this keep-alive connection stays for the next turn."""
+        """Whether the client closed the connection while its request runs, or the server is
+        stopping: a long-poll asks before claiming for it, and ends empty. Peeks without
+        consuming: a request the client already sent next on this keep-alive connection stays
+        for the next turn."""
+        if self.server.stopping.is_set():
+            return True
         try:
             # select first: the socket has a timeout, so recv itself would wait for data.
             readable, _, _ = select.select([self.connection], [], [], 0)
