@@ -39,6 +39,9 @@ ENV_FUNCTIONS_DIR = "BATON_FUNCTIONS_DIR"  # folder holding functions/<name>/han
 ENV_HOST = "BATON_HOST"  # interface the local server binds (default 127.0.0.1)
 # Concurrent invocations per function (Lambda's per-function concurrency; default 100).
 ENV_LOCAL_CONCURRENCY = "BATON_LOCAL_CONCURRENCY"
+# The system user the embedded PostgreSQL runs as when baton dev is started by root (PostgreSQL
+# refuses root; default "pgserver", created at the first start).
+ENV_PG_SYSTEM_USER = "BATON_PG_SYSTEM_USER"
 # External payloads: per kind, a soft limit (above it the payload lives in S3) and a hard limit
 # (refused; a step or instance fails naming the limit and the size).
 ENV_WORKFLOW_INPUT_SOFT_LIMIT = "BATON_WORKFLOW_INPUT_SOFT_LIMIT_BYTES"
@@ -74,6 +77,7 @@ ALL_ENV_VARS = (
     ENV_FUNCTIONS_DIR,
     ENV_HOST,
     ENV_LOCAL_CONCURRENCY,
+    ENV_PG_SYSTEM_USER,
     ENV_WORKFLOW_INPUT_SOFT_LIMIT,
     ENV_WORKFLOW_INPUT_HARD_LIMIT,
     ENV_STEP_INPUT_SOFT_LIMIT,

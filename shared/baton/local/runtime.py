@@ -196,7 +196,9 @@ def _database(options: DevOptions, cleanup: ExitStack, say: _Console) -> str:
     pgdata = options.data_dir / "postgres"
     say(f"starting embedded PostgreSQL in {pgdata}")
     began = time.monotonic()
-    pg = EmbeddedPostgres(pgdata, keep_data=True)
+    pg = EmbeddedPostgres(
+        pgdata, keep_data=True, system_user=os.environ.get(env_names.ENV_PG_SYSTEM_USER)
+    )
     url = pg.start()
     cleanup.callback(_quietly, "stopping PostgreSQL", pg.stop)
     if pg.orphan is not None:

@@ -7,10 +7,10 @@ pg_ctl detaches the postmaster, so it outlives a process killed outright (``kill
 ``orphan`` holds its pid) and starts a server of its own, so stopping that one stops the
 database. One process at a time may use a data directory (``baton dev`` holds a lock on its own).
 
-PostgreSQL refuses to run as root: as root the server runs as the system user ``pgserver``
-(created with ``useradd`` at the first start on a machine, as the pgserver package does), which
-must be able to reach the data directory. That machine-wide setup is serialized by a file lock,
-so processes setting up at once (two ``baton dev`` on a new machine) do not race in ``useradd``.
+PostgreSQL refuses to run as root: as root the server runs as a system user (``pgserver`` unless
+told otherwise; created with ``useradd`` at the first start on a machine, as the pgserver package
+does), which must be able to reach the data directory. That machine-wide setup is serialized by a
+file lock, so processes setting up at once (two ``baton dev`` on a new machine) do not race.
 
 A new cluster is made (``initdb``) next to the data directory and renamed into it, so an
 initialization cut short never leaves a half-made cluster behind.
@@ -51,9 +51,12 @@ class EmbeddedPostgresError(BatonError):
 class EmbeddedPostgres:
     """A PostgreSQL server whose data lives in ``data_dir`` (kept unless ``keep_data=False``)."""
 
-    def __init__(self, data_dir: str | Path, *, keep_data: bool = True) -> None:
+    def __init__(
+        self, data_dir: str | Path, *, keep_data: bool = True, system_user: str | None = None
+    ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self._keep = keep_data
+        self._root_user = system_user or SYSTEM_USER  # whom the server runs as, under root
         self._user: str | None = None
         self._bin = Path()
         self._socket_dir: Path | None = None
@@ -65,7 +68,7 @@ class EmbeddedPostgres:
         """Start the server (initializing the data directory if new); its connection URI."""
         self._bin = _bin_dir()
         if os.name == "posix" and os.geteuid() == 0:
-            self._user = SYSTEM_USER
+            self._user = self._root_user
             with _machine_lock():
                 _set_up_for_root(self._user, self._bin, self.data_dir)
         if not (self.data_dir / "PG_VERSION").exists():
