@@ -1,4 +1,5 @@
-"""The key of ``baton dev``: generated once, kept in the data directory (0600), found by clients."""
+"""The key of ``baton dev``: generated once, kept in the data directory (0600), found by clients;
+a key chosen with BATON_API_KEY is written there too: the file never disagrees with the server."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from baton.local.runtime import DevOptions, OptionError, resolve_api_key
+from baton.local.datadir import resolve_api_key
+from baton.local.options import DevOptions, OptionError
 from baton_worker.env import api_key_from_env, local_api_key
 
 
@@ -24,12 +26,35 @@ def test_first_start_generates_a_key_kept_private_and_later_starts_reuse_it(
     assert "kept in" in again.source
 
 
-def test_environment_key_wins_and_nothing_is_written(tmp_path: Path) -> None:
+def test_environment_key_wins_and_is_written_to_the_key_file(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "api-key"
     options = DevOptions(data_dir=tmp_path / "data", api_key="mine-0123456789")
     key = resolve_api_key(options)
     assert key.value == "mine-0123456789"
-    assert "BATON_API_KEY" in key.source
-    assert not (tmp_path / "data").exists()
+    assert path.read_text().strip() == "mine-0123456789"
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert "BATON_API_KEY" in key.source and f"written to {path}" in key.source
+
+
+def test_environment_key_replaces_a_kept_key_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "api-key"
+    path.write_text("generated-earlier-key\n")
+    os.chmod(path, 0o644)
+    key = resolve_api_key(DevOptions(data_dir=tmp_path, api_key="dev-key"))
+    assert path.read_text() == "dev-key\n"  # short keys chosen by hand are fine
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert "replacing the key kept there" in key.source
+    again = resolve_api_key(DevOptions(data_dir=tmp_path, api_key="dev-key"))
+    assert f"kept in {path}" in again.source
+
+
+@pytest.mark.parametrize("bad", ["has space", "tab\tkey", "line\nbreak", "é-accent"])
+def test_an_environment_key_that_cannot_be_a_line_of_the_file_is_refused(
+    tmp_path: Path, bad: str
+) -> None:
+    with pytest.raises(OptionError, match="visible ASCII"):
+        resolve_api_key(DevOptions(data_dir=tmp_path, api_key=bad))
+    assert not (tmp_path / "api-key").exists()
 
 
 def test_a_kept_key_readable_by_others_is_made_private(tmp_path: Path) -> None:
