@@ -44,7 +44,7 @@ class LocalS3:
         self.folder = None if data_dir is None else data_dir / bucket
         self.endpoint: str | None = None
         self._server: Any = None
-        self._client: Any = None
+        self._loopback: Any = None  # this server's own client (reads back what it keeps)
         self._keeping = False  # set once the kept objects are loaded back
         self._lock = threading.Lock()
 
@@ -55,8 +55,8 @@ class LocalS3:
         self._server = server
         host, port = server.get_host_and_port()
         self.endpoint = f"http://{host}:{port}"
-        self._client = _client(self.endpoint)
-        self._client.create_bucket(Bucket=self.bucket)
+        self._loopback = self._client()
+        self._loopback.create_bucket(Bucket=self.bucket)
         restored = self._restore()
         self._keeping = self.folder is not None
         log.info(
@@ -64,6 +64,18 @@ class LocalS3:
             extra={"endpoint": self.endpoint, "bucket": self.bucket, "restored": restored},
         )
         return self.endpoint
+
+    def _client(self) -> Any:
+        """A client of this server."""
+        import boto3
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            region_name=REGION,
+            aws_access_key_id=LOCAL_ACCESS_KEY,
+            aws_secret_access_key=LOCAL_SECRET_KEY,
+        )
 
     def stop(self) -> None:
         """Stop serving (every acknowledged write is already on disk)."""
@@ -89,7 +101,7 @@ class LocalS3:
 
         assert self.folder is not None
         try:
-            body = self._client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+            body = self._loopback.get_object(Bucket=self.bucket, Key=key)["Body"].read()
         except ClientError as e:
             if str(e.response.get("Error", {}).get("Code")) not in ("NoSuchKey", "404"):
                 raise OSError(f"cannot read back {key}: {e}") from e
@@ -102,7 +114,7 @@ class LocalS3:
         assert self.folder is not None
         present = {
             _file_name(obj["Key"])
-            for page in self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket)
+            for page in self._loopback.get_paginator("list_objects_v2").paginate(Bucket=self.bucket)
             for obj in page.get("Contents", [])
         }
         for path in _kept_files(self.folder):
@@ -118,7 +130,7 @@ class LocalS3:
         files = list(_kept_files(folder))
 
         def put(path: Path) -> None:
-            self._client.put_object(
+            self._loopback.put_object(
                 Bucket=self.bucket, Key=unquote(path.name), Body=path.read_bytes()
             )
 
@@ -154,18 +166,6 @@ def _write_durably(folder: Path, name: str, body: bytes) -> None:
         os.fsync(directory)
     finally:
         os.close(directory)
-
-
-def _client(endpoint: str) -> Any:
-    import boto3
-
-    return boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name=REGION,
-        aws_access_key_id=LOCAL_ACCESS_KEY,
-        aws_secret_access_key=LOCAL_SECRET_KEY,
-    )
 
 
 def _moto_server(bucket: str, on_write: OnWrite) -> Any:
