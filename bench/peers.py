@@ -23,6 +23,13 @@ audit log, stored output); pgqueuer's and procrastinate's are queue jobs without
 so a ratio below 1 against them is the price of the workflow, not a like-for-like loss. DBOS
 (a durable workflow with one checkpointed step) is the closest in what it records.
 
+Each peer runs at its best documented configuration (the row named after it: pgqueuer on
+asyncpg with 5 queue managers per process and batches of 50, as its own benchmark tool and
+tuning guide do; DBOS with its queue's polling interval, worker concurrency and executor threads
+set as its docs describe), then at the configurations earlier runs used, kept as extra rows
+(``--best-only`` skips those). CONFIGS lists them; each drain script's docstring says where its
+settings come from.
+
 A peer that fails to install or run is reported with the reason and skipped; the others run.
 """
 
@@ -49,13 +56,46 @@ from support.reporting import fmt_num, log, rate, table
 PEERS_VENV = ROOT / "bench" / ".peers-venv"
 SCRIPTS = ROOT / "bench" / "support" / "peers"
 # What the peer venv holds: each peer alone (so one that fails to install leaves the others),
-# and the driver they share.
-PINS: dict[str, str] = {
-    "pgqueuer": "pgqueuer==1.6.0",
-    "procrastinate": "procrastinate==3.10.0",
-    "dbos": "dbos==3.4.0",
+# with the driver it is run on, and the driver they share.
+PINS: dict[str, tuple[str, ...]] = {
+    "pgqueuer": ("pgqueuer==1.6.0", "asyncpg==0.32.0"),
+    "procrastinate": ("procrastinate==3.10.0",),
+    "dbos": ("dbos==3.4.0",),
 }
 DRIVER = "psycopg[binary]==3.3.9"
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """One row: a peer's drain script run with these settings (its own options)."""
+
+    row: str
+    peer: str
+    options: tuple[str, ...] = ()
+
+
+# Each peer at its best documented configuration first (the row named after the peer), then
+# the configurations earlier runs of this benchmark used, kept as extra rows. See each drain
+# script's docstring for where its settings come from.
+CONFIGS: tuple[Config, ...] = (
+    Config("pgqueuer", "pgqueuer", ("--driver", "asyncpg", "--managers", "5", "--batch", "50")),
+    Config(
+        "pgqueuer (psycopg, 1 manager, batch 32)",
+        "pgqueuer",
+        ("--driver", "psycopg", "--managers", "1", "--batch", "32"),
+    ),
+    Config("procrastinate", "procrastinate"),
+    Config(
+        "dbos",
+        "dbos",
+        ("--poll", "0.01", "--worker-concurrency", "20", "--executor-threads", "20"),
+    ),
+    Config(
+        "dbos (poll 0.05 s, concurrency 100)",
+        "dbos",
+        ("--poll", "0.05", "--worker-concurrency", "100"),
+    ),
+)
 
 
 @dataclass(slots=True)
@@ -102,13 +142,11 @@ def peer_venv(peers: Sequence[str]) -> dict[str, str]:
             raise BenchError(f"uv venv failed: {done.stderr.strip()}")
     for peer in peers:
         stamp = PEERS_VENV / f".installed-{peer}"
-        want = f"{PINS[peer]} {DRIVER}"
+        want = " ".join([*PINS[peer], DRIVER])
         if stamp.exists() and stamp.read_text() == want:
             continue
-        log(f"peers: installing {PINS[peer]} and {DRIVER}")
-        done = _run(
-            [uv, "pip", "install", "--quiet", "--python", str(_python()), PINS[peer], DRIVER]
-        )
+        log(f"peers: installing {want}")
+        done = _run([uv, "pip", "install", "--quiet", "--python", str(_python()), *want.split()])
         if done.returncode:
             failed[peer] = (done.stderr.strip().splitlines() or ["uv pip install failed"])[-1]
             stamp.unlink(missing_ok=True)
@@ -116,24 +154,29 @@ def peer_venv(peers: Sequence[str]) -> dict[str, str]:
         stamp.write_text(want)
     listed = _run([uv, "pip", "list", "--python", str(_python()), "--format", "json"])
     versions = {p["name"].lower(): p["version"] for p in json.loads(listed.stdout or "[]")}
-    shown = ", ".join(f"{p} {versions.get(p, '?')}" for p in [*peers, "psycopg"])
-    log(f"peers: {PEERS_VENV.relative_to(ROOT)} holds {shown} (pinned: {', '.join(PINS.values())})")
+    names = [*peers, *(["asyncpg"] if "pgqueuer" in peers else []), "psycopg"]
+    shown = ", ".join(f"{p} {versions.get(p, '?')}" for p in names)
+    pinned = ", ".join(pin for p in peers for pin in PINS[p])
+    log(f"peers: {PEERS_VENV.relative_to(ROOT)} holds {shown} (pinned: {pinned}, {DRIVER})")
     return failed
 
 
 # --- drains -------------------------------------------------------------------------------------
 
 
-def peer_drain(server: str, peer: str, args: argparse.Namespace) -> Row:
-    """Run ``support/peers/drain_<peer>.py`` against a fresh database; its progress lines are
-    echoed, its last line (``RESULT {json}``) is the row."""
+def peer_drain(server: str, config: Config, args: argparse.Namespace) -> Row:
+    """Run ``support/peers/drain_<peer>.py`` with the configuration's options against a fresh
+    database; its progress lines are echoed, its last line (``RESULT {json}``) is the row."""
+    peer = config.row
     log(f"{peer}: creating a fresh database, enqueueing {args.jobs:,} jobs, then the drain")
-    with fresh_database(server, f"peer_{peer}", migrate=False, keep=args.keep_databases) as url:
+    label = f"peer_{config.peer}"
+    with fresh_database(server, label, migrate=False, keep=args.keep_databases) as url:
         cmd = [
             str(_python()),
-            str(SCRIPTS / f"drain_{peer}.py"),
+            str(SCRIPTS / f"drain_{config.peer}.py"),
             *("--url", url, "--jobs", str(args.jobs), "--workers", str(args.workers)),
             *("--timeout", str(args.timeout)),
+            *config.options,
         ]
         proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=SCRIPTS
@@ -254,6 +297,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="PEER[,PEER]",
         help=f"run only these peers (of {', '.join(PINS)}); may be repeated",
     )
+    p.add_argument(
+        "--best-only",
+        dest="all_configs",
+        action="store_false",
+        help="run each peer at its best documented configuration only, not the earlier ones",
+    )
     p.add_argument("--no-baton", action="store_true", help="skip Baton's drains")
     p.add_argument(
         "--database-url",
@@ -270,6 +319,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if unknown:
         p.error(f"unknown peer(s) {', '.join(unknown)}: choose from {', '.join(PINS)}")
     args.peers = [p for p in PINS if p in only] if only else list(PINS)
+    args.configs = [
+        c for c in CONFIGS if c.peer in args.peers and (args.all_configs or c.row == c.peer)
+    ]
     return args
 
 
@@ -289,15 +341,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows.append(Row(peer, error=f"install failed: {why}"))
         with postgres_server(args.database_url) as server:
             log(server_summary(server))
-            for peer in args.peers:
-                if peer in failed:
+            for config in args.configs:
+                if config.peer in failed:
                     continue
                 try:
-                    row = peer_drain(server, peer, args)
+                    row = peer_drain(server, config, args)
                 except (OSError, subprocess.SubprocessError, BenchError) as e:
-                    row = Row(peer, error=f"{type(e).__name__}: {e}")
+                    row = Row(config.row, error=f"{type(e).__name__}: {e}")
                 if row.error is not None:
-                    log(f"{peer}: FAILED: {row.error}; going on with the others")
+                    log(f"{config.row}: FAILED: {row.error}; going on with the others")
                 rows.append(row)
             if not args.no_baton:
                 rows += baton_drains(server, args)

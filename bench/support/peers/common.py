@@ -30,12 +30,16 @@ import psycopg
 SPAWN = mp.get_context("spawn")
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(add: Callable[[argparse.ArgumentParser], None] | None = None) -> argparse.Namespace:
+    """The protocol's arguments, and the peer's own settings that ``add`` declares (each
+    configuration ``bench/peers.py`` runs passes them)."""
     p = argparse.ArgumentParser()
     p.add_argument("--url", required=True, help="conninfo of a fresh, empty database")
     p.add_argument("--jobs", type=int, required=True)
     p.add_argument("--workers", type=int, required=True)
     p.add_argument("--timeout", type=float, default=600)
+    if add is not None:
+        add(p)
     return p.parse_args()
 
 

@@ -5,10 +5,13 @@ one-step workflow. The parent launches DBOS (listening to no user queue), regist
 closed (``worker_concurrency=0``: no executor may dequeue), enqueues N workflows with
 ``Queue.enqueue`` (not timed), and keeps DBOS up. W processes each launch DBOS with their own
 executor id on the same system database (the fresh database, schema ``dbos``) and connect, then
-the parent opens the queue (``set_worker_concurrency(WORKER_CONCURRENCY)``) and the workers'
-queue threads dequeue and run the workflows in their executor threads. DBOS's fastest idiomatic
-settings: a short queue polling interval (POLL seconds; default 1 s), up to WORKER_CONCURRENCY
-workflows claimed per poll and running per process, LISTEN/NOTIFY on (its default).
+the parent opens the queue (``set_worker_concurrency(--worker-concurrency)``) and the workers'
+queue threads dequeue and run the workflows in their executor threads. The settings DBOS's docs
+name for a queue's throughput: the queue's polling interval (``--poll`` seconds; default 1 s),
+its worker concurrency (workflows claimed per poll and running per process) and the process's
+executor threads (``max_executor_threads``; unbounded by default) over a system-database
+pool of 20 connections (its default), with
+LISTEN/NOTIFY on (its default).
 
 Why it is the comparison for Baton's drain: the closest peer, a durable workflow with a
 checkpointed step (workflow status row, step output row, final status with output), like
@@ -21,6 +24,7 @@ recovered (``recovery_attempts`` 1: started once).
 
 from __future__ import annotations
 
+import argparse
 import functools
 import logging
 import time
@@ -31,9 +35,15 @@ from psycopg.conninfo import conninfo_to_dict
 from sqlalchemy.engine import URL
 
 QUEUE = "bench"
-POLL = 0.05
-WORKER_CONCURRENCY = 100
 APP_VERSION = "bench"
+
+
+def _options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--poll", type=float, default=0.05, help="queue polling interval, seconds")
+    p.add_argument("--worker-concurrency", type=int, default=100)
+    p.add_argument(
+        "--executor-threads", type=int, default=0, help="max_executor_threads (0: DBOS default)"
+    )
 
 
 @DBOS.step(name="noop")
@@ -65,18 +75,21 @@ def system_url(conninfo: str) -> str:
     return url.render_as_string(hide_password=False)
 
 
-def config(url: str, executor: str) -> DBOSConfig:
-    return {
+def config(url: str, executor: str, threads: int = 0) -> DBOSConfig:
+    c: DBOSConfig = {
         "name": "bench",
         "system_database_url": system_url(url),
         "application_version": APP_VERSION,
         "executor_id": executor,
         "log_level": "WARNING",
     }
+    if threads:
+        c["max_executor_threads"] = threads
+    return c
 
 
-def worker(url: str, k: int) -> None:
-    DBOS(config=config(url, f"w{k}"))
+def worker(url: str, threads: int, k: int) -> None:
+    DBOS(config=config(url, f"w{k}", threads))
     DBOS.launch()
     common.ready_then_wait()
     # Drained when the queue has nothing ENQUEUED or PENDING left; the parent times the
@@ -94,11 +107,11 @@ if __name__ == "__main__":
     from importlib.metadata import version
 
     logging.getLogger("dbos").setLevel(logging.WARNING)
-    ARGS = common.parse_args()
+    ARGS = common.parse_args(_options)
     DBOS(config=config(ARGS.url, "enqueuer"))
     DBOS.listen_queues([])  # this process only enqueues
     DBOS.launch()
-    queue = DBOS.register_queue(QUEUE, worker_concurrency=0, polling_interval_sec=POLL)
+    queue = DBOS.register_queue(QUEUE, worker_concurrency=0, polling_interval_sec=ARGS.poll)
     began = time.monotonic()
     for i in range(ARGS.jobs):
         queue.enqueue(job, i)
@@ -108,11 +121,11 @@ if __name__ == "__main__":
     )
 
     def open_queue() -> None:
-        queue.set_worker_concurrency(WORKER_CONCURRENCY)
+        queue.set_worker_concurrency(ARGS.worker_concurrency)
 
     done = "FROM dbos.workflow_status WHERE status = 'SUCCESS' AND queue_name = 'bench'"
     seconds, exit_seconds = common.drain(
-        functools.partial(worker, ARGS.url),
+        functools.partial(worker, ARGS.url, ARGS.executor_threads),
         workers=ARGS.workers,
         jobs=ARGS.jobs,
         url=ARGS.url,
@@ -140,6 +153,7 @@ if __name__ == "__main__":
         exit_seconds=exit_seconds,
         enqueue_seconds=enqueue_seconds,
         verified=verified,
-        settings=f"queue polling {POLL}s, worker_concurrency={WORKER_CONCURRENCY}, "
+        settings=f"queue polling {ARGS.poll}s, worker_concurrency={ARGS.worker_concurrency}, "
+        f"max_executor_threads={ARGS.executor_threads or 'default'}, "
         f"workflow + 1 step, {ARGS.workers} processes",
     )
