@@ -11,6 +11,14 @@ Output is ``<out>/python/`` (Lambda puts ``/opt/python`` on ``sys.path``); the C
 * bytecode compiled by the target Python with ``unchecked-hash`` .pyc files and ``/opt/python``
   paths, so the asset hash depends on content only and cold starts skip compilation.
 
+Wheels are kept in a wheelhouse under ``~/.cache/baton/pip`` (``$XDG_CACHE_HOME/baton/pip``),
+one folder per platform and Python: ``pip download`` fetches only the pinned wheels the folder
+lacks, and the layer is installed from the folder with ``--no-index``. So once a build has run
+online, later builds (another checkout, a wiped ``layers/build``) need no network; pip's own HTTP
+cache could not promise that (it revalidates index pages online, and some registries answer
+uncacheable). A build that needs a wheel it cannot download stops with one message naming the
+missing wheels and what to do, not pip's traceback.
+
 The pip step is skipped while a stamp says requirements, platform and Python are unchanged;
 the ``baton`` copy is refreshed whenever ``shared/baton`` differs from what the layer holds
 (compared by content, so an unchanged tree is left alone: a synth may be reading it). Builds of
@@ -30,6 +38,8 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -37,7 +47,8 @@ from importlib.metadata import Distribution, PathDistribution
 from pathlib import Path
 
 from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "layers" / "requirements.txt"
@@ -49,7 +60,7 @@ LAYER_MOUNT = "/opt/python"  # where Lambda mounts the layer's python/ folder
 STAMP_NAME = ".layer-deps.sha256"
 PACKAGE_STAMP_NAME = ".layer-baton.sha256"
 # Bump when the way dependencies are installed changes, to invalidate existing stamps.
-BUILD_FORMAT = "1"
+BUILD_FORMAT = "2"
 
 # Shipped by the Lambda Python runtime (/var/runtime): never bundled, accepted by the closure check.
 RUNTIME_PROVIDED = frozenset(
@@ -94,6 +105,16 @@ def log(message: str) -> None:
 def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "baton" / "pip"
+
+
+def wheelhouse(target: Target) -> Path:
+    """The pinned wheels of ``target``, kept across builds and checkouts."""
+    return cache_dir() / "wheels" / f"cp{target.python_version.replace('.', '')}-{target.machine}"
+
+
+class OfflineError(SystemExit):
+    """A wheel the layer needs is neither in the wheelhouse nor downloadable: the message says
+    which and what to do (raised as SystemExit, so no traceback)."""
 
 
 def deps_stamp(target: Target, compiled: bool) -> str:
@@ -145,7 +166,108 @@ def _run_quiet(cmd: list[str]) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
+def _target_args(target: Target) -> list[str]:
+    return [
+        *[arg for platform in target.platforms for arg in ("--platform", platform)],
+        "--only-binary=:all:",
+        "--python-version",
+        target.python_version,
+        "--implementation",
+        "cp",
+        "--no-deps",
+    ]
+
+
+def missing_wheels(target: Target) -> list[Requirement]:
+    """The pinned requirements that have no wheel in ``target``'s wheelhouse."""
+    have: set[tuple[str, Version]] = set()
+    for wheel in wheelhouse(target).glob("*.whl"):
+        with contextlib.suppress(InvalidWheelFilename):
+            name, version, _, _ = parse_wheel_filename(wheel.name)
+            have.add((name, version))
+    return [
+        r
+        for r in pinned_requirements()
+        if (canonicalize_name(r.name), Version(next(iter(r.specifier)).version)) not in have
+    ]
+
+
+def fill_wheelhouse(target: Target) -> None:
+    """Download the pinned wheels the wheelhouse lacks (all of them the first time)."""
+    missing = missing_wheels(target)
+    house = wheelhouse(target)
+    if not missing:
+        log(f"all {len(pinned_requirements())} pinned wheels in the cache ({house})")
+        return
+    house.mkdir(parents=True, exist_ok=True)
+    platforms = " + ".join(target.platforms)
+    log(f"downloading {len(missing)} pinned wheels for {platforms} into {house}")
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--disable-pip-version-check",
+        "--progress-bar",
+        "off",
+        "--dest",
+        str(house),
+        *_target_args(target),
+        "--cache-dir",
+        str(cache_dir() / "http"),
+        *(str(r) for r in missing),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode == 0:
+        return
+    raise OfflineError(download_failure(target, f"{done.stdout}\n{done.stderr}", done.returncode))
+
+
+UNREACHABLE = (
+    "NewConnectionError",
+    "Failed to establish a new connection",
+    "Could not fetch URL",
+    "ConnectTimeout",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Max retries exceeded",
+)
+
+
+def reachable(url: str) -> bool:
+    """Whether ``url`` answers at all (any HTTP status counts): pip says "no matching
+    distribution" alike for a pin that does not exist and for an index it could not reach."""
+    try:
+        urllib.request.urlopen(url, timeout=10).close()
+    except urllib.error.HTTPError:
+        return True
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def download_failure(target: Target, output: str, status: int) -> str:
+    """What a failed ``pip download`` means, and what to do: one message, no traceback."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    still = ", ".join(str(r) for r in missing_wheels(target))
+    house = wheelhouse(target)
+    index = os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple"
+    if any(mark in ln for ln in lines for mark in UNREACHABLE) or not reachable(index):
+        why = f"the package index ({index}) cannot be reached"
+    else:
+        errors = [ln for ln in lines if ln.startswith("ERROR")]
+        why = f"pip said: {(errors or lines or [f'exit status {status}'])[-1]}"
+    return (
+        f"layer build: cannot download the wheels the Lambda layer needs: {why}.\n"
+        f"  Not in the wheel cache ({house}): {still}.\n"
+        "  Run `make layer` (or `make synth`) once with access to PyPI, or set PIP_INDEX_URL to "
+        "a mirror that has them; later builds, from any checkout, take them from the cache and "
+        "need no network."
+    )
+
+
 def pip_install(target: Target, site: Path) -> None:
+    fill_wheelhouse(target)
     cmd = [
         sys.executable,
         "-m",
@@ -155,21 +277,15 @@ def pip_install(target: Target, site: Path) -> None:
         "--quiet",
         "--target",
         str(site),
-        *[arg for platform in target.platforms for arg in ("--platform", platform)],
-        "--only-binary=:all:",
-        "--python-version",
-        target.python_version,
-        "--implementation",
-        "cp",
+        *_target_args(target),
         "--no-compile",
-        "--no-deps",
-        "--cache-dir",
-        str(cache_dir()),
+        "--no-index",
+        "--find-links",
+        str(wheelhouse(target)),
         "--requirement",
         str(REQUIREMENTS),
     ]
-    platforms = " + ".join(target.platforms)
-    log(f"pip install {len(pinned_requirements())} pinned wheels for {platforms}")
+    log(f"installing {len(pinned_requirements())} pinned wheels from the cache")
     subprocess.run(cmd, check=True)
     for name in PRUNE_DIRS:
         shutil.rmtree(site / name, ignore_errors=True)

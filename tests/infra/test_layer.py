@@ -3,7 +3,8 @@ boto3 family, which Lambda's runtime provides) imports everything a handler need
 
 Built for this machine's architecture and Python, since the test has to execute it; the
 deployed arm64/3.12 layer comes from the same script and pins. Needs PyPI the first time;
-downloads are cached under ~/.cache/baton/pip. Skip with BATON_SKIP_LAYER_TEST=1.
+the wheels are kept under ~/.cache/baton/pip, and later builds need no network (tested with an
+unreachable index). Skip with BATON_SKIP_LAYER_TEST=1.
 """
 
 from __future__ import annotations
@@ -56,25 +57,31 @@ print("ok", pydantic.VERSION, psycopg.__version__, psycopg.pq.version())
 """
 
 
-@pytest.fixture(scope="module")
-def local_layer(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("layer")
+# pip pointed at a port nothing listens on, no retries, no local wheel folders: no network.
+OFFLINE = {"PIP_INDEX_URL": "http://127.0.0.1:9/", "PIP_RETRIES": "0", "PIP_FIND_LINKS": ""}
+
+
+def _build_here(out: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """layers/build.py for this machine's architecture and Python into ``out``."""
     python_version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    done = subprocess.run(
+    return subprocess.run(
         [
             sys.executable,
             str(ROOT / "layers" / "build.py"),
-            "--arch",
-            platform.machine(),
-            "--python-version",
-            python_version,
-            "--out",
-            str(out),
+            *("--arch", platform.machine(), "--python-version", python_version),
+            *("--out", str(out)),
         ],
         capture_output=True,
         text=True,
         check=False,
+        env={**os.environ, **(env or {})},
     )
+
+
+@pytest.fixture(scope="module")
+def local_layer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("layer")
+    done = _build_here(out)
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
     assert "MB zipped" in done.stdout
     return out
@@ -142,6 +149,26 @@ def test_rebuild_skips_pip_when_requirements_are_unchanged(local_layer: Path) ->
     # unchanged sources leave the tree alone (a concurrent synth may be hashing it); sources
     # edited since the first build are copied again
     assert "baton packages unchanged" in done.stdout or "copied shared/baton" in done.stdout
+
+
+def test_a_cold_build_without_network_takes_the_wheels_from_the_cache(
+    local_layer: Path, tmp_path: Path
+) -> None:
+    """After one online build (the fixture's), a build into an empty folder needs no index."""
+    done = _build_here(tmp_path / "offline", OFFLINE)
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    assert "pinned wheels in the cache" in done.stdout
+    assert (tmp_path / "offline" / "python" / "pydantic").is_dir()
+
+
+def test_a_build_without_network_or_cache_says_what_to_do(tmp_path: Path) -> None:
+    done = _build_here(tmp_path / "out", {**OFFLINE, "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert done.returncode == 1
+    said = done.stdout + done.stderr
+    assert "Traceback" not in said
+    assert "the package index (http://127.0.0.1:9/) cannot be reached" in done.stderr
+    assert "pydantic==" in done.stderr and str(tmp_path / "cache" / "baton" / "pip") in done.stderr
+    assert "Run `make layer` (or `make synth`) once with access to PyPI" in done.stderr
 
 
 def test_deployed_layer_targets_lambda_arm64_python_312(layer_built: Path) -> None:
