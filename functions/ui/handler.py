@@ -6,6 +6,9 @@ that folder are served: an asset name is one path segment of letters, digits, ``
 nor a NUL byte reaches the file system. The page holds no data and needs no key; the API calls it
 makes from the browser carry the user's key like any other client.
 
+``GET /`` (the API's root) redirects to the viewer, relative to where the client is, so the
+stage or base path in front of the API in AWS (``/prod/``) is kept.
+
 Headers: the right ``Content-Type``; a strict Content-Security-Policy (scripts and styles from
 this origin only, no inline script, API calls to this origin only, no framing); ``no-cache`` and
 an ``ETag`` on every asset (a few tens of kilobytes: the browser revalidates and gets a 304, so a
@@ -109,22 +112,41 @@ def _asset(name: str, event: dict[str, Any]) -> dict[str, Any]:
     return {"statusCode": 200, "headers": headers, "body": body, "isBase64Encoded": encoded}
 
 
+def _redirect(status: int, location: str) -> dict[str, Any]:
+    return {
+        "statusCode": status,
+        "headers": {"Location": location, "Cache-Control": "no-cache", **SECURITY_HEADERS},
+        "body": "",
+        "isBase64Encoded": False,
+    }
+
+
+def _root_location(event: dict[str, Any]) -> str:
+    """Where ``GET /`` sends the browser: ``ui/``, relative to the URL it asked for. API Gateway
+    routes both ``…/prod/`` and ``…/prod`` here; for the second, a browser resolves ``ui/``
+    beside ``prod``, so the last segment of the path the client sent leads."""
+    context = event.get("requestContext")
+    sent = context.get("path") if isinstance(context, dict) else None
+    if isinstance(sent, str) and sent and not sent.endswith("/"):
+        last = sent.rsplit("/", 1)[-1]
+        if _ASSET_NAME.fullmatch(last):
+            return f"{last}/ui/"
+    return "ui/"
+
+
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     method = str(event.get("httpMethod") or "GET").upper()
     path = str(event.get("path") or "")
     if method not in ("GET", "HEAD"):
         return _problem(405, "Method Not Allowed", f"{method} is not allowed here", path)
+    if event.get("resource") == "/" or path == "/":
+        return _redirect(302, _root_location(event))
     params = event.get("pathParameters") or {}
     asset = params.get("asset") if isinstance(params, dict) else None
     if asset is None:
         if not path.endswith("/"):
             # /ui -> ui/, relative, so the stage prefix in AWS (/prod/ui) is kept.
-            return {
-                "statusCode": 301,
-                "headers": {"Location": "ui/", "Cache-Control": "no-cache", **SECURITY_HEADERS},
-                "body": "",
-                "isBase64Encoded": False,
-            }
+            return _redirect(301, "ui/")
         asset = INDEX
     if not isinstance(asset, str) or not _ASSET_NAME.fullmatch(asset) or asset not in ASSETS:
         return _problem(404, "Not Found", "no such asset of the viewer", path)

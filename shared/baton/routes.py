@@ -240,7 +240,9 @@ CONDUCTOR_ROUTES: tuple[Route, ...] = (
 # OpenAPI document, no proto message). Public like liveness: the page holds no data, and every API
 # call it makes carries the user's key. Assets sit flat under /ui/ (one path segment each), so no
 # greedy path is needed; ``/ui/`` (trailing slash) reaches the ``/ui`` resource (``directory``).
+# The API's root redirects to the viewer (a browser pointed at the server finds the page).
 UI_ROUTES: tuple[Route, ...] = (
+    Route("GET", "/", "ui", auth=PUBLIC, summary="Redirects to the execution viewer (/ui/)"),
     Route(
         "GET", "/ui", "ui", auth=PUBLIC, directory=True, summary="The execution viewer (HTML page)"
     ),

@@ -113,3 +113,34 @@ def test_the_local_router_serves_the_viewer_as_a_directory_and_nothing_else() ->
     assert isinstance(asset, RouteMatch) and asset.path_parameters == {"asset": "app.js"}
     assert isinstance(table.match("GET", "/v1/definitions/"), NoRoute)
     assert isinstance(table.match("GET", "/ui/a/b"), NoRoute)
+
+
+@pytest.mark.parametrize(
+    ("sent", "location"),
+    [
+        ("/prod/", "ui/"),  # the stage URL with its slash: ui/ beside it
+        ("/prod", "prod/ui/"),  # without: a browser would resolve ui/ beside "prod"
+        ("/", "ui/"),  # a custom domain's root, or the local server
+        (None, "ui/"),
+    ],
+)
+def test_the_root_redirects_to_the_viewer_under_the_stage(sent: str | None, location: str) -> None:
+    event = api_event("GET", "/", None)
+    event["path"] = "/"
+    if sent is None:
+        event.pop("requestContext", None)
+    else:
+        event.setdefault("requestContext", {})["path"] = sent
+    r = ui.handler(event, FakeContext())
+    assert r["statusCode"] == 302
+    assert r["headers"]["Location"] == location
+    assert "Content-Security-Policy" in r["headers"]
+
+
+def test_the_local_router_and_the_gateway_serve_the_root_with_the_viewer() -> None:
+    from baton.local.events import RouteMatch, RouteTable
+    from baton.routes import SERVED_ROUTES
+
+    match = RouteTable().match("GET", "/")
+    assert isinstance(match, RouteMatch) and match.route.function == "ui" and match.route.public
+    assert [r for r in SERVED_ROUTES if r.path == "/"] == [match.route]

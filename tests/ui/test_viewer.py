@@ -237,12 +237,138 @@ def test_cancel_from_the_page(page: Any, seeded: dict[str, str], baton_server: L
     expect(page.locator("#action-cancel")).to_be_disabled()
 
 
-def test_api_errors_show_the_problem_title_and_detail(page: Any) -> None:
+def test_an_unknown_run_is_a_not_found_page_without_the_previous_run(
+    page: Any, seeded: dict[str, str]
+) -> None:
+    """From a run to an id no run has: the page says so (with the API's problem), and nothing
+    of the run shown before stays, nor an endless "Loading…"."""
     from playwright.sync_api import expect
 
-    page.goto(page.url.split("#")[0] + "#/runs/00000000-0000-0000-0000-000000000000")
-    expect(page.locator("#error")).to_be_visible()
-    expect(page.locator("#error strong")).to_contain_text("404")
+    base = page.url.split("#")[0]
+    page.goto(base + f"#/runs/{seeded['order']}")
+    expect(page.locator("#run-id")).to_have_text(seeded["order"])
+    unknown = "00000000-0000-0000-0000-000000000000"
+    page.goto(base + f"#/runs/{unknown}")
+    expect(page.locator("#not-found")).to_have_text("No such run")
+    expect(page.locator("#not-found-id")).to_have_text(unknown)
+    expect(page.locator("main")).to_contain_text("Not found (404)")
+    expect(page.locator("#run-id")).to_have_count(0)
+    expect(page.locator("svg.graph")).to_have_count(0)
+    expect(page.locator("#loading")).to_have_count(0)
+    page.get_by_role("link", name="Back to the runs").click()
+    expect(page.locator(f'#runs tr[data-run="{seeded["order"]}"]')).to_be_visible()
+    # Opened directly (the first page of the tab): the same, not the HTML's "Loading…".
+    page.goto(f"{base}#/definitions/no-such-definition-{uuid.uuid4().hex[:6]}")
+    page.reload()
+    expect(page.locator("#not-found")).to_have_text("No such definition")
+    expect(page.locator("main")).not_to_contain_text("Loading")
+
+
+def test_the_key_prompt_says_where_the_key_is_and_nothing_is_asked_before(
+    browser: Any, baton_server: LocalServer, seeded: dict[str, str]
+) -> None:
+    from playwright.sync_api import expect
+
+    context = browser.new_context()
+    p = context.new_page()
+    p.set_default_timeout(TIMEOUT_MS)
+    asked: list[str] = []
+    p.on("request", lambda r: asked.append(r.url) if "/v1/" in r.url else None)
+    p.goto(f"{baton_server.base_url}/ui/#/runs/{seeded['order']}")
+    where = p.locator("#key-where")
+    expect(where).to_contain_text(".baton/data/api-key")
+    expect(where).to_contain_text("$BATON_DATA_DIR/api-key")
+    expect(where).to_contain_text("API key line of its banner")
+    p.wait_for_load_state("networkidle")
+    assert asked == []
+    p.fill("#api-key", baton_server.api_key or "")
+    p.click("#key-submit")
+    expect(p.locator("#run-id")).to_have_text(seeded["order"])
+    assert asked and all(
+        "x-api-key" not in u for u in asked
+    )  # the key travels in a header, never in a URL
+    context.close()
+
+
+def test_the_server_root_redirects_to_the_viewer(browser: Any, baton_server: LocalServer) -> None:
+    from playwright.sync_api import expect
+
+    context = browser.new_context()
+    p = context.new_page()
+    response = p.goto(f"{baton_server.base_url}/")
+    assert response is not None and response.status == 200
+    assert p.url == f"{baton_server.base_url}/ui/"
+    expect(p.locator("#api-key")).to_be_visible()
+    context.close()
+
+
+# Every text of every graph inside the drawing, and each node's labels inside its box.
+CLIPPED = """() => {
+  const out = [];
+  for (const svg of document.querySelectorAll("svg.graph")) {
+    const vb = svg.viewBox.baseVal;
+    for (const t of svg.querySelectorAll("text")) {
+      const b = t.getBBox();
+      if (b.x < vb.x || b.y < vb.y || b.x + b.width > vb.x + vb.width + 0.5
+          || b.y + b.height > vb.y + vb.height + 0.5) out.push("outside: " + t.textContent);
+    }
+    for (const n of svg.querySelectorAll(".node")) {
+      const r = n.querySelector("rect").getBBox();
+      for (const t of n.querySelectorAll("text")) {
+        const b = t.getBBox();
+        if (b.x + b.width > r.x + r.width) out.push("past its node: " + t.textContent);
+      }
+    }
+  }
+  return out;
+}"""
+
+
+def test_labels_inside_the_graph_are_not_clipped(page: Any, baton_server: LocalServer) -> None:
+    from playwright.sync_api import expect
+
+    name = f"ui-labels-{uuid.uuid4().hex[:6]}"
+    long_id = "reserve-stock-in-every-warehouse-of-the-region"
+    Driver(baton_server).register(
+        {
+            "name": name,
+            "steps": [
+                {
+                    "id": "each",
+                    "type": "MAP",
+                    "items": "${workflow.input.xs}",
+                    "steps": [{"id": long_id, "type": "SET_VARIABLE", "variables": {"v": 1}}],
+                },
+                {
+                    "id": "again",
+                    "type": "DO_WHILE",
+                    "while": "false",
+                    "maxIterations": 3,
+                    "steps": [{"id": "once", "type": "SET_VARIABLE", "variables": {"w": 1}}],
+                },
+                {
+                    "id": "pick",
+                    "type": "SWITCH",
+                    "cases": [
+                        {
+                            "condition": "workflow.input.total > 100 and workflow.input.vip",
+                            "steps": [{"id": "a", "type": "USER_TASK"}],
+                        }
+                    ],
+                    "default": [{"id": "b", "type": "USER_TASK"}],
+                },
+            ],
+        }
+    )
+    page.goto(page.url.split("#")[0] + f"#/definitions/{name}")
+    expect(page.locator('svg.graph[data-fit="done"]')).to_have_count(1)
+    expect(page.locator("svg.graph text", has_text="per item")).to_have_count(1)
+    expect(page.locator("svg.graph text", has_text="repeat")).to_have_count(1)
+    assert page.evaluate(CLIPPED) == []
+    node = page.locator(f'svg.graph .node[data-step="{long_id}"]')
+    assert long_id in (node.get_attribute("aria-label") or "")  # the whole id, shortened on screen
+    if SHOTS:
+        page.locator("svg.graph").screenshot(path=str(IMG / "ui-graph-labels.png"))
 
 
 def test_definitions_and_queues_pages(

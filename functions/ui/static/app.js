@@ -123,6 +123,15 @@
     const form = h("form", { class: "key-form", "aria-labelledby": "key-title" },
       h("h2", { id: "key-title", text: "API key" }),
       h("p", { id: "key-help", class: "muted", text: "Every request this page makes carries your Baton API key (header x-api-key). It is kept in this tab's session storage only." }),
+      h("div", { id: "key-where", class: "key-where" },
+        h("p", {}, h("strong", { text: "Where is the key? " }),
+          "A local server (", h("code", { text: "make dev" }), " or ", h("code", { text: "baton dev" }), ") prints it at every start, on the ",
+          h("code", { text: "API key" }), " line of its banner, and keeps it in the file ",
+          h("code", { text: ".baton/data/api-key" }), " under the directory it was started in (",
+          h("code", { text: "$BATON_DATA_DIR/api-key" }), " if that is set):"),
+        h("pre", { class: "mono", text: "cat .baton/data/api-key" }),
+        h("p", {}, "Unless ", h("code", { text: "BATON_API_KEY" }), " chose it: then it is that value. In AWS, it is an API key of the stack (API Gateway console, or ",
+          h("code", { text: "aws apigateway get-api-key --api-key ID --include-value" }), ").")),
       h("label", { for: "api-key", text: "API key" }), input,
       h("p", {}, h("button", { type: "submit", class: "primary", id: "key-submit", text: "Use this key" })));
     form.addEventListener("submit", (ev) => {
@@ -156,9 +165,15 @@
     for (const a of document.querySelectorAll("[data-nav]")) {
       if (a.dataset.nav === section) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
     }
-    if (!apiKey()) { keyPrompt(null); return; }
+    if (!apiKey()) { view.shown = null; keyPrompt(null); return; }
     document.getElementById("forget-key").hidden = false;
     showError(null);
+    // Another page than the one shown: nothing of the old one stays while the new one loads.
+    const shown = hash.split("?")[0];
+    if (view.shown !== shown) {
+      view.shown = shown;
+      main().replaceChildren(h("p", { class: "muted", id: "loading", role: "status", text: "Loading…" }));
+    }
     try {
       if (section === "runs" && parts[1]) await runPage(parts[1], token, false);
       else if (section === "runs") await runsPage(new URLSearchParams(hash.split("?")[1] || ""), token, false);
@@ -166,10 +181,31 @@
       else if (section === "definitions") await definitionsPage(token);
       else if (section === "queues" && parts[1]) await queuePage(parts[1], token);
       else if (section === "queues") await queuesPage(token);
-      else main().replaceChildren(h("h2", { text: "Not found" }), h("p", {}, h("a", { href: "#/", text: "Back to runs" })));
+      else main().replaceChildren(h("h2", { id: "not-found", text: "Not found" }), h("p", {}, h("a", { href: "#/", text: "Back to runs" })));
     } catch (e) {
-      if (token === view.token && !(e instanceof ApiError && (e.status === 401 || e.status === 403))) showError(e);
+      failed(e, token, section, parts[1]);
     }
+  }
+  // A page that could not be loaded (or refreshed) says so in place of its content: an unknown
+  // id is a not-found page, anything else the API's problem with a way to try again.
+  const NOUN = { runs: "run", definitions: "definition", queues: "queue" };
+  function failed(e, token, section, id) {
+    if (!current(token) || (e instanceof ApiError && (e.status === 401 || e.status === 403))) return;
+    stopRefresh();
+    view.shown = null;
+    if (e instanceof ApiError && e.status === 404 && id && NOUN[section]) {
+      const noun = NOUN[section];
+      main().replaceChildren(
+        h("h2", { id: "not-found", text: `No such ${noun}` }),
+        h("p", {}, `There is no ${noun} `, h("span", { class: "mono", id: "not-found-id", text: id }),
+          " on this server: the id may be mistyped, or the " + noun + " was deleted."),
+        h("p", { class: "muted", text: `${e.title} (${e.status}): ${e.detail || ""}` }),
+        h("p", {}, h("a", { href: `#/${section === "runs" ? "" : section}`, text: `Back to the ${section}` })));
+      return;
+    }
+    main().replaceChildren(h("h2", { id: "load-failed", text: "This page could not be loaded" }),
+      h("p", {}, h("button", { type: "button", text: "Try again", onclick: () => route() })));
+    showError(e);
   }
   const current = (token) => token === view.token;
 
@@ -244,7 +280,7 @@
       if (oldCounts) oldCounts.replaceWith(counts);
     }
     loadCounts(counts, filters, token, setHash);
-    if (runs.some((r) => ACTIVE.has(r.status))) refreshIn(5, () => runsPage(params, token, true).catch(showError));
+    if (runs.some((r) => ACTIVE.has(r.status))) refreshIn(5, () => runsPage(params, token, true).catch((e) => failed(e, token, "runs")));
   }
 
   async function loadCounts(list, filters, token, setHash) {
@@ -306,7 +342,7 @@
     }
     // Refresh while the run is active; a big run (slow to fetch and draw) less often.
     const took = (performance.now() - began) / 1000;
-    if (ACTIVE.has(inst.status)) refreshIn(Math.max(2, Math.min(60, took * 10)), () => runPage(id, token, true).catch(showError));
+    if (ACTIVE.has(inst.status)) refreshIn(Math.max(2, Math.min(60, took * 10)), () => runPage(id, token, true).catch((e) => failed(e, token, "runs", id)));
   }
 
   function byStep(steps) {
@@ -365,6 +401,7 @@
         h("h4", { text: "Variables" }), h("pre", { text: json(inst.variables) }),
         h("h4", { text: "Output" }), h("pre", { text: json(inst.output) })));
     main().replaceChildren(...[head, reason, actions, h("div", { class: "grid" }, graphCard, detail), timelineCard, io, history].filter(Boolean));
+    fitGraphs();
     if (state.selected) select(state.selected);
     loadHistory(history, inst.id, null, token);
   }
@@ -414,6 +451,7 @@
 
   // --- the graph --------------------------------------------------------------------------------
   const NW = 170, NH = 40, VG = 34, HG = 24, PAD = 12;
+  const LOOP = 64; // right of a MAP's or DO_WHILE's box: the loop-back arrow and its label
   function childLists(step) {
     switch (step.type) {
       case "PARALLEL": return (step.branches || []).map((b, i) => ({ label: `branch ${i}`, steps: b }));
@@ -440,7 +478,8 @@
     if (!lists.length) return { step, lists, w: NW, h: NH };
     const inner = lists.reduce((a, l) => a + l.m.w, 0) + HG * (lists.length - 1);
     const boxed = lists.some((l) => l.box);
-    const w = Math.max(NW, inner) + (boxed ? 2 * PAD : 0);
+    // The loop label sits right of the box; the same room on the left keeps the step centred.
+    const w = Math.max(NW, inner) + (boxed ? 2 * (PAD + LOOP) : 0);
     const hh = NH + VG + Math.max(...lists.map((l) => l.m.h)) + (boxed ? 2 * PAD : 0) + VG + 8;
     return { step, lists, w, h: hh };
   }
@@ -454,7 +493,7 @@
     const line = (x1, y1, x2, y2, label) => {
       const mid = (y1 + y2) / 2;
       edges.append(s("path", { class: "edge", d: `M${x1},${y1} V${mid} H${x2} V${y2}`, "marker-end": "url(#arrow)" }));
-      if (label) edges.append(s("text", { class: "elabel", x: x2 + 4, y: y2 - 6 }, label.length > 28 ? `${label.slice(0, 27)}…` : label));
+      if (label) edges.append(s("text", { class: "elabel", x: x2 + 4, y: y2 - 6, "data-full": label }, label.length > 28 ? `${label.slice(0, 27)}…` : label));
     };
     // Places a list centred on cx from y; returns [entry(top centre), exit(bottom centre)] or null.
     function placeList(list, cx, y) {
@@ -483,8 +522,8 @@
       },
       s("rect", { x, y, width: NW, height: NH, class: `fill-${status}` }),
       s("rect", { x, y, width: 6, height: NH, class: `stripe stripe-${status}` }),
-      s("text", { x: x + 12, y: y + 16, "font-weight": 600 }, label.length > 22 ? `${label.slice(0, 21)}…` : label),
-      s("text", { x: x + 12, y: y + 31, fill: "#545d68" }, child ? `${sub} ↗` : sub),
+      s("text", { class: "nlabel", x: x + 12, y: y + 16, "font-weight": 600 }, label),
+      s("text", { class: "nlabel", x: x + 12, y: y + 31, fill: "#545d68" }, child ? `${sub} ↗` : sub),
       s("title", {}, `${step.id} (${step.type}): ${status === "NONE" ? "not run" : status}`));
       if (!child) {
         g.addEventListener("click", () => onSelect(step.id));
@@ -523,8 +562,33 @@
     }
     placeList(m, 20 + m.w / 2, 20);
     const wrap = h("div", { class: "graph-wrap" });
+    svg.dataset.fit = "pending"; // fitGraphs() measures it once it is in the page
     wrap.append(svg);
     return wrap;
+  }
+
+  // Text can only be measured once drawn: shorten a node's labels that would leave the node
+  // (the whole id stays in its title and aria-label), then size each graph to everything drawn,
+  // so no label is cut at the edge (a MAP's "per item", a long case condition).
+  function fitGraphs() {
+    for (const svg of document.querySelectorAll('svg.graph[data-fit="pending"]')) {
+      for (const t of svg.querySelectorAll("text.nlabel")) {
+        const room = NW - 18;
+        let text = t.textContent;
+        while (text.length > 2 && t.getComputedTextLength() > room) {
+          text = text.slice(0, -1);
+          t.textContent = `${text}…`;
+        }
+      }
+      const b = svg.getBBox();
+      const x0 = Math.min(0, Math.floor(b.x) - 8), y0 = Math.min(0, Math.floor(b.y) - 8);
+      const x1 = Math.max(+svg.getAttribute("width"), Math.ceil(b.x + b.width) + 8);
+      const y1 = Math.max(+svg.getAttribute("height"), Math.ceil(b.y + b.height) + 8);
+      svg.setAttribute("viewBox", `${x0} ${y0} ${x1 - x0} ${y1 - y0}`);
+      svg.setAttribute("width", x1 - x0);
+      svg.setAttribute("height", y1 - y0);
+      svg.dataset.fit = "done";
+    }
   }
 
   // --- the timeline -----------------------------------------------------------------------------
@@ -740,6 +804,7 @@
       h("p", { class: "muted", text: d.description || "" }),
       h("section", { class: "card" }, h("h3", { text: "Graph" }), graphSvg(d.steps || [], new Map(), () => {}, { inst: null })),
       h("details", { class: "card" }, h("summary", { text: "JSON" }), h("pre", { class: "mono", text: json(d) })));
+    fitGraphs();
   }
 
   // --- queues -----------------------------------------------------------------------------------
