@@ -35,8 +35,13 @@ def _resource_paths(synth: Synth) -> dict[str, str]:
 def _methods(synth: Synth) -> dict[tuple[str, str], dict[str, Any]]:
     """(HTTP method, path) -> method properties."""
     paths = _resource_paths(synth)
+
+    def path(resource_id: dict[str, Any]) -> str:
+        # The API's root resource is no AWS::ApiGateway::Resource: RootResourceId of the API.
+        return paths[resource_id["Ref"]] if "Ref" in resource_id else "/"
+
     return {
-        (props["HttpMethod"], paths[props["ResourceId"]["Ref"]]): props
+        (props["HttpMethod"], path(props["ResourceId"])): props
         for props in synth.props("AWS::ApiGateway::Method")
     }
 
