@@ -85,11 +85,7 @@ CONFIGS: tuple[Config, ...] = (
         ("--driver", "psycopg", "--managers", "1", "--batch", "32"),
     ),
     Config("procrastinate", "procrastinate"),
-    Config(
-        "dbos",
-        "dbos",
-        ("--poll", "0.01", "--worker-concurrency", "20", "--executor-threads", "20"),
-    ),
+    Config("dbos", "dbos", ("--poll", "0.01", "--worker-concurrency", "100")),
     Config(
         "dbos (poll 0.05 s, concurrency 100)",
         "dbos",

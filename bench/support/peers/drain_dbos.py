@@ -10,8 +10,14 @@ queue threads dequeue and run the workflows in their executor threads. The setti
 name for a queue's throughput: the queue's polling interval (``--poll`` seconds; default 1 s),
 its worker concurrency (workflows claimed per poll and running per process) and the process's
 executor threads (``max_executor_threads``; unbounded by default) over a system-database
-pool of 20 connections (its default), with
-LISTEN/NOTIFY on (its default).
+pool (``sys_db_pool_size``, 20 by default), with LISTEN/NOTIFY on (its default).
+
+The ``dbos`` row of ``bench/peers.py`` polls every 0.01 s with a worker concurrency of 100 and
+DBOS's default threads and pool: of the settings tried on 2,000 jobs (polling 0.01-0.05 s,
+worker concurrency 20-100, 20, 50 or unbounded threads, pools of 20 or 40; 2026-11-26, a
+loaded machine) none drained measurably faster than the others, except that 20 threads halved
+the rate, and a pool of 100 per process exceeded the server's connections. The
+``dbos (poll 0.05 s, concurrency 100)`` row is the configuration this benchmark used before.
 
 Why it is the comparison for Baton's drain: the closest peer, a durable workflow with a
 checkpointed step (workflow status row, step output row, final status with output), like
@@ -44,6 +50,7 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--executor-threads", type=int, default=0, help="max_executor_threads (0: DBOS default)"
     )
+    p.add_argument("--pool", type=int, default=0, help="sys_db_pool_size (0: DBOS default, 20)")
 
 
 @DBOS.step(name="noop")
@@ -75,7 +82,7 @@ def system_url(conninfo: str) -> str:
     return url.render_as_string(hide_password=False)
 
 
-def config(url: str, executor: str, threads: int = 0) -> DBOSConfig:
+def config(url: str, executor: str, threads: int = 0, pool: int = 0) -> DBOSConfig:
     c: DBOSConfig = {
         "name": "bench",
         "system_database_url": system_url(url),
@@ -85,11 +92,13 @@ def config(url: str, executor: str, threads: int = 0) -> DBOSConfig:
     }
     if threads:
         c["max_executor_threads"] = threads
+    if pool:
+        c["sys_db_pool_size"] = pool
     return c
 
 
-def worker(url: str, threads: int, k: int) -> None:
-    DBOS(config=config(url, f"w{k}", threads))
+def worker(url: str, threads: int, pool: int, k: int) -> None:
+    DBOS(config=config(url, f"w{k}", threads, pool))
     DBOS.launch()
     common.ready_then_wait()
     # Drained when the queue has nothing ENQUEUED or PENDING left; the parent times the
@@ -125,7 +134,7 @@ if __name__ == "__main__":
 
     done = "FROM dbos.workflow_status WHERE status = 'SUCCESS' AND queue_name = 'bench'"
     seconds, exit_seconds = common.drain(
-        functools.partial(worker, ARGS.url, ARGS.executor_threads),
+        functools.partial(worker, ARGS.url, ARGS.executor_threads, ARGS.pool),
         workers=ARGS.workers,
         jobs=ARGS.jobs,
         url=ARGS.url,
@@ -155,5 +164,6 @@ if __name__ == "__main__":
         verified=verified,
         settings=f"queue polling {ARGS.poll}s, worker_concurrency={ARGS.worker_concurrency}, "
         f"max_executor_threads={ARGS.executor_threads or 'default'}, "
+        f"sys_db_pool_size={ARGS.pool or 'default'}, "
         f"workflow + 1 step, {ARGS.workers} processes",
     )
