@@ -1,0 +1,151 @@
+package baton
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// MaxRetryDelay is the API's limit on a handler's next retry delay.
+const MaxRetryDelay = 365 * 24 * time.Hour
+
+// NonRetryableError fails the job at once: the engine skips the step's remaining retries.
+// Return it (or any error wrapping it) from a handler, usually through [NonRetryable].
+type NonRetryableError struct {
+	Err error
+}
+
+func (e *NonRetryableError) Error() string {
+	if e.Err == nil {
+		return "non-retryable error"
+	}
+	return e.Err.Error()
+}
+
+func (e *NonRetryableError) Unwrap() error { return e.Err }
+
+// NonRetryable wraps err so that the job fails without retries. NonRetryable(nil) is nil.
+func NonRetryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &NonRetryableError{Err: err}
+}
+
+// RetryDelayError fails the job as retryable, and the engine waits Delay (instead of the
+// step's retryDelaySeconds and backoff) before that one retry: 0 retries at once.
+type RetryDelayError struct {
+	Err   error
+	Delay time.Duration
+}
+
+func (e *RetryDelayError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("retry in %s", e.Delay)
+	}
+	return e.Err.Error()
+}
+
+func (e *RetryDelayError) Unwrap() error { return e.Err }
+
+// WithNextRetryDelay wraps err so that the engine retries the job after delay (0 to 365 days;
+// a delay outside that range is clamped into it). WithNextRetryDelay(nil, d) is nil.
+func WithNextRetryDelay(err error, delay time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &RetryDelayError{Err: err, Delay: min(max(delay, 0), MaxRetryDelay)}
+}
+
+// ProblemItem is one entry of a problem's errors list: where (a JSON path) and what.
+type ProblemItem struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// APIError is an error answer of the API: the fields of its RFC 9457 problem document.
+type APIError struct {
+	Status     int
+	Title      string
+	Detail     string
+	Type       string
+	Instance   string
+	Errors     []ProblemItem
+	RetryAfter time.Duration // from a Retry-After header (429, 503)
+	Method     string
+	URL        string
+	// Credentials says where the credentials sent came from; set on 401 and 403 answers so
+	// the message names the key that was refused.
+	Credentials string
+}
+
+// Summary is one line: "404 Not found: definition 'x' not found" plus any listed problems.
+func (e *APIError) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s", e.Status, e.Title)
+	if e.Detail != "" && e.Detail != e.Title {
+		b.WriteString(": " + e.Detail)
+	}
+	var listed []string
+	for _, item := range e.Errors {
+		if !strings.Contains(e.Detail, item.Message) {
+			listed = append(listed, item.Path+": "+item.Message)
+		}
+	}
+	if len(listed) > 0 {
+		b.WriteString(" (" + strings.Join(listed, "; ") + ")")
+	}
+	return b.String()
+}
+
+func (e *APIError) Error() string {
+	s := e.Summary()
+	if (e.Status == 401 || e.Status == 403) && e.Credentials != "" {
+		s += " [" + e.Credentials + "]"
+	}
+	return s
+}
+
+// Transient is true when the same request may succeed later (429 and 5xx).
+func (e *APIError) Transient() bool { return e.Status == 429 || e.Status >= 500 }
+
+// TransportError is a request that got no answer: connection refused or reset, a timeout.
+// Sent is false when the request surely never reached the server.
+type TransportError struct {
+	Method string
+	URL    string
+	Sent   bool
+	Err    error
+}
+
+func (e *TransportError) Error() string {
+	if !e.Sent {
+		return fmt.Sprintf("cannot reach %s: %v", e.URL, e.Err)
+	}
+	return fmt.Sprintf("%s %s failed: %v", e.Method, e.URL, e.Err)
+}
+
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// HasStatus reports whether err is (or wraps) an [APIError] with the given status.
+func HasStatus(err error, status int) bool {
+	var apiErr *APIError
+	return errors.As(err, &apiErr) && apiErr.Status == status
+}
+
+// IsNotFound reports a 404 answer.
+func IsNotFound(err error) bool { return HasStatus(err, 404) }
+
+// IsConflict reports a 409 answer (for a job: it is no longer this worker's).
+func IsConflict(err error) bool { return HasStatus(err, 409) }
+
+// IsTransient reports an error worth retrying later: no answer, 429 or 5xx.
+func IsTransient(err error) bool {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Transient()
+	}
+	var transport *TransportError
+	return errors.As(err, &transport)
+}

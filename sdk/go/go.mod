@@ -1,0 +1,3 @@
+module github.com/baton-dev/baton/sdk/go
+
+go 1.24
