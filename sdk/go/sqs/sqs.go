@@ -64,7 +64,9 @@ type Option func(*Transport)
 
 // WithWaitSeconds is SQS's long poll per receive (default 1, at most 20; short keeps a stop
 // prompt).
-func WithWaitSeconds(s int32) Option { return func(t *Transport) { t.waitSeconds = min(max(s, 0), 20) } }
+func WithWaitSeconds(s int32) Option {
+	return func(t *Transport) { t.waitSeconds = min(max(s, 0), 20) }
+}
 
 // WithForeignDelay is how long a message for a job type this worker does not handle stays
 // invisible before another worker may receive it (default 2 s).
