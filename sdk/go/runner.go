@@ -31,7 +31,7 @@ type Runner struct {
 	slots    *slots
 	handlers chan struct{} // the parallelism semaphore of running handlers
 	flusher  *flusher
-	stopping chan struct{} // closed when Run's context is done
+	stopping <-chan struct{} // Run's ctx.Done(): closed when the runner is asked to stop
 	started  atomic.Bool
 
 	handlerCtx    context.Context
@@ -73,7 +73,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.jobTypes = types
 	r.slots = newSlots(r.opts.parallelism + r.opts.prefetched())
 	r.handlers = make(chan struct{}, r.opts.parallelism)
-	r.stopping = make(chan struct{})
+	r.stopping = ctx.Done()
 	r.longPoll = r.opts.longPollWait > 0 && r.opts.transport == nil
 	// Handlers outlive Run's context (the drain waits for them) but keep its values.
 	r.handlerCtx, r.cancelHandler = context.WithCancelCause(context.WithoutCancel(ctx))
@@ -82,10 +82,6 @@ func (r *Runner) Run(ctx context.Context) error {
 		r.flusher = newFlusher(r.client, r.opts.reportRetry, r.opts.flushInterval, r.opts.maxResultsPerFlush, r.logger)
 		r.flusher.start()
 	}
-	go func() {
-		<-ctx.Done()
-		close(r.stopping)
-	}()
 	r.logger.Info("runner started", "url", r.client.URL(), "job_types", r.jobTypes, "parallelism", r.opts.parallelism)
 	r.pollLoop(ctx)
 	return r.drain()
