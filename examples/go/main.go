@@ -1,6 +1,8 @@
 // The order-fulfilment example's worker in Go (examples/order_fulfilment has the definition).
 //
 //	go run . worker        # run the handlers until Ctrl-C (then drain)
+//	go run . sqs-worker    # the same, taking jobs from the outbox SQS queue
+//	                       # (BATON_DISPATCH_MODE=outbox; the queue from sqs.FromEnv)
 //	go run . walkthrough   # register the definition, run the worker, start an order,
 //	                       # approve it and print the instance's output
 //
@@ -21,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	baton "github.com/baton-dev/baton/sdk/go"
+	"github.com/baton-dev/baton/sdk/go/sqs"
 	"github.com/baton-dev/baton/sdk/go/workflowv1"
 )
 
@@ -32,11 +35,13 @@ func main() {
 	var err error
 	switch mode {
 	case "worker":
-		err = runWorker()
+		err = runWorker(false)
+	case "sqs-worker":
+		err = runWorker(true)
 	case "walkthrough":
 		err = walkthrough()
 	default:
-		err = fmt.Errorf("usage: %s [worker|walkthrough]", filepath.Base(os.Args[0]))
+		err = fmt.Errorf("usage: %s [worker|sqs-worker|walkthrough]", filepath.Base(os.Args[0]))
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
@@ -44,14 +49,22 @@ func main() {
 	}
 }
 
-func runWorker() error {
+func runWorker(outbox bool) error {
 	client, err := baton.NewClient("")
 	if err != nil {
 		return err
 	}
 	ctx, stop := baton.SignalContext(context.Background())
 	defer stop()
-	return baton.NewRunner(client, registry()).Run(ctx) // until Ctrl-C, then drains
+	var opts []baton.RunnerOption
+	if outbox {
+		transport, err := sqs.FromEnv(ctx, client)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, baton.WithTransport(transport))
+	}
+	return baton.NewRunner(client, registry(), opts...).Run(ctx) // until Ctrl-C, then drains
 }
 
 // exampleDir is examples/order_fulfilment, next to this example.

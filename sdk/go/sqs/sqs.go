@@ -113,7 +113,9 @@ func FromEnv(ctx context.Context, client *baton.Client, opts ...Option) (*Transp
 			o.BaseEndpoint = aws.String(endpoint)
 		}
 	})
-	return New(client, sqsClient, queueURL, opts...), nil
+	t := New(client, sqsClient, queueURL, opts...)
+	t.logger.Info("receiving jobs from the dispatch queue", "queue_url", queueURL, "local", local)
+	return t, nil
 }
 
 var queueRegion = regexp.MustCompile(`^(?:sqs\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?|([a-z0-9-]+)\.queue\.amazonaws\.com)$`)
