@@ -84,6 +84,11 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	r.logger.Info("runner started", "url", r.client.URL(), "job_types", r.jobTypes, "parallelism", r.opts.parallelism)
 	r.pollLoop(ctx)
+	if r.opts.transport == nil {
+		// Polling is over: say so, so that whoever watches (the server's waits, an operator, a
+		// test) knows this worker claims nothing more from here on.
+		r.sendStopSignal()
+	}
 	return r.drain()
 }
 
@@ -194,8 +199,8 @@ func (r *Runner) nextWait(got, wanted int, wait, took time.Duration, idle *backo
 }
 
 // fetch polls (or asks the transport) for up to wanted jobs. A long-poll is cancelled when
-// the runner stops (abandoned), and the worker's stop signal is sent so the server's wait
-// claims nothing more. A short poll is let finish: the jobs it claims are run.
+// the runner stops (abandoned; the worker's stop signal that follows makes the server's wait
+// claim nothing more). A short poll is let finish: the jobs it claims are run.
 func (r *Runner) fetch(ctx context.Context, wanted int, wait time.Duration) (jobs []ClaimedJob, abandoned bool, err error) {
 	if r.opts.transport != nil {
 		jobs, err = r.opts.transport.Fetch(context.WithoutCancel(ctx), r.opts.workerID, r.jobTypes, wanted)
@@ -208,8 +213,7 @@ func (r *Runner) fetch(ctx context.Context, wanted int, wait time.Duration) (job
 	}
 	jobs, err = r.client.PollJobs(ctx, req)
 	if err != nil && r.isStopping() {
-		r.slots.release(wanted)
-		r.sendStopSignal()
+		r.slots.release(wanted) // Run sends the stop signal once the loop is over
 		return nil, true, nil
 	}
 	return jobs, false, err

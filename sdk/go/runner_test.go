@@ -340,3 +340,16 @@ func TestJobFieldsAndLogger(t *testing.T) {
 		t.Fatal("no logger or lease")
 	}
 }
+
+func TestEveryStopSendsTheStopSignalOncePollingIsOver(t *testing.T) {
+	f := newFake(t)
+	r := NewRunner(f.client(t), echoRegistry("echo"), WithRunnerLogger(quietLogger()), WithLongPollWait(0))
+	stop := runInBackground(t, r)
+	f.waitFor("a poll", func() bool { return f.countLocked("POST", "/v1/jobs/poll") > 0 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if bodies := f.bodies("/v1/workers/stop"); len(bodies) != 1 || bodies[0]["workerId"] != r.WorkerID() {
+		t.Fatalf("stop signals: %v", bodies)
+	}
+}

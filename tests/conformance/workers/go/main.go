@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	baton "github.com/baton-dev/baton/sdk/go"
@@ -46,7 +48,10 @@ func run() error {
 	if id := os.Getenv("CONFORMANCE_WORKER_ID"); id != "" {
 		opts = append(opts, baton.WithWorkerID(id))
 	}
-	ctx, stop := baton.SignalContext(context.Background())
+	// SIGTERM and SIGINT start the graceful stop; a repeated signal changes nothing (the suite
+	// may signal twice), so signal.NotifyContext rather than baton.SignalContext, whose second
+	// signal exits at once.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	runner := baton.NewRunner(client, registry, opts...)
 	fmt.Println("READY")
