@@ -34,7 +34,7 @@ func (r *Runner) execute(claimed ClaimedJob) {
 
 	ctx, cancel := context.WithCancelCause(r.handlerCtx)
 	defer cancel(nil)
-	job := r.newJob(ctx, claimed, cancel)
+	job := r.newJob(claimed, cancel)
 	var unavailable string
 	if claimed.InputDownloadURL != "" && (len(claimed.Input) == 0 || string(claimed.Input) == "null") {
 		// An offloaded input: the handler sees it as if it had come inline.
@@ -63,7 +63,7 @@ func (r *Runner) execute(claimed ClaimedJob) {
 	close(heartbeats)
 }
 
-func (r *Runner) newJob(ctx context.Context, c ClaimedJob, cancel context.CancelCauseFunc) *Job {
+func (r *Runner) newJob(c ClaimedJob, cancel context.CancelCauseFunc) *Job {
 	expires, err := parseTime(c.LockExpiresAt)
 	if err != nil {
 		expires = time.Now().Add(fallbackLease)
@@ -81,7 +81,6 @@ func (r *Runner) newJob(ctx context.Context, c ClaimedJob, cancel context.Cancel
 		}
 		return t, err
 	}
-	_ = ctx
 	return job
 }
 
