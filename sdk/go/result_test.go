@@ -68,7 +68,7 @@ func TestRegisterRefusesMistakes(t *testing.T) {
 	if got := r.JobTypes(); len(got) != 1 || got[0] != "charge-card" {
 		t.Fatalf("%v", got)
 	}
-	if err := NewRunner(nil, NewRegistry()).Run(context.Background()); err == nil || !strings.Contains(err.Error(), "no job types") {
+	if err := NewRunner(&Client{}, NewRegistry()).Run(context.Background()); err == nil || !strings.Contains(err.Error(), "no job types") {
 		t.Fatalf("an empty registry ran: %v", err)
 	}
 }

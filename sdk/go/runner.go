@@ -60,6 +60,9 @@ func (r *Runner) WorkerID() string { return r.opts.workerID }
 // error at once for a configuration that cannot work (no handlers, a bad option), and after
 // the drain if the drain timeout passed first. A runner runs once.
 func (r *Runner) Run(ctx context.Context) error {
+	if r.client == nil || r.registry == nil {
+		return errors.New("baton: NewRunner needs a client and a registry")
+	}
 	if err := r.opts.validate(); err != nil {
 		return err
 	}
