@@ -182,14 +182,24 @@ func (t *Transport) Fetch(ctx context.Context, workerID string, jobTypes []strin
 		return nil, &baton.TransportError{Method: "ReceiveMessage", URL: t.queueURL, Sent: false, Err: err}
 	}
 	var jobs []baton.ClaimedJob
+	var refused error
 	for _, m := range out.Messages {
 		job, err := t.claim(ctx, m, workerID, jobTypes)
 		if err != nil {
-			return jobs, err
+			// Refused (a 401, say): the message comes back after its visibility timeout; the jobs
+			// already claimed in this receive still run.
+			refused = err
+			continue
 		}
 		if job != nil {
 			jobs = append(jobs, *job)
 		}
+	}
+	if len(jobs) == 0 && refused != nil {
+		return nil, refused
+	}
+	if refused != nil {
+		t.logger.Error("a claim was refused", "error", refused.Error())
 	}
 	return jobs, nil
 }
