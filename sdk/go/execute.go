@@ -100,6 +100,7 @@ func setInput(job *Job, raw json.RawMessage) error {
 
 // call runs the handler, turning its return, error or panic into an outcome.
 func (r *Runner) call(ctx context.Context, handler HandlerFunc, job *Job) (out outcome) {
+	r.notify(func(m Metrics) { m.JobStarted(job.Type) })
 	started := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
@@ -171,6 +172,7 @@ func (r *Runner) complete(ctx context.Context, job *Job, out outcome) *outcome {
 		r.unreported(job, err)
 		return nil
 	}
+	r.notify(func(m Metrics) { m.JobCompleted(job.Type, out.took) })
 	job.Logger.Info("job completed", "handler_s", out.took.Seconds(), "applied", result.Applied)
 	return nil
 }
@@ -180,7 +182,7 @@ func (r *Runner) fail(job *Job, out outcome) {
 	f.ErrorMessage = storable(f.ErrorMessage)
 	if r.flusher != nil {
 		item := ResultItem{JobID: job.ID, WorkerID: r.opts.workerID, Attempt: intPtr(job.Attempt), Failure: &f}
-		r.flusher.submit(item, func(answer BatchOutcome) { r.failed(job, f, answer) }, func(err error) { r.unreported(job, err) })
+		r.flusher.submit(item, func(answer BatchOutcome) { r.failed(job, f, out.took, answer) }, func(err error) { r.unreported(job, err) })
 		return
 	}
 	result, err := r.client.failJob(context.Background(), job.ID, r.opts.workerID, job.Attempt, f, &r.opts.reportRetry)
@@ -188,6 +190,7 @@ func (r *Runner) fail(job *Job, out outcome) {
 		r.unreported(job, err)
 		return
 	}
+	r.notify(func(m Metrics) { m.JobFailed(job.Type, out.took, f.Retryable) })
 	job.Logger.Info("job failed", "error", f.ErrorMessage, "retryable", f.Retryable, "status", result.Status)
 }
 
@@ -195,6 +198,7 @@ func (r *Runner) fail(job *Job, out outcome) {
 func (r *Runner) completed(job *Job, out outcome, answer BatchOutcome) {
 	switch answer.Outcome {
 	case "APPLIED", "DUPLICATE":
+		r.notify(func(m Metrics) { m.JobCompleted(job.Type, out.took) })
 		job.Logger.Info("job completed", "handler_s", out.took.Seconds(), "outcome", answer.Outcome)
 	case "INVALID": // refused for its content: fail the job, saying why
 		r.fail(job, outcome{failure: &Failure{ErrorMessage: "the server refused the handler's result: " + answer.Error}, took: out.took})
@@ -204,11 +208,13 @@ func (r *Runner) completed(job *Job, out outcome, answer BatchOutcome) {
 }
 
 // failed handles a batched failure's answer.
-func (r *Runner) failed(job *Job, f Failure, answer BatchOutcome) {
+func (r *Runner) failed(job *Job, f Failure, took time.Duration, answer BatchOutcome) {
 	switch answer.Outcome {
 	case "APPLIED", "DUPLICATE":
+		r.notify(func(m Metrics) { m.JobFailed(job.Type, took, f.Retryable) })
 		job.Logger.Info("job failed", "error", f.ErrorMessage, "retryable", f.Retryable, "status", answer.Status, "next_attempt_at", answer.NextAttemptAt)
 	case "INVALID":
+		r.notify(func(m Metrics) { m.OutcomeUnreported(job.Type, errors.New(answer.Error)) })
 		job.Logger.Error("the server refused the job's outcome; it will be delivered again after its lease", "error", answer.Error)
 	default:
 		r.gone(job, answer)
@@ -216,11 +222,15 @@ func (r *Runner) failed(job *Job, f Failure, answer BatchOutcome) {
 }
 
 func (r *Runner) gone(job *Job, answer BatchOutcome) {
+	r.notify(func(m Metrics) {
+		m.OutcomeUnreported(job.Type, fmt.Errorf("%w: %s %s", errGone, answer.Outcome, answer.Error))
+	})
 	job.Logger.Warn("job is no longer this worker's (cancelled, or its lease expired and another worker took it); outcome discarded",
 		"error", strings.TrimSpace(answer.Outcome+": "+answer.Error))
 }
 
 func (r *Runner) unreported(job *Job, err error) {
+	r.notify(func(m Metrics) { m.OutcomeUnreported(job.Type, err) })
 	switch {
 	case IsConflict(err) || IsNotFound(err):
 		job.Logger.Warn("job is no longer this worker's (cancelled, or its lease expired and another worker took it); outcome discarded", "error", err.Error())

@@ -27,6 +27,7 @@ type runnerOptions struct {
 	reportRetry        RetryPolicy
 	logger             *slog.Logger
 	transport          Transport
+	metrics            Metrics
 }
 
 func defaultRunnerOptions() runnerOptions {

@@ -151,11 +151,14 @@ func (r *Runner) pollLoop(ctx context.Context) {
 			if errors.As(err, &apiErr) && apiErr.RetryAfter > 0 {
 				delay = max(delay, min(apiErr.RetryAfter, o.pollErrors.MaxInterval))
 			}
+			r.notify(func(m Metrics) { m.PollFailed(err) })
 			r.logPollError(err, delay)
 			sleep(r.stopping, delay)
 			continue
 		}
 		failures.reset()
+		took := time.Since(started)
+		r.notify(func(m Metrics) { m.PollCompleted(wanted, len(jobs), took) })
 		r.slots.release(wanted - len(jobs))
 		for _, job := range jobs {
 			go r.execute(job)

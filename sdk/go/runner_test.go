@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -351,5 +352,55 @@ func TestEveryStopSendsTheStopSignalOncePollingIsOver(t *testing.T) {
 	}
 	if bodies := f.bodies("/v1/workers/stop"); len(bodies) != 1 || bodies[0]["workerId"] != r.WorkerID() {
 		t.Fatalf("stop signals: %v", bodies)
+	}
+}
+
+type countingMetrics struct {
+	NoopMetrics
+	mu                                      sync.Mutex
+	polls, started, completed, failed, gone int
+	retryableFailures                       int
+}
+
+func (m *countingMetrics) PollCompleted(_, received int, _ time.Duration) {
+	m.mu.Lock()
+	m.polls++
+	m.mu.Unlock()
+}
+func (m *countingMetrics) JobStarted(string) {
+	m.mu.Lock()
+	m.started++
+	m.mu.Unlock()
+	panic("a broken sink")
+}
+func (m *countingMetrics) JobCompleted(string, time.Duration) {
+	m.mu.Lock()
+	m.completed++
+	m.mu.Unlock()
+}
+func (m *countingMetrics) JobFailed(_ string, _ time.Duration, retryable bool) {
+	m.mu.Lock()
+	m.failed++
+	if retryable {
+		m.retryableFailures++
+	}
+	m.mu.Unlock()
+}
+
+func TestMetricsSeeEveryOutcomeAndABrokenSinkChangesNothing(t *testing.T) {
+	f := newFake(t)
+	reg := echoRegistry("echo")
+	reg.Register("flaky", func(context.Context, *Job) (map[string]any, error) { return nil, errors.New("flaky") })
+	f.push(job("a", "echo", 1, `{}`), job("b", "echo", 1, `{}`), job("c", "flaky", 1, `{}`))
+	m := &countingMetrics{}
+	stop := runInBackground(t, NewRunner(f.client(t), reg, WithRunnerLogger(quietLogger()), WithMetrics(m)))
+	f.waitFor("3 results", func() bool { return len(f.results) == 3 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.polls == 0 || m.started != 3 || m.completed != 2 || m.failed != 1 || m.retryableFailures != 1 {
+		t.Fatalf("%+v", m)
 	}
 }
