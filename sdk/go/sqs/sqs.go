@@ -57,6 +57,7 @@ type Transport struct {
 	foreignDelay int32
 	logger       *slog.Logger
 	duplicates   atomic.Int64
+	follow       *queue // a local baton dev's queue, found in its data directory
 }
 
 // Option configures a [Transport].
@@ -90,17 +91,39 @@ func New(client *baton.Client, sqsClient API, queueURL string, opts ...Option) *
 // placeholder credentials (the local SQS does not check them); another with the AWS SDK's
 // default configuration, in the region of its URL unless AWS_REGION says otherwise.
 func FromEnv(ctx context.Context, client *baton.Client, opts ...Option) (*Transport, error) {
-	queueURL, endpoint, region, local, err := findQueue(client.URL())
+	found, err := findQueue(client.URL())
 	if err != nil {
 		return nil, err
 	}
-	var loads []func(*config.LoadOptions) error
-	if region != "" {
-		loads = append(loads, config.WithRegion(region))
+	sqsClient, err := newSQSClient(ctx, found)
+	if err != nil {
+		return nil, err
 	}
-	if local {
+	t := New(client, sqsClient, found.url, opts...)
+	if found.fromFile {
+		// A local baton dev's queue: where to look again when it cannot be reached (its SQS
+		// comes back on another port after a restart).
+		t.follow = &found
+	}
+	t.logger.Info("receiving jobs from the dispatch queue", "queue_url", found.url, "source", found.source)
+	return t, nil
+}
+
+// queue is where the dispatch messages are, and how it was found.
+type queue struct {
+	url, endpoint, region string
+	local, fromFile       bool
+	source                string
+}
+
+func newSQSClient(ctx context.Context, q queue) (*awssqs.Client, error) {
+	var loads []func(*config.LoadOptions) error
+	if q.region != "" {
+		loads = append(loads, config.WithRegion(q.region))
+	}
+	if q.local {
 		loads = append(loads, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("baton-local", "baton-local", "")))
-		if region == "" {
+		if q.region == "" {
 			loads = append(loads, config.WithRegion("us-east-1"))
 		}
 	}
@@ -108,33 +131,31 @@ func FromEnv(ctx context.Context, client *baton.Client, opts ...Option) (*Transp
 	if err != nil {
 		return nil, err
 	}
-	sqsClient := awssqs.NewFromConfig(cfg, func(o *awssqs.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
+	return awssqs.NewFromConfig(cfg, func(o *awssqs.Options) {
+		if q.endpoint != "" {
+			o.BaseEndpoint = aws.String(q.endpoint)
 		}
-	})
-	t := New(client, sqsClient, queueURL, opts...)
-	t.logger.Info("receiving jobs from the dispatch queue", "queue_url", queueURL, "local", local)
-	return t, nil
+	}), nil
 }
 
 var queueRegion = regexp.MustCompile(`^(?:sqs\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?|([a-z0-9-]+)\.queue\.amazonaws\.com)$`)
 
-func findQueue(batonURL string) (queueURL, endpoint, region string, local bool, err error) {
-	region = os.Getenv("AWS_REGION")
+func findQueue(batonURL string) (queue, error) {
+	region := os.Getenv("AWS_REGION")
 	if region == "" {
 		region = os.Getenv("AWS_DEFAULT_REGION")
 	}
-	if queueURL = os.Getenv(EnvQueueURL); queueURL != "" {
-		endpoint = os.Getenv(EnvEndpoint)
+	if queueURL := os.Getenv(EnvQueueURL); queueURL != "" {
+		endpoint := os.Getenv(EnvEndpoint)
 		if region == "" {
-			if u, perr := url.Parse(queueURL); perr == nil {
+			if u, err := url.Parse(queueURL); err == nil {
 				if m := queueRegion.FindStringSubmatch(u.Hostname()); m != nil {
 					region = m[1] + m[2]
 				}
 			}
 		}
-		return queueURL, endpoint, region, endpoint != "" && baton.IsLoopback(endpoint), nil
+		return queue{url: queueURL, endpoint: endpoint, region: region, source: "$" + EnvQueueURL,
+			local: endpoint != "" && baton.IsLoopback(endpoint)}, nil
 	}
 	dir := os.Getenv(baton.EnvDataDir)
 	if dir == "" {
@@ -143,11 +164,11 @@ func findQueue(batonURL string) (queueURL, endpoint, region string, local bool, 
 	path := filepath.Join(dir, dispatchQueueFile)
 	missing := fmt.Errorf("sqs: no dispatch queue: set %s (the stack's DispatchQueueUrl output), or run baton dev on this machine (it writes its queue into %s; BATON_DISPATCH_MODE=outbox makes it publish there)", EnvQueueURL, path)
 	if !baton.IsLoopback(batonURL) {
-		return "", "", "", false, missing
+		return queue{}, missing
 	}
-	data, rerr := os.ReadFile(path)
-	if rerr != nil {
-		return "", "", "", false, missing
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return queue{}, missing
 	}
 	var kept struct {
 		QueueURL string `json:"queueUrl"`
@@ -155,12 +176,32 @@ func findQueue(batonURL string) (queueURL, endpoint, region string, local bool, 
 		Region   string `json:"region"`
 	}
 	if json.Unmarshal(data, &kept) != nil || kept.QueueURL == "" {
-		return "", "", "", false, missing
+		return queue{}, missing
 	}
 	if kept.Region != "" {
 		region = kept.Region
 	}
-	return kept.QueueURL, kept.Endpoint, region, kept.Endpoint != "" && baton.IsLoopback(kept.Endpoint), nil
+	return queue{url: kept.QueueURL, endpoint: kept.Endpoint, region: region, fromFile: true, source: path,
+		local: kept.Endpoint != "" && baton.IsLoopback(kept.Endpoint)}, nil
+}
+
+// followRestart, after a failed receive from a local baton dev's queue: true if the server
+// wrote another queue since (it restarted), now used.
+func (t *Transport) followRestart(ctx context.Context) bool {
+	if t.follow == nil {
+		return false
+	}
+	now, err := findQueue(t.client.URL())
+	if err != nil || now == *t.follow {
+		return false
+	}
+	sqsClient, err := newSQSClient(ctx, now)
+	if err != nil {
+		return false
+	}
+	t.logger.Info("the local dispatch queue moved (baton dev restarted)", "queue_url", now.url)
+	t.sqs, t.queueURL, t.follow = sqsClient, now.url, &now
+	return true
 }
 
 // WaitsForWork: the receive is SQS's long poll, so the runner does not pause after it.
@@ -171,12 +212,10 @@ func (t *Transport) Duplicates() int64 { return t.duplicates.Load() }
 
 // Fetch receives up to maxJobs messages and claims their jobs for workerID.
 func (t *Transport) Fetch(ctx context.Context, workerID string, jobTypes []string, maxJobs int) ([]baton.ClaimedJob, error) {
-	out, err := t.sqs.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{
-		QueueUrl:              aws.String(t.queueURL),
-		MaxNumberOfMessages:   int32(min(max(maxJobs, 1), maxMessages)),
-		WaitTimeSeconds:       t.waitSeconds,
-		MessageAttributeNames: []string{"All"},
-	})
+	out, err := t.receive(ctx, maxJobs)
+	if err != nil && t.followRestart(ctx) {
+		out, err = t.receive(ctx, maxJobs)
+	}
 	if err != nil {
 		// The runner backs off and logs one line, as for a Baton server it cannot reach.
 		return nil, &baton.TransportError{Method: "ReceiveMessage", URL: t.queueURL, Sent: false, Err: err}
@@ -202,6 +241,15 @@ func (t *Transport) Fetch(ctx context.Context, workerID string, jobTypes []strin
 		t.logger.Error("a claim was refused", "error", refused.Error())
 	}
 	return jobs, nil
+}
+
+func (t *Transport) receive(ctx context.Context, maxJobs int) (*awssqs.ReceiveMessageOutput, error) {
+	return t.sqs.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{
+		QueueUrl:              aws.String(t.queueURL),
+		MaxNumberOfMessages:   int32(min(max(maxJobs, 1), maxMessages)),
+		WaitTimeSeconds:       t.waitSeconds,
+		MessageAttributeNames: []string{"All"},
+	})
 }
 
 func (t *Transport) claim(ctx context.Context, m types.Message, workerID string, jobTypes []string) (*baton.ClaimedJob, error) {

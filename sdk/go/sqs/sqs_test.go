@@ -28,6 +28,13 @@ import (
 // and returns an SQS client of it; the test is skipped where there is none.
 func motoSQS(t *testing.T) *awssqs.Client {
 	t.Helper()
+	c, _, _ := startMoto(t)
+	return c
+}
+
+// startMoto starts a moto server: its client, its endpoint, and a function that kills it.
+func startMoto(t *testing.T) (*awssqs.Client, string, func()) {
+	t.Helper()
 	bin := os.Getenv("MOTO_SERVER")
 	if bin == "" {
 		bin, _ = filepath.Abs("../../../.venv/bin/moto_server")
@@ -45,7 +52,9 @@ func motoSQS(t *testing.T) *awssqs.Client {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var once sync.Once
+	kill := func() { once.Do(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }) }
+	t.Cleanup(kill)
 	endpoint := "http://127.0.0.1:" + strconv.Itoa(port)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -60,7 +69,7 @@ func motoSQS(t *testing.T) *awssqs.Client {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return awssqs.New(awssqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
-		Credentials: credentials.NewStaticCredentialsProvider("baton-local", "baton-local", "")})
+		Credentials: credentials.NewStaticCredentialsProvider("baton-local", "baton-local", "")}), endpoint, kill
 }
 
 func fifoQueue(t *testing.T, c *awssqs.Client) string {
@@ -212,5 +221,54 @@ func TestARunnerCompletesJobsFromTheQueue(t *testing.T) {
 	}
 	if string(fake.completed["job-3"]) != `{"got":1}` {
 		t.Fatalf("%s", fake.completed["job-3"])
+	}
+}
+
+func writeQueueFile(t *testing.T, dir, queueURL, endpoint string) {
+	data, _ := json.Marshal(map[string]string{"queueUrl": queueURL, "endpoint": endpoint, "region": "us-east-1", "mode": "outbox"})
+	if err := os.WriteFile(filepath.Join(dir, "dispatch-queue.json"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFromEnvFollowsARestartedBatonDevToItsNewQueue(t *testing.T) {
+	first, firstEndpoint, killFirst := startMoto(t)
+	second, secondEndpoint, _ := startMoto(t)
+	firstQueue, secondQueue := fifoQueue(t, first), fifoQueue(t, second)
+	dir := t.TempDir()
+	t.Setenv(baton.EnvDataDir, dir)
+	t.Setenv(EnvQueueURL, "")
+	writeQueueFile(t, dir, firstQueue, firstEndpoint)
+	fake := &fakeClaims{taken: map[string]bool{}, completed: map[string]json.RawMessage{}}
+	client, err := baton.NewClient(fake.server(t).URL, baton.WithAPIKey("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	transport, err := FromEnv(context.Background(), client, WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// baton dev restarts: its SQS is on another port, and it says so in its data directory.
+	killFirst()
+	writeQueueFile(t, dir, secondQueue, secondEndpoint)
+	send(t, second, secondQueue, "g", `{"jobId":"moved","attempt":1,"jobType":"echo"}`)
+	jobs, err := transport.Fetch(context.Background(), "w", []string{"echo"}, 10)
+	if err != nil || len(jobs) != 1 || jobs[0].ID != "moved" {
+		t.Fatalf("jobs %+v, err %v", jobs, err)
+	}
+}
+
+func TestFromEnvNeedsAQueue(t *testing.T) {
+	t.Setenv(baton.EnvDataDir, t.TempDir())
+	t.Setenv(EnvQueueURL, "")
+	client, _ := baton.NewClient("http://127.0.0.1:1", baton.WithAPIKey("k"))
+	if _, err := FromEnv(context.Background(), client); err == nil || !strings.Contains(err.Error(), EnvQueueURL) {
+		t.Fatalf("%v", err)
+	}
+	t.Setenv(EnvQueueURL, "https://sqs.eu-west-1.amazonaws.com/123456789012/baton-dispatch.fifo")
+	found, err := findQueue("https://api.example.com")
+	if err != nil || found.region != "eu-west-1" || found.fromFile || found.local {
+		t.Fatalf("%+v %v", found, err)
 	}
 }
