@@ -76,15 +76,3 @@ func (j *Job) Heartbeat(ctx context.Context) error {
 	}
 	return err
 }
-
-// NewTestJob is a job for unit tests of a handler, without a server: input as given, the
-// other fields as set on the result. Its Heartbeat succeeds and moves the lease 30 s on.
-func NewTestJob(jobType string, input map[string]any) *Job {
-	raw, _ := json.Marshal(input)
-	never := make(chan struct{})
-	j := &Job{ID: "test-job", InstanceID: "test-instance", StepID: "test-step", Type: jobType,
-		WorkerID: "test-worker", Attempt: 1, Input: input, RawInput: raw, Logger: slog.Default(),
-		lockExpiresAt: time.Now().Add(30 * time.Second), stopping: never}
-	j.heartbeatFn = func(context.Context) (time.Time, error) { return time.Now().Add(30 * time.Second), nil }
-	return j
-}
