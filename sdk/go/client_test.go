@@ -180,7 +180,7 @@ func TestPayloadsAreOffloadedBothWays(t *testing.T) {
 
 func TestABatchRefusedWholeIsSentOneByOne(t *testing.T) {
 	f := newFake(t)
-	f.push(job("a", "echo", 1, `{}`), job("b", "echo", 1, `{}`))
+	f.push(job("a", "echo", 1, `{}`), job("b", "echo", 1, `{}`)) // in one batch or two: each is sent alone
 	var batches atomic.Int32
 	f.hook = func(w http.ResponseWriter, r *http.Request, _ map[string]any) bool {
 		if r.URL.Path == "/v1/jobs/complete-batch" {
@@ -196,5 +196,28 @@ func TestABatchRefusedWholeIsSentOneByOne(t *testing.T) {
 	_ = stop()
 	if batches.Load() == 0 || f.count("POST", "/v1/jobs/complete") != 2 {
 		t.Fatalf("batches %d, single completions %d", batches.Load(), f.count("POST", "/v1/jobs/complete"))
+	}
+}
+
+func TestALoneResultRefusedWholeGetsItsOwnAnswer(t *testing.T) {
+	f := newFake(t)
+	f.push(job("solo", "echo", 1, `{}`))
+	f.hook = func(w http.ResponseWriter, r *http.Request, _ map[string]any) bool {
+		switch r.URL.Path {
+		case "/v1/jobs/complete-batch":
+			problem(w, 422, "Invalid", "an item is unreadable")
+		case "/v1/jobs/complete":
+			problem(w, 422, "Invalid", "variablesToSet is nested too deeply")
+		default:
+			return false
+		}
+		return true
+	}
+	stop := runInBackground(t, NewRunner(f.client(t), echoRegistry("echo"), WithRunnerLogger(quietLogger())))
+	f.waitFor("the failure", func() bool { return len(f.results) == 1 })
+	_ = stop()
+	fl := f.results["solo"].Failure
+	if fl == nil || fl.Retryable || !strings.Contains(fl.ErrorMessage, "the server refused the handler's result: 422 Invalid: variablesToSet is nested too deeply") {
+		t.Fatalf("%+v", fl)
 	}
 }

@@ -185,10 +185,10 @@ func (f *flusher) send(batch []pendingResult) {
 		}
 		var apiErr *APIError
 		switch {
-		case errors.As(err, &apiErr) && (apiErr.Status == 400 || apiErr.Status == 413 || apiErr.Status == 422) && len(batch) > 1:
+		case errors.As(err, &apiErr) && (apiErr.Status == 400 || apiErr.Status == 413 || apiErr.Status == 422):
 			// Refused whole (an item the server cannot read): each on its own, so the bad one
-			// is answered alone and the rest land.
-			f.logger.Warn("a batch of results was refused whole; sending them one by one", "error", err.Error())
+			// is answered alone (and its job failed with the reason) and the rest land.
+			f.logger.Warn("a batch of results was refused whole; sending them one by one", "error", err.Error(), "results", len(batch))
 		case errors.As(err, &apiErr) && (apiErr.Status == 404 || apiErr.Status == 405):
 			f.logger.Warn("the server has no batch completion; reporting results one by one")
 			f.noBatches = true

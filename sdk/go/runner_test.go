@@ -26,7 +26,7 @@ func TestResultsAreBatchedWithTheirAttempts(t *testing.T) {
 		f.push(job(fmt.Sprintf("j%02d", i), "echo", 3, `{"n":1}`))
 	}
 	r := NewRunner(f.client(t), echoRegistry("echo"), WithParallelism(8), WithRunnerLogger(quietLogger()),
-		WithBatchResults(true, 50*time.Millisecond, 32))
+		WithBatchResults(true, 200*time.Millisecond, 32))
 	stop := runInBackground(t, r)
 	f.waitFor("20 results", func() bool { return len(f.results) == 20 })
 	if err := stop(); err != nil {
