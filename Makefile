@@ -59,7 +59,7 @@ browser:
 # them, rather than fail half-way through the run.
 toolchains:
 	@missing=""; \
-	command -v go >/dev/null 2>&1 || missing="$$missing\n  - Go >= 1.22 (go not found on PATH) for sdk/go"; \
+	command -v go >/dev/null 2>&1 || missing="$$missing\n  - Go >= 1.24 (go not found on PATH) for sdk/go"; \
 	command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 || missing="$$missing\n  - a JDK 17 or newer (java/javac not found on PATH) for sdk/java"; \
 	command -v mvn >/dev/null 2>&1 || missing="$$missing\n  - Maven >= 3.8 (mvn not found on PATH) for sdk/java"; \
 	command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || missing="$$missing\n  - Node.js >= 20 with npm (node/npm not found on PATH) for sdk/typescript"; \
@@ -71,7 +71,7 @@ toolchains:
 # Each SDK's own gates and unit tests (sdk/<language>/Makefile, target check); their conformance
 # workers then run in pytest (tests/conformance) against one baton dev.
 SDK_LANGUAGES := go java typescript
-sdks: toolchains
+sdks: toolchains $(STAMP)
 	@for lang in $(SDK_LANGUAGES); do \
 	  [ -f sdk/$$lang/Makefile ] || continue; \
 	  echo "==> sdk/$$lang: lint and unit tests"; \

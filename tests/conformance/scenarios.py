@@ -50,6 +50,7 @@ class Worker:
     worker_id: str
     stderr_path: Path
     lines: list[str] = field(default_factory=list)
+    signalled: set[int] = field(default_factory=set)
 
     def _read(self, stdout: IO[str]) -> None:
         for line in stdout:
@@ -72,7 +73,9 @@ class Worker:
         return self.stderr_path.read_text(errors="replace")[-4000:]
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = FINISH_SECONDS) -> int:
-        if self.process.poll() is None:
+        """Send ``sig`` (once: a second SIGTERM may mean "exit now"), wait for the exit."""
+        if self.process.poll() is None and sig not in self.signalled:
+            self.signalled.add(sig)
             self.process.send_signal(sig)
         try:
             return self.process.wait(timeout)
@@ -270,6 +273,7 @@ def test_sigterm_finishes_the_running_handler_and_claims_nothing_more(
     worker = c.worker()
     running = c.start(slow, {"sleepSeconds": 3})
     wait_until(lambda: c.dispatched(running), timeout=30, what="the slow job to be claimed")
+    worker.signalled.add(signal.SIGTERM)
     worker.process.send_signal(signal.SIGTERM)
     # The worker's stop signal (sent by every SDK when it stops) says the signal was handled, so
     # the job started next was made claimable after the worker had stopped claiming.
