@@ -31,6 +31,7 @@ from baton.model import (
     TaskDef,
 )
 from baton.steps import (
+    MAX_SCRIPT_CHARS,
     STEP_TYPES,
     Step,
 )
@@ -203,9 +204,16 @@ def semantic_problems(raw: dict[str, Any]) -> list[Problem]:
 def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
     step, path, kind = node.step, node.path, node.type
     here = tree.at_step(node)
+    javascript_while = kind == "DO_WHILE" and _field(step, "whileLanguage") == "javascript"
     for name in (*_EVALUATED_AT_STEP.get(kind, ()), "input"):
         value = _field(step, name)
-        if value is not None:
+        if value is None:
+            continue
+        if javascript_while and name == "input":
+            # Resolved for the while script, after each iteration: it may read the loop's steps.
+            body = tree.end_of((*node.lists, ListRef(str(node.id), "body")), _length(step.get("steps")))
+            yield from _expression_problems(tree, f"{path}.input", value, body, node)
+        else:
             yield from _expression_problems(tree, f"{path}.{name}", value, here, node)
     given = step.get("input")
     if isinstance(given, str) and not expressions.is_whole_expression(given):
@@ -218,11 +226,19 @@ def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
             yield Problem(f"{path}.items", "items is one ${…} expression giving a list")
     elif kind == "SWITCH":
         yield from _switch_problems(tree, node)
+    elif kind == "DO_WHILE" and javascript_while:
+        yield from script_problems(f"{path}.while", "javascript", step.get("while"))
     elif kind == "DO_WHILE":
         body = step.get("steps")
         end = tree.end_of((*node.lists, ListRef(str(node.id), "body")), _length(body))
         own = node.id if isinstance(node.id, str) else None
         yield from _condition_problems(tree, f"{path}.while", step.get("while"), end, own)
+    elif kind == "SCRIPT":
+        language = step.get("language", "javascript")
+        if language == "javascript":
+            yield from script_problems(f"{path}.script", "javascript", step.get("script"))
+    elif kind == "JQ":
+        yield from script_problems(f"{path}.query", "jq", step.get("query"))
     elif kind == "TIMER":
         yield from _timer_problems(path, step)
     elif kind == "SUB_WORKFLOW":
@@ -244,14 +260,41 @@ def _length(steps: Any) -> int:
     return len(steps) if isinstance(steps, list) else 0
 
 
+def script_problems(path: str, language: str, code: Any) -> Iterator[Problem]:
+    """A script (``language`` javascript or jq) that does not parse, checked in the sandbox
+    without running it (the size and emptiness are the schema's)."""
+    if not isinstance(code, str) or not code.strip() or len(code) > MAX_SCRIPT_CHARS:
+        if isinstance(code, str) and not code.strip() and code:
+            yield Problem(path, "the script is blank")
+        return
+    from baton.scripting import ScriptFailed, default_sandbox
+
+    try:
+        default_sandbox().check(language, code)
+    except ScriptFailed as e:
+        what = "jq filter" if language == "jq" else "JavaScript"
+        if e.kind == "syntax":
+            yield Problem(path, f"the {what} does not parse: {e}")
+        else:
+            yield Problem(path, f"the {what} could not be checked ({e})")
+
+
 def _switch_problems(tree: Tree, node: Node) -> Iterator[Problem]:
     step, path = node.step, node.path
-    cases, on = step.get("cases"), step.get("on")
-    if isinstance(cases, dict) and on is None:
-        yield Problem(f"{path}.on", "cases given by value need the value to match: on")
+    cases, on, script = step.get("cases"), step.get("on"), step.get("script")
+    if on is not None and script is not None:
+        yield Problem(f"{path}.script", "a SWITCH selects its case by on or by script: not both")
+    elif isinstance(cases, dict) and on is None and script is None:
+        yield Problem(
+            f"{path}.on", "cases given by value need the value to match: on (or a script)"
+        )
+    if script is not None:
+        yield from script_problems(f"{path}.script", "javascript", script)
     if isinstance(cases, list):
         if on is not None:
             yield Problem(f"{path}.on", "cases given as conditions take no on")
+        if script is not None:
+            yield Problem(f"{path}.script", "cases given as conditions take no script")
         for c, case in enumerate(cases):
             if isinstance(case, dict):
                 yield from _condition_problems(

@@ -57,6 +57,10 @@ ENV_DISPATCH_MODE = "BATON_DISPATCH_MODE"
 ENV_CLAIMED_STATES = "BATON_CLAIMED_STATES"
 ENV_DISPATCH_QUEUE_URL = "BATON_DISPATCH_QUEUE_URL"  # the SQS FIFO queue the relay publishes to
 ENV_SQS_ENDPOINT = "BATON_SQS_ENDPOINT"  # locally: the moto server
+# Scripts the engine runs (SCRIPT and JQ steps, JavaScript SWITCH and DO_WHILE conditions): the
+# wall time one run may take, and the JavaScript heap it may use (docs/scripting.md).
+ENV_SCRIPT_TIME_SECONDS = "BATON_SCRIPT_TIME_SECONDS"
+ENV_SCRIPT_MEMORY_BYTES = "BATON_SCRIPT_MEMORY_BYTES"
 
 ALL_ENV_VARS = (
     ENV_DATABASE_URL,
@@ -87,6 +91,8 @@ ALL_ENV_VARS = (
     ENV_DISPATCH_MODE,
     ENV_DISPATCH_QUEUE_URL,
     ENV_SQS_ENDPOINT,
+    ENV_SCRIPT_TIME_SECONDS,
+    ENV_SCRIPT_MEMORY_BYTES,
 )
 
 DISPATCH_MODES = ("polling", "outbox")
@@ -158,6 +164,16 @@ def _int_env(
     return value
 
 
+def _float_env(e: Mapping[str, str], name: str, default: float) -> float:
+    raw = (e.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise SettingsError(f"{name}: expected a number of seconds, got {raw!r}") from None
+
+
 @dataclass(frozen=True, slots=True)
 class EngineSettings:
     """Knobs of the engine itself (no I/O configuration)."""
@@ -180,8 +196,20 @@ class EngineSettings:
     # Jobs whose claim-time state is kept for their completion in this process (engine.claimed;
     # 0: off, every completion reads its job and instance first).
     claimed_states: int = 4096
+    # One script's wall time and JavaScript heap (a decision waits for its scripts: keep it short).
+    script_time_seconds: float = 1.0
+    script_memory_bytes: int = 64 * 1024 * 1024
 
     def __post_init__(self) -> None:
+        if not 0 < self.script_time_seconds <= 60:
+            raise SettingsError(
+                f"{ENV_SCRIPT_TIME_SECONDS}: use more than 0 and at most 60 seconds, "
+                f"not {self.script_time_seconds}"
+            )
+        if not 1024 * 1024 <= self.script_memory_bytes <= 1024 * 1024 * 1024:
+            raise SettingsError(
+                f"{ENV_SCRIPT_MEMORY_BYTES}: use 1 MiB to 1 GiB, not {self.script_memory_bytes}"
+            )
         if self.dispatch_mode not in DISPATCH_MODES:
             raise SettingsError(
                 f"{ENV_DISPATCH_MODE}: use one of {', '.join(DISPATCH_MODES)},"
@@ -226,6 +254,12 @@ class Settings:
             dispatch_mode=(e.get(ENV_DISPATCH_MODE) or "polling").strip().lower(),
             claimed_states=_int_env(
                 e, ENV_CLAIMED_STATES, engine.claimed_states, "a whole number (0 or more)"
+            ),
+            script_time_seconds=_float_env(
+                e, ENV_SCRIPT_TIME_SECONDS, engine.script_time_seconds
+            ),
+            script_memory_bytes=_int_env(
+                e, ENV_SCRIPT_MEMORY_BYTES, engine.script_memory_bytes
             ),
         )
         base = cls(

@@ -4,7 +4,8 @@ registration and executed without any graph search.
 
 Work steps: SERVICE_TASK (a job for workers), USER_TASK and SIGNAL (completed through the API),
 TIMER (a durable wait), SUB_WORKFLOW (a child instance). Operators evaluated by the engine itself:
-SWITCH, PARALLEL, MAP, DO_WHILE, SET_VARIABLE, TERMINATE.
+SWITCH, PARALLEL, MAP, DO_WHILE, SET_VARIABLE, TERMINATE, and SCRIPT (JavaScript) and JQ (a jq
+filter), run in the engine's script sandbox (``baton.scripting``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ from baton.model import (
 MAX_MAP_ITEMS = 10_000
 MAX_ITERATIONS = 10_000
 MAX_MAP_CONCURRENCY = 1_000
+# The longest script (SCRIPT, a SWITCH's script, a DO_WHILE's JavaScript while) or jq query.
+MAX_SCRIPT_CHARS = 65_536
+ScriptText = Annotated[str, Field(min_length=1, max_length=MAX_SCRIPT_CHARS)]
 
 
 class StepBase(Model):
@@ -99,6 +103,24 @@ class TerminateStep(StepBase):
     output: Any = None
 
 
+class ScriptStep(StepBase):
+    """Runs ``script`` (JavaScript) with ``$`` bound to the resolved ``input``; the script's
+    completion value is the step's ``output.result``. Run by the engine, bounded in time and
+    memory; a script that throws, overruns or gives too large a value fails the step."""
+
+    type: Literal["SCRIPT"]
+    language: Literal["javascript"] = "javascript"
+    script: ScriptText
+
+
+class JqStep(StepBase):
+    """Runs the jq filter ``query`` on the resolved ``input``: ``output.result`` is its first
+    result (null when none), ``output.resultList`` all of them. Run by the engine, bounded."""
+
+    type: Literal["JQ"]
+    query: ScriptText
+
+
 class SwitchCase(Model):
     """One case of a SWITCH given as a condition (JSONata over the context)."""
 
@@ -108,11 +130,14 @@ class SwitchCase(Model):
 
 class SwitchStep(StepBase):
     """Runs the steps of the first matching case: by ``on``'s string value (``cases`` an object
-    of value → steps, as Conductor's value-param), or by conditions evaluated in order (``cases``
-    a list). ``default`` runs when none matches; the chosen case is the step's ``output.case``."""
+    of value → steps, as Conductor's value-param), by the value of ``script`` (JavaScript with
+    ``$`` bound to the resolved ``input``, as Conductor's javascript evaluator; ``cases`` an
+    object), or by conditions evaluated in order (``cases`` a list). ``default`` runs when none
+    matches; the chosen case is the step's ``output.case``."""
 
     type: Literal["SWITCH"]
     on: str | None = None
+    script: ScriptText | None = None
     cases: dict[str, list[Step]] | list[SwitchCase]
     default: list[Step] | None = None
 
@@ -140,12 +165,16 @@ class MapStep(StepBase):
 
 class DoWhileStep(StepBase):
     """Runs ``steps``, then again while ``while`` holds (JSONata over the context, or a ``${…}``
-    truthy value), at most ``maxIterations`` times; ``${<loop id>.iteration}`` (from 1) inside,
-    and in ``while``. Output: the last iteration's output and ``iterations``."""
+    truthy value; with ``whileLanguage`` javascript, a script whose value is true or a number
+    above 0, ``$`` bound to the loop's ``input`` resolved after the iteration, each of its steps'
+    output by id and ``$.<loop id>.iteration``, as Conductor's ``loopCondition``), at most
+    ``maxIterations`` times; ``${<loop id>.iteration}`` (from 1) inside, and in ``while``.
+    Output: the last iteration's output and ``iterations``."""
 
     type: Literal["DO_WHILE"]
     steps: Annotated[list[Step], Field(min_length=1)]
-    while_: Annotated[str, Field(alias="while", min_length=1)]
+    while_: Annotated[str, Field(alias="while", min_length=1, max_length=MAX_SCRIPT_CHARS)]
+    while_language: Literal["jsonata", "javascript"] = "jsonata"
     max_iterations: Annotated[int, Field(ge=1, le=MAX_ITERATIONS)]
 
 
@@ -157,6 +186,8 @@ Step = Annotated[
     | SubWorkflowStep
     | SetVariableStep
     | TerminateStep
+    | ScriptStep
+    | JqStep
     | SwitchStep
     | ParallelStep
     | MapStep
@@ -171,6 +202,8 @@ STEP_TYPES = (
     "SUB_WORKFLOW",
     "SET_VARIABLE",
     "TERMINATE",
+    "SCRIPT",
+    "JQ",
     "SWITCH",
     "PARALLEL",
     "MAP",
@@ -182,11 +215,14 @@ __all__ = [
     "CONTAINER_TYPES",
     "MAX_ITERATIONS",
     "MAX_MAP_ITEMS",
+    "MAX_SCRIPT_CHARS",
     "STEP_TYPES",
     "DoWhileStep",
+    "JqStep",
     "MapStep",
     "ParallelStep",
     "RetryLogic",
+    "ScriptStep",
     "Seconds",
     "ServiceTaskStep",
     "SetVariableStep",

@@ -21,6 +21,7 @@ from baton.engine.reads import DbReader
 from baton.engine.snapshots import Snapshots
 from baton.errors import InstanceNotFound, PayloadTooLarge, Problem, ValidationFailed
 from baton.metrics import MetricsSink, NullMetrics
+from baton.scripting import SandboxLimits, shared_sandbox
 from baton.settings import EngineSettings
 from baton.store import instance_sql
 from baton.store.db import Conn, Database, first_in_transaction
@@ -56,6 +57,13 @@ class EngineCore:
         self.offload = offload
         self.settings = settings or EngineSettings()
         self.metrics: MetricsSink = metrics or NullMetrics()
+        # Runs definitions' scripts in child processes, bounded by the settings' limits.
+        self.sandbox = shared_sandbox(
+            SandboxLimits(
+                time_seconds=self.settings.script_time_seconds,
+                memory_bytes=self.settings.script_memory_bytes,
+            )
+        )
         self.snapshots = Snapshots()
         # Claimed jobs' states, for deciding their completions without reading them again
         self.claimed = ClaimedStates(self.settings.claimed_states)
@@ -105,6 +113,7 @@ class EngineCore:
             unref=self.payloads,
             offload=self.offload,
             payload_limits=self.settings.payload_limits,
+            sandbox=self.sandbox,
         )
 
     # --- events between instances ----------------------------------------------------------

@@ -322,6 +322,7 @@ class DecisionFlow(DecisionState):
             unref=self.unref,
             offload=self.offload,
             payload_limits=self.payload_limits,
+            sandbox=self.sandbox,
         )
         first.start()
         return first.changes

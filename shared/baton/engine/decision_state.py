@@ -30,6 +30,7 @@ from baton.engine.records import (
     truncate,
 )
 from baton.payload_ref import is_payload_ref
+from baton.scripting import Sandbox, default_sandbox
 from baton.settings import PayloadLimits
 from baton.steps import Step
 
@@ -55,8 +56,11 @@ class DecisionState:
         unref: Callable[[Any], Any] | None = None,
         offload: Callable[[str, str], Any] | None = None,
         payload_limits: PayloadLimits | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.plan = plan
+        # Runs the definition's scripts (SCRIPT, JQ, JavaScript conditions), bounded.
+        self.sandbox = sandbox or default_sandbox()
         # Stores a value's JSON in the payload bucket under a kind (STEP_INPUT, ...) and returns
         # its reference (None: no bucket, values stay inline); with the soft/hard limits.
         self.offload = offload

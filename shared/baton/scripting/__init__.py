@@ -12,6 +12,7 @@ from baton.scripting.sandbox import (
     SandboxLimits,
     ScriptFailed,
     default_sandbox,
+    shared_sandbox,
 )
 
-__all__ = ["Sandbox", "SandboxLimits", "ScriptFailed", "default_sandbox"]
+__all__ = ["Sandbox", "SandboxLimits", "ScriptFailed", "default_sandbox", "shared_sandbox"]

@@ -1,7 +1,7 @@
 """A sandbox process: reads requests, runs each as JavaScript (QuickJS) or jq, answers.
 
 Frames on stdin/stdout are a 4-byte big-endian length and that many bytes of JSON. A request is
-``{"lang": "js"|"jq", "code": str, "input": <json text>, "time": s, "memory": bytes,
+``{"lang": "js"|"jq"|"js-check"|"jq-check", "code": str, "input": <json text>, "time": s, "memory": bytes,
 "stack": bytes, "results": n}``; an answer ``{"ok": true, "value": <json text>}`` or
 ``{"ok": false, "kind": "...", "error": "..."}``. The parent kills this process when an answer is
 late; the process's address space is capped, so a program that allocates without bound ends
@@ -11,6 +11,7 @@ here, not in the engine.
 from __future__ import annotations
 
 import json
+import re
 import resource
 import struct
 import sys
@@ -22,12 +23,26 @@ _COMPILED: OrderedDict[str, Any] = OrderedDict()
 _CACHE_SIZE = 256
 
 # The script runs inside an IIFE-free indirect eval so that its completion value is the result,
-# as Conductor's evaluators give it (``$.a + 1``, ``(function(){...})()``, ``function e(){} e()``).
+# as Conductor's evaluators give it (``$.a + 1``, ``(function(){...})()``, ``function e(){} e()``);
+# a script that is a function (``function() { return $.n < 3; }``, as Conductor's loopConditions
+# are often written, or an arrow function) is called and its value is the result.
 _JS_RUN = (
     "globalThis.$ = JSON.parse(__baton_input);"
     "var __baton_result = (0, eval)(__baton_script);"
+    "if (typeof __baton_result === 'function') __baton_result = __baton_result();"
     "__baton_result === undefined ? 'null' : JSON.stringify(__baton_result)"
 )
+# Parses without running: a script's grammar is a function body's, less a top-level return.
+_JS_CHECK = "new Function(__baton_script); 'null'"
+# An anonymous function is no statement: given alone, it is the function expression it means.
+_ANONYMOUS_FUNCTION = re.compile(r"^\s*(?:async\s+)?function\s*\(")
+
+
+def script_text(code: str) -> str:
+    """``code`` as it is evaluated: an anonymous function alone becomes its expression."""
+    if _ANONYMOUS_FUNCTION.match(code):
+        return "(" + code.strip().rstrip(";").rstrip() + ")"
+    return code
 
 
 def _read(stream: BinaryIO) -> dict[str, Any] | None:
@@ -52,9 +67,9 @@ def _javascript(request: dict[str, Any]) -> dict[str, Any]:
     context.set_max_stack_size(int(request["stack"]))
     context.set_time_limit(float(request["time"]))
     context.set("__baton_input", request["input"])
-    context.set("__baton_script", request["code"])
+    context.set("__baton_script", script_text(request["code"]))
     try:
-        value = context.eval(_JS_RUN)
+        value = context.eval(_JS_CHECK if request["lang"] == "js-check" else _JS_RUN)
     except quickjs.StackOverflow as e:
         return {"ok": False, "kind": "stack", "error": _first_line(e) or "stack overflow"}
     except quickjs.JSException as e:
@@ -63,7 +78,8 @@ def _javascript(request: dict[str, Any]) -> dict[str, Any]:
             return {"ok": False, "kind": "memory", "error": "the script ran out of memory"}
         if "interrupted" in text:
             return {"ok": False, "kind": "timeout", "error": "the script ran out of time"}
-        return {"ok": False, "kind": "script", "error": text}
+        kind = "syntax" if request["lang"] == "js-check" or text.startswith("SyntaxError") else "script"
+        return {"ok": False, "kind": kind, "error": text}
     if not isinstance(value, str):  # JSON.stringify gave undefined: a function, a symbol
         return {"ok": True, "value": "null"}
     return {"ok": True, "value": value}
@@ -73,6 +89,12 @@ def _jq(request: dict[str, Any]) -> dict[str, Any]:
     import jq
 
     code = request["code"]
+    if request["lang"] == "jq-check":
+        try:
+            jq.compile(code)
+        except ValueError as e:
+            return {"ok": False, "kind": "syntax", "error": _first_line(e)}
+        return {"ok": True, "value": "null"}
     program = _COMPILED.get(code)
     if program is None:
         try:
@@ -113,7 +135,7 @@ def main() -> None:
     _write(stdout, {"ok": True, "value": "null"})  # ready
     while (request := _read(stdin)) is not None:
         try:
-            run = _javascript if request["lang"] == "js" else _jq
+            run = _javascript if request["lang"].startswith("js") else _jq
             answer = run(request)
         except MemoryError:
             answer = {"ok": False, "kind": "memory", "error": "the program ran out of memory"}

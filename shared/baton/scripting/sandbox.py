@@ -139,6 +139,11 @@ class Sandbox:
         assert isinstance(results, list)
         return results
 
+    def check(self, language: str, code: str) -> None:
+        """Parse ``code`` (``language`` javascript or jq) without running it; ScriptFailed
+        (kind ``syntax``) with the parser's message if it does not parse."""
+        self._run("js-check" if language == "javascript" else "jq-check", code, None)
+
     def close(self) -> None:
         """Stop every idle child (a busy one is stopped when its call returns)."""
         while True:
@@ -217,3 +222,10 @@ class Sandbox:
 def default_sandbox() -> Sandbox:
     """The process's shared sandbox pool (created on first use)."""
     return Sandbox()
+
+
+@functools.cache
+def shared_sandbox(limits: SandboxLimits) -> Sandbox:
+    """The process's one sandbox pool with ``limits`` (an engine's; created on first use, its
+    children started on first call)."""
+    return default_sandbox() if limits == SandboxLimits() else Sandbox(limits)

@@ -7,7 +7,7 @@ this table."""
 
 from __future__ import annotations
 
-from baton.engine.operators import do_while, map, parallel, sub_workflow, switch, work
+from baton.engine.operators import do_while, map, parallel, script, sub_workflow, switch, work
 from baton.engine.operators.protocol import Operator
 
 OPERATORS: dict[str, Operator] = {
@@ -17,6 +17,8 @@ OPERATORS: dict[str, Operator] = {
     "TIMER": work.Timer(),
     "SET_VARIABLE": work.SetVariable(),
     "TERMINATE": work.Terminate(),
+    "SCRIPT": script.Script(),
+    "JQ": script.Jq(),
     "SUB_WORKFLOW": sub_workflow.SubWorkflow(),
     "SWITCH": switch.Switch(),
     "PARALLEL": parallel.Parallel(),

@@ -4,7 +4,12 @@ while the condition still holds fails the step. Output: the last iteration's out
 ``iterations``. Each iteration's executions are kept (``iteration`` on each). Its steps read the
 running iteration (from 1) as ``${<loop id>.iteration}`` (in a JSONata condition
 ``<loop id>.iteration``), read off their scope; the ``while`` reads the iteration that just ended
-the same way (or as ``<loop id>.output.iteration``)."""
+the same way (or as ``<loop id>.output.iteration``).
+
+A JavaScript ``while`` (``whileLanguage`` javascript) reads ``$`` as Conductor's ``loopCondition``
+does: the loop's ``input`` resolved after the iteration, plus each of its steps' output by id
+(``$.<step id>.<field>``) and ``$.<loop id>.iteration``; the loop goes on while its value is true or
+a number above 0."""
 
 from __future__ import annotations
 
@@ -13,8 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from baton.conditions import ConditionError, truthy
 from baton.engine.operators.protocol import list_done
+from baton.engine.operators.script import failure
 from baton.engine.operators.switch import joined
-from baton.engine.records import child_scope
+from baton.engine.plan import nested
+from baton.engine.records import InputNotObject, child_scope
+from baton.scripting import ScriptFailed
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import DoWhileStep
 from baton.structure import condition_references
@@ -42,8 +50,9 @@ class DoWhile:
         body_scope = child_scope(owner, f"k{k}")
         point = f"while:{step.id}"
         try:
-            condition = d.plan.condition(f"{step.id}#while", step.while_)
-            if condition.is_expression:
+            if step.while_language == "javascript":
+                holds = _javascript_holds(d, step, point, body_scope, k)
+            elif (condition := d.plan.condition(f"{step.id}#while", step.while_)).is_expression:
                 holds = truthy(d.resolve(step.while_, point, body_scope))
             else:
                 refs = [r for r in condition_references(step.while_) if r != step.id]
@@ -52,8 +61,13 @@ class DoWhile:
                 # it), and <loop>.output.iteration, the spelling Conductor's translation uses.
                 context.setdefault(step.id, {})["output"] = {"iteration": k}
                 holds = truthy(condition.evaluate(context))
-        except ConditionError as e:
+        except (ConditionError, InputNotObject) as e:
             d.fail_operator(owner, f"step {step.id!r} failed: {e}")
+            return
+        except ScriptFailed as e:
+            d.changes.count("ScriptsFailed", Kind=e.kind)
+            said = failure("javascript", e).replace("the script", "its while script", 1)
+            d.fail_operator(owner, f"step {step.id!r} failed: {said}")
             return
         if not holds:
             d.complete(owner, joined("iterations", k, d.unref(output)))
@@ -84,3 +98,30 @@ class DoWhile:
             d.later(lambda: d.list_ended(scope, last.output))
         else:
             rerun(last)
+
+
+def _javascript_holds(d: Decision, step: DoWhileStep, point: str, body_scope: str, k: int) -> bool:
+    """A JavaScript ``while``'s verdict, as Conductor's evalBool: true, or a number above 0."""
+    ids = _step_ids(step.steps)
+    context = d.context(point, body_scope, ids)
+    given = d.resolve(step.input, point, body_scope)
+    if not isinstance(given, dict):
+        raise InputNotObject(f"its input resolved to {type(given).__name__}, not an object")
+    bindings: dict[str, Any] = dict(given)
+    for sid in ids:
+        bindings[sid] = context[sid]["output"]
+    bindings[step.id] = {"iteration": k}
+    value = d.sandbox.javascript(step.while_, bindings)
+    if isinstance(value, bool):
+        return value
+    return isinstance(value, int | float) and value > 0
+
+
+def _step_ids(steps: Any) -> list[str]:
+    """The ids of ``steps`` and of every step nested in them."""
+    out: list[str] = []
+    for s in steps:
+        out.append(s.id)
+        for _, inner in nested(s):
+            out.extend(_step_ids(inner))
+    return out

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from baton.engine.plan import Plan
 from baton.engine.records import Changes, Exec, InstanceState, NewStep, Reader
+from baton.scripting import Sandbox
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import Step
 
@@ -30,6 +31,7 @@ class Decision(Protocol):
     changes: Changes
     max_job_input_bytes: int
     unref: Callable[[Any], Any]
+    sandbox: Sandbox
 
     @property
     def active(self) -> bool:

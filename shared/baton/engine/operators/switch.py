@@ -1,5 +1,6 @@
-"""SWITCH: runs the steps of the first matching case (by ``on``'s string value, or by conditions in
-order), else ``default``. Output: ``case`` plus the last step output of the list taken."""
+"""SWITCH: runs the steps of the first matching case (by ``on``'s string value, by the value of its
+JavaScript ``script``, or by conditions in order), else ``default``. Output: ``case`` plus the
+last step output of the list taken."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from baton.conditions import ConditionError, truthy
 from baton.engine.operators.protocol import list_done
-from baton.engine.records import child_scope
+from baton.engine.operators.script import failure
+from baton.engine.records import InputNotObject, child_scope
+from baton.scripting import ScriptFailed
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import SwitchStep
 from baton.structure import condition_references
@@ -32,8 +35,12 @@ class Switch:
         point = f"step:{step.id}"
         try:
             choice = self._choose(d, step, point, scope)
-        except ConditionError as e:
+        except (ConditionError, InputNotObject) as e:
             d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), str(e))
+            return
+        except ScriptFailed as e:
+            d.changes.count("ScriptsFailed", Kind=e.kind)
+            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), failure("javascript", e))
             return
         if choice is None:  # no case matched and there is no default: nothing to run
             new = d.add_step(step, StepStatus.IN_PROGRESS, None, scope, state={"case": None})
@@ -48,7 +55,10 @@ class Switch:
         self, d: Decision, step: SwitchStep, point: str, scope: str
     ) -> tuple[str | None, str, tuple[Step, ...]] | None:
         if isinstance(step.cases, dict):
-            value = d.resolve(step.on, point, scope)
+            if step.script is not None:  # its value names the case, as Conductor's javascript
+                value = d.sandbox.javascript(step.script, d.resolve_input(step, scope))
+            else:
+                value = d.resolve(step.on, point, scope)
             wanted = value if isinstance(value, str) else _as_case(value)
             for k, (name, steps) in enumerate(step.cases.items()):
                 if name == wanted and steps:

@@ -1,0 +1,81 @@
+"""SCRIPT (JavaScript) and JQ (a jq filter): run by the engine within the decision, like
+SET_VARIABLE, in the script sandbox (``baton.scripting``: child processes, bounded in time and
+memory). ``$`` (SCRIPT) or the filter's input (JQ) is the step's resolved ``input``.
+
+Output: SCRIPT ``{"result": <completion value>}``; JQ ``{"result": <first result or null>,
+"resultList": [<every result>]}`` (Conductor's INLINE and JSON_JQ_TRANSFORM shapes). A script that
+throws, overruns its time or memory, or gives a value too large to store fails the step with the
+sandbox's reason as its error. No automatic retry: the same script on the same input fails the
+same way; an instance retry runs it again.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from baton.engine.operators.work import Leaf
+from baton.engine.records import InputNotObject, OverLimit
+from baton.scripting import ScriptFailed
+from baton.status import StepStatus
+from baton.steps import JqStep, ScriptStep
+
+if TYPE_CHECKING:
+    from baton.engine.operators.protocol import Decision
+    from baton.steps import Step
+
+
+def failure(language: str, e: ScriptFailed) -> str:
+    """A sandbox failure as a step's error: what ran, what happened."""
+    what = "the jq filter" if language == "jq" else "the script"
+    said = str(e)
+    if said.startswith(("the program", "the script", "the jq program")):
+        return said.replace("the program", what, 1)
+    if e.kind == "syntax":
+        return f"{what} does not parse: {said}"
+    if e.kind == "script" and language != "jq":
+        return f"{what} threw {said}"
+    return f"{what} failed: {said}"
+
+
+class _Run(Leaf):
+    language = ""
+
+    def schedule(self, d: Decision, step: Step, scope: str) -> None:
+        try:
+            step_input = d.resolve_input(step, scope)
+        except InputNotObject as e:
+            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), str(e))
+            return
+        try:
+            kept = d.stored(step_input, "STEP_INPUT")
+        except OverLimit as big:
+            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), f"its input {big}")
+            return
+        try:
+            output = self.run(d, step, step_input)
+        except ScriptFailed as e:
+            d.changes.count("ScriptsFailed", Kind=e.kind)
+            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, kept, scope), failure(self.language, e))
+            return
+        new = d.add_step(step, StepStatus.IN_PROGRESS, kept, scope)
+        d.complete(d.execution(new.id), output)
+
+    def run(self, d: Decision, step: Step, value: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class Script(_Run):
+    language = "javascript"
+
+    def run(self, d: Decision, step: Step, value: Any) -> dict[str, Any]:
+        assert isinstance(step, ScriptStep)
+        return {"result": d.sandbox.javascript(step.script, d.unref(value))}
+
+
+class Jq(_Run):
+    language = "jq"
+
+    def run(self, d: Decision, step: Step, value: Any) -> dict[str, Any]:
+        assert isinstance(step, JqStep)
+        results = d.sandbox.jq(step.query, d.unref(value))
+        return {"result": results[0] if results else None, "resultList": results}
