@@ -49,7 +49,7 @@ def test_integers_come_back_as_integers(sandbox: Sandbox) -> None:
         ("var a = []; while (true) { a.push('xxxxxxxxxxxxxxxx' + a.length); }", None, ""),
         ("function f() { return f() + 1; } f();", "stack", "call stack"),
         ("throw new Error('no such order')", "script", "no such order"),
-        ("return (", "script", "SyntaxError"),
+        ("return (", "syntax", "SyntaxError"),
         ("Java.type('java.lang.System')", "script", "Java"),
     ],
 )

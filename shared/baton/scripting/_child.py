@@ -74,8 +74,11 @@ def _javascript(request: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "kind": "stack", "error": _first_line(e) or "stack overflow"}
     except quickjs.JSException as e:
         text = _first_line(e)
-        if text in ("", "null", "None"):  # QuickJS's out-of-memory comes without a message
-            return {"ok": False, "kind": "memory", "error": "the script ran out of memory"}
+        if text in ("", "null", "None") or "out of memory" in text:
+            # QuickJS's out-of-memory comes without a message, or as an InternalError
+            limit = int(request["memory"]) >> 20
+            error = f"the script ran out of memory (its limit is {limit} MiB)"
+            return {"ok": False, "kind": "memory", "error": error}
         if "interrupted" in text:
             return {"ok": False, "kind": "timeout", "error": "the script ran out of time"}
         kind = "syntax" if request["lang"] == "js-check" or text.startswith("SyntaxError") else "script"
