@@ -119,6 +119,26 @@ def test_a_sub_workflow_names_its_child_run() -> None:
     assert '[["child<br/>SUB_WORKFLOW<br/>→ c-123"]]' in text
 
 
+def test_script_steps_say_what_decides() -> None:
+    steps = [
+        {"id": "calc", "type": "SCRIPT", "script": "$.a + 1"},
+        {"id": "shape", "type": "JQ", "query": ".items | map(.price)"},
+        {"id": "route", "type": "SWITCH", "script": "'a'", "cases": {"a": [{"id": "x"}]}},
+        {
+            "id": "loop",
+            "type": "DO_WHILE",
+            "whileLanguage": "javascript",
+            "while": "$.n < 3",
+            "steps": [{"id": "y", "type": "X"}],
+        },
+    ]
+    text = mermaid(steps)
+    assert '"calc<br/>SCRIPT"' in text
+    assert '"shape<br/>JQ<br/>.items #124; map(.price)"' in text
+    assert "route<br/>SWITCH<br/>by script" in text
+    assert "loop<br/>DO_WHILE<br/>while (JavaScript)" in text
+
+
 def test_labels_cannot_break_out_of_their_quotes() -> None:
     steps = [{"id": 'a"b<c>|d', "type": "X"}, {"id": "x" * 200, "type": "X"}]
     text = mermaid(steps)

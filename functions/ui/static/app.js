@@ -467,6 +467,15 @@
       default: return [];
     }
   }
+  // A step's type as its node shows it, saying when a script decides (SCRIPT, a SWITCH by script,
+  // a DO_WHILE whose while is JavaScript); the script itself is in the node's tooltip.
+  function kindOf(step) {
+    if (step.type === "SCRIPT") return "SCRIPT · JavaScript";
+    if (step.type === "JQ") return "JQ · jq filter";
+    if (step.type === "SWITCH" && step.script) return "SWITCH · by script";
+    if (step.type === "DO_WHILE" && step.whileLanguage === "javascript") return "DO_WHILE · JavaScript";
+    return step.type;
+  }
   function measureList(steps) {
     const items = steps.map(measureStep);
     const w = Math.max(NW, ...items.map((i) => i.w));
@@ -514,7 +523,8 @@
       const x = cx - NW / 2;
       const child = execs.find((e) => e.childInstanceId);
       const label = `${step.id}`;
-      const sub = `${step.type}${execs.length > 1 ? ` ×${execs.length}` : ""}`;
+      const sub = `${kindOf(step)}${execs.length > 1 ? ` ×${execs.length}` : ""}`;
+      const code = step.script || step.query || (step.whileLanguage === "javascript" ? step.while : "");
       const g = s(child ? "a" : "g", {
         class: "node", tabindex: 0, role: child ? "link" : "button", "data-step": step.id, "data-status": status, "data-type": step.type,
         "aria-label": `${step.id}, ${step.type}, ${status === "NONE" ? "not run" : status}${execs.length > 1 ? `, ${execs.length} executions` : ""}${child ? ", opens the child run" : ""}`,
@@ -524,7 +534,7 @@
       s("rect", { x, y, width: 6, height: NH, class: `stripe stripe-${status}` }),
       s("text", { class: "nlabel", x: x + 12, y: y + 16, "font-weight": 600 }, label),
       s("text", { class: "nlabel", x: x + 12, y: y + 31, fill: "#545d68" }, child ? `${sub} ↗` : sub),
-      s("title", {}, `${step.id} (${step.type}): ${status === "NONE" ? "not run" : status}`));
+      s("title", {}, `${step.id} (${step.type}): ${status === "NONE" ? "not run" : status}${code ? `\n${code}` : ""}`));
       if (!child) {
         g.addEventListener("click", () => onSelect(step.id));
         g.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); onSelect(step.id); } });

@@ -114,6 +114,12 @@ class _Builder:
         if kind == "SUB_WORKFLOW":
             target = child or step.get("definitionName") or "inline"
             label += f"<br/>→ {_text(target)}"
+        elif kind == "JQ":
+            label += f"<br/>{_text(step.get('query', ''), 40)}"
+        elif kind == "SWITCH" and step.get("script"):
+            label += "<br/>by script"
+        elif kind == "DO_WHILE" and step.get("whileLanguage") == "javascript":
+            label += "<br/>while (JavaScript)"
         shapes = {
             "SWITCH": ('{"', '"}'),
             "SUB_WORKFLOW": ('[["', '"]]'),
