@@ -10,11 +10,18 @@ silently dropped.
 +=============================+============================================================+
 | SIMPLE                      | SERVICE_TASK (``jobType`` = name, step id = reference)     |
 | SWITCH (value-param)        | SWITCH ``on`` + ``cases`` object                           |
-| SWITCH (javascript/graaljs) | SWITCH with a JSONata ``condition`` per case               |
+| SWITCH (javascript/graaljs) | SWITCH with that ``script`` (its value names the case)     |
+| DECISION                    | SWITCH (``caseValueParam``: ``on``; ``caseExpression``:    |
+|                             | ``script``)                                                |
 | FORK_JOIN + JOIN            | PARALLEL                                                   |
 | FORK_JOIN_DYNAMIC + JOIN    | MAP over ``forkTaskInputs`` of one ``forkTaskName`` task   |
 |                             | (or ``forkTaskWorkflow`` sub-workflow), each item its input |
-| DO_WHILE                    | DO_WHILE (``loopCondition`` translated to JSONata)         |
+| DO_WHILE                    | DO_WHILE: ``loopCondition`` as JSONata where that is exact |
+|                             | (simple comparisons), else as JavaScript (``whileLanguage``)|
+| INLINE (javascript/graaljs) | SCRIPT (``expression``; ``$`` the other inputParameters)   |
+| INLINE (value-param)        | SCRIPT giving that input parameter                         |
+| LAMBDA                      | SCRIPT (``scriptExpression``, run as a function's body)    |
+| JSON_JQ_TRANSFORM           | JQ (``queryExpression``; the other inputParameters input)  |
 | SUB_WORKFLOW                | SUB_WORKFLOW                                               |
 | WAIT duration/until         | TIMER; WAIT without either: SIGNAL                         |
 | HUMAN                       | USER_TASK                                                  |
@@ -25,6 +32,7 @@ silently dropped.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -38,6 +46,10 @@ from baton.steps import MAX_MAP_CONCURRENCY
 SUPPORTED = (
     "SIMPLE",
     "SWITCH",
+    "DECISION",
+    "INLINE",
+    "LAMBDA",
+    "JSON_JQ_TRANSFORM",
     "FORK_JOIN",
     "FORK_JOIN_DYNAMIC",
     "JOIN",
@@ -344,44 +356,93 @@ def _switch(task: dict[str, Any], path: str) -> dict[str, Any]:
             )
         step["on"] = params_in(source, label)
         step["cases"] = {str(k): _tasks(v, f"{path}.decisionCases.{k}") for k, v in cases.items()}
-    elif evaluator in ("javascript", "graaljs"):
-        try:
-            condition = js.to_jsonata(str(expression or ""), _resolver(params, label))
-        except ValueError as e:
-            raise _fail(
-                label,
-                f"the {evaluator} expression is not a simple comparison Baton can translate "
-                f"to JSONata ({e})",
-            ) from None
-        # A comparison gives true or false: those are the only cases it can select.
-        unknown = sorted(set(cases) - {"true", "false"})
-        if unknown:
-            raise _fail(
-                label,
-                f"a {evaluator} comparison selects 'true' or 'false', not {unknown}",
-            )
-        listed = []
-        if "true" in cases:
-            listed.append(
-                {
-                    "condition": condition,
-                    "steps": _tasks(cases["true"], f"{path}.decisionCases.true"),
-                }
-            )
-        if "false" in cases:
-            listed.append(
-                {
-                    "condition": f"$not({condition})",
-                    "steps": _tasks(cases["false"], f"{path}.decisionCases.false"),
-                }
-            )
-        if not listed:
-            raise _fail(label, "a SWITCH needs at least one decision case")
-        step["cases"] = listed
+    elif evaluator in SCRIPT_EVALUATORS:
+        # Run as JavaScript, as Conductor does: its value (as text) names the case.
+        step["script"] = _script_text(expression, label, "expression")
+        step["cases"] = {str(k): _tasks(v, f"{path}.decisionCases.{k}") for k, v in cases.items()}
     else:
-        raise _fail(label, f"evaluatorType {evaluator!r} is not supported by Baton")
+        raise _fail(
+            label,
+            f"evaluatorType {evaluator!r} is not supported by Baton "
+            f"(value-param, {', '.join(SCRIPT_EVALUATORS)})",
+        )
     if task.get("defaultCase"):
         step["default"] = _tasks(task["defaultCase"], f"{path}.defaultCase")
+    return step
+
+
+def _decision(task: dict[str, Any], path: str) -> dict[str, Any]:
+    """The legacy DECISION: ``caseValueParam`` names the input parameter to match (a SWITCH's
+    value-param), ``caseExpression`` is JavaScript whose value names the case."""
+    if task.get("caseExpression") is not None:
+        evaluator, expression = "javascript", task["caseExpression"]
+    else:
+        evaluator, expression = "value-param", task.get("caseValueParam")
+    return _switch({**task, "evaluatorType": evaluator, "expression": expression}, path)
+
+
+# Conductor's JavaScript evaluators (both run as JavaScript in Baton's sandbox).
+SCRIPT_EVALUATORS = ("javascript", "graaljs")
+
+
+def _script_text(value: Any, label: str, field: str) -> str:
+    """A script as Conductor gives it; a ``${…}`` in it (which Conductor would resolve before
+    running it) is refused: read the value through ``$`` instead."""
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(label, f"{field} must be a non-empty script")
+    if _EXPR.search(value):
+        raise _fail(
+            label,
+            f"{field} holds a ${{…}} expression: pass the value as an input parameter and "
+            "read it as $.<parameter> in the script",
+        )
+    return value
+
+
+def _inline(task: dict[str, Any], path: str) -> dict[str, Any]:
+    """INLINE: a javascript/graaljs ``expression`` over ``$`` (the other input parameters), or a
+    value-param naming the input parameter to give; output ``{result}``."""
+    label = _label(task, path)
+    step = _base(task, path)
+    params = dict(_input(task, path))
+    evaluator = params.pop("evaluatorType", None) or "javascript"
+    expression = params.pop("expression", None)
+    if evaluator in SCRIPT_EVALUATORS:
+        script = _script_text(expression, label, "inputParameters.expression")
+    elif evaluator == "value-param":
+        if not isinstance(expression, str) or expression not in params:
+            raise _fail(label, "value-param: expression must name one of the inputParameters")
+        script = f"$[{json.dumps(expression)}]"
+    else:
+        raise _fail(
+            label,
+            f"evaluatorType {evaluator!r} is not supported by Baton "
+            f"(value-param, {', '.join(SCRIPT_EVALUATORS)})",
+        )
+    step.update(type="SCRIPT", language="javascript", script=script, input=params)
+    return step
+
+
+def _lambda(task: dict[str, Any], path: str) -> dict[str, Any]:
+    """The legacy LAMBDA: ``scriptExpression`` is a function's body (it ``return``s its result),
+    ``$`` the input parameters; output ``{result}``."""
+    label = _label(task, path)
+    step = _base(task, path)
+    params = dict(_input(task, path))
+    body = _script_text(params.pop("scriptExpression", None), label, "scriptExpression")
+    script = f"function scriptFun() {{ {body}\n}} scriptFun();"
+    step.update(type="SCRIPT", language="javascript", script=script, input=params)
+    return step
+
+
+def _json_jq_transform(task: dict[str, Any], path: str) -> dict[str, Any]:
+    """JSON_JQ_TRANSFORM: ``queryExpression`` over the other input parameters; output
+    ``{result, resultList}``."""
+    label = _label(task, path)
+    step = _base(task, path)
+    params = dict(_input(task, path))
+    query = _script_text(params.pop("queryExpression", None), label, "queryExpression")
+    step.update(type="JQ", query=query, input=params)
     return step
 
 
@@ -396,8 +457,6 @@ def _resolver(params: dict[str, Any], label: str) -> Any:
             if m:
                 return _expr_in(m.group(1), label) + rest
         if source is not None and not isinstance(source, dict | list) and not rest:
-            import json
-
             return json.dumps(source)
         raise ValueError(f"$.{'.'.join(keys)} is not an input parameter holding one ${{…}}")
 
@@ -489,21 +548,22 @@ def _do_while(task: dict[str, Any], path: str) -> dict[str, Any]:
                 return f"{keys[0]}.output." + ".".join(keys[1:])
         return str(by_parameter(keys))
 
-    try:
-        condition = js.to_jsonata(str(task.get("loopCondition") or ""), resolve)
-    except ValueError as e:
-        raise _fail(
-            label,
-            f"loopCondition is not a simple comparison Baton can translate to JSONata ({e})",
-        ) from None
-    # Its inputParameters feed loopCondition (often reading the loop's own tasks, which Baton's
-    # step input may not): they are resolved into the JSONata condition instead.
     step.update(
         type="DO_WHILE",
         steps=_own_iteration(_tasks(task.get("loopOver") or [], f"{path}.loopOver"), step["id"]),
         maxIterations=DO_WHILE_MAX_ITERATIONS,
     )
-    step["while"] = condition
+    script = _script_text(task.get("loopCondition"), label, "loopCondition")
+    try:
+        # A simple comparison has an exact JSONata equivalent: no script to run. Its
+        # inputParameters are resolved into the condition.
+        step["while"] = js.to_jsonata(script, resolve)
+    except ValueError:
+        # Anything else runs as Conductor runs it: JavaScript over the loop's inputParameters
+        # (resolved after each iteration), its tasks' outputs and its own iteration.
+        step.update({"while": script, "whileLanguage": "javascript"})
+        if params:
+            step["input"] = _input(task, path)
     return step
 
 
@@ -616,7 +676,10 @@ def _set_variable(task: dict[str, Any], path: str) -> dict[str, Any]:
 _HANDLERS = {
     "SIMPLE": _simple,
     "SWITCH": _switch,
-    "DECISION": None,
+    "DECISION": _decision,
+    "INLINE": _inline,
+    "LAMBDA": _lambda,
+    "JSON_JQ_TRANSFORM": _json_jq_transform,
     "DO_WHILE": _do_while,
     "SUB_WORKFLOW": _sub_workflow,
     "WAIT": _wait,
@@ -624,7 +687,6 @@ _HANDLERS = {
     "TERMINATE": _terminate,
     "SET_VARIABLE": _set_variable,
 }
-_HANDLERS = {k: v for k, v in _HANDLERS.items() if v is not None}
 
 
 # --- workflow definitions: Baton → Conductor -----------------------------------------------------
@@ -682,7 +744,11 @@ def _back_one(s: dict[str, Any]) -> list[dict[str, Any]]:
         task["type"] = "SWITCH"
         cases = s.get("cases")
         params = task["inputParameters"]
-        if isinstance(cases, dict):
+        if s.get("script") is not None:
+            task["evaluatorType"] = "javascript"
+            task["expression"] = s["script"]
+            task["decisionCases"] = {k: _back(v) for k, v in cases.items()}
+        elif isinstance(cases, dict):
             on = params_out(s.get("on"))
             key = next((k for k, v in params.items() if v == on), None)
             if key is None:
@@ -719,7 +785,10 @@ def _back_one(s: dict[str, Any]) -> list[dict[str, Any]]:
         return [task, join]
     elif kind == "DO_WHILE":
         task["type"] = "DO_WHILE"
-        task["loopCondition"] = _jsonata_to_js(s["while"], task["inputParameters"])
+        if s.get("whileLanguage") == "javascript":
+            task["loopCondition"] = s["while"]
+        else:
+            task["loopCondition"] = _jsonata_to_js(s["while"], task["inputParameters"])
         task["loopOver"] = _back(s["steps"])
     elif kind == "SUB_WORKFLOW":
         task["type"] = "SUB_WORKFLOW"
@@ -751,6 +820,16 @@ def _back_one(s: dict[str, Any]) -> list[dict[str, Any]]:
         if s.get("output") is not None:
             ends["workflowOutput"] = params_out(s["output"])
         task["inputParameters"] = ends
+    elif kind == "SCRIPT":
+        task["type"] = "INLINE"
+        task["inputParameters"] = {
+            **task["inputParameters"],
+            "evaluatorType": "javascript",
+            "expression": s["script"],
+        }
+    elif kind == "JQ":
+        task["type"] = "JSON_JQ_TRANSFORM"
+        task["inputParameters"] = {**task["inputParameters"], "queryExpression": s["query"]}
     elif kind == "SET_VARIABLE":
         task["type"] = "SET_VARIABLE"
         task["inputParameters"] = params_out(s["variables"])
