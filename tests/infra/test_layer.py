@@ -53,6 +53,16 @@ for folder in sorted(pathlib.Path({functions!r}).iterdir()):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert callable(module.handler), folder.name
+# The script sandbox: its child process (sys.executable -m baton.scripting._child, with this
+# sys.path) runs QuickJS and jq from the layer.
+import quickjs, jq
+for module in (quickjs, jq):
+    assert module.__file__.startswith({layer!r}), module.__file__
+from baton.scripting import Sandbox
+box = Sandbox(size=1)
+assert box.javascript("function () {{ return $.a + 1; }}", {{"a": 1}}) == 2
+assert box.jq(".a, .a * 2", {{"a": 3}}) == [3, 6]
+box.close()
 print("ok", pydantic.VERSION, psycopg.__version__, psycopg.pq.version())
 """
 

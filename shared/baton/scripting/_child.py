@@ -59,15 +59,32 @@ def _write(stream: BinaryIO, answer: dict[str, Any]) -> None:
     stream.flush()
 
 
-def _javascript(request: dict[str, Any]) -> dict[str, Any]:
+# A fresh context for each script (no state is shared between runs), made ahead of the request
+# while the process waits: creating one is most of a short script's cost (~80 of ~110 µs).
+_next_context: Any = None
+
+
+def _new_context() -> Any:
     import quickjs
 
-    context = quickjs.Context()
+    return quickjs.Context()
+
+
+def _prepare() -> None:
+    global _next_context
+    _next_context = _new_context()
+
+
+def _javascript(request: dict[str, Any]) -> dict[str, Any]:
+    global _next_context
+    context, _next_context = (_next_context or _new_context()), None
     context.set_memory_limit(int(request["memory"]))
     context.set_max_stack_size(int(request["stack"]))
     context.set_time_limit(float(request["time"]))
     context.set("__baton_input", request["input"])
     context.set("__baton_script", script_text(request["code"]))
+    import quickjs
+
     try:
         value = context.eval(_JS_CHECK if request["lang"] == "js-check" else _JS_RUN)
     except quickjs.StackOverflow as e:
@@ -145,6 +162,8 @@ def main() -> None:
         except RecursionError:
             answer = {"ok": False, "kind": "stack", "error": "the program nested too deeply"}
         _write(stdout, answer)
+        if request["lang"].startswith("js"):
+            _prepare()  # while the parent reads the answer
 
 
 if __name__ == "__main__":
