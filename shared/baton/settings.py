@@ -61,6 +61,10 @@ ENV_SQS_ENDPOINT = "BATON_SQS_ENDPOINT"  # locally: the moto server
 # wall time one run may take, and the JavaScript heap it may use (docs/scripting.md).
 ENV_SCRIPT_TIME_SECONDS = "BATON_SCRIPT_TIME_SECONDS"
 ENV_SCRIPT_MEMORY_BYTES = "BATON_SCRIPT_MEMORY_BYTES"
+# The address space of each sandbox process (a jq filter's memory too); by default 1 GiB, and in
+# Lambda half the function's memory, so a runaway filter ends its sandbox, never the function.
+ENV_SCRIPT_PROCESS_BYTES = "BATON_SCRIPT_PROCESS_BYTES"
+ENV_LAMBDA_MEMORY_MB = "AWS_LAMBDA_FUNCTION_MEMORY_SIZE"  # set by Lambda
 
 ALL_ENV_VARS = (
     ENV_DATABASE_URL,
@@ -93,6 +97,7 @@ ALL_ENV_VARS = (
     ENV_SQS_ENDPOINT,
     ENV_SCRIPT_TIME_SECONDS,
     ENV_SCRIPT_MEMORY_BYTES,
+    ENV_SCRIPT_PROCESS_BYTES,
 )
 
 DISPATCH_MODES = ("polling", "outbox")
@@ -174,6 +179,15 @@ def _float_env(e: Mapping[str, str], name: str, default: float) -> float:
         raise SettingsError(f"{name}: expected a number of seconds, got {raw!r}") from None
 
 
+def _process_bytes_default(e: Mapping[str, str], default: int) -> int:
+    """In Lambda, half the function's memory (at least 192 MiB): the function and its sandbox
+    processes share that memory, and exceeding it would end the whole invocation."""
+    raw = (e.get(ENV_LAMBDA_MEMORY_MB) or "").strip()
+    if not raw.isdigit():
+        return default
+    return min(default, max(192, int(raw) // 2) * 1024 * 1024)
+
+
 @dataclass(frozen=True, slots=True)
 class EngineSettings:
     """Knobs of the engine itself (no I/O configuration)."""
@@ -199,6 +213,7 @@ class EngineSettings:
     # One script's wall time and JavaScript heap (a decision waits for its scripts: keep it short).
     script_time_seconds: float = 1.0
     script_memory_bytes: int = 64 * 1024 * 1024
+    script_process_bytes: int = 1024 * 1024 * 1024
 
     def __post_init__(self) -> None:
         if not 0 < self.script_time_seconds <= 60:
@@ -209,6 +224,11 @@ class EngineSettings:
         if not 1024 * 1024 <= self.script_memory_bytes <= 1024 * 1024 * 1024:
             raise SettingsError(
                 f"{ENV_SCRIPT_MEMORY_BYTES}: use 1 MiB to 1 GiB, not {self.script_memory_bytes}"
+            )
+        if self.script_process_bytes < 128 * 1024 * 1024:
+            raise SettingsError(
+                f"{ENV_SCRIPT_PROCESS_BYTES}: use at least 128 MiB (a sandbox process starts "
+                f"at about 100 MiB of address space), not {self.script_process_bytes}"
             )
         if self.dispatch_mode not in DISPATCH_MODES:
             raise SettingsError(
@@ -260,6 +280,9 @@ class Settings:
             ),
             script_memory_bytes=_int_env(
                 e, ENV_SCRIPT_MEMORY_BYTES, engine.script_memory_bytes
+            ),
+            script_process_bytes=_int_env(
+                e, ENV_SCRIPT_PROCESS_BYTES, _process_bytes_default(e, engine.script_process_bytes)
             ),
         )
         base = cls(

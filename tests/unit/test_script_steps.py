@@ -209,3 +209,24 @@ def test_a_javascript_while_goes_on_for_true_or_a_number_above_zero_only() -> No
             }
         ).start()
         assert run.executions("loop")[0].output["iterations"] == iterations, verdict
+
+
+# --- limits -----------------------------------------------------------------------------------
+
+
+def test_script_limits_come_from_the_environment_and_lambda_s_memory() -> None:
+    from baton.settings import Settings, SettingsError
+
+    default = Settings.from_env({}).engine
+    assert (default.script_time_seconds, default.script_memory_bytes) == (1.0, 64 << 20)
+    assert default.script_process_bytes == 1 << 30
+    env = {"BATON_SCRIPT_TIME_SECONDS": "0.25", "BATON_SCRIPT_MEMORY_BYTES": str(32 << 20)}
+    engine = Settings.from_env(env).engine
+    assert (engine.script_time_seconds, engine.script_memory_bytes) == (0.25, 32 << 20)
+    in_lambda = Settings.from_env({"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512"}).engine
+    assert in_lambda.script_process_bytes == 256 << 20
+    for bad in ({"BATON_SCRIPT_TIME_SECONDS": "0"}, {"BATON_SCRIPT_TIME_SECONDS": "soon"}):
+        with pytest.raises(SettingsError, match="BATON_SCRIPT_TIME_SECONDS"):
+            Settings.from_env(bad)
+    with pytest.raises(SettingsError, match="BATON_SCRIPT_PROCESS_BYTES"):
+        Settings.from_env({"BATON_SCRIPT_PROCESS_BYTES": str(1 << 20)})

@@ -62,6 +62,7 @@ class EngineCore:
             SandboxLimits(
                 time_seconds=self.settings.script_time_seconds,
                 memory_bytes=self.settings.script_memory_bytes,
+                process_bytes=self.settings.script_process_bytes,
             )
         )
         self.snapshots = Snapshots()
