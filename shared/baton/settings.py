@@ -275,12 +275,8 @@ class Settings:
             claimed_states=_int_env(
                 e, ENV_CLAIMED_STATES, engine.claimed_states, "a whole number (0 or more)"
             ),
-            script_time_seconds=_float_env(
-                e, ENV_SCRIPT_TIME_SECONDS, engine.script_time_seconds
-            ),
-            script_memory_bytes=_int_env(
-                e, ENV_SCRIPT_MEMORY_BYTES, engine.script_memory_bytes
-            ),
+            script_time_seconds=_float_env(e, ENV_SCRIPT_TIME_SECONDS, engine.script_time_seconds),
+            script_memory_bytes=_int_env(e, ENV_SCRIPT_MEMORY_BYTES, engine.script_memory_bytes),
             script_process_bytes=_int_env(
                 e, ENV_SCRIPT_PROCESS_BYTES, _process_bytes_default(e, engine.script_process_bytes)
             ),

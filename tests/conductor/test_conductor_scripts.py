@@ -96,7 +96,10 @@ def _scripted(prefix: str) -> dict[str, Any]:
 
 HOSTILE: dict[str, tuple[dict[str, Any], str]] = {
     "endless": (
-        {"type": "INLINE", "inputParameters": {"evaluatorType": "javascript", "expression": "while (true) {}"}},
+        {
+            "type": "INLINE",
+            "inputParameters": {"evaluatorType": "javascript", "expression": "while (true) {}"},
+        },
         "ran out of time",
     ),
     "allocating": (

@@ -71,7 +71,12 @@ def test_a_switch_selects_by_on_or_by_script_and_its_script_must_parse() -> None
     found = problems(
         {"id": "a", "type": "SWITCH", "on": "${workflow.input.k}", "script": "'x'", "cases": cases},
         {"id": "b", "type": "SWITCH", "script": "if (", "cases": cases},
-        {"id": "c", "type": "SWITCH", "script": "'x'", "cases": [{"condition": "true", "steps": []}]},
+        {
+            "id": "c",
+            "type": "SWITCH",
+            "script": "'x'",
+            "cases": [{"condition": "true", "steps": []}],
+        },
     )
     assert "not both" in found["steps[0].script"]
     assert "does not parse" in found["steps[1].script"]

@@ -98,7 +98,11 @@ def _javascript(request: dict[str, Any]) -> dict[str, Any]:
             return {"ok": False, "kind": "memory", "error": error}
         if "interrupted" in text:
             return {"ok": False, "kind": "timeout", "error": "the script ran out of time"}
-        kind = "syntax" if request["lang"] == "js-check" or text.startswith("SyntaxError") else "script"
+        kind = (
+            "syntax"
+            if request["lang"] == "js-check" or text.startswith("SyntaxError")
+            else "script"
+        )
         return {"ok": False, "kind": kind, "error": text}
     if not isinstance(value, str):  # JSON.stringify gave undefined: a function, a symbol
         return {"ok": True, "value": "null"}
