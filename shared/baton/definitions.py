@@ -211,10 +211,10 @@ def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
             continue
         if javascript_while and name == "input":
             # Resolved for the while script, after each iteration: it may read the loop's steps.
-            body = tree.end_of(
+            after = tree.end_of(
                 (*node.lists, ListRef(str(node.id), "body")), _length(step.get("steps"))
             )
-            yield from _expression_problems(tree, f"{path}.input", value, body, node)
+            yield from _expression_problems(tree, f"{path}.input", value, after, node)
         else:
             yield from _expression_problems(tree, f"{path}.{name}", value, here, node)
     given = step.get("input")

@@ -5,20 +5,12 @@ non-retryable exception). Every wait is on a condition with a deadline."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from conductor.client.configuration.configuration import Configuration
-from conductor.client.configuration.settings.authentication_settings import (
-    AuthenticationSettings,
-)
 from conductor.client.http.api_client import ApiClient
 from conductor.client.http.models.start_workflow_request import StartWorkflowRequest
 from conductor.client.http.models.task_def import TaskDef
@@ -30,59 +22,6 @@ from tests.support.servers import ROOT, LocalServer
 
 pytestmark = [pytest.mark.e2e]
 TERMINAL = {"COMPLETED", "FAILED", "TIMED_OUT", "TERMINATED"}
-
-
-@pytest.fixture(scope="module")
-def prefix() -> str:
-    return f"c{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture(scope="module")
-def config(conductor_server: LocalServer) -> Configuration:
-    return Configuration(
-        server_api_url=f"{conductor_server.base_url}/api",
-        authentication_settings=AuthenticationSettings(
-            key_id="tests", key_secret=conductor_server.api_key or ""
-        ),
-    )
-
-
-@pytest.fixture(scope="module")
-def clients(config: Configuration) -> OrkesClients:
-    return OrkesClients(config)
-
-
-@pytest.fixture(scope="module")
-def workers(
-    conductor_server: LocalServer, prefix: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[subprocess.Popen[bytes]]:
-    """The SDK's TaskHandler in its own process, configured by environment variables only."""
-    markers = tmp_path_factory.mktemp("markers")
-    log = tmp_path_factory.mktemp("workers") / "workers.log"
-    env = {
-        **os.environ,
-        "CONDUCTOR_SERVER_URL": f"{conductor_server.base_url}/api",
-        "CONDUCTOR_AUTH_KEY": "workers",
-        "CONDUCTOR_AUTH_SECRET": conductor_server.api_key or "",
-        "E2E_TASK_PREFIX": prefix,
-        "E2E_MARKER_DIR": str(markers),
-        "PYTHONPATH": str(ROOT),
-    }
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.conductor.run_workers"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    yield proc
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def _model(data: dict[str, Any], klass: str) -> Any:

@@ -13,14 +13,7 @@ import pytest
 from conductor.client.http.models.start_workflow_request import StartWorkflowRequest
 from conductor.client.orkes_clients import OrkesClients
 
-from tests.conductor.test_conductor_client import (  # noqa: F401 - fixtures used by name
-    _model,
-    _wait_terminal,
-    clients,
-    config,
-    prefix,
-    workers,
-)
+from tests.conductor.test_conductor_client import _model, _wait_terminal
 from tests.support.servers import LocalServer
 
 pytestmark = [pytest.mark.e2e]

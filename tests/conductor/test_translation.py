@@ -231,7 +231,7 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
                 "taskReferenceName": "poll",
                 "type": "DO_WHILE",
                 "inputParameters": {"max": "${workflow.input.max}", "seen": "${check.output.n}"},
-                "loopCondition": "function () { return $.poll.iteration < $.max && !$.check.done; }",
+                "loopCondition": "function () { return $.poll.iteration < $.max && $.check.more; }",
                 "loopOver": [simple("check")],
             }
         ],
@@ -239,7 +239,7 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
             "id": "poll",
             "type": "DO_WHILE",
             "input": {"max": "${workflow.input.max}", "seen": "${check.output.n}"},
-            "while": "function () { return $.poll.iteration < $.max && !$.check.done; }",
+            "while": "function () { return $.poll.iteration < $.max && $.check.more; }",
             "whileLanguage": "javascript",
             "maxIterations": cd.DO_WHILE_MAX_ITERATIONS,
             "steps": [step("check")],

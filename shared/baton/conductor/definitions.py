@@ -747,7 +747,7 @@ def _back_one(s: dict[str, Any]) -> list[dict[str, Any]]:
         if s.get("script") is not None:
             task["evaluatorType"] = "javascript"
             task["expression"] = s["script"]
-            task["decisionCases"] = {k: _back(v) for k, v in cases.items()}
+            task["decisionCases"] = {k: _back(v) for k, v in (cases or {}).items()}
         elif isinstance(cases, dict):
             on = params_out(s.get("on"))
             key = next((k for k, v in params.items() if v == on), None)

@@ -1,11 +1,11 @@
 """A sandbox process: reads requests, runs each as JavaScript (QuickJS) or jq, answers.
 
 Frames on stdin/stdout are a 4-byte big-endian length and that many bytes of JSON. A request is
-``{"lang": "js"|"jq"|"js-check"|"jq-check", "code": str, "input": <json text>, "time": s, "memory": bytes,
-"stack": bytes, "results": n}``; an answer ``{"ok": true, "value": <json text>}`` or
-``{"ok": false, "kind": "...", "error": "..."}``. The parent kills this process when an answer is
-late; the process's address space is capped, so a program that allocates without bound ends
-here, not in the engine.
+``{"lang": "js"|"jq"|"js-check"|"jq-check", "code": str, "input": <json text>, "time": s,
+"memory": bytes, "stack": bytes, "results": n}`` (a check parses without running); an answer
+``{"ok": true, "value": <json text>}`` or ``{"ok": false, "kind": "...", "error": "..."}``. The
+parent kills this process when an answer is late; the process's address space is capped, so a
+program that allocates without bound ends here, not in the engine.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def _write(stream: BinaryIO, answer: dict[str, Any]) -> None:
 
 # A fresh context for each script (no state is shared between runs), made ahead of the request
 # while the process waits: creating one is most of a short script's cost (~80 of ~110 µs).
-_next_context: Any = None
+_contexts: list[Any] = []
 
 
 def _new_context() -> Any:
@@ -71,13 +71,12 @@ def _new_context() -> Any:
 
 
 def _prepare() -> None:
-    global _next_context
-    _next_context = _new_context()
+    if not _contexts:
+        _contexts.append(_new_context())
 
 
 def _javascript(request: dict[str, Any]) -> dict[str, Any]:
-    global _next_context
-    context, _next_context = (_next_context or _new_context()), None
+    context = _contexts.pop() if _contexts else _new_context()
     context.set_memory_limit(int(request["memory"]))
     context.set_max_stack_size(int(request["stack"]))
     context.set_time_limit(float(request["time"]))
