@@ -11,7 +11,7 @@ from baton.errors import ValidationFailed
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import MAX_SCRIPT_CHARS
 
-from tests.support.decisions import Run
+from tests.support.decisions import Run, small_limits
 
 
 def task(step_id: str, **extra: Any) -> dict[str, Any]:
@@ -214,6 +214,33 @@ def test_a_javascript_while_goes_on_for_true_or_a_number_above_zero_only() -> No
             }
         ).start()
         assert run.executions("loop")[0].output["iterations"] == iterations, verdict
+
+
+def test_a_result_above_the_output_hard_limit_fails_the_step_and_a_large_one_is_offloaded() -> None:
+    definition = {
+        "name": "s",
+        "steps": [{"id": "big", "type": "SCRIPT", "script": "'x'.repeat($.n)", "input": {}}],
+    }
+    definition["steps"][0]["input"] = {"n": "${workflow.input.n}"}
+    run = Run(definition, input={"n": 100}, payload_limits=small_limits(soft=50, hard=500))
+    run.start()
+    (big,) = run.executions("big")
+    assert big.status == StepStatus.COMPLETED and run.bucket  # offloaded, as a worker's output
+    run = Run(definition, input={"n": 1000}, payload_limits=small_limits(soft=50, hard=500))
+    run.start()
+    (big,) = run.executions("big")
+    assert big.status == StepStatus.FAILED
+    assert big.error is not None and "hard limit of 500 bytes" in big.error
+
+
+def test_an_instance_retry_runs_a_failed_script_again() -> None:
+    run = Run(
+        {"name": "s", "steps": [{"id": "calc", "type": "SCRIPT", "script": "throw 'no'"}]}
+    ).start()
+    assert run.status == InstanceStatus.FAILED
+    run.retry()
+    assert run.statuses("calc") == ["FAILED", "FAILED"]
+    assert run.status == InstanceStatus.FAILED
 
 
 # --- limits -----------------------------------------------------------------------------------
