@@ -160,6 +160,28 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
         },
     ),
     (
+        "DECISION caseValueParam",
+        [
+            {
+                "name": "dec",
+                "taskReferenceName": "dec",
+                "type": "DECISION",
+                "caseValueParam": "kind",
+                "inputParameters": {"kind": "${workflow.input.kind}"},
+                "decisionCases": {"a": [simple("a")]},
+                "defaultCase": [simple("z")],
+            }
+        ],
+        {
+            "id": "dec",
+            "type": "SWITCH",
+            "input": {"kind": "${workflow.input.kind}"},
+            "on": "${workflow.input.kind}",
+            "cases": {"a": [step("a")]},
+            "default": [step("z")],
+        },
+    ),
+    (
         "INLINE",
         [
             {
@@ -180,6 +202,28 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
             "language": "javascript",
             "script": "(function () { return $.a + $.b; })()",
             "input": {"a": "${workflow.input.a}", "b": 2},
+        },
+    ),
+    (
+        "INLINE value-param",
+        [
+            {
+                "name": "pick",
+                "taskReferenceName": "pick",
+                "type": "INLINE",
+                "inputParameters": {
+                    "evaluatorType": "value-param",
+                    "expression": "chosen",
+                    "chosen": "${workflow.input.x}",
+                },
+            }
+        ],
+        {
+            "id": "pick",
+            "type": "SCRIPT",
+            "language": "javascript",
+            "script": '$["chosen"]',
+            "input": {"chosen": "${workflow.input.x}"},
         },
     ),
     (
