@@ -521,3 +521,37 @@ def test_an_offloaded_output_is_a_download_link(page: Any, baton_server: LocalSe
     expect(link).to_contain_text("offloaded")
     assert (link.get_attribute("href") or "").startswith("http")
     assert "z" * 1000 not in page.locator("#detail").inner_text()  # never inlined
+
+
+def test_script_steps_say_what_decides_and_show_their_script(
+    page: Any, baton_server: LocalServer
+) -> None:
+    from playwright.sync_api import expect
+
+    d = Driver(baton_server)
+    name = f"scripts-{uuid.uuid4().hex[:6]}"
+    d.register(
+        {
+            "name": name,
+            "steps": [
+                {"id": "calc", "type": "SCRIPT", "script": "$.n * 2", "input": {"n": 21}},
+                {"id": "shape", "type": "JQ", "query": ".n + 1", "input": {"n": 1}},
+                {
+                    "id": "route",
+                    "type": "SWITCH",
+                    "script": "$.n > 1 ? 'big' : 'small'",
+                    "input": {"n": "${calc.output.result}"},
+                    "cases": {"big": [{"id": "hold", "type": "USER_TASK"}]},
+                },
+            ],
+        }
+    )
+    run = d.start(name, {})
+    page.goto(page.url.split("#")[0] + f"#/runs/{run}")
+    calc = page.locator('svg.graph .node[data-step="calc"]')
+    expect(calc).to_contain_text("SCRIPT · JavaScript")
+    expect(calc.locator("title")).to_contain_text("$.n * 2")
+    expect(page.locator('svg.graph .node[data-step="shape"]')).to_contain_text("JQ · jq filter")
+    expect(page.locator('svg.graph .node[data-step="route"]')).to_contain_text("SWITCH · by script")
+    assert node_status(page, "calc") == "COMPLETED"
+    assert node_status(page, "hold") in ("IN_PROGRESS", "SCHEDULED")
