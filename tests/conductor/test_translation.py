@@ -567,6 +567,29 @@ def test_unsupported_task_types_are_refused_naming_the_task(kind: str) -> None:
     assert body["validationErrors"][0]["path"].startswith("tasks[1]")
 
 
+def test_a_switch_expression_and_a_loop_condition_run_as_written_template_literals_too() -> None:
+    switch = {
+        "name": "s",
+        "taskReferenceName": "s",
+        "type": "SWITCH",
+        "evaluatorType": "javascript",
+        "expression": "`${$.kind}-case`",
+        "inputParameters": {"kind": "${workflow.input.kind}"},
+        "decisionCases": {"a-case": [simple("a")]},
+    }
+    loop = {
+        "name": "l",
+        "taskReferenceName": "l",
+        "type": "DO_WHILE",
+        "loopCondition": "`${$.l.iteration}` !== '3'",
+        "loopOver": [simple("b")],
+    }
+    out = cd.to_baton_workflow(_wf([switch, loop]))
+    assert out["steps"][1]["script"] == "`${$.kind}-case`"
+    assert out["steps"][2]["while"] == "`${$.l.iteration}` !== '3'"
+    parse_definition(out)
+
+
 @pytest.mark.parametrize(
     ("task", "words"),
     [

@@ -358,7 +358,7 @@ def _switch(task: dict[str, Any], path: str) -> dict[str, Any]:
         step["cases"] = {str(k): _tasks(v, f"{path}.decisionCases.{k}") for k, v in cases.items()}
     elif evaluator in SCRIPT_EVALUATORS:
         # Run as JavaScript, as Conductor does: its value (as text) names the case.
-        step["script"] = _script_text(expression, label, "expression")
+        step["script"] = _script_text(expression, label, "expression", parameter=False)
         step["cases"] = {str(k): _tasks(v, f"{path}.decisionCases.{k}") for k, v in cases.items()}
     else:
         raise _fail(
@@ -385,12 +385,14 @@ def _decision(task: dict[str, Any], path: str) -> dict[str, Any]:
 SCRIPT_EVALUATORS = ("javascript", "graaljs")
 
 
-def _script_text(value: Any, label: str, field: str) -> str:
-    """A script as Conductor gives it; a ``${…}`` in it (which Conductor would resolve before
-    running it) is refused: read the value through ``$`` instead."""
+def _script_text(value: Any, label: str, field: str, *, parameter: bool = True) -> str:
+    """A script as Conductor gives it. One given as an input ``parameter`` (INLINE's expression,
+    a LAMBDA's or JSON_JQ_TRANSFORM's) is resolved by Conductor before it runs: a ``${…}`` in it
+    is refused (read the value through ``$`` instead). A SWITCH's expression and a loopCondition
+    are run as written (a JavaScript template literal's ``${…}`` included)."""
     if not isinstance(value, str) or not value.strip():
         raise _fail(label, f"{field} must be a non-empty script")
-    if _EXPR.search(value):
+    if parameter and _EXPR.search(value):
         raise _fail(
             label,
             f"{field} holds a ${{…}} expression: pass the value as an input parameter and "
@@ -553,7 +555,7 @@ def _do_while(task: dict[str, Any], path: str) -> dict[str, Any]:
         steps=_own_iteration(_tasks(task.get("loopOver") or [], f"{path}.loopOver"), step["id"]),
         maxIterations=DO_WHILE_MAX_ITERATIONS,
     )
-    script = _script_text(task.get("loopCondition"), label, "loopCondition")
+    script = _script_text(task.get("loopCondition"), label, "loopCondition", parameter=False)
     try:
         # A simple comparison has an exact JSONata equivalent: no script to run. Its
         # inputParameters are resolved into the condition.
