@@ -7,7 +7,8 @@ Run them with the ``baton`` CLI (from the repository root)::
 ``charge-card`` fails transiently on the first attempt of every order (a flaky payment gateway),
 so each instance shows one retry in its history; an order whose amount is not positive fails at
 once with ``NonRetryableError`` (retrying would not help). ``send-confirmation`` is ``async`` to
-show that both kinds of handler mix in one registry.
+show that both kinds of handler mix in one registry. The registry, at the end, maps each job type
+of ``definition.json`` to its handler.
 """
 
 from __future__ import annotations
@@ -18,15 +19,11 @@ from typing import Any
 
 from baton_worker import JobContext, NonRetryableError, Registry
 
-registry = Registry()
-
-
 def _token(prefix: str, *parts: object) -> str:
     digest = hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:8].upper()
     return f"{prefix}-{digest}"
 
 
-@registry.handler("reserve-stock")
 def reserve_stock(ctx: JobContext) -> dict[str, Any]:
     """Reserve every item of the order."""
     items = ctx.input.get("items") or []
@@ -37,7 +34,6 @@ def reserve_stock(ctx: JobContext) -> dict[str, Any]:
     return {"reservationId": _token("RSV", ctx.instance_id), "unitsReserved": reserved}
 
 
-@registry.handler("charge-card")
 def charge_card(ctx: JobContext) -> dict[str, Any]:
     """Charge the customer; the simulated gateway times out on the first attempt."""
     amount = float(ctx.input.get("amount") or 0)
@@ -50,7 +46,6 @@ def charge_card(ctx: JobContext) -> dict[str, Any]:
     return {"receipt": _token("RCPT", ctx.instance_id), "charged": amount}
 
 
-@registry.handler("ship-parcel")
 def ship_parcel(ctx: JobContext) -> dict[str, Any]:
     """Hand the parcel to the carrier."""
     tracking = _token("TRK", ctx.instance_id, ctx.input.get("address"))
@@ -58,9 +53,15 @@ def ship_parcel(ctx: JobContext) -> dict[str, Any]:
     return {"tracking": tracking}
 
 
-@registry.handler("send-confirmation")
 async def send_confirmation(ctx: JobContext) -> dict[str, Any]:
     """Email the customer (an async handler: it runs on the runner's event loop)."""
     await asyncio.sleep(0.05)  # stands in for an async SMTP or HTTP call
     ctx.logger.info("confirmation sent", extra={"to": ctx.input.get("email")})
     return {"confirmationSent": True}
+
+
+registry = Registry()
+registry.register("reserve-stock", reserve_stock)
+registry.register("charge-card", charge_card)
+registry.register("ship-parcel", ship_parcel)
+registry.register("send-confirmation", send_confirmation)

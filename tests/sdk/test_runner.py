@@ -778,24 +778,53 @@ def test_the_decorator_registers_and_returns_the_function() -> None:
     assert ship(None) is None  # type: ignore[arg-type]  # the decorator returns the function
 
 
-def test_there_is_one_way_to_register_a_handler() -> None:
-    for gone in ("register", "job"):
-        assert not hasattr(Registry, gone), gone
-        assert not hasattr(Runner, gone), gone
-
-
-def test_a_second_handler_for_a_type_is_refused() -> None:
+def test_register_is_the_plain_call_and_the_decorator_its_other_spelling() -> None:
     registry = Registry()
-    registry.handler("t")(lambda ctx: None)
+
+    def charge(ctx: JobContext) -> dict[str, str]:
+        return {"receipt": "R-1"}
+
+    async def notify(ctx: JobContext) -> None:
+        return None
+
+    assert registry.register("charge-card", charge) is None
+    registry.register("notify", notify)
+    assert registry.get("charge-card").fn is charge  # type: ignore[union-attr]
+    assert registry.get("notify").is_async  # type: ignore[union-attr]
+    assert registry.job_types == ("charge-card", "notify")
+    registry.register("charge-card", charge)  # the same function again: no change, no error
+    assert not hasattr(Runner, "register"), "a runner takes a registry; it does not register"
+
+
+@pytest.mark.parametrize("spelling", ["register", "decorator"])
+def test_a_second_handler_for_a_type_is_refused(spelling: str) -> None:
+    registry = Registry()
+
+    def add(fn: Any, **kwargs: Any) -> None:
+        if spelling == "register":
+            registry.register("t", fn, **kwargs)
+        else:
+            registry.handler("t", **kwargs)(fn)
+
+    add(lambda ctx: None)
     with pytest.raises(ValueError, match="already has a handler"):
-        registry.handler("t")(lambda ctx: None)
-    registry.handler("t", replace=True)(lambda ctx: {"x": 1})
+        add(lambda ctx: None)
+    replacement = lambda ctx: {"x": 1}  # noqa: E731
+    add(replacement, replace=True)
+    assert registry.get("t").fn is replacement  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("job_type", ["", "-leading", "has space", "x" * 129, "a/b"])
 def test_invalid_job_types_are_refused(job_type: str) -> None:
     with pytest.raises(ValueError, match="invalid job type"):
         Registry().handler(job_type)(lambda ctx: None)
+    with pytest.raises(ValueError, match="invalid job type"):
+        Registry().register(job_type, lambda ctx: None)
+
+
+def test_register_refuses_what_is_not_callable() -> None:
+    with pytest.raises(TypeError, match="not callable"):
+        Registry().register("t", {"not": "a function"})  # type: ignore[arg-type]
 
 
 def test_async_detection_sees_through_partials_and_callable_objects() -> None:

@@ -1,7 +1,8 @@
 """The handler registry: job type -> the function that does the work.
 
-There is one way to register a handler: the :meth:`Registry.handler` decorator (also callable as
-``registry.handler("t")(fn)`` for a function defined elsewhere). Registering only records a
+Two spellings of one registration: the plain call ``registry.register("t", fn)`` (the pattern every
+Baton SDK shares) and the ``@registry.handler("t")`` decorator above a ``def``; both validate the
+same way and take ``replace=``. Registering only records a
 function reference; the runner looks it up when a job of that type arrives. A handler takes a
 :class:`~baton_worker.context.JobContext` and returns the variables to set on the instance (a
 mapping, or None for nothing). It may be a plain function (run on the runner's thread pool) or an
@@ -41,6 +42,14 @@ def is_async_callable(fn: Callable[..., Any]) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
+def _check_job_type(job_type: str) -> None:
+    if not isinstance(job_type, str) or not JOB_TYPE_PATTERN.match(job_type):
+        raise ValueError(
+            f"invalid job type {job_type!r}: letters, digits and _.:- (a letter or digit "
+            "first), at most 128 characters"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class RegisteredHandler:
     """A handler as registered: its job type, the function, and whether it is a coroutine."""
@@ -58,27 +67,32 @@ class Registry:
     """Handlers by job type.
 
     >>> registry = Registry()
-    >>> @registry.handler("charge-card")
-    ... def charge(ctx):
+    >>> def charge(ctx):
     ...     return {"receipt": "R-1"}
+    >>> registry.register("charge-card", charge)
+    >>> @registry.handler("ship-parcel")
+    ... def ship(ctx):
+    ...     return {"tracking": "T-1"}
+    >>> registry.job_types
+    ('charge-card', 'ship-parcel')
     """
 
     def __init__(self) -> None:
         self._handlers: dict[str, RegisteredHandler] = {}
 
-    def handler(self, job_type: str, *, replace: bool = False) -> Callable[[H], H]:
-        """Decorator: register the function as the handler of ``job_type``; returns it unchanged.
+    def register(self, job_type: str, fn: Handler, *, replace: bool = False) -> None:
+        """Register ``fn`` (a plain or ``async`` function of a ``JobContext``) as the handler of
+        ``job_type``. A second handler for a type is an error unless ``replace``; an invalid job
+        type or a ``fn`` that is not callable is refused at once, not when the first job would
+        have arrived."""
+        _check_job_type(job_type)
+        self._add(job_type, fn, replace=replace)
 
-        ``@registry.handler("charge-card")`` above a ``def`` (plain or ``async``), or
-        ``registry.handler("charge-card")(charge)`` for a function defined elsewhere. A second
-        handler for a type is an error unless ``replace``. An invalid job type is refused at once,
-        not when the first job would have arrived.
-        """
-        if not isinstance(job_type, str) or not JOB_TYPE_PATTERN.match(job_type):
-            raise ValueError(
-                f"invalid job type {job_type!r}: letters, digits and _.:- (a letter or digit "
-                "first), at most 128 characters"
-            )
+    def handler(self, job_type: str, *, replace: bool = False) -> Callable[[H], H]:
+        """Decorator: :meth:`register` the function below it as the handler of ``job_type``
+        (``@registry.handler("charge-card")`` above a ``def``, plain or ``async``); returns the
+        function unchanged. The job type is checked at once, before the function is defined."""
+        _check_job_type(job_type)
 
         def decorate(fn: H) -> H:
             self._add(job_type, fn, replace=replace)
