@@ -349,6 +349,52 @@ def test_jobs_fail_with_a_next_retry_delay_is_retried_at_once(baton: Baton, tmp_
     assert (again["id"], again["attempt"]) == (job["id"], 2)
 
 
+def test_a_step_completed_on_a_retry_shows_no_error_of_the_attempt_before(
+    baton: Baton, tmp_path: Path
+) -> None:
+    name = unique("cli-retried")
+    job_type = unique("cli-type")
+    step = {"id": "work", "type": "SERVICE_TASK", "jobType": job_type, "retryCount": 1}
+    (tmp_path / "d.json").write_text(
+        json.dumps({"name": name, "steps": [{**step, "retryDelaySeconds": 0}]})
+    )
+    assert baton("definitions", "create", str(tmp_path / "d.json")).code == 0
+    instance = baton("instances", "start", name, "--json").json()
+    poll = ["jobs", "poll", "--type", job_type, "--worker", "retry-w", "--json"]
+    [job] = baton(*poll).json()["jobs"]
+    fail = ["jobs", "fail", job["id"], "--worker", "retry-w", "--message", "gateway timed out"]
+    assert baton(*fail).code == 0
+    [again] = wait_for(lambda: baton(*poll).json()["jobs"], what="the retry")
+    done = baton("jobs", "complete", again["id"], "--worker", "retry-w", "--variables", "{}")
+    assert done.code == 0, done.err
+
+    shown = baton("instances", "get", instance["id"])
+    assert shown.code == 0, shown.err
+    [row] = [line for line in shown.out.splitlines() if line.startswith("work ")]
+    assert row.split()[:4] == ["work", "SERVICE_TASK", "COMPLETED", "2"]
+    assert "gateway timed out" not in shown.out
+    [work] = baton("instances", "get", instance["id"], "--json").json()["steps"]
+    assert "error" not in work, work
+    history = baton("instances", "history", instance["id"])
+    assert "gateway timed out" in history.out  # the attempt's error stays in its history
+
+
+def test_retries_exhausted_after_one_attempt_is_said_in_the_singular(
+    baton: Baton, tmp_path: Path
+) -> None:
+    name = unique("cli-once")
+    job_type = unique("cli-type")
+    step = {"id": "work", "type": "SERVICE_TASK", "jobType": job_type, "retryCount": 0}
+    (tmp_path / "d.json").write_text(json.dumps({"name": name, "steps": [step]}))
+    assert baton("definitions", "create", str(tmp_path / "d.json")).code == 0
+    instance = baton("instances", "start", name, "--json").json()
+    [job] = baton("jobs", "poll", "--type", job_type, "--worker", "w1", "--json").json()["jobs"]
+    assert baton("jobs", "fail", job["id"], "--worker", "w1", "--message", "boom").code == 0
+    [work] = baton("instances", "get", instance["id"], "--json").json()["steps"]
+    assert work["status"] == "FAILED"
+    assert work["error"] == "boom (retries exhausted after 1 attempt)"
+
+
 # --- queues --------------------------------------------------------------------------------------
 
 

@@ -127,9 +127,8 @@ class Decider(DecisionFlow):
         )
         if retryable and job.retries_remaining > 0:
             return self._retry(job, error, delay_override)
-        why = (
-            error if not retryable else f"{error} (retries exhausted after {job.attempt} attempts)"
-        )
+        tries = f"{job.attempt} attempt{'s' if job.attempt != 1 else ''}"
+        why = error if not retryable else f"{error} (retries exhausted after {tries})"
         self._fail_job(job, why, JobStatus.FAILED, StepStatus.FAILED)
         self.run()
         return None
@@ -143,7 +142,7 @@ class Decider(DecisionFlow):
         )
         why = (
             f"no result within the {lease_seconds}s lease (responseTimeoutSeconds) "
-            f"on any of {job.attempt} attempts"
+            f"on {'its one attempt' if job.attempt == 1 else f'any of {job.attempt} attempts'}"
         )
         self._fail_job(job, why, JobStatus.FAILED, StepStatus.FAILED)
         self.run()

@@ -113,7 +113,9 @@ class DecisionFlow(DecisionState):
             for name, value in columns.items():
                 if name == "set_wake":
                     continue
-                if value is not None or name == "wake_at":
+                if name == "error" and value == "":
+                    new.error = None  # '' clears an error: a row not yet written has none
+                elif value is not None or name == "wake_at":
                     setattr(new, name, value)
             return
         current = self.changes.step_updates.get(exec_id)
@@ -134,7 +136,8 @@ class DecisionFlow(DecisionState):
             except OverLimit as big:
                 self.fail(e, f"its output {big}")
                 return
-        self.update_step(e.id, StepStatus.COMPLETED, output=output, scope=e.scope)
+        # An error an earlier attempt left (a retry's reason) is not the completed step's.
+        self.update_step(e.id, StepStatus.COMPLETED, output=output, error="", scope=e.scope)
         self._done_here.append((e.step_id, e.scope, output))
         if (
             isinstance(output, dict)
