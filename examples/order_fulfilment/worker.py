@@ -19,6 +19,7 @@ from typing import Any
 
 from baton_worker import JobContext, NonRetryableError, Registry
 
+
 def _token(prefix: str, *parts: object) -> str:
     digest = hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:8].upper()
     return f"{prefix}-{digest}"

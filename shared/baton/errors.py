@@ -52,9 +52,14 @@ class InvalidValue(BatonError):
 
 
 class MalformedRequest(BatonError):
-    """The request body is not parseable (bad JSON, wrong content)."""
+    """The request body is not parseable (bad JSON, wrong content); ``problems`` say where,
+    when that is known (a JSON path, with the line and column in the message)."""
 
     title = "Malformed request"
+
+    def __init__(self, detail: str, problems: Sequence[Problem] = ()) -> None:
+        super().__init__(detail)
+        self.problems = tuple(problems)
 
 
 class NotFound(BatonError):
@@ -179,10 +184,19 @@ class PayloadMissing(Conflict):
 class PayloadTooLarge(BatonError):
     title = "Payload too large"
 
-    def __init__(self, size_bytes: int, limit_bytes: int, what: str = "payload") -> None:
+    def __init__(
+        self,
+        size_bytes: int,
+        limit_bytes: int,
+        what: str = "payload",
+        *,
+        limit: str = "limit",
+        how: str | None = None,
+    ) -> None:
         self.size_bytes = size_bytes
         self.limit_bytes = limit_bytes
-        super().__init__(f"{what} of {size_bytes} bytes exceeds the limit of {limit_bytes} bytes")
+        detail = f"{what} of {size_bytes} bytes exceeds the {limit} of {limit_bytes} bytes"
+        super().__init__(f"{detail}: {how}" if how else detail)
 
 
 class Unavailable(BatonError):

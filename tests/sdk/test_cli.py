@@ -278,6 +278,19 @@ def test_definitions_delete_and_instances_delete(baton: Baton, tmp_path: Path) -
     assert baton("instances", "delete", started["id"]).err.startswith("error: 404 ")
 
 
+def test_a_3_mb_input_from_a_file_is_offloaded_by_the_cli(baton: Baton, tmp_path: Path) -> None:
+    name = unique("cli-big")
+    assert baton("definitions", "create", str(write_definition(tmp_path, name))).code == 0
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"blob": "x" * 3_000_000}))  # over the 2 MB inline cap
+    started = baton("instances", "start", name, "--input", f"@{big}", "--json")
+    assert started.code == 0, started.err
+    instance = started.json()
+    assert instance["status"] == "RUNNING"
+    assert instance["input"]["$payload"].startswith("payloads/workflow-input/")
+    assert instance["input"]["sizeBytes"] > 3_000_000
+
+
 def test_instance_input_must_be_a_json_object(baton: Baton) -> None:
     result = baton("instances", "start", "whatever", "--input", "{broken")
     assert result.code == 2

@@ -84,3 +84,62 @@ def test_an_escaped_nul_deep_in_a_large_body_is_named() -> None:
 
 def test_a_backslash_u_that_is_no_escape_is_plain_text() -> None:
     assert parse_json('{"k": "\\\\u0000"}', "body") == {"k": "\\u0000"}
+
+
+# --- where malformed JSON goes wrong ------------------------------------------------------------
+
+BODY_WITH_NAN = '{\n  "definitionName": "x",\n  "input": {"items": [1, 2, NaN]}\n}'
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column", "path", "why"),
+    [
+        (BODY_WITH_NAN, 3, 29, "input.items[2]", "NaN is not a JSON number"),
+        ('{"a":\n [1, 1e400]}', 2, 6, "a[1]", "the number 1e400 is beyond the range of a double"),
+        ("[1,\n  -Infinity]", 2, 3, "$[1]", "-Infinity is not a JSON number"),
+        ('{"a": "NaN", "b": Infinity}', 1, 19, "b", "Infinity is not a JSON number"),
+        ('{"a": {"b c": [1, 2,, 3]}}', 1, 21, 'a["b c"][2]', "Expecting value"),
+        ('{"a": 1,,}', 1, 9, "$", "Expecting property name enclosed in double quotes"),
+        ('{"a": {"b": 1}\n', 2, 1, "$", "Expecting ',' delimiter"),
+        ('{"s": "bad \\q"}', 1, 12, "s", "Invalid \\escape"),
+        ('{"a": 1} x', 1, 10, "$", "Extra data"),
+        ("[1 2]", 1, 4, "$", "Expecting ',' delimiter"),
+    ],
+)
+def test_malformed_json_names_its_line_column_and_path(
+    text: str, line: int, column: int, path: str, why: str
+) -> None:
+    with pytest.raises(MalformedRequest) as refused:
+        parse_json(text, "request body")
+    e = refused.value
+    assert e.detail.startswith(f"request body is not valid JSON at line {line}, column {column}")
+    assert f"({path}): {why}" in e.detail
+    [problem] = e.problems
+    assert problem.path == path
+    assert problem.message.startswith(why)
+    assert problem.message.endswith(f"(line {line}, column {column})")
+
+
+def test_a_number_in_range_near_a_bad_one_is_not_blamed() -> None:
+    with pytest.raises(MalformedRequest) as refused:
+        parse_json('{"big": 1.7976931348623157e308, "n": -0.5e-400, "bad": 1e309}', "body")
+    assert refused.value.problems[0].path == "bad"
+
+
+_TOKENS = ["{", "}", "[", "]", ",", ":", '"', " ", "\n", "\\", "a", "é", "NaN", "Infinity"]
+_TOKENS += ["-Infinity", "1", "-0.5", "1e400", "2E-999", "true", "false", "null", '"k"', "\\u"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(tokens=st.lists(st.sampled_from(_TOKENS), max_size=30))
+def test_any_text_is_parsed_or_refused_with_a_place_never_a_crash(tokens: list[str]) -> None:
+    text = "".join(tokens)
+    try:
+        parse_json(text, "body")
+    except MalformedRequest as e:
+        if e.problems:  # a lone surrogate is refused by its own rule; the rest say where
+            [problem] = e.problems
+            assert "(line " in problem.message, problem
+            assert problem.path, problem
+    except ValidationFailed:
+        pass

@@ -13,6 +13,7 @@ import math
 import re
 from typing import Any
 
+from baton.api.json_locate import Where, locate
 from baton.errors import MalformedRequest, Problem, ValidationFailed
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -34,14 +35,28 @@ def parse_json(raw: str, what: str, *, strings: bool = True) -> Any:
     try:
         value = json.loads(raw, parse_constant=_constant, parse_float=_finite_float)
     except _NotJson as e:
-        raise MalformedRequest(f"{what} is not valid JSON: {e}") from None
-    except (json.JSONDecodeError, RecursionError, ValueError) as e:
+        raise _not_json(what, str(e), locate(raw)) from None
+    except json.JSONDecodeError as e:
+        raise _not_json(what, e.msg, locate(raw, e.pos)) from None
+    except (RecursionError, ValueError) as e:
         raise MalformedRequest(f"{what} is not valid JSON: {e}") from None
     # A NUL or a lone surrogate reaches a parsed string only through a \u escape (JSON refuses
     # raw control characters in strings), or as itself in the text: without either in the text,
     # no string needs looking at, only the nesting.
     check_text(value, "$", strings=strings and _may_hold_bad_text(raw))
     return value
+
+
+def _not_json(what: str, why: str, where: Where | None) -> MalformedRequest:
+    """The refusal, saying where: ``request body is not valid JSON at line 3, column 8
+    (items[2]): NaN is not a JSON number ...``, with the path in ``errors``."""
+    if where is None:
+        return MalformedRequest(f"{what} is not valid JSON: {why}")
+    message = f"{why} (line {where.line}, column {where.column})"
+    return MalformedRequest(
+        f"{what} is not valid JSON at {where} ({where.path}): {why}",
+        [Problem(where.path, message)],
+    )
 
 
 def _may_hold_bad_text(raw: str) -> bool:

@@ -64,7 +64,9 @@ def from_error(
     """Status, problem body and extra headers for a Baton error."""
     for cls, status, slug in _STATUS:
         if isinstance(err, cls):
-            errors = list(err.problems) if isinstance(err, ValidationFailed) else None
+            errors = (
+                list(err.problems) if isinstance(err, ValidationFailed | MalformedRequest) else None
+            )
             headers = {"Content-Type": PROBLEM_JSON}
             if isinstance(err, Unavailable | JobThrottled):
                 headers["Retry-After"] = str(err.retry_after_seconds)

@@ -86,10 +86,12 @@ def from_error(err: BatonError) -> tuple[int, dict[str, Any]]:
                     body["error"] = "INVALID_TOKEN"  # the client refreshes its token once
                 return err.status, body
             problems = (
-                list(err.problems) if isinstance(err, ValidationFailed | Untranslatable) else None
+                list(err.problems)
+                if isinstance(err, ValidationFailed | Untranslatable | MalformedRequest)
+                else None
             )
             message = err.detail
-            if problems:
+            if problems and not isinstance(err, MalformedRequest):  # its detail says it all
                 message = listed(problems)
             return status, error_body(status, message, problems)
     return 500, error_body(500, err.detail)

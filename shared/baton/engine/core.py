@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from baton.engine import writer
 from baton.engine.claimed import ClaimedStates
 from baton.engine.decide import Changes, Decider, InstanceState
-from baton.engine.payloads import PayloadObjects
+from baton.engine.payloads import PayloadKind, PayloadObjects, limit_of
 from baton.engine.plan import Plan
 from baton.engine.reads import DbReader
 from baton.engine.snapshots import Snapshots
@@ -30,6 +30,17 @@ from baton.store.job_listener import JobWakeups
 log = logging.getLogger("baton.engine")
 
 R = TypeVar("R")
+
+# What a value refused inline may be sent as instead: its payload kind, the field that carries
+# its path, and the tools that offload it without being asked.
+_OFFLOADED: dict[str, tuple[PayloadKind, str, str]] = {
+    "instance input": (
+        "WORKFLOW_INPUT",
+        "inputPayloadPath",
+        "baton instances start --input @file and the SDK's start_instance",
+    ),
+    "job output": ("STEP_OUTPUT", "outputPayloadPath", "the SDK's workers"),
+}
 
 
 class EngineCore:
@@ -200,4 +211,23 @@ class EngineCore:
                 [Problem(what, "holds NaN or an infinity, which JSON has no number for")]
             ) from None
         if size > self.settings.max_payload_bytes:
-            raise PayloadTooLarge(size, self.settings.max_payload_bytes, what)
+            raise PayloadTooLarge(
+                size,
+                self.settings.max_payload_bytes,
+                what,
+                limit="inline limit",
+                how=self._offload_advice(what),
+            )
+
+    def _offload_advice(self, what: str) -> str | None:
+        """How to send a value too large to send inline: through an uploaded payload."""
+        offload = _OFFLOADED.get(what)
+        if offload is None:
+            return None
+        kind, field, tools = offload
+        hard = limit_of(self.settings.payload_limits, kind).hard_bytes
+        return (
+            f"upload it first (POST /v1/payloads with kind {kind} and its sizeBytes, then PUT it "
+            f"to the uploadUrl; up to {hard} bytes) and send {field} instead; {tools} do this "
+            "by themselves"
+        )
