@@ -28,6 +28,7 @@ from baton.errors import (
     ValidationFailed,
 )
 from baton.payload_ref import SIZE_KEY, is_payload_ref
+from baton.routes import declared_methods
 from baton_lambda import runtime
 from baton_lambda.http import Api, _dumps
 
@@ -67,8 +68,16 @@ def _baton_error(err: BatonError) -> Response[Any]:
 
 @api.resolver.exception_handler(NotFoundError)  # type: ignore[untyped-decorator]
 def _no_route(_: Exception) -> Response[Any]:
+    # Reached through the route table's fallbacks (after _authenticate, as any route): a 404
+    # naming the route, whatever its method, as Conductor's clients expect of a missing API.
     event = api.resolver.current_event
-    return _error(404, error_body(404, f"no route for {event.http_method} {event.path}"))
+    served = declared_methods(event.resource)
+    where = f" (this path serves {', '.join(served)})" if served else ""
+    message = (
+        f"Baton does not serve {event.http_method} {event.path}{where}: its /api is the part of "
+        "Conductor's API that conductor-python's workers, metadata and workflow clients use"
+    )
+    return _error(404, error_body(404, message))
 
 
 @api.resolver.exception_handler(Exception)  # type: ignore[untyped-decorator]

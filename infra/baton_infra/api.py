@@ -1,7 +1,10 @@
-"""The REST API, generated from ``baton.routes.SERVED_ROUTES`` (the /v1 API, Conductor's /api and
-the viewer at /ui): one resource/method per route, a Lambda proxy integration to the route's
-function, auth on every method but the route table's public ones (``auth`` none: liveness, the
-OpenAPI document and the viewer's static assets), which answer without credentials.
+"""The REST API, generated from ``baton.routes.ROUTED`` (the /v1 API, Conductor's /api and the
+viewer at /ui, and the fallbacks under /v1 and /api): one resource/method per route, a Lambda proxy
+integration to the route's function, auth on every method but the route table's public ones
+(``auth`` none: liveness, the OpenAPI document and the viewer's static assets), which answer
+without credentials. The fallbacks (``ANY`` on each resource and on ``/v1/{proxy+}`` and
+``/api/{proxy+}``) let a function answer what the table does not serve (404, or 405 on /v1),
+after the prefix's credentials, instead of API Gateway's 403 "Missing Authentication Token".
 
 Auth modes (context ``authMode``):
 * ``apiKey``: every method requires an API key (``x-api-key``) of the stage's usage plan; keys
@@ -21,7 +24,7 @@ from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from baton.routes import CONDUCTOR_TOKEN, SERVED_ROUTES, Route
+from baton.routes import CONDUCTOR_TOKEN, ROUTED, Route
 from constructs import Construct
 
 from baton_infra.config import DeployConfig
@@ -61,7 +64,7 @@ class BatonApi(Construct):
         *,
         config: DeployConfig,
         functions: Mapping[str, lambda_.IFunction],
-        routes: Sequence[Route] = SERVED_ROUTES,
+        routes: Sequence[Route] = ROUTED,
     ) -> None:
         super().__init__(scope, construct_id)
         self._config = config

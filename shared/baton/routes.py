@@ -20,7 +20,9 @@ from typing import Literal
 Auth = Literal["api_key_or_iam", "none", "conductor_token"]
 PUBLIC: Auth = "none"
 CONDUCTOR_TOKEN: Auth = "conductor_token"
-Method = Literal["GET", "POST", "PUT", "DELETE"]
+Method = Literal["GET", "POST", "PUT", "DELETE", "ANY"]
+ANY: Method = "ANY"
+GREEDY = "{proxy+}"  # API Gateway's greedy path parameter: one or more segments
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +40,11 @@ class Route:
     def public(self) -> bool:
         """Served without credentials."""
         return self.auth == PUBLIC
+
+    @property
+    def fallback(self) -> bool:
+        """A catch-all (``ANY``): what the table does not serve, answered 404 (or 405)."""
+        return self.method == ANY
 
     @property
     def gateway_auth(self) -> bool:
@@ -253,6 +260,39 @@ UI_ROUTES: tuple[Route, ...] = (
 SERVED_ROUTES: tuple[Route, ...] = ROUTES + CONDUCTOR_ROUTES + UI_ROUTES
 """Every route the API Gateway (and the local server) serves: the ``/v1`` contract, the
 Conductor-compatible ``/api`` and the viewer at ``/ui``."""
+
+
+def _fallbacks(routes: tuple[Route, ...], prefix: str, greedy_function: str) -> tuple[Route, ...]:
+    """``ANY`` on every resource of ``routes`` (to the function of its routes) and on
+    ``prefix/{proxy+}``, with the auth of ``routes``: see ``FALLBACK_ROUTES``."""
+    auth = routes[-1].auth
+    functions: dict[str, str] = {}
+    for r in routes:
+        functions.setdefault(r.path, r.function)
+    summary = "A method this path does not serve: 404, or 405 naming those it does"
+    return (
+        *(Route(ANY, path, fn, auth=auth, summary=summary) for path, fn in functions.items()),
+        Route(ANY, f"{prefix}/{GREEDY}", greedy_function, auth=auth, summary="A path not served"),
+    )
+
+
+FALLBACK_ROUTES: tuple[Route, ...] = _fallbacks(ROUTES, "/v1", "definitions") + _fallbacks(
+    CONDUCTOR_ROUTES, "/api", "conductor"
+)
+"""What the table does not serve under ``/v1`` and ``/api`` still reaches a function, after the
+credentials its prefix asks for: an unknown path is a 404 naming it (problem+json on ``/v1``,
+Conductor's error body on ``/api``), a method a ``/v1`` path does not serve a 405 naming those it
+does. Without them API Gateway answers its own 403 "Missing Authentication Token" to a valid
+key, and the local server a 401 to a valid Conductor token. Not in the OpenAPI document."""
+
+ROUTED: tuple[Route, ...] = SERVED_ROUTES + FALLBACK_ROUTES
+"""Every method API Gateway (and the local server) routes to a function."""
+
+
+def declared_methods(path: str) -> tuple[str, ...]:
+    """The methods the table serves on a resource (``path`` is its template), sorted."""
+    return tuple(sorted(r.method for r in SERVED_ROUTES if r.path == path))
+
 
 # Functions invoked on a schedule (EventBridge in AWS, a timer locally), not through the API.
 SCHEDULED_FUNCTIONS: tuple[str, ...] = ("reaper", "sweeper", "queue_dispatcher", "relay")

@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match
-from baton.routes import CONDUCTOR_ROUTES, ROUTES, SERVED_ROUTES, UI_ROUTES, Route
+from baton.routes import (
+    CONDUCTOR_ROUTES,
+    FALLBACK_ROUTES,
+    ROUTED,
+    ROUTES,
+    SERVED_ROUTES,
+    UI_ROUTES,
+    Route,
+)
 from baton_infra.api import path_parameters
 from synth_support import Synth, function_logical_ids
 
@@ -54,6 +62,7 @@ def _function_of(synth: Synth, method: dict[str, Any]) -> str:
 
 # Conductor's routes are checked by their function (below), not by the gateway.
 PRIVATE = [r for r in ROUTES + UI_ROUTES if not r.public]
+PRIVATE += [r for r in FALLBACK_ROUTES if r.gateway_auth]  # /v1's: the key first, then 404/405
 PUBLIC = [r for r in SERVED_ROUTES if r.public]
 
 
@@ -87,6 +96,7 @@ def test_public_routes_need_no_credentials_in_either_mode(any_synth: Synth, rout
 
 
 CONDUCTOR_CHECKED = [r for r in CONDUCTOR_ROUTES if not r.public]
+CONDUCTOR_CHECKED += [r for r in FALLBACK_ROUTES if r.function == "conductor"]
 
 
 @pytest.mark.parametrize("route", CONDUCTOR_CHECKED, ids=lambda r: f"{r.method} {r.path}")
@@ -114,7 +124,23 @@ def test_the_conductor_function_reads_a_key_secret_of_its_own(dev: Synth) -> Non
 
 
 def test_api_has_exactly_the_routes_of_the_table(any_synth: Synth) -> None:
-    assert set(_methods(any_synth)) == {(r.method, r.path) for r in SERVED_ROUTES}
+    assert set(_methods(any_synth)) == {(r.method, r.path) for r in ROUTED}
+
+
+def test_unserved_paths_under_v1_and_api_reach_a_function_not_api_gateways_403(
+    dev: Synth,
+) -> None:
+    """Without a catch-all, API Gateway answers a path it has no resource for with its own 403
+    "Missing Authentication Token", even to a valid key or token."""
+    methods = _methods(dev)
+    for greedy, function in (("/v1/{proxy+}", "definitions"), ("/api/{proxy+}", "conductor")):
+        method = methods[("ANY", greedy)]
+        assert _function_of(dev, method) == function_logical_ids(dev)[function]
+    assert methods[("ANY", "/v1/{proxy+}")]["ApiKeyRequired"] is True
+    assert methods[("ANY", "/api/{proxy+}")].get("ApiKeyRequired", False) is False
+    # Every resource of /v1 and /api answers the methods it does not serve through its function.
+    served = {r.path for r in ROUTES + CONDUCTOR_ROUTES}
+    assert served <= {path for (verb, path) in methods if verb == "ANY"}
 
 
 def test_path_parameters_come_from_braces() -> None:

@@ -20,7 +20,7 @@ from baton.local.events import (
     scheduled_event,
 )
 from baton.local.responses import MalformedProxyResponse, from_proxy_result, problem
-from baton.routes import ROUTES, Route
+from baton.routes import ROUTES, SERVED_ROUTES, Route
 
 # Top-level keys of the documented REST proxy event ("Input format of a Lambda function for
 # proxy integration" in the API Gateway developer guide).
@@ -74,6 +74,7 @@ IDENTITY_KEYS = {
 }
 
 TABLE = RouteTable()
+SERVED = RouteTable(SERVED_ROUTES)  # without the fallbacks: the router's own 404/405
 
 
 def build(
@@ -235,14 +236,46 @@ def test_every_route_in_the_table_is_reachable() -> None:
 
 
 def test_unknown_path_is_no_route() -> None:
-    assert isinstance(TABLE.match("GET", "/v1/nothing"), NoRoute)
-    assert isinstance(TABLE.match("GET", "/v1/definitions/a/b/c/d"), NoRoute)
-    assert isinstance(TABLE.match("GET", "/v1/instances//cancel"), NoRoute)
+    assert isinstance(SERVED.match("GET", "/v1/nothing"), NoRoute)
+    assert isinstance(SERVED.match("GET", "/v1/definitions/a/b/c/d"), NoRoute)
+    assert isinstance(SERVED.match("GET", "/v1/instances//cancel"), NoRoute)
+    assert isinstance(TABLE.match("GET", "/v2/definitions"), NoRoute)  # no fallback outside
 
 
 def test_known_path_with_another_method_lists_the_allowed_ones() -> None:
-    result = TABLE.match("POST", "/v1/taskdefs/x")
+    result = SERVED.match("POST", "/v1/taskdefs/x")
     assert result == MethodNotAllowed("/v1/taskdefs/{name}", ("DELETE", "GET", "PUT"))
+    assert TABLE.match("POST", "/ui") == MethodNotAllowed("/ui", ("GET",))
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "template", "params"),
+    [
+        ("POST", "/api/workflow/execute/hello/1", "/api/{proxy+}", "workflow/execute/hello/1"),
+        ("GET", "/v1/nothing", "/v1/{proxy+}", "nothing"),
+        ("GET", "/v1/definitions/a/b/c/d", "/v1/{proxy+}", "definitions/a/b/c/d"),
+        ("GET", "/v1/a%2Fb/c", "/v1/{proxy+}", "a/b/c"),
+        ("PUT", "/api/workflow/w1", "/api/workflow/{workflow}", None),
+        ("POST", "/v1/taskdefs/x", "/v1/taskdefs/{name}", None),
+    ],
+)
+def test_what_the_table_does_not_serve_falls_back_to_a_function(
+    method: str, path: str, template: str, params: str | None
+) -> None:
+    match = TABLE.match(method, path)
+    assert isinstance(match, RouteMatch), match
+    assert (match.route.method, match.route.path) == ("ANY", template)
+    if params is not None:
+        assert match.path_parameters == {"proxy": params}
+    event = rest_api_event(LocalRequest(method, path), match)
+    assert (event["httpMethod"], event["resource"]) == (method, template)
+
+
+def test_a_fallback_takes_only_what_no_route_serves() -> None:
+    match = TABLE.match("GET", "/api/workflow/w1")
+    assert isinstance(match, RouteMatch) and match.route.method == "GET"
+    for empty in ("/api/", "/v1/definitions/", "/v1/instances//cancel"):
+        assert isinstance(TABLE.match("GET", empty), NoRoute), empty  # no segment is empty
 
 
 def test_literal_segments_win_over_parameters() -> None:

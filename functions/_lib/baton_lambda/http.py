@@ -30,7 +30,7 @@ from baton.api.json_input import (
 from baton.api.problems import PROBLEM_JSON, from_error, problem, validation_error
 from baton.engine.service import Engine
 from baton.errors import BatonError, MalformedRequest, Problem, ValidationFailed
-from baton.routes import SERVED_ROUTES
+from baton.routes import SERVED_ROUTES, declared_methods
 from pydantic import BaseModel, ValidationError
 
 from baton_lambda import runtime
@@ -245,7 +245,23 @@ class Api:
 
         @app.not_found
         def not_found(_: Exception) -> Response[Any]:
+            # Reached through the route table's fallbacks (baton.routes.FALLBACK_ROUTES): a
+            # method the resource does not serve (405 naming those it does), or a path no
+            # route serves (404).
             event = app.current_event
+            allowed = declared_methods(event.resource)
+            if allowed:
+                listed = ", ".join(allowed)
+                detail = (
+                    f"{event.http_method} is not allowed on {event.resource} (allowed: {listed})"
+                )
+                body = problem(405, "Method not allowed", detail, slug="method-not-allowed")
+                return Response(
+                    status_code=405,
+                    content_type=PROBLEM_JSON,
+                    body=_dumps(body),
+                    headers={"Allow": listed},
+                )
             body = problem(
                 404, "Not found", f"no route for {event.http_method} {event.path}", slug="no-route"
             )

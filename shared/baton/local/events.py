@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote
 
-from baton.routes import SERVED_ROUTES, Route
+from baton.routes import ROUTED, Route
 
 STAGE = "local"
 ACCOUNT_ID = "123456789012"  # AWS's documentation placeholder, also moto's default account
@@ -74,12 +74,32 @@ class _Resource:
     segments: tuple[str, ...]
     methods: dict[str, Route]
 
+    @property
+    def greedy(self) -> bool:
+        return bool(self.segments) and _is_greedy(self.segments[-1])
+
     def bind(self, segments: Sequence[str]) -> dict[str, str] | None:
         """Path parameters if the (still encoded) ``segments`` fit this template, else None."""
-        if len(segments) != len(self.segments):
+        if self.greedy:
+            # ``{proxy+}``: one or more segments, none empty (as a ``{param}`` is never empty),
+            # bound decoded and joined.
+            head = len(self.segments) - 1
+            tail = segments[head:]
+            if not tail or not all(tail):
+                return None
+            rest = "/".join(unquote(x) for x in tail)
+            params = self._bind(self.segments[:head], segments[:head])
+            if params is not None:
+                params[self.segments[-1][1:-2]] = rest
+            return params
+        return self._bind(self.segments, segments)
+
+    @staticmethod
+    def _bind(patterns: Sequence[str], segments: Sequence[str]) -> dict[str, str] | None:
+        if len(segments) != len(patterns):
             return None
         params: dict[str, str] = {}
-        for pattern, raw in zip(self.segments, segments, strict=True):
+        for pattern, raw in zip(patterns, segments, strict=True):
             value = unquote(raw)
             if _is_param(pattern):
                 if not value:
@@ -94,6 +114,10 @@ def _is_param(segment: str) -> bool:
     return segment.startswith("{") and segment.endswith("}")
 
 
+def _is_greedy(segment: str) -> bool:
+    return segment.startswith("{") and segment.endswith("+}")
+
+
 def _split(path: str) -> tuple[str, ...]:
     return tuple(path.split("/")[1:])
 
@@ -101,13 +125,14 @@ def _split(path: str) -> tuple[str, ...]:
 class RouteTable:
     """Resolves (method, path) against a route table, the way API Gateway picks a resource."""
 
-    def __init__(self, routes: Iterable[Route] = SERVED_ROUTES) -> None:
+    def __init__(self, routes: Iterable[Route] = ROUTED) -> None:
         by_template: dict[str, dict[str, Route]] = {}
         for route in routes:
             by_template.setdefault(route.path, {})[route.method] = route
         resources = [_Resource(t, _split(t), methods) for t, methods in by_template.items()]
-        # Most specific first: at each depth a literal segment beats a {param}.
-        resources.sort(key=lambda r: tuple(_is_param(s) for s in r.segments))
+        # Most specific first: at each depth a literal segment beats a {param}; a greedy
+        # {proxy+} only takes what no other resource does.
+        resources.sort(key=lambda r: (r.greedy, tuple(_is_param(s) for s in r.segments)))
         self._resources = tuple(resources)
 
     def match(self, method: str, raw_path: str) -> RouteResult:
@@ -126,7 +151,7 @@ class RouteTable:
             params = resource.bind(segments)
             if params is None:
                 continue
-            route = resource.methods.get(method.upper())
+            route = resource.methods.get(method.upper()) or resource.methods.get("ANY")
             if route is None:
                 return MethodNotAllowed(resource.template, tuple(sorted(resource.methods)))
             return RouteMatch(route, params)
@@ -230,7 +255,7 @@ def rest_api_event(
     api_key = request.header(API_KEY_HEADER)
     host = request.header("Host") or f"{API_ID}.execute-api.{REGION}.amazonaws.com"
     template = match.route.path
-    method = match.route.method
+    method = request.method.upper() if match.route.fallback else match.route.method
     return {
         "resource": template,
         "path": request.raw_path,

@@ -1,0 +1,116 @@
+"""A Conductor route Baton does not serve is a 404 in Conductor's error body naming the route,
+to a valid token (not a 401 asking for an API key), whatever the method and the path under
+``/api``: with raw HTTP, and with conductor-python's own ``WorkflowExecutor.execute`` (its
+hello-world), unmodified. Malformed JSON on ``/api`` says where, in Conductor's error body."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+from conductor.client.configuration.configuration import Configuration
+from conductor.client.configuration.settings.authentication_settings import (
+    AuthenticationSettings,
+)
+from conductor.client.http.rest import ApiException
+from conductor.client.workflow.executor.workflow_executor import WorkflowExecutor
+
+from tests.support.servers import LocalServer
+
+pytestmark = [pytest.mark.e2e]
+
+
+@pytest.fixture(scope="module")
+def token(conductor_server: LocalServer) -> str:
+    r = httpx.post(
+        f"{conductor_server.base_url}/api/token",
+        json={"keyId": "tests", "keySecret": conductor_server.api_key},
+    )
+    assert r.status_code == 200, r.text
+    return str(r.json()["token"])
+
+
+def _send(server: LocalServer, method: str, path: str, headers: dict[str, str]) -> httpx.Response:
+    return httpx.request(method, server.base_url + path, headers=headers, json={}, timeout=30)
+
+
+UNSERVED = [
+    ("POST", "/api/workflow/execute/hello/1"),  # conductor-python's hello-world
+    ("GET", "/api/workflow/running/hello"),
+    ("POST", "/api/workflow/00000000-0000-4000-8000-000000000000/rerun"),
+    ("GET", "/api/nothing/here/at/all"),
+    ("PATCH", "/api/metadata/taskdefs"),
+    ("PUT", "/api/workflow/00000000-0000-4000-8000-000000000000"),  # a path served for others
+    ("GET", "/api/token"),
+]
+
+
+@pytest.mark.parametrize(("method", "path"), UNSERVED, ids=[f"{m} {p}" for m, p in UNSERVED])
+def test_an_unserved_route_is_a_404_in_conductors_shape_to_a_valid_token(
+    conductor_server: LocalServer, token: str, method: str, path: str
+) -> None:
+    for credentials in ({"X-Authorization": token}, {"x-api-key": conductor_server.api_key or ""}):
+        r = _send(conductor_server, method, path, credentials)
+        assert r.status_code == 404, (credentials.keys(), r.status_code, r.text)
+        assert r.headers["content-type"].startswith("application/json")
+        body = r.json()
+        assert body["status"] == 404 and body["code"] == "NOT_FOUND"
+        assert body["message"].startswith(f"Baton does not serve {method} {path}")
+
+
+def test_a_path_served_for_other_methods_names_them(
+    conductor_server: LocalServer, token: str
+) -> None:
+    path = "/api/workflow/00000000-0000-4000-8000-000000000000"
+    r = _send(conductor_server, "PUT", path, {"X-Authorization": token})
+    assert "(this path serves DELETE, GET, POST)" in r.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path"), UNSERVED[:4], ids=[f"{m} {p}" for m, p in UNSERVED[:4]]
+)
+def test_without_credentials_an_unserved_route_is_still_a_401(
+    conductor_server: LocalServer, method: str, path: str
+) -> None:
+    r = _send(conductor_server, method, path, {})
+    assert r.status_code == 401, r.text
+    r = _send(conductor_server, method, path, {"X-Authorization": "not-a-token"})
+    assert r.status_code == 401, r.text
+    assert r.json()["error"] == "INVALID_TOKEN"
+
+
+def test_conductor_pythons_execute_gets_a_404_naming_the_route(
+    conductor_server: LocalServer,
+) -> None:
+    executor = WorkflowExecutor(
+        Configuration(
+            server_api_url=f"{conductor_server.base_url}/api",
+            authentication_settings=AuthenticationSettings(
+                key_id="tests", key_secret=conductor_server.api_key or ""
+            ),
+        )
+    )
+    name = f"hello-{uuid.uuid4().hex[:6]}"
+    with pytest.raises(ApiException) as refused:
+        executor.execute(name=name, version=1, workflow_input={"name": "Orkes"})
+    assert refused.value.status == 404
+    assert f"Baton does not serve POST /api/workflow/execute/{name}/1" in str(refused.value)
+
+
+def test_malformed_json_on_api_is_a_400_in_conductors_shape_naming_the_place(
+    conductor_server: LocalServer, token: str
+) -> None:
+    body = '{\n  "name": "wf",\n  "input": {"ratio": NaN}\n}'
+    r = httpx.post(
+        f"{conductor_server.base_url}/api/workflow",
+        content=body,
+        headers={"X-Authorization": token, "content-type": "application/json"},
+    )
+    assert r.status_code == 400, r.text
+    error = r.json()
+    assert error["message"].startswith(
+        "request body is not valid JSON at line 3, column 22 (input.ratio): NaN is not a JSON"
+    )
+    [item] = error["validationErrors"]
+    assert item["path"] == "input.ratio"
