@@ -615,3 +615,22 @@ def test_complete_batch_answers_a_malformed_item_invalid_and_applies_its_neighbo
     ):
         status, headers, problem = invoke("jobs", "POST", "/v1/jobs/complete-batch", body=bad)
         assert status == 422 and headers["content-type"] == "application/problem+json", problem
+
+
+def test_the_fallbacks_answer_404_for_a_path_and_405_for_a_method(lambda_env: None) -> None:
+    """What API Gateway routes to a function through ``baton.routes.FALLBACK_ROUTES``."""
+    from tests.support.lambda_events import api_event
+
+    definitions = load_function("definitions")
+    event = api_event("GET", "/v1/{proxy+}")
+    event.update(path="/v1/nothing/here", pathParameters={"proxy": "nothing/here"})
+    response = definitions.handler(event, FakeContext())
+    assert response["statusCode"] == 404
+    assert json.loads(response["body"])["detail"] == "no route for GET /v1/nothing/here"
+
+    event = api_event("PATCH", "/v1/taskdefs/{name}", path_params={"name": "t"})
+    response = definitions.handler(event, FakeContext())
+    assert response["statusCode"] == 405
+    headers = {k.lower(): v for k, v in (response.get("headers") or {}).items()}
+    multi = {k.lower(): v for k, v in (response.get("multiValueHeaders") or {}).items()}
+    assert headers.get("allow", (multi.get("allow") or [None])[0]) == "DELETE, GET, PUT"
