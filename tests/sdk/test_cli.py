@@ -532,18 +532,50 @@ def test_connection_and_output_options_mixed_around_the_command(
     assert unkeyed.err.startswith("error: 401 ")
 
 
-def test_missing_api_key_is_a_401(baton: Baton, baton_server: CheckedServer) -> None:
+def test_missing_api_key_is_a_401_saying_how_to_give_one(
+    baton: Baton, baton_server: CheckedServer, tmp_path: Path
+) -> None:
     result = baton("definitions", "list", "--url", baton_server.base_url, connect=False)
     assert result.code == 1
     assert result.err.startswith("error: 401 ")
+    assert "No API key was sent: pass --api-key or set $BATON_API_KEY" in result.err
+    assert f"keeps it in {tmp_path / 'no-data-dir' / 'api-key'})" in result.err
 
 
-def test_wrong_api_key_is_a_403(baton: Baton, baton_server: CheckedServer) -> None:
+def test_wrong_api_key_is_a_403_naming_the_option(
+    baton: Baton, baton_server: CheckedServer
+) -> None:
     result = baton(
         "definitions", "list", "--url", baton_server.base_url, "--api-key", "nope", connect=False
     )
     assert result.code == 1
     assert result.err.startswith("error: 403 ")
+    assert "The API key sent came from the --api-key option; pass --api-key or set" in result.err
+    assert result.err.count("\n") == 1
+
+
+def test_a_key_from_the_environment_is_named_when_refused(
+    baton: Baton, baton_server: CheckedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_API_KEY, "stale-env-key")
+    result = baton("definitions", "list", "--url", baton_server.base_url, connect=False)
+    assert result.code == 1
+    assert "The API key sent came from $BATON_API_KEY;" in result.err
+
+
+def test_a_stale_key_file_is_named_by_its_path_when_refused(
+    baton: Baton, baton_server: CheckedServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The issue's case: the key file holds another key than the server's."""
+    data = tmp_path / "stale-data"
+    data.mkdir()
+    (data / "api-key").write_text("stale-file-key\n")
+    monkeypatch.setenv(ENV_DATA_DIR, str(data))
+    result = baton("definitions", "list", "--url", baton_server.base_url, connect=False)
+    assert result.code == 1
+    assert result.err.startswith("error: 403 ")
+    key_file = data / "api-key"
+    assert f"came from the key file {key_file} ($BATON_API_KEY unset)" in result.err
 
 
 def test_unreachable_server_is_a_clear_error(baton: Baton) -> None:
@@ -551,7 +583,23 @@ def test_unreachable_server_is_a_clear_error(baton: Baton) -> None:
     result = baton("instances", "list", "--url", url, "--api-key", "k", connect=False)
     assert result.code == 1
     assert result.err.startswith(f"error: cannot reach {url}: ")
+    assert "(the URL comes from the --url option; is a server running there? " in result.err
+    assert "Set another with --url or $BATON_URL)" in result.err
     assert result.err.count("\n") == 1
+
+
+def test_worker_run_with_a_refused_key_stops_with_the_error(
+    baton: Baton, baton_server: CheckedServer
+) -> None:
+    target = "examples.order_fulfilment.worker:registry"
+    result = baton(
+        "worker", "run", target, "--url", baton_server.base_url, "--api-key", "nope", connect=False
+    )
+    assert result.code == 1
+    last = result.err.splitlines()[-1]  # after the runner's log lines
+    assert last.startswith("error: 403 ")
+    assert "The API key sent came from the --api-key option" in last
+    assert "refused this worker's credentials; stopping" in result.err
 
 
 def test_group_without_a_command_prints_its_help(baton: Baton) -> None:

@@ -6,7 +6,7 @@ Both are ``httpx.Auth`` objects, so they plug into :class:`~baton_worker.client.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import httpx
@@ -15,16 +15,31 @@ API_KEY_HEADER = "x-api-key"
 
 
 class ApiKeyAuth(httpx.Auth):
-    """Send ``x-api-key: <key>`` with every request (``baton dev``, API Gateway usage plans)."""
+    """Send ``x-api-key: <key>`` with every request (``baton dev``, API Gateway usage plans).
 
-    def __init__(self, api_key: str) -> None:
+    ``reload`` (optional) reads the key again from where it came from: when the server refuses
+    the key (401/403) and ``reload`` gives another one, the request is sent once more with it,
+    and the new key is kept. A key read from a local ``baton dev``'s key file uses it, so a
+    client outlives a server restarted with another key.
+    """
+
+    def __init__(self, api_key: str, *, reload: Callable[[], str | None] | None = None) -> None:
         if not api_key:
             raise ValueError("api_key must not be empty")
         self.api_key = api_key
+        self._reload = reload
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        request.headers[API_KEY_HEADER] = self.api_key
-        yield request
+        sent = self.api_key
+        request.headers[API_KEY_HEADER] = sent
+        response = yield request
+        if response.status_code not in (401, 403) or self._reload is None:
+            return
+        fresh = self._reload()
+        if fresh and fresh != sent:
+            self.api_key = fresh
+            request.headers[API_KEY_HEADER] = fresh
+            yield request
 
     def __repr__(self) -> str:  # never print the key
         return "ApiKeyAuth(api_key='***')"

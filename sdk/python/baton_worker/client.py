@@ -16,7 +16,6 @@ from __future__ import annotations
 import enum
 import json as jsonlib
 import logging
-import os
 import socket
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -27,8 +26,9 @@ import httpx
 
 from baton_worker.auth import ApiKeyAuth
 from baton_worker.backoff import NO_RETRY, Backoff, RetryPolicy
-from baton_worker.env import DEFAULT_URL, ENV_API_KEY, ENV_URL, api_key_from_env
+from baton_worker.env import DEFAULT_URL, ENV_API_KEY, ENV_URL, read_key_file
 from baton_worker.errors import BatonApiError, TransportError, problem_error
+from baton_worker.origins import Origins, resolve
 from baton_worker.types import (
     BatchOutcome,
     CompleteJobResult,
@@ -117,11 +117,15 @@ class BatonClient:
         max_connections: int = 32,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        origins: Origins | None = None,
     ) -> None:
         if api_key is not None and auth is not None:
             raise ValueError("give api_key or auth, not both")
         if api_key:
             auth = ApiKeyAuth(api_key)
+        # Where the URL and key came from, for the messages of 401/403 and unreachable servers.
+        self.origins = origins or Origins(key="the api_key= argument" if api_key else None)
+        self._signed = auth is not None and not isinstance(auth, ApiKeyAuth)
         self.url = url.rstrip("/")
         self.retry = retry or NO_RETRY
         self._sleep = sleep
@@ -151,10 +155,16 @@ class BatonClient:
         Without ``BATON_API_KEY``, a client of a server on this machine uses the key ``baton
         dev`` keeps in its data directory (``$BATON_DATA_DIR``, default ``.baton/data``).
         """
-        overrides.setdefault("url", os.environ.get(ENV_URL) or DEFAULT_URL)
-        if "auth" not in overrides:
-            overrides.setdefault("api_key", api_key_from_env(overrides["url"]))
-        return cls(**overrides)
+        if "auth" in overrides:
+            url, _, origins = resolve(overrides.pop("url", None), None, find_key=False)
+            return cls(url, origins=overrides.pop("origins", origins), **overrides)
+        url, api_key, origins = resolve(overrides.pop("url", None), overrides.pop("api_key", None))
+        return cls(
+            url,
+            auth=key_auth(api_key, origins),
+            origins=overrides.pop("origins", origins),
+            **overrides,
+        )
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -892,8 +902,9 @@ class BatonClient:
                 timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout,
             )
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as e:
+            why = f"{_why(e)} ({self.origins.unreachable()})"
             raise TransportError(
-                f"cannot reach {self.url}: {_why(e)}", sent=False, method=method, url=url
+                f"cannot reach {self.url}: {why}", sent=False, method=method, url=url
             ) from e
         except httpx.TransportError as e:
             raise TransportError(
@@ -912,7 +923,7 @@ class BatonClient:
                     method=method,
                     url=url,
                 ) from e
-        raise problem_error(
+        error = problem_error(
             response.status_code,
             _decoded(response),
             retry_after=response.headers.get("retry-after"),
@@ -920,6 +931,9 @@ class BatonClient:
             method=method,
             url=url,
         )
+        if error.status in (401, 403):
+            error.with_hint(self.origins.refused(self.url, signed=self._signed))
+        raise error
 
 
 # Bodies up to this size are always sent inline (well under the server's inline cap), so small
@@ -966,6 +980,18 @@ def _why(error: httpx.TransportError) -> str:
     return text if len(text) < 300 else text[:300] + "..."
 
 
+def key_auth(api_key: str | None, origins: Origins) -> ApiKeyAuth | None:
+    """The auth of a key resolved with :func:`baton_worker.origins.resolve`: one read from a
+    local ``baton dev``'s key file is read again when the server refuses it (the server may
+    have restarted with another key)."""
+    if not api_key:
+        return None
+    if origins.key_file is None:
+        return ApiKeyAuth(api_key)
+    path = origins.key_file
+    return ApiKeyAuth(api_key, reload=lambda: read_key_file(path))
+
+
 __all__ = [
     "CLIENT_POLICY",
     "DEFAULT_RETRY",
@@ -973,5 +999,6 @@ __all__ = [
     "ENV_API_KEY",
     "ENV_URL",
     "BatonClient",
+    "key_auth",
     "may_retry",
 ]

@@ -55,8 +55,13 @@ def local_api_key(url: str, env: Mapping[str, str] | None = None) -> str | None:
     """
     if not _is_loopback(url):
         return None
+    return read_key_file(local_api_key_path(env))
+
+
+def read_key_file(path: str) -> str | None:
+    """The key a key file holds (surrounding whitespace dropped); None if there is none."""
     try:
-        with open(local_api_key_path(env), encoding="ascii") as f:
+        with open(path, encoding="ascii") as f:
             key = f.read().strip()
     except (OSError, UnicodeDecodeError):
         return None
@@ -122,6 +127,12 @@ def _is_loopback(url: str) -> bool:
     return _host(url) in _LOOPBACK
 
 
+def is_local_url(url: str) -> bool:
+    """Whether ``url`` is on this machine (127.0.0.1, localhost, ::1), where a local ``baton
+    dev`` and its key file may be."""
+    return _is_loopback(url)
+
+
 def api_key_from_env(url: str, env: Mapping[str, str] | None = None) -> str | None:
     """``BATON_API_KEY``, else the key of a local ``baton dev`` (see :func:`local_api_key`)."""
     e = os.environ if env is None else env
@@ -141,6 +152,8 @@ __all__ = [
     "DispatchQueue",
     "api_key_from_env",
     "dispatch_queue_from_env",
+    "is_local_url",
     "local_api_key",
     "local_api_key_path",
+    "read_key_file",
 ]

@@ -106,6 +106,7 @@ class BatonApiError(BatonError):
         retry_after: float | None = None,
         method: str | None = None,
         url: str | None = None,
+        hint: str | None = None,
     ) -> None:
         self.status = status
         self.title = title
@@ -116,7 +117,14 @@ class BatonApiError(BatonError):
         self.retry_after = retry_after
         self.method = method
         self.url = url
+        self.hint = hint
         super().__init__(self.summary())
+
+    def with_hint(self, hint: str) -> BatonApiError:
+        """The same error with ``hint`` (what to do about it, in the client's words) added."""
+        self.hint = hint
+        self.args = (self.summary(),)
+        return self
 
     def summary(self) -> str:
         """One line: ``404 Not found: definition 'x' not found`` (plus any listed problems)."""
@@ -127,6 +135,8 @@ class BatonApiError(BatonError):
         listed = [e for e in self.errors if e.message not in self.detail]
         if listed:
             text += " (" + "; ".join(f"{e.path}: {e.message}" for e in listed) + ")"
+        if self.hint:
+            text += f". {self.hint[:1].upper()}{self.hint[1:]}"
         return text
 
     @property

@@ -15,8 +15,13 @@ claimable, so an idle runner sends about one request per wait and still gets a n
 milliseconds. With jobs in flight it polls short (see ``Runner._next_wait``). Without long-poll
 (``long_poll_wait=0``) an empty poll sleeps ``poll_interval``, doubling up to
 ``max_poll_interval`` while the queue stays empty. A full poll polls again at once. A failed
-poll (connection refused, 429, 5xx...) backs off with jitter and never stops the runner. Jobs
-that run longer than half their lease get heartbeats.
+poll (connection refused, 429, 5xx...) backs off with jitter and never stops the runner. A 401
+or 403 at the first poll stops it (:meth:`Runner.run` raises the error, which says where the key
+came from): credentials that were never accepted will not become right by waiting. Once a poll
+was answered, a 401/403 (a key rotated, a local server restarted with another key) is logged as
+an error at each try and backed off like other failures; a key from a local ``baton dev``'s key
+file is read again each time, so the runner picks up the new one by itself. Jobs that run longer
+than half their lease get heartbeats.
 
 Stopping (SIGINT/SIGTERM under :meth:`Runner.run`, or :meth:`Runner.stop`) stops polling at once,
 waits for every in-flight job to finish and be reported, then returns (an outstanding
@@ -46,15 +51,15 @@ from baton_worker._flusher import ResultFlusher
 from baton_worker._loop import EventLoopThread
 from baton_worker._slots import Slots
 from baton_worker.backoff import Backoff, RetryPolicy
-from baton_worker.client import MAX_LONG_POLL_SECONDS, BatonClient
+from baton_worker.client import MAX_LONG_POLL_SECONDS, BatonClient, key_auth
 from baton_worker.context import job_log_fields
-from baton_worker.env import DEFAULT_URL, ENV_URL, api_key_from_env
 from baton_worker.errors import (
     BatonApiError,
     BatonError,
     is_transient,
 )
 from baton_worker.metrics import MetricsHook, NoopMetrics
+from baton_worker.origins import resolve
 from baton_worker.registry import Registry
 from baton_worker.transports import JobTransport, PollTransport
 from baton_worker.types import Job
@@ -203,11 +208,11 @@ class Runner:
             raise ValueError("give a client, or url and credentials, not both")
         self._owns_client = client is None
         if client is None:
-            url = url or os.environ.get(ENV_URL) or DEFAULT_URL
+            url, key, origins = resolve(url, api_key, find_key=auth is None)
             client = BatonClient(
                 url,
-                api_key=None if auth else (api_key or api_key_from_env(url)),
-                auth=auth,
+                auth=auth or key_auth(key, origins),
+                origins=origins,
                 max_connections=self.options.parallelism + 4,
             )
         self.client = client
@@ -241,6 +246,11 @@ class Runner:
         self._poller: threading.Thread | None = None
         # False once the server refused waitSeconds (a server from before long-poll)
         self._long_poll = self.options.long_poll_wait > 0
+        # True after the first poll the API answered; a 401/403 before it stops the runner.
+        self._let_in = False
+        self.error: BaseException | None = None
+        """Why the runner stopped by itself: the API refused its credentials at its first poll
+        (:meth:`run` raises it)."""
         self._jobs = JobExecutor(
             client=self.client,
             registry=self.registry,
@@ -335,6 +345,8 @@ class Runner:
             self.request_stop()
             if restore is not None:
                 restore()
+        if self.error is not None:
+            raise self.error
 
     def __enter__(self) -> Runner:
         self.start()
@@ -432,6 +444,15 @@ class Runner:
                     wait = 0.0
                     continue
                 notify(self.metrics, "poll_failed", error=error)
+                if _credentials_refused(error) and not self._let_in:
+                    # Never let in: the credentials are wrong, and waiting will not fix them.
+                    log.error(
+                        "the API refused this worker's credentials; stopping",
+                        extra={**self._log_extra, "error": str(error)},
+                    )
+                    self.error = error
+                    self.request_stop()
+                    break
                 delay = errors.next_delay()
                 if isinstance(error, BatonApiError) and error.retry_after:
                     delay = max(delay, min(error.retry_after, opts.poll_errors.maximum_interval))
@@ -441,6 +462,7 @@ class Runner:
             if polled is None:  # stopping: the long-poll was left to the server
                 break
             jobs = polled
+            self._let_in = True
             errors.reset()
             notify(
                 self.metrics,
@@ -615,6 +637,10 @@ class Runner:
                 self._loop = EventLoopThread()
                 self._loop.start()
             return self._loop
+
+
+def _credentials_refused(error: Exception) -> bool:
+    return isinstance(error, BatonApiError) and error.status in (401, 403)
 
 
 def _refuses_wait(error: Exception) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # public, untyped in typeshed
 from json.scanner import NUMBER_RE
 
 _WHITESPACE = " \t\n\r"

@@ -6,20 +6,14 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from baton_worker.cli.output import error
-from baton_worker.env import (
-    DEFAULT_URL,
-    ENV_API_KEY,
-    ENV_DATA_DIR,
-    ENV_URL,
-    api_key_from_env,
-)
+from baton_worker.env import DEFAULT_URL, ENV_API_KEY, ENV_DATA_DIR, ENV_URL
+from baton_worker.origins import CLI, resolve
 
 if TYPE_CHECKING:
     from baton_worker.client import BatonClient
@@ -127,15 +121,14 @@ def _below_top_level() -> argparse.ArgumentParser:
 
 def make_client(args: argparse.Namespace) -> BatonClient:
     """A client from the options; explicit option > environment variable > default."""
-    from baton_worker.client import BatonClient
+    from baton_worker.client import BatonClient, key_auth
 
-    url = args.url or os.environ.get(ENV_URL) or DEFAULT_URL
+    url, api_key, origins = resolve(args.url, args.api_key, options=CLI, find_key=not args.iam)
     if args.iam:
         from baton_worker.auth import AwsSigV4Auth
 
-        return BatonClient(url, auth=AwsSigV4Auth(), timeout=args.timeout)
-    api_key = args.api_key or api_key_from_env(url)
-    return BatonClient(url, api_key=api_key, timeout=args.timeout)
+        return BatonClient(url, auth=AwsSigV4Auth(), timeout=args.timeout, origins=origins)
+    return BatonClient(url, auth=key_auth(api_key, origins), timeout=args.timeout, origins=origins)
 
 
 def client_command(body: ClientCommand) -> Command:
