@@ -1,20 +1,18 @@
 """The engine's side of the ``baton`` command: ``baton dev``.
 
 One ``baton`` command, from whichever packages are installed: every entry point of the group
-``baton.commands`` names a function ``register(parser, commands)`` that adds its commands to
-``commands`` (the top-level subparsers; each command sets a ``command`` default, a function of
-the parsed arguments returning the exit code) and may add options to ``parser``. This package
-registers ``dev``; the worker SDK (``baton-worker``) registers ``client``, the commands that talk
-to an API. Both install a ``baton`` script whose :func:`main` builds the parser from the whole
-group, so the command is the same whichever script an installation keeps, and neither package
-imports the other. Heavy modules are imported inside each command, so ``baton --help`` stays
-instant.
+``baton.commands`` names a function ``register(parser, commands)`` that adds its commands. This
+package registers ``dev`` (:func:`register`); the worker SDK (``baton-worker``) registers the
+client commands and assembles the command from the whole group (``baton_worker.cli``), once for
+both packages, neither importing the other. :func:`main` (the engine's ``baton`` script and
+``python -m baton.cli``) hands over to that command, found as the installed ``baton`` console
+script; an engine installed without the SDK serves ``dev`` alone. Heavy modules are imported
+inside each command, so ``baton --help`` stays instant.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
@@ -24,15 +22,12 @@ from typing import TypeAlias
 from baton import __version__
 from baton import settings as env_names
 
-COMMANDS_GROUP = "baton.commands"
-PLUGIN = "dev"  # this package's entry point in the group
 DISTRIBUTION = "baton"
 DESCRIPTION = "Baton, a workflow orchestration engine on PostgreSQL."
 EXIT_USAGE = 2
 
 Command = Callable[[argparse.Namespace], int]
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
-Register = Callable[[argparse.ArgumentParser, Subparsers], None]
 
 
 def _dev(args: argparse.Namespace) -> int:
@@ -101,41 +96,35 @@ def register(parser: argparse.ArgumentParser, commands: Subparsers) -> None:
     p.set_defaults(command=_dev)
 
 
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The ``baton`` parser, with the commands of every plugin of ``baton.commands``."""
-    plugins: dict[str, Register] = {PLUGIN: register}
-    versions = {DISTRIBUTION: __version__}
-    for entry in entry_points(group=COMMANDS_GROUP):
-        if entry.dist is not None:
-            versions[_canonical(entry.dist.name)] = entry.dist.version
-        if entry.name in plugins:
-            continue
-        try:
-            plugins[entry.name] = entry.load()
-        except Exception as e:  # a broken plugin must not take the other commands down
-            print(f"baton: warning: cannot load {entry.value}: {e}", file=sys.stderr)
-    parser = argparse.ArgumentParser(prog="baton", description=DESCRIPTION)
-    version = ", ".join(f"{name} {v}" for name, v in sorted(versions.items()))
-    parser.add_argument("--version", action="version", version=version)
-    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for name in sorted(plugins):
-        plugins[name](parser, commands)
-    return parser
+def _assembled() -> Callable[[Sequence[str] | None], int] | None:
+    """The ``main`` of the installed ``baton`` command that is not this one (the SDK's, which
+    assembles every plugin of ``baton.commands``), or None without the SDK."""
+    for script in entry_points(group="console_scripts", name="baton"):
+        if script.value.split(":")[0] != "baton.cli":  # not this module (nor itself as __main__)
+            try:
+                found: Callable[[Sequence[str] | None], int] = script.load()
+            except Exception as e:  # a broken SDK must not take baton dev down
+                print(f"baton: warning: cannot load {script.value}: {e}", file=sys.stderr)
+                continue
+            return found
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``baton`` command; returns the exit code."""
-    parser = build_parser()
+    command = _assembled()
+    if command is not None:
+        return command(argv)
+    # The engine alone (no worker SDK installed): its own commands, nothing to assemble.
+    parser = argparse.ArgumentParser(prog="baton", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"{DISTRIBUTION} {__version__}")
+    register(parser, parser.add_subparsers(title="commands", metavar="COMMAND"))
     args = parser.parse_args(argv)
-    command: Command | None = getattr(args, "command", None)
-    if command is None:
+    run: Command | None = getattr(args, "command", None)
+    if run is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    return command(args)
+    return run(args)
 
 
 if __name__ == "__main__":

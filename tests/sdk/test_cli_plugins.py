@@ -1,5 +1,6 @@
-"""One ``baton`` command from two packages: each package's ``main`` builds the parser from the
-``baton.commands`` entry points, so both give the same command, and neither imports the other."""
+"""One ``baton`` command from two packages, assembled once: the SDK's ``main`` builds the parser
+from the ``baton.commands`` entry points; the engine's ``main`` hands over to it (or, with no SDK
+installed, serves ``dev`` alone). Neither package imports the other."""
 
 from __future__ import annotations
 
@@ -32,10 +33,15 @@ DEV = EntryPoint("dev", "baton.cli:register", "baton.commands")
 CLIENT = EntryPoint("client", "baton_worker.cli:register", "baton.commands")
 
 
-def test_both_packages_main_give_the_same_command() -> None:
-    engine, sdk = engine_cli.build_parser(), sdk_cli.build_parser()
-    assert commands_of(engine) == commands_of(sdk) == CLIENT_COMMANDS | {"dev"}
-    assert engine.format_help() == sdk.format_help()
+def test_both_packages_main_give_the_same_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert commands_of(sdk_cli.build_parser()) == CLIENT_COMMANDS | {"dev"}
+    helps = []
+    for main in (engine_cli.main, sdk_cli.main):
+        with pytest.raises(SystemExit):
+            main(["--help"])
+        helps.append(capsys.readouterr().out)
+    assert helps[0] == helps[1]
+    assert "dev" in helps[0] and "instances" in helps[0]
 
 
 def test_version_names_every_installed_package(capsys: pytest.CaptureFixture[str]) -> None:
@@ -45,6 +51,18 @@ def test_version_names_every_installed_package(capsys: pytest.CaptureFixture[str
         assert capsys.readouterr().out.strip() == "baton 0.1.0, baton-worker 0.1.0"
 
 
+def test_the_command_is_assembled_in_one_place() -> None:
+    """Only the SDK reads the ``baton.commands`` group; the engine only registers into it."""
+    readers = [
+        path
+        for folder in (ROOT / "shared" / "baton", ROOT / "sdk" / "python" / "baton_worker")
+        for path in folder.rglob("*.py")
+        if "baton.commands" in path.read_text(encoding="utf-8").replace("``baton.commands``", "")
+    ]
+    assert readers == [ROOT / "sdk" / "python" / "baton_worker" / "cli" / "__init__.py"]
+    assert not hasattr(engine_cli, "build_parser")
+
+
 def test_sdk_alone_offers_the_client_commands(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sdk_cli, "entry_points", only(CLIENT))
     assert commands_of(sdk_cli.build_parser()) == CLIENT_COMMANDS
@@ -52,20 +70,27 @@ def test_sdk_alone_offers_the_client_commands(monkeypatch: pytest.MonkeyPatch) -
     assert commands_of(sdk_cli.build_parser()) == CLIENT_COMMANDS
 
 
-def test_engine_alone_offers_dev(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine_cli, "entry_points", only(DEV))
-    assert commands_of(engine_cli.build_parser()) == {"dev"}
+def test_engine_alone_offers_dev(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without the SDK the only ``baton`` script is the engine's own: it serves ``dev``."""
+    own = EntryPoint("baton", "baton.cli:main", "console_scripts")
+    monkeypatch.setattr(engine_cli, "entry_points", lambda group, name: [own])
+    with pytest.raises(SystemExit):
+        engine_cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert "dev" in out and "instances" not in out
+    assert engine_cli.main([]) == 2
 
 
 def test_a_broken_plugin_is_reported_and_the_rest_works(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     broken = EntryPoint("zzz", "no_such_module_anywhere:register", "baton.commands")
-    for module in (engine_cli, sdk_cli):
-        monkeypatch.setattr(module, "entry_points", only(DEV, CLIENT, broken))
-        assert commands_of(module.build_parser()) == CLIENT_COMMANDS | {"dev"}
-        err = capsys.readouterr().err
-        assert "baton: warning: cannot load no_such_module_anywhere:register" in err
+    monkeypatch.setattr(sdk_cli, "entry_points", only(DEV, CLIENT, broken))
+    assert commands_of(sdk_cli.build_parser()) == CLIENT_COMMANDS | {"dev"}
+    err = capsys.readouterr().err
+    assert "baton: warning: cannot load no_such_module_anywhere:register" in err
 
 
 def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,13 +1,13 @@
 """The client side of the ``baton`` command: definitions, task definitions, instances, jobs,
 queues, and ``worker run``, talking to a Baton API over HTTP.
 
-One ``baton`` command, from whichever packages are installed: every entry point of the group
-``baton.commands`` names a function ``register(parser, commands)`` that adds its commands to
-``commands`` (the top-level subparsers; each command sets a ``command`` default, a function of
-the parsed arguments returning the exit code) and may add options to ``parser``. This package
-registers ``client`` (these commands); the engine package registers ``dev``. Both install a
-``baton`` script whose :func:`main` builds the parser from the whole group, so the command is the
-same whichever script an installation keeps, and neither package imports the other.
+One ``baton`` command, from whichever packages are installed, assembled here and only here:
+every entry point of the group ``baton.commands`` names a function ``register(parser,
+commands)`` that adds its commands to ``commands`` (the top-level subparsers; each command sets
+a ``command`` default, a function of the parsed arguments returning the exit code) and may add
+options to ``parser``. This package registers ``client`` (these commands); the engine package
+registers ``dev``, and its own ``baton`` script hands over to :func:`main` when this package is
+installed. Neither package imports the other.
 
 Every client command takes ``--url`` (``$BATON_URL``, default ``http://127.0.0.1:8080``),
 ``--api-key`` (``$BATON_API_KEY``) and ``--json`` (the API's JSON rather than a table), before or
