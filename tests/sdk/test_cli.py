@@ -588,18 +588,16 @@ def test_unreachable_server_is_a_clear_error(baton: Baton) -> None:
     assert result.err.count("\n") == 1
 
 
-def test_worker_run_with_a_refused_key_stops_with_the_error(
-    baton: Baton, baton_server: CheckedServer
-) -> None:
-    target = "examples.order_fulfilment.worker:registry"
-    result = baton(
-        "worker", "run", target, "--url", baton_server.base_url, "--api-key", "nope", connect=False
-    )
-    assert result.code == 1
-    last = result.err.splitlines()[-1]  # after the runner's log lines
+def test_worker_run_with_a_refused_key_stops_with_the_error(baton_server: CheckedServer) -> None:
+    cmd = [sys.executable, "-m", "baton_worker.cli", "worker", "run"]
+    cmd += ["examples.order_fulfilment.worker:registry", "--url", baton_server.base_url]
+    cmd += ["--api-key", "nope"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1, done.stderr
+    last = done.stderr.splitlines()[-1]  # after the runner's log lines
     assert last.startswith("error: 403 ")
     assert "The API key sent came from the --api-key option" in last
-    assert "refused this worker's credentials; stopping" in result.err
+    assert "refused this worker's credentials; stopping" in done.stderr
 
 
 def test_group_without_a_command_prints_its_help(baton: Baton) -> None:
