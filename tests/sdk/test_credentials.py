@@ -113,6 +113,19 @@ def test_no_key_at_all_says_how_to_give_one(env: Path) -> None:
     assert "No API key was sent: pass api_key= or set $BATON_API_KEY" in message
 
 
+def test_other_credentials_are_named_when_refused(env: Path) -> None:
+    class Bearer(httpx.Auth):
+        def auth_flow(self, request: httpx.Request) -> Any:
+            request.headers["authorization"] = "Bearer x"
+            yield request
+
+        def __repr__(self) -> str:
+            return "Bearer()"
+
+    client = BatonClient(URL, auth=Bearer(), transport=KeyedApi().transport())
+    assert "The request carried the credentials of Bearer()" in _refused(client)
+
+
 def test_a_key_from_the_key_file_is_read_again_when_refused(env: Path) -> None:
     """A local baton dev restarted with another key rewrites its file: the client follows."""
     api = KeyedApi()

@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 import httpx
 
-from baton_worker.auth import ApiKeyAuth
+from baton_worker.auth import ApiKeyAuth, AwsSigV4Auth
 from baton_worker.backoff import NO_RETRY, Backoff, RetryPolicy
 from baton_worker.env import DEFAULT_URL, ENV_API_KEY, ENV_URL, read_key_file
 from baton_worker.errors import BatonApiError, TransportError, problem_error
@@ -125,7 +125,8 @@ class BatonClient:
             auth = ApiKeyAuth(api_key)
         # Where the URL and key came from, for the messages of 401/403 and unreachable servers.
         self.origins = origins or Origins(key="the api_key= argument" if api_key else None)
-        self._signed = auth is not None and not isinstance(auth, ApiKeyAuth)
+        # Credentials other than a key (SigV4, an httpx.Auth of the caller's), for messages.
+        self._other_auth = None if auth is None or isinstance(auth, ApiKeyAuth) else auth
         self.url = url.rstrip("/")
         self.retry = retry or NO_RETRY
         self._sleep = sleep
@@ -932,7 +933,9 @@ class BatonClient:
             url=url,
         )
         if error.status in (401, 403):
-            error.with_hint(self.origins.refused(self.url, signed=self._signed))
+            signed = isinstance(self._other_auth, AwsSigV4Auth)
+            hint = self.origins.refused(self.url, other_auth=self._other_auth, signed=signed)
+            error.with_hint(hint)
         raise error
 
 

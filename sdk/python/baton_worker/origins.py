@@ -53,13 +53,16 @@ class Origins:
             f"{self.options.url} or ${ENV_URL}"
         )
 
-    def refused(self, url: str, *, signed: bool = False) -> str:
-        """What to check when the server refused the credentials (401/403)."""
+    def refused(self, url: str, *, other_auth: object = None, signed: bool = False) -> str:
+        """What to check when the server refused the credentials (401/403) sent with an API
+        key, a SigV4 signature (``signed``) or another ``httpx.Auth`` (``other_auth``)."""
         if signed:
             return (
                 "the request was signed with AWS SigV4 (botocore's credentials): the caller "
                 "needs execute-api:Invoke on this API"
             )
+        if other_auth is not None:
+            return f"the request carried the credentials of {other_auth!r}"
         how = f"pass {self.options.api_key} or set ${ENV_API_KEY}"
         local = ""
         if is_local_url(url):
