@@ -68,14 +68,24 @@ def _baton_error(err: BatonError) -> Response[Any]:
 
 @api.resolver.exception_handler(NotFoundError)  # type: ignore[untyped-decorator]
 def _no_route(_: Exception) -> Response[Any]:
-    # Reached through the route table's fallbacks (after _authenticate, as any route): a 404
-    # naming the route, whatever its method, as Conductor's clients expect of a missing API.
+    # Reached through the route table's fallbacks, after _authenticate as any route: a path
+    # Baton does not serve is a 404 naming it; a method a served path does not take, a 405
+    # naming those it does (with Allow), in Conductor's error body either way.
     event = api.resolver.current_event
+    route = f"{event.http_method} {event.path}"
     served = declared_methods(event.resource)
-    where = f" (this path serves {', '.join(served)})" if served else ""
+    if served:
+        listed = ", ".join(served)
+        message = f"Baton does not serve {route}: this path takes {listed}"
+        return Response(
+            status_code=405,
+            content_type=JSON,
+            body=_dumps(error_body(405, message)),
+            headers={"Allow": listed},
+        )
     message = (
-        f"Baton does not serve {event.http_method} {event.path}{where}: its /api is the part of "
-        "Conductor's API that conductor-python's workers, metadata and workflow clients use"
+        f"Baton does not serve {route}: its /api is the part of Conductor's API that "
+        "conductor-python's workers, metadata and workflow clients use"
     )
     return _error(404, error_body(404, message))
 

@@ -1,7 +1,8 @@
 """A Conductor route Baton does not serve is a 404 in Conductor's error body naming the route,
 to a valid token (not a 401 asking for an API key), whatever the method and the path under
-``/api``: with raw HTTP, and with conductor-python's own ``WorkflowExecutor.execute`` (its
-hello-world), unmodified. Malformed JSON on ``/api`` says where, in Conductor's error body."""
+``/api`` (a method a served path does not take: a 405 naming those it does): with raw HTTP, and
+with conductor-python's own ``WorkflowExecutor.execute`` (its hello-world), unmodified.
+Malformed JSON on ``/api`` says where, in Conductor's error body."""
 
 from __future__ import annotations
 
@@ -40,36 +41,45 @@ UNSERVED = [
     ("GET", "/api/workflow/running/hello"),
     ("POST", "/api/workflow/00000000-0000-4000-8000-000000000000/rerun"),
     ("GET", "/api/nothing/here/at/all"),
-    ("PATCH", "/api/metadata/taskdefs"),
-    ("PUT", "/api/workflow/00000000-0000-4000-8000-000000000000"),  # a path served for others
-    ("GET", "/api/token"),
+    ("PUT", "/api/workflow/00000000-0000-4000-8000-000000000000/skiptask/t1"),
 ]
+OTHER_METHOD = [
+    ("PATCH", "/api/metadata/taskdefs", "GET, POST, PUT"),
+    ("PUT", "/api/workflow/00000000-0000-4000-8000-000000000000", "DELETE, GET, POST"),
+    ("GET", "/api/token", "POST"),
+]
+CREDENTIALS = ["X-Authorization", "x-api-key"]
 
 
+@pytest.mark.parametrize("header", CREDENTIALS)
 @pytest.mark.parametrize(("method", "path"), UNSERVED, ids=[f"{m} {p}" for m, p in UNSERVED])
-def test_an_unserved_route_is_a_404_in_conductors_shape_to_a_valid_token(
-    conductor_server: LocalServer, token: str, method: str, path: str
+def test_an_unserved_route_is_a_404_in_conductors_shape_to_valid_credentials(
+    conductor_server: LocalServer, token: str, method: str, path: str, header: str
 ) -> None:
-    for credentials in ({"X-Authorization": token}, {"x-api-key": conductor_server.api_key or ""}):
-        r = _send(conductor_server, method, path, credentials)
-        assert r.status_code == 404, (credentials.keys(), r.status_code, r.text)
-        assert r.headers["content-type"].startswith("application/json")
-        body = r.json()
-        assert body["status"] == 404 and body["code"] == "NOT_FOUND"
-        assert body["message"].startswith(f"Baton does not serve {method} {path}")
-
-
-def test_a_path_served_for_other_methods_names_them(
-    conductor_server: LocalServer, token: str
-) -> None:
-    path = "/api/workflow/00000000-0000-4000-8000-000000000000"
-    r = _send(conductor_server, "PUT", path, {"X-Authorization": token})
-    assert "(this path serves DELETE, GET, POST)" in r.json()["message"]
+    credential = token if header == "X-Authorization" else conductor_server.api_key or ""
+    r = _send(conductor_server, method, path, {header: credential})
+    assert r.status_code == 404, (r.status_code, r.text)
+    assert r.headers["content-type"].startswith("application/json")
+    body = r.json()
+    assert (body["status"], body["code"]) == (404, "NOT_FOUND")
+    assert body["message"].startswith(f"Baton does not serve {method} {path}: its /api is")
 
 
 @pytest.mark.parametrize(
-    ("method", "path"), UNSERVED[:4], ids=[f"{m} {p}" for m, p in UNSERVED[:4]]
+    ("method", "path", "allowed"), OTHER_METHOD, ids=[f"{m} {p}" for m, p, _ in OTHER_METHOD]
 )
+def test_a_method_a_served_path_does_not_take_is_a_405_naming_those_it_does(
+    conductor_server: LocalServer, token: str, method: str, path: str, allowed: str
+) -> None:
+    r = _send(conductor_server, method, path, {"X-Authorization": token})
+    assert r.status_code == 405, r.text
+    assert r.headers["allow"] == allowed
+    body = r.json()
+    assert body["status"] == 405
+    assert body["message"] == f"Baton does not serve {method} {path}: this path takes {allowed}"
+
+
+@pytest.mark.parametrize(("method", "path"), UNSERVED, ids=[f"{m} {p}" for m, p in UNSERVED])
 def test_without_credentials_an_unserved_route_is_still_a_401(
     conductor_server: LocalServer, method: str, path: str
 ) -> None:

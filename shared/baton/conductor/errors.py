@@ -70,6 +70,7 @@ def _code(status: int) -> str:
         401: "UNAUTHORIZED",
         403: "FORBIDDEN",
         404: "NOT_FOUND",
+        405: "METHOD_NOT_ALLOWED",
         409: "CONFLICT",
         413: "INVALID_INPUT",
         503: "BACKEND_ERROR",
