@@ -281,8 +281,9 @@ FALLBACK_ROUTES: tuple[Route, ...] = _fallbacks(ROUTES, "/v1", "definitions") + 
 )
 """What the table does not serve under ``/v1`` and ``/api`` still reaches a function, after the
 credentials its prefix asks for: an unknown path is a 404 naming it (problem+json on ``/v1``,
-Conductor's error body on ``/api``), a method a path does not serve a 405 naming those it does. Without them API Gateway answers its own 403 "Missing Authentication Token" to a valid
-key, and the local server a 401 to a valid Conductor token. Not in the OpenAPI document."""
+Conductor's error body on ``/api``), a method a path does not serve a 405 naming those it does.
+Without them API Gateway answers its own 403 "Missing Authentication Token" to a valid key, and
+the local server a 401 to a valid Conductor token. Not in the OpenAPI document."""
 
 ROUTED: tuple[Route, ...] = SERVED_ROUTES + FALLBACK_ROUTES
 """Every method API Gateway (and the local server) routes to a function."""
