@@ -33,7 +33,6 @@ UNDECLARED = [
     if method not in declared
 ]
 UNKNOWN_PATHS = (
-    "/",
     "/v1",
     "/v1/",
     "/v1/nope",
