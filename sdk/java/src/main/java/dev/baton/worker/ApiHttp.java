@@ -1,0 +1,240 @@
+package dev.baton.worker;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpConnectTimeoutException;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The transport under {@link BatonClient}: one request to the API, its credentials, its retries
+ * and its errors (problem+json into {@link BatonApiException}).
+ *
+ * <p>Only failures whose repeat is harmless are retried: a request that never reached the server,
+ * a 429 or 503 (the server did nothing), or any transient failure of a call that is idempotent on
+ * the server (reads, job completion/failure/heartbeat, the worker stop signal).
+ */
+final class ApiHttp {
+  private static final Logger log = LoggerFactory.getLogger("dev.baton.worker.client");
+
+  static final ObjectMapper JSON = new ObjectMapper();
+
+  final String url;
+  final HttpClient http;
+  final RequestAuth auth;
+  final Duration timeout;
+  final RetryPolicy retry;
+  final String userAgent;
+
+  ApiHttp(String url, HttpClient http, RequestAuth auth, Duration timeout, RetryPolicy retry) {
+    this.url = url.replaceAll("/+$", "");
+    this.http = http;
+    this.auth = auth;
+    this.timeout = timeout;
+    this.retry = retry;
+    this.userAgent = "baton-worker-java/" + Version.VERSION;
+  }
+
+  /** Encodes a body as strict JSON (no NaN): the bytes sent. */
+  static byte[] encode(Object body) {
+    try {
+      return JSON.writeValueAsBytes(body);
+    } catch (JsonProcessingException e) {
+      throw new IllegalArgumentException("the body is not JSON: " + e.getOriginalMessage(), e);
+    }
+  }
+
+  /** Sends a request, retrying per policy; the decoded JSON of a 2xx answer (null if empty). */
+  JsonNode call(
+      String method,
+      String path,
+      Object body,
+      boolean idempotent,
+      RetryPolicy policy,
+      Duration requestTimeout) {
+    byte[] content = body == null ? null : encode(body);
+    RetryPolicy p = policy == null ? RetryPolicy.NONE : policy;
+    Backoff backoff = new Backoff(p);
+    long started = System.nanoTime();
+    int attempts = 0;
+    while (true) {
+      attempts++;
+      try {
+        return decode(method, path, join(sendAsync(method, path, content, requestTimeout)));
+      } catch (BatonApiException | TransportException error) {
+        if (!mayRetry(error, idempotent)) {
+          throw error;
+        }
+        Duration delay = backoff.nextDelay();
+        if (error instanceof BatonApiException) {
+          Duration hinted = ((BatonApiException) error).retryAfter();
+          if (hinted != null && hinted.compareTo(delay) > 0) {
+            delay = hinted.compareTo(p.maximumInterval()) < 0 ? hinted : p.maximumInterval();
+          }
+        }
+        if (!p.allows(attempts, Duration.ofNanos(System.nanoTime() - started), delay)) {
+          throw error;
+        }
+        log.info(
+            "retrying {} {} after a transient failure (attempt {}, in {} ms): {}",
+            method,
+            path,
+            attempts,
+            delay.toMillis(),
+            error.getMessage());
+        sleep(delay);
+      }
+    }
+  }
+
+  /** Sends once, asynchronously; the raw answer (the long-poll waits on it while watching stop). */
+  CompletableFuture<HttpResponse<byte[]>> sendAsync(
+      String method, String path, byte[] content, Duration requestTimeout) {
+    URI uri = URI.create(url + path);
+    byte[] bytes = content == null ? new byte[0] : content;
+    Map<String, String> headers = new LinkedHashMap<>();
+    if (content != null) {
+      headers.put("content-type", "application/json");
+    }
+    if (auth != null) {
+      headers.putAll(auth.headers(method, uri, Map.copyOf(headers), bytes));
+    }
+    HttpRequest.Builder request =
+        HttpRequest.newBuilder(uri)
+            .timeout(requestTimeout == null ? timeout : requestTimeout)
+            .header("user-agent", userAgent)
+            .header("accept", "application/json")
+            .method(
+                method,
+                content == null
+                    ? HttpRequest.BodyPublishers.noBody()
+                    : HttpRequest.BodyPublishers.ofByteArray(content));
+    headers.forEach(request::header);
+    return http.sendAsync(request.build(), HttpResponse.BodyHandlers.ofByteArray());
+  }
+
+  /** The answer of {@link #sendAsync}, or the exception the failure comes to. */
+  HttpResponse<byte[]> join(CompletableFuture<HttpResponse<byte[]>> future) {
+    try {
+      return future.join();
+    } catch (CompletionException e) {
+      throw transportError(e.getCause() == null ? e : e.getCause());
+    }
+  }
+
+  TransportException transportError(Throwable cause) {
+    boolean sent = !(cause instanceof ConnectException || cause instanceof HttpConnectTimeoutException);
+    String why = cause.getMessage() == null ? cause.getClass().getSimpleName() : cause.getMessage();
+    if (!sent) {
+      return new TransportException("cannot reach " + url + ": " + why, false, cause);
+    }
+    return new TransportException("request to " + url + " failed: " + why, true, cause);
+  }
+
+  /** The decoded body of a 2xx answer; the error a non-2xx answer means. */
+  JsonNode decode(String method, String path, HttpResponse<byte[]> response) {
+    int status = response.statusCode();
+    byte[] body = response.body();
+    if (status >= 200 && status < 300) {
+      if (body == null || body.length == 0) {
+        return null;
+      }
+      try {
+        return JSON.readTree(body);
+      } catch (IOException e) {
+        throw new BatonApiException(
+            status,
+            "Unexpected response",
+            "the body of " + method + " " + path + " is not JSON",
+            List.of(),
+            null,
+            null);
+      }
+    }
+    throw problem(status, body, response.headers().firstValue("retry-after").orElse(null));
+  }
+
+  BatonApiException problem(int status, byte[] body, String retryAfter) {
+    String title = "HTTP " + status;
+    String detail = "";
+    String type = null;
+    List<BatonApiException.ProblemItem> errors = new ArrayList<>();
+    JsonNode doc = null;
+    try {
+      doc = body == null || body.length == 0 ? null : JSON.readTree(body);
+    } catch (IOException e) {
+      detail = clip(new String(body, StandardCharsets.UTF_8).strip(), 500);
+    }
+    if (doc != null && doc.isObject()) {
+      title = doc.path("title").asText(title);
+      detail = doc.hasNonNull("detail") ? doc.get("detail").asText() : doc.path("message").asText("");
+      type = doc.hasNonNull("type") ? doc.get("type").asText() : null;
+      for (JsonNode item : doc.path("errors")) {
+        errors.add(
+            new BatonApiException.ProblemItem(
+                item.path("path").asText("$"), item.path("message").asText("")));
+      }
+    }
+    String hint = null;
+    if (status == 401 || status == 403) {
+      hint =
+          auth == null
+              ? "(no credentials were sent: set "
+                  + Env.API_KEY
+                  + ", pass an API key, or run baton dev so its key file is found)"
+              : "(sent " + auth.describe() + "; check it is this server's)";
+    }
+    return BatonApiException.of(status, title, detail, errors, type, parseRetryAfter(retryAfter), hint);
+  }
+
+  static Duration parseRetryAfter(String value) {
+    if (value == null) {
+      return null;
+    }
+    try {
+      double seconds = Double.parseDouble(value.strip());
+      return seconds >= 0 ? Duration.ofMillis((long) (seconds * 1000)) : null;
+    } catch (NumberFormatException e) {
+      return null; // an HTTP date: not sent by this API
+    }
+  }
+
+  static boolean mayRetry(BatonException error, boolean idempotent) {
+    if (error instanceof TransportException) {
+      return idempotent || !((TransportException) error).wasSent();
+    }
+    int status = ((BatonApiException) error).status();
+    if (status == 429 || status == 503) {
+      return true; // refused before doing anything
+    }
+    return idempotent && status >= 500;
+  }
+
+  static void sleep(Duration delay) {
+    try {
+      Thread.sleep(delay.toMillis(), (int) (delay.toNanos() % 1_000_000));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new TransportException("interrupted while waiting to retry", false, e);
+    }
+  }
+
+  static String clip(String text, int max) {
+    return text.length() <= max ? text : text.substring(0, max) + "...";
+  }
+}

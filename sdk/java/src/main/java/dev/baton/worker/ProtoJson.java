@@ -1,0 +1,61 @@
+package dev.baton.worker;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.Message;
+import com.google.protobuf.MessageOrBuilder;
+import com.google.protobuf.util.JsonFormat;
+import java.io.IOException;
+
+/**
+ * The REST bodies are the proto3 JSON mapping of {@code engine.proto}'s messages: this converts
+ * between the generated classes ({@code dev.baton.workflow.v1}) and Jackson trees.
+ *
+ * <p>Reading ignores fields this SDK's copy of the proto does not know (a newer server), so an
+ * added field never breaks an older worker.
+ */
+public final class ProtoJson {
+  private static final JsonFormat.Printer PRINTER = JsonFormat.printer().omittingInsignificantWhitespace();
+  private static final JsonFormat.Parser PARSER = JsonFormat.parser().ignoringUnknownFields();
+  private static final JsonFormat.Parser STRICT = JsonFormat.parser();
+
+  private ProtoJson() {}
+
+  /** A message as its proto3 JSON (lowerCamelCase names, defaults left out). */
+  public static ObjectNode toJson(MessageOrBuilder message) {
+    try {
+      return (ObjectNode) ApiHttp.JSON.readTree(PRINTER.print(message));
+    } catch (InvalidProtocolBufferException | JsonProcessingException e) {
+      throw new IllegalArgumentException("cannot print " + message.getClass().getSimpleName(), e);
+    }
+  }
+
+  /** Fills {@code builder} from proto3 JSON; unknown fields are ignored. */
+  public static <B extends Message.Builder> B merge(JsonNode json, B builder) {
+    return merge(json, builder, false);
+  }
+
+  /** As {@link #merge(JsonNode, Message.Builder)}; {@code strict} refuses unknown fields. */
+  public static <B extends Message.Builder> B merge(JsonNode json, B builder, boolean strict) {
+    try {
+      (strict ? STRICT : PARSER).merge(ApiHttp.JSON.writeValueAsString(json), builder);
+      return builder;
+    } catch (IOException e) {
+      throw new IllegalArgumentException(
+          "not a " + builder.getDescriptorForType().getName() + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** Parses proto3 JSON text into {@code builder}; unknown fields are ignored. */
+  public static <B extends Message.Builder> B merge(String json, B builder) {
+    try {
+      PARSER.merge(json, builder);
+      return builder;
+    } catch (InvalidProtocolBufferException e) {
+      throw new IllegalArgumentException(
+          "not a " + builder.getDescriptorForType().getName() + ": " + e.getMessage(), e);
+    }
+  }
+}
