@@ -22,7 +22,7 @@ public final class ConformanceWorker {
     registry.register(prefix + "echo", job -> Map.of("echoed", job.input()));
     registry.register(prefix + "fail-once", job -> {
       if (job.attempt() == 1) {
-        throw new IllegalStateException("fail-once: attempt 1");
+        throw new JobException("fail-once: attempt 1");
       }
       return Map.of("attempt", job.attempt());
     });

@@ -7,23 +7,19 @@ import java.util.Collections;
 import java.util.Map;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * One claimed job, as its handler sees it: its ids, {@link #attempt()}, {@link
  * #retriesRemaining()}, its {@link #input()} (an offloaded input is already downloaded), and a
- * {@link #logger()} whose lines carry the job's ids (the runner puts them in the SLF4J MDC as
- * {@code job_id}, {@code job_type}, {@code instance_id}, {@code step_id}, {@code attempt} and
- * {@code worker_id} while the handler runs).
+ * {@link #logger()} whose lines carry the job's ids as key-value pairs ({@code job_id}, {@code
+ * job_type}, {@code instance_id}, {@code step_id}, {@code attempt}, {@code worker_id}); while the
+ * handler runs the runner also puts them in the SLF4J MDC, for any other logger.
  *
  * <p>The runner extends the lease at half of each lease on its own. When the lease is lost (the job
  * was cancelled, or another worker took it after a lapse) the handler's thread is interrupted and
  * {@link #isLeaseLost()} turns true: its result would be refused, so a long handler should stop.
  */
 public final class Job {
-  private static final Logger LOG = LoggerFactory.getLogger("dev.baton.worker.job");
-
   private final JsonNode raw;
   private final JsonNode input;
   private final String workerId;
@@ -32,6 +28,7 @@ public final class Job {
   private volatile Instant lockExpiresAt;
   private volatile boolean leaseLost;
   private Thread handlerThread; // guarded by this
+  private JobLogger logger;
 
   Job(
       JsonNode raw,
@@ -107,9 +104,12 @@ public final class Job {
     return (ObjectNode) raw.deepCopy();
   }
 
-  /** A logger for the handler; while it runs the MDC carries the job's ids. */
-  public Logger logger() {
-    return LOG;
+  /** A logger whose lines carry the job's ids (see {@link JobLogger}). */
+  public synchronized JobLogger logger() {
+    if (logger == null) {
+      logger = JobLogger.of(this);
+    }
+    return logger;
   }
 
   /** When the lease ends unless extended (the runner extends it on its own). */

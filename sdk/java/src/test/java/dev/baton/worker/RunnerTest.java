@@ -1,0 +1,283 @@
+package dev.baton.worker;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class RunnerTest {
+  private static final Duration WAIT = Duration.ofSeconds(10);
+  private FakeBaton fake;
+
+  @BeforeEach
+  void setUp() throws Exception {
+    fake = new FakeBaton();
+  }
+
+  @AfterEach
+  void tearDown() {
+    fake.close();
+  }
+
+  private Runner runner(Registry registry, RunnerOptions.Builder options) {
+    return Runner.builder(registry).client(fake.client()).options(options.workerId("w1").build()).build();
+  }
+
+  @Test
+  void completesInBatchesWithTheAttempt() throws Exception {
+    for (int i = 0; i < 20; i++) {
+      fake.addJob("echo", Map.of("n", i));
+    }
+    Registry registry = new Registry().register("echo", job -> Map.of("echoed", job.input()));
+    try (Runner runner = runner(registry, RunnerOptions.builder().parallelism(4).flushInterval(Duration.ofMillis(50)))) {
+      runner.start();
+      FakeBaton.waitFor(() -> fake.batchItems().size() == 20, WAIT, "20 results");
+    }
+    List<JsonNode> items = fake.batchItems();
+    assertTrue(fake.requests("/v1/jobs/complete-batch").size() < 20, "results were batched");
+    for (JsonNode item : items) {
+      assertEquals(1, item.path("attempt").asInt(), "the attempt goes back with the result");
+      assertEquals("w1", item.path("workerId").asText());
+      assertTrue(item.path("variablesToSet").path("echoed").has("n"));
+    }
+    assertEquals(0, fake.requests("/v1/jobs/complete").size());
+  }
+
+  @Test
+  void pollsNeverAskForMoreThanFreeSlots() throws Exception {
+    for (int i = 0; i < 30; i++) {
+      fake.addJob("slow", Map.of());
+    }
+    AtomicInteger running = new AtomicInteger();
+    AtomicInteger most = new AtomicInteger();
+    Registry registry = new Registry().register("slow", job -> {
+      most.accumulateAndGet(running.incrementAndGet(), Math::max);
+      Thread.sleep(20);
+      running.decrementAndGet();
+      return null;
+    });
+    try (Runner runner = runner(registry, RunnerOptions.builder().parallelism(3).prefetch(2).maxJobsPerPoll(10))) {
+      runner.start();
+      FakeBaton.waitFor(() -> fake.batchItems().size() == 30, WAIT, "30 results");
+    }
+    assertTrue(most.get() <= 3, "at most 3 handlers at once, saw " + most.get());
+    for (FakeBaton.Request poll : fake.requests("/v1/jobs/poll")) {
+      assertTrue(poll.body().path("maxJobs").asInt() <= 5, "a poll asked for " + poll.body());
+    }
+  }
+
+  @Test
+  void heartbeatsExtendTheLeaseWithTheAttempt() throws Exception {
+    fake.lease = Duration.ofMillis(600);
+    fake.addJob("long", Map.of());
+    Registry registry = new Registry().register("long", job -> {
+      Thread.sleep(1500);
+      return Map.of("done", true);
+    });
+    try (Runner runner = runner(registry, RunnerOptions.builder())) {
+      runner.start();
+      FakeBaton.waitFor(() -> fake.batchItems().size() == 1, WAIT, "the result");
+    }
+    List<FakeBaton.Request> beats = fake.requests("/v1/jobs/heartbeat");
+    assertTrue(beats.size() >= 2, "heartbeats at half the lease: " + beats.size());
+    assertEquals(1, beats.get(0).body().path("attempt").asInt());
+    assertEquals("w1", beats.get(0).body().path("workerId").asText());
+  }
+
+  @Test
+  void aLostLeaseInterruptsTheHandler() throws Exception {
+    fake.lease = Duration.ofMillis(400);
+    fake.routes.put("/v1/jobs/heartbeat", r -> FakeBaton.Answer.of(409, FakeBaton.problem(409, "Conflict", "job is held by another worker")));
+    fake.addJob("long", Map.of());
+    AtomicBoolean interrupted = new AtomicBoolean();
+    AtomicBoolean sawLost = new AtomicBoolean();
+    CountDownLatch done = new CountDownLatch(1);
+    Registry registry = new Registry().register("long", job -> {
+      try {
+        Thread.sleep(5000);
+      } catch (InterruptedException e) {
+        interrupted.set(true);
+        sawLost.set(job.isLeaseLost());
+        throw e;
+      } finally {
+        done.countDown();
+      }
+      return null;
+    });
+    try (Runner runner = runner(registry, RunnerOptions.builder())) {
+      runner.start();
+      assertTrue(done.await(3, TimeUnit.SECONDS), "the handler stopped before its 5 s sleep");
+    }
+    assertTrue(interrupted.get());
+    assertTrue(sawLost.get());
+  }
+
+  @Test
+  void backsOffOn503AndKeepsPolling() throws Exception {
+    AtomicInteger refusals = new AtomicInteger();
+    fake.routes.put("/v1/jobs/poll", r -> refusals.incrementAndGet() <= 2
+        ? new FakeBaton.Answer(503, FakeBaton.problem(503, "Service Unavailable", "database unavailable"), Map.of("retry-after", "0"))
+        : null);
+    fake.addJob("echo", Map.of());
+    Registry registry = new Registry().register("echo", job -> Map.of());
+    RetryPolicy fast = RetryPolicy.builder().initialInterval(Duration.ofMillis(20)).maximumInterval(Duration.ofMillis(50)).maximumAttempts(0).build();
+    try (Runner runner = runner(registry, RunnerOptions.builder().pollErrors(fast))) {
+      runner.start();
+      FakeBaton.waitFor(() -> fake.batchItems().size() == 1, WAIT, "the result after two 503s");
+    }
+    assertTrue(refusals.get() >= 3);
+  }
+
+  @Test
+  void aRefusedResultIsNotRetriedButFailsTheJob() throws Exception {
+    AtomicInteger batches = new AtomicInteger();
+    fake.routes.put("/v1/jobs/complete-batch", r -> {
+      batches.incrementAndGet();
+      JsonNode item = r.body().path("results").get(0);
+      if (item.has("failure")) {
+        return null;
+      }
+      return FakeBaton.Answer.of(200, Map.of("results", List.of(Map.of("jobId", item.path("jobId").asText(), "outcome", "INVALID", "error", "variablesToSet: too deep"))));
+    });
+    fake.addJob("echo", Map.of());
+    Registry registry = new Registry().register("echo", job -> Map.of("x", 1));
+    try (Runner runner = runner(registry, RunnerOptions.builder())) {
+      runner.start();
+      FakeBaton.waitFor(() -> batches.get() == 2, WAIT, "the completion, then the failure");
+      Thread.sleep(100);
+    }
+    List<JsonNode> items = fake.batchItems();
+    assertEquals(2, items.size(), "no retry of a refused result: " + items);
+    JsonNode failure = items.get(1).path("failure");
+    assertFalse(failure.path("retryable").asBoolean(true));
+    assertTrue(failure.path("errorMessage").asText().contains("too deep"));
+  }
+
+  @Test
+  void aNaNResultFailsTheJobNonRetryably() throws Exception {
+    fake.addJob("bad", Map.of());
+    Registry registry = new Registry().register("bad", job -> Map.of("value", List.of(1, Double.NaN)));
+    try (Runner runner = runner(registry, RunnerOptions.builder())) {
+      runner.start();
+      FakeBaton.waitFor(() -> fake.batchItems().size() == 1, WAIT, "the failure");
+    }
+    JsonNode failure = fake.batchItems().get(0).path("failure");
+    assertFalse(failure.path("retryable").asBoolean(true));
+    assertEquals("the handler's result cannot be sent: $.value[1] is NaN, which is not JSON", failure.path("errorMessage").asText());
+  }
+
+  @Test
+  void handlerOutcomes() throws Exception {
+    String plain = fake.addJob("plain", Map.of());
+    String delayed = fake.addJob("delayed", Map.of());
+    String refused = fake.addJob("refused", Map.of());
+    Registry registry = new Registry()
+        .register("plain", job -> { throw new IllegalStateException("boom"); })
+        .register("delayed", job -> { throw new JobException("later", Duration.ofMillis(1500)); })
+        .register("refused", job -> { throw new NonRetryableException("no"); });
+    try (Runner runner = runner(registry, RunnerOptions.builder())) {
+      runner.start();
+      FakeBaton.waitFor(() -> fake.batchItems().size() == 3, WAIT, "three failures");
+    }
+    for (JsonNode item : fake.batchItems()) {
+      JsonNode f = item.path("failure");
+      String id = item.path("jobId").asText();
+      if (id.equals(plain)) {
+        assertEquals("IllegalStateException: boom", f.path("errorMessage").asText());
+        assertTrue(f.path("retryable").asBoolean());
+        assertFalse(f.has("nextRetryDelaySeconds"));
+      } else if (id.equals(delayed)) {
+        assertEquals(1.5, f.path("nextRetryDelaySeconds").asDouble());
+        assertTrue(f.path("retryable").asBoolean());
+      } else {
+        assertEquals(refused, id);
+        assertFalse(f.path("retryable").asBoolean());
+      }
+    }
+  }
+
+  @Test
+  void stopDrainsInFlightJobsAndClaimsNothingMore() throws Exception {
+    fake.addJob("slow", Map.of());
+    CountDownLatch started = new CountDownLatch(1);
+    Registry registry = new Registry().register("slow", job -> {
+      started.countDown();
+      Thread.sleep(500);
+      return Map.of("slept", true);
+    });
+    Runner runner = runner(registry, RunnerOptions.builder());
+    runner.start();
+    assertTrue(started.await(5, TimeUnit.SECONDS));
+    fake.addJob("slow", Map.of()); // claimable, but the runner is stopping
+    int pollsBefore = fake.requests("/v1/jobs/poll").size();
+    long t0 = System.nanoTime();
+    runner.stop();
+    assertTrue(System.nanoTime() - t0 > TimeUnit.MILLISECONDS.toNanos(200), "stop waited for the handler");
+    assertEquals(1, fake.batchItems().size(), "the in-flight result was sent before stop returned");
+    assertEquals(1, fake.queue.size(), "the second job was not claimed");
+    assertTrue(fake.requests("/v1/jobs/poll").size() <= pollsBefore + 1);
+    assertFalse(runner.isRunning());
+  }
+
+  @Test
+  void stopSendsTheStopSignalWhenALongPollWaits() throws Exception {
+    Registry registry = new Registry().register("idle", job -> null);
+    Runner runner = runner(registry, RunnerOptions.builder().longPollWait(Duration.ofSeconds(20)));
+    runner.start();
+    FakeBaton.waitFor(() -> fake.requests("/v1/jobs/poll").stream().anyMatch(r -> r.body().has("waitSeconds")), WAIT, "a long-poll");
+    long t0 = System.nanoTime();
+    assertTrue(runner.stop(Duration.ofSeconds(5)));
+    assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(5));
+    assertEquals("w1", fake.requests("/v1/workers/stop").get(0).body().path("workerId").asText());
+  }
+
+  @Test
+  void offloadedInputIsDownloadedAndABigOutputUploaded() throws Exception {
+    fake.blobs.put("in/1", FakeBaton.JSON.writeValueAsBytes(Map.of("blob", "y".repeat(1000))));
+    String id = fake.addJob("big", null);
+    fake.queue.peek().put("inputPayloadPath", "in/1").put("inputDownloadUrl", fake.url() + "/s3/in/1");
+    fake.queue.peek().remove("input");
+    Registry registry = new Registry().register("big", job -> Map.of("length", ((String) job.input().get("blob")).length(), "out", "x".repeat(200_000)));
+    try (Runner runner = runner(registry, RunnerOptions.builder())) {
+      runner.start();
+      FakeBaton.waitFor(() -> fake.batchItems().size() == 1, WAIT, "the result");
+    }
+    JsonNode item = fake.batchItems().get(0);
+    assertEquals(id, item.path("jobId").asText());
+    assertFalse(item.has("variablesToSet"));
+    String path = item.path("outputPayloadPath").asText();
+    JsonNode uploaded = FakeBaton.JSON.readTree(fake.blobs.get(path));
+    assertEquals(1000, uploaded.path("length").asInt());
+    assertEquals(200_000, uploaded.path("out").asText().length());
+    assertEquals("STEP_OUTPUT", fake.requests("/v1/payloads").get(0).body().path("kind").asText());
+  }
+
+  @Test
+  void jobFieldsAndTheMdc() throws Exception {
+    String id = fake.addJob("info", Map.of("k", "v"));
+    Registry registry = new Registry().register("info", job -> Map.of(
+        "id", job.id(), "attempt", job.attempt(), "retriesRemaining", job.retriesRemaining(),
+        "logged", job.logger().fields().get("job_id"), "expires", job.lockExpiresAt().isAfter(Instant.now())));
+    try (Runner runner = runner(registry, RunnerOptions.builder())) {
+      runner.start();
+      FakeBaton.waitFor(() -> fake.batchItems().size() == 1, WAIT, "the result");
+    }
+    JsonNode vars = fake.batchItems().get(0).path("variablesToSet");
+    assertEquals(id, vars.path("id").asText());
+    assertEquals(id, vars.path("logged").asText());
+    assertEquals(2, vars.path("retriesRemaining").asInt());
+    assertTrue(vars.path("expires").asBoolean());
+  }
+}
