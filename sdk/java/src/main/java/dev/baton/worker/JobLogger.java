@@ -19,7 +19,7 @@ public final class JobLogger {
 
   JobLogger(Logger logger, Map<String, String> fields) {
     this.logger = logger;
-    this.fields = Map.copyOf(fields);
+    this.fields = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(fields));
   }
 
   static JobLogger of(Job job) {
