@@ -35,8 +35,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A failed poll (no connection, 429, 5xx) backs off with jitter and never stops the runner.
  * {@link #stop()} (or {@link #close()}, or SIGINT/SIGTERM under {@link #run()}) stops polling at
- * once, sends the worker's stop signal when a long-poll is outstanding, waits for every in-flight
- * job to finish and its result to be sent, then returns.
+ * once, sends the worker's stop signal ({@code POST /v1/workers/stop}: a long-poll left waiting
+ * claims nothing more), waits for every in-flight job to finish and its result to be sent, then
+ * returns.
  */
 public final class Runner implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger("dev.baton.worker.runner");
@@ -65,6 +66,7 @@ public final class Runner implements AutoCloseable {
   private ThreadPoolExecutor pool;
   private Thread poller;
   private boolean longPoll;
+  private boolean stopSignalSent; // the poller's own
 
   private Runner(Builder b) {
     this.registry = Objects.requireNonNull(b.registry, "registry");
@@ -240,6 +242,11 @@ public final class Runner implements AutoCloseable {
       log.error("poll loop crashed; draining and stopping", e);
       requestStop();
     } finally {
+      if (transport == null && !stopSignalSent) {
+        // Polling is over: say so, so that whoever watches (the server's waits, a test, an
+        // operator) knows this worker claims nothing more from here on.
+        sendStopSignal();
+      }
       drainAndClose();
     }
   }
@@ -389,6 +396,7 @@ public final class Runner implements AutoCloseable {
   }
 
   private void sendStopSignal() {
+    stopSignalSent = true;
     try {
       client.stopWorker(workerId, STOP_SIGNAL_RETRY, Duration.ofSeconds(2));
     } catch (BatonApiException e) {

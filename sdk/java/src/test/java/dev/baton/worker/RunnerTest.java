@@ -229,6 +229,7 @@ class RunnerTest {
     assertEquals(1, fake.queue.size(), "the second job was not claimed");
     assertTrue(fake.requests("/v1/jobs/poll").size() <= pollsBefore + 1);
     assertFalse(runner.isRunning());
+    assertEquals(1, fake.requests("/v1/workers/stop").size(), "the stop signal says no more claims");
   }
 
   @Test
