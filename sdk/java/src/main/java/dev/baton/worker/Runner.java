@@ -280,7 +280,7 @@ public final class Runner implements AutoCloseable {
         polled = transport == null ? poll(wanted, wait) : transport.fetch(workerId, jobTypes, wanted);
       } catch (RuntimeException error) {
         slots.release(wanted);
-        if (wait > 0 && refusesWait(error)) {
+        if (wait > 0 && PollErrors.refusesWait(error)) {
           log.warn("the server does not take waitSeconds; polling short: {}", error.getMessage());
           longPoll = false;
           wait = 0;
@@ -292,7 +292,7 @@ public final class Runner implements AutoCloseable {
           Duration max = options.pollErrors.maximumInterval();
           delay = hinted.compareTo(delay) > 0 ? (hinted.compareTo(max) < 0 ? hinted : max) : delay;
         }
-        logPollError(error, delay);
+        PollErrors.log(log, error, delay);
         pause(delay);
         continue;
       }
@@ -407,27 +407,6 @@ public final class Runner implements AutoCloseable {
       }
     } catch (RuntimeException e) {
       log.warn("stop signal not sent: {}", e.getMessage());
-    }
-  }
-
-  private static boolean refusesWait(RuntimeException error) {
-    if (!(error instanceof BatonApiException)) {
-      return false;
-    }
-    BatonApiException e = (BatonApiException) error;
-    return e.status() == 422 && e.errors().stream().anyMatch(i -> i.path().equals("waitSeconds"));
-  }
-
-  private void logPollError(RuntimeException error, Duration delay) {
-    boolean transientError =
-        error instanceof TransportException
-            || (error instanceof BatonApiException && ((BatonApiException) error).isTransient());
-    if (transientError) {
-      log.warn("poll failed; backing off {} ms: {}", delay.toMillis(), error.getMessage());
-    } else if (error instanceof BatonException) {
-      log.error("poll refused; backing off {} ms: {}", delay.toMillis(), error.getMessage());
-    } else {
-      log.error("poll failed unexpectedly; backing off {} ms", delay.toMillis(), error);
     }
   }
 
