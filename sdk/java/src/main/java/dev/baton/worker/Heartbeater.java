@@ -3,9 +3,9 @@ package dev.baton.worker;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
@@ -43,14 +43,18 @@ final class Heartbeater {
   Heartbeater(Function<String, Instant> send, BiConsumer<String, BatonException> onLost) {
     this.send = send;
     this.onLost = onLost;
-    this.timer =
-        Executors.newScheduledThreadPool(
+    ScheduledThreadPoolExecutor executor =
+        new ScheduledThreadPoolExecutor(
             2,
             r -> {
               Thread t = new Thread(r, "baton-heartbeat");
               t.setDaemon(true);
               return t;
             });
+    // Most jobs end long before their first heartbeat: drop a cancelled one from the queue at
+    // once rather than keep it until its time (thousands of them at a high job rate).
+    executor.setRemoveOnCancelPolicy(true);
+    this.timer = executor;
   }
 
   static Duration nextIn(Duration remaining) {

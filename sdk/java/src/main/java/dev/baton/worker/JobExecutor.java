@@ -245,7 +245,7 @@ final class JobExecutor {
   }
 
   private void noteCompleted(Job job, Outcome outcome) {
-    log.info("job completed in {} ms", Math.round(outcome.seconds() * 1000));
+    log.debug("job completed in {} ms", Math.round(outcome.seconds() * 1000));
   }
 
   private void noteFailed(Job job, Outcome outcome, String status) {

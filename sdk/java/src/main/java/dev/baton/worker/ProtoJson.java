@@ -23,13 +23,41 @@ public final class ProtoJson {
 
   private ProtoJson() {}
 
-  /** A message as its proto3 JSON (lowerCamelCase names, defaults left out). */
+  /**
+   * A message as its proto3 JSON (lowerCamelCase names, defaults left out). A {@code Struct} keeps
+   * every number as a double, which the printer writes as {@code 2.0}; whole numbers are written
+   * {@code 2} here, as JSON (and the server) reads them: the same number either way.
+   */
   public static ObjectNode toJson(MessageOrBuilder message) {
     try {
-      return (ObjectNode) ApiHttp.JSON.readTree(PRINTER.print(message));
+      return (ObjectNode) wholeNumbers(ApiHttp.JSON.readTree(PRINTER.print(message)));
     } catch (InvalidProtocolBufferException | JsonProcessingException e) {
       throw new IllegalArgumentException("cannot print " + message.getClass().getSimpleName(), e);
     }
+  }
+
+  private static final double EXACT = 9007199254740992.0; // 2^53: beyond it doubles skip integers
+
+  private static JsonNode wholeNumbers(JsonNode node) {
+    if (node.isDouble()) {
+      double d = node.doubleValue();
+      if (d == Math.rint(d) && Math.abs(d) < EXACT && !(d == 0 && 1 / d < 0)) {
+        long whole = (long) d; // int-sized as IntNode, as Jackson reads such a number
+        return whole == (int) whole
+            ? ApiHttp.JSON.getNodeFactory().numberNode((int) whole)
+            : ApiHttp.JSON.getNodeFactory().numberNode(whole);
+      }
+      return node;
+    }
+    if (node.isObject()) {
+      ObjectNode object = (ObjectNode) node;
+      object.properties().forEach(e -> e.setValue(wholeNumbers(e.getValue())));
+    } else if (node.isArray()) {
+      for (int i = 0; i < node.size(); i++) {
+        ((com.fasterxml.jackson.databind.node.ArrayNode) node).set(i, wholeNumbers(node.get(i)));
+      }
+    }
+    return node;
   }
 
   /** Fills {@code builder} from proto3 JSON; unknown fields are ignored. */

@@ -10,7 +10,8 @@ import java.util.List;
  *   <li>{@code workerId}: default {@code <host>-<pid>}. {@code jobTypes}: default every type
  *       registered.
  *   <li>{@code parallelism} (8): jobs running at once. A poll never asks for more jobs than there
- *       are free slots, nor more than {@code maxJobsPerPoll} (10, at most 100).
+ *       are free slots, nor more than {@code maxJobsPerPoll} (default {@code parallelism}, at
+ *       least 10, at most 100).
  *   <li>{@code prefetch} (default {@code min(parallelism, maxJobsPerPoll)}): jobs claimed beyond
  *       those running, so the next poll overlaps the work; their leases run while they wait.
  *   <li>{@code longPollWait} (10 s; 0 to 20; 0: short polling): how long the server may hold a
@@ -49,7 +50,8 @@ public final class RunnerOptions {
     if (b.parallelism < 1) {
       throw new IllegalArgumentException("parallelism must be at least 1");
     }
-    if (b.maxJobsPerPoll < 1 || b.maxJobsPerPoll > 100) {
+    int maxJobsPerPoll = b.maxJobsPerPoll != null ? b.maxJobsPerPoll : Math.min(100, Math.max(10, b.parallelism));
+    if (maxJobsPerPoll < 1 || maxJobsPerPoll > 100) {
       throw new IllegalArgumentException("maxJobsPerPoll must be between 1 and 100");
     }
     double wait = RetryPolicy.seconds(b.longPollWait);
@@ -80,7 +82,7 @@ public final class RunnerOptions {
     this.workerId = b.workerId;
     this.jobTypes = b.jobTypes == null ? null : List.copyOf(b.jobTypes);
     this.parallelism = b.parallelism;
-    this.maxJobsPerPoll = b.maxJobsPerPoll;
+    this.maxJobsPerPoll = maxJobsPerPoll;
     this.pollInterval = b.pollInterval;
     this.maxPollInterval = b.maxPollInterval;
     this.pollErrors = b.pollErrors;
@@ -122,7 +124,7 @@ public final class RunnerOptions {
     private String workerId;
     private List<String> jobTypes;
     private int parallelism = 8;
-    private int maxJobsPerPoll = 10;
+    private Integer maxJobsPerPoll;
     private Duration pollInterval = Duration.ofMillis(500);
     private Duration maxPollInterval = Duration.ofSeconds(2);
     private RetryPolicy pollErrors =
