@@ -85,6 +85,10 @@ final class ResultFlusher {
     int size = ApiHttp.encode(item).length;
     lock.lock();
     try {
+      if (closing && !thread.isAlive()) { // a handler that outlived the drain timeout
+        call(onUnreported, new BatonException("the runner stopped before this result could be sent"));
+        return;
+      }
       pending.add(new Pending(item, size, onAnswer, onUnreported));
       bytes += size;
       changed.signalAll();
