@@ -181,3 +181,132 @@ def test_queue_depth_metrics_on_tick(engine: Engine) -> None:
     assert metrics.totals["QueueDepthPending"] == 1
     assert metrics.totals["QueueDepthDead"] == 1
     assert metrics.totals["QueueDepthProcessing"] == 0
+
+
+# Definitions whose instance ends in the transaction that starts it, and how it ends: the end
+# settles the queue task whatever decision it is (here the start itself).
+_ENDS_AT_START: dict[str, tuple[list[dict[str, Any]], str, str]] = {
+    "set-variable": (
+        [{"id": "note", "type": "SET_VARIABLE", "variables": {"seen": "${workflow.input.title}"}}],
+        "COMPLETED",
+        "completed",
+    ),
+    "terminate-completed": (
+        [{"id": "stop", "type": "TERMINATE", "status": "COMPLETED"}],
+        "COMPLETED",
+        "completed",
+    ),
+    "terminate-failed": (
+        [{"id": "stop", "type": "TERMINATE", "status": "FAILED", "reason": "no"}],
+        "FAILED",
+        "pending",
+    ),
+    "failing-step": (
+        # Its input resolves to a string, not an object: the step fails as it is scheduled.
+        [{"id": "bad", "type": "SERVICE_TASK", "jobType": "x", "input": "${workflow.input.title}"}],
+        "FAILED",
+        "pending",
+    ),
+    "switch-to-nothing": (
+        [
+            {
+                "id": "route",
+                "type": "SWITCH",
+                "on": "${workflow.input.title}",
+                "cases": {"other": [{"id": "u", "type": "USER_TASK"}]},
+            }
+        ],
+        "COMPLETED",
+        "completed",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_ENDS_AT_START))
+def test_an_instance_that_ends_as_it_starts_settles_its_queue_task(
+    engine: Engine, queues: Queues, triggers: QueueTriggers, database_url: str, kind: str
+) -> None:
+    steps, status, task_status = _ENDS_AT_START[kind]
+    engine.register_definition(
+        {
+            "name": f"at-once-{kind}",
+            "steps": steps,
+            "trigger": {"type": "queue", "queueName": f"q-{kind}", "maxRetries": 3},
+        }
+    )
+    pushed = queues.push(f"q-{kind}", "t")
+    assert triggers.dispatch(nudged=True) == 1
+    (inst,) = engine.search_instances(definition_name=f"at-once-{kind}")["instances"]
+    assert inst["status"] == status
+    stats = queues.stats(f"q-{kind}")
+    assert stats["processing"] == 0 and stats[task_status] == 1, stats
+    if task_status == "pending":  # a failed instance retries its task: a fresh instance
+        assert triggers.dispatch(nudged=True) == 1
+        with psycopg.connect(database_url) as conn:
+            row = conn.execute(
+                "SELECT retry_count, last_error FROM queue_task WHERE id = %s", (pushed["id"],)
+            ).fetchone()
+        assert row is not None and row[0] == 2 and row[1]
+
+
+def test_instances_that_end_at_once_never_block_a_one_at_a_time_queue(
+    engine: Engine, queues: Queues, triggers: QueueTriggers
+) -> None:
+    engine.register_definition(
+        {
+            "name": "one-by-one",
+            "steps": [{"id": "note", "type": "SET_VARIABLE", "variables": {"t": "x"}}],
+            "trigger": {"type": "queue", "queueName": "single", "maxConcurrency": 1},
+        }
+    )
+    for i in range(5):
+        queues.push("single", f"t{i}")
+    for _ in range(5):
+        assert triggers.dispatch(nudged=True) == 1
+    assert triggers.dispatch(nudged=True) == 0
+    assert queues.stats("single") == {
+        "pending": 0,
+        "processing": 0,
+        "completed": 5,
+        "failed": 0,
+        "dead": 0,
+    }
+
+
+def test_the_migration_settles_the_tasks_such_instances_left_processing(
+    engine: Engine, queues: Queues, database_url: str
+) -> None:
+    """Tasks left 'processing' by the old order of writes (the instance's end settled nothing,
+    then the task was attached to the ended instance) are settled by migration 0012."""
+    from baton.store import migrations
+
+    (repair,) = [m for m in migrations.available() if m.name == "settle_ended_queue_tasks"]
+    engine.register_definition(
+        {"name": "quick", "steps": [{"id": "n", "type": "SET_VARIABLE", "variables": {"a": 1}}]}
+    )
+    engine.register_definition(
+        {"name": "doomed", "steps": [{"id": "t", "type": "TERMINATE", "status": "FAILED"}]}
+    )
+    engine.register_definition({"name": "waits", "steps": [{"id": "u", "type": "USER_TASK"}]})
+    stuck = {}
+    for name in ("quick", "doomed", "waits"):
+        inst, _ = engine.start_instance(definition_name=name)
+        task = queues.push("legacy", name)
+        stuck[name] = task["id"]
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE queue_task SET status = 'processing', consumer_id = 'trigger:x',"
+                " receipt = gen_random_uuid(), instance_id = %s, visibility_expires_at = NULL"
+                " WHERE id = %s",
+                (inst["id"], task["id"]),
+            )
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(repair.sql.encode())
+        rows = dict(
+            conn.execute(
+                "SELECT title, status || ':' || retry_count FROM queue_task"
+                " WHERE queue_name = 'legacy'"
+            ).fetchall()
+        )
+    # Settled as their instance's end would have; the running instance keeps its task.
+    assert rows == {"quick": "completed:0", "doomed": "pending:1", "waits": "processing:0"}

@@ -145,6 +145,7 @@ class InstanceOps(RetentionOps):
         idempotency_key: str | None = None,
         idempotency_fingerprint: str | None = None,
         queue_task_id: uuid.UUID | None = None,
+        instance_id: uuid.UUID | None = None,
         commit: bool = True,
         read_back: bool = False,
     ) -> Started:
@@ -152,9 +153,10 @@ class InstanceOps(RetentionOps):
 
         ``commit`` False leaves the transaction open for the caller's further writes.
         ``read_back`` (with ``commit``): the instance and its steps are read after the COMMIT, in
-        the same round trip (``Started.read``, None if no instance was created).
+        the same round trip (``Started.read``, None if no instance was created). ``instance_id``:
+        the id to give the instance (a queue trigger's claim names it first), else a new one.
         """
-        iid = uuid.uuid4()
+        iid = instance_id or uuid.uuid4()
         insert = {
             "id": iid,
             "definition_name": name,

@@ -1,8 +1,9 @@
 """Queue-triggered workflows: a definition with an enabled queue trigger consumes
 its queue through the dispatcher (a scheduled function, also nudged right after a push).
 
-One instance per task, started in the same transaction that claims the task; the instance's end
-settles the task in the transaction that ends it (see the decision writer).
+One instance per task, started in the same transaction that claims the task, and the claim names
+the instance (``queue_sql.DEQUEUE_FOR_TRIGGER``); the instance's end settles the task in the
+statement that ends it (see the decision writer), whichever decision that is, the start included.
 """
 
 from __future__ import annotations
@@ -108,13 +109,15 @@ class QueueTriggers:
             slots = trigger.max_concurrency - int(busy["n"] if busy else 0)
             if slots <= 0:
                 return 0
+            # Each task is claimed for the instance that processes it, named by the claim: the
+            # instance's end settles the task it names, even an end in this very transaction.
             tasks = conn.execute(
-                queue_sql.DEQUEUE,
+                queue_sql.DEQUEUE_FOR_TRIGGER,
                 {
                     "queue": trigger.queue_name,
                     "consumer": consumer,
-                    "visibility": trigger.visibility_timeout_secs,
                     "max_tasks": slots,
+                    "max_retries": trigger.max_retries,
                 },
             ).fetchall()
             if not tasks:
@@ -138,12 +141,9 @@ class QueueTriggers:
                     input=trigger_input(definition, task),
                     correlation_id=f"queue:{trigger.queue_name}:{task['id']}",
                     queue_task_id=task["id"],
+                    instance_id=task["instance_id"],
                     commit=False,
                 ).id
-                conn.execute(
-                    queue_sql.ATTACH_INSTANCE,
-                    {"id": task["id"], "instance_id": iid, "max_retries": trigger.max_retries},
-                )
                 self.metrics.add(
                     "QueueDispatchLatency", task["latency"].total_seconds() * 1000, "Milliseconds"
                 )

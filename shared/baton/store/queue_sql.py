@@ -133,12 +133,28 @@ SELECT count(*) AS n FROM queue_task
  WHERE queue_name = %(queue)s AND status = 'processing' AND consumer_id = %(consumer)s
 """
 
-# The trigger's maxRetries governs the tasks it processes. The task belongs to its instance
-# until the instance ends (the end settles it), so its claim never lapses on its own.
-ATTACH_INSTANCE = """
-UPDATE queue_task
-   SET instance_id = %(instance_id)s, max_retries = %(max_retries)s, visibility_expires_at = NULL
- WHERE id = %(id)s
+# A queue trigger's dequeue: the same pick, and each task is claimed FOR the instance that will
+# process it, named here (the dispatcher starts the instance with this id in the same
+# transaction). The task belongs to that instance until the instance ends, and the end settles it
+# (SETTLE_FOR_INSTANCE, in the instance's own statement): whichever decision ends the instance,
+# even the start itself, finds the task already naming it. Its claim never lapses on its own
+# (no visibility deadline), and the trigger's maxRetries governs its retries.
+DEQUEUE_FOR_TRIGGER = """
+WITH picked AS (
+    SELECT id FROM queue_task
+     WHERE queue_name = %(queue)s AND status = 'pending'
+     ORDER BY priority DESC, created_at, id
+     LIMIT %(max_tasks)s
+       FOR UPDATE SKIP LOCKED
+)
+UPDATE queue_task q
+   SET status = 'processing', receipt = gen_random_uuid(), consumer_id = %(consumer)s,
+       instance_id = gen_random_uuid(), max_retries = %(max_retries)s,
+       visibility_expires_at = NULL, dequeued_at = now(), updated_at = now()
+  FROM picked
+ WHERE q.id = picked.id
+RETURNING q.id, q.queue_name, q.title, q.body, q.priority, q.instance_id,
+          now() - q.created_at AS latency
 """
 
 # The end of a queue-triggered instance settles its task, in the instance's own statement:
