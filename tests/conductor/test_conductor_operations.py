@@ -292,3 +292,47 @@ def test_search_pages_by_start_and_size_and_counts_every_hit(
         timeout=10,
     ).json()
     assert raw["totalHits"] == 3 and len(raw["results"]) == 1
+
+
+def test_a_late_task_update_counts_and_the_next_attempt_s_is_ignored(
+    clients: OrkesClients, conductor_server: LocalServer
+) -> None:
+    """A worker's lease (responseTimeoutSeconds) lapses, another worker polls the task again
+    (the next attempt); the first worker's COMPLETED update arrives then: its work counts, and
+    the second worker's update is the repeat, answered 200 as Conductor answers a late update."""
+    from conductor.client.http.models.task_def import TaskDef
+
+    task_type = f"late_{uuid.uuid4().hex[:6]}"
+    clients.get_metadata_client().register_task_def(
+        TaskDef(name=task_type, retry_count=3, timeout_seconds=0, response_timeout_seconds=1)
+    )
+    name = _register(clients, [_simple("late", task_type)])
+    wid = clients.get_workflow_client().start_workflow_by_name(name, {})
+    tc = clients.get_task_client()
+    first = wait_until(
+        lambda: (tc.batch_poll_tasks(task_type, "slow-worker", 1, 100) or [None])[0],
+        timeout=15,
+        what="the first attempt",
+    )
+    again = wait_until(
+        lambda: (tc.batch_poll_tasks(task_type, "fast-worker", 1, 100) or [None])[0],
+        timeout=15,
+        what="the task again once the lease lapsed",
+    )
+    assert (first.task_id.rsplit(".", 1)[1], again.task_id.rsplit(".", 1)[1]) == ("1", "2")
+    for task, worker in ((first, "slow-worker"), (again, "fast-worker")):
+        tc.update_task(
+            TaskResult(
+                workflow_instance_id=wid,
+                task_id=task.task_id,
+                worker_id=worker,
+                status="COMPLETED",
+                output_data={"by": worker},
+            )
+        )
+    wf = _until_status(clients, wid, "COMPLETED")
+    assert wf.output == {"by": "slow-worker"}
+    history = conductor_server.request("GET", f"/v1/instances/{wid}/history").json()["events"]
+    (completed,) = [e for e in history if e["type"] == "JOB_COMPLETED"]
+    assert (completed["attempt"], completed["workerId"]) == (1, "slow-worker")
+    assert completed["detail"]["late"] is True

@@ -116,8 +116,9 @@ def test_poll_caps_the_batch_by_bytes(db: Database) -> None:
     assert len(engine.poll("w", ["big"], 10)) == 1
 
 
-def test_an_expired_lease_is_a_new_attempt_and_the_old_one_can_no_longer_complete(
-    engine: Engine,
+@pytest.mark.parametrize("numbered", [True, False], ids=["with-attempt", "worker-id-only"])
+def test_an_expired_lease_is_a_new_attempt_and_the_old_one_s_late_completion_counts_once(
+    engine: Engine, numbered: bool
 ) -> None:
     engine.register_definition(one_step("flow", responseTimeoutSeconds=1, retryCount=3))
     inst, _ = engine.start_instance(definition_name="flow")
@@ -131,19 +132,35 @@ def test_an_expired_lease_is_a_new_attempt_and_the_old_one_can_no_longer_complet
     # A stranger cannot complete while "fast" holds the lease.
     with pytest.raises(LeaseNotHeld):
         engine.complete_job(first["id"], "stranger", {})
-    # The late result of the lapsed attempt is refused, with or without its attempt number...
-    with pytest.raises(AttemptNotCurrent):
-        engine.complete_job(first["id"], "slow", {"by": "slow"}, attempt=1)
-    with pytest.raises(LeaseNotHeld):
-        engine.complete_job(first["id"], "slow", {"by": "slow"})
-    # ...the current holder's is applied, and its repeat changes nothing.
-    assert engine.complete_job(first["id"], "fast", {"by": "fast"}, attempt=2)["applied"]
-    assert not engine.complete_job(first["id"], "fast", {"by": "x"}, attempt=2)["applied"]
+    # The lapsed attempt's late result is applied: its work was done, so it counts...
+    late = engine.complete_job(first["id"], "slow", {"by": "slow"}, attempt=1 if numbered else None)
+    assert late["applied"] is True
+    # ...once: re-sent, it is a repeat; the superseded holder's results are repeats too, and
+    # its heartbeat is refused, so it can stop.
+    assert not engine.complete_job(first["id"], "slow", {"by": "x"}, attempt=1)["applied"]
+    assert not engine.complete_job(first["id"], "slow", {"by": "x"})["applied"]
+    with pytest.raises(LeaseNotHeld, match="COMPLETED"):
+        engine.heartbeat(first["id"], "fast", attempt=2)
+    assert not engine.complete_job(first["id"], "fast", {"by": "fast"}, attempt=2)["applied"]
+    failed = engine.fail_job(first["id"], "fast", "gave up", attempt=2)
+    assert failed == {"jobId": first["id"], "status": "COMPLETED", "applied": False}
     final = engine.get_instance(inst["id"])
-    assert final["status"] == "COMPLETED" and final["variables"] == {"by": "fast"}
-    events = [a["event"] for a in engine.audit_trail(inst["id"])]
-    assert events.count("JOB_COMPLETED") == 1
+    assert final["status"] == "COMPLETED" and final["variables"] == {"by": "slow"}
+    trail = engine.audit_trail(inst["id"])
+    events = [a["event"] for a in trail]
+    assert events.count("JOB_COMPLETED") == 1 and events.count("JOB_FAILED") == 0
     assert events.count("JOB_LEASE_EXPIRED") == 1 and events.count("JOB_DISPATCHED") == 2
+    (completed,) = [a for a in trail if a["event"] == "JOB_COMPLETED"]
+    assert completed["detail"] == {
+        "attempt": 1,
+        "workerId": "slow",
+        "late": True,
+        "supersededAttempt": 2,
+        "supersededWorkerId": "fast",
+    }
+    (said,) = [e for e in engine.history(inst["id"])["events"] if e["type"] == "JOB_COMPLETED"]
+    assert (said["attempt"], said["workerId"]) == (1, "slow")
+    assert "late result" in said["message"] and "attempt 2 (held by fast)" in said["message"]
 
 
 def test_racing_completions_of_one_job_apply_once(engine: Engine) -> None:
@@ -252,8 +269,44 @@ def test_reaper_turns_an_expired_lease_into_the_next_attempt_in_its_place_in_lin
     assert due_after == due_before  # it keeps its place in line...
     again = engine.poll("w2", ["work"], 1)[0]
     assert (again["id"], again["attempt"]) == (job["id"], 2)  # ...ahead of the younger job
-    with pytest.raises(AttemptNotCurrent):  # the lapsed attempt's late result is refused
-        engine.complete_job(job["id"], "w", {}, attempt=1)
+    # The lapsed attempt's late result counts; the new attempt's is then a repeat.
+    assert engine.complete_job(job["id"], "w", {"by": "w"}, attempt=1)["applied"]
+    assert not engine.complete_job(job["id"], "w2", {"by": "w2"}, attempt=2)["applied"]
+    assert engine.get_instance(inst["id"])["variables"] == {"by": "w"}
+
+
+def test_a_late_completion_of_a_job_the_reaper_requeued_needs_no_new_claim(
+    engine: Engine,
+) -> None:
+    engine.register_definition(one_step("flow", responseTimeoutSeconds=1, retryCount=2))
+    inst, _ = engine.start_instance(definition_name="flow")
+    job = engine.poll("w", ["work"], 1)[0]
+    wait_until(engine.reap_expired_leases, timeout=5, what="lease expiry")
+    assert engine.get_instance(inst["id"])["steps"][0]["status"] == "SCHEDULED"
+    assert engine.complete_job(job["id"], "w", {"done": True}, attempt=1)["applied"]
+    final = engine.get_instance(inst["id"])
+    assert final["status"] == "COMPLETED" and final["variables"] == {"done": True}
+    assert engine.poll("w2", ["work"], 1) == []  # the re-queued attempt is never delivered
+
+
+def test_late_results_that_are_still_refused(engine: Engine) -> None:
+    """A late failure; a completion of an attempt its own failure ended; any result once the
+    job was cancelled or its retries ran out."""
+    engine.register_definition(one_step("flow", responseTimeoutSeconds=1, retryCount=2))
+    inst, _ = engine.start_instance(definition_name="flow")
+    first = engine.poll("a", ["work"], 1)[0]
+    second = wait_until(lambda: engine.poll("b", ["work"], 1), timeout=5, what="reclaim")[0]
+    with pytest.raises(AttemptNotCurrent, match="its lease lapsed"):
+        engine.fail_job(first["id"], "a", "late failure", attempt=1)
+    assert engine.fail_job(second["id"], "b", "flaky", attempt=2)["status"] == "RETRY_SCHEDULED"
+    with pytest.raises(AttemptNotCurrent, match="a failure ended it"):
+        engine.complete_job(second["id"], "b", {}, attempt=2)
+    engine.cancel_instance(inst["id"])
+    with pytest.raises(Conflict, match="CANCELLED"):
+        engine.complete_job(first["id"], "a", {}, attempt=1)
+    assert engine.get_instance(inst["id"])["status"] == "CANCELLED"
+    events = [a["event"] for a in engine.audit_trail(inst["id"])]
+    assert events.count("JOB_COMPLETED") == 0 and events.count("JOB_FAILED") == 1
 
 
 def test_a_job_whose_every_worker_goes_silent_fails_when_its_retries_run_out(
@@ -261,13 +314,18 @@ def test_a_job_whose_every_worker_goes_silent_fails_when_its_retries_run_out(
 ) -> None:
     engine.register_definition(one_step("flow", responseTimeoutSeconds=1, retryCount=1))
     inst, _ = engine.start_instance(definition_name="flow")
-    assert engine.poll("w1", ["work"], 1)[0]["attempt"] == 1
+    job = engine.poll("w1", ["work"], 1)[0]
+    assert job["attempt"] == 1
     assert wait_until(lambda: engine.poll("w2", ["work"], 1), timeout=5)[0]["attempt"] == 2
     wait_until(engine.reap_expired_leases, timeout=5, what="the last lease to lapse")
     final = engine.get_instance(inst["id"])
     assert final["status"] == "FAILED"
     assert "no result within the 1s lease" in final["reason"] and "2 attempts" in final["reason"]
     assert engine.poll("w3", ["work"], 1) == []  # never delivered again
+    # The job is settled: a late completion of either attempt comes too late.
+    for worker, attempt in (("w1", 1), ("w2", 2)):
+        with pytest.raises(Conflict, match="FAILED"):
+            engine.complete_job(job["id"], worker, {}, attempt=attempt)
 
 
 def _due_times(database_url: str, instance_id: str) -> list[Any]:

@@ -88,12 +88,99 @@ def test_late_complete_racing_the_reclaim_of_its_lapsed_lease(
             lambda j=job: "applied" if racing.complete_job(j["id"], "a", {}, attempt=1) else "dup",
             lambda: str(len(racing.poll("b", ["work"], 1))),
         )
-        # Exactly one of them had the job: the lapsed attempt's result, or the new attempt.
-        assert (late, reclaim) in (("applied", "0"), ("refused", "1")), (late, reclaim)
+        # The lapsed attempt's result counts whoever won; b took the job or found it done.
+        assert late == "applied" and reclaim in ("0", "1"), (late, reclaim)
+        if reclaim == "1":  # b's attempt was superseded: its result is a repeat
+            assert not racing.complete_job(job["id"], "b", {}, attempt=2)["applied"]
         final = racing.get_instance(inst["id"])
-        expected = "COMPLETED" if late == "applied" else "RUNNING"
-        assert final["status"] == expected
-        assert _events(racing, inst["id"])["JOB_COMPLETED"] == (1 if late == "applied" else 0)
+        assert final["status"] == "COMPLETED"
+        assert _events(racing, inst["id"])["JOB_COMPLETED"] == 1
+
+
+def _lapsed_and_reclaimed(racing: Engine, database_url: str, name: str) -> tuple[str, str]:
+    """An instance whose job "a" claimed (attempt 1), let lapse, and "b" claimed again
+    (attempt 2): (instance id, job id)."""
+    inst, _ = racing.start_instance(definition_name=name)
+    job = racing.poll("a", [name], 1)[0]
+    _expire_lease(database_url, job["id"])
+    again = racing.poll("b", [name], 1)[0]
+    assert (again["id"], again["attempt"]) == (job["id"], 2)
+    return inst["id"], job["id"]
+
+
+def test_late_complete_racing_the_holder_s_complete(racing: Engine, database_url: str) -> None:
+    racing.register_definition(one_step("holder-race", "holder-race", retryCount=5))
+    winners: Counter[str] = Counter()
+    for _ in range(ROUNDS):
+        iid, jid = _lapsed_and_reclaimed(racing, database_url, "holder-race")
+        late, holder = _race(
+            lambda j=jid: str(racing.complete_job(j, "a", {"by": "a"}, attempt=1)["applied"]),
+            lambda j=jid: str(racing.complete_job(j, "b", {"by": "b"}, attempt=2)["applied"]),
+        )
+        # Both were accepted; exactly one of them is the step's result.
+        assert sorted([late, holder]) == ["False", "True"]
+        winner = "a" if late == "True" else "b"
+        winners[winner] += 1
+        final = racing.get_instance(iid)
+        assert final["status"] == "COMPLETED" and final["variables"] == {"by": winner}
+        assert _events(racing, iid)["JOB_COMPLETED"] == 1
+    assert sum(winners.values()) == ROUNDS
+
+
+@pytest.mark.parametrize("retryable", [True, False])
+def test_late_complete_racing_the_holder_s_fail(
+    racing: Engine, database_url: str, retryable: bool
+) -> None:
+    name = f"fail-race-{retryable}".lower()
+    racing.register_definition(one_step(name, name, retryCount=5, retryDelaySeconds=0))
+    for _ in range(ROUNDS):
+        iid, jid = _lapsed_and_reclaimed(racing, database_url, name)
+        late, failed = _race(
+            lambda j=jid: str(racing.complete_job(j, "a", {"by": "a"}, attempt=1)["applied"]),
+            lambda j=jid: racing.fail_job(j, "b", "boom", retryable, attempt=2)["status"],
+        )
+        final = racing.get_instance(iid)
+        events = _events(racing, iid)
+        if late == "True":  # the late completion counts; a retry scheduled first is dropped
+            assert final["status"] == "COMPLETED" and final["variables"] == {"by": "a"}
+            assert failed in ("COMPLETED", "RETRY_SCHEDULED"), failed
+            assert events["JOB_FAILED"] == (1 if failed == "RETRY_SCHEDULED" else 0)
+        else:  # the failure settled the job first: the late completion came too late
+            assert (late, failed, retryable) == ("refused", "FAILED", False)
+            assert final["status"] == "FAILED" and events["JOB_FAILED"] == 1
+        assert events["JOB_COMPLETED"] == (1 if late == "True" else 0)
+
+
+def test_late_complete_racing_the_holder_s_heartbeat(racing: Engine, database_url: str) -> None:
+    racing.register_definition(one_step("beat-race", "beat-race", retryCount=5))
+    for _ in range(ROUNDS):
+        iid, jid = _lapsed_and_reclaimed(racing, database_url, "beat-race")
+        late, beat = _race(
+            lambda j=jid: str(racing.complete_job(j, "a", {"by": "a"}, attempt=1)["applied"]),
+            lambda j=jid: "extended" if racing.heartbeat(j, "b", attempt=2) else "",
+        )
+        assert late == "True" and beat in ("extended", "refused")
+        # Whatever the order, the holder's next heartbeat is refused: it can stop.
+        with pytest.raises(Conflict, match="COMPLETED"):
+            racing.heartbeat(jid, "b", attempt=2)
+        assert racing.get_instance(iid)["status"] == "COMPLETED"
+
+
+def test_late_complete_racing_the_reaper(racing: Engine, database_url: str) -> None:
+    racing.register_definition(one_step("reap-race", "reap-race", retryCount=5))
+    for _ in range(ROUNDS):
+        inst, _ = racing.start_instance(definition_name="reap-race")
+        job = racing.poll("a", ["reap-race"], 1)[0]
+        _expire_lease(database_url, job["id"])
+        late, reaped = _race(
+            lambda j=job: str(racing.complete_job(j["id"], "a", {}, attempt=1)["applied"]),
+            lambda: str(racing.reap_expired_leases()),
+        )
+        assert late == "True" and reaped in ("0", "1")
+        assert racing.get_instance(inst["id"])["status"] == "COMPLETED"
+        assert racing.poll("b", ["reap-race"], 1) == []  # nothing left to run again
+        events = _events(racing, inst["id"])
+        assert events["JOB_COMPLETED"] == 1 and events["JOB_LEASE_EXPIRED"] == int(reaped)
 
 
 def test_late_fail_racing_the_reclaim_of_its_lapsed_lease(

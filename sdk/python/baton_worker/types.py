@@ -167,7 +167,7 @@ class CompleteJobResult(TypedDict):
 
 class FailJobResult(TypedDict):
     jobId: str
-    status: Literal["FAILED", "RETRY_SCHEDULED"]
+    status: Literal["FAILED", "RETRY_SCHEDULED", "COMPLETED"]
     applied: bool
     nextAttemptAt: NotRequired[str]
 

@@ -27,8 +27,10 @@ Attempt = Annotated[
     Field(
         ge=1,
         le=INT32_MAX,
-        description="The attempt the worker ran, from the poll: a result for an attempt that "
-        "is over is a harmless repeat when it was already applied, else a conflict.",
+        description="The attempt the worker ran, from the poll (absent: judged on workerId "
+        "alone). A completion whose lease lapsed still counts, once, while the job is not "
+        "settled, even if the job was claimed again; the repeat of a result already applied is "
+        "harmless; any other result for an attempt that is over is a conflict.",
     ),
 ]
 
@@ -110,6 +112,13 @@ class StopWorkerRequest(ApiModel):
 
 
 class CompleteJobRequest(ApiModel):
+    """Complete a job's attempt with its output. The attempt's worker completes it while it holds
+    the lease, and also after the lease lapsed, until the job is settled (even if the job went
+    back on the queue or another worker claimed it again: that later attempt is superseded, its
+    results are answered ``applied: false`` and its heartbeats 409). 409 once the job was
+    cancelled, failed for good or timed out, for an attempt its own failure or a timeout ended,
+    and for a worker that did not run the attempt."""
+
     job_id: Uuid
     worker_id: WorkerId
     variables_to_set: Variables | None = None
@@ -121,6 +130,11 @@ class CompleteJobRequest(ApiModel):
 
 
 class FailJobRequest(ApiModel):
+    """Fail the job's current attempt (a retry is scheduled while retries remain). A failure for
+    an attempt that is no longer current (its lease lapsed, a timeout ended it) is refused with
+    409 and changes nothing; a re-sent failure, or the failure of an attempt that another
+    attempt's late completion superseded, is answered ``applied: false``."""
+
     job_id: Uuid
     worker_id: WorkerId
     error_message: Annotated[str, Field(min_length=1, max_length=10_000)]
@@ -159,6 +173,10 @@ class CompleteBatchRequest(ApiModel):
 
 
 class HeartbeatRequest(ApiModel):
+    """Extend the lease of a job this worker holds; 409 when it no longer does (the job was
+    completed, by a late result of an earlier attempt too, or claimed by another worker): stop
+    working on it."""
+
     job_id: Uuid
     worker_id: WorkerId
     attempt: Attempt = None
@@ -338,12 +356,18 @@ class PollResponse(ApiModel):
 class CompleteJobResponse(ApiModel):
     job_id: str
     status: Literal["COMPLETED"]
-    applied: bool = Field(description="False when this completion repeated an earlier one.")
+    applied: bool = Field(
+        description="False when the job was already completed: a repeat of this completion, or "
+        "another attempt's completion came first (nothing changed)."
+    )
 
 
 class FailJobResponse(ApiModel):
     job_id: str
-    status: Literal["FAILED", "RETRY_SCHEDULED"]
+    status: Literal["FAILED", "RETRY_SCHEDULED", "COMPLETED"] = Field(
+        description="COMPLETED (with applied false): a late completion of an earlier attempt "
+        "completed the job before this attempt's failure arrived."
+    )
     applied: bool
     next_attempt_at: datetime | None = None
 
@@ -354,8 +378,9 @@ class BatchOutcome(ApiModel):
         "(the answers are in the order of the results)."
     )
     outcome: Literal["APPLIED", "DUPLICATE", "CONFLICT", "NOT_FOUND", "INVALID"] = Field(
-        description="APPLIED; DUPLICATE: a repeat of a result already applied (nothing changed); "
-        "CONFLICT: refused (another worker's lease, an attempt that ended, a finished job); "
+        description="APPLIED; DUPLICATE: the job already has this result, or another "
+        "attempt's completion came first (nothing changed); CONFLICT: refused (another worker's "
+        "lease, a failure for an attempt that ended, a cancelled, failed or timed-out job); "
         "NOT_FOUND: no such job; INVALID: the item itself is malformed, or its output cannot be "
         "used (an offloaded output that is not a JSON document)."
     )

@@ -36,8 +36,8 @@ from typing import Any, Literal
 
 from baton.engine import views, writer
 from baton.engine.decide import Decider, JobRef
-from baton.engine.job_ops import JobOps, attempt_failed
-from baton.engine.verdicts import completion_verdict, failure_verdict
+from baton.engine.job_ops import JobOps, attempt_ends
+from baton.engine.verdicts import Late, completion_verdict, duplicate_status, failure_verdict
 from baton.errors import (
     BatonError,
     Conflict,
@@ -215,7 +215,8 @@ class BatchOps(JobOps):
                     later.append(k)
                 continue
             if event is None:
-                answers[k] = _answer(item, "DUPLICATE", status=_status_of(item))
+                status = duplicate_status(row, item.failure is not None)
+                answers[k] = _answer(item, "DUPLICATE", status=status)
                 continue
             if decider is None:
                 plan = self.snapshots.plan(conn, base["snapshot_id"])
@@ -255,19 +256,21 @@ class BatchOps(JobOps):
     ) -> Callable[[Decider], datetime | None] | None:
         """What ``item`` does to its instance's decision (None: a repeat, nothing to do);
         raises Conflict when it is refused."""
+        ends = attempt_ends(conn, row)
         if item.failure is None:
-            if completion_verdict(row, item.worker_id, item.attempt) == "duplicate":
+            verdict = completion_verdict(row, item.worker_id, item.attempt, ends)
+            if verdict == "duplicate":
                 return None
             output = item.output or {}
+            late = (verdict.attempt, verdict.worker_id) if isinstance(verdict, Late) else None
 
             def completed(d: Decider) -> datetime | None:
-                d.job_completed(job, output)
+                d.job_completed(job, output, late=late)
                 return None
 
             return completed
         failure = item.failure
-        failed = attempt_failed(conn, row)
-        if failure_verdict(row, item.worker_id, item.attempt, failed) == "duplicate":
+        if failure_verdict(row, item.worker_id, item.attempt, ends) == "duplicate":
             return None
 
         def failed_event(d: Decider) -> datetime | None:
@@ -305,10 +308,6 @@ class BatchOps(JobOps):
         outcome: Outcome = "APPLIED" if done["applied"] else "DUPLICATE"
         extra = {k: v for k, v in done.items() if k in ("status", "nextAttemptAt")}
         return _answer(item, outcome, **extra)
-
-
-def _status_of(item: BatchResult) -> str:
-    return "COMPLETED" if item.failure is None else "FAILED"
 
 
 def _applied(item: BatchResult, retry_at: datetime | None) -> dict[str, Any]:

@@ -93,12 +93,23 @@ class Decider(DecisionFlow):
 
     # --- events -----------------------------------------------------------------------------
 
-    def job_completed(self, job: JobRef, output: Any) -> None:
-        """A worker completed its attempt of ``job`` with ``output``."""
+    def job_completed(
+        self, job: JobRef, output: Any, *, late: tuple[int, str] | None = None
+    ) -> None:
+        """A worker completed its attempt of ``job`` with ``output``. ``late``: (attempt, worker)
+        of an earlier attempt whose lease lapsed, whose result completes the job in place of
+        the current attempt's (``job`` as read, which guards the write)."""
         self.changes.completed_jobs.append(job)
-        self.changes.audit.append(
-            AuditEvent("JOB_COMPLETED", job.id, {"attempt": job.attempt, "workerId": job.worker_id})
-        )
+        detail: dict[str, Any] = {"attempt": job.attempt, "workerId": job.worker_id}
+        if late is not None:
+            detail = {
+                "attempt": late[0],
+                "workerId": late[1],
+                "late": True,
+                "supersededAttempt": job.attempt,
+                "supersededWorkerId": job.worker_id,
+            }
+        self.changes.audit.append(AuditEvent("JOB_COMPLETED", job.id, detail))
         self.changes.count("JobsCompleted")
         self.complete(self._job_exec(job), output)
         self.run()

@@ -19,7 +19,13 @@ from typing import Any, TypeVar
 from baton.engine import long_poll, views, writer
 from baton.engine.core import EngineCore, log
 from baton.engine.ids import parse_uuid
-from baton.engine.verdicts import completion_verdict, failure_verdict
+from baton.engine.verdicts import (
+    AttemptEnds,
+    Late,
+    completion_verdict,
+    duplicate_status,
+    failure_verdict,
+)
 from baton.errors import AttemptNotCurrent, BatonError, JobNotFound, LeaseNotHeld, StaleVersion
 from baton.store import job_sql
 from baton.store.db import RETRYABLE, Conn, first_in_transaction
@@ -170,16 +176,34 @@ class JobOps(EngineCore):
         *,
         attempt: int | None = None,
     ) -> dict[str, Any]:
-        """Complete a claimed job with its output; a repeat is answered ``applied: false``."""
+        """Complete a claimed job with its output; a repeat is answered ``applied: false``.
+
+        A completion whose lease lapsed is applied while the job is not settled, even if the job
+        was re-queued or claimed again; the attempt in flight is then superseded (see
+        ``engine.verdicts``)."""
         jid = parse_uuid(job_id, "jobId")
         output = variables or {}
         self._check_size(output, "job output")
 
         def decide(conn: Conn, row: dict[str, Any], optimistic: bool) -> bool:
-            if completion_verdict(row, worker_id, attempt) == "duplicate":
+            verdict = completion_verdict(row, worker_id, attempt, attempt_ends(conn, row))
+            if verdict == "duplicate":
                 return False
             job = writer.job_ref(row)
-            self._decide(conn, row, lambda d: d.job_completed(job, output), optimistic=optimistic)
+            late = (verdict.attempt, verdict.worker_id) if isinstance(verdict, Late) else None
+            self._decide(
+                conn, row, lambda d: d.job_completed(job, output, late=late), optimistic=optimistic
+            )
+            if late is not None:
+                log.info(
+                    "late completion applied",
+                    extra={
+                        "job_id": job_id,
+                        "worker_id": worker_id,
+                        "attempt": late[0],
+                        "superseded_attempt": job.attempt,
+                    },
+                )
             return True
 
         applied = self._on_job(jid, decide)
@@ -200,9 +224,8 @@ class JobOps(EngineCore):
         jid = parse_uuid(job_id, "jobId")
 
         def decide(conn: Conn, row: dict[str, Any], optimistic: bool) -> dict[str, Any]:
-            failed = attempt_failed(conn, row)
-            if failure_verdict(row, worker_id, attempt, failed) == "duplicate":
-                return {"jobId": job_id, "status": "FAILED", "applied": False}
+            if failure_verdict(row, worker_id, attempt, attempt_ends(conn, row)) == "duplicate":
+                return {"jobId": job_id, "status": duplicate_status(row, True), "applied": False}
             job = writer.job_ref(row)
             retry_at: datetime | None = self._decide(
                 conn,
@@ -291,18 +314,20 @@ class JobOps(EngineCore):
             return self.db.transaction(locked, explicit_begin=True)
 
 
-def attempt_failed(conn: Conn, row: dict[str, Any]) -> Callable[[int], bool]:
-    """Did attempt N of the job in ``row`` end by a failure its worker reported (a re-sent fail
-    is then a repeat)? Asked only of an attempt that is over."""
+def attempt_ends(conn: Conn, row: dict[str, Any]) -> Callable[[], AttemptEnds]:
+    """How the earlier attempts of the job in ``row`` ended, read once when first asked (a
+    verdict asks only about a report that is not from the current attempt's holder)."""
+    read: list[AttemptEnds] = []
 
-    def ended_by_failure(n: int) -> bool:
-        found = conn.execute(
-            job_sql.ATTEMPT_FAILED,
-            {"instance_id": row["id"], "job_id": row["job_id"], "attempt": n},
-        ).fetchone()
-        return bool(found and found["failed"])
+    def ends() -> AttemptEnds:
+        if not read:
+            rows = conn.execute(
+                job_sql.ATTEMPT_ENDS, {"instance_id": row["id"], "job_id": row["job_id"]}
+            ).fetchall()
+            read.append(AttemptEnds((r["event"], r["attempt"], r["worker_id"]) for r in rows))
+        return read[0]
 
-    return ended_by_failure
+    return ends
 
 
 def _either(first: Callable[[], bool] | None, second: Callable[[], bool]) -> Callable[[], bool]:

@@ -133,6 +133,13 @@ def _history_message(event: str, detail: dict[str, Any]) -> str | None:
         return f"no result within {detail.get('seconds')}s ({detail.get('timeout')})"
     if event == "JOB_LEASE_EXPIRED":
         return "the worker's lease lapsed with no result"
+    if event == "JOB_COMPLETED" and detail.get("late"):
+        held = detail.get("supersededWorkerId")
+        by = f"held by {held}" if held else "not yet claimed"
+        return (
+            "a late result, sent after the lease lapsed, completed the job; attempt "
+            f"{detail.get('supersededAttempt')} ({by}) is superseded"
+        )
     for key in ("reason", "error", "message"):
         if isinstance(detail.get(key), str):
             return str(detail[key])

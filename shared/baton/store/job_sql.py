@@ -221,13 +221,14 @@ DELETE FROM worker_stop WHERE stopped_at < now() - make_interval(secs => %(secon
 
 JOB_STATE = "SELECT status, worker_id, attempt FROM job WHERE id = %(job_id)s"
 
-# Did attempt N of a job end by a failure its worker reported? (A re-sent fail is a repeat then.)
-ATTEMPT_FAILED = """
-SELECT EXISTS (
-    SELECT 1 FROM audit_log
-     WHERE instance_id = %(instance_id)s AND job_id = %(job_id)s AND event = 'JOB_FAILED'
-       AND (detail ->> 'attempt')::int = %(attempt)s
-) AS failed
+# How each ended attempt of a job ended, oldest first: a report that is not from the current
+# attempt's holder is judged on it (engine.verdicts.AttemptEnds). Read only for such a report.
+ATTEMPT_ENDS = """
+SELECT event, (detail ->> 'attempt')::int AS attempt, detail ->> 'workerId' AS worker_id
+  FROM audit_log
+ WHERE instance_id = %(instance_id)s AND job_id = %(job_id)s
+   AND event IN ('JOB_COMPLETED', 'JOB_FAILED', 'JOB_LEASE_EXPIRED', 'JOB_TIMED_OUT')
+ ORDER BY id
 """
 
 # --- a decision's job writes: chained CTEs of one statement (see engine.writer) ---------------
