@@ -1,0 +1,489 @@
+/**
+ * The runner: polls Baton for jobs of the registered types, runs their handlers with a cap on
+ * how many run at once, and reports outcomes (in batches by default). `await runner.run({ signal
+ * })` resolves after the drain once the signal aborts (or `runner.stop()` is called): polling
+ * stops at once, the worker's stop signal releases a long-poll waiting on the server, every
+ * in-flight handler finishes and its result is sent, and nothing new is claimed.
+ *
+ * The loop (Conductor's polling model, one slot per job): reserve free slots (at most
+ * `maxJobsPerPoll`, gathering a moment while others run); `POST /v1/jobs/poll` for that many,
+ * long-polling when the queue looked empty and nothing runs; give back what the answer did not
+ * use; run each job; poll again at once after a full batch, else after a pause.
+ */
+import { hostname } from "node:os";
+import { Backoff, type RetryPolicy, retryPolicy, sleep } from "./backoff.js";
+import { BatonClient } from "./client.js";
+import { BatonApiError, BatonError, isTransient } from "./errors.js";
+import { JobExecutor } from "./execution.js";
+import { ResultFlusher } from "./flusher.js";
+import type { JobJson } from "./gen/workflow/v1/engine_pb.js";
+import { JsonLogger, type Logger } from "./log.js";
+import type { Registry } from "./registry.js";
+import { Slots } from "./slots.js";
+
+/** Where jobs come from: Baton's poll (the default), or e.g. {@link SqsTransport}. */
+export interface JobTransport {
+  /** True when `fetch` waits for work itself (a long poll): no pause after an empty fetch. */
+  readonly waits: boolean;
+  /** Up to `maxJobs` jobs of `jobTypes`, each already leased to `workerId`. */
+  fetch(request: {
+    workerId: string;
+    jobTypes: string[];
+    maxJobs: number;
+    signal: AbortSignal;
+  }): Promise<JobJson[]>;
+}
+
+export interface RunnerOptions {
+  /** The client (default: one from `url`/`apiKey`/`auth`, else `BATON_URL`, `BATON_API_KEY`...). */
+  client?: BatonClient;
+  url?: string;
+  apiKey?: string;
+  /** Who claims jobs (default `<host>-<pid>`). */
+  workerId?: string;
+  /** The types polled for (default: every registered type). */
+  jobTypes?: string[];
+  /** Jobs running at once (default 8). */
+  parallelism?: number;
+  /** The most one poll asks for (default 10; the API allows 100). */
+  maxJobsPerPoll?: number;
+  /** Claimed jobs allowed to wait for a running slot (default min(parallelism, maxJobsPerPoll)). */
+  prefetch?: number;
+  /** Seconds of pause after an empty short poll (default 0.5)... */
+  pollInterval?: number;
+  /** ...doubled per further empty poll up to this (default 2). */
+  maxPollInterval?: number;
+  /** How long the server may hold a poll that follows an empty or short one (default 10; 0: short polls). */
+  longPollWait?: number;
+  /** While jobs run, how long a poll may wait for more slots to free (default 0.01 s). */
+  gatherInterval?: number;
+  /** Backoff after a failed poll (default 0.5 s doubling to 30 s, never gives up). */
+  pollErrors?: RetryPolicy;
+  /** Retries of a result's report (default 0.2 s doubling to 5 s, for up to 5 minutes). */
+  reportRetry?: RetryPolicy;
+  /** Heartbeat running jobs at half their lease (default true). */
+  autoHeartbeat?: boolean;
+  /** Report outcomes in batches through `POST /v1/jobs/complete-batch` (default true). */
+  batchResults?: boolean;
+  /** How long a result may wait for others before its batch is sent (default 0.005 s). */
+  flushInterval?: number;
+  /** A batch is sent at once when this many results wait (default 32; API: 100). */
+  maxResultsPerFlush?: number;
+  /** Seconds the drain waits for in-flight jobs before giving up on them (default: no limit). */
+  drainTimeout?: number;
+  /** Where jobs come from (default: Baton's poll). */
+  transport?: JobTransport;
+  logger?: Logger;
+}
+
+export interface RunOptions {
+  /** Aborting it stops the runner gracefully; `run` resolves after the drain. */
+  signal?: AbortSignal;
+  /**
+   * Stop gracefully on SIGINT/SIGTERM (default false); a second signal exits at once, leaving
+   * in-flight jobs to their leases.
+   */
+  handleSignals?: boolean;
+}
+
+const STOP_SIGNAL_RETRY = retryPolicy({
+  initialInterval: 0.1,
+  maximumAttempts: 3,
+  maximumElapsed: 2,
+});
+
+/** `<host>-<pid>`: unique per process, and says where a job ran. */
+export function defaultWorkerId(): string {
+  return `${hostname()}-${process.pid}`;
+}
+
+export class Runner {
+  readonly client: BatonClient;
+  readonly workerId: string;
+  readonly jobTypes: string[];
+  readonly parallelism: number;
+  readonly #o: Required<
+    Pick<
+      RunnerOptions,
+      | "maxJobsPerPoll"
+      | "prefetch"
+      | "pollInterval"
+      | "maxPollInterval"
+      | "longPollWait"
+      | "gatherInterval"
+      | "pollErrors"
+    >
+  > & { drainTimeout: number | undefined };
+  readonly #log: Logger;
+  readonly #claim: Slots; // claimed jobs, running or waiting to (parallelism + prefetch)
+  readonly #run: Slots; // running handlers (parallelism)
+  readonly #flusher: ResultFlusher | undefined;
+  readonly #jobs: JobExecutor;
+  readonly #transport: JobTransport | undefined;
+  readonly #stopping = new AbortController();
+  #longPoll: AbortController | undefined;
+  #longPollOn: boolean;
+  #stopSignal: Promise<void> | undefined;
+  #started = false;
+  #done: Promise<void> | undefined;
+
+  constructor(
+    readonly registry: Registry,
+    options: RunnerOptions = {},
+  ) {
+    this.client =
+      options.client ??
+      new BatonClient({
+        ...(options.url === undefined ? {} : { url: options.url }),
+        ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+        ...(options.logger === undefined ? {} : { logger: options.logger }),
+      });
+    this.workerId = options.workerId ?? defaultWorkerId();
+    this.jobTypes = [...new Set(options.jobTypes ?? registry.jobTypes)];
+    if (this.jobTypes.length === 0) {
+      throw new TypeError("no job types: register a handler first (or pass jobTypes)");
+    }
+    const missing = this.jobTypes.filter((t) => !registry.has(t));
+    if (missing.length > 0) {
+      throw new TypeError(`no handler registered for job type(s): ${missing.join(", ")}`);
+    }
+    this.parallelism = whole("parallelism", options.parallelism ?? 8, 1);
+    const maxJobsPerPoll = whole("maxJobsPerPoll", options.maxJobsPerPoll ?? 10, 1, 100);
+    const prefetch = whole(
+      "prefetch",
+      options.prefetch ?? Math.min(this.parallelism, maxJobsPerPoll),
+      0,
+    );
+    const longPollWait = options.longPollWait ?? 10;
+    if (!(longPollWait >= 0 && longPollWait <= 20)) {
+      throw new RangeError("longPollWait must be between 0 and 20 seconds");
+    }
+    const pollInterval = options.pollInterval ?? 0.5;
+    this.#o = {
+      maxJobsPerPoll,
+      prefetch,
+      pollInterval,
+      maxPollInterval: Math.max(pollInterval, options.maxPollInterval ?? 2),
+      longPollWait,
+      gatherInterval: options.gatherInterval ?? 0.01,
+      pollErrors:
+        options.pollErrors ??
+        retryPolicy({ initialInterval: 0.5, maximumInterval: 30, maximumAttempts: undefined }),
+      drainTimeout: options.drainTimeout,
+    };
+    this.#longPollOn = longPollWait > 0 && options.transport === undefined;
+    this.#log = options.logger ?? new JsonLogger("baton.runner");
+    this.#claim = new Slots(this.parallelism + prefetch);
+    this.#run = new Slots(this.parallelism);
+    const reportRetry =
+      options.reportRetry ??
+      retryPolicy({
+        initialInterval: 0.2,
+        maximumInterval: 5,
+        maximumAttempts: undefined,
+        maximumElapsed: 300,
+      });
+    this.#flusher =
+      options.batchResults === false
+        ? undefined
+        : new ResultFlusher(
+            this.client,
+            reportRetry,
+            this.#log,
+            options.flushInterval ?? 0.005,
+            options.maxResultsPerFlush ?? 32,
+          );
+    this.#transport = options.transport;
+    this.#jobs = new JobExecutor({
+      client: this.client,
+      registry,
+      workerId: this.workerId,
+      logger: this.#log,
+      reportRetry,
+      stopping: () => this.#stopping.signal.aborted,
+      autoHeartbeat: options.autoHeartbeat ?? true,
+      flusher: this.#flusher,
+    });
+  }
+
+  /** Jobs claimed and not finished, plus results handed over and not yet answered. */
+  get inFlight(): number {
+    return this.#claim.inUse + (this.#flusher?.waiting ?? 0);
+  }
+
+  /** True once a stop was asked for. */
+  get stopping(): boolean {
+    return this.#stopping.signal.aborted;
+  }
+
+  /**
+   * Poll and run jobs until `signal` aborts or {@link stop} is called; resolves after the drain
+   * (every in-flight handler finished, its result sent). A runner runs once.
+   */
+  run(options: RunOptions = {}): Promise<void> {
+    if (this.#started) throw new Error("this runner was already started (a runner runs once)");
+    this.#started = true;
+    const { signal, handleSignals } = options;
+    const onAbort = () => this.#requestStop("the run's signal aborted");
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const restore = handleSignals ? this.#installSignalHandlers() : undefined;
+    this.#done = this.#serve().finally(() => {
+      signal?.removeEventListener("abort", onAbort);
+      restore?.();
+    });
+    return this.#done;
+  }
+
+  /** Stop gracefully; resolves after the drain (at once if the runner never ran). */
+  async stop(): Promise<void> {
+    this.#requestStop("stop() was called");
+    await this.#done;
+  }
+
+  #requestStop(why: string): void {
+    if (this.#stopping.signal.aborted) return;
+    this.#log.info("stopping: no more polls; draining in-flight jobs", {
+      workerId: this.workerId,
+      why,
+      in_flight: this.inFlight,
+    });
+    this.#stopping.abort();
+    this.#claim.interrupt();
+    if (this.#longPoll) {
+      this.#longPoll.abort();
+      this.#stopSignal = this.#sendStopSignal();
+    }
+  }
+
+  #installSignalHandlers(): () => void {
+    const onSignal = (name: NodeJS.Signals) => {
+      if (this.#stopping.signal.aborted) {
+        this.#log.warn(
+          "second signal: exiting without waiting; in-flight jobs will be delivered again when their leases expire",
+          { workerId: this.workerId, signal: name },
+        );
+        process.exit(name === "SIGINT" ? 130 : 143);
+      }
+      this.#requestStop(name);
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+    return () => {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    };
+  }
+
+  async #serve(): Promise<void> {
+    if (this.#flusher) void this.client.config().catch(() => undefined); // limits, once, early
+    this.#log.info("runner started", {
+      workerId: this.workerId,
+      url: this.client.url,
+      jobTypes: this.jobTypes,
+      parallelism: this.parallelism,
+    });
+    try {
+      await this.#pollLoop();
+    } catch (error) {
+      this.#log.error("poll loop crashed; draining and stopping", { error: String(error) });
+      this.#stopping.abort();
+    }
+    await this.#drain();
+  }
+
+  async #pollLoop(): Promise<void> {
+    const o = this.#o;
+    const stop = this.#stopping.signal;
+    const idle = new Backoff(
+      retryPolicy({
+        initialInterval: o.pollInterval,
+        maximumInterval: o.maxPollInterval,
+        maximumAttempts: undefined,
+        jitter: 0.1,
+      }),
+    );
+    const errors = new Backoff(o.pollErrors);
+    let wait = 0; // the first poll answers at once; one after an empty or short poll may wait
+    while (!stop.aborted) {
+      const wanted = await this.#claim.acquireUpTo(
+        o.maxJobsPerPoll,
+        o.gatherInterval,
+        Math.max(1, Math.floor(o.maxJobsPerPoll / 2)),
+      );
+      if (wanted === 0) break;
+      if (stop.aborted) {
+        this.#claim.release(wanted);
+        break;
+      }
+      let jobs: JobJson[];
+      const started = performance.now();
+      try {
+        jobs = await this.#fetch(wanted, wait);
+      } catch (error) {
+        this.#claim.release(wanted);
+        if (stop.aborted) break; // the long-poll was abandoned at stop
+        if (wait > 0 && refusesWait(error)) {
+          this.#log.warn("the server does not take waitSeconds; polling short", {
+            error: String(error),
+          });
+          this.#longPollOn = false;
+          wait = 0;
+          continue;
+        }
+        let delay = errors.nextDelay();
+        if (error instanceof BatonApiError && error.retryAfter) {
+          delay = Math.max(delay, Math.min(error.retryAfter, o.pollErrors.maximumInterval));
+        }
+        this.#logPollError(error, delay);
+        await sleep(delay, stop);
+        continue;
+      }
+      errors.reset();
+      if (jobs.length < wanted) this.#claim.release(wanted - jobs.length);
+      for (const job of jobs) this.#dispatch(job);
+      if (this.#longPollOn) {
+        wait = await this.#nextWait(
+          jobs.length,
+          wanted,
+          wait,
+          (performance.now() - started) / 1000,
+          idle,
+        );
+        continue;
+      }
+      if (this.#transport?.waits) continue;
+      if (jobs.length === 0) {
+        await sleep(idle.nextDelay(), stop);
+        continue;
+      }
+      idle.reset();
+      if (jobs.length < wanted) await sleep(o.pollInterval, stop);
+    }
+  }
+
+  async #fetch(wanted: number, wait: number): Promise<JobJson[]> {
+    if (this.#transport) {
+      return this.#transport.fetch({
+        workerId: this.workerId,
+        jobTypes: this.jobTypes,
+        maxJobs: wanted,
+        signal: this.#stopping.signal,
+      });
+    }
+    const request = { workerId: this.workerId, jobTypes: this.jobTypes, maxJobs: wanted };
+    if (wait <= 0) return this.client.pollJobs(request, { retry: null }); // the loop retries
+    // A long-poll is abandoned at stop (aborted) and the server told by the stop signal; jobs
+    // it claimed in that moment go back to work when their leases lapse, as after a crash.
+    const abort = new AbortController();
+    this.#longPoll = abort;
+    try {
+      return await this.client.pollJobs(
+        { ...request, waitSeconds: wait },
+        { retry: null, signal: abort.signal },
+      );
+    } finally {
+      this.#longPoll = undefined;
+    }
+  }
+
+  /**
+   * After a poll with long-poll on: pause if need be, and say how long the next poll may wait
+   * on the server. A full batch: at once, short. Otherwise the next poll long-polls, but only
+   * once no job is in flight: a long-poll outlives a worker that crashes, on the server, where
+   * it may still claim a job nobody will run.
+   */
+  async #nextWait(
+    got: number,
+    wanted: number,
+    wait: number,
+    took: number,
+    idle: Backoff,
+  ): Promise<number> {
+    const stop = this.#stopping.signal;
+    if (got >= wanted) {
+      idle.reset();
+      return 0;
+    }
+    if (got > 0) idle.reset();
+    else if (wait > 0 && took < wait / 2) await sleep(idle.nextDelay(), stop); // no long-poll there
+    if (this.#claim.inUse === 0) return this.#o.longPollWait;
+    if ((await this.#claim.waitIdle(idle.nextDelay())) && !stop.aborted)
+      return this.#o.longPollWait;
+    return 0;
+  }
+
+  #dispatch(job: JobJson): void {
+    void (async () => {
+      await this.#run.acquire();
+      try {
+        await this.#jobs.run(job);
+      } finally {
+        this.#run.release();
+        this.#claim.release();
+      }
+    })();
+  }
+
+  async #sendStopSignal(): Promise<void> {
+    try {
+      await this.client.stopWorker(this.workerId, { retry: STOP_SIGNAL_RETRY, timeoutSeconds: 2 });
+    } catch (error) {
+      const quiet =
+        error instanceof BatonApiError && (error.status === 404 || error.status === 405);
+      (quiet ? this.#log.debug : this.#log.warn).call(this.#log, "stop signal not sent", {
+        error: String(error),
+      });
+    }
+  }
+
+  #logPollError(error: unknown, delay: number): void {
+    const fields = {
+      workerId: this.workerId,
+      error: error instanceof Error ? error.message : String(error),
+      retry_in_s: Math.round(delay * 1000) / 1000,
+    };
+    if (isTransient(error)) this.#log.warn("poll failed; backing off", fields);
+    else if (error instanceof BatonError) this.#log.error("poll refused; backing off", fields);
+    else this.#log.error("poll failed unexpectedly; backing off", fields);
+  }
+
+  async #drain(): Promise<void> {
+    if (this.inFlight > 0) {
+      this.#log.info("draining in-flight jobs", {
+        workerId: this.workerId,
+        in_flight: this.inFlight,
+      });
+    }
+    const drained = await this.#claim.waitIdle(this.#o.drainTimeout);
+    if (!drained) {
+      this.#log.warn(
+        "drain timed out; unfinished jobs will be delivered again after their leases",
+        {
+          workerId: this.workerId,
+          in_flight: this.inFlight,
+        },
+      );
+    }
+    await this.#flusher?.close();
+    this.#jobs.heartbeater?.stop();
+    await this.#stopSignal;
+    this.#log.info("runner stopped", { workerId: this.workerId });
+  }
+}
+
+function whole(name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new RangeError(`${name} must be a whole number between ${min} and ${max}, not ${value}`);
+  }
+  return value;
+}
+
+/** A 422 naming waitSeconds: the server predates long-poll. */
+function refusesWait(error: unknown): boolean {
+  return (
+    error instanceof BatonApiError &&
+    error.status === 422 &&
+    error.errors.some((e) => e.path === "waitSeconds")
+  );
+}

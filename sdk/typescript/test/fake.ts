@@ -1,0 +1,135 @@
+// A small in-process fake of Baton's HTTP API for runner and client tests: each route is a
+// function of the parsed request; every request is recorded.
+import { once } from "node:events";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface Seen {
+  method: string;
+  path: string;
+  headers: IncomingMessage["headers"];
+  // biome-ignore lint/suspicious/noExplicitAny: a test double reads whatever JSON came
+  body: any;
+  raw: string;
+  at: number;
+}
+
+export interface Reply {
+  status?: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Hold the answer this many ms (a long-poll). */
+  delayMs?: number;
+}
+
+export type Route = (req: Seen) => Reply | Promise<Reply>;
+
+export class FakeBaton {
+  readonly seen: Seen[] = [];
+  readonly routes = new Map<string, Route>();
+  #server: Server;
+  url = "";
+
+  constructor() {
+    this.#server = createServer((req, res) => void this.#handle(req, res));
+  }
+
+  async start(): Promise<this> {
+    this.#server.listen(0, "127.0.0.1");
+    await once(this.#server, "listening");
+    this.url = `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  async close(): Promise<void> {
+    this.#server.closeAllConnections();
+    this.#server.close();
+  }
+
+  on(route: string, fn: Route): this {
+    this.routes.set(route, fn);
+    return this;
+  }
+
+  calls(path: string): Seen[] {
+    return this.seen.filter((s) => s.path === path);
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const raw = Buffer.concat(chunks).toString("utf8");
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    let body: unknown;
+    try {
+      body = raw ? JSON.parse(raw) : undefined;
+    } catch {
+      body = raw;
+    }
+    const seen: Seen = {
+      method: req.method ?? "GET",
+      path,
+      headers: req.headers,
+      body,
+      raw,
+      at: Date.now(),
+    };
+    this.seen.push(seen);
+    const route = this.routes.get(`${seen.method} ${path}`) ?? this.#prefix(seen.method, path);
+    const reply: Reply = route
+      ? await route(seen)
+      : { status: 404, body: { title: "Not found", status: 404, detail: `no route ${path}` } };
+    if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
+    if (res.destroyed) return;
+    const status = reply.status ?? 200;
+    const type = status >= 400 ? "application/problem+json" : "application/json";
+    res.writeHead(status, { "content-type": type, ...reply.headers });
+    res.end(reply.body === undefined ? "" : JSON.stringify(reply.body));
+  }
+
+  #prefix(method: string, path: string): Route | undefined {
+    for (const [key, fn] of this.routes) {
+      const [m, p] = key.split(" ");
+      if (m === method && p?.endsWith("*") && path.startsWith(p.slice(0, -1))) return fn;
+    }
+    return undefined;
+  }
+}
+
+/** Resolves once `check()` is true; rejects after `seconds`. */
+export async function waitUntil(
+  check: () => boolean,
+  seconds = 5,
+  what = "condition",
+): Promise<void> {
+  const until = Date.now() + seconds * 1000;
+  while (!check()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+export function job(id: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    id,
+    instanceId: `i-${id}`,
+    stepId: "s",
+    stepExecutionId: `se-${id}`,
+    jobType: "t",
+    attempt: 1,
+    retriesRemaining: 2,
+    lockExpiresAt: new Date(Date.now() + 30_000).toISOString(),
+    input: { n: 1 },
+    ...extra,
+  };
+}
+
+/** A batch route answering APPLIED for every item. */
+export function applyAll(req: Seen): Reply {
+  const results = (req.body.results as { jobId: string; failure?: unknown }[]).map((r) => ({
+    jobId: r.jobId,
+    outcome: "APPLIED",
+    status: r.failure ? "RETRY_SCHEDULED" : "COMPLETED",
+  }));
+  return { body: { results } };
+}

@@ -1,0 +1,333 @@
+import assert from "node:assert/strict";
+import { afterEach, beforeEach, test } from "node:test";
+import {
+  BatonClient,
+  JobError,
+  NonRetryableError,
+  Registry,
+  Runner,
+  type RunnerOptions,
+  retryPolicy,
+  silentLogger,
+} from "../src/index.js";
+import { applyAll, FakeBaton, job, type Seen, waitUntil } from "./fake.js";
+
+let fake: FakeBaton;
+let queue: Record<string, unknown>[];
+
+beforeEach(async () => {
+  fake = await new FakeBaton().start();
+  queue = [];
+  fake.on("POST /v1/jobs/poll", (req) => ({ body: { jobs: queue.splice(0, req.body.maxJobs) } }));
+  fake.on("POST /v1/jobs/complete-batch", applyAll);
+  fake.on("POST /v1/workers/stop", (req) => ({ body: { workerId: req.body.workerId } }));
+  fake.on("GET /v1/config", () => ({
+    body: { payloadLimits: { stepOutput: { softLimitBytes: 100_000, hardLimitBytes: 1_000_000 } } },
+  }));
+});
+afterEach(() => fake.close());
+
+function runner(registry: Registry, options: RunnerOptions = {}): Runner {
+  return new Runner(registry, {
+    client: new BatonClient({ url: fake.url, apiKey: "k", retry: null }),
+    workerId: "w1",
+    pollInterval: 0.01,
+    maxPollInterval: 0.02,
+    longPollWait: 0,
+    logger: silentLogger,
+    ...options,
+  });
+}
+
+function items(): { jobId: string; failure?: Record<string, unknown>; [k: string]: unknown }[] {
+  return fake.calls("/v1/jobs/complete-batch").flatMap((s) => s.body.results);
+}
+
+test("results of fast jobs go out in batches, with the attempt; handlers see the job", async () => {
+  for (let i = 0; i < 20; i++) queue.push(job(`j${i}`, { attempt: 2 }));
+  const seen: string[] = [];
+  const registry = new Registry();
+  registry.register("t", async (j) => {
+    seen.push(`${j.jobId}/${j.attempt}/${j.retriesRemaining}/${j.instanceId}/${j.input.n}`);
+    return { done: j.jobId };
+  });
+  const stop = new AbortController();
+  const r = runner(registry, { parallelism: 8, maxJobsPerPoll: 10, flushInterval: 0.02 });
+  const done = r.run({ signal: stop.signal });
+  await waitUntil(() => items().length === 20, 5, "20 results");
+  stop.abort();
+  await done;
+  assert.equal(seen.length, 20);
+  assert.ok(seen.includes("j3/2/2/i-j3/1"));
+  const flushes = fake.calls("/v1/jobs/complete-batch").length;
+  assert.ok(flushes < 20, `20 results in ${flushes} flushes`);
+  for (const item of items()) {
+    assert.equal(item.attempt, 2);
+    assert.equal(item.workerId, "w1");
+    assert.deepEqual(item.variablesToSet, { done: item.jobId });
+  }
+  assert.equal(fake.calls("/v1/jobs/complete").length, 0);
+});
+
+test("a poll never asks for more jobs than there are free slots", async () => {
+  for (let i = 0; i < 30; i++) queue.push(job(`j${i}`));
+  let running = 0;
+  let most = 0;
+  const registry = new Registry();
+  registry.register("t", async () => {
+    running += 1;
+    most = Math.max(most, running);
+    await new Promise((r) => setTimeout(r, 20));
+    running -= 1;
+    return {};
+  });
+  const stop = new AbortController();
+  const r = runner(registry, { parallelism: 3, prefetch: 0, maxJobsPerPoll: 10 });
+  const done = r.run({ signal: stop.signal });
+  await waitUntil(() => items().length === 30, 10, "30 results");
+  stop.abort();
+  await done;
+  assert.ok(most <= 3, `at most 3 ran at once (saw ${most})`);
+  for (const poll of fake.calls("/v1/jobs/poll"))
+    assert.ok(poll.body.maxJobs <= 3, `asked ${poll.body.maxJobs}`);
+});
+
+test("outcomes: non-retryable, retry delay, any other error, and an output that is not JSON", async () => {
+  queue.push(job("nr"), job("delay"), job("boom"), job("nan"));
+  const registry = new Registry();
+  registry.register("t", async (j) => {
+    if (j.jobId === "nr") throw new NonRetryableError("card declined");
+    if (j.jobId === "delay") throw new JobError("rate limited", { nextRetryDelaySeconds: 30 });
+    if (j.jobId === "boom") throw new RangeError("off by one");
+    return { ratio: Number.NaN };
+  });
+  const stop = new AbortController();
+  const done = runner(registry).run({ signal: stop.signal });
+  await waitUntil(() => items().length === 4, 5, "4 results");
+  stop.abort();
+  await done;
+  const failure = (id: string) => items().find((i) => i.jobId === id)?.failure;
+  assert.deepEqual(failure("nr"), { errorMessage: "card declined", retryable: false });
+  assert.deepEqual(failure("delay"), {
+    errorMessage: "rate limited",
+    retryable: true,
+    nextRetryDelaySeconds: 30,
+  });
+  assert.deepEqual(failure("boom"), { errorMessage: "RangeError: off by one", retryable: true });
+  assert.deepEqual(failure("nan"), {
+    errorMessage: "the handler's result cannot be sent: $.ratio is NaN, which is not JSON",
+    retryable: false,
+  });
+});
+
+test("a long handler is heartbeaten at half its lease, with its attempt; a lost lease aborts its signal", async () => {
+  queue.push(job("long", { attempt: 3, lockExpiresAt: new Date(Date.now() + 400).toISOString() }));
+  const beats: Seen[] = [];
+  fake.on("POST /v1/jobs/heartbeat", (req) => {
+    beats.push(req);
+    if (beats.length >= 3)
+      return { status: 409, body: { title: "Conflict", status: 409, detail: "job taken" } };
+    return { body: { jobId: "long", lockExpiresAt: new Date(Date.now() + 400).toISOString() } };
+  });
+  let reason: unknown;
+  const registry = new Registry();
+  registry.register("t", async (j) => {
+    await new Promise<void>((resolve) =>
+      j.signal.addEventListener("abort", () => resolve(), { once: true }),
+    );
+    reason = j.signal.reason;
+    return { stoppedEarly: true };
+  });
+  const stop = new AbortController();
+  const done = runner(registry).run({ signal: stop.signal });
+  await waitUntil(() => reason !== undefined, 5, "the lease to be lost");
+  stop.abort();
+  await done;
+  assert.equal(beats.length, 3);
+  for (const b of beats) assert.deepEqual(b.body, { jobId: "long", workerId: "w1", attempt: 3 });
+  const gap = (beats[1]?.at ?? 0) - (beats[0]?.at ?? 0);
+  assert.ok(gap >= 100 && gap < 400, `heartbeats ~200 ms apart (${gap})`);
+  assert.equal((reason as Error).name, "LeaseLostError");
+});
+
+test("polls back off on 503 and on a refused connection, then carry on", async () => {
+  let n = 0;
+  fake.on("POST /v1/jobs/poll", (req) => {
+    n += 1;
+    if (n <= 3) return { status: 503, body: { title: "Unavailable", status: 503 } };
+    return { body: { jobs: queue.splice(0, req.body.maxJobs) } };
+  });
+  queue.push(job("after"));
+  const registry = new Registry();
+  registry.register("t", async () => ({ ok: true }));
+  const stop = new AbortController();
+  const r = runner(registry, {
+    pollErrors: retryPolicy({
+      initialInterval: 0.05,
+      maximumInterval: 0.2,
+      maximumAttempts: undefined,
+      jitter: 0,
+    }),
+  });
+  const done = r.run({ signal: stop.signal });
+  await waitUntil(() => items().length === 1, 5, "the job after the errors");
+  stop.abort();
+  await done;
+  const polls = fake.calls("/v1/jobs/poll").map((p) => p.at);
+  // 0.05, 0.1, 0.2 s between the failed polls: backed off, not hammered.
+  assert.ok((polls[3] ?? 0) - (polls[0] ?? 0) >= 300, `${(polls[3] ?? 0) - (polls[0] ?? 0)} ms`);
+});
+
+test("stop drains: the running handler finishes and its result is sent; nothing more is claimed", async () => {
+  queue.push(job("slow"));
+  let release: () => void = () => {};
+  let started = false;
+  const registry = new Registry();
+  registry.register("t", async (j) => {
+    started = true;
+    await new Promise<void>((r) => {
+      release = r;
+    });
+    return { shuttingDown: j.shuttingDown };
+  });
+  const r = runner(registry);
+  const done = r.run();
+  await waitUntil(() => started, 5, "the handler to start");
+  queue.push(job("never"));
+  const stopped = r.stop();
+  const pollsAtStop = fake.calls("/v1/jobs/poll").length;
+  let resolved = false;
+  void stopped.then(() => {
+    resolved = true;
+  });
+  await new Promise((res) => setTimeout(res, 50));
+  assert.equal(resolved, false, "stop waits for the handler");
+  release();
+  await stopped;
+  await done;
+  assert.deepEqual(items(), [
+    { jobId: "slow", workerId: "w1", attempt: 1, variablesToSet: { shuttingDown: true } },
+  ]);
+  assert.equal(fake.calls("/v1/jobs/poll").length, pollsAtStop, "no poll after the stop");
+  assert.equal(queue.length, 1);
+});
+
+test("a stop during a long-poll abandons it at once and sends the worker's stop signal", async () => {
+  fake.on("POST /v1/jobs/poll", (req) => ({
+    body: { jobs: [] },
+    delayMs: req.body.waitSeconds ? 5000 : 0,
+  }));
+  const registry = new Registry();
+  registry.register("t", async () => ({}));
+  const r = runner(registry, { longPollWait: 10 });
+  const done = r.run();
+  await waitUntil(
+    () => fake.calls("/v1/jobs/poll").some((p) => p.body.waitSeconds === 10),
+    5,
+    "a long-poll",
+  );
+  const t0 = Date.now();
+  await r.stop();
+  await done;
+  assert.ok(Date.now() - t0 < 2000, "did not wait for the long-poll");
+  assert.deepEqual(
+    fake.calls("/v1/workers/stop").map((s) => s.body),
+    [{ workerId: "w1" }],
+  );
+});
+
+test("a large output is uploaded (POST /v1/payloads + presigned PUT with its headers)", async () => {
+  const puts: Seen[] = [];
+  fake.on("POST /v1/payloads", (req) => ({
+    body: {
+      path: "payloads/step-output/abc",
+      uploadUrl: `${fake.url}/s3/abc`,
+      uploadHeaders: { "x-amz-checksum": "yes" },
+      sizeReq: req.body.sizeBytes,
+    },
+  }));
+  fake.on("PUT /s3/abc", (req) => {
+    puts.push(req);
+    return { body: {} };
+  });
+  fake.on("GET /s3/input", () => ({ body: { blob: "y".repeat(10) } }));
+  queue.push(
+    job("big", { input: { bytes: 200_000 } }),
+    job("in", { input: null, inputPayloadPath: "p", inputDownloadUrl: `${fake.url}/s3/input` }),
+  );
+  const registry = new Registry();
+  registry.register("t", async (j) =>
+    j.jobId === "big"
+      ? { blob: "x".repeat(Number(j.input.bytes)) }
+      : { length: String(j.input.blob).length },
+  );
+  const stop = new AbortController();
+  const done = runner(registry).run({ signal: stop.signal });
+  await waitUntil(() => items().length === 2, 5, "2 results");
+  stop.abort();
+  await done;
+  const big = items().find((i) => i.jobId === "big");
+  assert.equal(big?.outputPayloadPath, "payloads/step-output/abc");
+  assert.equal(big?.variablesToSet, undefined);
+  assert.equal(puts[0]?.headers["x-amz-checksum"], "yes");
+  assert.equal(puts[0]?.headers["x-api-key"], undefined, "no API key on a presigned URL");
+  assert.deepEqual(JSON.parse(puts[0]?.raw ?? "{}"), { blob: "x".repeat(200_000) });
+  assert.equal(
+    fake.calls("/v1/payloads")[0]?.body.sizeBytes,
+    Buffer.byteLength(puts[0]?.raw ?? ""),
+  );
+  assert.deepEqual(items().find((i) => i.jobId === "in")?.variablesToSet, { length: 10 });
+});
+
+test("a poll refused with 403 is logged with where the key came from, and retried slowly", async () => {
+  fake.on("POST /v1/jobs/poll", () => ({ status: 403, body: { title: "Forbidden", status: 403 } }));
+  const logged: string[] = [];
+  const logger = {
+    ...silentLogger,
+    error: (m: string, f?: Record<string, unknown>) => logged.push(`${m}: ${f?.error}`),
+  };
+  const registry = new Registry();
+  registry.register("t", async () => ({}));
+  const r = new Runner(registry, {
+    client: new BatonClient({ url: fake.url, apiKey: "wrong", retry: null }),
+    logger,
+    longPollWait: 0,
+    pollErrors: retryPolicy({
+      initialInterval: 0.01,
+      maximumInterval: 0.02,
+      maximumAttempts: undefined,
+    }),
+  });
+  const done = r.run();
+  await waitUntil(() => logged.length >= 2, 5, "two refusals");
+  await r.stop();
+  await done;
+  assert.equal(
+    logged[0],
+    "poll refused; backing off: 403 Forbidden (the API key came from the apiKey option)",
+  );
+});
+
+test("a batch refused per item: INVALID fails the job non-retryably with the server's reason", async () => {
+  fake.on("POST /v1/jobs/complete-batch", (req) => ({
+    body: {
+      results: req.body.results.map((r: { jobId: string; failure?: unknown }) =>
+        r.failure
+          ? { jobId: r.jobId, outcome: "APPLIED", status: "FAILED" }
+          : { jobId: r.jobId, outcome: "INVALID", error: "too deep" },
+      ),
+    },
+  }));
+  queue.push(job("deep"));
+  const registry = new Registry();
+  registry.register("t", async () => ({ a: 1 }));
+  const stop = new AbortController();
+  const done = runner(registry).run({ signal: stop.signal });
+  await waitUntil(() => items().length === 2, 5, "the completion and then the failure");
+  stop.abort();
+  await done;
+  assert.deepEqual(items()[1]?.failure, {
+    errorMessage: "the server refused the handler's result: too deep",
+    retryable: false,
+  });
+});
