@@ -28,6 +28,7 @@ import type {
   StepExecutionPageJson,
   StopWorkerResponseJson,
 } from "./gen/workflow/v1/engine_pb.js";
+import { fromFetch, type HttpAnswer, type HttpSend, nodeHttp } from "./http.js";
 import { strictJson } from "./json.js";
 import { type Logger, silentLogger } from "./log.js";
 import { VERSION } from "./version.js";
@@ -52,7 +53,10 @@ export interface ClientOptions {
   /** Extra headers on every request. */
   headers?: Record<string, string>;
   logger?: Logger;
-  /** The fetch to use (tests); default the global one. */
+  /**
+   * A `fetch`-compatible function to send requests with (default: `node:http` over a keep-alive
+   * agent, which costs less CPU per request than the global fetch).
+   */
   fetch?: typeof fetch;
 }
 
@@ -82,7 +86,7 @@ export class BatonClient {
   /** Where the credentials came from, or why there are none (named on 401/403). */
   readonly credentialSource: string;
   readonly #headers: Record<string, string>;
-  readonly #fetch: typeof fetch;
+  readonly #http: HttpSend;
   readonly #log: Logger;
   #config: Promise<ServerConfigJson | undefined> | undefined;
 
@@ -111,7 +115,7 @@ export class BatonClient {
     this.retry = options.retry === null ? NO_RETRY : (options.retry ?? DEFAULT_RETRY);
     this.timeoutSeconds = options.timeoutSeconds ?? 30;
     this.#headers = { "user-agent": `baton-worker-typescript/${VERSION}`, ...options.headers };
-    this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.#http = options.fetch ? fromFetch(options.fetch) : nodeHttp();
     this.#log = options.logger ?? silentLogger;
   }
 
@@ -441,7 +445,7 @@ export class BatonClient {
         body: { kind, sizeBytes: bytes.length },
       });
       path = grant.path ?? "";
-      return this.#fetch(grant.uploadUrl ?? "", {
+      return this.#http(new URL(grant.uploadUrl ?? ""), {
         method: "PUT",
         body: bytes,
         headers: grant.uploadHeaders ?? {},
@@ -454,18 +458,22 @@ export class BatonClient {
   /** The JSON at a presigned GET URL (an offloaded input), retrying transient S3 failures. */
   async downloadPayload(url: string): Promise<JsonValue> {
     const response = await this.#presigned("download", "GET", () =>
-      this.#fetch(url, { signal: AbortSignal.timeout(60_000) }),
+      this.#http(new URL(url), { method: "GET", headers: {}, signal: AbortSignal.timeout(60_000) }),
     );
     return JSON.parse(await response.text()) as JsonValue;
   }
 
-  async #presigned(what: string, method: string, send: () => Promise<Response>): Promise<Response> {
+  async #presigned(
+    what: string,
+    method: string,
+    send: () => Promise<HttpAnswer>,
+  ): Promise<HttpAnswer> {
     const backoff = new Backoff(PAYLOAD_RETRY);
     for (let attempts = 1; ; attempts++) {
       let failure: string;
       try {
         const response = await send();
-        if (response.ok) return response;
+        if (response.status >= 200 && response.status < 300) return response;
         const text = (await response.text()).slice(0, 300);
         if (response.status < 500) {
           throw new TransportError(`payload ${what} refused: ${response.status} ${text}`, {
@@ -513,7 +521,7 @@ export class BatonClient {
     const started = performance.now();
     for (let attempts = 1; ; attempts++) {
       try {
-        return (await this.#send(method, url, body, options)) as T;
+        return (await this.#exchange(method, url, body, options)) as T;
       } catch (error) {
         if (!(error instanceof TransportError || error instanceof BatonApiError)) throw error;
         if (options.signal?.aborted || !mayRetry(error, idempotent)) throw error;
@@ -535,7 +543,7 @@ export class BatonClient {
     }
   }
 
-  async #send(
+  async #exchange(
     method: string,
     url: URL,
     body: string | undefined,
@@ -551,10 +559,10 @@ export class BatonClient {
     }
     const timeout = AbortSignal.timeout((options.timeoutSeconds ?? this.timeoutSeconds) * 1000);
     const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-    let response: Response;
+    let response: HttpAnswer;
     let text: string;
     try {
-      response = await this.#fetch(url, { method, headers, body, signal });
+      response = await this.#http(url, { method, headers, body, signal });
       text = await response.text();
     } catch (error) {
       const sent = !notConnected(error);
@@ -566,7 +574,7 @@ export class BatonClient {
         cause: error,
       });
     }
-    if (response.ok) {
+    if (response.status >= 200 && response.status < 300) {
       if (!text) return undefined;
       try {
         return JSON.parse(text);
@@ -589,7 +597,7 @@ export class BatonClient {
     const hint =
       response.status === 401 || response.status === 403 ? this.credentialSource : undefined;
     throw problemError(response.status, decoded, {
-      retryAfter: response.headers.get("retry-after"),
+      retryAfter: response.header("retry-after"),
       reason: response.statusText,
       method,
       url: url.href,
@@ -615,6 +623,8 @@ const NOT_CONNECTED = new Set([
 ]);
 
 function notConnected(error: unknown): boolean {
+  const code = (error as { code?: string })?.code;
+  if (code && NOT_CONNECTED.has(code)) return true;
   const cause = (error as { cause?: { code?: string; errors?: { code?: string }[] } })?.cause;
   if (cause?.code && NOT_CONNECTED.has(cause.code)) return true;
   return cause?.errors?.some((e) => e.code !== undefined && NOT_CONNECTED.has(e.code)) ?? false;
@@ -622,8 +632,12 @@ function notConnected(error: unknown): boolean {
 
 function describeFetchError(error: unknown): string {
   if (error instanceof Error) {
-    if (error.name === "TimeoutError") return "timed out";
+    const reason = (error as { cause?: { name?: string } }).cause;
+    if (error.name === "TimeoutError" || reason?.name === "TimeoutError") return "timed out";
     if (error.name === "AbortError") return "aborted";
+    const code = (error as { code?: string }).code;
+    if (code && code !== "ERR_INVALID_ARG_TYPE")
+      return `${code}${error.message.includes(code) ? "" : `: ${error.message}`}`;
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;
     const text = cause?.code ?? cause?.message ?? error.message;
     return text.length < 300 ? text : `${text.slice(0, 300)}...`;
