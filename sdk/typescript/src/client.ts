@@ -123,6 +123,11 @@ export class BatonClient {
     return `BatonClient(${this.url})`;
   }
 
+  /** Close idle connections; the client still works afterwards (it opens new ones). */
+  close(): void {
+    this.#http.close?.();
+  }
+
   // --- definitions ---------------------------------------------------------------------------
 
   registerDefinition(definition: DefinitionJson, options?: CallOptions): Promise<DefinitionJson> {

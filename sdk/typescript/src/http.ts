@@ -23,13 +23,16 @@ export interface HttpRequest {
   signal?: AbortSignal | undefined;
 }
 
-export type HttpSend = (url: URL, request: HttpRequest) => Promise<HttpAnswer>;
+export type HttpSend = ((url: URL, request: HttpRequest) => Promise<HttpAnswer>) & {
+  /** Close idle keep-alive connections (they would otherwise hold the process a moment). */
+  close?: () => void;
+};
 
 /** A sender over keep-alive agents (one for http, one for https). */
 export function nodeHttp(maxSockets = 64): HttpSend {
   const options = { keepAlive: true, maxSockets, noDelay: true };
   const agents = { "http:": new http.Agent(options), "https:": new https.Agent(options) };
-  return (url, request) =>
+  const send: HttpSend = (url, request) =>
     new Promise<HttpAnswer>((resolve, reject) => {
       const secure = url.protocol === "https:";
       const headers: Record<string, string | number> = { ...request.headers };
@@ -68,6 +71,11 @@ export function nodeHttp(maxSockets = 64): HttpSend {
       req.on("error", reject);
       req.end(request.body);
     });
+  send.close = () => {
+    agents["http:"].destroy();
+    agents["https:"].destroy();
+  };
+  return send;
 }
 
 /** A sender over a `fetch`-compatible function. */

@@ -121,6 +121,7 @@ export class Runner {
   readonly #jobs: JobExecutor;
   readonly #transport: JobTransport | undefined;
   readonly #stopping = new AbortController();
+  readonly #ownsClient: boolean;
   #longPoll: AbortController | undefined;
   #longPollOn: boolean;
   #stopSignal: Promise<void> | undefined;
@@ -138,6 +139,7 @@ export class Runner {
         ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
         ...(options.logger === undefined ? {} : { logger: options.logger }),
       });
+    this.#ownsClient = options.client === undefined;
     this.workerId = options.workerId ?? defaultWorkerId();
     this.jobTypes = [...new Set(options.jobTypes ?? registry.jobTypes)];
     if (this.jobTypes.length === 0) {
@@ -468,6 +470,7 @@ export class Runner {
     await this.#flusher?.close();
     this.#jobs.heartbeater?.stop();
     await this.#stopSignal;
+    if (this.#ownsClient && drained) this.client.close();
     this.#log.info("runner stopped", { workerId: this.workerId });
   }
 }
