@@ -126,6 +126,7 @@ export class Runner {
   #longPollOn: boolean;
   #stopSignal: Promise<void> | undefined;
   #started = false;
+  #claimed = 0; // jobs dispatched and not finished (running or waiting for a running slot)
   #done: Promise<void> | undefined;
 
   constructor(
@@ -210,7 +211,7 @@ export class Runner {
 
   /** Jobs claimed and not finished, plus results handed over and not yet answered. */
   get inFlight(): number {
-    return this.#claim.inUse + (this.#flusher?.waiting ?? 0);
+    return this.#claimed + (this.#flusher?.waiting ?? 0);
   }
 
   /** True once a stop was asked for. */
@@ -416,12 +417,14 @@ export class Runner {
   }
 
   #dispatch(job: JobJson): void {
+    this.#claimed += 1;
     void (async () => {
       await this.#run.acquire();
       try {
         await this.#jobs.run(job);
       } finally {
         this.#run.release();
+        this.#claimed -= 1;
         this.#claim.release();
       }
     })();

@@ -25,18 +25,27 @@ beforeEach(async () => {
     body: { payloadLimits: { stepOutput: { softLimitBytes: 100_000, hardLimitBytes: 1_000_000 } } },
   }));
 });
-afterEach(() => fake.close());
+// Every runner a test made is stopped afterwards, so a failed assertion cannot leave one polling
+// (and the test process hanging); drainTimeout bounds a handler a failed test never released.
+const made: Runner[] = [];
+afterEach(async () => {
+  await Promise.all(made.splice(0).map((r) => r.stop()));
+  await fake.close();
+});
 
 function runner(registry: Registry, options: RunnerOptions = {}): Runner {
-  return new Runner(registry, {
+  const r = new Runner(registry, {
     client: new BatonClient({ url: fake.url, apiKey: "k", retry: null }),
     workerId: "w1",
     pollInterval: 0.01,
     maxPollInterval: 0.02,
     longPollWait: 0,
     logger: silentLogger,
+    drainTimeout: 2,
     ...options,
   });
+  made.push(r);
+  return r;
 }
 
 function items(): { jobId: string; failure?: Record<string, unknown>; [k: string]: unknown }[] {
@@ -194,6 +203,7 @@ test("stop drains: the running handler finishes and its result is sent; nothing 
   const done = r.run();
   await waitUntil(() => started, 5, "the handler to start");
   queue.push(job("never"));
+  assert.equal(r.inFlight, 1);
   const stopped = r.stop();
   const pollsAtStop = fake.calls("/v1/jobs/poll").length;
   let resolved = false;
@@ -226,6 +236,7 @@ test("a stop during a long-poll abandons it at once and sends the worker's stop 
     5,
     "a long-poll",
   );
+  assert.equal(r.inFlight, 0, "slots reserved for a poll are not jobs in flight");
   const t0 = Date.now();
   await r.stop();
   await done;
@@ -298,6 +309,7 @@ test("a poll refused with 403 is logged with where the key came from, and retrie
       maximumAttempts: undefined,
     }),
   });
+  made.push(r);
   const done = r.run();
   await waitUntil(() => logged.length >= 2, 5, "two refusals");
   await r.stop();
