@@ -102,17 +102,18 @@ test("a poll never asks for more jobs than there are free slots", async () => {
 });
 
 test("outcomes: non-retryable, retry delay, any other error, and an output that is not JSON", async () => {
-  queue.push(job("nr"), job("delay"), job("boom"), job("nan"));
+  queue.push(job("nr"), job("delay"), job("boom"), job("nan"), job("list"));
   const registry = new Registry();
   registry.register("t", async (j) => {
     if (j.jobId === "nr") throw new NonRetryableError("card declined");
     if (j.jobId === "delay") throw new JobError("rate limited", { nextRetryDelaySeconds: 30 });
     if (j.jobId === "boom") throw new RangeError("off by one");
+    if (j.jobId === "list") return [1, 2] as unknown as Record<string, unknown>;
     return { ratio: Number.NaN };
   });
   const stop = new AbortController();
   const done = runner(registry).run({ signal: stop.signal });
-  await waitUntil(() => items().length === 4, 5, "4 results");
+  await waitUntil(() => items().length === 5, 5, "5 results");
   stop.abort();
   await done;
   const failure = (id: string) => items().find((i) => i.jobId === id)?.failure;
@@ -125,6 +126,10 @@ test("outcomes: non-retryable, retry delay, any other error, and an output that 
   assert.deepEqual(failure("boom"), { errorMessage: "RangeError: off by one", retryable: true });
   assert.deepEqual(failure("nan"), {
     errorMessage: "the handler's result cannot be sent: $.ratio is NaN, which is not JSON",
+    retryable: false,
+  });
+  assert.deepEqual(failure("list"), {
+    errorMessage: "the handler of t returned an array; return an object of variables, or nothing",
     retryable: false,
   });
 });
