@@ -292,6 +292,9 @@ export class Runner {
       this.#log.error("poll loop crashed; draining and stopping", { error: String(error) });
       this.#stopping.abort();
     }
+    // Polling is over: say so at every stop (not only when a long-poll was left waiting), so
+    // the server's waits, and whoever watches, know this worker claims nothing more.
+    if (this.#transport === undefined) this.#stopSignal ??= this.#sendStopSignal();
     await this.#drain();
   }
 

@@ -224,6 +224,11 @@ test("stop drains: the running handler finishes and its result is sent; nothing 
     { jobId: "slow", workerId: "w1", attempt: 1, variablesToSet: { shuttingDown: true } },
   ]);
   assert.equal(fake.calls("/v1/jobs/poll").length, pollsAtStop, "no poll after the stop");
+  assert.deepEqual(
+    fake.calls("/v1/workers/stop").map((s) => s.body),
+    [{ workerId: "w1" }],
+    "the stop signal, once polling is over",
+  );
   assert.equal(queue.length, 1);
 });
 

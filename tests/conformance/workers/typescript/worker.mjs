@@ -50,15 +50,10 @@ const runner = new Runner(registry, {
   workerId: env.CONFORMANCE_WORKER_ID,
   parallelism: Number(env.CONFORMANCE_PARALLELISM || 4),
 });
+// SIGTERM and SIGINT start the graceful stop; a repeated signal changes nothing (the stop is
+// under way), as in the Python conformance worker.
 const stop = new AbortController();
-let signals = 0;
-for (const name of ["SIGTERM", "SIGINT"]) {
-  process.on(name, () => {
-    signals += 1;
-    if (signals > 1) process.exit(1);
-    stop.abort();
-  });
-}
+for (const name of ["SIGTERM", "SIGINT"]) process.on(name, () => stop.abort());
 const done = runner.run({ signal: stop.signal });
 process.stdout.write("READY\n");
 await done;
