@@ -45,7 +45,7 @@ export interface RunnerOptions {
   jobTypes?: string[];
   /** Jobs running at once (default 8). */
   parallelism?: number;
-  /** The most one poll asks for (default 10; the API allows 100). */
+  /** The most one poll asks for (default 20; the API allows 100). */
   maxJobsPerPoll?: number;
   /** Claimed jobs allowed to wait for a running slot (default min(parallelism, maxJobsPerPoll)). */
   prefetch?: number;
@@ -151,7 +151,7 @@ export class Runner {
       throw new TypeError(`no handler registered for job type(s): ${missing.join(", ")}`);
     }
     this.parallelism = whole("parallelism", options.parallelism ?? 8, 1);
-    const maxJobsPerPoll = whole("maxJobsPerPoll", options.maxJobsPerPoll ?? 10, 1, 100);
+    const maxJobsPerPoll = whole("maxJobsPerPoll", options.maxJobsPerPoll ?? 20, 1, 100);
     const prefetch = whole(
       "prefetch",
       options.prefetch ?? Math.min(this.parallelism, maxJobsPerPoll),
