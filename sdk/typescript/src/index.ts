@@ -19,6 +19,7 @@ export { Backoff, NO_RETRY, type RetryPolicy, retryPolicy } from "./backoff.js";
 export {
   BatonClient,
   type CallOptions,
+  ClientCore,
   type ClientOptions,
   DEFAULT_RETRY,
   type JsonObject,
