@@ -5,13 +5,29 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+# Folders a build or an install fills with other people's files (npm, Maven, a venv).
+NOT_OURS = {".venv", "node_modules", "target", "dist", ".pytest-tmp"}
+
+
+def _ours(paths: Iterable[Path]) -> list[Path]:
+    return [p for p in paths if NOT_OURS.isdisjoint(p.relative_to(ROOT).parts)]
+
+
 PAGES = sorted(
-    [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *(ROOT / "examples").rglob("README.md")]
+    _ours(
+        [
+            ROOT / "README.md",
+            *(ROOT / "docs").rglob("*.md"),
+            *(ROOT / "examples").rglob("README.md"),
+            *(ROOT / "sdk").glob("*/README.md"),
+        ]
+    )
 )
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 RELATIVE_PATH = re.compile(r"(?<![\w/.])((?:\.\./)+[\w./-]+)")
@@ -47,7 +63,7 @@ def test_every_link_of_a_page_is_a_file_of_the_repository(page: Path) -> None:
 def test_every_markdown_file_a_page_names_is_in_the_repository(page: Path) -> None:
     """A page's own name (``dispatch.md``) is read next to the page, from the root, or as a
     file of that name anywhere in the repository."""
-    names = {p.name for p in ROOT.rglob("*.md") if ".venv" not in p.parts}
+    names = {p.name for p in _ours(ROOT.rglob("*.md"))}
     missing = [
         name
         for name in MD_NAME.findall(page.read_text())
