@@ -138,6 +138,9 @@ FUNCTION_SIZING: Mapping[str, FunctionSizing] = {
     # The outbox relay drains once a second for most of each minute, like the sweeper: a job
     # reaches the queue within about a second of becoming due (relay lag).
     "relay": SCHEDULED_LOOPING,
+    # HTTP steps: loops like the sweeper (each pass long-polls a second for jobs); the timeout
+    # leaves room for the last pass's calls (connect 30 s + read 60 s at most, baton.httpcall).
+    "system_tasks": FunctionSizing(memory_mb=512, timeout_seconds=180, duty_loop_seconds=59),
 }
 # Alarm thresholds of the event-driven dispatch mode (outbox relay).
 RELAY_LAG_ALARM_SECONDS = 60

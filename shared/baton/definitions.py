@@ -19,6 +19,7 @@ from baton import expressions, validation
 from baton.conditions import ConditionError, compile_condition
 from baton.durations import duration_seconds, parse_timestamp
 from baton.errors import Problem, ValidationFailed
+from baton.httpcall.request import request_problems
 from baton.model import (
     INT32_MAX,
     JOB_TYPE_PATTERN,
@@ -222,6 +223,22 @@ def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
         yield Problem(f"{path}.input", "input is an object, or one ${…} expression giving one")
     if kind == "SERVICE_TASK":
         yield from _setting_problems(path, step)
+        job_type = step.get("jobType")
+        if isinstance(job_type, str) and job_type.lower().startswith(RESERVED_JOB_TYPE_PREFIX):
+            yield Problem(
+                f"{path}.jobType",
+                f"job types starting with {RESERVED_JOB_TYPE_PREFIX!r} are the engine's own "
+                "(an HTTP step makes its call as one): choose another name",
+            )
+    elif kind == "HTTP":
+        yield from _setting_problems(path, step)
+        request = step.get("request")
+        if isinstance(request, str) and not expressions.is_whole_expression(request):
+            yield Problem(
+                f"{path}.request", "request is an object, or one ${…} expression giving one"
+            )
+        for name, message in request_problems(request):
+            yield Problem(f"{path}.request.{name}" if name else f"{path}.request", message)
     elif kind == "MAP":
         items = step.get("items")
         if isinstance(items, str) and not expressions.is_whole_expression(items):
@@ -254,7 +271,10 @@ _EVALUATED_AT_STEP: dict[Any, tuple[str, ...]] = {
     "TIMER": ("until",),
     "SET_VARIABLE": ("variables",),
     "TERMINATE": ("reason", "output"),
+    "HTTP": ("request",),
 }
+# Job types the engine's system tasks claim (HTTP steps' ``baton:http``): no SERVICE_TASK's.
+RESERVED_JOB_TYPE_PREFIX = "baton:"
 RESERVED_ROOTS = frozenset({expressions.WORKFLOW, expressions.MAP})
 
 

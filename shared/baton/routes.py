@@ -295,7 +295,13 @@ def declared_methods(path: str) -> tuple[str, ...]:
 
 
 # Functions invoked on a schedule (EventBridge in AWS, a timer locally), not through the API.
-SCHEDULED_FUNCTIONS: tuple[str, ...] = ("reaper", "sweeper", "queue_dispatcher", "relay")
+SCHEDULED_FUNCTIONS: tuple[str, ...] = (
+    "reaper",
+    "sweeper",
+    "queue_dispatcher",
+    "relay",
+    "system_tasks",
+)
 
 # Invoked once per deploy as a CloudFormation custom resource (and at start by the local runtime).
 MIGRATION_FUNCTION = "migrate"

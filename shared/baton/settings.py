@@ -65,6 +65,12 @@ ENV_SCRIPT_MEMORY_BYTES = "BATON_SCRIPT_MEMORY_BYTES"
 # Lambda half the function's memory, so a runaway filter ends its sandbox, never the function.
 ENV_SCRIPT_PROCESS_BYTES = "BATON_SCRIPT_PROCESS_BYTES"
 ENV_LAMBDA_MEMORY_MB = "AWS_LAMBDA_FUNCTION_MEMORY_SIZE"  # set by Lambda
+# HTTP steps: what the address guard lets through besides its defaults (CIDRs, addresses, host
+# names, comma-separated), the largest answer body kept, and calls one system-tasks pass makes
+# at once (baton.httpcall).
+ENV_HTTP_ALLOW = "BATON_HTTP_ALLOW"
+ENV_HTTP_MAX_RESPONSE_BYTES = "BATON_HTTP_MAX_RESPONSE_BYTES"
+ENV_HTTP_CONCURRENCY = "BATON_HTTP_CONCURRENCY"
 
 ALL_ENV_VARS = (
     ENV_DATABASE_URL,
@@ -98,6 +104,9 @@ ALL_ENV_VARS = (
     ENV_SCRIPT_TIME_SECONDS,
     ENV_SCRIPT_MEMORY_BYTES,
     ENV_SCRIPT_PROCESS_BYTES,
+    ENV_HTTP_ALLOW,
+    ENV_HTTP_MAX_RESPONSE_BYTES,
+    ENV_HTTP_CONCURRENCY,
 )
 
 DISPATCH_MODES = ("polling", "outbox")
@@ -214,8 +223,22 @@ class EngineSettings:
     script_time_seconds: float = 1.0
     script_memory_bytes: int = 64 * 1024 * 1024
     script_process_bytes: int = 1024 * 1024 * 1024
+    # HTTP steps: the guard's allow list, whether loopback and private ranges are allowed
+    # (locally yes; from_env says no when the stage is not local), the answer size cap, and the
+    # calls one system-tasks pass makes at once.
+    http_allow: tuple[str, ...] = ()
+    http_private_allowed: bool = True
+    http_max_response_bytes: int = 1024 * 1024
+    http_concurrency: int = 8
 
     def __post_init__(self) -> None:
+        if not 1024 <= self.http_max_response_bytes <= 5 * 1024 * 1024:
+            raise SettingsError(
+                f"{ENV_HTTP_MAX_RESPONSE_BYTES}: use 1 KiB to 5 MiB, "
+                f"not {self.http_max_response_bytes}"
+            )
+        if not 1 <= self.http_concurrency <= 64:
+            raise SettingsError(f"{ENV_HTTP_CONCURRENCY}: use 1 to 64, not {self.http_concurrency}")
         if not 0 < self.script_time_seconds <= 60:
             raise SettingsError(
                 f"{ENV_SCRIPT_TIME_SECONDS}: use more than 0 and at most 60 seconds, "
@@ -280,6 +303,14 @@ class Settings:
             script_process_bytes=_int_env(
                 e, ENV_SCRIPT_PROCESS_BYTES, _process_bytes_default(e, engine.script_process_bytes)
             ),
+            http_allow=tuple(
+                a.strip() for a in (e.get(ENV_HTTP_ALLOW) or "").split(",") if a.strip()
+            ),
+            http_private_allowed=(e.get(ENV_STAGE) or "local") == "local",
+            http_max_response_bytes=_int_env(
+                e, ENV_HTTP_MAX_RESPONSE_BYTES, engine.http_max_response_bytes
+            ),
+            http_concurrency=_int_env(e, ENV_HTTP_CONCURRENCY, engine.http_concurrency),
         )
         base = cls(
             database_url=e.get(ENV_DATABASE_URL) or None,

@@ -5,7 +5,8 @@ registration and executed without any graph search.
 Work steps: SERVICE_TASK (a job for workers), USER_TASK and SIGNAL (completed through the API),
 TIMER (a durable wait), SUB_WORKFLOW (a child instance). Operators evaluated by the engine itself:
 SWITCH, PARALLEL, MAP, DO_WHILE, SET_VARIABLE, TERMINATE, and SCRIPT (JavaScript) and JQ (a jq
-filter), run in the engine's script sandbox (``baton.scripting``).
+filter), run in the engine's script sandbox (``baton.scripting``). HTTP: a call the engine makes
+outside the decision, as a job of a reserved type (``baton:http``) its system-tasks function runs.
 """
 
 from __future__ import annotations
@@ -121,6 +122,19 @@ class JqStep(StepBase):
     query: ScriptText
 
 
+class HttpStep(StepBase, TaskSettings):
+    """An HTTP call the engine makes (Conductor's HTTP task): ``request`` (an object, or one
+    ``${…}`` expression giving one) with ``uri``, ``method``, ``headers``, ``body``, ``accept``,
+    ``contentType``, ``connectionTimeOut`` and ``readTimeOut`` (milliseconds), resolved when the
+    step is scheduled. Run outside the decision as a job of the reserved type ``baton:http`` that
+    the ``system-tasks`` function claims; retried like a SERVICE_TASK (``retryCount``, ...). Output
+    ``{"response": {"statusCode", "headers", "body", "reasonPhrase"}}``; a status outside 2xx,
+    a refused address (``baton.httpcall.guard``) or a timeout fails the attempt."""
+
+    type: Literal["HTTP"]
+    request: dict[str, Any] | str
+
+
 class SwitchCase(Model):
     """One case of a SWITCH given as a condition (JSONata over the context)."""
 
@@ -188,6 +202,7 @@ Step = Annotated[
     | TerminateStep
     | ScriptStep
     | JqStep
+    | HttpStep
     | SwitchStep
     | ParallelStep
     | MapStep
@@ -204,6 +219,7 @@ STEP_TYPES = (
     "TERMINATE",
     "SCRIPT",
     "JQ",
+    "HTTP",
     "SWITCH",
     "PARALLEL",
     "MAP",
@@ -218,6 +234,7 @@ __all__ = [
     "MAX_SCRIPT_CHARS",
     "STEP_TYPES",
     "DoWhileStep",
+    "HttpStep",
     "JqStep",
     "MapStep",
     "ParallelStep",

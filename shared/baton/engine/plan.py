@@ -22,8 +22,10 @@ from baton.model import (
     RetryLogic,
     TimeoutPolicy,
 )
+from baton.httpcall import MAX_CONNECT_MS, MAX_READ_MS
 from baton.steps import (
     DoWhileStep,
+    HttpStep,
     MapStep,
     ParallelStep,
     ServiceTaskStep,
@@ -44,7 +46,8 @@ class Position:
 
 @dataclass(frozen=True, slots=True)
 class TaskPolicy:
-    """Effective retry/timeout settings of a SERVICE_TASK: step > task definition > default."""
+    """Effective retry/timeout settings of a SERVICE_TASK (step > task definition > default) or
+    an HTTP step (step > default)."""
 
     retry_count: int
     retry_logic: RetryLogic
@@ -57,8 +60,16 @@ class TaskPolicy:
     input_template: dict[str, Any]
 
 
-def task_policy(step: ServiceTaskStep) -> TaskPolicy:
-    td = step.task_def
+# An HTTP step's lease unless it sets responseTimeoutSeconds: its longest call and a margin, so a
+# system-tasks function that died mid-call has its job re-queued soon.
+HTTP_LEASE_SECONDS = (MAX_CONNECT_MS + MAX_READ_MS) // 1000 + 30
+
+
+def task_policy(step: ServiceTaskStep | HttpStep) -> TaskPolicy:
+    td = step.task_def if isinstance(step, ServiceTaskStep) else None
+    lease_default = (
+        HTTP_LEASE_SECONDS if isinstance(step, HttpStep) else DEFAULT_RESPONSE_TIMEOUT_SECONDS
+    )
 
     def pick(name: str, default: Any) -> Any:
         value = getattr(step, name)
@@ -71,7 +82,7 @@ def task_policy(step: ServiceTaskStep) -> TaskPolicy:
         retry_logic=RetryLogic(pick("retry_logic", DEFAULT_RETRY_LOGIC)),
         retry_delay_seconds=pick("retry_delay_seconds", DEFAULT_RETRY_DELAY_SECONDS),
         max_retry_delay_seconds=pick("max_retry_delay_seconds", None),
-        lease_seconds=pick("response_timeout_seconds", DEFAULT_RESPONSE_TIMEOUT_SECONDS),
+        lease_seconds=pick("response_timeout_seconds", lease_default),
         timeout_seconds=pick("timeout_seconds", 0),
         poll_timeout_seconds=pick("poll_timeout_seconds", 0),
         timeout_policy=TimeoutPolicy(pick("timeout_policy", TimeoutPolicy.TIME_OUT_WF)),
@@ -111,7 +122,7 @@ class Plan:
         self._lists: dict[ListRef, tuple[Step, ...]] = {ROOT: self.root}
         self._index(self.root, ROOT)
         self._policies: dict[str, TaskPolicy] = {
-            s.id: task_policy(s) for s in self.steps() if isinstance(s, ServiceTaskStep)
+            s.id: task_policy(s) for s in self.steps() if isinstance(s, ServiceTaskStep | HttpStep)
         }
         self._conditions: dict[str, Condition] = {}
         self._depths: dict[tuple[str, str], int] = {}

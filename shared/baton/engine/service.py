@@ -7,6 +7,7 @@ the instance it touches:
 - :class:`~baton.engine.batch_ops.BatchOps`: many workers' results in one transaction;
 - :class:`~baton.engine.dispatch_ops.DispatchOps`: the outbox relay and the claim by id;
 - :class:`~baton.engine.duties.Duties`: the scheduled reaper and sweeper;
+- :class:`~baton.engine.system_tasks.SystemTasks`: the HTTP calls of HTTP steps (system-tasks);
 - :class:`~baton.engine.delete_ops.DeleteOps`: deleting a definition version, a finished instance;
 - :class:`~baton.engine.conductor_ops.ConductorOps`: what Conductor's workers need besides.
 
@@ -23,9 +24,19 @@ from baton.engine.delete_ops import DeleteOps
 from baton.engine.dispatch_ops import DispatchOps
 from baton.engine.duties import Duties
 from baton.engine.instance_ops import InstanceOps
+from baton.engine.system_tasks import SystemTasks
 
 
-class Engine(DefinitionOps, InstanceOps, DispatchOps, BatchOps, Duties, DeleteOps, ConductorOps):
+class Engine(
+    DefinitionOps,
+    InstanceOps,
+    DispatchOps,
+    BatchOps,
+    SystemTasks,
+    Duties,
+    DeleteOps,
+    ConductorOps,
+):
     """Baton's engine over one database: every public operation of the REST contract."""
 
 

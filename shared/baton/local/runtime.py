@@ -45,6 +45,10 @@ log = logging.getLogger("baton.local.runtime")
 # The outbox mode's relay: its function, and how often baton dev runs it.
 RELAY_FUNCTION = "relay"
 RELAY_TICK_SECONDS = 0.1
+# The system-tasks function (HTTP steps) on a timer of its own: each pass waits up to a second for
+# a job (a NOTIFY wakes it at once), so it would hold up the common tick.
+SYSTEM_TASKS_FUNCTION = "system_tasks"
+SYSTEM_TASKS_TICK_SECONDS = 0.05
 
 # Which SQS queue the relay publishes to, rewritten at every start (the local SQS's port changes):
 # the worker SDK's sqs transport reads it (``baton_worker.env``) when BATON_DISPATCH_QUEUE_URL is
@@ -169,6 +173,10 @@ def _start(
         )
         relay.start()
         cleanup.callback(_quietly, "stopping the relay's timer", relay.stop, _STOP_TIMEOUT_SECONDS)
+
+    system = Ticker(registry, (SYSTEM_TASKS_FUNCTION,), interval=SYSTEM_TASKS_TICK_SECONDS)
+    system.start()
+    cleanup.callback(_quietly, "stopping the system tasks", system.stop, _STOP_TIMEOUT_SECONDS)
 
     thread = threading.Thread(
         target=server.serve_forever, args=(0.1,), name="baton-http", daemon=True
@@ -338,9 +346,14 @@ def _banner(say: _Console, options: DevOptions, server: LocalApiServer, key: Api
 
 
 def _ticking() -> list[str]:
-    """The scheduled functions on the common tick (in the outbox mode the relay has its own)."""
+    """The scheduled functions on the common tick (system tasks have their own timer, and so
+    has the relay in the outbox mode)."""
     outbox = dispatch_mode() == "outbox"
-    return [f for f in SCHEDULED_FUNCTIONS if not (outbox and f == RELAY_FUNCTION)]
+    return [
+        f
+        for f in SCHEDULED_FUNCTIONS
+        if f != SYSTEM_TASKS_FUNCTION and not (outbox and f == RELAY_FUNCTION)
+    ]
 
 
 def _dispatch_lines(options: DevOptions) -> list[str]:

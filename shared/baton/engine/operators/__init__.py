@@ -7,7 +7,16 @@ this table."""
 
 from __future__ import annotations
 
-from baton.engine.operators import do_while, map, parallel, script, sub_workflow, switch, work
+from baton.engine.operators import (
+    do_while,
+    http,
+    map,
+    parallel,
+    script,
+    sub_workflow,
+    switch,
+    work,
+)
 from baton.engine.operators.protocol import Operator
 
 OPERATORS: dict[str, Operator] = {
@@ -19,6 +28,7 @@ OPERATORS: dict[str, Operator] = {
     "TERMINATE": work.Terminate(),
     "SCRIPT": script.Script(),
     "JQ": script.Jq(),
+    "HTTP": http.Http(),
     "SUB_WORKFLOW": sub_workflow.SubWorkflow(),
     "SWITCH": switch.Switch(),
     "PARALLEL": parallel.Parallel(),

@@ -48,14 +48,21 @@ def merged(defaults: Any, values: Any) -> Any:
 
 
 class ServiceTask(Leaf):
-    def schedule(self, d: Decision, step: Step, scope: str) -> None:
+    def job_type(self, step: Step) -> str:
         assert isinstance(step, ServiceTaskStep)
+        return step.job_type
+
+    def own_input(self, d: Decision, step: Step, scope: str) -> Any:
+        """The step's resolved input (InputNotObject when it is not an object)."""
+        return d.resolve_input(step, scope)
+
+    def schedule(self, d: Decision, step: Step, scope: str) -> None:
         policy = d.plan.policy(step.id)
         point = f"step:{step.id}"
         # The task definition's inputTemplate supplies defaults under the step's own input (the
         # step wins; nested objects are merged key by key, as Conductor does).
         try:
-            own = d.resolve_input(step, scope)
+            own = self.own_input(d, step, scope)
         except InputNotObject as e:
             d.fail(d.add_step(step, StepStatus.SCHEDULED, None, scope), str(e))
             return
@@ -82,7 +89,7 @@ class ServiceTask(Leaf):
             NewJob(
                 id=job_id,
                 step_execution_id=new.id,
-                job_type=step.job_type,
+                job_type=self.job_type(step),
                 lease_seconds=policy.lease_seconds,
                 retries_remaining=policy.retry_count,
                 payload=step_input,

@@ -1,0 +1,33 @@
+"""HTTP: a call the engine makes, outside the decision. Scheduling resolves the step's ``request``
+and creates a job of the reserved type ``baton:http`` (as a SERVICE_TASK creates one for its
+workers); the system-tasks function claims these jobs with the same claim as any worker and
+completes or fails them through the same calls (``engine.system_tasks``), so leases, retries,
+timeouts and the audit trail are a SERVICE_TASK's. The job's input is the step's resolved
+``input`` with the resolved request under ``request``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from baton.engine.operators.work import ServiceTask
+from baton.engine.records import InputNotObject
+from baton.httpcall import HTTP_JOB_TYPE
+from baton.steps import HttpStep
+
+if TYPE_CHECKING:
+    from baton.engine.operators.protocol import Decision
+    from baton.steps import Step
+
+
+class Http(ServiceTask):
+    def job_type(self, step: Step) -> str:
+        return HTTP_JOB_TYPE
+
+    def own_input(self, d: Decision, step: Step, scope: str) -> Any:
+        assert isinstance(step, HttpStep)
+        own = d.resolve_input(step, scope)
+        request = d.unref(d.resolve(step.request, f"step:{step.id}", scope))
+        if not isinstance(request, dict):
+            kind = "null" if request is None else type(request).__name__
+            raise InputNotObject(f"its request resolved to {kind}, not an object")
+        return {**own, "request": request}

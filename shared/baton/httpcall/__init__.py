@@ -1,0 +1,31 @@
+"""HTTP calls the engine makes for HTTP steps (Conductor's HTTP task), outside any decision: the
+request read from a step's resolved ``request`` (:mod:`.request`), the address guard against
+server-side request forgery (:mod:`.guard`), and the call itself, bounded in time and size, made to
+the address the guard checked (:mod:`.client`)."""
+
+from baton.httpcall.client import CallFailed, Limits, call
+from baton.httpcall.guard import AddressPolicy, Refused
+from baton.httpcall.request import (
+    HTTP_JOB_TYPE,
+    MAX_CONNECT_MS,
+    MAX_READ_MS,
+    HttpRequest,
+    RequestInvalid,
+    parse_request,
+    request_problems,
+)
+
+__all__ = [
+    "HTTP_JOB_TYPE",
+    "MAX_CONNECT_MS",
+    "MAX_READ_MS",
+    "AddressPolicy",
+    "CallFailed",
+    "HttpRequest",
+    "Limits",
+    "Refused",
+    "RequestInvalid",
+    "call",
+    "parse_request",
+    "request_problems",
+]

@@ -1,0 +1,201 @@
+"""HTTP steps on a real PostgreSQL, the calls made by the system tasks (``run_system_tasks``, as
+the system-tasks function and ``baton dev`` run it) to a local server: a JSON answer, a 500
+retried then failing, a server slower than readTimeOut, the metadata address refused; the engine
+keeps serving while a call is in flight."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from baton.engine.service import Engine
+
+from tests.integration.test_control_flow import steps_of
+from tests.support.helpers import wait_until
+from tests.support.http_target import Target, http_target
+
+
+@pytest.fixture
+def target() -> Iterator[Target]:
+    with http_target() as t:
+        yield t
+
+
+def _start(engine: Engine, name: str, steps: list[dict[str, Any]], data: Any = None) -> str:
+    engine.register_definition({"name": name, "steps": steps})
+    inst, _ = engine.start_instance(definition_name=name, input=data or {})
+    return str(inst["id"])
+
+
+def _run_until_ended(engine: Engine, iid: str) -> dict[str, Any]:
+    def ended() -> dict[str, Any] | None:
+        engine.run_system_tasks(wait_seconds=0.2)
+        got = engine.get_instance(iid)
+        return got if got["status"] not in ("RUNNING",) else None
+
+    return wait_until(ended, timeout=30, what="the instance to end")
+
+
+def test_a_json_answer_is_the_step_output(engine: Engine, target: Target) -> None:
+    iid = _start(
+        engine,
+        "call",
+        [
+            {
+                "id": "call",
+                "type": "HTTP",
+                "request": {
+                    "uri": "${workflow.input.base}/json?q=1",
+                    "method": "POST",
+                    "headers": {"X-Id": "${workflow.input.id}"},
+                    "body": {"n": "${workflow.input.n}"},
+                },
+            },
+            {
+                "id": "after",
+                "type": "SET_VARIABLE",
+                "variables": {"ok": "${call.output.response.body.ok}"},
+            },
+        ],
+        {"base": target.url(""), "id": "abc", "n": 7},
+    )
+    got = _run_until_ended(engine, iid)
+    assert got["status"] == "COMPLETED", got.get("reason")
+    call = steps_of(engine, iid, "call")[0]
+    response = call["output"]["response"]
+    assert response["statusCode"] == 200
+    assert response["reasonPhrase"] == "OK"
+    assert response["body"] == {"ok": True, "method": "POST", "echo": {"n": 7}}
+    assert response["headers"]["X-Trace"] == ["t-1"]
+    assert call["input"]["request"]["uri"] == target.url("/json?q=1")
+    sent = target.requests[0]
+    assert sent["path"] == "/json?q=1"
+    assert sent["headers"]["X-Id"] == "abc"
+    assert sent["headers"]["Content-Type"] == "application/json"
+    assert sent["headers"]["Host"] == f"127.0.0.1:{target.port}"
+    assert got["variables"]["ok"] is True
+
+
+def test_a_text_answer_is_text(engine: Engine, target: Target) -> None:
+    iid = _start(
+        engine, "text", [{"id": "t", "type": "HTTP", "request": {"uri": target.url("/text")}}]
+    )
+    assert _run_until_ended(engine, iid)["status"] == "COMPLETED"
+    assert steps_of(engine, iid, "t")[0]["output"]["response"]["body"] == "plain words"
+
+
+def test_a_500_is_retried_then_fails_the_step(engine: Engine, target: Target) -> None:
+    iid = _start(
+        engine,
+        "fails",
+        [
+            {
+                "id": "call",
+                "type": "HTTP",
+                "request": {"uri": target.url("/fail")},
+                "retryCount": 2,
+                "retryDelaySeconds": 0,
+            }
+        ],
+    )
+    got = _run_until_ended(engine, iid)
+    assert got["status"] == "FAILED"
+    assert target.hits["/fail"] == 3  # the first attempt and two retries
+    step = steps_of(engine, iid, "call")[0]
+    assert "HTTP 500 Internal Server Error" in step["error"]
+    assert '{"error":"boom"}' in step["error"]
+
+
+def test_a_server_slower_than_read_timeout_fails_the_attempt(
+    engine: Engine, target: Target
+) -> None:
+    iid = _start(
+        engine,
+        "slow",
+        [
+            {
+                "id": "call",
+                "type": "HTTP",
+                "request": {"uri": target.url("/hold"), "readTimeOut": 300},
+                "retryCount": 0,
+            }
+        ],
+    )
+    got = _run_until_ended(engine, iid)
+    assert got["status"] == "FAILED"
+    assert "no answer within readTimeOut 300 ms" in steps_of(engine, iid, "call")[0]["error"]
+
+
+@pytest.mark.parametrize(
+    ("uri", "said"),
+    [
+        (
+            "http://169.254.169.254/latest/meta-data/",
+            "refused: 169.254.169.254 is an instance-metadata address",
+        ),
+        ("http://[fd00:ec2::254]/", "refused: fd00:ec2::254 is an instance-metadata address"),
+        ("http://169.254.10.1/", "refused: 169.254.10.1 is a link-local address"),
+    ],
+)
+def test_forbidden_addresses_are_refused_without_retries(
+    engine: Engine, uri: str, said: str
+) -> None:
+    iid = _start(
+        engine,
+        "meta",
+        [
+            {
+                "id": "call",
+                "type": "HTTP",
+                "request": {"uri": uri},
+                "retryCount": 3,
+                "retryDelaySeconds": 0,
+            }
+        ],
+    )
+    got = _run_until_ended(engine, iid)
+    assert got["status"] == "FAILED"
+    step = steps_of(engine, iid, "call")[0]
+    assert step["error"] == said
+    assert step["attempt"] == 1  # refused once, not retried
+
+
+def test_too_large_an_answer_and_a_redirect_fail(engine: Engine, target: Target) -> None:
+    big = _start(
+        engine,
+        "big",
+        [{"id": "b", "type": "HTTP", "request": {"uri": target.url("/big")}, "retryCount": 0}],
+    )
+    moved = _start(
+        engine,
+        "moved",
+        [{"id": "r", "type": "HTTP", "request": {"uri": target.url("/redirect")}, "retryCount": 0}],
+    )
+    assert _run_until_ended(engine, big)["status"] == "FAILED"
+    assert _run_until_ended(engine, moved)["status"] == "FAILED"
+    assert "above the limit of 1048576 bytes" in steps_of(engine, big, "b")[0]["error"]
+    error = steps_of(engine, moved, "r")[0]["error"]
+    assert "HTTP 302" in error and "redirects are not followed" in error
+    assert target.hits.get("/", 0) == 0
+
+
+def test_the_engine_keeps_serving_while_a_call_is_in_flight(engine: Engine, target: Target) -> None:
+    held = _start(
+        engine, "held", [{"id": "h", "type": "HTTP", "request": {"uri": target.url("/hold")}}]
+    )
+    passes = threading.Thread(target=engine.run_system_tasks, kwargs={"wait_seconds": 1})
+    passes.start()
+    try:
+        wait_until(lambda: target.hits.get("/hold"), what="the call to reach the server")
+        # the call is in flight: no transaction is held, other instances go on
+        other = _start(
+            engine, "other", [{"id": "s", "type": "SET_VARIABLE", "variables": {"x": 1}}]
+        )
+        assert engine.get_instance(other)["status"] == "COMPLETED"
+        assert engine.get_instance(held)["status"] == "RUNNING"
+    finally:
+        target.release.set()
+        passes.join(30)
+    assert engine.get_instance(held)["status"] == "COMPLETED"
