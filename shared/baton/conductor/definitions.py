@@ -22,6 +22,7 @@ silently dropped.
 | INLINE (value-param)        | SCRIPT giving that input parameter                         |
 | LAMBDA                      | SCRIPT (``scriptExpression``, run as a function's body)    |
 | JSON_JQ_TRANSFORM           | JQ (``queryExpression``; the other inputParameters input)  |
+| HTTP                        | HTTP (``http_request`` or top-level ``uri``: http_task.py) |
 | SUB_WORKFLOW                | SUB_WORKFLOW                                               |
 | WAIT duration/until         | TIMER; WAIT without either: SIGNAL                         |
 | HUMAN                       | USER_TASK                                                  |
@@ -37,7 +38,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from baton.conductor import js
+from baton.conductor import http_task, js
 from baton.conductor.errors import Untranslatable
 from baton.errors import Problem
 from baton.model import STEP_ID_PATTERN
@@ -50,6 +51,7 @@ SUPPORTED = (
     "INLINE",
     "LAMBDA",
     "JSON_JQ_TRANSFORM",
+    "HTTP",
     "FORK_JOIN",
     "FORK_JOIN_DYNAMIC",
     "JOIN",
@@ -675,8 +677,13 @@ def _set_variable(task: dict[str, Any], path: str) -> dict[str, Any]:
     return step
 
 
+def _http(task: dict[str, Any], path: str) -> dict[str, Any]:
+    return http_task.to_step(task, _base(task, path), _input(task, path), _label(task, path))
+
+
 _HANDLERS = {
     "SIMPLE": _simple,
+    "HTTP": _http,
     "SWITCH": _switch,
     "DECISION": _decision,
     "INLINE": _inline,
@@ -832,6 +839,8 @@ def _back_one(s: dict[str, Any]) -> list[dict[str, Any]]:
     elif kind == "JQ":
         task["type"] = "JSON_JQ_TRANSFORM"
         task["inputParameters"] = {**task["inputParameters"], "queryExpression": s["query"]}
+    elif kind == "HTTP":
+        http_task.to_task(s, task, params_out)
     elif kind == "SET_VARIABLE":
         task["type"] = "SET_VARIABLE"
         task["inputParameters"] = params_out(s["variables"])

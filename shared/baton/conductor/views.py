@@ -62,6 +62,7 @@ TASK_TYPE = {
     "TERMINATE": "TERMINATE",
     "SCRIPT": "INLINE",
     "JQ": "JSON_JQ_TRANSFORM",
+    "HTTP": "HTTP",
 }
 _ATTEMPT_ENDS = {
     "JOB_FAILED": "FAILED",
@@ -254,7 +255,8 @@ def _step_tasks(
 def _task(
     instance: dict[str, Any], step: dict[str, Any], status: str, attempt: int
 ) -> dict[str, Any]:
-    job_type = step.get("jobType")
+    # An HTTP step's job is the engine's own (baton:http): the task is Conductor's HTTP task.
+    job_type = step.get("jobType") if step["type"] != "HTTP" else None
     kind = job_type or TASK_TYPE.get(step["type"], step["type"])
     output = step.get("output")
     t: dict[str, Any] = {

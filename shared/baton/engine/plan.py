@@ -14,6 +14,7 @@ from typing import Any
 
 from baton.conditions import Condition, compile_condition
 from baton.definitions import WorkflowDefinition
+from baton.httpcall import MAX_CONNECT_MS, MAX_READ_MS
 from baton.model import (
     DEFAULT_RESPONSE_TIMEOUT_SECONDS,
     DEFAULT_RETRY_COUNT,
@@ -22,7 +23,6 @@ from baton.model import (
     RetryLogic,
     TimeoutPolicy,
 )
-from baton.httpcall import MAX_CONNECT_MS, MAX_READ_MS
 from baton.steps import (
     DoWhileStep,
     HttpStep,

@@ -63,7 +63,17 @@ def call(
                 sock = context.wrap_socket(sock, server_hostname=host)
             except (ssl.SSLError, OSError) as e:
                 raise CallFailed(f"{what}: TLS handshake failed: {e}") from None
-        return _exchange(request, sock, parts, host, port, https, deadline, limits, what)
+        return _exchange(
+            request,
+            sock,
+            parts=parts,
+            host=host,
+            port=port,
+            https=https,
+            deadline=deadline,
+            limits=limits,
+            what=what,
+        )
     finally:
         sock.close()
 
@@ -88,6 +98,7 @@ def _connect(addresses: list[Any], port: int, timeout: float, what: str) -> sock
 def _exchange(
     request: HttpRequest,
     sock: socket.socket,
+    *,
     parts: Any,
     host: str,
     port: int,
@@ -107,7 +118,14 @@ def _exchange(
         conn.request(request.method, path, body=request.body, headers=request.headers)
         sock.settimeout(min(request.read_ms / 1000, max(0.001, deadline - time.monotonic())))
         answer = conn.getresponse()
-        body = _read(answer, sock, deadline, request.read_ms / 1000, limits, what)
+        body = _read(
+            answer,
+            sock,
+            deadline=deadline,
+            read_timeout=request.read_ms / 1000,
+            limits=limits,
+            what=what,
+        )
     except TimeoutError:
         raise CallFailed(f"{what}: no answer within readTimeOut {request.read_ms} ms") from None
     except (OSError, http.client.HTTPException) as e:
@@ -139,6 +157,7 @@ def _exchange(
 def _read(
     answer: http.client.HTTPResponse,
     sock: socket.socket,
+    *,
     deadline: float,
     read_timeout: float,
     limits: Limits,

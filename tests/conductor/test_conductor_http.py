@@ -1,0 +1,115 @@
+"""conductor-python, unmodified, against ``baton dev``: HTTP tasks (``http_request`` and the
+top-level form) call a local test server, the output is Conductor's ``response``, a call to the
+instance-metadata address fails its task with the reason, and the definition reads back as
+sent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conductor.client.http.models.start_workflow_request import StartWorkflowRequest
+from conductor.client.orkes_clients import OrkesClients
+
+from tests.conductor.test_conductor_client import _model, _wait_terminal
+from tests.support.http_target import Target, http_target
+
+pytestmark = [pytest.mark.e2e]
+
+
+@pytest.fixture
+def target() -> Iterator[Target]:
+    with http_target() as t:
+        yield t
+
+
+def _definition(prefix: str) -> dict[str, Any]:
+    return {
+        "name": f"{prefix}_http",
+        "version": 1,
+        "tasks": [
+            {
+                "name": "http_task",
+                "taskReferenceName": "create",
+                "type": "HTTP",
+                "inputParameters": {
+                    "http_request": {
+                        "uri": "${workflow.input.base}/json",
+                        "method": "POST",
+                        "headers": {"X-Order": "${workflow.input.order}"},
+                        "body": {"order": "${workflow.input.order}"},
+                        "connectionTimeOut": 2000,
+                        "readTimeOut": 2000,
+                    }
+                },
+            },
+            {
+                "name": "http_task",
+                "taskReferenceName": "read",
+                "type": "HTTP",
+                "inputParameters": {
+                    "uri": "${workflow.input.base}/text",
+                    "method": "GET",
+                },
+            },
+        ],
+        "outputParameters": {
+            "status": "${create.output.response.statusCode}",
+            "echo": "${create.output.response.body.echo}",
+            "text": "${read.output.response.body}",
+        },
+    }
+
+
+def test_http_tasks_call_a_local_server(clients: OrkesClients, prefix: str, target: Target) -> None:
+    meta = clients.get_metadata_client()
+    sent = _definition(prefix)
+    meta.register_workflow_def(_model(sent, "WorkflowDef"), overwrite=True)
+    stored = meta.get_workflow_def(f"{prefix}_http", version=1)
+    assert [t.type for t in stored.tasks] == ["HTTP", "HTTP"]
+    assert stored.tasks[0].input_parameters == sent["tasks"][0]["inputParameters"]
+    assert stored.tasks[1].input_parameters == sent["tasks"][1]["inputParameters"]
+    meta.register_workflow_def(
+        _model(
+            {
+                "name": f"{prefix}_metadata",
+                "version": 1,
+                "tasks": [
+                    {
+                        "name": "http_task",
+                        "taskReferenceName": "steal",
+                        "type": "HTTP",
+                        "inputParameters": {
+                            "http_request": {"uri": "http://169.254.169.254/latest/meta-data/"}
+                        },
+                    }
+                ],
+            },
+            "WorkflowDef",
+        ),
+        overwrite=True,
+    )
+    wf_client = clients.get_workflow_client()
+    wid = wf_client.start_workflow(
+        StartWorkflowRequest(name=f"{prefix}_http", input={"base": target.url(""), "order": "o-1"})
+    )
+    bad = wf_client.start_workflow(StartWorkflowRequest(name=f"{prefix}_metadata", input={}))
+    done = _wait_terminal(clients, [wid, bad], timeout=60)
+    wf = done[wid]
+    assert wf.status == "COMPLETED", wf.reason_for_incompletion
+    assert wf.output == {"status": 200, "echo": {"order": "o-1"}, "text": "plain words"}
+    refs = {t.reference_task_name: t for t in wf.tasks}
+    assert refs["create"].task_type == "HTTP"
+    response = refs["create"].output_data["response"]
+    assert response["statusCode"] == 200
+    assert response["reasonPhrase"] == "OK"
+    assert response["body"]["ok"] is True
+    assert target.requests[0]["headers"]["X-Order"] == "o-1"
+    wf = done[bad]
+    assert wf.status == "FAILED"
+    (task,) = wf.tasks
+    assert task.status == "FAILED_WITH_TERMINAL_ERROR"  # a refusal is not retried
+    said = "refused: 169.254.169.254 is an instance-metadata address"
+    assert said in (task.reason_for_incompletion or "")
+    assert said in (wf.reason_for_incompletion or "")
