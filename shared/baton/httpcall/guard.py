@@ -26,6 +26,7 @@ METADATA = frozenset(
     {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
 )
 LINK_LOCAL = (ipaddress.ip_network("169.254.0.0/16"), ipaddress.ip_network("fe80::/10"))
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
 PRIVATE = (
     ipaddress.ip_network("10.0.0.0/8"),
     ipaddress.ip_network("172.16.0.0/12"),
@@ -76,15 +77,15 @@ class AddressPolicy:
 
     def check(self, address: IPAddress) -> None:
         """Raise :class:`Refused` for an address the policy does not let through."""
-        if address.version == 6 and address.ipv4_mapped is not None:  # type: ignore[union-attr]
-            address = address.ipv4_mapped  # type: ignore[union-attr]
+        address = _embedded_ipv4(address)
         if any(address in n for n in self.networks):
             return
         if address in METADATA:
             raise Refused(f"{address} is an instance-metadata address")
         if any(address in n for n in LINK_LOCAL):
             raise Refused(f"{address} is a link-local address")
-        if address.is_multicast or address.is_reserved:
+        special = address.is_loopback or address.is_unspecified
+        if address.is_multicast or (address.is_reserved and not special):
             raise Refused(f"{address} is not a unicast address")
         if self.private_allowed:
             return
@@ -94,6 +95,17 @@ class AddressPolicy:
             raise Refused(f"{address} is the unspecified address")
         if any(address in n for n in PRIVATE):
             raise Refused(f"{address} is a private address")
+
+
+def _embedded_ipv4(address: IPAddress) -> IPAddress:
+    """The IPv4 address an IPv4-mapped (::ffff:a.b.c.d) or NAT64 (64:ff9b::a.b.c.d) address
+    reaches; any other address itself."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return address.ipv4_mapped
+        if address in NAT64:
+            return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return address
 
 
 def resolve(host: str, port: int) -> list[IPAddress]:
