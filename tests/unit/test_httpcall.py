@@ -147,7 +147,9 @@ def test_the_call_connects_to_the_checked_address_keeping_the_host(
         assert out["response"]["statusCode"] == 200
         assert target.requests[0]["headers"]["Host"] == f"service.test:{target.port}"
         # the same name on AWS: loopback refused before connecting
-        with pytest.raises(CallFailed, match="service.test resolves to 127.0.0.1 is a loopback"):
+        with pytest.raises(
+            CallFailed, match=r"service\.test resolves to 127\.0\.0\.1 is a loopback"
+        ):
             call(parse_request({"uri": f"http://service.test:{target.port}/json"}), AWS)
         assert len(target.requests) == 1
 
