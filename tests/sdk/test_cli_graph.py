@@ -139,6 +139,18 @@ def test_script_steps_say_what_decides() -> None:
     assert "loop<br/>DO_WHILE<br/>while (JavaScript)" in text
 
 
+def test_http_steps_show_their_method_and_uri() -> None:
+    steps = [
+        {"id": "call", "type": "HTTP", "request": {"uri": "https://api.example.com/o"}},
+        {"id": "post", "type": "HTTP", "request": {"uri": "http://h/x", "method": "post"}},
+        {"id": "dyn", "type": "HTTP", "request": "${workflow.input.req}"},
+    ]
+    text = mermaid(steps)
+    assert '"call<br/>HTTP<br/>GET https://api.example.com/o"' in text
+    assert '"post<br/>HTTP<br/>POST http://h/x"' in text
+    assert '"dyn<br/>HTTP"' in text
+
+
 def test_labels_cannot_break_out_of_their_quotes() -> None:
     steps = [{"id": 'a"b<c>|d', "type": "X"}, {"id": "x" * 200, "type": "X"}]
     text = mermaid(steps)

@@ -96,7 +96,7 @@ def test_step_message_covers_every_step_type_field() -> None:
     from baton.steps import Step
 
     types = typing.get_args(typing.get_args(Step)[0])
-    assert len(types) == 13
+    assert len(types) == 14
     fields = set().union(*(_json_fields(t) for t in types))
     assert fields == _proto_fields("Step")
 

@@ -253,3 +253,36 @@ def test_a_trickling_server_is_bounded_by_the_whole_exchange() -> None:
     finally:
         stop.set()
         listener.close()
+
+
+def test_registration_refuses_bad_requests_and_reserved_job_types() -> None:
+    from baton.definitions import parse_definition
+    from baton.errors import ValidationFailed
+
+    with pytest.raises(ValidationFailed) as e:
+        parse_definition(
+            {
+                "name": "bad",
+                "steps": [
+                    {
+                        "id": "call",
+                        "type": "HTTP",
+                        "request": {
+                            "uri": "ftp://h/",
+                            "readTimeOut": 0,
+                            "method": "${workflow.input.m}",
+                        },
+                    },
+                    {"id": "steal", "type": "SERVICE_TASK", "jobType": "baton:http"},
+                    {"id": "half", "type": "HTTP", "request": "http://${workflow.input.h}/"},
+                    {"id": "none", "type": "HTTP", "request": {"method": "GET"}},
+                ],
+            }
+        )
+    found = {p.path: p.message for p in e.value.problems}
+    assert found["steps[0].request.uri"] == "uri must be http:// or https://, not ftp"
+    assert found["steps[0].request.readTimeOut"] == "readTimeOut is 1 to 60000 milliseconds, not 0"
+    assert "steps[0].request.method" not in found  # an expression: checked when resolved
+    assert "the engine's own" in found["steps[1].jobType"]
+    assert found["steps[2].request"] == "request is an object, or one ${…} expression giving one"
+    assert found["steps[3].request.uri"] == "request.uri is required"

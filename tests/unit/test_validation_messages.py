@@ -190,7 +190,7 @@ CASES: list[tuple[str, type[BaseModel], Any, str, str]] = [
         {"name": "x", "steps": [{"id": "s", "type": "SERVICE"}]},
         "steps[0].type",
         "type must be one of SERVICE_TASK, USER_TASK, SIGNAL, TIMER, SUB_WORKFLOW, SET_VARIABLE, "
-        'TERMINATE, SCRIPT, JQ, SWITCH, PARALLEL, MAP, DO_WHILE, not "SERVICE"',
+        'TERMINATE, SCRIPT, JQ, HTTP, SWITCH, PARALLEL, MAP, DO_WHILE, not "SERVICE"',
     ),
     (
         "union_tag_not_found",
@@ -198,7 +198,7 @@ CASES: list[tuple[str, type[BaseModel], Any, str, str]] = [
         {"name": "x", "steps": [{"id": "s"}]},
         "steps[0].type",
         "type is required: one of SERVICE_TASK, USER_TASK, SIGNAL, TIMER, SUB_WORKFLOW, "
-        "SET_VARIABLE, TERMINATE, SCRIPT, JQ, SWITCH, PARALLEL, MAP, DO_WHILE",
+        "SET_VARIABLE, TERMINATE, SCRIPT, JQ, HTTP, SWITCH, PARALLEL, MAP, DO_WHILE",
     ),
 ]
 

@@ -472,6 +472,10 @@
   function kindOf(step) {
     if (step.type === "SCRIPT") return "SCRIPT · JavaScript";
     if (step.type === "JQ") return "JQ · jq filter";
+    if (step.type === "HTTP") {
+      const r = step.request;
+      return typeof r === "object" && r ? `HTTP · ${(r.method || "GET").toUpperCase()}` : "HTTP";
+    }
     if (step.type === "SWITCH" && step.script) return "SWITCH · by script";
     if (step.type === "DO_WHILE" && step.whileLanguage === "javascript") return "DO_WHILE · JavaScript";
     return step.type;
@@ -524,7 +528,8 @@
       const child = execs.find((e) => e.childInstanceId);
       const label = `${step.id}`;
       const sub = `${kindOf(step)}${execs.length > 1 ? ` ×${execs.length}` : ""}`;
-      const code = step.script || step.query || (step.whileLanguage === "javascript" ? step.while : "");
+      const code = step.script || step.query || (step.whileLanguage === "javascript" ? step.while : "") ||
+        (step.type === "HTTP" ? (typeof step.request === "string" ? step.request : (step.request || {}).uri || "") : "");
       const g = s(child ? "a" : "g", {
         class: "node", tabindex: 0, role: child ? "link" : "button", "data-step": step.id, "data-status": status, "data-type": step.type,
         "aria-label": `${step.id}, ${step.type}, ${status === "NONE" ? "not run" : status}${execs.length > 1 ? `, ${execs.length} executions` : ""}${child ? ", opens the child run" : ""}`,

@@ -116,6 +116,11 @@ class _Builder:
             label += f"<br/>→ {_text(target)}"
         elif kind == "JQ":
             label += f"<br/>{_text(step.get('query', ''), 40)}"
+        elif kind == "HTTP":
+            request = step.get("request")
+            if isinstance(request, Mapping):
+                method = str(request.get("method") or "GET").upper()
+                label += f"<br/>{_text(method)} {_text(str(request.get('uri', '')), 40)}"
         elif kind == "SWITCH" and step.get("script"):
             label += "<br/>by script"
         elif kind == "DO_WHILE" and step.get("whileLanguage") == "javascript":
