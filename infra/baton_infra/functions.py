@@ -47,7 +47,16 @@ METRICS_NAMESPACE = settings.METRICS_NAMESPACE
 # input: the API functions that decide (queues start triggered instances, Conductor's /api
 # completes tasks), and the scheduled ones.
 PAYLOAD_FUNCTIONS = frozenset(
-    {"instances", "jobs", "queues", "conductor", "sweeper", "reaper", "queue_dispatcher"}
+    {
+        "instances",
+        "jobs",
+        "queues",
+        "conductor",
+        "sweeper",
+        "reaper",
+        "queue_dispatcher",
+        "system_tasks",
+    }
 )
 CONDUCTOR_FUNCTION = "conductor"
 # Functions that retire, revive or delete payload objects (engine.retention_ops): the sweeper

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from baton import settings
+from baton.httpcall import MAX_CONNECT_MS, MAX_READ_MS
 from baton.routes import MIGRATION_FUNCTION, SCHEDULED_FUNCTIONS, api_functions
 from baton_infra import functions
 from baton_infra.config import (
@@ -134,7 +135,23 @@ def test_looping_functions_loop_their_duty_until_the_next_tick(dev: Synth, name:
     assert props["ReservedConcurrentExecutions"] == 1
 
 
-@pytest.mark.parametrize("name", sorted(ALL_FUNCTIONS - set(LOOPING)))
+def test_system_tasks_loop_like_the_sweeper_with_room_for_the_last_calls(dev: Synth) -> None:
+    """HTTP steps' calls: a scheduled function of its own, looping its long-polling pass for
+    59 s, with a timeout that fits the loop and the longest call (connect 30 s + read 60 s), a
+    reserved concurrency of 1, in the VPC's app subnets, ticked every minute."""
+    props = _function(dev, "system_tasks")["Properties"]
+    loop = int(props["Environment"]["Variables"][settings.ENV_DUTY_LOOP_SECONDS])
+    assert loop == 59
+    assert props["Timeout"] == 180
+    assert props["Timeout"] >= loop + (MAX_CONNECT_MS + MAX_READ_MS) / 1000
+    assert props["ReservedConcurrentExecutions"] == 1
+    assert props["Handler"] == "handler.handler"
+    assert props["VpcConfig"]["SubnetIds"]
+    # it may offload a large answer (the step output's soft limit): the payload bucket's name
+    assert settings.ENV_PAYLOAD_BUCKET in props["Environment"]["Variables"]
+
+
+@pytest.mark.parametrize("name", sorted(ALL_FUNCTIONS - {*LOOPING, "system_tasks"}))
 def test_other_functions_do_one_pass_per_invocation(dev: Synth, name: str) -> None:
     props = _function(dev, name)["Properties"]
     assert settings.ENV_DUTY_LOOP_SECONDS not in props["Environment"]["Variables"]
@@ -145,7 +162,7 @@ def test_other_functions_do_one_pass_per_invocation(dev: Synth, name: str) -> No
 def test_sizing_exceptions_name_functions_of_the_route_table() -> None:
     assert set(FUNCTION_SIZING) <= ALL_FUNCTIONS
     looping = {name for name, sizing in FUNCTION_SIZING.items() if sizing.duty_loop_seconds}
-    assert looping == set(LOOPING)
+    assert looping == {*LOOPING, "system_tasks"}
     assert looping <= set(SCHEDULED_FUNCTIONS)
 
 
