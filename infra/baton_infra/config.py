@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_logs as logs
+from baton.httpcall import AddressPolicy
 from baton.settings import (
     DISPATCH_MODES,
     ENV_STEP_INPUT_HARD_LIMIT,
@@ -169,6 +170,9 @@ class DeployConfig:
     layer_dir: Path
     # "polling" (default) or "outbox": BATON_DISPATCH_MODE of every function (docs/dispatch.md).
     dispatch_mode: str = "polling"
+    # BATON_HTTP_ALLOW of the system_tasks function: what HTTP steps may call besides public
+    # addresses (CIDRs, addresses, host names; docs/deploy.md).
+    http_allow: tuple[str, ...] = ()
 
     @property
     def disposable(self) -> bool:
@@ -231,6 +235,11 @@ class DeployConfig:
             raise ConfigError(
                 f"dispatchMode {dispatch_mode!r}: expected one of {', '.join(DISPATCH_MODES)}"
             )
+        http_allow = tuple(str(a) for a in _list(get, "httpAllow")) if get("httpAllow") else ()
+        try:
+            AddressPolicy.of(http_allow, private_allowed=False)
+        except ValueError as e:
+            raise ConfigError(f"httpAllow: {e}") from None
         return cls(
             stage=stage,
             auth_mode=auth_mode,
@@ -252,6 +261,7 @@ class DeployConfig:
             # Relative to the repository, so cdk.json never holds a machine-specific path.
             layer_dir=(REPO_ROOT / str(layer_dir)) if layer_dir else DEFAULT_LAYER_DIR,
             dispatch_mode=dispatch_mode,
+            http_allow=http_allow,
         )
 
     def payload_limit_environment(self) -> dict[str, str]:

@@ -68,6 +68,8 @@ RETENTION_FUNCTIONS = frozenset({"sweeper", "instances", CONDUCTOR_FUNCTION})
 BUCKET_PROBE_FUNCTIONS = frozenset(r.function for r in ROUTES if r.path == "/v1/health")
 # The outbox relay: the one function that publishes to the dispatch queue (SendMessage only).
 RELAY_FUNCTION = "relay"
+# HTTP steps' calls: the one function given the address guard's allow list (httpAllow).
+SYSTEM_TASKS_FUNCTION = "system_tasks"
 # Functions that never touch the database (the viewer's static assets): no read of its secret.
 DATABASE_FREE_FUNCTIONS = frozenset(r.function for r in UI_ROUTES)
 # What a function folder may contain that must not reach the asset (or change its hash).
@@ -287,6 +289,8 @@ class BatonFunctions(Construct):
         environment.update(self._config.payload_limit_environment())
         if duty_loop_seconds:
             environment[settings.ENV_DUTY_LOOP_SECONDS] = str(duty_loop_seconds)
+        if spec.name == SYSTEM_TASKS_FUNCTION and self._config.http_allow:
+            environment[settings.ENV_HTTP_ALLOW] = ",".join(self._config.http_allow)
         if spec.name == RELAY_FUNCTION:
             environment[settings.ENV_DISPATCH_QUEUE_URL] = self._dispatch_queue.queue_url
         if spec.name == CONDUCTOR_FUNCTION and self.conductor_key is not None:

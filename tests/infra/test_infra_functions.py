@@ -270,3 +270,13 @@ def test_payload_limits_come_from_context_per_kind_with_defaults() -> None:
 def test_bad_payload_limits_are_refused(limits: str) -> None:
     with pytest.raises(ConfigError, match="payloadLimits"):
         _config(payloadLimits=limits)
+
+
+def test_http_allow_reaches_system_tasks_only(layer_built: Path, tmp_path: Path) -> None:
+    synth = synthesize(tmp_path, {"httpAllow": "10.20.0.0/16,orders.internal"})
+    variables = _function(synth, "system_tasks")["Properties"]["Environment"]["Variables"]
+    assert variables[settings.ENV_HTTP_ALLOW] == "10.20.0.0/16,orders.internal"
+    others = _function(synth, "jobs")["Properties"]["Environment"]["Variables"]
+    assert settings.ENV_HTTP_ALLOW not in others
+    with pytest.raises(ConfigError, match="httpAllow: 'not a host!' is neither"):
+        synthesize(tmp_path / "bad", {"httpAllow": "not a host!"})
