@@ -199,3 +199,54 @@ def test_the_engine_keeps_serving_while_a_call_is_in_flight(engine: Engine, targ
         target.release.set()
         passes.join(30)
     assert engine.get_instance(held)["status"] == "COMPLETED"
+
+
+def _deadlocks(engine: Engine) -> int:
+    row = engine.db.autocommit(
+        lambda c: c.execute(
+            "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()"
+        ).fetchone()
+    )
+    assert row is not None
+    return int(row["deadlocks"])
+
+
+def test_two_system_task_runners_make_each_call_once(db: Any, target: Target) -> None:
+    """Two engines (two functions' processes) claiming at once: every call is made once."""
+    first, second = Engine(db), Engine(db)
+    first.register_definition(
+        {
+            "name": "many",
+            "steps": [{"id": "c", "type": "HTTP", "request": {"uri": "${workflow.input.u}"}}],
+        }
+    )
+    before = _deadlocks(first)
+    ids = [
+        str(
+            first.start_instance(definition_name="many", input={"u": target.url(f"/json?n={n}")})[
+                0
+            ]["id"]
+        )
+        for n in range(24)
+    ]
+    stop = threading.Event()
+
+    def run(engine: Engine) -> None:
+        while not stop.is_set():
+            engine.run_system_tasks(wait_seconds=0.2)
+
+    threads = [threading.Thread(target=run, args=(e,)) for e in (first, second, first, second)]
+    for t in threads:
+        t.start()
+    try:
+        wait_until(
+            lambda: all(first.get_instance(i)["status"] == "COMPLETED" for i in ids),
+            what="every instance to complete",
+        )
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    paths = sorted(r["path"] for r in target.requests)
+    assert paths == sorted(f"/json?n={n}" for n in range(24))  # each once, none twice
+    assert _deadlocks(first) == before

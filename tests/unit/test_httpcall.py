@@ -286,3 +286,19 @@ def test_registration_refuses_bad_requests_and_reserved_job_types() -> None:
     assert "the engine's own" in found["steps[1].jobType"]
     assert found["steps[2].request"] == "request is an object, or one ${…} expression giving one"
     assert found["steps[3].request.uri"] == "request.uri is required"
+
+
+def test_settings_allow_private_ranges_only_locally() -> None:
+    from baton.settings import Settings, SettingsError
+
+    local = Settings.from_env({}).engine
+    assert local.http_private_allowed and local.http_allow == ()
+    aws = Settings.from_env(
+        {"BATON_STAGE": "prod", "BATON_HTTP_ALLOW": " 10.20.0.0/16, orders.internal ,"}
+    ).engine
+    assert not aws.http_private_allowed
+    assert aws.http_allow == ("10.20.0.0/16", "orders.internal")
+    with pytest.raises(SettingsError, match="BATON_HTTP_MAX_RESPONSE_BYTES"):
+        Settings.from_env({"BATON_HTTP_MAX_RESPONSE_BYTES": "10"})
+    with pytest.raises(SettingsError, match="BATON_HTTP_CONCURRENCY"):
+        Settings.from_env({"BATON_HTTP_CONCURRENCY": "0"})
