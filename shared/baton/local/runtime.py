@@ -336,7 +336,8 @@ def _banner(say: _Console, options: DevOptions, server: LocalApiServer, key: Api
     lines = [
         f"serving {len(api_functions())} API functions on {url}",
         f"  API key    {key.value}  ({key.source})",
-        f"  scheduled  {', '.join(_ticking())} every {options.tick_seconds:g} s",
+        f"  scheduled  {', '.join(_ticking())} every {options.tick_seconds:g} s; "
+        f"{SYSTEM_TASKS_FUNCTION} (HTTP steps) continuously",
         *_dispatch_lines(options),
         f"  try        curl -s -H 'x-api-key: {key.value}' {url}/v1/definitions",
         "press Ctrl-C to stop",
