@@ -557,3 +557,28 @@ def test_script_steps_say_what_decides_and_show_their_script(
     expect(page.locator('svg.graph .node[data-step="route"]')).to_contain_text("SWITCH · by script")
     assert node_status(page, "calc") == "COMPLETED"
     assert node_status(page, "hold") in ("IN_PROGRESS", "SCHEDULED")
+
+
+def test_http_steps_show_their_method_and_uri(page: Any, baton_server: LocalServer) -> None:
+    from playwright.sync_api import expect
+
+    d = Driver(baton_server)
+    name = f"http-{uuid.uuid4().hex[:6]}"
+    d.register(
+        {
+            "name": name,
+            "steps": [
+                {"id": "hold", "type": "USER_TASK"},
+                {
+                    "id": "call",
+                    "type": "HTTP",
+                    "request": {"uri": "http://127.0.0.1:9/orders", "method": "post"},
+                },
+            ],
+        }
+    )
+    run = d.start(name, {})
+    page.goto(page.url.split("#")[0] + f"#/runs/{run}")
+    call = page.locator('svg.graph .node[data-step="call"]')
+    expect(call).to_contain_text("HTTP · POST")
+    expect(call.locator("title")).to_contain_text("http://127.0.0.1:9/orders")
