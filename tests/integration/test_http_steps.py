@@ -250,3 +250,32 @@ def test_two_system_task_runners_make_each_call_once(db: Any, target: Target) ->
     paths = sorted(r["path"] for r in target.requests)
     assert paths == sorted(f"/json?n={n}" for n in range(24))  # each once, none twice
     assert _deadlocks(first) == before
+
+
+def test_a_call_whose_runner_died_runs_again_after_its_lease(
+    engine: Engine, target: Target
+) -> None:
+    """A system-tasks process that claimed the job and died before reporting (its lease,
+    responseTimeoutSeconds 1, lapses): the reaper gives the job its next attempt, which the next
+    pass runs, as for any worker."""
+    iid = _start(
+        engine,
+        "lapsed",
+        [
+            {
+                "id": "call",
+                "type": "HTTP",
+                "request": {"uri": target.url("/json")},
+                "responseTimeoutSeconds": 1,
+                "retryCount": 1,
+            }
+        ],
+    )
+    (claimed,) = engine.poll("baton:system-tasks:dead", ["baton:http"], 1)
+    assert claimed["input"]["request"] == {"uri": target.url("/json")}
+    wait_until(lambda: engine.reap_expired_leases() or None, what="the lease to lapse")
+    got = _run_until_ended(engine, iid)
+    assert got["status"] == "COMPLETED", got.get("reason")
+    step = steps_of(engine, iid, "call")[0]
+    assert step["attempt"] == 2
+    assert target.hits["/json"] == 1  # the dead runner never called
