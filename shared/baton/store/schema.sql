@@ -366,3 +366,46 @@ CREATE TABLE worker_stop (
     stopped_at  timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX worker_stop_by_time ON worker_stop (stopped_at);
+
+-- Schedules: a row per schedule, a row per slot keyed (schedule_id, slot_time) (migration 0013).
+
+CREATE TABLE schedule (
+    id                      text PRIMARY KEY,
+    definition_name         text NOT NULL,
+    definition_version      integer,
+    input                   jsonb NOT NULL DEFAULT '{}'::jsonb,
+    spec                    jsonb NOT NULL,
+    overlap_policy          text NOT NULL DEFAULT 'SKIP',
+    catchup_window_seconds  integer NOT NULL DEFAULT 60,
+    pause_on_failure        boolean NOT NULL DEFAULT false,
+    paused                  boolean NOT NULL DEFAULT false,
+    note                    text,
+    materialized_until      timestamptz NOT NULL,
+    last_instance_id        uuid,
+    created_at              timestamptz NOT NULL DEFAULT now(),
+    updated_at              timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE INDEX schedule_to_materialize
+    ON schedule (materialized_until) WHERE NOT paused;
+
+CREATE TABLE schedule_slot (
+    schedule_id  text NOT NULL REFERENCES schedule (id) ON DELETE CASCADE,
+    slot_time    timestamptz NOT NULL,
+    due_at       timestamptz NOT NULL,
+    -- SCHEDULED (from the spec), TRIGGER (trigger now), BACKFILL
+    kind         text NOT NULL DEFAULT 'SCHEDULED',
+    -- PENDING, BUFFERED (waiting for the run before it), STARTED, SKIPPED, MISSED, FAILED
+    status       text NOT NULL DEFAULT 'PENDING',
+    instance_id  uuid,
+    detail       text,
+    settled_at   timestamptz,
+    PRIMARY KEY (schedule_id, slot_time)
+);
+
+-- The duty loop's question: which slots are due now.
+CREATE INDEX schedule_slot_due
+    ON schedule_slot (due_at) WHERE status IN ('PENDING', 'BUFFERED');
+-- A schedule's recent actions.
+CREATE INDEX schedule_slot_settled
+    ON schedule_slot (schedule_id, settled_at DESC) WHERE settled_at IS NOT NULL;
