@@ -203,6 +203,31 @@ ROUTES: tuple[Route, ...] = (
         "queues",
         summary="Fail a dequeued task (retry or dead letter)",
     ),
+    # --- schedules -----------------------------------------------------------------------------
+    Route("POST", "/v1/schedules", "schedules", summary="Create a schedule"),
+    Route("GET", "/v1/schedules", "schedules", summary="List schedules (paginated)"),
+    Route(
+        "GET",
+        "/v1/schedules/{id}",
+        "schedules",
+        summary="A schedule with its next ten fire times and last ten actions",
+    ),
+    Route("PUT", "/v1/schedules/{id}", "schedules", summary="Replace a schedule"),
+    Route("DELETE", "/v1/schedules/{id}", "schedules", summary="Delete a schedule"),
+    Route("POST", "/v1/schedules/{id}/pause", "schedules", summary="Pause a schedule"),
+    Route("POST", "/v1/schedules/{id}/unpause", "schedules", summary="Unpause a schedule"),
+    Route(
+        "POST",
+        "/v1/schedules/{id}/trigger",
+        "schedules",
+        summary="Fire a schedule now (with its overlap policy)",
+    ),
+    Route(
+        "POST",
+        "/v1/schedules/{id}/backfill",
+        "schedules",
+        summary="Fire the slots of a past time range, in order",
+    ),
 )
 
 

@@ -64,6 +64,15 @@ RESPONSES: dict[tuple[str, str], str] = {
     ("GET", "/v1/queues"): "QueuePage",
     ("GET", "/v1/queues/{name}/tasks"): "QueueTaskPage",
     ("POST", "/v1/queues/{name}/redrive"): "RedriveResponse",
+    ("POST", "/v1/schedules"): "Schedule",
+    ("GET", "/v1/schedules"): "SchedulePage",
+    ("GET", "/v1/schedules/{id}"): "Schedule",
+    ("PUT", "/v1/schedules/{id}"): "Schedule",
+    ("DELETE", "/v1/schedules/{id}"): "DeletedSchedule",
+    ("POST", "/v1/schedules/{id}/pause"): "Schedule",
+    ("POST", "/v1/schedules/{id}/unpause"): "Schedule",
+    ("POST", "/v1/schedules/{id}/trigger"): "ScheduleTriggered",
+    ("POST", "/v1/schedules/{id}/backfill"): "BackfillResponse",
 }
 
 

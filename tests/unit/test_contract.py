@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from baton.api import models as m
+from baton.api import schedule_models as sm
 from baton.api.openapi import OPERATIONS, document
 from baton.routes import ROUTES
 from google.protobuf import json_format
@@ -67,6 +68,17 @@ PAIRS: list[Any] = [
     (m.PayloadLimitView, "PayloadLimit"),
     (m.PayloadLimitsView, "PayloadLimits"),
     (m.ServerConfig, "ServerConfig"),
+    (sm.ScheduleInterval, "ScheduleInterval"),
+    (sm.ScheduleSpec, "ScheduleSpec"),
+    (sm.ScheduleRequest, "ScheduleRequest"),
+    (sm.ScheduleAction, "ScheduleAction"),
+    (sm.Schedule, "Schedule"),
+    (sm.SchedulePage, "SchedulePage"),
+    (sm.PauseScheduleRequest, "PauseScheduleRequest", {"id"}),
+    (sm.ScheduleTriggered, "ScheduleTriggered"),
+    (sm.BackfillRequest, "BackfillRequest", {"id"}),
+    (sm.BackfillResponse, "BackfillResponse"),
+    (sm.DeletedSchedule, "DeletedSchedule"),
 ]
 
 

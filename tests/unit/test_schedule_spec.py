@@ -8,7 +8,6 @@ from itertools import islice
 from typing import Any
 
 import pytest
-
 from baton.engine.schedule_ops import validate
 from baton.engine.schedule_spec import Spec, iso, parse_spec
 from baton.errors import Problem, ValidationFailed
@@ -130,9 +129,7 @@ def test_berlin_fall_back_repeat_fires_once_at_the_first_occurrence() -> None:
 
 
 def test_start_and_end_bound_the_slots() -> None:
-    s = spec(
-        cron=["0 * * * *"], startAt="2026-03-01T12:00:00Z", endAt="2026-03-01T14:00:00+00:00"
-    )
+    s = spec(cron=["0 * * * *"], startAt="2026-03-01T12:00:00Z", endAt="2026-03-01T14:00:00+00:00")
     assert times(s, "2026-03-01T00:00:00Z", 5) == [
         "2026-03-01T12:00:00Z",
         "2026-03-01T13:00:00Z",

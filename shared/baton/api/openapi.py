@@ -11,6 +11,7 @@ from pydantic.json_schema import models_json_schema
 
 from baton import __version__
 from baton.api import models as m
+from baton.api import schedule_models as sm
 from baton.routes import ROUTES
 
 # (method, path) -> (request body model, success status, response model)
@@ -62,6 +63,19 @@ OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, int, type[BaseMo
     ("POST", "/v1/queues/{name}/dequeue"): (m.DequeueRequest, 200, m.QueueTaskList),
     ("POST", "/v1/queues/{name}/tasks/{taskId}/ack"): (m.AckRequest, 200, m.SettleResponse),
     ("POST", "/v1/queues/{name}/tasks/{taskId}/nack"): (m.NackRequest, 200, m.SettleResponse),
+    ("POST", "/v1/schedules"): (sm.ScheduleRequest, 201, sm.Schedule),
+    ("GET", "/v1/schedules"): (None, 200, sm.SchedulePage),
+    ("GET", "/v1/schedules/{id}"): (None, 200, sm.Schedule),
+    ("PUT", "/v1/schedules/{id}"): (sm.ScheduleRequest, 200, sm.Schedule),
+    ("DELETE", "/v1/schedules/{id}"): (None, 200, sm.DeletedSchedule),
+    ("POST", "/v1/schedules/{id}/pause"): (sm.PauseScheduleRequest, 200, sm.Schedule),
+    ("POST", "/v1/schedules/{id}/unpause"): (sm.ScheduleOperationRequest, 200, sm.Schedule),
+    ("POST", "/v1/schedules/{id}/trigger"): (
+        sm.ScheduleOperationRequest,
+        202,
+        sm.ScheduleTriggered,
+    ),
+    ("POST", "/v1/schedules/{id}/backfill"): (sm.BackfillRequest, 202, sm.BackfillResponse),
 }
 
 QUERY_PARAMETERS: dict[tuple[str, str], list[tuple[str, str]]] = {
@@ -81,6 +95,7 @@ QUERY_PARAMETERS: dict[tuple[str, str], list[tuple[str, str]]] = {
     ("GET", "/v1/taskdefs"): [("limit", "integer"), ("pageToken", "string")],
     ("GET", "/v1/queues/{name}/peek"): [("limit", "integer")],
     ("GET", "/v1/queues"): [("limit", "integer"), ("pageToken", "string")],
+    ("GET", "/v1/schedules"): [("limit", "integer"), ("pageToken", "string")],
     ("GET", "/v1/queues/{name}/tasks"): [
         ("status", "string"),
         ("limit", "integer"),

@@ -26,7 +26,14 @@ from croniter import croniter  # type: ignore[import-untyped]
 
 from baton.errors import Problem
 
-OVERLAP_POLICIES = ("SKIP", "BUFFER_ONE", "BUFFER_ALL", "CANCEL_OTHER", "TERMINATE_OTHER", "ALLOW_ALL")
+OVERLAP_POLICIES = (
+    "SKIP",
+    "BUFFER_ONE",
+    "BUFFER_ALL",
+    "CANCEL_OTHER",
+    "TERMINATE_OTHER",
+    "ALLOW_ALL",
+)
 ALIASES = {
     "@yearly": "0 0 1 1 *",
     "@annually": "0 0 1 1 *",
@@ -156,7 +163,10 @@ def check_cron(expr: Any, path: str, problems: list[Problem]) -> None:
     fields = len(text.split())
     if fields not in (5, 6):
         problems.append(
-            Problem(path, f"{fields} fields: give 5 (minute hour day month weekday) or 6 (seconds first)")
+            Problem(
+                path,
+                f"{fields} fields: give 5 (minute hour day month weekday) or 6 (seconds first)",
+            )
         )
         return
     try:
@@ -188,12 +198,25 @@ def parse_spec(raw: Any, problems: list[Problem], path: str = "spec") -> Spec | 
         if not isinstance(interval, dict) or "everySeconds" not in interval:
             problems.append(Problem(f"{path}.interval", "{everySeconds, offsetSeconds?}"))
         else:
-            every = _int(interval["everySeconds"], f"{path}.interval.everySeconds", 1, 10**9, problems)
-            offset = _int(interval.get("offsetSeconds", 0), f"{path}.interval.offsetSeconds", 0, 10**9, problems) or 0
+            every = _int(
+                interval["everySeconds"], f"{path}.interval.everySeconds", 1, 10**9, problems
+            )
+            offset = (
+                _int(
+                    interval.get("offsetSeconds", 0),
+                    f"{path}.interval.offsetSeconds",
+                    0,
+                    10**9,
+                    problems,
+                )
+                or 0
+            )
             if every is not None and offset >= every:
                 problems.append(Problem(f"{path}.interval.offsetSeconds", "less than everySeconds"))
             unknown = set(interval) - {"everySeconds", "offsetSeconds"}
-            problems.extend(Problem(f"{path}.interval.{k}", "unknown field") for k in sorted(unknown))
+            problems.extend(
+                Problem(f"{path}.interval.{k}", "unknown field") for k in sorted(unknown)
+            )
     if not cron and interval is None:
         problems.append(Problem(path, "give cron (a list of expressions) or interval, or both"))
     zone = ZoneInfo("UTC")
@@ -204,8 +227,12 @@ def parse_spec(raw: Any, problems: list[Problem], path: str = "spec") -> Spec | 
                 raise ValueError(tz)
             zone = ZoneInfo(tz)
         except (ZoneInfoNotFoundError, ValueError):
-            problems.append(Problem(f"{path}.timeZone", f"{tz!r} is not an IANA time zone (e.g. Europe/Berlin)"))
-    jitter = _int(raw.get("jitterSeconds", 0), f"{path}.jitterSeconds", 0, MAX_JITTER_SECONDS, problems)
+            problems.append(
+                Problem(f"{path}.timeZone", f"{tz!r} is not an IANA time zone (e.g. Europe/Berlin)")
+            )
+    jitter = _int(
+        raw.get("jitterSeconds", 0), f"{path}.jitterSeconds", 0, MAX_JITTER_SECONDS, problems
+    )
     start_at = _time(raw.get("startAt"), f"{path}.startAt", problems)
     end_at = _time(raw.get("endAt"), f"{path}.endAt", problems)
     if start_at and end_at and end_at < start_at:
