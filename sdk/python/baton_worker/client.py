@@ -826,6 +826,67 @@ class BatonClient:
         body = _params(receipt=receipt, error=error, retryable=retryable)
         return cast(SettleResult, self._call("POST", path, json=body))
 
+    # --- schedules -------------------------------------------------------------------------------
+
+    def create_schedule(self, schedule: Mapping[str, Any]) -> JsonObject:
+        """Create a schedule: ``{id?, definitionName, definitionVersion?, input?, spec: {cron?,
+        interval?, timeZone?, jitterSeconds?, startAt?, endAt?}, overlapPolicy?,
+        catchupWindowSeconds?, pauseOnFailure?, paused?}``. Answers it with ``nextFireTimes``."""
+        return cast(JsonObject, self._call("POST", "/v1/schedules", json=dict(schedule)))
+
+    def get_schedule(self, schedule_id: str) -> JsonObject:
+        """A schedule with its next ten fire times and its last ten actions."""
+        return cast(JsonObject, self._call("GET", f"/v1/schedules/{_segment(schedule_id)}"))
+
+    def list_schedules(
+        self, *, limit: int | None = None, page_token: str | None = None
+    ) -> JsonObject:
+        """One page of schedules, by id (``schedules``, ``nextPageToken``)."""
+        params = _params(limit=limit, pageToken=page_token)
+        return cast(JsonObject, self._call("GET", "/v1/schedules", params=params))
+
+    def iter_schedules(self, *, page_size: int = 100) -> Iterator[JsonObject]:
+        """Every schedule, by id, following page tokens."""
+        token: str | None = None
+        while True:
+            page = self.list_schedules(limit=page_size, page_token=token)
+            yield from cast(list[JsonObject], page["schedules"])
+            token = cast("str | None", page.get("nextPageToken"))
+            if not token:
+                return
+
+    def replace_schedule(self, schedule_id: str, schedule: Mapping[str, Any]) -> JsonObject:
+        """Replace a schedule whole (its slots not fired yet follow the new spec)."""
+        path = f"/v1/schedules/{_segment(schedule_id)}"
+        return cast(JsonObject, self._call("PUT", path, json=dict(schedule), idempotent=True))
+
+    def delete_schedule(self, schedule_id: str) -> JsonObject:
+        """Delete a schedule (the instances it started are kept)."""
+        return cast(JsonObject, self._call("DELETE", f"/v1/schedules/{_segment(schedule_id)}"))
+
+    def pause_schedule(self, schedule_id: str, *, note: str | None = None) -> JsonObject:
+        """Pause a schedule: no slot fires until it is unpaused (nor afterwards, for the
+        paused time)."""
+        path = f"/v1/schedules/{_segment(schedule_id)}/pause"
+        return cast(JsonObject, self._call("POST", path, json=_params(note=note), idempotent=True))
+
+    def unpause_schedule(self, schedule_id: str) -> JsonObject:
+        """Unpause a schedule: it fires from now on."""
+        path = f"/v1/schedules/{_segment(schedule_id)}/unpause"
+        return cast(JsonObject, self._call("POST", path, json={}, idempotent=True))
+
+    def trigger_schedule(self, schedule_id: str) -> JsonObject:
+        """Fire a schedule now (its overlap policy applies), even while paused."""
+        path = f"/v1/schedules/{_segment(schedule_id)}/trigger"
+        return cast(JsonObject, self._call("POST", path, json={}))
+
+    def backfill_schedule(self, schedule_id: str, *, start: str, end: str) -> JsonObject:
+        """Fire the slots of the spec between ``start`` and ``end`` (ISO 8601 times), in order,
+        whatever the catch-up window. Repeating it adds nothing (a slot fires once)."""
+        path = f"/v1/schedules/{_segment(schedule_id)}/backfill"
+        body = {"from": start, "to": end}
+        return cast(JsonObject, self._call("POST", path, json=body, idempotent=True))
+
     # --- other -----------------------------------------------------------------------------------
 
     def openapi(self) -> JsonObject:

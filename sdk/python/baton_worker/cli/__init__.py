@@ -25,7 +25,7 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 
-from baton_worker.cli import definitions, instances, jobs, queues, worker
+from baton_worker.cli import definitions, instances, jobs, queues, schedules, worker
 from baton_worker.cli.options import EXIT_USAGE, Command, Subparsers, add_connection_options
 from baton_worker.version import __version__
 
@@ -45,6 +45,7 @@ def register(parser: argparse.ArgumentParser, commands: Subparsers) -> None:
     instances.add_commands(commands)
     jobs.add_commands(commands)
     queues.add_commands(commands)
+    schedules.add_commands(commands)
     worker.add_commands(commands)
 
 
