@@ -54,6 +54,10 @@ DB_CPU_PERCENT = 80
 DB_ACU_SATURATION_PERCENT = 90
 
 
+# Emitted by the schedules' duty (engine.schedule_firing), each pass that settles slots.
+SCHEDULE_METRICS = ("ScheduleFired", "ScheduleSkipped", "ScheduleMissed")
+
+
 def engine_metric(
     name: str,
     *,
@@ -379,6 +383,17 @@ class Observability(Construct):
                 ],
             ),
             cw.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms), width=8, height=6),
+        )
+        d.add_widgets(
+            _graph(
+                "Schedules: slots per minute (fired, skipped, missed) and lateness",
+                [engine_metric(m) for m in SCHEDULE_METRICS],
+                right=[
+                    engine_metric(
+                        "ScheduleLateness", aggregate="MAX", label="ScheduleLateness ms (max)"
+                    )
+                ],
+            ),
         )
         d.add_widgets(
             _graph(
