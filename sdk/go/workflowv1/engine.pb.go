@@ -221,11 +221,12 @@ type Step struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Type  string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"` // SERVICE_TASK | USER_TASK | SIGNAL | TIMER | SUB_WORKFLOW |
-	// SET_VARIABLE | TERMINATE | SWITCH | PARALLEL | MAP | DO_WHILE
+	// SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+	// PARALLEL | MAP | DO_WHILE
 	Name        string           `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
 	Description string           `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
 	Input       *structpb.Struct `protobuf:"bytes,5,opt,name=input,proto3" json:"input,omitempty"`
-	// SERVICE_TASK
+	// SERVICE_TASK (the retry and timeout settings below apply to HTTP too)
 	JobType                string   `protobuf:"bytes,6,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
 	RetryCount             *int32   `protobuf:"varint,7,opt,name=retry_count,json=retryCount,proto3,oneof" json:"retry_count,omitempty"`
 	RetryLogic             string   `protobuf:"bytes,8,opt,name=retry_logic,json=retryLogic,proto3" json:"retry_logic,omitempty"`
@@ -251,7 +252,8 @@ type Step struct {
 	Status string          `protobuf:"bytes,23,opt,name=status,proto3" json:"status,omitempty"` // COMPLETED | FAILED
 	Reason string          `protobuf:"bytes,24,opt,name=reason,proto3" json:"reason,omitempty"`
 	Output *structpb.Value `protobuf:"bytes,25,opt,name=output,proto3" json:"output,omitempty"`
-	// SWITCH: cases by the value of `on` ({name: [steps]}), or [{condition, steps}] in order
+	// SWITCH: cases by the value of `on` or of `script` ({name: [steps]}), or [{condition, steps}]
+	// in order
 	On      string          `protobuf:"bytes,26,opt,name=on,proto3" json:"on,omitempty"`
 	Cases   *structpb.Value `protobuf:"bytes,27,opt,name=cases,proto3" json:"cases,omitempty"`
 	Default []*Step         `protobuf:"bytes,28,rep,name=default,proto3" json:"default,omitempty"`
@@ -264,8 +266,20 @@ type Step struct {
 	MaxConcurrency *int32  `protobuf:"varint,33,opt,name=max_concurrency,json=maxConcurrency,proto3,oneof" json:"max_concurrency,omitempty"`
 	While          string  `protobuf:"bytes,34,opt,name=while,proto3" json:"while,omitempty"`
 	MaxIterations  *int32  `protobuf:"varint,35,opt,name=max_iterations,json=maxIterations,proto3,oneof" json:"max_iterations,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// SCRIPT: JavaScript with $ bound to the resolved input (output {result}); a SWITCH's script
+	// names its case
+	Language string `protobuf:"bytes,36,opt,name=language,proto3" json:"language,omitempty"` // javascript
+	Script   string `protobuf:"bytes,37,opt,name=script,proto3" json:"script,omitempty"`
+	// JQ: a jq filter over the resolved input (output {result, resultList})
+	Query string `protobuf:"bytes,38,opt,name=query,proto3" json:"query,omitempty"`
+	// DO_WHILE: how `while` is read: jsonata (the default) or javascript
+	WhileLanguage string `protobuf:"bytes,39,opt,name=while_language,json=whileLanguage,proto3" json:"while_language,omitempty"`
+	// HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
+	// readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
+	// body, reasonPhrase}}
+	Request       *structpb.Value `protobuf:"bytes,40,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Step) Reset() {
@@ -541,6 +555,41 @@ func (x *Step) GetMaxIterations() int32 {
 		return *x.MaxIterations
 	}
 	return 0
+}
+
+func (x *Step) GetLanguage() string {
+	if x != nil {
+		return x.Language
+	}
+	return ""
+}
+
+func (x *Step) GetScript() string {
+	if x != nil {
+		return x.Script
+	}
+	return ""
+}
+
+func (x *Step) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *Step) GetWhileLanguage() string {
+	if x != nil {
+		return x.WhileLanguage
+	}
+	return ""
+}
+
+func (x *Step) GetRequest() *structpb.Value {
+	if x != nil {
+		return x.Request
+	}
+	return nil
 }
 
 // Start one instance per task of a named queue.
@@ -2670,8 +2719,10 @@ type CompleteJobRequest struct {
 	JobId          string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	WorkerId       string                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	VariablesToSet *structpb.Struct       `protobuf:"bytes,3,opt,name=variables_to_set,json=variablesToSet,proto3" json:"variables_to_set,omitempty"`
-	// The attempt the worker ran (from the poll). A result for an attempt that is over is a
-	// harmless repeat when it was already applied, else a conflict. Absent: judged on the holder.
+	// The attempt the worker ran (from the poll). A completion whose lease lapsed still counts,
+	// once, while the job is not settled (even if claimed again: that later attempt's results are
+	// then repeats, its heartbeats conflicts); a repeat of a result already applied is harmless;
+	// any other result for an attempt that is over is a conflict. Absent: judged on the worker id.
 	Attempt           *int32 `protobuf:"varint,4,opt,name=attempt,proto3,oneof" json:"attempt,omitempty"`
 	OutputPayloadPath string `protobuf:"bytes,5,opt,name=output_payload_path,json=outputPayloadPath,proto3" json:"output_payload_path,omitempty"` // instead of variables_to_set: a STEP_OUTPUT path, uploaded
 	unknownFields     protoimpl.UnknownFields
@@ -2747,7 +2798,7 @@ type CompleteJobResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	Status        string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`    // COMPLETED
-	Applied       bool                   `protobuf:"varint,3,opt,name=applied,proto3" json:"applied,omitempty"` // false when this completion repeated an earlier one
+	Applied       bool                   `protobuf:"varint,3,opt,name=applied,proto3" json:"applied,omitempty"` // false when the job was already completed (a repeat, or
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3200,9 +3251,10 @@ func (x *FailJobRequest) GetAttempt() int32 {
 }
 
 type FailJobResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Status        string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"` // FAILED | RETRY_SCHEDULED
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	JobId  string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Status string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"` // FAILED | RETRY_SCHEDULED | COMPLETED (applied false: an
+	// earlier attempt's late completion came first)
 	Applied       bool                   `protobuf:"varint,3,opt,name=applied,proto3" json:"applied,omitempty"`
 	NextAttemptAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=next_attempt_at,json=nextAttemptAt,proto3" json:"next_attempt_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -4939,6 +4991,922 @@ func (x *RedriveResponse) GetRemaining() int64 {
 	return 0
 }
 
+type ScheduleInterval struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EverySeconds  int64                  `protobuf:"varint,1,opt,name=every_seconds,json=everySeconds,proto3" json:"every_seconds,omitempty"`
+	OffsetSeconds int64                  `protobuf:"varint,2,opt,name=offset_seconds,json=offsetSeconds,proto3" json:"offset_seconds,omitempty"` // slots at epoch + offset + k * every
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleInterval) Reset() {
+	*x = ScheduleInterval{}
+	mi := &file_workflow_v1_engine_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleInterval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleInterval) ProtoMessage() {}
+
+func (x *ScheduleInterval) ProtoReflect() protoreflect.Message {
+	mi := &file_workflow_v1_engine_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleInterval.ProtoReflect.Descriptor instead.
+func (*ScheduleInterval) Descriptor() ([]byte, []int) {
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *ScheduleInterval) GetEverySeconds() int64 {
+	if x != nil {
+		return x.EverySeconds
+	}
+	return 0
+}
+
+func (x *ScheduleInterval) GetOffsetSeconds() int64 {
+	if x != nil {
+		return x.OffsetSeconds
+	}
+	return 0
+}
+
+type ScheduleSpec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Cron          []string               `protobuf:"bytes,1,rep,name=cron,proto3" json:"cron,omitempty"` // 5 fields, 6 with seconds first, or @hourly ... @yearly
+	Interval      *ScheduleInterval      `protobuf:"bytes,2,opt,name=interval,proto3" json:"interval,omitempty"`
+	TimeZone      string                 `protobuf:"bytes,3,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"` // IANA, default UTC
+	JitterSeconds int32                  `protobuf:"varint,4,opt,name=jitter_seconds,json=jitterSeconds,proto3" json:"jitter_seconds,omitempty"`
+	StartAt       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=start_at,json=startAt,proto3" json:"start_at,omitempty"`
+	EndAt         *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=end_at,json=endAt,proto3" json:"end_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleSpec) Reset() {
+	*x = ScheduleSpec{}
+	mi := &file_workflow_v1_engine_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleSpec) ProtoMessage() {}
+
+func (x *ScheduleSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_workflow_v1_engine_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleSpec.ProtoReflect.Descriptor instead.
+func (*ScheduleSpec) Descriptor() ([]byte, []int) {
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *ScheduleSpec) GetCron() []string {
+	if x != nil {
+		return x.Cron
+	}
+	return nil
+}
+
+func (x *ScheduleSpec) GetInterval() *ScheduleInterval {
+	if x != nil {
+		return x.Interval
+	}
+	return nil
+}
+
+func (x *ScheduleSpec) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *ScheduleSpec) GetJitterSeconds() int32 {
+	if x != nil {
+		return x.JitterSeconds
+	}
+	return 0
+}
+
+func (x *ScheduleSpec) GetStartAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartAt
+	}
+	return nil
+}
+
+func (x *ScheduleSpec) GetEndAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndAt
+	}
+	return nil
+}
+
+type ScheduleRequest struct {
+	state                protoimpl.MessageState `protogen:"open.v1"`
+	Id                   string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"` // PUT: from the path
+	DefinitionName       string                 `protobuf:"bytes,2,opt,name=definition_name,json=definitionName,proto3" json:"definition_name,omitempty"`
+	DefinitionVersion    int32                  `protobuf:"varint,3,opt,name=definition_version,json=definitionVersion,proto3" json:"definition_version,omitempty"`
+	Input                *structpb.Struct       `protobuf:"bytes,4,opt,name=input,proto3" json:"input,omitempty"` // may read ${schedule.time} and ${schedule.id}
+	Spec                 *ScheduleSpec          `protobuf:"bytes,5,opt,name=spec,proto3" json:"spec,omitempty"`
+	OverlapPolicy        string                 `protobuf:"bytes,6,opt,name=overlap_policy,json=overlapPolicy,proto3" json:"overlap_policy,omitempty"` // SKIP | BUFFER_ONE | BUFFER_ALL | CANCEL_OTHER | TERMINATE_OTHER | ALLOW_ALL
+	CatchupWindowSeconds int32                  `protobuf:"varint,7,opt,name=catchup_window_seconds,json=catchupWindowSeconds,proto3" json:"catchup_window_seconds,omitempty"`
+	PauseOnFailure       bool                   `protobuf:"varint,8,opt,name=pause_on_failure,json=pauseOnFailure,proto3" json:"pause_on_failure,omitempty"`
+	Paused               bool                   `protobuf:"varint,9,opt,name=paused,proto3" json:"paused,omitempty"`
+	Note                 string                 `protobuf:"bytes,10,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *ScheduleRequest) Reset() {
+	*x = ScheduleRequest{}
+	mi := &file_workflow_v1_engine_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleRequest) ProtoMessage() {}
+
+func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_workflow_v1_engine_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleRequest.ProtoReflect.Descriptor instead.
+func (*ScheduleRequest) Descriptor() ([]byte, []int) {
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *ScheduleRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ScheduleRequest) GetDefinitionName() string {
+	if x != nil {
+		return x.DefinitionName
+	}
+	return ""
+}
+
+func (x *ScheduleRequest) GetDefinitionVersion() int32 {
+	if x != nil {
+		return x.DefinitionVersion
+	}
+	return 0
+}
+
+func (x *ScheduleRequest) GetInput() *structpb.Struct {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *ScheduleRequest) GetSpec() *ScheduleSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *ScheduleRequest) GetOverlapPolicy() string {
+	if x != nil {
+		return x.OverlapPolicy
+	}
+	return ""
+}
+
+func (x *ScheduleRequest) GetCatchupWindowSeconds() int32 {
+	if x != nil {
+		return x.CatchupWindowSeconds
+	}
+	return 0
+}
+
+func (x *ScheduleRequest) GetPauseOnFailure() bool {
+	if x != nil {
+		return x.PauseOnFailure
+	}
+	return false
+}
+
+func (x *ScheduleRequest) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *ScheduleRequest) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+type ScheduleAction struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SlotTime      *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=slot_time,json=slotTime,proto3" json:"slot_time,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`       // SCHEDULED | TRIGGER | BACKFILL
+	Outcome       string                 `protobuf:"bytes,3,opt,name=outcome,proto3" json:"outcome,omitempty"` // STARTED | SKIPPED | MISSED | FAILED
+	InstanceId    string                 `protobuf:"bytes,4,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	Detail        string                 `protobuf:"bytes,5,opt,name=detail,proto3" json:"detail,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleAction) Reset() {
+	*x = ScheduleAction{}
+	mi := &file_workflow_v1_engine_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleAction) ProtoMessage() {}
+
+func (x *ScheduleAction) ProtoReflect() protoreflect.Message {
+	mi := &file_workflow_v1_engine_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleAction.ProtoReflect.Descriptor instead.
+func (*ScheduleAction) Descriptor() ([]byte, []int) {
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *ScheduleAction) GetSlotTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SlotTime
+	}
+	return nil
+}
+
+func (x *ScheduleAction) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ScheduleAction) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *ScheduleAction) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *ScheduleAction) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+func (x *ScheduleAction) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+type Schedule struct {
+	state                protoimpl.MessageState   `protogen:"open.v1"`
+	Id                   string                   `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	DefinitionName       string                   `protobuf:"bytes,2,opt,name=definition_name,json=definitionName,proto3" json:"definition_name,omitempty"`
+	DefinitionVersion    int32                    `protobuf:"varint,3,opt,name=definition_version,json=definitionVersion,proto3" json:"definition_version,omitempty"`
+	Input                *structpb.Struct         `protobuf:"bytes,4,opt,name=input,proto3" json:"input,omitempty"`
+	Spec                 *ScheduleSpec            `protobuf:"bytes,5,opt,name=spec,proto3" json:"spec,omitempty"`
+	OverlapPolicy        string                   `protobuf:"bytes,6,opt,name=overlap_policy,json=overlapPolicy,proto3" json:"overlap_policy,omitempty"`
+	CatchupWindowSeconds int32                    `protobuf:"varint,7,opt,name=catchup_window_seconds,json=catchupWindowSeconds,proto3" json:"catchup_window_seconds,omitempty"`
+	PauseOnFailure       bool                     `protobuf:"varint,8,opt,name=pause_on_failure,json=pauseOnFailure,proto3" json:"pause_on_failure,omitempty"`
+	Paused               bool                     `protobuf:"varint,9,opt,name=paused,proto3" json:"paused,omitempty"`
+	Note                 string                   `protobuf:"bytes,10,opt,name=note,proto3" json:"note,omitempty"`
+	CreatedAt            *timestamppb.Timestamp   `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt            *timestamppb.Timestamp   `protobuf:"bytes,12,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	NextFireTimes        []*timestamppb.Timestamp `protobuf:"bytes,13,rep,name=next_fire_times,json=nextFireTimes,proto3" json:"next_fire_times,omitempty"`
+	RecentActions        []*ScheduleAction        `protobuf:"bytes,14,rep,name=recent_actions,json=recentActions,proto3" json:"recent_actions,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *Schedule) Reset() {
+	*x = Schedule{}
+	mi := &file_workflow_v1_engine_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Schedule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Schedule) ProtoMessage() {}
+
+func (x *Schedule) ProtoReflect() protoreflect.Message {
+	mi := &file_workflow_v1_engine_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Schedule.ProtoReflect.Descriptor instead.
+func (*Schedule) Descriptor() ([]byte, []int) {
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *Schedule) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Schedule) GetDefinitionName() string {
+	if x != nil {
+		return x.DefinitionName
+	}
+	return ""
+}
+
+func (x *Schedule) GetDefinitionVersion() int32 {
+	if x != nil {
+		return x.DefinitionVersion
+	}
+	return 0
+}
+
+func (x *Schedule) GetInput() *structpb.Struct {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *Schedule) GetSpec() *ScheduleSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *Schedule) GetOverlapPolicy() string {
+	if x != nil {
+		return x.OverlapPolicy
+	}
+	return ""
+}
+
+func (x *Schedule) GetCatchupWindowSeconds() int32 {
+	if x != nil {
+		return x.CatchupWindowSeconds
+	}
+	return 0
+}
+
+func (x *Schedule) GetPauseOnFailure() bool {
+	if x != nil {
+		return x.PauseOnFailure
+	}
+	return false
+}
+
+func (x *Schedule) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *Schedule) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *Schedule) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Schedule) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *Schedule) GetNextFireTimes() []*timestamppb.Timestamp {
+	if x != nil {
+		return x.NextFireTimes
+	}
+	return nil
+}
+
+func (x *Schedule) GetRecentActions() []*ScheduleAction {
+	if x != nil {
+		return x.RecentActions
+	}
+	return nil
+}
+
+type SchedulePage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Schedules     []*Schedule            `protobuf:"bytes,1,rep,name=schedules,proto3" json:"schedules,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchedulePage) Reset() {
+	*x = SchedulePage{}
+	mi := &file_workflow_v1_engine_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchedulePage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchedulePage) ProtoMessage() {}
+
+func (x *SchedulePage) ProtoReflect() protoreflect.Message {
+	mi := &file_workflow_v1_engine_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchedulePage.ProtoReflect.Descriptor instead.
+func (*SchedulePage) Descriptor() ([]byte, []int) {
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *SchedulePage) GetSchedules() []*Schedule {
+	if x != nil {
+		return x.Schedules
+	}
+	return nil
+}
+
+func (x *SchedulePage) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type ScheduleIdRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleIdRequest) Reset() {
+	*x = ScheduleIdRequest{}
+	mi := &file_workflow_v1_engine_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleIdRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleIdRequest) ProtoMessage() {}
+
+func (x *ScheduleIdRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_workflow_v1_engine_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleIdRequest.ProtoReflect.Descriptor instead.
+func (*ScheduleIdRequest) Descriptor() ([]byte, []int) {
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *ScheduleIdRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type ListSchedulesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Limit         int32                  `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	PageToken     string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSchedulesRequest) Reset() {
+	*x = ListSchedulesRequest{}
+	mi := &file_workflow_v1_engine_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSchedulesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSchedulesRequest) ProtoMessage() {}
+
+func (x *ListSchedulesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_workflow_v1_engine_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSchedulesRequest.ProtoReflect.Descriptor instead.
+func (*ListSchedulesRequest) Descriptor() ([]byte, []int) {
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *ListSchedulesRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListSchedulesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type PauseScheduleRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"` // from the path
+	Note          string                 `protobuf:"bytes,2,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseScheduleRequest) Reset() {
+	*x = PauseScheduleRequest{}
+	mi := &file_workflow_v1_engine_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseScheduleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseScheduleRequest) ProtoMessage() {}
+
+func (x *PauseScheduleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_workflow_v1_engine_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseScheduleRequest.ProtoReflect.Descriptor instead.
+func (*PauseScheduleRequest) Descriptor() ([]byte, []int) {
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *PauseScheduleRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PauseScheduleRequest) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+type ScheduleTriggered struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Id            string                   `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	SlotTimes     []*timestamppb.Timestamp `protobuf:"bytes,2,rep,name=slot_times,json=slotTimes,proto3" json:"slot_times,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleTriggered) Reset() {
+	*x = ScheduleTriggered{}
+	mi := &file_workflow_v1_engine_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleTriggered) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleTriggered) ProtoMessage() {}
+
+func (x *ScheduleTriggered) ProtoReflect() protoreflect.Message {
+	mi := &file_workflow_v1_engine_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleTriggered.ProtoReflect.Descriptor instead.
+func (*ScheduleTriggered) Descriptor() ([]byte, []int) {
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *ScheduleTriggered) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ScheduleTriggered) GetSlotTimes() []*timestamppb.Timestamp {
+	if x != nil {
+		return x.SlotTimes
+	}
+	return nil
+}
+
+type BackfillRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"` // from the path
+	From          *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
+	To            *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackfillRequest) Reset() {
+	*x = BackfillRequest{}
+	mi := &file_workflow_v1_engine_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackfillRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackfillRequest) ProtoMessage() {}
+
+func (x *BackfillRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_workflow_v1_engine_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackfillRequest.ProtoReflect.Descriptor instead.
+func (*BackfillRequest) Descriptor() ([]byte, []int) {
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *BackfillRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *BackfillRequest) GetFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *BackfillRequest) GetTo() *timestamppb.Timestamp {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+type BackfillResponse struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Id            string                   `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Slots         int64                    `protobuf:"varint,2,opt,name=slots,proto3" json:"slots,omitempty"`
+	Added         int64                    `protobuf:"varint,3,opt,name=added,proto3" json:"added,omitempty"`
+	SlotTimes     []*timestamppb.Timestamp `protobuf:"bytes,4,rep,name=slot_times,json=slotTimes,proto3" json:"slot_times,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackfillResponse) Reset() {
+	*x = BackfillResponse{}
+	mi := &file_workflow_v1_engine_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackfillResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackfillResponse) ProtoMessage() {}
+
+func (x *BackfillResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_workflow_v1_engine_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackfillResponse.ProtoReflect.Descriptor instead.
+func (*BackfillResponse) Descriptor() ([]byte, []int) {
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *BackfillResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *BackfillResponse) GetSlots() int64 {
+	if x != nil {
+		return x.Slots
+	}
+	return 0
+}
+
+func (x *BackfillResponse) GetAdded() int64 {
+	if x != nil {
+		return x.Added
+	}
+	return 0
+}
+
+func (x *BackfillResponse) GetSlotTimes() []*timestamppb.Timestamp {
+	if x != nil {
+		return x.SlotTimes
+	}
+	return nil
+}
+
+type DeletedSchedule struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Deleted       bool                   `protobuf:"varint,2,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeletedSchedule) Reset() {
+	*x = DeletedSchedule{}
+	mi := &file_workflow_v1_engine_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeletedSchedule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeletedSchedule) ProtoMessage() {}
+
+func (x *DeletedSchedule) ProtoReflect() protoreflect.Message {
+	mi := &file_workflow_v1_engine_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeletedSchedule.ProtoReflect.Descriptor instead.
+func (*DeletedSchedule) Descriptor() ([]byte, []int) {
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *DeletedSchedule) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *DeletedSchedule) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
 type ProblemItem struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -4949,7 +5917,7 @@ type ProblemItem struct {
 
 func (x *ProblemItem) Reset() {
 	*x = ProblemItem{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[64]
+	mi := &file_workflow_v1_engine_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4961,7 +5929,7 @@ func (x *ProblemItem) String() string {
 func (*ProblemItem) ProtoMessage() {}
 
 func (x *ProblemItem) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[64]
+	mi := &file_workflow_v1_engine_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4974,7 +5942,7 @@ func (x *ProblemItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProblemItem.ProtoReflect.Descriptor instead.
 func (*ProblemItem) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{64}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ProblemItem) GetPath() string {
@@ -5005,7 +5973,7 @@ type Problem struct {
 
 func (x *Problem) Reset() {
 	*x = Problem{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[65]
+	mi := &file_workflow_v1_engine_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5017,7 +5985,7 @@ func (x *Problem) String() string {
 func (*Problem) ProtoMessage() {}
 
 func (x *Problem) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[65]
+	mi := &file_workflow_v1_engine_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5030,7 +5998,7 @@ func (x *Problem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Problem.ProtoReflect.Descriptor instead.
 func (*Problem) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{65}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *Problem) GetType() string {
@@ -5083,7 +6051,7 @@ type GetOpenApiRequest struct {
 
 func (x *GetOpenApiRequest) Reset() {
 	*x = GetOpenApiRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[66]
+	mi := &file_workflow_v1_engine_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5095,7 +6063,7 @@ func (x *GetOpenApiRequest) String() string {
 func (*GetOpenApiRequest) ProtoMessage() {}
 
 func (x *GetOpenApiRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[66]
+	mi := &file_workflow_v1_engine_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5108,7 +6076,7 @@ func (x *GetOpenApiRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOpenApiRequest.ProtoReflect.Descriptor instead.
 func (*GetOpenApiRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{66}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{79}
 }
 
 type DeleteDefinitionRequest struct {
@@ -5121,7 +6089,7 @@ type DeleteDefinitionRequest struct {
 
 func (x *DeleteDefinitionRequest) Reset() {
 	*x = DeleteDefinitionRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[67]
+	mi := &file_workflow_v1_engine_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5133,7 +6101,7 @@ func (x *DeleteDefinitionRequest) String() string {
 func (*DeleteDefinitionRequest) ProtoMessage() {}
 
 func (x *DeleteDefinitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[67]
+	mi := &file_workflow_v1_engine_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5146,7 +6114,7 @@ func (x *DeleteDefinitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDefinitionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteDefinitionRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{67}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *DeleteDefinitionRequest) GetName() string {
@@ -5172,7 +6140,7 @@ type DeleteInstanceRequest struct {
 
 func (x *DeleteInstanceRequest) Reset() {
 	*x = DeleteInstanceRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[68]
+	mi := &file_workflow_v1_engine_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5184,7 +6152,7 @@ func (x *DeleteInstanceRequest) String() string {
 func (*DeleteInstanceRequest) ProtoMessage() {}
 
 func (x *DeleteInstanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[68]
+	mi := &file_workflow_v1_engine_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5197,7 +6165,7 @@ func (x *DeleteInstanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteInstanceRequest.ProtoReflect.Descriptor instead.
 func (*DeleteInstanceRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{68}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *DeleteInstanceRequest) GetId() string {
@@ -5222,7 +6190,7 @@ type DeletedInstance struct {
 
 func (x *DeletedInstance) Reset() {
 	*x = DeletedInstance{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[69]
+	mi := &file_workflow_v1_engine_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5234,7 +6202,7 @@ func (x *DeletedInstance) String() string {
 func (*DeletedInstance) ProtoMessage() {}
 
 func (x *DeletedInstance) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[69]
+	mi := &file_workflow_v1_engine_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5247,7 +6215,7 @@ func (x *DeletedInstance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletedInstance.ProtoReflect.Descriptor instead.
 func (*DeletedInstance) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{69}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *DeletedInstance) GetId() string {
@@ -5307,7 +6275,7 @@ type GetHealthRequest struct {
 
 func (x *GetHealthRequest) Reset() {
 	*x = GetHealthRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[70]
+	mi := &file_workflow_v1_engine_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5319,7 +6287,7 @@ func (x *GetHealthRequest) String() string {
 func (*GetHealthRequest) ProtoMessage() {}
 
 func (x *GetHealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[70]
+	mi := &file_workflow_v1_engine_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5332,7 +6300,7 @@ func (x *GetHealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetHealthRequest.ProtoReflect.Descriptor instead.
 func (*GetHealthRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{70}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{83}
 }
 
 type HealthCheck struct {
@@ -5347,7 +6315,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[71]
+	mi := &file_workflow_v1_engine_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5359,7 +6327,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[71]
+	mi := &file_workflow_v1_engine_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5372,7 +6340,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{71}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *HealthCheck) GetStatus() string {
@@ -5415,7 +6383,7 @@ type Health struct {
 
 func (x *Health) Reset() {
 	*x = Health{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[72]
+	mi := &file_workflow_v1_engine_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5427,7 +6395,7 @@ func (x *Health) String() string {
 func (*Health) ProtoMessage() {}
 
 func (x *Health) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[72]
+	mi := &file_workflow_v1_engine_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5440,7 +6408,7 @@ func (x *Health) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Health.ProtoReflect.Descriptor instead.
 func (*Health) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{72}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *Health) GetStatus() string {
@@ -5479,7 +6447,7 @@ type GetConfigRequest struct {
 
 func (x *GetConfigRequest) Reset() {
 	*x = GetConfigRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[73]
+	mi := &file_workflow_v1_engine_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5491,7 +6459,7 @@ func (x *GetConfigRequest) String() string {
 func (*GetConfigRequest) ProtoMessage() {}
 
 func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[73]
+	mi := &file_workflow_v1_engine_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5504,7 +6472,7 @@ func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{73}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{86}
 }
 
 type PayloadLimit struct {
@@ -5517,7 +6485,7 @@ type PayloadLimit struct {
 
 func (x *PayloadLimit) Reset() {
 	*x = PayloadLimit{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[74]
+	mi := &file_workflow_v1_engine_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5529,7 +6497,7 @@ func (x *PayloadLimit) String() string {
 func (*PayloadLimit) ProtoMessage() {}
 
 func (x *PayloadLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[74]
+	mi := &file_workflow_v1_engine_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5542,7 +6510,7 @@ func (x *PayloadLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PayloadLimit.ProtoReflect.Descriptor instead.
 func (*PayloadLimit) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{74}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *PayloadLimit) GetSoftLimitBytes() int64 {
@@ -5570,7 +6538,7 @@ type PayloadLimits struct {
 
 func (x *PayloadLimits) Reset() {
 	*x = PayloadLimits{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[75]
+	mi := &file_workflow_v1_engine_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5582,7 +6550,7 @@ func (x *PayloadLimits) String() string {
 func (*PayloadLimits) ProtoMessage() {}
 
 func (x *PayloadLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[75]
+	mi := &file_workflow_v1_engine_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5595,7 +6563,7 @@ func (x *PayloadLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PayloadLimits.ProtoReflect.Descriptor instead.
 func (*PayloadLimits) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{75}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *PayloadLimits) GetWorkflowInput() *PayloadLimit {
@@ -5629,7 +6597,7 @@ type ServerConfig struct {
 
 func (x *ServerConfig) Reset() {
 	*x = ServerConfig{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[76]
+	mi := &file_workflow_v1_engine_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5641,7 +6609,7 @@ func (x *ServerConfig) String() string {
 func (*ServerConfig) ProtoMessage() {}
 
 func (x *ServerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[76]
+	mi := &file_workflow_v1_engine_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5654,7 +6622,7 @@ func (x *ServerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerConfig.ProtoReflect.Descriptor instead.
 func (*ServerConfig) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{76}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ServerConfig) GetPayloadLimits() *PayloadLimits {
@@ -5682,7 +6650,7 @@ type CreatePayloadRequest struct {
 
 func (x *CreatePayloadRequest) Reset() {
 	*x = CreatePayloadRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[77]
+	mi := &file_workflow_v1_engine_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5694,7 +6662,7 @@ func (x *CreatePayloadRequest) String() string {
 func (*CreatePayloadRequest) ProtoMessage() {}
 
 func (x *CreatePayloadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[77]
+	mi := &file_workflow_v1_engine_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5707,7 +6675,7 @@ func (x *CreatePayloadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePayloadRequest.ProtoReflect.Descriptor instead.
 func (*CreatePayloadRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{77}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *CreatePayloadRequest) GetKind() string {
@@ -5743,7 +6711,7 @@ type PayloadUpload struct {
 
 func (x *PayloadUpload) Reset() {
 	*x = PayloadUpload{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[78]
+	mi := &file_workflow_v1_engine_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5755,7 +6723,7 @@ func (x *PayloadUpload) String() string {
 func (*PayloadUpload) ProtoMessage() {}
 
 func (x *PayloadUpload) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[78]
+	mi := &file_workflow_v1_engine_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5768,7 +6736,7 @@ func (x *PayloadUpload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PayloadUpload.ProtoReflect.Descriptor instead.
 func (*PayloadUpload) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{78}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *PayloadUpload) GetPath() string {
@@ -5840,7 +6808,7 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x19_response_timeout_secondsB\x18\n" +
 	"\x16_concurrent_exec_limitB\x1b\n" +
 	"\x19_rate_limit_per_frequencyB\"\n" +
-	" _rate_limit_frequency_in_seconds\"\xbf\f\n" +
+	" _rate_limit_frequency_in_seconds\"\xe2\r\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
@@ -5881,7 +6849,12 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x05items\x18  \x01(\tR\x05items\x12,\n" +
 	"\x0fmax_concurrency\x18! \x01(\x05H\bR\x0emaxConcurrency\x88\x01\x01\x12\x14\n" +
 	"\x05while\x18\" \x01(\tR\x05while\x12*\n" +
-	"\x0emax_iterations\x18# \x01(\x05H\tR\rmaxIterations\x88\x01\x01B\x0e\n" +
+	"\x0emax_iterations\x18# \x01(\x05H\tR\rmaxIterations\x88\x01\x01\x12\x1a\n" +
+	"\blanguage\x18$ \x01(\tR\blanguage\x12\x16\n" +
+	"\x06script\x18% \x01(\tR\x06script\x12\x14\n" +
+	"\x05query\x18& \x01(\tR\x05query\x12%\n" +
+	"\x0ewhile_language\x18' \x01(\tR\rwhileLanguage\x120\n" +
+	"\arequest\x18( \x01(\v2\x16.google.protobuf.ValueR\arequestB\x0e\n" +
 	"\f_retry_countB\x16\n" +
 	"\x14_retry_delay_secondsB\x1a\n" +
 	"\x18_max_retry_delay_secondsB\x12\n" +
@@ -6307,7 +7280,84 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\bredriven\x18\x01 \x01(\x03R\bredriven\x12\x19\n" +
 	"\btask_ids\x18\x02 \x03(\tR\ataskIds\x125\n" +
 	"\askipped\x18\x03 \x03(\v2\x1b.workflow.v1.RedriveSkippedR\askipped\x12\x1c\n" +
-	"\tremaining\x18\x04 \x01(\x03R\tremaining\";\n" +
+	"\tremaining\x18\x04 \x01(\x03R\tremaining\"^\n" +
+	"\x10ScheduleInterval\x12#\n" +
+	"\revery_seconds\x18\x01 \x01(\x03R\feverySeconds\x12%\n" +
+	"\x0eoffset_seconds\x18\x02 \x01(\x03R\roffsetSeconds\"\x8b\x02\n" +
+	"\fScheduleSpec\x12\x12\n" +
+	"\x04cron\x18\x01 \x03(\tR\x04cron\x129\n" +
+	"\binterval\x18\x02 \x01(\v2\x1d.workflow.v1.ScheduleIntervalR\binterval\x12\x1b\n" +
+	"\ttime_zone\x18\x03 \x01(\tR\btimeZone\x12%\n" +
+	"\x0ejitter_seconds\x18\x04 \x01(\x05R\rjitterSeconds\x125\n" +
+	"\bstart_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\astartAt\x121\n" +
+	"\x06end_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05endAt\"\x8a\x03\n" +
+	"\x0fScheduleRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
+	"\x0fdefinition_name\x18\x02 \x01(\tR\x0edefinitionName\x12-\n" +
+	"\x12definition_version\x18\x03 \x01(\x05R\x11definitionVersion\x12-\n" +
+	"\x05input\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x05input\x12-\n" +
+	"\x04spec\x18\x05 \x01(\v2\x19.workflow.v1.ScheduleSpecR\x04spec\x12%\n" +
+	"\x0eoverlap_policy\x18\x06 \x01(\tR\roverlapPolicy\x124\n" +
+	"\x16catchup_window_seconds\x18\a \x01(\x05R\x14catchupWindowSeconds\x12(\n" +
+	"\x10pause_on_failure\x18\b \x01(\bR\x0epauseOnFailure\x12\x16\n" +
+	"\x06paused\x18\t \x01(\bR\x06paused\x12\x12\n" +
+	"\x04note\x18\n" +
+	" \x01(\tR\x04note\"\xdc\x01\n" +
+	"\x0eScheduleAction\x127\n" +
+	"\tslot_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bslotTime\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x18\n" +
+	"\aoutcome\x18\x03 \x01(\tR\aoutcome\x12\x1f\n" +
+	"\vinstance_id\x18\x04 \x01(\tR\n" +
+	"instanceId\x12\x16\n" +
+	"\x06detail\x18\x05 \x01(\tR\x06detail\x12*\n" +
+	"\x02at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\x81\x05\n" +
+	"\bSchedule\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
+	"\x0fdefinition_name\x18\x02 \x01(\tR\x0edefinitionName\x12-\n" +
+	"\x12definition_version\x18\x03 \x01(\x05R\x11definitionVersion\x12-\n" +
+	"\x05input\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x05input\x12-\n" +
+	"\x04spec\x18\x05 \x01(\v2\x19.workflow.v1.ScheduleSpecR\x04spec\x12%\n" +
+	"\x0eoverlap_policy\x18\x06 \x01(\tR\roverlapPolicy\x124\n" +
+	"\x16catchup_window_seconds\x18\a \x01(\x05R\x14catchupWindowSeconds\x12(\n" +
+	"\x10pause_on_failure\x18\b \x01(\bR\x0epauseOnFailure\x12\x16\n" +
+	"\x06paused\x18\t \x01(\bR\x06paused\x12\x12\n" +
+	"\x04note\x18\n" +
+	" \x01(\tR\x04note\x129\n" +
+	"\n" +
+	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12B\n" +
+	"\x0fnext_fire_times\x18\r \x03(\v2\x1a.google.protobuf.TimestampR\rnextFireTimes\x12B\n" +
+	"\x0erecent_actions\x18\x0e \x03(\v2\x1b.workflow.v1.ScheduleActionR\rrecentActions\"k\n" +
+	"\fSchedulePage\x123\n" +
+	"\tschedules\x18\x01 \x03(\v2\x15.workflow.v1.ScheduleR\tschedules\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"#\n" +
+	"\x11ScheduleIdRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"K\n" +
+	"\x14ListSchedulesRequest\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\":\n" +
+	"\x14PauseScheduleRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04note\x18\x02 \x01(\tR\x04note\"^\n" +
+	"\x11ScheduleTriggered\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x129\n" +
+	"\n" +
+	"slot_times\x18\x02 \x03(\v2\x1a.google.protobuf.TimestampR\tslotTimes\"}\n" +
+	"\x0fBackfillRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
+	"\x04from\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
+	"\x02to\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\"\x89\x01\n" +
+	"\x10BackfillResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05slots\x18\x02 \x01(\x03R\x05slots\x12\x14\n" +
+	"\x05added\x18\x03 \x01(\x03R\x05added\x129\n" +
+	"\n" +
+	"slot_times\x18\x04 \x03(\v2\x1a.google.protobuf.TimestampR\tslotTimes\";\n" +
+	"\x0fDeletedSchedule\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\adeleted\x18\x02 \x01(\bR\adeleted\";\n" +
 	"\vProblemItem\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\xb1\x01\n" +
@@ -6374,7 +7424,7 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x0eupload_headers\x18\x04 \x03(\v2-.workflow.v1.PayloadUpload.UploadHeadersEntryR\ruploadHeaders\x1a@\n" +
 	"\x12UploadHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\xcc\x17\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\xf9\x1c\n" +
 	"\x0eWorkflowEngine\x12E\n" +
 	"\tGetConfig\x12\x1d.workflow.v1.GetConfigRequest\x1a\x19.workflow.v1.ServerConfig\x12N\n" +
 	"\rCreatePayload\x12!.workflow.v1.CreatePayloadRequest\x1a\x1a.workflow.v1.PayloadUpload\x12E\n" +
@@ -6422,7 +7472,16 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\n" +
 	"ListQueues\x12\x1e.workflow.v1.ListQueuesRequest\x1a\x16.workflow.v1.QueuePage\x12P\n" +
 	"\x0eListQueueTasks\x12\".workflow.v1.ListQueueTasksRequest\x1a\x1a.workflow.v1.QueueTaskPage\x12D\n" +
-	"\aRedrive\x12\x1b.workflow.v1.RedriveRequest\x1a\x1c.workflow.v1.RedriveResponseb\x06proto3"
+	"\aRedrive\x12\x1b.workflow.v1.RedriveRequest\x1a\x1c.workflow.v1.RedriveResponse\x12E\n" +
+	"\x0eCreateSchedule\x12\x1c.workflow.v1.ScheduleRequest\x1a\x15.workflow.v1.Schedule\x12M\n" +
+	"\rListSchedules\x12!.workflow.v1.ListSchedulesRequest\x1a\x19.workflow.v1.SchedulePage\x12D\n" +
+	"\vGetSchedule\x12\x1e.workflow.v1.ScheduleIdRequest\x1a\x15.workflow.v1.Schedule\x12F\n" +
+	"\x0fReplaceSchedule\x12\x1c.workflow.v1.ScheduleRequest\x1a\x15.workflow.v1.Schedule\x12N\n" +
+	"\x0eDeleteSchedule\x12\x1e.workflow.v1.ScheduleIdRequest\x1a\x1c.workflow.v1.DeletedSchedule\x12I\n" +
+	"\rPauseSchedule\x12!.workflow.v1.PauseScheduleRequest\x1a\x15.workflow.v1.Schedule\x12H\n" +
+	"\x0fUnpauseSchedule\x12\x1e.workflow.v1.ScheduleIdRequest\x1a\x15.workflow.v1.Schedule\x12Q\n" +
+	"\x0fTriggerSchedule\x12\x1e.workflow.v1.ScheduleIdRequest\x1a\x1e.workflow.v1.ScheduleTriggered\x12O\n" +
+	"\x10BackfillSchedule\x12\x1c.workflow.v1.BackfillRequest\x1a\x1d.workflow.v1.BackfillResponseb\x06proto3"
 
 var (
 	file_workflow_v1_engine_proto_rawDescOnce sync.Once
@@ -6436,7 +7495,7 @@ func file_workflow_v1_engine_proto_rawDescGZIP() []byte {
 	return file_workflow_v1_engine_proto_rawDescData
 }
 
-var file_workflow_v1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
+var file_workflow_v1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 93)
 var file_workflow_v1_engine_proto_goTypes = []any{
 	(*TaskDef)(nil),                  // 0: workflow.v1.TaskDef
 	(*Step)(nil),                     // 1: workflow.v1.Step
@@ -6502,193 +7561,243 @@ var file_workflow_v1_engine_proto_goTypes = []any{
 	(*RedriveRequest)(nil),           // 61: workflow.v1.RedriveRequest
 	(*RedriveSkipped)(nil),           // 62: workflow.v1.RedriveSkipped
 	(*RedriveResponse)(nil),          // 63: workflow.v1.RedriveResponse
-	(*ProblemItem)(nil),              // 64: workflow.v1.ProblemItem
-	(*Problem)(nil),                  // 65: workflow.v1.Problem
-	(*GetOpenApiRequest)(nil),        // 66: workflow.v1.GetOpenApiRequest
-	(*DeleteDefinitionRequest)(nil),  // 67: workflow.v1.DeleteDefinitionRequest
-	(*DeleteInstanceRequest)(nil),    // 68: workflow.v1.DeleteInstanceRequest
-	(*DeletedInstance)(nil),          // 69: workflow.v1.DeletedInstance
-	(*GetHealthRequest)(nil),         // 70: workflow.v1.GetHealthRequest
-	(*HealthCheck)(nil),              // 71: workflow.v1.HealthCheck
-	(*Health)(nil),                   // 72: workflow.v1.Health
-	(*GetConfigRequest)(nil),         // 73: workflow.v1.GetConfigRequest
-	(*PayloadLimit)(nil),             // 74: workflow.v1.PayloadLimit
-	(*PayloadLimits)(nil),            // 75: workflow.v1.PayloadLimits
-	(*ServerConfig)(nil),             // 76: workflow.v1.ServerConfig
-	(*CreatePayloadRequest)(nil),     // 77: workflow.v1.CreatePayloadRequest
-	(*PayloadUpload)(nil),            // 78: workflow.v1.PayloadUpload
-	nil,                              // 79: workflow.v1.PayloadUpload.UploadHeadersEntry
-	(*structpb.Struct)(nil),          // 80: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),    // 81: google.protobuf.Timestamp
-	(*structpb.Value)(nil),           // 82: google.protobuf.Value
-	(*structpb.ListValue)(nil),       // 83: google.protobuf.ListValue
+	(*ScheduleInterval)(nil),         // 64: workflow.v1.ScheduleInterval
+	(*ScheduleSpec)(nil),             // 65: workflow.v1.ScheduleSpec
+	(*ScheduleRequest)(nil),          // 66: workflow.v1.ScheduleRequest
+	(*ScheduleAction)(nil),           // 67: workflow.v1.ScheduleAction
+	(*Schedule)(nil),                 // 68: workflow.v1.Schedule
+	(*SchedulePage)(nil),             // 69: workflow.v1.SchedulePage
+	(*ScheduleIdRequest)(nil),        // 70: workflow.v1.ScheduleIdRequest
+	(*ListSchedulesRequest)(nil),     // 71: workflow.v1.ListSchedulesRequest
+	(*PauseScheduleRequest)(nil),     // 72: workflow.v1.PauseScheduleRequest
+	(*ScheduleTriggered)(nil),        // 73: workflow.v1.ScheduleTriggered
+	(*BackfillRequest)(nil),          // 74: workflow.v1.BackfillRequest
+	(*BackfillResponse)(nil),         // 75: workflow.v1.BackfillResponse
+	(*DeletedSchedule)(nil),          // 76: workflow.v1.DeletedSchedule
+	(*ProblemItem)(nil),              // 77: workflow.v1.ProblemItem
+	(*Problem)(nil),                  // 78: workflow.v1.Problem
+	(*GetOpenApiRequest)(nil),        // 79: workflow.v1.GetOpenApiRequest
+	(*DeleteDefinitionRequest)(nil),  // 80: workflow.v1.DeleteDefinitionRequest
+	(*DeleteInstanceRequest)(nil),    // 81: workflow.v1.DeleteInstanceRequest
+	(*DeletedInstance)(nil),          // 82: workflow.v1.DeletedInstance
+	(*GetHealthRequest)(nil),         // 83: workflow.v1.GetHealthRequest
+	(*HealthCheck)(nil),              // 84: workflow.v1.HealthCheck
+	(*Health)(nil),                   // 85: workflow.v1.Health
+	(*GetConfigRequest)(nil),         // 86: workflow.v1.GetConfigRequest
+	(*PayloadLimit)(nil),             // 87: workflow.v1.PayloadLimit
+	(*PayloadLimits)(nil),            // 88: workflow.v1.PayloadLimits
+	(*ServerConfig)(nil),             // 89: workflow.v1.ServerConfig
+	(*CreatePayloadRequest)(nil),     // 90: workflow.v1.CreatePayloadRequest
+	(*PayloadUpload)(nil),            // 91: workflow.v1.PayloadUpload
+	nil,                              // 92: workflow.v1.PayloadUpload.UploadHeadersEntry
+	(*structpb.Struct)(nil),          // 93: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),    // 94: google.protobuf.Timestamp
+	(*structpb.Value)(nil),           // 95: google.protobuf.Value
+	(*structpb.ListValue)(nil),       // 96: google.protobuf.ListValue
 }
 var file_workflow_v1_engine_proto_depIdxs = []int32{
-	80,  // 0: workflow.v1.TaskDef.input_template:type_name -> google.protobuf.Struct
-	81,  // 1: workflow.v1.TaskDef.created_at:type_name -> google.protobuf.Timestamp
-	81,  // 2: workflow.v1.TaskDef.updated_at:type_name -> google.protobuf.Timestamp
-	80,  // 3: workflow.v1.Step.input:type_name -> google.protobuf.Struct
+	93,  // 0: workflow.v1.TaskDef.input_template:type_name -> google.protobuf.Struct
+	94,  // 1: workflow.v1.TaskDef.created_at:type_name -> google.protobuf.Timestamp
+	94,  // 2: workflow.v1.TaskDef.updated_at:type_name -> google.protobuf.Timestamp
+	93,  // 3: workflow.v1.Step.input:type_name -> google.protobuf.Struct
 	0,   // 4: workflow.v1.Step.task_def:type_name -> workflow.v1.TaskDef
-	82,  // 5: workflow.v1.Step.duration:type_name -> google.protobuf.Value
-	80,  // 6: workflow.v1.Step.definition:type_name -> google.protobuf.Struct
-	80,  // 7: workflow.v1.Step.variables:type_name -> google.protobuf.Struct
-	82,  // 8: workflow.v1.Step.output:type_name -> google.protobuf.Value
-	82,  // 9: workflow.v1.Step.cases:type_name -> google.protobuf.Value
+	95,  // 5: workflow.v1.Step.duration:type_name -> google.protobuf.Value
+	93,  // 6: workflow.v1.Step.definition:type_name -> google.protobuf.Struct
+	93,  // 7: workflow.v1.Step.variables:type_name -> google.protobuf.Struct
+	95,  // 8: workflow.v1.Step.output:type_name -> google.protobuf.Value
+	95,  // 9: workflow.v1.Step.cases:type_name -> google.protobuf.Value
 	1,   // 10: workflow.v1.Step.default:type_name -> workflow.v1.Step
-	83,  // 11: workflow.v1.Step.branches:type_name -> google.protobuf.ListValue
+	96,  // 11: workflow.v1.Step.branches:type_name -> google.protobuf.ListValue
 	1,   // 12: workflow.v1.Step.steps:type_name -> workflow.v1.Step
-	1,   // 13: workflow.v1.Definition.steps:type_name -> workflow.v1.Step
-	80,  // 14: workflow.v1.Definition.output_parameters:type_name -> google.protobuf.Struct
-	81,  // 15: workflow.v1.Definition.created_at:type_name -> google.protobuf.Timestamp
-	2,   // 16: workflow.v1.Definition.trigger:type_name -> workflow.v1.QueueTrigger
-	80,  // 17: workflow.v1.Definition.input_template:type_name -> google.protobuf.Struct
-	3,   // 18: workflow.v1.DefinitionPage.definitions:type_name -> workflow.v1.Definition
-	0,   // 19: workflow.v1.PutTaskDefRequest.task_def:type_name -> workflow.v1.TaskDef
-	0,   // 20: workflow.v1.TaskDefPage.task_defs:type_name -> workflow.v1.TaskDef
-	3,   // 21: workflow.v1.StartInstanceRequest.definition:type_name -> workflow.v1.Definition
-	80,  // 22: workflow.v1.StartInstanceRequest.input:type_name -> google.protobuf.Struct
-	82,  // 23: workflow.v1.StepExecution.input:type_name -> google.protobuf.Value
-	82,  // 24: workflow.v1.StepExecution.output:type_name -> google.protobuf.Value
-	81,  // 25: workflow.v1.StepExecution.created_at:type_name -> google.protobuf.Timestamp
-	81,  // 26: workflow.v1.StepExecution.started_at:type_name -> google.protobuf.Timestamp
-	81,  // 27: workflow.v1.StepExecution.completed_at:type_name -> google.protobuf.Timestamp
-	81,  // 28: workflow.v1.StepExecution.wake_at:type_name -> google.protobuf.Timestamp
-	80,  // 29: workflow.v1.Instance.input:type_name -> google.protobuf.Struct
-	80,  // 30: workflow.v1.Instance.variables:type_name -> google.protobuf.Struct
-	82,  // 31: workflow.v1.Instance.output:type_name -> google.protobuf.Value
-	81,  // 32: workflow.v1.Instance.created_at:type_name -> google.protobuf.Timestamp
-	81,  // 33: workflow.v1.Instance.updated_at:type_name -> google.protobuf.Timestamp
-	81,  // 34: workflow.v1.Instance.completed_at:type_name -> google.protobuf.Timestamp
-	81,  // 35: workflow.v1.Instance.timeout_at:type_name -> google.protobuf.Timestamp
-	12,  // 36: workflow.v1.Instance.steps:type_name -> workflow.v1.StepExecution
-	12,  // 37: workflow.v1.StepExecutionPage.steps:type_name -> workflow.v1.StepExecution
-	81,  // 38: workflow.v1.HistoryEvent.at:type_name -> google.protobuf.Timestamp
-	80,  // 39: workflow.v1.HistoryEvent.detail:type_name -> google.protobuf.Struct
-	18,  // 40: workflow.v1.HistoryPage.events:type_name -> workflow.v1.HistoryEvent
-	81,  // 41: workflow.v1.SearchInstancesRequest.created_after:type_name -> google.protobuf.Timestamp
-	81,  // 42: workflow.v1.SearchInstancesRequest.created_before:type_name -> google.protobuf.Timestamp
-	13,  // 43: workflow.v1.InstancePage.instances:type_name -> workflow.v1.Instance
-	80,  // 44: workflow.v1.CompleteUserTaskRequest.variables_to_set:type_name -> google.protobuf.Struct
-	82,  // 45: workflow.v1.SignalRequest.payload:type_name -> google.protobuf.Value
-	81,  // 46: workflow.v1.Job.lock_expires_at:type_name -> google.protobuf.Timestamp
-	82,  // 47: workflow.v1.Job.input:type_name -> google.protobuf.Value
-	28,  // 48: workflow.v1.PollJobsResponse.jobs:type_name -> workflow.v1.Job
-	80,  // 49: workflow.v1.CompleteJobRequest.variables_to_set:type_name -> google.protobuf.Struct
-	80,  // 50: workflow.v1.BatchResultItem.variables_to_set:type_name -> google.protobuf.Struct
-	32,  // 51: workflow.v1.BatchResultItem.failure:type_name -> workflow.v1.BatchFailure
-	33,  // 52: workflow.v1.CompleteBatchRequest.results:type_name -> workflow.v1.BatchResultItem
-	81,  // 53: workflow.v1.BatchOutcome.next_attempt_at:type_name -> google.protobuf.Timestamp
-	35,  // 54: workflow.v1.CompleteBatchResponse.results:type_name -> workflow.v1.BatchOutcome
-	81,  // 55: workflow.v1.FailJobResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
-	81,  // 56: workflow.v1.HeartbeatResponse.lock_expires_at:type_name -> google.protobuf.Timestamp
-	81,  // 57: workflow.v1.StopWorkerResponse.stopped_at:type_name -> google.protobuf.Timestamp
-	81,  // 58: workflow.v1.PushResponse.created_at:type_name -> google.protobuf.Timestamp
-	81,  // 59: workflow.v1.QueueTask.created_at:type_name -> google.protobuf.Timestamp
-	81,  // 60: workflow.v1.QueueTask.visible_at:type_name -> google.protobuf.Timestamp
-	48,  // 61: workflow.v1.QueueTaskList.tasks:type_name -> workflow.v1.QueueTask
-	56,  // 62: workflow.v1.QueuePage.queues:type_name -> workflow.v1.QueueSummary
-	81,  // 63: workflow.v1.QueueTaskDetail.visible_at:type_name -> google.protobuf.Timestamp
-	81,  // 64: workflow.v1.QueueTaskDetail.created_at:type_name -> google.protobuf.Timestamp
-	81,  // 65: workflow.v1.QueueTaskDetail.updated_at:type_name -> google.protobuf.Timestamp
-	81,  // 66: workflow.v1.QueueTaskDetail.completed_at:type_name -> google.protobuf.Timestamp
-	59,  // 67: workflow.v1.QueueTaskPage.tasks:type_name -> workflow.v1.QueueTaskDetail
-	62,  // 68: workflow.v1.RedriveResponse.skipped:type_name -> workflow.v1.RedriveSkipped
-	64,  // 69: workflow.v1.Problem.errors:type_name -> workflow.v1.ProblemItem
-	71,  // 70: workflow.v1.Health.database:type_name -> workflow.v1.HealthCheck
-	71,  // 71: workflow.v1.Health.s3:type_name -> workflow.v1.HealthCheck
-	74,  // 72: workflow.v1.PayloadLimits.workflow_input:type_name -> workflow.v1.PayloadLimit
-	74,  // 73: workflow.v1.PayloadLimits.step_input:type_name -> workflow.v1.PayloadLimit
-	74,  // 74: workflow.v1.PayloadLimits.step_output:type_name -> workflow.v1.PayloadLimit
-	75,  // 75: workflow.v1.ServerConfig.payload_limits:type_name -> workflow.v1.PayloadLimits
-	81,  // 76: workflow.v1.PayloadUpload.expires_at:type_name -> google.protobuf.Timestamp
-	79,  // 77: workflow.v1.PayloadUpload.upload_headers:type_name -> workflow.v1.PayloadUpload.UploadHeadersEntry
-	73,  // 78: workflow.v1.WorkflowEngine.GetConfig:input_type -> workflow.v1.GetConfigRequest
-	77,  // 79: workflow.v1.WorkflowEngine.CreatePayload:input_type -> workflow.v1.CreatePayloadRequest
-	66,  // 80: workflow.v1.WorkflowEngine.GetOpenApi:input_type -> workflow.v1.GetOpenApiRequest
-	70,  // 81: workflow.v1.WorkflowEngine.GetHealth:input_type -> workflow.v1.GetHealthRequest
-	67,  // 82: workflow.v1.WorkflowEngine.DeleteDefinition:input_type -> workflow.v1.DeleteDefinitionRequest
-	68,  // 83: workflow.v1.WorkflowEngine.DeleteInstance:input_type -> workflow.v1.DeleteInstanceRequest
-	3,   // 84: workflow.v1.WorkflowEngine.RegisterDefinition:input_type -> workflow.v1.Definition
-	4,   // 85: workflow.v1.WorkflowEngine.ListDefinitions:input_type -> workflow.v1.ListDefinitionsRequest
-	6,   // 86: workflow.v1.WorkflowEngine.GetDefinition:input_type -> workflow.v1.GetDefinitionRequest
-	9,   // 87: workflow.v1.WorkflowEngine.ListTaskDefs:input_type -> workflow.v1.ListTaskDefsRequest
-	7,   // 88: workflow.v1.WorkflowEngine.PutTaskDef:input_type -> workflow.v1.PutTaskDefRequest
-	8,   // 89: workflow.v1.WorkflowEngine.GetTaskDef:input_type -> workflow.v1.GetTaskDefRequest
-	11,  // 90: workflow.v1.WorkflowEngine.StartInstance:input_type -> workflow.v1.StartInstanceRequest
-	20,  // 91: workflow.v1.WorkflowEngine.SearchInstances:input_type -> workflow.v1.SearchInstancesRequest
-	14,  // 92: workflow.v1.WorkflowEngine.GetInstance:input_type -> workflow.v1.GetInstanceRequest
-	15,  // 93: workflow.v1.WorkflowEngine.ListSteps:input_type -> workflow.v1.ListStepsRequest
-	17,  // 94: workflow.v1.WorkflowEngine.GetHistory:input_type -> workflow.v1.GetHistoryRequest
-	22,  // 95: workflow.v1.WorkflowEngine.CancelInstance:input_type -> workflow.v1.CancelInstanceRequest
-	23,  // 96: workflow.v1.WorkflowEngine.CompleteUserTask:input_type -> workflow.v1.CompleteUserTaskRequest
-	24,  // 97: workflow.v1.WorkflowEngine.Signal:input_type -> workflow.v1.SignalRequest
-	25,  // 98: workflow.v1.WorkflowEngine.RetryInstance:input_type -> workflow.v1.InstanceOperationRequest
-	26,  // 99: workflow.v1.WorkflowEngine.RestartInstance:input_type -> workflow.v1.RestartInstanceRequest
-	25,  // 100: workflow.v1.WorkflowEngine.PauseInstance:input_type -> workflow.v1.InstanceOperationRequest
-	25,  // 101: workflow.v1.WorkflowEngine.ResumeInstance:input_type -> workflow.v1.InstanceOperationRequest
-	27,  // 102: workflow.v1.WorkflowEngine.PollJobs:input_type -> workflow.v1.PollJobsRequest
-	30,  // 103: workflow.v1.WorkflowEngine.CompleteJob:input_type -> workflow.v1.CompleteJobRequest
-	34,  // 104: workflow.v1.WorkflowEngine.CompleteBatch:input_type -> workflow.v1.CompleteBatchRequest
-	37,  // 105: workflow.v1.WorkflowEngine.FailJob:input_type -> workflow.v1.FailJobRequest
-	39,  // 106: workflow.v1.WorkflowEngine.Heartbeat:input_type -> workflow.v1.HeartbeatRequest
-	40,  // 107: workflow.v1.WorkflowEngine.ClaimJob:input_type -> workflow.v1.ClaimJobRequest
-	42,  // 108: workflow.v1.WorkflowEngine.StopWorker:input_type -> workflow.v1.StopWorkerRequest
-	44,  // 109: workflow.v1.WorkflowEngine.Push:input_type -> workflow.v1.PushRequest
-	46,  // 110: workflow.v1.WorkflowEngine.Stats:input_type -> workflow.v1.QueueRequest
-	46,  // 111: workflow.v1.WorkflowEngine.Peek:input_type -> workflow.v1.QueueRequest
-	46,  // 112: workflow.v1.WorkflowEngine.Purge:input_type -> workflow.v1.QueueRequest
-	51,  // 113: workflow.v1.WorkflowEngine.Dequeue:input_type -> workflow.v1.DequeueRequest
-	52,  // 114: workflow.v1.WorkflowEngine.Ack:input_type -> workflow.v1.AckRequest
-	53,  // 115: workflow.v1.WorkflowEngine.Nack:input_type -> workflow.v1.NackRequest
-	55,  // 116: workflow.v1.WorkflowEngine.ListQueues:input_type -> workflow.v1.ListQueuesRequest
-	58,  // 117: workflow.v1.WorkflowEngine.ListQueueTasks:input_type -> workflow.v1.ListQueueTasksRequest
-	61,  // 118: workflow.v1.WorkflowEngine.Redrive:input_type -> workflow.v1.RedriveRequest
-	76,  // 119: workflow.v1.WorkflowEngine.GetConfig:output_type -> workflow.v1.ServerConfig
-	78,  // 120: workflow.v1.WorkflowEngine.CreatePayload:output_type -> workflow.v1.PayloadUpload
-	80,  // 121: workflow.v1.WorkflowEngine.GetOpenApi:output_type -> google.protobuf.Struct
-	72,  // 122: workflow.v1.WorkflowEngine.GetHealth:output_type -> workflow.v1.Health
-	3,   // 123: workflow.v1.WorkflowEngine.DeleteDefinition:output_type -> workflow.v1.Definition
-	69,  // 124: workflow.v1.WorkflowEngine.DeleteInstance:output_type -> workflow.v1.DeletedInstance
-	3,   // 125: workflow.v1.WorkflowEngine.RegisterDefinition:output_type -> workflow.v1.Definition
-	5,   // 126: workflow.v1.WorkflowEngine.ListDefinitions:output_type -> workflow.v1.DefinitionPage
-	3,   // 127: workflow.v1.WorkflowEngine.GetDefinition:output_type -> workflow.v1.Definition
-	10,  // 128: workflow.v1.WorkflowEngine.ListTaskDefs:output_type -> workflow.v1.TaskDefPage
-	0,   // 129: workflow.v1.WorkflowEngine.PutTaskDef:output_type -> workflow.v1.TaskDef
-	0,   // 130: workflow.v1.WorkflowEngine.GetTaskDef:output_type -> workflow.v1.TaskDef
-	13,  // 131: workflow.v1.WorkflowEngine.StartInstance:output_type -> workflow.v1.Instance
-	21,  // 132: workflow.v1.WorkflowEngine.SearchInstances:output_type -> workflow.v1.InstancePage
-	13,  // 133: workflow.v1.WorkflowEngine.GetInstance:output_type -> workflow.v1.Instance
-	16,  // 134: workflow.v1.WorkflowEngine.ListSteps:output_type -> workflow.v1.StepExecutionPage
-	19,  // 135: workflow.v1.WorkflowEngine.GetHistory:output_type -> workflow.v1.HistoryPage
-	13,  // 136: workflow.v1.WorkflowEngine.CancelInstance:output_type -> workflow.v1.Instance
-	13,  // 137: workflow.v1.WorkflowEngine.CompleteUserTask:output_type -> workflow.v1.Instance
-	13,  // 138: workflow.v1.WorkflowEngine.Signal:output_type -> workflow.v1.Instance
-	13,  // 139: workflow.v1.WorkflowEngine.RetryInstance:output_type -> workflow.v1.Instance
-	13,  // 140: workflow.v1.WorkflowEngine.RestartInstance:output_type -> workflow.v1.Instance
-	13,  // 141: workflow.v1.WorkflowEngine.PauseInstance:output_type -> workflow.v1.Instance
-	13,  // 142: workflow.v1.WorkflowEngine.ResumeInstance:output_type -> workflow.v1.Instance
-	29,  // 143: workflow.v1.WorkflowEngine.PollJobs:output_type -> workflow.v1.PollJobsResponse
-	31,  // 144: workflow.v1.WorkflowEngine.CompleteJob:output_type -> workflow.v1.CompleteJobResponse
-	36,  // 145: workflow.v1.WorkflowEngine.CompleteBatch:output_type -> workflow.v1.CompleteBatchResponse
-	38,  // 146: workflow.v1.WorkflowEngine.FailJob:output_type -> workflow.v1.FailJobResponse
-	41,  // 147: workflow.v1.WorkflowEngine.Heartbeat:output_type -> workflow.v1.HeartbeatResponse
-	28,  // 148: workflow.v1.WorkflowEngine.ClaimJob:output_type -> workflow.v1.Job
-	43,  // 149: workflow.v1.WorkflowEngine.StopWorker:output_type -> workflow.v1.StopWorkerResponse
-	45,  // 150: workflow.v1.WorkflowEngine.Push:output_type -> workflow.v1.PushResponse
-	47,  // 151: workflow.v1.WorkflowEngine.Stats:output_type -> workflow.v1.QueueStats
-	49,  // 152: workflow.v1.WorkflowEngine.Peek:output_type -> workflow.v1.QueueTaskList
-	50,  // 153: workflow.v1.WorkflowEngine.Purge:output_type -> workflow.v1.PurgeResponse
-	49,  // 154: workflow.v1.WorkflowEngine.Dequeue:output_type -> workflow.v1.QueueTaskList
-	54,  // 155: workflow.v1.WorkflowEngine.Ack:output_type -> workflow.v1.SettleResponse
-	54,  // 156: workflow.v1.WorkflowEngine.Nack:output_type -> workflow.v1.SettleResponse
-	57,  // 157: workflow.v1.WorkflowEngine.ListQueues:output_type -> workflow.v1.QueuePage
-	60,  // 158: workflow.v1.WorkflowEngine.ListQueueTasks:output_type -> workflow.v1.QueueTaskPage
-	63,  // 159: workflow.v1.WorkflowEngine.Redrive:output_type -> workflow.v1.RedriveResponse
-	119, // [119:160] is the sub-list for method output_type
-	78,  // [78:119] is the sub-list for method input_type
-	78,  // [78:78] is the sub-list for extension type_name
-	78,  // [78:78] is the sub-list for extension extendee
-	0,   // [0:78] is the sub-list for field type_name
+	95,  // 13: workflow.v1.Step.request:type_name -> google.protobuf.Value
+	1,   // 14: workflow.v1.Definition.steps:type_name -> workflow.v1.Step
+	93,  // 15: workflow.v1.Definition.output_parameters:type_name -> google.protobuf.Struct
+	94,  // 16: workflow.v1.Definition.created_at:type_name -> google.protobuf.Timestamp
+	2,   // 17: workflow.v1.Definition.trigger:type_name -> workflow.v1.QueueTrigger
+	93,  // 18: workflow.v1.Definition.input_template:type_name -> google.protobuf.Struct
+	3,   // 19: workflow.v1.DefinitionPage.definitions:type_name -> workflow.v1.Definition
+	0,   // 20: workflow.v1.PutTaskDefRequest.task_def:type_name -> workflow.v1.TaskDef
+	0,   // 21: workflow.v1.TaskDefPage.task_defs:type_name -> workflow.v1.TaskDef
+	3,   // 22: workflow.v1.StartInstanceRequest.definition:type_name -> workflow.v1.Definition
+	93,  // 23: workflow.v1.StartInstanceRequest.input:type_name -> google.protobuf.Struct
+	95,  // 24: workflow.v1.StepExecution.input:type_name -> google.protobuf.Value
+	95,  // 25: workflow.v1.StepExecution.output:type_name -> google.protobuf.Value
+	94,  // 26: workflow.v1.StepExecution.created_at:type_name -> google.protobuf.Timestamp
+	94,  // 27: workflow.v1.StepExecution.started_at:type_name -> google.protobuf.Timestamp
+	94,  // 28: workflow.v1.StepExecution.completed_at:type_name -> google.protobuf.Timestamp
+	94,  // 29: workflow.v1.StepExecution.wake_at:type_name -> google.protobuf.Timestamp
+	93,  // 30: workflow.v1.Instance.input:type_name -> google.protobuf.Struct
+	93,  // 31: workflow.v1.Instance.variables:type_name -> google.protobuf.Struct
+	95,  // 32: workflow.v1.Instance.output:type_name -> google.protobuf.Value
+	94,  // 33: workflow.v1.Instance.created_at:type_name -> google.protobuf.Timestamp
+	94,  // 34: workflow.v1.Instance.updated_at:type_name -> google.protobuf.Timestamp
+	94,  // 35: workflow.v1.Instance.completed_at:type_name -> google.protobuf.Timestamp
+	94,  // 36: workflow.v1.Instance.timeout_at:type_name -> google.protobuf.Timestamp
+	12,  // 37: workflow.v1.Instance.steps:type_name -> workflow.v1.StepExecution
+	12,  // 38: workflow.v1.StepExecutionPage.steps:type_name -> workflow.v1.StepExecution
+	94,  // 39: workflow.v1.HistoryEvent.at:type_name -> google.protobuf.Timestamp
+	93,  // 40: workflow.v1.HistoryEvent.detail:type_name -> google.protobuf.Struct
+	18,  // 41: workflow.v1.HistoryPage.events:type_name -> workflow.v1.HistoryEvent
+	94,  // 42: workflow.v1.SearchInstancesRequest.created_after:type_name -> google.protobuf.Timestamp
+	94,  // 43: workflow.v1.SearchInstancesRequest.created_before:type_name -> google.protobuf.Timestamp
+	13,  // 44: workflow.v1.InstancePage.instances:type_name -> workflow.v1.Instance
+	93,  // 45: workflow.v1.CompleteUserTaskRequest.variables_to_set:type_name -> google.protobuf.Struct
+	95,  // 46: workflow.v1.SignalRequest.payload:type_name -> google.protobuf.Value
+	94,  // 47: workflow.v1.Job.lock_expires_at:type_name -> google.protobuf.Timestamp
+	95,  // 48: workflow.v1.Job.input:type_name -> google.protobuf.Value
+	28,  // 49: workflow.v1.PollJobsResponse.jobs:type_name -> workflow.v1.Job
+	93,  // 50: workflow.v1.CompleteJobRequest.variables_to_set:type_name -> google.protobuf.Struct
+	93,  // 51: workflow.v1.BatchResultItem.variables_to_set:type_name -> google.protobuf.Struct
+	32,  // 52: workflow.v1.BatchResultItem.failure:type_name -> workflow.v1.BatchFailure
+	33,  // 53: workflow.v1.CompleteBatchRequest.results:type_name -> workflow.v1.BatchResultItem
+	94,  // 54: workflow.v1.BatchOutcome.next_attempt_at:type_name -> google.protobuf.Timestamp
+	35,  // 55: workflow.v1.CompleteBatchResponse.results:type_name -> workflow.v1.BatchOutcome
+	94,  // 56: workflow.v1.FailJobResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
+	94,  // 57: workflow.v1.HeartbeatResponse.lock_expires_at:type_name -> google.protobuf.Timestamp
+	94,  // 58: workflow.v1.StopWorkerResponse.stopped_at:type_name -> google.protobuf.Timestamp
+	94,  // 59: workflow.v1.PushResponse.created_at:type_name -> google.protobuf.Timestamp
+	94,  // 60: workflow.v1.QueueTask.created_at:type_name -> google.protobuf.Timestamp
+	94,  // 61: workflow.v1.QueueTask.visible_at:type_name -> google.protobuf.Timestamp
+	48,  // 62: workflow.v1.QueueTaskList.tasks:type_name -> workflow.v1.QueueTask
+	56,  // 63: workflow.v1.QueuePage.queues:type_name -> workflow.v1.QueueSummary
+	94,  // 64: workflow.v1.QueueTaskDetail.visible_at:type_name -> google.protobuf.Timestamp
+	94,  // 65: workflow.v1.QueueTaskDetail.created_at:type_name -> google.protobuf.Timestamp
+	94,  // 66: workflow.v1.QueueTaskDetail.updated_at:type_name -> google.protobuf.Timestamp
+	94,  // 67: workflow.v1.QueueTaskDetail.completed_at:type_name -> google.protobuf.Timestamp
+	59,  // 68: workflow.v1.QueueTaskPage.tasks:type_name -> workflow.v1.QueueTaskDetail
+	62,  // 69: workflow.v1.RedriveResponse.skipped:type_name -> workflow.v1.RedriveSkipped
+	64,  // 70: workflow.v1.ScheduleSpec.interval:type_name -> workflow.v1.ScheduleInterval
+	94,  // 71: workflow.v1.ScheduleSpec.start_at:type_name -> google.protobuf.Timestamp
+	94,  // 72: workflow.v1.ScheduleSpec.end_at:type_name -> google.protobuf.Timestamp
+	93,  // 73: workflow.v1.ScheduleRequest.input:type_name -> google.protobuf.Struct
+	65,  // 74: workflow.v1.ScheduleRequest.spec:type_name -> workflow.v1.ScheduleSpec
+	94,  // 75: workflow.v1.ScheduleAction.slot_time:type_name -> google.protobuf.Timestamp
+	94,  // 76: workflow.v1.ScheduleAction.at:type_name -> google.protobuf.Timestamp
+	93,  // 77: workflow.v1.Schedule.input:type_name -> google.protobuf.Struct
+	65,  // 78: workflow.v1.Schedule.spec:type_name -> workflow.v1.ScheduleSpec
+	94,  // 79: workflow.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	94,  // 80: workflow.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	94,  // 81: workflow.v1.Schedule.next_fire_times:type_name -> google.protobuf.Timestamp
+	67,  // 82: workflow.v1.Schedule.recent_actions:type_name -> workflow.v1.ScheduleAction
+	68,  // 83: workflow.v1.SchedulePage.schedules:type_name -> workflow.v1.Schedule
+	94,  // 84: workflow.v1.ScheduleTriggered.slot_times:type_name -> google.protobuf.Timestamp
+	94,  // 85: workflow.v1.BackfillRequest.from:type_name -> google.protobuf.Timestamp
+	94,  // 86: workflow.v1.BackfillRequest.to:type_name -> google.protobuf.Timestamp
+	94,  // 87: workflow.v1.BackfillResponse.slot_times:type_name -> google.protobuf.Timestamp
+	77,  // 88: workflow.v1.Problem.errors:type_name -> workflow.v1.ProblemItem
+	84,  // 89: workflow.v1.Health.database:type_name -> workflow.v1.HealthCheck
+	84,  // 90: workflow.v1.Health.s3:type_name -> workflow.v1.HealthCheck
+	87,  // 91: workflow.v1.PayloadLimits.workflow_input:type_name -> workflow.v1.PayloadLimit
+	87,  // 92: workflow.v1.PayloadLimits.step_input:type_name -> workflow.v1.PayloadLimit
+	87,  // 93: workflow.v1.PayloadLimits.step_output:type_name -> workflow.v1.PayloadLimit
+	88,  // 94: workflow.v1.ServerConfig.payload_limits:type_name -> workflow.v1.PayloadLimits
+	94,  // 95: workflow.v1.PayloadUpload.expires_at:type_name -> google.protobuf.Timestamp
+	92,  // 96: workflow.v1.PayloadUpload.upload_headers:type_name -> workflow.v1.PayloadUpload.UploadHeadersEntry
+	86,  // 97: workflow.v1.WorkflowEngine.GetConfig:input_type -> workflow.v1.GetConfigRequest
+	90,  // 98: workflow.v1.WorkflowEngine.CreatePayload:input_type -> workflow.v1.CreatePayloadRequest
+	79,  // 99: workflow.v1.WorkflowEngine.GetOpenApi:input_type -> workflow.v1.GetOpenApiRequest
+	83,  // 100: workflow.v1.WorkflowEngine.GetHealth:input_type -> workflow.v1.GetHealthRequest
+	80,  // 101: workflow.v1.WorkflowEngine.DeleteDefinition:input_type -> workflow.v1.DeleteDefinitionRequest
+	81,  // 102: workflow.v1.WorkflowEngine.DeleteInstance:input_type -> workflow.v1.DeleteInstanceRequest
+	3,   // 103: workflow.v1.WorkflowEngine.RegisterDefinition:input_type -> workflow.v1.Definition
+	4,   // 104: workflow.v1.WorkflowEngine.ListDefinitions:input_type -> workflow.v1.ListDefinitionsRequest
+	6,   // 105: workflow.v1.WorkflowEngine.GetDefinition:input_type -> workflow.v1.GetDefinitionRequest
+	9,   // 106: workflow.v1.WorkflowEngine.ListTaskDefs:input_type -> workflow.v1.ListTaskDefsRequest
+	7,   // 107: workflow.v1.WorkflowEngine.PutTaskDef:input_type -> workflow.v1.PutTaskDefRequest
+	8,   // 108: workflow.v1.WorkflowEngine.GetTaskDef:input_type -> workflow.v1.GetTaskDefRequest
+	11,  // 109: workflow.v1.WorkflowEngine.StartInstance:input_type -> workflow.v1.StartInstanceRequest
+	20,  // 110: workflow.v1.WorkflowEngine.SearchInstances:input_type -> workflow.v1.SearchInstancesRequest
+	14,  // 111: workflow.v1.WorkflowEngine.GetInstance:input_type -> workflow.v1.GetInstanceRequest
+	15,  // 112: workflow.v1.WorkflowEngine.ListSteps:input_type -> workflow.v1.ListStepsRequest
+	17,  // 113: workflow.v1.WorkflowEngine.GetHistory:input_type -> workflow.v1.GetHistoryRequest
+	22,  // 114: workflow.v1.WorkflowEngine.CancelInstance:input_type -> workflow.v1.CancelInstanceRequest
+	23,  // 115: workflow.v1.WorkflowEngine.CompleteUserTask:input_type -> workflow.v1.CompleteUserTaskRequest
+	24,  // 116: workflow.v1.WorkflowEngine.Signal:input_type -> workflow.v1.SignalRequest
+	25,  // 117: workflow.v1.WorkflowEngine.RetryInstance:input_type -> workflow.v1.InstanceOperationRequest
+	26,  // 118: workflow.v1.WorkflowEngine.RestartInstance:input_type -> workflow.v1.RestartInstanceRequest
+	25,  // 119: workflow.v1.WorkflowEngine.PauseInstance:input_type -> workflow.v1.InstanceOperationRequest
+	25,  // 120: workflow.v1.WorkflowEngine.ResumeInstance:input_type -> workflow.v1.InstanceOperationRequest
+	27,  // 121: workflow.v1.WorkflowEngine.PollJobs:input_type -> workflow.v1.PollJobsRequest
+	30,  // 122: workflow.v1.WorkflowEngine.CompleteJob:input_type -> workflow.v1.CompleteJobRequest
+	34,  // 123: workflow.v1.WorkflowEngine.CompleteBatch:input_type -> workflow.v1.CompleteBatchRequest
+	37,  // 124: workflow.v1.WorkflowEngine.FailJob:input_type -> workflow.v1.FailJobRequest
+	39,  // 125: workflow.v1.WorkflowEngine.Heartbeat:input_type -> workflow.v1.HeartbeatRequest
+	40,  // 126: workflow.v1.WorkflowEngine.ClaimJob:input_type -> workflow.v1.ClaimJobRequest
+	42,  // 127: workflow.v1.WorkflowEngine.StopWorker:input_type -> workflow.v1.StopWorkerRequest
+	44,  // 128: workflow.v1.WorkflowEngine.Push:input_type -> workflow.v1.PushRequest
+	46,  // 129: workflow.v1.WorkflowEngine.Stats:input_type -> workflow.v1.QueueRequest
+	46,  // 130: workflow.v1.WorkflowEngine.Peek:input_type -> workflow.v1.QueueRequest
+	46,  // 131: workflow.v1.WorkflowEngine.Purge:input_type -> workflow.v1.QueueRequest
+	51,  // 132: workflow.v1.WorkflowEngine.Dequeue:input_type -> workflow.v1.DequeueRequest
+	52,  // 133: workflow.v1.WorkflowEngine.Ack:input_type -> workflow.v1.AckRequest
+	53,  // 134: workflow.v1.WorkflowEngine.Nack:input_type -> workflow.v1.NackRequest
+	55,  // 135: workflow.v1.WorkflowEngine.ListQueues:input_type -> workflow.v1.ListQueuesRequest
+	58,  // 136: workflow.v1.WorkflowEngine.ListQueueTasks:input_type -> workflow.v1.ListQueueTasksRequest
+	61,  // 137: workflow.v1.WorkflowEngine.Redrive:input_type -> workflow.v1.RedriveRequest
+	66,  // 138: workflow.v1.WorkflowEngine.CreateSchedule:input_type -> workflow.v1.ScheduleRequest
+	71,  // 139: workflow.v1.WorkflowEngine.ListSchedules:input_type -> workflow.v1.ListSchedulesRequest
+	70,  // 140: workflow.v1.WorkflowEngine.GetSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	66,  // 141: workflow.v1.WorkflowEngine.ReplaceSchedule:input_type -> workflow.v1.ScheduleRequest
+	70,  // 142: workflow.v1.WorkflowEngine.DeleteSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	72,  // 143: workflow.v1.WorkflowEngine.PauseSchedule:input_type -> workflow.v1.PauseScheduleRequest
+	70,  // 144: workflow.v1.WorkflowEngine.UnpauseSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	70,  // 145: workflow.v1.WorkflowEngine.TriggerSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	74,  // 146: workflow.v1.WorkflowEngine.BackfillSchedule:input_type -> workflow.v1.BackfillRequest
+	89,  // 147: workflow.v1.WorkflowEngine.GetConfig:output_type -> workflow.v1.ServerConfig
+	91,  // 148: workflow.v1.WorkflowEngine.CreatePayload:output_type -> workflow.v1.PayloadUpload
+	93,  // 149: workflow.v1.WorkflowEngine.GetOpenApi:output_type -> google.protobuf.Struct
+	85,  // 150: workflow.v1.WorkflowEngine.GetHealth:output_type -> workflow.v1.Health
+	3,   // 151: workflow.v1.WorkflowEngine.DeleteDefinition:output_type -> workflow.v1.Definition
+	82,  // 152: workflow.v1.WorkflowEngine.DeleteInstance:output_type -> workflow.v1.DeletedInstance
+	3,   // 153: workflow.v1.WorkflowEngine.RegisterDefinition:output_type -> workflow.v1.Definition
+	5,   // 154: workflow.v1.WorkflowEngine.ListDefinitions:output_type -> workflow.v1.DefinitionPage
+	3,   // 155: workflow.v1.WorkflowEngine.GetDefinition:output_type -> workflow.v1.Definition
+	10,  // 156: workflow.v1.WorkflowEngine.ListTaskDefs:output_type -> workflow.v1.TaskDefPage
+	0,   // 157: workflow.v1.WorkflowEngine.PutTaskDef:output_type -> workflow.v1.TaskDef
+	0,   // 158: workflow.v1.WorkflowEngine.GetTaskDef:output_type -> workflow.v1.TaskDef
+	13,  // 159: workflow.v1.WorkflowEngine.StartInstance:output_type -> workflow.v1.Instance
+	21,  // 160: workflow.v1.WorkflowEngine.SearchInstances:output_type -> workflow.v1.InstancePage
+	13,  // 161: workflow.v1.WorkflowEngine.GetInstance:output_type -> workflow.v1.Instance
+	16,  // 162: workflow.v1.WorkflowEngine.ListSteps:output_type -> workflow.v1.StepExecutionPage
+	19,  // 163: workflow.v1.WorkflowEngine.GetHistory:output_type -> workflow.v1.HistoryPage
+	13,  // 164: workflow.v1.WorkflowEngine.CancelInstance:output_type -> workflow.v1.Instance
+	13,  // 165: workflow.v1.WorkflowEngine.CompleteUserTask:output_type -> workflow.v1.Instance
+	13,  // 166: workflow.v1.WorkflowEngine.Signal:output_type -> workflow.v1.Instance
+	13,  // 167: workflow.v1.WorkflowEngine.RetryInstance:output_type -> workflow.v1.Instance
+	13,  // 168: workflow.v1.WorkflowEngine.RestartInstance:output_type -> workflow.v1.Instance
+	13,  // 169: workflow.v1.WorkflowEngine.PauseInstance:output_type -> workflow.v1.Instance
+	13,  // 170: workflow.v1.WorkflowEngine.ResumeInstance:output_type -> workflow.v1.Instance
+	29,  // 171: workflow.v1.WorkflowEngine.PollJobs:output_type -> workflow.v1.PollJobsResponse
+	31,  // 172: workflow.v1.WorkflowEngine.CompleteJob:output_type -> workflow.v1.CompleteJobResponse
+	36,  // 173: workflow.v1.WorkflowEngine.CompleteBatch:output_type -> workflow.v1.CompleteBatchResponse
+	38,  // 174: workflow.v1.WorkflowEngine.FailJob:output_type -> workflow.v1.FailJobResponse
+	41,  // 175: workflow.v1.WorkflowEngine.Heartbeat:output_type -> workflow.v1.HeartbeatResponse
+	28,  // 176: workflow.v1.WorkflowEngine.ClaimJob:output_type -> workflow.v1.Job
+	43,  // 177: workflow.v1.WorkflowEngine.StopWorker:output_type -> workflow.v1.StopWorkerResponse
+	45,  // 178: workflow.v1.WorkflowEngine.Push:output_type -> workflow.v1.PushResponse
+	47,  // 179: workflow.v1.WorkflowEngine.Stats:output_type -> workflow.v1.QueueStats
+	49,  // 180: workflow.v1.WorkflowEngine.Peek:output_type -> workflow.v1.QueueTaskList
+	50,  // 181: workflow.v1.WorkflowEngine.Purge:output_type -> workflow.v1.PurgeResponse
+	49,  // 182: workflow.v1.WorkflowEngine.Dequeue:output_type -> workflow.v1.QueueTaskList
+	54,  // 183: workflow.v1.WorkflowEngine.Ack:output_type -> workflow.v1.SettleResponse
+	54,  // 184: workflow.v1.WorkflowEngine.Nack:output_type -> workflow.v1.SettleResponse
+	57,  // 185: workflow.v1.WorkflowEngine.ListQueues:output_type -> workflow.v1.QueuePage
+	60,  // 186: workflow.v1.WorkflowEngine.ListQueueTasks:output_type -> workflow.v1.QueueTaskPage
+	63,  // 187: workflow.v1.WorkflowEngine.Redrive:output_type -> workflow.v1.RedriveResponse
+	68,  // 188: workflow.v1.WorkflowEngine.CreateSchedule:output_type -> workflow.v1.Schedule
+	69,  // 189: workflow.v1.WorkflowEngine.ListSchedules:output_type -> workflow.v1.SchedulePage
+	68,  // 190: workflow.v1.WorkflowEngine.GetSchedule:output_type -> workflow.v1.Schedule
+	68,  // 191: workflow.v1.WorkflowEngine.ReplaceSchedule:output_type -> workflow.v1.Schedule
+	76,  // 192: workflow.v1.WorkflowEngine.DeleteSchedule:output_type -> workflow.v1.DeletedSchedule
+	68,  // 193: workflow.v1.WorkflowEngine.PauseSchedule:output_type -> workflow.v1.Schedule
+	68,  // 194: workflow.v1.WorkflowEngine.UnpauseSchedule:output_type -> workflow.v1.Schedule
+	73,  // 195: workflow.v1.WorkflowEngine.TriggerSchedule:output_type -> workflow.v1.ScheduleTriggered
+	75,  // 196: workflow.v1.WorkflowEngine.BackfillSchedule:output_type -> workflow.v1.BackfillResponse
+	147, // [147:197] is the sub-list for method output_type
+	97,  // [97:147] is the sub-list for method input_type
+	97,  // [97:97] is the sub-list for extension type_name
+	97,  // [97:97] is the sub-list for extension extendee
+	0,   // [0:97] is the sub-list for field type_name
 }
 
 func init() { file_workflow_v1_engine_proto_init() }
@@ -6712,16 +7821,16 @@ func file_workflow_v1_engine_proto_init() {
 	file_workflow_v1_engine_proto_msgTypes[39].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[40].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[54].OneofWrappers = []any{}
-	file_workflow_v1_engine_proto_msgTypes[69].OneofWrappers = []any{}
-	file_workflow_v1_engine_proto_msgTypes[71].OneofWrappers = []any{}
-	file_workflow_v1_engine_proto_msgTypes[77].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[82].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[84].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[90].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_workflow_v1_engine_proto_rawDesc), len(file_workflow_v1_engine_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   80,
+			NumMessages:   93,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
