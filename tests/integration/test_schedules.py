@@ -311,3 +311,34 @@ def test_resolve_input() -> None:
         "s": "at T for I",
         "x": ["I", 3],
     }
+
+
+def test_the_loop_reads_only_schedules_whose_next_slot_has_come(
+    engine: Engine, schedules: Schedules, duty: ScheduleDuty
+) -> None:
+    _create(schedules)
+    _create(
+        schedules, "ended", spec={"interval": {"everySeconds": 1}, "endAt": "2020-01-01T00:00:00Z"}
+    )
+    s = _slots(schedules)
+
+    def next_fire_at(sid: str) -> Any:
+        row = engine.db.autocommit(
+            lambda c: c.execute(
+                "SELECT next_fire_at FROM schedule WHERE id = %(id)s", {"id": sid}
+            ).fetchone()
+        )
+        return row["next_fire_at"]
+
+    assert next_fire_at("s1") == s[0]
+    assert next_fire_at("ended") is None  # never read by the loop again
+    duty.tick(s[0])
+    assert next_fire_at("s1") == s[1]
+    before = engine.db.autocommit(
+        lambda c: c.execute("SELECT materialized_until FROM schedule WHERE id = 's1'").fetchone()
+    )
+    duty.tick(s[0] + timedelta(seconds=EVERY / 2))  # nothing due: the schedule is not touched
+    after = engine.db.autocommit(
+        lambda c: c.execute("SELECT materialized_until FROM schedule WHERE id = 's1'").fetchone()
+    )
+    assert before == after

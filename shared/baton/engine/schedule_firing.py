@@ -35,7 +35,8 @@ from baton.store.db import Conn
 
 log = logging.getLogger("baton.schedules")
 
-SCHEDULES_PER_PASS = 100
+SCHEDULES_PER_PASS = 500
+MATERIALIZE_BATCHES = 10
 SLOTS_PER_SCHEDULE = 100
 # A pass materializes at most this many slots of one schedule (the rest on the next passes),
 # and records at most MISSED_RECORDED of the slots older than the catch-up window (a long
@@ -107,16 +108,20 @@ class ScheduleDuty:
     def materialize(self, now: datetime) -> int:
         """Write the slots whose time has come; returns how many were missed."""
 
-        def work(conn: Conn) -> int:
+        def work(conn: Conn) -> tuple[int, int]:
             rows = conn.execute(
                 schedule_sql.TO_MATERIALIZE, {"now": now, "limit": SCHEDULES_PER_PASS}
             ).fetchall()
-            missed = 0
-            for row in rows:
-                missed += self._materialize_one(conn, row, now)
-            return missed
+            return len(rows), sum(self._materialize_one(conn, row, now) for row in rows)
 
-        return self.db.transaction(work)
+        # A batch of schedules per transaction, until none is left (or a pass has done enough).
+        missed = 0
+        for _ in range(MATERIALIZE_BATCHES):
+            taken, batch_missed = self.db.transaction(work)
+            missed += batch_missed
+            if taken < SCHEDULES_PER_PASS:
+                break
+        return missed
 
     def _materialize_one(self, conn: Conn, row: dict[str, Any], now: datetime) -> int:
         spec = spec_of(row)
@@ -152,7 +157,10 @@ class ScheduleDuty:
                 "details": [s[3] for s in slots],
             },
         )
-        conn.execute(schedule_sql.SET_MATERIALIZED, {"id": sid, "until": until})
+        conn.execute(
+            schedule_sql.SET_MATERIALIZED,
+            {"id": sid, "until": until, "next_fire_at": spec.next_after(until)},
+        )
         if missed:
             log.warning("schedule slots missed", extra={"schedule_id": sid, "count": missed})
         return missed

@@ -142,6 +142,17 @@ def action_view(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _params(checked: dict[str, Any]) -> dict[str, Any]:
+    """The statement parameters of a validated schedule, its slots counted from now."""
+    params = dict(checked)
+    spec: Spec = params.pop("_spec")
+    params["spec"] = Jsonb(params.pop("spec_json"))
+    params["input"] = Jsonb(params["input"])
+    params["now"] = datetime.now(UTC)
+    params["next_fire_at"] = spec.next_after(params["now"])
+    return params
+
+
 class Schedules:
     """The schedule operations, over an engine."""
 
@@ -178,11 +189,7 @@ class Schedules:
         return out
 
     def create(self, body: Any) -> dict[str, Any]:
-        params = validate(body)
-        params.pop("_spec")
-        params["spec"] = Jsonb(params.pop("spec_json"))
-        params["input"] = Jsonb(params["input"])
-        params["now"] = datetime.now(UTC)
+        params = _params(validate(body))
 
         def work(conn: Conn) -> dict[str, Any]:
             row = conn.execute(schedule_sql.INSERT, params).fetchone()
@@ -214,11 +221,7 @@ class Schedules:
         return paging.page("schedules", [self.view(r) for r in rows[:limit]], token)
 
     def replace(self, schedule_id: str, body: Any) -> dict[str, Any]:
-        params = validate(body, schedule_id)
-        params.pop("_spec")
-        params["spec"] = Jsonb(params.pop("spec_json"))
-        params["input"] = Jsonb(params["input"])
-        params["now"] = datetime.now(UTC)
+        params = _params(validate(body, schedule_id))
 
         def work(conn: Conn) -> dict[str, Any]:
             if conn.execute(schedule_sql.LOCK, {"id": schedule_id}).fetchone() is None:
@@ -240,11 +243,20 @@ class Schedules:
 
     def set_paused(self, schedule_id: str, paused: bool, note: str | None = None) -> dict[str, Any]:
         def work(conn: Conn) -> dict[str, Any]:
-            if conn.execute(schedule_sql.LOCK, {"id": schedule_id}).fetchone() is None:
+            locked = conn.execute(schedule_sql.LOCK, {"id": schedule_id}).fetchone()
+            if locked is None:
                 raise ScheduleNotFound(schedule_id)
             # Scheduled slots not fired yet are dropped: the paused time's are never fired.
             conn.execute(schedule_sql.DROP_PENDING, {"id": schedule_id})
-            params = {"id": schedule_id, "paused": paused, "note": note, "now": datetime.now(UTC)}
+            # Unpaused, it fires from now on (or from where it got to, if that is later).
+            since = max(datetime.now(UTC), locked["materialized_until"])
+            params = {
+                "id": schedule_id,
+                "paused": paused,
+                "note": note,
+                "now": since,
+                "next_fire_at": spec_of(locked).next_after(since),
+            }
             row = conn.execute(schedule_sql.SET_PAUSED, params).fetchone()
             assert row is not None
             return self.view(row, conn, full=True)

@@ -75,6 +75,10 @@ class Spec:
             last = t
             yield t
 
+    def next_after(self, after: datetime) -> datetime | None:
+        """The first slot time strictly after ``after``; None when there is none (``endAt``)."""
+        return next(self.fire_times(after), None)
+
     def due_at(self, schedule_id: str, slot: datetime) -> datetime:
         """When ``slot`` is due: its time plus its jitter (a stable function of the slot)."""
         if not self.jitter_seconds:

@@ -14,10 +14,11 @@ _SELECT = """SELECT id, definition_name, definition_version, input, spec, overla
 INSERT = (
     """
 INSERT INTO schedule (id, definition_name, definition_version, input, spec, overlap_policy,
-                      catchup_window_seconds, pause_on_failure, paused, note, materialized_until)
+                      catchup_window_seconds, pause_on_failure, paused, note, materialized_until,
+                      next_fire_at)
 VALUES (%(id)s, %(definition_name)s, %(definition_version)s, %(input)s, %(spec)s,
         %(overlap_policy)s, %(catchup_window_seconds)s, %(pause_on_failure)s, %(paused)s,
-        %(note)s, %(now)s)
+        %(note)s, %(now)s, %(next_fire_at)s)
 ON CONFLICT (id) DO NOTHING
 RETURNING """
     + _COLUMNS
@@ -46,7 +47,7 @@ UPDATE schedule
        input = %(input)s, spec = %(spec)s, overlap_policy = %(overlap_policy)s,
        catchup_window_seconds = %(catchup_window_seconds)s,
        pause_on_failure = %(pause_on_failure)s, paused = %(paused)s, note = %(note)s,
-       materialized_until = %(now)s, updated_at = now()
+       materialized_until = %(now)s, next_fire_at = %(next_fire_at)s, updated_at = now()
  WHERE id = %(id)s
 RETURNING """
     + _COLUMNS
@@ -65,8 +66,8 @@ SET_PAUSED = (
     """
 UPDATE schedule
    SET paused = %(paused)s, note = %(note)s, updated_at = now(),
-       materialized_until = CASE WHEN %(paused)s THEN materialized_until
-                                 ELSE greatest(materialized_until, %(now)s) END
+       materialized_until = CASE WHEN %(paused)s THEN materialized_until ELSE %(now)s END,
+       next_fire_at = CASE WHEN %(paused)s THEN next_fire_at ELSE %(next_fire_at)s END
  WHERE id = %(id)s
 RETURNING """
     + _COLUMNS
@@ -82,8 +83,8 @@ TO_MATERIALIZE = (
 SELECT """
     + _COLUMNS
     + """ FROM schedule
- WHERE NOT paused AND materialized_until < %(now)s
- ORDER BY materialized_until
+ WHERE NOT paused AND next_fire_at <= %(now)s
+ ORDER BY next_fire_at
  LIMIT %(limit)s
  FOR UPDATE SKIP LOCKED
 """
@@ -99,7 +100,8 @@ ON CONFLICT (schedule_id, slot_time) DO NOTHING
 """
 
 SET_MATERIALIZED = """
-UPDATE schedule SET materialized_until = %(until)s WHERE id = %(id)s
+UPDATE schedule SET materialized_until = %(until)s, next_fire_at = %(next_fire_at)s
+ WHERE id = %(id)s
 """
 
 # Schedules with a slot due: the loop locks each schedule (SKIP LOCKED) and fires its slots.

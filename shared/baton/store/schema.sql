@@ -381,13 +381,16 @@ CREATE TABLE schedule (
     paused                  boolean NOT NULL DEFAULT false,
     note                    text,
     materialized_until      timestamptz NOT NULL,
+    -- The first slot time after materialized_until (NULL: none, endAt passed): the duty loop
+    -- reads only the schedules whose next slot has come.
+    next_fire_at            timestamptz,
     last_instance_id        uuid,
     created_at              timestamptz NOT NULL DEFAULT now(),
     updated_at              timestamptz NOT NULL DEFAULT now()
 );
 
 CREATE INDEX schedule_to_materialize
-    ON schedule (materialized_until) WHERE NOT paused;
+    ON schedule (next_fire_at) WHERE NOT paused AND next_fire_at IS NOT NULL;
 
 CREATE TABLE schedule_slot (
     schedule_id  text NOT NULL REFERENCES schedule (id) ON DELETE CASCADE,
