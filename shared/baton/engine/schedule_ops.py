@@ -266,7 +266,8 @@ class Schedules:
     def trigger(self, schedule_id: str) -> dict[str, Any]:
         """A slot now (kind TRIGGER), fired by the next pass of the duty loop with the overlap
         policy (even while the schedule is paused)."""
-        now = datetime.now(UTC).replace(microsecond=datetime.now(UTC).microsecond // 1000 * 1000)
+        clock = datetime.now(UTC)
+        now = clock.replace(microsecond=clock.microsecond // 1000 * 1000)  # as iso() spells it
         added = self._add_slots(schedule_id, [now], "TRIGGER")
         return {"id": schedule_id, "slotTimes": added}
 
