@@ -53,7 +53,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(why, red=True, bold=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     why = why_no_browser()
     if why:
