@@ -69,7 +69,9 @@ class WorkflowDefinition(Model):
     version: Annotated[int, Field(ge=1, le=INT32_MAX)] | None = None
     description: str | None = None
     steps: Annotated[list[Step], Field(min_length=1, max_length=1000)]
-    output_parameters: dict[str, Any] | None = None
+    # An object of values and ${…} expressions, or one ${…} expression giving the output (as
+    # ``${<lastStep>.output}``, Conductor's output when a definition names none).
+    output_parameters: dict[str, Any] | str | None = None
     timeout_seconds: Seconds = 0
     timeout_policy: Literal["TIME_OUT_WF", "ALERT_ONLY"] = "TIME_OUT_WF"
     trigger: QueueTrigger | None = None
@@ -399,7 +401,7 @@ def _expression_problems(
             if why:
                 yield Problem(where, f"${{{text}}} reads a loop's iteration, but {why}")
             continue
-        sid = ref.step_id
+        sid = ref.step_id or ref.record_of
         if sid is None:
             continue
         visible, why, _ = tree.visibility(sid, at)

@@ -2,6 +2,12 @@
 inside a MAP's steps ``${map.item[.x]}`` and ``${map.index}`` (from 0), and inside a DO_WHILE's
 steps (and its ``while``) ``${<loopId>.iteration}``: the iteration running, from 1.
 
+A step's latest execution is also described by ``${step.executionId}``, ``.jobId``, ``.attempt``,
+``.status``, ``.startedAt``/``.completedAt`` (ISO) and ``.startTime``/``.endTime`` (epoch
+milliseconds, as Conductor gives them); the instance's start by ``${workflow.createdAt}`` (ISO)
+and ``${workflow.createTime}`` (epoch milliseconds). Paths take ``.key``, ``[0]`` and
+``['key']`` / ``["key"]`` (a key holding any character but its quote).
+
 A string that is exactly one expression resolves to the referenced value itself (an object, a list,
 a number...); expressions inside longer text are interpolated as text (objects as JSON). ``$${``
 escapes a literal ``${``. A path that leads nowhere resolves to ``null``, as in Conductor.
@@ -16,17 +22,43 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _EXPR = re.compile(r"(?<!\$)\$\{([^}]*)\}")
-# A key (a name, or digits: a PARALLEL's output is keyed by branch index) and list indexes.
-_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*|\d+)((?:\[\d+\])*)")
+# A key (a name, or digits: a PARALLEL's output is keyed by branch index).
+_KEY = r"[A-Za-z_][A-Za-z0-9_-]*|\d+"
+# One step of a path after the first key: ``.key``, ``[0]``, ``['key']`` or ``["key"]``.
+_STEP = re.compile(
+    r"\.(?P<key>" + _KEY + r")"
+    r"|\[(?P<index>\d+)\]"
+    r"|\['(?P<single>[^']*)'\]"
+    r"|\[\"(?P<double>[^\"]*)\"\]"
+)
+_FIRST = re.compile(_KEY)
 _OPEN = re.compile(r"(?<!\$)\$\{")
-_INDEX = re.compile(r"\[(\d+)\]")
 
 WORKFLOW = "workflow"
-WORKFLOW_FIELDS = ("input", "variables", "instanceId", "correlationId", "definitionName")
+WORKFLOW_FIELDS = (
+    "input",
+    "variables",
+    "instanceId",
+    "correlationId",
+    "definitionName",
+    "createdAt",
+    "createTime",
+)
 MAP = "map"
 MAP_FIELDS = ("item", "index")
 OUTPUT = "output"
 ITERATION = "iteration"
+# What a step reference may read besides its output: its latest execution's record.
+STEP_FIELDS = (
+    "executionId",
+    "jobId",
+    "attempt",
+    "status",
+    "startedAt",
+    "completedAt",
+    "startTime",
+    "endTime",
+)
 
 
 class ExpressionError(ValueError):
@@ -49,6 +81,13 @@ class Reference:
         return self.root
 
     @property
+    def record_of(self) -> str | None:
+        """The step whose execution record this reads (``${<step>.status}`` and the like)."""
+        if self.root in (WORKFLOW, MAP) or len(self.path) != 1 or self.path[0] not in STEP_FIELDS:
+            return None
+        return self.root
+
+    @property
     def loop_id(self) -> str | None:
         """The DO_WHILE whose running iteration this reads (``${<loopId>.iteration}``)."""
         if self.root in (WORKFLOW, MAP) or self.path != (ITERATION,):
@@ -61,13 +100,23 @@ def parse(text: str) -> Reference:
     body = text.strip()
     if not body:
         raise ExpressionError("empty expression")
-    path: list[str | int] = []
-    for part in body.split("."):
-        m = _SEGMENT.fullmatch(part)
+    first = _FIRST.match(body)
+    if not first:
+        raise ExpressionError(f"bad path segment {body.split('.')[0]!r} in ${{{text}}}")
+    path: list[str | int] = [first.group(0)]
+    at = first.end()
+    while at < len(body):
+        m = _STEP.match(body, at)
         if not m:
-            raise ExpressionError(f"bad path segment {part!r} in ${{{text}}}")
-        path.append(m.group(1))
-        path.extend(int(i) for i in _INDEX.findall(m.group(2)))
+            bad = body[at:].lstrip(".").split(".")[0] or body[at:]
+            raise ExpressionError(f"bad path segment {bad!r} in ${{{text}}}")
+        index = m.group("index")
+        if index is not None:
+            path.append(int(index))
+        else:
+            key = m.group("key") or m.group("single") or m.group("double") or ""
+            path.append(key)
+        at = m.end()
     root = path[0]
     assert isinstance(root, str)
     rest = tuple(path[1:])
@@ -86,10 +135,10 @@ def parse(text: str) -> Reference:
             raise ExpressionError(
                 f"${{{text}}}: a loop's iteration is a number: '<loopId>.iteration'"
             )
-    elif rest[:1] != (OUTPUT,):
+    elif rest[:1] != (OUTPUT,) and not (len(rest) == 1 and rest[0] in STEP_FIELDS):
         raise ExpressionError(
-            f"${{{text}}}: a step reference reads '<stepId>.output[.path]' "
-            "(or, inside a DO_WHILE, '<loopId>.iteration')"
+            f"${{{text}}}: a step reference reads '<stepId>.output[.path]', one of its "
+            f"execution's {', '.join(STEP_FIELDS)} (or, inside a DO_WHILE, '<loopId>.iteration')"
         )
     return Reference(text=text, root=root, path=rest)
 
@@ -159,6 +208,8 @@ class Scope:
     step_output: Callable[[str], Any]
     map: Mapping[str, Any] | None = None  # {"item": ..., "index": ...} inside a MAP's steps
     loops: Mapping[str, int] = field(default_factory=dict)
+    # A step's latest execution record ({executionId, status, …}, STEP_FIELDS) or None.
+    step_record: Callable[[str], Mapping[str, Any] | None] = lambda _step_id: None
 
     def lookup(self, ref: Reference) -> Any:
         if ref.root == WORKFLOW:
@@ -167,6 +218,8 @@ class Scope:
             return None if self.map is None else _walk(self.map, ref.path)
         if ref.loop_id is not None:
             return self.loops.get(ref.loop_id)
+        if ref.record_of is not None:
+            return _walk(self.step_record(ref.record_of), ref.path)
         return _walk({OUTPUT: self.step_output(ref.root)}, ref.path)
 
 

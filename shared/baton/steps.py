@@ -41,6 +41,9 @@ class StepBase(Model):
     description: str | None = None
     # An object of values and ${…} expressions, or one ${…} expression giving an object.
     input: dict[str, Any] | str = Field(default_factory=dict)
+    # A failure of this step (its retries exhausted, a timeout) is recorded and its list goes on:
+    # the step ends COMPLETED with its error kept (Conductor's COMPLETED_WITH_ERRORS).
+    optional: bool | None = None
 
 
 class ServiceTaskStep(StepBase, TaskSettings):
@@ -48,6 +51,9 @@ class ServiceTaskStep(StepBase, TaskSettings):
 
     type: Literal["SERVICE_TASK"]
     job_type: Annotated[str, Field(pattern=JOB_TYPE_PATTERN)]
+    # The job is claimable this long after the step starts (Conductor's startDelay); a retry's
+    # delay is the task settings' own.
+    start_delay_seconds: Seconds | None = None
     # Filled in at instance start from the task definition of ``job_type`` (dynamic workflows
     # carry their definitions with them, so later edits never touch running instances).
     task_def: TaskDef | None = None

@@ -233,6 +233,8 @@ def _step_tasks(
     job_id = step.get("jobId")
     attempt = int(step.get("attempt") or 1)
     status = task_status(step.get("status"))
+    if status == "COMPLETED" and step.get("error"):
+        status = "COMPLETED_WITH_ERRORS"  # an optional step that failed (its error is kept)
     current = _task(instance, step, status, attempt)
     if not job_id:
         return [current]

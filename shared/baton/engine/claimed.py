@@ -57,6 +57,7 @@ INSTANCE_COLUMNS = (
     "parent_step_execution_id",
     "step_count",
     "depth",
+    "created_at",
 )
 
 

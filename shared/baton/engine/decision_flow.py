@@ -190,10 +190,25 @@ class DecisionFlow(DecisionState):
         status: StepStatus = StepStatus.FAILED,
         instance_status: InstanceStatus = InstanceStatus.FAILED,
     ) -> None:
-        """Step execution ``e`` failed; its operator (or, at the root, the instance) decides."""
+        """Step execution ``e`` failed; its operator (or, at the root, the instance) decides.
+        An ``optional`` step's failure is recorded and its list goes on: the step is COMPLETED
+        with its error kept, and no output."""
+        said = why if status == StepStatus.TIMED_OUT else f"failed: {why}"  # "timed out: ..."
+        if self.plan.step(e.step_id).optional and not self.closed(e.scope):
+            self.update_step(e.id, StepStatus.COMPLETED, error=said, scope=e.scope)
+            self.changes.instance_changed = True
+            self.changes.audit.append(
+                AuditEvent(
+                    "OPTIONAL_STEP_FAILED",
+                    None,
+                    {"stepId": e.step_id, "stepExecutionId": str(e.id), "error": said},
+                )
+            )
+            self._done_here.append((e.step_id, e.scope, None))
+            self.advance(e, None)
+            return
         self.update_step(e.id, status, error=why, scope=e.scope)
         self.changes.instance_changed = True
-        said = why if status == StepStatus.TIMED_OUT else f"failed: {why}"  # "timed out: ..."
         self.fail_scope(e.scope, f"step {e.step_id!r} {said}", instance_status)
 
     def fail_scope(

@@ -32,6 +32,7 @@ from baton.engine.records import (
 from baton.payload_ref import is_payload_ref
 from baton.scripting import Sandbox, default_sandbox
 from baton.settings import PayloadLimits
+from baton.status import StepStatus
 from baton.steps import Step
 
 MAX_STEP_EXECUTIONS = 100_000
@@ -130,18 +131,22 @@ class DecisionState:
 
     def expression_scope(self, point: str, scope: str) -> expressions.Scope:
         inst = self.instance
+        created = inst.created_at or self.now  # None: this decision starts the instance
         workflow = {
             "input": self.unref(inst.input),
             "variables": inst.variables,
             "instanceId": str(inst.id),
             "correlationId": inst.correlation_id,
             "definitionName": inst.definition_name,
+            "createdAt": created.isoformat(),
+            "createTime": _epoch_ms(created),
         }
         return expressions.Scope(
             workflow=workflow,
             step_output=lambda step_id: self.read(step_id, point, scope),
             map=self.map_context(scope),
             loops=self.loop_iterations(point, scope),
+            step_record=lambda step_id: self.record(step_id, point, scope),
         )
 
     def context(self, point: str, scope: str, step_ids: Sequence[str]) -> dict[str, Any]:
@@ -177,6 +182,52 @@ class DecisionState:
         if key not in self._outputs:
             self._outputs[key] = self.unref(self.reader.output(step_id, prefix))
         return self._outputs[key]
+
+    def record(self, step_id: str, point: str, scope: str) -> dict[str, Any] | None:
+        """What ``${<step_id>.status}`` and the like read at ``point`` in ``scope``: the latest
+        execution of ``step_id`` inside the list the two share, as this decision leaves it."""
+        prefix = truncate(scope, self.plan.read_depth(point, step_id))
+        new = next(
+            (
+                n
+                for n in reversed(self.changes.new_steps.values())
+                if n.step_id == step_id and n.scope.startswith(prefix)
+            ),
+            None,
+        )
+        if new is not None:
+            job = next((j.id for j in self.changes.new_jobs if j.step_execution_id == new.id), None)
+            row: dict[str, Any] = {
+                "id": new.id,
+                "status": new.status,
+                "attempt": new.attempt,
+                "started_at": None if new.status == StepStatus.SCHEDULED else self.now,
+                "completed_at": None if new.status in _OPEN else self.now,
+                "job_id": job,
+            }
+        else:
+            read = self.reader.record(step_id, prefix)
+            if read is None:
+                return None
+            row = dict(read)
+            update = self.changes.step_updates.get(row["id"])
+            if update is not None:  # changed by this decision: as it will be written
+                row["status"] = update.status
+                row["attempt"] = update.attempt or row["attempt"]
+                if update.status not in _OPEN:
+                    row["started_at"] = row["started_at"] or self.now
+                    row["completed_at"] = row["completed_at"] or self.now
+        started, completed = row["started_at"], row["completed_at"]
+        return {
+            "executionId": str(row["id"]),
+            "jobId": None if row["job_id"] is None else str(row["job_id"]),
+            "attempt": row["attempt"],
+            "status": str(row["status"]),
+            "startedAt": None if started is None else started.isoformat(),
+            "completedAt": None if completed is None else completed.isoformat(),
+            "startTime": None if started is None else _epoch_ms(started),
+            "endTime": None if completed is None else _epoch_ms(completed),
+        }
 
     def map_context(self, scope: str) -> dict[str, Any] | None:
         """``{item, index}`` of the innermost MAP item ``scope`` is in (None outside MAPs)."""
@@ -218,3 +269,10 @@ class DecisionState:
     def unref_all(self, values: dict[int, Any]) -> dict[int, Any]:
         """``values`` with each offloaded element read back (a join builds one value of them)."""
         return {k: self.unref(v) for k, v in values.items()}
+
+
+_OPEN = (StepStatus.SCHEDULED, StepStatus.IN_PROGRESS)
+
+
+def _epoch_ms(at: datetime) -> int:
+    return int(at.timestamp() * 1000)

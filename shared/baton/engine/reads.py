@@ -42,6 +42,13 @@ class DbReader:
     def output(self, step_id: str, scope_prefix: str) -> Any:
         return instance_sql.latest_output(self.conn, self.instance_id, step_id, scope_prefix)
 
+    def record(self, step_id: str, scope_prefix: str) -> dict[str, Any] | None:
+        row: dict[str, Any] | None = self.conn.execute(
+            instance_sql.LATEST_RECORD,
+            {"instance_id": self.instance_id, "step_id": step_id, "prefix": scope_prefix},
+        ).fetchone()
+        return row
+
     def execution(self, exec_id: uuid.UUID) -> Exec | None:
         row = self.conn.execute(instance_sql.EXECUTION, {"id": exec_id}).fetchone()
         return None if row is None else exec_from_row(row)

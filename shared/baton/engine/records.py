@@ -41,6 +41,7 @@ class InstanceState:
     parent_step_execution_id: uuid.UUID | None = None
     step_count: int = 0
     depth: int = 0
+    created_at: datetime | None = None  # None: started by this decision (its ``now``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +112,7 @@ class NewJob:
     timeout_seconds: int = 0
     scope: str = ""
     status: JobStatus = JobStatus.UNLOCKED
+    start_delay_seconds: int = 0  # claimable this long after it is created
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +231,11 @@ class Reader(Protocol):
     def execution(self, exec_id: uuid.UUID) -> Exec | None:
         """One step execution (an operator's, to continue it)."""
 
+    def record(self, step_id: str, scope_prefix: str) -> dict[str, Any] | None:
+        """The latest execution of ``step_id`` (any status) among executions whose scope starts
+        with ``scope_prefix``: ``id``, ``status``, ``attempt``, ``started_at``,
+        ``completed_at``, ``job_id`` (its latest job's, if any); None when there is none."""
+
     def last_outputs(self, parent_id: uuid.UUID, step_ids: Sequence[str]) -> list[dict[str, Any]]:
         """Completed executions of ``step_ids`` directly inside operator execution ``parent_id``
         (``step_id``, ``branch``, ``item_index``, ``output``), for a join."""
@@ -246,6 +253,9 @@ class NoReads:
         return None
 
     def execution(self, exec_id: uuid.UUID) -> Exec | None:
+        return None
+
+    def record(self, step_id: str, scope_prefix: str) -> dict[str, Any] | None:
         return None
 
     def last_outputs(self, parent_id: uuid.UUID, step_ids: Sequence[str]) -> list[dict[str, Any]]:

@@ -68,6 +68,7 @@ def state_from_row(row: dict[str, Any]) -> InstanceState:
         parent_step_execution_id=row.get("parent_step_execution_id"),
         step_count=row.get("step_count") or 0,
         depth=row.get("depth") or 0,
+        created_at=row.get("created_at"),
     )
 
 
@@ -557,6 +558,7 @@ def _job_row(j: NewJob, outbox: bool) -> dict[str, Any]:
         "payload_bytes": len(j.payload_json),
         "poll_timeout": j.poll_timeout_seconds,
         "timeout": j.timeout_seconds,
+        "start_delay": j.start_delay_seconds,
     }
 
 

@@ -80,12 +80,13 @@ WITH instance_rows AS MATERIALIZED (
                      poll_timeout_seconds, deadline_at, run_at, created_at, dispatch_outbox)
     SELECT t.id, t.instance_id, t.step_execution_id, t.job_type, t.status, t.lease_seconds,
            t.retries_remaining, t.payload, t.payload_bytes, t.timeout, t.poll_timeout,
-           CASE WHEN t.poll_timeout > 0 THEN now() + make_interval(secs => t.poll_timeout) END,
-           now(), now(), t.dispatch_outbox
+           CASE WHEN t.poll_timeout > 0
+                THEN now() + make_interval(secs => t.start_delay + t.poll_timeout) END,
+           now() + make_interval(secs => t.start_delay), now(), t.dispatch_outbox
       FROM jsonb_to_recordset(%(new_jobs)s::jsonb)
            AS t(id uuid, instance_id uuid, step_execution_id uuid, job_type text, status text,
                 lease_seconds int, retries_remaining int, payload jsonb, payload_bytes int,
-                timeout int, poll_timeout int, dispatch_outbox boolean)
+                timeout int, poll_timeout int, start_delay int, dispatch_outbox boolean)
      WHERE (SELECT baton_expect(count(*) = %(n_retried_jobs)s, 'retried jobs')
               FROM retried_jobs) = 1
     RETURNING 1

@@ -50,7 +50,7 @@ SELECT id, idempotency_fingerprint FROM instance WHERE idempotency_key = %(key)s
 _INSTANCE_STATE = """
 SELECT id, definition_name, definition_version, status, version, input, variables, correlation_id,
        snapshot_id, queue_task_id, parent_instance_id, parent_step_execution_id, step_count,
-       depth, run, now() AS now
+       depth, run, created_at, now() AS now
   FROM instance
 """
 
@@ -244,6 +244,18 @@ SELECT output FROM step_execution
  WHERE instance_id = %(instance_id)s AND step_id = %(step_id)s AND status = 'COMPLETED'
    AND left(scope, length(%(prefix)s::text)) = %(prefix)s::text
  ORDER BY seq DESC LIMIT 1
+"""
+
+# What ${<step>.status} and the like read: the latest execution of a step in a scope, any status,
+# with its job (found through the instance's jobs).
+LATEST_RECORD = """
+SELECT s.id, s.status, s.attempt, s.started_at, s.completed_at,
+       (SELECT j.id FROM job j WHERE j.instance_id = s.instance_id AND j.step_execution_id = s.id
+         ORDER BY j.created_at DESC LIMIT 1) AS job_id
+  FROM step_execution s
+ WHERE s.instance_id = %(instance_id)s AND s.step_id = %(step_id)s
+   AND left(s.scope, length(%(prefix)s::text)) = %(prefix)s::text
+ ORDER BY s.seq DESC LIMIT 1
 """
 
 # For a join: the completed executions of the last step of each list of an operator execution.

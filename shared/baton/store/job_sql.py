@@ -126,6 +126,7 @@ _CLAIMED_WITH_STATE = """
 SELECT c.*, s.step_id, s.scope AS st_scope, now() AS st_now,
        i.definition_name AS st_definition_name, i.status AS st_status,
        i.version AS st_version, i.correlation_id AS st_correlation_id,
+       i.created_at AS st_created_at,
        i.snapshot_id AS st_snapshot_id, i.queue_task_id AS st_queue_task_id,
        i.parent_instance_id AS st_parent_instance_id,
        i.parent_step_execution_id AS st_parent_step_execution_id,
@@ -152,7 +153,7 @@ SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.attempt, j.retries
        j.step_execution_id, s.step_id, s.scope,
        i.id, i.definition_name, i.status, i.version, i.input, i.variables, i.correlation_id,
        i.snapshot_id, i.queue_task_id, i.parent_instance_id, i.parent_step_execution_id,
-       i.step_count, i.depth, now() AS now"""
+       i.step_count, i.depth, i.created_at, now() AS now"""
 
 _JOB_WITH_INSTANCE = (
     _JOB_AND_INSTANCE_COLUMNS  # noqa: S608 (constant SQL only)
@@ -294,8 +295,9 @@ VALUES (%(id)s, %(instance_id)s, %(step_execution_id)s, %(job_type)s, %(status)s
         %(lease_seconds)s, %(retries_remaining)s, %(payload)s::jsonb, %(payload_bytes)s,
         %(timeout)s, %(poll_timeout)s,
         CASE WHEN %(poll_timeout)s::int > 0
-             THEN now() + make_interval(secs => %(poll_timeout)s::int) END,
-        now(), now(), %(dispatch_outbox)s)
+             THEN now() + make_interval(secs => %(start_delay)s::int + %(poll_timeout)s::int)
+        END,
+        now() + make_interval(secs => %(start_delay)s::int), now(), %(dispatch_outbox)s)
 """
 
 # Many new jobs at once (a fan-out): one insert from one JSON parameter (see INSERT_STEPS).
@@ -305,12 +307,13 @@ INSERT INTO job (id, instance_id, step_execution_id, job_type, status, lease_sec
                  poll_timeout_seconds, deadline_at, run_at, created_at, dispatch_outbox)
 SELECT t.id, %(instance_id)s, t.step_execution_id, t.job_type, t.status, t.lease_seconds,
        t.retries_remaining, t.payload, t.payload_bytes, t.timeout, t.poll_timeout,
-       CASE WHEN t.poll_timeout > 0 THEN now() + make_interval(secs => t.poll_timeout) END,
-       now(), now(), t.dispatch_outbox
+       CASE WHEN t.poll_timeout > 0
+            THEN now() + make_interval(secs => t.start_delay + t.poll_timeout) END,
+       now() + make_interval(secs => t.start_delay), now(), t.dispatch_outbox
   FROM jsonb_to_recordset(%(rows)s::jsonb)
        AS t(id uuid, step_execution_id uuid, job_type text, status text, lease_seconds int,
             retries_remaining int, payload jsonb, payload_bytes int, timeout int,
-            poll_timeout int, dispatch_outbox boolean)
+            poll_timeout int, start_delay int, dispatch_outbox boolean)
 """
 
 # The open jobs of an instance that ended (``prefix`` ''), or of the steps inside one operator's

@@ -97,6 +97,7 @@ class ServiceTask(Leaf):
                 poll_timeout_seconds=policy.poll_timeout_seconds,
                 timeout_seconds=policy.timeout_seconds,
                 scope=scope,
+                start_delay_seconds=step.start_delay_seconds or 0,
             )
         )
         d.changes.audit.append(AuditEvent("JOB_CREATED", job_id, {"stepId": step.id}))
