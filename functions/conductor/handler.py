@@ -436,7 +436,7 @@ def _register_workflow(raw: dict[str, Any], overwrite: bool) -> dict[str, Any]:
             if not overwrite:
                 raise Conflict(f"workflow {body['name']} version {version} already exists")
             engine.delete_definition(body["name"], version)
-    return engine.register_definition(body)
+    return engine.register_definition(body, conductor=raw)
 
 
 @api.route("POST", "/api/metadata/workflow")
@@ -455,15 +455,21 @@ def update_workflows() -> Any:
 @api.route("GET", "/api/metadata/workflow")
 def all_workflows() -> Any:
     engine = api.engine()
-    pages = _every(lambda t: engine.list_definitions(limit=100, page_token=t))
-    return _json([cdefs.to_conductor_workflow(d) for p in pages for d in p.get("definitions", [])])
+    pages = _every(lambda t: engine.list_definition_sources(limit=100, page_token=t))
+    return _json(
+        [
+            cdefs.read_back(d["definition"], d["conductor"])
+            for p in pages
+            for d in p.get("definitions", [])
+        ]
+    )
 
 
 @api.route("GET", "/api/metadata/workflow/{name}")
 def get_workflow_def(name: str) -> Any:
     version = api.query("version")
     v = None if version is None else api.path_int(version, "version", high=2**31 - 1)
-    return _json(cdefs.to_conductor_workflow(api.engine().get_definition(api.path(name), v)))
+    return _json(cdefs.read_back(*api.engine().get_definition_source(api.path(name), v)))
 
 
 @api.route("DELETE", "/api/metadata/workflow/{name}/{version}")
@@ -492,16 +498,32 @@ def _start(
         raise ValidationFailed([Problem("name", "give a workflow name or a workflowDef")])
     if version is not None and not isinstance(version, int):
         raise ValidationFailed([Problem("version", "must be a whole number")])
+    wanted = version if isinstance(version, int) and version > 0 else None
     instance, _ = api.engine().start_instance(
         definition_name=None if definition is not None else name,
-        definition_version=version if isinstance(version, int) and version > 0 else None,
+        definition_version=wanted,
         definition=definition,
-        input=input or {},
+        input=_with_defaults(input or {}, inline, name, wanted),
         correlation_id=correlation_id if isinstance(correlation_id, str) else None,
         idempotency_key=idempotency_key if isinstance(idempotency_key, str) else None,
     )
     api.log_keys(instance_id=instance["id"])
     return _text(instance["id"])
+
+
+def _with_defaults(
+    given: dict[str, Any], inline: Any, name: str | None, version: int | None
+) -> dict[str, Any]:
+    """The input with the definition's ``inputTemplate`` defaults under it (given keys win), as
+    Conductor starts a workflow. The template is read from the definition as registered."""
+    source = inline
+    if not isinstance(inline, dict) and isinstance(name, str) and name:
+        try:
+            source = api.engine().get_definition_source(name, version)[1]
+        except BatonError:
+            return given  # the start answers the missing definition itself
+    template = source.get("inputTemplate") if isinstance(source, dict) else None
+    return {**template, **given} if isinstance(template, dict) and template else given
 
 
 @api.route("POST", "/api/workflow")

@@ -593,9 +593,6 @@ def test_a_switch_expression_and_a_loop_condition_run_as_written_template_litera
 @pytest.mark.parametrize(
     ("task", "words"),
     [
-        (simple("a", optional=True), "optional"),
-        (simple("a", asyncComplete=True), "asyncComplete"),
-        (simple("a", startDelay=5), "startDelay"),
         (simple("bad ref!"), "taskReferenceName"),
         (
             {
@@ -646,7 +643,6 @@ def test_a_switch_expression_and_a_loop_condition_run_as_written_template_litera
             },
             "terminationStatus",
         ),
-        (simple("a", inputParameters={"x": "${workflow.createTime}"}), "createTime"),
     ],
 )
 def test_untranslatable_options_are_refused(task: dict[str, Any], words: str) -> None:

@@ -74,6 +74,7 @@ _WORKFLOW_FIELDS = {
     "workflowId": "instanceId",
     "correlationId": "correlationId",
     "workflowType": "definitionName",
+    "createTime": "createTime",
 }
 _BACK_FIELDS = {v: k for k, v in _WORKFLOW_FIELDS.items()}
 _TASK_SETTINGS = (
@@ -161,8 +162,6 @@ def to_baton_task_def(raw: Any) -> dict[str, Any]:
             del out[k]
     if out.get("responseTimeoutSeconds") == 0:
         del out["responseTimeoutSeconds"]
-    if out.get("timeoutPolicy") == "RETRY":
-        raise _fail("timeoutPolicy", "RETRY is not supported by Baton (TIME_OUT_WF, ALERT_ONLY)")
     return out
 
 
@@ -202,13 +201,53 @@ def to_baton_workflow(raw: Any) -> dict[str, Any]:
         out["description"] = raw["description"]
     if raw.get("outputParameters"):
         out["outputParameters"] = params_in(raw["outputParameters"], "outputParameters")
+    else:
+        # Without outputParameters, Conductor's workflow output is its last task's output.
+        out["outputParameters"] = "${" + out["steps"][-1]["id"] + ".output}"
     if raw.get("timeoutSeconds"):
         out["timeoutSeconds"] = raw["timeoutSeconds"]
     if raw.get("timeoutPolicy"):
         out["timeoutPolicy"] = raw["timeoutPolicy"]
     if raw.get("failureWorkflow"):
         out["failureWorkflow"] = raw["failureWorkflow"]
-    return _alias_joins(out)
+    return _task_ids(_alias_joins(out))
+
+
+_TASK_ID = re.compile(r"\$\{\s*([A-Za-z_][\w-]*)\.taskId\s*\}")
+
+
+def _task_ids(out: dict[str, Any]) -> dict[str, Any]:
+    """``${ref.taskId}``: the id Conductor's task view gives that task: a worker's task is its
+    job and attempt (``<jobId>.<attempt>``, what the worker was handed), any other its step
+    execution's id."""
+    jobs: set[str] = set()
+
+    def collect(value: Any) -> None:
+        if isinstance(value, list):
+            for v in value:
+                collect(v)
+        elif isinstance(value, dict):
+            if value.get("type") == "SERVICE_TASK" and isinstance(value.get("id"), str):
+                jobs.add(value["id"])
+            for v in value.values():
+                if isinstance(v, list | dict):
+                    collect(v)
+
+    def one(m: re.Match[str]) -> str:
+        ref = m.group(1)
+        return f"${{{ref}.jobId}}.${{{ref}.attempt}}" if ref in jobs else f"${{{ref}.executionId}}"
+
+    def rewrite(value: Any, key: str = "") -> Any:
+        if isinstance(value, str) and key not in ("description", "script", "while", "query"):
+            return _TASK_ID.sub(one, value)
+        if isinstance(value, list):
+            return [rewrite(v) for v in value]
+        if isinstance(value, dict):
+            return {k: rewrite(v, k) for k, v in value.items()}
+        return value
+
+    collect(out["steps"])
+    return rewrite(out)  # type: ignore[no-any-return]
 
 
 def _alias_joins(out: dict[str, Any]) -> dict[str, Any]:
@@ -291,12 +330,12 @@ def _base(task: dict[str, Any], path: str) -> dict[str, Any]:
             "taskReferenceName must start with a letter or _ and hold only letters, digits, "
             "_ and - (at most 64 characters)",
         )
-    for key, bad in (("optional", True), ("asyncComplete", True), ("permissive", True)):
-        if task.get(key) is bad:
-            raise _fail(_label(task, path), f"{key}: true is not supported by Baton")
-    if task.get("startDelay"):
-        raise _fail(_label(task, path), "startDelay is not supported by Baton")
+    # permissive, asyncComplete, rateLimited/rateLimitConfig, and startDelay on a task no worker
+    # claims, are accepted without effect (docs/architecture.md, "Conductor-compatible
+    # surface", says why).
     step: dict[str, Any] = {"id": ref}
+    if task.get("optional") is True:
+        step["optional"] = True
     if task.get("name") and task["name"] != ref:
         step["name"] = task["name"]
     if task.get("description"):
@@ -334,8 +373,11 @@ def _simple(task: dict[str, Any], path: str) -> dict[str, Any]:
             del step["responseTimeoutSeconds"]
     if task.get("retryCount") is not None:
         step["retryCount"] = task["retryCount"]
-    if step.get("timeoutPolicy") == "RETRY":
-        raise _fail(_label(task, path), "timeoutPolicy RETRY is not supported by Baton")
+    delay = task.get("startDelay")
+    if delay:
+        if not isinstance(delay, int) or isinstance(delay, bool) or delay < 0:
+            raise _fail(_label(task, path), "startDelay must be a whole number of seconds")
+        step["startDelaySeconds"] = delay
     return step
 
 
@@ -701,6 +743,15 @@ _HANDLERS = {
 # --- workflow definitions: Baton → Conductor -----------------------------------------------------
 
 
+def read_back(body: dict[str, Any], source: Any) -> dict[str, Any]:
+    """A definition as ``GET /api/metadata/workflow`` answers it: the Conductor definition as
+    registered (``source``: every field, lists in their order), with the version Baton gave it;
+    one registered on /v1 (no source) is translated from what Baton runs."""
+    if not isinstance(source, dict):
+        return to_conductor_workflow(body)
+    return {**source, "version": body.get("version", source.get("version", 1))}
+
+
 def to_conductor_workflow(body: dict[str, Any]) -> dict[str, Any]:
     """A Baton definition (wire form) as a Conductor WorkflowDef."""
     out: dict[str, Any] = {
@@ -709,7 +760,12 @@ def to_conductor_workflow(body: dict[str, Any]) -> dict[str, Any]:
         "schemaVersion": 2,
         "tasks": _back(body.get("steps", [])),
         "inputParameters": [],
-        "outputParameters": params_out(body.get("outputParameters") or {}),
+        # One expression (the last task's output) is what Conductor does without any.
+        "outputParameters": (
+            params_out(body["outputParameters"])
+            if isinstance(body.get("outputParameters"), dict)
+            else {}
+        ),
         "timeoutSeconds": body.get("timeoutSeconds", 0),
         "timeoutPolicy": body.get("timeoutPolicy", "TIME_OUT_WF"),
         "restartable": True,
@@ -746,6 +802,8 @@ def _back_one(s: dict[str, Any]) -> list[dict[str, Any]]:
         task["type"] = "SIMPLE"
         if s.get("retryCount") is not None:
             task["retryCount"] = s["retryCount"]
+        if s.get("startDelaySeconds"):
+            task["startDelay"] = s["startDelaySeconds"]
         inline = {k: s[k] for k in _TASK_SETTINGS if k != "retryCount" and k in s}
         if inline:
             task["taskDefinition"] = {"name": s["jobType"], **inline}
@@ -873,6 +931,8 @@ def _back_one(s: dict[str, Any]) -> list[dict[str, Any]]:
         task["type"] = kind
     if description:
         task["description"] = description
+    if s.get("optional"):
+        task["optional"] = True
     return [task]
 
 

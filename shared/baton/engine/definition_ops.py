@@ -18,8 +18,10 @@ _VERSION_RACE_ATTEMPTS = 20
 
 
 class DefinitionOps(EngineCore):
-    def register_definition(self, raw: Any) -> dict[str, Any]:
-        """Validate and store a definition; its version is the next free one unless given."""
+    def register_definition(self, raw: Any, *, conductor: Any = None) -> dict[str, Any]:
+        """Validate and store a definition; its version is the next free one unless given.
+        ``conductor``: the Conductor definition ``raw`` was translated from, kept as sent (see
+        :meth:`get_definition_source`)."""
         definition = parse_definition(raw)
         body = definition.model_dump_json(by_alias=True, exclude_none=True, exclude={"version"})
         params = {
@@ -27,6 +29,7 @@ class DefinitionOps(EngineCore):
             "version": definition.version,
             "body": body,
             "trigger_queue": definition.trigger_queue(),
+            "conductor": None if conductor is None else json.dumps(conductor),
         }
         if definition.version is not None:
             row = self.db.autocommit(
@@ -51,7 +54,30 @@ class DefinitionOps(EngineCore):
 
     def get_definition(self, name: str, version: int | None = None) -> dict[str, Any]:
         """One version of a definition, or its latest."""
+        return views.definition(self._definition_row(name, version))
 
+    def get_definition_source(
+        self, name: str, version: int | None = None
+    ) -> tuple[dict[str, Any], Any]:
+        """One version of a definition (or its latest) and the Conductor definition it was
+        registered as on /api, as sent (None when registered on /v1)."""
+        row = self._definition_row(name, version)
+        return views.definition(row), row.get("conductor")
+
+    def list_definition_sources(
+        self, limit: int = 50, page_token: str | None = None
+    ) -> dict[str, Any]:
+        """:meth:`list_definitions` with each definition's Conductor source:
+        ``{"definitions": [{"definition", "conductor"}…], "nextPageToken"}``."""
+        return self._page_by_name(
+            definition_sql.LIST_LATEST,
+            "definitions",
+            lambda r: {"definition": views.definition(r), "conductor": r.get("conductor")},
+            limit,
+            page_token,
+        )
+
+    def _definition_row(self, name: str, version: int | None) -> dict[str, Any]:
         def work(conn: Conn) -> dict[str, Any] | None:
             if version is None:
                 return conn.execute(definition_sql.GET_LATEST, {"name": name}).fetchone()
@@ -62,7 +88,7 @@ class DefinitionOps(EngineCore):
         row = self.db.autocommit(work)
         if row is None:
             raise DefinitionNotFound(name, version)
-        return views.definition(row)
+        return row
 
     def list_definitions(self, limit: int = 50, page_token: str | None = None) -> dict[str, Any]:
         """The latest version of every definition, by name, one page at a time."""

@@ -3,27 +3,28 @@
 from __future__ import annotations
 
 INSERT_NEXT_VERSION = """
-INSERT INTO definition (name, version, body, trigger_queue)
-SELECT %(name)s, coalesce(max(version), 0) + 1, %(body)s::jsonb, %(trigger_queue)s
+INSERT INTO definition (name, version, body, trigger_queue, conductor)
+SELECT %(name)s, coalesce(max(version), 0) + 1, %(body)s::jsonb, %(trigger_queue)s,
+       %(conductor)s::json
   FROM definition WHERE name = %(name)s
 ON CONFLICT (name, version) DO NOTHING
 RETURNING name, version, created_at
 """
 
 INSERT_VERSION = """
-INSERT INTO definition (name, version, body, trigger_queue)
-VALUES (%(name)s, %(version)s, %(body)s::jsonb, %(trigger_queue)s)
+INSERT INTO definition (name, version, body, trigger_queue, conductor)
+VALUES (%(name)s, %(version)s, %(body)s::jsonb, %(trigger_queue)s, %(conductor)s::json)
 ON CONFLICT (name, version) DO NOTHING
 RETURNING name, version, created_at
 """
 
 GET_VERSION = """
-SELECT name, version, body, created_at FROM definition
+SELECT name, version, body, created_at, conductor FROM definition
  WHERE name = %(name)s AND version = %(version)s
 """
 
 GET_LATEST = """
-SELECT name, version, body, created_at FROM definition
+SELECT name, version, body, created_at, conductor FROM definition
  WHERE name = %(name)s ORDER BY version DESC LIMIT 1
 """
 
@@ -33,7 +34,7 @@ RETURNING name, version, body, created_at
 """
 
 LIST_LATEST = """
-SELECT DISTINCT ON (name) name, version, body, created_at
+SELECT DISTINCT ON (name) name, version, body, created_at, conductor
   FROM definition
  WHERE %(after)s::text IS NULL OR name > %(after)s
  ORDER BY name, version DESC

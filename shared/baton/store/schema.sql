@@ -13,6 +13,9 @@ CREATE TABLE definition (
     created_at  timestamptz NOT NULL DEFAULT now(),
     -- The queue an enabled trigger consumes: triggered definitions are found without a scan.
     trigger_queue text,
+    -- The Conductor definition as registered on /api (json keeps its every field and order), so
+    -- GET /api/metadata/workflow reads it back exactly; NULL when registered on /v1.
+    conductor   json,
     PRIMARY KEY (name, version)
 );
 CREATE INDEX definition_by_trigger_queue ON definition (trigger_queue, name, version DESC)
