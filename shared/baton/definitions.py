@@ -23,10 +23,12 @@ from baton.httpcall.request import request_problems
 from baton.model import (
     INT32_MAX,
     JOB_TYPE_PATTERN,
+    NAME_OR_EXPRESSION_PATTERN,
     NAME_PATTERN,
     QUEUE_NAME_PATTERN,
     QUEUE_NAME_RULE,
     STEP_ID_PATTERN,
+    WHOLE_EXPRESSION_PATTERN,
     Model,
     Seconds,
     TaskDef,
@@ -76,7 +78,8 @@ class WorkflowDefinition(Model):
     timeout_policy: Literal["TIME_OUT_WF", "ALERT_ONLY"] = "TIME_OUT_WF"
     trigger: QueueTrigger | None = None
     # Started with {instanceId, reason, input} when an instance of this definition fails.
-    failure_workflow: Annotated[str, Field(pattern=NAME_PATTERN)] | None = None
+    # A name, or one ${…} expression over the failed instance (resolved when it fails).
+    failure_workflow: Annotated[str, Field(pattern=NAME_OR_EXPRESSION_PATTERN)] | None = None
     # For triggered instances: entries added to the input, ``{{title}}``-style placeholders
     # filled from the trigger's variables.
     input_template: dict[str, Any] | None = None
@@ -101,6 +104,9 @@ PATTERN_RULES = {
     JOB_TYPE_PATTERN: "job types are 1-128 characters: letters, digits, '_', '.', ':' and '-', "
     "starting with a letter or a digit",
     QUEUE_NAME_PATTERN: QUEUE_NAME_RULE,
+    NAME_OR_EXPRESSION_PATTERN: "a name (1-128 characters: letters, digits, '_', '.' and '-', "
+    "starting with a letter or a digit) or one ${…} expression giving one",
+    WHOLE_EXPRESSION_PATTERN: "one ${…} expression",
 }
 
 
@@ -201,7 +207,22 @@ def semantic_problems(raw: dict[str, Any]) -> list[Problem]:
     problems.extend(
         _expression_problems(tree, "outputParameters", _field(raw, "outputParameters"), end)
     )
+    problems.extend(_failure_workflow_problems(_field(raw, "failureWorkflow")))
     return problems
+
+
+def _failure_workflow_problems(name: Any) -> Iterator[Problem]:
+    """A failure workflow given as ``${…}`` reads the failed instance (``workflow.*``) only."""
+    for _, text in expressions.references(name):
+        try:
+            ref = expressions.parse(text)
+        except expressions.ExpressionError as e:
+            yield Problem("failureWorkflow", str(e))
+            continue
+        if ref.root != expressions.WORKFLOW:
+            yield Problem(
+                "failureWorkflow", f"${{{text}}}: a failure workflow's name reads workflow.* only"
+            )
 
 
 def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
@@ -274,6 +295,7 @@ _EVALUATED_AT_STEP: dict[Any, tuple[str, ...]] = {
     "SET_VARIABLE": ("variables",),
     "TERMINATE": ("reason", "output"),
     "HTTP": ("request",),
+    "SUB_WORKFLOW": ("definitionName", "definitionVersion"),
 }
 # Job types the engine's system tasks claim (HTTP steps' ``baton:http``): no SERVICE_TASK's.
 RESERVED_JOB_TYPE_PREFIX = "baton:"

@@ -10,6 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+# A name, or one ${…} expression giving one when it is needed (a sub-workflow's, a failure
+# workflow's).
+NAME_OR_EXPRESSION_PATTERN = NAME_PATTERN + r"|^\$\{[^}]+\}$"
+WHOLE_EXPRESSION_PATTERN = r"^\$\{[^}]+\}$"
 QUEUE_NAME_PATTERN = r"^[A-Za-z0-9-]{1,64}$"
 QUEUE_NAME_RULE = "queue names are 1-64 characters: letters, digits and hyphens"
 STEP_ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"

@@ -18,8 +18,9 @@ from pydantic import Field
 from baton.model import (
     INT32_MAX,
     JOB_TYPE_PATTERN,
-    NAME_PATTERN,
+    NAME_OR_EXPRESSION_PATTERN,
     STEP_ID_PATTERN,
+    WHOLE_EXPRESSION_PATTERN,
     Model,
     RetryLogic,
     Seconds,
@@ -87,8 +88,13 @@ class SubWorkflowStep(StepBase):
     new child); cancelling the parent cancels the child."""
 
     type: Literal["SUB_WORKFLOW"]
-    definition_name: Annotated[str, Field(pattern=NAME_PATTERN)] | None = None
-    definition_version: Annotated[int, Field(ge=1, le=INT32_MAX)] | None = None
+    # A name (and version), or a ${…} expression resolved when the child starts.
+    definition_name: Annotated[str, Field(pattern=NAME_OR_EXPRESSION_PATTERN)] | None = None
+    definition_version: (
+        Annotated[int, Field(ge=1, le=INT32_MAX)]
+        | Annotated[str, Field(pattern=WHOLE_EXPRESSION_PATTERN)]
+        | None
+    ) = None
     definition: dict[str, Any] | None = None
     retry_count: Annotated[int, Field(ge=0, le=100)] = 0
 

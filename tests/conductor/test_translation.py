@@ -11,6 +11,7 @@ from baton.conductor import definitions as cd
 from baton.conductor import views as cv
 from baton.conductor.errors import Untranslatable, from_error
 from baton.definitions import parse_definition
+from baton.errors import ValidationFailed
 from baton.status import InstanceStatus, JobStatus, StepStatus
 
 
@@ -741,3 +742,128 @@ def test_a_dynamic_fork_of_tasks_chosen_at_run_time_is_refused_naming_it() -> No
         )
     status, body = from_error(e.value)
     assert status == 400 and "dyn" in body["message"] and "forkTaskName" in body["message"]
+
+
+def test_fields_teams_use_translate_to_native_settings() -> None:
+    tasks = [
+        simple(
+            "a",
+            optional=True,
+            startDelay=30,
+            asyncComplete=True,
+            permissive=True,
+            rateLimited=True,
+            taskDefinition={"name": "work", "timeoutPolicy": "RETRY", "timeoutSeconds": 30},
+        ),
+        simple("b", inputParameters={"at": "${workflow.createTime}", "id": "${a.taskId}"}),
+    ]
+    out = cd.to_baton_workflow({"name": "fields", "tasks": tasks})
+    a, b = out["steps"]
+    assert a["optional"] is True and a["startDelaySeconds"] == 30
+    assert a["timeoutPolicy"] == "RETRY" and a["timeoutSeconds"] == 30
+    assert b["input"] == {"at": "${workflow.createTime}", "id": "${a.jobId}.${a.attempt}"}
+    # No outputParameters: the workflow's output is its last task's.
+    assert out["outputParameters"] == "${b.output}"
+    parse_definition(out)
+    assert cd.to_baton_task_def({"name": "t", "timeoutPolicy": "RETRY"})["timeoutPolicy"] == "RETRY"
+
+
+def test_task_id_of_a_task_no_worker_runs_is_its_execution_id() -> None:
+    tasks = [
+        {
+            "name": "calc",
+            "taskReferenceName": "calc",
+            "type": "INLINE",
+            "inputParameters": {"expression": "1"},
+        },
+        simple("b", inputParameters={"id": "${calc.taskId}", "s": "${calc.status}"}),
+    ]
+    out = cd.to_baton_workflow({"name": "ids", "tasks": tasks})
+    assert out["steps"][1]["input"] == {"id": "${calc.executionId}", "s": "${calc.status}"}
+    parse_definition(out)
+
+
+def test_dynamic_sub_workflow_and_failure_workflow_names_are_resolved_at_run_time() -> None:
+    sub = {
+        "name": "child",
+        "taskReferenceName": "child",
+        "type": "SUB_WORKFLOW",
+        "subWorkflowParam": {
+            "name": "${workflow.input.flow}",
+            "version": "${workflow.input.flowVersion}",
+        },
+    }
+    out = cd.to_baton_workflow(
+        {"name": "dyn", "tasks": [sub], "failureWorkflow": "${workflow.input.onFailure}"}
+    )
+    step = out["steps"][0]
+    assert step["definitionName"] == "${workflow.input.flow}"
+    assert step["definitionVersion"] == "${workflow.input.flowVersion}"
+    assert out["failureWorkflow"] == "${workflow.input.onFailure}"
+    parse_definition(out)
+
+
+def test_a_do_while_over_items_is_a_map_of_one_at_a_time() -> None:
+    loop = {
+        "name": "each",
+        "taskReferenceName": "each",
+        "type": "DO_WHILE",
+        "items": "${workflow.input.orders}",
+        "loopOver": [
+            simple(
+                "ship",
+                inputParameters={
+                    "order": "${each.output.loopItem}",
+                    "sku": "${each.output.loopItem.sku}",
+                    "n": "${each.output.loopIndex}",
+                },
+            )
+        ],
+    }
+    out = cd.to_baton_workflow({"name": "items", "tasks": [loop]})
+    step = out["steps"][0]
+    assert step["type"] == "MAP" and step["maxConcurrency"] == 1
+    assert step["items"] == "${workflow.input.orders}"
+    assert step["steps"][0]["input"] == {
+        "order": "${map.item}",
+        "sku": "${map.item.sku}",
+        "n": "${map.index}",
+    }
+    parse_definition(out)
+    with pytest.raises(Untranslatable, match="without a loopCondition"):
+        cd.to_baton_workflow({"name": "i", "tasks": [{**loop, "loopCondition": "true"}]})
+
+
+def test_a_join_in_sync_mode_is_accepted() -> None:
+    fork = {
+        "name": "f",
+        "taskReferenceName": "f",
+        "type": "FORK_JOIN",
+        "forkTasks": [[simple("x")], [simple("y")]],
+    }
+    join = {
+        "name": "j",
+        "taskReferenceName": "j",
+        "type": "JOIN",
+        "joinOn": ["y", "x"],
+        "joinMode": "SYNC",
+    }
+    out = cd.to_baton_workflow({"name": "sync", "tasks": [fork, join]})
+    assert out["steps"][0]["type"] == "PARALLEL"
+    parse_definition(out)
+
+
+@pytest.mark.parametrize(
+    ("definition", "words"),
+    [
+        ({"failureWorkflow": "${prev.output.flow}"}, "reads workflow.* only"),
+        ({"failureWorkflow": "bad name!"}, "failureWorkflow"),
+    ],
+)
+def test_a_failure_workflow_expression_reads_the_instance_only(
+    definition: dict[str, Any], words: str
+) -> None:
+    out = cd.to_baton_workflow({**_wf([simple("b")]), **definition})
+    with pytest.raises(ValidationFailed) as e:
+        parse_definition(out)
+    assert words in str(e.value.problems)

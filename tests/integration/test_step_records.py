@@ -131,3 +131,65 @@ def test_a_bad_record_reference_is_refused_at_registration(
             }
         )
     assert words in str(e.value.problems)
+
+
+def _child(engine: Engine, name: str) -> None:
+    engine.register_definition(
+        {
+            "name": name,
+            "steps": [{"id": "mark", "type": "SET_VARIABLE", "variables": {"ran": name}}],
+        }
+    )
+
+
+def test_a_sub_workflow_named_by_an_expression_starts_the_one_it_gives(engine: Engine) -> None:
+    _child(engine, "kid_a")
+    _child(engine, "kid_a")  # version 2
+    engine.register_definition(
+        {
+            "name": "dynparent",
+            "steps": [
+                {
+                    "id": "child",
+                    "type": "SUB_WORKFLOW",
+                    "definitionName": "${workflow.input.flow}",
+                    "definitionVersion": "${workflow.input.version}",
+                }
+            ],
+        }
+    )
+    ok, _ = engine.start_instance(
+        definition_name="dynparent", input={"flow": "kid_a", "version": 1}
+    )
+    got = engine.get_instance(ok["id"])
+    assert got["status"] == "COMPLETED", got.get("reason")
+    kid = engine.get_instance(steps_of(engine, ok["id"], "child")[0]["childInstanceId"])
+    assert (kid["definitionName"], kid["definitionVersion"]) == ("kid_a", 1)
+    bad, _ = engine.start_instance(definition_name="dynparent", input={"flow": "no such!"})
+    got = engine.get_instance(bad["id"])
+    assert got["status"] == "FAILED"
+    assert "gave 'no such!', not a definition name" in got["reason"]
+
+
+def test_a_failure_workflow_named_by_an_expression_is_started_when_the_run_fails(
+    engine: Engine,
+) -> None:
+    _child(engine, "on_fail_b")
+    engine.register_definition(
+        {
+            "name": "failing",
+            "failureWorkflow": "${workflow.input.onFailure}",
+            "steps": [task("doomed", "fw_doomed", retryCount=0)],
+        }
+    )
+    inst, _ = engine.start_instance(definition_name="failing", input={"onFailure": "on_fail_b"})
+    drain(engine, {"fw_doomed": _fail})
+    assert engine.get_instance(inst["id"])["status"] == "FAILED"
+    started = [
+        e for e in engine.history(inst["id"])["events"] if e["type"] == "FAILURE_WORKFLOW_STARTED"
+    ]
+    assert len(started) == 1
+    none, _ = engine.start_instance(definition_name="failing", input={})
+    drain(engine, {"fw_doomed": _fail})
+    events = [e["type"] for e in engine.history(none["id"])["events"]]
+    assert "FAILURE_WORKFLOW_STARTED" not in events  # no name given: none is started

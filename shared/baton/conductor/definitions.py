@@ -209,7 +209,7 @@ def to_baton_workflow(raw: Any) -> dict[str, Any]:
     if raw.get("timeoutPolicy"):
         out["timeoutPolicy"] = raw["timeoutPolicy"]
     if raw.get("failureWorkflow"):
-        out["failureWorkflow"] = raw["failureWorkflow"]
+        out["failureWorkflow"] = params_in(raw["failureWorkflow"], "failureWorkflow")
     return _task_ids(_alias_joins(out))
 
 
@@ -577,7 +577,43 @@ def _fork_dynamic(task: dict[str, Any], join: dict[str, Any], path: str) -> dict
     return step
 
 
+def _do_while_items(task: dict[str, Any], path: str) -> dict[str, Any]:
+    """A DO_WHILE over ``items``: its tasks run once per item, one item after the other, reading
+    ``${<loop>.output.loopItem}`` and ``.loopIndex`` (from 0): a MAP of concurrency 1 whose
+    ``${map.item}`` and ``${map.index}`` they read."""
+    label = _label(task, path)
+    step = _base(task, path)
+    items = task["items"]
+    if task.get("loopCondition"):
+        raise _fail(label, "a DO_WHILE over items is translated without a loopCondition")
+    if not (isinstance(items, list) or (isinstance(items, str) and _WHOLE.match(items))):
+        raise _fail(label, "items must be a list or one ${…} expression giving one")
+    own = re.escape(step["id"])
+    item = re.compile(r"\$\{\s*" + own + r"\.output\.loopItem\b")
+    index = re.compile(r"\$\{\s*" + own + r"\.output\.loopIndex\s*\}")
+
+    def rewrite(value: Any, key: str = "") -> Any:
+        if isinstance(value, str) and key != "description":
+            return index.sub("${map.index}", item.sub("${map.item", value))
+        if isinstance(value, list):
+            return [rewrite(v) for v in value]
+        if isinstance(value, dict):
+            return {k: rewrite(v, k) for k, v in value.items()}
+        return value
+
+    body = _tasks(rewrite(task.get("loopOver") or []), f"{path}.loopOver")
+    step.update(
+        type="MAP",
+        items=params_in(items, f"{label}.items"),
+        maxConcurrency=1,
+        steps=body,
+    )
+    return step
+
+
 def _do_while(task: dict[str, Any], path: str) -> dict[str, Any]:
+    if task.get("items") is not None:
+        return _do_while_items(task, path)
     label = _label(task, path)
     step = _base(task, path)
     params = task.get("inputParameters") or {}
@@ -640,9 +676,11 @@ def _sub_workflow(task: dict[str, Any], path: str) -> dict[str, Any]:
     if isinstance(inline, dict):
         step["definition"] = to_baton_workflow(inline)
     else:
-        step["definitionName"] = param["name"]
-        if isinstance(param.get("version"), int):
-            step["definitionVersion"] = param["version"]
+        # A name or version given as ${…} is resolved when the child starts.
+        step["definitionName"] = params_in(param["name"], _label(task, path))
+        version = param.get("version")
+        if isinstance(version, int) or (isinstance(version, str) and _WHOLE.match(version)):
+            step["definitionVersion"] = params_in(version, _label(task, path))
     if task.get("retryCount"):
         step["retryCount"] = task["retryCount"]
     return step

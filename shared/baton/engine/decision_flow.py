@@ -325,7 +325,14 @@ class DecisionFlow(DecisionState):
             )
         failure = self.plan.definition.failure_workflow
         if failure and status in (InstanceStatus.FAILED, InstanceStatus.TIMED_OUT):
-            start_failure_workflow(self, failure)
+            # A ${…} name is resolved over the failed instance; nothing (null, "") starts none.
+            name = self.resolve(failure, "output", "")
+            if isinstance(name, str) and name:
+                start_failure_workflow(self, name)
+            elif name is not None and name != "":
+                self.changes.audit.append(
+                    AuditEvent("FAILURE_WORKFLOW_NOT_FOUND", None, {"name": str(name)})
+                )
 
     def first_decision(self, plan: Plan, instance: InstanceState, reader: Reader) -> Changes:
         """A new instance's first decision (a child, a failure workflow), made with this

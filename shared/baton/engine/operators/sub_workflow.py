@@ -7,6 +7,7 @@ names, started when an instance fails."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from baton.engine.records import (
     NoReads,
     OverLimit,
 )
+from baton.model import NAME_PATTERN
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import SubWorkflowStep
 
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
     from baton.steps import Step
 
 MAX_NESTING = 32
+
+_NAME = re.compile(NAME_PATTERN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,10 +115,21 @@ class SubWorkflow:
         if d.instance.depth + 1 > MAX_NESTING:
             d.fail(e, f"sub-workflows nest deeper than {MAX_NESTING} levels")
             return
-        child = d.reader.child_plan(step.definition_name, step.definition_version, step.definition)
+        point = f"step:{step.id}"
+        name = d.resolve(step.definition_name, point, e.scope)  # a ${…} name or version
+        version = d.resolve(step.definition_version, point, e.scope)
+        if isinstance(version, str) and version.isdigit():
+            version = int(version)
+        if step.definition is None and not (isinstance(name, str) and _NAME.fullmatch(name)):
+            d.fail(e, f"{step.definition_name} gave {name!r}, not a definition name")
+            return
+        if version is not None and not (isinstance(version, int) and version >= 1):
+            d.fail(e, f"{step.definition_version} gave {version!r}, not a version (1 or more)")
+            return
+        child = d.reader.child_plan(name, version, step.definition)
         if child is None:
-            version = f" version {step.definition_version}" if step.definition_version else ""
-            d.fail(e, f"definition {step.definition_name!r}{version} not found")
+            said = f" version {version}" if version else ""
+            d.fail(e, f"definition {name!r}{said} not found")
             return
         child_id = start_instance(d, child, dict(step_input or {}), parent_step=e.id)
         d.update_step(
