@@ -16,6 +16,7 @@ from conductor.client.http.models.start_workflow_request import StartWorkflowReq
 from conductor.client.orkes_clients import OrkesClients
 
 from tests.conductor.test_conductor_client import _model, _wait_terminal
+from tests.support.servers import LocalServer
 
 pytestmark = [pytest.mark.e2e]
 
@@ -120,3 +121,65 @@ def test_expressions_read_the_workflow_s_and_tasks_ids_status_and_times(
     assert out["second"] == "second" and out["odd"] == 7
     assert out["echoed"] == f"hello {wid}/{refs['hello'].task_id}"
     assert refs["echo"].input_data["status"] == "COMPLETED"
+
+
+def test_a_loop_over_items_and_a_sub_workflow_named_at_run_time(
+    clients: OrkesClients,
+    prefix: str,
+    workers: subprocess.Popen[bytes],
+    conductor_server: LocalServer,
+) -> None:
+    """(conductor-python 2.0.0's WorkflowTask has no ``items``: this definition is registered
+    as JSON, as a team's definition files are.)"""
+    child = f"{prefix}_child_flow"
+    _register(
+        clients,
+        {
+            "name": child,
+            "version": 1,
+            "tasks": [_task(prefix, "greet", "inner", inputParameters={"name": "child"})],
+        },
+    )
+    name = f"{prefix}_items"
+    registered = conductor_server.request(
+        "POST",
+        "/api/metadata/workflow",
+        json={
+            "name": name,
+            "version": 1,
+            "tasks": [
+                {
+                    "name": "each",
+                    "taskReferenceName": "each",
+                    "type": "DO_WHILE",
+                    "items": "${workflow.input.names}",
+                    "loopOver": [
+                        _task(
+                            prefix,
+                            "greet",
+                            "hi",
+                            inputParameters={
+                                "name": "${each.output.loopIndex}:${each.output.loopItem}"
+                            },
+                        )
+                    ],
+                },
+                {
+                    "name": "sub",
+                    "taskReferenceName": "sub",
+                    "type": "SUB_WORKFLOW",
+                    "subWorkflowParam": {"name": "${workflow.input.flow}", "version": 1},
+                },
+            ],
+            "outputParameters": {"child": "${sub.output.greeting}"},
+        },
+    )
+    assert registered.status_code == 200, registered.text
+    wid = clients.get_workflow_client().start_workflow(
+        StartWorkflowRequest(name=name, input={"names": ["ann", "bob"], "flow": child})
+    )
+    wf = _wait_terminal(clients, [wid])[wid]
+    assert wf.status == "COMPLETED", wf.reason_for_incompletion
+    greeted = [t.output_data["greeting"] for t in wf.tasks if t.reference_task_name == "hi"]
+    assert greeted == ["hello 0:ann", "hello 1:bob"]
+    assert wf.output == {"child": "hello child"}
