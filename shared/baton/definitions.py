@@ -426,6 +426,12 @@ def _expression_problems(
         sid = ref.step_id or ref.record_of
         if sid is None:
             continue
+        if ref.record_of is not None and step is not None and sid == step.id:
+            if step.type != "SERVICE_TASK":
+                yield Problem(
+                    where, f"${{{text}}}: a step reads its own record in a SERVICE_TASK's input"
+                )
+            continue
         visible, why, _ = tree.visibility(sid, at)
         if not visible:
             if why == "unknown step":

@@ -67,7 +67,7 @@ def test_expressions_read_the_workflow_s_and_tasks_ids_status_and_times(
             "name": name,
             "version": 1,
             "tasks": [
-                _task(prefix, "greet", "hello", inputParameters={"name": "ids"}),
+                _task(prefix, "greet", "hello", inputParameters={"name": "${CPEWF_TASK_ID}"}),
                 {
                     "name": "lists",
                     "taskReferenceName": "lists",
@@ -120,6 +120,7 @@ def test_expressions_read_the_workflow_s_and_tasks_ids_status_and_times(
     assert out["createTime"] == wf.create_time
     assert out["second"] == "second" and out["odd"] == 7
     assert out["echoed"] == f"hello {wid}/{refs['hello'].task_id}"
+    assert refs["hello"].output_data == {"greeting": f"hello {refs['hello'].task_id}"}
     assert refs["echo"].input_data["status"] == "COMPLETED"
 
 

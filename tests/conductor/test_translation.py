@@ -867,3 +867,19 @@ def test_a_failure_workflow_expression_reads_the_instance_only(
     with pytest.raises(ValidationFailed) as e:
         parse_definition(out)
     assert words in str(e.value.problems)
+
+
+def test_cpewf_task_id_is_the_simple_task_s_own_id() -> None:
+    task = simple("me", inputParameters={"self": "${CPEWF_TASK_ID}", "t": "id ${CPEWF_TASK_ID}"})
+    out = cd.to_baton_workflow({"name": "own", "tasks": [task]})
+    own = "${me.jobId}.${me.attempt}"
+    assert out["steps"][0]["input"] == {"self": own, "t": f"id {own}"}
+    parse_definition(out)
+    inline = {
+        "name": "i",
+        "taskReferenceName": "i",
+        "type": "INLINE",
+        "inputParameters": {"expression": "$.x", "x": "${CPEWF_TASK_ID}"},
+    }
+    with pytest.raises(Untranslatable, match="SIMPLE task's inputParameters only"):
+        cd.to_baton_workflow({"name": "own", "tasks": [inline]})

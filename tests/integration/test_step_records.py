@@ -193,3 +193,38 @@ def test_a_failure_workflow_named_by_an_expression_is_started_when_the_run_fails
     drain(engine, {"fw_doomed": _fail})
     events = [e["type"] for e in engine.history(none["id"])["events"]]
     assert "FAILURE_WORKFLOW_STARTED" not in events  # no name given: none is started
+
+
+def test_a_service_task_s_input_reads_its_own_ids(engine: Engine) -> None:
+    engine.register_definition(
+        {
+            "name": "ownids",
+            "steps": [
+                task(
+                    "me",
+                    "own_me",
+                    input={
+                        "job": "${me.jobId}",
+                        "execution": "${me.executionId}",
+                        "taskId": "${me.jobId}.${me.attempt}",
+                    },
+                )
+            ],
+        }
+    )
+    inst, _ = engine.start_instance(definition_name="ownids", input={})
+    (job,) = engine.poll("w", ["own_me"], 1)
+    me = steps_of(engine, inst["id"], "me")[0]
+    assert job["input"] == {
+        "job": job["id"],
+        "execution": me["id"],
+        "taskId": f"{job['id']}.1",
+    }
+    with pytest.raises(ValidationFailed) as e:
+        engine.register_definition(
+            {
+                "name": "ownbad",
+                "steps": [{"id": "s", "type": "SET_VARIABLE", "variables": {"x": "${s.status}"}}],
+            }
+        )
+    assert "reads its own record in a SERVICE_TASK's input" in str(e.value.problems)

@@ -112,6 +112,8 @@ def _fail(path: str, message: str) -> Untranslatable:
 
 def _expr_in(text: str, where: str) -> str:
     """A Conductor ``${…}`` reference in Baton's spelling."""
+    if text.strip() == _OWN_TASK_ID:
+        raise _fail(where, "${CPEWF_TASK_ID} is read in a SIMPLE task's inputParameters only")
     parts = text.strip().split(".")
     if parts[0] == "workflow" and len(parts) > 1:
         field = _WORKFLOW_FIELDS.get(parts[1])
@@ -365,7 +367,14 @@ def _task(task: dict[str, Any], kind: str, path: str) -> dict[str, Any]:
 def _simple(task: dict[str, Any], path: str) -> dict[str, Any]:
     step = _base(task, path)
     step["name"] = task.get("name") or step["id"]
-    step.update(type="SERVICE_TASK", jobType=task.get("name"), input=_input(task, path))
+    # ${CPEWF_TASK_ID}: the task's own id as its worker is handed it (<jobId>.<attempt>).
+    own = f"${{{step['id']}.jobId}}.${{{step['id']}.attempt}}"
+    params = _own_task_id(task.get("inputParameters") or {}, own)
+    step.update(
+        type="SERVICE_TASK",
+        jobType=task.get("name"),
+        input=_input({**task, "inputParameters": params}, path),
+    )
     inline = task.get("taskDefinition")
     if isinstance(inline, dict):
         step.update({k: inline[k] for k in _TASK_SETTINGS if inline.get(k) is not None})
@@ -379,6 +388,20 @@ def _simple(task: dict[str, Any], path: str) -> dict[str, Any]:
             raise _fail(_label(task, path), "startDelay must be a whole number of seconds")
         step["startDelaySeconds"] = delay
     return step
+
+
+_OWN_TASK_ID = "CPEWF_TASK_ID"
+_OWN_TASK_ID_EXPR = re.compile(r"\$\{\s*CPEWF_TASK_ID\s*\}")
+
+
+def _own_task_id(value: Any, own: str) -> Any:
+    if isinstance(value, str):
+        return _OWN_TASK_ID_EXPR.sub(lambda _m: own, value)
+    if isinstance(value, dict):
+        return {k: _own_task_id(v, own) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_own_task_id(v, own) for v in value]
+    return value
 
 
 def _switch(task: dict[str, Any], path: str) -> dict[str, Any]:

@@ -87,10 +87,17 @@ class DecisionFlow(DecisionState):
         OPERATORS[step.type].schedule(self, step, scope)
 
     def add_step(
-        self, step: Step, status: StepStatus, step_input: Any, scope: str, **columns: Any
+        self,
+        step: Step,
+        status: StepStatus,
+        step_input: Any,
+        scope: str,
+        *,
+        exec_id: uuid.UUID | None = None,
+        **columns: Any,
     ) -> NewStep:
-        """A new step execution row; its place in its operator (branch, item, iteration) is read
-        off its scope."""
+        """A new step execution row (``exec_id``: its id, when chosen before); its place in its
+        operator (branch, item, iteration) is read off its scope."""
         key = key_of(scope)
         if key[:1] == "b":
             columns.setdefault("branch", int(key[1:]))
@@ -98,7 +105,9 @@ class DecisionFlow(DecisionState):
             columns.setdefault("item_index", int(key[1:]))
         elif key[:1] == "k":
             columns.setdefault("iteration", int(key[1:]))
-        new = NewStep(uuid.uuid4(), step.id, step.type, status, step_input, scope, **columns)
+        new = NewStep(
+            exec_id or uuid.uuid4(), step.id, step.type, status, step_input, scope, **columns
+        )
         self.changes.new_steps[new.id] = new
         if status == StepStatus.COMPLETED:
             self._done_here.append((step.id, scope, columns.get("output")))

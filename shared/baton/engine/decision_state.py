@@ -12,6 +12,7 @@ import json
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -116,10 +117,16 @@ class DecisionState:
 
     # --- expressions ------------------------------------------------------------------------------
 
-    def resolve_input(self, step: Step, scope: str) -> Any:
+    def resolve_input(self, step: Step, scope: str, own: dict[str, Any] | None = None) -> Any:
         """``step``'s input resolved where it is scheduled: an object (an input given as one
-        ``${…}`` expression must give one), else :class:`InputNotObject`."""
-        value = self.resolve(step.input, f"step:{step.id}", scope)
+        ``${…}`` expression must give one), else :class:`InputNotObject`. ``own``: the record
+        of the execution being scheduled (``${<step>.executionId}`` and the like read it)."""
+        point = f"step:{step.id}"
+        where = self.expression_scope(point, scope)
+        if own is not None:
+            others = where.step_record
+            where = replace(where, step_record=lambda sid: own if sid == step.id else others(sid))
+        value = expressions.resolve(step.input, where)
         if isinstance(value, dict):
             return value
         kind = "null" if value is None else type(value).__name__

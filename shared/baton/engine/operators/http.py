@@ -23,9 +23,9 @@ class Http(ServiceTask):
     def job_type(self, step: Step) -> str:
         return HTTP_JOB_TYPE
 
-    def own_input(self, d: Decision, step: Step, scope: str) -> Any:
+    def own_input(self, d: Decision, step: Step, scope: str, record: dict[str, Any]) -> Any:
         assert isinstance(step, HttpStep)
-        own = d.resolve_input(step, scope)
+        own = d.resolve_input(step, scope, record)
         request = d.unref(d.resolve(step.request, f"step:{step.id}", scope))
         if not isinstance(request, dict):
             kind = "null" if request is None else type(request).__name__

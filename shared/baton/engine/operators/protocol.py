@@ -42,8 +42,10 @@ class Decision(Protocol):
     def resolve(self, template: Any, point: str, scope: str) -> Any:
         """``template`` with its ``${…}`` resolved at ``point`` in ``scope``."""
 
-    def resolve_input(self, step: Step, scope: str) -> Any:
-        """``step``'s input resolved where it is scheduled (an object, else InputNotObject)."""
+    def resolve_input(self, step: Step, scope: str, own: dict[str, Any] | None = None) -> Any:
+        """``step``'s input resolved where it is scheduled (an object, else InputNotObject);
+        ``own``: the record of the execution being scheduled, read as ``${<step>.executionId}``
+        and the like."""
 
     def context(self, point: str, scope: str, step_ids: Sequence[str]) -> dict[str, Any]:
         """The JSONata context of a condition at ``point`` in ``scope``."""
@@ -66,7 +68,14 @@ class Decision(Protocol):
     # --- rows -------------------------------------------------------------------------------
 
     def add_step(
-        self, step: Step, status: StepStatus, step_input: Any, scope: str, **columns: Any
+        self,
+        step: Step,
+        status: StepStatus,
+        step_input: Any,
+        scope: str,
+        *,
+        exec_id: uuid.UUID | None = None,
+        **columns: Any,
     ) -> NewStep:
         """A new step execution row in ``scope``."""
 

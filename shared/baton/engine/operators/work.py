@@ -52,17 +52,26 @@ class ServiceTask(Leaf):
         assert isinstance(step, ServiceTaskStep)
         return step.job_type
 
-    def own_input(self, d: Decision, step: Step, scope: str) -> Any:
-        """The step's resolved input (InputNotObject when it is not an object)."""
-        return d.resolve_input(step, scope)
+    def own_input(self, d: Decision, step: Step, scope: str, record: dict[str, Any]) -> Any:
+        """The step's resolved input (InputNotObject when it is not an object); ``record``: the
+        execution being scheduled, which the input may read (``${<step>.jobId}``…)."""
+        return d.resolve_input(step, scope, record)
 
     def schedule(self, d: Decision, step: Step, scope: str) -> None:
         policy = d.plan.policy(step.id)
         point = f"step:{step.id}"
         # The task definition's inputTemplate supplies defaults under the step's own input (the
         # step wins; nested objects are merged key by key, as Conductor does).
+        # Its ids are chosen first: its input may read its own (Conductor's CPEWF_TASK_ID).
+        exec_id, job_id = uuid.uuid4(), uuid.uuid4()
+        record = {
+            "executionId": str(exec_id),
+            "jobId": str(job_id),
+            "attempt": 1,
+            "status": str(StepStatus.SCHEDULED),
+        }
         try:
-            own = self.own_input(d, step, scope)
+            own = self.own_input(d, step, scope, record)
         except InputNotObject as e:
             d.fail(d.add_step(step, StepStatus.SCHEDULED, None, scope), str(e))
             return
@@ -83,8 +92,7 @@ class ServiceTask(Leaf):
                 f"{d.max_job_input_bytes} bytes",
             )
             return
-        new = d.add_step(step, StepStatus.SCHEDULED, step_input, scope)
-        job_id = uuid.uuid4()
+        new = d.add_step(step, StepStatus.SCHEDULED, step_input, scope, exec_id=exec_id)
         d.changes.new_jobs.append(
             NewJob(
                 id=job_id,
@@ -97,7 +105,9 @@ class ServiceTask(Leaf):
                 poll_timeout_seconds=policy.poll_timeout_seconds,
                 timeout_seconds=policy.timeout_seconds,
                 scope=scope,
-                start_delay_seconds=step.start_delay_seconds or 0,
+                start_delay_seconds=(
+                    step.start_delay_seconds or 0 if isinstance(step, ServiceTaskStep) else 0
+                ),
             )
         )
         d.changes.audit.append(AuditEvent("JOB_CREATED", job_id, {"stepId": step.id}))
