@@ -229,7 +229,7 @@ def _task_ids(out: dict[str, Any]) -> dict[str, Any]:
             for v in value:
                 collect(v)
         elif isinstance(value, dict):
-            if value.get("type") == "SERVICE_TASK" and isinstance(value.get("id"), str):
+            if value.get("type") in ("SERVICE_TASK", "HTTP") and isinstance(value.get("id"), str):
                 jobs.add(value["id"])
             for v in value.values():
                 if isinstance(v, list | dict):
