@@ -270,8 +270,8 @@ def test_untranslatable_definitions_are_refused_with_400_naming_the_task(
             {
                 "name": "call",
                 "taskReferenceName": "call_api",
-                "type": "HTTP",
-                "inputParameters": {"http_request": {"uri": "https://example.com"}},
+                "type": "KAFKA_PUBLISH",
+                "inputParameters": {"kafka_request": {"topic": "orders", "value": "x"}},
             }
         ],
     }
@@ -279,7 +279,7 @@ def test_untranslatable_definitions_are_refused_with_400_naming_the_task(
         meta.register_workflow_def(_model(bad, "WorkflowDef"), overwrite=True)
     assert e.value.status == 400
     assert "call_api" in str(e.value.body)
-    assert "HTTP" in str(e.value.body)
+    assert "KAFKA_PUBLISH" in str(e.value.body)
 
 
 def test_the_marker_dir_is_not_left_in_the_repository() -> None:
