@@ -16,7 +16,7 @@ import pytest
 from baton_worker import cli as sdk_cli
 
 ROOT = Path(__file__).resolve().parents[2]
-CLIENT_COMMANDS = {"definitions", "taskdefs", "instances", "jobs", "queues", "worker"}
+CLIENT_COMMANDS = {"definitions", "taskdefs", "instances", "jobs", "queues", "schedules", "worker"}
 
 
 def commands_of(parser: argparse.ArgumentParser) -> set[str]:
