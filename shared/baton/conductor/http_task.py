@@ -16,21 +16,12 @@ from typing import Any
 
 from baton.conductor.errors import Untranslatable
 from baton.errors import Problem
-from baton.httpcall.request import FIELDS
+from baton.httpcall.request import FIELDS, USED_FIELDS
 
 REQUEST_PARAM = "http_request"
 # Fields of the top-level form (Conductor reads the request from these when http_request is
 # absent); ``uri`` marks it.
-TOP_LEVEL_FIELDS = (
-    "uri",
-    "method",
-    "headers",
-    "body",
-    "accept",
-    "contentType",
-    "connectionTimeOut",
-    "readTimeOut",
-)
+TOP_LEVEL_FIELDS = USED_FIELDS
 # Settings an inline taskDefinition (or the task's own retryCount) may give the step.
 SETTINGS = (
     "retryCount",

@@ -19,23 +19,19 @@ DEFAULT_READ_MS = 30_000
 MAX_CONNECT_MS = 30_000
 MAX_READ_MS = 60_000
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
-FIELDS = frozenset(
-    {
-        "uri",
-        "method",
-        "headers",
-        "body",
-        "accept",
-        "contentType",
-        "connectionTimeOut",
-        "readTimeOut",
-        # Conductor's fields Baton accepts and does not use (documented in docs/conductor.md).
-        "vipAddress",
-        "appName",
-        "encode",
-        "asyncComplete",
-    }
+# The request's fields that mean something, in Conductor's order (its http_request's).
+USED_FIELDS = (
+    "uri",
+    "method",
+    "headers",
+    "body",
+    "accept",
+    "contentType",
+    "connectionTimeOut",
+    "readTimeOut",
 )
+# With Conductor's fields Baton accepts and does not use (docs/architecture.md, Conductor).
+FIELDS = frozenset((*USED_FIELDS, "vipAddress", "appName", "encode", "asyncComplete"))
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 
