@@ -91,6 +91,46 @@ def test_body_over_the_limit_is_413_and_the_server_stays_usable(
     assert echo(local_server)["event"]["resource"] == "/v1/taskdefs/{name}"
 
 
+def test_a_chunked_body_reaches_the_function_whole(local_server: LocalServer) -> None:
+    # Node's fetch sends a stream body chunked (Conductor's JavaScript client does): API Gateway
+    # buffers it whole, and so does baton dev.
+    parts = [b'{"name": "chunked", ', b'"parts": ' + b"[1, 2, 3]" * 1, b"}"]
+    response = local_server.request("PUT", "/v1/taskdefs/echo", content=iter(parts))
+    assert response.status_code == 200, response.text
+    assert response.json()["event"]["body"] == b"".join(parts).decode()
+    assert echo(local_server)["event"]["resource"] == "/v1/taskdefs/{name}"
+
+
+def test_a_chunked_body_over_the_limit_is_413(local_server: LocalServer) -> None:
+    block = b"x" * (1024 * 1024)
+    response = local_server.request("PUT", "/v1/taskdefs/huge", content=iter([block] * 11))
+    doc = assert_problem(response, 413)
+    assert "10485760" in doc["detail"]
+    assert echo(local_server)["event"]["resource"] == "/v1/taskdefs/{name}"
+
+
+def test_an_unknown_transfer_encoding_is_400_naming_what_is_accepted(
+    local_server: LocalServer,
+) -> None:
+    import http.client
+    from urllib.parse import urlsplit
+
+    url = urlsplit(local_server.base_url)
+    conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port, timeout=30)
+    try:
+        conn.putrequest("PUT", "/v1/taskdefs/echo")
+        conn.putheader("x-api-key", local_server.api_key)
+        conn.putheader("Transfer-Encoding", "gzip")
+        conn.endheaders(b"{}")
+        answer = conn.getresponse()
+        doc = json.loads(answer.read())
+    finally:
+        conn.close()
+    assert answer.status == 400
+    assert answer.getheader("Content-Type") == "application/problem+json"
+    assert "Content-Length" in doc["detail"] and "chunked" in doc["detail"]
+
+
 def test_refused_request_with_a_body_keeps_the_connection_usable(
     local_server: LocalServer,
 ) -> None:

@@ -196,7 +196,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 if body is None:  # the client went away mid-body
                     self.close_connection = True
                     return
-                response, function = self._dispatch(raw_path, query, body, request_id)
+                if isinstance(body, HttpResponse):
+                    response = body
+                else:
+                    response, function = self._dispatch(raw_path, query, body, request_id)
             if self.server.stopping.is_set():
                 self.close_connection = True  # the last answer on this connection
             self._send(response, request_id)
@@ -228,10 +231,15 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 )
             if not hmac.compare_digest(key.encode(), self.server.config.api_key.encode()):
                 return self._problem(403, "the API key is not valid")
-        if self.headers.get("Transfer-Encoding"):
-            return self._problem(
-                411, "send the body with a Content-Length (chunked is not accepted)"
-            )
+        coding = self.headers.get("Transfer-Encoding")
+        if coding is not None:
+            if coding.strip().lower() != "chunked":
+                return self._problem(
+                    400,
+                    f"Transfer-Encoding {coding!r} is not accepted: send the body with a "
+                    "Content-Length, or chunked",
+                )
+            return None  # its size is known once read (_read_body)
         length = self._content_length()
         if length is None:
             return self._problem(400, "Content-Length is not a valid number")
@@ -249,10 +257,51 @@ class _RequestHandler(BaseHTTPRequestHandler):
         raw = self.headers.get("Content-Length", "0").strip() or "0"
         return int(raw) if raw.isdigit() else None
 
-    def _read_body(self) -> bytes | None:
+    def _read_body(self) -> bytes | HttpResponse | None:
+        """The request's body; None when the client went away mid-body; a refusal when a chunked
+        body is malformed or grows past the limit (the connection is then closed)."""
+        if self.headers.get("Transfer-Encoding"):
+            return self._read_chunked()
         length = self._content_length() or 0
         body = self.rfile.read(length) if length else b""
         return body if len(body) == length else None
+
+    def _read_chunked(self) -> bytes | HttpResponse | None:
+        """A ``Transfer-Encoding: chunked`` body (as Node's fetch sends a stream), read up to the
+        body limit: API Gateway buffers such a body whole before the function sees it."""
+        limit = self.server.config.max_body_bytes
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            line = self.rfile.readline(1026)
+            if not line:
+                return None
+            digits = line.split(b";", 1)[0].strip()
+            try:
+                chunk = int(digits, 16)
+            except ValueError:
+                self.close_connection = True
+                return self._problem(400, "the chunked body is malformed (a bad chunk size)")
+            if chunk == 0:
+                while True:  # trailers, up to the blank line
+                    trailer = self.rfile.readline(8192)
+                    if not trailer or trailer in (b"\r\n", b"\n"):
+                        break
+                return b"".join(parts)
+            size += chunk
+            if size > limit:
+                self.close_connection = True
+                self._must_linger = True
+                return self._problem(
+                    413, f"the body has over {limit} bytes; the limit is {limit} bytes"
+                )
+            data = self.rfile.read(chunk)
+            if len(data) != chunk:
+                return None
+            parts.append(data)
+            if self.rfile.readline(3) not in (b"\r\n", b"\n"):
+                self.close_connection = True
+                return self._problem(400, "the chunked body is malformed (no CRLF after a chunk)")
 
     def _drop_body(self) -> None:
         """After a refusal: read away a small body to keep the connection, else close it."""
