@@ -75,6 +75,15 @@ def test_interval_aligned_to_epoch_plus_offset() -> None:
     assert times(two, "2026-03-01T10:20:01Z", 2) == ["2026-03-01T10:20:02Z", "2026-03-01T10:20:04Z"]
 
 
+def test_interval_seconds_may_be_strings_as_proto3_json_writes_int64() -> None:
+    # The Go, Java and TypeScript SDKs' generated types send everySeconds as "3600".
+    s = spec(interval={"everySeconds": "3600", "offsetSeconds": "900"})
+    assert times(s, "2026-03-01T10:20:00Z", 1) == ["2026-03-01T11:15:00Z"]
+    problems: list[Problem] = []
+    assert parse_spec({"interval": {"everySeconds": "an hour"}}, problems) is None
+    assert [p.path for p in problems] == ["spec.interval.everySeconds"]
+
+
 def test_interval_and_cron_together() -> None:
     s = spec(cron=["5 10 * * *"], interval={"everySeconds": 600})
     assert times(s, "2026-03-01T10:00:00Z", 3) == [

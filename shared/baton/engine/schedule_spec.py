@@ -146,9 +146,14 @@ def _time(value: Any, path: str, problems: list[Problem]) -> datetime | None:
     return None
 
 
-def _int(value: Any, path: str, low: int, high: int, problems: list[Problem]) -> int | None:
+def _int(
+    value: Any, path: str, low: int, high: int, problems: list[Problem], *, int64: bool = False
+) -> int | None:
     if value is None:
         return None
+    if int64 and isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        # The proto3 JSON mapping writes an int64 as a string: the SDKs' generated types do.
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         problems.append(Problem(path, f"an integer from {low} to {high}"))
         return None
@@ -203,7 +208,12 @@ def parse_spec(raw: Any, problems: list[Problem], path: str = "spec") -> Spec | 
             problems.append(Problem(f"{path}.interval", "{everySeconds, offsetSeconds?}"))
         else:
             every = _int(
-                interval["everySeconds"], f"{path}.interval.everySeconds", 1, 10**9, problems
+                interval["everySeconds"],
+                f"{path}.interval.everySeconds",
+                1,
+                10**9,
+                problems,
+                int64=True,
             )
             offset = (
                 _int(
@@ -212,6 +222,7 @@ def parse_spec(raw: Any, problems: list[Problem], path: str = "spec") -> Spec | 
                     0,
                     10**9,
                     problems,
+                    int64=True,
                 )
                 or 0
             )
