@@ -2,18 +2,38 @@
 # Regenerates package workflowv1 from the canonical contract, proto/workflow/v1/engine.proto,
 # with protoc-gen-go at the version pinned in go.mod (a `tool` of this module). Needs protoc
 # on PATH (Debian: apt-get install protobuf-compiler).
+#
+#   scripts/generate.sh            rewrite workflowv1/engine.pb.go
+#   scripts/generate.sh --check    regenerate into a temporary directory and fail, with one
+#                                  line, when the checked-in code differs (make check runs it)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 root="$(cd "$here/../.." && pwd)"
-command -v protoc >/dev/null 2>&1 || { echo "generate needs protoc (apt-get install protobuf-compiler)" >&2; exit 1; }
-bin="$(mktemp -d)"
-trap 'rm -rf "$bin"' EXIT
-(cd "$here" && go build -o "$bin/protoc-gen-go" google.golang.org/protobuf/cmd/protoc-gen-go)
-PATH="$bin:$PATH" protoc \
+check=false
+[ "${1:-}" = "--check" ] && check=true
+command -v protoc >/dev/null 2>&1 || {
+  echo "sdk/go: generating workflowv1 needs protoc (apt-get install protobuf-compiler)" >&2
+  exit 1
+}
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+(cd "$here" && go build -o "$tmp/protoc-gen-go" google.golang.org/protobuf/cmd/protoc-gen-go)
+mkdir -p "$tmp/out"
+PATH="$tmp:$PATH" protoc \
   --proto_path="$root/proto" \
-  --go_out="$here/workflowv1" --go_opt=paths=source_relative \
+  --go_out="$tmp/out" --go_opt=paths=source_relative \
   --go_opt=Mworkflow/v1/engine.proto=github.com/baton-dev/baton/sdk/go/workflowv1 \
   workflow/v1/engine.proto
-mv "$here/workflowv1/workflow/v1/engine.pb.go" "$here/workflowv1/engine.pb.go"
-rm -rf "$here/workflowv1/workflow"
+generated="$tmp/out/workflow/v1/engine.pb.go"
+if $check; then
+  # The header's protoc version line is not the contract: another protoc release writes
+  # the same code under a different version.
+  strip() { grep -v '^// 	protoc  ' "$1"; }
+  if ! diff -q <(strip "$generated") <(strip "$here/workflowv1/engine.pb.go") >/dev/null; then
+    echo "sdk/go: workflowv1/engine.pb.go is stale against proto/workflow/v1/engine.proto; regenerate it with: make -C sdk/go generate" >&2
+    exit 1
+  fi
+  exit 0
+fi
+mv "$generated" "$here/workflowv1/engine.pb.go"
 echo "generated sdk/go/workflowv1/engine.pb.go"
