@@ -47,6 +47,11 @@ func (c *Client) callProto(ctx context.Context, r request, in proto.Message, pat
 	if err != nil {
 		return err
 	}
+	return c.decodeProto(r, answer, out)
+}
+
+// decodeProto decodes a 2xx answer into out (fields this SDK does not know are skipped).
+func (c *Client) decodeProto(r request, answer []byte, out proto.Message) error {
 	if err := protoIn.Unmarshal(answer, out); err != nil {
 		return &APIError{Status: 200, Title: "Unexpected response", Method: r.method, URL: c.baseURL + r.path,
 			Detail: fmt.Sprintf("the answer is not a %s: %v", out.ProtoReflect().Descriptor().Name(), err)}

@@ -3,8 +3,6 @@ package baton
 import (
 	"context"
 	"iter"
-	"net/url"
-	"strconv"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -49,15 +47,8 @@ func (c *Client) GetSchedule(ctx context.Context, id string) (*workflowv1.Schedu
 // ListSchedules is one page of schedules, by id (limit 0: the server's default; pageToken
 // "": the first page). [Client.Schedules] follows the pages.
 func (c *Client) ListSchedules(ctx context.Context, limit int, pageToken string) (*workflowv1.SchedulePage, error) {
-	q := url.Values{}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	if pageToken != "" {
-		q.Set("pageToken", pageToken)
-	}
 	out := &workflowv1.SchedulePage{}
-	r := request{method: "GET", path: "/v1/schedules", query: q, idempotent: true}
+	r := request{method: "GET", path: "/v1/schedules", query: pageQuery(limit, pageToken), idempotent: true}
 	return out, c.callProto(ctx, r, nil, nil, out)
 }
 
@@ -69,24 +60,10 @@ func (c *Client) ListSchedules(ctx context.Context, limit int, pageToken string)
 //		fmt.Println(s.Id)
 //	}
 func (c *Client) Schedules(ctx context.Context, pageSize int) iter.Seq2[*workflowv1.Schedule, error] {
-	return func(yield func(*workflowv1.Schedule, error) bool) {
-		token := ""
-		for {
-			page, err := c.ListSchedules(ctx, pageSize, token)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			for _, s := range page.GetSchedules() {
-				if !yield(s, nil) {
-					return
-				}
-			}
-			if token = page.GetNextPageToken(); token == "" {
-				return
-			}
-		}
-	}
+	return pages(func(t string) (*workflowv1.SchedulePage, error) { return c.ListSchedules(ctx, pageSize, t) },
+		func(p *workflowv1.SchedulePage) ([]*workflowv1.Schedule, string) {
+			return p.GetSchedules(), p.GetNextPageToken()
+		})
 }
 
 // ReplaceSchedule replaces schedule s.Id whole (its slots not fired yet follow the new spec).
