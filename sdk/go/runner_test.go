@@ -404,3 +404,27 @@ func TestMetricsSeeEveryOutcomeAndABrokenSinkChangesNothing(t *testing.T) {
 		t.Fatalf("%+v", m)
 	}
 }
+
+func TestInMemoryMetricsCountARunnersOutcomes(t *testing.T) {
+	f := newFake(t)
+	reg := echoRegistry("echo")
+	reg.Register("refused", func(context.Context, *Job) (map[string]any, error) {
+		return nil, NonRetryable(errors.New("refused"))
+	})
+	f.push(job("a", "echo", 1, `{}`), job("b", "echo", 1, `{}`), job("c", "refused", 1, `{}`))
+	m := &InMemoryMetrics{}
+	stop := runInBackground(t, NewRunner(f.client(t), reg, WithRunnerLogger(quietLogger()), WithMetrics(m)))
+	f.waitFor("3 results", func() bool { return len(f.results) == 3 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	s := m.Snapshot()
+	if s.Polls == 0 || s.JobsStarted["echo"] != 2 || s.JobsStarted["refused"] != 1 || s.JobsCompleted["echo"] != 2 ||
+		s.JobsFailed["refused"] != 1 || s.JobsFailedNonRetryable["refused"] != 1 || len(s.OutcomesUnreported) != 0 {
+		t.Fatalf("%+v", s)
+	}
+	s.JobsStarted["echo"] = 99 // a copy
+	if m.Snapshot().JobsStarted["echo"] != 2 {
+		t.Fatal("the snapshot shares its maps")
+	}
+}
