@@ -7,6 +7,9 @@ import (
 	"time"
 )
 
+// maxJobsPerPoll is the API's limit on jobs per poll.
+const maxJobsPerPoll = 100
+
 // runnerOptions are a [Runner]'s settings; see each RunnerOption for its default.
 type runnerOptions struct {
 	workerID           string
@@ -38,7 +41,7 @@ func defaultRunnerOptions() runnerOptions {
 	return runnerOptions{
 		workerID:           fmt.Sprintf("%s-%d", host, os.Getpid()),
 		parallelism:        8,
-		maxJobsPerPoll:     10,
+		maxJobsPerPoll:     maxJobsPerPoll,
 		pollInterval:       500 * time.Millisecond,
 		maxPollInterval:    2 * time.Second,
 		longPollWait:       10 * time.Second,
@@ -46,7 +49,7 @@ func defaultRunnerOptions() runnerOptions {
 		prefetch:           -1,
 		batchResults:       true,
 		flushInterval:      5 * time.Millisecond,
-		maxResultsPerFlush: 32,
+		maxResultsPerFlush: maxBatch,
 		autoHeartbeat:      true,
 		drainTimeout:       -1,
 		pollErrors:         RetryPolicy{InitialInterval: 500 * time.Millisecond, Coefficient: 2, MaxInterval: 30 * time.Second, Jitter: 0.5},
@@ -60,8 +63,8 @@ func (o *runnerOptions) validate() error {
 		return fmt.Errorf("baton: the worker id must be 1 to 256 characters")
 	case o.parallelism < 1:
 		return fmt.Errorf("baton: parallelism must be at least 1")
-	case o.maxJobsPerPoll < 1 || o.maxJobsPerPoll > 100:
-		return fmt.Errorf("baton: max jobs per poll must be between 1 and 100")
+	case o.maxJobsPerPoll < 1 || o.maxJobsPerPoll > maxJobsPerPoll:
+		return fmt.Errorf("baton: max jobs per poll must be between 1 and %d", maxJobsPerPoll)
 	case o.pollInterval <= 0 || o.maxPollInterval < o.pollInterval:
 		return fmt.Errorf("baton: the poll interval must be positive and at most the max poll interval")
 	case o.longPollWait < 0 || o.longPollWait > MaxLongPollWait:
@@ -97,12 +100,16 @@ func WithJobTypes(types ...string) RunnerOption {
 // WithParallelism is how many handlers run at once (default 8).
 func WithParallelism(n int) RunnerOption { return func(o *runnerOptions) { o.parallelism = n } }
 
-// WithMaxJobsPerPoll is the most one poll asks for (default 10; the API allows 100).
+// WithMaxJobsPerPoll is the most one poll asks for (default 100, the API's limit). A poll asks
+// for the free slots (parallelism + prefetch, less the jobs held), never more, so by default
+// one poll refills every slot: fewer, larger polls cost the server less per job.
 func WithMaxJobsPerPoll(n int) RunnerOption { return func(o *runnerOptions) { o.maxJobsPerPoll = n } }
 
 // WithPrefetch is how many claimed jobs may wait for a free handler beyond the running ones
 // (default min(parallelism, max jobs per poll)), so the next poll overlaps the work. Their
-// leases run while they wait: keep it small next to a lease. 0: claim only for free handlers.
+// leases run while they wait (a prefetched job waits at most for one running handler to end,
+// while prefetch <= parallelism): keep it small next to a lease. 0: claim only for free
+// handlers.
 func WithPrefetch(n int) RunnerOption { return func(o *runnerOptions) { o.prefetch = max(n, 0) } }
 
 // WithPollInterval is the pause after an empty short poll, doubled per further empty poll up
@@ -125,7 +132,10 @@ func WithGatherInterval(d time.Duration) RunnerOption {
 
 // WithBatchResults reports outcomes in batches through POST /v1/jobs/complete-batch (default
 // true), each batch sent after flushInterval (default 5 ms) or at once when maxPerFlush
-// (default 32, at most 100) results wait; false: one call per result.
+// (default and most 100, the API's limit) results wait; false: one call per result. One batch
+// is in flight at a time and results gather meanwhile, so under load batches grow by
+// themselves up to maxPerFlush (one request for many jobs), and when idle a result waits only
+// flushInterval.
 func WithBatchResults(on bool, flushInterval time.Duration, maxPerFlush int) RunnerOption {
 	return func(o *runnerOptions) {
 		o.batchResults = on

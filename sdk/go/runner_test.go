@@ -2,10 +2,12 @@ package baton
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -426,5 +428,51 @@ func TestInMemoryMetricsCountARunnersOutcomes(t *testing.T) {
 	s.JobsStarted["echo"] = 99 // a copy
 	if m.Snapshot().JobsStarted["echo"] != 2 {
 		t.Fatal("the snapshot shares its maps")
+	}
+}
+
+// By default a poll asks for every free slot (parallelism + prefetch), up to the API's 100,
+// not a fixed 10: fewer, larger polls cost the server less per job.
+func TestADefaultPollAsksForEveryFreeSlot(t *testing.T) {
+	f := newFake(t)
+	for i := range 64 {
+		f.push(job(fmt.Sprintf("j%02d", i), "echo", 1, `{}`))
+	}
+	stop := runInBackground(t, NewRunner(f.client(t), echoRegistry("echo"), WithParallelism(16), WithRunnerLogger(quietLogger())))
+	f.waitFor("64 results", func() bool { return len(f.results) == 64 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	polls := f.bodies("/v1/jobs/poll")
+	if first := polls[0]["maxJobs"].(float64); first != 32 {
+		t.Fatalf("the first poll asked for %v jobs; want 32 (16 handlers + 16 prefetched)", first)
+	}
+	for _, body := range polls {
+		if n := body["maxJobs"].(float64); n > 32 {
+			t.Fatalf("a poll asked for %v jobs with 32 slots", n)
+		}
+	}
+}
+
+// By default a flush carries up to the API's 100 results.
+func TestADefaultFlushCarriesUpTo100Results(t *testing.T) {
+	f := newFake(t)
+	o := defaultRunnerOptions()
+	fl := newFlusher(f.client(t), o.reportRetry, o.flushInterval, o.maxResultsPerFlush, quietLogger())
+	var answered atomic.Int32
+	for i := range 150 {
+		fl.submit(ResultItem{JobID: fmt.Sprintf("j%03d", i), WorkerID: "w", VariablesToSet: json.RawMessage(`{}`)},
+			func(BatchOutcome) { answered.Add(1) }, func(err error) { t.Errorf("unreported: %v", err) })
+	}
+	fl.start()
+	if !fl.close(10 * time.Second) {
+		t.Fatal("the flusher did not finish")
+	}
+	var sizes []int
+	for _, body := range f.bodies("/v1/jobs/complete-batch") {
+		sizes = append(sizes, len(body["results"].([]any)))
+	}
+	if !reflect.DeepEqual(sizes, []int{100, 50}) || answered.Load() != 150 {
+		t.Fatalf("150 waiting results went out in batches of %v (%d answered); want [100 50]", sizes, answered.Load())
 	}
 }
