@@ -31,6 +31,7 @@ type Client struct {
 	presigned   *http.Client
 	apiKey      string
 	credentials string // where the credentials came from, for 401/403 messages
+	urlSource   string // where the URL came from, for "cannot reach" messages
 	signer      RequestSigner
 	retry       RetryPolicy
 	timeout     time.Duration
@@ -97,23 +98,25 @@ func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	urlSource := "the baseURL given to NewClient"
 	if baseURL == "" {
-		baseURL = os.Getenv(EnvURL)
+		baseURL, urlSource = os.Getenv(EnvURL), "$"+EnvURL
 	}
 	if baseURL == "" {
-		baseURL = DefaultURL
+		baseURL, urlSource = DefaultURL, "the default ("+DefaultURL+")"
 	}
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("baton: %q is not an http(s) URL", baseURL)
 	}
 	c := &Client{
-		baseURL: strings.TrimRight(baseURL, "/"),
-		http:    o.httpClient,
-		signer:  o.signer,
-		retry:   DefaultRetryPolicy,
-		timeout: 30 * time.Second,
-		logger:  o.logger,
+		baseURL:   strings.TrimRight(baseURL, "/"),
+		urlSource: urlSource,
+		http:      o.httpClient,
+		signer:    o.signer,
+		retry:     DefaultRetryPolicy,
+		timeout:   30 * time.Second,
+		logger:    o.logger,
 	}
 	if o.retry != nil {
 		c.retry = *o.retry
@@ -242,7 +245,7 @@ func (c *Client) send(ctx context.Context, r request) ([]byte, error) {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, &TransportError{Method: r.method, URL: c.baseURL + r.path, Sent: sentMaybe(err), Err: err}
+		return nil, &TransportError{Method: r.method, URL: c.baseURL + r.path, Sent: sentMaybe(err), Err: err, URLSource: c.urlSource}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

@@ -97,6 +97,15 @@ func TestNoConnectionIsATransportError(t *testing.T) {
 	if !asTransport(err, &transport) || transport.Sent || !IsTransient(err) {
 		t.Fatalf("%T %v", err, err)
 	}
+	// It says where the URL came from and how to set another, as for a 401 the key.
+	if msg := err.Error(); !contains(msg, "the URL comes from the baseURL given to NewClient") || !contains(msg, "$BATON_URL") {
+		t.Fatalf("the message does not say where the URL came from: %s", msg)
+	}
+	t.Setenv(EnvURL, "http://127.0.0.1:1")
+	c, _ = NewClient("", WithAPIKey("k"), WithRetryPolicy(NoRetry))
+	if _, err = c.Heartbeat(context.Background(), "j", "w", 1); !contains(err.Error(), "the URL comes from $BATON_URL") {
+		t.Fatalf("the message does not name $BATON_URL: %v", err)
+	}
 }
 
 func asTransport(err error, target **TransportError) bool {

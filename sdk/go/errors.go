@@ -111,16 +111,22 @@ func (e *APIError) Error() string {
 func (e *APIError) Transient() bool { return e.Status == 429 || e.Status >= 500 }
 
 // TransportError is a request that got no answer: connection refused or reset, a timeout.
-// Sent is false when the request surely never reached the server.
+// Sent is false when the request surely never reached the server; URLSource then says where
+// the URL came from, and the message how to set another.
 type TransportError struct {
-	Method string
-	URL    string
-	Sent   bool
-	Err    error
+	Method    string
+	URL       string
+	Sent      bool
+	Err       error
+	URLSource string
 }
 
 func (e *TransportError) Error() string {
 	if !e.Sent {
+		if e.URLSource != "" {
+			return fmt.Sprintf("cannot reach %s: %v (the URL comes from %s; is a server running there? "+
+				"Set another with NewClient's baseURL or $%s)", e.URL, e.Err, e.URLSource, EnvURL)
+		}
 		return fmt.Sprintf("cannot reach %s: %v", e.URL, e.Err)
 	}
 	return fmt.Sprintf("%s %s failed: %v", e.Method, e.URL, e.Err)
