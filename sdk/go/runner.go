@@ -49,11 +49,29 @@ func NewRunner(client *Client, registry *Registry, opts ...RunnerOption) *Runner
 		o.logger = slog.Default()
 	}
 	return &Runner{client: client, registry: registry, opts: o,
-		logger: o.logger.With("worker_id", o.workerID)}
+		logger: o.logger.With("worker_id", o.workerID),
+		slots:  newSlots(max(o.parallelism, 0) + o.prefetched())}
 }
 
 // WorkerID is the id the runner claims jobs with.
 func (r *Runner) WorkerID() string { return r.opts.workerID }
+
+// InFlight is how many claimed jobs the runner holds (running or waiting for a handler, until
+// their outcome is handed over): 0 before Run and after it returns.
+func (r *Runner) InFlight() int {
+	return r.slots.inUse()
+}
+
+// JobTypes is what the runner polls for: WithJobTypes, else every registered type.
+func (r *Runner) JobTypes() []string {
+	if types := r.opts.jobTypes; len(types) > 0 {
+		return append([]string(nil), types...)
+	}
+	if r.registry == nil {
+		return nil
+	}
+	return r.registry.JobTypes()
+}
 
 // Run polls and runs jobs until ctx is done, then drains: it claims nothing more, waits for
 // every in-flight handler to finish and its result to be sent, and returns nil. It returns an
@@ -74,7 +92,6 @@ func (r *Runner) Run(ctx context.Context) error {
 		return errors.New("baton: this runner has already run (a runner runs once)")
 	}
 	r.jobTypes = types
-	r.slots = newSlots(r.opts.parallelism + r.opts.prefetched())
 	r.handlers = make(chan struct{}, r.opts.parallelism)
 	r.stopping = ctx.Done()
 	r.longPoll = r.opts.longPollWait > 0 && r.opts.transport == nil

@@ -476,3 +476,31 @@ func TestADefaultFlushCarriesUpTo100Results(t *testing.T) {
 		t.Fatalf("150 waiting results went out in batches of %v (%d answered); want [100 50]", sizes, answered.Load())
 	}
 }
+
+func TestInFlightCountsTheJobsHeld(t *testing.T) {
+	f := newFake(t)
+	f.push(job("a", "slow", 1, `{}`), job("b", "slow", 1, `{}`))
+	release := make(chan struct{})
+	reg := NewRegistry()
+	reg.Register("slow", func(context.Context, *Job) (map[string]any, error) { <-release; return nil, nil })
+	r := NewRunner(f.client(t), reg, WithRunnerLogger(quietLogger()))
+	if r.InFlight() != 0 || !reflect.DeepEqual(r.JobTypes(), []string{"slow"}) {
+		t.Fatalf("before Run: %d in flight, types %v", r.InFlight(), r.JobTypes())
+	}
+	stop := runInBackground(t, r)
+	deadline := time.Now().Add(10 * time.Second)
+	for r.InFlight() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d in flight; want 2", r.InFlight())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	f.waitFor("2 results", func() bool { return len(f.results) == 2 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if r.InFlight() != 0 {
+		t.Fatalf("%d in flight after Run", r.InFlight())
+	}
+}
