@@ -1,0 +1,113 @@
+"""DO_WHILE ⇄ DO_WHILE (or, over ``items``, a MAP of concurrency 1).
+
+A ``loopCondition`` that is a simple comparison is translated to JSONata, exactly (the loop's
+inputParameters folded in); anything else runs as JavaScript (``whileLanguage``) as Conductor
+runs it. Baton needs a bound: translated loops get :data:`DO_WHILE_MAX_ITERATIONS`."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from baton.conductor import js
+from baton.conductor.tasks.common import (
+    WHOLE,
+    back,
+    base,
+    fail,
+    jsonata_to_js,
+    label,
+    params_in,
+    resolver,
+    rewrite_strings,
+    script_text,
+    task_input,
+    tasks,
+)
+
+# Conductor has no bound on a DO_WHILE; Baton needs one.
+DO_WHILE_MAX_ITERATIONS = 1000
+
+
+def _over_items(task: dict[str, Any], path: str) -> dict[str, Any]:
+    """A DO_WHILE over ``items``: its tasks run once per item, one item after the other, reading
+    ``${<loop>.output.loopItem}`` and ``.loopIndex`` (from 0): a MAP of concurrency 1 whose
+    ``${map.item}`` and ``${map.index}`` they read."""
+    where = label(task, path)
+    step = base(task, path)
+    items = task["items"]
+    if task.get("loopCondition"):
+        raise fail(where, "a DO_WHILE over items is translated without a loopCondition")
+    if not (isinstance(items, list) or (isinstance(items, str) and WHOLE.match(items))):
+        raise fail(where, "items must be a list or one ${…} expression giving one")
+    own = re.escape(step["id"])
+    item = re.compile(r"\$\{\s*" + own + r"\.output\.loopItem\b")
+    index = re.compile(r"\$\{\s*" + own + r"\.output\.loopIndex\s*\}")
+    body = rewrite_strings(
+        task.get("loopOver") or [],
+        lambda v: index.sub("${map.index}", item.sub("${map.item", v)),
+        ("description",),
+    )
+    step.update(
+        type="MAP",
+        items=params_in(items, f"{where}.items"),
+        maxConcurrency=1,
+        steps=tasks(body, f"{path}.loopOver"),
+    )
+    return step
+
+
+def to_step(task: dict[str, Any], path: str) -> dict[str, Any]:
+    if task.get("items") is not None:
+        return _over_items(task, path)
+    where = label(task, path)
+    step = base(task, path)
+    params = task.get("inputParameters") or {}
+    inner = {t.get("taskReferenceName") for t in task.get("loopOver") or [] if isinstance(t, dict)}
+    by_parameter = resolver(params, where)
+
+    def resolve(keys: list[str]) -> str:
+        # Conductor's loopCondition also reads the loop's own iteration ($.loop['iteration'])
+        # and the loop's tasks' outputs ($.task['field']) without an input parameter.
+        if keys[0] not in params:
+            if keys[0] == step["id"] and keys[1:] == ["iteration"]:
+                return f"{step['id']}.output.iteration"
+            if keys[0] in inner and len(keys) > 1:
+                return f"{keys[0]}.output." + ".".join(keys[1:])
+        return str(by_parameter(keys))
+
+    step.update(
+        type="DO_WHILE",
+        steps=_own_iteration(tasks(task.get("loopOver") or [], f"{path}.loopOver"), step["id"]),
+        maxIterations=DO_WHILE_MAX_ITERATIONS,
+    )
+    script = script_text(task.get("loopCondition"), where, "loopCondition", parameter=False)
+    try:
+        # A simple comparison has an exact JSONata equivalent: no script to run. Its
+        # inputParameters are resolved into the condition.
+        step["while"] = js.to_jsonata(script, resolve)
+    except ValueError:
+        # Anything else runs as Conductor runs it: JavaScript over the loop's inputParameters
+        # (resolved after each iteration), its tasks' outputs and its own iteration.
+        step.update({"while": script, "whileLanguage": "javascript"})
+        if params:
+            step["input"] = task_input(task, path)
+    return step
+
+
+def _own_iteration(steps: Any, loop_id: str) -> Any:
+    """Conductor's loop tasks read the running iteration as ``${<loop>.output.iteration}`` (the
+    loop's output is updated as each iteration starts); Baton's as ``${<loop>.iteration}``."""
+    own = re.compile(r"\$\{\s*" + re.escape(loop_id) + r"\.output\.iteration\s*\}")
+    mine = f"${{{loop_id}.iteration}}"
+    return rewrite_strings(steps, lambda v: own.sub(mine, v), ("description",))
+
+
+def back_do_while(s: dict[str, Any], task: dict[str, Any]) -> list[dict[str, Any]]:
+    task["type"] = "DO_WHILE"
+    if s.get("whileLanguage") == "javascript":
+        task["loopCondition"] = s["while"]
+    else:
+        task["loopCondition"] = jsonata_to_js(s["while"], task["inputParameters"])
+    task["loopOver"] = back(s["steps"])
+    return [task]
