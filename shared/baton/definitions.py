@@ -266,6 +266,18 @@ def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
         items = step.get("items")
         if isinstance(items, str) and not expressions.is_whole_expression(items):
             yield Problem(f"{path}.items", "items is one ${…} expression giving a list")
+        key = step.get("key")
+        for _suffix, text in expressions.references(key):
+            # Resolved for each item when the MAP starts, from the item alone.
+            try:
+                ref = expressions.parse(text)
+            except expressions.ExpressionError as e:
+                yield Problem(f"{path}.key", str(e))
+                continue
+            if ref.root != expressions.MAP or ref.path[:1] == ("input",):
+                yield Problem(f"{path}.key", "a key reads ${map.item…} and ${map.index} only")
+        if step.get("inputs") is not None and key is None:
+            yield Problem(f"{path}.inputs", "inputs are read by each item's key: give a key")
     elif kind == "SWITCH":
         yield from _switch_problems(tree, node)
     elif kind == "DO_WHILE" and javascript_while:
@@ -289,7 +301,8 @@ def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
 
 # Fields each step type evaluates as expressions when it starts (besides ``input``).
 _EVALUATED_AT_STEP: dict[Any, tuple[str, ...]] = {
-    "MAP": ("items",),
+    "MAP": ("items", "inputs"),
+    "SERVICE_TASK": ("jobType",),
     "SWITCH": ("on",),
     "TIMER": ("until",),
     "SET_VARIABLE": ("variables",),

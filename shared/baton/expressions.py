@@ -1,5 +1,6 @@
 """Input expressions: ``${workflow.input.x}``, ``${workflow.variables.x}``, ``${step.output.x}``,
-inside a MAP's steps ``${map.item[.x]}`` and ``${map.index}`` (from 0), and inside a DO_WHILE's
+inside a MAP's steps ``${map.item[.x]}``, ``${map.index}`` (from 0) and, in a MAP with ``inputs``,
+``${map.input[.x]}`` (the item's entry in them), and inside a DO_WHILE's
 steps (and its ``while``) ``${<loopId>.iteration}``: the iteration running, from 1.
 
 A step's latest execution is also described by ``${step.executionId}``, ``.jobId``, ``.attempt``,
@@ -45,7 +46,7 @@ WORKFLOW_FIELDS = (
     "createTime",
 )
 MAP = "map"
-MAP_FIELDS = ("item", "index")
+MAP_FIELDS = ("item", "index", "input")
 OUTPUT = "output"
 ITERATION = "iteration"
 # What a step reference may read besides its output: its latest execution's record.
@@ -128,7 +129,7 @@ def parse(text: str) -> Reference:
     elif root == MAP:
         if not rest or rest[0] not in MAP_FIELDS or (rest[0] == "index" and len(rest) > 1):
             raise ExpressionError(
-                f"${{{text}}}: inside a MAP, read ${{map.item…}} or ${{map.index}}"
+                f"${{{text}}}: inside a MAP, read ${{map.item…}}, ${{map.index}} or ${{map.input…}}"
             )
     elif rest[:1] == (ITERATION,):
         if len(rest) > 1:

@@ -18,6 +18,8 @@ QUEUE_NAME_PATTERN = r"^[A-Za-z0-9-]{1,64}$"
 QUEUE_NAME_RULE = "queue names are 1-64 characters: letters, digits and hyphens"
 STEP_ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
 JOB_TYPE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+# A job type, or one ${…} expression giving one when the step starts (Conductor's DYNAMIC).
+JOB_TYPE_OR_EXPRESSION_PATTERN = JOB_TYPE_PATTERN + r"|^\$\{[^}]+\}$"
 MAX_SECONDS = 365 * 24 * 3600
 INT32_MAX = 2**31 - 1  # what an integer column holds
 

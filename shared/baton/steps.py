@@ -17,7 +17,7 @@ from pydantic import Field
 
 from baton.model import (
     INT32_MAX,
-    JOB_TYPE_PATTERN,
+    JOB_TYPE_OR_EXPRESSION_PATTERN,
     NAME_OR_EXPRESSION_PATTERN,
     STEP_ID_PATTERN,
     WHOLE_EXPRESSION_PATTERN,
@@ -48,10 +48,11 @@ class StepBase(Model):
 
 
 class ServiceTaskStep(StepBase, TaskSettings):
-    """A job for workers polling ``jobType``."""
+    """A job for workers polling ``jobType`` (or a ``${…}`` expression giving it when the step
+    starts: its task definition's retry and timeout settings then do not apply, its limits do)."""
 
     type: Literal["SERVICE_TASK"]
-    job_type: Annotated[str, Field(pattern=JOB_TYPE_PATTERN)]
+    job_type: Annotated[str, Field(pattern=JOB_TYPE_OR_EXPRESSION_PATTERN)]
     # The job is claimable this long after the step starts (Conductor's startDelay); a retry's
     # delay is the task settings' own.
     start_delay_seconds: Seconds | None = None
@@ -181,12 +182,17 @@ class ParallelStep(StepBase):
 class MapStep(StepBase):
     """Runs ``steps`` once per element of ``items`` (a ``${…}`` list), at most
     ``maxConcurrency`` at a time; ``${map.item}`` and ``${map.index}`` inside. Output: the list of
-    each item's last step output, in item order."""
+    each item's last step output, in item order; with ``key`` (a text template resolved for each
+    item, reading ``${map.item…}``/``${map.index}``), an object keyed by it. With ``inputs`` (an
+    object, or a ``${…}`` giving one), ``${map.input}`` inside is that object's entry under the item's key
+    (Conductor's dynamic fork: tasks by reference name, their inputs by reference name)."""
 
     type: Literal["MAP"]
     items: Annotated[str, Field(min_length=1)]
     steps: Annotated[list[Step], Field(min_length=1)]
     max_concurrency: Annotated[int, Field(ge=1, le=MAX_MAP_CONCURRENCY)] = 10
+    key: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
+    inputs: Annotated[str, Field(pattern=WHOLE_EXPRESSION_PATTERN)] | dict[str, Any] | None = None
 
 
 class DoWhileStep(StepBase):

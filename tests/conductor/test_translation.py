@@ -26,6 +26,94 @@ def step(ref: str, job: str = "work", **extra: Any) -> dict[str, Any]:
 # (Conductor task(s), Baton step) — one per supported type.
 GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
     (
+        "FORK_JOIN_DYNAMIC dynamicForkTasksParam",
+        [
+            {
+                "name": "fan",
+                "taskReferenceName": "fan",
+                "type": "FORK_JOIN_DYNAMIC",
+                "inputParameters": {
+                    "tasks": "${prev.output.dynamicTasks}",
+                    "inputs": "${prev.output.dynamicTasksInput}",
+                },
+                "dynamicForkTasksParam": "tasks",
+                "dynamicForkTasksInputParamName": "inputs",
+            },
+            {"name": "fan_join", "taskReferenceName": "fan_join", "type": "JOIN"},
+        ],
+        {
+            "id": "fan",
+            "type": "MAP",
+            "items": "${prev.output.dynamicTasks}",
+            "key": "${map.item.taskReferenceName}",
+            "inputs": "${prev.output.dynamicTasksInput}",
+            "maxConcurrency": 1000,
+            "steps": [
+                {
+                    "id": "fan_forked",
+                    "type": "SERVICE_TASK",
+                    "jobType": "${map.item.name}",
+                    "input": "${map.input}",
+                }
+            ],
+            "description": "[join:fan_join]",
+        },
+    ),
+    (
+        "FORK_JOIN_DYNAMIC forkTaskWorkflow",
+        [
+            {
+                "name": "fan",
+                "taskReferenceName": "fan",
+                "type": "FORK_JOIN_DYNAMIC",
+                "inputParameters": {
+                    "forkTaskWorkflow": "child",
+                    "forkTaskWorkflowVersion": 2,
+                    "forkTaskInputs": "${prev.output.list}",
+                },
+            },
+            {"name": "fan_join", "taskReferenceName": "fan_join", "type": "JOIN"},
+        ],
+        {
+            "id": "fan",
+            "type": "MAP",
+            "items": "${prev.output.list}",
+            "key": "_fan_${map.index}",
+            "maxConcurrency": 1000,
+            "steps": [
+                {
+                    "id": "fan_forked",
+                    "type": "SUB_WORKFLOW",
+                    "definitionName": "child",
+                    "definitionVersion": 2,
+                    "input": "${map.item}",
+                }
+            ],
+            "description": "[join:fan_join]",
+        },
+    ),
+    (
+        "DYNAMIC",
+        [
+            {
+                "name": "dyn",
+                "taskReferenceName": "pick",
+                "type": "DYNAMIC",
+                "dynamicTaskNameParam": "taskToExecute",
+                "inputParameters": {"taskToExecute": "${workflow.input.task}", "n": 1},
+                "retryCount": 2,
+            }
+        ],
+        {
+            "id": "pick",
+            "name": "dyn",
+            "type": "SERVICE_TASK",
+            "jobType": "${workflow.input.task}",
+            "input": {"taskToExecute": "${workflow.input.task}", "n": 1},
+            "retryCount": 2,
+        },
+    ),
+    (
         "FORK_JOIN_DYNAMIC",
         [
             {
@@ -45,6 +133,7 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
             "id": "fan",
             "type": "MAP",
             "items": "${workflow.input.images}",
+            "key": "_resize_${map.index}",
             "maxConcurrency": 1000,
             "steps": [
                 {
@@ -728,20 +817,75 @@ def test_a_join_is_read_through_its_fork_and_the_forked_tasks() -> None:
     parse_definition(out)
 
 
-def test_a_dynamic_fork_of_tasks_chosen_at_run_time_is_refused_naming_it() -> None:
-    classic = {
-        "name": "dyn",
-        "taskReferenceName": "dyn",
-        "type": "FORK_JOIN_DYNAMIC",
-        "inputParameters": {"dynamicTasks": "${prev.output.tasks}", "dynamicTasksInput": {}},
-        "dynamicForkTasksParam": "dynamicTasks",
-    }
+@pytest.mark.parametrize(
+    ("task", "says"),
+    [
+        (
+            {
+                "inputParameters": {"dynamicTasks": "${prev.output.tasks}"},
+                "dynamicForkTasksParam": "dynamicTasks",
+            },
+            "dynamicForkTasksInputParamName None names no input parameter",
+        ),
+        (
+            {
+                "inputParameters": {"dynamicTasks": [], "dynamicTasksInput": {}},
+                "dynamicForkTasksParam": "dynamicTasks",
+                "dynamicForkTasksInputParamName": "dynamicTasksInput",
+            },
+            "inputParameters.dynamicTasks must be one ${…} expression",
+        ),
+        ({"inputParameters": {"forkTaskInputs": []}}, "forkTaskName"),
+        (
+            {"inputParameters": {"forkTaskName": "w", "forkTaskInputs": [{"n": 1}]}},
+            "forkTaskInputs must be one ${…} expression giving the list",
+        ),
+    ],
+)
+def test_a_dynamic_fork_it_cannot_run_is_refused_naming_it(
+    task: dict[str, Any], says: str
+) -> None:
+    fork = {"name": "dyn", "taskReferenceName": "dyn", "type": "FORK_JOIN_DYNAMIC", **task}
     with pytest.raises(Untranslatable) as e:
-        cd.to_baton_workflow(
-            _wf([classic, {"name": "j", "taskReferenceName": "j", "type": "JOIN"}])
-        )
+        cd.to_baton_workflow(_wf([fork, {"name": "j", "taskReferenceName": "j", "type": "JOIN"}]))
     status, body = from_error(e.value)
-    assert status == 400 and "dyn" in body["message"] and "forkTaskName" in body["message"]
+    assert status == 400 and "(dyn)" in body["message"] and says in body["message"]
+
+
+@pytest.mark.parametrize(
+    ("task", "says"),
+    [
+        ({"inputParameters": {"t": "x"}}, "needs dynamicTaskNameParam"),
+        ({"dynamicTaskNameParam": "t"}, "'t' names no input parameter"),
+        (
+            {"dynamicTaskNameParam": "t", "inputParameters": {"t": "a ${workflow.input.x}"}},
+            "must be a task name or one ${…} expression",
+        ),
+    ],
+)
+def test_a_dynamic_task_without_a_name_to_run_is_refused(task: dict[str, Any], says: str) -> None:
+    dyn = {"name": "dyn", "taskReferenceName": "dyn", "type": "DYNAMIC", **task}
+    with pytest.raises(Untranslatable) as e:
+        cd.to_baton_workflow(_wf([dyn]))
+    status, body = from_error(e.value)
+    assert status == 400 and "(dyn)" in body["message"] and says in body["message"]
+
+
+def test_a_dynamic_fork_keys_its_join_by_reference_and_a_v1_map_reads_back_as_one() -> None:
+    """A keyed MAP registered on /v1 reads back as the Conductor form it runs, and a task list's
+    JOIN output is read as Conductor reads it (``${join.output.<ref>}``)."""
+    _, conductor, _ = next(g for g in GOLDEN if g[0] == "FORK_JOIN_DYNAMIC dynamicForkTasksParam")
+    after = simple("after", inputParameters={"one": "${fan_join.output.t1.x}"})
+    out = cd.to_baton_workflow(_wf([*conductor, after]))
+    assert out["steps"][-1]["input"] == {"one": "${fan.output.t1.x}"}
+    shown = cd.to_conductor_workflow(parse_definition(out).wire() | {"version": 1})
+    fork = shown["tasks"][1]
+    assert fork["inputParameters"] == {
+        "dynamicTasks": "${prev.output.dynamicTasks}",
+        "dynamicTasksInput": "${prev.output.dynamicTasksInput}",
+    }
+    assert fork["dynamicForkTasksParam"] == "dynamicTasks"
+    assert shown["tasks"][2]["type"] == "JOIN"
 
 
 def test_fields_teams_use_translate_to_native_settings() -> None:

@@ -237,14 +237,21 @@ class DecisionState:
         }
 
     def map_context(self, scope: str) -> dict[str, Any] | None:
-        """``{item, index}`` of the innermost MAP item ``scope`` is in (None outside MAPs)."""
+        """``{item, index, input}`` of the innermost MAP item ``scope`` is in (None outside
+        MAPs); ``input``: a keyed MAP's ``inputs`` entry for the item's key."""
         for part in reversed(segments(scope)):
             exec_id, key = part.split("#", 1)
             if key.startswith("i"):
                 index = int(key[1:])
-                items = self.unref(self.execution(uuid.UUID(exec_id)).input)
+                stored = self.unref(self.execution(uuid.UUID(exec_id)).input)
+                items = stored.get("items") if isinstance(stored, dict) else stored
                 item = items[index] if isinstance(items, list) and index < len(items) else None
-                return {"item": item, "index": index}
+                given = None
+                if isinstance(stored, dict) and isinstance(stored.get("inputs"), dict):
+                    keys = stored.get("keys") or []
+                    # An item without an entry reads {} (as Conductor gives a forked task).
+                    given = stored["inputs"].get(keys[index], {}) if index < len(keys) else None
+                return {"item": item, "index": index, "input": given}
         return None
 
     def payload_json(self, value: Any) -> str:

@@ -170,7 +170,13 @@ class Plan:
         return self._policies[step_id]
 
     def job_types(self) -> frozenset[str]:
-        return frozenset(s.job_type for s in self.steps() if isinstance(s, ServiceTaskStep))
+        """The job types named in the definition (one given by an expression is known only when
+        its step starts)."""
+        return frozenset(
+            s.job_type
+            for s in self.steps()
+            if isinstance(s, ServiceTaskStep) and not s.job_type.startswith("${")
+        )
 
     # --- conditions and reads ------------------------------------------------------------------
 

@@ -155,6 +155,33 @@ def task_input(task: dict[str, Any], path: str) -> dict[str, Any]:
     return mapped
 
 
+def worker_settings(task: dict[str, Any], step: dict[str, Any], path: str) -> None:
+    """The worker task's own settings: an inline ``taskDefinition``'s, the WorkflowTask's
+    ``retryCount`` and ``startDelay``."""
+    inline = task.get("taskDefinition")
+    if isinstance(inline, dict):
+        step.update({k: inline[k] for k in TASK_SETTINGS if inline.get(k) is not None})
+        if step.get("responseTimeoutSeconds") == 0:
+            del step["responseTimeoutSeconds"]
+    if task.get("retryCount") is not None:
+        step["retryCount"] = task["retryCount"]
+    delay = task.get("startDelay")
+    if delay:
+        if not isinstance(delay, int) or isinstance(delay, bool) or delay < 0:
+            raise fail(label(task, path), "startDelay must be a whole number of seconds")
+        step["startDelaySeconds"] = delay
+
+
+def back_worker_settings(s: dict[str, Any], task: dict[str, Any]) -> None:
+    if s.get("retryCount") is not None:
+        task["retryCount"] = s["retryCount"]
+    if s.get("startDelaySeconds"):
+        task["startDelay"] = s["startDelaySeconds"]
+    inline = {k: s[k] for k in TASK_SETTINGS if k != "retryCount" and k in s}
+    if inline:
+        task["taskDefinition"] = {"name": s["jobType"], **inline}
+
+
 def script_text(value: Any, where: str, field: str, *, parameter: bool = True) -> str:
     """A script as Conductor gives it. One given as an input ``parameter`` (INLINE's expression,
     a LAMBDA's or JSON_JQ_TRANSFORM's) is resolved by Conductor before it runs: a ``${…}`` in it

@@ -11,6 +11,7 @@ from baton.conductor import http_task
 from baton.conductor.tasks import (
     common,
     do_while,
+    dynamic,
     fork,
     fork_dynamic,
     scripts,
@@ -31,6 +32,13 @@ def _http(task: dict[str, Any], path: str) -> dict[str, Any]:
     )
 
 
+def _back_service_task(s: dict[str, Any], task: dict[str, Any]) -> list[dict[str, Any]]:
+    # A job type given as an expression is a DYNAMIC task's.
+    if str(s["jobType"]).startswith("${"):
+        return dynamic.back(s, task)
+    return simple.back(s, task)
+
+
 def _back_http(s: dict[str, Any], task: dict[str, Any]) -> list[dict[str, Any]]:
     http_task.to_task(s, task, common.params_out)
     return [task]
@@ -46,6 +54,7 @@ common.HANDLERS.update(
         "JSON_JQ_TRANSFORM": scripts.json_jq_transform,
         "HTTP": _http,
         "DO_WHILE": do_while.to_step,
+        "DYNAMIC": dynamic.to_step,
         "SUB_WORKFLOW": sub_workflow.to_step,
         "WAIT": wait.to_step,
         "HUMAN": wait.human,
@@ -61,7 +70,7 @@ common.FORKS.update(
 )
 common.BACK.update(
     {
-        "SERVICE_TASK": simple.back,
+        "SERVICE_TASK": _back_service_task,
         "SWITCH": switch.back_switch,
         "PARALLEL": fork.back_parallel,
         "MAP": fork_dynamic.back_map,

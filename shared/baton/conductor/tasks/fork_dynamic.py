@@ -1,7 +1,15 @@
-"""FORK_JOIN_DYNAMIC + JOIN ⇄ MAP.
+"""FORK_JOIN_DYNAMIC + JOIN ⇄ a keyed MAP: one forked task per item, all at once, the JOIN's
+output (the MAP's) an object by the forked tasks' reference names, as Conductor's.
 
-With ``forkTaskName`` (or ``forkTaskWorkflow``) and ``forkTaskInputs``: a MAP running that one
-task (or sub-workflow) per input, all at once, each input its whole input."""
+- ``dynamicForkTasksParam`` + ``dynamicForkTasksInputParamName``: the first names the input
+  parameter giving the list of tasks (``{name, taskReferenceName, type}``), the second the one
+  giving their inputs by reference name (an object, or a ``${…}`` giving one). The MAP runs over the tasks, keyed by
+  ``taskReferenceName``, ``inputs`` the inputs: its one step is a SERVICE_TASK whose job type is
+  the task's ``name`` (``${map.item.name}``) and whose input is its entry (``${map.input}``).
+- ``forkTaskName`` (or ``forkTaskWorkflow``, a sub-workflow) + ``forkTaskInputs``: the MAP runs
+  that task over the inputs, each its whole input, keyed ``_<forkTaskName>_<index>`` as
+  Conductor names the forked tasks.
+"""
 
 from __future__ import annotations
 
@@ -22,29 +30,86 @@ from baton.steps import MAX_MAP_CONCURRENCY
 
 # The step id of a dynamic fork's task, inside its MAP: the fork's reference plus this.
 FORKED = "_forked"
+# The key of a task of the dynamicForkTasksParam form, and the input it reads.
+TASK_KEY = "${map.item.taskReferenceName}"
+TASK_NAME = "${map.item.name}"
+TASK_INPUT = "${map.input}"
+# Conductor's own parameter names, used when a /v1 MAP reads back as this form.
+TASKS_PARAM, INPUTS_PARAM = "dynamicTasks", "dynamicTasksInput"
 
 
 def to_step(task: dict[str, Any], join: dict[str, Any], path: str) -> dict[str, Any]:
-    """FORK_JOIN_DYNAMIC with ``forkTaskName`` (or ``forkTaskWorkflow``) and ``forkTaskInputs``:
-    a MAP running that one task (or sub-workflow) per input, all at once, each input its whole
-    input. The older form, a list of tasks chosen at run time (``dynamicForkTasksParam``), names
-    the job types only at run time: Baton has no equivalent and refuses it."""
     where = label(task, path)
-    step = base(task, path)
     params = task.get("inputParameters") or {}
     if not isinstance(params, dict):
         raise fail(where, "inputParameters must be an object")
+    if task.get("dynamicForkTasksParam") and (
+        params.get("forkTaskName") is None and params.get("forkTaskWorkflow") is None
+    ):
+        step = _task_list(task, params, path)
+    else:
+        step = _one_task(task, params, path)
+    join_note(step, join)
+    return step
+
+
+def _whole(value: Any, where: str, field: str) -> str:
+    """A parameter Baton reads when the fork starts: one ``${…}`` expression."""
+    if not (isinstance(value, str) and WHOLE.match(value)):
+        raise fail(where, f"{field} must be one ${{…}} expression (the fork reads it at run time)")
+    return value
+
+
+def _task_list(task: dict[str, Any], params: dict[str, Any], path: str) -> dict[str, Any]:
+    where = label(task, path)
+    step = base(task, path)
+    tasks_param = task["dynamicForkTasksParam"]
+    inputs_param = task.get("dynamicForkTasksInputParamName")
+    if not isinstance(tasks_param, str) or tasks_param not in params:
+        raise fail(where, f"dynamicForkTasksParam {tasks_param!r} names no input parameter")
+    if not isinstance(inputs_param, str) or inputs_param not in params:
+        raise fail(
+            where, f"dynamicForkTasksInputParamName {inputs_param!r} names no input parameter"
+        )
+    items = _whole(params[tasks_param], where, f"inputParameters.{tasks_param}")
+    inputs = params[inputs_param]
+    if not isinstance(inputs, dict):
+        inputs = _whole(inputs, where, f"inputParameters.{inputs_param}")
+    inner = {
+        "id": f"{step['id'][: 64 - len(FORKED)]}{FORKED}",
+        "type": "SERVICE_TASK",
+        "jobType": TASK_NAME,
+        "input": TASK_INPUT,
+    }
+    step.update(
+        type="MAP",
+        items=params_in(items, f"{path}.inputParameters.{tasks_param}"),
+        key=TASK_KEY,
+        inputs=params_in(inputs, f"{path}.inputParameters.{inputs_param}"),
+        maxConcurrency=MAX_MAP_CONCURRENCY,
+        steps=[inner],
+    )
+    return step
+
+
+def _one_task(task: dict[str, Any], params: dict[str, Any], path: str) -> dict[str, Any]:
+    where = label(task, path)
+    step = base(task, path)
     name, flow = params.get("forkTaskName"), params.get("forkTaskWorkflow")
     inputs = params.get("forkTaskInputs")
     if (name is None and flow is None) or inputs is None:
         raise fail(
             where,
-            "FORK_JOIN_DYNAMIC is translated from forkTaskName (or forkTaskWorkflow) and "
-            "forkTaskInputs; a list of tasks chosen at run time (dynamicForkTasksParam, "
-            "dynamicTasks) has no Baton equivalent",
+            "FORK_JOIN_DYNAMIC needs dynamicForkTasksParam and dynamicForkTasksInputParamName, "
+            "or forkTaskName (or forkTaskWorkflow) and forkTaskInputs",
         )
-    if not (isinstance(inputs, list) or (isinstance(inputs, str) and WHOLE.match(inputs))):
-        raise fail(where, "forkTaskInputs must be a list or one ${…} expression giving one")
+    if not (isinstance(inputs, str) and WHOLE.match(inputs)):
+        # A Baton MAP's items are one expression (a literal list has no place in its contract).
+        raise fail(
+            where,
+            "forkTaskInputs must be one ${…} expression giving the list (pass a literal list "
+            "in the workflow input, or from an earlier task)",
+        )
     inner: dict[str, Any] = {"id": f"{step['id'][: 64 - len(FORKED)]}{FORKED}"}
     if name is not None:
         if not isinstance(name, str) or not name:
@@ -58,13 +123,15 @@ def to_step(task: dict[str, Any], join: dict[str, Any], path: str) -> dict[str, 
         if isinstance(version, int) and version >= 1:
             inner["definitionVersion"] = version
     inner["input"] = "${map.item}"
+    # Conductor names each forked task _<forkTaskName>_<index> (the fork's reference without one).
+    named = name if name is not None else step["id"]
     step.update(
         type="MAP",
         items=params_in(inputs, f"{path}.inputParameters.forkTaskInputs"),
+        key=f"_{named}_${{map.index}}",
         maxConcurrency=MAX_MAP_CONCURRENCY,
         steps=[inner],
     )
-    join_note(step, join)
     return step
 
 
@@ -75,28 +142,40 @@ def back_map(s: dict[str, Any], task: dict[str, Any]) -> list[dict[str, Any]]:
         task["inputParameters"] = {"items": params_out(s["items"])}
         task["loopOver"] = back(s["steps"])  # informational: Baton's MAP body
         return [task]
-    if inner["type"] == "SERVICE_TASK":
-        fork: dict[str, Any] = {"forkTaskName": inner["jobType"]}
+    if inner.get("input") == TASK_INPUT:
+        task["inputParameters"] = {
+            TASKS_PARAM: params_out(s["items"]),
+            INPUTS_PARAM: params_out(s.get("inputs")),
+        }
     else:
-        fork = {"forkTaskWorkflow": inner["definitionName"]}
-        if inner.get("definitionVersion"):
-            fork["forkTaskWorkflowVersion"] = inner["definitionVersion"]
-    task["inputParameters"] = {**fork, "forkTaskInputs": params_out(s["items"])}
-    task["dynamicForkTasksParam"] = "dynamicTasks"
-    task["dynamicForkTasksInputParamName"] = "dynamicTasksInput"
+        if inner["type"] == "SERVICE_TASK":
+            fork: dict[str, Any] = {"forkTaskName": inner["jobType"]}
+        else:
+            fork = {"forkTaskWorkflow": inner["definitionName"]}
+            if inner.get("definitionVersion"):
+                fork["forkTaskWorkflowVersion"] = inner["definitionVersion"]
+        task["inputParameters"] = {**fork, "forkTaskInputs": params_out(s["items"])}
+    task["dynamicForkTasksParam"] = TASKS_PARAM
+    task["dynamicForkTasksInputParamName"] = INPUTS_PARAM
     join_ref, task = join_back(s, task)
     join = {"name": join_ref, "taskReferenceName": join_ref, "type": "JOIN"}
     return [task, {**join, "inputParameters": {}, "joinOn": []}]
 
 
 def _dynamic_fork(s: dict[str, Any]) -> dict[str, Any] | None:
-    """The one task of a MAP that reads as a FORK_JOIN_DYNAMIC (each item its whole input)."""
+    """The one task of a MAP that reads as a FORK_JOIN_DYNAMIC: each item its whole input, or
+    a task list's task with its input by reference name."""
     body = s.get("steps") or []
     if len(body) != 1:
         return None
     inner = body[0]
-    if inner.get("type") in ("SERVICE_TASK", "SUB_WORKFLOW") and inner.get("input") == (
+    whole = inner.get("type") in ("SERVICE_TASK", "SUB_WORKFLOW") and inner.get("input") == (
         "${map.item}"
-    ):
-        return dict(inner)
-    return None
+    )
+    listed = (
+        inner.get("type") == "SERVICE_TASK"
+        and inner.get("input") == TASK_INPUT
+        and inner.get("jobType") == TASK_NAME
+        and s.get("key") == TASK_KEY
+    )
+    return dict(inner) if whole or listed else None

@@ -8,7 +8,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from baton.conductor.tasks.common import TASK_SETTINGS, base, fail, label, task_input
+from baton.conductor.tasks.common import (
+    back_worker_settings,
+    base,
+    task_input,
+    worker_settings,
+)
 
 _OWN_TASK_ID_EXPR = re.compile(r"\$\{\s*CPEWF_TASK_ID\s*\}")
 
@@ -23,25 +28,8 @@ def to_step(task: dict[str, Any], path: str) -> dict[str, Any]:
         jobType=task.get("name"),
         input=task_input({**task, "inputParameters": params}, path),
     )
-    settings(task, step, path)
+    worker_settings(task, step, path)
     return step
-
-
-def settings(task: dict[str, Any], step: dict[str, Any], path: str) -> None:
-    """The worker task's own settings: an inline ``taskDefinition``'s, the WorkflowTask's
-    ``retryCount`` and ``startDelay``."""
-    inline = task.get("taskDefinition")
-    if isinstance(inline, dict):
-        step.update({k: inline[k] for k in TASK_SETTINGS if inline.get(k) is not None})
-        if step.get("responseTimeoutSeconds") == 0:
-            del step["responseTimeoutSeconds"]
-    if task.get("retryCount") is not None:
-        step["retryCount"] = task["retryCount"]
-    delay = task.get("startDelay")
-    if delay:
-        if not isinstance(delay, int) or isinstance(delay, bool) or delay < 0:
-            raise fail(label(task, path), "startDelay must be a whole number of seconds")
-        step["startDelaySeconds"] = delay
 
 
 def _own_task_id(value: Any, own: str) -> Any:
@@ -57,15 +45,5 @@ def _own_task_id(value: Any, own: str) -> Any:
 def back(s: dict[str, Any], task: dict[str, Any]) -> list[dict[str, Any]]:
     task["name"] = s["jobType"]
     task["type"] = "SIMPLE"
-    back_settings(s, task)
+    back_worker_settings(s, task)
     return [task]
-
-
-def back_settings(s: dict[str, Any], task: dict[str, Any]) -> None:
-    if s.get("retryCount") is not None:
-        task["retryCount"] = s["retryCount"]
-    if s.get("startDelaySeconds"):
-        task["startDelay"] = s["startDelaySeconds"]
-    inline = {k: s[k] for k in TASK_SETTINGS if k != "retryCount" and k in s}
-    if inline:
-        task["taskDefinition"] = {"name": s["jobType"], **inline}

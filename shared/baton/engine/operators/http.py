@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 class Http(ServiceTask):
-    def job_type(self, step: Step) -> str:
+    def job_type(self, d: Decision, step: Step, scope: str) -> str:
         return HTTP_JOB_TYPE
 
     def own_input(self, d: Decision, step: Step, scope: str, record: dict[str, Any]) -> Any:

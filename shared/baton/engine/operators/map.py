@@ -1,11 +1,16 @@
 """MAP: runs its steps once per element of ``items``, at most ``maxConcurrency`` items at a time
-(the next item starts when one ends). Output: each item's last step output, in item order."""
+(the next item starts when one ends). Output: each item's last step output, in item order.
+
+With a ``key`` (Conductor's dynamic fork), each item's key is resolved from it when the MAP
+starts, and the output is an object by key; ``inputs`` (an object by key) gives each item its
+``${map.input}``. The MAP's stored input is then ``{items, keys, inputs}`` (else the list)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from baton import expressions
 from baton.engine.operators.parallel import branch_outputs, list_done_at
 from baton.engine.records import OverLimit, child_scope
 from baton.status import InstanceStatus, StepStatus
@@ -34,11 +39,18 @@ class Map:
                 f"items has {len(items)} elements, more than the {MAX_MAP_ITEMS} a MAP runs",
             )
             return
+        given: Any = items
+        if step.key is not None:
+            try:
+                given = self._keyed(d, step, scope, items)
+            except ValueError as e:
+                d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), str(e))
+                return
         started = min(len(items), step.max_concurrency)
         try:
             # The items are the MAP's input: above the soft limit they live in S3 (each item's
             # ${map.item} reads them back through the per-process payload cache).
-            stored = d.stored(items, "STEP_INPUT")
+            stored = d.stored(given, "STEP_INPUT")
         except OverLimit as big:
             d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), f"its items {big}")
             return
@@ -51,10 +63,34 @@ class Map:
         )
         owner = d.execution(new.id)
         if not items:
-            d.complete(owner, [])
+            d.complete(owner, {} if step.key is not None else [])
             return
         for i in range(started):
             self._start_item(d, step, owner, i)
+
+    def _keyed(self, d: Decision, step: MapStep, scope: str, items: list[Any]) -> dict[str, Any]:
+        """``{items, keys, inputs}``: each item's key (text, unique), and the inputs by key."""
+        assert step.key is not None
+        keys: list[str] = []
+        for index, item in enumerate(items):
+            seen = expressions.Scope(
+                workflow={}, step_output=lambda _s: None, map={"item": item, "index": index}
+            )
+            key = expressions.resolve(step.key, seen)
+            if not isinstance(key, str | int) or isinstance(key, bool) or key == "":
+                raise ValueError(f"item {index}: key {step.key} gave {key!r}, not a name")
+            if str(key) in keys:
+                raise ValueError(f"item {index}: key {step.key} gave {key!r} twice")
+            keys.append(str(key))
+        inputs = None
+        if step.inputs is not None:
+            inputs = d.unref(d.resolve(step.inputs, f"step:{step.id}", scope))
+            if inputs is None:
+                inputs = {}
+            if not isinstance(inputs, dict):
+                kind = type(inputs).__name__
+                raise ValueError(f"inputs resolved to {kind}, not an object by key")
+        return {"items": items, "keys": keys, "inputs": inputs}
 
     def _start_item(self, d: Decision, step: MapStep, owner: Exec, i: int) -> None:
         first = step.steps[0]
@@ -75,6 +111,10 @@ class Map:
 
     def _join(self, d: Decision, step: MapStep, owner: Exec, total: int) -> None:
         outputs = branch_outputs(d, owner, {step.steps[-1].id: 0}, "item_index")
+        stored = d.unref(owner.input)
+        if isinstance(stored, dict):
+            d.complete(owner, {k: outputs.get(i) for i, k in enumerate(stored["keys"])})
+            return
         d.complete(owner, [outputs.get(i) for i in range(total)])
 
     def reopen(
@@ -82,8 +122,8 @@ class Map:
     ) -> None:
         step = d.plan.step(owner.step_id)
         assert isinstance(step, MapStep)
-        items = d.unref(owner.input)
-        total = len(items) if isinstance(items, list) else 0
+        items = map_items(d.unref(owner.input))
+        total = len(items)
         started = [int(key[1:]) for key in lists]
         nxt = max(started) + 1 if started else 0
         done = [i for i in range(nxt) if list_done_at(d, lists, f"i{i}")]
@@ -106,3 +146,10 @@ class Map:
         self, d: Decision, owner: Exec, key: str, reason: str, instance_status: InstanceStatus
     ) -> None:
         d.fail_operator(owner, reason, instance_status)
+
+
+def map_items(stored: Any) -> list[Any]:
+    """A MAP's items from its stored input (the list, or a keyed MAP's ``{items, …}``)."""
+    if isinstance(stored, dict):
+        stored = stored.get("items")
+    return stored if isinstance(stored, list) else []

@@ -3,14 +3,17 @@ through the API), TIMER (a durable wait), SET_VARIABLE and TERMINATE (done at on
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from baton import expressions
+from baton.definitions import RESERVED_JOB_TYPE_PREFIX
 from baton.durations import duration_seconds, parse_timestamp
 from baton.engine.records import AuditEvent, InputNotObject, NewJob, OverLimit
+from baton.model import JOB_TYPE_PATTERN
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import ServiceTaskStep, SetVariableStep, TerminateStep, TimerStep
 
@@ -47,10 +50,22 @@ def merged(defaults: Any, values: Any) -> Any:
     return values
 
 
+_JOB_TYPE = re.compile(JOB_TYPE_PATTERN)
+
+
 class ServiceTask(Leaf):
-    def job_type(self, step: Step) -> str:
+    def job_type(self, d: Decision, step: Step, scope: str) -> str:
+        """The step's job type; one given as a ``${…}`` expression (Conductor's DYNAMIC) is
+        resolved now: ValueError when it gives no job type a worker may poll."""
         assert isinstance(step, ServiceTaskStep)
-        return step.job_type
+        if not step.job_type.startswith("${"):
+            return step.job_type
+        value = d.resolve(step.job_type, f"step:{step.id}", scope)
+        if not isinstance(value, str) or not _JOB_TYPE.fullmatch(value):
+            raise ValueError(f"jobType {step.job_type} gave {value!r}, not a job type")
+        if value.lower().startswith(RESERVED_JOB_TYPE_PREFIX):
+            raise ValueError(f"jobType {step.job_type} gave {value!r}, a job type of the engine")
+        return value
 
     def own_input(self, d: Decision, step: Step, scope: str, record: dict[str, Any]) -> Any:
         """The step's resolved input (InputNotObject when it is not an object); ``record``: the
@@ -72,7 +87,8 @@ class ServiceTask(Leaf):
         }
         try:
             own = self.own_input(d, step, scope, record)
-        except InputNotObject as e:
+            job_type = self.job_type(d, step, scope)
+        except (InputNotObject, ValueError) as e:
             d.fail(d.add_step(step, StepStatus.SCHEDULED, None, scope), str(e))
             return
         step_input = merged(d.resolve(policy.input_template, point, scope), own)
@@ -97,7 +113,7 @@ class ServiceTask(Leaf):
             NewJob(
                 id=job_id,
                 step_execution_id=new.id,
-                job_type=self.job_type(step),
+                job_type=job_type,
                 lease_seconds=policy.lease_seconds,
                 retries_remaining=policy.retry_count,
                 payload=step_input,
