@@ -842,9 +842,7 @@ def test_a_join_is_read_through_its_fork_and_the_forked_tasks() -> None:
         ),
     ],
 )
-def test_a_dynamic_fork_it_cannot_run_is_refused_naming_it(
-    task: dict[str, Any], says: str
-) -> None:
+def test_a_dynamic_fork_it_cannot_run_is_refused_naming_it(task: dict[str, Any], says: str) -> None:
     fork = {"name": "dyn", "taskReferenceName": "dyn", "type": "FORK_JOIN_DYNAMIC", **task}
     with pytest.raises(Untranslatable) as e:
         cd.to_baton_workflow(_wf([fork, {"name": "j", "taskReferenceName": "j", "type": "JOIN"}]))
