@@ -184,7 +184,7 @@ class MapStep(StepBase):
     ``maxConcurrency`` at a time; ``${map.item}`` and ``${map.index}`` inside. Output: the list of
     each item's last step output, in item order; with ``key`` (a text template resolved for each
     item, reading ``${map.item…}``/``${map.index}``), an object keyed by it. With ``inputs`` (an
-    object, or a ``${…}`` giving one), ``${map.input}`` inside is that object's entry under the item's key
+    object, or a ``${…}`` giving one), ``${map.input}`` inside is its entry under the item's key
     (Conductor's dynamic fork: tasks by reference name, their inputs by reference name)."""
 
     type: Literal["MAP"]

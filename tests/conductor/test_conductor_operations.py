@@ -265,7 +265,8 @@ def test_a_dynamic_fork_runs_one_task_per_input_and_its_join_collects_them(
         _done(clients, task, output={"double": task.input_data["n"] * 2})
     assert sorted(seen) == [0, 1, 2, 3]
     wf = _until_status(clients, wid, "COMPLETED")
-    assert wf.output["results"] == [{"double": n * 2} for n in range(4)]
+    # Keyed as Conductor names the forked tasks: _<forkTaskName>_<index>.
+    assert wf.output["results"] == {f"_{work}_{n}": {"double": n * 2} for n in range(4)}
     # The definition reads back in Conductor's JSON as it was registered.
     shown = clients.get_metadata_client().get_workflow_def(name)
     assert [t.type for t in shown.tasks] == ["SIMPLE", "FORK_JOIN_DYNAMIC", "JOIN"]

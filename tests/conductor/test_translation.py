@@ -1025,3 +1025,20 @@ def test_cpewf_task_id_is_the_simple_task_s_own_id() -> None:
     }
     with pytest.raises(Untranslatable, match="SIMPLE task's inputParameters only"):
         cd.to_baton_workflow({"name": "own", "tasks": [inline]})
+
+
+@pytest.mark.parametrize("named", [{}, {"name": "child"}])
+def test_a_workflow_definition_given_as_an_expression_is_refused_not_run_by_name(
+    named: dict[str, Any],
+) -> None:
+    sub = {
+        "name": "sub",
+        "taskReferenceName": "sub",
+        "type": "SUB_WORKFLOW",
+        "subWorkflowParam": {**named, "workflowDefinition": "${workflow.input.definition}"},
+    }
+    with pytest.raises(Untranslatable) as e:
+        cd.to_baton_workflow(_wf([sub]))
+    status, body = from_error(e.value)
+    assert status == 400 and "(sub)" in body["message"]
+    assert "workflowDefinition must be the definition itself" in body["message"]

@@ -219,12 +219,30 @@ def tasks_of(instance: dict[str, Any], audit: list[dict[str, Any]]) -> list[dict
                 },
             )
     tasks: list[dict[str, Any]] = []
+    keys = _fork_keys(instance.get("steps") or [])
     for seq, step in enumerate(instance.get("steps") or [], start=1):
         tasks.extend(_step_tasks(instance, step, ended))
+        # A dynamic fork's task is shown by its own reference name (the item's key).
+        forked = keys.get(str(step.get("parentStepExecutionId")))
+        index = step.get("itemIndex")
+        if forked is not None and isinstance(index, int) and index < len(forked):
+            tasks[-1]["referenceTaskName"] = forked[index]
         tasks[-1]["seq"] = seq
     for n, t in enumerate(tasks, start=1):
         t["seq"] = n
     return tasks
+
+
+def _fork_keys(steps: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """The item keys of each keyed MAP execution (Conductor's dynamic forks), by its id."""
+    out: dict[str, list[str]] = {}
+    for step in steps:
+        given = step.get("input")
+        if step.get("type") == "MAP" and isinstance(given, dict):
+            keys = given.get("keys")
+            if isinstance(keys, list):
+                out[str(step["id"])] = [str(k) for k in keys]
+    return out
 
 
 def _step_tasks(

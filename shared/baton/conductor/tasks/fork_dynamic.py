@@ -3,9 +3,10 @@ output (the MAP's) an object by the forked tasks' reference names, as Conductor'
 
 - ``dynamicForkTasksParam`` + ``dynamicForkTasksInputParamName``: the first names the input
   parameter giving the list of tasks (``{name, taskReferenceName, type}``), the second the one
-  giving their inputs by reference name (an object, or a ``${…}`` giving one). The MAP runs over the tasks, keyed by
-  ``taskReferenceName``, ``inputs`` the inputs: its one step is a SERVICE_TASK whose job type is
-  the task's ``name`` (``${map.item.name}``) and whose input is its entry (``${map.input}``).
+  giving their inputs by reference name (an object, or a ``${…}`` giving one). The MAP runs over
+  the tasks, keyed by ``taskReferenceName``, ``inputs`` the inputs: its one step is a
+  SERVICE_TASK whose job type is the task's ``name`` (``${map.item.name}``) and whose input is
+  its entry (``${map.input}``). An entry's ``type`` is not read: each runs as a worker task.
 - ``forkTaskName`` (or ``forkTaskWorkflow``, a sub-workflow) + ``forkTaskInputs``: the MAP runs
   that task over the inputs, each its whole input, keyed ``_<forkTaskName>_<index>`` as
   Conductor names the forked tasks.

@@ -1,5 +1,6 @@
 """SUB_WORKFLOW ⇄ SUB_WORKFLOW: ``subWorkflowParam.name``/``version`` (each may be ``${…}``,
-resolved when the child starts) or an inline ``workflowDefinition``."""
+resolved when the child starts) or an inline ``workflowDefinition`` (an object: one given as
+``${…}`` is refused)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,16 @@ def to_step(task: dict[str, Any], path: str) -> dict[str, Any]:
         raise fail(label(task, path), "subWorkflowParam needs a name or a workflowDefinition")
     step.update(type="SUB_WORKFLOW", input=task_input(task, path))
     inline = param.get("workflowDefinition")
+    if inline is not None and not isinstance(inline, dict):
+        # Conductor resolves it when the task starts and runs the Conductor definition it gives;
+        # Baton would have to translate a definition mid-run, inside the engine, which does not
+        # know Conductor's JSON. Refused rather than run by its name instead.
+        raise fail(
+            label(task, path),
+            "subWorkflowParam.workflowDefinition must be the definition itself (an object): "
+            "one given as ${…} is resolved at run time, which Baton does not do; register the "
+            "child and name it (subWorkflowParam.name may be ${…})",
+        )
     if isinstance(inline, dict):
         step["definition"] = WORKFLOW["in"](inline)
     else:
