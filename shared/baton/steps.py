@@ -185,7 +185,8 @@ class MapStep(StepBase):
     each item's last step output, in item order; with ``key`` (a text template resolved for each
     item, reading ``${map.item…}``/``${map.index}``), an object keyed by it. With ``inputs`` (an
     object, or a ``${…}`` giving one), ``${map.input}`` inside is its entry under the item's key
-    (Conductor's dynamic fork: tasks by reference name, their inputs by reference name)."""
+    (Conductor's dynamic fork: tasks by reference name, their inputs by reference name). When a
+    keyed MAP's steps end with a SWITCH, an item's value is its taken case's last output."""
 
     type: Literal["MAP"]
     items: Annotated[str, Field(min_length=1)]

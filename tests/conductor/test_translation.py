@@ -51,9 +51,27 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
             "steps": [
                 {
                     "id": "fan_forked",
-                    "type": "SERVICE_TASK",
-                    "jobType": "${map.item.name}",
-                    "input": "${map.input}",
+                    "type": "SWITCH",
+                    "on": "${map.item.type}",
+                    "cases": {
+                        "SUB_WORKFLOW": [
+                            {
+                                "id": "fan_flow",
+                                "type": "SUB_WORKFLOW",
+                                "definitionName": "${map.item.subWorkflowParam.name}",
+                                "definitionVersion": "${map.item.subWorkflowParam.version}",
+                                "input": "${map.input}",
+                            }
+                        ]
+                    },
+                    "default": [
+                        {
+                            "id": "fan_task",
+                            "type": "SERVICE_TASK",
+                            "jobType": "${map.item.name}",
+                            "input": "${map.input}",
+                        }
+                    ],
                 }
             ],
             "description": "[join:fan_join]",

@@ -175,3 +175,69 @@ def test_a_key_reads_the_item_alone_and_inputs_need_a_key(
     with pytest.raises(ValidationFailed) as e:
         engine.register_definition(definition)
     assert says in str(e.value.problems)
+
+
+def test_a_keyed_map_ending_in_a_switch_joins_the_output_of_the_task_each_item_ran(
+    engine: Engine,
+) -> None:
+    """Conductor's dynamic fork of a task list mixing worker tasks and sub-workflows: a SWITCH
+    on each task's type; the join holds each item's task output, not the SWITCH's ``{case}``."""
+    engine.register_definition(
+        {
+            "name": "child",
+            "steps": [{"id": "inner", "type": "SERVICE_TASK", "jobType": "inner"}],
+            "outputParameters": {"inner": "${inner.output}", "got": "${workflow.input}"},
+        }
+    )
+    definition = _fork()
+    definition["steps"][0]["steps"] = [
+        {
+            "id": "by_type",
+            "type": "SWITCH",
+            "on": "${map.item.type}",
+            "cases": {
+                "SUB_WORKFLOW": [
+                    {
+                        "id": "flow",
+                        "type": "SUB_WORKFLOW",
+                        "definitionName": "${map.item.subWorkflowParam.name}",
+                        "definitionVersion": "${map.item.subWorkflowParam.version}",
+                        "input": "${map.input}",
+                    }
+                ]
+            },
+            "default": [
+                {
+                    "id": "forked",
+                    "type": "SERVICE_TASK",
+                    "jobType": "${map.item.name}",
+                    "input": "${map.input}",
+                }
+            ],
+        }
+    ]
+    engine.register_definition(definition)
+    tasks = [
+        {"name": "work", "taskReferenceName": "w1", "type": "SIMPLE"},
+        {"name": "work", "taskReferenceName": "w2"},
+        {
+            "name": "child",
+            "taskReferenceName": "c1",
+            "type": "SUB_WORKFLOW",
+            "subWorkflowParam": {"name": "child"},
+        },
+    ]
+    inputs = {"w1": {"n": 1}, "w2": {"n": 2}, "c1": {"n": 3}}
+    inst, _ = engine.start_instance(
+        definition_name="fork", input={"tasks": tasks, "inputs": inputs}
+    )
+    drain(engine, {"work": lambda i: {"n": i["n"] * 10}, "inner": lambda i: {"deep": True}})
+    got = engine.get_instance(inst["id"])
+    assert got["status"] == "COMPLETED"
+    assert got["output"] == {
+        "joined": {
+            "w1": {"n": 10},
+            "w2": {"n": 20},
+            "c1": {"inner": {"deep": True}, "got": {"n": 3}},
+        }
+    }

@@ -219,30 +219,48 @@ def tasks_of(instance: dict[str, Any], audit: list[dict[str, Any]]) -> list[dict
                 },
             )
     tasks: list[dict[str, Any]] = []
-    keys = _fork_keys(instance.get("steps") or [])
-    for seq, step in enumerate(instance.get("steps") or [], start=1):
-        tasks.extend(_step_tasks(instance, step, ended))
+    steps = instance.get("steps") or []
+    refs, hidden = _forked(steps)
+    for step in steps:
+        if str(step["id"]) in hidden:
+            continue
+        shown = _step_tasks(instance, step, ended)
         # A dynamic fork's task is shown by its own reference name (the item's key).
-        forked = keys.get(str(step.get("parentStepExecutionId")))
-        index = step.get("itemIndex")
-        if forked is not None and isinstance(index, int) and index < len(forked):
-            tasks[-1]["referenceTaskName"] = forked[index]
-        tasks[-1]["seq"] = seq
+        for t in shown if str(step["id"]) in refs else []:
+            t["referenceTaskName"] = refs[str(step["id"])]
+        tasks.extend(shown)
     for n, t in enumerate(tasks, start=1):
         t["seq"] = n
     return tasks
 
 
-def _fork_keys(steps: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """The item keys of each keyed MAP execution (Conductor's dynamic forks), by its id."""
-    out: dict[str, list[str]] = {}
+def _forked(steps: list[dict[str, Any]]) -> tuple[dict[str, str], set[str]]:
+    """The tasks of keyed MAPs (Conductor's dynamic forks): each one's reference name (its
+    item's key) by execution id, and the SWITCHes choosing a task by its type, which are no
+    task of Conductor's (their chosen task takes the item's reference name)."""
+    keys: dict[str, list[str]] = {}
     for step in steps:
         given = step.get("input")
-        if step.get("type") == "MAP" and isinstance(given, dict):
-            keys = given.get("keys")
-            if isinstance(keys, list):
-                out[str(step["id"])] = [str(k) for k in keys]
-    return out
+        if (
+            step.get("type") == "MAP"
+            and isinstance(given, dict)
+            and isinstance(given.get("keys"), list)
+        ):
+            keys[str(step["id"])] = [str(k) for k in given["keys"]]
+    refs: dict[str, str] = {}
+    hidden: set[str] = set()
+    for step in steps:
+        forked = keys.get(str(step.get("parentStepExecutionId")))
+        index = step.get("itemIndex")
+        if forked is not None and isinstance(index, int) and index < len(forked):
+            refs[str(step["id"])] = forked[index]
+            if step.get("type") == "SWITCH":
+                hidden.add(str(step["id"]))
+    for step in steps:
+        parent = str(step.get("parentStepExecutionId"))
+        if parent in hidden:
+            refs[str(step["id"])] = refs[parent]
+    return refs, hidden
 
 
 def _step_tasks(

@@ -58,6 +58,12 @@ class DbReader:
             instance_sql.LAST_OUTPUTS, {"parent_id": parent_id, "step_ids": list(step_ids)}
         ).fetchall()
 
+    def outputs_within(self, prefix: str, step_ids: Sequence[str]) -> list[dict[str, Any]]:
+        return self.conn.execute(
+            instance_sql.LAST_OUTPUTS_WITHIN,
+            {"instance_id": self.instance_id, "prefix": prefix, "step_ids": list(step_ids)},
+        ).fetchall()
+
     def child_plan(
         self, name: str | None, version: int | None, inline: dict[str, Any] | None
     ) -> ChildPlan | None:

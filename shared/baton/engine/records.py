@@ -240,6 +240,10 @@ class Reader(Protocol):
         """Completed executions of ``step_ids`` directly inside operator execution ``parent_id``
         (``step_id``, ``branch``, ``item_index``, ``output``), for a join."""
 
+    def outputs_within(self, prefix: str, step_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The latest completed output of any of ``step_ids`` in each list under ``prefix`` (an
+        operator execution's ``<scope><id>#``), at any depth: ``list`` (its key) and ``output``."""
+
     def child_plan(
         self, name: str | None, version: int | None, inline: dict[str, Any] | None
     ) -> ChildPlan | None:
@@ -259,6 +263,9 @@ class NoReads:
         return None
 
     def last_outputs(self, parent_id: uuid.UUID, step_ids: Sequence[str]) -> list[dict[str, Any]]:
+        return []
+
+    def outputs_within(self, prefix: str, step_ids: Sequence[str]) -> list[dict[str, Any]]:
         return []
 
     def child_plan(

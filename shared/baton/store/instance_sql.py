@@ -267,6 +267,18 @@ SELECT DISTINCT ON (step_id, branch, item_index) step_id, branch, item_index, ou
  ORDER BY step_id, branch, item_index, seq DESC
 """
 
+# The latest completed output of any of ``step_ids`` in each list directly inside an operator
+# execution (``prefix``: its scope and id, ``<scope><id>#``), however deep in that list: a keyed
+# MAP's join through the SWITCH ending its steps. ``list``: the list's key (``i3``).
+LAST_OUTPUTS_WITHIN = """
+SELECT DISTINCT ON (split_part(substr(scope, length(%(prefix)s::text) + 1), '/', 1))
+       split_part(substr(scope, length(%(prefix)s::text) + 1), '/', 1) AS list, output
+  FROM step_execution
+ WHERE instance_id = %(instance_id)s AND step_id = ANY(%(step_ids)s::text[])
+   AND status = 'COMPLETED' AND left(scope, length(%(prefix)s::text)) = %(prefix)s::text
+ ORDER BY split_part(substr(scope, length(%(prefix)s::text) + 1), '/', 1), seq DESC
+"""
+
 # The last execution in each scope (each list of each operator execution): where an instance
 # retry finds what failed, what was cancelled with it, and which lists had finished.
 LAST_IN_SCOPE = """

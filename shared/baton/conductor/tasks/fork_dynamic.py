@@ -5,8 +5,9 @@ output (the MAP's) an object by the forked tasks' reference names, as Conductor'
   parameter giving the list of tasks (``{name, taskReferenceName, type}``), the second the one
   giving their inputs by reference name (an object, or a ``${…}`` giving one). The MAP runs over
   the tasks, keyed by ``taskReferenceName``, ``inputs`` the inputs: its one step is a
-  SERVICE_TASK whose job type is the task's ``name`` (``${map.item.name}``) and whose input is
-  its entry (``${map.input}``). An entry's ``type`` is not read: each runs as a worker task.
+  SWITCH on the task's ``type``: a SUB_WORKFLOW entry starts the child its ``subWorkflowParam``
+  names, any other is a worker task of its ``name`` (``${map.item.name}``); either's input is the
+  task's entry (``${map.input}``). The join reads the output of the task each item ran.
 - ``forkTaskName`` (or ``forkTaskWorkflow``, a sub-workflow) + ``forkTaskInputs``: the MAP runs
   that task over the inputs, each its whole input, keyed ``_<forkTaskName>_<index>`` as
   Conductor names the forked tasks.
@@ -29,8 +30,11 @@ from baton.conductor.tasks.common import (
 )
 from baton.steps import MAX_MAP_CONCURRENCY
 
-# The step id of a dynamic fork's task, inside its MAP: the fork's reference plus this.
+# The step id of a dynamic fork's task, inside its MAP: the fork's reference plus this (in the
+# task-list form, the SWITCH choosing by type; its worker task and sub-workflow add these).
 FORKED = "_forked"
+FORKED_TASK, FORKED_FLOW = "_task", "_flow"
+TASK_TYPE = "${map.item.type}"
 # The key of a task of the dynamicForkTasksParam form, and the input it reads.
 TASK_KEY = "${map.item.taskReferenceName}"
 TASK_NAME = "${map.item.name}"
@@ -64,6 +68,10 @@ def _whole(value: Any, where: str, field: str) -> str:
 def _task_list(task: dict[str, Any], params: dict[str, Any], path: str) -> dict[str, Any]:
     where = label(task, path)
     step = base(task, path)
+    if len(step["id"]) + len(FORKED) + len(FORKED_TASK) > 64:
+        raise fail(
+            where, "taskReferenceName is too long for a dynamic fork (at most 52 characters)"
+        )
     tasks_param = task["dynamicForkTasksParam"]
     inputs_param = task.get("dynamicForkTasksInputParamName")
     if not isinstance(tasks_param, str) or tasks_param not in params:
@@ -76,11 +84,31 @@ def _task_list(task: dict[str, Any], params: dict[str, Any], path: str) -> dict[
     inputs = params[inputs_param]
     if not isinstance(inputs, dict):
         inputs = _whole(inputs, where, f"inputParameters.{inputs_param}")
+    own = step["id"][: 64 - len(FORKED)]
+    # Each task by its type: a SUB_WORKFLOW entry starts its child, any other is a worker task.
     inner = {
-        "id": f"{step['id'][: 64 - len(FORKED)]}{FORKED}",
-        "type": "SERVICE_TASK",
-        "jobType": TASK_NAME,
-        "input": TASK_INPUT,
+        "id": f"{own}{FORKED}",
+        "type": "SWITCH",
+        "on": TASK_TYPE,
+        "cases": {
+            "SUB_WORKFLOW": [
+                {
+                    "id": f"{own}{FORKED_FLOW}",
+                    "type": "SUB_WORKFLOW",
+                    "definitionName": "${map.item.subWorkflowParam.name}",
+                    "definitionVersion": "${map.item.subWorkflowParam.version}",
+                    "input": TASK_INPUT,
+                }
+            ]
+        },
+        "default": [
+            {
+                "id": f"{own}{FORKED_TASK}",
+                "type": "SERVICE_TASK",
+                "jobType": TASK_NAME,
+                "input": TASK_INPUT,
+            }
+        ],
     }
     step.update(
         type="MAP",
@@ -143,7 +171,7 @@ def back_map(s: dict[str, Any], task: dict[str, Any]) -> list[dict[str, Any]]:
         task["inputParameters"] = {"items": params_out(s["items"])}
         task["loopOver"] = back(s["steps"])  # informational: Baton's MAP body
         return [task]
-    if inner.get("input") == TASK_INPUT:
+    if inner["type"] == "SWITCH":
         task["inputParameters"] = {
             TASKS_PARAM: params_out(s["items"]),
             INPUTS_PARAM: params_out(s.get("inputs")),
@@ -174,9 +202,8 @@ def _dynamic_fork(s: dict[str, Any]) -> dict[str, Any] | None:
         "${map.item}"
     )
     listed = (
-        inner.get("type") == "SERVICE_TASK"
-        and inner.get("input") == TASK_INPUT
-        and inner.get("jobType") == TASK_NAME
-        and s.get("key") == TASK_KEY
+        inner.get("type") == "SWITCH"
+        and inner.get("on") == TASK_TYPE
+        and s.get("key") == (TASK_KEY)
     )
     return dict(inner) if whole or listed else None

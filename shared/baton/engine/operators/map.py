@@ -14,7 +14,7 @@ from baton import expressions
 from baton.engine.operators.parallel import branch_outputs, list_done_at
 from baton.engine.records import OverLimit, child_scope
 from baton.status import InstanceStatus, StepStatus
-from baton.steps import MAX_MAP_ITEMS, MapStep
+from baton.steps import MAX_MAP_ITEMS, MapStep, SwitchStep
 
 if TYPE_CHECKING:
     from baton.engine.operators.protocol import Decision
@@ -110,7 +110,11 @@ class Map:
         self._join(d, step, owner, total)
 
     def _join(self, d: Decision, step: MapStep, owner: Exec, total: int) -> None:
-        outputs = branch_outputs(d, owner, {step.steps[-1].id: 0}, "item_index")
+        last = step.steps[-1]
+        if step.key is not None and isinstance(last, SwitchStep):
+            outputs = _case_outputs(d, owner, last)
+        else:
+            outputs = branch_outputs(d, owner, {last.id: 0}, "item_index")
         stored = d.unref(owner.input)
         if isinstance(stored, dict):
             d.complete(owner, {k: outputs.get(i) for i, k in enumerate(stored["keys"])})
@@ -153,3 +157,21 @@ def map_items(stored: Any) -> list[Any]:
     if isinstance(stored, dict):
         stored = stored.get("items")
     return stored if isinstance(stored, list) else []
+
+
+def _case_outputs(d: Decision, owner: Exec, switch: SwitchStep) -> dict[int, Any]:
+    """A keyed MAP whose steps end with a SWITCH (a dynamic fork choosing each item's task by its
+    type): each item's value is the output of the last step of the case it took, not the
+    SWITCH's own ``{case, …}``."""
+    cases = switch.cases
+    lists = list(cases.values()) if isinstance(cases, dict) else [c.steps for c in cases]
+    lists.append(switch.default or [])
+    leaves = {steps[-1].id for steps in lists if steps}
+    prefix = f"{owner.scope}{owner.id}#"
+    out: dict[int, Any] = {}
+    for row in d.reader.outputs_within(prefix, sorted(leaves)):
+        out[int(row["list"][1:])] = row["output"]
+    for step_id, scope, output in d.done_here():
+        if step_id in leaves and scope.startswith(prefix):
+            out[int(scope[len(prefix) :].split("/", 1)[0][1:])] = output
+    return d.unref_all(out)
