@@ -110,6 +110,29 @@ def _exported(name: str, version: int) -> dict[str, Any]:
                 subWorkflowParam={"name": f"{prefix}_child", "version": 3},
                 inputParameters={"x": "${fetch.output.x}"},
             ),
+            # A fork over a task list chosen at run time, and a task whose type is.
+            _task(
+                "fan",
+                "fan",
+                "FORK_JOIN_DYNAMIC",
+                inputParameters={
+                    "dynamicTasks": "${fetch.output.tasks}",
+                    "dynamicTasksInput": "${fetch.output.inputs}",
+                },
+                dynamicForkTasksParam="dynamicTasks",
+                dynamicForkTasksInputParamName="dynamicTasksInput",
+            ),
+            _task("fan_join", "fan_join", "JOIN"),
+            _task(
+                "dynamic",
+                "pick",
+                "DYNAMIC",
+                inputParameters={
+                    "taskToExecute": "${fetch.output.next}",
+                    "all": "${fan_join.output}",
+                },
+                dynamicTaskNameParam="taskToExecute",
+            ),
         ],
         "inputParameters": ["orderId", "limit", "kind"],
         "outputParameters": {"x": "${fetch.output.x}", "list": "${fetch.output.list[0].id}"},
