@@ -1060,3 +1060,23 @@ def test_a_workflow_definition_given_as_an_expression_is_refused_not_run_by_name
     status, body = from_error(e.value)
     assert status == 400 and "(sub)" in body["message"]
     assert "workflowDefinition must be the definition itself" in body["message"]
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [
+        # conductor-client's (Java) default TaskDef: no limit.
+        ({"rateLimitPerFrequency": 0, "rateLimitFrequencyInSeconds": 1}, {}),
+        ({"rateLimitPerFrequency": 5, "rateLimitFrequencyInSeconds": 0}, {}),
+        ({"rateLimitFrequencyInSeconds": 60}, {}),
+        (
+            {"rateLimitPerFrequency": 5, "rateLimitFrequencyInSeconds": 60},
+            {"rateLimitPerFrequency": 5, "rateLimitFrequencyInSeconds": 60},
+        ),
+        ({"concurrentExecLimit": 0}, {}),
+    ],
+)
+def test_a_rate_limit_is_the_pair_and_zero_means_none(
+    given: dict[str, Any], kept: dict[str, Any]
+) -> None:
+    assert cd.to_baton_task_def({"name": "t", **given}) == {"name": "t", **kept}

@@ -90,9 +90,13 @@ def to_baton_task_def(raw: Any) -> dict[str, Any]:
         raise fail("$", "a task definition is a JSON object")
     out = {k: raw[k] for k in ("name", *_TASK_DEF_FIELDS) if raw.get(k) is not None}
     # Conductor's 0 means "no limit" where Baton's minimum is 1.
-    for k in ("concurrentExecLimit", "rateLimitPerFrequency", "rateLimitFrequencyInSeconds"):
-        if out.get(k) == 0:
-            del out[k]
+    if out.get("concurrentExecLimit") == 0:
+        del out["concurrentExecLimit"]
+    # A rate limit is the pair: no limit when either is 0 or absent (Conductor's clients send
+    # their defaults, rateLimitPerFrequency 0 per rateLimitFrequencyInSeconds 1).
+    if not out.get("rateLimitPerFrequency") or not out.get("rateLimitFrequencyInSeconds"):
+        out.pop("rateLimitPerFrequency", None)
+        out.pop("rateLimitFrequencyInSeconds", None)
     if out.get("responseTimeoutSeconds") == 0:
         del out["responseTimeoutSeconds"]
     return out
