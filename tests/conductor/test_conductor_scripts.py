@@ -100,7 +100,9 @@ HOSTILE: dict[str, tuple[dict[str, Any], str]] = {
             "type": "INLINE",
             "inputParameters": {
                 "evaluatorType": "graaljs",
-                "expression": "var a = []; for (;;) a.push(new Array(1e5).fill(1));",
+                # 16 MiB a turn: the memory limit is reached within milliseconds, long before
+                # the time limit even on a machine so loaded that a slower loop ran out of time
+                "expression": "var a = []; for (;;) a.push(new ArrayBuffer(1 << 24));",
             },
         },
         "out of memory",
