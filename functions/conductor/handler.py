@@ -25,6 +25,7 @@ from baton.errors import (
     LeaseNotHeld,
     MalformedRequest,
     Problem,
+    Unavailable,
     ValidationFailed,
 )
 from baton.payload_ref import SIZE_KEY, is_payload_ref
@@ -63,6 +64,13 @@ def _error(status: int, body: dict[str, Any]) -> Response[Any]:
 def _baton_error(err: BatonError) -> Response[Any]:
     status, body = from_error(err)
     api.logger.info("request refused", extra={"status": status, "error": type(err).__name__})
+    if isinstance(err, Unavailable):
+        return Response(
+            status_code=status,
+            content_type=JSON,
+            body=_dumps(body),
+            headers={"Retry-After": str(err.retry_after_seconds)},
+        )
     return _error(status, body)
 
 

@@ -330,12 +330,9 @@ def script_problems(path: str, language: str, code: Any) -> Iterator[Problem]:
 
     try:
         default_sandbox().check(language, code)
-    except ScriptFailed as e:
+    except ScriptFailed as e:  # a syntax error; the sandbox's own trouble is a 503 (Unavailable)
         what = "jq filter" if language == "jq" else "JavaScript"
-        if e.kind == "syntax":
-            yield Problem(path, f"the {what} does not parse: {e}")
-        else:
-            yield Problem(path, f"the {what} could not be checked ({e})")
+        yield Problem(path, f"the {what} does not parse: {e}")
 
 
 def _switch_problems(tree: Tree, node: Node) -> Iterator[Problem]:

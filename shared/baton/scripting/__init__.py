@@ -10,9 +10,17 @@ from __future__ import annotations
 from baton.scripting.sandbox import (
     Sandbox,
     SandboxLimits,
+    SandboxUnavailable,
     ScriptFailed,
     default_sandbox,
     shared_sandbox,
 )
 
-__all__ = ["Sandbox", "SandboxLimits", "ScriptFailed", "default_sandbox", "shared_sandbox"]
+__all__ = [
+    "Sandbox",
+    "SandboxLimits",
+    "SandboxUnavailable",
+    "ScriptFailed",
+    "default_sandbox",
+    "shared_sandbox",
+]

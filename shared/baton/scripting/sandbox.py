@@ -23,10 +23,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from baton.errors import BatonError
+from baton.errors import BatonError, Unavailable
 
 _HEADER = struct.Struct(">I")
 _START_SECONDS = 30.0  # a cold child imports QuickJS and jq
+# How long a call waits for a busy pool to free a child (each call is bounded by its limits).
+_TAKE_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,20 +57,35 @@ class ScriptFailed(BatonError):
         self.kind = kind
 
 
+class SandboxUnavailable(Unavailable):
+    """The sandbox itself cannot serve (a child process would not start, or every child stayed
+    busy): the engine's fault, not the program's, so a 503 to retry, never a failed task or a
+    refused definition."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"the script sandbox is unavailable: {detail}", retry_after_seconds=5)
+
+
 class _Child:
     """One sandbox process and its pipes."""
 
     def __init__(self, limits: SandboxLimits) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "baton.scripting._child", str(limits.process_bytes)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "baton.scripting._child", str(limits.process_bytes)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+            )
+        except OSError as e:
+            raise SandboxUnavailable(f"its process could not be started ({e})") from None
         self.buffer = b""
-        self.call_frame(_START_SECONDS)  # its ready frame
+        try:
+            self.call_frame(_START_SECONDS)  # its ready frame
+        except ScriptFailed as e:
+            raise SandboxUnavailable(f"its process did not start ({e.kind})") from None
 
     def send(self, request: dict[str, Any]) -> None:
         data = json.dumps(request).encode()
@@ -141,8 +158,15 @@ class Sandbox:
 
     def check(self, language: str, code: str) -> None:
         """Parse ``code`` (``language`` javascript or jq) without running it; ScriptFailed
-        (kind ``syntax``) with the parser's message if it does not parse."""
-        self._run("js-check" if language == "javascript" else "jq-check", code, None)
+        (kind ``syntax``) with the parser's message if it does not parse. A check that cannot
+        finish (the sandbox would not start, or its child died or overran on a mere parse) is
+        the engine's trouble, not the code's: SandboxUnavailable."""
+        try:
+            self._run("js-check" if language == "javascript" else "jq-check", code, None)
+        except ScriptFailed as e:
+            if e.kind == "syntax":
+                raise
+            raise SandboxUnavailable(f"the check did not finish ({e})") from None
 
     def close(self) -> None:
         """Stop every idle child (a busy one is stopped when its call returns)."""
@@ -184,8 +208,10 @@ class Sandbox:
         return json.loads(text)
 
     def _take(self) -> _Child:
-        """An idle child, a new one while the pool has room, else the next one freed."""
+        """An idle child, a new one while the pool has room, else the next one freed within
+        ``_TAKE_SECONDS`` (SandboxUnavailable past it)."""
         wait = 0.0
+        deadline = time.monotonic() + _TAKE_SECONDS
         while True:
             try:
                 child = self._idle.get(timeout=wait) if wait else self._idle.get_nowait()
@@ -207,6 +233,10 @@ class Sandbox:
                     with self._lock:
                         self._started -= 1
                     raise
+            if time.monotonic() >= deadline:
+                raise SandboxUnavailable(
+                    f"all {self._size} sandbox processes stayed busy for {_TAKE_SECONDS:g} s"
+                )
             wait = 0.1  # every child is busy: wait for one (or for a place to free)
 
     def _give_back(self, child: _Child) -> None:
