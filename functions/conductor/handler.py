@@ -14,9 +14,11 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from baton.conductor import auth
 from baton.conductor import definitions as cdefs
+from baton.conductor import sync as csync
 from baton.conductor import views as cviews
 from baton.conductor.errors import Unauthorized, Untranslatable, error_body, from_error
-from baton.engine.long_poll import MAX_WAIT_SECONDS
+from baton.engine.long_poll import MAX_INSTANCE_WAIT_SECONDS as MAX_SYNC
+from baton.engine.long_poll import MAX_WAIT_SECONDS, wait_for_instance
 from baton.errors import (
     AttemptNotCurrent,
     BatonError,
@@ -498,7 +500,8 @@ def _start(
     correlation_id: Any,
     inline: Any = None,
     idempotency_key: Any = None,
-) -> Response[Any]:
+) -> str:
+    """Start a workflow as Conductor's start calls ask; its id."""
     if input is not None and not isinstance(input, dict):
         raise ValidationFailed([Problem("input", "must be an object")])
     definition = cdefs.to_baton_workflow(inline) if isinstance(inline, dict) else None
@@ -516,7 +519,7 @@ def _start(
         idempotency_key=idempotency_key if isinstance(idempotency_key, str) else None,
     )
     api.log_keys(instance_id=instance["id"])
-    return _text(instance["id"])
+    return str(instance["id"])
 
 
 def _with_defaults(
@@ -537,13 +540,15 @@ def _with_defaults(
 @api.route("POST", "/api/workflow")
 def start() -> Any:
     req = _object()
-    return _start(
-        name=req.get("name"),
-        version=req.get("version"),
-        input=req.get("input"),
-        correlation_id=req.get("correlationId"),
-        inline=req.get("workflowDef"),
-        idempotency_key=req.get("idempotencyKey"),
+    return _text(
+        _start(
+            name=req.get("name"),
+            version=req.get("version"),
+            input=req.get("input"),
+            correlation_id=req.get("correlationId"),
+            inline=req.get("workflowDef"),
+            idempotency_key=req.get("idempotencyKey"),
+        )
     )
 
 
@@ -551,12 +556,44 @@ def start() -> Any:
 def start_by_name(workflow: str) -> Any:
     version = api.query("version")
     v = None if version is None else api.path_int(version, "version", high=2**31 - 1)
-    return _start(
-        name=api.path(workflow),
-        version=v,
-        input=api.json(),
-        correlation_id=api.query("correlationId"),
+    return _text(
+        _start(
+            name=api.path(workflow),
+            version=v,
+            input=api.json(),
+            correlation_id=api.query("correlationId"),
+        )
     )
+
+
+@api.route("POST", "/api/workflow/execute/{name}/{version}")
+def execute(name: str, version: str) -> Any:
+    # Conductor's WorkflowResourceSync: the path's name and version win over the body's (a
+    # StartWorkflowRequest); version 0 is the latest. Clients send waitForSeconds up to 30
+    # (conductor-python's workflow client's default): it is cut to 25 s, not refused.
+    req = _object()
+    v = api.path_int(version, "version", low=0, high=2**31 - 1)
+    wait = min(_int("waitForSeconds", csync.DEFAULT_WAIT_SECONDS, 0, MAX_TIMEOUT_MS), MAX_SYNC)
+    refs = csync.task_refs(api.query("waitUntilTaskRef"))
+    wid = _start(
+        name=api.path(name),
+        version=v,
+        input=req.get("input"),
+        correlation_id=req.get("correlationId"),
+        inline=req.get("workflowDef"),  # ConductorWorkflow.execute sends its definition
+        idempotency_key=req.get("idempotencyKey"),
+    )
+    engine = api.engine()
+    instance = wait_for_instance(
+        lambda: engine.get_instance(wid),
+        lambda i: csync.reached(i, refs),
+        wid,
+        wait,
+        engine.wakeups,
+        gone=api.client_gone(),
+    )
+    run = csync.workflow_run(instance, engine.audit_trail(wid), api.query("requestId"))
+    return _json(run)
 
 
 @api.route("GET", "/api/workflow/search")

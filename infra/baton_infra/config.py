@@ -134,6 +134,9 @@ MIGRATION_SIZING = FunctionSizing(memory_mb=512, timeout_seconds=300)
 FUNCTION_SIZING: Mapping[str, FunctionSizing] = {
     "jobs": FunctionSizing(memory_mb=1024, timeout_seconds=25),
     "instances": FunctionSizing(memory_mb=1024, timeout_seconds=15),
+    # Conductor's synchronous execution waits up to 25 s for the workflow it started (then
+    # reads it): room for that, still under the gateway's 29 s.
+    "conductor": FunctionSizing(memory_mb=512, timeout_seconds=28),
     "sweeper": SCHEDULED_LOOPING,
     "reaper": SCHEDULED_LOOPING,
     # The outbox relay drains once a second for most of each minute, like the sweeper: a job

@@ -255,6 +255,11 @@ CONDUCTOR_ROUTES: tuple[Route, ...] = (
     _c("GET", "/metadata/workflow/{name}", "A workflow definition (latest or ?version=)"),
     _c("DELETE", "/metadata/workflow/{name}/{version}", "Delete a workflow definition version"),
     _c("POST", "/workflow", "Start a workflow (StartWorkflowRequest); answers its id"),
+    _c(
+        "POST",
+        "/workflow/execute/{name}/{version}",
+        "Start a workflow and wait (up to 25 s) for its end or a task; answers a WorkflowRun",
+    ),
     _c("GET", "/workflow/search", "Search workflows"),
     _c("POST", "/workflow/{workflow}", "Start a workflow by name; answers its id"),
     _c("GET", "/workflow/{workflow}/correlated/{correlationId}", "Workflows by correlation id"),

@@ -1,8 +1,8 @@
 """A Conductor route Baton does not serve is a 404 in Conductor's error body naming the route,
 to a valid token (not a 401 asking for an API key), whatever the method and the path under
-``/api`` (a method a served path does not take: a 405 naming those it does): with raw HTTP, and
-with conductor-python's own ``WorkflowExecutor.execute`` (its hello-world), unmodified.
-Malformed JSON on ``/api`` says where, in Conductor's error body."""
+``/api`` (a method a served path does not take: a 405 naming those it does), and through
+conductor-python's own clients, unmodified. Malformed JSON on ``/api`` says where, in
+Conductor's error body."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from conductor.client.configuration.configuration import Configuration
 from conductor.client.configuration.settings.authentication_settings import (
     AuthenticationSettings,
 )
+from conductor.client.http.models.skip_task_request import SkipTaskRequest
 from conductor.client.http.rest import ApiException
 from conductor.client.workflow.executor.workflow_executor import WorkflowExecutor
 
@@ -37,7 +38,7 @@ def _send(server: LocalServer, method: str, path: str, headers: dict[str, str]) 
 
 
 UNSERVED = [
-    ("POST", "/api/workflow/execute/hello/1"),  # conductor-python's hello-world
+    ("POST", "/api/workflow/execute/hello/1/more"),
     ("GET", "/api/workflow/running/hello"),
     ("POST", "/api/workflow/00000000-0000-4000-8000-000000000000/rerun"),
     ("GET", "/api/nothing/here/at/all"),
@@ -90,7 +91,7 @@ def test_without_credentials_an_unserved_route_is_still_a_401(
     assert r.json()["error"] == "INVALID_TOKEN"
 
 
-def test_conductor_pythons_execute_gets_a_404_naming_the_route(
+def test_conductor_pythons_client_gets_a_404_naming_the_route(
     conductor_server: LocalServer,
 ) -> None:
     executor = WorkflowExecutor(
@@ -101,11 +102,11 @@ def test_conductor_pythons_execute_gets_a_404_naming_the_route(
             ),
         )
     )
-    name = f"hello-{uuid.uuid4().hex[:6]}"
+    wid = str(uuid.uuid4())
     with pytest.raises(ApiException) as refused:
-        executor.execute(name=name, version=1, workflow_input={"name": "Orkes"})
+        executor.skip_task_from_workflow(wid, "t1", SkipTaskRequest())
     assert refused.value.status == 404
-    assert f"Baton does not serve POST /api/workflow/execute/{name}/1" in str(refused.value)
+    assert f"Baton does not serve PUT /api/workflow/{wid}/skiptask/t1" in str(refused.value)
 
 
 def test_malformed_json_on_api_is_a_400_in_conductors_shape_naming_the_place(

@@ -30,3 +30,9 @@ def flaky(wid: str) -> dict:
 @worker_task(task_definition_name=f"{PREFIX}_doomed")
 def doomed(name: str) -> dict:
     raise NonRetryableException(f"{name} cannot be processed")
+
+
+@worker_task(task_definition_name=f"{PREFIX}_hello")
+def hello(name: str) -> str:
+    """conductor-python's hello-world worker: a str result is the task output's ``result``."""
+    return f"Hello {name}"

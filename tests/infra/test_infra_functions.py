@@ -117,6 +117,13 @@ def test_hot_path_functions_fit_inside_the_api_gateway_timeout(dev: Synth) -> No
         assert _function(dev, name)["Properties"]["Timeout"] < 29
 
 
+def test_the_conductor_function_outlasts_a_synchronous_executions_wait(dev: Synth) -> None:
+    from baton.engine.long_poll import MAX_INSTANCE_WAIT_SECONDS
+
+    timeout = _function(dev, "conductor")["Properties"]["Timeout"]
+    assert MAX_INSTANCE_WAIT_SECONDS + 2 <= timeout < 29
+
+
 # Their duty has a deadline of seconds: timeouts, leases, the relay's dispatch latency.
 LOOPING = ("sweeper", "reaper", "relay")
 

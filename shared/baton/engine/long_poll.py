@@ -27,6 +27,9 @@ from baton.store.job_listener import JobWakeups
 
 # API Gateway gives up on a request after 29 s: the wait stays well under it.
 MAX_WAIT_SECONDS = 20.0
+# A synchronous execution (Conductor's POST /api/workflow/execute) waits up to this: the answer,
+# started and read in the same request, must still beat the gateway's 29 s.
+MAX_INSTANCE_WAIT_SECONDS = 25.0
 BACKSTOP_SECONDS = 1.0
 RECLAIM_FIRST_DELAY = 0.05
 RECLAIM_MAX_DELAY = 1.0
@@ -43,13 +46,15 @@ def wait_for_jobs(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     gone: Callable[[], bool] | None = None,
+    max_wait: float = MAX_WAIT_SECONDS,
 ) -> Rows:
     """Claim with ``claim()``; while it finds nothing, wait until a job may be claimable and
-    claim again, for at most ``wait_seconds``. Empty at the deadline, or as soon as ``gone()``
-    says the client that asked is no longer there (or its worker stopped): asked once as soon as
-    the first claim found nothing, before the wait begins, then before each claim after a wait.
+    claim again, for at most ``wait_seconds`` (cut to ``max_wait``). Empty at the deadline, or
+    as soon as ``gone()`` says the client that asked is no longer there (or its worker stopped):
+    asked once as soon as the first claim found nothing, before the wait begins, then before
+    each claim after a wait.
     """
-    deadline = clock() + min(max(wait_seconds, 0.0), MAX_WAIT_SECONDS)
+    deadline = clock() + min(max(wait_seconds, 0.0), max_wait)
     rows = claim()
     if rows or clock() >= deadline:
         return rows
@@ -71,6 +76,42 @@ def wait_for_jobs(
             sub.wait(min(left, BACKSTOP_SECONDS))
             if client_left():
                 return []
+
+
+def instance_wakeup(instance_id: str) -> str:
+    """The wake-up key of an instance's changes (migration 0019): every write of its row (a
+    decision that adds steps or changes its status, variables or output) notifies it while
+    someone waits. A '/' is in no job type, so it never wakes a long-poll, nor is woken by one."""
+    return f"instance/{instance_id}"
+
+
+def wait_for_instance(
+    read: Callable[[], dict[str, Any]],
+    done: Callable[[dict[str, Any]], bool],
+    instance_id: str,
+    wait_seconds: float,
+    wakeups: JobWakeups | None,
+    *,
+    gone: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
+    """The instance as ``read()`` gives it, once ``done`` says so or after at most
+    ``wait_seconds`` (cut to ``MAX_INSTANCE_WAIT_SECONDS``): read again each time its row
+    changes (notify, with the backstop re-read every second) or with backoff (reclaim)."""
+    last: list[dict[str, Any]] = []
+
+    def look() -> Rows:
+        last[:] = [read()]
+        return last if done(last[0]) else []
+
+    wait_for_jobs(
+        look,
+        [instance_wakeup(instance_id)],
+        wait_seconds,
+        wakeups,
+        gone=gone,
+        max_wait=MAX_INSTANCE_WAIT_SECONDS,
+    )
+    return last[0]
 
 
 def _never() -> bool:

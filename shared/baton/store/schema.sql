@@ -235,6 +235,21 @@ CREATE TRIGGER job_notify_unlocked AFTER UPDATE ON job
           AND NEW.run_at <= now())
     EXECUTE FUNCTION baton_job_notify_unlocked();
 
+-- Waits on an instance (Conductor's synchronous execution; migration 0019): a request waiting for
+-- an instance keeps a job_waiter row 'instance/<id>' ('/' is in no job type), and each write of
+-- that instance's row notifies it as it commits. Nobody waiting: a primary-key probe per update.
+CREATE FUNCTION baton_instance_notify() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('baton_job', w.job_type)
+       FROM job_waiter w
+      WHERE w.job_type = 'instance/' || NEW.id::text AND w.expires_at > now();
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER instance_notify AFTER UPDATE ON instance
+    FOR EACH ROW EXECUTE FUNCTION baton_instance_notify();
+
 -- One row per job type with a concurrency or rate limit (kept in step with its task definition).
 -- A limited claim locks the row, which serializes the claims of that type, and counts the
 -- type's LOCKED jobs in a statement that starts after the lock (so it sees every earlier claim).
