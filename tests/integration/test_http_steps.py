@@ -279,3 +279,71 @@ def test_a_call_whose_runner_died_runs_again_after_its_lease(
     step = steps_of(engine, iid, "call")[0]
     assert step["attempt"] == 2
     assert target.hits["/json"] == 1  # the dead runner never called
+
+
+SECRET_HEADERS = {
+    "Authorization": "Bearer ${workflow.input.token}",
+    "Proxy-Authorization": "Basic cHJveHk6cHc=",
+    "Cookie": "session=${workflow.input.token}",
+    "X-Api-Key": "k-123",
+    "X-Auth-Token": "t-456",
+    "Client-Secret": "s-789",
+    "X-Password": "pw",
+}
+
+
+def test_sensitive_header_values_are_sent_but_never_stored_with_the_step(
+    engine: Engine, target: Target
+) -> None:
+    iid = _start(
+        engine,
+        "secret",
+        [
+            {
+                "id": "call",
+                "type": "HTTP",
+                "request": {
+                    "uri": target.url("/json"),
+                    "headers": {**SECRET_HEADERS, "X-Trace": "${workflow.input.trace}"},
+                },
+            }
+        ],
+        {"token": "tok-secret-1", "trace": "tr-1"},
+    )
+    assert _run_until_ended(engine, iid)["status"] == "COMPLETED"
+    sent = target.requests[0]["headers"]
+    assert sent["Authorization"] == "Bearer tok-secret-1"
+    assert sent["Cookie"] == "session=tok-secret-1"
+    assert sent["X-Api-Key"] == "k-123" and sent["X-Auth-Token"] == "t-456"
+    assert sent["Client-Secret"] == "s-789" and sent["X-Password"] == "pw"
+    shown = steps_of(engine, iid, "call")[0]["input"]["request"]["headers"]
+    assert shown == {**{k: "[redacted]" for k in SECRET_HEADERS}, "X-Trace": "tr-1"}
+    # Nowhere in its steps or its history is a secret value (the instance's own input is the
+    # caller's, shown as given).
+    everything = repr(engine.get_instance(iid)["steps"]) + repr(engine.audit_trail(iid))
+    for secret in ("tok-secret-1", "k-123", "t-456", "s-789", "cHJveHk6cHc="):
+        assert secret not in everything
+
+
+def test_a_conductor_top_level_http_input_is_redacted_too(engine: Engine, target: Target) -> None:
+    """Conductor's top-level form keeps ``headers`` in the step's input as well."""
+    headers = {"Authorization": "Bearer top-secret", "Accept-Language": "en"}
+    iid = _start(
+        engine,
+        "top",
+        [
+            {
+                "id": "call",
+                "type": "HTTP",
+                "request": {"uri": target.url("/json"), "headers": headers},
+                "input": {"uri": target.url("/json"), "headers": headers},
+            }
+        ],
+    )
+    assert _run_until_ended(engine, iid)["status"] == "COMPLETED"
+    assert target.requests[0]["headers"]["Authorization"] == "Bearer top-secret"
+    step_input = steps_of(engine, iid, "call")[0]["input"]
+    expected = {"Authorization": "[redacted]", "Accept-Language": "en"}
+    assert step_input["headers"] == expected
+    assert step_input["request"]["headers"] == expected
+    assert "top-secret" not in repr(engine.get_instance(iid))

@@ -12,7 +12,9 @@ from baton.httpcall.request import (
     HttpRequest,
     RequestInvalid,
     parse_request,
+    redacted_input,
     request_problems,
+    sensitive_header,
 )
 
 __all__ = [
@@ -27,5 +29,7 @@ __all__ = [
     "RequestInvalid",
     "call",
     "parse_request",
+    "redacted_input",
     "request_problems",
+    "sensitive_header",
 ]

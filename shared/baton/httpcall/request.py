@@ -35,6 +35,46 @@ FIELDS = frozenset((*USED_FIELDS, "vipAddress", "appName", "encode", "asyncCompl
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 
+# Header values never stored or shown (a step's input, history, Conductor's inputData): the
+# credentials a request carries. Matched case-insensitively: these names, and any name with one
+# of the parts in it (X-Auth-Token, Client-Secret, X-Goog-Api-Key, X-Password, ...).
+REDACTED = "[redacted]"
+SENSITIVE_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key"})
+SENSITIVE_HEADER_PARTS = ("token", "secret", "key", "password")
+
+
+def sensitive_header(name: str) -> bool:
+    low = name.lower()
+    return low in SENSITIVE_HEADERS or any(part in low for part in SENSITIVE_HEADER_PARTS)
+
+
+def _redacted_headers(headers: Any) -> Any:
+    if not isinstance(headers, dict) or not any(sensitive_header(str(k)) for k in headers):
+        return headers
+    return {
+        k: REDACTED if v is not None and sensitive_header(str(k)) else v for k, v in headers.items()
+    }
+
+
+def redacted_input(value: Any) -> Any:
+    """An HTTP step's resolved input as it is stored and shown: the values of sensitive headers
+    (:func:`sensitive_header`) in ``request.headers`` and in a top-level ``headers`` (Conductor's
+    top-level form) replaced by ``[redacted]``. A copy when anything was; else ``value`` itself.
+    What is sent is the job's own input, never this."""
+    if not isinstance(value, dict):
+        return value
+    out = value
+    headers = _redacted_headers(value.get("headers"))
+    if headers is not value.get("headers"):
+        out = {**out, "headers": headers}
+    request = value.get("request")
+    if isinstance(request, dict):
+        shown = _redacted_headers(request.get("headers"))
+        if shown is not request.get("headers"):
+            out = {**out, "request": {**request, "headers": shown}}
+    return out
+
+
 class RequestInvalid(ValueError):
     """A resolved request that cannot be sent (the message says which field and why)."""
 

@@ -3,7 +3,8 @@ and creates a job of the reserved type ``baton:http`` (as a SERVICE_TASK creates
 workers); the system-tasks function claims these jobs with the same claim as any worker and
 completes or fails them through the same calls (``engine.system_tasks``), so leases, retries,
 timeouts and the audit trail are a SERVICE_TASK's. The job's input is the step's resolved
-``input`` with the resolved request under ``request``."""
+``input`` with the resolved request under ``request``; the step execution stores and shows it
+with the values of sensitive headers (Authorization, Cookie, API keys, tokens…) redacted."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from baton.engine.operators.work import ServiceTask
 from baton.engine.records import InputNotObject
-from baton.httpcall import HTTP_JOB_TYPE
+from baton.httpcall import HTTP_JOB_TYPE, redacted_input
 from baton.steps import HttpStep
 
 if TYPE_CHECKING:
@@ -31,3 +32,8 @@ class Http(ServiceTask):
             kind = "null" if request is None else type(request).__name__
             raise InputNotObject(f"its request resolved to {kind}, not an object")
         return {**own, "request": request}
+
+    def shown_input(self, step_input: Any) -> Any:
+        # Credentials in headers are sent, never stored with the step nor shown (its input,
+        # history, Conductor's inputData); the job alone keeps them, to make the call.
+        return redacted_input(step_input)

@@ -72,6 +72,11 @@ class ServiceTask(Leaf):
         execution being scheduled, which the input may read (``${<step>.jobId}``…)."""
         return d.resolve_input(step, scope, record)
 
+    def shown_input(self, step_input: Any) -> Any:
+        """The input as the step execution stores and shows it (the job keeps ``step_input``
+        itself, which is what its worker gets); ``step_input`` unless a type hides some of it."""
+        return step_input
+
     def schedule(self, d: Decision, step: Step, scope: str) -> None:
         policy = d.plan.policy(step.id)
         point = f"step:{step.id}"
@@ -92,23 +97,26 @@ class ServiceTask(Leaf):
             d.fail(d.add_step(step, StepStatus.SCHEDULED, None, scope), str(e))
             return
         step_input = merged(d.resolve(policy.input_template, point, scope), own)
+        shown = self.shown_input(step_input)
         try:
             # Above the soft limit the input lives in S3; the job carries its reference.
+            hidden = shown is not step_input
             step_input = d.stored(step_input, "STEP_INPUT")
+            shown = d.stored(shown, "STEP_INPUT") if hidden else step_input
         except OverLimit as big:
             d.fail(d.add_step(step, StepStatus.SCHEDULED, None, scope), f"its resolved input {big}")
             return
         payload_json = d.payload_json(step_input)
         if len(payload_json) > d.max_job_input_bytes:
             # Refused when scheduled: a job poll could never hand it out under Lambda's 6 MB.
-            new = d.add_step(step, StepStatus.SCHEDULED, step_input, scope)
+            new = d.add_step(step, StepStatus.SCHEDULED, shown, scope)
             d.fail(
                 new,
                 f"its resolved input is {len(payload_json)} bytes, above the limit of "
                 f"{d.max_job_input_bytes} bytes",
             )
             return
-        new = d.add_step(step, StepStatus.SCHEDULED, step_input, scope, exec_id=exec_id)
+        new = d.add_step(step, StepStatus.SCHEDULED, shown, scope, exec_id=exec_id)
         d.changes.new_jobs.append(
             NewJob(
                 id=job_id,
