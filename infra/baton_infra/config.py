@@ -142,8 +142,9 @@ FUNCTION_SIZING: Mapping[str, FunctionSizing] = {
     # The outbox relay drains once a second for most of each minute, like the sweeper: a job
     # reaches the queue within about a second of becoming due (relay lag).
     "relay": SCHEDULED_LOOPING,
-    # HTTP steps: loops like the sweeper (each pass long-polls a second for jobs); the timeout
-    # leaves room for the last pass's calls (connect 30 s + read 60 s at most, baton.httpcall).
+    # HTTP steps: loops like the sweeper (each pass long-polls a second for jobs, and refills
+    # the places its calls free for up to 20 s); the timeout leaves room for a pass begun at the
+    # loop's end: 20 s of refills and its last calls (connect 30 s + read 60 s, baton.httpcall).
     "system_tasks": FunctionSizing(memory_mb=512, timeout_seconds=180, duty_loop_seconds=59),
 }
 # Alarm thresholds of the event-driven dispatch mode (outbox relay).

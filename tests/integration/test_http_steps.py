@@ -347,3 +347,67 @@ def test_a_conductor_top_level_http_input_is_redacted_too(engine: Engine, target
     assert step_input["headers"] == expected
     assert step_input["request"]["headers"] == expected
     assert "top-secret" not in repr(engine.get_instance(iid))
+
+
+def test_a_slow_target_holds_up_no_call_claimed_beside_or_after_it(
+    engine: Engine, target: Target
+) -> None:
+    """Head-of-line: while one call waits on a slow server, the pass goes on claiming and
+    making the others (before, a pass waited for all of its calls before claiming again)."""
+    held = _start(
+        engine, "slow", [{"id": "h", "type": "HTTP", "request": {"uri": target.url("/hold")}}]
+    )
+    passes = threading.Thread(
+        target=engine.run_system_tasks, kwargs={"wait_seconds": 1, "claim_seconds": 20}
+    )
+    passes.start()
+    try:
+        wait_until(lambda: target.hits.get("/hold"), what="the slow call to reach the server")
+        fast = [
+            _start(
+                engine,
+                f"fast{n}",
+                [{"id": "f", "type": "HTTP", "request": {"uri": target.url(f"/json?n={n}")}}],
+            )
+            for n in range(3)
+        ]
+        wait_until(
+            lambda: all(engine.get_instance(i)["status"] == "COMPLETED" for i in fast),
+            timeout=15,
+            what="the fast calls to complete while the slow one is held",
+        )
+        assert engine.get_instance(held)["status"] == "RUNNING"
+    finally:
+        target.release.set()
+        passes.join(60)
+    assert not passes.is_alive()
+    assert engine.get_instance(held)["status"] == "COMPLETED"
+
+
+def test_a_pass_fills_no_more_places_than_http_concurrency(db: Any, target: Target) -> None:
+    from dataclasses import replace
+
+    base = Engine(db)
+    engine = Engine(db, settings=replace(base.settings, http_concurrency=2))
+    ids = [
+        _start(
+            engine,
+            f"held{n}",
+            [{"id": "h", "type": "HTTP", "request": {"uri": target.url(f"/hold?n={n}")}}],
+        )
+        for n in range(3)
+    ]
+    passes = threading.Thread(
+        target=engine.run_system_tasks, kwargs={"wait_seconds": 1, "claim_seconds": 3}
+    )
+    passes.start()
+    try:
+        wait_until(lambda: target.hits.get("/hold", 0) >= 2, what="two calls in flight")
+        # the third job stays unclaimed while both places are taken
+        jobs = [s for i in ids for s in engine.get_instance(i)["steps"]]
+        assert sorted(s["status"] for s in jobs) == ["IN_PROGRESS", "IN_PROGRESS", "SCHEDULED"]
+        assert target.hits["/hold"] == 2
+    finally:
+        target.release.set()
+        passes.join(60)
+    assert not passes.is_alive()

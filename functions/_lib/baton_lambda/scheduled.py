@@ -50,7 +50,8 @@ def scheduled(function: str, duty: Duty) -> ScheduledHandler:
             totals.update(result)
             if any(result.values()):
                 logger.info(f"{function} pass", extra=result)
-            next_pass = began + PASS_INTERVAL_SECONDS
+            # A pass that ran long (the system tasks' calls) moves the next one to its end.
+            next_pass = max(began + PASS_INTERVAL_SECONDS, time.monotonic())
             if next_pass - started > loop or not _time_left(context, next_pass):
                 break
             time.sleep(max(0.0, next_pass - time.monotonic()))

@@ -1,6 +1,7 @@
 """System tasks: jobs the engine runs itself, outside any decision. An HTTP step creates a job of
 the reserved type ``baton:http``; the system-tasks function claims such jobs with the claim every
-worker uses (SKIP LOCKED, leases, attempts), makes the calls on a few threads, and reports each
+worker uses (SKIP LOCKED, leases, attempts), makes the calls on a bounded pool of threads (a
+freed place is refilled at once, so a slow target holds up nothing else), and reports each
 through ``complete_job`` / ``fail_job``, so retries, timeouts, lease expiry and the audit trail
 are exactly a SERVICE_TASK's. Nothing here holds a transaction while a call is in flight."""
 
@@ -11,7 +12,7 @@ import socket
 import time
 import uuid
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from functools import cached_property
 from typing import Any
 
@@ -23,6 +24,11 @@ from baton.settings import ENV_HTTP_ALLOW, SettingsError
 
 # How long one pass waits for a job to arrive when none is waiting (a NOTIFY wakes it at once).
 PASS_WAIT_SECONDS = 1.0
+# While calls are in flight, how long a pass keeps refilling the places they free, and how long
+# each of those long-polls waits. The system-tasks function's timeout allows a pass begun at the
+# end of its loop this long plus the longest call (infra config).
+PASS_CLAIM_SECONDS = 20.0
+REFILL_WAIT_SECONDS = 0.5
 
 
 class SystemTasks(JobOps):
@@ -40,21 +46,55 @@ class SystemTasks(JobOps):
         except ValueError as e:
             raise SettingsError(f"{ENV_HTTP_ALLOW}: {e}") from None
 
-    def run_system_tasks(self, wait_seconds: float = PASS_WAIT_SECONDS) -> dict[str, int]:
-        """One pass: claim up to ``http_concurrency`` HTTP jobs (waiting up to ``wait_seconds``
-        for one), make the calls at once, report each. Counts by outcome."""
+    def run_system_tasks(
+        self, wait_seconds: float = PASS_WAIT_SECONDS, claim_seconds: float = PASS_CLAIM_SECONDS
+    ) -> dict[str, int]:
+        """One pass: claim HTTP jobs, up to ``http_concurrency`` in flight (waiting up to
+        ``wait_seconds`` for the first), each call on a thread of its own with its own timeouts
+        and reported as soon as it ends. While calls are in flight the pass refills every freed
+        place at once (a long-poll, woken by NOTIFY) for up to ``claim_seconds``, then waits for
+        the calls still in flight: a slow target holds up its own place only, never the calls
+        claimed beside it or after it. Counts by outcome."""
         policy = self.address_policy
-        jobs = self.poll(
-            self.system_worker_id,
-            [httpcall.HTTP_JOB_TYPE],
-            max_jobs=self.settings.http_concurrency,
-            wait_seconds=wait_seconds,
-        )
-        if not jobs:
-            return {}
-        with ThreadPoolExecutor(len(jobs), thread_name_prefix="baton-http") as pool:
-            outcomes = list(pool.map(lambda job: self._run_http(job, policy), jobs))
-        return dict(Counter(outcomes))
+        limit = self.settings.http_concurrency
+        until = time.monotonic() + max(claim_seconds, 0.0)
+        outcomes: Counter[str] = Counter()
+        running: set[Future[str]] = set()
+        first = True
+        with ThreadPoolExecutor(limit, thread_name_prefix="baton-http") as pool:
+            while True:
+                left = until - time.monotonic()
+                claiming = first or left > 0
+                if claiming and len(running) < limit:
+                    jobs = self.poll(
+                        self.system_worker_id,
+                        [httpcall.HTTP_JOB_TYPE],
+                        max_jobs=limit - len(running),
+                        wait_seconds=wait_seconds if first else min(REFILL_WAIT_SECONDS, left),
+                    )
+                    running |= {pool.submit(self._run_http, job, policy) for job in jobs}
+                first = False
+                if not running:
+                    break
+                if not claiming:
+                    timeout = None  # claiming is over: the calls in flight end the pass
+                elif len(running) < limit:
+                    timeout = 0.0  # a place is free: claim again (that poll does the waiting)
+                else:
+                    timeout = max(0.0, until - time.monotonic())  # full: until a place frees
+                done, running = wait(running, timeout=timeout, return_when=FIRST_COMPLETED)
+                outcomes.update(self._outcome(f) for f in done)
+        return dict(outcomes)
+
+    @staticmethod
+    def _outcome(call: Future[str]) -> str:
+        error = call.exception()
+        if error is None:
+            return call.result()
+        # Reporting failed beyond the engine's refusals (the database away): the job's lease
+        # lapses and the call is made again; the other calls of the pass are unaffected.
+        log.error("http call not reported: %r", error)
+        return "httpNotReported"
 
     def _run_http(self, job: dict[str, Any], policy: httpcall.AddressPolicy) -> str:
         ids = {"job_id": job["id"], "instance_id": job["instanceId"], "step_id": job["stepId"]}
