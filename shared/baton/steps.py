@@ -146,6 +146,10 @@ class HttpStep(StepBase, TaskSettings):
 
     type: Literal["HTTP"]
     request: dict[str, Any] | str
+    # Filled in at instance start from the task definition named by the step's ``name`` (its
+    # ``id`` when it has none), as Conductor applies the TaskDef of an HTTP task's name: its
+    # retry, timeout and response-timeout settings and inputTemplate, under the step's own.
+    task_def: TaskDef | None = None
 
 
 class SwitchCase(Model):

@@ -411,3 +411,58 @@ def test_a_pass_fills_no_more_places_than_http_concurrency(db: Any, target: Targ
         target.release.set()
         passes.join(60)
     assert not passes.is_alive()
+
+
+def test_the_task_definition_named_by_an_http_step_sets_its_retries(
+    engine: Engine, target: Target
+) -> None:
+    """As Conductor applies the TaskDef of an HTTP task's name: its retryCount (and the rest of
+    its retry and timeout settings) govern the HTTP job; the step's own settings still win."""
+    engine.put_task_def("flaky_api", {"retryCount": 1, "retryDelaySeconds": 0})
+    named = _start(
+        engine,
+        "named",
+        [
+            {
+                "id": "call",
+                "name": "flaky_api",
+                "type": "HTTP",
+                "request": {"uri": target.url("/fail")},
+            }
+        ],
+    )
+    assert _run_until_ended(engine, named)["status"] == "FAILED"
+    assert target.hits["/fail"] == 2  # the first attempt and the task definition's one retry
+    # A nested HTTP step with no name takes the task definition of its id.
+    engine.put_task_def("by_id", {"retryCount": 0, "retryDelaySeconds": 0})
+    by_id = _start(
+        engine,
+        "by_id_flow",
+        [
+            {
+                "id": "par",
+                "type": "PARALLEL",
+                "branches": [
+                    [{"id": "by_id", "type": "HTTP", "request": {"uri": target.url("/fail")}}]
+                ],
+            }
+        ],
+    )
+    assert _run_until_ended(engine, by_id)["status"] == "FAILED"
+    assert target.hits["/fail"] == 3
+    # The step's own retryCount wins over its task definition's.
+    own = _start(
+        engine,
+        "own",
+        [
+            {
+                "id": "call",
+                "name": "flaky_api",
+                "type": "HTTP",
+                "request": {"uri": target.url("/fail")},
+                "retryCount": 0,
+            }
+        ],
+    )
+    assert _run_until_ended(engine, own)["status"] == "FAILED"
+    assert target.hits["/fail"] == 4

@@ -251,7 +251,7 @@ def test_known_path_with_another_method_lists_the_allowed_ones() -> None:
 @pytest.mark.parametrize(
     ("method", "path", "template", "params"),
     [
-        ("POST", "/api/workflow/execute/hello/1", "/api/{proxy+}", "workflow/execute/hello/1"),
+        ("POST", "/api/workflow/rerun/hello/1", "/api/{proxy+}", "workflow/rerun/hello/1"),
         ("GET", "/v1/nothing", "/v1/{proxy+}", "nothing"),
         ("GET", "/v1/definitions/a/b/c/d", "/v1/{proxy+}", "definitions/a/b/c/d"),
         ("GET", "/v1/a%2Fb/c", "/v1/{proxy+}", "a/b/c"),

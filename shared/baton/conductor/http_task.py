@@ -4,8 +4,9 @@ Conductor gives the request as ``inputParameters.http_request`` (uri, method, he
 accept, contentType, connectionTimeOut, readTimeOut), or, in its newer form, as those fields at
 the top of ``inputParameters``. Either becomes the step's ``request``; the other input parameters
 stay its ``input``. In the top-level form the fields stay in the input as well, which is how the
-definition reads back in the form it was sent. Retries: the task's ``retryCount`` and an inline
-``taskDefinition``'s settings, as a SIMPLE task's. The output is Conductor's
+definition reads back in the form it was sent. Retries and timeouts: the task's ``retryCount``
+and an inline ``taskDefinition``'s settings, over those of the TaskDef registered under the
+task's ``name`` (applied when an instance starts), as a SIMPLE task's. The output is Conductor's
 (``response.statusCode/headers/body/reasonPhrase``); a failed call's reason is the step's error,
 shown as the task's ``reasonForIncompletion``.
 """

@@ -17,7 +17,7 @@ from baton.engine import paging, views, writer
 from baton.engine.core import log
 from baton.engine.decide import AuditEvent, Decider, InstanceState
 from baton.engine.ids import parse_uuid, path_uuid
-from baton.engine.plan import Plan, job_types
+from baton.engine.plan import Plan, task_def_names
 from baton.engine.reads import exec_from_row
 from baton.engine.retention_ops import RetentionOps
 from baton.errors import (
@@ -87,7 +87,9 @@ class InstanceOps(RetentionOps):
         def work(conn: Conn) -> tuple[Started, str]:
             if inline is not None:
                 row = first_in_transaction(
-                    conn, definition_sql.TASK_DEFS_AS_TEXT, {"names": sorted(job_types(inline))}
+                    conn,
+                    definition_sql.TASK_DEFS_AS_TEXT,
+                    {"names": sorted(task_def_names(inline))},
                 )
                 snapshot_id, plan = self.snapshots.of_inline(
                     conn, inline, row["task_defs"] if row else None

@@ -66,7 +66,7 @@ HTTP_LEASE_SECONDS = (MAX_CONNECT_MS + MAX_READ_MS) // 1000 + 30
 
 
 def task_policy(step: ServiceTaskStep | HttpStep) -> TaskPolicy:
-    td = step.task_def if isinstance(step, ServiceTaskStep) else None
+    td = step.task_def
     lease_default = (
         HTTP_LEASE_SECONDS if isinstance(step, HttpStep) else DEFAULT_RESPONSE_TIMEOUT_SECONDS
     )
@@ -178,6 +178,12 @@ class Plan:
             if isinstance(s, ServiceTaskStep) and not s.job_type.startswith("${")
         )
 
+    def task_def_names(self) -> frozenset[str]:
+        """The task definitions the steps take their settings from: a SERVICE_TASK's job type's,
+        an HTTP step's name's (its id without one)."""
+        http = (http_task_def_name(s.name, s.id) for s in self.steps() if isinstance(s, HttpStep))
+        return self.job_types() | frozenset(http)
+
     # --- conditions and reads ------------------------------------------------------------------
 
     def condition(self, key: str, text: str) -> Condition:
@@ -248,3 +254,14 @@ class PlanCache:
 def job_types(definition: WorkflowDefinition) -> set[str]:
     """Every job type a definition's service tasks use, at any depth."""
     return set(Plan(definition).job_types())
+
+
+def task_def_names(definition: WorkflowDefinition) -> set[str]:
+    """The names of every task definition a definition's steps may take settings from."""
+    return set(Plan(definition).task_def_names())
+
+
+def http_task_def_name(name: str | None, step_id: str) -> str:
+    """The task definition of an HTTP step: its name's, as Conductor's HTTP task (its id when it
+    has no name: the Conductor translation leaves out a name equal to the reference)."""
+    return name or step_id

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from baton.definitions import parse_definition
-from baton.engine.plan import job_types
+from baton.engine.plan import task_def_names
 from baton.engine.records import ChildPlan, Exec
 from baton.engine.snapshots import Snapshots
 from baton.errors import ValidationFailed
@@ -73,7 +73,7 @@ class DbReader:
             except ValidationFailed:
                 return None  # validated at registration; a snapshot cannot hold a bad one
             row = self.conn.execute(
-                definition_sql.TASK_DEFS_AS_TEXT, {"names": sorted(job_types(definition))}
+                definition_sql.TASK_DEFS_AS_TEXT, {"names": sorted(task_def_names(definition))}
             ).fetchone()
             snapshot_id, plan = self.snapshots.of_inline(
                 self.conn, definition, row["task_defs"] if row else None

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from baton.definitions import WorkflowDefinition
-from baton.engine.plan import Plan, PlanCache
+from baton.engine.plan import Plan, PlanCache, http_task_def_name
 from baton.model import TaskDef
 from baton.store import instance_sql
 from baton.store.db import Conn
@@ -71,9 +71,15 @@ class Snapshots:
             for n, b in json.loads(task_defs_text or "{}").items()
         }
         raw = definition.wire()
-        for node in walk(raw["steps"]):  # every SERVICE_TASK, however deeply nested
-            if node.type == "SERVICE_TASK" and node.step.get("jobType") in task_defs:
-                node.step["taskDef"] = task_defs[node.step["jobType"]]
+        for node in walk(raw["steps"]):  # every SERVICE_TASK and HTTP, however deeply nested
+            if node.type == "SERVICE_TASK":
+                named = node.step.get("jobType")
+            elif node.type == "HTTP":
+                named = http_task_def_name(node.step.get("name"), node.step["id"])
+            else:
+                continue
+            if named in task_defs:
+                node.step["taskDef"] = task_defs[named]
         embedded = WorkflowDefinition.model_validate(raw)
         body = embedded.model_dump_json(by_alias=True, exclude_none=True)
         params = {"digest": embedded.digest(), "body": body}

@@ -61,12 +61,16 @@ SELECT name, body, created_at, updated_at FROM task_def
 """
 
 # A stored definition with the task definitions of every job type it names, in one round trip.
-# ``strict $.**.jobType`` finds job types at any depth of nested step lists.
+# ``strict $.**.jobType`` finds job types at any depth of nested step lists; an HTTP step's task
+# definition is its name's (its id's without one: baton.engine.plan.http_task_def_name).
 DEFINITION_WITH_TASK_DEFS = """
 SELECT d.name, d.version, d.body::text AS body,
        (SELECT jsonb_object_agg(t.name, t.body ORDER BY t.name)::text
           FROM task_def t
-         WHERE t.name IN (SELECT jsonb_path_query(d.body, 'strict $.**.jobType') #>> '{}')
+         WHERE t.name IN (SELECT jsonb_path_query(d.body, 'strict $.**.jobType') #>> '{}'
+                          UNION ALL
+                          SELECT coalesce(h ->> 'name', h ->> 'id')
+                            FROM jsonb_path_query(d.body, 'strict $.** ? (@.type == "HTTP")') h)
        ) AS task_defs
   FROM definition d
  WHERE d.name = %(name)s AND (%(version)s::int IS NULL OR d.version = %(version)s)
