@@ -8,7 +8,10 @@ small order (10 line items; each step totals it). Instances of the three are sta
 (round robin, so the machine's noise hits all three alike) through the engine library on a real
 PostgreSQL; ``Engine.start_instance`` runs every step in its first decision, so its wall time is
 the instance's whole cost. Printed per kind: the median and p99 of that time divided by the steps,
-and what a step adds over SET_VARIABLE at the median and at p99 (target: at most 2 ms at p99).
+and what a step adds over SET_VARIABLE at the median and at p99 (target: at most 2 ms at p99);
+then the CPU time per step, the engine's (this process) and the sandbox children's, and what a
+step adds in CPU: the machine's load stretches wall time (every sandbox call waits for its child
+to be scheduled), never CPU time.
 """
 
 from __future__ import annotations
@@ -51,6 +54,25 @@ def definition(kind: str, steps: int) -> dict[str, Any]:
     }
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def sandbox_cpu_seconds(engine: Any) -> float:
+    """CPU time (user + system) the engine's sandbox children have used so far, from
+    ``/proc/<pid>/stat`` (clock ticks: coarse per call, exact in sum over a run)."""
+    pool = engine.sandbox
+    children = list(pool._idle.queue)  # between starts every child is idle
+    total = 0
+    for child in children:
+        try:
+            with open(f"/proc/{child.process.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return total / _TICK
+
+
 def p99(values: Sequence[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
@@ -63,6 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--database-url", default=os.environ.get("DATABASE_URL") or None)
     args = p.parse_args(argv)
     per_step: dict[str, list[float]] = {k: [] for k in KINDS}
+    # CPU per kind: this process's (the engine: decision, JSON, pipes) and the sandbox's
+    # children's. Unlike wall time it does not grow with the machine's load.
+    engine_cpu: dict[str, float] = dict.fromkeys(KINDS, 0.0)
+    sandbox_cpu: dict[str, float] = dict.fromkeys(KINDS, 0.0)
     try:
         with postgres_server(args.database_url) as pg:
             log(server_summary(pg))
@@ -77,11 +103,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     progress = Progress("instances", args.instances * len(KINDS))
                     for n in range(args.instances):
                         for kind in KINDS:
+                            s0 = sandbox_cpu_seconds(engine)
+                            c0 = time.process_time()
                             t0 = time.perf_counter()
                             inst, _ = engine.start_instance(
                                 definition_name=f"bench-{kind.lower()}", input=ORDER
                             )
                             elapsed = time.perf_counter() - t0
+                            engine_cpu[kind] += time.process_time() - c0
+                            sandbox_cpu[kind] += sandbox_cpu_seconds(engine) - s0
                             if inst["status"] != "COMPLETED":
                                 raise BenchError(f"{kind}: {inst['status']} {inst.get('reason')}")
                             per_step[kind].append(1e3 * elapsed / args.steps)
@@ -91,6 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BenchError as e:
         print(f"FAIL: {e}", file=sys.stderr, flush=True)
         return 1
+    steps_run = args.instances * args.steps
+    cpu = {k: 1e3 * (engine_cpu[k] + sandbox_cpu[k]) / steps_run for k in KINDS}
     base_median = statistics.median(per_step["SET_VARIABLE"])
     base_p99 = p99(per_step["SET_VARIABLE"])
     rows = []
@@ -103,13 +135,25 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{tail:.3f}",
                 "" if kind == "SET_VARIABLE" else f"{median - base_median:+.3f}",
                 "" if kind == "SET_VARIABLE" else f"{tail - base_p99:+.3f}",
+                f"{1e3 * engine_cpu[kind] / steps_run:.3f}",
+                f"{1e3 * sandbox_cpu[kind] / steps_run:.3f}",
+                "" if kind == "SET_VARIABLE" else f"{cpu[kind] - cpu['SET_VARIABLE']:+.3f}",
             ]
         )
     print()
     print(f"{args.instances} instances per kind, {args.steps} steps each (ms per step)")
     print(
         table(
-            ["step", "median", "p99", "added at median", "added at p99 (target <= 2)"],
+            [
+                "step",
+                "median",
+                "p99",
+                "added at median",
+                "added at p99 (target <= 2)",
+                "engine CPU",
+                "sandbox CPU",
+                "added CPU",
+            ],
             rows,
         )
     )
