@@ -107,3 +107,33 @@ def test_wait_for_instance_gives_the_instance_as_it_is_at_the_deadline(
     found = wait_for_instance(lambda: notify_engine.get_instance(iid), _ended, iid, 0.3, wakeups)
     assert found["status"] == "RUNNING"
     assert [s["status"] for s in found["steps"]] == ["SCHEDULED"]
+
+
+def test_an_instance_waits_row_goes_when_the_wait_ends(
+    notify_engine: Engine, wakeups: JobWakeups, db: Database
+) -> None:
+    """Many short waits must not leave rows behind for every notifying trigger to step over."""
+    notify_engine.register_definition(one_step("flow"))
+    instance, _ = notify_engine.start_instance(definition_name="flow")
+    iid = instance["id"]
+    key = instance_wakeup(iid)
+
+    def rows() -> int:
+        found = db.autocommit(
+            lambda c: c.execute(
+                "SELECT count(*) AS n FROM job_waiter WHERE job_type = %s", (key,)
+            ).fetchone()
+        )
+        assert found is not None
+        return int(found["n"])
+
+    with wakeups.subscribe([key]) as sub:
+        assert sub.ready
+        assert rows() == 1
+    wait_until(lambda: rows() == 0, timeout=5, what="the instance's waiter row to go")
+    # a job type's row stays (long-polls of that type come back)
+    with wakeups.subscribe(["work"]) as sub:
+        assert sub.ready
+    assert db.autocommit(
+        lambda c: c.execute("SELECT 1 FROM job_waiter WHERE job_type = 'work'").fetchone()
+    )

@@ -45,6 +45,11 @@ SELECT t, now() + make_interval(secs => %(ttl)s) FROM unnest(%(types)s::text[]) 
 """
 # Types nobody has waited for in a while: gone, so the table stays the size of the live set.
 FORGET_STALE = "DELETE FROM job_waiter WHERE expires_at < now() - interval '1 hour'"
+# Keys waited for once (an instance's, ``instance/<id>``): their row goes as soon as nobody here
+# waits for them any more, or many short waits would leave thousands of rows for every
+# notifying trigger to step over.
+TRANSIENT_PREFIX = "instance/"
+FORGET = "DELETE FROM job_waiter WHERE job_type = ANY(%(types)s)"
 
 
 class Subscription:
@@ -83,6 +88,7 @@ class JobWakeups:
         self._waiting: Counter[str] = Counter()  # job type -> requests waiting for it
         self._notified: Counter[str] = Counter()  # job type -> notifications seen (generation)
         self._registered: dict[str, float] = {}  # job type -> monotonic time the row is good till
+        self._retired: set[str] = set()  # transient keys nobody waits for: rows to delete
         self._listening = False
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -112,6 +118,10 @@ class JobWakeups:
             with self._cond:
                 self._waiting.subtract(types)
                 self._waiting += Counter()  # drop types nobody waits for any more
+                done = {t for t in types if t.startswith(TRANSIENT_PREFIX) and not self._waiting[t]}
+                self._retired |= done
+            if done:
+                self._poke()
 
     def close(self) -> None:
         with self._cond:
@@ -180,6 +190,7 @@ class JobWakeups:
             while not self._closed:
                 due = time.monotonic() - refreshed >= REFRESH_SECONDS
                 self._register(conn, every=due)
+                self._forget(conn)
                 if due:
                     conn.execute(FORGET_STALE)
                     refreshed = time.monotonic()
@@ -207,6 +218,16 @@ class JobWakeups:
             for t in payloads:
                 self._notified[t] += 1
             self._cond.notify_all()
+
+    def _forget(self, conn: Conn) -> None:
+        """Delete the rows of transient keys nobody here waits for any more."""
+        with self._cond:
+            types = [t for t in self._retired if not self._waiting[t]]
+            self._retired.clear()
+            for t in types:
+                self._registered.pop(t, None)
+        if types:
+            conn.execute(FORGET, {"types": types})
 
     def _register(self, conn: Conn, *, every: bool) -> None:
         """Upsert the job_waiter rows of the types waited for: all of them when ``every``,
