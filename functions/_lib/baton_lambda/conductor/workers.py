@@ -1,0 +1,235 @@
+"""Conductor's worker routes: ``POST /api/token``, the task polls, task updates (v1 and v2) and
+task logs. A polled task is leased for its task definition's ``responseTimeoutSeconds``
+(Conductor workers never heartbeat); an offloaded input is inlined while the poll's answer stays
+within its budget."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from baton.conductor import auth
+from baton.conductor import views as cviews
+from baton.conductor.errors import Unauthorized
+from baton.engine.long_poll import MAX_WAIT_SECONDS
+from baton.errors import AttemptNotCurrent, JobNotFound, LeaseNotHeld, Problem, ValidationFailed
+from baton.payload_ref import SIZE_KEY, is_payload_ref
+
+from baton_lambda.conductor.common import (
+    MAX_TIMEOUT_MS,
+    Routes,
+    api_key,
+    empty_answer,
+    json_answer,
+    text_answer,
+)
+from baton_lambda.http import Api, _dumps
+
+RESULT_STATUSES = ("COMPLETED", "FAILED", "FAILED_WITH_TERMINAL_ERROR", "IN_PROGRESS")
+MAX_POLL = 100
+
+
+class WorkerRoutes(Routes):
+    def __init__(self, api: Api) -> None:
+        super().__init__(api)
+        self.route("POST", "/api/token", self.token)
+        self.route("GET", "/api/tasks/poll/batch/{taskType}", self.poll_batch)
+        self.route("GET", "/api/tasks/poll/{taskType}", self.poll_one)
+        self.route("POST", "/api/tasks", self.update_task)
+        self.route("POST", "/api/tasks/update-v2", self.update_task_v2)
+        self.route("GET", "/api/tasks/{taskId}", self.get_task)
+        self.route("GET", "/api/tasks/{taskId}/log", self.get_logs)
+        self.route("POST", "/api/tasks/{taskId}/log", self.add_log)
+
+    # --- auth --------------------------------------------------------------------------------
+
+    def token(self) -> Any:
+        body = self.object_body()
+        secret = body.get("keySecret")
+        if not isinstance(secret, str) or not secret:
+            raise Unauthorized("keySecret (a Baton API key) is required")
+        if not auth.key_matches(secret, api_key()):
+            raise Unauthorized("keySecret is not a valid API key", status=403)
+        return json_answer({"token": auth.issue(secret, time.time())})
+
+    # --- polls -------------------------------------------------------------------------------
+
+    def _poll(self, task_type: str, count: int, wait_seconds: float = 0.0) -> list[dict[str, Any]]:
+        api = self.api
+        worker = api.query("workerid") or "conductor-worker"
+        engine = api.engine()
+        jobs = engine.poll(
+            worker, [api.path(task_type)], count, wait_seconds=wait_seconds, gone=api.client_gone()
+        )
+        if not jobs:
+            return []
+        return self._tasks(engine, jobs, worker)
+
+    def _tasks(self, engine: Any, jobs: list[dict[str, Any]], worker: str) -> list[dict[str, Any]]:
+        """Claimed jobs as Conductor tasks, leased as Conductor workers expect (no heartbeats)."""
+        extended = engine.lease_for_conductor([j["id"] for j in jobs], worker)
+        out = []
+        for j in _inline_offloaded(engine, jobs):
+            expires = extended.get(j["id"])
+            until = expires.timestamp() if expires else cviews.ms(j.get("lockExpiresAt")) / 1000
+            out.append(cviews.polled_task(j, worker, max(1, round(until - time.time()))))
+        return out
+
+    def poll_batch(self, taskType: str) -> Any:
+        # Conductor's batch poll waits up to ``timeout`` ms for a task (default 100;
+        # conductor-python always sends 100): a long-poll here too, woken as soon as a task is
+        # claimable, at most the long-poll's 20 s (API Gateway gives up at 29 s).
+        count = self.query_int("count", 1, 1, MAX_POLL)
+        timeout_ms = self.query_int("timeout", 100, 0, MAX_TIMEOUT_MS)
+        return json_answer(self._poll(taskType, count, min(timeout_ms / 1000, MAX_WAIT_SECONDS)))
+
+    def poll_one(self, taskType: str) -> Any:
+        tasks = self._poll(taskType, 1)
+        return json_answer(tasks[0]) if tasks else empty_answer(204)
+
+    # --- updates -----------------------------------------------------------------------------
+
+    def _apply_result(self, result: dict[str, Any]) -> tuple[str, str, str]:
+        """Apply a TaskResult; returns (task id, job type, worker id)."""
+        tid = result.get("taskId")
+        if not isinstance(tid, str) or not tid:
+            raise ValidationFailed([Problem("taskId", "required")])
+        status = result.get("status")
+        if status not in RESULT_STATUSES:
+            raise ValidationFailed([Problem("status", f"one of {', '.join(RESULT_STATUSES)}")])
+        worker = result.get("workerId") if isinstance(result.get("workerId"), str) else None
+        job_id, attempt = cviews.parse_task_id(tid)
+        engine = self.api.engine()
+        try:
+            state = engine.job_state(job_id)
+        except JobNotFound:
+            # Not a worker's task: a HUMAN (USER_TASK) or WAIT (SIGNAL) step completed by its id.
+            self._complete_waiting(result, tid, status)
+            return tid, "", worker or ""
+        worker = worker or state.get("worker_id") or "conductor-worker"
+        self.api.log_keys(job_id=job_id)
+        logs = result.get("logs")
+        if isinstance(logs, list) and logs:
+            engine.add_task_logs(
+                job_id, attempt or state["attempt"], [x for x in logs if isinstance(x, dict)]
+            )
+        output = result.get("outputData")
+        output = output if isinstance(output, dict) else {}
+        job_type = str(state.get("job_type") or "")
+        if state["status"] not in ("LOCKED", "UNLOCKED") or state["instance_status"] not in (
+            "RUNNING",
+            "PAUSED",
+        ):
+            return tid, job_type, worker  # a late update for a finished task: ignored
+        try:
+            if status == "COMPLETED":
+                engine.complete_job(job_id, worker, output, attempt=attempt)
+            elif status in ("FAILED", "FAILED_WITH_TERMINAL_ERROR"):
+                reason = result.get("reasonForIncompletion")
+                engine.fail_job(
+                    job_id,
+                    worker,
+                    str(reason) if reason else f"task {tid} failed",
+                    retryable=status == "FAILED",
+                    attempt=attempt,
+                )
+            elif result.get("extendLease"):
+                engine.extend_lease(job_id, worker)
+            else:
+                seconds = result.get("callbackAfterSeconds")
+                seconds = seconds if isinstance(seconds, int) and seconds >= 0 else 0
+                engine.postpone_job(job_id, worker, seconds, attempt=attempt)
+        except (AttemptNotCurrent, LeaseNotHeld):
+            pass  # a stale attempt's update: Conductor ignores it with 200
+        return tid, job_type, worker
+
+    def _complete_waiting(self, result: dict[str, Any], tid: str, status: str) -> None:
+        wid = result.get("workflowInstanceId")
+        if not isinstance(wid, str) or not wid:
+            raise JobNotFound(tid)
+        engine = self.api.engine()
+        steps = engine.get_instance(wid).get("steps", [])
+        step = next((s for s in steps if s["id"] == tid), None)
+        if step is None or step["type"] not in ("USER_TASK", "SIGNAL"):
+            raise JobNotFound(tid)
+        if step["status"] not in ("SCHEDULED", "IN_PROGRESS"):
+            return  # a late update for a finished task: ignored, as Conductor does
+        if status != "COMPLETED":
+            raise ValidationFailed(
+                [
+                    Problem(
+                        "status", f"a {step['type']} task is completed with COMPLETED, not {status}"
+                    )
+                ]
+            )
+        output = result.get("outputData") if isinstance(result.get("outputData"), dict) else {}
+        if step["type"] == "USER_TASK":
+            engine.complete_user_task(wid, step["stepId"], output, step_execution_id=tid)
+        else:
+            engine.signal(wid, step["stepId"], output, step_execution_id=tid)
+
+    def update_task(self) -> Any:
+        tid, _, _ = self._apply_result(self.object_body())
+        return text_answer(tid)
+
+    def update_task_v2(self) -> Any:
+        _, job_type, worker = self._apply_result(self.object_body())
+        if not job_type:
+            return empty_answer(204)
+        engine = self.api.engine()
+        jobs = engine.poll(worker, [job_type], 1)
+        if not jobs:
+            return empty_answer(204)
+        return json_answer(self._tasks(engine, jobs, worker)[0])
+
+    # --- tasks and logs ----------------------------------------------------------------------
+
+    def get_task(self, taskId: str) -> Any:
+        api = self.api
+        job_id, _ = cviews.parse_task_id(api.path(taskId))
+        engine = api.engine()
+        state = engine.job_state(job_id)
+        instance = engine.get_instance(str(state["instance_id"]))
+        wf = cviews.workflow(instance, engine.audit_trail(str(state["instance_id"])))
+        matches = [t for t in wf["tasks"] if t["taskId"] == api.path(taskId)]
+        matches = matches or [t for t in wf["tasks"] if t["taskId"].startswith(job_id)]
+        if not matches:
+            raise JobNotFound(job_id)
+        return json_answer(matches[-1])
+
+    def get_logs(self, taskId: str) -> Any:
+        job_id, _ = cviews.parse_task_id(self.api.path(taskId))
+        return json_answer(self.api.engine().task_logs(job_id))
+
+    def add_log(self, taskId: str) -> Any:
+        job_id, attempt = cviews.parse_task_id(self.api.path(taskId))
+        line = self.api.json()
+        engine = self.api.engine()
+        state = engine.job_state(job_id)
+        entry = {
+            "log": line if isinstance(line, str) else _dumps(line),
+            "taskId": taskId,
+            "createdTime": int(time.time() * 1000),
+        }
+        engine.add_task_logs(job_id, attempt or state["attempt"], [entry])
+        return empty_answer()
+
+
+def _inline_offloaded(engine: Any, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Conductor's workers do not fetch external payloads themselves: an offloaded input is read
+    and inlined while the response stays within the poll budget; beyond it the task carries
+    only its externalInputPayloadStoragePath (as Conductor's server does)."""
+    if engine.payloads is None or not any(is_payload_ref(j.get("input")) for j in jobs):
+        return jobs
+    budget = engine.settings.max_poll_response_bytes - sum(
+        len(json.dumps(j.get("input"))) for j in jobs if not is_payload_ref(j.get("input"))
+    )
+    out = []
+    for j in jobs:
+        value = j.get("input")
+        if is_payload_ref(value) and 0 < value[SIZE_KEY] <= budget:  # type: ignore[index]
+            budget -= value[SIZE_KEY]  # type: ignore[index]
+            j = {**j, "input": engine.payloads(value)}  # noqa: PLW2901 (the job, inlined)
+        out.append(j)
+    return out

@@ -1,0 +1,242 @@
+"""Conductor's workflow routes: start (by request or by name, with the definition's
+``inputTemplate`` defaults), synchronous execution, get, status, search, terminate, pause,
+resume, retry, restart and remove."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from baton.conductor import definitions as cdefs
+from baton.conductor import sync as csync
+from baton.conductor import views as cviews
+from baton.engine.long_poll import MAX_INSTANCE_WAIT_SECONDS, wait_for_instance
+from baton.errors import BatonError, Problem, ValidationFailed
+
+from baton_lambda.conductor.common import (
+    MAX_TIMEOUT_MS,
+    Routes,
+    empty_answer,
+    json_answer,
+    text_answer,
+)
+from baton_lambda.http import Api
+
+
+class WorkflowRoutes(Routes):
+    def __init__(self, api: Api) -> None:
+        super().__init__(api)
+        self.route("POST", "/api/workflow", self.start)
+        self.route("POST", "/api/workflow/execute/{name}/{version}", self.execute)
+        self.route("GET", "/api/workflow/search", self.search)
+        self.route("POST", "/api/workflow/{workflow}", self.start_by_name)
+        self.route("GET", "/api/workflow/{workflow}/correlated/{correlationId}", self.correlated)
+        self.route("GET", "/api/workflow/{workflow}", self.get_workflow)
+        self.route("GET", "/api/workflow/{workflow}/status", self.workflow_status)
+        self.route("DELETE", "/api/workflow/{workflow}", self.terminate)
+        self.route("PUT", "/api/workflow/{workflow}/pause", self.pause)
+        self.route("PUT", "/api/workflow/{workflow}/resume", self.resume)
+        self.route("POST", "/api/workflow/{workflow}/retry", self.retry)
+        self.route("POST", "/api/workflow/{workflow}/restart", self.restart)
+        self.route("DELETE", "/api/workflow/{workflow}/remove", self.remove)
+
+    # --- starting ----------------------------------------------------------------------------
+
+    def _start(
+        self,
+        *,
+        name: str | None,
+        version: Any,
+        input: Any,
+        correlation_id: Any,
+        inline: Any = None,
+        idempotency_key: Any = None,
+    ) -> str:
+        """Start a workflow as Conductor's start calls ask; its id."""
+        if input is not None and not isinstance(input, dict):
+            raise ValidationFailed([Problem("input", "must be an object")])
+        definition = cdefs.to_baton_workflow(inline) if isinstance(inline, dict) else None
+        if definition is None and not (isinstance(name, str) and name):
+            raise ValidationFailed([Problem("name", "give a workflow name or a workflowDef")])
+        if version is not None and not isinstance(version, int):
+            raise ValidationFailed([Problem("version", "must be a whole number")])
+        wanted = version if isinstance(version, int) and version > 0 else None
+        instance, _ = self.api.engine().start_instance(
+            definition_name=None if definition is not None else name,
+            definition_version=wanted,
+            definition=definition,
+            input=self._with_defaults(input or {}, inline, name, wanted),
+            correlation_id=correlation_id if isinstance(correlation_id, str) else None,
+            idempotency_key=idempotency_key if isinstance(idempotency_key, str) else None,
+        )
+        self.api.log_keys(instance_id=instance["id"])
+        return str(instance["id"])
+
+    def _with_defaults(
+        self, given: dict[str, Any], inline: Any, name: str | None, version: int | None
+    ) -> dict[str, Any]:
+        """The input with the definition's ``inputTemplate`` defaults under it (given keys win),
+        as Conductor starts a workflow. The template is read from the definition as
+        registered."""
+        source = inline
+        if not isinstance(inline, dict) and isinstance(name, str) and name:
+            try:
+                source = self.api.engine().get_definition_source(name, version)[1]
+            except BatonError:
+                return given  # the start answers the missing definition itself
+        template = source.get("inputTemplate") if isinstance(source, dict) else None
+        return {**template, **given} if isinstance(template, dict) and template else given
+
+    def start(self) -> Any:
+        req = self.object_body()
+        return text_answer(
+            self._start(
+                name=req.get("name"),
+                version=req.get("version"),
+                input=req.get("input"),
+                correlation_id=req.get("correlationId"),
+                inline=req.get("workflowDef"),
+                idempotency_key=req.get("idempotencyKey"),
+            )
+        )
+
+    def start_by_name(self, workflow: str) -> Any:
+        api = self.api
+        return text_answer(
+            self._start(
+                name=api.path(workflow),
+                version=self.version(api.query("version")),
+                input=api.json(),
+                correlation_id=api.query("correlationId"),
+            )
+        )
+
+    def execute(self, name: str, version: str) -> Any:
+        # Conductor's WorkflowResourceSync: the path's name and version win over the body's (a
+        # StartWorkflowRequest); version 0 is the latest. Clients send waitForSeconds up to 30
+        # (conductor-python's workflow client's default): it is cut to 25 s, not refused.
+        api = self.api
+        req = self.object_body()
+        wait = min(
+            self.query_int("waitForSeconds", csync.DEFAULT_WAIT_SECONDS, 0, MAX_TIMEOUT_MS),
+            MAX_INSTANCE_WAIT_SECONDS,
+        )
+        refs = csync.task_refs(api.query("waitUntilTaskRef"))
+        wid = self._start(
+            name=api.path(name),
+            version=self.version(version, low=0),
+            input=req.get("input"),
+            correlation_id=req.get("correlationId"),
+            inline=req.get("workflowDef"),  # ConductorWorkflow.execute sends its definition
+            idempotency_key=req.get("idempotencyKey"),
+        )
+        engine = api.engine()
+        instance = wait_for_instance(
+            lambda: engine.get_instance(wid),
+            lambda i: csync.reached(i, refs),
+            wid,
+            wait,
+            engine.wakeups,
+            gone=api.client_gone(),
+        )
+        run = csync.workflow_run(instance, engine.audit_trail(wid), api.query("requestId"))
+        return json_answer(run)
+
+    # --- reading -----------------------------------------------------------------------------
+
+    def search(self) -> Any:
+        api = self.api
+        size = self.query_int("size", 100, 1, 100)
+        # Conductor's server form-decodes queries: a "+" is a space.
+        query = (api.query("query") or "").replace("+", " ")
+        status = None
+        name = None
+        correlation = None
+        for clause in re.split(r"\s+AND\s+", query):
+            key, _, value = clause.partition("=")
+            key, value = key.strip(), value.strip().strip("'\"")
+            if key == "status" and value:
+                status = "CANCELLED" if value == "TERMINATED" else value
+            elif key == "workflowType" and value:
+                name = value
+            elif key == "correlationId" and value:
+                correlation = value
+            elif clause.strip():
+                message = f"only status=… and workflowType=… are supported, not {clause!r}"
+                raise ValidationFailed([Problem("query", message)])
+        if status is not None and status not in cviews.WORKFLOW_STATUS:
+            raise ValidationFailed([Problem("query", f"unknown status {status!r}")])
+        free = (api.query("freeText") or "").strip()
+        total, found = api.engine().search_for_conductor(
+            status=status,
+            definition_name=name,
+            correlation_id=correlation,
+            free_text=None if free in ("", "*") else free,
+            start=self.query_int("start", 0, 0, 10_000),
+            size=size,
+        )
+        return json_answer({"totalHits": total, "results": [cviews.summary(i) for i in found]})
+
+    def correlated(self, workflow: str, correlationId: str) -> Any:
+        page = self.api.engine().search_instances(
+            definition_name=self.api.path(workflow),
+            correlation_id=self.api.path(correlationId),
+            limit=100,
+        )
+        found = page.get("instances", [])
+        return json_answer([cviews.workflow(i, include_tasks=False) for i in found])
+
+    def get_workflow(self, workflow: str) -> Any:
+        engine = self.api.engine()
+        wid = self.api.path(workflow)
+        include = self.query_bool("includeTasks", True)
+        instance = engine.get_instance(wid)
+        audit = engine.audit_trail(wid) if include else []
+        return json_answer(cviews.workflow(instance, audit, include_tasks=include))
+
+    def workflow_status(self, workflow: str) -> Any:
+        i = self.api.engine().get_instance(self.api.path(workflow))
+        body: dict[str, Any] = {
+            "workflowId": i["id"],
+            "correlationId": i.get("correlationId"),
+            "status": cviews.workflow_status(i["status"]),
+        }
+        if self.query_bool("includeOutput", False):
+            body["output"] = i.get("output") or {}
+        if self.query_bool("includeVariables", False):
+            body["variables"] = i.get("variables") or {}
+        return json_answer({k: v for k, v in body.items() if v is not None})
+
+    # --- acting ------------------------------------------------------------------------------
+
+    def terminate(self, workflow: str) -> Any:
+        engine = self.api.engine()
+        wid = self.api.path(workflow)
+        instance = engine.get_instance(wid)
+        if instance["status"] in ("RUNNING", "PAUSED"):
+            # The client form-encodes this query (a space is "+"), as Conductor's server
+            # decodes it.
+            reason = self.api.query("reason")
+            engine.cancel_instance(wid, reason.replace("+", " ") if reason else None)
+        return empty_answer()
+
+    def pause(self, workflow: str) -> Any:
+        self.api.engine().pause_instance(self.api.path(workflow))
+        return empty_answer()
+
+    def resume(self, workflow: str) -> Any:
+        self.api.engine().resume_instance(self.api.path(workflow))
+        return empty_answer()
+
+    def retry(self, workflow: str) -> Any:
+        self.api.engine().retry_instance(self.api.path(workflow))
+        return empty_answer()
+
+    def restart(self, workflow: str) -> Any:
+        latest = self.query_bool("useLatestDefinitions", False)
+        self.api.engine().restart_instance(self.api.path(workflow), use_latest_definition=latest)
+        return empty_answer()
+
+    def remove(self, workflow: str) -> Any:
+        self.api.engine().delete_instance(self.api.path(workflow))
+        return empty_answer()
