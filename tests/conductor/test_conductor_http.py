@@ -113,3 +113,53 @@ def test_http_tasks_call_a_local_server(clients: OrkesClients, prefix: str, targ
     said = "refused: 169.254.169.254 is an instance-metadata address"
     assert said in (task.reason_for_incompletion or "")
     assert said in (wf.reason_for_incompletion or "")
+
+
+def test_the_task_definition_of_an_http_tasks_name_sets_its_retries_and_headers_are_redacted(
+    clients: OrkesClients, prefix: str, target: Target
+) -> None:
+    """Conductor applies the TaskDef registered under an HTTP task's ``name``; credentials in
+    its headers are sent but never shown in the task's ``inputData``."""
+    meta = clients.get_metadata_client()
+    meta.register_task_def(
+        _model(
+            {"name": f"{prefix}_flaky_api", "retryCount": 1, "retryDelaySeconds": 0},
+            "TaskDef",
+        )
+    )
+    meta.register_workflow_def(
+        _model(
+            {
+                "name": f"{prefix}_http_taskdef",
+                "version": 1,
+                "tasks": [
+                    {
+                        "name": f"{prefix}_flaky_api",
+                        "taskReferenceName": "call",
+                        "type": "HTTP",
+                        "inputParameters": {
+                            "http_request": {
+                                "uri": "${workflow.input.base}/fail",
+                                "headers": {"Authorization": "Bearer ${workflow.input.token}"},
+                            }
+                        },
+                    }
+                ],
+            },
+            "WorkflowDef",
+        ),
+        overwrite=True,
+    )
+    wid = clients.get_workflow_client().start_workflow(
+        StartWorkflowRequest(
+            name=f"{prefix}_http_taskdef", input={"base": target.url(""), "token": "s3cr3t"}
+        )
+    )
+    wf = _wait_terminal(clients, [wid], timeout=60)[wid]
+    assert wf.status == "FAILED"
+    assert target.hits["/fail"] == 2  # the first call and the task definition's one retry
+    assert [t.status for t in wf.tasks] == ["FAILED", "FAILED"]
+    assert all(r["headers"]["Authorization"] == "Bearer s3cr3t" for r in target.requests)
+    for task in wf.tasks:
+        assert "s3cr3t" not in repr(task.input_data), task.input_data
+        assert task.input_data["request"]["headers"] == {"Authorization": "[redacted]"}
