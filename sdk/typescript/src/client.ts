@@ -4,23 +4,30 @@
  * generated from it (`src/gen`). The HTTP side (credentials, retries, errors, payloads) is
  * {@link ClientCore}.
  */
-import { type CallOptions, ClientCore, type JsonObject, type JsonValue } from "./core.js";
+import { AdminClient, pages, seg } from "./admin.js";
+import type { CallOptions, JsonObject, JsonValue } from "./core.js";
 import type {
   BatchOutcomeJson,
   BatchResultItemJson,
   CompleteJobResponseJson,
   DefinitionJson,
   DefinitionPageJson,
+  DeletedInstanceJson,
   FailJobResponseJson,
   HeartbeatResponseJson,
+  HistoryEventJson,
   HistoryPageJson,
   InstanceJson,
   InstancePageJson,
   JobJson,
+  StartOutcomeJson,
+  StepExecutionJson,
   StepExecutionPageJson,
   StopWorkerResponseJson,
 } from "./gen/workflow/v1/engine_pb.js";
 import { strictJson } from "./json.js";
+
+export { AdminClient, type Page, pages } from "./admin.js";
 
 export {
   type CallOptions,
@@ -33,7 +40,24 @@ export {
   OFFLOAD_FLOOR,
 } from "./core.js";
 
-export class BatonClient extends ClientCore {
+/** What starts one instance (of {@link BatonClient.startInstance} and each of a batch). */
+export interface StartRequest {
+  definitionName?: string;
+  definitionVersion?: number;
+  definition?: DefinitionJson;
+  input?: JsonObject;
+  correlationId?: string;
+  idempotencyKey?: string;
+}
+
+/** The most instances one {@link BatonClient.startInstances} call starts (the API's limit). */
+export const MAX_BATCH_STARTS = 100;
+
+/**
+ * The whole API: definitions and instances here, the worker's job calls, and (from
+ * {@link AdminClient}) task definitions, queues and schedules.
+ */
+export class BatonClient extends AdminClient {
   // --- definitions ---------------------------------------------------------------------------
 
   registerDefinition(definition: DefinitionJson, options?: CallOptions): Promise<DefinitionJson> {
@@ -55,6 +79,25 @@ export class BatonClient extends ClientCore {
     return this.request("GET", "/v1/definitions", { ...options, query: { ...params } });
   }
 
+  /** Every definition (latest version of each name), following page tokens. */
+  iterDefinitions(params: { pageSize?: number } = {}): AsyncGenerator<DefinitionJson> {
+    const limit = params.pageSize ?? 100;
+    return pages(
+      (pageToken) => this.listDefinitions({ limit, ...(pageToken ? { pageToken } : {}) }),
+      (p) => p.definitions,
+    );
+  }
+
+  /**
+   * Delete one version of a definition; resolves to it as it was. Instances running it keep
+   * their copy. A NotFoundError if there is no such version; repeated only after a failure that
+   * surely changed nothing (as {@link AdminClient.deleteTaskDef}).
+   */
+  deleteDefinition(name: string, version: number, options?: CallOptions): Promise<DefinitionJson> {
+    const path = `/v1/definitions/${seg(name)}/versions/${version}`;
+    return this.request("DELETE", path, { ...options, idempotent: false });
+  }
+
   // --- instances -----------------------------------------------------------------------------
 
   /**
@@ -62,17 +105,45 @@ export class BatonClient extends ClientCore {
    * `idempotencyKey` a repeated start returns the first instance, so it is also retried after
    * an ambiguous failure. An input above the server's soft limit is uploaded to S3 first.
    */
-  async startInstance(
-    request: {
-      definitionName?: string;
-      definitionVersion?: number;
-      definition?: DefinitionJson;
-      input?: JsonObject;
-      correlationId?: string;
-      idempotencyKey?: string;
-    },
+  async startInstance(request: StartRequest, options?: CallOptions): Promise<InstanceJson> {
+    return this.request("POST", "/v1/instances", {
+      ...options,
+      body: await this.#startBody(request),
+      idempotent: request.idempotencyKey !== undefined,
+    });
+  }
+
+  /**
+   * Start up to {@link MAX_BATCH_STARTS} instances in one call (`POST /v1/instances/batch`).
+   * One outcome per request, in order (`index`): `STARTED`, `EXISTING` (an `idempotencyKey`
+   * seen before: the first instance), `INVALID` or `NOT_FOUND` (with `error` and `problem`); one
+   * bad item does not stop the others. Retried after an ambiguous failure only when every item
+   * has an `idempotencyKey`. Inputs above the soft limit are uploaded to S3 first.
+   */
+  async startInstances(
+    requests: StartRequest[],
     options?: CallOptions,
-  ): Promise<InstanceJson> {
+  ): Promise<StartOutcomeJson[]> {
+    if (requests.length < 1 || requests.length > MAX_BATCH_STARTS) {
+      throw new RangeError(
+        `startInstances takes 1 to ${MAX_BATCH_STARTS} requests, not ${requests.length}: split the list`,
+      );
+    }
+    const instances = [];
+    for (const request of requests) instances.push(await this.#startBody(request));
+    const answer = await this.request<{ results?: StartOutcomeJson[] }>(
+      "POST",
+      "/v1/instances/batch",
+      {
+        ...options,
+        body: { instances },
+        idempotent: requests.every((r) => r.idempotencyKey !== undefined),
+      },
+    );
+    return answer.results ?? [];
+  }
+
+  async #startBody(request: StartRequest): Promise<Record<string, unknown>> {
     const body: Record<string, unknown> = { ...request };
     if (request.input !== undefined) {
       const encoded = strictJson(request.input);
@@ -81,11 +152,7 @@ export class BatonClient extends ClientCore {
         body.inputPayloadPath = await this.uploadPayload("WORKFLOW_INPUT", encoded);
       }
     }
-    return this.request("POST", "/v1/instances", {
-      ...options,
-      body,
-      idempotent: request.idempotencyKey !== undefined,
-    });
+    return body;
   }
 
   getInstance(
@@ -112,12 +179,39 @@ export class BatonClient extends ClientCore {
     return this.request("GET", "/v1/instances", { ...options, query: { ...params } });
   }
 
+  /** Every matching instance, newest first, following page tokens. */
+  iterInstances(
+    params: {
+      status?: string;
+      definitionName?: string;
+      correlationId?: string;
+      pageSize?: number;
+    } = {},
+  ): AsyncGenerator<InstanceJson> {
+    const { pageSize, ...filter } = params;
+    const limit = pageSize ?? 100;
+    return pages(
+      (pageToken) =>
+        this.searchInstances({ ...filter, limit, ...(pageToken ? { pageToken } : {}) }),
+      (p) => p.instances,
+    );
+  }
+
   listSteps(
     id: string,
     params: { limit?: number; pageToken?: string } = {},
     options?: CallOptions,
   ): Promise<StepExecutionPageJson> {
     return this.request("GET", `/v1/instances/${seg(id)}/steps`, { ...options, query: params });
+  }
+
+  /** Every step execution of an instance, in the order they were created. */
+  iterSteps(id: string, params: { pageSize?: number } = {}): AsyncGenerator<StepExecutionJson> {
+    const limit = params.pageSize ?? 500;
+    return pages(
+      (pageToken) => this.listSteps(id, { limit, ...(pageToken ? { pageToken } : {}) }),
+      (p) => p.steps,
+    );
   }
 
   getHistory(
@@ -128,6 +222,24 @@ export class BatonClient extends ClientCore {
     return this.request("GET", `/v1/instances/${seg(id)}/history`, { ...options, query: params });
   }
 
+  /** An instance's whole history, oldest first. */
+  iterHistory(id: string, params: { pageSize?: number } = {}): AsyncGenerator<HistoryEventJson> {
+    const limit = params.pageSize ?? 500;
+    return pages(
+      (pageToken) => this.getHistory(id, { limit, ...(pageToken ? { pageToken } : {}) }),
+      (p) => p.events,
+    );
+  }
+
+  /**
+   * Delete a finished instance with its steps, jobs and history. A ConflictError while it runs
+   * (cancel it first), NotFoundError if there is none; repeated only after a failure that surely
+   * changed nothing.
+   */
+  deleteInstance(id: string, options?: CallOptions): Promise<DeletedInstanceJson> {
+    return this.request("DELETE", `/v1/instances/${seg(id)}`, { ...options, idempotent: false });
+  }
+
   /** Terminate a running or paused instance (its open jobs and children are cancelled). */
   cancelInstance(id: string, reason?: string, options?: CallOptions): Promise<InstanceJson> {
     const body = reason === undefined ? {} : { reason };
@@ -136,6 +248,19 @@ export class BatonClient extends ClientCore {
 
   retryInstance(id: string, options?: CallOptions): Promise<InstanceJson> {
     return this.request("POST", `/v1/instances/${seg(id)}/retry`, { ...options, body: {} });
+  }
+
+  /**
+   * Run an ended instance again from the start with the same input (same id, its next run);
+   * `useLatestDefinition` runs its definition's newest version.
+   */
+  restartInstance(
+    id: string,
+    params: { useLatestDefinition?: boolean } = {},
+    options?: CallOptions,
+  ): Promise<InstanceJson> {
+    const body = params.useLatestDefinition ? { useLatestDefinition: true } : {};
+    return this.request("POST", `/v1/instances/${seg(id)}/restart`, { ...options, body });
   }
 
   pauseInstance(id: string, options?: CallOptions): Promise<InstanceJson> {
@@ -309,8 +434,4 @@ export class BatonClient extends ClientCore {
       idempotent: true,
     });
   }
-}
-
-function seg(value: string): string {
-  return encodeURIComponent(value);
 }

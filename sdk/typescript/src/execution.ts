@@ -26,6 +26,7 @@ import { Heartbeater } from "./heartbeat.js";
 import { RunningJob } from "./job.js";
 import { resultProblem } from "./json.js";
 import { type Logger, withFields } from "./log.js";
+import { type MetricsHook, notify } from "./metrics.js";
 import type { Registry } from "./registry.js";
 
 export const MAX_ERROR_MESSAGE = 10_000; // the API's limit on errorMessage
@@ -48,6 +49,7 @@ export interface ExecutorOptions {
   stopping: () => boolean;
   autoHeartbeat: boolean;
   flusher: ResultFlusher | undefined;
+  metrics?: MetricsHook | undefined;
 }
 
 export class JobExecutor {
@@ -125,6 +127,7 @@ export class JobExecutor {
     job: RunningJob,
   ): Promise<Outcome> {
     job.logger.debug("handler started");
+    notify(this.#o.metrics, "jobStarted", { jobType: job.jobType }, this.#o.logger);
     const started = performance.now();
     let result: unknown;
     try {
@@ -274,6 +277,7 @@ export class JobExecutor {
     if (answer.outcome === "APPLIED" || answer.outcome === "DUPLICATE") {
       this.#noteFailed(job, outcome, answer.status, answer.nextAttemptAt);
     } else if (answer.outcome === "INVALID") {
+      this.#notifyUnreported(job, new BatonError(answer.error ?? "INVALID"));
       job.logger.error(
         "the server refused the job's outcome; it will be delivered again after its lease",
         { error: answer.error ?? "INVALID" },
@@ -284,17 +288,27 @@ export class JobExecutor {
   }
 
   #gone(job: RunningJob, answer: BatchOutcomeJson): void {
+    const error = new BatonError(`${answer.outcome}: ${answer.error ?? ""}`.trim());
+    this.#notifyUnreported(job, error);
     job.logger.warn(
       "job is no longer this worker's (cancelled, or its lease expired and another worker took it); outcome discarded",
-      { error: `${answer.outcome}: ${answer.error ?? ""}`.trim() },
+      { error: error.message },
     );
   }
 
   #noteCompleted(job: RunningJob, outcome: Outcome): void {
+    const event = { jobType: job.jobType, handlerSeconds: outcome.seconds };
+    notify(this.#o.metrics, "jobCompleted", event, this.#o.logger);
     job.logger.info("job completed", { handler_s: Math.round(outcome.seconds * 1e6) / 1e6 });
   }
 
   #noteFailed(job: RunningJob, outcome: Outcome, status?: string, nextAttemptAt?: string): void {
+    const event = {
+      jobType: job.jobType,
+      handlerSeconds: outcome.seconds,
+      retryable: outcome.retryable ?? true,
+    };
+    notify(this.#o.metrics, "jobFailed", event, this.#o.logger);
     job.logger.info("job failed", {
       error: outcome.error,
       retryable: outcome.retryable,
@@ -303,7 +317,12 @@ export class JobExecutor {
     });
   }
 
+  #notifyUnreported(job: RunningJob, error: BatonError): void {
+    notify(this.#o.metrics, "outcomeUnreported", { jobType: job.jobType, error }, this.#o.logger);
+  }
+
   #unreported(job: RunningJob, error: BatonError): void {
+    this.#notifyUnreported(job, error);
     if (error instanceof ConflictError || error instanceof NotFoundError) {
       job.logger.warn(
         "job is no longer this worker's (cancelled, or its lease expired and another worker took it); outcome discarded",

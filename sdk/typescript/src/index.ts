@@ -17,6 +17,7 @@ export {
 } from "./auth.js";
 export { Backoff, NO_RETRY, type RetryPolicy, retryPolicy } from "./backoff.js";
 export {
+  AdminClient,
   BatonClient,
   type CallOptions,
   ClientCore,
@@ -24,7 +25,11 @@ export {
   DEFAULT_RETRY,
   type JsonObject,
   type JsonValue,
+  MAX_BATCH_STARTS,
   mayRetry,
+  type Page,
+  pages,
+  type StartRequest,
 } from "./client.js";
 export {
   API_KEY_FILE,
@@ -73,6 +78,7 @@ export {
   silentLogger,
   withFields,
 } from "./log.js";
+export { InMemoryMetrics, type MetricsHook, type MetricsSnapshot } from "./metrics.js";
 export { type Handler, type HandlerResult, Registry } from "./registry.js";
 export {
   defaultWorkerId,
@@ -82,4 +88,5 @@ export {
   type RunOptions,
 } from "./runner.js";
 export { SqsTransport, type SqsTransportOptions } from "./sqs.js";
+export { JobEnvironment, type JobEnvironmentOptions, RejectedResult } from "./testing.js";
 export { VERSION } from "./version.js";

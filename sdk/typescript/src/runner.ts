@@ -11,80 +11,19 @@
  * use; run each job; poll again at once after a full batch, else after a pause.
  */
 import { hostname } from "node:os";
-import { Backoff, type RetryPolicy, retryPolicy, sleep } from "./backoff.js";
+import { Backoff, retryPolicy, sleep } from "./backoff.js";
 import { BatonClient } from "./client.js";
 import { BatonApiError, BatonError, isTransient } from "./errors.js";
 import { JobExecutor } from "./execution.js";
 import { ResultFlusher } from "./flusher.js";
 import type { JobJson } from "./gen/workflow/v1/engine_pb.js";
 import { JsonLogger, type Logger } from "./log.js";
+import { type MetricsHook, notify } from "./metrics.js";
+import type { JobTransport, RunnerOptions, RunOptions } from "./options.js";
 import type { Registry } from "./registry.js";
 import { Slots } from "./slots.js";
 
-/** Where jobs come from: Baton's poll (the default), or e.g. {@link SqsTransport}. */
-export interface JobTransport {
-  /** True when `fetch` waits for work itself (a long poll): no pause after an empty fetch. */
-  readonly waits: boolean;
-  /** Up to `maxJobs` jobs of `jobTypes`, each already leased to `workerId`. */
-  fetch(request: {
-    workerId: string;
-    jobTypes: string[];
-    maxJobs: number;
-    signal: AbortSignal;
-  }): Promise<JobJson[]>;
-}
-
-export interface RunnerOptions {
-  /** The client (default: one from `url`/`apiKey`/`auth`, else `BATON_URL`, `BATON_API_KEY`...). */
-  client?: BatonClient;
-  url?: string;
-  apiKey?: string;
-  /** Who claims jobs (default `<host>-<pid>`). */
-  workerId?: string;
-  /** The types polled for (default: every registered type). */
-  jobTypes?: string[];
-  /** Jobs running at once (default 8). */
-  parallelism?: number;
-  /** The most one poll asks for (default 20; the API allows 100). */
-  maxJobsPerPoll?: number;
-  /** Claimed jobs allowed to wait for a running slot (default min(parallelism, maxJobsPerPoll)). */
-  prefetch?: number;
-  /** Seconds of pause after an empty short poll (default 0.5)... */
-  pollInterval?: number;
-  /** ...doubled per further empty poll up to this (default 2). */
-  maxPollInterval?: number;
-  /** How long the server may hold a poll that follows an empty or short one (default 10; 0: short polls). */
-  longPollWait?: number;
-  /** While jobs run, how long a poll may wait for more slots to free (default 0.01 s). */
-  gatherInterval?: number;
-  /** Backoff after a failed poll (default 0.5 s doubling to 30 s, never gives up). */
-  pollErrors?: RetryPolicy;
-  /** Retries of a result's report (default 0.2 s doubling to 5 s, for up to 5 minutes). */
-  reportRetry?: RetryPolicy;
-  /** Heartbeat running jobs at half their lease (default true). */
-  autoHeartbeat?: boolean;
-  /** Report outcomes in batches through `POST /v1/jobs/complete-batch` (default true). */
-  batchResults?: boolean;
-  /** How long a result may wait for others before its batch is sent (default 0.005 s). */
-  flushInterval?: number;
-  /** A batch is sent at once when this many results wait (default 32; API: 100). */
-  maxResultsPerFlush?: number;
-  /** Seconds the drain waits for in-flight jobs before giving up on them (default: no limit). */
-  drainTimeout?: number;
-  /** Where jobs come from (default: Baton's poll). */
-  transport?: JobTransport;
-  logger?: Logger;
-}
-
-export interface RunOptions {
-  /** Aborting it stops the runner gracefully; `run` resolves after the drain. */
-  signal?: AbortSignal;
-  /**
-   * Stop gracefully on SIGINT/SIGTERM (default false); a second signal exits at once, leaving
-   * in-flight jobs to their leases.
-   */
-  handleSignals?: boolean;
-}
+export type { JobTransport, RunnerOptions, RunOptions } from "./options.js";
 
 const STOP_SIGNAL_RETRY = retryPolicy({
   initialInterval: 0.1,
@@ -122,6 +61,7 @@ export class Runner {
   readonly #transport: JobTransport | undefined;
   readonly #stopping = new AbortController();
   readonly #ownsClient: boolean;
+  readonly #metrics: MetricsHook | undefined;
   #longPoll: AbortController | undefined;
   #longPollOn: boolean;
   #stopSignal: Promise<void> | undefined;
@@ -197,6 +137,7 @@ export class Runner {
             options.maxResultsPerFlush ?? 32,
           );
     this.#transport = options.transport;
+    this.#metrics = options.metrics;
     this.#jobs = new JobExecutor({
       client: this.client,
       registry,
@@ -206,6 +147,7 @@ export class Runner {
       stopping: () => this.#stopping.signal.aborted,
       autoHeartbeat: options.autoHeartbeat ?? true,
       flusher: this.#flusher,
+      metrics: options.metrics,
     });
   }
 
@@ -329,6 +271,7 @@ export class Runner {
       } catch (error) {
         this.#claim.release(wanted);
         if (stop.aborted) break; // the long-poll was abandoned at stop
+        notify(this.#metrics, "pollFailed", { error }, this.#log);
         if (wait > 0 && refusesWait(error)) {
           this.#log.warn("the server does not take waitSeconds; polling short", {
             error: String(error),
@@ -346,16 +289,13 @@ export class Runner {
         continue;
       }
       errors.reset();
+      const seconds = (performance.now() - started) / 1000;
+      const event = { requested: wanted, received: jobs.length, seconds };
+      notify(this.#metrics, "pollCompleted", event, this.#log);
       if (jobs.length < wanted) this.#claim.release(wanted - jobs.length);
       for (const job of jobs) this.#dispatch(job);
       if (this.#longPollOn) {
-        wait = await this.#nextWait(
-          jobs.length,
-          wanted,
-          wait,
-          (performance.now() - started) / 1000,
-          idle,
-        );
+        wait = await this.#nextWait(jobs.length, wanted, wait, seconds, idle);
         continue;
       }
       if (this.#transport?.waits) continue;

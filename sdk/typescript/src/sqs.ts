@@ -22,7 +22,7 @@ import {
 import { BatonApiError, ConflictError, NotFoundError, TransportError } from "./errors.js";
 import type { JobJson } from "./gen/workflow/v1/engine_pb.js";
 import { JsonLogger, type Logger } from "./log.js";
-import type { JobTransport } from "./runner.js";
+import type { JobTransport } from "./options.js";
 
 const SQS_MAX_MESSAGES = 10; // ReceiveMessage returns at most 10
 // Placeholder credentials for a `baton dev` queue: its local SQS accepts any.

@@ -11,6 +11,7 @@ export interface Seen {
   // biome-ignore lint/suspicious/noExplicitAny: a test double reads whatever JSON came
   body: any;
   raw: string;
+  query: URLSearchParams;
   at: number;
 }
 
@@ -59,7 +60,7 @@ export class FakeBaton {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const raw = Buffer.concat(chunks).toString("utf8");
-    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    const [path = "/", search = ""] = (req.url ?? "/").split("?");
     let body: unknown;
     try {
       body = raw ? JSON.parse(raw) : undefined;
@@ -72,6 +73,7 @@ export class FakeBaton {
       headers: req.headers,
       body,
       raw,
+      query: new URLSearchParams(search),
       at: Date.now(),
     };
     this.seen.push(seen);
