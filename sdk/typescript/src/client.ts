@@ -340,18 +340,22 @@ export class BatonClient extends AdminClient {
   /**
    * The body of a completion (single, or one item of a batch): `variablesToSet`, or above the
    * step output soft limit the output uploaded to S3 and its `outputPayloadPath`. Throws a
-   * TypeError for variables that are not strict JSON.
+   * TypeError for variables that are not strict JSON (unless `checked` says they were found so).
    */
-  async completion(request: {
-    jobId: string;
-    workerId: string;
-    variables?: JsonObject | undefined;
-    attempt?: number | undefined;
-  }): Promise<BatchResultItemJson> {
+  async completion(
+    request: {
+      jobId: string;
+      workerId: string;
+      variables?: JsonObject | undefined;
+      attempt?: number | undefined;
+    },
+    checked = false,
+  ): Promise<BatchResultItemJson> {
     const item: BatchResultItemJson = { jobId: request.jobId, workerId: request.workerId };
     if (request.attempt !== undefined) item.attempt = request.attempt;
     if (request.variables !== undefined) {
-      const encoded = strictJson(request.variables);
+      // `checked`: the caller already found them strict JSON (the runner, with resultProblem).
+      const encoded = checked ? JSON.stringify(request.variables) : strictJson(request.variables);
       if (await this.above(encoded, "stepOutput")) {
         item.outputPayloadPath = await this.uploadPayload("STEP_OUTPUT", encoded);
       } else {

@@ -271,12 +271,23 @@ export class ClientCore {
         await this.auth.headers({ method, url, headers: { ...headers }, body }),
       );
     }
-    const timeout = AbortSignal.timeout((options.timeoutSeconds ?? this.timeoutSeconds) * 1000);
-    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    // One controller per request, its timer cleared with the answer: AbortSignal.timeout would
+    // leave a timer pending for the whole timeout after every request (and AbortSignal.any keeps
+    // its signals alive), which cost the runner's drain CPU in timers and garbage collection.
+    const seconds = options.timeoutSeconds ?? this.timeoutSeconds;
+    const abort = new AbortController();
+    const timer = setTimeout(
+      () => abort.abort(new DOMException(`no answer within ${seconds} s`, "TimeoutError")),
+      seconds * 1000,
+    );
+    const outer = options.signal;
+    const relay = () => abort.abort(outer?.reason);
+    if (outer?.aborted) relay();
+    else outer?.addEventListener("abort", relay, { once: true });
     let response: HttpAnswer;
     let text: string;
     try {
-      response = await this.#http(url, { method, headers, body, signal });
+      response = await this.#http(url, { method, headers, body, signal: abort.signal });
       text = await response.text();
     } catch (error) {
       const sent = !notConnected(error);
@@ -287,6 +298,9 @@ export class ClientCore {
         url: url.href,
         cause: error,
       });
+    } finally {
+      clearTimeout(timer);
+      outer?.removeEventListener("abort", relay);
     }
     if (response.status >= 200 && response.status < 300) {
       if (!text) return undefined;

@@ -193,7 +193,7 @@ export class JobExecutor {
         this.#noteCompleted(job, outcome);
         return undefined;
       }
-      const item = await o.client.completion(request); // uploads a large output first
+      const item = await o.client.completion(request, true); // uploads a large output first
       const flusher = o.flusher;
       flusher.submit(
         item,
@@ -299,7 +299,8 @@ export class JobExecutor {
   #noteCompleted(job: RunningJob, outcome: Outcome): void {
     const event = { jobType: job.jobType, handlerSeconds: outcome.seconds };
     notify(this.#o.metrics, "jobCompleted", event, this.#o.logger);
-    job.logger.info("job completed", { handler_s: Math.round(outcome.seconds * 1e6) / 1e6 });
+    // debug: a line per successful job is noise at thousands a second (and a write each).
+    job.logger.debug("job completed", { handler_s: Math.round(outcome.seconds * 1e6) / 1e6 });
   }
 
   #noteFailed(job: RunningJob, outcome: Outcome, status?: string, nextAttemptAt?: string): void {

@@ -55,7 +55,7 @@ export class RunningJob implements Job {
   readonly workerId: string;
   readonly logger: Logger;
   readonly raw: JobJson;
-  readonly #abort = new AbortController();
+  #abort: AbortController | undefined; // made when first asked for: most jobs never are
   readonly #stopping: () => boolean;
   readonly #heartbeat: (job: RunningJob) => Promise<Date>;
 
@@ -94,6 +94,7 @@ export class RunningJob implements Job {
   }
 
   get signal(): AbortSignal {
+    this.#abort ??= new AbortController();
     return this.#abort.signal;
   }
 
@@ -102,7 +103,7 @@ export class RunningJob implements Job {
   }
 
   get leaseLost(): boolean {
-    return this.#abort.signal.aborted;
+    return this.#abort?.signal.aborted ?? false;
   }
 
   heartbeat(): Promise<Date> {
@@ -111,6 +112,7 @@ export class RunningJob implements Job {
 
   /** The runner learned the job is no longer this worker's. */
   loseLease(reason: string): void {
+    this.#abort ??= new AbortController();
     if (!this.#abort.signal.aborted) this.#abort.abort(new LeaseLostError(reason));
   }
 }
