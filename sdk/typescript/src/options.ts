@@ -1,4 +1,5 @@
 /** The runner's options, and the interface of a source of jobs other than Baton's poll. */
+import type { Auth } from "./auth.js";
 import type { RetryPolicy } from "./backoff.js";
 import type { BatonClient } from "./client.js";
 import type { JobJson } from "./gen/workflow/v1/engine_pb.js";
@@ -23,6 +24,8 @@ export interface RunnerOptions {
   client?: BatonClient;
   url?: string;
   apiKey?: string;
+  /** Credentials other than an API key (e.g. `new AwsSigV4Auth()`), for the client made here. */
+  auth?: Auth;
   /** Who claims jobs (default `<host>-<pid>`). */
   workerId?: string;
   /** The types polled for (default: every registered type). */

@@ -73,11 +73,15 @@ export class Runner {
     readonly registry: Registry,
     options: RunnerOptions = {},
   ) {
+    if (options.client && (options.url || options.apiKey || options.auth)) {
+      throw new TypeError("give a client, or url and credentials, not both");
+    }
     this.client =
       options.client ??
       new BatonClient({
         ...(options.url === undefined ? {} : { url: options.url }),
         ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+        ...(options.auth === undefined ? {} : { auth: options.auth }),
         ...(options.logger === undefined ? {} : { logger: options.logger }),
       });
     this.#ownsClient = options.client === undefined;

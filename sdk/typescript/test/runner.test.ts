@@ -353,3 +353,13 @@ test("a batch refused per item: INVALID fails the job non-retryably with the ser
     retryable: false,
   });
 });
+
+test("a runner takes credentials other than an API key, or a client, not both", () => {
+  const registry = new Registry();
+  registry.register("t", async () => ({}));
+  const auth = { headers: () => ({ authorization: "Bearer x" }), source: "a test" };
+  const r = new Runner(registry, { url: fake.url, auth, logger: silentLogger });
+  assert.equal(r.client.auth, auth);
+  const client = new BatonClient({ url: fake.url, apiKey: "k" });
+  assert.throws(() => new Runner(registry, { client, auth }), /not both/);
+});
