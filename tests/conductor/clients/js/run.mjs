@@ -6,9 +6,9 @@
 //   CONDUCTOR_SERVER_URL=http://127.0.0.1:8103/api CONDUCTOR_AUTH_KEY=js \
 //   CONDUCTOR_AUTH_SECRET="$(cat .baton/data/api-key)" node run.mjs [prefix]
 //
-// The client's default fetch on Node (undici, streaming each request body chunked) is used unless
-// CONDUCTOR_JS_FETCH=node, which hands Node's own fetch to orkesConductorClient's documented
-// customFetch argument (bodies then go with a Content-Length).
+// The client's default fetch on Node (an undici Agent, streaming each request body chunked) is
+// used unless CONDUCTOR_JS_FETCH=node, which hands Node's own fetch to orkesConductorClient's
+// documented customFetch argument (bodies then go with a Content-Length).
 //
 // Progress goes to stderr; the result ({"ok": true, ...} or {"ok": false, "step", "error"}) is
 // the last line of stdout. Exits 0 only when the workflow completed with the expected output.
