@@ -32,7 +32,7 @@ export interface RunnerOptions {
   jobTypes?: string[];
   /** Jobs running at once (default 8). */
   parallelism?: number;
-  /** The most one poll asks for (default 20; the API allows 100). */
+  /** The most one poll asks for (default 100, the API's limit): a poll asks for every free slot. */
   maxJobsPerPoll?: number;
   /** Claimed jobs allowed to wait for a running slot (default min(parallelism, maxJobsPerPoll)). */
   prefetch?: number;
@@ -54,7 +54,7 @@ export interface RunnerOptions {
   batchResults?: boolean;
   /** How long a result may wait for others before its batch is sent (default 0.005 s). */
   flushInterval?: number;
-  /** A batch is sent at once when this many results wait (default 32; API: 100). */
+  /** A batch is sent at once when this many results wait (default 100, the API's limit). */
   maxResultsPerFlush?: number;
   /** Seconds the drain waits for in-flight jobs before giving up on them (default: no limit). */
   drainTimeout?: number;

@@ -95,7 +95,7 @@ export class Runner {
       throw new TypeError(`no handler registered for job type(s): ${missing.join(", ")}`);
     }
     this.parallelism = whole("parallelism", options.parallelism ?? 8, 1);
-    const maxJobsPerPoll = whole("maxJobsPerPoll", options.maxJobsPerPoll ?? 20, 1, 100);
+    const maxJobsPerPoll = whole("maxJobsPerPoll", options.maxJobsPerPoll ?? 100, 1, 100);
     const prefetch = whole(
       "prefetch",
       options.prefetch ?? Math.min(this.parallelism, maxJobsPerPoll),
@@ -138,7 +138,7 @@ export class Runner {
             reportRetry,
             this.#log,
             options.flushInterval ?? 0.005,
-            options.maxResultsPerFlush ?? 32,
+            options.maxResultsPerFlush ?? 100,
           );
     this.#transport = options.transport;
     this.#metrics = options.metrics;

@@ -363,3 +363,37 @@ test("a runner takes credentials other than an API key, or a client, not both", 
   const client = new BatonClient({ url: fake.url, apiKey: "k" });
   assert.throws(() => new Runner(registry, { client, auth }), /not both/);
 });
+
+test("by default a poll asks for every free slot: the handlers' and the prefetch's", async () => {
+  const registry = new Registry();
+  registry.register("t", async () => ({}));
+  const r = runner(registry, { parallelism: 16 });
+  const done = r.run();
+  await waitUntil(() => fake.calls("/v1/jobs/poll").length > 0, 5, "a poll");
+  await r.stop();
+  await done;
+  assert.equal(fake.calls("/v1/jobs/poll")[0]?.body.maxJobs, 32, "16 slots + 16 prefetched");
+});
+
+test("by default up to 100 waiting results go in one batch", async () => {
+  for (let i = 0; i < 150; i++) queue.push(job(`j${i}`));
+  let started = 0;
+  let open: () => void = () => {};
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  const registry = new Registry();
+  registry.register("t", async () => {
+    started += 1;
+    if (started === 150) open();
+    await gate; // every result is handed over at once
+    return { ok: true };
+  });
+  const r = runner(registry, { parallelism: 150, prefetch: 0, flushInterval: 0.5 });
+  const done = r.run();
+  await waitUntil(() => items().length === 150, 10, "150 results");
+  await r.stop();
+  await done;
+  const sizes = fake.calls("/v1/jobs/complete-batch").map((s) => s.body.results.length);
+  assert.deepEqual(sizes, [100, 50]);
+});
