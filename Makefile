@@ -10,7 +10,7 @@ BASE_PYTHON ?= $(shell for p in python3.12 python3.11 python3.13 python3; do \
 	&& { command -v $$p; break; }; done)
 STAMP := $(VENV)/.installed
 
-.PHONY: help install dev test lint typecheck unit integration e2e infra bench layer synth clean browser screenshots toolchains sdks
+.PHONY: help install dev test lint typecheck proto unit integration e2e infra bench layer synth clean browser screenshots toolchains sdks
 
 help:
 	@echo "make dev    - install and serve Baton on http://127.0.0.1:$${BATON_PORT:-8080}"
@@ -40,6 +40,10 @@ lint: $(STAMP)
 	@$(VENV)/bin/ruff format --check .
 	@echo "==> import-linter (the dependency rule)"
 	@$(VENV)/bin/lint-imports --no-cache
+
+# The descriptor set the engine (baton.rpc) and the Python SDK load the proto's messages from.
+proto: $(STAMP)
+	@$(PY) proto/compile.py
 
 typecheck: $(STAMP)
 	@echo "==> mypy"

@@ -31,6 +31,7 @@ from baton_infra.config import DeployConfig
 from baton_infra.nag import acknowledge, logical_id
 
 _PATH_PARAM = re.compile(r"{(\w+)}")
+BINARY_MEDIA_TYPES = ("application/proto", "application/x-protobuf", "application/connect+proto")
 # Route auth values this construct knows how to enforce.
 SUPPORTED_AUTH = frozenset({"api_key_or_iam", "none", "conductor_token"})
 
@@ -85,6 +86,9 @@ class BatonApi(Construct):
             # Poll responses carry batches of job inputs: compress what is worth it.
             min_compression_size=Size.kibibytes(1),
             api_key_source_type=apigw.ApiKeySourceType.HEADER,
+            # Connect's binary encoding (/rpc): bodies reach the function base64-encoded, and its
+            # base64 answers leave as bytes.
+            binary_media_types=list(BINARY_MEDIA_TYPES),
             deploy_options=apigw.StageOptions(
                 stage_name=config.stage,
                 access_log_destination=apigw.LogGroupLogDestination(self.access_logs),

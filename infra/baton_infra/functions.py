@@ -25,6 +25,7 @@ from baton.engine.payloads import KEY_PREFIX as PAYLOAD_KEY_PREFIX
 from baton.routes import (
     MIGRATION_FUNCTION,
     ROUTES,
+    RPC_FUNCTION,
     SCHEDULED_FUNCTIONS,
     UI_ROUTES,
     api_functions,
@@ -48,6 +49,7 @@ METRICS_NAMESPACE = settings.METRICS_NAMESPACE
 # completes tasks), and the scheduled ones.
 PAYLOAD_FUNCTIONS = frozenset(
     {
+        RPC_FUNCTION,  # runs the REST functions' code for each RPC (docs/rpc.md)
         "instances",
         "jobs",
         "queues",
@@ -62,10 +64,17 @@ CONDUCTOR_FUNCTION = "conductor"
 # Functions that retire, revive or delete payload objects (engine.retention_ops): the sweeper
 # tags ended instances' objects; retry, restart and delete (Baton's API and Conductor's) revive
 # or delete them.
-RETENTION_FUNCTIONS = frozenset({"sweeper", "instances", CONDUCTOR_FUNCTION})
+RETENTION_FUNCTIONS = frozenset({"sweeper", "instances", CONDUCTOR_FUNCTION, RPC_FUNCTION})
 # The function answering GET /v1/health checks that the payload bucket answers (HeadBucket,
 # which needs s3:ListBucket on the bucket itself); taken from the route table.
-BUCKET_PROBE_FUNCTIONS = frozenset(r.function for r in ROUTES if r.path == "/v1/health")
+BUCKET_PROBE_FUNCTIONS = frozenset(
+    {*(r.function for r in ROUTES if r.path == "/v1/health"), RPC_FUNCTION}
+)
+# The Connect function answers each RPC with the REST function of its route, loaded from the
+# folder next to its own: its asset is the functions folder with those folders (and its own), its
+# handler module ``rpc.handler``. Every other function's asset is its own folder.
+RPC_TWIN_FUNCTIONS = frozenset(r.function for r in ROUTES)
+RPC_HANDLER = f"{RPC_FUNCTION}.{HANDLER}"
 # The outbox relay: the one function that publishes to the dispatch queue (SendMessage only).
 RELAY_FUNCTION = "relay"
 # HTTP steps' calls: the one function given the address guard's allow list (httpAllow).
@@ -83,6 +92,20 @@ ENI_ACTIONS = [
     "ec2:AssignPrivateIpAddresses",
     "ec2:UnassignPrivateIpAddresses",
 ]
+
+
+def rpc_asset_excludes() -> list[str]:
+    """What the Connect function's asset (the functions folder) leaves out: every folder but its
+    own and the REST functions' (and the build debris every asset drops)."""
+    kept = {*RPC_TWIN_FUNCTIONS, RPC_FUNCTION}
+    others = sorted(p.name for p in FUNCTIONS_DIR.iterdir() if p.name not in kept)
+    return [*ASSET_EXCLUDES, *others]
+
+
+def _code(name: str) -> lambda_.Code:
+    if name != RPC_FUNCTION:
+        return lambda_.Code.from_asset(str(FUNCTIONS_DIR / name), exclude=ASSET_EXCLUDES)
+    return lambda_.Code.from_asset(str(FUNCTIONS_DIR), exclude=rpc_asset_excludes())
 
 
 class UnknownFunctionError(ValueError):
@@ -218,8 +241,8 @@ class BatonFunctions(Construct):
             description=f"baton {spec.name} ({spec.kind})",
             runtime=RUNTIME,
             architecture=ARCHITECTURE,
-            handler=HANDLER,
-            code=lambda_.Code.from_asset(str(FUNCTIONS_DIR / spec.name), exclude=ASSET_EXCLUDES),
+            handler=RPC_HANDLER if spec.name == RPC_FUNCTION else HANDLER,
+            code=_code(spec.name),
             layers=[self.layer],
             memory_size=sizing.memory_mb,
             timeout=Duration.seconds(sizing.timeout_seconds),

@@ -287,9 +287,22 @@ UI_ROUTES: tuple[Route, ...] = (
 )
 
 
-SERVED_ROUTES: tuple[Route, ...] = ROUTES + CONDUCTOR_ROUTES + UI_ROUTES
+# The proto's WorkflowEngine service over the Connect protocol (docs/rpc.md): one function answers
+# every RPC at /rpc/workflow.v1.WorkflowEngine/<Method> through the REST route the RPC mirrors
+# (baton.rpc.methods), with the /v1 API's credentials.
+RPC_FUNCTION = "rpc"
+RPC_ROUTES: tuple[Route, ...] = (
+    Route(
+        "POST",
+        "/rpc/" + GREEDY,
+        RPC_FUNCTION,
+        summary="An RPC of the WorkflowEngine service (Connect protocol, unary)",
+    ),
+)
+
+SERVED_ROUTES: tuple[Route, ...] = ROUTES + CONDUCTOR_ROUTES + UI_ROUTES + RPC_ROUTES
 """Every route the API Gateway (and the local server) serves: the ``/v1`` contract, the
-Conductor-compatible ``/api`` and the viewer at ``/ui``."""
+Conductor-compatible ``/api``, the viewer at ``/ui`` and the Connect protocol at ``/rpc``."""
 
 
 def _fallbacks(routes: tuple[Route, ...], prefix: str, greedy_function: str) -> tuple[Route, ...]:
@@ -306,8 +319,11 @@ def _fallbacks(routes: tuple[Route, ...], prefix: str, greedy_function: str) -> 
     )
 
 
-FALLBACK_ROUTES: tuple[Route, ...] = _fallbacks(ROUTES, "/v1", "definitions") + _fallbacks(
-    CONDUCTOR_ROUTES, "/api", "conductor"
+FALLBACK_ROUTES: tuple[Route, ...] = (
+    *_fallbacks(ROUTES, "/v1", "definitions"),
+    *_fallbacks(CONDUCTOR_ROUTES, "/api", "conductor"),
+    # A Connect call that is not a POST: the function answers 405 in Connect's error shape.
+    Route(ANY, "/rpc/" + GREEDY, RPC_FUNCTION, summary="A Connect call that is not a POST"),
 )
 """What the table does not serve under ``/v1`` and ``/api`` still reaches a function, after the
 credentials its prefix asks for: an unknown path is a 404 naming it (problem+json on ``/v1``,

@@ -63,7 +63,8 @@ def test_function_shape(dev: Synth, name: str) -> None:
     props = _function(dev, name)["Properties"]
     assert props["Runtime"] == "python3.12"
     assert props["Architectures"] == ["arm64"]
-    assert props["Handler"] == "handler.handler"
+    # The Connect function's asset is the functions folder (it runs the REST functions' code).
+    assert props["Handler"] == ("rpc.handler.handler" if name == "rpc" else "handler.handler")
     assert props["FunctionName"] == f"baton-dev-{name}"
     assert props["TracingConfig"] == {"Mode": "Active"}
     (layer,) = props["Layers"]

@@ -226,7 +226,8 @@ type Step struct {
 	Name        string           `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
 	Description string           `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
 	Input       *structpb.Struct `protobuf:"bytes,5,opt,name=input,proto3" json:"input,omitempty"`
-	// SERVICE_TASK (the retry and timeout settings below apply to HTTP too)
+	// SERVICE_TASK (the retry and timeout settings below apply to HTTP too); job_type may be one
+	// ${...} expression giving it when the step starts (Conductor's DYNAMIC)
 	JobType                string   `protobuf:"bytes,6,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
 	RetryCount             *int32   `protobuf:"varint,7,opt,name=retry_count,json=retryCount,proto3,oneof" json:"retry_count,omitempty"`
 	RetryLogic             string   `protobuf:"bytes,8,opt,name=retry_logic,json=retryLogic,proto3" json:"retry_logic,omitempty"`
@@ -282,8 +283,13 @@ type Step struct {
 	Optional *bool `protobuf:"varint,41,opt,name=optional,proto3,oneof" json:"optional,omitempty"`
 	// SERVICE_TASK: the job is claimable this many seconds after the step starts
 	StartDelaySeconds *int32 `protobuf:"varint,42,opt,name=start_delay_seconds,json=startDelaySeconds,proto3,oneof" json:"start_delay_seconds,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// MAP: a text template resolved for each item from ${map.item...} and ${map.index}; the output
+	// is then an object by it (Conductor's dynamic fork: by the forked tasks' reference names)
+	Key string `protobuf:"bytes,43,opt,name=key,proto3" json:"key,omitempty"`
+	// MAP with a key: an object by key (or one ${...} giving one); ${map.input} is the item's entry
+	Inputs        *structpb.Value `protobuf:"bytes,44,opt,name=inputs,proto3" json:"inputs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Step) Reset() {
@@ -608,6 +614,20 @@ func (x *Step) GetStartDelaySeconds() int32 {
 		return *x.StartDelaySeconds
 	}
 	return 0
+}
+
+func (x *Step) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Step) GetInputs() *structpb.Value {
+	if x != nil {
+		return x.Inputs
+	}
+	return nil
 }
 
 // Start one instance per task of a named queue.
@@ -1080,6 +1100,50 @@ func (x *GetTaskDefRequest) GetName() string {
 	return ""
 }
 
+type DeleteTaskDefRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteTaskDefRequest) Reset() {
+	*x = DeleteTaskDefRequest{}
+	mi := &file_workflow_v1_engine_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteTaskDefRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteTaskDefRequest) ProtoMessage() {}
+
+func (x *DeleteTaskDefRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_workflow_v1_engine_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteTaskDefRequest.ProtoReflect.Descriptor instead.
+func (*DeleteTaskDefRequest) Descriptor() ([]byte, []int) {
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DeleteTaskDefRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 type ListTaskDefsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Limit         int32                  `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
@@ -1090,7 +1154,7 @@ type ListTaskDefsRequest struct {
 
 func (x *ListTaskDefsRequest) Reset() {
 	*x = ListTaskDefsRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[9]
+	mi := &file_workflow_v1_engine_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1102,7 +1166,7 @@ func (x *ListTaskDefsRequest) String() string {
 func (*ListTaskDefsRequest) ProtoMessage() {}
 
 func (x *ListTaskDefsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[9]
+	mi := &file_workflow_v1_engine_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1115,7 +1179,7 @@ func (x *ListTaskDefsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTaskDefsRequest.ProtoReflect.Descriptor instead.
 func (*ListTaskDefsRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{9}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListTaskDefsRequest) GetLimit() int32 {
@@ -1142,7 +1206,7 @@ type TaskDefPage struct {
 
 func (x *TaskDefPage) Reset() {
 	*x = TaskDefPage{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[10]
+	mi := &file_workflow_v1_engine_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1154,7 +1218,7 @@ func (x *TaskDefPage) String() string {
 func (*TaskDefPage) ProtoMessage() {}
 
 func (x *TaskDefPage) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[10]
+	mi := &file_workflow_v1_engine_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1167,7 +1231,7 @@ func (x *TaskDefPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskDefPage.ProtoReflect.Descriptor instead.
 func (*TaskDefPage) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{10}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TaskDefPage) GetTaskDefs() []*TaskDef {
@@ -1199,7 +1263,7 @@ type StartInstanceRequest struct {
 
 func (x *StartInstanceRequest) Reset() {
 	*x = StartInstanceRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[11]
+	mi := &file_workflow_v1_engine_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1275,7 @@ func (x *StartInstanceRequest) String() string {
 func (*StartInstanceRequest) ProtoMessage() {}
 
 func (x *StartInstanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[11]
+	mi := &file_workflow_v1_engine_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1288,7 @@ func (x *StartInstanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartInstanceRequest.ProtoReflect.Descriptor instead.
 func (*StartInstanceRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{11}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StartInstanceRequest) GetDefinitionName() string {
@@ -1287,7 +1351,7 @@ type StartInstancesRequest struct {
 
 func (x *StartInstancesRequest) Reset() {
 	*x = StartInstancesRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[12]
+	mi := &file_workflow_v1_engine_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1299,7 +1363,7 @@ func (x *StartInstancesRequest) String() string {
 func (*StartInstancesRequest) ProtoMessage() {}
 
 func (x *StartInstancesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[12]
+	mi := &file_workflow_v1_engine_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1312,7 +1376,7 @@ func (x *StartInstancesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartInstancesRequest.ProtoReflect.Descriptor instead.
 func (*StartInstancesRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{12}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StartInstancesRequest) GetInstances() []*StartInstanceRequest {
@@ -1335,7 +1399,7 @@ type StartOutcome struct {
 
 func (x *StartOutcome) Reset() {
 	*x = StartOutcome{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[13]
+	mi := &file_workflow_v1_engine_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1347,7 +1411,7 @@ func (x *StartOutcome) String() string {
 func (*StartOutcome) ProtoMessage() {}
 
 func (x *StartOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[13]
+	mi := &file_workflow_v1_engine_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1360,7 +1424,7 @@ func (x *StartOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartOutcome.ProtoReflect.Descriptor instead.
 func (*StartOutcome) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{13}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StartOutcome) GetIndex() int32 {
@@ -1407,7 +1471,7 @@ type StartInstancesResponse struct {
 
 func (x *StartInstancesResponse) Reset() {
 	*x = StartInstancesResponse{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[14]
+	mi := &file_workflow_v1_engine_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1419,7 +1483,7 @@ func (x *StartInstancesResponse) String() string {
 func (*StartInstancesResponse) ProtoMessage() {}
 
 func (x *StartInstancesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[14]
+	mi := &file_workflow_v1_engine_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1432,7 +1496,7 @@ func (x *StartInstancesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartInstancesResponse.ProtoReflect.Descriptor instead.
 func (*StartInstancesResponse) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{14}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StartInstancesResponse) GetResults() []*StartOutcome {
@@ -1471,7 +1535,7 @@ type StepExecution struct {
 
 func (x *StepExecution) Reset() {
 	*x = StepExecution{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[15]
+	mi := &file_workflow_v1_engine_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1483,7 +1547,7 @@ func (x *StepExecution) String() string {
 func (*StepExecution) ProtoMessage() {}
 
 func (x *StepExecution) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[15]
+	mi := &file_workflow_v1_engine_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1496,7 +1560,7 @@ func (x *StepExecution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepExecution.ProtoReflect.Descriptor instead.
 func (*StepExecution) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{15}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StepExecution) GetId() string {
@@ -1674,7 +1738,7 @@ type Instance struct {
 
 func (x *Instance) Reset() {
 	*x = Instance{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[16]
+	mi := &file_workflow_v1_engine_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1686,7 +1750,7 @@ func (x *Instance) String() string {
 func (*Instance) ProtoMessage() {}
 
 func (x *Instance) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[16]
+	mi := &file_workflow_v1_engine_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1699,7 +1763,7 @@ func (x *Instance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Instance.ProtoReflect.Descriptor instead.
 func (*Instance) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{16}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Instance) GetId() string {
@@ -1852,7 +1916,7 @@ type GetInstanceRequest struct {
 
 func (x *GetInstanceRequest) Reset() {
 	*x = GetInstanceRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[17]
+	mi := &file_workflow_v1_engine_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1864,7 +1928,7 @@ func (x *GetInstanceRequest) String() string {
 func (*GetInstanceRequest) ProtoMessage() {}
 
 func (x *GetInstanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[17]
+	mi := &file_workflow_v1_engine_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1877,7 +1941,7 @@ func (x *GetInstanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInstanceRequest.ProtoReflect.Descriptor instead.
 func (*GetInstanceRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{17}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetInstanceRequest) GetId() string {
@@ -1905,7 +1969,7 @@ type ListStepsRequest struct {
 
 func (x *ListStepsRequest) Reset() {
 	*x = ListStepsRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[18]
+	mi := &file_workflow_v1_engine_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1917,7 +1981,7 @@ func (x *ListStepsRequest) String() string {
 func (*ListStepsRequest) ProtoMessage() {}
 
 func (x *ListStepsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[18]
+	mi := &file_workflow_v1_engine_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1930,7 +1994,7 @@ func (x *ListStepsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListStepsRequest.ProtoReflect.Descriptor instead.
 func (*ListStepsRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{18}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListStepsRequest) GetId() string {
@@ -1964,7 +2028,7 @@ type StepExecutionPage struct {
 
 func (x *StepExecutionPage) Reset() {
 	*x = StepExecutionPage{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[19]
+	mi := &file_workflow_v1_engine_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1976,7 +2040,7 @@ func (x *StepExecutionPage) String() string {
 func (*StepExecutionPage) ProtoMessage() {}
 
 func (x *StepExecutionPage) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[19]
+	mi := &file_workflow_v1_engine_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1989,7 +2053,7 @@ func (x *StepExecutionPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepExecutionPage.ProtoReflect.Descriptor instead.
 func (*StepExecutionPage) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{19}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StepExecutionPage) GetSteps() []*StepExecution {
@@ -2017,7 +2081,7 @@ type GetHistoryRequest struct {
 
 func (x *GetHistoryRequest) Reset() {
 	*x = GetHistoryRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[20]
+	mi := &file_workflow_v1_engine_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2029,7 +2093,7 @@ func (x *GetHistoryRequest) String() string {
 func (*GetHistoryRequest) ProtoMessage() {}
 
 func (x *GetHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[20]
+	mi := &file_workflow_v1_engine_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2042,7 +2106,7 @@ func (x *GetHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetHistoryRequest.ProtoReflect.Descriptor instead.
 func (*GetHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{20}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetHistoryRequest) GetId() string {
@@ -2084,7 +2148,7 @@ type HistoryEvent struct {
 
 func (x *HistoryEvent) Reset() {
 	*x = HistoryEvent{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[21]
+	mi := &file_workflow_v1_engine_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2096,7 +2160,7 @@ func (x *HistoryEvent) String() string {
 func (*HistoryEvent) ProtoMessage() {}
 
 func (x *HistoryEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[21]
+	mi := &file_workflow_v1_engine_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2109,7 +2173,7 @@ func (x *HistoryEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryEvent.ProtoReflect.Descriptor instead.
 func (*HistoryEvent) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{21}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *HistoryEvent) GetSeq() int64 {
@@ -2192,7 +2256,7 @@ type HistoryPage struct {
 
 func (x *HistoryPage) Reset() {
 	*x = HistoryPage{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[22]
+	mi := &file_workflow_v1_engine_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2204,7 +2268,7 @@ func (x *HistoryPage) String() string {
 func (*HistoryPage) ProtoMessage() {}
 
 func (x *HistoryPage) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[22]
+	mi := &file_workflow_v1_engine_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2217,7 +2281,7 @@ func (x *HistoryPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryPage.ProtoReflect.Descriptor instead.
 func (*HistoryPage) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{22}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *HistoryPage) GetEvents() []*HistoryEvent {
@@ -2249,7 +2313,7 @@ type SearchInstancesRequest struct {
 
 func (x *SearchInstancesRequest) Reset() {
 	*x = SearchInstancesRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[23]
+	mi := &file_workflow_v1_engine_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2261,7 +2325,7 @@ func (x *SearchInstancesRequest) String() string {
 func (*SearchInstancesRequest) ProtoMessage() {}
 
 func (x *SearchInstancesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[23]
+	mi := &file_workflow_v1_engine_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2274,7 +2338,7 @@ func (x *SearchInstancesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchInstancesRequest.ProtoReflect.Descriptor instead.
 func (*SearchInstancesRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{23}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SearchInstancesRequest) GetStatus() string {
@@ -2336,7 +2400,7 @@ type InstancePage struct {
 
 func (x *InstancePage) Reset() {
 	*x = InstancePage{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[24]
+	mi := &file_workflow_v1_engine_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2348,7 +2412,7 @@ func (x *InstancePage) String() string {
 func (*InstancePage) ProtoMessage() {}
 
 func (x *InstancePage) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[24]
+	mi := &file_workflow_v1_engine_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2361,7 +2425,7 @@ func (x *InstancePage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstancePage.ProtoReflect.Descriptor instead.
 func (*InstancePage) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{24}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *InstancePage) GetInstances() []*Instance {
@@ -2388,7 +2452,7 @@ type CancelInstanceRequest struct {
 
 func (x *CancelInstanceRequest) Reset() {
 	*x = CancelInstanceRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[25]
+	mi := &file_workflow_v1_engine_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2400,7 +2464,7 @@ func (x *CancelInstanceRequest) String() string {
 func (*CancelInstanceRequest) ProtoMessage() {}
 
 func (x *CancelInstanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[25]
+	mi := &file_workflow_v1_engine_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2413,7 +2477,7 @@ func (x *CancelInstanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelInstanceRequest.ProtoReflect.Descriptor instead.
 func (*CancelInstanceRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{25}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CancelInstanceRequest) GetId() string {
@@ -2442,7 +2506,7 @@ type CompleteUserTaskRequest struct {
 
 func (x *CompleteUserTaskRequest) Reset() {
 	*x = CompleteUserTaskRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[26]
+	mi := &file_workflow_v1_engine_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2454,7 +2518,7 @@ func (x *CompleteUserTaskRequest) String() string {
 func (*CompleteUserTaskRequest) ProtoMessage() {}
 
 func (x *CompleteUserTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[26]
+	mi := &file_workflow_v1_engine_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2467,7 +2531,7 @@ func (x *CompleteUserTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteUserTaskRequest.ProtoReflect.Descriptor instead.
 func (*CompleteUserTaskRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{26}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CompleteUserTaskRequest) GetId() string {
@@ -2510,7 +2574,7 @@ type SignalRequest struct {
 
 func (x *SignalRequest) Reset() {
 	*x = SignalRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[27]
+	mi := &file_workflow_v1_engine_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2522,7 +2586,7 @@ func (x *SignalRequest) String() string {
 func (*SignalRequest) ProtoMessage() {}
 
 func (x *SignalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[27]
+	mi := &file_workflow_v1_engine_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2535,7 +2599,7 @@ func (x *SignalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalRequest.ProtoReflect.Descriptor instead.
 func (*SignalRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{27}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SignalRequest) GetId() string {
@@ -2575,7 +2639,7 @@ type InstanceOperationRequest struct {
 
 func (x *InstanceOperationRequest) Reset() {
 	*x = InstanceOperationRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[28]
+	mi := &file_workflow_v1_engine_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2587,7 +2651,7 @@ func (x *InstanceOperationRequest) String() string {
 func (*InstanceOperationRequest) ProtoMessage() {}
 
 func (x *InstanceOperationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[28]
+	mi := &file_workflow_v1_engine_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2600,7 +2664,7 @@ func (x *InstanceOperationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstanceOperationRequest.ProtoReflect.Descriptor instead.
 func (*InstanceOperationRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{28}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *InstanceOperationRequest) GetId() string {
@@ -2620,7 +2684,7 @@ type RestartInstanceRequest struct {
 
 func (x *RestartInstanceRequest) Reset() {
 	*x = RestartInstanceRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[29]
+	mi := &file_workflow_v1_engine_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2632,7 +2696,7 @@ func (x *RestartInstanceRequest) String() string {
 func (*RestartInstanceRequest) ProtoMessage() {}
 
 func (x *RestartInstanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[29]
+	mi := &file_workflow_v1_engine_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2645,7 +2709,7 @@ func (x *RestartInstanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartInstanceRequest.ProtoReflect.Descriptor instead.
 func (*RestartInstanceRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{29}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RestartInstanceRequest) GetId() string {
@@ -2675,7 +2739,7 @@ type PollJobsRequest struct {
 
 func (x *PollJobsRequest) Reset() {
 	*x = PollJobsRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[30]
+	mi := &file_workflow_v1_engine_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2687,7 +2751,7 @@ func (x *PollJobsRequest) String() string {
 func (*PollJobsRequest) ProtoMessage() {}
 
 func (x *PollJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[30]
+	mi := &file_workflow_v1_engine_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2700,7 +2764,7 @@ func (x *PollJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollJobsRequest.ProtoReflect.Descriptor instead.
 func (*PollJobsRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{30}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PollJobsRequest) GetWorkerId() string {
@@ -2750,7 +2814,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[31]
+	mi := &file_workflow_v1_engine_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2762,7 +2826,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[31]
+	mi := &file_workflow_v1_engine_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2775,7 +2839,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{31}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Job) GetId() string {
@@ -2864,7 +2928,7 @@ type PollJobsResponse struct {
 
 func (x *PollJobsResponse) Reset() {
 	*x = PollJobsResponse{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[32]
+	mi := &file_workflow_v1_engine_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2876,7 +2940,7 @@ func (x *PollJobsResponse) String() string {
 func (*PollJobsResponse) ProtoMessage() {}
 
 func (x *PollJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[32]
+	mi := &file_workflow_v1_engine_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2889,7 +2953,7 @@ func (x *PollJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollJobsResponse.ProtoReflect.Descriptor instead.
 func (*PollJobsResponse) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{32}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PollJobsResponse) GetJobs() []*Job {
@@ -2916,7 +2980,7 @@ type CompleteJobRequest struct {
 
 func (x *CompleteJobRequest) Reset() {
 	*x = CompleteJobRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[33]
+	mi := &file_workflow_v1_engine_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2928,7 +2992,7 @@ func (x *CompleteJobRequest) String() string {
 func (*CompleteJobRequest) ProtoMessage() {}
 
 func (x *CompleteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[33]
+	mi := &file_workflow_v1_engine_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2941,7 +3005,7 @@ func (x *CompleteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteJobRequest.ProtoReflect.Descriptor instead.
 func (*CompleteJobRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{33}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CompleteJobRequest) GetJobId() string {
@@ -2990,7 +3054,7 @@ type CompleteJobResponse struct {
 
 func (x *CompleteJobResponse) Reset() {
 	*x = CompleteJobResponse{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[34]
+	mi := &file_workflow_v1_engine_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3002,7 +3066,7 @@ func (x *CompleteJobResponse) String() string {
 func (*CompleteJobResponse) ProtoMessage() {}
 
 func (x *CompleteJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[34]
+	mi := &file_workflow_v1_engine_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3015,7 +3079,7 @@ func (x *CompleteJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteJobResponse.ProtoReflect.Descriptor instead.
 func (*CompleteJobResponse) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{34}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CompleteJobResponse) GetJobId() string {
@@ -3052,7 +3116,7 @@ type BatchFailure struct {
 
 func (x *BatchFailure) Reset() {
 	*x = BatchFailure{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[35]
+	mi := &file_workflow_v1_engine_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3064,7 +3128,7 @@ func (x *BatchFailure) String() string {
 func (*BatchFailure) ProtoMessage() {}
 
 func (x *BatchFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[35]
+	mi := &file_workflow_v1_engine_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3077,7 +3141,7 @@ func (x *BatchFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchFailure.ProtoReflect.Descriptor instead.
 func (*BatchFailure) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{35}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *BatchFailure) GetErrorMessage() string {
@@ -3115,7 +3179,7 @@ type BatchResultItem struct {
 
 func (x *BatchResultItem) Reset() {
 	*x = BatchResultItem{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[36]
+	mi := &file_workflow_v1_engine_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3127,7 +3191,7 @@ func (x *BatchResultItem) String() string {
 func (*BatchResultItem) ProtoMessage() {}
 
 func (x *BatchResultItem) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[36]
+	mi := &file_workflow_v1_engine_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3140,7 +3204,7 @@ func (x *BatchResultItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchResultItem.ProtoReflect.Descriptor instead.
 func (*BatchResultItem) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{36}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *BatchResultItem) GetJobId() string {
@@ -3194,7 +3258,7 @@ type CompleteBatchRequest struct {
 
 func (x *CompleteBatchRequest) Reset() {
 	*x = CompleteBatchRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[37]
+	mi := &file_workflow_v1_engine_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3206,7 +3270,7 @@ func (x *CompleteBatchRequest) String() string {
 func (*CompleteBatchRequest) ProtoMessage() {}
 
 func (x *CompleteBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[37]
+	mi := &file_workflow_v1_engine_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3219,7 +3283,7 @@ func (x *CompleteBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteBatchRequest.ProtoReflect.Descriptor instead.
 func (*CompleteBatchRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{37}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CompleteBatchRequest) GetResults() []*BatchResultItem {
@@ -3242,7 +3306,7 @@ type BatchOutcome struct {
 
 func (x *BatchOutcome) Reset() {
 	*x = BatchOutcome{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[38]
+	mi := &file_workflow_v1_engine_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3254,7 +3318,7 @@ func (x *BatchOutcome) String() string {
 func (*BatchOutcome) ProtoMessage() {}
 
 func (x *BatchOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[38]
+	mi := &file_workflow_v1_engine_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3267,7 +3331,7 @@ func (x *BatchOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchOutcome.ProtoReflect.Descriptor instead.
 func (*BatchOutcome) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{38}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *BatchOutcome) GetJobId() string {
@@ -3314,7 +3378,7 @@ type CompleteBatchResponse struct {
 
 func (x *CompleteBatchResponse) Reset() {
 	*x = CompleteBatchResponse{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[39]
+	mi := &file_workflow_v1_engine_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3326,7 +3390,7 @@ func (x *CompleteBatchResponse) String() string {
 func (*CompleteBatchResponse) ProtoMessage() {}
 
 func (x *CompleteBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[39]
+	mi := &file_workflow_v1_engine_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3339,7 +3403,7 @@ func (x *CompleteBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteBatchResponse.ProtoReflect.Descriptor instead.
 func (*CompleteBatchResponse) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{39}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CompleteBatchResponse) GetResults() []*BatchOutcome {
@@ -3365,7 +3429,7 @@ type FailJobRequest struct {
 
 func (x *FailJobRequest) Reset() {
 	*x = FailJobRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[40]
+	mi := &file_workflow_v1_engine_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3377,7 +3441,7 @@ func (x *FailJobRequest) String() string {
 func (*FailJobRequest) ProtoMessage() {}
 
 func (x *FailJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[40]
+	mi := &file_workflow_v1_engine_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3390,7 +3454,7 @@ func (x *FailJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailJobRequest.ProtoReflect.Descriptor instead.
 func (*FailJobRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{40}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *FailJobRequest) GetJobId() string {
@@ -3448,7 +3512,7 @@ type FailJobResponse struct {
 
 func (x *FailJobResponse) Reset() {
 	*x = FailJobResponse{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[41]
+	mi := &file_workflow_v1_engine_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3460,7 +3524,7 @@ func (x *FailJobResponse) String() string {
 func (*FailJobResponse) ProtoMessage() {}
 
 func (x *FailJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[41]
+	mi := &file_workflow_v1_engine_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3473,7 +3537,7 @@ func (x *FailJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailJobResponse.ProtoReflect.Descriptor instead.
 func (*FailJobResponse) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{41}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *FailJobResponse) GetJobId() string {
@@ -3515,7 +3579,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[42]
+	mi := &file_workflow_v1_engine_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3527,7 +3591,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[42]
+	mi := &file_workflow_v1_engine_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3540,7 +3604,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{42}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *HeartbeatRequest) GetJobId() string {
@@ -3577,7 +3641,7 @@ type ClaimJobRequest struct {
 
 func (x *ClaimJobRequest) Reset() {
 	*x = ClaimJobRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[43]
+	mi := &file_workflow_v1_engine_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3589,7 +3653,7 @@ func (x *ClaimJobRequest) String() string {
 func (*ClaimJobRequest) ProtoMessage() {}
 
 func (x *ClaimJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[43]
+	mi := &file_workflow_v1_engine_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3602,7 +3666,7 @@ func (x *ClaimJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimJobRequest.ProtoReflect.Descriptor instead.
 func (*ClaimJobRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{43}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ClaimJobRequest) GetId() string {
@@ -3636,7 +3700,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[44]
+	mi := &file_workflow_v1_engine_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3648,7 +3712,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[44]
+	mi := &file_workflow_v1_engine_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3661,7 +3725,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{44}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *HeartbeatResponse) GetJobId() string {
@@ -3689,7 +3753,7 @@ type StopWorkerRequest struct {
 
 func (x *StopWorkerRequest) Reset() {
 	*x = StopWorkerRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[45]
+	mi := &file_workflow_v1_engine_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3701,7 +3765,7 @@ func (x *StopWorkerRequest) String() string {
 func (*StopWorkerRequest) ProtoMessage() {}
 
 func (x *StopWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[45]
+	mi := &file_workflow_v1_engine_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3714,7 +3778,7 @@ func (x *StopWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopWorkerRequest.ProtoReflect.Descriptor instead.
 func (*StopWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{45}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *StopWorkerRequest) GetWorkerId() string {
@@ -3734,7 +3798,7 @@ type StopWorkerResponse struct {
 
 func (x *StopWorkerResponse) Reset() {
 	*x = StopWorkerResponse{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[46]
+	mi := &file_workflow_v1_engine_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3746,7 +3810,7 @@ func (x *StopWorkerResponse) String() string {
 func (*StopWorkerResponse) ProtoMessage() {}
 
 func (x *StopWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[46]
+	mi := &file_workflow_v1_engine_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3759,7 +3823,7 @@ func (x *StopWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopWorkerResponse.ProtoReflect.Descriptor instead.
 func (*StopWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{46}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *StopWorkerResponse) GetWorkerId() string {
@@ -3789,7 +3853,7 @@ type PushRequest struct {
 
 func (x *PushRequest) Reset() {
 	*x = PushRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[47]
+	mi := &file_workflow_v1_engine_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3801,7 +3865,7 @@ func (x *PushRequest) String() string {
 func (*PushRequest) ProtoMessage() {}
 
 func (x *PushRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[47]
+	mi := &file_workflow_v1_engine_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3814,7 +3878,7 @@ func (x *PushRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushRequest.ProtoReflect.Descriptor instead.
 func (*PushRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{47}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PushRequest) GetName() string {
@@ -3865,7 +3929,7 @@ type PushResponse struct {
 
 func (x *PushResponse) Reset() {
 	*x = PushResponse{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[48]
+	mi := &file_workflow_v1_engine_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3877,7 +3941,7 @@ func (x *PushResponse) String() string {
 func (*PushResponse) ProtoMessage() {}
 
 func (x *PushResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[48]
+	mi := &file_workflow_v1_engine_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3890,7 +3954,7 @@ func (x *PushResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushResponse.ProtoReflect.Descriptor instead.
 func (*PushResponse) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{48}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *PushResponse) GetId() string {
@@ -3938,7 +4002,7 @@ type QueueRequest struct {
 
 func (x *QueueRequest) Reset() {
 	*x = QueueRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[49]
+	mi := &file_workflow_v1_engine_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3950,7 +4014,7 @@ func (x *QueueRequest) String() string {
 func (*QueueRequest) ProtoMessage() {}
 
 func (x *QueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[49]
+	mi := &file_workflow_v1_engine_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3963,7 +4027,7 @@ func (x *QueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueRequest.ProtoReflect.Descriptor instead.
 func (*QueueRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{49}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *QueueRequest) GetName() string {
@@ -3993,7 +4057,7 @@ type QueueStats struct {
 
 func (x *QueueStats) Reset() {
 	*x = QueueStats{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[50]
+	mi := &file_workflow_v1_engine_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4005,7 +4069,7 @@ func (x *QueueStats) String() string {
 func (*QueueStats) ProtoMessage() {}
 
 func (x *QueueStats) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[50]
+	mi := &file_workflow_v1_engine_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4018,7 +4082,7 @@ func (x *QueueStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueStats.ProtoReflect.Descriptor instead.
 func (*QueueStats) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{50}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *QueueStats) GetPending() int64 {
@@ -4074,7 +4138,7 @@ type QueueTask struct {
 
 func (x *QueueTask) Reset() {
 	*x = QueueTask{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[51]
+	mi := &file_workflow_v1_engine_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4086,7 +4150,7 @@ func (x *QueueTask) String() string {
 func (*QueueTask) ProtoMessage() {}
 
 func (x *QueueTask) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[51]
+	mi := &file_workflow_v1_engine_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4099,7 +4163,7 @@ func (x *QueueTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueTask.ProtoReflect.Descriptor instead.
 func (*QueueTask) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{51}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *QueueTask) GetId() string {
@@ -4181,7 +4245,7 @@ type QueueTaskList struct {
 
 func (x *QueueTaskList) Reset() {
 	*x = QueueTaskList{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[52]
+	mi := &file_workflow_v1_engine_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4193,7 +4257,7 @@ func (x *QueueTaskList) String() string {
 func (*QueueTaskList) ProtoMessage() {}
 
 func (x *QueueTaskList) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[52]
+	mi := &file_workflow_v1_engine_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4206,7 +4270,7 @@ func (x *QueueTaskList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueTaskList.ProtoReflect.Descriptor instead.
 func (*QueueTaskList) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{52}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *QueueTaskList) GetTasks() []*QueueTask {
@@ -4225,7 +4289,7 @@ type PurgeResponse struct {
 
 func (x *PurgeResponse) Reset() {
 	*x = PurgeResponse{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[53]
+	mi := &file_workflow_v1_engine_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4237,7 +4301,7 @@ func (x *PurgeResponse) String() string {
 func (*PurgeResponse) ProtoMessage() {}
 
 func (x *PurgeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[53]
+	mi := &file_workflow_v1_engine_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4250,7 +4314,7 @@ func (x *PurgeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeResponse.ProtoReflect.Descriptor instead.
 func (*PurgeResponse) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{53}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *PurgeResponse) GetDeleted() int64 {
@@ -4272,7 +4336,7 @@ type DequeueRequest struct {
 
 func (x *DequeueRequest) Reset() {
 	*x = DequeueRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[54]
+	mi := &file_workflow_v1_engine_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4284,7 +4348,7 @@ func (x *DequeueRequest) String() string {
 func (*DequeueRequest) ProtoMessage() {}
 
 func (x *DequeueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[54]
+	mi := &file_workflow_v1_engine_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4297,7 +4361,7 @@ func (x *DequeueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DequeueRequest.ProtoReflect.Descriptor instead.
 func (*DequeueRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{54}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *DequeueRequest) GetName() string {
@@ -4339,7 +4403,7 @@ type AckRequest struct {
 
 func (x *AckRequest) Reset() {
 	*x = AckRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[55]
+	mi := &file_workflow_v1_engine_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4351,7 +4415,7 @@ func (x *AckRequest) String() string {
 func (*AckRequest) ProtoMessage() {}
 
 func (x *AckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[55]
+	mi := &file_workflow_v1_engine_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4364,7 +4428,7 @@ func (x *AckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
 func (*AckRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{55}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *AckRequest) GetName() string {
@@ -4401,7 +4465,7 @@ type NackRequest struct {
 
 func (x *NackRequest) Reset() {
 	*x = NackRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[56]
+	mi := &file_workflow_v1_engine_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4413,7 +4477,7 @@ func (x *NackRequest) String() string {
 func (*NackRequest) ProtoMessage() {}
 
 func (x *NackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[56]
+	mi := &file_workflow_v1_engine_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4426,7 +4490,7 @@ func (x *NackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackRequest.ProtoReflect.Descriptor instead.
 func (*NackRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{56}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *NackRequest) GetName() string {
@@ -4476,7 +4540,7 @@ type SettleResponse struct {
 
 func (x *SettleResponse) Reset() {
 	*x = SettleResponse{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[57]
+	mi := &file_workflow_v1_engine_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4488,7 +4552,7 @@ func (x *SettleResponse) String() string {
 func (*SettleResponse) ProtoMessage() {}
 
 func (x *SettleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[57]
+	mi := &file_workflow_v1_engine_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4501,7 +4565,7 @@ func (x *SettleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SettleResponse.ProtoReflect.Descriptor instead.
 func (*SettleResponse) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{57}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *SettleResponse) GetId() string {
@@ -4542,7 +4606,7 @@ type ListQueuesRequest struct {
 
 func (x *ListQueuesRequest) Reset() {
 	*x = ListQueuesRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[58]
+	mi := &file_workflow_v1_engine_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4554,7 +4618,7 @@ func (x *ListQueuesRequest) String() string {
 func (*ListQueuesRequest) ProtoMessage() {}
 
 func (x *ListQueuesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[58]
+	mi := &file_workflow_v1_engine_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4567,7 +4631,7 @@ func (x *ListQueuesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueuesRequest.ProtoReflect.Descriptor instead.
 func (*ListQueuesRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{58}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListQueuesRequest) GetLimit() int32 {
@@ -4598,7 +4662,7 @@ type QueueSummary struct {
 
 func (x *QueueSummary) Reset() {
 	*x = QueueSummary{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[59]
+	mi := &file_workflow_v1_engine_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4610,7 +4674,7 @@ func (x *QueueSummary) String() string {
 func (*QueueSummary) ProtoMessage() {}
 
 func (x *QueueSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[59]
+	mi := &file_workflow_v1_engine_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4623,7 +4687,7 @@ func (x *QueueSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueSummary.ProtoReflect.Descriptor instead.
 func (*QueueSummary) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{59}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *QueueSummary) GetName() string {
@@ -4678,7 +4742,7 @@ type QueuePage struct {
 
 func (x *QueuePage) Reset() {
 	*x = QueuePage{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[60]
+	mi := &file_workflow_v1_engine_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4690,7 +4754,7 @@ func (x *QueuePage) String() string {
 func (*QueuePage) ProtoMessage() {}
 
 func (x *QueuePage) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[60]
+	mi := &file_workflow_v1_engine_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4703,7 +4767,7 @@ func (x *QueuePage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuePage.ProtoReflect.Descriptor instead.
 func (*QueuePage) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{60}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *QueuePage) GetQueues() []*QueueSummary {
@@ -4732,7 +4796,7 @@ type ListQueueTasksRequest struct {
 
 func (x *ListQueueTasksRequest) Reset() {
 	*x = ListQueueTasksRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[61]
+	mi := &file_workflow_v1_engine_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4744,7 +4808,7 @@ func (x *ListQueueTasksRequest) String() string {
 func (*ListQueueTasksRequest) ProtoMessage() {}
 
 func (x *ListQueueTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[61]
+	mi := &file_workflow_v1_engine_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4757,7 +4821,7 @@ func (x *ListQueueTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQueueTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListQueueTasksRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{61}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListQueueTasksRequest) GetName() string {
@@ -4811,7 +4875,7 @@ type QueueTaskDetail struct {
 
 func (x *QueueTaskDetail) Reset() {
 	*x = QueueTaskDetail{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[62]
+	mi := &file_workflow_v1_engine_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4823,7 +4887,7 @@ func (x *QueueTaskDetail) String() string {
 func (*QueueTaskDetail) ProtoMessage() {}
 
 func (x *QueueTaskDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[62]
+	mi := &file_workflow_v1_engine_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4836,7 +4900,7 @@ func (x *QueueTaskDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueTaskDetail.ProtoReflect.Descriptor instead.
 func (*QueueTaskDetail) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{62}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *QueueTaskDetail) GetId() string {
@@ -4954,7 +5018,7 @@ type QueueTaskPage struct {
 
 func (x *QueueTaskPage) Reset() {
 	*x = QueueTaskPage{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[63]
+	mi := &file_workflow_v1_engine_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4966,7 +5030,7 @@ func (x *QueueTaskPage) String() string {
 func (*QueueTaskPage) ProtoMessage() {}
 
 func (x *QueueTaskPage) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[63]
+	mi := &file_workflow_v1_engine_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4979,7 +5043,7 @@ func (x *QueueTaskPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueTaskPage.ProtoReflect.Descriptor instead.
 func (*QueueTaskPage) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{63}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *QueueTaskPage) GetTasks() []*QueueTaskDetail {
@@ -5006,7 +5070,7 @@ type RedriveRequest struct {
 
 func (x *RedriveRequest) Reset() {
 	*x = RedriveRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[64]
+	mi := &file_workflow_v1_engine_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5018,7 +5082,7 @@ func (x *RedriveRequest) String() string {
 func (*RedriveRequest) ProtoMessage() {}
 
 func (x *RedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[64]
+	mi := &file_workflow_v1_engine_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5031,7 +5095,7 @@ func (x *RedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveRequest.ProtoReflect.Descriptor instead.
 func (*RedriveRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{64}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *RedriveRequest) GetName() string {
@@ -5059,7 +5123,7 @@ type RedriveSkipped struct {
 
 func (x *RedriveSkipped) Reset() {
 	*x = RedriveSkipped{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[65]
+	mi := &file_workflow_v1_engine_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5071,7 +5135,7 @@ func (x *RedriveSkipped) String() string {
 func (*RedriveSkipped) ProtoMessage() {}
 
 func (x *RedriveSkipped) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[65]
+	mi := &file_workflow_v1_engine_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5084,7 +5148,7 @@ func (x *RedriveSkipped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveSkipped.ProtoReflect.Descriptor instead.
 func (*RedriveSkipped) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{65}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *RedriveSkipped) GetId() string {
@@ -5120,7 +5184,7 @@ type RedriveResponse struct {
 
 func (x *RedriveResponse) Reset() {
 	*x = RedriveResponse{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[66]
+	mi := &file_workflow_v1_engine_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5132,7 +5196,7 @@ func (x *RedriveResponse) String() string {
 func (*RedriveResponse) ProtoMessage() {}
 
 func (x *RedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[66]
+	mi := &file_workflow_v1_engine_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5145,7 +5209,7 @@ func (x *RedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveResponse.ProtoReflect.Descriptor instead.
 func (*RedriveResponse) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{66}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *RedriveResponse) GetRedriven() int64 {
@@ -5186,7 +5250,7 @@ type ScheduleInterval struct {
 
 func (x *ScheduleInterval) Reset() {
 	*x = ScheduleInterval{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[67]
+	mi := &file_workflow_v1_engine_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5198,7 +5262,7 @@ func (x *ScheduleInterval) String() string {
 func (*ScheduleInterval) ProtoMessage() {}
 
 func (x *ScheduleInterval) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[67]
+	mi := &file_workflow_v1_engine_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5211,7 +5275,7 @@ func (x *ScheduleInterval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleInterval.ProtoReflect.Descriptor instead.
 func (*ScheduleInterval) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{67}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ScheduleInterval) GetEverySeconds() int64 {
@@ -5242,7 +5306,7 @@ type ScheduleSpec struct {
 
 func (x *ScheduleSpec) Reset() {
 	*x = ScheduleSpec{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[68]
+	mi := &file_workflow_v1_engine_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5254,7 +5318,7 @@ func (x *ScheduleSpec) String() string {
 func (*ScheduleSpec) ProtoMessage() {}
 
 func (x *ScheduleSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[68]
+	mi := &file_workflow_v1_engine_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5267,7 +5331,7 @@ func (x *ScheduleSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleSpec.ProtoReflect.Descriptor instead.
 func (*ScheduleSpec) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{68}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ScheduleSpec) GetCron() []string {
@@ -5330,7 +5394,7 @@ type ScheduleRequest struct {
 
 func (x *ScheduleRequest) Reset() {
 	*x = ScheduleRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[69]
+	mi := &file_workflow_v1_engine_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5342,7 +5406,7 @@ func (x *ScheduleRequest) String() string {
 func (*ScheduleRequest) ProtoMessage() {}
 
 func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[69]
+	mi := &file_workflow_v1_engine_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5355,7 +5419,7 @@ func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{69}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ScheduleRequest) GetId() string {
@@ -5442,7 +5506,7 @@ type ScheduleAction struct {
 
 func (x *ScheduleAction) Reset() {
 	*x = ScheduleAction{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[70]
+	mi := &file_workflow_v1_engine_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5454,7 +5518,7 @@ func (x *ScheduleAction) String() string {
 func (*ScheduleAction) ProtoMessage() {}
 
 func (x *ScheduleAction) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[70]
+	mi := &file_workflow_v1_engine_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5467,7 +5531,7 @@ func (x *ScheduleAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleAction.ProtoReflect.Descriptor instead.
 func (*ScheduleAction) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{70}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ScheduleAction) GetSlotTime() *timestamppb.Timestamp {
@@ -5534,7 +5598,7 @@ type Schedule struct {
 
 func (x *Schedule) Reset() {
 	*x = Schedule{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[71]
+	mi := &file_workflow_v1_engine_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5546,7 +5610,7 @@ func (x *Schedule) String() string {
 func (*Schedule) ProtoMessage() {}
 
 func (x *Schedule) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[71]
+	mi := &file_workflow_v1_engine_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5559,7 +5623,7 @@ func (x *Schedule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Schedule.ProtoReflect.Descriptor instead.
 func (*Schedule) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{71}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *Schedule) GetId() string {
@@ -5670,7 +5734,7 @@ type SchedulePage struct {
 
 func (x *SchedulePage) Reset() {
 	*x = SchedulePage{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[72]
+	mi := &file_workflow_v1_engine_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5682,7 +5746,7 @@ func (x *SchedulePage) String() string {
 func (*SchedulePage) ProtoMessage() {}
 
 func (x *SchedulePage) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[72]
+	mi := &file_workflow_v1_engine_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5695,7 +5759,7 @@ func (x *SchedulePage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulePage.ProtoReflect.Descriptor instead.
 func (*SchedulePage) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{72}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *SchedulePage) GetSchedules() []*Schedule {
@@ -5721,7 +5785,7 @@ type ScheduleIdRequest struct {
 
 func (x *ScheduleIdRequest) Reset() {
 	*x = ScheduleIdRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[73]
+	mi := &file_workflow_v1_engine_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5733,7 +5797,7 @@ func (x *ScheduleIdRequest) String() string {
 func (*ScheduleIdRequest) ProtoMessage() {}
 
 func (x *ScheduleIdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[73]
+	mi := &file_workflow_v1_engine_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5746,7 +5810,7 @@ func (x *ScheduleIdRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleIdRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleIdRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{73}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ScheduleIdRequest) GetId() string {
@@ -5766,7 +5830,7 @@ type ListSchedulesRequest struct {
 
 func (x *ListSchedulesRequest) Reset() {
 	*x = ListSchedulesRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[74]
+	mi := &file_workflow_v1_engine_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5778,7 +5842,7 @@ func (x *ListSchedulesRequest) String() string {
 func (*ListSchedulesRequest) ProtoMessage() {}
 
 func (x *ListSchedulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[74]
+	mi := &file_workflow_v1_engine_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5791,7 +5855,7 @@ func (x *ListSchedulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSchedulesRequest.ProtoReflect.Descriptor instead.
 func (*ListSchedulesRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{74}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ListSchedulesRequest) GetLimit() int32 {
@@ -5818,7 +5882,7 @@ type PauseScheduleRequest struct {
 
 func (x *PauseScheduleRequest) Reset() {
 	*x = PauseScheduleRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[75]
+	mi := &file_workflow_v1_engine_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5830,7 +5894,7 @@ func (x *PauseScheduleRequest) String() string {
 func (*PauseScheduleRequest) ProtoMessage() {}
 
 func (x *PauseScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[75]
+	mi := &file_workflow_v1_engine_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5843,7 +5907,7 @@ func (x *PauseScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PauseScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{75}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *PauseScheduleRequest) GetId() string {
@@ -5870,7 +5934,7 @@ type ScheduleTriggered struct {
 
 func (x *ScheduleTriggered) Reset() {
 	*x = ScheduleTriggered{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[76]
+	mi := &file_workflow_v1_engine_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5882,7 +5946,7 @@ func (x *ScheduleTriggered) String() string {
 func (*ScheduleTriggered) ProtoMessage() {}
 
 func (x *ScheduleTriggered) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[76]
+	mi := &file_workflow_v1_engine_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5895,7 +5959,7 @@ func (x *ScheduleTriggered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleTriggered.ProtoReflect.Descriptor instead.
 func (*ScheduleTriggered) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{76}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ScheduleTriggered) GetId() string {
@@ -5923,7 +5987,7 @@ type BackfillRequest struct {
 
 func (x *BackfillRequest) Reset() {
 	*x = BackfillRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[77]
+	mi := &file_workflow_v1_engine_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5935,7 +5999,7 @@ func (x *BackfillRequest) String() string {
 func (*BackfillRequest) ProtoMessage() {}
 
 func (x *BackfillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[77]
+	mi := &file_workflow_v1_engine_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5948,7 +6012,7 @@ func (x *BackfillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackfillRequest.ProtoReflect.Descriptor instead.
 func (*BackfillRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{77}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *BackfillRequest) GetId() string {
@@ -5984,7 +6048,7 @@ type BackfillResponse struct {
 
 func (x *BackfillResponse) Reset() {
 	*x = BackfillResponse{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[78]
+	mi := &file_workflow_v1_engine_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5996,7 +6060,7 @@ func (x *BackfillResponse) String() string {
 func (*BackfillResponse) ProtoMessage() {}
 
 func (x *BackfillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[78]
+	mi := &file_workflow_v1_engine_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6009,7 +6073,7 @@ func (x *BackfillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackfillResponse.ProtoReflect.Descriptor instead.
 func (*BackfillResponse) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{78}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *BackfillResponse) GetId() string {
@@ -6050,7 +6114,7 @@ type DeletedSchedule struct {
 
 func (x *DeletedSchedule) Reset() {
 	*x = DeletedSchedule{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[79]
+	mi := &file_workflow_v1_engine_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6062,7 +6126,7 @@ func (x *DeletedSchedule) String() string {
 func (*DeletedSchedule) ProtoMessage() {}
 
 func (x *DeletedSchedule) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[79]
+	mi := &file_workflow_v1_engine_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6075,7 +6139,7 @@ func (x *DeletedSchedule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletedSchedule.ProtoReflect.Descriptor instead.
 func (*DeletedSchedule) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{79}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *DeletedSchedule) GetId() string {
@@ -6102,7 +6166,7 @@ type ProblemItem struct {
 
 func (x *ProblemItem) Reset() {
 	*x = ProblemItem{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[80]
+	mi := &file_workflow_v1_engine_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6114,7 +6178,7 @@ func (x *ProblemItem) String() string {
 func (*ProblemItem) ProtoMessage() {}
 
 func (x *ProblemItem) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[80]
+	mi := &file_workflow_v1_engine_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6127,7 +6191,7 @@ func (x *ProblemItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProblemItem.ProtoReflect.Descriptor instead.
 func (*ProblemItem) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{80}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ProblemItem) GetPath() string {
@@ -6158,7 +6222,7 @@ type Problem struct {
 
 func (x *Problem) Reset() {
 	*x = Problem{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[81]
+	mi := &file_workflow_v1_engine_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6170,7 +6234,7 @@ func (x *Problem) String() string {
 func (*Problem) ProtoMessage() {}
 
 func (x *Problem) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[81]
+	mi := &file_workflow_v1_engine_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6183,7 +6247,7 @@ func (x *Problem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Problem.ProtoReflect.Descriptor instead.
 func (*Problem) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{81}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *Problem) GetType() string {
@@ -6236,7 +6300,7 @@ type GetOpenApiRequest struct {
 
 func (x *GetOpenApiRequest) Reset() {
 	*x = GetOpenApiRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[82]
+	mi := &file_workflow_v1_engine_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6248,7 +6312,7 @@ func (x *GetOpenApiRequest) String() string {
 func (*GetOpenApiRequest) ProtoMessage() {}
 
 func (x *GetOpenApiRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[82]
+	mi := &file_workflow_v1_engine_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6261,7 +6325,7 @@ func (x *GetOpenApiRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOpenApiRequest.ProtoReflect.Descriptor instead.
 func (*GetOpenApiRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{82}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{83}
 }
 
 type DeleteDefinitionRequest struct {
@@ -6274,7 +6338,7 @@ type DeleteDefinitionRequest struct {
 
 func (x *DeleteDefinitionRequest) Reset() {
 	*x = DeleteDefinitionRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[83]
+	mi := &file_workflow_v1_engine_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6286,7 +6350,7 @@ func (x *DeleteDefinitionRequest) String() string {
 func (*DeleteDefinitionRequest) ProtoMessage() {}
 
 func (x *DeleteDefinitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[83]
+	mi := &file_workflow_v1_engine_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6299,7 +6363,7 @@ func (x *DeleteDefinitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDefinitionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteDefinitionRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{83}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *DeleteDefinitionRequest) GetName() string {
@@ -6325,7 +6389,7 @@ type DeleteInstanceRequest struct {
 
 func (x *DeleteInstanceRequest) Reset() {
 	*x = DeleteInstanceRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[84]
+	mi := &file_workflow_v1_engine_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6337,7 +6401,7 @@ func (x *DeleteInstanceRequest) String() string {
 func (*DeleteInstanceRequest) ProtoMessage() {}
 
 func (x *DeleteInstanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[84]
+	mi := &file_workflow_v1_engine_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6350,7 +6414,7 @@ func (x *DeleteInstanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteInstanceRequest.ProtoReflect.Descriptor instead.
 func (*DeleteInstanceRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{84}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *DeleteInstanceRequest) GetId() string {
@@ -6375,7 +6439,7 @@ type DeletedInstance struct {
 
 func (x *DeletedInstance) Reset() {
 	*x = DeletedInstance{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[85]
+	mi := &file_workflow_v1_engine_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6387,7 +6451,7 @@ func (x *DeletedInstance) String() string {
 func (*DeletedInstance) ProtoMessage() {}
 
 func (x *DeletedInstance) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[85]
+	mi := &file_workflow_v1_engine_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6400,7 +6464,7 @@ func (x *DeletedInstance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletedInstance.ProtoReflect.Descriptor instead.
 func (*DeletedInstance) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{85}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *DeletedInstance) GetId() string {
@@ -6460,7 +6524,7 @@ type GetHealthRequest struct {
 
 func (x *GetHealthRequest) Reset() {
 	*x = GetHealthRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[86]
+	mi := &file_workflow_v1_engine_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6472,7 +6536,7 @@ func (x *GetHealthRequest) String() string {
 func (*GetHealthRequest) ProtoMessage() {}
 
 func (x *GetHealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[86]
+	mi := &file_workflow_v1_engine_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6485,7 +6549,7 @@ func (x *GetHealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetHealthRequest.ProtoReflect.Descriptor instead.
 func (*GetHealthRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{86}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{87}
 }
 
 type HealthCheck struct {
@@ -6500,7 +6564,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[87]
+	mi := &file_workflow_v1_engine_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6512,7 +6576,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[87]
+	mi := &file_workflow_v1_engine_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6525,7 +6589,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{87}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *HealthCheck) GetStatus() string {
@@ -6568,7 +6632,7 @@ type Health struct {
 
 func (x *Health) Reset() {
 	*x = Health{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[88]
+	mi := &file_workflow_v1_engine_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6580,7 +6644,7 @@ func (x *Health) String() string {
 func (*Health) ProtoMessage() {}
 
 func (x *Health) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[88]
+	mi := &file_workflow_v1_engine_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6593,7 +6657,7 @@ func (x *Health) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Health.ProtoReflect.Descriptor instead.
 func (*Health) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{88}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *Health) GetStatus() string {
@@ -6632,7 +6696,7 @@ type GetConfigRequest struct {
 
 func (x *GetConfigRequest) Reset() {
 	*x = GetConfigRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[89]
+	mi := &file_workflow_v1_engine_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6644,7 +6708,7 @@ func (x *GetConfigRequest) String() string {
 func (*GetConfigRequest) ProtoMessage() {}
 
 func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[89]
+	mi := &file_workflow_v1_engine_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6657,7 +6721,7 @@ func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{89}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{90}
 }
 
 type PayloadLimit struct {
@@ -6670,7 +6734,7 @@ type PayloadLimit struct {
 
 func (x *PayloadLimit) Reset() {
 	*x = PayloadLimit{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[90]
+	mi := &file_workflow_v1_engine_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6682,7 +6746,7 @@ func (x *PayloadLimit) String() string {
 func (*PayloadLimit) ProtoMessage() {}
 
 func (x *PayloadLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[90]
+	mi := &file_workflow_v1_engine_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6695,7 +6759,7 @@ func (x *PayloadLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PayloadLimit.ProtoReflect.Descriptor instead.
 func (*PayloadLimit) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{90}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *PayloadLimit) GetSoftLimitBytes() int64 {
@@ -6723,7 +6787,7 @@ type PayloadLimits struct {
 
 func (x *PayloadLimits) Reset() {
 	*x = PayloadLimits{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[91]
+	mi := &file_workflow_v1_engine_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6735,7 +6799,7 @@ func (x *PayloadLimits) String() string {
 func (*PayloadLimits) ProtoMessage() {}
 
 func (x *PayloadLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[91]
+	mi := &file_workflow_v1_engine_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6748,7 +6812,7 @@ func (x *PayloadLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PayloadLimits.ProtoReflect.Descriptor instead.
 func (*PayloadLimits) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{91}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *PayloadLimits) GetWorkflowInput() *PayloadLimit {
@@ -6782,7 +6846,7 @@ type ServerConfig struct {
 
 func (x *ServerConfig) Reset() {
 	*x = ServerConfig{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[92]
+	mi := &file_workflow_v1_engine_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6794,7 +6858,7 @@ func (x *ServerConfig) String() string {
 func (*ServerConfig) ProtoMessage() {}
 
 func (x *ServerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[92]
+	mi := &file_workflow_v1_engine_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6807,7 +6871,7 @@ func (x *ServerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerConfig.ProtoReflect.Descriptor instead.
 func (*ServerConfig) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{92}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ServerConfig) GetPayloadLimits() *PayloadLimits {
@@ -6835,7 +6899,7 @@ type CreatePayloadRequest struct {
 
 func (x *CreatePayloadRequest) Reset() {
 	*x = CreatePayloadRequest{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[93]
+	mi := &file_workflow_v1_engine_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6847,7 +6911,7 @@ func (x *CreatePayloadRequest) String() string {
 func (*CreatePayloadRequest) ProtoMessage() {}
 
 func (x *CreatePayloadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[93]
+	mi := &file_workflow_v1_engine_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6860,7 +6924,7 @@ func (x *CreatePayloadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePayloadRequest.ProtoReflect.Descriptor instead.
 func (*CreatePayloadRequest) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{93}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *CreatePayloadRequest) GetKind() string {
@@ -6896,7 +6960,7 @@ type PayloadUpload struct {
 
 func (x *PayloadUpload) Reset() {
 	*x = PayloadUpload{}
-	mi := &file_workflow_v1_engine_proto_msgTypes[94]
+	mi := &file_workflow_v1_engine_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6908,7 +6972,7 @@ func (x *PayloadUpload) String() string {
 func (*PayloadUpload) ProtoMessage() {}
 
 func (x *PayloadUpload) ProtoReflect() protoreflect.Message {
-	mi := &file_workflow_v1_engine_proto_msgTypes[94]
+	mi := &file_workflow_v1_engine_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6921,7 +6985,7 @@ func (x *PayloadUpload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PayloadUpload.ProtoReflect.Descriptor instead.
 func (*PayloadUpload) Descriptor() ([]byte, []int) {
-	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{94}
+	return file_workflow_v1_engine_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *PayloadUpload) GetPath() string {
@@ -6993,7 +7057,7 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x19_response_timeout_secondsB\x18\n" +
 	"\x16_concurrent_exec_limitB\x1b\n" +
 	"\x19_rate_limit_per_frequencyB\"\n" +
-	" _rate_limit_frequency_in_seconds\"\xdd\x0e\n" +
+	" _rate_limit_frequency_in_seconds\"\x9f\x0f\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
@@ -7042,7 +7106,9 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\arequest\x18( \x01(\v2\x16.google.protobuf.ValueR\arequest\x12\x1f\n" +
 	"\boptional\x18) \x01(\bH\n" +
 	"R\boptional\x88\x01\x01\x123\n" +
-	"\x13start_delay_seconds\x18* \x01(\x05H\vR\x11startDelaySeconds\x88\x01\x01B\x0e\n" +
+	"\x13start_delay_seconds\x18* \x01(\x05H\vR\x11startDelaySeconds\x88\x01\x01\x12\x10\n" +
+	"\x03key\x18+ \x01(\tR\x03key\x12.\n" +
+	"\x06inputs\x18, \x01(\v2\x16.google.protobuf.ValueR\x06inputsB\x0e\n" +
 	"\f_retry_countB\x16\n" +
 	"\x14_retry_delay_secondsB\x1a\n" +
 	"\x18_max_retry_delay_secondsB\x12\n" +
@@ -7099,6 +7165,8 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12/\n" +
 	"\btask_def\x18\x02 \x01(\v2\x14.workflow.v1.TaskDefR\ataskDef\"'\n" +
 	"\x11GetTaskDefRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"*\n" +
+	"\x14DeleteTaskDefRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"J\n" +
 	"\x13ListTaskDefsRequest\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x1d\n" +
@@ -7624,7 +7692,7 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x0eupload_headers\x18\x04 \x03(\v2-.workflow.v1.PayloadUpload.UploadHeadersEntryR\ruploadHeaders\x1a@\n" +
 	"\x12UploadHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\xd4\x1d\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\x9e\x1e\n" +
 	"\x0eWorkflowEngine\x12E\n" +
 	"\tGetConfig\x12\x1d.workflow.v1.GetConfigRequest\x1a\x19.workflow.v1.ServerConfig\x12N\n" +
 	"\rCreatePayload\x12!.workflow.v1.CreatePayloadRequest\x1a\x1a.workflow.v1.PayloadUpload\x12E\n" +
@@ -7640,7 +7708,8 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\n" +
 	"PutTaskDef\x12\x1e.workflow.v1.PutTaskDefRequest\x1a\x14.workflow.v1.TaskDef\x12B\n" +
 	"\n" +
-	"GetTaskDef\x12\x1e.workflow.v1.GetTaskDefRequest\x1a\x14.workflow.v1.TaskDef\x12I\n" +
+	"GetTaskDef\x12\x1e.workflow.v1.GetTaskDefRequest\x1a\x14.workflow.v1.TaskDef\x12H\n" +
+	"\rDeleteTaskDef\x12!.workflow.v1.DeleteTaskDefRequest\x1a\x14.workflow.v1.TaskDef\x12I\n" +
 	"\rStartInstance\x12!.workflow.v1.StartInstanceRequest\x1a\x15.workflow.v1.Instance\x12Y\n" +
 	"\x0eStartInstances\x12\".workflow.v1.StartInstancesRequest\x1a#.workflow.v1.StartInstancesResponse\x12Q\n" +
 	"\x0fSearchInstances\x12#.workflow.v1.SearchInstancesRequest\x1a\x19.workflow.v1.InstancePage\x12E\n" +
@@ -7696,7 +7765,7 @@ func file_workflow_v1_engine_proto_rawDescGZIP() []byte {
 	return file_workflow_v1_engine_proto_rawDescData
 }
 
-var file_workflow_v1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 96)
+var file_workflow_v1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 97)
 var file_workflow_v1_engine_proto_goTypes = []any{
 	(*TaskDef)(nil),                  // 0: workflow.v1.TaskDef
 	(*Step)(nil),                     // 1: workflow.v1.Step
@@ -7707,307 +7776,311 @@ var file_workflow_v1_engine_proto_goTypes = []any{
 	(*GetDefinitionRequest)(nil),     // 6: workflow.v1.GetDefinitionRequest
 	(*PutTaskDefRequest)(nil),        // 7: workflow.v1.PutTaskDefRequest
 	(*GetTaskDefRequest)(nil),        // 8: workflow.v1.GetTaskDefRequest
-	(*ListTaskDefsRequest)(nil),      // 9: workflow.v1.ListTaskDefsRequest
-	(*TaskDefPage)(nil),              // 10: workflow.v1.TaskDefPage
-	(*StartInstanceRequest)(nil),     // 11: workflow.v1.StartInstanceRequest
-	(*StartInstancesRequest)(nil),    // 12: workflow.v1.StartInstancesRequest
-	(*StartOutcome)(nil),             // 13: workflow.v1.StartOutcome
-	(*StartInstancesResponse)(nil),   // 14: workflow.v1.StartInstancesResponse
-	(*StepExecution)(nil),            // 15: workflow.v1.StepExecution
-	(*Instance)(nil),                 // 16: workflow.v1.Instance
-	(*GetInstanceRequest)(nil),       // 17: workflow.v1.GetInstanceRequest
-	(*ListStepsRequest)(nil),         // 18: workflow.v1.ListStepsRequest
-	(*StepExecutionPage)(nil),        // 19: workflow.v1.StepExecutionPage
-	(*GetHistoryRequest)(nil),        // 20: workflow.v1.GetHistoryRequest
-	(*HistoryEvent)(nil),             // 21: workflow.v1.HistoryEvent
-	(*HistoryPage)(nil),              // 22: workflow.v1.HistoryPage
-	(*SearchInstancesRequest)(nil),   // 23: workflow.v1.SearchInstancesRequest
-	(*InstancePage)(nil),             // 24: workflow.v1.InstancePage
-	(*CancelInstanceRequest)(nil),    // 25: workflow.v1.CancelInstanceRequest
-	(*CompleteUserTaskRequest)(nil),  // 26: workflow.v1.CompleteUserTaskRequest
-	(*SignalRequest)(nil),            // 27: workflow.v1.SignalRequest
-	(*InstanceOperationRequest)(nil), // 28: workflow.v1.InstanceOperationRequest
-	(*RestartInstanceRequest)(nil),   // 29: workflow.v1.RestartInstanceRequest
-	(*PollJobsRequest)(nil),          // 30: workflow.v1.PollJobsRequest
-	(*Job)(nil),                      // 31: workflow.v1.Job
-	(*PollJobsResponse)(nil),         // 32: workflow.v1.PollJobsResponse
-	(*CompleteJobRequest)(nil),       // 33: workflow.v1.CompleteJobRequest
-	(*CompleteJobResponse)(nil),      // 34: workflow.v1.CompleteJobResponse
-	(*BatchFailure)(nil),             // 35: workflow.v1.BatchFailure
-	(*BatchResultItem)(nil),          // 36: workflow.v1.BatchResultItem
-	(*CompleteBatchRequest)(nil),     // 37: workflow.v1.CompleteBatchRequest
-	(*BatchOutcome)(nil),             // 38: workflow.v1.BatchOutcome
-	(*CompleteBatchResponse)(nil),    // 39: workflow.v1.CompleteBatchResponse
-	(*FailJobRequest)(nil),           // 40: workflow.v1.FailJobRequest
-	(*FailJobResponse)(nil),          // 41: workflow.v1.FailJobResponse
-	(*HeartbeatRequest)(nil),         // 42: workflow.v1.HeartbeatRequest
-	(*ClaimJobRequest)(nil),          // 43: workflow.v1.ClaimJobRequest
-	(*HeartbeatResponse)(nil),        // 44: workflow.v1.HeartbeatResponse
-	(*StopWorkerRequest)(nil),        // 45: workflow.v1.StopWorkerRequest
-	(*StopWorkerResponse)(nil),       // 46: workflow.v1.StopWorkerResponse
-	(*PushRequest)(nil),              // 47: workflow.v1.PushRequest
-	(*PushResponse)(nil),             // 48: workflow.v1.PushResponse
-	(*QueueRequest)(nil),             // 49: workflow.v1.QueueRequest
-	(*QueueStats)(nil),               // 50: workflow.v1.QueueStats
-	(*QueueTask)(nil),                // 51: workflow.v1.QueueTask
-	(*QueueTaskList)(nil),            // 52: workflow.v1.QueueTaskList
-	(*PurgeResponse)(nil),            // 53: workflow.v1.PurgeResponse
-	(*DequeueRequest)(nil),           // 54: workflow.v1.DequeueRequest
-	(*AckRequest)(nil),               // 55: workflow.v1.AckRequest
-	(*NackRequest)(nil),              // 56: workflow.v1.NackRequest
-	(*SettleResponse)(nil),           // 57: workflow.v1.SettleResponse
-	(*ListQueuesRequest)(nil),        // 58: workflow.v1.ListQueuesRequest
-	(*QueueSummary)(nil),             // 59: workflow.v1.QueueSummary
-	(*QueuePage)(nil),                // 60: workflow.v1.QueuePage
-	(*ListQueueTasksRequest)(nil),    // 61: workflow.v1.ListQueueTasksRequest
-	(*QueueTaskDetail)(nil),          // 62: workflow.v1.QueueTaskDetail
-	(*QueueTaskPage)(nil),            // 63: workflow.v1.QueueTaskPage
-	(*RedriveRequest)(nil),           // 64: workflow.v1.RedriveRequest
-	(*RedriveSkipped)(nil),           // 65: workflow.v1.RedriveSkipped
-	(*RedriveResponse)(nil),          // 66: workflow.v1.RedriveResponse
-	(*ScheduleInterval)(nil),         // 67: workflow.v1.ScheduleInterval
-	(*ScheduleSpec)(nil),             // 68: workflow.v1.ScheduleSpec
-	(*ScheduleRequest)(nil),          // 69: workflow.v1.ScheduleRequest
-	(*ScheduleAction)(nil),           // 70: workflow.v1.ScheduleAction
-	(*Schedule)(nil),                 // 71: workflow.v1.Schedule
-	(*SchedulePage)(nil),             // 72: workflow.v1.SchedulePage
-	(*ScheduleIdRequest)(nil),        // 73: workflow.v1.ScheduleIdRequest
-	(*ListSchedulesRequest)(nil),     // 74: workflow.v1.ListSchedulesRequest
-	(*PauseScheduleRequest)(nil),     // 75: workflow.v1.PauseScheduleRequest
-	(*ScheduleTriggered)(nil),        // 76: workflow.v1.ScheduleTriggered
-	(*BackfillRequest)(nil),          // 77: workflow.v1.BackfillRequest
-	(*BackfillResponse)(nil),         // 78: workflow.v1.BackfillResponse
-	(*DeletedSchedule)(nil),          // 79: workflow.v1.DeletedSchedule
-	(*ProblemItem)(nil),              // 80: workflow.v1.ProblemItem
-	(*Problem)(nil),                  // 81: workflow.v1.Problem
-	(*GetOpenApiRequest)(nil),        // 82: workflow.v1.GetOpenApiRequest
-	(*DeleteDefinitionRequest)(nil),  // 83: workflow.v1.DeleteDefinitionRequest
-	(*DeleteInstanceRequest)(nil),    // 84: workflow.v1.DeleteInstanceRequest
-	(*DeletedInstance)(nil),          // 85: workflow.v1.DeletedInstance
-	(*GetHealthRequest)(nil),         // 86: workflow.v1.GetHealthRequest
-	(*HealthCheck)(nil),              // 87: workflow.v1.HealthCheck
-	(*Health)(nil),                   // 88: workflow.v1.Health
-	(*GetConfigRequest)(nil),         // 89: workflow.v1.GetConfigRequest
-	(*PayloadLimit)(nil),             // 90: workflow.v1.PayloadLimit
-	(*PayloadLimits)(nil),            // 91: workflow.v1.PayloadLimits
-	(*ServerConfig)(nil),             // 92: workflow.v1.ServerConfig
-	(*CreatePayloadRequest)(nil),     // 93: workflow.v1.CreatePayloadRequest
-	(*PayloadUpload)(nil),            // 94: workflow.v1.PayloadUpload
-	nil,                              // 95: workflow.v1.PayloadUpload.UploadHeadersEntry
-	(*structpb.Struct)(nil),          // 96: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),    // 97: google.protobuf.Timestamp
-	(*structpb.Value)(nil),           // 98: google.protobuf.Value
-	(*structpb.ListValue)(nil),       // 99: google.protobuf.ListValue
+	(*DeleteTaskDefRequest)(nil),     // 9: workflow.v1.DeleteTaskDefRequest
+	(*ListTaskDefsRequest)(nil),      // 10: workflow.v1.ListTaskDefsRequest
+	(*TaskDefPage)(nil),              // 11: workflow.v1.TaskDefPage
+	(*StartInstanceRequest)(nil),     // 12: workflow.v1.StartInstanceRequest
+	(*StartInstancesRequest)(nil),    // 13: workflow.v1.StartInstancesRequest
+	(*StartOutcome)(nil),             // 14: workflow.v1.StartOutcome
+	(*StartInstancesResponse)(nil),   // 15: workflow.v1.StartInstancesResponse
+	(*StepExecution)(nil),            // 16: workflow.v1.StepExecution
+	(*Instance)(nil),                 // 17: workflow.v1.Instance
+	(*GetInstanceRequest)(nil),       // 18: workflow.v1.GetInstanceRequest
+	(*ListStepsRequest)(nil),         // 19: workflow.v1.ListStepsRequest
+	(*StepExecutionPage)(nil),        // 20: workflow.v1.StepExecutionPage
+	(*GetHistoryRequest)(nil),        // 21: workflow.v1.GetHistoryRequest
+	(*HistoryEvent)(nil),             // 22: workflow.v1.HistoryEvent
+	(*HistoryPage)(nil),              // 23: workflow.v1.HistoryPage
+	(*SearchInstancesRequest)(nil),   // 24: workflow.v1.SearchInstancesRequest
+	(*InstancePage)(nil),             // 25: workflow.v1.InstancePage
+	(*CancelInstanceRequest)(nil),    // 26: workflow.v1.CancelInstanceRequest
+	(*CompleteUserTaskRequest)(nil),  // 27: workflow.v1.CompleteUserTaskRequest
+	(*SignalRequest)(nil),            // 28: workflow.v1.SignalRequest
+	(*InstanceOperationRequest)(nil), // 29: workflow.v1.InstanceOperationRequest
+	(*RestartInstanceRequest)(nil),   // 30: workflow.v1.RestartInstanceRequest
+	(*PollJobsRequest)(nil),          // 31: workflow.v1.PollJobsRequest
+	(*Job)(nil),                      // 32: workflow.v1.Job
+	(*PollJobsResponse)(nil),         // 33: workflow.v1.PollJobsResponse
+	(*CompleteJobRequest)(nil),       // 34: workflow.v1.CompleteJobRequest
+	(*CompleteJobResponse)(nil),      // 35: workflow.v1.CompleteJobResponse
+	(*BatchFailure)(nil),             // 36: workflow.v1.BatchFailure
+	(*BatchResultItem)(nil),          // 37: workflow.v1.BatchResultItem
+	(*CompleteBatchRequest)(nil),     // 38: workflow.v1.CompleteBatchRequest
+	(*BatchOutcome)(nil),             // 39: workflow.v1.BatchOutcome
+	(*CompleteBatchResponse)(nil),    // 40: workflow.v1.CompleteBatchResponse
+	(*FailJobRequest)(nil),           // 41: workflow.v1.FailJobRequest
+	(*FailJobResponse)(nil),          // 42: workflow.v1.FailJobResponse
+	(*HeartbeatRequest)(nil),         // 43: workflow.v1.HeartbeatRequest
+	(*ClaimJobRequest)(nil),          // 44: workflow.v1.ClaimJobRequest
+	(*HeartbeatResponse)(nil),        // 45: workflow.v1.HeartbeatResponse
+	(*StopWorkerRequest)(nil),        // 46: workflow.v1.StopWorkerRequest
+	(*StopWorkerResponse)(nil),       // 47: workflow.v1.StopWorkerResponse
+	(*PushRequest)(nil),              // 48: workflow.v1.PushRequest
+	(*PushResponse)(nil),             // 49: workflow.v1.PushResponse
+	(*QueueRequest)(nil),             // 50: workflow.v1.QueueRequest
+	(*QueueStats)(nil),               // 51: workflow.v1.QueueStats
+	(*QueueTask)(nil),                // 52: workflow.v1.QueueTask
+	(*QueueTaskList)(nil),            // 53: workflow.v1.QueueTaskList
+	(*PurgeResponse)(nil),            // 54: workflow.v1.PurgeResponse
+	(*DequeueRequest)(nil),           // 55: workflow.v1.DequeueRequest
+	(*AckRequest)(nil),               // 56: workflow.v1.AckRequest
+	(*NackRequest)(nil),              // 57: workflow.v1.NackRequest
+	(*SettleResponse)(nil),           // 58: workflow.v1.SettleResponse
+	(*ListQueuesRequest)(nil),        // 59: workflow.v1.ListQueuesRequest
+	(*QueueSummary)(nil),             // 60: workflow.v1.QueueSummary
+	(*QueuePage)(nil),                // 61: workflow.v1.QueuePage
+	(*ListQueueTasksRequest)(nil),    // 62: workflow.v1.ListQueueTasksRequest
+	(*QueueTaskDetail)(nil),          // 63: workflow.v1.QueueTaskDetail
+	(*QueueTaskPage)(nil),            // 64: workflow.v1.QueueTaskPage
+	(*RedriveRequest)(nil),           // 65: workflow.v1.RedriveRequest
+	(*RedriveSkipped)(nil),           // 66: workflow.v1.RedriveSkipped
+	(*RedriveResponse)(nil),          // 67: workflow.v1.RedriveResponse
+	(*ScheduleInterval)(nil),         // 68: workflow.v1.ScheduleInterval
+	(*ScheduleSpec)(nil),             // 69: workflow.v1.ScheduleSpec
+	(*ScheduleRequest)(nil),          // 70: workflow.v1.ScheduleRequest
+	(*ScheduleAction)(nil),           // 71: workflow.v1.ScheduleAction
+	(*Schedule)(nil),                 // 72: workflow.v1.Schedule
+	(*SchedulePage)(nil),             // 73: workflow.v1.SchedulePage
+	(*ScheduleIdRequest)(nil),        // 74: workflow.v1.ScheduleIdRequest
+	(*ListSchedulesRequest)(nil),     // 75: workflow.v1.ListSchedulesRequest
+	(*PauseScheduleRequest)(nil),     // 76: workflow.v1.PauseScheduleRequest
+	(*ScheduleTriggered)(nil),        // 77: workflow.v1.ScheduleTriggered
+	(*BackfillRequest)(nil),          // 78: workflow.v1.BackfillRequest
+	(*BackfillResponse)(nil),         // 79: workflow.v1.BackfillResponse
+	(*DeletedSchedule)(nil),          // 80: workflow.v1.DeletedSchedule
+	(*ProblemItem)(nil),              // 81: workflow.v1.ProblemItem
+	(*Problem)(nil),                  // 82: workflow.v1.Problem
+	(*GetOpenApiRequest)(nil),        // 83: workflow.v1.GetOpenApiRequest
+	(*DeleteDefinitionRequest)(nil),  // 84: workflow.v1.DeleteDefinitionRequest
+	(*DeleteInstanceRequest)(nil),    // 85: workflow.v1.DeleteInstanceRequest
+	(*DeletedInstance)(nil),          // 86: workflow.v1.DeletedInstance
+	(*GetHealthRequest)(nil),         // 87: workflow.v1.GetHealthRequest
+	(*HealthCheck)(nil),              // 88: workflow.v1.HealthCheck
+	(*Health)(nil),                   // 89: workflow.v1.Health
+	(*GetConfigRequest)(nil),         // 90: workflow.v1.GetConfigRequest
+	(*PayloadLimit)(nil),             // 91: workflow.v1.PayloadLimit
+	(*PayloadLimits)(nil),            // 92: workflow.v1.PayloadLimits
+	(*ServerConfig)(nil),             // 93: workflow.v1.ServerConfig
+	(*CreatePayloadRequest)(nil),     // 94: workflow.v1.CreatePayloadRequest
+	(*PayloadUpload)(nil),            // 95: workflow.v1.PayloadUpload
+	nil,                              // 96: workflow.v1.PayloadUpload.UploadHeadersEntry
+	(*structpb.Struct)(nil),          // 97: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),    // 98: google.protobuf.Timestamp
+	(*structpb.Value)(nil),           // 99: google.protobuf.Value
+	(*structpb.ListValue)(nil),       // 100: google.protobuf.ListValue
 }
 var file_workflow_v1_engine_proto_depIdxs = []int32{
-	96,  // 0: workflow.v1.TaskDef.input_template:type_name -> google.protobuf.Struct
-	97,  // 1: workflow.v1.TaskDef.created_at:type_name -> google.protobuf.Timestamp
-	97,  // 2: workflow.v1.TaskDef.updated_at:type_name -> google.protobuf.Timestamp
-	96,  // 3: workflow.v1.Step.input:type_name -> google.protobuf.Struct
+	97,  // 0: workflow.v1.TaskDef.input_template:type_name -> google.protobuf.Struct
+	98,  // 1: workflow.v1.TaskDef.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 2: workflow.v1.TaskDef.updated_at:type_name -> google.protobuf.Timestamp
+	97,  // 3: workflow.v1.Step.input:type_name -> google.protobuf.Struct
 	0,   // 4: workflow.v1.Step.task_def:type_name -> workflow.v1.TaskDef
-	98,  // 5: workflow.v1.Step.duration:type_name -> google.protobuf.Value
-	96,  // 6: workflow.v1.Step.definition:type_name -> google.protobuf.Struct
-	96,  // 7: workflow.v1.Step.variables:type_name -> google.protobuf.Struct
-	98,  // 8: workflow.v1.Step.output:type_name -> google.protobuf.Value
-	98,  // 9: workflow.v1.Step.cases:type_name -> google.protobuf.Value
+	99,  // 5: workflow.v1.Step.duration:type_name -> google.protobuf.Value
+	97,  // 6: workflow.v1.Step.definition:type_name -> google.protobuf.Struct
+	97,  // 7: workflow.v1.Step.variables:type_name -> google.protobuf.Struct
+	99,  // 8: workflow.v1.Step.output:type_name -> google.protobuf.Value
+	99,  // 9: workflow.v1.Step.cases:type_name -> google.protobuf.Value
 	1,   // 10: workflow.v1.Step.default:type_name -> workflow.v1.Step
-	99,  // 11: workflow.v1.Step.branches:type_name -> google.protobuf.ListValue
+	100, // 11: workflow.v1.Step.branches:type_name -> google.protobuf.ListValue
 	1,   // 12: workflow.v1.Step.steps:type_name -> workflow.v1.Step
-	98,  // 13: workflow.v1.Step.request:type_name -> google.protobuf.Value
-	1,   // 14: workflow.v1.Definition.steps:type_name -> workflow.v1.Step
-	98,  // 15: workflow.v1.Definition.output_parameters:type_name -> google.protobuf.Value
-	97,  // 16: workflow.v1.Definition.created_at:type_name -> google.protobuf.Timestamp
-	2,   // 17: workflow.v1.Definition.trigger:type_name -> workflow.v1.QueueTrigger
-	96,  // 18: workflow.v1.Definition.input_template:type_name -> google.protobuf.Struct
-	3,   // 19: workflow.v1.DefinitionPage.definitions:type_name -> workflow.v1.Definition
-	0,   // 20: workflow.v1.PutTaskDefRequest.task_def:type_name -> workflow.v1.TaskDef
-	0,   // 21: workflow.v1.TaskDefPage.task_defs:type_name -> workflow.v1.TaskDef
-	3,   // 22: workflow.v1.StartInstanceRequest.definition:type_name -> workflow.v1.Definition
-	96,  // 23: workflow.v1.StartInstanceRequest.input:type_name -> google.protobuf.Struct
-	11,  // 24: workflow.v1.StartInstancesRequest.instances:type_name -> workflow.v1.StartInstanceRequest
-	16,  // 25: workflow.v1.StartOutcome.instance:type_name -> workflow.v1.Instance
-	81,  // 26: workflow.v1.StartOutcome.problem:type_name -> workflow.v1.Problem
-	13,  // 27: workflow.v1.StartInstancesResponse.results:type_name -> workflow.v1.StartOutcome
-	98,  // 28: workflow.v1.StepExecution.input:type_name -> google.protobuf.Value
-	98,  // 29: workflow.v1.StepExecution.output:type_name -> google.protobuf.Value
-	97,  // 30: workflow.v1.StepExecution.created_at:type_name -> google.protobuf.Timestamp
-	97,  // 31: workflow.v1.StepExecution.started_at:type_name -> google.protobuf.Timestamp
-	97,  // 32: workflow.v1.StepExecution.completed_at:type_name -> google.protobuf.Timestamp
-	97,  // 33: workflow.v1.StepExecution.wake_at:type_name -> google.protobuf.Timestamp
-	96,  // 34: workflow.v1.Instance.input:type_name -> google.protobuf.Struct
-	96,  // 35: workflow.v1.Instance.variables:type_name -> google.protobuf.Struct
-	98,  // 36: workflow.v1.Instance.output:type_name -> google.protobuf.Value
-	97,  // 37: workflow.v1.Instance.created_at:type_name -> google.protobuf.Timestamp
-	97,  // 38: workflow.v1.Instance.updated_at:type_name -> google.protobuf.Timestamp
-	97,  // 39: workflow.v1.Instance.completed_at:type_name -> google.protobuf.Timestamp
-	97,  // 40: workflow.v1.Instance.timeout_at:type_name -> google.protobuf.Timestamp
-	15,  // 41: workflow.v1.Instance.steps:type_name -> workflow.v1.StepExecution
-	15,  // 42: workflow.v1.StepExecutionPage.steps:type_name -> workflow.v1.StepExecution
-	97,  // 43: workflow.v1.HistoryEvent.at:type_name -> google.protobuf.Timestamp
-	96,  // 44: workflow.v1.HistoryEvent.detail:type_name -> google.protobuf.Struct
-	21,  // 45: workflow.v1.HistoryPage.events:type_name -> workflow.v1.HistoryEvent
-	97,  // 46: workflow.v1.SearchInstancesRequest.created_after:type_name -> google.protobuf.Timestamp
-	97,  // 47: workflow.v1.SearchInstancesRequest.created_before:type_name -> google.protobuf.Timestamp
-	16,  // 48: workflow.v1.InstancePage.instances:type_name -> workflow.v1.Instance
-	96,  // 49: workflow.v1.CompleteUserTaskRequest.variables_to_set:type_name -> google.protobuf.Struct
-	98,  // 50: workflow.v1.SignalRequest.payload:type_name -> google.protobuf.Value
-	97,  // 51: workflow.v1.Job.lock_expires_at:type_name -> google.protobuf.Timestamp
-	98,  // 52: workflow.v1.Job.input:type_name -> google.protobuf.Value
-	31,  // 53: workflow.v1.PollJobsResponse.jobs:type_name -> workflow.v1.Job
-	96,  // 54: workflow.v1.CompleteJobRequest.variables_to_set:type_name -> google.protobuf.Struct
-	96,  // 55: workflow.v1.BatchResultItem.variables_to_set:type_name -> google.protobuf.Struct
-	35,  // 56: workflow.v1.BatchResultItem.failure:type_name -> workflow.v1.BatchFailure
-	36,  // 57: workflow.v1.CompleteBatchRequest.results:type_name -> workflow.v1.BatchResultItem
-	97,  // 58: workflow.v1.BatchOutcome.next_attempt_at:type_name -> google.protobuf.Timestamp
-	38,  // 59: workflow.v1.CompleteBatchResponse.results:type_name -> workflow.v1.BatchOutcome
-	97,  // 60: workflow.v1.FailJobResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
-	97,  // 61: workflow.v1.HeartbeatResponse.lock_expires_at:type_name -> google.protobuf.Timestamp
-	97,  // 62: workflow.v1.StopWorkerResponse.stopped_at:type_name -> google.protobuf.Timestamp
-	97,  // 63: workflow.v1.PushResponse.created_at:type_name -> google.protobuf.Timestamp
-	97,  // 64: workflow.v1.QueueTask.created_at:type_name -> google.protobuf.Timestamp
-	97,  // 65: workflow.v1.QueueTask.visible_at:type_name -> google.protobuf.Timestamp
-	51,  // 66: workflow.v1.QueueTaskList.tasks:type_name -> workflow.v1.QueueTask
-	59,  // 67: workflow.v1.QueuePage.queues:type_name -> workflow.v1.QueueSummary
-	97,  // 68: workflow.v1.QueueTaskDetail.visible_at:type_name -> google.protobuf.Timestamp
-	97,  // 69: workflow.v1.QueueTaskDetail.created_at:type_name -> google.protobuf.Timestamp
-	97,  // 70: workflow.v1.QueueTaskDetail.updated_at:type_name -> google.protobuf.Timestamp
-	97,  // 71: workflow.v1.QueueTaskDetail.completed_at:type_name -> google.protobuf.Timestamp
-	62,  // 72: workflow.v1.QueueTaskPage.tasks:type_name -> workflow.v1.QueueTaskDetail
-	65,  // 73: workflow.v1.RedriveResponse.skipped:type_name -> workflow.v1.RedriveSkipped
-	67,  // 74: workflow.v1.ScheduleSpec.interval:type_name -> workflow.v1.ScheduleInterval
-	97,  // 75: workflow.v1.ScheduleSpec.start_at:type_name -> google.protobuf.Timestamp
-	97,  // 76: workflow.v1.ScheduleSpec.end_at:type_name -> google.protobuf.Timestamp
-	96,  // 77: workflow.v1.ScheduleRequest.input:type_name -> google.protobuf.Struct
-	68,  // 78: workflow.v1.ScheduleRequest.spec:type_name -> workflow.v1.ScheduleSpec
-	97,  // 79: workflow.v1.ScheduleAction.slot_time:type_name -> google.protobuf.Timestamp
-	97,  // 80: workflow.v1.ScheduleAction.at:type_name -> google.protobuf.Timestamp
-	96,  // 81: workflow.v1.Schedule.input:type_name -> google.protobuf.Struct
-	68,  // 82: workflow.v1.Schedule.spec:type_name -> workflow.v1.ScheduleSpec
-	97,  // 83: workflow.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	97,  // 84: workflow.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	97,  // 85: workflow.v1.Schedule.next_fire_times:type_name -> google.protobuf.Timestamp
-	70,  // 86: workflow.v1.Schedule.recent_actions:type_name -> workflow.v1.ScheduleAction
-	71,  // 87: workflow.v1.SchedulePage.schedules:type_name -> workflow.v1.Schedule
-	97,  // 88: workflow.v1.ScheduleTriggered.slot_times:type_name -> google.protobuf.Timestamp
-	97,  // 89: workflow.v1.BackfillRequest.from:type_name -> google.protobuf.Timestamp
-	97,  // 90: workflow.v1.BackfillRequest.to:type_name -> google.protobuf.Timestamp
-	97,  // 91: workflow.v1.BackfillResponse.slot_times:type_name -> google.protobuf.Timestamp
-	80,  // 92: workflow.v1.Problem.errors:type_name -> workflow.v1.ProblemItem
-	87,  // 93: workflow.v1.Health.database:type_name -> workflow.v1.HealthCheck
-	87,  // 94: workflow.v1.Health.s3:type_name -> workflow.v1.HealthCheck
-	90,  // 95: workflow.v1.PayloadLimits.workflow_input:type_name -> workflow.v1.PayloadLimit
-	90,  // 96: workflow.v1.PayloadLimits.step_input:type_name -> workflow.v1.PayloadLimit
-	90,  // 97: workflow.v1.PayloadLimits.step_output:type_name -> workflow.v1.PayloadLimit
-	91,  // 98: workflow.v1.ServerConfig.payload_limits:type_name -> workflow.v1.PayloadLimits
-	97,  // 99: workflow.v1.PayloadUpload.expires_at:type_name -> google.protobuf.Timestamp
-	95,  // 100: workflow.v1.PayloadUpload.upload_headers:type_name -> workflow.v1.PayloadUpload.UploadHeadersEntry
-	89,  // 101: workflow.v1.WorkflowEngine.GetConfig:input_type -> workflow.v1.GetConfigRequest
-	93,  // 102: workflow.v1.WorkflowEngine.CreatePayload:input_type -> workflow.v1.CreatePayloadRequest
-	82,  // 103: workflow.v1.WorkflowEngine.GetOpenApi:input_type -> workflow.v1.GetOpenApiRequest
-	86,  // 104: workflow.v1.WorkflowEngine.GetHealth:input_type -> workflow.v1.GetHealthRequest
-	83,  // 105: workflow.v1.WorkflowEngine.DeleteDefinition:input_type -> workflow.v1.DeleteDefinitionRequest
-	84,  // 106: workflow.v1.WorkflowEngine.DeleteInstance:input_type -> workflow.v1.DeleteInstanceRequest
-	3,   // 107: workflow.v1.WorkflowEngine.RegisterDefinition:input_type -> workflow.v1.Definition
-	4,   // 108: workflow.v1.WorkflowEngine.ListDefinitions:input_type -> workflow.v1.ListDefinitionsRequest
-	6,   // 109: workflow.v1.WorkflowEngine.GetDefinition:input_type -> workflow.v1.GetDefinitionRequest
-	9,   // 110: workflow.v1.WorkflowEngine.ListTaskDefs:input_type -> workflow.v1.ListTaskDefsRequest
-	7,   // 111: workflow.v1.WorkflowEngine.PutTaskDef:input_type -> workflow.v1.PutTaskDefRequest
-	8,   // 112: workflow.v1.WorkflowEngine.GetTaskDef:input_type -> workflow.v1.GetTaskDefRequest
-	11,  // 113: workflow.v1.WorkflowEngine.StartInstance:input_type -> workflow.v1.StartInstanceRequest
-	12,  // 114: workflow.v1.WorkflowEngine.StartInstances:input_type -> workflow.v1.StartInstancesRequest
-	23,  // 115: workflow.v1.WorkflowEngine.SearchInstances:input_type -> workflow.v1.SearchInstancesRequest
-	17,  // 116: workflow.v1.WorkflowEngine.GetInstance:input_type -> workflow.v1.GetInstanceRequest
-	18,  // 117: workflow.v1.WorkflowEngine.ListSteps:input_type -> workflow.v1.ListStepsRequest
-	20,  // 118: workflow.v1.WorkflowEngine.GetHistory:input_type -> workflow.v1.GetHistoryRequest
-	25,  // 119: workflow.v1.WorkflowEngine.CancelInstance:input_type -> workflow.v1.CancelInstanceRequest
-	26,  // 120: workflow.v1.WorkflowEngine.CompleteUserTask:input_type -> workflow.v1.CompleteUserTaskRequest
-	27,  // 121: workflow.v1.WorkflowEngine.Signal:input_type -> workflow.v1.SignalRequest
-	28,  // 122: workflow.v1.WorkflowEngine.RetryInstance:input_type -> workflow.v1.InstanceOperationRequest
-	29,  // 123: workflow.v1.WorkflowEngine.RestartInstance:input_type -> workflow.v1.RestartInstanceRequest
-	28,  // 124: workflow.v1.WorkflowEngine.PauseInstance:input_type -> workflow.v1.InstanceOperationRequest
-	28,  // 125: workflow.v1.WorkflowEngine.ResumeInstance:input_type -> workflow.v1.InstanceOperationRequest
-	30,  // 126: workflow.v1.WorkflowEngine.PollJobs:input_type -> workflow.v1.PollJobsRequest
-	33,  // 127: workflow.v1.WorkflowEngine.CompleteJob:input_type -> workflow.v1.CompleteJobRequest
-	37,  // 128: workflow.v1.WorkflowEngine.CompleteBatch:input_type -> workflow.v1.CompleteBatchRequest
-	40,  // 129: workflow.v1.WorkflowEngine.FailJob:input_type -> workflow.v1.FailJobRequest
-	42,  // 130: workflow.v1.WorkflowEngine.Heartbeat:input_type -> workflow.v1.HeartbeatRequest
-	43,  // 131: workflow.v1.WorkflowEngine.ClaimJob:input_type -> workflow.v1.ClaimJobRequest
-	45,  // 132: workflow.v1.WorkflowEngine.StopWorker:input_type -> workflow.v1.StopWorkerRequest
-	47,  // 133: workflow.v1.WorkflowEngine.Push:input_type -> workflow.v1.PushRequest
-	49,  // 134: workflow.v1.WorkflowEngine.Stats:input_type -> workflow.v1.QueueRequest
-	49,  // 135: workflow.v1.WorkflowEngine.Peek:input_type -> workflow.v1.QueueRequest
-	49,  // 136: workflow.v1.WorkflowEngine.Purge:input_type -> workflow.v1.QueueRequest
-	54,  // 137: workflow.v1.WorkflowEngine.Dequeue:input_type -> workflow.v1.DequeueRequest
-	55,  // 138: workflow.v1.WorkflowEngine.Ack:input_type -> workflow.v1.AckRequest
-	56,  // 139: workflow.v1.WorkflowEngine.Nack:input_type -> workflow.v1.NackRequest
-	58,  // 140: workflow.v1.WorkflowEngine.ListQueues:input_type -> workflow.v1.ListQueuesRequest
-	61,  // 141: workflow.v1.WorkflowEngine.ListQueueTasks:input_type -> workflow.v1.ListQueueTasksRequest
-	64,  // 142: workflow.v1.WorkflowEngine.Redrive:input_type -> workflow.v1.RedriveRequest
-	69,  // 143: workflow.v1.WorkflowEngine.CreateSchedule:input_type -> workflow.v1.ScheduleRequest
-	74,  // 144: workflow.v1.WorkflowEngine.ListSchedules:input_type -> workflow.v1.ListSchedulesRequest
-	73,  // 145: workflow.v1.WorkflowEngine.GetSchedule:input_type -> workflow.v1.ScheduleIdRequest
-	69,  // 146: workflow.v1.WorkflowEngine.ReplaceSchedule:input_type -> workflow.v1.ScheduleRequest
-	73,  // 147: workflow.v1.WorkflowEngine.DeleteSchedule:input_type -> workflow.v1.ScheduleIdRequest
-	75,  // 148: workflow.v1.WorkflowEngine.PauseSchedule:input_type -> workflow.v1.PauseScheduleRequest
-	73,  // 149: workflow.v1.WorkflowEngine.UnpauseSchedule:input_type -> workflow.v1.ScheduleIdRequest
-	73,  // 150: workflow.v1.WorkflowEngine.TriggerSchedule:input_type -> workflow.v1.ScheduleIdRequest
-	77,  // 151: workflow.v1.WorkflowEngine.BackfillSchedule:input_type -> workflow.v1.BackfillRequest
-	92,  // 152: workflow.v1.WorkflowEngine.GetConfig:output_type -> workflow.v1.ServerConfig
-	94,  // 153: workflow.v1.WorkflowEngine.CreatePayload:output_type -> workflow.v1.PayloadUpload
-	96,  // 154: workflow.v1.WorkflowEngine.GetOpenApi:output_type -> google.protobuf.Struct
-	88,  // 155: workflow.v1.WorkflowEngine.GetHealth:output_type -> workflow.v1.Health
-	3,   // 156: workflow.v1.WorkflowEngine.DeleteDefinition:output_type -> workflow.v1.Definition
-	85,  // 157: workflow.v1.WorkflowEngine.DeleteInstance:output_type -> workflow.v1.DeletedInstance
-	3,   // 158: workflow.v1.WorkflowEngine.RegisterDefinition:output_type -> workflow.v1.Definition
-	5,   // 159: workflow.v1.WorkflowEngine.ListDefinitions:output_type -> workflow.v1.DefinitionPage
-	3,   // 160: workflow.v1.WorkflowEngine.GetDefinition:output_type -> workflow.v1.Definition
-	10,  // 161: workflow.v1.WorkflowEngine.ListTaskDefs:output_type -> workflow.v1.TaskDefPage
-	0,   // 162: workflow.v1.WorkflowEngine.PutTaskDef:output_type -> workflow.v1.TaskDef
-	0,   // 163: workflow.v1.WorkflowEngine.GetTaskDef:output_type -> workflow.v1.TaskDef
-	16,  // 164: workflow.v1.WorkflowEngine.StartInstance:output_type -> workflow.v1.Instance
-	14,  // 165: workflow.v1.WorkflowEngine.StartInstances:output_type -> workflow.v1.StartInstancesResponse
-	24,  // 166: workflow.v1.WorkflowEngine.SearchInstances:output_type -> workflow.v1.InstancePage
-	16,  // 167: workflow.v1.WorkflowEngine.GetInstance:output_type -> workflow.v1.Instance
-	19,  // 168: workflow.v1.WorkflowEngine.ListSteps:output_type -> workflow.v1.StepExecutionPage
-	22,  // 169: workflow.v1.WorkflowEngine.GetHistory:output_type -> workflow.v1.HistoryPage
-	16,  // 170: workflow.v1.WorkflowEngine.CancelInstance:output_type -> workflow.v1.Instance
-	16,  // 171: workflow.v1.WorkflowEngine.CompleteUserTask:output_type -> workflow.v1.Instance
-	16,  // 172: workflow.v1.WorkflowEngine.Signal:output_type -> workflow.v1.Instance
-	16,  // 173: workflow.v1.WorkflowEngine.RetryInstance:output_type -> workflow.v1.Instance
-	16,  // 174: workflow.v1.WorkflowEngine.RestartInstance:output_type -> workflow.v1.Instance
-	16,  // 175: workflow.v1.WorkflowEngine.PauseInstance:output_type -> workflow.v1.Instance
-	16,  // 176: workflow.v1.WorkflowEngine.ResumeInstance:output_type -> workflow.v1.Instance
-	32,  // 177: workflow.v1.WorkflowEngine.PollJobs:output_type -> workflow.v1.PollJobsResponse
-	34,  // 178: workflow.v1.WorkflowEngine.CompleteJob:output_type -> workflow.v1.CompleteJobResponse
-	39,  // 179: workflow.v1.WorkflowEngine.CompleteBatch:output_type -> workflow.v1.CompleteBatchResponse
-	41,  // 180: workflow.v1.WorkflowEngine.FailJob:output_type -> workflow.v1.FailJobResponse
-	44,  // 181: workflow.v1.WorkflowEngine.Heartbeat:output_type -> workflow.v1.HeartbeatResponse
-	31,  // 182: workflow.v1.WorkflowEngine.ClaimJob:output_type -> workflow.v1.Job
-	46,  // 183: workflow.v1.WorkflowEngine.StopWorker:output_type -> workflow.v1.StopWorkerResponse
-	48,  // 184: workflow.v1.WorkflowEngine.Push:output_type -> workflow.v1.PushResponse
-	50,  // 185: workflow.v1.WorkflowEngine.Stats:output_type -> workflow.v1.QueueStats
-	52,  // 186: workflow.v1.WorkflowEngine.Peek:output_type -> workflow.v1.QueueTaskList
-	53,  // 187: workflow.v1.WorkflowEngine.Purge:output_type -> workflow.v1.PurgeResponse
-	52,  // 188: workflow.v1.WorkflowEngine.Dequeue:output_type -> workflow.v1.QueueTaskList
-	57,  // 189: workflow.v1.WorkflowEngine.Ack:output_type -> workflow.v1.SettleResponse
-	57,  // 190: workflow.v1.WorkflowEngine.Nack:output_type -> workflow.v1.SettleResponse
-	60,  // 191: workflow.v1.WorkflowEngine.ListQueues:output_type -> workflow.v1.QueuePage
-	63,  // 192: workflow.v1.WorkflowEngine.ListQueueTasks:output_type -> workflow.v1.QueueTaskPage
-	66,  // 193: workflow.v1.WorkflowEngine.Redrive:output_type -> workflow.v1.RedriveResponse
-	71,  // 194: workflow.v1.WorkflowEngine.CreateSchedule:output_type -> workflow.v1.Schedule
-	72,  // 195: workflow.v1.WorkflowEngine.ListSchedules:output_type -> workflow.v1.SchedulePage
-	71,  // 196: workflow.v1.WorkflowEngine.GetSchedule:output_type -> workflow.v1.Schedule
-	71,  // 197: workflow.v1.WorkflowEngine.ReplaceSchedule:output_type -> workflow.v1.Schedule
-	79,  // 198: workflow.v1.WorkflowEngine.DeleteSchedule:output_type -> workflow.v1.DeletedSchedule
-	71,  // 199: workflow.v1.WorkflowEngine.PauseSchedule:output_type -> workflow.v1.Schedule
-	71,  // 200: workflow.v1.WorkflowEngine.UnpauseSchedule:output_type -> workflow.v1.Schedule
-	76,  // 201: workflow.v1.WorkflowEngine.TriggerSchedule:output_type -> workflow.v1.ScheduleTriggered
-	78,  // 202: workflow.v1.WorkflowEngine.BackfillSchedule:output_type -> workflow.v1.BackfillResponse
-	152, // [152:203] is the sub-list for method output_type
-	101, // [101:152] is the sub-list for method input_type
-	101, // [101:101] is the sub-list for extension type_name
-	101, // [101:101] is the sub-list for extension extendee
-	0,   // [0:101] is the sub-list for field type_name
+	99,  // 13: workflow.v1.Step.request:type_name -> google.protobuf.Value
+	99,  // 14: workflow.v1.Step.inputs:type_name -> google.protobuf.Value
+	1,   // 15: workflow.v1.Definition.steps:type_name -> workflow.v1.Step
+	99,  // 16: workflow.v1.Definition.output_parameters:type_name -> google.protobuf.Value
+	98,  // 17: workflow.v1.Definition.created_at:type_name -> google.protobuf.Timestamp
+	2,   // 18: workflow.v1.Definition.trigger:type_name -> workflow.v1.QueueTrigger
+	97,  // 19: workflow.v1.Definition.input_template:type_name -> google.protobuf.Struct
+	3,   // 20: workflow.v1.DefinitionPage.definitions:type_name -> workflow.v1.Definition
+	0,   // 21: workflow.v1.PutTaskDefRequest.task_def:type_name -> workflow.v1.TaskDef
+	0,   // 22: workflow.v1.TaskDefPage.task_defs:type_name -> workflow.v1.TaskDef
+	3,   // 23: workflow.v1.StartInstanceRequest.definition:type_name -> workflow.v1.Definition
+	97,  // 24: workflow.v1.StartInstanceRequest.input:type_name -> google.protobuf.Struct
+	12,  // 25: workflow.v1.StartInstancesRequest.instances:type_name -> workflow.v1.StartInstanceRequest
+	17,  // 26: workflow.v1.StartOutcome.instance:type_name -> workflow.v1.Instance
+	82,  // 27: workflow.v1.StartOutcome.problem:type_name -> workflow.v1.Problem
+	14,  // 28: workflow.v1.StartInstancesResponse.results:type_name -> workflow.v1.StartOutcome
+	99,  // 29: workflow.v1.StepExecution.input:type_name -> google.protobuf.Value
+	99,  // 30: workflow.v1.StepExecution.output:type_name -> google.protobuf.Value
+	98,  // 31: workflow.v1.StepExecution.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 32: workflow.v1.StepExecution.started_at:type_name -> google.protobuf.Timestamp
+	98,  // 33: workflow.v1.StepExecution.completed_at:type_name -> google.protobuf.Timestamp
+	98,  // 34: workflow.v1.StepExecution.wake_at:type_name -> google.protobuf.Timestamp
+	97,  // 35: workflow.v1.Instance.input:type_name -> google.protobuf.Struct
+	97,  // 36: workflow.v1.Instance.variables:type_name -> google.protobuf.Struct
+	99,  // 37: workflow.v1.Instance.output:type_name -> google.protobuf.Value
+	98,  // 38: workflow.v1.Instance.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 39: workflow.v1.Instance.updated_at:type_name -> google.protobuf.Timestamp
+	98,  // 40: workflow.v1.Instance.completed_at:type_name -> google.protobuf.Timestamp
+	98,  // 41: workflow.v1.Instance.timeout_at:type_name -> google.protobuf.Timestamp
+	16,  // 42: workflow.v1.Instance.steps:type_name -> workflow.v1.StepExecution
+	16,  // 43: workflow.v1.StepExecutionPage.steps:type_name -> workflow.v1.StepExecution
+	98,  // 44: workflow.v1.HistoryEvent.at:type_name -> google.protobuf.Timestamp
+	97,  // 45: workflow.v1.HistoryEvent.detail:type_name -> google.protobuf.Struct
+	22,  // 46: workflow.v1.HistoryPage.events:type_name -> workflow.v1.HistoryEvent
+	98,  // 47: workflow.v1.SearchInstancesRequest.created_after:type_name -> google.protobuf.Timestamp
+	98,  // 48: workflow.v1.SearchInstancesRequest.created_before:type_name -> google.protobuf.Timestamp
+	17,  // 49: workflow.v1.InstancePage.instances:type_name -> workflow.v1.Instance
+	97,  // 50: workflow.v1.CompleteUserTaskRequest.variables_to_set:type_name -> google.protobuf.Struct
+	99,  // 51: workflow.v1.SignalRequest.payload:type_name -> google.protobuf.Value
+	98,  // 52: workflow.v1.Job.lock_expires_at:type_name -> google.protobuf.Timestamp
+	99,  // 53: workflow.v1.Job.input:type_name -> google.protobuf.Value
+	32,  // 54: workflow.v1.PollJobsResponse.jobs:type_name -> workflow.v1.Job
+	97,  // 55: workflow.v1.CompleteJobRequest.variables_to_set:type_name -> google.protobuf.Struct
+	97,  // 56: workflow.v1.BatchResultItem.variables_to_set:type_name -> google.protobuf.Struct
+	36,  // 57: workflow.v1.BatchResultItem.failure:type_name -> workflow.v1.BatchFailure
+	37,  // 58: workflow.v1.CompleteBatchRequest.results:type_name -> workflow.v1.BatchResultItem
+	98,  // 59: workflow.v1.BatchOutcome.next_attempt_at:type_name -> google.protobuf.Timestamp
+	39,  // 60: workflow.v1.CompleteBatchResponse.results:type_name -> workflow.v1.BatchOutcome
+	98,  // 61: workflow.v1.FailJobResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
+	98,  // 62: workflow.v1.HeartbeatResponse.lock_expires_at:type_name -> google.protobuf.Timestamp
+	98,  // 63: workflow.v1.StopWorkerResponse.stopped_at:type_name -> google.protobuf.Timestamp
+	98,  // 64: workflow.v1.PushResponse.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 65: workflow.v1.QueueTask.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 66: workflow.v1.QueueTask.visible_at:type_name -> google.protobuf.Timestamp
+	52,  // 67: workflow.v1.QueueTaskList.tasks:type_name -> workflow.v1.QueueTask
+	60,  // 68: workflow.v1.QueuePage.queues:type_name -> workflow.v1.QueueSummary
+	98,  // 69: workflow.v1.QueueTaskDetail.visible_at:type_name -> google.protobuf.Timestamp
+	98,  // 70: workflow.v1.QueueTaskDetail.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 71: workflow.v1.QueueTaskDetail.updated_at:type_name -> google.protobuf.Timestamp
+	98,  // 72: workflow.v1.QueueTaskDetail.completed_at:type_name -> google.protobuf.Timestamp
+	63,  // 73: workflow.v1.QueueTaskPage.tasks:type_name -> workflow.v1.QueueTaskDetail
+	66,  // 74: workflow.v1.RedriveResponse.skipped:type_name -> workflow.v1.RedriveSkipped
+	68,  // 75: workflow.v1.ScheduleSpec.interval:type_name -> workflow.v1.ScheduleInterval
+	98,  // 76: workflow.v1.ScheduleSpec.start_at:type_name -> google.protobuf.Timestamp
+	98,  // 77: workflow.v1.ScheduleSpec.end_at:type_name -> google.protobuf.Timestamp
+	97,  // 78: workflow.v1.ScheduleRequest.input:type_name -> google.protobuf.Struct
+	69,  // 79: workflow.v1.ScheduleRequest.spec:type_name -> workflow.v1.ScheduleSpec
+	98,  // 80: workflow.v1.ScheduleAction.slot_time:type_name -> google.protobuf.Timestamp
+	98,  // 81: workflow.v1.ScheduleAction.at:type_name -> google.protobuf.Timestamp
+	97,  // 82: workflow.v1.Schedule.input:type_name -> google.protobuf.Struct
+	69,  // 83: workflow.v1.Schedule.spec:type_name -> workflow.v1.ScheduleSpec
+	98,  // 84: workflow.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 85: workflow.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	98,  // 86: workflow.v1.Schedule.next_fire_times:type_name -> google.protobuf.Timestamp
+	71,  // 87: workflow.v1.Schedule.recent_actions:type_name -> workflow.v1.ScheduleAction
+	72,  // 88: workflow.v1.SchedulePage.schedules:type_name -> workflow.v1.Schedule
+	98,  // 89: workflow.v1.ScheduleTriggered.slot_times:type_name -> google.protobuf.Timestamp
+	98,  // 90: workflow.v1.BackfillRequest.from:type_name -> google.protobuf.Timestamp
+	98,  // 91: workflow.v1.BackfillRequest.to:type_name -> google.protobuf.Timestamp
+	98,  // 92: workflow.v1.BackfillResponse.slot_times:type_name -> google.protobuf.Timestamp
+	81,  // 93: workflow.v1.Problem.errors:type_name -> workflow.v1.ProblemItem
+	88,  // 94: workflow.v1.Health.database:type_name -> workflow.v1.HealthCheck
+	88,  // 95: workflow.v1.Health.s3:type_name -> workflow.v1.HealthCheck
+	91,  // 96: workflow.v1.PayloadLimits.workflow_input:type_name -> workflow.v1.PayloadLimit
+	91,  // 97: workflow.v1.PayloadLimits.step_input:type_name -> workflow.v1.PayloadLimit
+	91,  // 98: workflow.v1.PayloadLimits.step_output:type_name -> workflow.v1.PayloadLimit
+	92,  // 99: workflow.v1.ServerConfig.payload_limits:type_name -> workflow.v1.PayloadLimits
+	98,  // 100: workflow.v1.PayloadUpload.expires_at:type_name -> google.protobuf.Timestamp
+	96,  // 101: workflow.v1.PayloadUpload.upload_headers:type_name -> workflow.v1.PayloadUpload.UploadHeadersEntry
+	90,  // 102: workflow.v1.WorkflowEngine.GetConfig:input_type -> workflow.v1.GetConfigRequest
+	94,  // 103: workflow.v1.WorkflowEngine.CreatePayload:input_type -> workflow.v1.CreatePayloadRequest
+	83,  // 104: workflow.v1.WorkflowEngine.GetOpenApi:input_type -> workflow.v1.GetOpenApiRequest
+	87,  // 105: workflow.v1.WorkflowEngine.GetHealth:input_type -> workflow.v1.GetHealthRequest
+	84,  // 106: workflow.v1.WorkflowEngine.DeleteDefinition:input_type -> workflow.v1.DeleteDefinitionRequest
+	85,  // 107: workflow.v1.WorkflowEngine.DeleteInstance:input_type -> workflow.v1.DeleteInstanceRequest
+	3,   // 108: workflow.v1.WorkflowEngine.RegisterDefinition:input_type -> workflow.v1.Definition
+	4,   // 109: workflow.v1.WorkflowEngine.ListDefinitions:input_type -> workflow.v1.ListDefinitionsRequest
+	6,   // 110: workflow.v1.WorkflowEngine.GetDefinition:input_type -> workflow.v1.GetDefinitionRequest
+	10,  // 111: workflow.v1.WorkflowEngine.ListTaskDefs:input_type -> workflow.v1.ListTaskDefsRequest
+	7,   // 112: workflow.v1.WorkflowEngine.PutTaskDef:input_type -> workflow.v1.PutTaskDefRequest
+	8,   // 113: workflow.v1.WorkflowEngine.GetTaskDef:input_type -> workflow.v1.GetTaskDefRequest
+	9,   // 114: workflow.v1.WorkflowEngine.DeleteTaskDef:input_type -> workflow.v1.DeleteTaskDefRequest
+	12,  // 115: workflow.v1.WorkflowEngine.StartInstance:input_type -> workflow.v1.StartInstanceRequest
+	13,  // 116: workflow.v1.WorkflowEngine.StartInstances:input_type -> workflow.v1.StartInstancesRequest
+	24,  // 117: workflow.v1.WorkflowEngine.SearchInstances:input_type -> workflow.v1.SearchInstancesRequest
+	18,  // 118: workflow.v1.WorkflowEngine.GetInstance:input_type -> workflow.v1.GetInstanceRequest
+	19,  // 119: workflow.v1.WorkflowEngine.ListSteps:input_type -> workflow.v1.ListStepsRequest
+	21,  // 120: workflow.v1.WorkflowEngine.GetHistory:input_type -> workflow.v1.GetHistoryRequest
+	26,  // 121: workflow.v1.WorkflowEngine.CancelInstance:input_type -> workflow.v1.CancelInstanceRequest
+	27,  // 122: workflow.v1.WorkflowEngine.CompleteUserTask:input_type -> workflow.v1.CompleteUserTaskRequest
+	28,  // 123: workflow.v1.WorkflowEngine.Signal:input_type -> workflow.v1.SignalRequest
+	29,  // 124: workflow.v1.WorkflowEngine.RetryInstance:input_type -> workflow.v1.InstanceOperationRequest
+	30,  // 125: workflow.v1.WorkflowEngine.RestartInstance:input_type -> workflow.v1.RestartInstanceRequest
+	29,  // 126: workflow.v1.WorkflowEngine.PauseInstance:input_type -> workflow.v1.InstanceOperationRequest
+	29,  // 127: workflow.v1.WorkflowEngine.ResumeInstance:input_type -> workflow.v1.InstanceOperationRequest
+	31,  // 128: workflow.v1.WorkflowEngine.PollJobs:input_type -> workflow.v1.PollJobsRequest
+	34,  // 129: workflow.v1.WorkflowEngine.CompleteJob:input_type -> workflow.v1.CompleteJobRequest
+	38,  // 130: workflow.v1.WorkflowEngine.CompleteBatch:input_type -> workflow.v1.CompleteBatchRequest
+	41,  // 131: workflow.v1.WorkflowEngine.FailJob:input_type -> workflow.v1.FailJobRequest
+	43,  // 132: workflow.v1.WorkflowEngine.Heartbeat:input_type -> workflow.v1.HeartbeatRequest
+	44,  // 133: workflow.v1.WorkflowEngine.ClaimJob:input_type -> workflow.v1.ClaimJobRequest
+	46,  // 134: workflow.v1.WorkflowEngine.StopWorker:input_type -> workflow.v1.StopWorkerRequest
+	48,  // 135: workflow.v1.WorkflowEngine.Push:input_type -> workflow.v1.PushRequest
+	50,  // 136: workflow.v1.WorkflowEngine.Stats:input_type -> workflow.v1.QueueRequest
+	50,  // 137: workflow.v1.WorkflowEngine.Peek:input_type -> workflow.v1.QueueRequest
+	50,  // 138: workflow.v1.WorkflowEngine.Purge:input_type -> workflow.v1.QueueRequest
+	55,  // 139: workflow.v1.WorkflowEngine.Dequeue:input_type -> workflow.v1.DequeueRequest
+	56,  // 140: workflow.v1.WorkflowEngine.Ack:input_type -> workflow.v1.AckRequest
+	57,  // 141: workflow.v1.WorkflowEngine.Nack:input_type -> workflow.v1.NackRequest
+	59,  // 142: workflow.v1.WorkflowEngine.ListQueues:input_type -> workflow.v1.ListQueuesRequest
+	62,  // 143: workflow.v1.WorkflowEngine.ListQueueTasks:input_type -> workflow.v1.ListQueueTasksRequest
+	65,  // 144: workflow.v1.WorkflowEngine.Redrive:input_type -> workflow.v1.RedriveRequest
+	70,  // 145: workflow.v1.WorkflowEngine.CreateSchedule:input_type -> workflow.v1.ScheduleRequest
+	75,  // 146: workflow.v1.WorkflowEngine.ListSchedules:input_type -> workflow.v1.ListSchedulesRequest
+	74,  // 147: workflow.v1.WorkflowEngine.GetSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	70,  // 148: workflow.v1.WorkflowEngine.ReplaceSchedule:input_type -> workflow.v1.ScheduleRequest
+	74,  // 149: workflow.v1.WorkflowEngine.DeleteSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	76,  // 150: workflow.v1.WorkflowEngine.PauseSchedule:input_type -> workflow.v1.PauseScheduleRequest
+	74,  // 151: workflow.v1.WorkflowEngine.UnpauseSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	74,  // 152: workflow.v1.WorkflowEngine.TriggerSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	78,  // 153: workflow.v1.WorkflowEngine.BackfillSchedule:input_type -> workflow.v1.BackfillRequest
+	93,  // 154: workflow.v1.WorkflowEngine.GetConfig:output_type -> workflow.v1.ServerConfig
+	95,  // 155: workflow.v1.WorkflowEngine.CreatePayload:output_type -> workflow.v1.PayloadUpload
+	97,  // 156: workflow.v1.WorkflowEngine.GetOpenApi:output_type -> google.protobuf.Struct
+	89,  // 157: workflow.v1.WorkflowEngine.GetHealth:output_type -> workflow.v1.Health
+	3,   // 158: workflow.v1.WorkflowEngine.DeleteDefinition:output_type -> workflow.v1.Definition
+	86,  // 159: workflow.v1.WorkflowEngine.DeleteInstance:output_type -> workflow.v1.DeletedInstance
+	3,   // 160: workflow.v1.WorkflowEngine.RegisterDefinition:output_type -> workflow.v1.Definition
+	5,   // 161: workflow.v1.WorkflowEngine.ListDefinitions:output_type -> workflow.v1.DefinitionPage
+	3,   // 162: workflow.v1.WorkflowEngine.GetDefinition:output_type -> workflow.v1.Definition
+	11,  // 163: workflow.v1.WorkflowEngine.ListTaskDefs:output_type -> workflow.v1.TaskDefPage
+	0,   // 164: workflow.v1.WorkflowEngine.PutTaskDef:output_type -> workflow.v1.TaskDef
+	0,   // 165: workflow.v1.WorkflowEngine.GetTaskDef:output_type -> workflow.v1.TaskDef
+	0,   // 166: workflow.v1.WorkflowEngine.DeleteTaskDef:output_type -> workflow.v1.TaskDef
+	17,  // 167: workflow.v1.WorkflowEngine.StartInstance:output_type -> workflow.v1.Instance
+	15,  // 168: workflow.v1.WorkflowEngine.StartInstances:output_type -> workflow.v1.StartInstancesResponse
+	25,  // 169: workflow.v1.WorkflowEngine.SearchInstances:output_type -> workflow.v1.InstancePage
+	17,  // 170: workflow.v1.WorkflowEngine.GetInstance:output_type -> workflow.v1.Instance
+	20,  // 171: workflow.v1.WorkflowEngine.ListSteps:output_type -> workflow.v1.StepExecutionPage
+	23,  // 172: workflow.v1.WorkflowEngine.GetHistory:output_type -> workflow.v1.HistoryPage
+	17,  // 173: workflow.v1.WorkflowEngine.CancelInstance:output_type -> workflow.v1.Instance
+	17,  // 174: workflow.v1.WorkflowEngine.CompleteUserTask:output_type -> workflow.v1.Instance
+	17,  // 175: workflow.v1.WorkflowEngine.Signal:output_type -> workflow.v1.Instance
+	17,  // 176: workflow.v1.WorkflowEngine.RetryInstance:output_type -> workflow.v1.Instance
+	17,  // 177: workflow.v1.WorkflowEngine.RestartInstance:output_type -> workflow.v1.Instance
+	17,  // 178: workflow.v1.WorkflowEngine.PauseInstance:output_type -> workflow.v1.Instance
+	17,  // 179: workflow.v1.WorkflowEngine.ResumeInstance:output_type -> workflow.v1.Instance
+	33,  // 180: workflow.v1.WorkflowEngine.PollJobs:output_type -> workflow.v1.PollJobsResponse
+	35,  // 181: workflow.v1.WorkflowEngine.CompleteJob:output_type -> workflow.v1.CompleteJobResponse
+	40,  // 182: workflow.v1.WorkflowEngine.CompleteBatch:output_type -> workflow.v1.CompleteBatchResponse
+	42,  // 183: workflow.v1.WorkflowEngine.FailJob:output_type -> workflow.v1.FailJobResponse
+	45,  // 184: workflow.v1.WorkflowEngine.Heartbeat:output_type -> workflow.v1.HeartbeatResponse
+	32,  // 185: workflow.v1.WorkflowEngine.ClaimJob:output_type -> workflow.v1.Job
+	47,  // 186: workflow.v1.WorkflowEngine.StopWorker:output_type -> workflow.v1.StopWorkerResponse
+	49,  // 187: workflow.v1.WorkflowEngine.Push:output_type -> workflow.v1.PushResponse
+	51,  // 188: workflow.v1.WorkflowEngine.Stats:output_type -> workflow.v1.QueueStats
+	53,  // 189: workflow.v1.WorkflowEngine.Peek:output_type -> workflow.v1.QueueTaskList
+	54,  // 190: workflow.v1.WorkflowEngine.Purge:output_type -> workflow.v1.PurgeResponse
+	53,  // 191: workflow.v1.WorkflowEngine.Dequeue:output_type -> workflow.v1.QueueTaskList
+	58,  // 192: workflow.v1.WorkflowEngine.Ack:output_type -> workflow.v1.SettleResponse
+	58,  // 193: workflow.v1.WorkflowEngine.Nack:output_type -> workflow.v1.SettleResponse
+	61,  // 194: workflow.v1.WorkflowEngine.ListQueues:output_type -> workflow.v1.QueuePage
+	64,  // 195: workflow.v1.WorkflowEngine.ListQueueTasks:output_type -> workflow.v1.QueueTaskPage
+	67,  // 196: workflow.v1.WorkflowEngine.Redrive:output_type -> workflow.v1.RedriveResponse
+	72,  // 197: workflow.v1.WorkflowEngine.CreateSchedule:output_type -> workflow.v1.Schedule
+	73,  // 198: workflow.v1.WorkflowEngine.ListSchedules:output_type -> workflow.v1.SchedulePage
+	72,  // 199: workflow.v1.WorkflowEngine.GetSchedule:output_type -> workflow.v1.Schedule
+	72,  // 200: workflow.v1.WorkflowEngine.ReplaceSchedule:output_type -> workflow.v1.Schedule
+	80,  // 201: workflow.v1.WorkflowEngine.DeleteSchedule:output_type -> workflow.v1.DeletedSchedule
+	72,  // 202: workflow.v1.WorkflowEngine.PauseSchedule:output_type -> workflow.v1.Schedule
+	72,  // 203: workflow.v1.WorkflowEngine.UnpauseSchedule:output_type -> workflow.v1.Schedule
+	77,  // 204: workflow.v1.WorkflowEngine.TriggerSchedule:output_type -> workflow.v1.ScheduleTriggered
+	79,  // 205: workflow.v1.WorkflowEngine.BackfillSchedule:output_type -> workflow.v1.BackfillResponse
+	154, // [154:206] is the sub-list for method output_type
+	102, // [102:154] is the sub-list for method input_type
+	102, // [102:102] is the sub-list for extension type_name
+	102, // [102:102] is the sub-list for extension extendee
+	0,   // [0:102] is the sub-list for field type_name
 }
 
 func init() { file_workflow_v1_engine_proto_init() }
@@ -8019,28 +8092,28 @@ func file_workflow_v1_engine_proto_init() {
 	file_workflow_v1_engine_proto_msgTypes[1].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[3].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[6].OneofWrappers = []any{}
-	file_workflow_v1_engine_proto_msgTypes[11].OneofWrappers = []any{}
-	file_workflow_v1_engine_proto_msgTypes[15].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[12].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[16].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[17].OneofWrappers = []any{}
-	file_workflow_v1_engine_proto_msgTypes[21].OneofWrappers = []any{}
-	file_workflow_v1_engine_proto_msgTypes[33].OneofWrappers = []any{}
-	file_workflow_v1_engine_proto_msgTypes[35].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[18].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[22].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[34].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[36].OneofWrappers = []any{}
-	file_workflow_v1_engine_proto_msgTypes[40].OneofWrappers = []any{}
-	file_workflow_v1_engine_proto_msgTypes[42].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[37].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[41].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[43].OneofWrappers = []any{}
-	file_workflow_v1_engine_proto_msgTypes[57].OneofWrappers = []any{}
-	file_workflow_v1_engine_proto_msgTypes[85].OneofWrappers = []any{}
-	file_workflow_v1_engine_proto_msgTypes[87].OneofWrappers = []any{}
-	file_workflow_v1_engine_proto_msgTypes[93].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[44].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[58].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[86].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[88].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[94].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_workflow_v1_engine_proto_rawDesc), len(file_workflow_v1_engine_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   96,
+			NumMessages:   97,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -45,6 +45,7 @@ from baton.local.functions import (
 )
 from baton.local.responses import HttpResponse, MalformedProxyResponse, from_proxy_result
 from baton.local.responses import problem as problem_response
+from baton.rpc.connect import ConnectError
 
 log = logging.getLogger("baton.local.http")
 
@@ -173,6 +174,14 @@ class _RequestHandler(BaseHTTPRequestHandler):
             body = json.dumps(error_body(status, detail)).encode()
             extra = tuple(kwargs.get("headers") or ())
             return HttpResponse(status, (("Content-Type", "application/json"), *extra), body)
+        if path.startswith("/rpc/"):
+            # Connect clients read Connect's error body ({code, message}) on /rpc.
+            from baton.rpc.connect import code_for, error_response
+
+            code = code_for(status)
+            headers = tuple(kwargs.get("headers") or ())
+            _, base, body = error_response(ConnectError(code, detail, http_status=status))
+            return HttpResponse(status, (*base.items(), *headers), body)
         return problem_response(status, detail, instance=path, **kwargs)
 
     def _serve(self) -> None:
