@@ -43,6 +43,7 @@ def _dev(args: argparse.Namespace) -> int:
         options = DevOptions.from_env(
             host=args.host,
             port=args.port,
+            grpc_port=args.grpc_port,
             data_dir=args.data_dir,
             tick_seconds=args.tick_seconds,
             functions_dir=args.functions_dir,
@@ -68,6 +69,12 @@ def register(parser: argparse.ArgumentParser, commands: Subparsers) -> None:
     p.add_argument("--host", help=f"interface to bind (${env_names.ENV_HOST}, default 127.0.0.1)")
     p.add_argument(
         "--port", type=int, help=f"port to listen on (${env_names.ENV_PORT}, default 8080)"
+    )
+    p.add_argument(
+        "--grpc-port",
+        type=int,
+        help=f"native gRPC port, the WorkflowEngine service (${env_names.ENV_GRPC_PORT}, "
+        "default 9090; 0: off)",
     )
     p.add_argument(
         "--data-dir",

@@ -21,6 +21,8 @@ ENV_API_KEY = "BATON_API_KEY"
 # Conductor-compatible surface checks its tokens itself; locally it accepts BATON_API_KEY).
 ENV_CONDUCTOR_KEY_SECRET_ARN = "BATON_CONDUCTOR_KEY_SECRET_ARN"
 ENV_PORT = "BATON_PORT"
+# baton dev's native gRPC port (the WorkflowEngine service over HTTP/2; 0: off; default 9090).
+ENV_GRPC_PORT = "BATON_GRPC_PORT"
 ENV_DATA_DIR = "BATON_DATA_DIR"
 ENV_TICK_SECONDS = "BATON_TICK_SECONDS"
 ENV_STAGE = "BATON_STAGE"
@@ -82,6 +84,7 @@ ALL_ENV_VARS = (
     ENV_API_KEY,
     ENV_CONDUCTOR_KEY_SECRET_ARN,
     ENV_PORT,
+    ENV_GRPC_PORT,
     ENV_DATA_DIR,
     ENV_TICK_SECONDS,
     ENV_STAGE,

@@ -70,6 +70,8 @@ class LocalServer:
         ours = env_names.ALL_ENV_VARS
         env = {k: v for k, v in os.environ.items() if k not in ours}
         env.update({env_names.ENV_TICK_SECONDS: "0.2", "PYTHONUNBUFFERED": "1"})
+        # No gRPC port unless a test asks for one (servers run side by side; 9090 is shared).
+        env[env_names.ENV_GRPC_PORT] = "0"
         if self.api_key is not None:
             env[env_names.ENV_API_KEY] = self.api_key
         if self.database_url:

@@ -13,6 +13,7 @@ from baton.local.functions import DEFAULT_MAX_CONTAINERS
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
+DEFAULT_GRPC_PORT = 9090  # gRPC's customary port (0: no gRPC server)
 DEFAULT_DATA_DIR = Path(".baton/data")
 DEFAULT_TICK_SECONDS = 1.0
 DEFAULT_PAYLOAD_BUCKET = "baton-payloads"
@@ -29,6 +30,7 @@ class DevOptions:
 
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
+    grpc_port: int = DEFAULT_GRPC_PORT
     data_dir: Path = DEFAULT_DATA_DIR
     tick_seconds: float = DEFAULT_TICK_SECONDS
     functions_dir: Path | None = None  # None: <repo>/functions
@@ -46,6 +48,7 @@ class DevOptions:
         values: dict[str, Any] = {
             "host": e.get(env_names.ENV_HOST) or base.host,
             "port": _number(e, env_names.ENV_PORT, int, base.port),
+            "grpc_port": _number(e, env_names.ENV_GRPC_PORT, int, base.grpc_port),
             "data_dir": Path(e.get(env_names.ENV_DATA_DIR) or base.data_dir),
             "tick_seconds": _number(e, env_names.ENV_TICK_SECONDS, float, base.tick_seconds),
             "functions_dir": _path(e.get(env_names.ENV_FUNCTIONS_DIR)),
@@ -63,6 +66,8 @@ class DevOptions:
     def validate(self) -> None:
         if not 0 <= self.port <= 65535:
             raise OptionError(f"port must be between 0 and 65535, not {self.port}")
+        if not 0 <= self.grpc_port <= 65535:
+            raise OptionError(f"gRPC port must be between 0 and 65535, not {self.grpc_port}")
         if not self.tick_seconds > 0:
             raise OptionError(f"tick seconds must be positive, not {self.tick_seconds}")
         if not 1 <= self.concurrency <= MAX_CONCURRENCY:

@@ -183,8 +183,43 @@ def _start(
     )
     thread.start()
     cleanup.callback(_quietly, "stopping the HTTP server", _drain, server, say)
-    _banner(say, options, server, key)
+    grpc_port = _grpc(
+        options, cleanup=cleanup, registry=registry, key=key, stage=server.config.stage, say=say
+    )
+    if grpc_port is None:
+        return False
+    _banner(say, options, server, key, grpc_port)
     return True
+
+
+def _grpc(
+    options: DevOptions,
+    *,
+    cleanup: ExitStack,
+    registry: FunctionRegistry,
+    key: ApiKey,
+    stage: str,
+    say: _Console,
+) -> int | None:
+    """The native gRPC server on ``options.grpc_port``: its port (0 when off), None if it could
+    not listen."""
+    if options.grpc_port == 0:
+        return 0
+    from baton.local.grpc_server import GrpcServer
+
+    try:
+        grpc_server = GrpcServer(
+            registry, api_key=key.value, host=options.host, port=options.grpc_port, stage=stage
+        )
+    except (OSError, RuntimeError) as e:
+        say(
+            f"error: cannot serve gRPC on {options.host}:{options.grpc_port}: {e} "
+            f"(choose another with {env_names.ENV_GRPC_PORT}, or 0 to turn it off)"
+        )
+        return None
+    grpc_server.start()
+    cleanup.callback(_quietly, "stopping the gRPC server", grpc_server.stop, _STOP_TIMEOUT_SECONDS)
+    return grpc_server.port
 
 
 def _drain(server: LocalApiServer, say: _Console) -> None:
@@ -330,11 +365,15 @@ def _describe_url(url: str) -> str:
     return " ".join(f"{k}={parts[k]}" for k in ("host", "port", "dbname", "user") if parts.get(k))
 
 
-def _banner(say: _Console, options: DevOptions, server: LocalApiServer, key: ApiKey) -> None:
+def _banner(
+    say: _Console, options: DevOptions, server: LocalApiServer, key: ApiKey, grpc_port: int
+) -> None:
     host = options.host if options.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
     url = f"http://{host}:{server.port}"
+    rpc = f"Connect at {url}/rpc/" + (f"; gRPC on {host}:{grpc_port}" if grpc_port else "")
     lines = [
         f"serving {len(api_functions())} API functions on {url}",
+        f"  RPC        {rpc} (docs/rpc.md)",
         f"  API key    {key.value}  ({key.source})",
         f"  scheduled  {', '.join(_ticking())} every {options.tick_seconds:g} s; "
         f"{SYSTEM_TASKS_FUNCTION} (HTTP steps) continuously",
