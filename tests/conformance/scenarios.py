@@ -95,6 +95,7 @@ class Conformance:
     prefix: str
     tmp_path: Path
     workers: list[Worker] = field(default_factory=list)
+    protocol: str = "rest"  # the workers' wire: rest, or connect (BATON_PROTOCOL)
 
     def worker(self, name: str = "w") -> Worker:
         run = WORKERS / self.language / "run"
@@ -108,6 +109,7 @@ class Conformance:
             "CONFORMANCE_WORKER_ID": worker_id,
             "CONFORMANCE_JOB_PREFIX": self.prefix,
             "CONFORMANCE_PARALLELISM": "4",
+            "BATON_PROTOCOL": self.protocol,
         }
         stderr_path = self.tmp_path / f"{worker_id}.log"
         process = subprocess.Popen(
@@ -169,7 +171,8 @@ def conformance(
     language = request.module.LANGUAGE
     client = BatonClient(baton_server.base_url, api_key=baton_server.api_key)
     prefix = f"conf-{language[:2]}-{uuid.uuid4().hex[:6]}-"
-    c = Conformance(language, baton_server, client, prefix, tmp_path)
+    protocol = getattr(request.module, "PROTOCOL", "rest")
+    c = Conformance(language, baton_server, client, prefix, tmp_path, protocol=protocol)
     yield c
     for worker in c.workers:
         if worker.process.poll() is None:

@@ -352,3 +352,28 @@ def test_gzip_request_bodies_are_read(client: httpx.Client, baton_server: Any) -
     }
     r = _post(client, f"/rpc/{SERVICE}/GetConfig", gzip.compress(b"{}"), **headers)
     assert r.status_code == 200, r.text
+
+
+def test_the_sdk_client_over_connect_raises_what_rest_raises(baton_server: Any) -> None:
+    from baton_worker import BatonClient
+    from baton_worker.errors import (
+        AuthenticationError,
+        NotFoundError,
+        PermissionDeniedError,
+        ValidationError,
+    )
+
+    url, key = baton_server.base_url, baton_server.api_key
+    with BatonClient(url, api_key=key, protocol="connect") as client:
+        assert client.config()["payloadLimits"]["stepOutput"]["softLimitBytes"] > 0
+        with pytest.raises(NotFoundError) as missing:
+            client.get_instance("00000000-0000-0000-0000-000000000000")
+        assert missing.value.status == 404
+        with pytest.raises(ValidationError) as invalid:
+            client.poll_jobs(worker_id="w", job_types=["t"], max_jobs=500)
+        assert invalid.value.status == 422
+    with (
+        BatonClient(url, api_key="wrong", protocol="connect") as client,
+        pytest.raises((AuthenticationError, PermissionDeniedError)),
+    ):
+        client.config()  # as over REST: the wrong key is API Gateway's 403

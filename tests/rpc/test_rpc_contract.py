@@ -136,3 +136,11 @@ def test_problem_types_and_statuses_map_to_connect_codes() -> None:
     assert code_for(504) == "deadline_exceeded"
     assert code_for(418) == "unknown" and code_for(599) == "internal"
     assert set(CODE_STATUS) >= {code_for(s) for s in range(400, 600)}
+
+
+def test_the_python_sdk_maps_each_rest_operation_to_the_same_rpc() -> None:
+    from baton_worker.connect import _TWINS
+
+    sdk = {(m, t): (rpc, body) for m, t, rpc, body in _TWINS}
+    server = {(t.method, p): (t.rpc, t.body) for t in methods.TWINS for p in t.paths}
+    assert sdk == server

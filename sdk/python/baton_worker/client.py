@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 import json as jsonlib
 import logging
+import os
 import socket
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -26,7 +27,9 @@ import httpx
 
 from baton_worker.auth import ApiKeyAuth, AwsSigV4Auth
 from baton_worker.backoff import NO_RETRY, Backoff, RetryPolicy
-from baton_worker.env import DEFAULT_URL, ENV_API_KEY, ENV_URL, read_key_file
+from baton_worker.connect import PROTO as CONNECT_PROTO
+from baton_worker.connect import PROTOCOLS, ConnectCodec
+from baton_worker.env import DEFAULT_URL, ENV_API_KEY, ENV_PROTOCOL, ENV_URL, read_key_file
 from baton_worker.errors import BatonApiError, TransportError, problem_error
 from baton_worker.origins import Origins, resolve
 from baton_worker.types import (
@@ -118,7 +121,13 @@ class BatonClient:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         origins: Origins | None = None,
+        protocol: str = "rest",
     ) -> None:
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
+        # "connect": every call goes as its RPC, binary protobuf over the Connect protocol.
+        self.protocol = protocol
+        self._connect = ConnectCodec() if protocol == "connect" else None
         if api_key is not None and auth is not None:
             raise ValueError("give api_key or auth, not both")
         if api_key:
@@ -151,11 +160,14 @@ class BatonClient:
 
     @classmethod
     def from_env(cls, **overrides: Any) -> BatonClient:
-        """A client configured from ``BATON_URL`` and ``BATON_API_KEY``; keywords win.
+        """A client configured from ``BATON_URL``, ``BATON_API_KEY`` and ``BATON_PROTOCOL``
+        (``rest``, the default, or ``connect``); keywords win.
 
         Without ``BATON_API_KEY``, a client of a server on this machine uses the key ``baton
         dev`` keeps in its data directory (``$BATON_DATA_DIR``, default ``.baton/data``).
         """
+        protocol = os.environ.get(ENV_PROTOCOL) or "rest"
+        overrides.setdefault("protocol", protocol)
         if "auth" in overrides:
             url, _, origins = resolve(overrides.pop("url", None), None, find_key=False)
             return cls(url, origins=overrides.pop("origins", origins), **overrides)
@@ -922,6 +934,10 @@ class BatonClient:
         while True:
             attempts += 1
             try:
+                if self._connect is not None:
+                    return self._send_rpc(
+                        self._connect, method, path, json, params, timeout=timeout
+                    )
                 return self._send(method, path, content, params, timeout)
             except (TransportError, BatonApiError) as error:
                 if not may_retry(error, idempotent=idempotent):
@@ -943,6 +959,58 @@ class BatonClient:
                     },
                 )
                 self._sleep(delay)
+
+    def _send_rpc(
+        self,
+        codec: ConnectCodec,
+        method: str,
+        path: str,
+        body: Any,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: httpx.Timeout | None = None,
+    ) -> Any:
+        """``method path`` as its RPC over the Connect protocol (binary); the answer as REST
+        JSON, errors as the exceptions REST's would raise."""
+        rpc = codec.request(method, path, body, dict(params) if params else None)
+        url = self.url + rpc.path
+        headers = {
+            "content-type": CONNECT_PROTO,
+            "accept": CONNECT_PROTO,  # API Gateway returns binary when Accept names its type
+            "connect-protocol-version": "1",
+        }
+        try:
+            response = self._http.post(
+                rpc.path,
+                content=rpc.body,
+                headers=headers,
+                timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout,
+            )
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as e:
+            why = f"{_why(e)} ({self.origins.unreachable()})"
+            raise TransportError(
+                f"cannot reach {self.url}: {why}", sent=False, method="POST", url=url
+            ) from e
+        except httpx.TransportError as e:
+            raise TransportError(
+                f"{rpc.rpc} failed: {_why(e)}", sent=True, method="POST", url=url
+            ) from e
+        if response.status_code == 200:
+            return codec.response(rpc, response.content)
+        status, problem = codec.problem(response.status_code, _decoded(response))
+        error = problem_error(
+            status,
+            problem,
+            retry_after=response.headers.get("retry-after"),
+            reason=response.reason_phrase,
+            method="POST",
+            url=url,
+        )
+        if error.status in (401, 403):
+            signed = isinstance(self._other_auth, AwsSigV4Auth)
+            hint = self.origins.refused(self.url, other_auth=self._other_auth, signed=signed)
+            error.with_hint(hint)
+        raise error
 
     def _send(
         self,

@@ -18,6 +18,9 @@ from urllib.parse import urlsplit
 ENV_URL: Final = "BATON_URL"
 """The API's base URL (``baton dev``: ``http://127.0.0.1:8080``; an API Gateway stage URL)."""
 ENV_API_KEY: Final = "BATON_API_KEY"
+# The client's wire: "rest" (JSON, the default) or "connect" (each call as its RPC, binary
+# protobuf over the Connect protocol; needs the rpc extra).
+ENV_PROTOCOL: Final = "BATON_PROTOCOL"
 """Sent as ``x-api-key`` (the same variable ``baton dev`` reads for the key it accepts)."""
 ENV_DATA_DIR: Final = "BATON_DATA_DIR"
 """The data directory of ``baton dev`` (the same variable it reads), where it keeps its key."""

@@ -92,7 +92,11 @@ def bad_output(ctx: JobContext) -> dict[str, Any]:
 def main() -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request costs CPU
-    client = BatonClient(os.environ["BATON_URL"], api_key=os.environ["BATON_API_KEY"])
+    client = BatonClient(
+        os.environ["BATON_URL"],
+        api_key=os.environ["BATON_API_KEY"],
+        protocol=os.environ.get("BATON_PROTOCOL") or "rest",
+    )
     options = RunnerOptions(
         worker_id=os.environ.get("CONFORMANCE_WORKER_ID"),
         parallelism=int(os.environ.get("CONFORMANCE_PARALLELISM", "4")),
