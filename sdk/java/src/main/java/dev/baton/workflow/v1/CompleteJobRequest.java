@@ -160,8 +160,10 @@ private static final long serialVersionUID = 0L;
   private int attempt_ = 0;
   /**
    * <pre>
-   * The attempt the worker ran (from the poll). A result for an attempt that is over is a
-   * harmless repeat when it was already applied, else a conflict. Absent: judged on the holder.
+   * The attempt the worker ran (from the poll). A completion whose lease lapsed still counts,
+   * once, while the job is not settled (even if claimed again: that later attempt's results are
+   * then repeats, its heartbeats conflicts); a repeat of a result already applied is harmless;
+   * any other result for an attempt that is over is a conflict. Absent: judged on the worker id.
    * </pre>
    *
    * <code>optional int32 attempt = 4;</code>
@@ -173,8 +175,10 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * The attempt the worker ran (from the poll). A result for an attempt that is over is a
-   * harmless repeat when it was already applied, else a conflict. Absent: judged on the holder.
+   * The attempt the worker ran (from the poll). A completion whose lease lapsed still counts,
+   * once, while the job is not settled (even if claimed again: that later attempt's results are
+   * then repeats, its heartbeats conflicts); a repeat of a result already applied is harmless;
+   * any other result for an attempt that is over is a conflict. Absent: judged on the worker id.
    * </pre>
    *
    * <code>optional int32 attempt = 4;</code>
@@ -916,8 +920,10 @@ private static final long serialVersionUID = 0L;
     private int attempt_ ;
     /**
      * <pre>
-     * The attempt the worker ran (from the poll). A result for an attempt that is over is a
-     * harmless repeat when it was already applied, else a conflict. Absent: judged on the holder.
+     * The attempt the worker ran (from the poll). A completion whose lease lapsed still counts,
+     * once, while the job is not settled (even if claimed again: that later attempt's results are
+     * then repeats, its heartbeats conflicts); a repeat of a result already applied is harmless;
+     * any other result for an attempt that is over is a conflict. Absent: judged on the worker id.
      * </pre>
      *
      * <code>optional int32 attempt = 4;</code>
@@ -929,8 +935,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The attempt the worker ran (from the poll). A result for an attempt that is over is a
-     * harmless repeat when it was already applied, else a conflict. Absent: judged on the holder.
+     * The attempt the worker ran (from the poll). A completion whose lease lapsed still counts,
+     * once, while the job is not settled (even if claimed again: that later attempt's results are
+     * then repeats, its heartbeats conflicts); a repeat of a result already applied is harmless;
+     * any other result for an attempt that is over is a conflict. Absent: judged on the worker id.
      * </pre>
      *
      * <code>optional int32 attempt = 4;</code>
@@ -942,8 +950,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The attempt the worker ran (from the poll). A result for an attempt that is over is a
-     * harmless repeat when it was already applied, else a conflict. Absent: judged on the holder.
+     * The attempt the worker ran (from the poll). A completion whose lease lapsed still counts,
+     * once, while the job is not settled (even if claimed again: that later attempt's results are
+     * then repeats, its heartbeats conflicts); a repeat of a result already applied is harmless;
+     * any other result for an attempt that is over is a conflict. Absent: judged on the worker id.
      * </pre>
      *
      * <code>optional int32 attempt = 4;</code>
@@ -959,8 +969,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * The attempt the worker ran (from the poll). A result for an attempt that is over is a
-     * harmless repeat when it was already applied, else a conflict. Absent: judged on the holder.
+     * The attempt the worker ran (from the poll). A completion whose lease lapsed still counts,
+     * once, while the job is not settled (even if claimed again: that later attempt's results are
+     * then repeats, its heartbeats conflicts); a repeat of a result already applied is harmless;
+     * any other result for an attempt that is over is a conflict. Absent: judged on the worker id.
      * </pre>
      *
      * <code>optional int32 attempt = 4;</code>

@@ -51,8 +51,10 @@ public interface CompleteJobRequestOrBuilder extends
 
   /**
    * <pre>
-   * The attempt the worker ran (from the poll). A result for an attempt that is over is a
-   * harmless repeat when it was already applied, else a conflict. Absent: judged on the holder.
+   * The attempt the worker ran (from the poll). A completion whose lease lapsed still counts,
+   * once, while the job is not settled (even if claimed again: that later attempt's results are
+   * then repeats, its heartbeats conflicts); a repeat of a result already applied is harmless;
+   * any other result for an attempt that is over is a conflict. Absent: judged on the worker id.
    * </pre>
    *
    * <code>optional int32 attempt = 4;</code>
@@ -61,8 +63,10 @@ public interface CompleteJobRequestOrBuilder extends
   boolean hasAttempt();
   /**
    * <pre>
-   * The attempt the worker ran (from the poll). A result for an attempt that is over is a
-   * harmless repeat when it was already applied, else a conflict. Absent: judged on the holder.
+   * The attempt the worker ran (from the poll). A completion whose lease lapsed still counts,
+   * once, while the job is not settled (even if claimed again: that later attempt's results are
+   * then repeats, its heartbeats conflicts); a repeat of a result already applied is harmless;
+   * any other result for an attempt that is over is a conflict. Absent: judged on the worker id.
    * </pre>
    *
    * <code>optional int32 attempt = 4;</code>

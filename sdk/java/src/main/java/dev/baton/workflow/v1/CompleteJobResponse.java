@@ -140,7 +140,7 @@ private static final long serialVersionUID = 0L;
   private boolean applied_ = false;
   /**
    * <pre>
-   * false when this completion repeated an earlier one
+   * false when the job was already completed (a repeat, or
    * </pre>
    *
    * <code>bool applied = 3;</code>
@@ -662,7 +662,7 @@ private static final long serialVersionUID = 0L;
     private boolean applied_ ;
     /**
      * <pre>
-     * false when this completion repeated an earlier one
+     * false when the job was already completed (a repeat, or
      * </pre>
      *
      * <code>bool applied = 3;</code>
@@ -674,7 +674,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * false when this completion repeated an earlier one
+     * false when the job was already completed (a repeat, or
      * </pre>
      *
      * <code>bool applied = 3;</code>
@@ -690,7 +690,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * false when this completion repeated an earlier one
+     * false when the job was already completed (a repeat, or
      * </pre>
      *
      * <code>bool applied = 3;</code>

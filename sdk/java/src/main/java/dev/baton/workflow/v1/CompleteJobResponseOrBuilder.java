@@ -44,7 +44,7 @@ public interface CompleteJobResponseOrBuilder extends
 
   /**
    * <pre>
-   * false when this completion repeated an earlier one
+   * false when the job was already completed (a repeat, or
    * </pre>
    *
    * <code>bool applied = 3;</code>

@@ -193,9 +193,13 @@ private static final long serialVersionUID = 0L;
   }
 
   public static final int OUTPUT_PARAMETERS_FIELD_NUMBER = 5;
-  private com.google.protobuf.Struct outputParameters_;
+  private com.google.protobuf.Value outputParameters_;
   /**
-   * <code>.google.protobuf.Struct output_parameters = 5;</code>
+   * <pre>
+   * An object of values and ${...} expressions, or one ${...} expression (a string)
+   * </pre>
+   *
+   * <code>.google.protobuf.Value output_parameters = 5;</code>
    * @return Whether the outputParameters field is set.
    */
   @java.lang.Override
@@ -203,19 +207,27 @@ private static final long serialVersionUID = 0L;
     return ((bitField0_ & 0x00000002) != 0);
   }
   /**
-   * <code>.google.protobuf.Struct output_parameters = 5;</code>
+   * <pre>
+   * An object of values and ${...} expressions, or one ${...} expression (a string)
+   * </pre>
+   *
+   * <code>.google.protobuf.Value output_parameters = 5;</code>
    * @return The outputParameters.
    */
   @java.lang.Override
-  public com.google.protobuf.Struct getOutputParameters() {
-    return outputParameters_ == null ? com.google.protobuf.Struct.getDefaultInstance() : outputParameters_;
+  public com.google.protobuf.Value getOutputParameters() {
+    return outputParameters_ == null ? com.google.protobuf.Value.getDefaultInstance() : outputParameters_;
   }
   /**
-   * <code>.google.protobuf.Struct output_parameters = 5;</code>
+   * <pre>
+   * An object of values and ${...} expressions, or one ${...} expression (a string)
+   * </pre>
+   *
+   * <code>.google.protobuf.Value output_parameters = 5;</code>
    */
   @java.lang.Override
-  public com.google.protobuf.StructOrBuilder getOutputParametersOrBuilder() {
-    return outputParameters_ == null ? com.google.protobuf.Struct.getDefaultInstance() : outputParameters_;
+  public com.google.protobuf.ValueOrBuilder getOutputParametersOrBuilder() {
+    return outputParameters_ == null ? com.google.protobuf.Value.getDefaultInstance() : outputParameters_;
   }
 
   public static final int TIMEOUT_SECONDS_FIELD_NUMBER = 6;
@@ -1488,31 +1500,43 @@ private static final long serialVersionUID = 0L;
       return stepsBuilder_;
     }
 
-    private com.google.protobuf.Struct outputParameters_;
+    private com.google.protobuf.Value outputParameters_;
     private com.google.protobuf.SingleFieldBuilder<
-        com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder> outputParametersBuilder_;
+        com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder> outputParametersBuilder_;
     /**
-     * <code>.google.protobuf.Struct output_parameters = 5;</code>
+     * <pre>
+     * An object of values and ${...} expressions, or one ${...} expression (a string)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value output_parameters = 5;</code>
      * @return Whether the outputParameters field is set.
      */
     public boolean hasOutputParameters() {
       return ((bitField0_ & 0x00000010) != 0);
     }
     /**
-     * <code>.google.protobuf.Struct output_parameters = 5;</code>
+     * <pre>
+     * An object of values and ${...} expressions, or one ${...} expression (a string)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value output_parameters = 5;</code>
      * @return The outputParameters.
      */
-    public com.google.protobuf.Struct getOutputParameters() {
+    public com.google.protobuf.Value getOutputParameters() {
       if (outputParametersBuilder_ == null) {
-        return outputParameters_ == null ? com.google.protobuf.Struct.getDefaultInstance() : outputParameters_;
+        return outputParameters_ == null ? com.google.protobuf.Value.getDefaultInstance() : outputParameters_;
       } else {
         return outputParametersBuilder_.getMessage();
       }
     }
     /**
-     * <code>.google.protobuf.Struct output_parameters = 5;</code>
+     * <pre>
+     * An object of values and ${...} expressions, or one ${...} expression (a string)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value output_parameters = 5;</code>
      */
-    public Builder setOutputParameters(com.google.protobuf.Struct value) {
+    public Builder setOutputParameters(com.google.protobuf.Value value) {
       if (outputParametersBuilder_ == null) {
         java.util.Objects.requireNonNull(value);
         outputParameters_ = value;
@@ -1524,10 +1548,14 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
-     * <code>.google.protobuf.Struct output_parameters = 5;</code>
+     * <pre>
+     * An object of values and ${...} expressions, or one ${...} expression (a string)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value output_parameters = 5;</code>
      */
     public Builder setOutputParameters(
-        com.google.protobuf.Struct.Builder builderForValue) {
+        com.google.protobuf.Value.Builder builderForValue) {
       if (outputParametersBuilder_ == null) {
         outputParameters_ = builderForValue.build();
       } else {
@@ -1538,13 +1566,17 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
-     * <code>.google.protobuf.Struct output_parameters = 5;</code>
+     * <pre>
+     * An object of values and ${...} expressions, or one ${...} expression (a string)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value output_parameters = 5;</code>
      */
-    public Builder mergeOutputParameters(com.google.protobuf.Struct value) {
+    public Builder mergeOutputParameters(com.google.protobuf.Value value) {
       if (outputParametersBuilder_ == null) {
         if (((bitField0_ & 0x00000010) != 0) &&
           outputParameters_ != null &&
-          outputParameters_ != com.google.protobuf.Struct.getDefaultInstance()) {
+          outputParameters_ != com.google.protobuf.Value.getDefaultInstance()) {
           getOutputParametersBuilder().mergeFrom(value);
         } else {
           outputParameters_ = value;
@@ -1559,7 +1591,11 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
-     * <code>.google.protobuf.Struct output_parameters = 5;</code>
+     * <pre>
+     * An object of values and ${...} expressions, or one ${...} expression (a string)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value output_parameters = 5;</code>
      */
     public Builder clearOutputParameters() {
       bitField0_ = (bitField0_ & ~0x00000010);
@@ -1572,33 +1608,45 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
-     * <code>.google.protobuf.Struct output_parameters = 5;</code>
+     * <pre>
+     * An object of values and ${...} expressions, or one ${...} expression (a string)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value output_parameters = 5;</code>
      */
-    public com.google.protobuf.Struct.Builder getOutputParametersBuilder() {
+    public com.google.protobuf.Value.Builder getOutputParametersBuilder() {
       bitField0_ |= 0x00000010;
       onChanged();
       return internalGetOutputParametersFieldBuilder().getBuilder();
     }
     /**
-     * <code>.google.protobuf.Struct output_parameters = 5;</code>
+     * <pre>
+     * An object of values and ${...} expressions, or one ${...} expression (a string)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value output_parameters = 5;</code>
      */
-    public com.google.protobuf.StructOrBuilder getOutputParametersOrBuilder() {
+    public com.google.protobuf.ValueOrBuilder getOutputParametersOrBuilder() {
       if (outputParametersBuilder_ != null) {
         return outputParametersBuilder_.getMessageOrBuilder();
       } else {
         return outputParameters_ == null ?
-            com.google.protobuf.Struct.getDefaultInstance() : outputParameters_;
+            com.google.protobuf.Value.getDefaultInstance() : outputParameters_;
       }
     }
     /**
-     * <code>.google.protobuf.Struct output_parameters = 5;</code>
+     * <pre>
+     * An object of values and ${...} expressions, or one ${...} expression (a string)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value output_parameters = 5;</code>
      */
     private com.google.protobuf.SingleFieldBuilder<
-        com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder> 
+        com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder> 
         internalGetOutputParametersFieldBuilder() {
       if (outputParametersBuilder_ == null) {
         outputParametersBuilder_ = new com.google.protobuf.SingleFieldBuilder<
-            com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder>(
+            com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder>(
                 getOutputParameters(),
                 getParentForChildren(),
                 isClean());

@@ -70,19 +70,31 @@ public interface DefinitionOrBuilder extends
       int index);
 
   /**
-   * <code>.google.protobuf.Struct output_parameters = 5;</code>
+   * <pre>
+   * An object of values and ${...} expressions, or one ${...} expression (a string)
+   * </pre>
+   *
+   * <code>.google.protobuf.Value output_parameters = 5;</code>
    * @return Whether the outputParameters field is set.
    */
   boolean hasOutputParameters();
   /**
-   * <code>.google.protobuf.Struct output_parameters = 5;</code>
+   * <pre>
+   * An object of values and ${...} expressions, or one ${...} expression (a string)
+   * </pre>
+   *
+   * <code>.google.protobuf.Value output_parameters = 5;</code>
    * @return The outputParameters.
    */
-  com.google.protobuf.Struct getOutputParameters();
+  com.google.protobuf.Value getOutputParameters();
   /**
-   * <code>.google.protobuf.Struct output_parameters = 5;</code>
+   * <pre>
+   * An object of values and ${...} expressions, or one ${...} expression (a string)
+   * </pre>
+   *
+   * <code>.google.protobuf.Value output_parameters = 5;</code>
    */
-  com.google.protobuf.StructOrBuilder getOutputParametersOrBuilder();
+  com.google.protobuf.ValueOrBuilder getOutputParametersOrBuilder();
 
   /**
    * <code>int32 timeout_seconds = 6;</code>

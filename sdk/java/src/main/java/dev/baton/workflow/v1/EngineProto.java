@@ -72,6 +72,11 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_workflow_v1_GetTaskDefRequest_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_workflow_v1_DeleteTaskDefRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_workflow_v1_DeleteTaskDefRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_workflow_v1_ListTaskDefsRequest_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -86,6 +91,21 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_workflow_v1_StartInstanceRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_workflow_v1_StartInstancesRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_workflow_v1_StartInstancesRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_workflow_v1_StartOutcome_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_workflow_v1_StartOutcome_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_workflow_v1_StartInstancesResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_workflow_v1_StartInstancesResponse_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
     internal_static_workflow_v1_StepExecution_descriptor;
   static final 
@@ -347,6 +367,71 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_workflow_v1_RedriveResponse_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_workflow_v1_ScheduleInterval_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_workflow_v1_ScheduleInterval_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_workflow_v1_ScheduleSpec_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_workflow_v1_ScheduleSpec_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_workflow_v1_ScheduleRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_workflow_v1_ScheduleRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_workflow_v1_ScheduleAction_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_workflow_v1_ScheduleAction_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_workflow_v1_Schedule_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_workflow_v1_Schedule_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_workflow_v1_SchedulePage_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_workflow_v1_SchedulePage_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_workflow_v1_ScheduleIdRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_workflow_v1_ScheduleIdRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_workflow_v1_ListSchedulesRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_workflow_v1_ListSchedulesRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_workflow_v1_PauseScheduleRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_workflow_v1_PauseScheduleRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_workflow_v1_ScheduleTriggered_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_workflow_v1_ScheduleTriggered_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_workflow_v1_BackfillRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_workflow_v1_BackfillRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_workflow_v1_BackfillResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_workflow_v1_BackfillResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_workflow_v1_DeletedSchedule_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_workflow_v1_DeletedSchedule_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_workflow_v1_ProblemItem_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -458,7 +543,7 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       "eout_secondsB\027\n\025_poll_timeout_secondsB\033\n" +
       "\031_response_timeout_secondsB\030\n\026_concurren" +
       "t_exec_limitB\033\n\031_rate_limit_per_frequenc" +
-      "yB\"\n _rate_limit_frequency_in_seconds\"\264\t" +
+      "yB\"\n _rate_limit_frequency_in_seconds\"\271\013" +
       "\n\004Step\022\n\n\002id\030\001 \001(\t\022\014\n\004type\030\002 \001(\t\022\014\n\004name" +
       "\030\003 \001(\t\022\023\n\013description\030\004 \001(\t\022&\n\005input\030\005 \001" +
       "(\0132\027.google.protobuf.Struct\022\020\n\010job_type\030" +
@@ -483,330 +568,410 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       "\026\n\tfail_fast\030\036 \001(\010H\007\210\001\001\022 \n\005steps\030\037 \003(\0132\021" +
       ".workflow.v1.Step\022\r\n\005items\030  \001(\t\022\034\n\017max_" +
       "concurrency\030! \001(\005H\010\210\001\001\022\r\n\005while\030\" \001(\t\022\033\n" +
-      "\016max_iterations\030# \001(\005H\t\210\001\001B\016\n\014_retry_cou" +
-      "ntB\026\n\024_retry_delay_secondsB\032\n\030_max_retry" +
-      "_delay_secondsB\022\n\020_timeout_secondsB\027\n\025_p" +
-      "oll_timeout_secondsB\033\n\031_response_timeout" +
-      "_secondsB\025\n\023_definition_versionB\014\n\n_fail" +
-      "_fastB\022\n\020_max_concurrencyB\021\n\017_max_iterat" +
-      "ions\"\254\001\n\014QueueTrigger\022\014\n\004type\030\001 \001(\t\022\022\n\nq" +
-      "ueue_name\030\002 \001(\t\022\032\n\022poll_interval_secs\030\003 " +
-      "\001(\005\022\037\n\027visibility_timeout_secs\030\004 \001(\005\022\023\n\013" +
-      "max_retries\030\005 \001(\005\022\027\n\017max_concurrency\030\006 \001" +
-      "(\005\022\017\n\007enabled\030\007 \001(\010\"\377\002\n\nDefinition\022\014\n\004na" +
-      "me\030\001 \001(\t\022\024\n\007version\030\002 \001(\005H\000\210\001\001\022\023\n\013descri" +
-      "ption\030\003 \001(\t\022 \n\005steps\030\004 \003(\0132\021.workflow.v1" +
-      ".Step\0222\n\021output_parameters\030\005 \001(\0132\027.googl" +
-      "e.protobuf.Struct\022\027\n\017timeout_seconds\030\006 \001" +
-      "(\005\022\026\n\016timeout_policy\030\007 \001(\t\022.\n\ncreated_at" +
-      "\030\010 \001(\0132\032.google.protobuf.Timestamp\022*\n\007tr" +
-      "igger\030\t \001(\0132\031.workflow.v1.QueueTrigger\022/" +
-      "\n\016input_template\030\n \001(\0132\027.google.protobuf" +
-      ".Struct\022\030\n\020failure_workflow\030\013 \001(\tB\n\n\010_ve" +
-      "rsion\";\n\026ListDefinitionsRequest\022\r\n\005limit" +
-      "\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"W\n\016Definition" +
-      "Page\022,\n\013definitions\030\001 \003(\0132\027.workflow.v1." +
-      "Definition\022\027\n\017next_page_token\030\002 \001(\t\"F\n\024G" +
-      "etDefinitionRequest\022\014\n\004name\030\001 \001(\t\022\024\n\007ver" +
-      "sion\030\002 \001(\005H\000\210\001\001B\n\n\010_version\"I\n\021PutTaskDe" +
-      "fRequest\022\014\n\004name\030\001 \001(\t\022&\n\010task_def\030\002 \001(\013" +
-      "2\024.workflow.v1.TaskDef\"!\n\021GetTaskDefRequ" +
-      "est\022\014\n\004name\030\001 \001(\t\"8\n\023ListTaskDefsRequest" +
-      "\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"O\n\013T" +
-      "askDefPage\022\'\n\ttask_defs\030\001 \003(\0132\024.workflow" +
-      ".v1.TaskDef\022\027\n\017next_page_token\030\002 \001(\t\"\211\002\n" +
-      "\024StartInstanceRequest\022\027\n\017definition_name" +
-      "\030\001 \001(\t\022\037\n\022definition_version\030\002 \001(\005H\000\210\001\001\022" +
-      "+\n\ndefinition\030\003 \001(\0132\027.workflow.v1.Defini" +
-      "tion\022&\n\005input\030\004 \001(\0132\027.google.protobuf.St" +
-      "ruct\022\026\n\016correlation_id\030\005 \001(\t\022\027\n\017idempote" +
-      "ncy_key\030\006 \001(\t\022\032\n\022input_payload_path\030\007 \001(" +
-      "\tB\025\n\023_definition_version\"\374\004\n\rStepExecuti" +
-      "on\022\n\n\002id\030\001 \001(\t\022\017\n\007step_id\030\002 \001(\t\022\014\n\004type\030" +
-      "\003 \001(\t\022\016\n\006status\030\004 \001(\t\022\017\n\007attempt\030\005 \001(\005\022%" +
-      "\n\005input\030\006 \001(\0132\026.google.protobuf.Value\022&\n" +
-      "\006output\030\007 \001(\0132\026.google.protobuf.Value\022\r\n" +
-      "\005error\030\010 \001(\t\022\016\n\006job_id\030\t \001(\t\022\020\n\010job_type" +
-      "\030\n \001(\t\022\021\n\tworker_id\030\013 \001(\t\022.\n\ncreated_at\030" +
-      "\014 \001(\0132\032.google.protobuf.Timestamp\022.\n\nsta" +
-      "rted_at\030\r \001(\0132\032.google.protobuf.Timestam" +
-      "p\0220\n\014completed_at\030\016 \001(\0132\032.google.protobu" +
-      "f.Timestamp\022 \n\030parent_step_execution_id\030" +
-      "\017 \001(\t\022\023\n\006branch\030\020 \001(\005H\000\210\001\001\022\027\n\nitem_index" +
-      "\030\021 \001(\005H\001\210\001\001\022\026\n\titeration\030\022 \001(\005H\002\210\001\001\022+\n\007w" +
-      "ake_at\030\023 \001(\0132\032.google.protobuf.Timestamp" +
-      "\022\031\n\021child_instance_id\030\024 \001(\t\022\025\n\010attempts\030" +
-      "\025 \001(\005H\003\210\001\001B\t\n\007_branchB\r\n\013_item_indexB\014\n\n" +
-      "_iterationB\013\n\t_attempts\"\257\005\n\010Instance\022\n\n\002" +
-      "id\030\001 \001(\t\022\027\n\017definition_name\030\002 \001(\t\022\037\n\022def" +
-      "inition_version\030\003 \001(\005H\000\210\001\001\022\016\n\006status\030\004 \001" +
-      "(\t\022&\n\005input\030\005 \001(\0132\027.google.protobuf.Stru" +
-      "ct\022*\n\tvariables\030\006 \001(\0132\027.google.protobuf." +
-      "Struct\022&\n\006output\030\007 \001(\0132\026.google.protobuf" +
-      ".Value\022\016\n\006reason\030\010 \001(\t\022\017\n\007version\030\t \001(\003\022" +
-      "\026\n\016correlation_id\030\n \001(\t\022\027\n\017idempotency_k" +
-      "ey\030\013 \001(\t\022\032\n\022parent_instance_id\030\014 \001(\t\022.\n\n" +
-      "created_at\030\r \001(\0132\032.google.protobuf.Times" +
-      "tamp\022.\n\nupdated_at\030\016 \001(\0132\032.google.protob" +
-      "uf.Timestamp\0220\n\014completed_at\030\017 \001(\0132\032.goo" +
-      "gle.protobuf.Timestamp\022.\n\ntimeout_at\030\020 \001" +
-      "(\0132\032.google.protobuf.Timestamp\022)\n\005steps\030" +
-      "\021 \003(\0132\032.workflow.v1.StepExecution\022 \n\030par" +
-      "ent_step_execution_id\030\022 \001(\t\022\013\n\003run\030\023 \001(\005" +
-      "\022\034\n\017steps_truncated\030\024 \001(\010H\001\210\001\001B\025\n\023_defin" +
-      "ition_versionB\022\n\020_steps_truncated\"N\n\022Get" +
-      "InstanceRequest\022\n\n\002id\030\001 \001(\t\022\032\n\rinclude_s" +
-      "teps\030\002 \001(\010H\000\210\001\001B\020\n\016_include_steps\"A\n\020Lis" +
-      "tStepsRequest\022\n\n\002id\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005" +
-      "\022\022\n\npage_token\030\003 \001(\t\"W\n\021StepExecutionPag" +
-      "e\022)\n\005steps\030\001 \003(\0132\032.workflow.v1.StepExecu" +
-      "tion\022\027\n\017next_page_token\030\002 \001(\t\"B\n\021GetHist" +
-      "oryRequest\022\n\n\002id\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\022\022\n" +
-      "\npage_token\030\003 \001(\t\"\374\001\n\014HistoryEvent\022\013\n\003se" +
-      "q\030\001 \001(\003\022&\n\002at\030\002 \001(\0132\032.google.protobuf.Ti" +
-      "mestamp\022\014\n\004type\030\003 \001(\t\022\017\n\007step_id\030\004 \001(\t\022\031" +
-      "\n\021step_execution_id\030\005 \001(\t\022\016\n\006job_id\030\006 \001(" +
-      "\t\022\024\n\007attempt\030\007 \001(\005H\000\210\001\001\022\021\n\tworker_id\030\010 \001" +
-      "(\t\022\017\n\007message\030\t \001(\t\022\'\n\006detail\030\n \001(\0132\027.go" +
-      "ogle.protobuf.StructB\n\n\010_attempt\"Q\n\013Hist" +
-      "oryPage\022)\n\006events\030\001 \003(\0132\031.workflow.v1.Hi" +
-      "storyEvent\022\027\n\017next_page_token\030\002 \001(\t\"\343\001\n\026" +
-      "SearchInstancesRequest\022\016\n\006status\030\001 \001(\t\022\027" +
-      "\n\017definition_name\030\002 \001(\t\022\026\n\016correlation_i" +
-      "d\030\003 \001(\t\022\r\n\005limit\030\004 \001(\005\022\022\n\npage_token\030\005 \001" +
-      "(\t\0221\n\rcreated_after\030\006 \001(\0132\032.google.proto" +
-      "buf.Timestamp\0222\n\016created_before\030\007 \001(\0132\032." +
-      "google.protobuf.Timestamp\"Q\n\014InstancePag" +
-      "e\022(\n\tinstances\030\001 \003(\0132\025.workflow.v1.Insta" +
-      "nce\022\027\n\017next_page_token\030\002 \001(\t\"3\n\025CancelIn" +
-      "stanceRequest\022\n\n\002id\030\001 \001(\t\022\016\n\006reason\030\002 \001(" +
-      "\t\"\204\001\n\027CompleteUserTaskRequest\022\n\n\002id\030\001 \001(" +
-      "\t\022\017\n\007step_id\030\002 \001(\t\0221\n\020variables_to_set\030\003" +
-      " \001(\0132\027.google.protobuf.Struct\022\031\n\021step_ex" +
-      "ecution_id\030\004 \001(\t\"p\n\rSignalRequest\022\n\n\002id\030" +
-      "\001 \001(\t\022\017\n\007step_id\030\002 \001(\t\022\'\n\007payload\030\003 \001(\0132" +
-      "\026.google.protobuf.Value\022\031\n\021step_executio" +
-      "n_id\030\004 \001(\t\"&\n\030InstanceOperationRequest\022\n" +
-      "\n\002id\030\001 \001(\t\"C\n\026RestartInstanceRequest\022\n\n\002" +
-      "id\030\001 \001(\t\022\035\n\025use_latest_definition\030\002 \001(\010\"" +
-      "_\n\017PollJobsRequest\022\021\n\tworker_id\030\001 \001(\t\022\021\n" +
-      "\tjob_types\030\002 \003(\t\022\020\n\010max_jobs\030\003 \001(\005\022\024\n\014wa" +
-      "it_seconds\030\004 \001(\001\"\244\002\n\003Job\022\n\n\002id\030\001 \001(\t\022\023\n\013" +
-      "instance_id\030\002 \001(\t\022\017\n\007step_id\030\003 \001(\t\022\031\n\021st" +
-      "ep_execution_id\030\004 \001(\t\022\020\n\010job_type\030\005 \001(\t\022" +
-      "\017\n\007attempt\030\006 \001(\005\022\031\n\021retries_remaining\030\007 " +
-      "\001(\005\0223\n\017lock_expires_at\030\010 \001(\0132\032.google.pr" +
-      "otobuf.Timestamp\022%\n\005input\030\t \001(\0132\026.google" +
-      ".protobuf.Value\022\032\n\022input_payload_path\030\n " +
-      "\001(\t\022\032\n\022input_download_url\030\013 \001(\t\"2\n\020PollJ" +
-      "obsResponse\022\036\n\004jobs\030\001 \003(\0132\020.workflow.v1." +
-      "Job\"\251\001\n\022CompleteJobRequest\022\016\n\006job_id\030\001 \001" +
-      "(\t\022\021\n\tworker_id\030\002 \001(\t\0221\n\020variables_to_se" +
-      "t\030\003 \001(\0132\027.google.protobuf.Struct\022\024\n\007atte" +
-      "mpt\030\004 \001(\005H\000\210\001\001\022\033\n\023output_payload_path\030\005 " +
-      "\001(\tB\n\n\010_attempt\"F\n\023CompleteJobResponse\022\016" +
-      "\n\006job_id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\017\n\007applie" +
-      "d\030\003 \001(\010\"\217\001\n\014BatchFailure\022\025\n\rerror_messag" +
-      "e\030\001 \001(\t\022\026\n\tretryable\030\002 \001(\010H\000\210\001\001\022%\n\030next_" +
-      "retry_delay_seconds\030\003 \001(\001H\001\210\001\001B\014\n\n_retry" +
-      "ableB\033\n\031_next_retry_delay_seconds\"\322\001\n\017Ba" +
-      "tchResultItem\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_" +
-      "id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001\0221\n\020variab" +
-      "les_to_set\030\004 \001(\0132\027.google.protobuf.Struc" +
-      "t\022\033\n\023output_payload_path\030\005 \001(\t\022*\n\007failur" +
-      "e\030\006 \001(\0132\031.workflow.v1.BatchFailureB\n\n\010_a" +
-      "ttempt\"E\n\024CompleteBatchRequest\022-\n\007result" +
-      "s\030\001 \003(\0132\034.workflow.v1.BatchResultItem\"\203\001" +
-      "\n\014BatchOutcome\022\016\n\006job_id\030\001 \001(\t\022\017\n\007outcom" +
-      "e\030\002 \001(\t\022\016\n\006status\030\003 \001(\t\0223\n\017next_attempt_" +
-      "at\030\004 \001(\0132\032.google.protobuf.Timestamp\022\r\n\005" +
-      "error\030\005 \001(\t\"C\n\025CompleteBatchResponse\022*\n\007" +
-      "results\030\001 \003(\0132\031.workflow.v1.BatchOutcome" +
-      "\"\303\001\n\016FailJobRequest\022\016\n\006job_id\030\001 \001(\t\022\021\n\tw" +
-      "orker_id\030\002 \001(\t\022\025\n\rerror_message\030\003 \001(\t\022\021\n" +
-      "\tretryable\030\004 \001(\010\022%\n\030next_retry_delay_sec" +
-      "onds\030\005 \001(\001H\000\210\001\001\022\024\n\007attempt\030\006 \001(\005H\001\210\001\001B\033\n" +
-      "\031_next_retry_delay_secondsB\n\n\010_attempt\"w" +
-      "\n\017FailJobResponse\022\016\n\006job_id\030\001 \001(\t\022\016\n\006sta" +
-      "tus\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\0223\n\017next_attem" +
-      "pt_at\030\004 \001(\0132\032.google.protobuf.Timestamp\"" +
-      "W\n\020HeartbeatRequest\022\016\n\006job_id\030\001 \001(\t\022\021\n\tw" +
-      "orker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001B\n\n\010" +
-      "_attempt\"R\n\017ClaimJobRequest\022\n\n\002id\030\001 \001(\t\022" +
-      "\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001" +
-      "B\n\n\010_attempt\"X\n\021HeartbeatResponse\022\016\n\006job" +
-      "_id\030\001 \001(\t\0223\n\017lock_expires_at\030\002 \001(\0132\032.goo" +
-      "gle.protobuf.Timestamp\"&\n\021StopWorkerRequ" +
-      "est\022\021\n\tworker_id\030\001 \001(\t\"W\n\022StopWorkerResp" +
-      "onse\022\021\n\tworker_id\030\001 \001(\t\022.\n\nstopped_at\030\002 " +
-      "\001(\0132\032.google.protobuf.Timestamp\"_\n\013PushR" +
-      "equest\022\014\n\004name\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\014\n\004b" +
-      "ody\030\003 \001(\t\022\020\n\010priority\030\004 \001(\005\022\023\n\013max_retri" +
-      "es\030\005 \001(\005\"\200\001\n\014PushResponse\022\n\n\002id\030\001 \001(\t\022\022\n" +
-      "\nqueue_name\030\002 \001(\t\022\016\n\006status\030\003 \001(\t\022\020\n\010pri" +
-      "ority\030\004 \001(\005\022.\n\ncreated_at\030\005 \001(\0132\032.google" +
-      ".protobuf.Timestamp\"+\n\014QueueRequest\022\014\n\004n" +
-      "ame\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\"b\n\nQueueStats\022\017" +
-      "\n\007pending\030\001 \001(\003\022\022\n\nprocessing\030\002 \001(\003\022\021\n\tc" +
-      "ompleted\030\003 \001(\003\022\016\n\006failed\030\004 \001(\003\022\014\n\004dead\030\005" +
-      " \001(\003\"\365\001\n\tQueueTask\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_" +
-      "name\030\002 \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004body\030\004 \001(\t\022" +
-      "\020\n\010priority\030\005 \001(\005\022\023\n\013retry_count\030\006 \001(\005\022\023" +
-      "\n\013max_retries\030\007 \001(\005\022.\n\ncreated_at\030\010 \001(\0132" +
-      "\032.google.protobuf.Timestamp\022\017\n\007receipt\030\t" +
-      " \001(\t\022.\n\nvisible_at\030\n \001(\0132\032.google.protob" +
-      "uf.Timestamp\"6\n\rQueueTaskList\022%\n\005tasks\030\001" +
-      " \003(\0132\026.workflow.v1.QueueTask\" \n\rPurgeRes" +
-      "ponse\022\017\n\007deleted\030\001 \001(\003\"g\n\016DequeueRequest" +
-      "\022\014\n\004name\030\001 \001(\t\022\023\n\013consumer_id\030\002 \001(\t\022\037\n\027v" +
-      "isibility_timeout_secs\030\003 \001(\005\022\021\n\tmax_task" +
-      "s\030\004 \001(\005\"<\n\nAckRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007t" +
-      "ask_id\030\002 \001(\t\022\017\n\007receipt\030\003 \001(\t\"_\n\013NackReq" +
-      "uest\022\014\n\004name\030\001 \001(\t\022\017\n\007task_id\030\002 \001(\t\022\017\n\007r" +
-      "eceipt\030\003 \001(\t\022\r\n\005error\030\004 \001(\t\022\021\n\tretryable" +
-      "\030\005 \001(\010\"x\n\016SettleResponse\022\n\n\002id\030\001 \001(\t\022\016\n\006" +
-      "status\030\002 \001(\t\022\024\n\007applied\030\003 \001(\010H\000\210\001\001\022\030\n\013re" +
-      "try_count\030\004 \001(\005H\001\210\001\001B\n\n\010_appliedB\016\n\014_ret" +
-      "ry_count\"6\n\021ListQueuesRequest\022\r\n\005limit\030\001" +
-      " \001(\005\022\022\n\npage_token\030\002 \001(\t\"r\n\014QueueSummary" +
-      "\022\014\n\004name\030\001 \001(\t\022\017\n\007pending\030\002 \001(\003\022\022\n\nproce" +
-      "ssing\030\003 \001(\003\022\021\n\tcompleted\030\004 \001(\003\022\016\n\006failed" +
-      "\030\005 \001(\003\022\014\n\004dead\030\006 \001(\003\"O\n\tQueuePage\022)\n\006que" +
-      "ues\030\001 \003(\0132\031.workflow.v1.QueueSummary\022\027\n\017" +
-      "next_page_token\030\002 \001(\t\"X\n\025ListQueueTasksR" +
-      "equest\022\014\n\004name\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\r\n\005" +
-      "limit\030\003 \001(\005\022\022\n\npage_token\030\004 \001(\t\"\235\003\n\017Queu" +
-      "eTaskDetail\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_name\030\002 " +
-      "\001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004body\030\004 \001(\t\022\026\n\016body" +
-      "_truncated\030\005 \001(\010\022\020\n\010priority\030\006 \001(\005\022\016\n\006st" +
-      "atus\030\007 \001(\t\022\023\n\013retry_count\030\010 \001(\005\022\023\n\013max_r" +
-      "etries\030\t \001(\005\022\022\n\nlast_error\030\n \001(\t\022\023\n\013inst" +
-      "ance_id\030\013 \001(\t\022.\n\nvisible_at\030\014 \001(\0132\032.goog" +
-      "le.protobuf.Timestamp\022.\n\ncreated_at\030\r \001(" +
-      "\0132\032.google.protobuf.Timestamp\022.\n\nupdated" +
-      "_at\030\016 \001(\0132\032.google.protobuf.Timestamp\0220\n" +
-      "\014completed_at\030\017 \001(\0132\032.google.protobuf.Ti" +
-      "mestamp\"U\n\rQueueTaskPage\022+\n\005tasks\030\001 \003(\0132" +
-      "\034.workflow.v1.QueueTaskDetail\022\027\n\017next_pa" +
-      "ge_token\030\002 \001(\t\"0\n\016RedriveRequest\022\014\n\004name" +
-      "\030\001 \001(\t\022\020\n\010task_ids\030\002 \003(\t\"<\n\016RedriveSkipp" +
-      "ed\022\n\n\002id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\016\n\006reason" +
-      "\030\003 \001(\t\"v\n\017RedriveResponse\022\020\n\010redriven\030\001 " +
-      "\001(\003\022\020\n\010task_ids\030\002 \003(\t\022,\n\007skipped\030\003 \003(\0132\033" +
-      ".workflow.v1.RedriveSkipped\022\021\n\tremaining" +
-      "\030\004 \001(\003\",\n\013ProblemItem\022\014\n\004path\030\001 \001(\t\022\017\n\007m" +
-      "essage\030\002 \001(\t\"\202\001\n\007Problem\022\014\n\004type\030\001 \001(\t\022\r" +
-      "\n\005title\030\002 \001(\t\022\016\n\006status\030\003 \001(\005\022\016\n\006detail\030" +
-      "\004 \001(\t\022\020\n\010instance\030\005 \001(\t\022(\n\006errors\030\006 \003(\0132" +
-      "\030.workflow.v1.ProblemItem\"\023\n\021GetOpenApiR" +
-      "equest\"8\n\027DeleteDefinitionRequest\022\014\n\004nam" +
-      "e\030\001 \001(\t\022\017\n\007version\030\002 \001(\005\"#\n\025DeleteInstan" +
-      "ceRequest\022\n\n\002id\030\001 \001(\t\"\275\001\n\017DeletedInstanc" +
-      "e\022\n\n\002id\030\001 \001(\t\022\027\n\017definition_name\030\002 \001(\t\022\037" +
-      "\n\022definition_version\030\003 \001(\005H\000\210\001\001\022\016\n\006statu" +
-      "s\030\004 \001(\t\022\027\n\017step_executions\030\005 \001(\003\022\014\n\004jobs" +
-      "\030\006 \001(\003\022\026\n\016history_events\030\007 \001(\003B\025\n\023_defin" +
-      "ition_version\"\022\n\020GetHealthRequest\"d\n\013Hea" +
-      "lthCheck\022\016\n\006status\030\001 \001(\t\022\027\n\nlatency_ms\030\002" +
-      " \001(\001H\000\210\001\001\022\r\n\005error\030\003 \001(\t\022\016\n\006bucket\030\004 \001(\t" +
-      "B\r\n\013_latency_ms\"{\n\006Health\022\016\n\006status\030\001 \001(" +
-      "\t\022\017\n\007version\030\002 \001(\t\022*\n\010database\030\003 \001(\0132\030.w" +
-      "orkflow.v1.HealthCheck\022$\n\002s3\030\004 \001(\0132\030.wor" +
-      "kflow.v1.HealthCheck\"\022\n\020GetConfigRequest" +
-      "\"B\n\014PayloadLimit\022\030\n\020soft_limit_bytes\030\001 \001" +
-      "(\003\022\030\n\020hard_limit_bytes\030\002 \001(\003\"\241\001\n\rPayload" +
-      "Limits\0221\n\016workflow_input\030\001 \001(\0132\031.workflo" +
-      "w.v1.PayloadLimit\022-\n\nstep_input\030\002 \001(\0132\031." +
-      "workflow.v1.PayloadLimit\022.\n\013step_output\030" +
-      "\003 \001(\0132\031.workflow.v1.PayloadLimit\"[\n\014Serv" +
-      "erConfig\0222\n\016payload_limits\030\001 \001(\0132\032.workf" +
-      "low.v1.PayloadLimits\022\027\n\017presign_seconds\030" +
-      "\002 \001(\005\"h\n\024CreatePayloadRequest\022\014\n\004kind\030\001 " +
-      "\001(\t\022\022\n\nsize_bytes\030\002 \001(\003\022\033\n\016content_sha25" +
-      "6\030\003 \001(\tH\000\210\001\001B\021\n\017_content_sha256\"\336\001\n\rPayl" +
-      "oadUpload\022\014\n\004path\030\001 \001(\t\022\022\n\nupload_url\030\002 " +
-      "\001(\t\022.\n\nexpires_at\030\003 \001(\0132\032.google.protobu" +
-      "f.Timestamp\022E\n\016upload_headers\030\004 \003(\0132-.wo" +
-      "rkflow.v1.PayloadUpload.UploadHeadersEnt" +
-      "ry\0324\n\022UploadHeadersEntry\022\013\n\003key\030\001 \001(\t\022\r\n" +
-      "\005value\030\002 \001(\t:\0028\0012\314\027\n\016WorkflowEngine\022E\n\tG" +
-      "etConfig\022\035.workflow.v1.GetConfigRequest\032" +
-      "\031.workflow.v1.ServerConfig\022N\n\rCreatePayl" +
-      "oad\022!.workflow.v1.CreatePayloadRequest\032\032" +
-      ".workflow.v1.PayloadUpload\022E\n\nGetOpenApi" +
-      "\022\036.workflow.v1.GetOpenApiRequest\032\027.googl" +
-      "e.protobuf.Struct\022?\n\tGetHealth\022\035.workflo" +
-      "w.v1.GetHealthRequest\032\023.workflow.v1.Heal" +
-      "th\022Q\n\020DeleteDefinition\022$.workflow.v1.Del" +
-      "eteDefinitionRequest\032\027.workflow.v1.Defin" +
-      "ition\022R\n\016DeleteInstance\022\".workflow.v1.De" +
-      "leteInstanceRequest\032\034.workflow.v1.Delete" +
-      "dInstance\022F\n\022RegisterDefinition\022\027.workfl" +
-      "ow.v1.Definition\032\027.workflow.v1.Definitio" +
-      "n\022S\n\017ListDefinitions\022#.workflow.v1.ListD" +
-      "efinitionsRequest\032\033.workflow.v1.Definiti" +
-      "onPage\022K\n\rGetDefinition\022!.workflow.v1.Ge" +
-      "tDefinitionRequest\032\027.workflow.v1.Definit" +
-      "ion\022J\n\014ListTaskDefs\022 .workflow.v1.ListTa" +
-      "skDefsRequest\032\030.workflow.v1.TaskDefPage\022" +
-      "B\n\nPutTaskDef\022\036.workflow.v1.PutTaskDefRe" +
-      "quest\032\024.workflow.v1.TaskDef\022B\n\nGetTaskDe" +
-      "f\022\036.workflow.v1.GetTaskDefRequest\032\024.work" +
-      "flow.v1.TaskDef\022I\n\rStartInstance\022!.workf" +
-      "low.v1.StartInstanceRequest\032\025.workflow.v" +
-      "1.Instance\022Q\n\017SearchInstances\022#.workflow" +
-      ".v1.SearchInstancesRequest\032\031.workflow.v1" +
-      ".InstancePage\022E\n\013GetInstance\022\037.workflow." +
-      "v1.GetInstanceRequest\032\025.workflow.v1.Inst" +
-      "ance\022J\n\tListSteps\022\035.workflow.v1.ListStep" +
-      "sRequest\032\036.workflow.v1.StepExecutionPage" +
-      "\022F\n\nGetHistory\022\036.workflow.v1.GetHistoryR" +
-      "equest\032\030.workflow.v1.HistoryPage\022K\n\016Canc" +
-      "elInstance\022\".workflow.v1.CancelInstanceR" +
-      "equest\032\025.workflow.v1.Instance\022O\n\020Complet" +
-      "eUserTask\022$.workflow.v1.CompleteUserTask" +
-      "Request\032\025.workflow.v1.Instance\022;\n\006Signal" +
-      "\022\032.workflow.v1.SignalRequest\032\025.workflow." +
-      "v1.Instance\022M\n\rRetryInstance\022%.workflow." +
-      "v1.InstanceOperationRequest\032\025.workflow.v" +
-      "1.Instance\022M\n\017RestartInstance\022#.workflow" +
-      ".v1.RestartInstanceRequest\032\025.workflow.v1" +
-      ".Instance\022M\n\rPauseInstance\022%.workflow.v1" +
-      ".InstanceOperationRequest\032\025.workflow.v1." +
-      "Instance\022N\n\016ResumeInstance\022%.workflow.v1" +
-      ".InstanceOperationRequest\032\025.workflow.v1." +
-      "Instance\022G\n\010PollJobs\022\034.workflow.v1.PollJ" +
-      "obsRequest\032\035.workflow.v1.PollJobsRespons" +
-      "e\022P\n\013CompleteJob\022\037.workflow.v1.CompleteJ" +
-      "obRequest\032 .workflow.v1.CompleteJobRespo" +
-      "nse\022V\n\rCompleteBatch\022!.workflow.v1.Compl" +
-      "eteBatchRequest\032\".workflow.v1.CompleteBa" +
-      "tchResponse\022D\n\007FailJob\022\033.workflow.v1.Fai" +
-      "lJobRequest\032\034.workflow.v1.FailJobRespons" +
-      "e\022J\n\tHeartbeat\022\035.workflow.v1.HeartbeatRe" +
-      "quest\032\036.workflow.v1.HeartbeatResponse\022:\n" +
-      "\010ClaimJob\022\034.workflow.v1.ClaimJobRequest\032" +
-      "\020.workflow.v1.Job\022M\n\nStopWorker\022\036.workfl" +
-      "ow.v1.StopWorkerRequest\032\037.workflow.v1.St" +
-      "opWorkerResponse\022;\n\004Push\022\030.workflow.v1.P" +
-      "ushRequest\032\031.workflow.v1.PushResponse\022;\n" +
-      "\005Stats\022\031.workflow.v1.QueueRequest\032\027.work" +
-      "flow.v1.QueueStats\022=\n\004Peek\022\031.workflow.v1" +
-      ".QueueRequest\032\032.workflow.v1.QueueTaskLis" +
-      "t\022>\n\005Purge\022\031.workflow.v1.QueueRequest\032\032." +
-      "workflow.v1.PurgeResponse\022B\n\007Dequeue\022\033.w" +
-      "orkflow.v1.DequeueRequest\032\032.workflow.v1." +
-      "QueueTaskList\022;\n\003Ack\022\027.workflow.v1.AckRe" +
-      "quest\032\033.workflow.v1.SettleResponse\022=\n\004Na" +
-      "ck\022\030.workflow.v1.NackRequest\032\033.workflow." +
-      "v1.SettleResponse\022D\n\nListQueues\022\036.workfl" +
-      "ow.v1.ListQueuesRequest\032\026.workflow.v1.Qu" +
-      "euePage\022P\n\016ListQueueTasks\022\".workflow.v1." +
-      "ListQueueTasksRequest\032\032.workflow.v1.Queu" +
-      "eTaskPage\022D\n\007Redrive\022\033.workflow.v1.Redri" +
-      "veRequest\032\034.workflow.v1.RedriveResponseB" +
-      "&\n\025dev.baton.workflow.v1B\013EngineProtoP\001b" +
-      "\006proto3"
+      "\016max_iterations\030# \001(\005H\t\210\001\001\022\020\n\010language\030$" +
+      " \001(\t\022\016\n\006script\030% \001(\t\022\r\n\005query\030& \001(\t\022\026\n\016w" +
+      "hile_language\030\' \001(\t\022\'\n\007request\030( \001(\0132\026.g" +
+      "oogle.protobuf.Value\022\025\n\010optional\030) \001(\010H\n" +
+      "\210\001\001\022 \n\023start_delay_seconds\030* \001(\005H\013\210\001\001\022\013\n" +
+      "\003key\030+ \001(\t\022&\n\006inputs\030, \001(\0132\026.google.prot" +
+      "obuf.ValueB\016\n\014_retry_countB\026\n\024_retry_del" +
+      "ay_secondsB\032\n\030_max_retry_delay_secondsB\022" +
+      "\n\020_timeout_secondsB\027\n\025_poll_timeout_seco" +
+      "ndsB\033\n\031_response_timeout_secondsB\025\n\023_def" +
+      "inition_versionB\014\n\n_fail_fastB\022\n\020_max_co" +
+      "ncurrencyB\021\n\017_max_iterationsB\013\n\t_optiona" +
+      "lB\026\n\024_start_delay_seconds\"\254\001\n\014QueueTrigg" +
+      "er\022\014\n\004type\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\032\n\022" +
+      "poll_interval_secs\030\003 \001(\005\022\037\n\027visibility_t" +
+      "imeout_secs\030\004 \001(\005\022\023\n\013max_retries\030\005 \001(\005\022\027" +
+      "\n\017max_concurrency\030\006 \001(\005\022\017\n\007enabled\030\007 \001(\010" +
+      "\"\376\002\n\nDefinition\022\014\n\004name\030\001 \001(\t\022\024\n\007version" +
+      "\030\002 \001(\005H\000\210\001\001\022\023\n\013description\030\003 \001(\t\022 \n\005step" +
+      "s\030\004 \003(\0132\021.workflow.v1.Step\0221\n\021output_par" +
+      "ameters\030\005 \001(\0132\026.google.protobuf.Value\022\027\n" +
+      "\017timeout_seconds\030\006 \001(\005\022\026\n\016timeout_policy" +
+      "\030\007 \001(\t\022.\n\ncreated_at\030\010 \001(\0132\032.google.prot" +
+      "obuf.Timestamp\022*\n\007trigger\030\t \001(\0132\031.workfl" +
+      "ow.v1.QueueTrigger\022/\n\016input_template\030\n \001" +
+      "(\0132\027.google.protobuf.Struct\022\030\n\020failure_w" +
+      "orkflow\030\013 \001(\tB\n\n\010_version\";\n\026ListDefinit" +
+      "ionsRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_token" +
+      "\030\002 \001(\t\"W\n\016DefinitionPage\022,\n\013definitions\030" +
+      "\001 \003(\0132\027.workflow.v1.Definition\022\027\n\017next_p" +
+      "age_token\030\002 \001(\t\"F\n\024GetDefinitionRequest\022" +
+      "\014\n\004name\030\001 \001(\t\022\024\n\007version\030\002 \001(\005H\000\210\001\001B\n\n\010_" +
+      "version\"I\n\021PutTaskDefRequest\022\014\n\004name\030\001 \001" +
+      "(\t\022&\n\010task_def\030\002 \001(\0132\024.workflow.v1.TaskD" +
+      "ef\"!\n\021GetTaskDefRequest\022\014\n\004name\030\001 \001(\t\"$\n" +
+      "\024DeleteTaskDefRequest\022\014\n\004name\030\001 \001(\t\"8\n\023L" +
+      "istTaskDefsRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npag" +
+      "e_token\030\002 \001(\t\"O\n\013TaskDefPage\022\'\n\ttask_def" +
+      "s\030\001 \003(\0132\024.workflow.v1.TaskDef\022\027\n\017next_pa" +
+      "ge_token\030\002 \001(\t\"\211\002\n\024StartInstanceRequest\022" +
+      "\027\n\017definition_name\030\001 \001(\t\022\037\n\022definition_v" +
+      "ersion\030\002 \001(\005H\000\210\001\001\022+\n\ndefinition\030\003 \001(\0132\027." +
+      "workflow.v1.Definition\022&\n\005input\030\004 \001(\0132\027." +
+      "google.protobuf.Struct\022\026\n\016correlation_id" +
+      "\030\005 \001(\t\022\027\n\017idempotency_key\030\006 \001(\t\022\032\n\022input" +
+      "_payload_path\030\007 \001(\tB\025\n\023_definition_versi" +
+      "on\"M\n\025StartInstancesRequest\0224\n\tinstances" +
+      "\030\001 \003(\0132!.workflow.v1.StartInstanceReques" +
+      "t\"\215\001\n\014StartOutcome\022\r\n\005index\030\001 \001(\005\022\017\n\007out" +
+      "come\030\002 \001(\t\022\'\n\010instance\030\003 \001(\0132\025.workflow." +
+      "v1.Instance\022\r\n\005error\030\004 \001(\t\022%\n\007problem\030\005 " +
+      "\001(\0132\024.workflow.v1.Problem\"D\n\026StartInstan" +
+      "cesResponse\022*\n\007results\030\001 \003(\0132\031.workflow." +
+      "v1.StartOutcome\"\374\004\n\rStepExecution\022\n\n\002id\030" +
+      "\001 \001(\t\022\017\n\007step_id\030\002 \001(\t\022\014\n\004type\030\003 \001(\t\022\016\n\006" +
+      "status\030\004 \001(\t\022\017\n\007attempt\030\005 \001(\005\022%\n\005input\030\006" +
+      " \001(\0132\026.google.protobuf.Value\022&\n\006output\030\007" +
+      " \001(\0132\026.google.protobuf.Value\022\r\n\005error\030\010 " +
+      "\001(\t\022\016\n\006job_id\030\t \001(\t\022\020\n\010job_type\030\n \001(\t\022\021\n" +
+      "\tworker_id\030\013 \001(\t\022.\n\ncreated_at\030\014 \001(\0132\032.g" +
+      "oogle.protobuf.Timestamp\022.\n\nstarted_at\030\r" +
+      " \001(\0132\032.google.protobuf.Timestamp\0220\n\014comp" +
+      "leted_at\030\016 \001(\0132\032.google.protobuf.Timesta" +
+      "mp\022 \n\030parent_step_execution_id\030\017 \001(\t\022\023\n\006" +
+      "branch\030\020 \001(\005H\000\210\001\001\022\027\n\nitem_index\030\021 \001(\005H\001\210" +
+      "\001\001\022\026\n\titeration\030\022 \001(\005H\002\210\001\001\022+\n\007wake_at\030\023 " +
+      "\001(\0132\032.google.protobuf.Timestamp\022\031\n\021child" +
+      "_instance_id\030\024 \001(\t\022\025\n\010attempts\030\025 \001(\005H\003\210\001" +
+      "\001B\t\n\007_branchB\r\n\013_item_indexB\014\n\n_iteratio" +
+      "nB\013\n\t_attempts\"\257\005\n\010Instance\022\n\n\002id\030\001 \001(\t\022" +
+      "\027\n\017definition_name\030\002 \001(\t\022\037\n\022definition_v" +
+      "ersion\030\003 \001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022&\n\005inp" +
+      "ut\030\005 \001(\0132\027.google.protobuf.Struct\022*\n\tvar" +
+      "iables\030\006 \001(\0132\027.google.protobuf.Struct\022&\n" +
+      "\006output\030\007 \001(\0132\026.google.protobuf.Value\022\016\n" +
+      "\006reason\030\010 \001(\t\022\017\n\007version\030\t \001(\003\022\026\n\016correl" +
+      "ation_id\030\n \001(\t\022\027\n\017idempotency_key\030\013 \001(\t\022" +
+      "\032\n\022parent_instance_id\030\014 \001(\t\022.\n\ncreated_a" +
+      "t\030\r \001(\0132\032.google.protobuf.Timestamp\022.\n\nu" +
+      "pdated_at\030\016 \001(\0132\032.google.protobuf.Timest" +
+      "amp\0220\n\014completed_at\030\017 \001(\0132\032.google.proto" +
+      "buf.Timestamp\022.\n\ntimeout_at\030\020 \001(\0132\032.goog" +
+      "le.protobuf.Timestamp\022)\n\005steps\030\021 \003(\0132\032.w" +
+      "orkflow.v1.StepExecution\022 \n\030parent_step_" +
+      "execution_id\030\022 \001(\t\022\013\n\003run\030\023 \001(\005\022\034\n\017steps" +
+      "_truncated\030\024 \001(\010H\001\210\001\001B\025\n\023_definition_ver" +
+      "sionB\022\n\020_steps_truncated\"N\n\022GetInstanceR" +
+      "equest\022\n\n\002id\030\001 \001(\t\022\032\n\rinclude_steps\030\002 \001(" +
+      "\010H\000\210\001\001B\020\n\016_include_steps\"A\n\020ListStepsReq" +
+      "uest\022\n\n\002id\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\022\022\n\npage_" +
+      "token\030\003 \001(\t\"W\n\021StepExecutionPage\022)\n\005step" +
+      "s\030\001 \003(\0132\032.workflow.v1.StepExecution\022\027\n\017n" +
+      "ext_page_token\030\002 \001(\t\"B\n\021GetHistoryReques" +
+      "t\022\n\n\002id\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\022\022\n\npage_tok" +
+      "en\030\003 \001(\t\"\374\001\n\014HistoryEvent\022\013\n\003seq\030\001 \001(\003\022&" +
+      "\n\002at\030\002 \001(\0132\032.google.protobuf.Timestamp\022\014" +
+      "\n\004type\030\003 \001(\t\022\017\n\007step_id\030\004 \001(\t\022\031\n\021step_ex" +
+      "ecution_id\030\005 \001(\t\022\016\n\006job_id\030\006 \001(\t\022\024\n\007atte" +
+      "mpt\030\007 \001(\005H\000\210\001\001\022\021\n\tworker_id\030\010 \001(\t\022\017\n\007mes" +
+      "sage\030\t \001(\t\022\'\n\006detail\030\n \001(\0132\027.google.prot" +
+      "obuf.StructB\n\n\010_attempt\"Q\n\013HistoryPage\022)" +
+      "\n\006events\030\001 \003(\0132\031.workflow.v1.HistoryEven" +
+      "t\022\027\n\017next_page_token\030\002 \001(\t\"\343\001\n\026SearchIns" +
+      "tancesRequest\022\016\n\006status\030\001 \001(\t\022\027\n\017definit" +
+      "ion_name\030\002 \001(\t\022\026\n\016correlation_id\030\003 \001(\t\022\r" +
+      "\n\005limit\030\004 \001(\005\022\022\n\npage_token\030\005 \001(\t\0221\n\rcre" +
+      "ated_after\030\006 \001(\0132\032.google.protobuf.Times" +
+      "tamp\0222\n\016created_before\030\007 \001(\0132\032.google.pr" +
+      "otobuf.Timestamp\"Q\n\014InstancePage\022(\n\tinst" +
+      "ances\030\001 \003(\0132\025.workflow.v1.Instance\022\027\n\017ne" +
+      "xt_page_token\030\002 \001(\t\"3\n\025CancelInstanceReq" +
+      "uest\022\n\n\002id\030\001 \001(\t\022\016\n\006reason\030\002 \001(\t\"\204\001\n\027Com" +
+      "pleteUserTaskRequest\022\n\n\002id\030\001 \001(\t\022\017\n\007step" +
+      "_id\030\002 \001(\t\0221\n\020variables_to_set\030\003 \001(\0132\027.go" +
+      "ogle.protobuf.Struct\022\031\n\021step_execution_i" +
+      "d\030\004 \001(\t\"p\n\rSignalRequest\022\n\n\002id\030\001 \001(\t\022\017\n\007" +
+      "step_id\030\002 \001(\t\022\'\n\007payload\030\003 \001(\0132\026.google." +
+      "protobuf.Value\022\031\n\021step_execution_id\030\004 \001(" +
+      "\t\"&\n\030InstanceOperationRequest\022\n\n\002id\030\001 \001(" +
+      "\t\"C\n\026RestartInstanceRequest\022\n\n\002id\030\001 \001(\t\022" +
+      "\035\n\025use_latest_definition\030\002 \001(\010\"_\n\017PollJo" +
+      "bsRequest\022\021\n\tworker_id\030\001 \001(\t\022\021\n\tjob_type" +
+      "s\030\002 \003(\t\022\020\n\010max_jobs\030\003 \001(\005\022\024\n\014wait_second" +
+      "s\030\004 \001(\001\"\244\002\n\003Job\022\n\n\002id\030\001 \001(\t\022\023\n\013instance_" +
+      "id\030\002 \001(\t\022\017\n\007step_id\030\003 \001(\t\022\031\n\021step_execut" +
+      "ion_id\030\004 \001(\t\022\020\n\010job_type\030\005 \001(\t\022\017\n\007attemp" +
+      "t\030\006 \001(\005\022\031\n\021retries_remaining\030\007 \001(\005\0223\n\017lo" +
+      "ck_expires_at\030\010 \001(\0132\032.google.protobuf.Ti" +
+      "mestamp\022%\n\005input\030\t \001(\0132\026.google.protobuf" +
+      ".Value\022\032\n\022input_payload_path\030\n \001(\t\022\032\n\022in" +
+      "put_download_url\030\013 \001(\t\"2\n\020PollJobsRespon" +
+      "se\022\036\n\004jobs\030\001 \003(\0132\020.workflow.v1.Job\"\251\001\n\022C" +
+      "ompleteJobRequest\022\016\n\006job_id\030\001 \001(\t\022\021\n\twor" +
+      "ker_id\030\002 \001(\t\0221\n\020variables_to_set\030\003 \001(\0132\027" +
+      ".google.protobuf.Struct\022\024\n\007attempt\030\004 \001(\005" +
+      "H\000\210\001\001\022\033\n\023output_payload_path\030\005 \001(\tB\n\n\010_a" +
+      "ttempt\"F\n\023CompleteJobResponse\022\016\n\006job_id\030" +
+      "\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\"\217" +
+      "\001\n\014BatchFailure\022\025\n\rerror_message\030\001 \001(\t\022\026" +
+      "\n\tretryable\030\002 \001(\010H\000\210\001\001\022%\n\030next_retry_del" +
+      "ay_seconds\030\003 \001(\001H\001\210\001\001B\014\n\n_retryableB\033\n\031_" +
+      "next_retry_delay_seconds\"\322\001\n\017BatchResult" +
+      "Item\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022" +
+      "\024\n\007attempt\030\003 \001(\005H\000\210\001\001\0221\n\020variables_to_se" +
+      "t\030\004 \001(\0132\027.google.protobuf.Struct\022\033\n\023outp" +
+      "ut_payload_path\030\005 \001(\t\022*\n\007failure\030\006 \001(\0132\031" +
+      ".workflow.v1.BatchFailureB\n\n\010_attempt\"E\n" +
+      "\024CompleteBatchRequest\022-\n\007results\030\001 \003(\0132\034" +
+      ".workflow.v1.BatchResultItem\"\203\001\n\014BatchOu" +
+      "tcome\022\016\n\006job_id\030\001 \001(\t\022\017\n\007outcome\030\002 \001(\t\022\016" +
+      "\n\006status\030\003 \001(\t\0223\n\017next_attempt_at\030\004 \001(\0132" +
+      "\032.google.protobuf.Timestamp\022\r\n\005error\030\005 \001" +
+      "(\t\"C\n\025CompleteBatchResponse\022*\n\007results\030\001" +
+      " \003(\0132\031.workflow.v1.BatchOutcome\"\303\001\n\016Fail" +
+      "JobRequest\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030" +
+      "\002 \001(\t\022\025\n\rerror_message\030\003 \001(\t\022\021\n\tretryabl" +
+      "e\030\004 \001(\010\022%\n\030next_retry_delay_seconds\030\005 \001(" +
+      "\001H\000\210\001\001\022\024\n\007attempt\030\006 \001(\005H\001\210\001\001B\033\n\031_next_re" +
+      "try_delay_secondsB\n\n\010_attempt\"w\n\017FailJob" +
+      "Response\022\016\n\006job_id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t" +
+      "\022\017\n\007applied\030\003 \001(\010\0223\n\017next_attempt_at\030\004 \001" +
+      "(\0132\032.google.protobuf.Timestamp\"W\n\020Heartb" +
+      "eatRequest\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030" +
+      "\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001B\n\n\010_attempt\"" +
+      "R\n\017ClaimJobRequest\022\n\n\002id\030\001 \001(\t\022\021\n\tworker" +
+      "_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001B\n\n\010_atte" +
+      "mpt\"X\n\021HeartbeatResponse\022\016\n\006job_id\030\001 \001(\t" +
+      "\0223\n\017lock_expires_at\030\002 \001(\0132\032.google.proto" +
+      "buf.Timestamp\"&\n\021StopWorkerRequest\022\021\n\two" +
+      "rker_id\030\001 \001(\t\"W\n\022StopWorkerResponse\022\021\n\tw" +
+      "orker_id\030\001 \001(\t\022.\n\nstopped_at\030\002 \001(\0132\032.goo" +
+      "gle.protobuf.Timestamp\"_\n\013PushRequest\022\014\n" +
+      "\004name\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\014\n\004body\030\003 \001(\t" +
+      "\022\020\n\010priority\030\004 \001(\005\022\023\n\013max_retries\030\005 \001(\005\"" +
+      "\200\001\n\014PushResponse\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_na" +
+      "me\030\002 \001(\t\022\016\n\006status\030\003 \001(\t\022\020\n\010priority\030\004 \001" +
+      "(\005\022.\n\ncreated_at\030\005 \001(\0132\032.google.protobuf" +
+      ".Timestamp\"+\n\014QueueRequest\022\014\n\004name\030\001 \001(\t" +
+      "\022\r\n\005limit\030\002 \001(\005\"b\n\nQueueStats\022\017\n\007pending" +
+      "\030\001 \001(\003\022\022\n\nprocessing\030\002 \001(\003\022\021\n\tcompleted\030" +
+      "\003 \001(\003\022\016\n\006failed\030\004 \001(\003\022\014\n\004dead\030\005 \001(\003\"\365\001\n\t" +
+      "QueueTask\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(" +
+      "\t\022\r\n\005title\030\003 \001(\t\022\014\n\004body\030\004 \001(\t\022\020\n\010priori" +
+      "ty\030\005 \001(\005\022\023\n\013retry_count\030\006 \001(\005\022\023\n\013max_ret" +
+      "ries\030\007 \001(\005\022.\n\ncreated_at\030\010 \001(\0132\032.google." +
+      "protobuf.Timestamp\022\017\n\007receipt\030\t \001(\t\022.\n\nv" +
+      "isible_at\030\n \001(\0132\032.google.protobuf.Timest" +
+      "amp\"6\n\rQueueTaskList\022%\n\005tasks\030\001 \003(\0132\026.wo" +
+      "rkflow.v1.QueueTask\" \n\rPurgeResponse\022\017\n\007" +
+      "deleted\030\001 \001(\003\"g\n\016DequeueRequest\022\014\n\004name\030" +
+      "\001 \001(\t\022\023\n\013consumer_id\030\002 \001(\t\022\037\n\027visibility" +
+      "_timeout_secs\030\003 \001(\005\022\021\n\tmax_tasks\030\004 \001(\005\"<" +
+      "\n\nAckRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007task_id\030\002 " +
+      "\001(\t\022\017\n\007receipt\030\003 \001(\t\"_\n\013NackRequest\022\014\n\004n" +
+      "ame\030\001 \001(\t\022\017\n\007task_id\030\002 \001(\t\022\017\n\007receipt\030\003 " +
+      "\001(\t\022\r\n\005error\030\004 \001(\t\022\021\n\tretryable\030\005 \001(\010\"x\n" +
+      "\016SettleResponse\022\n\n\002id\030\001 \001(\t\022\016\n\006status\030\002 " +
+      "\001(\t\022\024\n\007applied\030\003 \001(\010H\000\210\001\001\022\030\n\013retry_count" +
+      "\030\004 \001(\005H\001\210\001\001B\n\n\010_appliedB\016\n\014_retry_count\"" +
+      "6\n\021ListQueuesRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\np" +
+      "age_token\030\002 \001(\t\"r\n\014QueueSummary\022\014\n\004name\030" +
+      "\001 \001(\t\022\017\n\007pending\030\002 \001(\003\022\022\n\nprocessing\030\003 \001" +
+      "(\003\022\021\n\tcompleted\030\004 \001(\003\022\016\n\006failed\030\005 \001(\003\022\014\n" +
+      "\004dead\030\006 \001(\003\"O\n\tQueuePage\022)\n\006queues\030\001 \003(\013" +
+      "2\031.workflow.v1.QueueSummary\022\027\n\017next_page" +
+      "_token\030\002 \001(\t\"X\n\025ListQueueTasksRequest\022\014\n" +
+      "\004name\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\r\n\005limit\030\003 \001" +
+      "(\005\022\022\n\npage_token\030\004 \001(\t\"\235\003\n\017QueueTaskDeta" +
+      "il\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\r\n\005ti" +
+      "tle\030\003 \001(\t\022\014\n\004body\030\004 \001(\t\022\026\n\016body_truncate" +
+      "d\030\005 \001(\010\022\020\n\010priority\030\006 \001(\005\022\016\n\006status\030\007 \001(" +
+      "\t\022\023\n\013retry_count\030\010 \001(\005\022\023\n\013max_retries\030\t " +
+      "\001(\005\022\022\n\nlast_error\030\n \001(\t\022\023\n\013instance_id\030\013" +
+      " \001(\t\022.\n\nvisible_at\030\014 \001(\0132\032.google.protob" +
+      "uf.Timestamp\022.\n\ncreated_at\030\r \001(\0132\032.googl" +
+      "e.protobuf.Timestamp\022.\n\nupdated_at\030\016 \001(\013" +
+      "2\032.google.protobuf.Timestamp\0220\n\014complete" +
+      "d_at\030\017 \001(\0132\032.google.protobuf.Timestamp\"U" +
+      "\n\rQueueTaskPage\022+\n\005tasks\030\001 \003(\0132\034.workflo" +
+      "w.v1.QueueTaskDetail\022\027\n\017next_page_token\030" +
+      "\002 \001(\t\"0\n\016RedriveRequest\022\014\n\004name\030\001 \001(\t\022\020\n" +
+      "\010task_ids\030\002 \003(\t\"<\n\016RedriveSkipped\022\n\n\002id\030" +
+      "\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\016\n\006reason\030\003 \001(\t\"v\n" +
+      "\017RedriveResponse\022\020\n\010redriven\030\001 \001(\003\022\020\n\010ta" +
+      "sk_ids\030\002 \003(\t\022,\n\007skipped\030\003 \003(\0132\033.workflow" +
+      ".v1.RedriveSkipped\022\021\n\tremaining\030\004 \001(\003\"A\n" +
+      "\020ScheduleInterval\022\025\n\revery_seconds\030\001 \001(\003" +
+      "\022\026\n\016offset_seconds\030\002 \001(\003\"\322\001\n\014ScheduleSpe" +
+      "c\022\014\n\004cron\030\001 \003(\t\022/\n\010interval\030\002 \001(\0132\035.work" +
+      "flow.v1.ScheduleInterval\022\021\n\ttime_zone\030\003 " +
+      "\001(\t\022\026\n\016jitter_seconds\030\004 \001(\005\022,\n\010start_at\030" +
+      "\005 \001(\0132\032.google.protobuf.Timestamp\022*\n\006end" +
+      "_at\030\006 \001(\0132\032.google.protobuf.Timestamp\"\223\002" +
+      "\n\017ScheduleRequest\022\n\n\002id\030\001 \001(\t\022\027\n\017definit" +
+      "ion_name\030\002 \001(\t\022\032\n\022definition_version\030\003 \001" +
+      "(\005\022&\n\005input\030\004 \001(\0132\027.google.protobuf.Stru" +
+      "ct\022\'\n\004spec\030\005 \001(\0132\031.workflow.v1.ScheduleS" +
+      "pec\022\026\n\016overlap_policy\030\006 \001(\t\022\036\n\026catchup_w" +
+      "indow_seconds\030\007 \001(\005\022\030\n\020pause_on_failure\030" +
+      "\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n \001(\t\"\253\001\n\016" +
+      "ScheduleAction\022-\n\tslot_time\030\001 \001(\0132\032.goog" +
+      "le.protobuf.Timestamp\022\014\n\004kind\030\002 \001(\t\022\017\n\007o" +
+      "utcome\030\003 \001(\t\022\023\n\013instance_id\030\004 \001(\t\022\016\n\006det" +
+      "ail\030\005 \001(\t\022&\n\002at\030\006 \001(\0132\032.google.protobuf." +
+      "Timestamp\"\326\003\n\010Schedule\022\n\n\002id\030\001 \001(\t\022\027\n\017de" +
+      "finition_name\030\002 \001(\t\022\032\n\022definition_versio" +
+      "n\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.google.protobuf" +
+      ".Struct\022\'\n\004spec\030\005 \001(\0132\031.workflow.v1.Sche" +
+      "duleSpec\022\026\n\016overlap_policy\030\006 \001(\t\022\036\n\026catc" +
+      "hup_window_seconds\030\007 \001(\005\022\030\n\020pause_on_fai" +
+      "lure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n \001(\t" +
+      "\022.\n\ncreated_at\030\013 \001(\0132\032.google.protobuf.T" +
+      "imestamp\022.\n\nupdated_at\030\014 \001(\0132\032.google.pr" +
+      "otobuf.Timestamp\0223\n\017next_fire_times\030\r \003(" +
+      "\0132\032.google.protobuf.Timestamp\0223\n\016recent_" +
+      "actions\030\016 \003(\0132\033.workflow.v1.ScheduleActi" +
+      "on\"Q\n\014SchedulePage\022(\n\tschedules\030\001 \003(\0132\025." +
+      "workflow.v1.Schedule\022\027\n\017next_page_token\030" +
+      "\002 \001(\t\"\037\n\021ScheduleIdRequest\022\n\n\002id\030\001 \001(\t\"9" +
+      "\n\024ListSchedulesRequest\022\r\n\005limit\030\001 \001(\005\022\022\n" +
+      "\npage_token\030\002 \001(\t\"0\n\024PauseScheduleReques" +
+      "t\022\n\n\002id\030\001 \001(\t\022\014\n\004note\030\002 \001(\t\"O\n\021ScheduleT" +
+      "riggered\022\n\n\002id\030\001 \001(\t\022.\n\nslot_times\030\002 \003(\013" +
+      "2\032.google.protobuf.Timestamp\"o\n\017Backfill" +
+      "Request\022\n\n\002id\030\001 \001(\t\022(\n\004from\030\002 \001(\0132\032.goog" +
+      "le.protobuf.Timestamp\022&\n\002to\030\003 \001(\0132\032.goog" +
+      "le.protobuf.Timestamp\"l\n\020BackfillRespons" +
+      "e\022\n\n\002id\030\001 \001(\t\022\r\n\005slots\030\002 \001(\003\022\r\n\005added\030\003 " +
+      "\001(\003\022.\n\nslot_times\030\004 \003(\0132\032.google.protobu" +
+      "f.Timestamp\".\n\017DeletedSchedule\022\n\n\002id\030\001 \001" +
+      "(\t\022\017\n\007deleted\030\002 \001(\010\",\n\013ProblemItem\022\014\n\004pa" +
+      "th\030\001 \001(\t\022\017\n\007message\030\002 \001(\t\"\202\001\n\007Problem\022\014\n" +
+      "\004type\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\016\n\006status\030\003 \001" +
+      "(\005\022\016\n\006detail\030\004 \001(\t\022\020\n\010instance\030\005 \001(\t\022(\n\006" +
+      "errors\030\006 \003(\0132\030.workflow.v1.ProblemItem\"\023" +
+      "\n\021GetOpenApiRequest\"8\n\027DeleteDefinitionR" +
+      "equest\022\014\n\004name\030\001 \001(\t\022\017\n\007version\030\002 \001(\005\"#\n" +
+      "\025DeleteInstanceRequest\022\n\n\002id\030\001 \001(\t\"\275\001\n\017D" +
+      "eletedInstance\022\n\n\002id\030\001 \001(\t\022\027\n\017definition" +
+      "_name\030\002 \001(\t\022\037\n\022definition_version\030\003 \001(\005H" +
+      "\000\210\001\001\022\016\n\006status\030\004 \001(\t\022\027\n\017step_executions\030" +
+      "\005 \001(\003\022\014\n\004jobs\030\006 \001(\003\022\026\n\016history_events\030\007 " +
+      "\001(\003B\025\n\023_definition_version\"\022\n\020GetHealthR" +
+      "equest\"d\n\013HealthCheck\022\016\n\006status\030\001 \001(\t\022\027\n" +
+      "\nlatency_ms\030\002 \001(\001H\000\210\001\001\022\r\n\005error\030\003 \001(\t\022\016\n" +
+      "\006bucket\030\004 \001(\tB\r\n\013_latency_ms\"{\n\006Health\022\016" +
+      "\n\006status\030\001 \001(\t\022\017\n\007version\030\002 \001(\t\022*\n\010datab" +
+      "ase\030\003 \001(\0132\030.workflow.v1.HealthCheck\022$\n\002s" +
+      "3\030\004 \001(\0132\030.workflow.v1.HealthCheck\"\022\n\020Get" +
+      "ConfigRequest\"B\n\014PayloadLimit\022\030\n\020soft_li" +
+      "mit_bytes\030\001 \001(\003\022\030\n\020hard_limit_bytes\030\002 \001(" +
+      "\003\"\241\001\n\rPayloadLimits\0221\n\016workflow_input\030\001 " +
+      "\001(\0132\031.workflow.v1.PayloadLimit\022-\n\nstep_i" +
+      "nput\030\002 \001(\0132\031.workflow.v1.PayloadLimit\022.\n" +
+      "\013step_output\030\003 \001(\0132\031.workflow.v1.Payload" +
+      "Limit\"[\n\014ServerConfig\0222\n\016payload_limits\030" +
+      "\001 \001(\0132\032.workflow.v1.PayloadLimits\022\027\n\017pre" +
+      "sign_seconds\030\002 \001(\005\"h\n\024CreatePayloadReque" +
+      "st\022\014\n\004kind\030\001 \001(\t\022\022\n\nsize_bytes\030\002 \001(\003\022\033\n\016" +
+      "content_sha256\030\003 \001(\tH\000\210\001\001B\021\n\017_content_sh" +
+      "a256\"\336\001\n\rPayloadUpload\022\014\n\004path\030\001 \001(\t\022\022\n\n" +
+      "upload_url\030\002 \001(\t\022.\n\nexpires_at\030\003 \001(\0132\032.g" +
+      "oogle.protobuf.Timestamp\022E\n\016upload_heade" +
+      "rs\030\004 \003(\0132-.workflow.v1.PayloadUpload.Upl" +
+      "oadHeadersEntry\0324\n\022UploadHeadersEntry\022\013\n" +
+      "\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\0012\236\036\n\016Workfl" +
+      "owEngine\022E\n\tGetConfig\022\035.workflow.v1.GetC" +
+      "onfigRequest\032\031.workflow.v1.ServerConfig\022" +
+      "N\n\rCreatePayload\022!.workflow.v1.CreatePay" +
+      "loadRequest\032\032.workflow.v1.PayloadUpload\022" +
+      "E\n\nGetOpenApi\022\036.workflow.v1.GetOpenApiRe" +
+      "quest\032\027.google.protobuf.Struct\022?\n\tGetHea" +
+      "lth\022\035.workflow.v1.GetHealthRequest\032\023.wor" +
+      "kflow.v1.Health\022Q\n\020DeleteDefinition\022$.wo" +
+      "rkflow.v1.DeleteDefinitionRequest\032\027.work" +
+      "flow.v1.Definition\022R\n\016DeleteInstance\022\".w" +
+      "orkflow.v1.DeleteInstanceRequest\032\034.workf" +
+      "low.v1.DeletedInstance\022F\n\022RegisterDefini" +
+      "tion\022\027.workflow.v1.Definition\032\027.workflow" +
+      ".v1.Definition\022S\n\017ListDefinitions\022#.work" +
+      "flow.v1.ListDefinitionsRequest\032\033.workflo" +
+      "w.v1.DefinitionPage\022K\n\rGetDefinition\022!.w" +
+      "orkflow.v1.GetDefinitionRequest\032\027.workfl" +
+      "ow.v1.Definition\022J\n\014ListTaskDefs\022 .workf" +
+      "low.v1.ListTaskDefsRequest\032\030.workflow.v1" +
+      ".TaskDefPage\022B\n\nPutTaskDef\022\036.workflow.v1" +
+      ".PutTaskDefRequest\032\024.workflow.v1.TaskDef" +
+      "\022B\n\nGetTaskDef\022\036.workflow.v1.GetTaskDefR" +
+      "equest\032\024.workflow.v1.TaskDef\022H\n\rDeleteTa" +
+      "skDef\022!.workflow.v1.DeleteTaskDefRequest" +
+      "\032\024.workflow.v1.TaskDef\022I\n\rStartInstance\022" +
+      "!.workflow.v1.StartInstanceRequest\032\025.wor" +
+      "kflow.v1.Instance\022Y\n\016StartInstances\022\".wo" +
+      "rkflow.v1.StartInstancesRequest\032#.workfl" +
+      "ow.v1.StartInstancesResponse\022Q\n\017SearchIn" +
+      "stances\022#.workflow.v1.SearchInstancesReq" +
+      "uest\032\031.workflow.v1.InstancePage\022E\n\013GetIn" +
+      "stance\022\037.workflow.v1.GetInstanceRequest\032" +
+      "\025.workflow.v1.Instance\022J\n\tListSteps\022\035.wo" +
+      "rkflow.v1.ListStepsRequest\032\036.workflow.v1" +
+      ".StepExecutionPage\022F\n\nGetHistory\022\036.workf" +
+      "low.v1.GetHistoryRequest\032\030.workflow.v1.H" +
+      "istoryPage\022K\n\016CancelInstance\022\".workflow." +
+      "v1.CancelInstanceRequest\032\025.workflow.v1.I" +
+      "nstance\022O\n\020CompleteUserTask\022$.workflow.v" +
+      "1.CompleteUserTaskRequest\032\025.workflow.v1." +
+      "Instance\022;\n\006Signal\022\032.workflow.v1.SignalR" +
+      "equest\032\025.workflow.v1.Instance\022M\n\rRetryIn" +
+      "stance\022%.workflow.v1.InstanceOperationRe" +
+      "quest\032\025.workflow.v1.Instance\022M\n\017RestartI" +
+      "nstance\022#.workflow.v1.RestartInstanceReq" +
+      "uest\032\025.workflow.v1.Instance\022M\n\rPauseInst",
+      "ance\022%.workflow.v1.InstanceOperationRequ" +
+      "est\032\025.workflow.v1.Instance\022N\n\016ResumeInst" +
+      "ance\022%.workflow.v1.InstanceOperationRequ" +
+      "est\032\025.workflow.v1.Instance\022G\n\010PollJobs\022\034" +
+      ".workflow.v1.PollJobsRequest\032\035.workflow." +
+      "v1.PollJobsResponse\022P\n\013CompleteJob\022\037.wor" +
+      "kflow.v1.CompleteJobRequest\032 .workflow.v" +
+      "1.CompleteJobResponse\022V\n\rCompleteBatch\022!" +
+      ".workflow.v1.CompleteBatchRequest\032\".work" +
+      "flow.v1.CompleteBatchResponse\022D\n\007FailJob" +
+      "\022\033.workflow.v1.FailJobRequest\032\034.workflow" +
+      ".v1.FailJobResponse\022J\n\tHeartbeat\022\035.workf" +
+      "low.v1.HeartbeatRequest\032\036.workflow.v1.He" +
+      "artbeatResponse\022:\n\010ClaimJob\022\034.workflow.v" +
+      "1.ClaimJobRequest\032\020.workflow.v1.Job\022M\n\nS" +
+      "topWorker\022\036.workflow.v1.StopWorkerReques" +
+      "t\032\037.workflow.v1.StopWorkerResponse\022;\n\004Pu" +
+      "sh\022\030.workflow.v1.PushRequest\032\031.workflow." +
+      "v1.PushResponse\022;\n\005Stats\022\031.workflow.v1.Q" +
+      "ueueRequest\032\027.workflow.v1.QueueStats\022=\n\004" +
+      "Peek\022\031.workflow.v1.QueueRequest\032\032.workfl" +
+      "ow.v1.QueueTaskList\022>\n\005Purge\022\031.workflow." +
+      "v1.QueueRequest\032\032.workflow.v1.PurgeRespo" +
+      "nse\022B\n\007Dequeue\022\033.workflow.v1.DequeueRequ" +
+      "est\032\032.workflow.v1.QueueTaskList\022;\n\003Ack\022\027" +
+      ".workflow.v1.AckRequest\032\033.workflow.v1.Se" +
+      "ttleResponse\022=\n\004Nack\022\030.workflow.v1.NackR" +
+      "equest\032\033.workflow.v1.SettleResponse\022D\n\nL" +
+      "istQueues\022\036.workflow.v1.ListQueuesReques" +
+      "t\032\026.workflow.v1.QueuePage\022P\n\016ListQueueTa" +
+      "sks\022\".workflow.v1.ListQueueTasksRequest\032" +
+      "\032.workflow.v1.QueueTaskPage\022D\n\007Redrive\022\033" +
+      ".workflow.v1.RedriveRequest\032\034.workflow.v" +
+      "1.RedriveResponse\022E\n\016CreateSchedule\022\034.wo" +
+      "rkflow.v1.ScheduleRequest\032\025.workflow.v1." +
+      "Schedule\022M\n\rListSchedules\022!.workflow.v1." +
+      "ListSchedulesRequest\032\031.workflow.v1.Sched" +
+      "ulePage\022D\n\013GetSchedule\022\036.workflow.v1.Sch" +
+      "eduleIdRequest\032\025.workflow.v1.Schedule\022F\n" +
+      "\017ReplaceSchedule\022\034.workflow.v1.ScheduleR" +
+      "equest\032\025.workflow.v1.Schedule\022N\n\016DeleteS" +
+      "chedule\022\036.workflow.v1.ScheduleIdRequest\032" +
+      "\034.workflow.v1.DeletedSchedule\022I\n\rPauseSc" +
+      "hedule\022!.workflow.v1.PauseScheduleReques" +
+      "t\032\025.workflow.v1.Schedule\022H\n\017UnpauseSched" +
+      "ule\022\036.workflow.v1.ScheduleIdRequest\032\025.wo" +
+      "rkflow.v1.Schedule\022Q\n\017TriggerSchedule\022\036." +
+      "workflow.v1.ScheduleIdRequest\032\036.workflow" +
+      ".v1.ScheduleTriggered\022O\n\020BackfillSchedul" +
+      "e\022\034.workflow.v1.BackfillRequest\032\035.workfl" +
+      "ow.v1.BackfillResponseB&\n\025dev.baton.work" +
+      "flow.v1B\013EngineProtoP\001b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -825,7 +990,7 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
     internal_static_workflow_v1_Step_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_Step_descriptor,
-        new java.lang.String[] { "Id", "Type", "Name", "Description", "Input", "JobType", "RetryCount", "RetryLogic", "RetryDelaySeconds", "MaxRetryDelaySeconds", "TimeoutSeconds", "PollTimeoutSeconds", "ResponseTimeoutSeconds", "TimeoutPolicy", "TaskDef", "Assignee", "Duration", "Until", "DefinitionName", "DefinitionVersion", "Definition", "Variables", "Status", "Reason", "Output", "On", "Cases", "Default", "Branches", "FailFast", "Steps", "Items", "MaxConcurrency", "While", "MaxIterations", });
+        new java.lang.String[] { "Id", "Type", "Name", "Description", "Input", "JobType", "RetryCount", "RetryLogic", "RetryDelaySeconds", "MaxRetryDelaySeconds", "TimeoutSeconds", "PollTimeoutSeconds", "ResponseTimeoutSeconds", "TimeoutPolicy", "TaskDef", "Assignee", "Duration", "Until", "DefinitionName", "DefinitionVersion", "Definition", "Variables", "Status", "Reason", "Output", "On", "Cases", "Default", "Branches", "FailFast", "Steps", "Items", "MaxConcurrency", "While", "MaxIterations", "Language", "Script", "Query", "WhileLanguage", "Request", "Optional", "StartDelaySeconds", "Key", "Inputs", });
     internal_static_workflow_v1_QueueTrigger_descriptor =
       getDescriptor().getMessageType(2);
     internal_static_workflow_v1_QueueTrigger_fieldAccessorTable = new
@@ -868,422 +1033,524 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_GetTaskDefRequest_descriptor,
         new java.lang.String[] { "Name", });
-    internal_static_workflow_v1_ListTaskDefsRequest_descriptor =
+    internal_static_workflow_v1_DeleteTaskDefRequest_descriptor =
       getDescriptor().getMessageType(9);
+    internal_static_workflow_v1_DeleteTaskDefRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_workflow_v1_DeleteTaskDefRequest_descriptor,
+        new java.lang.String[] { "Name", });
+    internal_static_workflow_v1_ListTaskDefsRequest_descriptor =
+      getDescriptor().getMessageType(10);
     internal_static_workflow_v1_ListTaskDefsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ListTaskDefsRequest_descriptor,
         new java.lang.String[] { "Limit", "PageToken", });
     internal_static_workflow_v1_TaskDefPage_descriptor =
-      getDescriptor().getMessageType(10);
+      getDescriptor().getMessageType(11);
     internal_static_workflow_v1_TaskDefPage_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_TaskDefPage_descriptor,
         new java.lang.String[] { "TaskDefs", "NextPageToken", });
     internal_static_workflow_v1_StartInstanceRequest_descriptor =
-      getDescriptor().getMessageType(11);
+      getDescriptor().getMessageType(12);
     internal_static_workflow_v1_StartInstanceRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_StartInstanceRequest_descriptor,
         new java.lang.String[] { "DefinitionName", "DefinitionVersion", "Definition", "Input", "CorrelationId", "IdempotencyKey", "InputPayloadPath", });
+    internal_static_workflow_v1_StartInstancesRequest_descriptor =
+      getDescriptor().getMessageType(13);
+    internal_static_workflow_v1_StartInstancesRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_workflow_v1_StartInstancesRequest_descriptor,
+        new java.lang.String[] { "Instances", });
+    internal_static_workflow_v1_StartOutcome_descriptor =
+      getDescriptor().getMessageType(14);
+    internal_static_workflow_v1_StartOutcome_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_workflow_v1_StartOutcome_descriptor,
+        new java.lang.String[] { "Index", "Outcome", "Instance", "Error", "Problem", });
+    internal_static_workflow_v1_StartInstancesResponse_descriptor =
+      getDescriptor().getMessageType(15);
+    internal_static_workflow_v1_StartInstancesResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_workflow_v1_StartInstancesResponse_descriptor,
+        new java.lang.String[] { "Results", });
     internal_static_workflow_v1_StepExecution_descriptor =
-      getDescriptor().getMessageType(12);
+      getDescriptor().getMessageType(16);
     internal_static_workflow_v1_StepExecution_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_StepExecution_descriptor,
         new java.lang.String[] { "Id", "StepId", "Type", "Status", "Attempt", "Input", "Output", "Error", "JobId", "JobType", "WorkerId", "CreatedAt", "StartedAt", "CompletedAt", "ParentStepExecutionId", "Branch", "ItemIndex", "Iteration", "WakeAt", "ChildInstanceId", "Attempts", });
     internal_static_workflow_v1_Instance_descriptor =
-      getDescriptor().getMessageType(13);
+      getDescriptor().getMessageType(17);
     internal_static_workflow_v1_Instance_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_Instance_descriptor,
         new java.lang.String[] { "Id", "DefinitionName", "DefinitionVersion", "Status", "Input", "Variables", "Output", "Reason", "Version", "CorrelationId", "IdempotencyKey", "ParentInstanceId", "CreatedAt", "UpdatedAt", "CompletedAt", "TimeoutAt", "Steps", "ParentStepExecutionId", "Run", "StepsTruncated", });
     internal_static_workflow_v1_GetInstanceRequest_descriptor =
-      getDescriptor().getMessageType(14);
+      getDescriptor().getMessageType(18);
     internal_static_workflow_v1_GetInstanceRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_GetInstanceRequest_descriptor,
         new java.lang.String[] { "Id", "IncludeSteps", });
     internal_static_workflow_v1_ListStepsRequest_descriptor =
-      getDescriptor().getMessageType(15);
+      getDescriptor().getMessageType(19);
     internal_static_workflow_v1_ListStepsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ListStepsRequest_descriptor,
         new java.lang.String[] { "Id", "Limit", "PageToken", });
     internal_static_workflow_v1_StepExecutionPage_descriptor =
-      getDescriptor().getMessageType(16);
+      getDescriptor().getMessageType(20);
     internal_static_workflow_v1_StepExecutionPage_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_StepExecutionPage_descriptor,
         new java.lang.String[] { "Steps", "NextPageToken", });
     internal_static_workflow_v1_GetHistoryRequest_descriptor =
-      getDescriptor().getMessageType(17);
+      getDescriptor().getMessageType(21);
     internal_static_workflow_v1_GetHistoryRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_GetHistoryRequest_descriptor,
         new java.lang.String[] { "Id", "Limit", "PageToken", });
     internal_static_workflow_v1_HistoryEvent_descriptor =
-      getDescriptor().getMessageType(18);
+      getDescriptor().getMessageType(22);
     internal_static_workflow_v1_HistoryEvent_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_HistoryEvent_descriptor,
         new java.lang.String[] { "Seq", "At", "Type", "StepId", "StepExecutionId", "JobId", "Attempt", "WorkerId", "Message", "Detail", });
     internal_static_workflow_v1_HistoryPage_descriptor =
-      getDescriptor().getMessageType(19);
+      getDescriptor().getMessageType(23);
     internal_static_workflow_v1_HistoryPage_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_HistoryPage_descriptor,
         new java.lang.String[] { "Events", "NextPageToken", });
     internal_static_workflow_v1_SearchInstancesRequest_descriptor =
-      getDescriptor().getMessageType(20);
+      getDescriptor().getMessageType(24);
     internal_static_workflow_v1_SearchInstancesRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_SearchInstancesRequest_descriptor,
         new java.lang.String[] { "Status", "DefinitionName", "CorrelationId", "Limit", "PageToken", "CreatedAfter", "CreatedBefore", });
     internal_static_workflow_v1_InstancePage_descriptor =
-      getDescriptor().getMessageType(21);
+      getDescriptor().getMessageType(25);
     internal_static_workflow_v1_InstancePage_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_InstancePage_descriptor,
         new java.lang.String[] { "Instances", "NextPageToken", });
     internal_static_workflow_v1_CancelInstanceRequest_descriptor =
-      getDescriptor().getMessageType(22);
+      getDescriptor().getMessageType(26);
     internal_static_workflow_v1_CancelInstanceRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_CancelInstanceRequest_descriptor,
         new java.lang.String[] { "Id", "Reason", });
     internal_static_workflow_v1_CompleteUserTaskRequest_descriptor =
-      getDescriptor().getMessageType(23);
+      getDescriptor().getMessageType(27);
     internal_static_workflow_v1_CompleteUserTaskRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_CompleteUserTaskRequest_descriptor,
         new java.lang.String[] { "Id", "StepId", "VariablesToSet", "StepExecutionId", });
     internal_static_workflow_v1_SignalRequest_descriptor =
-      getDescriptor().getMessageType(24);
+      getDescriptor().getMessageType(28);
     internal_static_workflow_v1_SignalRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_SignalRequest_descriptor,
         new java.lang.String[] { "Id", "StepId", "Payload", "StepExecutionId", });
     internal_static_workflow_v1_InstanceOperationRequest_descriptor =
-      getDescriptor().getMessageType(25);
+      getDescriptor().getMessageType(29);
     internal_static_workflow_v1_InstanceOperationRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_InstanceOperationRequest_descriptor,
         new java.lang.String[] { "Id", });
     internal_static_workflow_v1_RestartInstanceRequest_descriptor =
-      getDescriptor().getMessageType(26);
+      getDescriptor().getMessageType(30);
     internal_static_workflow_v1_RestartInstanceRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_RestartInstanceRequest_descriptor,
         new java.lang.String[] { "Id", "UseLatestDefinition", });
     internal_static_workflow_v1_PollJobsRequest_descriptor =
-      getDescriptor().getMessageType(27);
+      getDescriptor().getMessageType(31);
     internal_static_workflow_v1_PollJobsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_PollJobsRequest_descriptor,
         new java.lang.String[] { "WorkerId", "JobTypes", "MaxJobs", "WaitSeconds", });
     internal_static_workflow_v1_Job_descriptor =
-      getDescriptor().getMessageType(28);
+      getDescriptor().getMessageType(32);
     internal_static_workflow_v1_Job_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_Job_descriptor,
         new java.lang.String[] { "Id", "InstanceId", "StepId", "StepExecutionId", "JobType", "Attempt", "RetriesRemaining", "LockExpiresAt", "Input", "InputPayloadPath", "InputDownloadUrl", });
     internal_static_workflow_v1_PollJobsResponse_descriptor =
-      getDescriptor().getMessageType(29);
+      getDescriptor().getMessageType(33);
     internal_static_workflow_v1_PollJobsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_PollJobsResponse_descriptor,
         new java.lang.String[] { "Jobs", });
     internal_static_workflow_v1_CompleteJobRequest_descriptor =
-      getDescriptor().getMessageType(30);
+      getDescriptor().getMessageType(34);
     internal_static_workflow_v1_CompleteJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_CompleteJobRequest_descriptor,
         new java.lang.String[] { "JobId", "WorkerId", "VariablesToSet", "Attempt", "OutputPayloadPath", });
     internal_static_workflow_v1_CompleteJobResponse_descriptor =
-      getDescriptor().getMessageType(31);
+      getDescriptor().getMessageType(35);
     internal_static_workflow_v1_CompleteJobResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_CompleteJobResponse_descriptor,
         new java.lang.String[] { "JobId", "Status", "Applied", });
     internal_static_workflow_v1_BatchFailure_descriptor =
-      getDescriptor().getMessageType(32);
+      getDescriptor().getMessageType(36);
     internal_static_workflow_v1_BatchFailure_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_BatchFailure_descriptor,
         new java.lang.String[] { "ErrorMessage", "Retryable", "NextRetryDelaySeconds", });
     internal_static_workflow_v1_BatchResultItem_descriptor =
-      getDescriptor().getMessageType(33);
+      getDescriptor().getMessageType(37);
     internal_static_workflow_v1_BatchResultItem_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_BatchResultItem_descriptor,
         new java.lang.String[] { "JobId", "WorkerId", "Attempt", "VariablesToSet", "OutputPayloadPath", "Failure", });
     internal_static_workflow_v1_CompleteBatchRequest_descriptor =
-      getDescriptor().getMessageType(34);
+      getDescriptor().getMessageType(38);
     internal_static_workflow_v1_CompleteBatchRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_CompleteBatchRequest_descriptor,
         new java.lang.String[] { "Results", });
     internal_static_workflow_v1_BatchOutcome_descriptor =
-      getDescriptor().getMessageType(35);
+      getDescriptor().getMessageType(39);
     internal_static_workflow_v1_BatchOutcome_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_BatchOutcome_descriptor,
         new java.lang.String[] { "JobId", "Outcome", "Status", "NextAttemptAt", "Error", });
     internal_static_workflow_v1_CompleteBatchResponse_descriptor =
-      getDescriptor().getMessageType(36);
+      getDescriptor().getMessageType(40);
     internal_static_workflow_v1_CompleteBatchResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_CompleteBatchResponse_descriptor,
         new java.lang.String[] { "Results", });
     internal_static_workflow_v1_FailJobRequest_descriptor =
-      getDescriptor().getMessageType(37);
+      getDescriptor().getMessageType(41);
     internal_static_workflow_v1_FailJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_FailJobRequest_descriptor,
         new java.lang.String[] { "JobId", "WorkerId", "ErrorMessage", "Retryable", "NextRetryDelaySeconds", "Attempt", });
     internal_static_workflow_v1_FailJobResponse_descriptor =
-      getDescriptor().getMessageType(38);
+      getDescriptor().getMessageType(42);
     internal_static_workflow_v1_FailJobResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_FailJobResponse_descriptor,
         new java.lang.String[] { "JobId", "Status", "Applied", "NextAttemptAt", });
     internal_static_workflow_v1_HeartbeatRequest_descriptor =
-      getDescriptor().getMessageType(39);
+      getDescriptor().getMessageType(43);
     internal_static_workflow_v1_HeartbeatRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_HeartbeatRequest_descriptor,
         new java.lang.String[] { "JobId", "WorkerId", "Attempt", });
     internal_static_workflow_v1_ClaimJobRequest_descriptor =
-      getDescriptor().getMessageType(40);
+      getDescriptor().getMessageType(44);
     internal_static_workflow_v1_ClaimJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ClaimJobRequest_descriptor,
         new java.lang.String[] { "Id", "WorkerId", "Attempt", });
     internal_static_workflow_v1_HeartbeatResponse_descriptor =
-      getDescriptor().getMessageType(41);
+      getDescriptor().getMessageType(45);
     internal_static_workflow_v1_HeartbeatResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_HeartbeatResponse_descriptor,
         new java.lang.String[] { "JobId", "LockExpiresAt", });
     internal_static_workflow_v1_StopWorkerRequest_descriptor =
-      getDescriptor().getMessageType(42);
+      getDescriptor().getMessageType(46);
     internal_static_workflow_v1_StopWorkerRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_StopWorkerRequest_descriptor,
         new java.lang.String[] { "WorkerId", });
     internal_static_workflow_v1_StopWorkerResponse_descriptor =
-      getDescriptor().getMessageType(43);
+      getDescriptor().getMessageType(47);
     internal_static_workflow_v1_StopWorkerResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_StopWorkerResponse_descriptor,
         new java.lang.String[] { "WorkerId", "StoppedAt", });
     internal_static_workflow_v1_PushRequest_descriptor =
-      getDescriptor().getMessageType(44);
+      getDescriptor().getMessageType(48);
     internal_static_workflow_v1_PushRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_PushRequest_descriptor,
         new java.lang.String[] { "Name", "Title", "Body", "Priority", "MaxRetries", });
     internal_static_workflow_v1_PushResponse_descriptor =
-      getDescriptor().getMessageType(45);
+      getDescriptor().getMessageType(49);
     internal_static_workflow_v1_PushResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_PushResponse_descriptor,
         new java.lang.String[] { "Id", "QueueName", "Status", "Priority", "CreatedAt", });
     internal_static_workflow_v1_QueueRequest_descriptor =
-      getDescriptor().getMessageType(46);
+      getDescriptor().getMessageType(50);
     internal_static_workflow_v1_QueueRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_QueueRequest_descriptor,
         new java.lang.String[] { "Name", "Limit", });
     internal_static_workflow_v1_QueueStats_descriptor =
-      getDescriptor().getMessageType(47);
+      getDescriptor().getMessageType(51);
     internal_static_workflow_v1_QueueStats_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_QueueStats_descriptor,
         new java.lang.String[] { "Pending", "Processing", "Completed", "Failed", "Dead", });
     internal_static_workflow_v1_QueueTask_descriptor =
-      getDescriptor().getMessageType(48);
+      getDescriptor().getMessageType(52);
     internal_static_workflow_v1_QueueTask_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_QueueTask_descriptor,
         new java.lang.String[] { "Id", "QueueName", "Title", "Body", "Priority", "RetryCount", "MaxRetries", "CreatedAt", "Receipt", "VisibleAt", });
     internal_static_workflow_v1_QueueTaskList_descriptor =
-      getDescriptor().getMessageType(49);
+      getDescriptor().getMessageType(53);
     internal_static_workflow_v1_QueueTaskList_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_QueueTaskList_descriptor,
         new java.lang.String[] { "Tasks", });
     internal_static_workflow_v1_PurgeResponse_descriptor =
-      getDescriptor().getMessageType(50);
+      getDescriptor().getMessageType(54);
     internal_static_workflow_v1_PurgeResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_PurgeResponse_descriptor,
         new java.lang.String[] { "Deleted", });
     internal_static_workflow_v1_DequeueRequest_descriptor =
-      getDescriptor().getMessageType(51);
+      getDescriptor().getMessageType(55);
     internal_static_workflow_v1_DequeueRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_DequeueRequest_descriptor,
         new java.lang.String[] { "Name", "ConsumerId", "VisibilityTimeoutSecs", "MaxTasks", });
     internal_static_workflow_v1_AckRequest_descriptor =
-      getDescriptor().getMessageType(52);
+      getDescriptor().getMessageType(56);
     internal_static_workflow_v1_AckRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_AckRequest_descriptor,
         new java.lang.String[] { "Name", "TaskId", "Receipt", });
     internal_static_workflow_v1_NackRequest_descriptor =
-      getDescriptor().getMessageType(53);
+      getDescriptor().getMessageType(57);
     internal_static_workflow_v1_NackRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_NackRequest_descriptor,
         new java.lang.String[] { "Name", "TaskId", "Receipt", "Error", "Retryable", });
     internal_static_workflow_v1_SettleResponse_descriptor =
-      getDescriptor().getMessageType(54);
+      getDescriptor().getMessageType(58);
     internal_static_workflow_v1_SettleResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_SettleResponse_descriptor,
         new java.lang.String[] { "Id", "Status", "Applied", "RetryCount", });
     internal_static_workflow_v1_ListQueuesRequest_descriptor =
-      getDescriptor().getMessageType(55);
+      getDescriptor().getMessageType(59);
     internal_static_workflow_v1_ListQueuesRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ListQueuesRequest_descriptor,
         new java.lang.String[] { "Limit", "PageToken", });
     internal_static_workflow_v1_QueueSummary_descriptor =
-      getDescriptor().getMessageType(56);
+      getDescriptor().getMessageType(60);
     internal_static_workflow_v1_QueueSummary_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_QueueSummary_descriptor,
         new java.lang.String[] { "Name", "Pending", "Processing", "Completed", "Failed", "Dead", });
     internal_static_workflow_v1_QueuePage_descriptor =
-      getDescriptor().getMessageType(57);
+      getDescriptor().getMessageType(61);
     internal_static_workflow_v1_QueuePage_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_QueuePage_descriptor,
         new java.lang.String[] { "Queues", "NextPageToken", });
     internal_static_workflow_v1_ListQueueTasksRequest_descriptor =
-      getDescriptor().getMessageType(58);
+      getDescriptor().getMessageType(62);
     internal_static_workflow_v1_ListQueueTasksRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ListQueueTasksRequest_descriptor,
         new java.lang.String[] { "Name", "Status", "Limit", "PageToken", });
     internal_static_workflow_v1_QueueTaskDetail_descriptor =
-      getDescriptor().getMessageType(59);
+      getDescriptor().getMessageType(63);
     internal_static_workflow_v1_QueueTaskDetail_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_QueueTaskDetail_descriptor,
         new java.lang.String[] { "Id", "QueueName", "Title", "Body", "BodyTruncated", "Priority", "Status", "RetryCount", "MaxRetries", "LastError", "InstanceId", "VisibleAt", "CreatedAt", "UpdatedAt", "CompletedAt", });
     internal_static_workflow_v1_QueueTaskPage_descriptor =
-      getDescriptor().getMessageType(60);
+      getDescriptor().getMessageType(64);
     internal_static_workflow_v1_QueueTaskPage_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_QueueTaskPage_descriptor,
         new java.lang.String[] { "Tasks", "NextPageToken", });
     internal_static_workflow_v1_RedriveRequest_descriptor =
-      getDescriptor().getMessageType(61);
+      getDescriptor().getMessageType(65);
     internal_static_workflow_v1_RedriveRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_RedriveRequest_descriptor,
         new java.lang.String[] { "Name", "TaskIds", });
     internal_static_workflow_v1_RedriveSkipped_descriptor =
-      getDescriptor().getMessageType(62);
+      getDescriptor().getMessageType(66);
     internal_static_workflow_v1_RedriveSkipped_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_RedriveSkipped_descriptor,
         new java.lang.String[] { "Id", "Status", "Reason", });
     internal_static_workflow_v1_RedriveResponse_descriptor =
-      getDescriptor().getMessageType(63);
+      getDescriptor().getMessageType(67);
     internal_static_workflow_v1_RedriveResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_RedriveResponse_descriptor,
         new java.lang.String[] { "Redriven", "TaskIds", "Skipped", "Remaining", });
+    internal_static_workflow_v1_ScheduleInterval_descriptor =
+      getDescriptor().getMessageType(68);
+    internal_static_workflow_v1_ScheduleInterval_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_workflow_v1_ScheduleInterval_descriptor,
+        new java.lang.String[] { "EverySeconds", "OffsetSeconds", });
+    internal_static_workflow_v1_ScheduleSpec_descriptor =
+      getDescriptor().getMessageType(69);
+    internal_static_workflow_v1_ScheduleSpec_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_workflow_v1_ScheduleSpec_descriptor,
+        new java.lang.String[] { "Cron", "Interval", "TimeZone", "JitterSeconds", "StartAt", "EndAt", });
+    internal_static_workflow_v1_ScheduleRequest_descriptor =
+      getDescriptor().getMessageType(70);
+    internal_static_workflow_v1_ScheduleRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_workflow_v1_ScheduleRequest_descriptor,
+        new java.lang.String[] { "Id", "DefinitionName", "DefinitionVersion", "Input", "Spec", "OverlapPolicy", "CatchupWindowSeconds", "PauseOnFailure", "Paused", "Note", });
+    internal_static_workflow_v1_ScheduleAction_descriptor =
+      getDescriptor().getMessageType(71);
+    internal_static_workflow_v1_ScheduleAction_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_workflow_v1_ScheduleAction_descriptor,
+        new java.lang.String[] { "SlotTime", "Kind", "Outcome", "InstanceId", "Detail", "At", });
+    internal_static_workflow_v1_Schedule_descriptor =
+      getDescriptor().getMessageType(72);
+    internal_static_workflow_v1_Schedule_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_workflow_v1_Schedule_descriptor,
+        new java.lang.String[] { "Id", "DefinitionName", "DefinitionVersion", "Input", "Spec", "OverlapPolicy", "CatchupWindowSeconds", "PauseOnFailure", "Paused", "Note", "CreatedAt", "UpdatedAt", "NextFireTimes", "RecentActions", });
+    internal_static_workflow_v1_SchedulePage_descriptor =
+      getDescriptor().getMessageType(73);
+    internal_static_workflow_v1_SchedulePage_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_workflow_v1_SchedulePage_descriptor,
+        new java.lang.String[] { "Schedules", "NextPageToken", });
+    internal_static_workflow_v1_ScheduleIdRequest_descriptor =
+      getDescriptor().getMessageType(74);
+    internal_static_workflow_v1_ScheduleIdRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_workflow_v1_ScheduleIdRequest_descriptor,
+        new java.lang.String[] { "Id", });
+    internal_static_workflow_v1_ListSchedulesRequest_descriptor =
+      getDescriptor().getMessageType(75);
+    internal_static_workflow_v1_ListSchedulesRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_workflow_v1_ListSchedulesRequest_descriptor,
+        new java.lang.String[] { "Limit", "PageToken", });
+    internal_static_workflow_v1_PauseScheduleRequest_descriptor =
+      getDescriptor().getMessageType(76);
+    internal_static_workflow_v1_PauseScheduleRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_workflow_v1_PauseScheduleRequest_descriptor,
+        new java.lang.String[] { "Id", "Note", });
+    internal_static_workflow_v1_ScheduleTriggered_descriptor =
+      getDescriptor().getMessageType(77);
+    internal_static_workflow_v1_ScheduleTriggered_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_workflow_v1_ScheduleTriggered_descriptor,
+        new java.lang.String[] { "Id", "SlotTimes", });
+    internal_static_workflow_v1_BackfillRequest_descriptor =
+      getDescriptor().getMessageType(78);
+    internal_static_workflow_v1_BackfillRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_workflow_v1_BackfillRequest_descriptor,
+        new java.lang.String[] { "Id", "From", "To", });
+    internal_static_workflow_v1_BackfillResponse_descriptor =
+      getDescriptor().getMessageType(79);
+    internal_static_workflow_v1_BackfillResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_workflow_v1_BackfillResponse_descriptor,
+        new java.lang.String[] { "Id", "Slots", "Added", "SlotTimes", });
+    internal_static_workflow_v1_DeletedSchedule_descriptor =
+      getDescriptor().getMessageType(80);
+    internal_static_workflow_v1_DeletedSchedule_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_workflow_v1_DeletedSchedule_descriptor,
+        new java.lang.String[] { "Id", "Deleted", });
     internal_static_workflow_v1_ProblemItem_descriptor =
-      getDescriptor().getMessageType(64);
+      getDescriptor().getMessageType(81);
     internal_static_workflow_v1_ProblemItem_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ProblemItem_descriptor,
         new java.lang.String[] { "Path", "Message", });
     internal_static_workflow_v1_Problem_descriptor =
-      getDescriptor().getMessageType(65);
+      getDescriptor().getMessageType(82);
     internal_static_workflow_v1_Problem_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_Problem_descriptor,
         new java.lang.String[] { "Type", "Title", "Status", "Detail", "Instance", "Errors", });
     internal_static_workflow_v1_GetOpenApiRequest_descriptor =
-      getDescriptor().getMessageType(66);
+      getDescriptor().getMessageType(83);
     internal_static_workflow_v1_GetOpenApiRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_GetOpenApiRequest_descriptor,
         new java.lang.String[] { });
     internal_static_workflow_v1_DeleteDefinitionRequest_descriptor =
-      getDescriptor().getMessageType(67);
+      getDescriptor().getMessageType(84);
     internal_static_workflow_v1_DeleteDefinitionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_DeleteDefinitionRequest_descriptor,
         new java.lang.String[] { "Name", "Version", });
     internal_static_workflow_v1_DeleteInstanceRequest_descriptor =
-      getDescriptor().getMessageType(68);
+      getDescriptor().getMessageType(85);
     internal_static_workflow_v1_DeleteInstanceRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_DeleteInstanceRequest_descriptor,
         new java.lang.String[] { "Id", });
     internal_static_workflow_v1_DeletedInstance_descriptor =
-      getDescriptor().getMessageType(69);
+      getDescriptor().getMessageType(86);
     internal_static_workflow_v1_DeletedInstance_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_DeletedInstance_descriptor,
         new java.lang.String[] { "Id", "DefinitionName", "DefinitionVersion", "Status", "StepExecutions", "Jobs", "HistoryEvents", });
     internal_static_workflow_v1_GetHealthRequest_descriptor =
-      getDescriptor().getMessageType(70);
+      getDescriptor().getMessageType(87);
     internal_static_workflow_v1_GetHealthRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_GetHealthRequest_descriptor,
         new java.lang.String[] { });
     internal_static_workflow_v1_HealthCheck_descriptor =
-      getDescriptor().getMessageType(71);
+      getDescriptor().getMessageType(88);
     internal_static_workflow_v1_HealthCheck_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_HealthCheck_descriptor,
         new java.lang.String[] { "Status", "LatencyMs", "Error", "Bucket", });
     internal_static_workflow_v1_Health_descriptor =
-      getDescriptor().getMessageType(72);
+      getDescriptor().getMessageType(89);
     internal_static_workflow_v1_Health_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_Health_descriptor,
         new java.lang.String[] { "Status", "Version", "Database", "S3", });
     internal_static_workflow_v1_GetConfigRequest_descriptor =
-      getDescriptor().getMessageType(73);
+      getDescriptor().getMessageType(90);
     internal_static_workflow_v1_GetConfigRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_GetConfigRequest_descriptor,
         new java.lang.String[] { });
     internal_static_workflow_v1_PayloadLimit_descriptor =
-      getDescriptor().getMessageType(74);
+      getDescriptor().getMessageType(91);
     internal_static_workflow_v1_PayloadLimit_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_PayloadLimit_descriptor,
         new java.lang.String[] { "SoftLimitBytes", "HardLimitBytes", });
     internal_static_workflow_v1_PayloadLimits_descriptor =
-      getDescriptor().getMessageType(75);
+      getDescriptor().getMessageType(92);
     internal_static_workflow_v1_PayloadLimits_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_PayloadLimits_descriptor,
         new java.lang.String[] { "WorkflowInput", "StepInput", "StepOutput", });
     internal_static_workflow_v1_ServerConfig_descriptor =
-      getDescriptor().getMessageType(76);
+      getDescriptor().getMessageType(93);
     internal_static_workflow_v1_ServerConfig_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ServerConfig_descriptor,
         new java.lang.String[] { "PayloadLimits", "PresignSeconds", });
     internal_static_workflow_v1_CreatePayloadRequest_descriptor =
-      getDescriptor().getMessageType(77);
+      getDescriptor().getMessageType(94);
     internal_static_workflow_v1_CreatePayloadRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_CreatePayloadRequest_descriptor,
         new java.lang.String[] { "Kind", "SizeBytes", "ContentSha256", });
     internal_static_workflow_v1_PayloadUpload_descriptor =
-      getDescriptor().getMessageType(78);
+      getDescriptor().getMessageType(95);
     internal_static_workflow_v1_PayloadUpload_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_PayloadUpload_descriptor,

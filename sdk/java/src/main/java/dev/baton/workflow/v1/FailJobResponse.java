@@ -95,7 +95,7 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object status_ = "";
   /**
    * <pre>
-   * FAILED | RETRY_SCHEDULED
+   * FAILED | RETRY_SCHEDULED | COMPLETED (applied false: an
    * </pre>
    *
    * <code>string status = 2;</code>
@@ -116,7 +116,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * FAILED | RETRY_SCHEDULED
+   * FAILED | RETRY_SCHEDULED | COMPLETED (applied false: an
    * </pre>
    *
    * <code>string status = 2;</code>
@@ -140,6 +140,10 @@ private static final long serialVersionUID = 0L;
   public static final int APPLIED_FIELD_NUMBER = 3;
   private boolean applied_ = false;
   /**
+   * <pre>
+   * earlier attempt's late completion came first)
+   * </pre>
+   *
    * <code>bool applied = 3;</code>
    * @return The applied.
    */
@@ -638,7 +642,7 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object status_ = "";
     /**
      * <pre>
-     * FAILED | RETRY_SCHEDULED
+     * FAILED | RETRY_SCHEDULED | COMPLETED (applied false: an
      * </pre>
      *
      * <code>string status = 2;</code>
@@ -658,7 +662,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * FAILED | RETRY_SCHEDULED
+     * FAILED | RETRY_SCHEDULED | COMPLETED (applied false: an
      * </pre>
      *
      * <code>string status = 2;</code>
@@ -679,7 +683,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * FAILED | RETRY_SCHEDULED
+     * FAILED | RETRY_SCHEDULED | COMPLETED (applied false: an
      * </pre>
      *
      * <code>string status = 2;</code>
@@ -696,7 +700,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * FAILED | RETRY_SCHEDULED
+     * FAILED | RETRY_SCHEDULED | COMPLETED (applied false: an
      * </pre>
      *
      * <code>string status = 2;</code>
@@ -710,7 +714,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * FAILED | RETRY_SCHEDULED
+     * FAILED | RETRY_SCHEDULED | COMPLETED (applied false: an
      * </pre>
      *
      * <code>string status = 2;</code>
@@ -729,6 +733,10 @@ private static final long serialVersionUID = 0L;
 
     private boolean applied_ ;
     /**
+     * <pre>
+     * earlier attempt's late completion came first)
+     * </pre>
+     *
      * <code>bool applied = 3;</code>
      * @return The applied.
      */
@@ -737,6 +745,10 @@ private static final long serialVersionUID = 0L;
       return applied_;
     }
     /**
+     * <pre>
+     * earlier attempt's late completion came first)
+     * </pre>
+     *
      * <code>bool applied = 3;</code>
      * @param value The applied to set.
      * @return This builder for chaining.
@@ -749,6 +761,10 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
+     * <pre>
+     * earlier attempt's late completion came first)
+     * </pre>
+     *
      * <code>bool applied = 3;</code>
      * @return This builder for chaining.
      */

@@ -24,7 +24,7 @@ public interface FailJobResponseOrBuilder extends
 
   /**
    * <pre>
-   * FAILED | RETRY_SCHEDULED
+   * FAILED | RETRY_SCHEDULED | COMPLETED (applied false: an
    * </pre>
    *
    * <code>string status = 2;</code>
@@ -33,7 +33,7 @@ public interface FailJobResponseOrBuilder extends
   java.lang.String getStatus();
   /**
    * <pre>
-   * FAILED | RETRY_SCHEDULED
+   * FAILED | RETRY_SCHEDULED | COMPLETED (applied false: an
    * </pre>
    *
    * <code>string status = 2;</code>
@@ -43,6 +43,10 @@ public interface FailJobResponseOrBuilder extends
       getStatusBytes();
 
   /**
+   * <pre>
+   * earlier attempt's late completion came first)
+   * </pre>
+   *
    * <code>bool applied = 3;</code>
    * @return The applied.
    */

@@ -50,6 +50,11 @@ private static final long serialVersionUID = 0L;
     steps_ = java.util.Collections.emptyList();
     items_ = "";
     while_ = "";
+    language_ = "";
+    script_ = "";
+    query_ = "";
+    whileLanguage_ = "";
+    key_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -162,7 +167,8 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object name_ = "";
   /**
    * <pre>
-   * SET_VARIABLE | TERMINATE | SWITCH | PARALLEL | MAP | DO_WHILE
+   * SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+   * PARALLEL | MAP | DO_WHILE
    * </pre>
    *
    * <code>string name = 3;</code>
@@ -183,7 +189,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * SET_VARIABLE | TERMINATE | SWITCH | PARALLEL | MAP | DO_WHILE
+   * SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+   * PARALLEL | MAP | DO_WHILE
    * </pre>
    *
    * <code>string name = 3;</code>
@@ -274,7 +281,8 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object jobType_ = "";
   /**
    * <pre>
-   * SERVICE_TASK
+   * SERVICE_TASK (the retry and timeout settings below apply to HTTP too); job_type may be one
+   * ${...} expression giving it when the step starts (Conductor's DYNAMIC)
    * </pre>
    *
    * <code>string job_type = 6;</code>
@@ -295,7 +303,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * SERVICE_TASK
+   * SERVICE_TASK (the retry and timeout settings below apply to HTTP too); job_type may be one
+   * ${...} expression giving it when the step starts (Conductor's DYNAMIC)
    * </pre>
    *
    * <code>string job_type = 6;</code>
@@ -905,7 +914,8 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object on_ = "";
   /**
    * <pre>
-   * SWITCH: cases by the value of `on` ({name: [steps]}), or [{condition, steps}] in order
+   * SWITCH: cases by the value of `on` or of `script` ({name: [steps]}), or [{condition, steps}]
+   * in order
    * </pre>
    *
    * <code>string on = 26;</code>
@@ -926,7 +936,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * SWITCH: cases by the value of `on` ({name: [steps]}), or [{condition, steps}] in order
+   * SWITCH: cases by the value of `on` or of `script` ({name: [steps]}), or [{condition, steps}]
+   * in order
    * </pre>
    *
    * <code>string on = 26;</code>
@@ -1271,6 +1282,373 @@ private static final long serialVersionUID = 0L;
     return maxIterations_;
   }
 
+  public static final int LANGUAGE_FIELD_NUMBER = 36;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object language_ = "";
+  /**
+   * <pre>
+   * SCRIPT: JavaScript with $ bound to the resolved input (output {result}); a SWITCH's script
+   * names its case
+   * </pre>
+   *
+   * <code>string language = 36;</code>
+   * @return The language.
+   */
+  @java.lang.Override
+  public java.lang.String getLanguage() {
+    java.lang.Object ref = language_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      language_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * SCRIPT: JavaScript with $ bound to the resolved input (output {result}); a SWITCH's script
+   * names its case
+   * </pre>
+   *
+   * <code>string language = 36;</code>
+   * @return The bytes for language.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getLanguageBytes() {
+    java.lang.Object ref = language_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      language_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int SCRIPT_FIELD_NUMBER = 37;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object script_ = "";
+  /**
+   * <code>string script = 37;</code>
+   * @return The script.
+   */
+  @java.lang.Override
+  public java.lang.String getScript() {
+    java.lang.Object ref = script_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      script_ = s;
+      return s;
+    }
+  }
+  /**
+   * <code>string script = 37;</code>
+   * @return The bytes for script.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getScriptBytes() {
+    java.lang.Object ref = script_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      script_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int QUERY_FIELD_NUMBER = 38;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object query_ = "";
+  /**
+   * <pre>
+   * JQ: a jq filter over the resolved input (output {result, resultList})
+   * </pre>
+   *
+   * <code>string query = 38;</code>
+   * @return The query.
+   */
+  @java.lang.Override
+  public java.lang.String getQuery() {
+    java.lang.Object ref = query_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      query_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * JQ: a jq filter over the resolved input (output {result, resultList})
+   * </pre>
+   *
+   * <code>string query = 38;</code>
+   * @return The bytes for query.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getQueryBytes() {
+    java.lang.Object ref = query_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      query_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int WHILE_LANGUAGE_FIELD_NUMBER = 39;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object whileLanguage_ = "";
+  /**
+   * <pre>
+   * DO_WHILE: how `while` is read: jsonata (the default) or javascript
+   * </pre>
+   *
+   * <code>string while_language = 39;</code>
+   * @return The whileLanguage.
+   */
+  @java.lang.Override
+  public java.lang.String getWhileLanguage() {
+    java.lang.Object ref = whileLanguage_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      whileLanguage_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * DO_WHILE: how `while` is read: jsonata (the default) or javascript
+   * </pre>
+   *
+   * <code>string while_language = 39;</code>
+   * @return The bytes for whileLanguage.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getWhileLanguageBytes() {
+    java.lang.Object ref = whileLanguage_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      whileLanguage_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int REQUEST_FIELD_NUMBER = 40;
+  private com.google.protobuf.Value request_;
+  /**
+   * <pre>
+   * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
+   * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
+   * body, reasonPhrase}}
+   * </pre>
+   *
+   * <code>.google.protobuf.Value request = 40;</code>
+   * @return Whether the request field is set.
+   */
+  @java.lang.Override
+  public boolean hasRequest() {
+    return ((bitField0_ & 0x00020000) != 0);
+  }
+  /**
+   * <pre>
+   * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
+   * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
+   * body, reasonPhrase}}
+   * </pre>
+   *
+   * <code>.google.protobuf.Value request = 40;</code>
+   * @return The request.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Value getRequest() {
+    return request_ == null ? com.google.protobuf.Value.getDefaultInstance() : request_;
+  }
+  /**
+   * <pre>
+   * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
+   * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
+   * body, reasonPhrase}}
+   * </pre>
+   *
+   * <code>.google.protobuf.Value request = 40;</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.ValueOrBuilder getRequestOrBuilder() {
+    return request_ == null ? com.google.protobuf.Value.getDefaultInstance() : request_;
+  }
+
+  public static final int OPTIONAL_FIELD_NUMBER = 41;
+  private boolean optional_ = false;
+  /**
+   * <pre>
+   * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+   * </pre>
+   *
+   * <code>optional bool optional = 41;</code>
+   * @return Whether the optional field is set.
+   */
+  @java.lang.Override
+  public boolean hasOptional() {
+    return ((bitField0_ & 0x00040000) != 0);
+  }
+  /**
+   * <pre>
+   * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+   * </pre>
+   *
+   * <code>optional bool optional = 41;</code>
+   * @return The optional.
+   */
+  @java.lang.Override
+  public boolean getOptional() {
+    return optional_;
+  }
+
+  public static final int START_DELAY_SECONDS_FIELD_NUMBER = 42;
+  private int startDelaySeconds_ = 0;
+  /**
+   * <pre>
+   * SERVICE_TASK: the job is claimable this many seconds after the step starts
+   * </pre>
+   *
+   * <code>optional int32 start_delay_seconds = 42;</code>
+   * @return Whether the startDelaySeconds field is set.
+   */
+  @java.lang.Override
+  public boolean hasStartDelaySeconds() {
+    return ((bitField0_ & 0x00080000) != 0);
+  }
+  /**
+   * <pre>
+   * SERVICE_TASK: the job is claimable this many seconds after the step starts
+   * </pre>
+   *
+   * <code>optional int32 start_delay_seconds = 42;</code>
+   * @return The startDelaySeconds.
+   */
+  @java.lang.Override
+  public int getStartDelaySeconds() {
+    return startDelaySeconds_;
+  }
+
+  public static final int KEY_FIELD_NUMBER = 43;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object key_ = "";
+  /**
+   * <pre>
+   * MAP: a text template resolved for each item from ${map.item...} and ${map.index}; the output
+   * is then an object by it (Conductor's dynamic fork: by the forked tasks' reference names)
+   * </pre>
+   *
+   * <code>string key = 43;</code>
+   * @return The key.
+   */
+  @java.lang.Override
+  public java.lang.String getKey() {
+    java.lang.Object ref = key_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      key_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * MAP: a text template resolved for each item from ${map.item...} and ${map.index}; the output
+   * is then an object by it (Conductor's dynamic fork: by the forked tasks' reference names)
+   * </pre>
+   *
+   * <code>string key = 43;</code>
+   * @return The bytes for key.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getKeyBytes() {
+    java.lang.Object ref = key_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      key_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int INPUTS_FIELD_NUMBER = 44;
+  private com.google.protobuf.Value inputs_;
+  /**
+   * <pre>
+   * MAP with a key: an object by key (or one ${...} giving one); ${map.input} is the item's entry
+   * </pre>
+   *
+   * <code>.google.protobuf.Value inputs = 44;</code>
+   * @return Whether the inputs field is set.
+   */
+  @java.lang.Override
+  public boolean hasInputs() {
+    return ((bitField0_ & 0x00100000) != 0);
+  }
+  /**
+   * <pre>
+   * MAP with a key: an object by key (or one ${...} giving one); ${map.input} is the item's entry
+   * </pre>
+   *
+   * <code>.google.protobuf.Value inputs = 44;</code>
+   * @return The inputs.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Value getInputs() {
+    return inputs_ == null ? com.google.protobuf.Value.getDefaultInstance() : inputs_;
+  }
+  /**
+   * <pre>
+   * MAP with a key: an object by key (or one ${...} giving one); ${map.input} is the item's entry
+   * </pre>
+   *
+   * <code>.google.protobuf.Value inputs = 44;</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.ValueOrBuilder getInputsOrBuilder() {
+    return inputs_ == null ? com.google.protobuf.Value.getDefaultInstance() : inputs_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -1389,6 +1767,33 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00010000) != 0)) {
       output.writeInt32(35, maxIterations_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(language_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 36, language_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(script_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 37, script_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(query_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 38, query_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(whileLanguage_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 39, whileLanguage_);
+    }
+    if (((bitField0_ & 0x00020000) != 0)) {
+      output.writeMessage(40, getRequest());
+    }
+    if (((bitField0_ & 0x00040000) != 0)) {
+      output.writeBool(41, optional_);
+    }
+    if (((bitField0_ & 0x00080000) != 0)) {
+      output.writeInt32(42, startDelaySeconds_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(key_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 43, key_);
+    }
+    if (((bitField0_ & 0x00100000) != 0)) {
+      output.writeMessage(44, getInputs());
     }
     getUnknownFields().writeTo(output);
   }
@@ -1538,6 +1943,37 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(35, maxIterations_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(language_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(36, language_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(script_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(37, script_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(query_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(38, query_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(whileLanguage_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(39, whileLanguage_);
+    }
+    if (((bitField0_ & 0x00020000) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(40, getRequest());
+    }
+    if (((bitField0_ & 0x00040000) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(41, optional_);
+    }
+    if (((bitField0_ & 0x00080000) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(42, startDelaySeconds_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(key_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(43, key_);
+    }
+    if (((bitField0_ & 0x00100000) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(44, getInputs());
+    }
     return size;
   }
   @java.lang.Override
@@ -1684,6 +2120,36 @@ private static final long serialVersionUID = 0L;
       if (getMaxIterations()
           != other.getMaxIterations()) return false;
     }
+    if (!getLanguage()
+        .equals(other.getLanguage())) return false;
+    if (!getScript()
+        .equals(other.getScript())) return false;
+    if (!getQuery()
+        .equals(other.getQuery())) return false;
+    if (!getWhileLanguage()
+        .equals(other.getWhileLanguage())) return false;
+    if (hasRequest() != other.hasRequest()) return false;
+    if (hasRequest()) {
+      if (!getRequest()
+          .equals(other.getRequest())) return false;
+    }
+    if (hasOptional() != other.hasOptional()) return false;
+    if (hasOptional()) {
+      if (getOptional()
+          != other.getOptional()) return false;
+    }
+    if (hasStartDelaySeconds() != other.hasStartDelaySeconds()) return false;
+    if (hasStartDelaySeconds()) {
+      if (getStartDelaySeconds()
+          != other.getStartDelaySeconds()) return false;
+    }
+    if (!getKey()
+        .equals(other.getKey())) return false;
+    if (hasInputs() != other.hasInputs()) return false;
+    if (hasInputs()) {
+      if (!getInputs()
+          .equals(other.getInputs())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -1805,6 +2271,33 @@ private static final long serialVersionUID = 0L;
     if (hasMaxIterations()) {
       hash = (37 * hash) + MAX_ITERATIONS_FIELD_NUMBER;
       hash = (53 * hash) + getMaxIterations();
+    }
+    hash = (37 * hash) + LANGUAGE_FIELD_NUMBER;
+    hash = (53 * hash) + getLanguage().hashCode();
+    hash = (37 * hash) + SCRIPT_FIELD_NUMBER;
+    hash = (53 * hash) + getScript().hashCode();
+    hash = (37 * hash) + QUERY_FIELD_NUMBER;
+    hash = (53 * hash) + getQuery().hashCode();
+    hash = (37 * hash) + WHILE_LANGUAGE_FIELD_NUMBER;
+    hash = (53 * hash) + getWhileLanguage().hashCode();
+    if (hasRequest()) {
+      hash = (37 * hash) + REQUEST_FIELD_NUMBER;
+      hash = (53 * hash) + getRequest().hashCode();
+    }
+    if (hasOptional()) {
+      hash = (37 * hash) + OPTIONAL_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getOptional());
+    }
+    if (hasStartDelaySeconds()) {
+      hash = (37 * hash) + START_DELAY_SECONDS_FIELD_NUMBER;
+      hash = (53 * hash) + getStartDelaySeconds();
+    }
+    hash = (37 * hash) + KEY_FIELD_NUMBER;
+    hash = (53 * hash) + getKey().hashCode();
+    if (hasInputs()) {
+      hash = (37 * hash) + INPUTS_FIELD_NUMBER;
+      hash = (53 * hash) + getInputs().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -1950,6 +2443,8 @@ private static final long serialVersionUID = 0L;
         internalGetDefaultFieldBuilder();
         internalGetBranchesFieldBuilder();
         internalGetStepsFieldBuilder();
+        internalGetRequestFieldBuilder();
+        internalGetInputsFieldBuilder();
       }
     }
     @java.lang.Override
@@ -2038,6 +2533,23 @@ private static final long serialVersionUID = 0L;
       maxConcurrency_ = 0;
       while_ = "";
       maxIterations_ = 0;
+      language_ = "";
+      script_ = "";
+      query_ = "";
+      whileLanguage_ = "";
+      request_ = null;
+      if (requestBuilder_ != null) {
+        requestBuilder_.dispose();
+        requestBuilder_ = null;
+      }
+      optional_ = false;
+      startDelaySeconds_ = 0;
+      key_ = "";
+      inputs_ = null;
+      if (inputsBuilder_ != null) {
+        inputsBuilder_.dispose();
+        inputsBuilder_ = null;
+      }
       return this;
     }
 
@@ -2236,6 +2748,41 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField1_ & 0x00000004) != 0)) {
         result.maxIterations_ = maxIterations_;
         to_bitField0_ |= 0x00010000;
+      }
+      if (((from_bitField1_ & 0x00000008) != 0)) {
+        result.language_ = language_;
+      }
+      if (((from_bitField1_ & 0x00000010) != 0)) {
+        result.script_ = script_;
+      }
+      if (((from_bitField1_ & 0x00000020) != 0)) {
+        result.query_ = query_;
+      }
+      if (((from_bitField1_ & 0x00000040) != 0)) {
+        result.whileLanguage_ = whileLanguage_;
+      }
+      if (((from_bitField1_ & 0x00000080) != 0)) {
+        result.request_ = requestBuilder_ == null
+            ? request_
+            : requestBuilder_.build();
+        to_bitField0_ |= 0x00020000;
+      }
+      if (((from_bitField1_ & 0x00000100) != 0)) {
+        result.optional_ = optional_;
+        to_bitField0_ |= 0x00040000;
+      }
+      if (((from_bitField1_ & 0x00000200) != 0)) {
+        result.startDelaySeconds_ = startDelaySeconds_;
+        to_bitField0_ |= 0x00080000;
+      }
+      if (((from_bitField1_ & 0x00000400) != 0)) {
+        result.key_ = key_;
+      }
+      if (((from_bitField1_ & 0x00000800) != 0)) {
+        result.inputs_ = inputsBuilder_ == null
+            ? inputs_
+            : inputsBuilder_.build();
+        to_bitField0_ |= 0x00100000;
       }
       result.bitField0_ |= to_bitField0_;
     }
@@ -2455,6 +3002,43 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasMaxIterations()) {
         setMaxIterations(other.getMaxIterations());
+      }
+      if (!other.getLanguage().isEmpty()) {
+        language_ = other.language_;
+        bitField1_ |= 0x00000008;
+        onChanged();
+      }
+      if (!other.getScript().isEmpty()) {
+        script_ = other.script_;
+        bitField1_ |= 0x00000010;
+        onChanged();
+      }
+      if (!other.getQuery().isEmpty()) {
+        query_ = other.query_;
+        bitField1_ |= 0x00000020;
+        onChanged();
+      }
+      if (!other.getWhileLanguage().isEmpty()) {
+        whileLanguage_ = other.whileLanguage_;
+        bitField1_ |= 0x00000040;
+        onChanged();
+      }
+      if (other.hasRequest()) {
+        mergeRequest(other.getRequest());
+      }
+      if (other.hasOptional()) {
+        setOptional(other.getOptional());
+      }
+      if (other.hasStartDelaySeconds()) {
+        setStartDelaySeconds(other.getStartDelaySeconds());
+      }
+      if (!other.getKey().isEmpty()) {
+        key_ = other.key_;
+        bitField1_ |= 0x00000400;
+        onChanged();
+      }
+      if (other.hasInputs()) {
+        mergeInputs(other.getInputs());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -2693,6 +3277,55 @@ private static final long serialVersionUID = 0L;
               bitField1_ |= 0x00000004;
               break;
             } // case 280
+            case 290: {
+              language_ = input.readStringRequireUtf8();
+              bitField1_ |= 0x00000008;
+              break;
+            } // case 290
+            case 298: {
+              script_ = input.readStringRequireUtf8();
+              bitField1_ |= 0x00000010;
+              break;
+            } // case 298
+            case 306: {
+              query_ = input.readStringRequireUtf8();
+              bitField1_ |= 0x00000020;
+              break;
+            } // case 306
+            case 314: {
+              whileLanguage_ = input.readStringRequireUtf8();
+              bitField1_ |= 0x00000040;
+              break;
+            } // case 314
+            case 322: {
+              input.readMessage(
+                  internalGetRequestFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField1_ |= 0x00000080;
+              break;
+            } // case 322
+            case 328: {
+              optional_ = input.readBool();
+              bitField1_ |= 0x00000100;
+              break;
+            } // case 328
+            case 336: {
+              startDelaySeconds_ = input.readInt32();
+              bitField1_ |= 0x00000200;
+              break;
+            } // case 336
+            case 346: {
+              key_ = input.readStringRequireUtf8();
+              bitField1_ |= 0x00000400;
+              break;
+            } // case 346
+            case 354: {
+              input.readMessage(
+                  internalGetInputsFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField1_ |= 0x00000800;
+              break;
+            } // case 354
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2878,7 +3511,8 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object name_ = "";
     /**
      * <pre>
-     * SET_VARIABLE | TERMINATE | SWITCH | PARALLEL | MAP | DO_WHILE
+     * SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+     * PARALLEL | MAP | DO_WHILE
      * </pre>
      *
      * <code>string name = 3;</code>
@@ -2898,7 +3532,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SET_VARIABLE | TERMINATE | SWITCH | PARALLEL | MAP | DO_WHILE
+     * SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+     * PARALLEL | MAP | DO_WHILE
      * </pre>
      *
      * <code>string name = 3;</code>
@@ -2919,7 +3554,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SET_VARIABLE | TERMINATE | SWITCH | PARALLEL | MAP | DO_WHILE
+     * SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+     * PARALLEL | MAP | DO_WHILE
      * </pre>
      *
      * <code>string name = 3;</code>
@@ -2936,7 +3572,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SET_VARIABLE | TERMINATE | SWITCH | PARALLEL | MAP | DO_WHILE
+     * SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+     * PARALLEL | MAP | DO_WHILE
      * </pre>
      *
      * <code>string name = 3;</code>
@@ -2950,7 +3587,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SET_VARIABLE | TERMINATE | SWITCH | PARALLEL | MAP | DO_WHILE
+     * SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+     * PARALLEL | MAP | DO_WHILE
      * </pre>
      *
      * <code>string name = 3;</code>
@@ -3161,7 +3799,8 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object jobType_ = "";
     /**
      * <pre>
-     * SERVICE_TASK
+     * SERVICE_TASK (the retry and timeout settings below apply to HTTP too); job_type may be one
+     * ${...} expression giving it when the step starts (Conductor's DYNAMIC)
      * </pre>
      *
      * <code>string job_type = 6;</code>
@@ -3181,7 +3820,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SERVICE_TASK
+     * SERVICE_TASK (the retry and timeout settings below apply to HTTP too); job_type may be one
+     * ${...} expression giving it when the step starts (Conductor's DYNAMIC)
      * </pre>
      *
      * <code>string job_type = 6;</code>
@@ -3202,7 +3842,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SERVICE_TASK
+     * SERVICE_TASK (the retry and timeout settings below apply to HTTP too); job_type may be one
+     * ${...} expression giving it when the step starts (Conductor's DYNAMIC)
      * </pre>
      *
      * <code>string job_type = 6;</code>
@@ -3219,7 +3860,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SERVICE_TASK
+     * SERVICE_TASK (the retry and timeout settings below apply to HTTP too); job_type may be one
+     * ${...} expression giving it when the step starts (Conductor's DYNAMIC)
      * </pre>
      *
      * <code>string job_type = 6;</code>
@@ -3233,7 +3875,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SERVICE_TASK
+     * SERVICE_TASK (the retry and timeout settings below apply to HTTP too); job_type may be one
+     * ${...} expression giving it when the step starts (Conductor's DYNAMIC)
      * </pre>
      *
      * <code>string job_type = 6;</code>
@@ -4764,7 +5407,8 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object on_ = "";
     /**
      * <pre>
-     * SWITCH: cases by the value of `on` ({name: [steps]}), or [{condition, steps}] in order
+     * SWITCH: cases by the value of `on` or of `script` ({name: [steps]}), or [{condition, steps}]
+     * in order
      * </pre>
      *
      * <code>string on = 26;</code>
@@ -4784,7 +5428,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SWITCH: cases by the value of `on` ({name: [steps]}), or [{condition, steps}] in order
+     * SWITCH: cases by the value of `on` or of `script` ({name: [steps]}), or [{condition, steps}]
+     * in order
      * </pre>
      *
      * <code>string on = 26;</code>
@@ -4805,7 +5450,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SWITCH: cases by the value of `on` ({name: [steps]}), or [{condition, steps}] in order
+     * SWITCH: cases by the value of `on` or of `script` ({name: [steps]}), or [{condition, steps}]
+     * in order
      * </pre>
      *
      * <code>string on = 26;</code>
@@ -4822,7 +5468,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SWITCH: cases by the value of `on` ({name: [steps]}), or [{condition, steps}] in order
+     * SWITCH: cases by the value of `on` or of `script` ({name: [steps]}), or [{condition, steps}]
+     * in order
      * </pre>
      *
      * <code>string on = 26;</code>
@@ -4836,7 +5483,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SWITCH: cases by the value of `on` ({name: [steps]}), or [{condition, steps}] in order
+     * SWITCH: cases by the value of `on` or of `script` ({name: [steps]}), or [{condition, steps}]
+     * in order
      * </pre>
      *
      * <code>string on = 26;</code>
@@ -6080,6 +6728,896 @@ private static final long serialVersionUID = 0L;
       maxIterations_ = 0;
       onChanged();
       return this;
+    }
+
+    private java.lang.Object language_ = "";
+    /**
+     * <pre>
+     * SCRIPT: JavaScript with $ bound to the resolved input (output {result}); a SWITCH's script
+     * names its case
+     * </pre>
+     *
+     * <code>string language = 36;</code>
+     * @return The language.
+     */
+    public java.lang.String getLanguage() {
+      java.lang.Object ref = language_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        language_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * SCRIPT: JavaScript with $ bound to the resolved input (output {result}); a SWITCH's script
+     * names its case
+     * </pre>
+     *
+     * <code>string language = 36;</code>
+     * @return The bytes for language.
+     */
+    public com.google.protobuf.ByteString
+        getLanguageBytes() {
+      java.lang.Object ref = language_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        language_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * SCRIPT: JavaScript with $ bound to the resolved input (output {result}); a SWITCH's script
+     * names its case
+     * </pre>
+     *
+     * <code>string language = 36;</code>
+     * @param value The language to set.
+     * @return This builder for chaining.
+     */
+    public Builder setLanguage(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      language_ = value;
+      bitField1_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * SCRIPT: JavaScript with $ bound to the resolved input (output {result}); a SWITCH's script
+     * names its case
+     * </pre>
+     *
+     * <code>string language = 36;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearLanguage() {
+      language_ = getDefaultInstance().getLanguage();
+      bitField1_ = (bitField1_ & ~0x00000008);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * SCRIPT: JavaScript with $ bound to the resolved input (output {result}); a SWITCH's script
+     * names its case
+     * </pre>
+     *
+     * <code>string language = 36;</code>
+     * @param value The bytes for language to set.
+     * @return This builder for chaining.
+     */
+    public Builder setLanguageBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      language_ = value;
+      bitField1_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object script_ = "";
+    /**
+     * <code>string script = 37;</code>
+     * @return The script.
+     */
+    public java.lang.String getScript() {
+      java.lang.Object ref = script_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        script_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <code>string script = 37;</code>
+     * @return The bytes for script.
+     */
+    public com.google.protobuf.ByteString
+        getScriptBytes() {
+      java.lang.Object ref = script_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        script_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <code>string script = 37;</code>
+     * @param value The script to set.
+     * @return This builder for chaining.
+     */
+    public Builder setScript(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      script_ = value;
+      bitField1_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>string script = 37;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearScript() {
+      script_ = getDefaultInstance().getScript();
+      bitField1_ = (bitField1_ & ~0x00000010);
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>string script = 37;</code>
+     * @param value The bytes for script to set.
+     * @return This builder for chaining.
+     */
+    public Builder setScriptBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      script_ = value;
+      bitField1_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object query_ = "";
+    /**
+     * <pre>
+     * JQ: a jq filter over the resolved input (output {result, resultList})
+     * </pre>
+     *
+     * <code>string query = 38;</code>
+     * @return The query.
+     */
+    public java.lang.String getQuery() {
+      java.lang.Object ref = query_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        query_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * JQ: a jq filter over the resolved input (output {result, resultList})
+     * </pre>
+     *
+     * <code>string query = 38;</code>
+     * @return The bytes for query.
+     */
+    public com.google.protobuf.ByteString
+        getQueryBytes() {
+      java.lang.Object ref = query_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        query_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * JQ: a jq filter over the resolved input (output {result, resultList})
+     * </pre>
+     *
+     * <code>string query = 38;</code>
+     * @param value The query to set.
+     * @return This builder for chaining.
+     */
+    public Builder setQuery(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      query_ = value;
+      bitField1_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * JQ: a jq filter over the resolved input (output {result, resultList})
+     * </pre>
+     *
+     * <code>string query = 38;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearQuery() {
+      query_ = getDefaultInstance().getQuery();
+      bitField1_ = (bitField1_ & ~0x00000020);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * JQ: a jq filter over the resolved input (output {result, resultList})
+     * </pre>
+     *
+     * <code>string query = 38;</code>
+     * @param value The bytes for query to set.
+     * @return This builder for chaining.
+     */
+    public Builder setQueryBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      query_ = value;
+      bitField1_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object whileLanguage_ = "";
+    /**
+     * <pre>
+     * DO_WHILE: how `while` is read: jsonata (the default) or javascript
+     * </pre>
+     *
+     * <code>string while_language = 39;</code>
+     * @return The whileLanguage.
+     */
+    public java.lang.String getWhileLanguage() {
+      java.lang.Object ref = whileLanguage_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        whileLanguage_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * DO_WHILE: how `while` is read: jsonata (the default) or javascript
+     * </pre>
+     *
+     * <code>string while_language = 39;</code>
+     * @return The bytes for whileLanguage.
+     */
+    public com.google.protobuf.ByteString
+        getWhileLanguageBytes() {
+      java.lang.Object ref = whileLanguage_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        whileLanguage_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * DO_WHILE: how `while` is read: jsonata (the default) or javascript
+     * </pre>
+     *
+     * <code>string while_language = 39;</code>
+     * @param value The whileLanguage to set.
+     * @return This builder for chaining.
+     */
+    public Builder setWhileLanguage(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      whileLanguage_ = value;
+      bitField1_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * DO_WHILE: how `while` is read: jsonata (the default) or javascript
+     * </pre>
+     *
+     * <code>string while_language = 39;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearWhileLanguage() {
+      whileLanguage_ = getDefaultInstance().getWhileLanguage();
+      bitField1_ = (bitField1_ & ~0x00000040);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * DO_WHILE: how `while` is read: jsonata (the default) or javascript
+     * </pre>
+     *
+     * <code>string while_language = 39;</code>
+     * @param value The bytes for whileLanguage to set.
+     * @return This builder for chaining.
+     */
+    public Builder setWhileLanguageBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      whileLanguage_ = value;
+      bitField1_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+
+    private com.google.protobuf.Value request_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder> requestBuilder_;
+    /**
+     * <pre>
+     * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
+     * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
+     * body, reasonPhrase}}
+     * </pre>
+     *
+     * <code>.google.protobuf.Value request = 40;</code>
+     * @return Whether the request field is set.
+     */
+    public boolean hasRequest() {
+      return ((bitField1_ & 0x00000080) != 0);
+    }
+    /**
+     * <pre>
+     * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
+     * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
+     * body, reasonPhrase}}
+     * </pre>
+     *
+     * <code>.google.protobuf.Value request = 40;</code>
+     * @return The request.
+     */
+    public com.google.protobuf.Value getRequest() {
+      if (requestBuilder_ == null) {
+        return request_ == null ? com.google.protobuf.Value.getDefaultInstance() : request_;
+      } else {
+        return requestBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
+     * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
+     * body, reasonPhrase}}
+     * </pre>
+     *
+     * <code>.google.protobuf.Value request = 40;</code>
+     */
+    public Builder setRequest(com.google.protobuf.Value value) {
+      if (requestBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        request_ = value;
+      } else {
+        requestBuilder_.setMessage(value);
+      }
+      bitField1_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
+     * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
+     * body, reasonPhrase}}
+     * </pre>
+     *
+     * <code>.google.protobuf.Value request = 40;</code>
+     */
+    public Builder setRequest(
+        com.google.protobuf.Value.Builder builderForValue) {
+      if (requestBuilder_ == null) {
+        request_ = builderForValue.build();
+      } else {
+        requestBuilder_.setMessage(builderForValue.build());
+      }
+      bitField1_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
+     * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
+     * body, reasonPhrase}}
+     * </pre>
+     *
+     * <code>.google.protobuf.Value request = 40;</code>
+     */
+    public Builder mergeRequest(com.google.protobuf.Value value) {
+      if (requestBuilder_ == null) {
+        if (((bitField1_ & 0x00000080) != 0) &&
+          request_ != null &&
+          request_ != com.google.protobuf.Value.getDefaultInstance()) {
+          getRequestBuilder().mergeFrom(value);
+        } else {
+          request_ = value;
+        }
+      } else {
+        requestBuilder_.mergeFrom(value);
+      }
+      if (request_ != null) {
+        bitField1_ |= 0x00000080;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
+     * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
+     * body, reasonPhrase}}
+     * </pre>
+     *
+     * <code>.google.protobuf.Value request = 40;</code>
+     */
+    public Builder clearRequest() {
+      bitField1_ = (bitField1_ & ~0x00000080);
+      request_ = null;
+      if (requestBuilder_ != null) {
+        requestBuilder_.dispose();
+        requestBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
+     * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
+     * body, reasonPhrase}}
+     * </pre>
+     *
+     * <code>.google.protobuf.Value request = 40;</code>
+     */
+    public com.google.protobuf.Value.Builder getRequestBuilder() {
+      bitField1_ |= 0x00000080;
+      onChanged();
+      return internalGetRequestFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
+     * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
+     * body, reasonPhrase}}
+     * </pre>
+     *
+     * <code>.google.protobuf.Value request = 40;</code>
+     */
+    public com.google.protobuf.ValueOrBuilder getRequestOrBuilder() {
+      if (requestBuilder_ != null) {
+        return requestBuilder_.getMessageOrBuilder();
+      } else {
+        return request_ == null ?
+            com.google.protobuf.Value.getDefaultInstance() : request_;
+      }
+    }
+    /**
+     * <pre>
+     * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
+     * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
+     * body, reasonPhrase}}
+     * </pre>
+     *
+     * <code>.google.protobuf.Value request = 40;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder> 
+        internalGetRequestFieldBuilder() {
+      if (requestBuilder_ == null) {
+        requestBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder>(
+                getRequest(),
+                getParentForChildren(),
+                isClean());
+        request_ = null;
+      }
+      return requestBuilder_;
+    }
+
+    private boolean optional_ ;
+    /**
+     * <pre>
+     * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+     * </pre>
+     *
+     * <code>optional bool optional = 41;</code>
+     * @return Whether the optional field is set.
+     */
+    @java.lang.Override
+    public boolean hasOptional() {
+      return ((bitField1_ & 0x00000100) != 0);
+    }
+    /**
+     * <pre>
+     * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+     * </pre>
+     *
+     * <code>optional bool optional = 41;</code>
+     * @return The optional.
+     */
+    @java.lang.Override
+    public boolean getOptional() {
+      return optional_;
+    }
+    /**
+     * <pre>
+     * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+     * </pre>
+     *
+     * <code>optional bool optional = 41;</code>
+     * @param value The optional to set.
+     * @return This builder for chaining.
+     */
+    public Builder setOptional(boolean value) {
+
+      optional_ = value;
+      bitField1_ |= 0x00000100;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+     * </pre>
+     *
+     * <code>optional bool optional = 41;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearOptional() {
+      bitField1_ = (bitField1_ & ~0x00000100);
+      optional_ = false;
+      onChanged();
+      return this;
+    }
+
+    private int startDelaySeconds_ ;
+    /**
+     * <pre>
+     * SERVICE_TASK: the job is claimable this many seconds after the step starts
+     * </pre>
+     *
+     * <code>optional int32 start_delay_seconds = 42;</code>
+     * @return Whether the startDelaySeconds field is set.
+     */
+    @java.lang.Override
+    public boolean hasStartDelaySeconds() {
+      return ((bitField1_ & 0x00000200) != 0);
+    }
+    /**
+     * <pre>
+     * SERVICE_TASK: the job is claimable this many seconds after the step starts
+     * </pre>
+     *
+     * <code>optional int32 start_delay_seconds = 42;</code>
+     * @return The startDelaySeconds.
+     */
+    @java.lang.Override
+    public int getStartDelaySeconds() {
+      return startDelaySeconds_;
+    }
+    /**
+     * <pre>
+     * SERVICE_TASK: the job is claimable this many seconds after the step starts
+     * </pre>
+     *
+     * <code>optional int32 start_delay_seconds = 42;</code>
+     * @param value The startDelaySeconds to set.
+     * @return This builder for chaining.
+     */
+    public Builder setStartDelaySeconds(int value) {
+
+      startDelaySeconds_ = value;
+      bitField1_ |= 0x00000200;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * SERVICE_TASK: the job is claimable this many seconds after the step starts
+     * </pre>
+     *
+     * <code>optional int32 start_delay_seconds = 42;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearStartDelaySeconds() {
+      bitField1_ = (bitField1_ & ~0x00000200);
+      startDelaySeconds_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object key_ = "";
+    /**
+     * <pre>
+     * MAP: a text template resolved for each item from ${map.item...} and ${map.index}; the output
+     * is then an object by it (Conductor's dynamic fork: by the forked tasks' reference names)
+     * </pre>
+     *
+     * <code>string key = 43;</code>
+     * @return The key.
+     */
+    public java.lang.String getKey() {
+      java.lang.Object ref = key_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        key_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * MAP: a text template resolved for each item from ${map.item...} and ${map.index}; the output
+     * is then an object by it (Conductor's dynamic fork: by the forked tasks' reference names)
+     * </pre>
+     *
+     * <code>string key = 43;</code>
+     * @return The bytes for key.
+     */
+    public com.google.protobuf.ByteString
+        getKeyBytes() {
+      java.lang.Object ref = key_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        key_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * MAP: a text template resolved for each item from ${map.item...} and ${map.index}; the output
+     * is then an object by it (Conductor's dynamic fork: by the forked tasks' reference names)
+     * </pre>
+     *
+     * <code>string key = 43;</code>
+     * @param value The key to set.
+     * @return This builder for chaining.
+     */
+    public Builder setKey(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      key_ = value;
+      bitField1_ |= 0x00000400;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * MAP: a text template resolved for each item from ${map.item...} and ${map.index}; the output
+     * is then an object by it (Conductor's dynamic fork: by the forked tasks' reference names)
+     * </pre>
+     *
+     * <code>string key = 43;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearKey() {
+      key_ = getDefaultInstance().getKey();
+      bitField1_ = (bitField1_ & ~0x00000400);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * MAP: a text template resolved for each item from ${map.item...} and ${map.index}; the output
+     * is then an object by it (Conductor's dynamic fork: by the forked tasks' reference names)
+     * </pre>
+     *
+     * <code>string key = 43;</code>
+     * @param value The bytes for key to set.
+     * @return This builder for chaining.
+     */
+    public Builder setKeyBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      key_ = value;
+      bitField1_ |= 0x00000400;
+      onChanged();
+      return this;
+    }
+
+    private com.google.protobuf.Value inputs_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder> inputsBuilder_;
+    /**
+     * <pre>
+     * MAP with a key: an object by key (or one ${...} giving one); ${map.input} is the item's entry
+     * </pre>
+     *
+     * <code>.google.protobuf.Value inputs = 44;</code>
+     * @return Whether the inputs field is set.
+     */
+    public boolean hasInputs() {
+      return ((bitField1_ & 0x00000800) != 0);
+    }
+    /**
+     * <pre>
+     * MAP with a key: an object by key (or one ${...} giving one); ${map.input} is the item's entry
+     * </pre>
+     *
+     * <code>.google.protobuf.Value inputs = 44;</code>
+     * @return The inputs.
+     */
+    public com.google.protobuf.Value getInputs() {
+      if (inputsBuilder_ == null) {
+        return inputs_ == null ? com.google.protobuf.Value.getDefaultInstance() : inputs_;
+      } else {
+        return inputsBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * MAP with a key: an object by key (or one ${...} giving one); ${map.input} is the item's entry
+     * </pre>
+     *
+     * <code>.google.protobuf.Value inputs = 44;</code>
+     */
+    public Builder setInputs(com.google.protobuf.Value value) {
+      if (inputsBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        inputs_ = value;
+      } else {
+        inputsBuilder_.setMessage(value);
+      }
+      bitField1_ |= 0x00000800;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * MAP with a key: an object by key (or one ${...} giving one); ${map.input} is the item's entry
+     * </pre>
+     *
+     * <code>.google.protobuf.Value inputs = 44;</code>
+     */
+    public Builder setInputs(
+        com.google.protobuf.Value.Builder builderForValue) {
+      if (inputsBuilder_ == null) {
+        inputs_ = builderForValue.build();
+      } else {
+        inputsBuilder_.setMessage(builderForValue.build());
+      }
+      bitField1_ |= 0x00000800;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * MAP with a key: an object by key (or one ${...} giving one); ${map.input} is the item's entry
+     * </pre>
+     *
+     * <code>.google.protobuf.Value inputs = 44;</code>
+     */
+    public Builder mergeInputs(com.google.protobuf.Value value) {
+      if (inputsBuilder_ == null) {
+        if (((bitField1_ & 0x00000800) != 0) &&
+          inputs_ != null &&
+          inputs_ != com.google.protobuf.Value.getDefaultInstance()) {
+          getInputsBuilder().mergeFrom(value);
+        } else {
+          inputs_ = value;
+        }
+      } else {
+        inputsBuilder_.mergeFrom(value);
+      }
+      if (inputs_ != null) {
+        bitField1_ |= 0x00000800;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * MAP with a key: an object by key (or one ${...} giving one); ${map.input} is the item's entry
+     * </pre>
+     *
+     * <code>.google.protobuf.Value inputs = 44;</code>
+     */
+    public Builder clearInputs() {
+      bitField1_ = (bitField1_ & ~0x00000800);
+      inputs_ = null;
+      if (inputsBuilder_ != null) {
+        inputsBuilder_.dispose();
+        inputsBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * MAP with a key: an object by key (or one ${...} giving one); ${map.input} is the item's entry
+     * </pre>
+     *
+     * <code>.google.protobuf.Value inputs = 44;</code>
+     */
+    public com.google.protobuf.Value.Builder getInputsBuilder() {
+      bitField1_ |= 0x00000800;
+      onChanged();
+      return internalGetInputsFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * MAP with a key: an object by key (or one ${...} giving one); ${map.input} is the item's entry
+     * </pre>
+     *
+     * <code>.google.protobuf.Value inputs = 44;</code>
+     */
+    public com.google.protobuf.ValueOrBuilder getInputsOrBuilder() {
+      if (inputsBuilder_ != null) {
+        return inputsBuilder_.getMessageOrBuilder();
+      } else {
+        return inputs_ == null ?
+            com.google.protobuf.Value.getDefaultInstance() : inputs_;
+      }
+    }
+    /**
+     * <pre>
+     * MAP with a key: an object by key (or one ${...} giving one); ${map.input} is the item's entry
+     * </pre>
+     *
+     * <code>.google.protobuf.Value inputs = 44;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder> 
+        internalGetInputsFieldBuilder() {
+      if (inputsBuilder_ == null) {
+        inputsBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder>(
+                getInputs(),
+                getParentForChildren(),
+                isClean());
+        inputs_ = null;
+      }
+      return inputsBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:workflow.v1.Step)

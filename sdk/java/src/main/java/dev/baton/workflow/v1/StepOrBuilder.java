@@ -44,7 +44,8 @@ public interface StepOrBuilder extends
 
   /**
    * <pre>
-   * SET_VARIABLE | TERMINATE | SWITCH | PARALLEL | MAP | DO_WHILE
+   * SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+   * PARALLEL | MAP | DO_WHILE
    * </pre>
    *
    * <code>string name = 3;</code>
@@ -53,7 +54,8 @@ public interface StepOrBuilder extends
   java.lang.String getName();
   /**
    * <pre>
-   * SET_VARIABLE | TERMINATE | SWITCH | PARALLEL | MAP | DO_WHILE
+   * SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+   * PARALLEL | MAP | DO_WHILE
    * </pre>
    *
    * <code>string name = 3;</code>
@@ -91,7 +93,8 @@ public interface StepOrBuilder extends
 
   /**
    * <pre>
-   * SERVICE_TASK
+   * SERVICE_TASK (the retry and timeout settings below apply to HTTP too); job_type may be one
+   * ${...} expression giving it when the step starts (Conductor's DYNAMIC)
    * </pre>
    *
    * <code>string job_type = 6;</code>
@@ -100,7 +103,8 @@ public interface StepOrBuilder extends
   java.lang.String getJobType();
   /**
    * <pre>
-   * SERVICE_TASK
+   * SERVICE_TASK (the retry and timeout settings below apply to HTTP too); job_type may be one
+   * ${...} expression giving it when the step starts (Conductor's DYNAMIC)
    * </pre>
    *
    * <code>string job_type = 6;</code>
@@ -395,7 +399,8 @@ public interface StepOrBuilder extends
 
   /**
    * <pre>
-   * SWITCH: cases by the value of `on` ({name: [steps]}), or [{condition, steps}] in order
+   * SWITCH: cases by the value of `on` or of `script` ({name: [steps]}), or [{condition, steps}]
+   * in order
    * </pre>
    *
    * <code>string on = 26;</code>
@@ -404,7 +409,8 @@ public interface StepOrBuilder extends
   java.lang.String getOn();
   /**
    * <pre>
-   * SWITCH: cases by the value of `on` ({name: [steps]}), or [{condition, steps}] in order
+   * SWITCH: cases by the value of `on` or of `script` ({name: [steps]}), or [{condition, steps}]
+   * in order
    * </pre>
    *
    * <code>string on = 26;</code>
@@ -596,4 +602,198 @@ public interface StepOrBuilder extends
    * @return The maxIterations.
    */
   int getMaxIterations();
+
+  /**
+   * <pre>
+   * SCRIPT: JavaScript with $ bound to the resolved input (output {result}); a SWITCH's script
+   * names its case
+   * </pre>
+   *
+   * <code>string language = 36;</code>
+   * @return The language.
+   */
+  java.lang.String getLanguage();
+  /**
+   * <pre>
+   * SCRIPT: JavaScript with $ bound to the resolved input (output {result}); a SWITCH's script
+   * names its case
+   * </pre>
+   *
+   * <code>string language = 36;</code>
+   * @return The bytes for language.
+   */
+  com.google.protobuf.ByteString
+      getLanguageBytes();
+
+  /**
+   * <code>string script = 37;</code>
+   * @return The script.
+   */
+  java.lang.String getScript();
+  /**
+   * <code>string script = 37;</code>
+   * @return The bytes for script.
+   */
+  com.google.protobuf.ByteString
+      getScriptBytes();
+
+  /**
+   * <pre>
+   * JQ: a jq filter over the resolved input (output {result, resultList})
+   * </pre>
+   *
+   * <code>string query = 38;</code>
+   * @return The query.
+   */
+  java.lang.String getQuery();
+  /**
+   * <pre>
+   * JQ: a jq filter over the resolved input (output {result, resultList})
+   * </pre>
+   *
+   * <code>string query = 38;</code>
+   * @return The bytes for query.
+   */
+  com.google.protobuf.ByteString
+      getQueryBytes();
+
+  /**
+   * <pre>
+   * DO_WHILE: how `while` is read: jsonata (the default) or javascript
+   * </pre>
+   *
+   * <code>string while_language = 39;</code>
+   * @return The whileLanguage.
+   */
+  java.lang.String getWhileLanguage();
+  /**
+   * <pre>
+   * DO_WHILE: how `while` is read: jsonata (the default) or javascript
+   * </pre>
+   *
+   * <code>string while_language = 39;</code>
+   * @return The bytes for whileLanguage.
+   */
+  com.google.protobuf.ByteString
+      getWhileLanguageBytes();
+
+  /**
+   * <pre>
+   * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
+   * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
+   * body, reasonPhrase}}
+   * </pre>
+   *
+   * <code>.google.protobuf.Value request = 40;</code>
+   * @return Whether the request field is set.
+   */
+  boolean hasRequest();
+  /**
+   * <pre>
+   * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
+   * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
+   * body, reasonPhrase}}
+   * </pre>
+   *
+   * <code>.google.protobuf.Value request = 40;</code>
+   * @return The request.
+   */
+  com.google.protobuf.Value getRequest();
+  /**
+   * <pre>
+   * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
+   * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
+   * body, reasonPhrase}}
+   * </pre>
+   *
+   * <code>.google.protobuf.Value request = 40;</code>
+   */
+  com.google.protobuf.ValueOrBuilder getRequestOrBuilder();
+
+  /**
+   * <pre>
+   * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+   * </pre>
+   *
+   * <code>optional bool optional = 41;</code>
+   * @return Whether the optional field is set.
+   */
+  boolean hasOptional();
+  /**
+   * <pre>
+   * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+   * </pre>
+   *
+   * <code>optional bool optional = 41;</code>
+   * @return The optional.
+   */
+  boolean getOptional();
+
+  /**
+   * <pre>
+   * SERVICE_TASK: the job is claimable this many seconds after the step starts
+   * </pre>
+   *
+   * <code>optional int32 start_delay_seconds = 42;</code>
+   * @return Whether the startDelaySeconds field is set.
+   */
+  boolean hasStartDelaySeconds();
+  /**
+   * <pre>
+   * SERVICE_TASK: the job is claimable this many seconds after the step starts
+   * </pre>
+   *
+   * <code>optional int32 start_delay_seconds = 42;</code>
+   * @return The startDelaySeconds.
+   */
+  int getStartDelaySeconds();
+
+  /**
+   * <pre>
+   * MAP: a text template resolved for each item from ${map.item...} and ${map.index}; the output
+   * is then an object by it (Conductor's dynamic fork: by the forked tasks' reference names)
+   * </pre>
+   *
+   * <code>string key = 43;</code>
+   * @return The key.
+   */
+  java.lang.String getKey();
+  /**
+   * <pre>
+   * MAP: a text template resolved for each item from ${map.item...} and ${map.index}; the output
+   * is then an object by it (Conductor's dynamic fork: by the forked tasks' reference names)
+   * </pre>
+   *
+   * <code>string key = 43;</code>
+   * @return The bytes for key.
+   */
+  com.google.protobuf.ByteString
+      getKeyBytes();
+
+  /**
+   * <pre>
+   * MAP with a key: an object by key (or one ${...} giving one); ${map.input} is the item's entry
+   * </pre>
+   *
+   * <code>.google.protobuf.Value inputs = 44;</code>
+   * @return Whether the inputs field is set.
+   */
+  boolean hasInputs();
+  /**
+   * <pre>
+   * MAP with a key: an object by key (or one ${...} giving one); ${map.input} is the item's entry
+   * </pre>
+   *
+   * <code>.google.protobuf.Value inputs = 44;</code>
+   * @return The inputs.
+   */
+  com.google.protobuf.Value getInputs();
+  /**
+   * <pre>
+   * MAP with a key: an object by key (or one ${...} giving one); ${map.input} is the item's entry
+   * </pre>
+   *
+   * <code>.google.protobuf.Value inputs = 44;</code>
+   */
+  com.google.protobuf.ValueOrBuilder getInputsOrBuilder();
 }
