@@ -8,6 +8,7 @@ Output is ``<out>/python/`` (Lambda puts ``/opt/python`` on ``sys.path``); the C
   ``layers/requirements.txt`` and installed with ``--no-deps``; a closure check then fails the
   build if any installed distribution needs something that is neither pinned nor provided by
   the Lambda runtime;
+* debug sections stripped from the wheels' shared objects (llvm-strip, when the machine has it);
 * bytecode compiled by the target Python with ``unchecked-hash`` .pyc files and ``/opt/python``
   paths, so the asset hash depends on content only and cold starts skip compilation.
 
@@ -60,7 +61,7 @@ LAYER_MOUNT = "/opt/python"  # where Lambda mounts the layer's python/ folder
 STAMP_NAME = ".layer-deps.sha256"
 PACKAGE_STAMP_NAME = ".layer-baton.sha256"
 # Bump when the way dependencies are installed changes, to invalidate existing stamps.
-BUILD_FORMAT = "2"
+BUILD_FORMAT = "3"  # 3: debug sections stripped
 
 # Shipped by the Lambda Python runtime (/var/runtime): never bundled, accepted by the closure check.
 RUNTIME_PROVIDED = frozenset(
@@ -117,7 +118,7 @@ class OfflineError(SystemExit):
     which and what to do (raised as SystemExit, so no traceback)."""
 
 
-def deps_stamp(target: Target, compiled: bool) -> str:
+def deps_stamp(target: Target, compiled: bool, stripped: bool = False) -> str:
     digest = hashlib.sha256()
     for part in (
         BUILD_FORMAT,
@@ -125,6 +126,7 @@ def deps_stamp(target: Target, compiled: bool) -> str:
         " ".join(target.platforms),
         target.python_version,
         f"pyc={compiled}",
+        f"stripped={stripped}",
     ):
         digest.update(part.encode())
         digest.update(b"\0")
@@ -327,6 +329,67 @@ def check_closure(site: Path, target: Target) -> None:
     log(f"closure ok: {len(versions)} distributions, runtime provides boto3/botocore")
 
 
+def stripper(target: Target) -> list[str] | None:
+    """A strip command that reads the target's ELF files: llvm-strip reads every architecture,
+    GNU strip only its host's (so it is tried on a same-architecture machine only)."""
+    for tool in ("llvm-strip", f"{target.machine}-linux-gnu-strip"):
+        if shutil.which(tool):
+            return [tool, "--strip-debug"]
+    if os.uname().machine == target.machine and shutil.which("strip"):
+        return ["strip", "--strip-debug"]
+    return None
+
+
+def has_debug_sections(path: Path) -> bool:
+    """Whether ``path`` is a little-endian ELF64 file with ``.debug_*`` sections (read from its
+    section headers: a binary's code may well hold the string ".debug_info")."""
+    data = path.read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return False
+    shoff = int.from_bytes(data[0x28:0x30], "little")
+    shentsize = int.from_bytes(data[0x3A:0x3C], "little")
+    shnum = int.from_bytes(data[0x3C:0x3E], "little")
+    shstrndx = int.from_bytes(data[0x3E:0x40], "little")
+    if not shoff or shstrndx >= shnum or shoff + shnum * shentsize > len(data):
+        return False
+
+    def header(index: int) -> tuple[int, int, int]:
+        at = shoff + index * shentsize
+        name = int.from_bytes(data[at : at + 4], "little")
+        offset = int.from_bytes(data[at + 0x18 : at + 0x20], "little")
+        size = int.from_bytes(data[at + 0x20 : at + 0x28], "little")
+        return name, offset, size
+
+    _, names_at, names_size = header(shstrndx)
+    names = data[names_at : names_at + names_size]
+    return any(names[header(i)[0] :].startswith(b".debug_") for i in range(shnum))
+
+
+def strip_binaries(command: list[str] | None, site: Path) -> None:
+    """Drop the debug sections some wheels ship in their shared objects (QuickJS's 8 MB extension
+    is 1.3 MB without them): the layer counts against Lambda's 250 MB and a cold start reads it.
+    Only objects that have debug sections are touched, and only those sections go: rewriting an
+    object auditwheel patched (psycopg's bundled libraries) breaks its segment alignment."""
+    objects = sorted(
+        p
+        for p in site.rglob("*.so*")
+        if p.is_file() and not p.is_symlink() and has_debug_sections(p)
+    )
+    if command is None:
+        log("WARNING: no strip tool for the target's ELF files (llvm-strip); shipping debug info")
+        return
+    before = sum(p.stat().st_size for p in objects)
+    for path in objects:
+        done = subprocess.run([*command, str(path)], check=False, capture_output=True, text=True)
+        if done.returncode != 0:
+            log(f"WARNING: {command[0]} left {path.name} as it was: {done.stderr.strip()}")
+    after = sum(p.stat().st_size for p in objects)
+    log(
+        f"stripped debug info from {len(objects)} shared objects: "
+        f"{before / 1e6:.1f} -> {after / 1e6:.1f} MB"
+    )
+
+
 def compile_tree(python: str | None, paths: Iterable[Path], site: Path) -> None:
     """Compile to unchecked-hash .pyc with paths as Lambda sees them (/opt/python/...)."""
     todo = [str(p) for p in paths]
@@ -434,7 +497,8 @@ def _build(target: Target, out: Path, *, report_size: bool) -> Path:
     site = out / "python"
     stamp_file = site / STAMP_NAME
     compiler = python_for(target.python_version)
-    stamp = deps_stamp(target, compiled=compiler is not None)
+    strip = stripper(target)
+    stamp = deps_stamp(target, compiled=compiler is not None, stripped=strip is not None)
     pinned_requirements()  # validate pins before anything else
     if stamp_file.exists() and stamp_file.read_text().strip() == stamp:
         log(f"dependencies unchanged (stamp {stamp[:12]}), skipping pip")
@@ -443,13 +507,17 @@ def _build(target: Target, out: Path, *, report_size: bool) -> Path:
         site.mkdir(parents=True)
         pip_install(target, site)
         check_closure(site, target)
+        strip_binaries(strip, site)
         log(f"compiling dependencies with {compiler or 'nothing'}")
         compile_tree(compiler, [site], site)  # before the baton copy: dependencies only
         stamp_file.write_text(stamp + "\n")
     refresh_package(site, compiler, stamp)
     if report_size:
         count, raw, zipped = tree_sizes(site)
-        log(f"layer: {count} files, {raw / 1e6:.1f} MB unzipped, {zipped / 1e6:.1f} MB zipped")
+        log(
+            f"layer: {count} files, {raw / 1e6:.1f} MB ({raw / 2**20:.1f} MiB) unzipped, "
+            f"{zipped / 1e6:.1f} MB zipped"
+        )
     log(f"done in {time.monotonic() - started:.1f}s -> {site}")
     return site
 
