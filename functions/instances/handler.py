@@ -1,14 +1,16 @@
-"""Instances API: start, get (its steps and history a page at a time), search, cancel, delete,
-retry, restart, pause, resume, user tasks, signals."""
+"""Instances API: start (one, or up to 100 in a batch), get (its steps and history a page at a
+time), search, cancel, delete, retry, restart, pause, resume, user tasks, signals."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from baton.api import models as m
-from baton.errors import Problem, ValidationFailed
+from baton.api.problems import from_error
+from baton.engine.start_batch import StartAnswer, StartItem
+from baton.errors import BatonError, Problem, ValidationFailed, listed
 from baton_lambda import runtime
-from baton_lambda.http import Api
+from baton_lambda.http import Api, RefusedItem
 
 api = Api("instances")
 
@@ -16,20 +18,11 @@ api = Api("instances")
 @api.route("POST", "/v1/instances")
 def start() -> Any:
     req = api.body(m.StartInstanceRequest)
-    input = req.input
-    if req.input_payload_path is not None:
-        if input is not None:
-            raise ValidationFailed(
-                [Problem("inputPayloadPath", "give input or inputPayloadPath, not both")]
-            )
-        input = runtime.payload_store(api.engine()).verify(
-            req.input_payload_path, "WORKFLOW_INPUT", field="inputPayloadPath"
-        )
     instance, created = api.engine().start_instance(
         definition_name=req.definition_name,
         definition_version=req.definition_version,
         definition=req.definition,
-        input=input,
+        input=_input(req),
         correlation_id=req.correlation_id,
         idempotency_key=req.idempotency_key,
     )
@@ -38,6 +31,61 @@ def start() -> Any:
     return api.ok(
         instance, 201 if created else 200, {"Location": f"/v1/instances/{instance['id']}"}
     )
+
+
+def _input(req: m.StartInstanceRequest) -> dict[str, Any] | None:
+    """The start's input: as sent, or the WORKFLOW_INPUT payload uploaded at its path."""
+    if req.input_payload_path is None:
+        return req.input
+    if req.input is not None:
+        raise ValidationFailed(
+            [Problem("inputPayloadPath", "give input or inputPayloadPath, not both")]
+        )
+    return runtime.payload_store(api.engine()).verify(
+        req.input_payload_path, "WORKFLOW_INPUT", field="inputPayloadPath"
+    )
+
+
+@api.route("POST", "/v1/instances/batch")
+def start_batch() -> Any:
+    items: list[StartItem | BatonError] = []
+    for r in api.body_items(m.StartInstancesRequest, "instances", m.StartInstanceRequest):
+        if isinstance(r, RefusedItem):  # malformed: this item only, never its neighbours
+            items.append(r.error)
+            continue
+        try:
+            input = _input(r)
+        except BatonError as e:  # a bad payload path, both inputs given: this item only
+            items.append(e)
+            continue
+        items.append(
+            StartItem(
+                definition_name=r.definition_name,
+                definition_version=r.definition_version,
+                definition=r.definition,
+                input=input,
+                correlation_id=r.correlation_id,
+                idempotency_key=r.idempotency_key,
+            )
+        )
+    answers = api.engine().start_instances(items)
+    results = [_outcome(k, a) for k, a in enumerate(answers)]
+    started = sum(1 for a in answers if a.outcome == "STARTED")
+    api.logger.info("batch started", extra={"items": len(answers), "started": started})
+    return api.ok({"results": results})
+
+
+def _outcome(index: int, answer: StartAnswer) -> dict[str, Any]:
+    out: dict[str, Any] = {"index": index, "outcome": answer.outcome}
+    if answer.instance is not None:
+        out["instance"] = answer.instance
+    if answer.error is not None:
+        error = answer.error
+        out["error"] = (
+            listed(error.problems) if isinstance(error, ValidationFailed) else error.detail
+        )
+        out["problem"] = from_error(error)[1]
+    return out
 
 
 @api.route("POST", "/v1/payloads")

@@ -104,6 +104,12 @@ ROUTES: tuple[Route, ...] = (
         summary="Delete a finished instance with its steps, jobs and history",
     ),
     Route("POST", "/v1/instances", "instances", summary="Start an instance"),
+    Route(
+        "POST",
+        "/v1/instances/batch",
+        "instances",
+        summary="Start up to 100 instances in one call, each answered on its own",
+    ),
     Route("GET", "/v1/instances", "instances", summary="Search instances"),
     Route("GET", "/v1/instances/{id}", "instances", summary="An instance with its steps"),
     Route(

@@ -36,6 +36,7 @@ RESPONSES: dict[tuple[str, str], str] = {
     ("DELETE", "/v1/taskdefs/{name}"): "TaskDef",
     ("DELETE", "/v1/instances/{id}"): "DeletedInstance",
     ("POST", "/v1/instances"): "Instance",
+    ("POST", "/v1/instances/batch"): "StartInstancesResponse",
     ("GET", "/v1/instances"): "InstancePage",
     ("GET", "/v1/instances/{id}"): "Instance",
     ("GET", "/v1/instances/{id}/steps"): "StepExecutionPage",

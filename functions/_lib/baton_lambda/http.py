@@ -30,7 +30,7 @@ from baton.api.json_input import (
 from baton.api.problems import PROBLEM_JSON, from_error, problem, validation_error
 from baton.engine.service import Engine
 from baton.errors import BatonError, MalformedRequest, Problem, ValidationFailed
-from baton.routes import SERVED_ROUTES, declared_methods
+from baton.routes import ROUTES, SERVED_ROUTES, declared_methods
 from pydantic import BaseModel, ValidationError
 
 from baton_lambda import runtime
@@ -57,6 +57,22 @@ class RefusedItem:
 
 
 _ROUTE_KEYS = frozenset((r.method, r.path, r.function) for r in SERVED_ROUTES)
+# The /v1 contract's resources, for the fallbacks answered before routing (Conductor's /api
+# answers them in its own error shape, through its own not-found handler).
+_SERVED_KEYS = frozenset((r.method, r.path) for r in ROUTES)
+_SERVED_PATHS = frozenset(r.path for r in ROUTES)
+
+
+def unrouted(method: str, resource: str, path: str) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """What a request the route table does not serve answers: 405 naming the methods its
+    resource serves, or 404 for a path no route serves (status, problem, headers)."""
+    allowed = declared_methods(resource)
+    if allowed:
+        listed = ", ".join(allowed)
+        detail = f"{method} is not allowed on {resource} (allowed: {listed})"
+        body = problem(405, "Method not allowed", detail, slug="method-not-allowed")
+        return 405, body, {"Allow": listed}
+    return 404, problem(404, "Not found", f"no route for {method} {path}", slug="no-route"), {}
 
 
 _INTEGER = re.compile(r"-?[0-9]+")
@@ -227,6 +243,18 @@ class Api:
             request_id = (event.get("requestContext") or {}).get("requestId")
             if request_id:
                 self.log_keys(request_id=request_id)
+            method, resource = event.get("httpMethod"), event.get("resource")
+            if resource in _SERVED_PATHS and (method, resource) not in _SERVED_KEYS:
+                # A fallback (ANY) of a served resource: answered by the resource, never by a
+                # route whose template also matches the path (GET /v1/instances/batch is not
+                # GET /v1/instances/{id} with the id "batch", as API Gateway routes it too).
+                status, body, headers = unrouted(str(method), resource, str(event.get("path")))
+                return {
+                    "statusCode": status,
+                    "headers": {"Content-Type": PROBLEM_JSON, **headers},
+                    "body": _dumps(body),
+                    "isBase64Encoded": False,
+                }
             return self.resolver.resolve(event, context)
 
         return cast(LambdaHandler, self.metrics.log_metrics(handle))
@@ -249,23 +277,13 @@ class Api:
             # method the resource does not serve (405 naming those it does), or a path no
             # route serves (404).
             event = app.current_event
-            allowed = declared_methods(event.resource)
-            if allowed:
-                listed = ", ".join(allowed)
-                detail = (
-                    f"{event.http_method} is not allowed on {event.resource} (allowed: {listed})"
-                )
-                body = problem(405, "Method not allowed", detail, slug="method-not-allowed")
-                return Response(
-                    status_code=405,
-                    content_type=PROBLEM_JSON,
-                    body=_dumps(body),
-                    headers={"Allow": listed},
-                )
-            body = problem(
-                404, "Not found", f"no route for {event.http_method} {event.path}", slug="no-route"
+            status, body, headers = unrouted(event.http_method, event.resource, event.path)
+            return Response(
+                status_code=status,
+                content_type=PROBLEM_JSON,
+                body=_dumps(body),
+                headers=headers,
             )
-            return Response(status_code=404, content_type=PROBLEM_JSON, body=_dumps(body))
 
         @app.exception_handler(Exception)  # type: ignore[untyped-decorator]
         def unexpected(err: Exception) -> Response[Any]:

@@ -58,6 +58,7 @@ from baton_worker.types import (
     QueueTaskStatus,
     RedriveResult,
     SettleResult,
+    StartOutcome,
     StepExecution,
     StepExecutionPage,
     StopWorkerResult,
@@ -292,6 +293,31 @@ class BatonClient:
         With an ``idempotency_key`` a repeated start returns the first instance, so the client
         may also retry it after an ambiguous failure.
         """
+        body = self.start_request(
+            definition_name,
+            definition_version=definition_version,
+            definition=definition,
+            input=input,
+            correlation_id=correlation_id,
+            idempotency_key=idempotency_key,
+        )
+        result = self._call(
+            "POST", "/v1/instances", json=body, idempotent=idempotency_key is not None
+        )
+        return cast(Instance, result)
+
+    def start_request(
+        self,
+        definition_name: str | None = None,
+        *,
+        definition_version: int | None = None,
+        definition: Mapping[str, Any] | None = None,
+        input: Mapping[str, Any] | None = None,
+        correlation_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """The body of a start (single, or one item of :meth:`start_instances`); above the
+        workflow input soft limit the input is uploaded to S3 and the body carries its path."""
         body = _params(
             definitionName=definition_name,
             definitionVersion=definition_version,
@@ -306,10 +332,20 @@ class BatonClient:
                 # Above the soft limit the input goes to S3 first; the server gets its path.
                 del body["input"]
                 body["inputPayloadPath"] = self.upload_payload("WORKFLOW_INPUT", encoded)
-        result = self._call(
-            "POST", "/v1/instances", json=body, idempotent=idempotency_key is not None
-        )
-        return cast(Instance, result)
+        return body
+
+    def start_instances(
+        self, instances: Sequence[Mapping[str, Any]], *, retry: RetryArg = CLIENT_POLICY
+    ) -> list[StartOutcome]:
+        """Start up to 100 instances in one call (``POST /v1/instances/batch``): items built by
+        :meth:`start_request`. One answer per item, in order (``STARTED``, ``EXISTING`` for a
+        repeated ``idempotencyKey``, ``INVALID``, ``NOT_FOUND``, ``CONFLICT``); an item refused
+        never fails the others. Retried after an ambiguous failure only when every item carries
+        an ``idempotencyKey`` (a repeat then answers EXISTING instead of starting twice)."""
+        body = {"instances": [dict(i) for i in instances]}
+        keyed = bool(instances) and all(i.get("idempotencyKey") for i in instances)
+        result = self._call("POST", "/v1/instances/batch", json=body, idempotent=keyed, retry=retry)
+        return cast(list[StartOutcome], result["results"])
 
     def get_instance(self, instance_id: str, *, include_steps: bool = True) -> Instance:
         """An instance with its step executions (``stepsTruncated`` when they did not all fit

@@ -182,6 +182,16 @@ class BatchOutcome(TypedDict):
     error: NotRequired[str]
 
 
+class StartOutcome(TypedDict):
+    """The answer to one item of :meth:`BatonClient.start_instances`."""
+
+    index: int
+    outcome: Literal["STARTED", "EXISTING", "INVALID", "NOT_FOUND", "CONFLICT"]
+    instance: NotRequired[Instance]  # STARTED and EXISTING (without steps)
+    error: NotRequired[str]
+    problem: NotRequired[JsonObject]  # what a single start would have answered
+
+
 class HeartbeatResult(TypedDict):
     jobId: str
     lockExpiresAt: str
@@ -324,6 +334,7 @@ __all__ = [
     "RedriveResult",
     "RedriveSkipped",
     "SettleResult",
+    "StartOutcome",
     "StepExecution",
     "StepStatus",
     "StopWorkerResult",

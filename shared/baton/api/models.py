@@ -61,6 +61,39 @@ class StartInstanceRequest(ApiModel):
     idempotency_key: Annotated[str, Field(min_length=1, max_length=256)] | None = None
 
 
+MAX_BATCH_STARTS = 100
+
+
+class StartInstancesRequest(ApiModel):
+    """Up to 100 starts, each answered on its own (a malformed item is INVALID, never its
+    neighbours); one transaction for all of them."""
+
+    instances: Annotated[
+        list[StartInstanceRequest], Field(min_length=1, max_length=MAX_BATCH_STARTS)
+    ]
+
+
+class StartOutcome(ApiModel):
+    index: int = Field(description="The item's position in the request.")
+    outcome: Literal["STARTED", "EXISTING", "INVALID", "NOT_FOUND", "CONFLICT"] = Field(
+        description="STARTED; EXISTING: its idempotencyKey started this instance before (the "
+        "same request); INVALID: the item is malformed or cannot start (its problem says why); "
+        "NOT_FOUND: no such definition; CONFLICT: its idempotencyKey was first used with a "
+        "different request."
+    )
+    instance: Instance | None = Field(
+        default=None, description="STARTED and EXISTING: the instance, without its steps."
+    )
+    error: str | None = None
+    problem: ProblemDetails | None = Field(
+        default=None, description="The problem+json a single start would have answered."
+    )
+
+
+class StartInstancesResponse(ApiModel):
+    results: list[StartOutcome] = Field(description="One per item, in the request's order.")
+
+
 class CancelInstanceRequest(ApiModel):
     reason: Annotated[str, Field(max_length=2000)] | None = None
 

@@ -31,6 +31,7 @@ OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, int, type[BaseMo
     ("DELETE", "/v1/taskdefs/{name}"): (None, 200, m.TaskDefinition),
     ("DELETE", "/v1/instances/{id}"): (None, 200, m.DeletedInstance),
     ("POST", "/v1/instances"): (m.StartInstanceRequest, 201, m.Instance),
+    ("POST", "/v1/instances/batch"): (m.StartInstancesRequest, 200, m.StartInstancesResponse),
     ("GET", "/v1/instances"): (None, 200, m.InstancePage),
     ("GET", "/v1/instances/{id}"): (None, 200, m.Instance),
     ("GET", "/v1/instances/{id}/steps"): (None, 200, m.StepExecutionPage),

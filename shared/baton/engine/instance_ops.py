@@ -80,7 +80,7 @@ class InstanceOps(RetentionOps):
             # An offloaded input is matched by its content, not its path (a retried start
             # uploads it again, to a new path): read once, cached for the decision that follows.
             content = self.payloads(input) if self.payloads and is_payload_ref(input) else input
-            fingerprint = _fingerprint(
+            fingerprint = start_fingerprint(
                 definition_name, definition_version, inline, content, correlation_id
             )
 
@@ -159,26 +159,18 @@ class InstanceOps(RetentionOps):
         the id to give the instance (a queue trigger's claim names it first), else a new one.
         """
         iid = instance_id or uuid.uuid4()
-        insert = {
-            "id": iid,
-            "definition_name": name,
-            "definition_version": version,
-            "snapshot_id": snapshot_id,
-            "input": Jsonb(input),
-            "variables": Jsonb({}),
-            "correlation_id": correlation_id,
-            "idempotency_key": idempotency_key,
-            "idempotency_fingerprint": idempotency_fingerprint,
-            "timeout_seconds": plan.definition.timeout_seconds,
-            "queue_task_id": queue_task_id,
-            "parent_instance_id": None,
-            "parent_step_execution_id": None,
-            "depth": 0,
-            "status": None,
-            "output": None,
-            "reason": None,
-            "step_count": None,
-        }
+        insert = instance_row(
+            iid,
+            plan,
+            snapshot_id,
+            name=name,
+            version=version,
+            input=input,
+            correlation_id=correlation_id,
+            idempotency_key=idempotency_key,
+            idempotency_fingerprint=idempotency_fingerprint,
+            queue_task_id=queue_task_id,
+        )
         insert_with_writes: dict[str, Any] | None = insert
         if idempotency_key is not None:
             # Find out first whether this key started an instance already.
@@ -188,10 +180,7 @@ class InstanceOps(RetentionOps):
                 ).fetchone()
                 assert existing is not None
                 if existing["idempotency_fingerprint"] != idempotency_fingerprint:
-                    raise Conflict(
-                        f"idempotency key {idempotency_key!r} was first used with a different "
-                        f"request (instance {existing['id']}); use a new key for a new request"
-                    )
+                    raise key_reused(idempotency_key, existing["id"])
                 return Started(existing["id"], False)
             insert_with_writes = None
         state = InstanceState(
@@ -657,7 +646,51 @@ def _search_cursor(token: str) -> tuple[datetime, uuid.UUID]:
         raise ValidationFailed([Problem("pageToken", "not a token this API issued")]) from None
 
 
-def _fingerprint(
+def instance_row(
+    iid: uuid.UUID,
+    plan: Plan,
+    snapshot_id: int,
+    *,
+    name: str,
+    version: int | None,
+    input: dict[str, Any],
+    correlation_id: str | None,
+    idempotency_key: str | None,
+    idempotency_fingerprint: str | None,
+    queue_task_id: uuid.UUID | None = None,
+) -> dict[str, Any]:
+    """The parameters of ``instance_sql.INSERT_INSTANCE`` for a top-level instance starting."""
+    return {
+        "id": iid,
+        "definition_name": name,
+        "definition_version": version,
+        "snapshot_id": snapshot_id,
+        "input": Jsonb(input),
+        "variables": Jsonb({}),
+        "correlation_id": correlation_id,
+        "idempotency_key": idempotency_key,
+        "idempotency_fingerprint": idempotency_fingerprint,
+        "timeout_seconds": plan.definition.timeout_seconds,
+        "queue_task_id": queue_task_id,
+        "parent_instance_id": None,
+        "parent_step_execution_id": None,
+        "depth": 0,
+        "status": None,
+        "output": None,
+        "reason": None,
+        "step_count": None,
+    }
+
+
+def key_reused(key: str, instance_id: uuid.UUID) -> Conflict:
+    """The refusal of an idempotency key repeated with a different request."""
+    return Conflict(
+        f"idempotency key {key!r} was first used with a different request (instance "
+        f"{instance_id}); use a new key for a new request"
+    )
+
+
+def start_fingerprint(
     name: str | None,
     version: int | None,
     inline: WorkflowDefinition | None,

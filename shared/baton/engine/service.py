@@ -3,6 +3,7 @@ the instance it touches:
 
 - :class:`~baton.engine.definition_ops.DefinitionOps`: workflow and task definitions;
 - :class:`~baton.engine.instance_ops.InstanceOps`: start, read, search, cancel, user tasks, signals;
+- :class:`~baton.engine.start_batch.StartBatchOps`: many starts in one transaction;
 - :class:`~baton.engine.job_ops.JobOps`: the workers' poll, complete, fail and heartbeat;
 - :class:`~baton.engine.batch_ops.BatchOps`: many workers' results in one transaction;
 - :class:`~baton.engine.dispatch_ops.DispatchOps`: the outbox relay and the claim by id;
@@ -23,13 +24,13 @@ from baton.engine.definition_ops import DefinitionOps
 from baton.engine.delete_ops import DeleteOps
 from baton.engine.dispatch_ops import DispatchOps
 from baton.engine.duties import Duties
-from baton.engine.instance_ops import InstanceOps
+from baton.engine.start_batch import StartBatchOps
 from baton.engine.system_tasks import SystemTasks
 
 
 class Engine(
     DefinitionOps,
-    InstanceOps,
+    StartBatchOps,
     DispatchOps,
     BatchOps,
     SystemTasks,

@@ -7,6 +7,8 @@ from typing import Any
 
 from baton.store.db import Conn
 
+# ``inserted``: the row is this transaction's (now, or by an earlier statement of it), so it could
+# still roll back; NULL or false: committed before (safe to cache).
 UPSERT_SNAPSHOT = """
 WITH ins AS (
     INSERT INTO definition_snapshot (digest, body) VALUES (%(digest)s, %(body)s::jsonb)
@@ -15,7 +17,8 @@ WITH ins AS (
 )
 SELECT id, true AS inserted FROM ins
 UNION ALL
-SELECT id, false FROM definition_snapshot WHERE digest = %(digest)s
+SELECT id, xmin = pg_current_xact_id_if_assigned()::xid FROM definition_snapshot
+ WHERE digest = %(digest)s
 LIMIT 1
 """
 
@@ -197,6 +200,15 @@ SELECT i.id, i.definition_name, i.definition_version, i.status, i.input, i.varia
        i.parent_step_execution_id, i.created_at, i.updated_at, i.completed_at, i.timeout_at,
        i.snapshot_id, i.run
   FROM instance i WHERE i.id = %(id)s
+"""
+
+# A batch start's answers: its new and existing instances, read after its COMMIT.
+INSTANCES_BY_IDS = GET_INSTANCE.replace("i.id = %(id)s", "i.id = ANY(%(ids)s)")
+
+# A batch start's idempotency keys that were used before (its inserts of them did nothing).
+IDS_BY_IDEMPOTENCY_KEYS = """
+SELECT id, idempotency_key, idempotency_fingerprint FROM instance
+ WHERE idempotency_key = ANY(%(keys)s)
 """
 
 _STEPS = """

@@ -7,8 +7,17 @@ import argparse
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from baton_worker.cli.batch_start import start_batch
 from baton_worker.cli.graph import add_instance_graph
-from baton_worker.cli.options import Subparsers, group, json_arg, json_object_arg, leaf
+from baton_worker.cli.options import (
+    EXIT_OK,
+    Subparsers,
+    UsageError,
+    group,
+    json_arg,
+    json_object_arg,
+    leaf,
+)
 from baton_worker.cli.output import CELL_WIDTH, cell, fields, show, table, when
 
 if TYPE_CHECKING:
@@ -100,7 +109,11 @@ def _place(s: Mapping[str, Any]) -> str:
     return ""
 
 
-def _start(client: BatonClient, args: argparse.Namespace) -> None:
+def _start(client: BatonClient, args: argparse.Namespace) -> int:
+    if args.batch is not None:
+        return start_batch(client, args)
+    if args.name is None:
+        raise UsageError("give the definition's NAME (or --batch FILE)")
     started = client.start_instance(
         args.name,
         definition_version=args.version,
@@ -109,6 +122,7 @@ def _start(client: BatonClient, args: argparse.Namespace) -> None:
         idempotency_key=args.idempotency_key,
     )
     show(args, started, _render_instance)
+    return EXIT_OK
 
 
 def _get(client: BatonClient, args: argparse.Namespace) -> None:
@@ -255,8 +269,14 @@ def add_commands(commands: Subparsers) -> None:
         "instances",
         "start, inspect, history, list, cancel, retry, restart, pause, resume, delete",
     )
-    p = leaf(sub, "start", "start an instance of a definition", _start)
-    p.add_argument("name", metavar="NAME", help="the definition's name")
+    p = leaf(sub, "start", "start an instance of a definition (or many: --batch)", _start)
+    p.add_argument("name", metavar="NAME", nargs="?", help="the definition's name")
+    p.add_argument(
+        "--batch",
+        metavar="FILE",
+        help="start every line of a JSON Lines file (- for stdin), each a start body such as "
+        '{"definitionName": "x", "input": {...}}, 100 per request; exits 1 if any did not start',
+    )
     p.add_argument("--version", type=int, help="a specific definition version (default: latest)")
     p.add_argument("--input", metavar="JSON", help="the input object (or @file.json)")
     p.add_argument("--correlation-id", metavar="ID")
