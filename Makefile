@@ -10,7 +10,7 @@ BASE_PYTHON ?= $(shell for p in python3.12 python3.11 python3.13 python3; do \
 	&& { command -v $$p; break; }; done)
 STAMP := $(VENV)/.installed
 
-.PHONY: help install dev test lint typecheck proto unit integration e2e infra bench layer synth clean browser screenshots toolchains sdks
+.PHONY: help install dev test lint typecheck proto unit integration e2e infra bench layer synth clean browser screenshots toolchains sdks api-key
 
 help:
 	@echo "make dev    - install and serve Baton on http://127.0.0.1:$${BATON_PORT:-8080}"
@@ -102,6 +102,12 @@ bench: $(STAMP)
 
 layer: $(STAMP)
 	@$(PY) layers/build.py
+
+# A new API key for the HTTP API option (apiType=http): the key on stderr, its hashed entry for
+# the ApiKeysSecretArn secret on stdout (docs/deploy.md).
+api-key: $(STAMP)
+	@test -n "$(NAME)" || { echo "usage: make api-key NAME=<who uses it>" >&2; exit 2; }
+	@PYTHONPATH=functions/_lib $(PY) -m baton_lambda.api_keys "$(NAME)"
 
 synth: $(STAMP) layer
 	@$(PY) infra/app.py

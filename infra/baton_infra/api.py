@@ -171,6 +171,10 @@ class BatonApi(Construct):
     def stage(self) -> apigw.Stage:
         return self.api.deployment_stage
 
+    @property
+    def url(self) -> str:
+        return self.api.url
+
     def _api_keys(self) -> None:
         config = self._config
         plan = self.api.add_usage_plan(

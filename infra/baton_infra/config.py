@@ -38,6 +38,10 @@ DEFAULT_LAYER_DIR = REPO_ROOT / "layers" / "build"
 
 AuthMode = Literal["apiKey", "iam"]
 AUTH_MODES: tuple[AuthMode, ...] = ("apiKey", "iam")
+# The API Gateway type fronting the functions: "rest" (default) or "http" (HTTP API, v2: about
+# 70% cheaper per request; the functions check API keys themselves, docs/cost.md).
+ApiType = Literal["rest", "http"]
+API_TYPES: tuple[ApiType, ...] = ("rest", "http")
 # Stages whose data may be thrown away: no deletion protection, resources destroyed with the stack.
 DISPOSABLE_STAGES = frozenset({"dev"})
 _STAGE_RE = re.compile(r"^[a-z][a-z0-9-]{0,15}$")
@@ -177,6 +181,7 @@ class DeployConfig:
     # BATON_HTTP_ALLOW of the system_tasks function: what HTTP steps may call besides public
     # addresses (CIDRs, addresses, host names; docs/deploy.md).
     http_allow: tuple[str, ...] = ()
+    api_type: ApiType = "rest"
 
     @property
     def disposable(self) -> bool:
@@ -239,6 +244,9 @@ class DeployConfig:
             raise ConfigError(
                 f"dispatchMode {dispatch_mode!r}: expected one of {', '.join(DISPATCH_MODES)}"
             )
+        api_type = str(get("apiType") or "rest")
+        if api_type not in API_TYPES:
+            raise ConfigError(f"apiType {api_type!r}: expected one of {', '.join(API_TYPES)}")
         http_allow = tuple(str(a) for a in _list(get, "httpAllow")) if get("httpAllow") else ()
         try:
             AddressPolicy.of(http_allow, private_allowed=False)
@@ -266,6 +274,7 @@ class DeployConfig:
             layer_dir=(REPO_ROOT / str(layer_dir)) if layer_dir else DEFAULT_LAYER_DIR,
             dispatch_mode=dispatch_mode,
             http_allow=http_allow,
+            api_type="http" if api_type == "http" else "rest",
         )
 
     def payload_limit_environment(self) -> dict[str, str]:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
-from aws_cdk import Duration, FileSystem
+from aws_cdk import Duration, FileSystem, SecretValue
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -198,6 +198,7 @@ class BatonFunctions(Construct):
         )
         network.allow_endpoints_from(self.security_group)
         self.conductor_key = self._conductor_key()
+        self.api_keys = self._api_keys()
         self.by_name: dict[str, lambda_.Function] = {
             spec.name: self._create(spec) for spec in self.specs
         }
@@ -296,6 +297,28 @@ class BatonFunctions(Construct):
         )
         return secret
 
+    def _api_keys(self) -> secretsmanager.Secret | None:
+        """Behind an HTTP API with authMode apiKey: the hashed API keys the functions check
+        (HTTP APIs have no usage-plan keys). Starts empty; ``make api-key NAME=...`` prints a key
+        and the entry to add (docs/deploy.md)."""
+        if self._config.api_type != "http" or self._config.auth_mode != "apiKey":
+            return None
+        secret = secretsmanager.Secret(
+            self,
+            "ApiKeys",
+            description=f"Baton API keys: SHA-256 hashes, checked by the functions "
+            f"({self._config.stage})",
+            secret_string_value=SecretValue.unsafe_plain_text('{"keys": []}'),
+            removal_policy=self._config.removal_policy,
+        )
+        acknowledge(
+            secret,
+            "AwsSolutions-SMG4",
+            "Holds only hashes of API keys; a key is rotated by adding its successor's entry "
+            "and removing its own, which warm functions see at once (they re-read on a miss).",
+        )
+        return secret
+
     def _environment(self, spec: FunctionSpec, *, duty_loop_seconds: int) -> dict[str, str]:
         environment = {
             settings.ENV_DB_SECRET_ARN: self._database.secret.secret_arn,
@@ -318,6 +341,8 @@ class BatonFunctions(Construct):
             environment[settings.ENV_DISPATCH_QUEUE_URL] = self._dispatch_queue.queue_url
         if spec.name == CONDUCTOR_FUNCTION and self.conductor_key is not None:
             environment[settings.ENV_CONDUCTOR_KEY_SECRET_ARN] = self.conductor_key.secret_arn
+        if spec.kind == Kind.API and self.api_keys is not None:
+            environment[settings.ENV_API_KEYS_SECRET_ARN] = self.api_keys.secret_arn
         return environment
 
     def _role(self, spec: FunctionSpec, log_group: logs.ILogGroup) -> iam.Role:
@@ -339,6 +364,8 @@ class BatonFunctions(Construct):
             self._database.secret.grant_read(role)
         if spec.name == CONDUCTOR_FUNCTION and self.conductor_key is not None:
             self.conductor_key.grant_read(role)
+        if spec.kind == Kind.API and self.api_keys is not None:
+            self.api_keys.grant_read(role)
         if spec.name == RELAY_FUNCTION:
             # SQS-managed encryption: no KMS grant needed.
             role.add_to_policy(

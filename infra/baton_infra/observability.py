@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_apigatewayv2 as apigw2
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
@@ -92,7 +93,7 @@ class Observability(Construct):
         config: DeployConfig,
         functions: Mapping[str, lambda_.IFunction],
         scheduled: Sequence[str],
-        api: apigw.RestApi,
+        api_stage: apigw.Stage | apigw2.HttpStage,
         cluster: rds.DatabaseCluster,
         proxy: rds.DatabaseProxy,
         dispatch: DispatchQueue | None = None,
@@ -101,7 +102,7 @@ class Observability(Construct):
         self._config = config
         self.topic = self._alarm_topic()
         self.alarms: list[cw.Alarm] = []
-        self._api_alarms(api.deployment_stage)
+        self._api_alarms(api_stage)
         self._engine_alarms()
         self._database_alarms(cluster)
         if dispatch is not None:
@@ -121,7 +122,7 @@ class Observability(Construct):
             dashboard_name=f"baton-{config.stage}",
             default_interval=Duration.hours(3),
         )
-        self._dashboard_widgets(functions, scheduled, api.deployment_stage, cluster, proxy)
+        self._dashboard_widgets(functions, scheduled, api_stage, cluster, proxy)
 
     # --- alarms -------------------------------------------------------------------------
 
@@ -181,7 +182,7 @@ class Observability(Construct):
         self.alarms.append(alarm)
         return alarm
 
-    def _api_alarms(self, stage: apigw.Stage) -> None:
+    def _api_alarms(self, stage: apigw.Stage | apigw2.HttpStage) -> None:
         rate = cw.MathExpression(
             expression=f"IF(requests >= {API_5XX_MIN_REQUESTS}, 100 * errors / requests, 0)",
             using_metrics={
@@ -292,7 +293,7 @@ class Observability(Construct):
         self,
         functions: Mapping[str, lambda_.IFunction],
         scheduled: Sequence[str],
-        stage: apigw.Stage,
+        stage: apigw.Stage | apigw2.HttpStage,
         cluster: rds.DatabaseCluster,
         proxy: rds.DatabaseProxy,
     ) -> None:

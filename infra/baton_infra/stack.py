@@ -13,6 +13,7 @@ from baton_infra.config import DeployConfig
 from baton_infra.database import Database
 from baton_infra.dispatch import DispatchQueue
 from baton_infra.functions import BatonFunctions
+from baton_infra.http_api import BatonHttpApi
 from baton_infra.migration import SchemaMigration
 from baton_infra.network import Network
 from baton_infra.observability import Observability
@@ -61,7 +62,11 @@ class BatonStack(Stack):
         self.migration.resource.node.add_dependency(self.database, self.network)
         for fn in self.functions.serving():
             fn.node.add_dependency(self.migration.resource)
-        self.api = BatonApi(self, "Api", config=config, functions=self.functions.by_name)
+        self.api: BatonApi | BatonHttpApi = (
+            BatonHttpApi(self, "HttpApi", config=config, functions=self.functions.by_name)
+            if config.api_type == "http"
+            else BatonApi(self, "Api", config=config, functions=self.functions.by_name)
+        )
         scheduled = self.functions.scheduled()
         # The relay ticks only in outbox mode; in polling mode there is nothing to drain (a
         # job created before switching back is still served by polls).
@@ -73,7 +78,7 @@ class BatonStack(Stack):
             config=config,
             functions=self.functions.by_name,
             scheduled=list(scheduled),
-            api=self.api.api,
+            api_stage=self.api.stage,
             cluster=self.database.cluster,
             proxy=self.database.proxy,
             dispatch=self.dispatch,
@@ -81,9 +86,17 @@ class BatonStack(Stack):
         self._outputs()
 
     def _outputs(self) -> None:
-        CfnOutput(self, "ApiUrl", value=self.api.api.url, description="Base URL (add /v1/...)")
+        CfnOutput(self, "ApiUrl", value=self.api.url, description="Base URL (add /v1/...)")
         CfnOutput(self, "AuthMode", value=self.config.auth_mode)
-        if self.api.api_keys:
+        CfnOutput(self, "ApiType", value=self.config.api_type)
+        if self.functions.api_keys is not None:
+            CfnOutput(
+                self,
+                "ApiKeysSecretArn",
+                value=self.functions.api_keys.secret_arn,
+                description="Hashed API keys the functions check; add entries from make api-key",
+            )
+        if isinstance(self.api, BatonApi) and self.api.api_keys:
             CfnOutput(
                 self,
                 "ApiKeyIds",

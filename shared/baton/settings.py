@@ -20,9 +20,15 @@ ENV_API_KEY = "BATON_API_KEY"
 # In AWS: the Secrets Manager secret holding the key that /api/token accepts as keySecret (the
 # Conductor-compatible surface checks its tokens itself; locally it accepts BATON_API_KEY).
 ENV_CONDUCTOR_KEY_SECRET_ARN = "BATON_CONDUCTOR_KEY_SECRET_ARN"
+# In AWS behind an HTTP API (context apiType http, which has no usage-plan keys): the Secrets
+# Manager secret of the API keys' SHA-256 hashes; the functions check x-api-key against it.
+ENV_API_KEYS_SECRET_ARN = "BATON_API_KEYS_SECRET_ARN"
 ENV_PORT = "BATON_PORT"
 # baton dev's native gRPC port (the WorkflowEngine service over HTTP/2; 0: off; default 9090).
 ENV_GRPC_PORT = "BATON_GRPC_PORT"
+# `baton dev` only: count what AWS would bill (API requests, Lambda invocations and billed ms,
+# S3 and SQS calls) into this JSON file (baton.local.usage; read by bench/cost.py). Off if unset.
+ENV_USAGE_FILE = "BATON_USAGE_FILE"
 ENV_DATA_DIR = "BATON_DATA_DIR"
 ENV_TICK_SECONDS = "BATON_TICK_SECONDS"
 ENV_STAGE = "BATON_STAGE"
@@ -82,9 +88,11 @@ ALL_ENV_VARS = (
     ENV_PAYLOAD_BUCKET,
     ENV_S3_ENDPOINT,
     ENV_API_KEY,
+    ENV_API_KEYS_SECRET_ARN,
     ENV_CONDUCTOR_KEY_SECRET_ARN,
     ENV_PORT,
     ENV_GRPC_PORT,
+    ENV_USAGE_FILE,
     ENV_DATA_DIR,
     ENV_TICK_SECONDS,
     ENV_STAGE,
@@ -278,6 +286,7 @@ class Settings:
     s3_endpoint: str | None = None
     api_key: str | None = None
     conductor_key_secret_arn: str | None = None
+    api_keys_secret_arn: str | None = None
     stage: str = "local"
     # 0: one pass per invocation (locally the timer invokes every second).
     duty_loop_seconds: float = 0.0
@@ -324,6 +333,7 @@ class Settings:
             s3_endpoint=e.get(ENV_S3_ENDPOINT) or None,
             api_key=e.get(ENV_API_KEY) or None,
             conductor_key_secret_arn=e.get(ENV_CONDUCTOR_KEY_SECRET_ARN) or None,
+            api_keys_secret_arn=e.get(ENV_API_KEYS_SECRET_ARN) or None,
             stage=e.get(ENV_STAGE) or "local",
             duty_loop_seconds=float(e.get(ENV_DUTY_LOOP_SECONDS) or 0),
             long_poll=e.get(ENV_LONG_POLL) or None,

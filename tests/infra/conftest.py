@@ -49,6 +49,26 @@ def prod_iam(layer_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     yield synthesize(tmp_path_factory.mktemp("cdk-prod"), PROD_IAM)
 
 
+@pytest.fixture(scope="session")
+def http_keys(layer_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synth]:
+    """The HTTP API option with API keys checked by the functions (context apiType http)."""
+    yield synthesize(tmp_path_factory.mktemp("cdk-http"), {"apiType": "http"})
+
+
+@pytest.fixture(scope="session")
+def http_iam(layer_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synth]:
+    """The HTTP API option on a protected stage with SigV4 (its IAM authorizer)."""
+    yield synthesize(tmp_path_factory.mktemp("cdk-http-iam"), {**PROD_IAM, "apiType": "http"})
+
+
+@pytest.fixture(scope="session", params=["dev", "prod_iam", "http_keys", "http_iam"])
+def every_api_type(request: pytest.FixtureRequest) -> Synth:
+    """The REST variants and the HTTP API variants, for what must hold whatever the API type
+    (cdk-nag, cfn-lint, IAM without wildcard actions)."""
+    synth: Synth = request.getfixturevalue(request.param)
+    return synth
+
+
 @pytest.fixture(scope="session", params=["dev", "prod_iam"])
 def any_synth(request: pytest.FixtureRequest) -> Synth:
     """Both variants, for properties that must hold whatever the context."""

@@ -1,5 +1,5 @@
-"""cdk-nag's AwsSolutions pack and cfn-lint pass on both app variants; configuration errors are
-clear."""
+"""cdk-nag's AwsSolutions pack and cfn-lint pass on every app variant (REST and HTTP API);
+configuration errors are clear."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("infra")]
 CFN_LINT_IGNORED = ["W3005"]
 
 
-def test_cdk_nag_has_no_unacknowledged_findings(any_synth: Synth) -> None:
-    report = AwsSolutionsChecks().validate_scope(any_synth.stack)
+def test_cdk_nag_has_no_unacknowledged_findings(every_api_type: Synth) -> None:
+    report = AwsSolutionsChecks().validate_scope(every_api_type.stack)
     findings = [
         f"{v.severity} {v.rule_name}: {r.construct_path}"
         for v in report.violations
@@ -35,9 +35,9 @@ def test_cdk_nag_has_no_unacknowledged_findings(any_synth: Synth) -> None:
     assert report.success
 
 
-def test_cfn_lint_is_clean(any_synth: Synth) -> None:
+def test_cfn_lint_is_clean(every_api_type: Synth) -> None:
     matches = lint(
-        json.dumps(any_synth.json),
+        json.dumps(every_api_type.json),
         regions=["us-east-1", "eu-west-1"],
         config=ManualArgs(ignore_checks=CFN_LINT_IGNORED),
     )

@@ -30,7 +30,7 @@ from baton.api.json_input import (
 from baton.api.problems import PROBLEM_JSON, from_error, problem, validation_error
 from baton.engine.service import Engine
 from baton.errors import BatonError, MalformedRequest, Problem, ValidationFailed
-from baton.routes import ROUTES, SERVED_ROUTES, declared_methods
+from baton.routes import ROUTED, ROUTES, SERVED_ROUTES, declared_methods
 from pydantic import BaseModel, ValidationError
 
 from baton_lambda import runtime
@@ -61,6 +61,9 @@ _ROUTE_KEYS = frozenset((r.method, r.path, r.function) for r in SERVED_ROUTES)
 # answers them in its own error shape, through its own not-found handler).
 _SERVED_KEYS = frozenset((r.method, r.path) for r in ROUTES)
 _SERVED_PATHS = frozenset(r.path for r in ROUTES)
+# Whether API Gateway guards a route with a key or SigV4 (``Route.gateway_auth``); a method a
+# resource does not serve reaches its fallback (``ANY``), guarded as its prefix is.
+_GUARDED = {(r.method, r.path): r.gateway_auth for r in ROUTED}
 
 
 def unrouted(method: str, resource: str, path: str) -> tuple[int, dict[str, Any], dict[str, str]]:
@@ -244,6 +247,9 @@ class Api:
             if request_id:
                 self.log_keys(request_id=request_id)
             method, resource = event.get("httpMethod"), event.get("resource")
+            refused = self._key_refused(event, method, resource)
+            if refused is not None:
+                return refused
             if resource in _SERVED_PATHS and (method, resource) not in _SERVED_KEYS:
                 # A fallback (ANY) of a served resource: answered by the resource, never by a
                 # route whose template also matches the path (GET /v1/instances/batch is not
@@ -258,6 +264,34 @@ class Api:
             return self.resolver.resolve(event, context)
 
         return cast(LambdaHandler, self.metrics.log_metrics(handle))
+
+    def _key_refused(
+        self, event: dict[str, Any], method: Any, resource: Any
+    ) -> dict[str, Any] | None:
+        """Behind an HTTP API (no usage-plan keys) the function checks ``x-api-key`` itself on
+        every route API Gateway would have guarded: a 401 (no key) or 403 (not a current key)
+        problem, or None to go on."""
+        ring = runtime.api_key_ring()
+        guarded = _GUARDED.get((method, resource), _GUARDED.get(("ANY", resource), False))
+        if ring is None or not guarded:
+            return None
+        headers = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}
+        verdict = ring.check(headers.get("x-api-key"))
+        if verdict == "ok":
+            return None
+        if verdict == "missing":
+            status, title, detail = 401, "Unauthorized", "send an API key in the x-api-key header"
+        else:
+            status, title = 403, "Forbidden"
+            detail = "the x-api-key header is not a current API key; ask for a new key"
+        self.logger.info("request refused", extra={"status": status, "error": "ApiKey"})
+        body = problem(status, title, detail, slug="unauthorized" if status == 401 else "forbidden")
+        return {
+            "statusCode": status,
+            "headers": {"Content-Type": PROBLEM_JSON},
+            "body": _dumps(body),
+            "isBase64Encoded": False,
+        }
 
     def _install_error_handlers(self) -> None:
         app = self.resolver

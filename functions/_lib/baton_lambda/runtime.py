@@ -26,6 +26,8 @@ from baton.settings import Settings
 from baton.store.db import Database
 from baton.store.job_listener import JobWakeups
 
+from baton_lambda.api_keys import KeyRing
+
 _lock = threading.Lock()
 # One database per process (the local server runs every function in one process); one engine per
 # metrics sink, so each function's metrics are reported under its own name.
@@ -64,6 +66,34 @@ def conductor_key() -> str | None:
             raise Unavailable(f"cannot read the /api key secret: {e}") from e
         _conductor_key.append(str(response["SecretString"]))
     return _conductor_key[0]
+
+
+_key_rings: list[KeyRing] = []
+
+
+def api_key_ring() -> KeyRing | None:
+    """The API keys this container checks itself (behind an HTTP API: BATON_API_KEYS_SECRET_ARN),
+    or None where API Gateway (or the local server) checks them."""
+    arn = settings().api_keys_secret_arn
+    if not arn:
+        return None
+    if _key_rings:
+        return _key_rings[0]
+    with _lock:
+        if not _key_rings:
+
+            def fetch() -> str:
+                import boto3
+                from botocore.exceptions import BotoCoreError, ClientError
+
+                try:
+                    response = boto3.client("secretsmanager").get_secret_value(SecretId=arn)
+                except (BotoCoreError, ClientError) as e:
+                    raise Unavailable(f"cannot read the API keys secret: {e}") from e
+                return str(response["SecretString"])
+
+            _key_rings.append(KeyRing(fetch))
+        return _key_rings[0]
 
 
 def conninfo(s: Settings) -> str:
@@ -221,6 +251,7 @@ def reset() -> None:
         _engines.clear()
         _readers.clear()
         _publishers.clear()
+        _key_rings.clear()
     settings.cache_clear()
 
 
