@@ -32,6 +32,7 @@ from typing import Any
 
 from baton.errors import BatonError
 from baton.local.events import ACCOUNT_ID, REGION
+from baton.local.usage import meter
 
 log = logging.getLogger("baton.local.functions")
 
@@ -150,7 +151,14 @@ class LocalFunction:
             container = self._checkout()
             try:
                 context = self._context(container, timeout_seconds, client_gone)
-                return container.handler(event, context)
+                usage = meter()
+                if usage is None:
+                    return container.handler(event, context)
+                started = time.perf_counter()
+                try:
+                    return container.handler(event, context)
+                finally:
+                    usage.invocation(self.name, time.perf_counter() - started)
             finally:
                 with self._lock:
                     self._idle.append(container)

@@ -153,6 +153,12 @@ def _start(
     if stop.is_set():
         return False
     _export_environment(options, database_url, endpoint, key.value)
+    from baton.local.usage import start_metering
+
+    usage = start_metering(os.environ.get(env_names.ENV_USAGE_FILE))
+    if usage is not None:
+        say(f"counting billable usage into {usage.path}")
+        cleanup.callback(_quietly, "writing the usage counters", usage.stop)
     # Registered here, so run after the HTTP server and the timers have stopped, before the
     # database does: the functions close their connections (baton_lambda.runtime's hook).
     from baton import lifecycle

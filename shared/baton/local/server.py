@@ -46,6 +46,7 @@ from baton.local.functions import (
 from baton.local.responses import HttpResponse, MalformedProxyResponse, from_proxy_result
 from baton.local.responses import problem as problem_response
 from baton.rpc.connect import ConnectError
+from baton.local.usage import meter
 
 log = logging.getLogger("baton.local.http")
 
@@ -215,6 +216,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         except (ConnectionError, TimeoutError):
             self.close_connection = True
             return
+        if function is not None and (usage := meter()) is not None:
+            usage.api_request(function)
         log.info(
             "request",
             extra={
