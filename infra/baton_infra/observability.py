@@ -442,6 +442,25 @@ class Observability(Construct):
                 ],
             ),
         )
+        serving = {n: fn for n, fn in functions.items() if n not in scheduled}
+        d.add_widgets(
+            # What Lambda bills per request (docs/cost.md): invocations, and their average
+            # duration (x the function's memory: GB-seconds). The scheduled loops are the floor.
+            _graph(
+                "Lambda invocations per minute (API functions)",
+                [
+                    fn.metric_invocations(period=ONE_MINUTE, statistic="Sum", label=n)
+                    for n, fn in serving.items()
+                ],
+            ),
+            _graph(
+                "Lambda duration average (ms, API functions)",
+                [
+                    fn.metric_duration(period=ONE_MINUTE, statistic="Average", label=n)
+                    for n, fn in serving.items()
+                ],
+            ),
+        )
         d.add_widgets(
             _graph(
                 "Lambda errors",
