@@ -45,8 +45,8 @@ from baton.local.functions import (
 )
 from baton.local.responses import HttpResponse, MalformedProxyResponse, from_proxy_result
 from baton.local.responses import problem as problem_response
-from baton.rpc.connect import ConnectError
 from baton.local.usage import meter
+from baton.rpc.connect import ConnectError
 
 log = logging.getLogger("baton.local.http")
 
