@@ -181,6 +181,8 @@
       else if (section === "definitions") await definitionsPage(token);
       else if (section === "queues" && parts[1]) await queuePage(parts[1], token);
       else if (section === "queues") await queuesPage(token);
+      else if (section === "schedules" && parts[1]) await schedulePage(parts[1], token, false);
+      else if (section === "schedules") await schedulesPage(new URLSearchParams(hash.split("?")[1] || ""), token);
       else main().replaceChildren(h("h2", { id: "not-found", text: "Not found" }), h("p", {}, h("a", { href: "#/", text: "Back to runs" })));
     } catch (e) {
       failed(e, token, section, parts[1]);
@@ -188,7 +190,7 @@
   }
   // A page that could not be loaded (or refreshed) says so in place of its content: an unknown
   // id is a not-found page, anything else the API's problem with a way to try again.
-  const NOUN = { runs: "run", definitions: "definition", queues: "queue" };
+  const NOUN = { runs: "run", definitions: "definition", queues: "queue", schedules: "schedule" };
   function failed(e, token, section, id) {
     if (!current(token) || (e instanceof ApiError && (e.status === 401 || e.status === 403))) return;
     stopRefresh();
@@ -377,6 +379,7 @@
       h("span", { id: "run-status" }, statusBadge(inst.status)),
       h("span", {}, "Definition ", h("a", { href: `#/definitions/${encodeURIComponent(inst.definitionName)}${inst.definitionVersion ? `/${inst.definitionVersion}` : ""}`, text: `${inst.definitionName}${inst.definitionVersion ? ` v${inst.definitionVersion}` : ""}` })),
       inst.correlationId ? h("span", {}, "Correlation ", h("span", { class: "mono", text: inst.correlationId })) : null,
+      scheduleLink(inst.correlationId),
       inst.parentInstanceId ? h("span", {}, "Parent ", h("a", { href: `#/runs/${encodeURIComponent(inst.parentInstanceId)}`, text: inst.parentInstanceId })) : null,
       h("span", { class: "muted", text: `created ${when(inst.createdAt)} · ${ms(inst.createdAt, inst.completedAt)}${inst.run > 1 ? ` · run ${inst.run}` : ""}` }));
     const reason = inst.reason ? h("p", {}, h("strong", { text: "Reason: " }), inst.reason) : null;
@@ -847,6 +850,206 @@
         h("tbody", {}, (Array.isArray(tasks) ? tasks : []).map((t) => h("tr", {},
           h("td", { class: "mono", text: t.id }), h("td", { text: t.title }), h("td", { text: String(t.priority ?? "") }),
           h("td", { text: when(t.createdAt) }), h("td", {}, h("pre", { class: "mono", text: String(t.body ?? "").slice(0, 500) })))))));
+  }
+
+  // --- schedules --------------------------------------------------------------------------------
+  const SCHEDULE_PAGE = 50;
+  const SCHEDULE_REFRESH = 5; // seconds between quiet refreshes of a schedule's page
+  const DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+  const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+  const NAMED = { sun: 0, mon: 1, tue: 2, wed: 3, thu: 4, fri: 5, sat: 6, jan: 1, feb: 2, mar: 3, apr: 4, may: 5, jun: 6, jul: 7, aug: 8, sep: 9, oct: 10, nov: 11, dec: 12 };
+  const MACROS = {
+    "@hourly": "every hour, on the hour", "@daily": "every day at 00:00", "@midnight": "every day at 00:00",
+    "@weekly": "every Sunday at 00:00", "@monthly": "on day 1 of every month at 00:00",
+    "@yearly": "every 1 January at 00:00", "@annually": "every 1 January at 00:00",
+  };
+  function seconds(n) {
+    const v = Number(n) || 0;
+    if (v && v % 86400 === 0) return `${v / 86400} day${v === 86400 ? "" : "s"}`;
+    if (v && v % 3600 === 0) return `${v / 3600} h`;
+    if (v && v % 60 === 0) return `${v / 60} min`;
+    return `${v} s`;
+  }
+  // A cron field's values in words (numbers, names, lists, ranges), or null when it is more.
+  function cronList(field, names, base) {
+    const word = (x) => {
+      const n = /^\d+$/.test(x) ? Number(x) : NAMED[x.toLowerCase()];
+      return n === undefined || names[(n - base) % names.length] === undefined ? null : names[(n - base) % names.length];
+    };
+    const out = [];
+    for (const part of field.split(",")) {
+      const range = part.split("-");
+      const words = range.map(word);
+      if (words.some((w) => w === null) || range.length > 2) return null;
+      out.push(words.join(" to "));
+    }
+    return out.join(", ");
+  }
+  const two = (x) => String(x).padStart(2, "0");
+  // A cron expression in words, for the common shapes; null for the others (the expression is
+  // always shown beside it, and croniter is the authority on what it means).
+  function cronWords(expr) {
+    const text = String(expr).trim();
+    if (MACROS[text.toLowerCase()]) return MACROS[text.toLowerCase()];
+    const f = text.split(/\s+/);
+    if (f.length !== 5 && f.length !== 6) return null;
+    const [sec, min, hour, dom, mon, dow] = f.length === 6 ? f : ["0", ...f];
+    const num = (x) => /^\d+$/.test(x);
+    let time;
+    if (num(sec) && num(min) && num(hour)) time = `at ${two(hour)}:${two(min)}${Number(sec) ? `:${two(sec)}` : ""}`;
+    else if (num(sec) && num(min) && hour === "*") time = `at minute ${Number(min)}${Number(sec) ? `, second ${Number(sec)}` : ""} of every hour`;
+    else if (sec === "0" && /^\*\/\d+$/.test(min) && hour === "*") time = `every ${min.slice(2)} minutes`;
+    else if (sec === "0" && min === "*" && hour === "*") time = "every minute";
+    else if (/^\*\/\d+$/.test(sec) && min === "*" && hour === "*") time = `every ${sec.slice(2)} seconds`;
+    else if (sec === "*" && min === "*" && hour === "*") time = "every second";
+    else return null;
+    // A day of the month and a day of the week both set: either one fires (as cron reads it).
+    const days = [];
+    if (dom !== "*" && dom !== "?") {
+      if (!/^[\d,-]+$/.test(dom)) return null;
+      days.push(`on day ${dom.replace(/,/g, ", ").replace(/-/g, " to ")} of the month`);
+    }
+    if (dow !== "*" && dow !== "?") {
+      const w = cronList(dow, DAYS.concat(["Sunday"]), 0);
+      if (!w) return null;
+      days.push(`on ${w}`);
+    }
+    let out = `${time}${days.length ? ` ${days.join(" or ")}` : /^at \d/.test(time) && mon === "*" ? " every day" : ""}`;
+    if (mon !== "*") {
+      const w = cronList(mon, MONTHS, 1);
+      if (!w) return null;
+      out += ` in ${w}`;
+    }
+    return out;
+  }
+  // Every part of a spec as a line of words: its crons, its interval, its time zone, jitter, window.
+  function specLines(spec) {
+    const sp = spec || {};
+    const lines = [];
+    for (const c of sp.cron || []) {
+      const words = cronWords(c);
+      lines.push({ kind: "cron", code: c, text: words ? `${words}` : "(see the expression)" });
+    }
+    if (sp.interval) {
+      const off = sp.interval.offsetSeconds ? `, offset ${seconds(sp.interval.offsetSeconds)}` : "";
+      lines.push({ kind: "interval", code: null, text: `every ${seconds(sp.interval.everySeconds)}${off} (from the Unix epoch)` });
+    }
+    return lines;
+  }
+  function specText(spec) {
+    const sp = spec || {};
+    const parts = specLines(sp).map((l) => (l.code ? `${l.code}: ${l.text}` : l.text));
+    parts.push(`time zone ${sp.timeZone || "UTC"}`);
+    if (sp.jitterSeconds) parts.push(`jitter up to ${seconds(sp.jitterSeconds)}`);
+    if (sp.startAt) parts.push(`from ${when(sp.startAt)}`);
+    if (sp.endAt) parts.push(`until ${when(sp.endAt)}`);
+    return parts.join("; ");
+  }
+  function pausedBadge(sc) {
+    const st = sc.paused ? "PAUSED" : "ACTIVE";
+    return h("span", { class: `status st-${st}`, "data-status": st }, sc.paused ? "paused" : "active");
+  }
+  // A time to come, and how far it is from now ("in 4 min").
+  function soon(t) {
+    const d = new Date(t) - new Date();
+    const rel = Number.isNaN(d) ? "" : d <= 0 ? "due" : `in ${ms(new Date().toISOString(), t)}`;
+    return `${when(t)}${rel ? ` (${rel})` : ""}`;
+  }
+  // The run of a schedule's slot: its correlationId is schedule:<id>:<slot time, ISO 8601 UTC>.
+  const SLOT = /^schedule:(.+):(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z)$/;
+  function scheduleLink(correlationId) {
+    const m = SLOT.exec(correlationId || "");
+    if (!m) return null;
+    return h("span", {}, "Schedule ", h("a", { id: "run-schedule", href: `#/schedules/${encodeURIComponent(m[1])}`, text: m[1] }),
+      h("span", { class: "muted", text: ` (slot ${when(m[2])})` }));
+  }
+
+  async function schedulesPage(params, token) {
+    const pageToken = params.get("pageToken") || "";
+    const page = await api(`schedules${qs({ limit: SCHEDULE_PAGE, pageToken })}`);
+    if (!current(token)) return;
+    const list = page.schedules || [];
+    const rows = list.map((sc) => h("tr", { "data-schedule": sc.id, "data-paused": String(!!sc.paused) },
+      h("td", {}, h("a", { href: `#/schedules/${encodeURIComponent(sc.id)}`, class: "mono", text: sc.id })),
+      h("td", {}, h("a", { href: `#/definitions/${encodeURIComponent(sc.definitionName)}`, text: sc.definitionName }), sc.definitionVersion ? ` v${sc.definitionVersion}` : ""),
+      h("td", { class: "spec", text: specText(sc.spec) }),
+      h("td", { class: "mono", text: sc.overlapPolicy || "" }),
+      h("td", {}, pausedBadge(sc)),
+      h("td", { class: "next", text: sc.paused ? "–" : (sc.nextFireTimes || []).length ? soon(sc.nextFireTimes[0]) : "none (the spec has no slot left)" })));
+    const table = h("table", { id: "schedules" },
+      h("caption", { class: "muted", text: `${list.length} schedule(s) on this page` }),
+      h("thead", {}, h("tr", {}, ["Schedule", "Definition", "Spec", "Overlap policy", "State", "Next fire time"].map((t) => h("th", { scope: "col", text: t })))),
+      h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No schedules. ",
+        h("code", { text: "baton schedules create" }), " or ", h("code", { text: "POST /v1/schedules" }), " adds one."))));
+    const pager = h("div", { class: "pager" },
+      h("button", { type: "button", id: "first-page", disabled: !pageToken, text: "First page", onclick: () => { window.location.hash = "#/schedules"; } }),
+      h("button", { type: "button", id: "next-page", disabled: !page.nextPageToken, text: "Next page", onclick: () => { window.location.hash = `#/schedules${qs({ pageToken: page.nextPageToken })}`; } }));
+    main().replaceChildren(h("h2", { text: "Schedules" }), table, pager);
+  }
+
+  async function schedulePage(id, token, quiet) {
+    const sc = await api(`schedules/${encodeURIComponent(id)}`);
+    if (!current(token)) return;
+    const focused = document.activeElement;
+    const focusId = quiet && focused && focused.id ? focused.id : null;
+    renderSchedule(sc);
+    const again = focusId && document.getElementById(focusId);
+    if (again) again.focus({ preventScroll: true });
+    refreshIn(SCHEDULE_REFRESH, () => schedulePage(id, token, true).catch((e) => failed(e, token, "schedules", id)));
+  }
+
+  function renderSchedule(sc) {
+    const sp = sc.spec || {};
+    const def = `${sc.definitionName}${sc.definitionVersion ? ` v${sc.definitionVersion}` : ""}`;
+    const head = h("div", { class: "run-head" },
+      h("h2", {}, "Schedule ", h("span", { class: "mono", id: "schedule-id", text: sc.id })),
+      h("span", { id: "schedule-state" }, pausedBadge(sc)),
+      h("span", {}, "Definition ", h("a", { href: `#/definitions/${encodeURIComponent(sc.definitionName)}${sc.definitionVersion ? `/${sc.definitionVersion}` : ""}`, text: def })),
+      h("span", { class: "muted", text: `created ${when(sc.createdAt)} · updated ${when(sc.updatedAt)}` }));
+    const note = sc.note ? h("p", { id: "schedule-note" }, h("strong", { text: "Note: " }), sc.note) : null;
+    const dd = (label, ...value) => [h("dt", { text: label }), h("dd", {}, ...value)];
+    const spec = h("dl", { id: "schedule-spec" },
+      specLines(sp).map((l) => dd(l.kind, l.code ? [h("code", { text: l.code }), " "] : null, h("span", { class: "words", text: l.text }))),
+      dd("time zone", sp.timeZone || "UTC"),
+      sp.jitterSeconds ? dd("jitter", `up to ${seconds(sp.jitterSeconds)} after each slot`) : null,
+      sp.startAt ? dd("starts", when(sp.startAt)) : null,
+      sp.endAt ? dd("ends", when(sp.endAt)) : null,
+      dd("overlap policy", h("span", { class: "mono", id: "schedule-overlap", text: sc.overlapPolicy || "SKIP" })),
+      dd("catch-up window", seconds(sc.catchupWindowSeconds ?? 60)),
+      dd("pause on failure", sc.pauseOnFailure ? "yes" : "no"));
+    const next = sc.nextFireTimes || [];
+    const nextCard = h("section", { class: "card", "aria-labelledby": "next-title" },
+      h("h3", { id: "next-title", text: "Next fire times" }),
+      sc.paused ? h("p", { class: "muted", text: "Paused: none of these fires until the schedule is unpaused." }) : null,
+      next.length ? h("ol", { id: "next-fire-times" }, next.map((t) => h("li", { "data-time": t, text: soon(t) })))
+        : h("p", { class: "muted", id: "next-fire-times", text: "None: the spec has no slot left." }));
+    const actions = sc.recentActions || [];
+    const recent = h("section", { class: "card", "aria-labelledby": "recent-title" },
+      h("h3", { id: "recent-title", text: "Recent actions" }),
+      h("div", { class: "scroll" }, h("table", { id: "recent-actions" },
+        h("caption", { class: "muted", text: "The last ten settled slots, latest first" }),
+        h("thead", {}, h("tr", {}, ["Slot time", "Kind", "Outcome", "Run", "Detail", "Settled"].map((t) => h("th", { scope: "col", text: t })))),
+        h("tbody", {}, actions.length ? actions.map((a) => h("tr", { "data-slot": a.slotTime, "data-outcome": a.outcome },
+          h("td", { text: when(a.slotTime) }),
+          h("td", { class: "mono", text: a.kind || "" }),
+          h("td", {}, h("span", { class: `status st-${a.outcome}`, "data-status": a.outcome }, a.outcome)),
+          h("td", {}, a.instanceId ? h("a", { class: "mono", href: `#/runs/${encodeURIComponent(a.instanceId)}`, text: a.instanceId }) : "–"),
+          h("td", { text: a.detail || "" }),
+          h("td", { text: when(a.at) })))
+          : h("tr", {}, h("td", { colspan: 6, class: "muted", text: "No slot has been settled yet." }))))));
+    const input = h("details", { class: "card" }, h("summary", { text: "Input" }), h("div", { class: "detail" }, h("pre", { text: json(sc.input) })));
+    main().replaceChildren(...[head, note, scheduleActions(sc), h("section", { class: "card detail", "aria-label": "Spec" }, spec), nextCard, recent, input].filter(Boolean));
+  }
+
+  function scheduleActions(sc) {
+    const path = (verb) => `schedules/${encodeURIComponent(sc.id)}/${verb}`;
+    const noteInput = h("input", { id: "pause-note", maxlength: 500, autocomplete: "off" });
+    const b = (name, label, enabled, onclick) => h("button", { type: "button", id: `action-${name}`, disabled: !enabled, onclick }, label);
+    return h("div", { class: "actions", role: "group", "aria-label": "Schedule actions" },
+      b("pause", "Pause", !sc.paused, () => act("Pause schedule", `Pause ${sc.id}? No slot fires while it is paused, and the slots of the paused time are not fired later.`,
+        path("pause"), () => (noteInput.value.trim() ? { note: noteInput.value.trim() } : {}), h("label", {}, "Note (optional)", noteInput))),
+      b("unpause", "Unpause", !!sc.paused, () => act("Unpause schedule", `Unpause ${sc.id}? It fires from its next slot on.`, path("unpause"), {})),
+      b("trigger", "Trigger now", true, () => act("Trigger schedule", `Start a run of ${sc.id} now? The slot follows the overlap policy (${sc.overlapPolicy || "SKIP"}), even while the schedule is paused.`, path("trigger"), {})));
   }
 
   // --- start ------------------------------------------------------------------------------------
