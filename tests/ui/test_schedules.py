@@ -8,14 +8,19 @@ back to it. Every wait is on a condition with a deadline (Playwright's ``expect`
 
 from __future__ import annotations
 
+import os
+import re
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support.servers import LocalServer
 
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = os.environ.get("BATON_SCREENSHOTS") == "1"
 TIMEOUT_MS = 15_000
 FIRED_MS = 30_000  # a loaded machine: a sweep, then the page's refresh
 
@@ -124,6 +129,10 @@ def test_the_list_says_each_spec_in_words_and_opens_a_schedule(
     got = [page.locator("#next-fire-times li").nth(i).get_attribute("data-time") for i in range(10)]
     assert got == call(baton_server, "GET", f"/v1/schedules/{weekly['id']}")["nextFireTimes"]
     expect(page.locator("#schedule-spec")).to_contain_text("at 09:00 on Monday")
+    # In the schedule's own wall time too: Monday 09:00 or a weekday 17:30, in Berlin.
+    wall = re.compile(r"\((Mon 09:00:00|(Mon|Tue|Wed|Thu|Fri) 17:30:00) Europe/Berlin, in ")
+    texts = page.locator("#next-fire-times li").all_inner_texts()
+    assert all(wall.search(t) for t in texts), texts
     expect(page.locator("#schedule-overlap")).to_have_text("SKIP")
     expect(page.locator("#recent-actions")).to_contain_text("No slot has been settled yet.")
     expect(page.locator('[data-nav="schedules"]')).to_have_attribute("aria-current", "page")
@@ -199,6 +208,8 @@ def test_pause_asks_first_and_trigger_starts_a_run_linked_both_ways(
     expect(started.locator("td").nth(1)).to_have_text("TRIGGER")
     actions = call(baton_server, "GET", api)["recentActions"]
     (run,) = [a["instanceId"] for a in actions if a["outcome"] == "STARTED"]
+    if SHOTS:
+        page.screenshot(path=str(ROOT / "docs" / "img" / "ui-schedule.png"), full_page=True)
     started.get_by_role("link", name=run).click()
     expect(page.locator("#run-id")).to_have_text(run)
     link = page.locator("#run-schedule")

@@ -949,11 +949,24 @@
     const st = sc.paused ? "PAUSED" : "ACTIVE";
     return h("span", { class: `status st-${st}`, "data-status": st }, sc.paused ? "paused" : "active");
   }
-  // A time to come, and how far it is from now ("in 4 min").
-  function soon(t) {
-    const d = new Date(t) - new Date();
-    const rel = Number.isNaN(d) ? "" : d <= 0 ? "due" : `in ${ms(new Date().toISOString(), t)}`;
-    return `${when(t)}${rel ? ` (${rel})` : ""}`;
+  // A time to come, how far it is from now ("in 3 days 22 h"), and its wall time in the
+  // schedule's time zone when that is not UTC ("Mon 09:00 Europe/Berlin").
+  function soon(t, zone) {
+    const d = Math.round((new Date(t) - new Date()) / 1000);
+    let rel = "";
+    if (Number.isNaN(d)) rel = "";
+    else if (d <= 0) rel = "due";
+    else if (d < 60) rel = `in ${d} s`;
+    else if (d < 3600) rel = `in ${Math.floor(d / 60)} min`;
+    else if (d < 86400) rel = `in ${Math.floor(d / 3600)} h ${Math.floor((d % 3600) / 60)} min`;
+    else rel = `in ${Math.floor(d / 86400)} day${d < 172800 ? "" : "s"} ${Math.floor((d % 86400) / 3600)} h`;
+    let wall = "";
+    if (zone && zone !== "UTC") {
+      try {
+        wall = `${new Intl.DateTimeFormat("en-GB", { timeZone: zone, weekday: "short", hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" }).format(new Date(t))} ${zone}`;
+      } catch (e) { wall = ""; }
+    }
+    return `${when(t)}${rel || wall ? ` (${[wall, rel].filter(Boolean).join(", ")})` : ""}`;
   }
   // The run of a schedule's slot: its correlationId is schedule:<id>:<slot time, ISO 8601 UTC>.
   const SLOT = /^schedule:(.+):(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z)$/;
@@ -1021,7 +1034,7 @@
     const nextCard = h("section", { class: "card", "aria-labelledby": "next-title" },
       h("h3", { id: "next-title", text: "Next fire times" }),
       sc.paused ? h("p", { class: "muted", text: "Paused: none of these fires until the schedule is unpaused." }) : null,
-      next.length ? h("ol", { id: "next-fire-times" }, next.map((t) => h("li", { "data-time": t, text: soon(t) })))
+      next.length ? h("ol", { id: "next-fire-times" }, next.map((t) => h("li", { "data-time": t, text: soon(t, sp.timeZone) })))
         : h("p", { class: "muted", id: "next-fire-times", text: "None: the spec has no slot left." }));
     const actions = sc.recentActions || [];
     const recent = h("section", { class: "card", "aria-labelledby": "recent-title" },
