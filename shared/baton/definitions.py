@@ -231,8 +231,8 @@ def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
     javascript_while = kind == "DO_WHILE" and _field(step, "whileLanguage") == "javascript"
     for name in (*_EVALUATED_AT_STEP.get(kind, ()), "input"):
         value = _field(step, name)
-        if value is None:
-            continue
+        if value is None or (name == "definition" and not isinstance(value, str)):
+            continue  # an inline definition's expressions are its own steps'
         if javascript_while and name == "input":
             # Resolved for the while script, after each iteration: it may read the loop's steps.
             after = tree.end_of(
@@ -278,6 +278,12 @@ def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
                 yield Problem(f"{path}.key", "a key reads ${map.item…} and ${map.index} only")
         if step.get("inputs") is not None and key is None:
             yield Problem(f"{path}.inputs", "inputs are read by each item's key: give a key")
+        if _field(step, "indexAs") is not None and (key is None or step.get("inputs") is not None):
+            yield Problem(
+                f"{path}.indexAs",
+                "indexAs gives each item of a keyed MAP its index in ${map.input}: give a key "
+                "and no inputs",
+            )
     elif kind == "SWITCH":
         yield from _switch_problems(tree, node)
     elif kind == "DO_WHILE" and javascript_while:
@@ -308,7 +314,7 @@ _EVALUATED_AT_STEP: dict[Any, tuple[str, ...]] = {
     "SET_VARIABLE": ("variables",),
     "TERMINATE": ("reason", "output"),
     "HTTP": ("request",),
-    "SUB_WORKFLOW": ("definitionName", "definitionVersion"),
+    "SUB_WORKFLOW": ("definitionName", "definitionVersion", "definition"),
 }
 # Job types the engine's system tasks claim (HTTP steps' ``baton:http``): no SERVICE_TASK's.
 RESERVED_JOB_TYPE_PREFIX = "baton:"
@@ -405,8 +411,18 @@ def _timer_problems(path: str, step: dict[str, Any]) -> Iterator[Problem]:
 
 def _sub_workflow_problems(path: str, step: dict[str, Any]) -> Iterator[Problem]:
     name, inline = _field(step, "definitionName"), step.get("definition")
-    if (name is None) == (inline is None):
+    if name is None and inline is None:
         yield Problem(path, "a SUB_WORKFLOW runs a stored definition or an inline one: give one")
+    if name is not None and isinstance(inline, dict):
+        # With a definition given as ${…}, a name is what runs when it gives none (Conductor's).
+        yield Problem(path, "an inline definition names its child itself: give no definitionName")
+    dialect = _field(step, "definitionDialect")
+    if dialect not in (None, "baton") and not isinstance(inline, str):
+        yield Problem(
+            f"{path}.definitionDialect",
+            "a dialect reads a definition given as ${…} when the child starts: an inline "
+            "definition is a Baton one",
+        )
     if isinstance(inline, dict):
         try:
             parse_definition(inline)

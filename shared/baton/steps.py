@@ -84,9 +84,10 @@ class TimerStep(StepBase):
 
 
 class SubWorkflowStep(StepBase):
-    """Starts a child instance (a stored definition, or one given inline) and waits for it; the
-    child's output is the step's output. A failed child fails the step (``retryCount`` starts a
-    new child); cancelling the parent cancels the child."""
+    """Starts a child instance (a stored definition, one given inline, or one an expression gives
+    when the child starts) and waits for it; the child's output is the step's output. A failed
+    child fails the step (``retryCount`` starts a new child); cancelling the parent cancels the
+    child."""
 
     type: Literal["SUB_WORKFLOW"]
     # A name (and version), or a ${…} expression resolved when the child starts.
@@ -96,7 +97,13 @@ class SubWorkflowStep(StepBase):
         | Annotated[str, Field(pattern=WHOLE_EXPRESSION_PATTERN)]
         | None
     ) = None
-    definition: dict[str, Any] | None = None
+    # Inline: the definition itself, or a ${…} giving one when the child starts, read in
+    # ``definitionDialect`` (baton, or conductor: a Conductor WorkflowDef; see baton.dialects);
+    # when that gives nothing, ``definitionName`` (if any) runs.
+    definition: dict[str, Any] | Annotated[str, Field(pattern=WHOLE_EXPRESSION_PATTERN)] | None = (
+        None
+    )
+    definition_dialect: Literal["baton", "conductor"] = "baton"
     retry_count: Annotated[int, Field(ge=0, le=100)] = 0
 
 
@@ -190,7 +197,10 @@ class MapStep(StepBase):
     item, reading ``${map.item…}``/``${map.index}``), an object keyed by it. With ``inputs`` (an
     object, or a ``${…}`` giving one), ``${map.input}`` inside is its entry under the item's key
     (Conductor's dynamic fork: tasks by reference name, their inputs by reference name). When a
-    keyed MAP's steps end with a SWITCH, an item's value is its taken case's last output."""
+    keyed MAP's steps end with a SWITCH, an item's value is its taken case's last output. With
+    ``indexAs`` (a keyed MAP without ``inputs``), ``${map.input}`` is the item as an object
+    carrying its index under that name (an item that is no object is ``{input: item}``): how
+    Conductor's dynamic fork hands each forked task its input with ``__index``."""
 
     type: Literal["MAP"]
     items: Annotated[str, Field(min_length=1)]
@@ -198,6 +208,7 @@ class MapStep(StepBase):
     max_concurrency: Annotated[int, Field(ge=1, le=MAX_MAP_CONCURRENCY)] = 10
     key: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
     inputs: Annotated[str, Field(pattern=WHOLE_EXPRESSION_PATTERN)] | dict[str, Any] | None = None
+    index_as: Annotated[str, Field(pattern=STEP_ID_PATTERN)] | None = None
 
 
 class DoWhileStep(StepBase):

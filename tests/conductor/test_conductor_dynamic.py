@@ -1,7 +1,8 @@
 """conductor-python 2.0.0, unmodified, against ``baton dev``: a FORK_JOIN_DYNAMIC over a task
-list chosen at run time (four forks: three worker tasks of two types and a sub-workflow, each
-handed its own input, the JOIN's output keyed by their reference names) and a DYNAMIC task
-whose type an earlier task names."""
+list chosen at run time (five forks: three worker tasks of two types, a sub-workflow by name and
+one given inline, each handed its own input, the JOIN's output keyed by their reference names)
+and a DYNAMIC task whose type an earlier task names; a sub-workflow whose WorkflowDef the input
+gives."""
 
 from __future__ import annotations
 
@@ -100,21 +101,55 @@ def test_a_dynamic_fork_of_four_tasks_and_a_dynamic_task(
             "type": "SUB_WORKFLOW",
             "subWorkflowParam": {"name": child, "version": 1},
         },
+        {
+            # A sub-workflow given inline in the list: its WorkflowDef runs (no such name).
+            "name": f"inline_{tag}",
+            "taskReferenceName": "s2",
+            "type": "SUB_WORKFLOW",
+            "subWorkflowParam": {
+                "name": f"inline_{tag}",
+                "workflowDefinition": {
+                    "name": f"inline_{tag}",
+                    "tasks": [
+                        {
+                            "name": "seven",
+                            "taskReferenceName": "seven",
+                            "type": "INLINE",
+                            "inputParameters": {
+                                "evaluatorType": "javascript",
+                                "expression": "$.w * 7",
+                                "w": "${workflow.input.w}",
+                            },
+                        }
+                    ],
+                },
+            },
+        },
     ]
-    inputs = {"r1": {"w": 1}, "n1": {"to": "ann"}, "n2": {"to": "bob"}, "s1": {"w": 3}}
+    inputs = {
+        "r1": {"w": 1},
+        "n1": {"to": "ann"},
+        "n2": {"to": "bob"},
+        "s1": {"w": 3},
+        "s2": {"w": 2},
+    }
     _done(
         clients,
         _poll(clients, prep),
         output={"dynamicTasks": forks, "dynamicTasksInput": inputs, "next": last},
     )
     handed: list[dict[str, Any]] = []
+    polled_refs: dict[str, str] = {}
     for task_type in (resize, notify, notify):
         task = _poll(clients, task_type)
         handed.append(task.input_data)
+        polled_refs[task.reference_task_name] = task.task_def_name
         out = {"w": task.input_data["w"] * 10} if "w" in task.input_data else {"sent": True}
         _done(clients, task, output=out)
     # Each forked task is handed its whole input, as Conductor hands it to the worker.
     assert sorted(handed, key=str) == sorted([inputs[k] for k in ("r1", "n1", "n2")], key=str)
+    # The poll names each forked task by its own reference, as the workflow view does.
+    assert polled_refs == {"r1": resize, "n1": notify, "n2": notify}
     task = _poll(clients, last)
     assert task.input_data == {"taskToExecute": last, "resized": 10}
     assert task.task_def_name == last
@@ -126,6 +161,7 @@ def test_a_dynamic_fork_of_four_tasks_and_a_dynamic_task(
             "n1": {"sent": True},
             "n2": {"sent": True},
             "s1": {"result": 300},
+            "s2": {"result": 14},
         },
         "picked": {"picked": last},
     }
@@ -138,6 +174,7 @@ def test_a_dynamic_fork_of_four_tasks_and_a_dynamic_task(
         "pick": last,
     }
     assert refs["s1"].task_type == "SUB_WORKFLOW" and refs["s1"].sub_workflow_id
+    assert refs["s2"].task_type == "SUB_WORKFLOW" and refs["s2"].sub_workflow_id
     assert "SWITCH" not in {t.task_type for t in wf.tasks}  # the choice by type is no task
     # The definition reads back exactly as registered.
     shown = httpx.get(
@@ -154,3 +191,76 @@ def test_a_dynamic_fork_over_no_tasks_joins_with_an_empty_object(clients: OrkesC
     wid = clients.get_workflow_client().start_workflow_by_name(name, {})
     _done(clients, _poll(clients, prep), output={"dynamicTasks": [], "dynamicTasksInput": {}})
     assert _until_status(clients, wid, "COMPLETED").output == {"j": {}}
+
+
+def test_a_sub_workflow_whose_definition_the_input_gives_runs_it_and_a_bad_one_fails_it(
+    clients: OrkesClients, conductor_server: LocalServer
+) -> None:
+    """``subWorkflowParam.workflowDefinition`` as ``${…}``: Conductor resolves it when the task
+    starts and runs that WorkflowDef; so does Baton (registered in Conductor's export form, it
+    reads back as sent). A document that is no definition fails the task saying why."""
+    tag = uuid.uuid4().hex[:6]
+    name, work = f"rt_{tag}", f"work_{tag}"
+    sub = {
+        "name": "sub",
+        "taskReferenceName": "sub",
+        "type": "SUB_WORKFLOW",
+        "inputParameters": {"w": "${workflow.input.w}"},
+        "subWorkflowParam": {"name": "ignored", "workflowDefinition": "${workflow.input.def}"},
+        "optional": False,
+        "startDelay": 0,
+        "asyncComplete": False,
+        "permissive": False,
+        "decisionCases": {},
+        "defaultCase": [],
+        "forkTasks": [],
+        "joinOn": [],
+        "loopOver": [],
+    }
+    sent = {
+        "name": name,
+        "version": 1,
+        "schemaVersion": 2,
+        "tasks": [sub],
+        "outputParameters": {"child": "${sub.output}"},
+        "timeoutSeconds": 0,
+    }
+    r = conductor_server.request("POST", "/api/metadata/workflow", json=sent)
+    assert r.status_code == 200, r.text
+    assert conductor_server.request("GET", f"/api/metadata/workflow/{name}").json() == sent
+    child = {
+        "name": f"child_{tag}",
+        "version": 1,
+        "tasks": [
+            _simple("work", work, inputParameters={"w": "${workflow.input.w}"}),
+            {
+                "name": "scale",
+                "taskReferenceName": "scale",
+                "type": "INLINE",
+                "inputParameters": {
+                    "evaluatorType": "javascript",
+                    "expression": "$.v * 100",
+                    "v": "${work.output.v}",
+                },
+            },
+        ],
+        "outputParameters": {"scaled": "${scale.output.result}"},
+    }
+    wc = clients.get_workflow_client()
+    wid = wc.start_workflow_by_name(name, {"def": child, "w": 3})
+    task = _poll(clients, work)
+    assert task.input_data == {"w": 3}
+    _done(clients, task, output={"v": task.input_data["w"] + 1})
+    wf = _until_status(clients, wid, "COMPLETED")
+    assert wf.output == {"child": {"scaled": 400}}
+    (shown,) = wf.tasks
+    assert shown.task_type == "SUB_WORKFLOW" and shown.sub_workflow_id
+    assert _until_status(clients, shown.sub_workflow_id, "COMPLETED").workflow_name == child["name"]
+
+    broken = {**child, "tasks": [{"name": "x", "taskReferenceName": "x", "type": "NO_SUCH"}]}
+    bad = wc.start_workflow_by_name(name, {"def": broken, "w": 1})
+    failed = _until_status(clients, bad, "FAILED")
+    assert "${workflow.input.def} gave no conductor definition Baton can run" in (
+        failed.reason_for_incompletion
+    )
+    assert "NO_SUCH" in failed.tasks[0].reason_for_incompletion

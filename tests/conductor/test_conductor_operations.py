@@ -257,16 +257,28 @@ def test_a_dynamic_fork_runs_one_task_per_input_and_its_join_collects_them(
         outputParameters={"results": "${fan_join.output}"},
     )
     wid = clients.get_workflow_client().start_workflow_by_name(name, {})
-    _done(clients, _poll(clients, prep), output={"inputs": [{"n": n} for n in range(4)]})
-    seen = []
+    # Objects and one plain value (Conductor hands that one as {input, __index}).
+    items: list[Any] = [{"n": 0}, {"n": 1}, {"n": 2}, 3]
+    _done(clients, _poll(clients, prep), output={"inputs": items})
+    seen = {}
     for _ in range(4):
         task = _poll(clients, work)
-        seen.append(task.input_data["n"])
-        _done(clients, task, output={"double": task.input_data["n"] * 2})
-    assert sorted(seen) == [0, 1, 2, 3]
+        # Each forked task's input is its item with its index as __index, and the poll names
+        # it by its own reference (_<forkTaskName>_<index>), not the fork's.
+        seen[task.reference_task_name] = task.input_data
+        n = task.input_data.get("n", task.input_data.get("input"))
+        _done(clients, task, output={"double": n * 2})
+    assert seen == {
+        f"_{work}_0": {"n": 0, "__index": 0},
+        f"_{work}_1": {"n": 1, "__index": 1},
+        f"_{work}_2": {"n": 2, "__index": 2},
+        f"_{work}_3": {"input": 3, "__index": 3},
+    }
     wf = _until_status(clients, wid, "COMPLETED")
     # Keyed as Conductor names the forked tasks: _<forkTaskName>_<index>.
     assert wf.output["results"] == {f"_{work}_{n}": {"double": n * 2} for n in range(4)}
+    shown_tasks = {t.reference_task_name: t for t in wf.tasks}
+    assert shown_tasks[f"_{work}_3"].input_data == {"input": 3, "__index": 3}
     # The definition reads back in Conductor's JSON as it was registered.
     shown = clients.get_metadata_client().get_workflow_def(name)
     assert [t.type for t in shown.tasks] == ["SIMPLE", "FORK_JOIN_DYNAMIC", "JOIN"]

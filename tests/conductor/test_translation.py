@@ -26,6 +26,27 @@ def step(ref: str, job: str = "work", **extra: Any) -> dict[str, Any]:
 # (Conductor task(s), Baton step) — one per supported type.
 GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
     (
+        "SUB_WORKFLOW workflowDefinition ${…}",
+        [
+            {
+                "name": "child",
+                "taskReferenceName": "sub",
+                "type": "SUB_WORKFLOW",
+                "inputParameters": {"w": "${prev.output.w}"},
+                "subWorkflowParam": {"name": "child", "workflowDefinition": "${prev.output.def}"},
+            }
+        ],
+        {
+            "id": "sub",
+            "name": "child",
+            "type": "SUB_WORKFLOW",
+            "input": {"w": "${prev.output.w}"},
+            "definition": "${prev.output.def}",
+            "definitionDialect": "conductor",
+            "definitionName": "child",
+        },
+    ),
+    (
         "FORK_JOIN_DYNAMIC dynamicForkTasksParam",
         [
             {
@@ -60,6 +81,8 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
                                 "type": "SUB_WORKFLOW",
                                 "definitionName": "${map.item.subWorkflowParam.name}",
                                 "definitionVersion": "${map.item.subWorkflowParam.version}",
+                                "definition": "${map.item.subWorkflowParam.workflowDefinition}",
+                                "definitionDialect": "conductor",
                                 "input": "${map.input}",
                             }
                         ]
@@ -97,6 +120,7 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
             "type": "MAP",
             "items": "${prev.output.list}",
             "key": "_fan_${map.index}",
+            "indexAs": "__index",
             "maxConcurrency": 1000,
             "steps": [
                 {
@@ -104,7 +128,7 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
                     "type": "SUB_WORKFLOW",
                     "definitionName": "child",
                     "definitionVersion": 2,
-                    "input": "${map.item}",
+                    "input": "${map.input}",
                 }
             ],
             "description": "[join:fan_join]",
@@ -152,6 +176,7 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
             "type": "MAP",
             "items": "${workflow.input.images}",
             "key": "_resize_${map.index}",
+            "indexAs": "__index",
             "maxConcurrency": 1000,
             "steps": [
                 {
@@ -159,7 +184,7 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
                     "name": "resize",
                     "type": "SERVICE_TASK",
                     "jobType": "resize",
-                    "input": "${map.item}",
+                    "input": "${map.input}",
                 }
             ],
             "description": "[join:fan_join]",
@@ -1046,20 +1071,51 @@ def test_cpewf_task_id_is_the_simple_task_s_own_id() -> None:
 
 
 @pytest.mark.parametrize("named", [{}, {"name": "child"}])
-def test_a_workflow_definition_given_as_an_expression_is_refused_not_run_by_name(
+def test_a_workflow_definition_given_as_an_expression_is_read_as_conductor_s_at_run_time(
     named: dict[str, Any],
 ) -> None:
     sub = {
         "name": "sub",
         "taskReferenceName": "sub",
         "type": "SUB_WORKFLOW",
-        "subWorkflowParam": {**named, "workflowDefinition": "${workflow.input.definition}"},
+        "inputParameters": {"x": "${workflow.input.x}"},
+        "subWorkflowParam": {**named, "workflowDefinition": "${prep.output.definition}"},
+    }
+    out = cd.to_baton_workflow(_wf([simple("prep"), sub]))
+    # With a name, the named definition runs when the expression gives none (Conductor's).
+    assert out["steps"][2] == {
+        "id": "sub",
+        "type": "SUB_WORKFLOW",
+        "input": {"x": "${workflow.input.x}"},
+        "definition": "${prep.output.definition}",
+        "definitionDialect": "conductor",
+        **({"definitionName": "child"} if named else {}),
+    }
+    parse_definition(out)
+    # Baton → Conductor: the same expression, with the name (the step's own without one:
+    # Conductor's model wants one).
+    back = cd.to_conductor_workflow(out)["tasks"][2]
+    assert back["subWorkflowParam"] == {
+        "name": "child" if named else "sub",
+        "workflowDefinition": "${prep.output.definition}",
+    }
+
+
+@pytest.mark.parametrize("given", ["child", 3, ["x"], "${a} and ${b}"])
+def test_a_workflow_definition_neither_an_object_nor_one_expression_is_refused(
+    given: Any,
+) -> None:
+    sub = {
+        "name": "sub",
+        "taskReferenceName": "sub",
+        "type": "SUB_WORKFLOW",
+        "subWorkflowParam": {"name": "child", "workflowDefinition": given},
     }
     with pytest.raises(Untranslatable) as e:
         cd.to_baton_workflow(_wf([sub]))
     status, body = from_error(e.value)
     assert status == 400 and "(sub)" in body["message"]
-    assert "workflowDefinition must be the definition itself" in body["message"]
+    assert "workflowDefinition is the definition itself" in body["message"]
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from baton import lifecycle
+from baton.conductor import dialect as conductor_dialect
 from baton.engine.service import Engine
 from baton.errors import Unavailable
 
@@ -27,6 +28,9 @@ from baton.store.db import Database
 from baton.store.job_listener import JobWakeups
 
 from baton_lambda.api_keys import KeyRing
+
+# The engine reads Conductor WorkflowDefs met at run time through this (baton.dialects).
+conductor_dialect.register()
 
 _lock = threading.Lock()
 # One database per process (the local server runs every function in one process); one engine per

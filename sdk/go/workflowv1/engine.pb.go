@@ -243,10 +243,12 @@ type Step struct {
 	// TIMER: an ISO-8601 duration ("PT30S") or seconds; or an ISO timestamp (may be ${...})
 	Duration *structpb.Value `protobuf:"bytes,17,opt,name=duration,proto3" json:"duration,omitempty"`
 	Until    string          `protobuf:"bytes,18,opt,name=until,proto3" json:"until,omitempty"`
-	// SUB_WORKFLOW: a stored definition by name (and version), or one inline; retryCount above
-	DefinitionName    string           `protobuf:"bytes,19,opt,name=definition_name,json=definitionName,proto3" json:"definition_name,omitempty"`
-	DefinitionVersion *int32           `protobuf:"varint,20,opt,name=definition_version,json=definitionVersion,proto3,oneof" json:"definition_version,omitempty"`
-	Definition        *structpb.Struct `protobuf:"bytes,21,opt,name=definition,proto3" json:"definition,omitempty"`
+	// SUB_WORKFLOW: a stored definition by name (and version), or one inline: the definition
+	// itself, or one ${...} giving it when the child starts (read as definition_dialect says;
+	// when it gives nothing, definition_name runs); retryCount above
+	DefinitionName    string          `protobuf:"bytes,19,opt,name=definition_name,json=definitionName,proto3" json:"definition_name,omitempty"`
+	DefinitionVersion *int32          `protobuf:"varint,20,opt,name=definition_version,json=definitionVersion,proto3,oneof" json:"definition_version,omitempty"`
+	Definition        *structpb.Value `protobuf:"bytes,21,opt,name=definition,proto3" json:"definition,omitempty"`
 	// SET_VARIABLE
 	Variables *structpb.Struct `protobuf:"bytes,22,opt,name=variables,proto3" json:"variables,omitempty"`
 	// TERMINATE
@@ -287,7 +289,13 @@ type Step struct {
 	// is then an object by it (Conductor's dynamic fork: by the forked tasks' reference names)
 	Key string `protobuf:"bytes,43,opt,name=key,proto3" json:"key,omitempty"`
 	// MAP with a key: an object by key (or one ${...} giving one); ${map.input} is the item's entry
-	Inputs        *structpb.Value `protobuf:"bytes,44,opt,name=inputs,proto3" json:"inputs,omitempty"`
+	Inputs *structpb.Value `protobuf:"bytes,44,opt,name=inputs,proto3" json:"inputs,omitempty"`
+	// SUB_WORKFLOW with a definition given as ${...}: baton (the default) or conductor (a
+	// Conductor WorkflowDef)
+	DefinitionDialect string `protobuf:"bytes,45,opt,name=definition_dialect,json=definitionDialect,proto3" json:"definition_dialect,omitempty"`
+	// MAP with a key and no inputs: ${map.input} is the item with its index under this name (an
+	// item that is no object is {input: item}): Conductor's dynamic fork's __index
+	IndexAs       string `protobuf:"bytes,46,opt,name=index_as,json=indexAs,proto3" json:"index_as,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -462,7 +470,7 @@ func (x *Step) GetDefinitionVersion() int32 {
 	return 0
 }
 
-func (x *Step) GetDefinition() *structpb.Struct {
+func (x *Step) GetDefinition() *structpb.Value {
 	if x != nil {
 		return x.Definition
 	}
@@ -628,6 +636,20 @@ func (x *Step) GetInputs() *structpb.Value {
 		return x.Inputs
 	}
 	return nil
+}
+
+func (x *Step) GetDefinitionDialect() string {
+	if x != nil {
+		return x.DefinitionDialect
+	}
+	return ""
+}
+
+func (x *Step) GetIndexAs() string {
+	if x != nil {
+		return x.IndexAs
+	}
+	return ""
 }
 
 // Start one instance per task of a named queue.
@@ -7057,7 +7079,7 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x19_response_timeout_secondsB\x18\n" +
 	"\x16_concurrent_exec_limitB\x1b\n" +
 	"\x19_rate_limit_per_frequencyB\"\n" +
-	" _rate_limit_frequency_in_seconds\"\x9f\x0f\n" +
+	" _rate_limit_frequency_in_seconds\"\xe8\x0f\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
@@ -7081,9 +7103,9 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\bduration\x18\x11 \x01(\v2\x16.google.protobuf.ValueR\bduration\x12\x14\n" +
 	"\x05until\x18\x12 \x01(\tR\x05until\x12'\n" +
 	"\x0fdefinition_name\x18\x13 \x01(\tR\x0edefinitionName\x122\n" +
-	"\x12definition_version\x18\x14 \x01(\x05H\x06R\x11definitionVersion\x88\x01\x01\x127\n" +
+	"\x12definition_version\x18\x14 \x01(\x05H\x06R\x11definitionVersion\x88\x01\x01\x126\n" +
 	"\n" +
-	"definition\x18\x15 \x01(\v2\x17.google.protobuf.StructR\n" +
+	"definition\x18\x15 \x01(\v2\x16.google.protobuf.ValueR\n" +
 	"definition\x125\n" +
 	"\tvariables\x18\x16 \x01(\v2\x17.google.protobuf.StructR\tvariables\x12\x16\n" +
 	"\x06status\x18\x17 \x01(\tR\x06status\x12\x16\n" +
@@ -7108,7 +7130,9 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"R\boptional\x88\x01\x01\x123\n" +
 	"\x13start_delay_seconds\x18* \x01(\x05H\vR\x11startDelaySeconds\x88\x01\x01\x12\x10\n" +
 	"\x03key\x18+ \x01(\tR\x03key\x12.\n" +
-	"\x06inputs\x18, \x01(\v2\x16.google.protobuf.ValueR\x06inputsB\x0e\n" +
+	"\x06inputs\x18, \x01(\v2\x16.google.protobuf.ValueR\x06inputs\x12-\n" +
+	"\x12definition_dialect\x18- \x01(\tR\x11definitionDialect\x12\x19\n" +
+	"\bindex_as\x18. \x01(\tR\aindexAsB\x0e\n" +
 	"\f_retry_countB\x16\n" +
 	"\x14_retry_delay_secondsB\x1a\n" +
 	"\x18_max_retry_delay_secondsB\x12\n" +
@@ -7876,7 +7900,7 @@ var file_workflow_v1_engine_proto_depIdxs = []int32{
 	97,  // 3: workflow.v1.Step.input:type_name -> google.protobuf.Struct
 	0,   // 4: workflow.v1.Step.task_def:type_name -> workflow.v1.TaskDef
 	99,  // 5: workflow.v1.Step.duration:type_name -> google.protobuf.Value
-	97,  // 6: workflow.v1.Step.definition:type_name -> google.protobuf.Struct
+	99,  // 6: workflow.v1.Step.definition:type_name -> google.protobuf.Value
 	97,  // 7: workflow.v1.Step.variables:type_name -> google.protobuf.Struct
 	99,  // 8: workflow.v1.Step.output:type_name -> google.protobuf.Value
 	99,  // 9: workflow.v1.Step.cases:type_name -> google.protobuf.Value

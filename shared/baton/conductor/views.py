@@ -108,15 +108,18 @@ def data_of(value: Any) -> tuple[dict[str, Any], str | None]:
     return ({} if value is None else {"result": value}), None
 
 
-def polled_task(job: dict[str, Any], worker_id: str, response_timeout: int) -> dict[str, Any]:
-    """A job claimed through ``/v1``'s poll (wire form) as the Task a Conductor worker gets."""
+def polled_task(
+    job: dict[str, Any], worker_id: str, response_timeout: int, reference: str | None = None
+) -> dict[str, Any]:
+    """A job claimed through ``/v1``'s poll (wire form) as the Task a Conductor worker gets;
+    ``reference``: a dynamic fork's task's own reference name (else the step's id)."""
     now_ms = ms(job.get("lockExpiresAt")) - response_timeout * 1000
     data, path = data_of(job.get("input"))
     task = {
         "taskId": task_id(job["id"], job["attempt"]),
         "taskType": job["jobType"],
         "taskDefName": job["jobType"],
-        "referenceTaskName": job["stepId"],
+        "referenceTaskName": reference or job["stepId"],
         "workflowInstanceId": job["instanceId"],
         "status": "IN_PROGRESS",
         "inputData": data,

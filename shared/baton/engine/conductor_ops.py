@@ -69,6 +69,16 @@ class ConductorOps(EngineCore):
         )
         return {str(r["id"]): r["lock_expires_at"] for r in rows}
 
+    def forked_references(self, job_ids: list[str]) -> dict[str, str]:
+        """The reference names of the jobs that are tasks of a dynamic fork (a keyed MAP's
+        item, possibly chosen by a SWITCH): their item's key, by job id."""
+        if not job_ids:
+            return {}
+        rows = self.db.autocommit(
+            lambda c: c.execute(conductor_sql.FORKED_REFERENCES, {"ids": job_ids}).fetchall()
+        )
+        return {str(r["id"]): r["reference"] for r in rows if r["reference"] is not None}
+
     def job_state(self, job_id: str) -> dict[str, Any]:
         """A job's status, attempt and lease holder with its instance's status."""
         jid = parse_uuid(job_id, "taskId")

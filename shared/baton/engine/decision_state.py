@@ -251,6 +251,10 @@ class DecisionState:
                     keys = stored.get("keys") or []
                     # An item without an entry reads {} (as Conductor gives a forked task).
                     given = stored["inputs"].get(keys[index], {}) if index < len(keys) else None
+                elif isinstance(stored, dict) and isinstance(stored.get("indexAs"), str):
+                    # Conductor's dynamic fork: the item with its index (a non-object wrapped).
+                    whole = item if isinstance(item, dict) else {"input": item}
+                    given = {**whole, stored["indexAs"]: index}
                 return {"item": item, "index": index, "input": given}
         return None
 

@@ -15,6 +15,21 @@ UPDATE job
 RETURNING id, lock_expires_at
 """
 
+# A dynamic fork's task (a job inside a keyed MAP's item, directly or in the SWITCH choosing
+# the task by its type) is Conductor's task of its item's key: its referenceTaskName.
+FORKED_REFERENCES = """
+SELECT j.id,
+       CASE WHEN p.step_type = 'MAP' THEN p.input -> 'keys' ->> s.item_index
+            WHEN p.step_type = 'SWITCH' AND g.step_type = 'MAP'
+                 THEN g.input -> 'keys' ->> p.item_index
+       END AS reference
+  FROM job j
+  JOIN step_execution s ON s.id = j.step_execution_id
+  JOIN step_execution p ON p.id = s.parent_step_execution_id
+  LEFT JOIN step_execution g ON g.id = p.parent_step_execution_id
+ WHERE j.id = ANY(%(ids)s::uuid[])
+"""
+
 # IN_PROGRESS with callbackAfterSeconds: the same attempt is handed out again once due.
 POSTPONE = """
 WITH j AS (

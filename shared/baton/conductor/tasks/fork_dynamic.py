@@ -6,11 +6,13 @@ output (the MAP's) an object by the forked tasks' reference names, as Conductor'
   giving their inputs by reference name (an object, or a ``${…}`` giving one). The MAP runs over
   the tasks, keyed by ``taskReferenceName``, ``inputs`` the inputs: its one step is a
   SWITCH on the task's ``type``: a SUB_WORKFLOW entry starts the child its ``subWorkflowParam``
-  names, any other is a worker task of its ``name`` (``${map.item.name}``); either's input is the
-  task's entry (``${map.input}``). The join reads the output of the task each item ran.
+  names (or its inline ``workflowDefinition``, a Conductor WorkflowDef), any other is a worker
+  task of its ``name`` (``${map.item.name}``); either's input is the task's entry
+  (``${map.input}``). The join reads the output of the task each item ran.
 - ``forkTaskName`` (or ``forkTaskWorkflow``, a sub-workflow) + ``forkTaskInputs``: the MAP runs
-  that task over the inputs, each its whole input, keyed ``_<forkTaskName>_<index>`` as
-  Conductor names the forked tasks.
+  that task over the inputs, each its whole input with its index as ``__index`` (an input that
+  is no object is ``{input, __index}``), keyed ``_<forkTaskName>_<index>`` as Conductor names
+  and hands the forked tasks (the MAP's ``indexAs``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ TASK_NAME = "${map.item.name}"
 TASK_INPUT = "${map.input}"
 # Conductor's own parameter names, used when a /v1 MAP reads back as this form.
 TASKS_PARAM, INPUTS_PARAM = "dynamicTasks", "dynamicTasksInput"
+# Where Conductor gives each task of the forkTaskName form its index, in its input.
+INDEX = "__index"
 
 
 def to_step(task: dict[str, Any], join: dict[str, Any], path: str) -> dict[str, Any]:
@@ -97,6 +101,9 @@ def _task_list(task: dict[str, Any], params: dict[str, Any], path: str) -> dict[
                     "type": "SUB_WORKFLOW",
                     "definitionName": "${map.item.subWorkflowParam.name}",
                     "definitionVersion": "${map.item.subWorkflowParam.version}",
+                    # An entry's inline WorkflowDef runs when it has one, as in Conductor.
+                    "definition": "${map.item.subWorkflowParam.workflowDefinition}",
+                    "definitionDialect": "conductor",
                     "input": TASK_INPUT,
                 }
             ]
@@ -151,13 +158,14 @@ def _one_task(task: dict[str, Any], params: dict[str, Any], path: str) -> dict[s
         version = params.get("forkTaskWorkflowVersion")
         if isinstance(version, int) and version >= 1:
             inner["definitionVersion"] = version
-    inner["input"] = "${map.item}"
+    inner["input"] = TASK_INPUT  # the item with its __index (indexAs)
     # Conductor names each forked task _<forkTaskName>_<index> (the fork's reference without one).
     named = name if name is not None else step["id"]
     step.update(
         type="MAP",
         items=params_in(inputs, f"{path}.inputParameters.forkTaskInputs"),
         key=f"_{named}_${{map.index}}",
+        indexAs=INDEX,
         maxConcurrency=MAX_MAP_CONCURRENCY,
         steps=[inner],
     )
@@ -198,8 +206,9 @@ def _dynamic_fork(s: dict[str, Any]) -> dict[str, Any] | None:
     if len(body) != 1:
         return None
     inner = body[0]
-    whole = inner.get("type") in ("SERVICE_TASK", "SUB_WORKFLOW") and inner.get("input") == (
-        "${map.item}"
+    whole = inner.get("type") in ("SERVICE_TASK", "SUB_WORKFLOW") and (
+        inner.get("input") == "${map.item}"
+        or (inner.get("input") == TASK_INPUT and s.get("indexAs") is not None)
     )
     listed = (
         inner.get("type") == "SWITCH"

@@ -3,7 +3,8 @@
 
 With a ``key`` (Conductor's dynamic fork), each item's key is resolved from it when the MAP
 starts, and the output is an object by key; ``inputs`` (an object by key) gives each item its
-``${map.input}``. The MAP's stored input is then ``{items, keys, inputs}`` (else the list)."""
+``${map.input}``; ``indexAs`` gives it the item with its index instead. The MAP's stored input
+is then ``{items, keys, inputs[, indexAs]}`` (else the list)."""
 
 from __future__ import annotations
 
@@ -90,7 +91,10 @@ class Map:
             if not isinstance(inputs, dict):
                 kind = type(inputs).__name__
                 raise ValueError(f"inputs resolved to {kind}, not an object by key")
-        return {"items": items, "keys": keys, "inputs": inputs}
+        stored: dict[str, Any] = {"items": items, "keys": keys, "inputs": inputs}
+        if step.index_as is not None:
+            stored["indexAs"] = step.index_as
+        return stored
 
     def _start_item(self, d: Decision, step: MapStep, owner: Exec, i: int) -> None:
         first = step.steps[0]

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
 
+from baton import dialects
+from baton.definitions import parse_definition
 from baton.engine.records import (
     AuditEvent,
     ChildPlan,
@@ -25,6 +27,7 @@ from baton.engine.records import (
     NoReads,
     OverLimit,
 )
+from baton.errors import ValidationFailed, listed
 from baton.model import NAME_PATTERN
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import SubWorkflowStep
@@ -120,13 +123,33 @@ class SubWorkflow:
         version = d.resolve(step.definition_version, point, e.scope)
         if isinstance(version, str) and version.isdigit():
             version = int(version)
-        if step.definition is None and not (isinstance(name, str) and _NAME.fullmatch(name)):
+        inline = step.definition
+        if isinstance(inline, str):
+            # A definition document given when the child starts, in the step's dialect; when
+            # it gives none, the definition the step names runs (as Conductor does).
+            document = d.unref(d.resolve(inline, point, e.scope))
+            if document is None and step.definition_name is not None:
+                inline = None
+        if isinstance(inline, str):
+            try:
+                inline = dialects.to_baton(step.definition_dialect, document)
+                parse_definition(inline)
+            except dialects.DialectError as bad:
+                d.fail(e, f"{step.definition} {bad.detail}")
+                return
+            except ValidationFailed as bad:
+                d.fail(
+                    e,
+                    f"{step.definition} gave an invalid definition: {listed(bad.problems)}",
+                )
+                return
+        if inline is None and not (isinstance(name, str) and _NAME.fullmatch(name)):
             d.fail(e, f"{step.definition_name} gave {name!r}, not a definition name")
             return
         if version is not None and not (isinstance(version, int) and version >= 1):
             d.fail(e, f"{step.definition_version} gave {version!r}, not a version (1 or more)")
             return
-        child = d.reader.child_plan(name, version, step.definition)
+        child = d.reader.child_plan(name, version, inline)
         if child is None:
             said = f" version {version}" if version else ""
             d.fail(e, f"definition {name!r}{said} not found")

@@ -55,6 +55,8 @@ private static final long serialVersionUID = 0L;
     query_ = "";
     whileLanguage_ = "";
     key_ = "";
+    definitionDialect_ = "";
+    indexAs_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -672,7 +674,9 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object definitionName_ = "";
   /**
    * <pre>
-   * SUB_WORKFLOW: a stored definition by name (and version), or one inline; retryCount above
+   * SUB_WORKFLOW: a stored definition by name (and version), or one inline: the definition
+   * itself, or one ${...} giving it when the child starts (read as definition_dialect says;
+   * when it gives nothing, definition_name runs); retryCount above
    * </pre>
    *
    * <code>string definition_name = 19;</code>
@@ -693,7 +697,9 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * SUB_WORKFLOW: a stored definition by name (and version), or one inline; retryCount above
+   * SUB_WORKFLOW: a stored definition by name (and version), or one inline: the definition
+   * itself, or one ${...} giving it when the child starts (read as definition_dialect says;
+   * when it gives nothing, definition_name runs); retryCount above
    * </pre>
    *
    * <code>string definition_name = 19;</code>
@@ -734,9 +740,9 @@ private static final long serialVersionUID = 0L;
   }
 
   public static final int DEFINITION_FIELD_NUMBER = 21;
-  private com.google.protobuf.Struct definition_;
+  private com.google.protobuf.Value definition_;
   /**
-   * <code>.google.protobuf.Struct definition = 21;</code>
+   * <code>.google.protobuf.Value definition = 21;</code>
    * @return Whether the definition field is set.
    */
   @java.lang.Override
@@ -744,19 +750,19 @@ private static final long serialVersionUID = 0L;
     return ((bitField0_ & 0x00000400) != 0);
   }
   /**
-   * <code>.google.protobuf.Struct definition = 21;</code>
+   * <code>.google.protobuf.Value definition = 21;</code>
    * @return The definition.
    */
   @java.lang.Override
-  public com.google.protobuf.Struct getDefinition() {
-    return definition_ == null ? com.google.protobuf.Struct.getDefaultInstance() : definition_;
+  public com.google.protobuf.Value getDefinition() {
+    return definition_ == null ? com.google.protobuf.Value.getDefaultInstance() : definition_;
   }
   /**
-   * <code>.google.protobuf.Struct definition = 21;</code>
+   * <code>.google.protobuf.Value definition = 21;</code>
    */
   @java.lang.Override
-  public com.google.protobuf.StructOrBuilder getDefinitionOrBuilder() {
-    return definition_ == null ? com.google.protobuf.Struct.getDefaultInstance() : definition_;
+  public com.google.protobuf.ValueOrBuilder getDefinitionOrBuilder() {
+    return definition_ == null ? com.google.protobuf.Value.getDefaultInstance() : definition_;
   }
 
   public static final int VARIABLES_FIELD_NUMBER = 22;
@@ -1649,6 +1655,104 @@ private static final long serialVersionUID = 0L;
     return inputs_ == null ? com.google.protobuf.Value.getDefaultInstance() : inputs_;
   }
 
+  public static final int DEFINITION_DIALECT_FIELD_NUMBER = 45;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object definitionDialect_ = "";
+  /**
+   * <pre>
+   * SUB_WORKFLOW with a definition given as ${...}: baton (the default) or conductor (a
+   * Conductor WorkflowDef)
+   * </pre>
+   *
+   * <code>string definition_dialect = 45;</code>
+   * @return The definitionDialect.
+   */
+  @java.lang.Override
+  public java.lang.String getDefinitionDialect() {
+    java.lang.Object ref = definitionDialect_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      definitionDialect_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * SUB_WORKFLOW with a definition given as ${...}: baton (the default) or conductor (a
+   * Conductor WorkflowDef)
+   * </pre>
+   *
+   * <code>string definition_dialect = 45;</code>
+   * @return The bytes for definitionDialect.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getDefinitionDialectBytes() {
+    java.lang.Object ref = definitionDialect_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      definitionDialect_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int INDEX_AS_FIELD_NUMBER = 46;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object indexAs_ = "";
+  /**
+   * <pre>
+   * MAP with a key and no inputs: ${map.input} is the item with its index under this name (an
+   * item that is no object is {input: item}): Conductor's dynamic fork's __index
+   * </pre>
+   *
+   * <code>string index_as = 46;</code>
+   * @return The indexAs.
+   */
+  @java.lang.Override
+  public java.lang.String getIndexAs() {
+    java.lang.Object ref = indexAs_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      indexAs_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * MAP with a key and no inputs: ${map.input} is the item with its index under this name (an
+   * item that is no object is {input: item}): Conductor's dynamic fork's __index
+   * </pre>
+   *
+   * <code>string index_as = 46;</code>
+   * @return The bytes for indexAs.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getIndexAsBytes() {
+    java.lang.Object ref = indexAs_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      indexAs_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -1794,6 +1898,12 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00100000) != 0)) {
       output.writeMessage(44, getInputs());
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(definitionDialect_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 45, definitionDialect_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(indexAs_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 46, indexAs_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -1974,6 +2084,12 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(44, getInputs());
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(definitionDialect_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(45, definitionDialect_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(indexAs_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(46, indexAs_);
+    }
     return size;
   }
   @java.lang.Override
@@ -2150,6 +2266,10 @@ private static final long serialVersionUID = 0L;
       if (!getInputs()
           .equals(other.getInputs())) return false;
     }
+    if (!getDefinitionDialect()
+        .equals(other.getDefinitionDialect())) return false;
+    if (!getIndexAs()
+        .equals(other.getIndexAs())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -2299,6 +2419,10 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + INPUTS_FIELD_NUMBER;
       hash = (53 * hash) + getInputs().hashCode();
     }
+    hash = (37 * hash) + DEFINITION_DIALECT_FIELD_NUMBER;
+    hash = (53 * hash) + getDefinitionDialect().hashCode();
+    hash = (37 * hash) + INDEX_AS_FIELD_NUMBER;
+    hash = (53 * hash) + getIndexAs().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -2550,6 +2674,8 @@ private static final long serialVersionUID = 0L;
         inputsBuilder_.dispose();
         inputsBuilder_ = null;
       }
+      definitionDialect_ = "";
+      indexAs_ = "";
       return this;
     }
 
@@ -2783,6 +2909,12 @@ private static final long serialVersionUID = 0L;
             ? inputs_
             : inputsBuilder_.build();
         to_bitField0_ |= 0x00100000;
+      }
+      if (((from_bitField1_ & 0x00001000) != 0)) {
+        result.definitionDialect_ = definitionDialect_;
+      }
+      if (((from_bitField1_ & 0x00002000) != 0)) {
+        result.indexAs_ = indexAs_;
       }
       result.bitField0_ |= to_bitField0_;
     }
@@ -3039,6 +3171,16 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasInputs()) {
         mergeInputs(other.getInputs());
+      }
+      if (!other.getDefinitionDialect().isEmpty()) {
+        definitionDialect_ = other.definitionDialect_;
+        bitField1_ |= 0x00001000;
+        onChanged();
+      }
+      if (!other.getIndexAs().isEmpty()) {
+        indexAs_ = other.indexAs_;
+        bitField1_ |= 0x00002000;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -3326,6 +3468,16 @@ private static final long serialVersionUID = 0L;
               bitField1_ |= 0x00000800;
               break;
             } // case 354
+            case 362: {
+              definitionDialect_ = input.readStringRequireUtf8();
+              bitField1_ |= 0x00001000;
+              break;
+            } // case 362
+            case 370: {
+              indexAs_ = input.readStringRequireUtf8();
+              bitField1_ |= 0x00002000;
+              break;
+            } // case 370
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -4718,7 +4870,9 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object definitionName_ = "";
     /**
      * <pre>
-     * SUB_WORKFLOW: a stored definition by name (and version), or one inline; retryCount above
+     * SUB_WORKFLOW: a stored definition by name (and version), or one inline: the definition
+     * itself, or one ${...} giving it when the child starts (read as definition_dialect says;
+     * when it gives nothing, definition_name runs); retryCount above
      * </pre>
      *
      * <code>string definition_name = 19;</code>
@@ -4738,7 +4892,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SUB_WORKFLOW: a stored definition by name (and version), or one inline; retryCount above
+     * SUB_WORKFLOW: a stored definition by name (and version), or one inline: the definition
+     * itself, or one ${...} giving it when the child starts (read as definition_dialect says;
+     * when it gives nothing, definition_name runs); retryCount above
      * </pre>
      *
      * <code>string definition_name = 19;</code>
@@ -4759,7 +4915,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SUB_WORKFLOW: a stored definition by name (and version), or one inline; retryCount above
+     * SUB_WORKFLOW: a stored definition by name (and version), or one inline: the definition
+     * itself, or one ${...} giving it when the child starts (read as definition_dialect says;
+     * when it gives nothing, definition_name runs); retryCount above
      * </pre>
      *
      * <code>string definition_name = 19;</code>
@@ -4776,7 +4934,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SUB_WORKFLOW: a stored definition by name (and version), or one inline; retryCount above
+     * SUB_WORKFLOW: a stored definition by name (and version), or one inline: the definition
+     * itself, or one ${...} giving it when the child starts (read as definition_dialect says;
+     * when it gives nothing, definition_name runs); retryCount above
      * </pre>
      *
      * <code>string definition_name = 19;</code>
@@ -4790,7 +4950,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SUB_WORKFLOW: a stored definition by name (and version), or one inline; retryCount above
+     * SUB_WORKFLOW: a stored definition by name (and version), or one inline: the definition
+     * itself, or one ${...} giving it when the child starts (read as definition_dialect says;
+     * when it gives nothing, definition_name runs); retryCount above
      * </pre>
      *
      * <code>string definition_name = 19;</code>
@@ -4847,31 +5009,31 @@ private static final long serialVersionUID = 0L;
       return this;
     }
 
-    private com.google.protobuf.Struct definition_;
+    private com.google.protobuf.Value definition_;
     private com.google.protobuf.SingleFieldBuilder<
-        com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder> definitionBuilder_;
+        com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder> definitionBuilder_;
     /**
-     * <code>.google.protobuf.Struct definition = 21;</code>
+     * <code>.google.protobuf.Value definition = 21;</code>
      * @return Whether the definition field is set.
      */
     public boolean hasDefinition() {
       return ((bitField0_ & 0x00100000) != 0);
     }
     /**
-     * <code>.google.protobuf.Struct definition = 21;</code>
+     * <code>.google.protobuf.Value definition = 21;</code>
      * @return The definition.
      */
-    public com.google.protobuf.Struct getDefinition() {
+    public com.google.protobuf.Value getDefinition() {
       if (definitionBuilder_ == null) {
-        return definition_ == null ? com.google.protobuf.Struct.getDefaultInstance() : definition_;
+        return definition_ == null ? com.google.protobuf.Value.getDefaultInstance() : definition_;
       } else {
         return definitionBuilder_.getMessage();
       }
     }
     /**
-     * <code>.google.protobuf.Struct definition = 21;</code>
+     * <code>.google.protobuf.Value definition = 21;</code>
      */
-    public Builder setDefinition(com.google.protobuf.Struct value) {
+    public Builder setDefinition(com.google.protobuf.Value value) {
       if (definitionBuilder_ == null) {
         java.util.Objects.requireNonNull(value);
         definition_ = value;
@@ -4883,10 +5045,10 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
-     * <code>.google.protobuf.Struct definition = 21;</code>
+     * <code>.google.protobuf.Value definition = 21;</code>
      */
     public Builder setDefinition(
-        com.google.protobuf.Struct.Builder builderForValue) {
+        com.google.protobuf.Value.Builder builderForValue) {
       if (definitionBuilder_ == null) {
         definition_ = builderForValue.build();
       } else {
@@ -4897,13 +5059,13 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
-     * <code>.google.protobuf.Struct definition = 21;</code>
+     * <code>.google.protobuf.Value definition = 21;</code>
      */
-    public Builder mergeDefinition(com.google.protobuf.Struct value) {
+    public Builder mergeDefinition(com.google.protobuf.Value value) {
       if (definitionBuilder_ == null) {
         if (((bitField0_ & 0x00100000) != 0) &&
           definition_ != null &&
-          definition_ != com.google.protobuf.Struct.getDefaultInstance()) {
+          definition_ != com.google.protobuf.Value.getDefaultInstance()) {
           getDefinitionBuilder().mergeFrom(value);
         } else {
           definition_ = value;
@@ -4918,7 +5080,7 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
-     * <code>.google.protobuf.Struct definition = 21;</code>
+     * <code>.google.protobuf.Value definition = 21;</code>
      */
     public Builder clearDefinition() {
       bitField0_ = (bitField0_ & ~0x00100000);
@@ -4931,33 +5093,33 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
-     * <code>.google.protobuf.Struct definition = 21;</code>
+     * <code>.google.protobuf.Value definition = 21;</code>
      */
-    public com.google.protobuf.Struct.Builder getDefinitionBuilder() {
+    public com.google.protobuf.Value.Builder getDefinitionBuilder() {
       bitField0_ |= 0x00100000;
       onChanged();
       return internalGetDefinitionFieldBuilder().getBuilder();
     }
     /**
-     * <code>.google.protobuf.Struct definition = 21;</code>
+     * <code>.google.protobuf.Value definition = 21;</code>
      */
-    public com.google.protobuf.StructOrBuilder getDefinitionOrBuilder() {
+    public com.google.protobuf.ValueOrBuilder getDefinitionOrBuilder() {
       if (definitionBuilder_ != null) {
         return definitionBuilder_.getMessageOrBuilder();
       } else {
         return definition_ == null ?
-            com.google.protobuf.Struct.getDefaultInstance() : definition_;
+            com.google.protobuf.Value.getDefaultInstance() : definition_;
       }
     }
     /**
-     * <code>.google.protobuf.Struct definition = 21;</code>
+     * <code>.google.protobuf.Value definition = 21;</code>
      */
     private com.google.protobuf.SingleFieldBuilder<
-        com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder> 
+        com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder> 
         internalGetDefinitionFieldBuilder() {
       if (definitionBuilder_ == null) {
         definitionBuilder_ = new com.google.protobuf.SingleFieldBuilder<
-            com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder>(
+            com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder>(
                 getDefinition(),
                 getParentForChildren(),
                 isClean());
@@ -7618,6 +7780,200 @@ private static final long serialVersionUID = 0L;
         inputs_ = null;
       }
       return inputsBuilder_;
+    }
+
+    private java.lang.Object definitionDialect_ = "";
+    /**
+     * <pre>
+     * SUB_WORKFLOW with a definition given as ${...}: baton (the default) or conductor (a
+     * Conductor WorkflowDef)
+     * </pre>
+     *
+     * <code>string definition_dialect = 45;</code>
+     * @return The definitionDialect.
+     */
+    public java.lang.String getDefinitionDialect() {
+      java.lang.Object ref = definitionDialect_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        definitionDialect_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * SUB_WORKFLOW with a definition given as ${...}: baton (the default) or conductor (a
+     * Conductor WorkflowDef)
+     * </pre>
+     *
+     * <code>string definition_dialect = 45;</code>
+     * @return The bytes for definitionDialect.
+     */
+    public com.google.protobuf.ByteString
+        getDefinitionDialectBytes() {
+      java.lang.Object ref = definitionDialect_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        definitionDialect_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * SUB_WORKFLOW with a definition given as ${...}: baton (the default) or conductor (a
+     * Conductor WorkflowDef)
+     * </pre>
+     *
+     * <code>string definition_dialect = 45;</code>
+     * @param value The definitionDialect to set.
+     * @return This builder for chaining.
+     */
+    public Builder setDefinitionDialect(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      definitionDialect_ = value;
+      bitField1_ |= 0x00001000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * SUB_WORKFLOW with a definition given as ${...}: baton (the default) or conductor (a
+     * Conductor WorkflowDef)
+     * </pre>
+     *
+     * <code>string definition_dialect = 45;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearDefinitionDialect() {
+      definitionDialect_ = getDefaultInstance().getDefinitionDialect();
+      bitField1_ = (bitField1_ & ~0x00001000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * SUB_WORKFLOW with a definition given as ${...}: baton (the default) or conductor (a
+     * Conductor WorkflowDef)
+     * </pre>
+     *
+     * <code>string definition_dialect = 45;</code>
+     * @param value The bytes for definitionDialect to set.
+     * @return This builder for chaining.
+     */
+    public Builder setDefinitionDialectBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      definitionDialect_ = value;
+      bitField1_ |= 0x00001000;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object indexAs_ = "";
+    /**
+     * <pre>
+     * MAP with a key and no inputs: ${map.input} is the item with its index under this name (an
+     * item that is no object is {input: item}): Conductor's dynamic fork's __index
+     * </pre>
+     *
+     * <code>string index_as = 46;</code>
+     * @return The indexAs.
+     */
+    public java.lang.String getIndexAs() {
+      java.lang.Object ref = indexAs_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        indexAs_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * MAP with a key and no inputs: ${map.input} is the item with its index under this name (an
+     * item that is no object is {input: item}): Conductor's dynamic fork's __index
+     * </pre>
+     *
+     * <code>string index_as = 46;</code>
+     * @return The bytes for indexAs.
+     */
+    public com.google.protobuf.ByteString
+        getIndexAsBytes() {
+      java.lang.Object ref = indexAs_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        indexAs_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * MAP with a key and no inputs: ${map.input} is the item with its index under this name (an
+     * item that is no object is {input: item}): Conductor's dynamic fork's __index
+     * </pre>
+     *
+     * <code>string index_as = 46;</code>
+     * @param value The indexAs to set.
+     * @return This builder for chaining.
+     */
+    public Builder setIndexAs(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      indexAs_ = value;
+      bitField1_ |= 0x00002000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * MAP with a key and no inputs: ${map.input} is the item with its index under this name (an
+     * item that is no object is {input: item}): Conductor's dynamic fork's __index
+     * </pre>
+     *
+     * <code>string index_as = 46;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearIndexAs() {
+      indexAs_ = getDefaultInstance().getIndexAs();
+      bitField1_ = (bitField1_ & ~0x00002000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * MAP with a key and no inputs: ${map.input} is the item with its index under this name (an
+     * item that is no object is {input: item}): Conductor's dynamic fork's __index
+     * </pre>
+     *
+     * <code>string index_as = 46;</code>
+     * @param value The bytes for indexAs to set.
+     * @return This builder for chaining.
+     */
+    public Builder setIndexAsBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      indexAs_ = value;
+      bitField1_ |= 0x00002000;
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:workflow.v1.Step)

@@ -279,7 +279,9 @@ public interface StepOrBuilder extends
 
   /**
    * <pre>
-   * SUB_WORKFLOW: a stored definition by name (and version), or one inline; retryCount above
+   * SUB_WORKFLOW: a stored definition by name (and version), or one inline: the definition
+   * itself, or one ${...} giving it when the child starts (read as definition_dialect says;
+   * when it gives nothing, definition_name runs); retryCount above
    * </pre>
    *
    * <code>string definition_name = 19;</code>
@@ -288,7 +290,9 @@ public interface StepOrBuilder extends
   java.lang.String getDefinitionName();
   /**
    * <pre>
-   * SUB_WORKFLOW: a stored definition by name (and version), or one inline; retryCount above
+   * SUB_WORKFLOW: a stored definition by name (and version), or one inline: the definition
+   * itself, or one ${...} giving it when the child starts (read as definition_dialect says;
+   * when it gives nothing, definition_name runs); retryCount above
    * </pre>
    *
    * <code>string definition_name = 19;</code>
@@ -309,19 +313,19 @@ public interface StepOrBuilder extends
   int getDefinitionVersion();
 
   /**
-   * <code>.google.protobuf.Struct definition = 21;</code>
+   * <code>.google.protobuf.Value definition = 21;</code>
    * @return Whether the definition field is set.
    */
   boolean hasDefinition();
   /**
-   * <code>.google.protobuf.Struct definition = 21;</code>
+   * <code>.google.protobuf.Value definition = 21;</code>
    * @return The definition.
    */
-  com.google.protobuf.Struct getDefinition();
+  com.google.protobuf.Value getDefinition();
   /**
-   * <code>.google.protobuf.Struct definition = 21;</code>
+   * <code>.google.protobuf.Value definition = 21;</code>
    */
-  com.google.protobuf.StructOrBuilder getDefinitionOrBuilder();
+  com.google.protobuf.ValueOrBuilder getDefinitionOrBuilder();
 
   /**
    * <pre>
@@ -796,4 +800,48 @@ public interface StepOrBuilder extends
    * <code>.google.protobuf.Value inputs = 44;</code>
    */
   com.google.protobuf.ValueOrBuilder getInputsOrBuilder();
+
+  /**
+   * <pre>
+   * SUB_WORKFLOW with a definition given as ${...}: baton (the default) or conductor (a
+   * Conductor WorkflowDef)
+   * </pre>
+   *
+   * <code>string definition_dialect = 45;</code>
+   * @return The definitionDialect.
+   */
+  java.lang.String getDefinitionDialect();
+  /**
+   * <pre>
+   * SUB_WORKFLOW with a definition given as ${...}: baton (the default) or conductor (a
+   * Conductor WorkflowDef)
+   * </pre>
+   *
+   * <code>string definition_dialect = 45;</code>
+   * @return The bytes for definitionDialect.
+   */
+  com.google.protobuf.ByteString
+      getDefinitionDialectBytes();
+
+  /**
+   * <pre>
+   * MAP with a key and no inputs: ${map.input} is the item with its index under this name (an
+   * item that is no object is {input: item}): Conductor's dynamic fork's __index
+   * </pre>
+   *
+   * <code>string index_as = 46;</code>
+   * @return The indexAs.
+   */
+  java.lang.String getIndexAs();
+  /**
+   * <pre>
+   * MAP with a key and no inputs: ${map.input} is the item with its index under this name (an
+   * item that is no object is {input: item}): Conductor's dynamic fork's __index
+   * </pre>
+   *
+   * <code>string index_as = 46;</code>
+   * @return The bytes for indexAs.
+   */
+  com.google.protobuf.ByteString
+      getIndexAsBytes();
 }
