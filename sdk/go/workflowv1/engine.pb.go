@@ -1409,12 +1409,13 @@ func (x *StartInstancesRequest) GetInstances() []*StartInstanceRequest {
 }
 
 type StartOutcome struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Index         int32                  `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`      // the item's position in the request
-	Outcome       string                 `protobuf:"bytes,2,opt,name=outcome,proto3" json:"outcome,omitempty"`   // STARTED | EXISTING | INVALID | NOT_FOUND
-	Instance      *Instance              `protobuf:"bytes,3,opt,name=instance,proto3" json:"instance,omitempty"` // STARTED and EXISTING (without steps)
-	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`       // why, for INVALID and NOT_FOUND
-	Problem       *Problem               `protobuf:"bytes,5,opt,name=problem,proto3" json:"problem,omitempty"`   // the problem+json a single start would have answered
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Index    int32                  `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`      // the item's position in the request
+	Outcome  string                 `protobuf:"bytes,2,opt,name=outcome,proto3" json:"outcome,omitempty"`   // STARTED | EXISTING | INVALID | NOT_FOUND | CONFLICT
+	Instance *Instance              `protobuf:"bytes,3,opt,name=instance,proto3" json:"instance,omitempty"` // STARTED and EXISTING (without steps)
+	Error    string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`       // why, for INVALID, NOT_FOUND and CONFLICT (a key reused
+	// with a different request)
+	Problem       *Problem `protobuf:"bytes,5,opt,name=problem,proto3" json:"problem,omitempty"` // the problem+json a single start would have answered
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

@@ -1487,7 +1487,7 @@ export type StartOutcome = Message<"workflow.v1.StartOutcome"> & {
   index: number;
 
   /**
-   * STARTED | EXISTING | INVALID | NOT_FOUND
+   * STARTED | EXISTING | INVALID | NOT_FOUND | CONFLICT
    *
    * @generated from field: string outcome = 2;
    */
@@ -1501,13 +1501,15 @@ export type StartOutcome = Message<"workflow.v1.StartOutcome"> & {
   instance?: Instance | undefined;
 
   /**
-   * why, for INVALID and NOT_FOUND
+   * why, for INVALID, NOT_FOUND and CONFLICT (a key reused
    *
    * @generated from field: string error = 4;
    */
   error: string;
 
   /**
+   * with a different request)
+   *
    * the problem+json a single start would have answered
    *
    * @generated from field: workflow.v1.Problem problem = 5;
@@ -1527,7 +1529,7 @@ export type StartOutcomeJson = {
   index?: number;
 
   /**
-   * STARTED | EXISTING | INVALID | NOT_FOUND
+   * STARTED | EXISTING | INVALID | NOT_FOUND | CONFLICT
    *
    * @generated from field: string outcome = 2;
    */
@@ -1541,13 +1543,15 @@ export type StartOutcomeJson = {
   instance?: InstanceJson;
 
   /**
-   * why, for INVALID and NOT_FOUND
+   * why, for INVALID, NOT_FOUND and CONFLICT (a key reused
    *
    * @generated from field: string error = 4;
    */
   error?: string;
 
   /**
+   * with a different request)
+   *
    * the problem+json a single start would have answered
    *
    * @generated from field: workflow.v1.Problem problem = 5;

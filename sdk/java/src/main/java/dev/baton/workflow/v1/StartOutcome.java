@@ -71,7 +71,7 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object outcome_ = "";
   /**
    * <pre>
-   * STARTED | EXISTING | INVALID | NOT_FOUND
+   * STARTED | EXISTING | INVALID | NOT_FOUND | CONFLICT
    * </pre>
    *
    * <code>string outcome = 2;</code>
@@ -92,7 +92,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * STARTED | EXISTING | INVALID | NOT_FOUND
+   * STARTED | EXISTING | INVALID | NOT_FOUND | CONFLICT
    * </pre>
    *
    * <code>string outcome = 2;</code>
@@ -156,7 +156,7 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object error_ = "";
   /**
    * <pre>
-   * why, for INVALID and NOT_FOUND
+   * why, for INVALID, NOT_FOUND and CONFLICT (a key reused
    * </pre>
    *
    * <code>string error = 4;</code>
@@ -177,7 +177,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * why, for INVALID and NOT_FOUND
+   * why, for INVALID, NOT_FOUND and CONFLICT (a key reused
    * </pre>
    *
    * <code>string error = 4;</code>
@@ -202,7 +202,7 @@ private static final long serialVersionUID = 0L;
   private dev.baton.workflow.v1.Problem problem_;
   /**
    * <pre>
-   * the problem+json a single start would have answered
+   * with a different request)
    * </pre>
    *
    * <code>.workflow.v1.Problem problem = 5;</code>
@@ -214,7 +214,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * the problem+json a single start would have answered
+   * with a different request)
    * </pre>
    *
    * <code>.workflow.v1.Problem problem = 5;</code>
@@ -226,7 +226,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * the problem+json a single start would have answered
+   * with a different request)
    * </pre>
    *
    * <code>.workflow.v1.Problem problem = 5;</code>
@@ -709,7 +709,7 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object outcome_ = "";
     /**
      * <pre>
-     * STARTED | EXISTING | INVALID | NOT_FOUND
+     * STARTED | EXISTING | INVALID | NOT_FOUND | CONFLICT
      * </pre>
      *
      * <code>string outcome = 2;</code>
@@ -729,7 +729,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * STARTED | EXISTING | INVALID | NOT_FOUND
+     * STARTED | EXISTING | INVALID | NOT_FOUND | CONFLICT
      * </pre>
      *
      * <code>string outcome = 2;</code>
@@ -750,7 +750,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * STARTED | EXISTING | INVALID | NOT_FOUND
+     * STARTED | EXISTING | INVALID | NOT_FOUND | CONFLICT
      * </pre>
      *
      * <code>string outcome = 2;</code>
@@ -767,7 +767,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * STARTED | EXISTING | INVALID | NOT_FOUND
+     * STARTED | EXISTING | INVALID | NOT_FOUND | CONFLICT
      * </pre>
      *
      * <code>string outcome = 2;</code>
@@ -781,7 +781,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * STARTED | EXISTING | INVALID | NOT_FOUND
+     * STARTED | EXISTING | INVALID | NOT_FOUND | CONFLICT
      * </pre>
      *
      * <code>string outcome = 2;</code>
@@ -956,7 +956,7 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object error_ = "";
     /**
      * <pre>
-     * why, for INVALID and NOT_FOUND
+     * why, for INVALID, NOT_FOUND and CONFLICT (a key reused
      * </pre>
      *
      * <code>string error = 4;</code>
@@ -976,7 +976,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * why, for INVALID and NOT_FOUND
+     * why, for INVALID, NOT_FOUND and CONFLICT (a key reused
      * </pre>
      *
      * <code>string error = 4;</code>
@@ -997,7 +997,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * why, for INVALID and NOT_FOUND
+     * why, for INVALID, NOT_FOUND and CONFLICT (a key reused
      * </pre>
      *
      * <code>string error = 4;</code>
@@ -1014,7 +1014,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * why, for INVALID and NOT_FOUND
+     * why, for INVALID, NOT_FOUND and CONFLICT (a key reused
      * </pre>
      *
      * <code>string error = 4;</code>
@@ -1028,7 +1028,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * why, for INVALID and NOT_FOUND
+     * why, for INVALID, NOT_FOUND and CONFLICT (a key reused
      * </pre>
      *
      * <code>string error = 4;</code>
@@ -1050,7 +1050,7 @@ private static final long serialVersionUID = 0L;
         dev.baton.workflow.v1.Problem, dev.baton.workflow.v1.Problem.Builder, dev.baton.workflow.v1.ProblemOrBuilder> problemBuilder_;
     /**
      * <pre>
-     * the problem+json a single start would have answered
+     * with a different request)
      * </pre>
      *
      * <code>.workflow.v1.Problem problem = 5;</code>
@@ -1061,7 +1061,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * the problem+json a single start would have answered
+     * with a different request)
      * </pre>
      *
      * <code>.workflow.v1.Problem problem = 5;</code>
@@ -1076,7 +1076,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * the problem+json a single start would have answered
+     * with a different request)
      * </pre>
      *
      * <code>.workflow.v1.Problem problem = 5;</code>
@@ -1094,7 +1094,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * the problem+json a single start would have answered
+     * with a different request)
      * </pre>
      *
      * <code>.workflow.v1.Problem problem = 5;</code>
@@ -1112,7 +1112,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * the problem+json a single start would have answered
+     * with a different request)
      * </pre>
      *
      * <code>.workflow.v1.Problem problem = 5;</code>
@@ -1137,7 +1137,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * the problem+json a single start would have answered
+     * with a different request)
      * </pre>
      *
      * <code>.workflow.v1.Problem problem = 5;</code>
@@ -1154,7 +1154,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * the problem+json a single start would have answered
+     * with a different request)
      * </pre>
      *
      * <code>.workflow.v1.Problem problem = 5;</code>
@@ -1166,7 +1166,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * the problem+json a single start would have answered
+     * with a different request)
      * </pre>
      *
      * <code>.workflow.v1.Problem problem = 5;</code>
@@ -1181,7 +1181,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * the problem+json a single start would have answered
+     * with a different request)
      * </pre>
      *
      * <code>.workflow.v1.Problem problem = 5;</code>

@@ -22,7 +22,7 @@ public interface StartOutcomeOrBuilder extends
 
   /**
    * <pre>
-   * STARTED | EXISTING | INVALID | NOT_FOUND
+   * STARTED | EXISTING | INVALID | NOT_FOUND | CONFLICT
    * </pre>
    *
    * <code>string outcome = 2;</code>
@@ -31,7 +31,7 @@ public interface StartOutcomeOrBuilder extends
   java.lang.String getOutcome();
   /**
    * <pre>
-   * STARTED | EXISTING | INVALID | NOT_FOUND
+   * STARTED | EXISTING | INVALID | NOT_FOUND | CONFLICT
    * </pre>
    *
    * <code>string outcome = 2;</code>
@@ -69,7 +69,7 @@ public interface StartOutcomeOrBuilder extends
 
   /**
    * <pre>
-   * why, for INVALID and NOT_FOUND
+   * why, for INVALID, NOT_FOUND and CONFLICT (a key reused
    * </pre>
    *
    * <code>string error = 4;</code>
@@ -78,7 +78,7 @@ public interface StartOutcomeOrBuilder extends
   java.lang.String getError();
   /**
    * <pre>
-   * why, for INVALID and NOT_FOUND
+   * why, for INVALID, NOT_FOUND and CONFLICT (a key reused
    * </pre>
    *
    * <code>string error = 4;</code>
@@ -89,7 +89,7 @@ public interface StartOutcomeOrBuilder extends
 
   /**
    * <pre>
-   * the problem+json a single start would have answered
+   * with a different request)
    * </pre>
    *
    * <code>.workflow.v1.Problem problem = 5;</code>
@@ -98,7 +98,7 @@ public interface StartOutcomeOrBuilder extends
   boolean hasProblem();
   /**
    * <pre>
-   * the problem+json a single start would have answered
+   * with a different request)
    * </pre>
    *
    * <code>.workflow.v1.Problem problem = 5;</code>
@@ -107,7 +107,7 @@ public interface StartOutcomeOrBuilder extends
   dev.baton.workflow.v1.Problem getProblem();
   /**
    * <pre>
-   * the problem+json a single start would have answered
+   * with a different request)
    * </pre>
    *
    * <code>.workflow.v1.Problem problem = 5;</code>
