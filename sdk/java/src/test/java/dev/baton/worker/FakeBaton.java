@@ -30,7 +30,7 @@ final class FakeBaton implements AutoCloseable {
   static final ObjectMapper JSON = new ObjectMapper();
 
   /** One request as received. */
-  record Request(String method, String path, Map<String, List<String>> headers, JsonNode body, byte[] raw) {
+  record Request(String method, String path, Map<String, List<String>> headers, JsonNode body, byte[] raw, String query) {
     String header(String name) {
       for (Map.Entry<String, List<String>> e : headers.entrySet()) {
         if (e.getKey().equalsIgnoreCase(name)) {
@@ -121,7 +121,10 @@ final class FakeBaton implements AutoCloseable {
       byte[] raw = exchange.getRequestBody().readAllBytes();
       JsonNode body = raw.length == 0 ? null : parse(raw);
       String path = exchange.getRequestURI().getPath();
-      Request request = new Request(exchange.getRequestMethod(), path, Map.copyOf(exchange.getRequestHeaders()), body, raw);
+      Request request =
+          new Request(
+              exchange.getRequestMethod(), path, Map.copyOf(exchange.getRequestHeaders()), body, raw,
+              exchange.getRequestURI().getRawQuery());
       requests.add(request);
       Answer answer = null;
       Route route = routes.get(path);
