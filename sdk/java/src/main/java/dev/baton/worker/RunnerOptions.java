@@ -10,8 +10,9 @@ import java.util.List;
  *   <li>{@code workerId}: default {@code <host>-<pid>}. {@code jobTypes}: default every type
  *       registered.
  *   <li>{@code parallelism} (8): jobs running at once. A poll never asks for more jobs than there
- *       are free slots, nor more than {@code maxJobsPerPoll} (default {@code parallelism}, at
- *       least 10, at most 100).
+ *       are free slots, nor more than {@code maxJobsPerPoll} (default {@code 2 * parallelism}:
+ *       the running and the prefetched slots, so one poll can fill them all; at least 10, at most
+ *       100). Fewer, larger polls cost the server less per job.
  *   <li>{@code prefetch} (default {@code min(parallelism, maxJobsPerPoll)}): jobs claimed beyond
  *       those running, so the next poll overlaps the work; their leases run while they wait.
  *   <li>{@code longPollWait} (10 s; 0 to 20; 0: short polling): how long the server may hold a
@@ -21,7 +22,8 @@ import java.util.List;
  *       up). {@code reportRetry}: the retries of a result's report.
  *   <li>{@code batchResults} (on): results go out in batches ({@code POST
  *       /v1/jobs/complete-batch}) every {@code flushInterval} (5 ms) or at {@code
- *       maxResultsPerFlush} (32).
+ *       maxResultsPerFlush} (100, the server's most per call): the window, not the size, bounds
+ *       a batch at low rates.
  *   <li>{@code autoHeartbeat} (on): extends the lease of a running job at half of its lease.
  *   <li>{@code drainTimeout} (none): the bound on the wait for in-flight jobs at stop.
  *   <li>{@code gatherInterval} (10 ms; 0 to 1 s): while jobs run, how long a poll may wait for
@@ -50,7 +52,7 @@ public final class RunnerOptions {
     if (b.parallelism < 1) {
       throw new IllegalArgumentException("parallelism must be at least 1");
     }
-    int maxJobsPerPoll = b.maxJobsPerPoll != null ? b.maxJobsPerPoll : Math.min(100, Math.max(10, b.parallelism));
+    int maxJobsPerPoll = b.maxJobsPerPoll != null ? b.maxJobsPerPoll : Math.min(100, Math.max(10, 2 * b.parallelism));
     if (maxJobsPerPoll < 1 || maxJobsPerPoll > 100) {
       throw new IllegalArgumentException("maxJobsPerPoll must be between 1 and 100");
     }
@@ -144,7 +146,7 @@ public final class RunnerOptions {
     private Duration drainTimeout;
     private boolean batchResults = true;
     private Duration flushInterval = Duration.ofMillis(5);
-    private int maxResultsPerFlush = 32;
+    private int maxResultsPerFlush = 100;
     private Integer prefetch;
     private Duration longPollWait = Duration.ofSeconds(10);
     private Duration gatherInterval = Duration.ofMillis(10);

@@ -8,13 +8,15 @@ import org.junit.jupiter.api.Test;
 
 class RunnerOptionsTest {
   @Test
-  void aPollAsksForAsManyJobsAsThereAreThreads() {
-    assertEquals(16, RunnerOptions.builder().parallelism(16).build().maxJobsPerPoll);
+  void aPollMayFillTheRunningAndThePrefetchedSlots() {
+    assertEquals(32, RunnerOptions.builder().parallelism(16).build().maxJobsPerPoll);
     assertEquals(10, RunnerOptions.builder().parallelism(4).build().maxJobsPerPoll);
     assertEquals(100, RunnerOptions.builder().parallelism(500).build().maxJobsPerPoll);
     assertEquals(16, RunnerOptions.builder().parallelism(16).build().prefetched());
     assertEquals(4, RunnerOptions.builder().parallelism(4).build().prefetched());
     assertEquals(5, RunnerOptions.builder().parallelism(16).maxJobsPerPoll(5).build().maxJobsPerPoll);
+    assertEquals(5, RunnerOptions.builder().parallelism(16).maxJobsPerPoll(5).build().prefetched());
+    assertEquals(100, RunnerOptions.builder().build().maxResultsPerFlush);
   }
 
   @Test

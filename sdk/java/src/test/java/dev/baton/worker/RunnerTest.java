@@ -79,6 +79,21 @@ class RunnerTest {
   }
 
   @Test
+  void byDefaultOnePollFillsTheRunningAndThePrefetchedSlots() throws Exception {
+    for (int i = 0; i < 64; i++) {
+      fake.addJob("echo", Map.of("n", i));
+    }
+    Registry registry = new Registry().register("echo", job -> Map.of("echoed", job.input()));
+    try (Runner runner = runner(registry, RunnerOptions.builder().parallelism(8))) {
+      runner.start();
+      FakeBaton.waitFor(() -> fake.batchItems().size() == 64, WAIT, "64 results");
+    }
+    // 8 running and 8 prefetched: the first poll asks for 16, and 64 jobs take few polls.
+    assertEquals(16, fake.requests("/v1/jobs/poll").get(0).body().path("maxJobs").asInt());
+    assertTrue(fake.requests("/v1/jobs/poll").size() <= 12, fake.requests("/v1/jobs/poll").size() + " polls");
+  }
+
+  @Test
   void heartbeatsExtendTheLeaseWithTheAttempt() throws Exception {
     fake.lease = Duration.ofMillis(600);
     fake.addJob("long", Map.of());
