@@ -91,7 +91,11 @@ final class ResultFlusher {
       }
       pending.add(new Pending(item, size, onAnswer, onUnreported));
       bytes += size;
-      changed.signalAll();
+      // The flush thread waits for a first result, then for the window or a full batch: wake it
+      // for those only, not once per result.
+      if (pending.size() == 1 || full()) {
+        changed.signalAll();
+      }
     } finally {
       lock.unlock();
     }

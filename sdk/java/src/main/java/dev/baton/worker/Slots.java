@@ -16,6 +16,9 @@ final class Slots {
   private final Condition changed = lock.newCondition();
   private int inUse;
   private boolean interrupted;
+  // What the waiter of acquireUpTo needs free to go on (0: none waits). A release wakes it only
+  // then, or when nothing is in use (awaitIdle): not once per finished job.
+  private int wanted;
 
   Slots(int capacity) {
     if (capacity < 1) {
@@ -41,12 +44,14 @@ final class Slots {
   int acquireUpTo(int n, long gatherNanos, int enough) {
     lock.lock();
     try {
+      wanted = 1;
       while (inUse >= capacity && !interrupted) {
         changed.awaitUninterruptibly();
       }
       if (gatherNanos > 0) {
         long left = gatherNanos;
-        while (capacity - inUse < Math.min(enough, n) && inUse > 0 && !interrupted && left > 0) {
+        wanted = Math.min(enough, n);
+        while (capacity - inUse < wanted && inUse > 0 && !interrupted && left > 0) {
           try {
             left = changed.awaitNanos(left);
           } catch (InterruptedException e) {
@@ -55,6 +60,7 @@ final class Slots {
           }
         }
       }
+      wanted = 0;
       if (interrupted) {
         return 0;
       }
@@ -73,7 +79,9 @@ final class Slots {
         throw new IllegalStateException("cannot release " + n + " slots: " + inUse + " in use");
       }
       inUse -= n;
-      changed.signalAll();
+      if (inUse == 0 || (wanted > 0 && capacity - inUse >= wanted)) {
+        changed.signalAll();
+      }
     } finally {
       lock.unlock();
     }
