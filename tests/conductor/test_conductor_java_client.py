@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from baton.conductor.definitions import to_baton_task_def
 
 from tests.support.servers import LocalServer
 
@@ -28,14 +27,6 @@ pytestmark = [pytest.mark.e2e]
 PROJECT = Path(__file__).resolve().parent / "clients" / "java"
 BUILD_SECONDS = 600  # a first resolve from Maven Central on a busy 2-core machine
 RUN_SECONDS = 180
-
-# The client's TaskDef defaults to no rate limit (rateLimitPerFrequency 0) per 1 second; /api drops
-# the 0 but kept the 1, and Baton refused the lone frequency (400 "rateLimitPerFrequency and
-# rateLimitFrequencyInSeconds go together"), so no task definition registered. Expected to fail
-# while that holds; runs as a plain test once /api drops the frequency with the limit.
-RATE_LIMIT_GAP = "rateLimitFrequencyInSeconds" in to_baton_task_def(
-    {"name": "x", "rateLimitPerFrequency": 0, "rateLimitFrequencyInSeconds": 1}
-)
 
 
 def _toolchain_missing() -> str | None:
@@ -106,12 +97,6 @@ def _run(classpath: str, server: LocalServer, prefix: str) -> dict[str, Any]:
     return result
 
 
-@pytest.mark.xfail(
-    RATE_LIMIT_GAP,
-    reason="/api refuses the client's default TaskDef (a rate-limit frequency, no limit)",
-    raises=AssertionError,
-    strict=True,
-)
 def test_conductors_java_client_runs_a_workflow_to_completion(
     java_client_classpath: str, conductor_server: LocalServer
 ) -> None:
