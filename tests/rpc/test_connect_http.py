@@ -244,16 +244,6 @@ def test_every_rpc_answers_in_binary_and_json(
             assert answer.code == step.code, where
             _check_problem_detail(answer)
             continue
-        if step.rpc == "StartInstances" and answer.code == "unimplemented":
-            # In the proto ahead of POST /v1/instances/batch (#33): unimplemented until it lands.
-            ctx["second"] = call(
-                client,
-                "StartInstance",
-                step.request(ctx)["instances"][0],
-                codec,
-                baton_server.api_key,
-            ).body["id"]
-            continue
         if step.rpc == "ClaimJob":  # completed already: not claimable, whatever the encoding
             assert answer.code == "failed_precondition", where
             continue

@@ -17,8 +17,6 @@ from tests.support.proto_contract import RESPONSES
 ROOT = Path(__file__).resolve().parents[2]
 PROTO = ROOT / "proto" / "workflow" / "v1" / "engine.proto"
 FUNCTIONS = ROOT / "functions"
-# RPCs in the proto ahead of their REST operation: answered unimplemented until it is served.
-AHEAD_OF_REST = {"StartInstances"}
 
 
 def _proto_comments() -> dict[str, tuple[str, set[str]]]:
@@ -66,7 +64,7 @@ def test_every_rpc_routes_to_a_function_that_serves_its_operation() -> None:
                 unrouted.add(twin.rpc)
                 continue
             assert (FUNCTIONS / function / "handler.py").is_file()
-    assert unrouted <= AHEAD_OF_REST
+    assert not unrouted
     assert [r.function for r in SERVED_ROUTES if r.path.startswith("/rpc/")] == ["rpc"]
 
 
