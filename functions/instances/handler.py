@@ -108,6 +108,9 @@ def search() -> Any:
             created_before=api.query("createdBefore"),
             limit=api.query_int("limit", 20, high=100),
             page_token=api.query("pageToken"),
+            archived=api.query_bool("archived", False),
+            ended_from=api.query("from"),
+            ended_to=api.query("to"),
         )
     )
 

@@ -83,6 +83,9 @@ class WorkflowDefinition(Model):
     # For triggered instances: entries added to the input, ``{{title}}``-style placeholders
     # filled from the trigger's variables.
     input_template: dict[str, Any] | None = None
+    # Seconds after its end that an instance is archived to S3 and deleted from the database;
+    # overrides BATON_RETENTION_SECONDS (0: never archived).
+    retention_seconds: Annotated[int, Field(ge=0, le=INT32_MAX)] | None = None
 
     def trigger_queue(self) -> str | None:
         """The queue this definition consumes, when its trigger is enabled."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-Unit = Literal["Count", "Milliseconds"]
+Unit = Literal["Count", "Milliseconds", "Seconds", "Bytes"]
 
 
 Dimensions = dict[str, str]

@@ -79,6 +79,9 @@ ENV_LAMBDA_MEMORY_MB = "AWS_LAMBDA_FUNCTION_MEMORY_SIZE"  # set by Lambda
 ENV_HTTP_ALLOW = "BATON_HTTP_ALLOW"
 ENV_HTTP_MAX_RESPONSE_BYTES = "BATON_HTTP_MAX_RESPONSE_BYTES"
 ENV_HTTP_CONCURRENCY = "BATON_HTTP_CONCURRENCY"
+# Retention (docs/archive.md): seconds after its end that a terminal instance is archived to S3
+# and deleted from the database (unset or 0: never, unless its definition sets retentionSeconds).
+ENV_RETENTION_SECONDS = "BATON_RETENTION_SECONDS"
 
 ALL_ENV_VARS = (
     ENV_DATABASE_URL,
@@ -118,6 +121,7 @@ ALL_ENV_VARS = (
     ENV_HTTP_ALLOW,
     ENV_HTTP_MAX_RESPONSE_BYTES,
     ENV_HTTP_CONCURRENCY,
+    ENV_RETENTION_SECONDS,
 )
 
 DISPATCH_MODES = ("polling", "outbox")
@@ -241,6 +245,9 @@ class EngineSettings:
     http_private_allowed: bool = True
     http_max_response_bytes: int = 1024 * 1024
     http_concurrency: int = 8
+    # Seconds after its end that a terminal instance is archived (0: off; a definition's
+    # retentionSeconds overrides).
+    retention_seconds: int = 0
 
     def __post_init__(self) -> None:
         if not 1024 <= self.http_max_response_bytes <= 5 * 1024 * 1024:
@@ -323,6 +330,9 @@ class Settings:
                 e, ENV_HTTP_MAX_RESPONSE_BYTES, engine.http_max_response_bytes
             ),
             http_concurrency=_int_env(e, ENV_HTTP_CONCURRENCY, engine.http_concurrency),
+            retention_seconds=_int_env(
+                e, ENV_RETENTION_SECONDS, 0, "a whole number of seconds (0: off)"
+            ),
         )
         base = cls(
             database_url=e.get(ENV_DATABASE_URL) or None,

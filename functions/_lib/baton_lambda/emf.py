@@ -17,6 +17,14 @@ from baton.metrics import Dimensions, Unit
 warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 
+_UNITS = {
+    "Count": MetricUnit.Count,
+    "Milliseconds": MetricUnit.Milliseconds,
+    "Seconds": MetricUnit.Seconds,
+    "Bytes": MetricUnit.Bytes,
+}
+
+
 class EmfMetrics:
     """The engine's metrics sink, as Powertools EMF metrics."""
 
@@ -26,7 +34,7 @@ class EmfMetrics:
     def add(
         self, name: str, value: float, unit: Unit = "Count", dimensions: Dimensions | None = None
     ) -> None:
-        mu = MetricUnit.Milliseconds if unit == "Milliseconds" else MetricUnit.Count
+        mu = _UNITS.get(unit, MetricUnit.Count)
         self._m.add_metric(name=name, unit=mu, value=value)
         if dimensions:
             # A dimensioned series of its own (e.g. TaskTimedOut by Policy), in its own EMF line.

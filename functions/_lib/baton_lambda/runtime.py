@@ -18,6 +18,7 @@ from baton.engine.service import Engine
 from baton.errors import Unavailable
 
 if TYPE_CHECKING:
+    from baton.engine.archive_store import ArchiveStore
     from baton.engine.payloads import PayloadStore
     from baton.engine.queue_ops import Queues
     from baton.engine.queue_triggers import QueueTriggers
@@ -143,6 +144,7 @@ def engine(metrics: MetricsSink) -> Engine:
                 offload=_offloader(s, metrics),
                 wakeups=_job_wakeups(s),
                 payload_objects=_payload_objects(s, metrics),
+                archive=_archive_store(s),
             )
             _engines[id(metrics)] = eng
         return eng
@@ -187,6 +189,16 @@ def _payload_objects(s: Settings, metrics: MetricsSink) -> PayloadStore | None:
     return PayloadStore(
         s.payload_bucket, s.engine.payload_limits, endpoint=s.s3_endpoint, metrics=metrics
     )
+
+
+def _archive_store(s: Settings) -> ArchiveStore | None:
+    """The archive of instances past their retention, under the payload bucket's ``archive/``
+    prefix (None without a bucket: nothing is archived, BATON_RETENTION_SECONDS is ignored)."""
+    if not s.payload_bucket:
+        return None
+    from baton.engine.archive_store import ArchiveStore
+
+    return ArchiveStore(s.payload_bucket, endpoint=s.s3_endpoint)
 
 
 def _database(s: Settings) -> Database:

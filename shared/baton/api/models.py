@@ -330,6 +330,11 @@ class Instance(ApiModel):
         description="True when the steps stopped before the response grew past its byte "
         "budget; GET /v1/instances/{id}/steps pages through all of them.",
     )
+    archived: bool | None = Field(
+        default=None,
+        description="True when the run was read back from the S3 archive (its retention "
+        "passed and its rows left the database); it can be read and deleted, not changed.",
+    )
 
 
 class InstancePage(ApiModel):

@@ -13,17 +13,25 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from baton.engine import writer
+from baton.engine.archive_store import ArchiveStore
 from baton.engine.claimed import ClaimedStates
 from baton.engine.decide import Changes, Decider, InstanceState
 from baton.engine.payloads import PayloadKind, PayloadObjects, limit_of
 from baton.engine.plan import Plan
 from baton.engine.reads import DbReader
 from baton.engine.snapshots import Snapshots
-from baton.errors import InstanceNotFound, PayloadTooLarge, Problem, ValidationFailed
+from baton.errors import (
+    BatonError,
+    Conflict,
+    InstanceNotFound,
+    PayloadTooLarge,
+    Problem,
+    ValidationFailed,
+)
 from baton.metrics import MetricsSink, NullMetrics
 from baton.scripting import SandboxLimits, shared_sandbox
 from baton.settings import EngineSettings
-from baton.store import instance_sql
+from baton.store import archive_sql, instance_sql
 from baton.store.db import Conn, Database, first_in_transaction
 from baton.store.job_listener import JobWakeups
 
@@ -56,8 +64,11 @@ class EngineCore:
         *,
         wakeups: JobWakeups | None = None,
         payload_objects: PayloadObjects | None = None,
+        archive: ArchiveStore | None = None,
     ) -> None:
         self.db = db
+        # Where terminal instances past their retention go (None: no bucket; see archive_ops)
+        self.archive = archive
         # Retires, revives and deletes payload objects (None: no bucket; see retention_ops)
         self.payload_objects = payload_objects
         # The process's LISTEN connection for long-polls (None: long-polls re-claim with backoff)
@@ -197,7 +208,7 @@ class EngineCore:
         """Open a transaction by locking the instance row (with BEGIN in the same round trip)."""
         row = first_in_transaction(conn, instance_sql.LOCK_INSTANCE, {"id": iid})
         if row is None:
-            raise InstanceNotFound(str(iid))
+            raise missing_instance(conn, iid)
         return row
 
     def _check_size(self, value: Any, what: str) -> None:
@@ -231,3 +242,23 @@ class EngineCore:
             f"to the uploadUrl; up to {hard} bytes) and send {field} instead; {tools} do this "
             "by themselves"
         )
+
+
+class ArchivedInstance(Conflict):
+    """The instance was archived (its retention passed): it can be read and deleted only."""
+
+    title = "Instance archived"
+
+    def __init__(self, instance_id: str) -> None:
+        super().__init__(
+            f"instance {instance_id} is archived (its retention passed and its rows left the "
+            "database): it can be read and deleted, not retried, restarted, cancelled, paused, "
+            "resumed or signalled; start a new instance with its input instead"
+        )
+
+
+def missing_instance(conn: Conn, iid: uuid.UUID) -> BatonError:
+    """The error for an instance that is not in the database: archived (409), else not found."""
+    if conn.execute(archive_sql.IS_ARCHIVED, {"id": iid}).fetchone() is not None:
+        return ArchivedInstance(str(iid))
+    return InstanceNotFound(str(iid))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from baton.engine import views
+from baton.engine.archive_reads import ArchiveReads
 from baton.engine.core import log
 from baton.engine.ids import path_uuid
 from baton.engine.retention_ops import RetentionOps
@@ -24,7 +25,7 @@ from baton.store.db import Conn, first_in_transaction
 DELETABLE_STATUSES = frozenset({"COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED"})
 
 
-class DeleteOps(RetentionOps):
+class DeleteOps(RetentionOps, ArchiveReads):
     def delete_definition(self, name: str, version: int) -> dict[str, Any]:
         """Delete one version of a definition; returns it as it was."""
         row = self.db.autocommit(
@@ -39,14 +40,14 @@ class DeleteOps(RetentionOps):
 
     def delete_instance(self, instance_id: str) -> dict[str, Any]:
         """Delete a finished instance with its step executions, jobs and history (audit rows),
-        then its payload objects; a running or paused one is a conflict. Returns what was
-        deleted."""
+        then its payload objects; a running or paused one is a conflict; an archived one loses
+        its index row, document and archived payloads. Returns what was deleted."""
         iid = path_uuid(instance_id, InstanceNotFound)
 
-        def work(conn: Conn) -> dict[str, Any]:
+        def work(conn: Conn) -> dict[str, Any] | None:
             locked = first_in_transaction(conn, instance_sql.LOCK_FOR_DELETE, {"id": iid})
             if locked is None:
-                raise InstanceNotFound(instance_id)
+                return None
             if locked["status"] not in DELETABLE_STATUSES:
                 raise Conflict(
                     f"instance {instance_id} is {locked['status']}: only a finished instance "
@@ -73,6 +74,8 @@ class DeleteOps(RetentionOps):
 
         objects: list[str] = []  # its payload objects: deleted once its rows are gone
         deleted = self.db.transaction(work, explicit_begin=True)
+        if deleted is None:  # archived: its index row and objects go (never was: not found)
+            return self.delete_archived(iid, instance_id)
         self._delete_objects(iid, objects)
         log.info("instance deleted", extra={"instance_id": instance_id})
         return {k: v for k, v in deleted.items() if v is not None}

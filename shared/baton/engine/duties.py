@@ -7,10 +7,10 @@ import uuid
 from typing import Any
 
 from baton.engine import writer
+from baton.engine.archive_ops import ArchiveOps
 from baton.engine.core import log
 from baton.engine.decide import Decider
 from baton.engine.reads import exec_from_row
-from baton.engine.retention_ops import RetentionOps
 from baton.status import InstanceStatus, JobStatus, StepStatus
 from baton.store import instance_sql, job_sql
 from baton.store.db import Conn, first_in_transaction
@@ -21,7 +21,7 @@ LIVE = (InstanceStatus.RUNNING, InstanceStatus.PAUSED)
 WORKER_STOP_KEPT_SECONDS = 600
 
 
-class Duties(RetentionOps):
+class Duties(ArchiveOps):
     def reap_expired_leases(self, limit: int = 1000) -> int:
         """Turn lapsed leases into the jobs' next attempts, or, with no retries left, fail their
         steps (the lease reaper). Returns the number of leases that lapsed."""
@@ -57,7 +57,8 @@ class Duties(RetentionOps):
     def sweep(self, limit: int = 500) -> dict[str, int]:
         """Enforce every timeout whose due time has passed (the sweeper): instances'
         ``timeoutSeconds``, and jobs' ``timeoutSeconds`` and ``pollTimeoutSeconds``; fire due
-        timers, deliver left-over events, and retire the payloads of ended instances."""
+        timers, deliver left-over events, retire the payloads of ended instances and archive
+        those past their retention."""
         due = self.db.autocommit(
             lambda c: c.execute(instance_sql.TIMED_OUT_DUE, {"limit": limit}).fetchall()
         )
@@ -90,6 +91,8 @@ class Duties(RetentionOps):
             "eventsDelivered": delivered,
             # Payload objects of ended instances tagged for expiry (0 without a bucket)
             "payloadsRetired": self.retire_payloads(),
+            # Terminal instances past their retention moved to the archive (0: no retention)
+            "instancesArchived": self.archive_expired(),
         }
 
     def _fire_timer(self, iid: uuid.UUID, exec_id: uuid.UUID) -> int:

@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 
 from baton.definitions import WorkflowDefinition, parse_definition
 from baton.engine import paging, views, writer
+from baton.engine.archive_reads import ArchiveReads
 from baton.engine.core import log
 from baton.engine.decide import AuditEvent, Decider, InstanceState
 from baton.engine.ids import parse_uuid, path_uuid
@@ -44,7 +45,7 @@ class Started(NamedTuple):
     read: tuple[dict[str, Any] | None, list[dict[str, Any]]] | None = None
 
 
-class InstanceOps(RetentionOps):
+class InstanceOps(RetentionOps, ArchiveReads):
     def start_instance(
         self,
         *,
@@ -234,6 +235,8 @@ class InstanceOps(RetentionOps):
             return head.fetchone(), steps.fetchall()
 
         row, step_rows = self.db.autocommit(work)
+        if row is None:  # archived (its retention passed), or never was
+            return self.archived_view(iid, instance_id, include_steps=include_steps)
         return self._instance_view(row, step_rows, instance_id)
 
     @staticmethod
@@ -293,12 +296,14 @@ class InstanceOps(RetentionOps):
         limit = paging.clamp(limit, self.settings.max_page_limit)
         after = _int_token(page_token) if page_token else 0
 
-        def work(conn: Conn) -> list[dict[str, Any]]:
+        def work(conn: Conn) -> list[dict[str, Any]] | None:
             if conn.execute(instance_sql.INSTANCE_EXISTS, {"id": iid}).fetchone() is None:
-                raise InstanceNotFound(instance_id)
+                return None
             return conn.execute(sql, {"id": iid, "after": after, "limit": limit + 1}).fetchall()
 
         rows = self.db.autocommit(work)
+        if rows is None:  # archived (its page token is a position in its document), or never was
+            return self.archived_page(iid, instance_id, key, limit, after)
         items = [view(r) for r in rows[:limit]]
         served = paging.within_budget(items)
         token = None
@@ -333,10 +338,38 @@ class InstanceOps(RetentionOps):
         created_before: str | None = None,
         limit: int = 20,
         page_token: str | None = None,
+        archived: bool = False,
+        ended_from: str | None = None,
+        ended_to: str | None = None,
     ) -> dict[str, Any]:
         """Instances, newest first, filtered by status, definition, correlation id and when
         they were created (``created_after`` inclusive, ``created_before`` exclusive, ISO-8601;
-        a time without a zone is UTC)."""
+        a time without a zone is UTC). ``archived``: the archived instances instead, latest end
+        first, by when they ended (``ended_from`` inclusive, ``ended_to`` exclusive)."""
+        if archived or ended_from is not None or ended_to is not None:
+            misplaced = [
+                Problem(name, "with archived=true, filter by end time: from and to")
+                for name, value in (
+                    ("createdAfter", created_after),
+                    ("createdBefore", created_before),
+                )
+                if value is not None
+            ]
+            if not archived:
+                misplaced.append(
+                    Problem("archived", "from and to search the archive: add archived=true")
+                )
+            if misplaced:
+                raise ValidationFailed(misplaced)
+            return self.search_archived(
+                definition_name=definition_name,
+                status=status,
+                correlation_id=correlation_id,
+                since=_timestamp(ended_from, "from"),
+                until=_timestamp(ended_to, "to"),
+                limit=limit,
+                page_token=page_token,
+            )
         since = _timestamp(created_after, "createdAfter")
         until = _timestamp(created_before, "createdBefore")
         if status is not None and status not in InstanceStatus.__members__:

@@ -430,3 +430,27 @@ CREATE INDEX schedule_slot_due
 -- A schedule's recent actions.
 CREATE INDEX schedule_slot_settled
     ON schedule_slot (schedule_id, settled_at DESC) WHERE settled_at IS NOT NULL;
+
+-- Retention and archive (migration 0015): one row per archived instance, and archivers' claims.
+CREATE TABLE archived_instance (
+    id                  uuid        PRIMARY KEY,
+    object_key          text        NOT NULL,
+    definition_name     text        NOT NULL,
+    definition_version  integer,
+    status              text        NOT NULL,
+    correlation_id      text,
+    parent_instance_id  uuid,
+    created_at          timestamptz NOT NULL,
+    completed_at        timestamptz NOT NULL,
+    archived_at         timestamptz NOT NULL DEFAULT now(),
+    size_bytes          bigint      NOT NULL
+);
+CREATE INDEX archived_instance_by_definition
+    ON archived_instance (definition_name, completed_at DESC, id DESC);
+CREATE INDEX archived_instance_by_end ON archived_instance (completed_at DESC, id DESC);
+
+CREATE TABLE archive_claim (
+    instance_id  uuid        PRIMARY KEY,
+    token        uuid        NOT NULL,
+    claimed_at   timestamptz NOT NULL DEFAULT now()
+);
