@@ -118,6 +118,7 @@ def test_an_instance_past_its_retention_is_archived_and_reads_back(
     # Reading is transparent.
     got = engine.get_instance(iid)
     assert got.pop("archived") is True
+    assert got.pop("archivedAt") >= got["completedAt"]
     assert got == _rewritten(before, moved)
     assert engine.payloads is not None and engine.payloads(got["input"]) == {"blob": BIG}
     assert _all_pages(lambda **k: engine.history(iid, **k), "events") == history

@@ -93,6 +93,7 @@ def test_a_kill_between_write_and_delete_loses_and_duplicates_nothing(
     for i in ids:
         got = engine.get_instance(i)
         assert got.pop("archived") is True
+        assert got.pop("archivedAt") >= got["completedAt"]
         assert got == before[i]
     found = engine.search_instances(archived=True, definition_name="crashy")["instances"]
     assert sorted(f["id"] for f in found) == sorted(ids)

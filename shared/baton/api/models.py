@@ -335,6 +335,9 @@ class Instance(ApiModel):
         description="True when the run was read back from the S3 archive (its retention "
         "passed and its rows left the database); it can be read and deleted, not changed.",
     )
+    archived_at: datetime | None = Field(
+        default=None, description="When an archived run was written to the archive."
+    )
 
 
 class InstancePage(ApiModel):
@@ -345,6 +348,9 @@ class InstancePage(ApiModel):
 class StepExecutionPage(ApiModel):
     steps: list[StepExecution]
     next_page_token: str | None = None
+    archived: bool | None = Field(
+        default=None, description="True when the page was read from the S3 archive."
+    )
 
 
 class HistoryEvent(ApiModel):
@@ -367,6 +373,9 @@ class HistoryEvent(ApiModel):
 class HistoryPage(ApiModel):
     events: list[HistoryEvent]
     next_page_token: str | None = None
+    archived: bool | None = Field(
+        default=None, description="True when the page was read from the S3 archive."
+    )
 
 
 class Job(ApiModel):
@@ -646,3 +655,8 @@ class DeletedInstance(ApiModel):
     step_executions: int
     jobs: int
     history_events: int = Field(description="Audit rows (the instance's history) deleted.")
+    archived: bool | None = Field(
+        default=None,
+        description="True when the instance was archived: its S3 document, archived payloads "
+        "and index row were deleted.",
+    )

@@ -11,7 +11,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from baton.engine import paging, views
+from baton.engine import paging
 from baton.engine.core import EngineCore, log
 from baton.errors import InstanceNotFound, Problem, Unavailable, ValidationFailed
 from baton.status import InstanceStatus
@@ -49,7 +49,7 @@ class ArchiveReads(EngineCore):
     ) -> dict[str, Any]:
         """An archived instance as ``GET /v1/instances/{id}`` shows it, ``archived: true``."""
         doc = self._archived_document(iid, instance_id)
-        out = {**doc["instance"], "archived": True}
+        out = _view(doc)
         if include_steps:
             steps = list(doc["steps"])
             fit = paging.within_budget(steps, paging.PAGE_BUDGET_BYTES - paging.json_size(out))
@@ -82,8 +82,9 @@ class ArchiveReads(EngineCore):
         limit: int,
         page_token: str | None,
     ) -> dict[str, Any]:
-        """Archived instances from the index, latest end first (``since``/``until``: their end
-        time); each as its index row holds it, ``archived: true``."""
+        """Archived instances found in the index, latest end first (``since``/``until``: their
+        end time); each as ``GET`` shows it without steps (read from its document, a few at a
+        time), ``archived: true``."""
         if status is not None and status not in InstanceStatus.__members__:
             raise ValidationFailed(
                 [Problem("status", f"one of {', '.join(InstanceStatus)}, not {status!r}")]
@@ -117,7 +118,18 @@ class ArchiveReads(EngineCore):
         if len(rows) > limit:
             last_row = rows[limit - 1]
             token = paging.encode_token(last_row["completed_at"].isoformat(), str(last_row["id"]))
-        return paging.page("instances", [_summary(r) for r in rows[:limit]], token)
+        rows = rows[:limit]
+        if not rows:
+            return paging.page("instances", [], token)
+        archive = self.archive
+        if archive is None:
+            raise Unavailable(ARCHIVE_UNCONFIGURED)
+        # Each listed run as GET shows it without its steps: read from its document.
+        docs = archive.parallel(lambda r: archive.get(r["object_key"]), rows)
+        listed = [_view(d) for d in docs if d is not None]
+        if len(listed) < len(rows):
+            log.warning("archived documents missing", extra={"missing": len(rows) - len(listed)})
+        return paging.page("instances", listed, token)
 
     def delete_archived(self, iid: uuid.UUID, instance_id: str) -> dict[str, Any]:
         """Delete an archived instance: its index row, then its document and payload objects."""
@@ -142,20 +154,6 @@ class ArchiveReads(EngineCore):
         }
 
 
-def _summary(row: dict[str, Any]) -> dict[str, Any]:
-    """An archived instance as a search lists it (the index row's fields)."""
-    out = {
-        "id": str(row["id"]),
-        "definitionName": row["definition_name"],
-        "definitionVersion": row["definition_version"],
-        "status": row["status"],
-        "correlationId": row["correlation_id"],
-        "parentInstanceId": None
-        if row["parent_instance_id"] is None
-        else str(row["parent_instance_id"]),
-        "createdAt": views.ts(row["created_at"]),
-        "completedAt": views.ts(row["completed_at"]),
-        "archivedAt": views.ts(row["archived_at"]),
-        "archived": True,
-    }
-    return {k: v for k, v in out.items() if v is not None}
+def _view(doc: dict[str, Any]) -> dict[str, Any]:
+    """An archived run's instance view (without its steps), marked archived."""
+    return {**doc["instance"], "archived": True, "archivedAt": doc["archivedAt"]}
