@@ -182,6 +182,13 @@ class DeployConfig:
     # addresses (CIDRs, addresses, host names; docs/deploy.md).
     http_allow: tuple[str, ...] = ()
     api_type: ApiType = "rest"
+    # Days after its end that a terminal instance is archived to S3 and leaves the database
+    # (BATON_RETENTION_SECONDS of the sweeper; 0: never; docs/archive.md).
+    retention_days: int = 0
+
+    @property
+    def retention_seconds(self) -> int:
+        return self.retention_days * 86_400
 
     @property
     def disposable(self) -> bool:
@@ -239,6 +246,13 @@ class DeployConfig:
                 f"({payload_expiry_days}): it is the backstop for objects no instance references, "
                 "and the longest a running instance's payloads are kept"
             )
+        retention_days = _count(get, "retentionDays") if get("retentionDays") is not None else 0
+        if retention_days and retention_days >= payload_expiry_days:
+            raise ConfigError(
+                f"retentionDays ({retention_days}) must be below payloadExpiryDays "
+                f"({payload_expiry_days}): archiving moves an ended instance's payload objects "
+                "into the archive, so they must still be there when its retention passes"
+            )
         dispatch_mode = str(get("dispatchMode") or "polling")
         if dispatch_mode not in DISPATCH_MODES:
             raise ConfigError(
@@ -260,6 +274,7 @@ class DeployConfig:
             db_backup_retention_days=int(_number(get, "dbBackupRetentionDays")),
             payload_expiry_days=payload_expiry_days,
             payload_orphan_expiry_days=orphan_days,
+            retention_days=retention_days,
             payload_limits=_payload_limits(get),
             log_retention_days=log_retention_days,
             reserved_concurrency=reserved,

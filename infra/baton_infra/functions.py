@@ -21,6 +21,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from baton import settings
+from baton.engine.archive_store import PREFIX as ARCHIVE_KEY_PREFIX
 from baton.engine.payloads import KEY_PREFIX as PAYLOAD_KEY_PREFIX
 from baton.routes import (
     MIGRATION_FUNCTION,
@@ -65,6 +66,11 @@ CONDUCTOR_FUNCTION = "conductor"
 # tags ended instances' objects; retry, restart and delete (Baton's API and Conductor's) revive
 # or delete them.
 RETENTION_FUNCTIONS = frozenset({"sweeper", "instances", CONDUCTOR_FUNCTION, RPC_FUNCTION})
+# The archive (engine.archive_ops, docs/archive.md): the sweeper writes archived instances'
+# documents and moves their payloads under the archive prefix; the API functions that read and
+# delete instances (Baton's, Conductor's and the Connect RPC one) read and delete archived ones.
+ARCHIVE_WRITER = "sweeper"
+ARCHIVE_READERS = frozenset({"instances", CONDUCTOR_FUNCTION, RPC_FUNCTION})
 # The function answering GET /v1/health checks that the payload bucket answers (HeadBucket,
 # which needs s3:ListBucket on the bucket itself); taken from the route table.
 BUCKET_PROBE_FUNCTIONS = frozenset(
@@ -335,6 +341,8 @@ class BatonFunctions(Construct):
         environment.update(self._config.payload_limit_environment())
         if duty_loop_seconds:
             environment[settings.ENV_DUTY_LOOP_SECONDS] = str(duty_loop_seconds)
+        if spec.name == ARCHIVE_WRITER and self._config.retention_days:
+            environment[settings.ENV_RETENTION_SECONDS] = str(self._config.retention_seconds)
         if spec.name == SYSTEM_TASKS_FUNCTION and self._config.http_allow:
             environment[settings.ENV_HTTP_ALLOW] = ",".join(self._config.http_allow)
         if spec.name == RELAY_FUNCTION:
@@ -405,6 +413,8 @@ class BatonFunctions(Construct):
                     resources=[self._payload_bucket.arn_for_objects(f"{PAYLOAD_KEY_PREFIX}*")],
                 )
             )
+        if spec.name == ARCHIVE_WRITER or spec.name in ARCHIVE_READERS:
+            self._grant_archive(role, writer=spec.name == ARCHIVE_WRITER)
         acknowledge(
             role,
             "AwsSolutions-IAM5[Resource::*]",
@@ -412,3 +422,23 @@ class BatonFunctions(Construct):
             "PutTelemetryRecords support no resource-level scoping.",
         )
         return role
+
+    def _grant_archive(self, role: iam.Role, *, writer: bool) -> None:
+        """The archive prefix only: the writer puts documents and copies payloads there (a copy
+        sets the copy's tags: none), readers get and delete archived runs."""
+        actions = ["s3:GetObject", "s3:DeleteObject"]
+        if writer:
+            actions += ["s3:PutObject", "s3:PutObjectTagging"]
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=sorted(actions),
+                resources=[self._payload_bucket.arn_for_objects(f"{ARCHIVE_KEY_PREFIX}*")],
+            )
+        )
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::<{logical_id(self._payload_bucket)}.Arn>/"
+            f"{ARCHIVE_KEY_PREFIX}*]",
+            "Archived instances' keys are derived per instance at run time (date, definition, "
+            "id); access is limited to the archive prefix of this one bucket.",
+        )

@@ -395,6 +395,16 @@ class Observability(Construct):
                     )
                 ],
             ),
+            _graph(
+                "Archive: instances archived per minute and their lag",
+                [engine_metric("InstancesArchived")],
+                right=[
+                    engine_metric(
+                        "ArchiveLag", aggregate="MAX", label="ArchiveLag s past retention (max)"
+                    )
+                ],
+            ),
+            _graph("Archive: bytes written per minute", [engine_metric("ArchivedBytes")]),
         )
         d.add_widgets(
             _graph(

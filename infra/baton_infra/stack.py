@@ -9,6 +9,7 @@ from baton.routes import MIGRATION_FUNCTION
 from constructs import Construct
 
 from baton_infra.api import BatonApi
+from baton_infra.archive import ArchiveCatalog
 from baton_infra.config import DeployConfig
 from baton_infra.database import Database
 from baton_infra.dispatch import DispatchQueue
@@ -39,6 +40,8 @@ class BatonStack(Stack):
         self.network = Network(self, "Network", config=config, log_bucket=log_archive.bucket)
         self.database = Database(self, "Database", config=config, network=self.network)
         self.payloads = PayloadStore(self, "Payloads", config=config, log_bucket=log_archive.bucket)
+        # Athena's view of the archive of instances past their retention (docs/archive.md).
+        self.archive = ArchiveCatalog(self, "Archive", config=config, bucket=self.payloads.bucket)
         self.dispatch = DispatchQueue(self, "Dispatch", config=config, network=self.network)
         self.functions = BatonFunctions(
             self,
@@ -111,6 +114,12 @@ class BatonStack(Stack):
                 description="Attach to worker roles to call the API with SigV4",
             )
         CfnOutput(self, "PayloadBucket", value=self.payloads.bucket.bucket_name)
+        CfnOutput(
+            self,
+            "ArchiveTable",
+            value=f"{self.archive.database_name}.{self.archive.table_name}",
+            description="Athena: the archived instances (docs/archive.md)",
+        )
         CfnOutput(self, "DbProxyEndpoint", value=self.database.proxy.endpoint)
         CfnOutput(self, "DbSecretArn", value=self.database.secret.secret_arn)
         CfnOutput(self, "AlarmTopicArn", value=self.observability.topic.topic_arn)

@@ -10,6 +10,8 @@ import pytest
 from baton.engine.payloads import RETENTION_ENDED, RETENTION_TAG
 from baton.routes import MIGRATION_FUNCTION, SCHEDULED_FUNCTIONS, api_functions
 from baton_infra.functions import (
+    ARCHIVE_READERS,
+    ARCHIVE_WRITER,
     BUCKET_PROBE_FUNCTIONS,
     DATABASE_FREE_FUNCTIONS,
     PAYLOAD_FUNCTIONS,
@@ -114,6 +116,16 @@ def test_function_role_grants_only_what_the_function_uses(dev: Synth, name: str)
         probe = next(s for s in s3_statements if _actions(s) == ["s3:ListBucket"])
         assert probe["Resource"] == {"Fn::GetAtt": [_payload_bucket_id(dev), "Arn"]}
         s3_statements.remove(probe)
+    archive = [s for s in s3_statements if json.dumps(s["Resource"]).endswith('"/archive/*"]]}')]
+    if name == ARCHIVE_WRITER:  # writes documents, moves payloads in
+        assert [sorted(_actions(s)) for s in archive] == [
+            ["s3:DeleteObject", "s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"]
+        ]
+    elif name in ARCHIVE_READERS:  # reads and deletes archived runs
+        assert [sorted(_actions(s)) for s in archive] == [["s3:DeleteObject", "s3:GetObject"]]
+    else:
+        assert archive == []
+    s3_statements = [s for s in s3_statements if s not in archive]
     if name in PAYLOAD_FUNCTIONS:
         expected = {"s3:GetObject", "s3:PutObject"}
         if name in RETENTION_FUNCTIONS:  # tags ended instances' objects, revives, deletes

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import pytest
+from baton.conductor import views as cviews
 from baton.engine.archive_store import FORMAT
 from baton.engine.core import ArchivedInstance
 from baton.engine.service import Engine
@@ -92,6 +93,7 @@ def test_an_instance_past_its_retention_is_archived_and_reads_back(
     history = _all_pages(lambda **k: engine.history(iid, **k), "events")
     steps = _all_pages(lambda **k: engine.list_steps(iid, **k), "steps")
     assert before["status"] == "COMPLETED" and len(history) > 3
+    audit_before = engine.audit_trail(iid)
 
     assert engine.archive_expired() == 1
 
@@ -124,6 +126,11 @@ def test_an_instance_past_its_retention_is_archived_and_reads_back(
     assert _all_pages(lambda **k: engine.history(iid, **k), "events") == history
     assert _all_pages(lambda **k: engine.list_steps(iid, **k), "steps") == _rewritten(steps, moved)
     assert "steps" not in engine.get_instance(iid, include_steps=False)
+    # Conductor's view of it (GET /api/workflow/{id}) is the same as before.
+    assert engine.audit_trail(iid) == audit_before
+    assert cviews.workflow(got, engine.audit_trail(iid)) == cviews.workflow(
+        _rewritten(before, moved), audit_before
+    )
     # The running one stays, and a second pass finds nothing.
     assert engine.get_instance(running)["status"] == "RUNNING"
     assert engine.archive_expired() == 0

@@ -312,11 +312,23 @@ class InstanceOps(RetentionOps, ArchiveReads):
         return paging.page(key, items[:served], token)
 
     def audit_trail(self, instance_id: str) -> list[dict[str, Any]]:
-        """Every audit row of an instance, oldest first."""
+        """Every audit row of an instance, oldest first (an archived one's, from its document)."""
         iid = path_uuid(instance_id, InstanceNotFound)
         rows = self.db.autocommit(
             lambda c: c.execute(instance_sql.AUDIT_OF_INSTANCE, {"id": iid}).fetchall()
         )
+        if not rows and self._archived_entry(iid) is not None:  # from its history events
+            doc = self._archived_document(iid, instance_id)
+            return [
+                {
+                    "id": e["seq"],
+                    "at": e["at"],
+                    "jobId": e.get("jobId"),
+                    "event": e["type"],
+                    "detail": e.get("detail"),
+                }
+                for e in doc["history"]
+            ]
         return [
             {
                 "id": r["id"],
