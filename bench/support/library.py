@@ -56,6 +56,25 @@ def open_engine(
     return Engine(open_database(url, pooled=pooled, prepare=prepare), settings)
 
 
+def open_archiving_engine(
+    url: str, s3_endpoint: str, bucket: str, retention_seconds: int
+) -> Engine:
+    """An engine that archives terminal instances past ``retention_seconds`` to ``bucket`` on
+    the S3 at ``s3_endpoint`` (``engine.archive_ops``), on one reused connection."""
+    from baton.engine.archive_store import ArchiveStore
+    from baton.engine.payloads import PayloadStore
+    from baton.engine.service import Engine
+    from baton.settings import EngineSettings, PayloadLimits
+
+    store = PayloadStore(bucket, PayloadLimits(), endpoint=s3_endpoint)
+    return Engine(
+        open_database(url, prepare=True),
+        EngineSettings(retention_seconds=retention_seconds),
+        payload_objects=store,
+        archive=ArchiveStore(bucket, endpoint=s3_endpoint),
+    )
+
+
 def open_queues(url: str) -> Queues:
     """Queues over an engine on one reused connection."""
     from baton.engine.queue_ops import Queues

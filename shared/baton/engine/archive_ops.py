@@ -3,6 +3,9 @@
 The duty loop (the sweeper) archives in batches, each in four short steps, none of which holds a
 lock on a running instance or a transaction open across S3 calls:
 
+Each sweep starts batches for at most ``PASS_SECONDS`` (the sweeper's timers and timeouts come
+every second), up to ``MAX_BATCHES``.
+
 1. **Claim** (one autocommit statement): up to ``ARCHIVE_BATCH`` terminal instances past their
    retention get a claim row with this pass's token. Another archiver skips claimed instances,
    so each is archived by one of them; a claim whose archiver died lapses after
@@ -26,6 +29,7 @@ retention's lifecycle rule expires them.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections import defaultdict
 from datetime import datetime
@@ -48,6 +52,9 @@ from baton.store.db import Conn
 
 ARCHIVE_BATCH = 100  # instances per claim, per document batch and per delete transaction
 MAX_BATCHES = 10  # batches per sweep at most (a sweep runs every second)
+# No new batch starts after this long in one sweep: the sweeper's other duties (timers and
+# timeouts due within 2 s) come every second, and archiving is background work.
+PASS_SECONDS = 0.5
 CLAIM_LEASE_SECONDS = 600
 
 
@@ -62,9 +69,11 @@ class ArchiveOps(RetentionOps):
         batch: int = ARCHIVE_BATCH,
         max_batches: int = MAX_BATCHES,
         lease_seconds: float = CLAIM_LEASE_SECONDS,
+        pass_seconds: float = PASS_SECONDS,
     ) -> int:
         """Archive terminal instances past their retention, up to ``max_batches`` batches of
-        ``batch``; how many were archived. 0 without a bucket or a retention."""
+        ``batch``, none started after ``pass_seconds``; how many were archived. 0 without a
+        bucket or a retention."""
         archive = self.archive
         if archive is None:
             return 0
@@ -76,12 +85,13 @@ class ArchiveOps(RetentionOps):
         if not periods:
             return 0
         total = 0
+        stop_at = time.monotonic() + pass_seconds
         for _ in range(max_batches):
             claimed, archived = self._archive_batch(
                 archive, default, min(periods), batch, lease_seconds
             )
             total += archived
-            if claimed < batch:
+            if claimed < batch or time.monotonic() >= stop_at:
                 break
         return total
 

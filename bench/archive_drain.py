@@ -1,0 +1,267 @@
+"""Archive drain: how much archiving slows the workers down. The drain rate of new jobs (workers
+polling and completing one-step workflows) while the duty loop archives N terminal instances,
+against the same drain without archiving, in the same run, on the same database.
+
+    .venv/bin/python bench/archive_drain.py --terminal 100000 --jobs 20000 --workers 4
+
+1. Seed: N terminal instances that ended two days ago (each with a step execution, a job and
+   three history rows, cloned in bulk from one real run), retention one day.
+2. Baseline: M instances are started, then W worker processes drain their jobs (poll 50,
+   complete each); nothing archives.
+3. Archiving: the same with one archiver process doing the sweeper's archive pass
+   (``archive_expired``: batches of 100 for at most 0.5 s) once a second, as the sweeper does,
+   to a moto S3 server, from the start of the drain.
+
+Printed: jobs/s of each drain, their ratio (target >= 0.8x), and the instances the archiver
+archived during the drain (per second). The S3 is moto in this process (its CPU is on this
+machine; real S3 is remote), and the machine's load is printed: on a shared machine compare the
+ratio, not the rates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import uuid
+from typing import Any
+
+from support import BenchError
+from support.cpu import CpuMeter
+from support.library import connect, open_archiving_engine, open_engine
+from support.postgres import fresh_database, postgres_server, server_summary, settle
+from support.processes import SPAWN, run_together, spawned, wait_for, worker_entry
+from support.reporting import fmt_num, log, rate, table
+
+RETENTION = 86_400
+JOB_TYPE = "drain"
+SEED_CHUNK = 10_000
+
+
+def seed_terminal(url: str, n: int) -> None:
+    """N terminal instances ended two days ago, cloned from one real run (its instance, step
+    execution, job and history rows), in chunks with progress."""
+    engine = open_engine(url)
+    engine.register_definition(
+        {"name": "seed", "steps": [{"id": "w", "type": "SERVICE_TASK", "jobType": "seed"}]}
+    )
+    template = engine.start_instance(definition_name="seed", input={"n": 1})[0]["id"]
+    job = engine.poll("seed-worker", ["seed"], 1)[0]
+    engine.complete_job(job["id"], "seed-worker", {"ok": True}, attempt=job["attempt"])
+    engine.db.close()
+    with connect(url, autocommit=True) as conn:
+        done = 0
+        while done < n:
+            k = min(SEED_CHUNK, n - done)
+            with conn.transaction():
+                conn.execute(
+                    "CREATE TEMP TABLE m ON COMMIT DROP AS SELECT gen_random_uuid() AS iid,"
+                    " gen_random_uuid() AS sid, gen_random_uuid() AS jid"
+                    " FROM generate_series(1, %s)",
+                    (k,),
+                )
+                conn.execute(
+                    "INSERT INTO instance SELECT (jsonb_populate_record(NULL::instance,"
+                    " to_jsonb(t) || jsonb_build_object('id', m.iid, 'idempotency_key', NULL,"
+                    " 'completed_at', now() - interval '2 days'))).* FROM instance t, m"
+                    " WHERE t.id = %s",
+                    (template,),
+                )
+                conn.execute(
+                    "INSERT INTO step_execution SELECT (jsonb_populate_record("
+                    "NULL::step_execution, to_jsonb(s) || jsonb_build_object('id', m.sid,"
+                    " 'instance_id', m.iid))).* FROM step_execution s, m WHERE s.instance_id = %s",
+                    (template,),
+                )
+                conn.execute(
+                    "INSERT INTO job SELECT (jsonb_populate_record(NULL::job, to_jsonb(j) ||"
+                    " jsonb_build_object('id', m.jid, 'instance_id', m.iid,"
+                    " 'step_execution_id', m.sid))).* FROM job j, m WHERE j.instance_id = %s",
+                    (template,),
+                )
+                conn.execute(
+                    "INSERT INTO audit_log (at, instance_id, job_id, event, detail)"
+                    " SELECT a.at, m.iid, CASE WHEN a.job_id IS NULL THEN NULL ELSE m.jid END,"
+                    " a.event, a.detail FROM audit_log a, m WHERE a.instance_id = %s",
+                    (template,),
+                )
+            done += k
+            log(f"seeded {done:,} of {n:,} terminal instances")
+        conn.execute("DELETE FROM audit_log WHERE instance_id = %s", (template,))
+        conn.execute("DELETE FROM job WHERE instance_id = %s", (template,))
+        conn.execute("DELETE FROM step_execution WHERE instance_id = %s", (template,))
+        conn.execute("DELETE FROM instance WHERE id = %s", (template,))
+
+
+def start_new(url: str, m: int) -> None:
+    engine = open_engine(url)
+    engine.register_definition(
+        {"name": JOB_TYPE, "steps": [{"id": "w", "type": "SERVICE_TASK", "jobType": JOB_TYPE}]}
+    )
+    for i in range(m):
+        engine.start_instance(definition_name=JOB_TYPE, input={"i": i})
+        if (i + 1) % 5000 == 0:
+            log(f"started {i + 1:,} of {m:,}")
+    engine.db.close()
+
+
+def _drain_worker(url: str, start: Any, out: Any, k: int, ppid: int) -> None:
+    def body() -> None:
+        engine = open_engine(url)
+        meter = CpuMeter(engine.db.autocommit(lambda c: c.info.backend_pid))
+        wait_for(start, ppid)
+        meter.start()
+        done, idle_since = 0, None
+        while True:
+            jobs = engine.poll(f"w{k}", [JOB_TYPE], 50)
+            if not jobs:
+                idle_since = idle_since or time.monotonic()
+                if time.monotonic() - idle_since > 1.0:  # nothing left for a second: drained
+                    break
+                time.sleep(0.05)
+                continue
+            idle_since = None
+            for job in jobs:
+                engine.complete_job(job["id"], f"w{k}", {"ok": True}, attempt=job["attempt"])
+            done += len(jobs)
+        out.put(("done", k, (done, meter.read())))
+
+    worker_entry(body, out, k)
+
+
+def _archiver(url: str, endpoint: str, bucket: str, stop: Any, out: Any, k: int, ppid: int) -> None:
+    """The sweeper's cadence: one archive pass a second (each bounded by its time budget)."""
+
+    def body() -> None:
+        engine = open_archiving_engine(url, endpoint, bucket, RETENTION)
+        meter = CpuMeter(engine.db.autocommit(lambda c: c.info.backend_pid))
+        meter.start()
+        archived, t0 = 0, time.perf_counter()
+        while not stop.is_set() and os.getppid() == ppid:
+            began = time.monotonic()
+            n = engine.archive_expired()
+            archived += n
+            if n == 0:
+                break
+            time.sleep(max(0.0, began + 1.0 - time.monotonic()))
+        out.put(("done", k, (archived, time.perf_counter() - t0, meter.read())))
+
+    worker_entry(body, out, k)
+
+
+def drain(url: str, workers: int, m: int, timeout: float) -> tuple[int, float, float]:
+    """Drain the M jobs with W processes: (jobs completed, seconds until the last one, CPU
+    seconds of the workers and their backends)."""
+    results, seconds = run_together(_drain_worker, [(url,)] * workers, "drain", timeout=timeout)
+    jobs = sum(n for n, _ in results)
+    cpu = sum((c["cpu"] or 0.0) + (c["server_cpu"] or 0.0) for _, c in results)
+    # Each worker idles a second after the last job before it reports: not drain time.
+    return int(jobs), max(seconds - 1.0, 1e-9), cpu
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--terminal", type=int, default=100_000, help="terminal instances to archive")
+    p.add_argument("--jobs", type=int, default=20_000, help="new jobs drained per phase")
+    p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--database-url")
+    p.add_argument("--timeout", type=float, default=1800)
+    args = p.parse_args()
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's access log
+
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "bench")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto.start()
+    host, port = moto.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    bucket = f"bench-archive-{uuid.uuid4().hex[:8]}"
+    import boto3
+
+    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=bucket)
+    try:
+        with postgres_server(args.database_url) as server, fresh_database(server, "arch") as url:
+            log(server_summary(url))
+            seed_terminal(url, args.terminal)
+            settle(url, "instance", "step_execution", "job", "audit_log")
+            log(f"load: {os.getloadavg()[0]:.1f} (1 min)")
+
+            start_new(url, args.jobs)
+            settle(url, "instance", "job")
+            log("phase 1: drain without archiving")
+            base_jobs, base_s, base_cpu = drain(url, args.workers, args.jobs, args.timeout)
+
+            start_new(url, args.jobs)
+            settle(url, "instance", "job")
+            log("phase 2: drain while archiving")
+            stop, outbox = SPAWN.Event(), SPAWN.Queue()
+            parent_cpu0 = time.process_time()
+            with spawned(
+                _archiver, [(url, endpoint, bucket, stop, outbox, 0, os.getpid())], "archiver"
+            ):
+                arch_jobs, arch_s, arch_cpu = drain(url, args.workers, args.jobs, args.timeout)
+                archived_during = _count(url, "SELECT count(*) FROM archived_instance")
+                stop.set()
+                kind, _, payload = outbox.get(timeout=args.timeout)
+                if kind != "done":
+                    raise BenchError(f"archiver failed: {payload}")
+            archived_total, archive_s, archiver_cpu = payload
+            moto_cpu = time.process_time() - parent_cpu0  # this process: moto's S3 server
+            log(f"load: {os.getloadavg()[0]:.1f} (1 min)")
+    finally:
+        moto.stop()
+    if base_jobs != args.jobs or arch_jobs != args.jobs:
+        raise BenchError(f"drained {base_jobs} and {arch_jobs} jobs, expected {args.jobs} each")
+    base_rate, arch_rate = rate(base_jobs, base_s), rate(arch_jobs, arch_s)
+    print(
+        table(
+            ["phase", "jobs", "seconds", "jobs/s", "drain CPU ms/job", "archived during it"],
+            [
+                [
+                    "drain alone",
+                    fmt_num(base_jobs),
+                    fmt_num(base_s, 1),
+                    fmt_num(base_rate),
+                    fmt_num(1000 * base_cpu / base_jobs, 2),
+                    "-",
+                ],
+                [
+                    "drain while archiving",
+                    fmt_num(arch_jobs),
+                    fmt_num(arch_s, 1),
+                    fmt_num(arch_rate),
+                    fmt_num(1000 * arch_cpu / arch_jobs, 2),
+                    f"{archived_during:,} ({fmt_num(rate(archived_during, arch_s))}/s)",
+                ],
+            ],
+        )
+    )
+    own = (archiver_cpu["cpu"] or 0.0) + (archiver_cpu["server_cpu"] or 0.0)
+    print(
+        f"archiver: {archived_total:,} of {args.terminal:,} archived in {archive_s:.1f} s "
+        f"({fmt_num(rate(archived_total, archive_s))}/s); its CPU {own:.1f} s (process and "
+        f"backend, {1000 * own / max(archived_total, 1):.1f} ms/instance), moto's S3 "
+        f"{moto_cpu:.1f} s, on a machine with load {os.getloadavg()[0]:.1f} and "
+        f"{os.cpu_count()} cores"
+    )
+    print(
+        "drain CPU per job, while archiving / alone: "
+        f"{(arch_cpu / arch_jobs) / (base_cpu / base_jobs):.2f}x (work the drain itself does)"
+    )
+    print(f"drain while archiving / drain alone: {arch_rate / base_rate:.2f}x (target >= 0.8x)")
+
+
+def _count(url: str, sql: str) -> int:
+    with connect(url, autocommit=True) as conn:
+        row = conn.execute(sql).fetchone()
+    assert row is not None
+    return int(next(iter(row.values())) if isinstance(row, dict) else row[0])
+
+
+if __name__ == "__main__":
+    main()
