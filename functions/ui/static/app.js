@@ -40,6 +40,10 @@
     return el;
   }
   const main = () => document.getElementById("main");
+  // A run read back from the S3 archive (its retention passed): readable, not changeable.
+  function archivedBadge(run) {
+    return run.archived ? h("span", { class: "archived", "data-archived": "true", title: `archived ${when(run.archivedAt)}`, text: "archived" }) : null;
+  }
   function statusBadge(st) {
     return h("span", { class: `status st-${st || "NONE"}`, "data-status": st || "NONE" }, st || "not run");
   }
@@ -223,12 +227,13 @@
       definitionName: params.get("definitionName") || "",
       status: params.get("status") || "",
       correlationId: params.get("correlationId") || "",
+      archived: params.get("archived") === "true" ? "true" : "",
       from: params.get("from") || "",
       to: params.get("to") || "",
       pageToken: params.get("pageToken") || "",
     };
     const [page, defs] = await Promise.all([
-      api(`instances${qs({ limit: 50, status: filters.status, definitionName: filters.definitionName, correlationId: filters.correlationId, createdAfter: isoOf(filters.from), createdBefore: isoOf(filters.to), pageToken: filters.pageToken })}`),
+      api(`instances${qs({ limit: 50, ...searchOf(filters), pageToken: filters.pageToken })}`),
       api("definitions?limit=100").catch(() => ({ definitions: [] })),
     ]);
     if (!current(token)) return;
@@ -249,19 +254,20 @@
       field("definitionName", "Definition", defSelect),
       field("status", "Status", statusSelect),
       field("correlationId", "Correlation id", h("input", { id: "f-correlationId", name: "correlationId", value: filters.correlationId })),
-      field("from", "Created from", h("input", { id: "f-from", name: "from", type: "datetime-local", value: filters.from })),
-      field("to", "Created before", h("input", { id: "f-to", name: "to", type: "datetime-local", value: filters.to })),
+      field("from", filters.archived ? "Ended from" : "Created from", h("input", { id: "f-from", name: "from", type: "datetime-local", value: filters.from })),
+      field("to", filters.archived ? "Ended before" : "Created before", h("input", { id: "f-to", name: "to", type: "datetime-local", value: filters.to })),
+      field("archived", "Archived runs", h("input", { id: "f-archived", name: "archived", type: "checkbox", value: "true", checked: !!filters.archived })),
       h("button", { type: "submit", class: "primary", text: "Search" }));
     form.addEventListener("submit", (ev) => {
       ev.preventDefault();
       const fd = new FormData(form);
-      setHash({ definitionName: fd.get("definitionName"), status: fd.get("status"), correlationId: fd.get("correlationId"), from: fd.get("from"), to: fd.get("to"), pageToken: "" });
+      setHash({ definitionName: fd.get("definitionName"), status: fd.get("status"), correlationId: fd.get("correlationId"), from: fd.get("from"), to: fd.get("to"), archived: fd.get("archived") || "", pageToken: "" });
     });
     const counts = h("ul", { class: "counts", "aria-label": "Runs by status" });
     const rows = runs.map((r) => h("tr", { "data-run": r.id, "data-status": r.status },
       h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(r.id)}`, class: "mono", text: r.id })),
       h("td", {}, r.definitionName, r.definitionVersion ? ` v${r.definitionVersion}` : ""),
-      h("td", {}, statusBadge(r.status)),
+      h("td", {}, statusBadge(r.status), archivedBadge(r)),
       h("td", { class: "mono", text: r.correlationId || "" }),
       h("td", { text: when(r.createdAt) }),
       h("td", { text: ms(r.createdAt, r.completedAt || (ACTIVE.has(r.status) ? null : r.updatedAt)) })));
@@ -285,10 +291,18 @@
     if (runs.some((r) => ACTIVE.has(r.status))) refreshIn(5, () => runsPage(params, token, true).catch((e) => failed(e, token, "runs")));
   }
 
+  // The API's search parameters: the database by creation time, or the archive by end time.
+  function searchOf(filters) {
+    const common = { status: filters.status, definitionName: filters.definitionName, correlationId: filters.correlationId };
+    return filters.archived
+      ? { ...common, archived: "true", from: isoOf(filters.from), to: isoOf(filters.to) }
+      : { ...common, createdAfter: isoOf(filters.from), createdBefore: isoOf(filters.to) };
+  }
+
   async function loadCounts(list, filters, token, setHash) {
     // No count endpoint: one page of 100 per status (shown as 100+ when there are more).
     const results = await Promise.all(STATUSES.map((st) =>
-      api(`instances${qs({ limit: 100, status: st, definitionName: filters.definitionName, correlationId: filters.correlationId, createdAfter: isoOf(filters.from), createdBefore: isoOf(filters.to) })}`)
+      api(`instances${qs({ limit: 100, ...searchOf(filters), status: st })}`)
         .then((p) => [st, (p.instances || []).length, !!p.nextPageToken]).catch(() => [st, "?", false])));
     if (!current(token)) return;
     list.replaceChildren(...results.map(([st, n, more]) => h("li", {},
@@ -376,7 +390,7 @@
     };
     const head = h("div", { class: "run-head" },
       h("h2", {}, "Run ", h("span", { class: "mono", id: "run-id", text: inst.id })),
-      h("span", { id: "run-status" }, statusBadge(inst.status)),
+      h("span", { id: "run-status" }, statusBadge(inst.status), archivedBadge(inst)),
       h("span", {}, "Definition ", h("a", { href: `#/definitions/${encodeURIComponent(inst.definitionName)}${inst.definitionVersion ? `/${inst.definitionVersion}` : ""}`, text: `${inst.definitionName}${inst.definitionVersion ? ` v${inst.definitionVersion}` : ""}` })),
       inst.correlationId ? h("span", {}, "Correlation ", h("span", { class: "mono", text: inst.correlationId })) : null,
       scheduleLink(inst.correlationId),
@@ -437,6 +451,9 @@
     }
   }
   function runActions(inst) {
+    if (inst.archived) {
+      return h("p", { class: "muted", id: "archived-note", text: `Archived ${when(inst.archivedAt)}: its retention passed, so it is read from the archive and cannot be changed.` });
+    }
     const id = encodeURIComponent(inst.id);
     const st = inst.status;
     const terminal = !ACTIVE.has(st);
