@@ -256,3 +256,28 @@ def test_nothing_is_archived_without_a_retention_or_a_bucket(db: Database) -> No
     age(db, 10**7)
     assert engine.archive_expired() == 0
     assert engine.sweep()["instancesArchived"] == 0
+
+
+def test_a_run_retried_between_write_and_delete_stays_and_its_document_goes(
+    engine: Engine, db: Database, s3: Any, bucket: str
+) -> None:
+    engine.register_definition({"name": "again", "steps": [service_step("w", "again")]})
+    iid = engine.start_instance(definition_name="again")[0]["id"]
+    job = engine.poll("w", ["again"], 1)[0]
+    engine.fail_job(job["id"], "w", "broken", False, attempt=job["attempt"])
+    age(db, RETENTION + 60)
+    written: list[list[str]] = []
+
+    def retry_meanwhile(step: str) -> None:
+        written.append(keys(s3, bucket, "archive/"))
+        engine.retry_instance(iid)  # reopened after its document was written
+
+    engine.archive_fault = retry_meanwhile
+
+    assert engine.archive_expired() == 0
+
+    assert len(written[0]) == 1  # the document was written ...
+    assert keys(s3, bucket, "archive/") == []  # ... and deleted: it is stale
+    assert engine.get_instance(iid)["status"] == "RUNNING"
+    assert count(db, "SELECT count(*) FROM archived_instance") == 0
+    assert count(db, "SELECT count(*) FROM archive_claim") == 0
