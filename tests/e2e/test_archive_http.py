@@ -126,6 +126,12 @@ def test_an_ended_run_is_archived_and_still_reads_back(server: CheckedServer) ->
         s.request("GET", "/v1/instances", params={"archived": "true", "from": ended, "to": ended})
     )
     assert later["instances"] == []  # to is exclusive
+    from baton_worker import BatonClient
+
+    with BatonClient(s.base_url, api_key=s.api_key) as client:  # the SDK's search
+        page = client.search_instances(archived=True, definition_name=name)
+        assert [i["id"] for i in page["instances"]] == [iid] and page["instances"][0]["archived"]
+        assert client.search_instances(archived=True, ended_to=ended)["instances"] == []
     assert _ok(s.request("GET", f"/v1/instances?definitionName={name}"))["instances"] == []
 
     for action, body in (("retry", {}), ("restart", {}), ("cancel", {}), ("pause", {})):

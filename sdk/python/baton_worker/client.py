@@ -393,9 +393,14 @@ class BatonClient:
         created_before: str | None = None,
         limit: int | None = None,
         page_token: str | None = None,
+        archived: bool = False,
+        ended_from: str | None = None,
+        ended_to: str | None = None,
     ) -> InstancePage:
         """One page of instances, newest first, filtered by the given fields (``created_after``
-        inclusive and ``created_before`` exclusive, ISO-8601 times)."""
+        inclusive and ``created_before`` exclusive, ISO-8601 times). ``archived``: the runs
+        archived to S3 instead (their retention passed), latest end first, by when they ended
+        (``ended_from`` inclusive, ``ended_to`` exclusive)."""
         params = _params(
             status=status,
             definitionName=definition_name,
@@ -404,7 +409,9 @@ class BatonClient:
             createdBefore=created_before,
             limit=limit,
             pageToken=page_token,
+            archived="true" if archived else None,
         )
+        params.update(_params(**{"from": ended_from, "to": ended_to}))
         return cast(InstancePage, self._call("GET", "/v1/instances", params=params))
 
     def iter_instances(

@@ -111,6 +111,9 @@ class Instance(TypedDict):
     timeoutAt: NotRequired[str]
     steps: NotRequired[list[StepExecution]]
     stepsTruncated: NotRequired[bool]
+    # Read back from the S3 archive (its retention passed): it can be read and deleted only.
+    archived: NotRequired[bool]
+    archivedAt: NotRequired[str]
 
 
 class StepExecutionPage(TypedDict):
