@@ -10,9 +10,10 @@ against the same drain without archiving, in the same run, on the same database.
    complete each); nothing archives.
 3. Archiving: the same with one archiver process doing the sweeper's archive pass
    (``archive_expired``: batches of 100 for at most 0.5 s) once a second, as the sweeper does,
-   to a moto S3 server, from the start of the drain. The archiver process and moto are niced:
-   in AWS the sweeper is a Lambda of its own and S3 another service, so only the archiver's
-   database work shares the workers' server (its backend runs at normal priority).
+   to a moto S3 server, from the start of the drain. moto runs niced in its own process (S3 is
+   another service in AWS). The archiver shares the machine's CPU with the workers, the worst
+   case (in AWS the sweeper is a Lambda of its own); ``--nice-archiver`` runs it at nice 19,
+   its backend keeping normal priority.
 
 Printed: jobs/s of each drain, their ratio (target >= 0.8x), and the instances the archiver
 archived during the drain (per second), the drain's own CPU per job (workers and their
@@ -135,13 +136,14 @@ def _drain_worker(url: str, start: Any, out: Any, k: int, ppid: int) -> None:
     worker_entry(body, out, k)
 
 
-def _archiver(url: str, endpoint: str, bucket: str, stop: Any, out: Any, k: int, ppid: int) -> None:
+def _archiver(
+    url: str, endpoint: str, bucket: str, nice: bool, stop: Any, out: Any, k: int, ppid: int
+) -> None:
     """The sweeper's cadence: one archive pass a second (each bounded by its time budget)."""
 
     def body() -> None:
-        # Niced: in AWS the sweeper is a Lambda of its own, not on the workers' CPU; its
-        # database work (its backend) runs at the server's normal priority, as it would there.
-        os.nice(19)
+        if nice:  # in AWS the sweeper is a Lambda of its own, not on the workers' CPU
+            os.nice(19)
         engine = open_archiving_engine(url, endpoint, bucket, RETENTION)
         meter = CpuMeter(engine.db.autocommit(lambda c: c.info.backend_pid))
         meter.start()
@@ -173,6 +175,11 @@ def main() -> None:
     p.add_argument("--terminal", type=int, default=100_000, help="terminal instances to archive")
     p.add_argument("--jobs", type=int, default=20_000, help="new jobs drained per phase")
     p.add_argument("--workers", type=int, default=4)
+    p.add_argument(
+        "--nice-archiver",
+        action="store_true",
+        help="run the archiver process at nice 19 (its backend keeps normal priority)",
+    )
     p.add_argument("--database-url")
     p.add_argument("--timeout", type=float, default=1800)
     args = p.parse_args()
@@ -211,7 +218,9 @@ def main() -> None:
             stop, outbox = SPAWN.Event(), SPAWN.Queue()
             moto_cpu0 = process_cpu_seconds(moto.pid) or 0.0
             with spawned(
-                _archiver, [(url, endpoint, bucket, stop, outbox, 0, os.getpid())], "archiver"
+                _archiver,
+                [(url, endpoint, bucket, args.nice_archiver, stop, outbox, 0, os.getpid())],
+                "archiver",
             ):
                 arch_jobs, arch_s, arch_cpu = drain(url, args.workers, args.jobs, args.timeout)
                 archived_during = _count(url, "SELECT count(*) FROM archived_instance")
@@ -256,7 +265,7 @@ def main() -> None:
     print(
         f"archiver: {archived_total:,} of {args.terminal:,} archived in {archive_s:.1f} s "
         f"({fmt_num(rate(archived_total, archive_s))}/s); CPU per instance: its process "
-        f"{proc * per:.1f} ms (niced), its backend {backend * per:.1f} ms; moto's S3 "
+        f"{proc * per:.1f} ms, its backend {backend * per:.1f} ms; moto's S3 "
         f"{moto_cpu:.1f} s (niced); machine load {os.getloadavg()[0]:.1f} on "
         f"{os.cpu_count()} cores"
     )

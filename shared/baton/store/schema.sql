@@ -142,6 +142,8 @@ CREATE TABLE step_execution (
     seq           integer
 ) WITH (fillfactor = 80);
 CREATE INDEX step_execution_by_instance ON step_execution (instance_id, step_id, seq);
+-- What job's foreign key references (migration 0015); never updated: updates stay HOT.
+CREATE UNIQUE INDEX step_execution_instance_and_id ON step_execution (instance_id, id);
 CREATE INDEX step_execution_by_parent ON step_execution (parent_step_execution_id, step_id)
     WHERE parent_step_execution_id IS NOT NULL;
 -- Pending timers only: wake_at is cleared when a timer ends, and the predicate names no column
@@ -151,7 +153,7 @@ CREATE INDEX step_execution_timer_due ON step_execution (wake_at) WHERE wake_at 
 CREATE TABLE job (
     id                   uuid        PRIMARY KEY,
     instance_id          uuid        NOT NULL REFERENCES instance (id) ON DELETE CASCADE,
-    step_execution_id    uuid        NOT NULL REFERENCES step_execution (id) ON DELETE CASCADE,
+    step_execution_id    uuid        NOT NULL,
     job_type             text        NOT NULL,
     status               text        NOT NULL
         CONSTRAINT job_status_check
@@ -179,7 +181,11 @@ CREATE TABLE job (
     poll_timeout_seconds integer     NOT NULL DEFAULT 0,
     -- Created under BATON_DISPATCH_MODE=outbox: each time it becomes claimable, a trigger writes
     -- a dispatch_outbox row (see below); polling-mode jobs never do.
-    dispatch_outbox      boolean     NOT NULL DEFAULT false
+    dispatch_outbox      boolean     NOT NULL DEFAULT false,
+    -- Through the instance (migration 0015): deleting executions finds their jobs by
+    -- job_by_instance (job has no index on step_execution_id).
+    CONSTRAINT job_step_execution_fkey FOREIGN KEY (instance_id, step_execution_id)
+        REFERENCES step_execution (instance_id, id) ON DELETE CASCADE
 ) WITH (fillfactor = 85);
 -- The claim seeks ready jobs and expired leases per job type in these partial indexes, so poll
 -- latency stays flat however many terminal rows (or other types' rows) pile up; the reaper skips
