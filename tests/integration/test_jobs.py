@@ -431,6 +431,7 @@ def test_workflow_timeout_is_enforced_by_the_sweeper(engine: Engine) -> None:
         "timersFired": 0,
         "eventsDelivered": 0,
         "payloadsRetired": 0,
+        "instancesArchived": 0,
     }
     wait_until(lambda: engine.sweep()["instancesTimedOut"], timeout=5)
     got = engine.get_instance(inst["id"])
