@@ -759,6 +759,9 @@ type Definition struct {
 	Trigger          *QueueTrigger          `protobuf:"bytes,9,opt,name=trigger,proto3" json:"trigger,omitempty"`
 	InputTemplate    *structpb.Struct       `protobuf:"bytes,10,opt,name=input_template,json=inputTemplate,proto3" json:"input_template,omitempty"`       // {{placeholders}} filled for triggered starts
 	FailureWorkflow  string                 `protobuf:"bytes,11,opt,name=failure_workflow,json=failureWorkflow,proto3" json:"failure_workflow,omitempty"` // started with {instanceId, reason, input} when one fails
+	// Seconds after its end that an instance is archived to S3 (overrides BATON_RETENTION_SECONDS;
+	// 0: never)
+	RetentionSeconds *int32 `protobuf:"varint,12,opt,name=retention_seconds,json=retentionSeconds,proto3,oneof" json:"retention_seconds,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -868,6 +871,13 @@ func (x *Definition) GetFailureWorkflow() string {
 		return x.FailureWorkflow
 	}
 	return ""
+}
+
+func (x *Definition) GetRetentionSeconds() int32 {
+	if x != nil && x.RetentionSeconds != nil {
+		return *x.RetentionSeconds
+	}
+	return 0
 }
 
 type ListDefinitionsRequest struct {
@@ -1755,6 +1765,8 @@ type Instance struct {
 	ParentStepExecutionId string                 `protobuf:"bytes,18,opt,name=parent_step_execution_id,json=parentStepExecutionId,proto3" json:"parent_step_execution_id,omitempty"` // the parent's SUB_WORKFLOW step execution
 	Run                   int32                  `protobuf:"varint,19,opt,name=run,proto3" json:"run,omitempty"`                                                                     // 1, then one more at each restart
 	StepsTruncated        *bool                  `protobuf:"varint,20,opt,name=steps_truncated,json=stepsTruncated,proto3,oneof" json:"steps_truncated,omitempty"`                   // the steps stopped at the response's byte budget
+	Archived              *bool                  `protobuf:"varint,21,opt,name=archived,proto3,oneof" json:"archived,omitempty"`                                                     // read back from the S3 archive (retention passed)
+	ArchivedAt            *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=archived_at,json=archivedAt,proto3" json:"archived_at,omitempty"`
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -1929,6 +1941,20 @@ func (x *Instance) GetStepsTruncated() bool {
 	return false
 }
 
+func (x *Instance) GetArchived() bool {
+	if x != nil && x.Archived != nil {
+		return *x.Archived
+	}
+	return false
+}
+
+func (x *Instance) GetArchivedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ArchivedAt
+	}
+	return nil
+}
+
 type GetInstanceRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2045,6 +2071,7 @@ type StepExecutionPage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Steps         []*StepExecution       `protobuf:"bytes,1,rep,name=steps,proto3" json:"steps,omitempty"`
 	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	Archived      *bool                  `protobuf:"varint,3,opt,name=archived,proto3,oneof" json:"archived,omitempty"` // read from the S3 archive
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2091,6 +2118,13 @@ func (x *StepExecutionPage) GetNextPageToken() string {
 		return x.NextPageToken
 	}
 	return ""
+}
+
+func (x *StepExecutionPage) GetArchived() bool {
+	if x != nil && x.Archived != nil {
+		return *x.Archived
+	}
+	return false
 }
 
 type GetHistoryRequest struct {
@@ -2273,6 +2307,7 @@ type HistoryPage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Events        []*HistoryEvent        `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
 	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	Archived      *bool                  `protobuf:"varint,3,opt,name=archived,proto3,oneof" json:"archived,omitempty"` // read from the S3 archive
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2321,6 +2356,13 @@ func (x *HistoryPage) GetNextPageToken() string {
 	return ""
 }
 
+func (x *HistoryPage) GetArchived() bool {
+	if x != nil && x.Archived != nil {
+		return *x.Archived
+	}
+	return false
+}
+
 type SearchInstancesRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Status         string                 `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
@@ -2330,8 +2372,13 @@ type SearchInstancesRequest struct {
 	PageToken      string                 `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	CreatedAfter   *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_after,json=createdAfter,proto3" json:"created_after,omitempty"`    // inclusive
 	CreatedBefore  *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created_before,json=createdBefore,proto3" json:"created_before,omitempty"` // exclusive
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The archived instances instead (retention passed), by when they ended: from inclusive, to
+	// exclusive (created_after/created_before are refused with it)
+	Archived      *bool                  `protobuf:"varint,8,opt,name=archived,proto3,oneof" json:"archived,omitempty"`
+	From          *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=from,proto3" json:"from,omitempty"`
+	To            *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SearchInstancesRequest) Reset() {
@@ -2409,6 +2456,27 @@ func (x *SearchInstancesRequest) GetCreatedAfter() *timestamppb.Timestamp {
 func (x *SearchInstancesRequest) GetCreatedBefore() *timestamppb.Timestamp {
 	if x != nil {
 		return x.CreatedBefore
+	}
+	return nil
+}
+
+func (x *SearchInstancesRequest) GetArchived() bool {
+	if x != nil && x.Archived != nil {
+		return *x.Archived
+	}
+	return false
+}
+
+func (x *SearchInstancesRequest) GetFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *SearchInstancesRequest) GetTo() *timestamppb.Timestamp {
+	if x != nil {
+		return x.To
 	}
 	return nil
 }
@@ -6456,6 +6524,7 @@ type DeletedInstance struct {
 	StepExecutions    int64                  `protobuf:"varint,5,opt,name=step_executions,json=stepExecutions,proto3" json:"step_executions,omitempty"`
 	Jobs              int64                  `protobuf:"varint,6,opt,name=jobs,proto3" json:"jobs,omitempty"`
 	HistoryEvents     int64                  `protobuf:"varint,7,opt,name=history_events,json=historyEvents,proto3" json:"history_events,omitempty"` // audit rows
+	Archived          *bool                  `protobuf:"varint,8,opt,name=archived,proto3,oneof" json:"archived,omitempty"`                          // it was archived: its S3 objects and index row went
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -6537,6 +6606,13 @@ func (x *DeletedInstance) GetHistoryEvents() int64 {
 		return x.HistoryEvents
 	}
 	return 0
+}
+
+func (x *DeletedInstance) GetArchived() bool {
+	if x != nil && x.Archived != nil {
+		return *x.Archived
+	}
+	return false
 }
 
 type GetHealthRequest struct {
@@ -7156,7 +7232,7 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\vmax_retries\x18\x05 \x01(\x05R\n" +
 	"maxRetries\x12'\n" +
 	"\x0fmax_concurrency\x18\x06 \x01(\x05R\x0emaxConcurrency\x12\x18\n" +
-	"\aenabled\x18\a \x01(\bR\aenabled\"\x86\x04\n" +
+	"\aenabled\x18\a \x01(\bR\aenabled\"\xce\x04\n" +
 	"\n" +
 	"Definition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
@@ -7171,9 +7247,11 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\atrigger\x18\t \x01(\v2\x19.workflow.v1.QueueTriggerR\atrigger\x12>\n" +
 	"\x0einput_template\x18\n" +
 	" \x01(\v2\x17.google.protobuf.StructR\rinputTemplate\x12)\n" +
-	"\x10failure_workflow\x18\v \x01(\tR\x0ffailureWorkflowB\n" +
+	"\x10failure_workflow\x18\v \x01(\tR\x0ffailureWorkflow\x120\n" +
+	"\x11retention_seconds\x18\f \x01(\x05H\x01R\x10retentionSeconds\x88\x01\x01B\n" +
 	"\n" +
-	"\b_version\"M\n" +
+	"\b_versionB\x14\n" +
+	"\x12_retention_seconds\"M\n" +
 	"\x16ListDefinitionsRequest\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x1d\n" +
 	"\n" +
@@ -7251,7 +7329,7 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\v_item_indexB\f\n" +
 	"\n" +
 	"_iterationB\v\n" +
-	"\t_attempts\"\x9b\a\n" +
+	"\t_attempts\"\x86\b\n" +
 	"\bInstance\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0fdefinition_name\x18\x02 \x01(\tR\x0edefinitionName\x122\n" +
@@ -7276,9 +7354,13 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x05steps\x18\x11 \x03(\v2\x1a.workflow.v1.StepExecutionR\x05steps\x127\n" +
 	"\x18parent_step_execution_id\x18\x12 \x01(\tR\x15parentStepExecutionId\x12\x10\n" +
 	"\x03run\x18\x13 \x01(\x05R\x03run\x12,\n" +
-	"\x0fsteps_truncated\x18\x14 \x01(\bH\x01R\x0estepsTruncated\x88\x01\x01B\x15\n" +
+	"\x0fsteps_truncated\x18\x14 \x01(\bH\x01R\x0estepsTruncated\x88\x01\x01\x12\x1f\n" +
+	"\barchived\x18\x15 \x01(\bH\x02R\barchived\x88\x01\x01\x12;\n" +
+	"\varchived_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"archivedAtB\x15\n" +
 	"\x13_definition_versionB\x12\n" +
-	"\x10_steps_truncated\"`\n" +
+	"\x10_steps_truncatedB\v\n" +
+	"\t_archived\"`\n" +
 	"\x12GetInstanceRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12(\n" +
 	"\rinclude_steps\x18\x02 \x01(\bH\x00R\fincludeSteps\x88\x01\x01B\x10\n" +
@@ -7287,10 +7369,12 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x03 \x01(\tR\tpageToken\"m\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\x9b\x01\n" +
 	"\x11StepExecutionPage\x120\n" +
 	"\x05steps\x18\x01 \x03(\v2\x1a.workflow.v1.StepExecutionR\x05steps\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"X\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1f\n" +
+	"\barchived\x18\x03 \x01(\bH\x00R\barchived\x88\x01\x01B\v\n" +
+	"\t_archived\"X\n" +
 	"\x11GetHistoryRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x1d\n" +
@@ -7309,10 +7393,12 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x06detail\x18\n" +
 	" \x01(\v2\x17.google.protobuf.StructR\x06detailB\n" +
 	"\n" +
-	"\b_attempt\"h\n" +
+	"\b_attempt\"\x96\x01\n" +
 	"\vHistoryPage\x121\n" +
 	"\x06events\x18\x01 \x03(\v2\x19.workflow.v1.HistoryEventR\x06events\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb9\x02\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1f\n" +
+	"\barchived\x18\x03 \x01(\bH\x00R\barchived\x88\x01\x01B\v\n" +
+	"\t_archived\"\xc3\x03\n" +
 	"\x16SearchInstancesRequest\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12'\n" +
 	"\x0fdefinition_name\x18\x02 \x01(\tR\x0edefinitionName\x12%\n" +
@@ -7321,7 +7407,12 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\n" +
 	"page_token\x18\x05 \x01(\tR\tpageToken\x12?\n" +
 	"\rcreated_after\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\fcreatedAfter\x12A\n" +
-	"\x0ecreated_before\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\"k\n" +
+	"\x0ecreated_before\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x12\x1f\n" +
+	"\barchived\x18\b \x01(\bH\x00R\barchived\x88\x01\x01\x12.\n" +
+	"\x04from\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
+	"\x02to\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x02toB\v\n" +
+	"\t_archived\"k\n" +
 	"\fInstancePage\x123\n" +
 	"\tinstances\x18\x01 \x03(\v2\x15.workflow.v1.InstanceR\tinstances\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"?\n" +
@@ -7666,7 +7757,7 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x05R\aversion\"'\n" +
 	"\x15DeleteInstanceRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\x91\x02\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xbf\x02\n" +
 	"\x0fDeletedInstance\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0fdefinition_name\x18\x02 \x01(\tR\x0edefinitionName\x122\n" +
@@ -7674,8 +7765,10 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x06status\x18\x04 \x01(\tR\x06status\x12'\n" +
 	"\x0fstep_executions\x18\x05 \x01(\x03R\x0estepExecutions\x12\x12\n" +
 	"\x04jobs\x18\x06 \x01(\x03R\x04jobs\x12%\n" +
-	"\x0ehistory_events\x18\a \x01(\x03R\rhistoryEventsB\x15\n" +
-	"\x13_definition_version\"\x12\n" +
+	"\x0ehistory_events\x18\a \x01(\x03R\rhistoryEvents\x12\x1f\n" +
+	"\barchived\x18\b \x01(\bH\x01R\barchived\x88\x01\x01B\x15\n" +
+	"\x13_definition_versionB\v\n" +
+	"\t_archived\"\x12\n" +
 	"\x10GetHealthRequest\"\x86\x01\n" +
 	"\vHealthCheck\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\"\n" +
@@ -7938,174 +8031,177 @@ var file_workflow_v1_engine_proto_depIdxs = []int32{
 	98,  // 40: workflow.v1.Instance.completed_at:type_name -> google.protobuf.Timestamp
 	98,  // 41: workflow.v1.Instance.timeout_at:type_name -> google.protobuf.Timestamp
 	16,  // 42: workflow.v1.Instance.steps:type_name -> workflow.v1.StepExecution
-	16,  // 43: workflow.v1.StepExecutionPage.steps:type_name -> workflow.v1.StepExecution
-	98,  // 44: workflow.v1.HistoryEvent.at:type_name -> google.protobuf.Timestamp
-	97,  // 45: workflow.v1.HistoryEvent.detail:type_name -> google.protobuf.Struct
-	22,  // 46: workflow.v1.HistoryPage.events:type_name -> workflow.v1.HistoryEvent
-	98,  // 47: workflow.v1.SearchInstancesRequest.created_after:type_name -> google.protobuf.Timestamp
-	98,  // 48: workflow.v1.SearchInstancesRequest.created_before:type_name -> google.protobuf.Timestamp
-	17,  // 49: workflow.v1.InstancePage.instances:type_name -> workflow.v1.Instance
-	97,  // 50: workflow.v1.CompleteUserTaskRequest.variables_to_set:type_name -> google.protobuf.Struct
-	99,  // 51: workflow.v1.SignalRequest.payload:type_name -> google.protobuf.Value
-	98,  // 52: workflow.v1.Job.lock_expires_at:type_name -> google.protobuf.Timestamp
-	99,  // 53: workflow.v1.Job.input:type_name -> google.protobuf.Value
-	32,  // 54: workflow.v1.PollJobsResponse.jobs:type_name -> workflow.v1.Job
-	97,  // 55: workflow.v1.CompleteJobRequest.variables_to_set:type_name -> google.protobuf.Struct
-	97,  // 56: workflow.v1.BatchResultItem.variables_to_set:type_name -> google.protobuf.Struct
-	36,  // 57: workflow.v1.BatchResultItem.failure:type_name -> workflow.v1.BatchFailure
-	37,  // 58: workflow.v1.CompleteBatchRequest.results:type_name -> workflow.v1.BatchResultItem
-	98,  // 59: workflow.v1.BatchOutcome.next_attempt_at:type_name -> google.protobuf.Timestamp
-	39,  // 60: workflow.v1.CompleteBatchResponse.results:type_name -> workflow.v1.BatchOutcome
-	98,  // 61: workflow.v1.FailJobResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
-	98,  // 62: workflow.v1.HeartbeatResponse.lock_expires_at:type_name -> google.protobuf.Timestamp
-	98,  // 63: workflow.v1.StopWorkerResponse.stopped_at:type_name -> google.protobuf.Timestamp
-	98,  // 64: workflow.v1.PushResponse.created_at:type_name -> google.protobuf.Timestamp
-	98,  // 65: workflow.v1.QueueTask.created_at:type_name -> google.protobuf.Timestamp
-	98,  // 66: workflow.v1.QueueTask.visible_at:type_name -> google.protobuf.Timestamp
-	52,  // 67: workflow.v1.QueueTaskList.tasks:type_name -> workflow.v1.QueueTask
-	60,  // 68: workflow.v1.QueuePage.queues:type_name -> workflow.v1.QueueSummary
-	98,  // 69: workflow.v1.QueueTaskDetail.visible_at:type_name -> google.protobuf.Timestamp
-	98,  // 70: workflow.v1.QueueTaskDetail.created_at:type_name -> google.protobuf.Timestamp
-	98,  // 71: workflow.v1.QueueTaskDetail.updated_at:type_name -> google.protobuf.Timestamp
-	98,  // 72: workflow.v1.QueueTaskDetail.completed_at:type_name -> google.protobuf.Timestamp
-	63,  // 73: workflow.v1.QueueTaskPage.tasks:type_name -> workflow.v1.QueueTaskDetail
-	66,  // 74: workflow.v1.RedriveResponse.skipped:type_name -> workflow.v1.RedriveSkipped
-	68,  // 75: workflow.v1.ScheduleSpec.interval:type_name -> workflow.v1.ScheduleInterval
-	98,  // 76: workflow.v1.ScheduleSpec.start_at:type_name -> google.protobuf.Timestamp
-	98,  // 77: workflow.v1.ScheduleSpec.end_at:type_name -> google.protobuf.Timestamp
-	97,  // 78: workflow.v1.ScheduleRequest.input:type_name -> google.protobuf.Struct
-	69,  // 79: workflow.v1.ScheduleRequest.spec:type_name -> workflow.v1.ScheduleSpec
-	98,  // 80: workflow.v1.ScheduleAction.slot_time:type_name -> google.protobuf.Timestamp
-	98,  // 81: workflow.v1.ScheduleAction.at:type_name -> google.protobuf.Timestamp
-	97,  // 82: workflow.v1.Schedule.input:type_name -> google.protobuf.Struct
-	69,  // 83: workflow.v1.Schedule.spec:type_name -> workflow.v1.ScheduleSpec
-	98,  // 84: workflow.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	98,  // 85: workflow.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	98,  // 86: workflow.v1.Schedule.next_fire_times:type_name -> google.protobuf.Timestamp
-	71,  // 87: workflow.v1.Schedule.recent_actions:type_name -> workflow.v1.ScheduleAction
-	72,  // 88: workflow.v1.SchedulePage.schedules:type_name -> workflow.v1.Schedule
-	98,  // 89: workflow.v1.ScheduleTriggered.slot_times:type_name -> google.protobuf.Timestamp
-	98,  // 90: workflow.v1.BackfillRequest.from:type_name -> google.protobuf.Timestamp
-	98,  // 91: workflow.v1.BackfillRequest.to:type_name -> google.protobuf.Timestamp
-	98,  // 92: workflow.v1.BackfillResponse.slot_times:type_name -> google.protobuf.Timestamp
-	81,  // 93: workflow.v1.Problem.errors:type_name -> workflow.v1.ProblemItem
-	88,  // 94: workflow.v1.Health.database:type_name -> workflow.v1.HealthCheck
-	88,  // 95: workflow.v1.Health.s3:type_name -> workflow.v1.HealthCheck
-	91,  // 96: workflow.v1.PayloadLimits.workflow_input:type_name -> workflow.v1.PayloadLimit
-	91,  // 97: workflow.v1.PayloadLimits.step_input:type_name -> workflow.v1.PayloadLimit
-	91,  // 98: workflow.v1.PayloadLimits.step_output:type_name -> workflow.v1.PayloadLimit
-	92,  // 99: workflow.v1.ServerConfig.payload_limits:type_name -> workflow.v1.PayloadLimits
-	98,  // 100: workflow.v1.PayloadUpload.expires_at:type_name -> google.protobuf.Timestamp
-	96,  // 101: workflow.v1.PayloadUpload.upload_headers:type_name -> workflow.v1.PayloadUpload.UploadHeadersEntry
-	90,  // 102: workflow.v1.WorkflowEngine.GetConfig:input_type -> workflow.v1.GetConfigRequest
-	94,  // 103: workflow.v1.WorkflowEngine.CreatePayload:input_type -> workflow.v1.CreatePayloadRequest
-	83,  // 104: workflow.v1.WorkflowEngine.GetOpenApi:input_type -> workflow.v1.GetOpenApiRequest
-	87,  // 105: workflow.v1.WorkflowEngine.GetHealth:input_type -> workflow.v1.GetHealthRequest
-	84,  // 106: workflow.v1.WorkflowEngine.DeleteDefinition:input_type -> workflow.v1.DeleteDefinitionRequest
-	85,  // 107: workflow.v1.WorkflowEngine.DeleteInstance:input_type -> workflow.v1.DeleteInstanceRequest
-	3,   // 108: workflow.v1.WorkflowEngine.RegisterDefinition:input_type -> workflow.v1.Definition
-	4,   // 109: workflow.v1.WorkflowEngine.ListDefinitions:input_type -> workflow.v1.ListDefinitionsRequest
-	6,   // 110: workflow.v1.WorkflowEngine.GetDefinition:input_type -> workflow.v1.GetDefinitionRequest
-	10,  // 111: workflow.v1.WorkflowEngine.ListTaskDefs:input_type -> workflow.v1.ListTaskDefsRequest
-	7,   // 112: workflow.v1.WorkflowEngine.PutTaskDef:input_type -> workflow.v1.PutTaskDefRequest
-	8,   // 113: workflow.v1.WorkflowEngine.GetTaskDef:input_type -> workflow.v1.GetTaskDefRequest
-	9,   // 114: workflow.v1.WorkflowEngine.DeleteTaskDef:input_type -> workflow.v1.DeleteTaskDefRequest
-	12,  // 115: workflow.v1.WorkflowEngine.StartInstance:input_type -> workflow.v1.StartInstanceRequest
-	13,  // 116: workflow.v1.WorkflowEngine.StartInstances:input_type -> workflow.v1.StartInstancesRequest
-	24,  // 117: workflow.v1.WorkflowEngine.SearchInstances:input_type -> workflow.v1.SearchInstancesRequest
-	18,  // 118: workflow.v1.WorkflowEngine.GetInstance:input_type -> workflow.v1.GetInstanceRequest
-	19,  // 119: workflow.v1.WorkflowEngine.ListSteps:input_type -> workflow.v1.ListStepsRequest
-	21,  // 120: workflow.v1.WorkflowEngine.GetHistory:input_type -> workflow.v1.GetHistoryRequest
-	26,  // 121: workflow.v1.WorkflowEngine.CancelInstance:input_type -> workflow.v1.CancelInstanceRequest
-	27,  // 122: workflow.v1.WorkflowEngine.CompleteUserTask:input_type -> workflow.v1.CompleteUserTaskRequest
-	28,  // 123: workflow.v1.WorkflowEngine.Signal:input_type -> workflow.v1.SignalRequest
-	29,  // 124: workflow.v1.WorkflowEngine.RetryInstance:input_type -> workflow.v1.InstanceOperationRequest
-	30,  // 125: workflow.v1.WorkflowEngine.RestartInstance:input_type -> workflow.v1.RestartInstanceRequest
-	29,  // 126: workflow.v1.WorkflowEngine.PauseInstance:input_type -> workflow.v1.InstanceOperationRequest
-	29,  // 127: workflow.v1.WorkflowEngine.ResumeInstance:input_type -> workflow.v1.InstanceOperationRequest
-	31,  // 128: workflow.v1.WorkflowEngine.PollJobs:input_type -> workflow.v1.PollJobsRequest
-	34,  // 129: workflow.v1.WorkflowEngine.CompleteJob:input_type -> workflow.v1.CompleteJobRequest
-	38,  // 130: workflow.v1.WorkflowEngine.CompleteBatch:input_type -> workflow.v1.CompleteBatchRequest
-	41,  // 131: workflow.v1.WorkflowEngine.FailJob:input_type -> workflow.v1.FailJobRequest
-	43,  // 132: workflow.v1.WorkflowEngine.Heartbeat:input_type -> workflow.v1.HeartbeatRequest
-	44,  // 133: workflow.v1.WorkflowEngine.ClaimJob:input_type -> workflow.v1.ClaimJobRequest
-	46,  // 134: workflow.v1.WorkflowEngine.StopWorker:input_type -> workflow.v1.StopWorkerRequest
-	48,  // 135: workflow.v1.WorkflowEngine.Push:input_type -> workflow.v1.PushRequest
-	50,  // 136: workflow.v1.WorkflowEngine.Stats:input_type -> workflow.v1.QueueRequest
-	50,  // 137: workflow.v1.WorkflowEngine.Peek:input_type -> workflow.v1.QueueRequest
-	50,  // 138: workflow.v1.WorkflowEngine.Purge:input_type -> workflow.v1.QueueRequest
-	55,  // 139: workflow.v1.WorkflowEngine.Dequeue:input_type -> workflow.v1.DequeueRequest
-	56,  // 140: workflow.v1.WorkflowEngine.Ack:input_type -> workflow.v1.AckRequest
-	57,  // 141: workflow.v1.WorkflowEngine.Nack:input_type -> workflow.v1.NackRequest
-	59,  // 142: workflow.v1.WorkflowEngine.ListQueues:input_type -> workflow.v1.ListQueuesRequest
-	62,  // 143: workflow.v1.WorkflowEngine.ListQueueTasks:input_type -> workflow.v1.ListQueueTasksRequest
-	65,  // 144: workflow.v1.WorkflowEngine.Redrive:input_type -> workflow.v1.RedriveRequest
-	70,  // 145: workflow.v1.WorkflowEngine.CreateSchedule:input_type -> workflow.v1.ScheduleRequest
-	75,  // 146: workflow.v1.WorkflowEngine.ListSchedules:input_type -> workflow.v1.ListSchedulesRequest
-	74,  // 147: workflow.v1.WorkflowEngine.GetSchedule:input_type -> workflow.v1.ScheduleIdRequest
-	70,  // 148: workflow.v1.WorkflowEngine.ReplaceSchedule:input_type -> workflow.v1.ScheduleRequest
-	74,  // 149: workflow.v1.WorkflowEngine.DeleteSchedule:input_type -> workflow.v1.ScheduleIdRequest
-	76,  // 150: workflow.v1.WorkflowEngine.PauseSchedule:input_type -> workflow.v1.PauseScheduleRequest
-	74,  // 151: workflow.v1.WorkflowEngine.UnpauseSchedule:input_type -> workflow.v1.ScheduleIdRequest
-	74,  // 152: workflow.v1.WorkflowEngine.TriggerSchedule:input_type -> workflow.v1.ScheduleIdRequest
-	78,  // 153: workflow.v1.WorkflowEngine.BackfillSchedule:input_type -> workflow.v1.BackfillRequest
-	93,  // 154: workflow.v1.WorkflowEngine.GetConfig:output_type -> workflow.v1.ServerConfig
-	95,  // 155: workflow.v1.WorkflowEngine.CreatePayload:output_type -> workflow.v1.PayloadUpload
-	97,  // 156: workflow.v1.WorkflowEngine.GetOpenApi:output_type -> google.protobuf.Struct
-	89,  // 157: workflow.v1.WorkflowEngine.GetHealth:output_type -> workflow.v1.Health
-	3,   // 158: workflow.v1.WorkflowEngine.DeleteDefinition:output_type -> workflow.v1.Definition
-	86,  // 159: workflow.v1.WorkflowEngine.DeleteInstance:output_type -> workflow.v1.DeletedInstance
-	3,   // 160: workflow.v1.WorkflowEngine.RegisterDefinition:output_type -> workflow.v1.Definition
-	5,   // 161: workflow.v1.WorkflowEngine.ListDefinitions:output_type -> workflow.v1.DefinitionPage
-	3,   // 162: workflow.v1.WorkflowEngine.GetDefinition:output_type -> workflow.v1.Definition
-	11,  // 163: workflow.v1.WorkflowEngine.ListTaskDefs:output_type -> workflow.v1.TaskDefPage
-	0,   // 164: workflow.v1.WorkflowEngine.PutTaskDef:output_type -> workflow.v1.TaskDef
-	0,   // 165: workflow.v1.WorkflowEngine.GetTaskDef:output_type -> workflow.v1.TaskDef
-	0,   // 166: workflow.v1.WorkflowEngine.DeleteTaskDef:output_type -> workflow.v1.TaskDef
-	17,  // 167: workflow.v1.WorkflowEngine.StartInstance:output_type -> workflow.v1.Instance
-	15,  // 168: workflow.v1.WorkflowEngine.StartInstances:output_type -> workflow.v1.StartInstancesResponse
-	25,  // 169: workflow.v1.WorkflowEngine.SearchInstances:output_type -> workflow.v1.InstancePage
-	17,  // 170: workflow.v1.WorkflowEngine.GetInstance:output_type -> workflow.v1.Instance
-	20,  // 171: workflow.v1.WorkflowEngine.ListSteps:output_type -> workflow.v1.StepExecutionPage
-	23,  // 172: workflow.v1.WorkflowEngine.GetHistory:output_type -> workflow.v1.HistoryPage
-	17,  // 173: workflow.v1.WorkflowEngine.CancelInstance:output_type -> workflow.v1.Instance
-	17,  // 174: workflow.v1.WorkflowEngine.CompleteUserTask:output_type -> workflow.v1.Instance
-	17,  // 175: workflow.v1.WorkflowEngine.Signal:output_type -> workflow.v1.Instance
-	17,  // 176: workflow.v1.WorkflowEngine.RetryInstance:output_type -> workflow.v1.Instance
-	17,  // 177: workflow.v1.WorkflowEngine.RestartInstance:output_type -> workflow.v1.Instance
-	17,  // 178: workflow.v1.WorkflowEngine.PauseInstance:output_type -> workflow.v1.Instance
-	17,  // 179: workflow.v1.WorkflowEngine.ResumeInstance:output_type -> workflow.v1.Instance
-	33,  // 180: workflow.v1.WorkflowEngine.PollJobs:output_type -> workflow.v1.PollJobsResponse
-	35,  // 181: workflow.v1.WorkflowEngine.CompleteJob:output_type -> workflow.v1.CompleteJobResponse
-	40,  // 182: workflow.v1.WorkflowEngine.CompleteBatch:output_type -> workflow.v1.CompleteBatchResponse
-	42,  // 183: workflow.v1.WorkflowEngine.FailJob:output_type -> workflow.v1.FailJobResponse
-	45,  // 184: workflow.v1.WorkflowEngine.Heartbeat:output_type -> workflow.v1.HeartbeatResponse
-	32,  // 185: workflow.v1.WorkflowEngine.ClaimJob:output_type -> workflow.v1.Job
-	47,  // 186: workflow.v1.WorkflowEngine.StopWorker:output_type -> workflow.v1.StopWorkerResponse
-	49,  // 187: workflow.v1.WorkflowEngine.Push:output_type -> workflow.v1.PushResponse
-	51,  // 188: workflow.v1.WorkflowEngine.Stats:output_type -> workflow.v1.QueueStats
-	53,  // 189: workflow.v1.WorkflowEngine.Peek:output_type -> workflow.v1.QueueTaskList
-	54,  // 190: workflow.v1.WorkflowEngine.Purge:output_type -> workflow.v1.PurgeResponse
-	53,  // 191: workflow.v1.WorkflowEngine.Dequeue:output_type -> workflow.v1.QueueTaskList
-	58,  // 192: workflow.v1.WorkflowEngine.Ack:output_type -> workflow.v1.SettleResponse
-	58,  // 193: workflow.v1.WorkflowEngine.Nack:output_type -> workflow.v1.SettleResponse
-	61,  // 194: workflow.v1.WorkflowEngine.ListQueues:output_type -> workflow.v1.QueuePage
-	64,  // 195: workflow.v1.WorkflowEngine.ListQueueTasks:output_type -> workflow.v1.QueueTaskPage
-	67,  // 196: workflow.v1.WorkflowEngine.Redrive:output_type -> workflow.v1.RedriveResponse
-	72,  // 197: workflow.v1.WorkflowEngine.CreateSchedule:output_type -> workflow.v1.Schedule
-	73,  // 198: workflow.v1.WorkflowEngine.ListSchedules:output_type -> workflow.v1.SchedulePage
-	72,  // 199: workflow.v1.WorkflowEngine.GetSchedule:output_type -> workflow.v1.Schedule
-	72,  // 200: workflow.v1.WorkflowEngine.ReplaceSchedule:output_type -> workflow.v1.Schedule
-	80,  // 201: workflow.v1.WorkflowEngine.DeleteSchedule:output_type -> workflow.v1.DeletedSchedule
-	72,  // 202: workflow.v1.WorkflowEngine.PauseSchedule:output_type -> workflow.v1.Schedule
-	72,  // 203: workflow.v1.WorkflowEngine.UnpauseSchedule:output_type -> workflow.v1.Schedule
-	77,  // 204: workflow.v1.WorkflowEngine.TriggerSchedule:output_type -> workflow.v1.ScheduleTriggered
-	79,  // 205: workflow.v1.WorkflowEngine.BackfillSchedule:output_type -> workflow.v1.BackfillResponse
-	154, // [154:206] is the sub-list for method output_type
-	102, // [102:154] is the sub-list for method input_type
-	102, // [102:102] is the sub-list for extension type_name
-	102, // [102:102] is the sub-list for extension extendee
-	0,   // [0:102] is the sub-list for field type_name
+	98,  // 43: workflow.v1.Instance.archived_at:type_name -> google.protobuf.Timestamp
+	16,  // 44: workflow.v1.StepExecutionPage.steps:type_name -> workflow.v1.StepExecution
+	98,  // 45: workflow.v1.HistoryEvent.at:type_name -> google.protobuf.Timestamp
+	97,  // 46: workflow.v1.HistoryEvent.detail:type_name -> google.protobuf.Struct
+	22,  // 47: workflow.v1.HistoryPage.events:type_name -> workflow.v1.HistoryEvent
+	98,  // 48: workflow.v1.SearchInstancesRequest.created_after:type_name -> google.protobuf.Timestamp
+	98,  // 49: workflow.v1.SearchInstancesRequest.created_before:type_name -> google.protobuf.Timestamp
+	98,  // 50: workflow.v1.SearchInstancesRequest.from:type_name -> google.protobuf.Timestamp
+	98,  // 51: workflow.v1.SearchInstancesRequest.to:type_name -> google.protobuf.Timestamp
+	17,  // 52: workflow.v1.InstancePage.instances:type_name -> workflow.v1.Instance
+	97,  // 53: workflow.v1.CompleteUserTaskRequest.variables_to_set:type_name -> google.protobuf.Struct
+	99,  // 54: workflow.v1.SignalRequest.payload:type_name -> google.protobuf.Value
+	98,  // 55: workflow.v1.Job.lock_expires_at:type_name -> google.protobuf.Timestamp
+	99,  // 56: workflow.v1.Job.input:type_name -> google.protobuf.Value
+	32,  // 57: workflow.v1.PollJobsResponse.jobs:type_name -> workflow.v1.Job
+	97,  // 58: workflow.v1.CompleteJobRequest.variables_to_set:type_name -> google.protobuf.Struct
+	97,  // 59: workflow.v1.BatchResultItem.variables_to_set:type_name -> google.protobuf.Struct
+	36,  // 60: workflow.v1.BatchResultItem.failure:type_name -> workflow.v1.BatchFailure
+	37,  // 61: workflow.v1.CompleteBatchRequest.results:type_name -> workflow.v1.BatchResultItem
+	98,  // 62: workflow.v1.BatchOutcome.next_attempt_at:type_name -> google.protobuf.Timestamp
+	39,  // 63: workflow.v1.CompleteBatchResponse.results:type_name -> workflow.v1.BatchOutcome
+	98,  // 64: workflow.v1.FailJobResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
+	98,  // 65: workflow.v1.HeartbeatResponse.lock_expires_at:type_name -> google.protobuf.Timestamp
+	98,  // 66: workflow.v1.StopWorkerResponse.stopped_at:type_name -> google.protobuf.Timestamp
+	98,  // 67: workflow.v1.PushResponse.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 68: workflow.v1.QueueTask.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 69: workflow.v1.QueueTask.visible_at:type_name -> google.protobuf.Timestamp
+	52,  // 70: workflow.v1.QueueTaskList.tasks:type_name -> workflow.v1.QueueTask
+	60,  // 71: workflow.v1.QueuePage.queues:type_name -> workflow.v1.QueueSummary
+	98,  // 72: workflow.v1.QueueTaskDetail.visible_at:type_name -> google.protobuf.Timestamp
+	98,  // 73: workflow.v1.QueueTaskDetail.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 74: workflow.v1.QueueTaskDetail.updated_at:type_name -> google.protobuf.Timestamp
+	98,  // 75: workflow.v1.QueueTaskDetail.completed_at:type_name -> google.protobuf.Timestamp
+	63,  // 76: workflow.v1.QueueTaskPage.tasks:type_name -> workflow.v1.QueueTaskDetail
+	66,  // 77: workflow.v1.RedriveResponse.skipped:type_name -> workflow.v1.RedriveSkipped
+	68,  // 78: workflow.v1.ScheduleSpec.interval:type_name -> workflow.v1.ScheduleInterval
+	98,  // 79: workflow.v1.ScheduleSpec.start_at:type_name -> google.protobuf.Timestamp
+	98,  // 80: workflow.v1.ScheduleSpec.end_at:type_name -> google.protobuf.Timestamp
+	97,  // 81: workflow.v1.ScheduleRequest.input:type_name -> google.protobuf.Struct
+	69,  // 82: workflow.v1.ScheduleRequest.spec:type_name -> workflow.v1.ScheduleSpec
+	98,  // 83: workflow.v1.ScheduleAction.slot_time:type_name -> google.protobuf.Timestamp
+	98,  // 84: workflow.v1.ScheduleAction.at:type_name -> google.protobuf.Timestamp
+	97,  // 85: workflow.v1.Schedule.input:type_name -> google.protobuf.Struct
+	69,  // 86: workflow.v1.Schedule.spec:type_name -> workflow.v1.ScheduleSpec
+	98,  // 87: workflow.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 88: workflow.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	98,  // 89: workflow.v1.Schedule.next_fire_times:type_name -> google.protobuf.Timestamp
+	71,  // 90: workflow.v1.Schedule.recent_actions:type_name -> workflow.v1.ScheduleAction
+	72,  // 91: workflow.v1.SchedulePage.schedules:type_name -> workflow.v1.Schedule
+	98,  // 92: workflow.v1.ScheduleTriggered.slot_times:type_name -> google.protobuf.Timestamp
+	98,  // 93: workflow.v1.BackfillRequest.from:type_name -> google.protobuf.Timestamp
+	98,  // 94: workflow.v1.BackfillRequest.to:type_name -> google.protobuf.Timestamp
+	98,  // 95: workflow.v1.BackfillResponse.slot_times:type_name -> google.protobuf.Timestamp
+	81,  // 96: workflow.v1.Problem.errors:type_name -> workflow.v1.ProblemItem
+	88,  // 97: workflow.v1.Health.database:type_name -> workflow.v1.HealthCheck
+	88,  // 98: workflow.v1.Health.s3:type_name -> workflow.v1.HealthCheck
+	91,  // 99: workflow.v1.PayloadLimits.workflow_input:type_name -> workflow.v1.PayloadLimit
+	91,  // 100: workflow.v1.PayloadLimits.step_input:type_name -> workflow.v1.PayloadLimit
+	91,  // 101: workflow.v1.PayloadLimits.step_output:type_name -> workflow.v1.PayloadLimit
+	92,  // 102: workflow.v1.ServerConfig.payload_limits:type_name -> workflow.v1.PayloadLimits
+	98,  // 103: workflow.v1.PayloadUpload.expires_at:type_name -> google.protobuf.Timestamp
+	96,  // 104: workflow.v1.PayloadUpload.upload_headers:type_name -> workflow.v1.PayloadUpload.UploadHeadersEntry
+	90,  // 105: workflow.v1.WorkflowEngine.GetConfig:input_type -> workflow.v1.GetConfigRequest
+	94,  // 106: workflow.v1.WorkflowEngine.CreatePayload:input_type -> workflow.v1.CreatePayloadRequest
+	83,  // 107: workflow.v1.WorkflowEngine.GetOpenApi:input_type -> workflow.v1.GetOpenApiRequest
+	87,  // 108: workflow.v1.WorkflowEngine.GetHealth:input_type -> workflow.v1.GetHealthRequest
+	84,  // 109: workflow.v1.WorkflowEngine.DeleteDefinition:input_type -> workflow.v1.DeleteDefinitionRequest
+	85,  // 110: workflow.v1.WorkflowEngine.DeleteInstance:input_type -> workflow.v1.DeleteInstanceRequest
+	3,   // 111: workflow.v1.WorkflowEngine.RegisterDefinition:input_type -> workflow.v1.Definition
+	4,   // 112: workflow.v1.WorkflowEngine.ListDefinitions:input_type -> workflow.v1.ListDefinitionsRequest
+	6,   // 113: workflow.v1.WorkflowEngine.GetDefinition:input_type -> workflow.v1.GetDefinitionRequest
+	10,  // 114: workflow.v1.WorkflowEngine.ListTaskDefs:input_type -> workflow.v1.ListTaskDefsRequest
+	7,   // 115: workflow.v1.WorkflowEngine.PutTaskDef:input_type -> workflow.v1.PutTaskDefRequest
+	8,   // 116: workflow.v1.WorkflowEngine.GetTaskDef:input_type -> workflow.v1.GetTaskDefRequest
+	9,   // 117: workflow.v1.WorkflowEngine.DeleteTaskDef:input_type -> workflow.v1.DeleteTaskDefRequest
+	12,  // 118: workflow.v1.WorkflowEngine.StartInstance:input_type -> workflow.v1.StartInstanceRequest
+	13,  // 119: workflow.v1.WorkflowEngine.StartInstances:input_type -> workflow.v1.StartInstancesRequest
+	24,  // 120: workflow.v1.WorkflowEngine.SearchInstances:input_type -> workflow.v1.SearchInstancesRequest
+	18,  // 121: workflow.v1.WorkflowEngine.GetInstance:input_type -> workflow.v1.GetInstanceRequest
+	19,  // 122: workflow.v1.WorkflowEngine.ListSteps:input_type -> workflow.v1.ListStepsRequest
+	21,  // 123: workflow.v1.WorkflowEngine.GetHistory:input_type -> workflow.v1.GetHistoryRequest
+	26,  // 124: workflow.v1.WorkflowEngine.CancelInstance:input_type -> workflow.v1.CancelInstanceRequest
+	27,  // 125: workflow.v1.WorkflowEngine.CompleteUserTask:input_type -> workflow.v1.CompleteUserTaskRequest
+	28,  // 126: workflow.v1.WorkflowEngine.Signal:input_type -> workflow.v1.SignalRequest
+	29,  // 127: workflow.v1.WorkflowEngine.RetryInstance:input_type -> workflow.v1.InstanceOperationRequest
+	30,  // 128: workflow.v1.WorkflowEngine.RestartInstance:input_type -> workflow.v1.RestartInstanceRequest
+	29,  // 129: workflow.v1.WorkflowEngine.PauseInstance:input_type -> workflow.v1.InstanceOperationRequest
+	29,  // 130: workflow.v1.WorkflowEngine.ResumeInstance:input_type -> workflow.v1.InstanceOperationRequest
+	31,  // 131: workflow.v1.WorkflowEngine.PollJobs:input_type -> workflow.v1.PollJobsRequest
+	34,  // 132: workflow.v1.WorkflowEngine.CompleteJob:input_type -> workflow.v1.CompleteJobRequest
+	38,  // 133: workflow.v1.WorkflowEngine.CompleteBatch:input_type -> workflow.v1.CompleteBatchRequest
+	41,  // 134: workflow.v1.WorkflowEngine.FailJob:input_type -> workflow.v1.FailJobRequest
+	43,  // 135: workflow.v1.WorkflowEngine.Heartbeat:input_type -> workflow.v1.HeartbeatRequest
+	44,  // 136: workflow.v1.WorkflowEngine.ClaimJob:input_type -> workflow.v1.ClaimJobRequest
+	46,  // 137: workflow.v1.WorkflowEngine.StopWorker:input_type -> workflow.v1.StopWorkerRequest
+	48,  // 138: workflow.v1.WorkflowEngine.Push:input_type -> workflow.v1.PushRequest
+	50,  // 139: workflow.v1.WorkflowEngine.Stats:input_type -> workflow.v1.QueueRequest
+	50,  // 140: workflow.v1.WorkflowEngine.Peek:input_type -> workflow.v1.QueueRequest
+	50,  // 141: workflow.v1.WorkflowEngine.Purge:input_type -> workflow.v1.QueueRequest
+	55,  // 142: workflow.v1.WorkflowEngine.Dequeue:input_type -> workflow.v1.DequeueRequest
+	56,  // 143: workflow.v1.WorkflowEngine.Ack:input_type -> workflow.v1.AckRequest
+	57,  // 144: workflow.v1.WorkflowEngine.Nack:input_type -> workflow.v1.NackRequest
+	59,  // 145: workflow.v1.WorkflowEngine.ListQueues:input_type -> workflow.v1.ListQueuesRequest
+	62,  // 146: workflow.v1.WorkflowEngine.ListQueueTasks:input_type -> workflow.v1.ListQueueTasksRequest
+	65,  // 147: workflow.v1.WorkflowEngine.Redrive:input_type -> workflow.v1.RedriveRequest
+	70,  // 148: workflow.v1.WorkflowEngine.CreateSchedule:input_type -> workflow.v1.ScheduleRequest
+	75,  // 149: workflow.v1.WorkflowEngine.ListSchedules:input_type -> workflow.v1.ListSchedulesRequest
+	74,  // 150: workflow.v1.WorkflowEngine.GetSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	70,  // 151: workflow.v1.WorkflowEngine.ReplaceSchedule:input_type -> workflow.v1.ScheduleRequest
+	74,  // 152: workflow.v1.WorkflowEngine.DeleteSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	76,  // 153: workflow.v1.WorkflowEngine.PauseSchedule:input_type -> workflow.v1.PauseScheduleRequest
+	74,  // 154: workflow.v1.WorkflowEngine.UnpauseSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	74,  // 155: workflow.v1.WorkflowEngine.TriggerSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	78,  // 156: workflow.v1.WorkflowEngine.BackfillSchedule:input_type -> workflow.v1.BackfillRequest
+	93,  // 157: workflow.v1.WorkflowEngine.GetConfig:output_type -> workflow.v1.ServerConfig
+	95,  // 158: workflow.v1.WorkflowEngine.CreatePayload:output_type -> workflow.v1.PayloadUpload
+	97,  // 159: workflow.v1.WorkflowEngine.GetOpenApi:output_type -> google.protobuf.Struct
+	89,  // 160: workflow.v1.WorkflowEngine.GetHealth:output_type -> workflow.v1.Health
+	3,   // 161: workflow.v1.WorkflowEngine.DeleteDefinition:output_type -> workflow.v1.Definition
+	86,  // 162: workflow.v1.WorkflowEngine.DeleteInstance:output_type -> workflow.v1.DeletedInstance
+	3,   // 163: workflow.v1.WorkflowEngine.RegisterDefinition:output_type -> workflow.v1.Definition
+	5,   // 164: workflow.v1.WorkflowEngine.ListDefinitions:output_type -> workflow.v1.DefinitionPage
+	3,   // 165: workflow.v1.WorkflowEngine.GetDefinition:output_type -> workflow.v1.Definition
+	11,  // 166: workflow.v1.WorkflowEngine.ListTaskDefs:output_type -> workflow.v1.TaskDefPage
+	0,   // 167: workflow.v1.WorkflowEngine.PutTaskDef:output_type -> workflow.v1.TaskDef
+	0,   // 168: workflow.v1.WorkflowEngine.GetTaskDef:output_type -> workflow.v1.TaskDef
+	0,   // 169: workflow.v1.WorkflowEngine.DeleteTaskDef:output_type -> workflow.v1.TaskDef
+	17,  // 170: workflow.v1.WorkflowEngine.StartInstance:output_type -> workflow.v1.Instance
+	15,  // 171: workflow.v1.WorkflowEngine.StartInstances:output_type -> workflow.v1.StartInstancesResponse
+	25,  // 172: workflow.v1.WorkflowEngine.SearchInstances:output_type -> workflow.v1.InstancePage
+	17,  // 173: workflow.v1.WorkflowEngine.GetInstance:output_type -> workflow.v1.Instance
+	20,  // 174: workflow.v1.WorkflowEngine.ListSteps:output_type -> workflow.v1.StepExecutionPage
+	23,  // 175: workflow.v1.WorkflowEngine.GetHistory:output_type -> workflow.v1.HistoryPage
+	17,  // 176: workflow.v1.WorkflowEngine.CancelInstance:output_type -> workflow.v1.Instance
+	17,  // 177: workflow.v1.WorkflowEngine.CompleteUserTask:output_type -> workflow.v1.Instance
+	17,  // 178: workflow.v1.WorkflowEngine.Signal:output_type -> workflow.v1.Instance
+	17,  // 179: workflow.v1.WorkflowEngine.RetryInstance:output_type -> workflow.v1.Instance
+	17,  // 180: workflow.v1.WorkflowEngine.RestartInstance:output_type -> workflow.v1.Instance
+	17,  // 181: workflow.v1.WorkflowEngine.PauseInstance:output_type -> workflow.v1.Instance
+	17,  // 182: workflow.v1.WorkflowEngine.ResumeInstance:output_type -> workflow.v1.Instance
+	33,  // 183: workflow.v1.WorkflowEngine.PollJobs:output_type -> workflow.v1.PollJobsResponse
+	35,  // 184: workflow.v1.WorkflowEngine.CompleteJob:output_type -> workflow.v1.CompleteJobResponse
+	40,  // 185: workflow.v1.WorkflowEngine.CompleteBatch:output_type -> workflow.v1.CompleteBatchResponse
+	42,  // 186: workflow.v1.WorkflowEngine.FailJob:output_type -> workflow.v1.FailJobResponse
+	45,  // 187: workflow.v1.WorkflowEngine.Heartbeat:output_type -> workflow.v1.HeartbeatResponse
+	32,  // 188: workflow.v1.WorkflowEngine.ClaimJob:output_type -> workflow.v1.Job
+	47,  // 189: workflow.v1.WorkflowEngine.StopWorker:output_type -> workflow.v1.StopWorkerResponse
+	49,  // 190: workflow.v1.WorkflowEngine.Push:output_type -> workflow.v1.PushResponse
+	51,  // 191: workflow.v1.WorkflowEngine.Stats:output_type -> workflow.v1.QueueStats
+	53,  // 192: workflow.v1.WorkflowEngine.Peek:output_type -> workflow.v1.QueueTaskList
+	54,  // 193: workflow.v1.WorkflowEngine.Purge:output_type -> workflow.v1.PurgeResponse
+	53,  // 194: workflow.v1.WorkflowEngine.Dequeue:output_type -> workflow.v1.QueueTaskList
+	58,  // 195: workflow.v1.WorkflowEngine.Ack:output_type -> workflow.v1.SettleResponse
+	58,  // 196: workflow.v1.WorkflowEngine.Nack:output_type -> workflow.v1.SettleResponse
+	61,  // 197: workflow.v1.WorkflowEngine.ListQueues:output_type -> workflow.v1.QueuePage
+	64,  // 198: workflow.v1.WorkflowEngine.ListQueueTasks:output_type -> workflow.v1.QueueTaskPage
+	67,  // 199: workflow.v1.WorkflowEngine.Redrive:output_type -> workflow.v1.RedriveResponse
+	72,  // 200: workflow.v1.WorkflowEngine.CreateSchedule:output_type -> workflow.v1.Schedule
+	73,  // 201: workflow.v1.WorkflowEngine.ListSchedules:output_type -> workflow.v1.SchedulePage
+	72,  // 202: workflow.v1.WorkflowEngine.GetSchedule:output_type -> workflow.v1.Schedule
+	72,  // 203: workflow.v1.WorkflowEngine.ReplaceSchedule:output_type -> workflow.v1.Schedule
+	80,  // 204: workflow.v1.WorkflowEngine.DeleteSchedule:output_type -> workflow.v1.DeletedSchedule
+	72,  // 205: workflow.v1.WorkflowEngine.PauseSchedule:output_type -> workflow.v1.Schedule
+	72,  // 206: workflow.v1.WorkflowEngine.UnpauseSchedule:output_type -> workflow.v1.Schedule
+	77,  // 207: workflow.v1.WorkflowEngine.TriggerSchedule:output_type -> workflow.v1.ScheduleTriggered
+	79,  // 208: workflow.v1.WorkflowEngine.BackfillSchedule:output_type -> workflow.v1.BackfillResponse
+	157, // [157:209] is the sub-list for method output_type
+	105, // [105:157] is the sub-list for method input_type
+	105, // [105:105] is the sub-list for extension type_name
+	105, // [105:105] is the sub-list for extension extendee
+	0,   // [0:105] is the sub-list for field type_name
 }
 
 func init() { file_workflow_v1_engine_proto_init() }
@@ -8121,7 +8217,10 @@ func file_workflow_v1_engine_proto_init() {
 	file_workflow_v1_engine_proto_msgTypes[16].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[17].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[18].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[20].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[22].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[23].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[24].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[34].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[36].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[37].OneofWrappers = []any{}

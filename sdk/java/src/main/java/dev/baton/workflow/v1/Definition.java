@@ -425,6 +425,35 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int RETENTION_SECONDS_FIELD_NUMBER = 12;
+  private int retentionSeconds_ = 0;
+  /**
+   * <pre>
+   * Seconds after its end that an instance is archived to S3 (overrides BATON_RETENTION_SECONDS;
+   * 0: never)
+   * </pre>
+   *
+   * <code>optional int32 retention_seconds = 12;</code>
+   * @return Whether the retentionSeconds field is set.
+   */
+  @java.lang.Override
+  public boolean hasRetentionSeconds() {
+    return ((bitField0_ & 0x00000020) != 0);
+  }
+  /**
+   * <pre>
+   * Seconds after its end that an instance is archived to S3 (overrides BATON_RETENTION_SECONDS;
+   * 0: never)
+   * </pre>
+   *
+   * <code>optional int32 retention_seconds = 12;</code>
+   * @return The retentionSeconds.
+   */
+  @java.lang.Override
+  public int getRetentionSeconds() {
+    return retentionSeconds_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -471,6 +500,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(failureWorkflow_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 11, failureWorkflow_);
+    }
+    if (((bitField0_ & 0x00000020) != 0)) {
+      output.writeInt32(12, retentionSeconds_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -520,6 +552,10 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(failureWorkflow_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(11, failureWorkflow_);
+    }
+    if (((bitField0_ & 0x00000020) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(12, retentionSeconds_);
     }
     return size;
   }
@@ -582,6 +618,11 @@ private static final long serialVersionUID = 0L;
     }
     if (!getFailureWorkflow()
         .equals(other.getFailureWorkflow())) return false;
+    if (hasRetentionSeconds() != other.hasRetentionSeconds()) return false;
+    if (hasRetentionSeconds()) {
+      if (getRetentionSeconds()
+          != other.getRetentionSeconds()) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -627,6 +668,10 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + FAILURE_WORKFLOW_FIELD_NUMBER;
     hash = (53 * hash) + getFailureWorkflow().hashCode();
+    if (hasRetentionSeconds()) {
+      hash = (37 * hash) + RETENTION_SECONDS_FIELD_NUMBER;
+      hash = (53 * hash) + getRetentionSeconds();
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -801,6 +846,7 @@ private static final long serialVersionUID = 0L;
         inputTemplateBuilder_ = null;
       }
       failureWorkflow_ = "";
+      retentionSeconds_ = 0;
       return this;
     }
 
@@ -891,6 +937,10 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000400) != 0)) {
         result.failureWorkflow_ = failureWorkflow_;
       }
+      if (((from_bitField0_ & 0x00000800) != 0)) {
+        result.retentionSeconds_ = retentionSeconds_;
+        to_bitField0_ |= 0x00000020;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -969,6 +1019,9 @@ private static final long serialVersionUID = 0L;
         failureWorkflow_ = other.failureWorkflow_;
         bitField0_ |= 0x00000400;
         onChanged();
+      }
+      if (other.hasRetentionSeconds()) {
+        setRetentionSeconds(other.getRetentionSeconds());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1065,6 +1118,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000400;
               break;
             } // case 90
+            case 96: {
+              retentionSeconds_ = input.readInt32();
+              bitField0_ |= 0x00000800;
+              break;
+            } // case 96
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2260,6 +2318,66 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       failureWorkflow_ = value;
       bitField0_ |= 0x00000400;
+      onChanged();
+      return this;
+    }
+
+    private int retentionSeconds_ ;
+    /**
+     * <pre>
+     * Seconds after its end that an instance is archived to S3 (overrides BATON_RETENTION_SECONDS;
+     * 0: never)
+     * </pre>
+     *
+     * <code>optional int32 retention_seconds = 12;</code>
+     * @return Whether the retentionSeconds field is set.
+     */
+    @java.lang.Override
+    public boolean hasRetentionSeconds() {
+      return ((bitField0_ & 0x00000800) != 0);
+    }
+    /**
+     * <pre>
+     * Seconds after its end that an instance is archived to S3 (overrides BATON_RETENTION_SECONDS;
+     * 0: never)
+     * </pre>
+     *
+     * <code>optional int32 retention_seconds = 12;</code>
+     * @return The retentionSeconds.
+     */
+    @java.lang.Override
+    public int getRetentionSeconds() {
+      return retentionSeconds_;
+    }
+    /**
+     * <pre>
+     * Seconds after its end that an instance is archived to S3 (overrides BATON_RETENTION_SECONDS;
+     * 0: never)
+     * </pre>
+     *
+     * <code>optional int32 retention_seconds = 12;</code>
+     * @param value The retentionSeconds to set.
+     * @return This builder for chaining.
+     */
+    public Builder setRetentionSeconds(int value) {
+
+      retentionSeconds_ = value;
+      bitField0_ |= 0x00000800;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Seconds after its end that an instance is archived to S3 (overrides BATON_RETENTION_SECONDS;
+     * 0: never)
+     * </pre>
+     *
+     * <code>optional int32 retention_seconds = 12;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearRetentionSeconds() {
+      bitField0_ = (bitField0_ & ~0x00000800);
+      retentionSeconds_ = 0;
       onChanged();
       return this;
     }

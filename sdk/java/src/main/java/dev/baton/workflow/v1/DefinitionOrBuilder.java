@@ -198,4 +198,25 @@ public interface DefinitionOrBuilder extends
    */
   com.google.protobuf.ByteString
       getFailureWorkflowBytes();
+
+  /**
+   * <pre>
+   * Seconds after its end that an instance is archived to S3 (overrides BATON_RETENTION_SECONDS;
+   * 0: never)
+   * </pre>
+   *
+   * <code>optional int32 retention_seconds = 12;</code>
+   * @return Whether the retentionSeconds field is set.
+   */
+  boolean hasRetentionSeconds();
+  /**
+   * <pre>
+   * Seconds after its end that an instance is archived to S3 (overrides BATON_RETENTION_SECONDS;
+   * 0: never)
+   * </pre>
+   *
+   * <code>optional int32 retention_seconds = 12;</code>
+   * @return The retentionSeconds.
+   */
+  int getRetentionSeconds();
 }

@@ -225,6 +225,33 @@ private static final long serialVersionUID = 0L;
     return historyEvents_;
   }
 
+  public static final int ARCHIVED_FIELD_NUMBER = 8;
+  private boolean archived_ = false;
+  /**
+   * <pre>
+   * it was archived: its S3 objects and index row went
+   * </pre>
+   *
+   * <code>optional bool archived = 8;</code>
+   * @return Whether the archived field is set.
+   */
+  @java.lang.Override
+  public boolean hasArchived() {
+    return ((bitField0_ & 0x00000002) != 0);
+  }
+  /**
+   * <pre>
+   * it was archived: its S3 objects and index row went
+   * </pre>
+   *
+   * <code>optional bool archived = 8;</code>
+   * @return The archived.
+   */
+  @java.lang.Override
+  public boolean getArchived() {
+    return archived_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -260,6 +287,9 @@ private static final long serialVersionUID = 0L;
     if (historyEvents_ != 0L) {
       output.writeInt64(7, historyEvents_);
     }
+    if (((bitField0_ & 0x00000002) != 0)) {
+      output.writeBool(8, archived_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -288,6 +318,10 @@ private static final long serialVersionUID = 0L;
     if (historyEvents_ != 0L) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt64Size(7, historyEvents_);
+    }
+    if (((bitField0_ & 0x00000002) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(8, archived_);
     }
     return size;
   }
@@ -330,6 +364,11 @@ private static final long serialVersionUID = 0L;
         != other.getJobs()) return false;
     if (getHistoryEvents()
         != other.getHistoryEvents()) return false;
+    if (hasArchived() != other.hasArchived()) return false;
+    if (hasArchived()) {
+      if (getArchived()
+          != other.getArchived()) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -360,6 +399,11 @@ private static final long serialVersionUID = 0L;
     hash = (37 * hash) + HISTORY_EVENTS_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
         getHistoryEvents());
+    if (hasArchived()) {
+      hash = (37 * hash) + ARCHIVED_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getArchived());
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -498,6 +542,7 @@ private static final long serialVersionUID = 0L;
       stepExecutions_ = 0L;
       jobs_ = 0L;
       historyEvents_ = 0L;
+      archived_ = false;
       return this;
     }
 
@@ -554,6 +599,10 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000040) != 0)) {
         result.historyEvents_ = historyEvents_;
       }
+      if (((from_bitField0_ & 0x00000080) != 0)) {
+        result.archived_ = archived_;
+        to_bitField0_ |= 0x00000002;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -595,6 +644,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getHistoryEvents() != 0L) {
         setHistoryEvents(other.getHistoryEvents());
+      }
+      if (other.hasArchived()) {
+        setArchived(other.getArchived());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -655,6 +707,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000040;
               break;
             } // case 56
+            case 64: {
+              archived_ = input.readBool();
+              bitField0_ |= 0x00000080;
+              break;
+            } // case 64
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1032,6 +1089,62 @@ private static final long serialVersionUID = 0L;
     public Builder clearHistoryEvents() {
       bitField0_ = (bitField0_ & ~0x00000040);
       historyEvents_ = 0L;
+      onChanged();
+      return this;
+    }
+
+    private boolean archived_ ;
+    /**
+     * <pre>
+     * it was archived: its S3 objects and index row went
+     * </pre>
+     *
+     * <code>optional bool archived = 8;</code>
+     * @return Whether the archived field is set.
+     */
+    @java.lang.Override
+    public boolean hasArchived() {
+      return ((bitField0_ & 0x00000080) != 0);
+    }
+    /**
+     * <pre>
+     * it was archived: its S3 objects and index row went
+     * </pre>
+     *
+     * <code>optional bool archived = 8;</code>
+     * @return The archived.
+     */
+    @java.lang.Override
+    public boolean getArchived() {
+      return archived_;
+    }
+    /**
+     * <pre>
+     * it was archived: its S3 objects and index row went
+     * </pre>
+     *
+     * <code>optional bool archived = 8;</code>
+     * @param value The archived to set.
+     * @return This builder for chaining.
+     */
+    public Builder setArchived(boolean value) {
+
+      archived_ = value;
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * it was archived: its S3 objects and index row went
+     * </pre>
+     *
+     * <code>optional bool archived = 8;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearArchived() {
+      bitField0_ = (bitField0_ & ~0x00000080);
+      archived_ = false;
       onChanged();
       return this;
     }

@@ -78,4 +78,23 @@ public interface DeletedInstanceOrBuilder extends
    * @return The historyEvents.
    */
   long getHistoryEvents();
+
+  /**
+   * <pre>
+   * it was archived: its S3 objects and index row went
+   * </pre>
+   *
+   * <code>optional bool archived = 8;</code>
+   * @return Whether the archived field is set.
+   */
+  boolean hasArchived();
+  /**
+   * <pre>
+   * it was archived: its S3 objects and index row went
+   * </pre>
+   *
+   * <code>optional bool archived = 8;</code>
+   * @return The archived.
+   */
+  boolean getArchived();
 }

@@ -586,7 +586,7 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       "\t\022\032\n\022poll_interval_secs\030\003 \001(\005\022\037\n\027visibil" +
       "ity_timeout_secs\030\004 \001(\005\022\023\n\013max_retries\030\005 " +
       "\001(\005\022\027\n\017max_concurrency\030\006 \001(\005\022\017\n\007enabled\030" +
-      "\007 \001(\010\"\376\002\n\nDefinition\022\014\n\004name\030\001 \001(\t\022\024\n\007ve" +
+      "\007 \001(\010\"\264\003\n\nDefinition\022\014\n\004name\030\001 \001(\t\022\024\n\007ve" +
       "rsion\030\002 \001(\005H\000\210\001\001\022\023\n\013description\030\003 \001(\t\022 \n" +
       "\005steps\030\004 \003(\0132\021.workflow.v1.Step\0221\n\021outpu" +
       "t_parameters\030\005 \001(\0132\026.google.protobuf.Val" +
@@ -595,384 +595,393 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       ".protobuf.Timestamp\022*\n\007trigger\030\t \001(\0132\031.w" +
       "orkflow.v1.QueueTrigger\022/\n\016input_templat" +
       "e\030\n \001(\0132\027.google.protobuf.Struct\022\030\n\020fail" +
-      "ure_workflow\030\013 \001(\tB\n\n\010_version\";\n\026ListDe" +
-      "finitionsRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_" +
-      "token\030\002 \001(\t\"W\n\016DefinitionPage\022,\n\013definit" +
-      "ions\030\001 \003(\0132\027.workflow.v1.Definition\022\027\n\017n" +
-      "ext_page_token\030\002 \001(\t\"F\n\024GetDefinitionReq" +
-      "uest\022\014\n\004name\030\001 \001(\t\022\024\n\007version\030\002 \001(\005H\000\210\001\001" +
-      "B\n\n\010_version\"I\n\021PutTaskDefRequest\022\014\n\004nam" +
-      "e\030\001 \001(\t\022&\n\010task_def\030\002 \001(\0132\024.workflow.v1." +
-      "TaskDef\"!\n\021GetTaskDefRequest\022\014\n\004name\030\001 \001" +
-      "(\t\"$\n\024DeleteTaskDefRequest\022\014\n\004name\030\001 \001(\t" +
-      "\"8\n\023ListTaskDefsRequest\022\r\n\005limit\030\001 \001(\005\022\022" +
-      "\n\npage_token\030\002 \001(\t\"O\n\013TaskDefPage\022\'\n\ttas" +
-      "k_defs\030\001 \003(\0132\024.workflow.v1.TaskDef\022\027\n\017ne" +
-      "xt_page_token\030\002 \001(\t\"\211\002\n\024StartInstanceReq" +
-      "uest\022\027\n\017definition_name\030\001 \001(\t\022\037\n\022definit" +
-      "ion_version\030\002 \001(\005H\000\210\001\001\022+\n\ndefinition\030\003 \001" +
-      "(\0132\027.workflow.v1.Definition\022&\n\005input\030\004 \001" +
-      "(\0132\027.google.protobuf.Struct\022\026\n\016correlati" +
-      "on_id\030\005 \001(\t\022\027\n\017idempotency_key\030\006 \001(\t\022\032\n\022" +
-      "input_payload_path\030\007 \001(\tB\025\n\023_definition_" +
-      "version\"M\n\025StartInstancesRequest\0224\n\tinst" +
-      "ances\030\001 \003(\0132!.workflow.v1.StartInstanceR" +
-      "equest\"\215\001\n\014StartOutcome\022\r\n\005index\030\001 \001(\005\022\017" +
-      "\n\007outcome\030\002 \001(\t\022\'\n\010instance\030\003 \001(\0132\025.work" +
-      "flow.v1.Instance\022\r\n\005error\030\004 \001(\t\022%\n\007probl" +
-      "em\030\005 \001(\0132\024.workflow.v1.Problem\"D\n\026StartI" +
-      "nstancesResponse\022*\n\007results\030\001 \003(\0132\031.work" +
-      "flow.v1.StartOutcome\"\374\004\n\rStepExecution\022\n" +
-      "\n\002id\030\001 \001(\t\022\017\n\007step_id\030\002 \001(\t\022\014\n\004type\030\003 \001(" +
-      "\t\022\016\n\006status\030\004 \001(\t\022\017\n\007attempt\030\005 \001(\005\022%\n\005in" +
-      "put\030\006 \001(\0132\026.google.protobuf.Value\022&\n\006out" +
-      "put\030\007 \001(\0132\026.google.protobuf.Value\022\r\n\005err" +
-      "or\030\010 \001(\t\022\016\n\006job_id\030\t \001(\t\022\020\n\010job_type\030\n \001" +
-      "(\t\022\021\n\tworker_id\030\013 \001(\t\022.\n\ncreated_at\030\014 \001(" +
-      "\0132\032.google.protobuf.Timestamp\022.\n\nstarted" +
-      "_at\030\r \001(\0132\032.google.protobuf.Timestamp\0220\n" +
-      "\014completed_at\030\016 \001(\0132\032.google.protobuf.Ti" +
-      "mestamp\022 \n\030parent_step_execution_id\030\017 \001(" +
-      "\t\022\023\n\006branch\030\020 \001(\005H\000\210\001\001\022\027\n\nitem_index\030\021 \001" +
-      "(\005H\001\210\001\001\022\026\n\titeration\030\022 \001(\005H\002\210\001\001\022+\n\007wake_" +
-      "at\030\023 \001(\0132\032.google.protobuf.Timestamp\022\031\n\021" +
-      "child_instance_id\030\024 \001(\t\022\025\n\010attempts\030\025 \001(" +
-      "\005H\003\210\001\001B\t\n\007_branchB\r\n\013_item_indexB\014\n\n_ite" +
-      "rationB\013\n\t_attempts\"\257\005\n\010Instance\022\n\n\002id\030\001" +
-      " \001(\t\022\027\n\017definition_name\030\002 \001(\t\022\037\n\022definit" +
-      "ion_version\030\003 \001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022&" +
-      "\n\005input\030\005 \001(\0132\027.google.protobuf.Struct\022*" +
-      "\n\tvariables\030\006 \001(\0132\027.google.protobuf.Stru" +
-      "ct\022&\n\006output\030\007 \001(\0132\026.google.protobuf.Val" +
-      "ue\022\016\n\006reason\030\010 \001(\t\022\017\n\007version\030\t \001(\003\022\026\n\016c" +
-      "orrelation_id\030\n \001(\t\022\027\n\017idempotency_key\030\013" +
-      " \001(\t\022\032\n\022parent_instance_id\030\014 \001(\t\022.\n\ncrea" +
-      "ted_at\030\r \001(\0132\032.google.protobuf.Timestamp" +
-      "\022.\n\nupdated_at\030\016 \001(\0132\032.google.protobuf.T" +
-      "imestamp\0220\n\014completed_at\030\017 \001(\0132\032.google." +
-      "protobuf.Timestamp\022.\n\ntimeout_at\030\020 \001(\0132\032" +
-      ".google.protobuf.Timestamp\022)\n\005steps\030\021 \003(" +
-      "\0132\032.workflow.v1.StepExecution\022 \n\030parent_" +
-      "step_execution_id\030\022 \001(\t\022\013\n\003run\030\023 \001(\005\022\034\n\017" +
-      "steps_truncated\030\024 \001(\010H\001\210\001\001B\025\n\023_definitio" +
-      "n_versionB\022\n\020_steps_truncated\"N\n\022GetInst" +
-      "anceRequest\022\n\n\002id\030\001 \001(\t\022\032\n\rinclude_steps" +
-      "\030\002 \001(\010H\000\210\001\001B\020\n\016_include_steps\"A\n\020ListSte" +
-      "psRequest\022\n\n\002id\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\022\022\n\n" +
-      "page_token\030\003 \001(\t\"W\n\021StepExecutionPage\022)\n" +
-      "\005steps\030\001 \003(\0132\032.workflow.v1.StepExecution" +
-      "\022\027\n\017next_page_token\030\002 \001(\t\"B\n\021GetHistoryR" +
-      "equest\022\n\n\002id\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\022\022\n\npag" +
-      "e_token\030\003 \001(\t\"\374\001\n\014HistoryEvent\022\013\n\003seq\030\001 " +
-      "\001(\003\022&\n\002at\030\002 \001(\0132\032.google.protobuf.Timest" +
-      "amp\022\014\n\004type\030\003 \001(\t\022\017\n\007step_id\030\004 \001(\t\022\031\n\021st" +
-      "ep_execution_id\030\005 \001(\t\022\016\n\006job_id\030\006 \001(\t\022\024\n" +
-      "\007attempt\030\007 \001(\005H\000\210\001\001\022\021\n\tworker_id\030\010 \001(\t\022\017" +
-      "\n\007message\030\t \001(\t\022\'\n\006detail\030\n \001(\0132\027.google" +
-      ".protobuf.StructB\n\n\010_attempt\"Q\n\013HistoryP" +
-      "age\022)\n\006events\030\001 \003(\0132\031.workflow.v1.Histor" +
-      "yEvent\022\027\n\017next_page_token\030\002 \001(\t\"\343\001\n\026Sear" +
-      "chInstancesRequest\022\016\n\006status\030\001 \001(\t\022\027\n\017de" +
-      "finition_name\030\002 \001(\t\022\026\n\016correlation_id\030\003 " +
-      "\001(\t\022\r\n\005limit\030\004 \001(\005\022\022\n\npage_token\030\005 \001(\t\0221" +
-      "\n\rcreated_after\030\006 \001(\0132\032.google.protobuf." +
-      "Timestamp\0222\n\016created_before\030\007 \001(\0132\032.goog" +
-      "le.protobuf.Timestamp\"Q\n\014InstancePage\022(\n" +
-      "\tinstances\030\001 \003(\0132\025.workflow.v1.Instance\022" +
-      "\027\n\017next_page_token\030\002 \001(\t\"3\n\025CancelInstan" +
-      "ceRequest\022\n\n\002id\030\001 \001(\t\022\016\n\006reason\030\002 \001(\t\"\204\001" +
-      "\n\027CompleteUserTaskRequest\022\n\n\002id\030\001 \001(\t\022\017\n" +
-      "\007step_id\030\002 \001(\t\0221\n\020variables_to_set\030\003 \001(\013" +
-      "2\027.google.protobuf.Struct\022\031\n\021step_execut" +
-      "ion_id\030\004 \001(\t\"p\n\rSignalRequest\022\n\n\002id\030\001 \001(" +
-      "\t\022\017\n\007step_id\030\002 \001(\t\022\'\n\007payload\030\003 \001(\0132\026.go" +
-      "ogle.protobuf.Value\022\031\n\021step_execution_id" +
-      "\030\004 \001(\t\"&\n\030InstanceOperationRequest\022\n\n\002id" +
-      "\030\001 \001(\t\"C\n\026RestartInstanceRequest\022\n\n\002id\030\001" +
-      " \001(\t\022\035\n\025use_latest_definition\030\002 \001(\010\"_\n\017P" +
-      "ollJobsRequest\022\021\n\tworker_id\030\001 \001(\t\022\021\n\tjob" +
-      "_types\030\002 \003(\t\022\020\n\010max_jobs\030\003 \001(\005\022\024\n\014wait_s" +
-      "econds\030\004 \001(\001\"\244\002\n\003Job\022\n\n\002id\030\001 \001(\t\022\023\n\013inst" +
-      "ance_id\030\002 \001(\t\022\017\n\007step_id\030\003 \001(\t\022\031\n\021step_e" +
-      "xecution_id\030\004 \001(\t\022\020\n\010job_type\030\005 \001(\t\022\017\n\007a" +
-      "ttempt\030\006 \001(\005\022\031\n\021retries_remaining\030\007 \001(\005\022" +
-      "3\n\017lock_expires_at\030\010 \001(\0132\032.google.protob" +
-      "uf.Timestamp\022%\n\005input\030\t \001(\0132\026.google.pro" +
-      "tobuf.Value\022\032\n\022input_payload_path\030\n \001(\t\022" +
-      "\032\n\022input_download_url\030\013 \001(\t\"2\n\020PollJobsR" +
-      "esponse\022\036\n\004jobs\030\001 \003(\0132\020.workflow.v1.Job\"" +
-      "\251\001\n\022CompleteJobRequest\022\016\n\006job_id\030\001 \001(\t\022\021" +
-      "\n\tworker_id\030\002 \001(\t\0221\n\020variables_to_set\030\003 " +
-      "\001(\0132\027.google.protobuf.Struct\022\024\n\007attempt\030" +
-      "\004 \001(\005H\000\210\001\001\022\033\n\023output_payload_path\030\005 \001(\tB" +
-      "\n\n\010_attempt\"F\n\023CompleteJobResponse\022\016\n\006jo" +
-      "b_id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\017\n\007applied\030\003 " +
-      "\001(\010\"\217\001\n\014BatchFailure\022\025\n\rerror_message\030\001 " +
-      "\001(\t\022\026\n\tretryable\030\002 \001(\010H\000\210\001\001\022%\n\030next_retr" +
-      "y_delay_seconds\030\003 \001(\001H\001\210\001\001B\014\n\n_retryable" +
-      "B\033\n\031_next_retry_delay_seconds\"\322\001\n\017BatchR" +
-      "esultItem\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002" +
-      " \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001\0221\n\020variables_" +
-      "to_set\030\004 \001(\0132\027.google.protobuf.Struct\022\033\n" +
-      "\023output_payload_path\030\005 \001(\t\022*\n\007failure\030\006 " +
-      "\001(\0132\031.workflow.v1.BatchFailureB\n\n\010_attem" +
-      "pt\"E\n\024CompleteBatchRequest\022-\n\007results\030\001 " +
-      "\003(\0132\034.workflow.v1.BatchResultItem\"\203\001\n\014Ba" +
-      "tchOutcome\022\016\n\006job_id\030\001 \001(\t\022\017\n\007outcome\030\002 " +
-      "\001(\t\022\016\n\006status\030\003 \001(\t\0223\n\017next_attempt_at\030\004" +
-      " \001(\0132\032.google.protobuf.Timestamp\022\r\n\005erro" +
-      "r\030\005 \001(\t\"C\n\025CompleteBatchResponse\022*\n\007resu" +
-      "lts\030\001 \003(\0132\031.workflow.v1.BatchOutcome\"\303\001\n" +
-      "\016FailJobRequest\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworke" +
-      "r_id\030\002 \001(\t\022\025\n\rerror_message\030\003 \001(\t\022\021\n\tret" +
-      "ryable\030\004 \001(\010\022%\n\030next_retry_delay_seconds" +
-      "\030\005 \001(\001H\000\210\001\001\022\024\n\007attempt\030\006 \001(\005H\001\210\001\001B\033\n\031_ne" +
-      "xt_retry_delay_secondsB\n\n\010_attempt\"w\n\017Fa" +
-      "ilJobResponse\022\016\n\006job_id\030\001 \001(\t\022\016\n\006status\030" +
-      "\002 \001(\t\022\017\n\007applied\030\003 \001(\010\0223\n\017next_attempt_a" +
-      "t\030\004 \001(\0132\032.google.protobuf.Timestamp\"W\n\020H" +
-      "eartbeatRequest\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworke" +
-      "r_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001B\n\n\010_att" +
-      "empt\"R\n\017ClaimJobRequest\022\n\n\002id\030\001 \001(\t\022\021\n\tw" +
-      "orker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001B\n\n\010" +
-      "_attempt\"X\n\021HeartbeatResponse\022\016\n\006job_id\030" +
-      "\001 \001(\t\0223\n\017lock_expires_at\030\002 \001(\0132\032.google." +
-      "protobuf.Timestamp\"&\n\021StopWorkerRequest\022" +
-      "\021\n\tworker_id\030\001 \001(\t\"W\n\022StopWorkerResponse" +
-      "\022\021\n\tworker_id\030\001 \001(\t\022.\n\nstopped_at\030\002 \001(\0132" +
-      "\032.google.protobuf.Timestamp\"_\n\013PushReque" +
-      "st\022\014\n\004name\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\014\n\004body\030" +
-      "\003 \001(\t\022\020\n\010priority\030\004 \001(\005\022\023\n\013max_retries\030\005" +
-      " \001(\005\"\200\001\n\014PushResponse\022\n\n\002id\030\001 \001(\t\022\022\n\nque" +
-      "ue_name\030\002 \001(\t\022\016\n\006status\030\003 \001(\t\022\020\n\010priorit" +
-      "y\030\004 \001(\005\022.\n\ncreated_at\030\005 \001(\0132\032.google.pro" +
-      "tobuf.Timestamp\"+\n\014QueueRequest\022\014\n\004name\030" +
-      "\001 \001(\t\022\r\n\005limit\030\002 \001(\005\"b\n\nQueueStats\022\017\n\007pe" +
-      "nding\030\001 \001(\003\022\022\n\nprocessing\030\002 \001(\003\022\021\n\tcompl" +
-      "eted\030\003 \001(\003\022\016\n\006failed\030\004 \001(\003\022\014\n\004dead\030\005 \001(\003" +
-      "\"\365\001\n\tQueueTask\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_name" +
-      "\030\002 \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004body\030\004 \001(\t\022\020\n\010p" +
-      "riority\030\005 \001(\005\022\023\n\013retry_count\030\006 \001(\005\022\023\n\013ma" +
-      "x_retries\030\007 \001(\005\022.\n\ncreated_at\030\010 \001(\0132\032.go" +
-      "ogle.protobuf.Timestamp\022\017\n\007receipt\030\t \001(\t" +
-      "\022.\n\nvisible_at\030\n \001(\0132\032.google.protobuf.T" +
-      "imestamp\"6\n\rQueueTaskList\022%\n\005tasks\030\001 \003(\013" +
-      "2\026.workflow.v1.QueueTask\" \n\rPurgeRespons" +
-      "e\022\017\n\007deleted\030\001 \001(\003\"g\n\016DequeueRequest\022\014\n\004" +
-      "name\030\001 \001(\t\022\023\n\013consumer_id\030\002 \001(\t\022\037\n\027visib" +
-      "ility_timeout_secs\030\003 \001(\005\022\021\n\tmax_tasks\030\004 " +
-      "\001(\005\"<\n\nAckRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007task_" +
-      "id\030\002 \001(\t\022\017\n\007receipt\030\003 \001(\t\"_\n\013NackRequest" +
-      "\022\014\n\004name\030\001 \001(\t\022\017\n\007task_id\030\002 \001(\t\022\017\n\007recei" +
-      "pt\030\003 \001(\t\022\r\n\005error\030\004 \001(\t\022\021\n\tretryable\030\005 \001" +
-      "(\010\"x\n\016SettleResponse\022\n\n\002id\030\001 \001(\t\022\016\n\006stat" +
-      "us\030\002 \001(\t\022\024\n\007applied\030\003 \001(\010H\000\210\001\001\022\030\n\013retry_" +
-      "count\030\004 \001(\005H\001\210\001\001B\n\n\010_appliedB\016\n\014_retry_c" +
-      "ount\"6\n\021ListQueuesRequest\022\r\n\005limit\030\001 \001(\005" +
-      "\022\022\n\npage_token\030\002 \001(\t\"r\n\014QueueSummary\022\014\n\004" +
-      "name\030\001 \001(\t\022\017\n\007pending\030\002 \001(\003\022\022\n\nprocessin" +
-      "g\030\003 \001(\003\022\021\n\tcompleted\030\004 \001(\003\022\016\n\006failed\030\005 \001" +
-      "(\003\022\014\n\004dead\030\006 \001(\003\"O\n\tQueuePage\022)\n\006queues\030" +
-      "\001 \003(\0132\031.workflow.v1.QueueSummary\022\027\n\017next" +
-      "_page_token\030\002 \001(\t\"X\n\025ListQueueTasksReque" +
-      "st\022\014\n\004name\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\r\n\005limi" +
-      "t\030\003 \001(\005\022\022\n\npage_token\030\004 \001(\t\"\235\003\n\017QueueTas" +
-      "kDetail\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022" +
-      "\r\n\005title\030\003 \001(\t\022\014\n\004body\030\004 \001(\t\022\026\n\016body_tru" +
-      "ncated\030\005 \001(\010\022\020\n\010priority\030\006 \001(\005\022\016\n\006status" +
-      "\030\007 \001(\t\022\023\n\013retry_count\030\010 \001(\005\022\023\n\013max_retri" +
-      "es\030\t \001(\005\022\022\n\nlast_error\030\n \001(\t\022\023\n\013instance" +
-      "_id\030\013 \001(\t\022.\n\nvisible_at\030\014 \001(\0132\032.google.p" +
-      "rotobuf.Timestamp\022.\n\ncreated_at\030\r \001(\0132\032." +
-      "google.protobuf.Timestamp\022.\n\nupdated_at\030" +
-      "\016 \001(\0132\032.google.protobuf.Timestamp\0220\n\014com" +
-      "pleted_at\030\017 \001(\0132\032.google.protobuf.Timest" +
-      "amp\"U\n\rQueueTaskPage\022+\n\005tasks\030\001 \003(\0132\034.wo" +
-      "rkflow.v1.QueueTaskDetail\022\027\n\017next_page_t" +
-      "oken\030\002 \001(\t\"0\n\016RedriveRequest\022\014\n\004name\030\001 \001" +
-      "(\t\022\020\n\010task_ids\030\002 \003(\t\"<\n\016RedriveSkipped\022\n" +
-      "\n\002id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\016\n\006reason\030\003 \001" +
-      "(\t\"v\n\017RedriveResponse\022\020\n\010redriven\030\001 \001(\003\022" +
-      "\020\n\010task_ids\030\002 \003(\t\022,\n\007skipped\030\003 \003(\0132\033.wor" +
-      "kflow.v1.RedriveSkipped\022\021\n\tremaining\030\004 \001" +
-      "(\003\"A\n\020ScheduleInterval\022\025\n\revery_seconds\030" +
-      "\001 \001(\003\022\026\n\016offset_seconds\030\002 \001(\003\"\322\001\n\014Schedu" +
-      "leSpec\022\014\n\004cron\030\001 \003(\t\022/\n\010interval\030\002 \001(\0132\035" +
-      ".workflow.v1.ScheduleInterval\022\021\n\ttime_zo" +
-      "ne\030\003 \001(\t\022\026\n\016jitter_seconds\030\004 \001(\005\022,\n\010star" +
-      "t_at\030\005 \001(\0132\032.google.protobuf.Timestamp\022*" +
-      "\n\006end_at\030\006 \001(\0132\032.google.protobuf.Timesta" +
-      "mp\"\223\002\n\017ScheduleRequest\022\n\n\002id\030\001 \001(\t\022\027\n\017de" +
-      "finition_name\030\002 \001(\t\022\032\n\022definition_versio" +
-      "n\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.google.protobuf" +
-      ".Struct\022\'\n\004spec\030\005 \001(\0132\031.workflow.v1.Sche" +
-      "duleSpec\022\026\n\016overlap_policy\030\006 \001(\t\022\036\n\026catc" +
-      "hup_window_seconds\030\007 \001(\005\022\030\n\020pause_on_fai" +
-      "lure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n \001(\t" +
-      "\"\253\001\n\016ScheduleAction\022-\n\tslot_time\030\001 \001(\0132\032" +
-      ".google.protobuf.Timestamp\022\014\n\004kind\030\002 \001(\t" +
-      "\022\017\n\007outcome\030\003 \001(\t\022\023\n\013instance_id\030\004 \001(\t\022\016" +
-      "\n\006detail\030\005 \001(\t\022&\n\002at\030\006 \001(\0132\032.google.prot" +
-      "obuf.Timestamp\"\326\003\n\010Schedule\022\n\n\002id\030\001 \001(\t\022" +
-      "\027\n\017definition_name\030\002 \001(\t\022\032\n\022definition_v" +
-      "ersion\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.google.pro" +
-      "tobuf.Struct\022\'\n\004spec\030\005 \001(\0132\031.workflow.v1" +
-      ".ScheduleSpec\022\026\n\016overlap_policy\030\006 \001(\t\022\036\n" +
-      "\026catchup_window_seconds\030\007 \001(\005\022\030\n\020pause_o" +
-      "n_failure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030" +
-      "\n \001(\t\022.\n\ncreated_at\030\013 \001(\0132\032.google.proto" +
-      "buf.Timestamp\022.\n\nupdated_at\030\014 \001(\0132\032.goog" +
-      "le.protobuf.Timestamp\0223\n\017next_fire_times" +
-      "\030\r \003(\0132\032.google.protobuf.Timestamp\0223\n\016re" +
-      "cent_actions\030\016 \003(\0132\033.workflow.v1.Schedul" +
-      "eAction\"Q\n\014SchedulePage\022(\n\tschedules\030\001 \003" +
-      "(\0132\025.workflow.v1.Schedule\022\027\n\017next_page_t" +
-      "oken\030\002 \001(\t\"\037\n\021ScheduleIdRequest\022\n\n\002id\030\001 " +
-      "\001(\t\"9\n\024ListSchedulesRequest\022\r\n\005limit\030\001 \001" +
-      "(\005\022\022\n\npage_token\030\002 \001(\t\"0\n\024PauseScheduleR" +
-      "equest\022\n\n\002id\030\001 \001(\t\022\014\n\004note\030\002 \001(\t\"O\n\021Sche" +
-      "duleTriggered\022\n\n\002id\030\001 \001(\t\022.\n\nslot_times\030" +
-      "\002 \003(\0132\032.google.protobuf.Timestamp\"o\n\017Bac" +
-      "kfillRequest\022\n\n\002id\030\001 \001(\t\022(\n\004from\030\002 \001(\0132\032" +
-      ".google.protobuf.Timestamp\022&\n\002to\030\003 \001(\0132\032" +
-      ".google.protobuf.Timestamp\"l\n\020BackfillRe" +
-      "sponse\022\n\n\002id\030\001 \001(\t\022\r\n\005slots\030\002 \001(\003\022\r\n\005add" +
-      "ed\030\003 \001(\003\022.\n\nslot_times\030\004 \003(\0132\032.google.pr" +
-      "otobuf.Timestamp\".\n\017DeletedSchedule\022\n\n\002i" +
-      "d\030\001 \001(\t\022\017\n\007deleted\030\002 \001(\010\",\n\013ProblemItem\022" +
-      "\014\n\004path\030\001 \001(\t\022\017\n\007message\030\002 \001(\t\"\202\001\n\007Probl" +
-      "em\022\014\n\004type\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\016\n\006statu" +
-      "s\030\003 \001(\005\022\016\n\006detail\030\004 \001(\t\022\020\n\010instance\030\005 \001(" +
-      "\t\022(\n\006errors\030\006 \003(\0132\030.workflow.v1.ProblemI" +
-      "tem\"\023\n\021GetOpenApiRequest\"8\n\027DeleteDefini" +
-      "tionRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007version\030\002 \001" +
-      "(\005\"#\n\025DeleteInstanceRequest\022\n\n\002id\030\001 \001(\t\"" +
-      "\275\001\n\017DeletedInstance\022\n\n\002id\030\001 \001(\t\022\027\n\017defin" +
-      "ition_name\030\002 \001(\t\022\037\n\022definition_version\030\003" +
-      " \001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022\027\n\017step_execut" +
-      "ions\030\005 \001(\003\022\014\n\004jobs\030\006 \001(\003\022\026\n\016history_even" +
-      "ts\030\007 \001(\003B\025\n\023_definition_version\"\022\n\020GetHe" +
-      "althRequest\"d\n\013HealthCheck\022\016\n\006status\030\001 \001" +
-      "(\t\022\027\n\nlatency_ms\030\002 \001(\001H\000\210\001\001\022\r\n\005error\030\003 \001" +
-      "(\t\022\016\n\006bucket\030\004 \001(\tB\r\n\013_latency_ms\"{\n\006Hea" +
-      "lth\022\016\n\006status\030\001 \001(\t\022\017\n\007version\030\002 \001(\t\022*\n\010" +
-      "database\030\003 \001(\0132\030.workflow.v1.HealthCheck" +
-      "\022$\n\002s3\030\004 \001(\0132\030.workflow.v1.HealthCheck\"\022" +
-      "\n\020GetConfigRequest\"B\n\014PayloadLimit\022\030\n\020so" +
-      "ft_limit_bytes\030\001 \001(\003\022\030\n\020hard_limit_bytes" +
-      "\030\002 \001(\003\"\241\001\n\rPayloadLimits\0221\n\016workflow_inp" +
-      "ut\030\001 \001(\0132\031.workflow.v1.PayloadLimit\022-\n\ns" +
-      "tep_input\030\002 \001(\0132\031.workflow.v1.PayloadLim" +
-      "it\022.\n\013step_output\030\003 \001(\0132\031.workflow.v1.Pa" +
-      "yloadLimit\"[\n\014ServerConfig\0222\n\016payload_li" +
-      "mits\030\001 \001(\0132\032.workflow.v1.PayloadLimits\022\027" +
-      "\n\017presign_seconds\030\002 \001(\005\"h\n\024CreatePayload" +
-      "Request\022\014\n\004kind\030\001 \001(\t\022\022\n\nsize_bytes\030\002 \001(" +
-      "\003\022\033\n\016content_sha256\030\003 \001(\tH\000\210\001\001B\021\n\017_conte" +
-      "nt_sha256\"\336\001\n\rPayloadUpload\022\014\n\004path\030\001 \001(" +
-      "\t\022\022\n\nupload_url\030\002 \001(\t\022.\n\nexpires_at\030\003 \001(" +
-      "\0132\032.google.protobuf.Timestamp\022E\n\016upload_" +
-      "headers\030\004 \003(\0132-.workflow.v1.PayloadUploa" +
-      "d.UploadHeadersEntry\0324\n\022UploadHeadersEnt" +
-      "ry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\0012\236\036\n\016W" +
-      "orkflowEngine\022E\n\tGetConfig\022\035.workflow.v1" +
-      ".GetConfigRequest\032\031.workflow.v1.ServerCo" +
-      "nfig\022N\n\rCreatePayload\022!.workflow.v1.Crea" +
-      "tePayloadRequest\032\032.workflow.v1.PayloadUp" +
-      "load\022E\n\nGetOpenApi\022\036.workflow.v1.GetOpen" +
-      "ApiRequest\032\027.google.protobuf.Struct\022?\n\tG" +
-      "etHealth\022\035.workflow.v1.GetHealthRequest\032" +
-      "\023.workflow.v1.Health\022Q\n\020DeleteDefinition" +
-      "\022$.workflow.v1.DeleteDefinitionRequest\032\027" +
-      ".workflow.v1.Definition\022R\n\016DeleteInstanc" +
-      "e\022\".workflow.v1.DeleteInstanceRequest\032\034." +
-      "workflow.v1.DeletedInstance\022F\n\022RegisterD" +
-      "efinition\022\027.workflow.v1.Definition\032\027.wor" +
-      "kflow.v1.Definition\022S\n\017ListDefinitions\022#" +
-      ".workflow.v1.ListDefinitionsRequest\032\033.wo" +
-      "rkflow.v1.DefinitionPage\022K\n\rGetDefinitio" +
-      "n\022!.workflow.v1.GetDefinitionRequest\032\027.w" +
-      "orkflow.v1.Definition\022J\n\014ListTaskDefs\022 ." +
-      "workflow.v1.ListTaskDefsRequest\032\030.workfl" +
-      "ow.v1.TaskDefPage\022B\n\nPutTaskDef\022\036.workfl" +
-      "ow.v1.PutTaskDefRequest\032\024.workflow.v1.Ta" +
-      "skDef\022B\n\nGetTaskDef\022\036.workflow.v1.GetTas" +
-      "kDefRequest\032\024.workflow.v1.TaskDef\022H\n\rDel" +
-      "eteTaskDef\022!.workflow.v1.DeleteTaskDefRe" +
-      "quest\032\024.workflow.v1.TaskDef\022I\n\rStartInst" +
-      "ance\022!.workflow.v1.StartInstanceRequest\032" +
-      "\025.workflow.v1.Instance\022Y\n\016StartInstances" +
-      "\022\".workflow.v1.StartInstancesRequest\032#.w" +
-      "orkflow.v1.StartInstancesResponse\022Q\n\017Sea" +
-      "rchInstances\022#.workflow.v1.SearchInstanc" +
-      "esRequest\032\031.workflow.v1.InstancePage\022E\n\013" +
-      "GetInstance\022\037.workflow.v1.GetInstanceReq" +
-      "uest\032\025.workflow.v1.Instance\022J\n\tListSteps" +
-      "\022\035.workflow.v1.ListStepsRequest\032\036.workfl" +
-      "ow.v1.StepExecutionPage\022F\n\nGetHistory\022\036." +
-      "workflow.v1.GetHistoryRequest\032\030.workflow" +
-      ".v1.HistoryPage\022K\n\016CancelInstance\022\".work" +
-      "flow.v1.CancelInstanceRequest\032\025.workflow" +
-      ".v1.Instance\022O\n\020CompleteUserTask\022$.workf" +
-      "low.v1.CompleteUserTaskRequest\032\025.workflo" +
-      "w.v1.Instance\022;\n\006Signal\022\032.workflow.v1.Si" +
-      "gnalRequest\032\025.workflow.v1.Instance\022M\n\rRe" +
-      "tryInstance\022%.workflow.v1.InstanceOperat" +
-      "ionRequest\032\025.workflow.v1.Instance\022M\n\017Res" +
-      "tartInstance\022#.workflow.v1.RestartInstan",
-      "ceRequest\032\025.workflow.v1.Instance\022M\n\rPaus" +
-      "eInstance\022%.workflow.v1.InstanceOperatio" +
-      "nRequest\032\025.workflow.v1.Instance\022N\n\016Resum" +
-      "eInstance\022%.workflow.v1.InstanceOperatio" +
-      "nRequest\032\025.workflow.v1.Instance\022G\n\010PollJ" +
-      "obs\022\034.workflow.v1.PollJobsRequest\032\035.work" +
-      "flow.v1.PollJobsResponse\022P\n\013CompleteJob\022" +
-      "\037.workflow.v1.CompleteJobRequest\032 .workf" +
-      "low.v1.CompleteJobResponse\022V\n\rCompleteBa" +
-      "tch\022!.workflow.v1.CompleteBatchRequest\032\"" +
-      ".workflow.v1.CompleteBatchResponse\022D\n\007Fa" +
-      "ilJob\022\033.workflow.v1.FailJobRequest\032\034.wor" +
-      "kflow.v1.FailJobResponse\022J\n\tHeartbeat\022\035." +
-      "workflow.v1.HeartbeatRequest\032\036.workflow." +
-      "v1.HeartbeatResponse\022:\n\010ClaimJob\022\034.workf" +
-      "low.v1.ClaimJobRequest\032\020.workflow.v1.Job" +
-      "\022M\n\nStopWorker\022\036.workflow.v1.StopWorkerR" +
-      "equest\032\037.workflow.v1.StopWorkerResponse\022" +
-      ";\n\004Push\022\030.workflow.v1.PushRequest\032\031.work" +
-      "flow.v1.PushResponse\022;\n\005Stats\022\031.workflow" +
-      ".v1.QueueRequest\032\027.workflow.v1.QueueStat" +
-      "s\022=\n\004Peek\022\031.workflow.v1.QueueRequest\032\032.w" +
-      "orkflow.v1.QueueTaskList\022>\n\005Purge\022\031.work" +
-      "flow.v1.QueueRequest\032\032.workflow.v1.Purge" +
-      "Response\022B\n\007Dequeue\022\033.workflow.v1.Dequeu" +
-      "eRequest\032\032.workflow.v1.QueueTaskList\022;\n\003" +
-      "Ack\022\027.workflow.v1.AckRequest\032\033.workflow." +
-      "v1.SettleResponse\022=\n\004Nack\022\030.workflow.v1." +
-      "NackRequest\032\033.workflow.v1.SettleResponse" +
-      "\022D\n\nListQueues\022\036.workflow.v1.ListQueuesR" +
-      "equest\032\026.workflow.v1.QueuePage\022P\n\016ListQu" +
-      "eueTasks\022\".workflow.v1.ListQueueTasksReq" +
-      "uest\032\032.workflow.v1.QueueTaskPage\022D\n\007Redr" +
-      "ive\022\033.workflow.v1.RedriveRequest\032\034.workf" +
-      "low.v1.RedriveResponse\022E\n\016CreateSchedule" +
-      "\022\034.workflow.v1.ScheduleRequest\032\025.workflo" +
-      "w.v1.Schedule\022M\n\rListSchedules\022!.workflo" +
-      "w.v1.ListSchedulesRequest\032\031.workflow.v1." +
-      "SchedulePage\022D\n\013GetSchedule\022\036.workflow.v" +
-      "1.ScheduleIdRequest\032\025.workflow.v1.Schedu" +
-      "le\022F\n\017ReplaceSchedule\022\034.workflow.v1.Sche" +
-      "duleRequest\032\025.workflow.v1.Schedule\022N\n\016De" +
-      "leteSchedule\022\036.workflow.v1.ScheduleIdReq" +
-      "uest\032\034.workflow.v1.DeletedSchedule\022I\n\rPa" +
-      "useSchedule\022!.workflow.v1.PauseScheduleR" +
-      "equest\032\025.workflow.v1.Schedule\022H\n\017Unpause" +
-      "Schedule\022\036.workflow.v1.ScheduleIdRequest" +
-      "\032\025.workflow.v1.Schedule\022Q\n\017TriggerSchedu" +
-      "le\022\036.workflow.v1.ScheduleIdRequest\032\036.wor" +
-      "kflow.v1.ScheduleTriggered\022O\n\020BackfillSc" +
-      "hedule\022\034.workflow.v1.BackfillRequest\032\035.w" +
-      "orkflow.v1.BackfillResponseB&\n\025dev.baton" +
-      ".workflow.v1B\013EngineProtoP\001b\006proto3"
+      "ure_workflow\030\013 \001(\t\022\036\n\021retention_seconds\030" +
+      "\014 \001(\005H\001\210\001\001B\n\n\010_versionB\024\n\022_retention_sec" +
+      "onds\";\n\026ListDefinitionsRequest\022\r\n\005limit\030" +
+      "\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"W\n\016DefinitionP" +
+      "age\022,\n\013definitions\030\001 \003(\0132\027.workflow.v1.D" +
+      "efinition\022\027\n\017next_page_token\030\002 \001(\t\"F\n\024Ge" +
+      "tDefinitionRequest\022\014\n\004name\030\001 \001(\t\022\024\n\007vers" +
+      "ion\030\002 \001(\005H\000\210\001\001B\n\n\010_version\"I\n\021PutTaskDef" +
+      "Request\022\014\n\004name\030\001 \001(\t\022&\n\010task_def\030\002 \001(\0132" +
+      "\024.workflow.v1.TaskDef\"!\n\021GetTaskDefReque" +
+      "st\022\014\n\004name\030\001 \001(\t\"$\n\024DeleteTaskDefRequest" +
+      "\022\014\n\004name\030\001 \001(\t\"8\n\023ListTaskDefsRequest\022\r\n" +
+      "\005limit\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"O\n\013Task" +
+      "DefPage\022\'\n\ttask_defs\030\001 \003(\0132\024.workflow.v1" +
+      ".TaskDef\022\027\n\017next_page_token\030\002 \001(\t\"\211\002\n\024St" +
+      "artInstanceRequest\022\027\n\017definition_name\030\001 " +
+      "\001(\t\022\037\n\022definition_version\030\002 \001(\005H\000\210\001\001\022+\n\n" +
+      "definition\030\003 \001(\0132\027.workflow.v1.Definitio" +
+      "n\022&\n\005input\030\004 \001(\0132\027.google.protobuf.Struc" +
+      "t\022\026\n\016correlation_id\030\005 \001(\t\022\027\n\017idempotency" +
+      "_key\030\006 \001(\t\022\032\n\022input_payload_path\030\007 \001(\tB\025" +
+      "\n\023_definition_version\"M\n\025StartInstancesR" +
+      "equest\0224\n\tinstances\030\001 \003(\0132!.workflow.v1." +
+      "StartInstanceRequest\"\215\001\n\014StartOutcome\022\r\n" +
+      "\005index\030\001 \001(\005\022\017\n\007outcome\030\002 \001(\t\022\'\n\010instanc" +
+      "e\030\003 \001(\0132\025.workflow.v1.Instance\022\r\n\005error\030" +
+      "\004 \001(\t\022%\n\007problem\030\005 \001(\0132\024.workflow.v1.Pro" +
+      "blem\"D\n\026StartInstancesResponse\022*\n\007result" +
+      "s\030\001 \003(\0132\031.workflow.v1.StartOutcome\"\374\004\n\rS" +
+      "tepExecution\022\n\n\002id\030\001 \001(\t\022\017\n\007step_id\030\002 \001(" +
+      "\t\022\014\n\004type\030\003 \001(\t\022\016\n\006status\030\004 \001(\t\022\017\n\007attem" +
+      "pt\030\005 \001(\005\022%\n\005input\030\006 \001(\0132\026.google.protobu" +
+      "f.Value\022&\n\006output\030\007 \001(\0132\026.google.protobu" +
+      "f.Value\022\r\n\005error\030\010 \001(\t\022\016\n\006job_id\030\t \001(\t\022\020" +
+      "\n\010job_type\030\n \001(\t\022\021\n\tworker_id\030\013 \001(\t\022.\n\nc" +
+      "reated_at\030\014 \001(\0132\032.google.protobuf.Timest" +
+      "amp\022.\n\nstarted_at\030\r \001(\0132\032.google.protobu" +
+      "f.Timestamp\0220\n\014completed_at\030\016 \001(\0132\032.goog" +
+      "le.protobuf.Timestamp\022 \n\030parent_step_exe" +
+      "cution_id\030\017 \001(\t\022\023\n\006branch\030\020 \001(\005H\000\210\001\001\022\027\n\n" +
+      "item_index\030\021 \001(\005H\001\210\001\001\022\026\n\titeration\030\022 \001(\005" +
+      "H\002\210\001\001\022+\n\007wake_at\030\023 \001(\0132\032.google.protobuf" +
+      ".Timestamp\022\031\n\021child_instance_id\030\024 \001(\t\022\025\n" +
+      "\010attempts\030\025 \001(\005H\003\210\001\001B\t\n\007_branchB\r\n\013_item" +
+      "_indexB\014\n\n_iterationB\013\n\t_attempts\"\204\006\n\010In" +
+      "stance\022\n\n\002id\030\001 \001(\t\022\027\n\017definition_name\030\002 " +
+      "\001(\t\022\037\n\022definition_version\030\003 \001(\005H\000\210\001\001\022\016\n\006" +
+      "status\030\004 \001(\t\022&\n\005input\030\005 \001(\0132\027.google.pro" +
+      "tobuf.Struct\022*\n\tvariables\030\006 \001(\0132\027.google" +
+      ".protobuf.Struct\022&\n\006output\030\007 \001(\0132\026.googl" +
+      "e.protobuf.Value\022\016\n\006reason\030\010 \001(\t\022\017\n\007vers" +
+      "ion\030\t \001(\003\022\026\n\016correlation_id\030\n \001(\t\022\027\n\017ide" +
+      "mpotency_key\030\013 \001(\t\022\032\n\022parent_instance_id" +
+      "\030\014 \001(\t\022.\n\ncreated_at\030\r \001(\0132\032.google.prot" +
+      "obuf.Timestamp\022.\n\nupdated_at\030\016 \001(\0132\032.goo" +
+      "gle.protobuf.Timestamp\0220\n\014completed_at\030\017" +
+      " \001(\0132\032.google.protobuf.Timestamp\022.\n\ntime" +
+      "out_at\030\020 \001(\0132\032.google.protobuf.Timestamp" +
+      "\022)\n\005steps\030\021 \003(\0132\032.workflow.v1.StepExecut" +
+      "ion\022 \n\030parent_step_execution_id\030\022 \001(\t\022\013\n" +
+      "\003run\030\023 \001(\005\022\034\n\017steps_truncated\030\024 \001(\010H\001\210\001\001" +
+      "\022\025\n\010archived\030\025 \001(\010H\002\210\001\001\022/\n\013archived_at\030\026" +
+      " \001(\0132\032.google.protobuf.TimestampB\025\n\023_def" +
+      "inition_versionB\022\n\020_steps_truncatedB\013\n\t_" +
+      "archived\"N\n\022GetInstanceRequest\022\n\n\002id\030\001 \001" +
+      "(\t\022\032\n\rinclude_steps\030\002 \001(\010H\000\210\001\001B\020\n\016_inclu" +
+      "de_steps\"A\n\020ListStepsRequest\022\n\n\002id\030\001 \001(\t" +
+      "\022\r\n\005limit\030\002 \001(\005\022\022\n\npage_token\030\003 \001(\t\"{\n\021S" +
+      "tepExecutionPage\022)\n\005steps\030\001 \003(\0132\032.workfl" +
+      "ow.v1.StepExecution\022\027\n\017next_page_token\030\002" +
+      " \001(\t\022\025\n\010archived\030\003 \001(\010H\000\210\001\001B\013\n\t_archived" +
+      "\"B\n\021GetHistoryRequest\022\n\n\002id\030\001 \001(\t\022\r\n\005lim" +
+      "it\030\002 \001(\005\022\022\n\npage_token\030\003 \001(\t\"\374\001\n\014History" +
+      "Event\022\013\n\003seq\030\001 \001(\003\022&\n\002at\030\002 \001(\0132\032.google." +
+      "protobuf.Timestamp\022\014\n\004type\030\003 \001(\t\022\017\n\007step" +
+      "_id\030\004 \001(\t\022\031\n\021step_execution_id\030\005 \001(\t\022\016\n\006" +
+      "job_id\030\006 \001(\t\022\024\n\007attempt\030\007 \001(\005H\000\210\001\001\022\021\n\two" +
+      "rker_id\030\010 \001(\t\022\017\n\007message\030\t \001(\t\022\'\n\006detail" +
+      "\030\n \001(\0132\027.google.protobuf.StructB\n\n\010_atte" +
+      "mpt\"u\n\013HistoryPage\022)\n\006events\030\001 \003(\0132\031.wor" +
+      "kflow.v1.HistoryEvent\022\027\n\017next_page_token" +
+      "\030\002 \001(\t\022\025\n\010archived\030\003 \001(\010H\000\210\001\001B\013\n\t_archiv" +
+      "ed\"\331\002\n\026SearchInstancesRequest\022\016\n\006status\030" +
+      "\001 \001(\t\022\027\n\017definition_name\030\002 \001(\t\022\026\n\016correl" +
+      "ation_id\030\003 \001(\t\022\r\n\005limit\030\004 \001(\005\022\022\n\npage_to" +
+      "ken\030\005 \001(\t\0221\n\rcreated_after\030\006 \001(\0132\032.googl" +
+      "e.protobuf.Timestamp\0222\n\016created_before\030\007" +
+      " \001(\0132\032.google.protobuf.Timestamp\022\025\n\010arch" +
+      "ived\030\010 \001(\010H\000\210\001\001\022(\n\004from\030\t \001(\0132\032.google.p" +
+      "rotobuf.Timestamp\022&\n\002to\030\n \001(\0132\032.google.p" +
+      "rotobuf.TimestampB\013\n\t_archived\"Q\n\014Instan" +
+      "cePage\022(\n\tinstances\030\001 \003(\0132\025.workflow.v1." +
+      "Instance\022\027\n\017next_page_token\030\002 \001(\t\"3\n\025Can" +
+      "celInstanceRequest\022\n\n\002id\030\001 \001(\t\022\016\n\006reason" +
+      "\030\002 \001(\t\"\204\001\n\027CompleteUserTaskRequest\022\n\n\002id" +
+      "\030\001 \001(\t\022\017\n\007step_id\030\002 \001(\t\0221\n\020variables_to_" +
+      "set\030\003 \001(\0132\027.google.protobuf.Struct\022\031\n\021st" +
+      "ep_execution_id\030\004 \001(\t\"p\n\rSignalRequest\022\n" +
+      "\n\002id\030\001 \001(\t\022\017\n\007step_id\030\002 \001(\t\022\'\n\007payload\030\003" +
+      " \001(\0132\026.google.protobuf.Value\022\031\n\021step_exe" +
+      "cution_id\030\004 \001(\t\"&\n\030InstanceOperationRequ" +
+      "est\022\n\n\002id\030\001 \001(\t\"C\n\026RestartInstanceReques" +
+      "t\022\n\n\002id\030\001 \001(\t\022\035\n\025use_latest_definition\030\002" +
+      " \001(\010\"_\n\017PollJobsRequest\022\021\n\tworker_id\030\001 \001" +
+      "(\t\022\021\n\tjob_types\030\002 \003(\t\022\020\n\010max_jobs\030\003 \001(\005\022" +
+      "\024\n\014wait_seconds\030\004 \001(\001\"\244\002\n\003Job\022\n\n\002id\030\001 \001(" +
+      "\t\022\023\n\013instance_id\030\002 \001(\t\022\017\n\007step_id\030\003 \001(\t\022" +
+      "\031\n\021step_execution_id\030\004 \001(\t\022\020\n\010job_type\030\005" +
+      " \001(\t\022\017\n\007attempt\030\006 \001(\005\022\031\n\021retries_remaini" +
+      "ng\030\007 \001(\005\0223\n\017lock_expires_at\030\010 \001(\0132\032.goog" +
+      "le.protobuf.Timestamp\022%\n\005input\030\t \001(\0132\026.g" +
+      "oogle.protobuf.Value\022\032\n\022input_payload_pa" +
+      "th\030\n \001(\t\022\032\n\022input_download_url\030\013 \001(\t\"2\n\020" +
+      "PollJobsResponse\022\036\n\004jobs\030\001 \003(\0132\020.workflo" +
+      "w.v1.Job\"\251\001\n\022CompleteJobRequest\022\016\n\006job_i" +
+      "d\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\0221\n\020variables_" +
+      "to_set\030\003 \001(\0132\027.google.protobuf.Struct\022\024\n" +
+      "\007attempt\030\004 \001(\005H\000\210\001\001\022\033\n\023output_payload_pa" +
+      "th\030\005 \001(\tB\n\n\010_attempt\"F\n\023CompleteJobRespo" +
+      "nse\022\016\n\006job_id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\017\n\007a" +
+      "pplied\030\003 \001(\010\"\217\001\n\014BatchFailure\022\025\n\rerror_m" +
+      "essage\030\001 \001(\t\022\026\n\tretryable\030\002 \001(\010H\000\210\001\001\022%\n\030" +
+      "next_retry_delay_seconds\030\003 \001(\001H\001\210\001\001B\014\n\n_" +
+      "retryableB\033\n\031_next_retry_delay_seconds\"\322" +
+      "\001\n\017BatchResultItem\022\016\n\006job_id\030\001 \001(\t\022\021\n\two" +
+      "rker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001\0221\n\020v" +
+      "ariables_to_set\030\004 \001(\0132\027.google.protobuf." +
+      "Struct\022\033\n\023output_payload_path\030\005 \001(\t\022*\n\007f" +
+      "ailure\030\006 \001(\0132\031.workflow.v1.BatchFailureB" +
+      "\n\n\010_attempt\"E\n\024CompleteBatchRequest\022-\n\007r" +
+      "esults\030\001 \003(\0132\034.workflow.v1.BatchResultIt" +
+      "em\"\203\001\n\014BatchOutcome\022\016\n\006job_id\030\001 \001(\t\022\017\n\007o" +
+      "utcome\030\002 \001(\t\022\016\n\006status\030\003 \001(\t\0223\n\017next_att" +
+      "empt_at\030\004 \001(\0132\032.google.protobuf.Timestam" +
+      "p\022\r\n\005error\030\005 \001(\t\"C\n\025CompleteBatchRespons" +
+      "e\022*\n\007results\030\001 \003(\0132\031.workflow.v1.BatchOu" +
+      "tcome\"\303\001\n\016FailJobRequest\022\016\n\006job_id\030\001 \001(\t" +
+      "\022\021\n\tworker_id\030\002 \001(\t\022\025\n\rerror_message\030\003 \001" +
+      "(\t\022\021\n\tretryable\030\004 \001(\010\022%\n\030next_retry_dela" +
+      "y_seconds\030\005 \001(\001H\000\210\001\001\022\024\n\007attempt\030\006 \001(\005H\001\210" +
+      "\001\001B\033\n\031_next_retry_delay_secondsB\n\n\010_atte" +
+      "mpt\"w\n\017FailJobResponse\022\016\n\006job_id\030\001 \001(\t\022\016" +
+      "\n\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\0223\n\017next_" +
+      "attempt_at\030\004 \001(\0132\032.google.protobuf.Times" +
+      "tamp\"W\n\020HeartbeatRequest\022\016\n\006job_id\030\001 \001(\t" +
+      "\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001" +
+      "\001B\n\n\010_attempt\"R\n\017ClaimJobRequest\022\n\n\002id\030\001" +
+      " \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005" +
+      "H\000\210\001\001B\n\n\010_attempt\"X\n\021HeartbeatResponse\022\016" +
+      "\n\006job_id\030\001 \001(\t\0223\n\017lock_expires_at\030\002 \001(\0132" +
+      "\032.google.protobuf.Timestamp\"&\n\021StopWorke" +
+      "rRequest\022\021\n\tworker_id\030\001 \001(\t\"W\n\022StopWorke" +
+      "rResponse\022\021\n\tworker_id\030\001 \001(\t\022.\n\nstopped_" +
+      "at\030\002 \001(\0132\032.google.protobuf.Timestamp\"_\n\013" +
+      "PushRequest\022\014\n\004name\030\001 \001(\t\022\r\n\005title\030\002 \001(\t" +
+      "\022\014\n\004body\030\003 \001(\t\022\020\n\010priority\030\004 \001(\005\022\023\n\013max_" +
+      "retries\030\005 \001(\005\"\200\001\n\014PushResponse\022\n\n\002id\030\001 \001" +
+      "(\t\022\022\n\nqueue_name\030\002 \001(\t\022\016\n\006status\030\003 \001(\t\022\020" +
+      "\n\010priority\030\004 \001(\005\022.\n\ncreated_at\030\005 \001(\0132\032.g" +
+      "oogle.protobuf.Timestamp\"+\n\014QueueRequest" +
+      "\022\014\n\004name\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\"b\n\nQueueSt" +
+      "ats\022\017\n\007pending\030\001 \001(\003\022\022\n\nprocessing\030\002 \001(\003" +
+      "\022\021\n\tcompleted\030\003 \001(\003\022\016\n\006failed\030\004 \001(\003\022\014\n\004d" +
+      "ead\030\005 \001(\003\"\365\001\n\tQueueTask\022\n\n\002id\030\001 \001(\t\022\022\n\nq" +
+      "ueue_name\030\002 \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004body\030\004" +
+      " \001(\t\022\020\n\010priority\030\005 \001(\005\022\023\n\013retry_count\030\006 " +
+      "\001(\005\022\023\n\013max_retries\030\007 \001(\005\022.\n\ncreated_at\030\010" +
+      " \001(\0132\032.google.protobuf.Timestamp\022\017\n\007rece" +
+      "ipt\030\t \001(\t\022.\n\nvisible_at\030\n \001(\0132\032.google.p" +
+      "rotobuf.Timestamp\"6\n\rQueueTaskList\022%\n\005ta" +
+      "sks\030\001 \003(\0132\026.workflow.v1.QueueTask\" \n\rPur" +
+      "geResponse\022\017\n\007deleted\030\001 \001(\003\"g\n\016DequeueRe" +
+      "quest\022\014\n\004name\030\001 \001(\t\022\023\n\013consumer_id\030\002 \001(\t" +
+      "\022\037\n\027visibility_timeout_secs\030\003 \001(\005\022\021\n\tmax" +
+      "_tasks\030\004 \001(\005\"<\n\nAckRequest\022\014\n\004name\030\001 \001(\t" +
+      "\022\017\n\007task_id\030\002 \001(\t\022\017\n\007receipt\030\003 \001(\t\"_\n\013Na" +
+      "ckRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007task_id\030\002 \001(\t" +
+      "\022\017\n\007receipt\030\003 \001(\t\022\r\n\005error\030\004 \001(\t\022\021\n\tretr" +
+      "yable\030\005 \001(\010\"x\n\016SettleResponse\022\n\n\002id\030\001 \001(" +
+      "\t\022\016\n\006status\030\002 \001(\t\022\024\n\007applied\030\003 \001(\010H\000\210\001\001\022" +
+      "\030\n\013retry_count\030\004 \001(\005H\001\210\001\001B\n\n\010_appliedB\016\n" +
+      "\014_retry_count\"6\n\021ListQueuesRequest\022\r\n\005li" +
+      "mit\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"r\n\014QueueSu" +
+      "mmary\022\014\n\004name\030\001 \001(\t\022\017\n\007pending\030\002 \001(\003\022\022\n\n" +
+      "processing\030\003 \001(\003\022\021\n\tcompleted\030\004 \001(\003\022\016\n\006f" +
+      "ailed\030\005 \001(\003\022\014\n\004dead\030\006 \001(\003\"O\n\tQueuePage\022)" +
+      "\n\006queues\030\001 \003(\0132\031.workflow.v1.QueueSummar" +
+      "y\022\027\n\017next_page_token\030\002 \001(\t\"X\n\025ListQueueT" +
+      "asksRequest\022\014\n\004name\030\001 \001(\t\022\016\n\006status\030\002 \001(" +
+      "\t\022\r\n\005limit\030\003 \001(\005\022\022\n\npage_token\030\004 \001(\t\"\235\003\n" +
+      "\017QueueTaskDetail\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_na" +
+      "me\030\002 \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004body\030\004 \001(\t\022\026\n" +
+      "\016body_truncated\030\005 \001(\010\022\020\n\010priority\030\006 \001(\005\022" +
+      "\016\n\006status\030\007 \001(\t\022\023\n\013retry_count\030\010 \001(\005\022\023\n\013" +
+      "max_retries\030\t \001(\005\022\022\n\nlast_error\030\n \001(\t\022\023\n" +
+      "\013instance_id\030\013 \001(\t\022.\n\nvisible_at\030\014 \001(\0132\032" +
+      ".google.protobuf.Timestamp\022.\n\ncreated_at" +
+      "\030\r \001(\0132\032.google.protobuf.Timestamp\022.\n\nup" +
+      "dated_at\030\016 \001(\0132\032.google.protobuf.Timesta" +
+      "mp\0220\n\014completed_at\030\017 \001(\0132\032.google.protob" +
+      "uf.Timestamp\"U\n\rQueueTaskPage\022+\n\005tasks\030\001" +
+      " \003(\0132\034.workflow.v1.QueueTaskDetail\022\027\n\017ne" +
+      "xt_page_token\030\002 \001(\t\"0\n\016RedriveRequest\022\014\n" +
+      "\004name\030\001 \001(\t\022\020\n\010task_ids\030\002 \003(\t\"<\n\016Redrive" +
+      "Skipped\022\n\n\002id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\016\n\006r" +
+      "eason\030\003 \001(\t\"v\n\017RedriveResponse\022\020\n\010redriv" +
+      "en\030\001 \001(\003\022\020\n\010task_ids\030\002 \003(\t\022,\n\007skipped\030\003 " +
+      "\003(\0132\033.workflow.v1.RedriveSkipped\022\021\n\trema" +
+      "ining\030\004 \001(\003\"A\n\020ScheduleInterval\022\025\n\revery" +
+      "_seconds\030\001 \001(\003\022\026\n\016offset_seconds\030\002 \001(\003\"\322" +
+      "\001\n\014ScheduleSpec\022\014\n\004cron\030\001 \003(\t\022/\n\010interva" +
+      "l\030\002 \001(\0132\035.workflow.v1.ScheduleInterval\022\021" +
+      "\n\ttime_zone\030\003 \001(\t\022\026\n\016jitter_seconds\030\004 \001(" +
+      "\005\022,\n\010start_at\030\005 \001(\0132\032.google.protobuf.Ti" +
+      "mestamp\022*\n\006end_at\030\006 \001(\0132\032.google.protobu" +
+      "f.Timestamp\"\223\002\n\017ScheduleRequest\022\n\n\002id\030\001 " +
+      "\001(\t\022\027\n\017definition_name\030\002 \001(\t\022\032\n\022definiti" +
+      "on_version\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.google" +
+      ".protobuf.Struct\022\'\n\004spec\030\005 \001(\0132\031.workflo" +
+      "w.v1.ScheduleSpec\022\026\n\016overlap_policy\030\006 \001(" +
+      "\t\022\036\n\026catchup_window_seconds\030\007 \001(\005\022\030\n\020pau" +
+      "se_on_failure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004n" +
+      "ote\030\n \001(\t\"\253\001\n\016ScheduleAction\022-\n\tslot_tim" +
+      "e\030\001 \001(\0132\032.google.protobuf.Timestamp\022\014\n\004k" +
+      "ind\030\002 \001(\t\022\017\n\007outcome\030\003 \001(\t\022\023\n\013instance_i" +
+      "d\030\004 \001(\t\022\016\n\006detail\030\005 \001(\t\022&\n\002at\030\006 \001(\0132\032.go" +
+      "ogle.protobuf.Timestamp\"\326\003\n\010Schedule\022\n\n\002" +
+      "id\030\001 \001(\t\022\027\n\017definition_name\030\002 \001(\t\022\032\n\022def" +
+      "inition_version\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.g" +
+      "oogle.protobuf.Struct\022\'\n\004spec\030\005 \001(\0132\031.wo" +
+      "rkflow.v1.ScheduleSpec\022\026\n\016overlap_policy" +
+      "\030\006 \001(\t\022\036\n\026catchup_window_seconds\030\007 \001(\005\022\030" +
+      "\n\020pause_on_failure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010" +
+      "\022\014\n\004note\030\n \001(\t\022.\n\ncreated_at\030\013 \001(\0132\032.goo" +
+      "gle.protobuf.Timestamp\022.\n\nupdated_at\030\014 \001" +
+      "(\0132\032.google.protobuf.Timestamp\0223\n\017next_f" +
+      "ire_times\030\r \003(\0132\032.google.protobuf.Timest" +
+      "amp\0223\n\016recent_actions\030\016 \003(\0132\033.workflow.v" +
+      "1.ScheduleAction\"Q\n\014SchedulePage\022(\n\tsche" +
+      "dules\030\001 \003(\0132\025.workflow.v1.Schedule\022\027\n\017ne" +
+      "xt_page_token\030\002 \001(\t\"\037\n\021ScheduleIdRequest" +
+      "\022\n\n\002id\030\001 \001(\t\"9\n\024ListSchedulesRequest\022\r\n\005" +
+      "limit\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"0\n\024Pause" +
+      "ScheduleRequest\022\n\n\002id\030\001 \001(\t\022\014\n\004note\030\002 \001(" +
+      "\t\"O\n\021ScheduleTriggered\022\n\n\002id\030\001 \001(\t\022.\n\nsl" +
+      "ot_times\030\002 \003(\0132\032.google.protobuf.Timesta" +
+      "mp\"o\n\017BackfillRequest\022\n\n\002id\030\001 \001(\t\022(\n\004fro" +
+      "m\030\002 \001(\0132\032.google.protobuf.Timestamp\022&\n\002t" +
+      "o\030\003 \001(\0132\032.google.protobuf.Timestamp\"l\n\020B" +
+      "ackfillResponse\022\n\n\002id\030\001 \001(\t\022\r\n\005slots\030\002 \001" +
+      "(\003\022\r\n\005added\030\003 \001(\003\022.\n\nslot_times\030\004 \003(\0132\032." +
+      "google.protobuf.Timestamp\".\n\017DeletedSche" +
+      "dule\022\n\n\002id\030\001 \001(\t\022\017\n\007deleted\030\002 \001(\010\",\n\013Pro" +
+      "blemItem\022\014\n\004path\030\001 \001(\t\022\017\n\007message\030\002 \001(\t\"" +
+      "\202\001\n\007Problem\022\014\n\004type\030\001 \001(\t\022\r\n\005title\030\002 \001(\t" +
+      "\022\016\n\006status\030\003 \001(\005\022\016\n\006detail\030\004 \001(\t\022\020\n\010inst" +
+      "ance\030\005 \001(\t\022(\n\006errors\030\006 \003(\0132\030.workflow.v1" +
+      ".ProblemItem\"\023\n\021GetOpenApiRequest\"8\n\027Del" +
+      "eteDefinitionRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007ve" +
+      "rsion\030\002 \001(\005\"#\n\025DeleteInstanceRequest\022\n\n\002" +
+      "id\030\001 \001(\t\"\341\001\n\017DeletedInstance\022\n\n\002id\030\001 \001(\t" +
+      "\022\027\n\017definition_name\030\002 \001(\t\022\037\n\022definition_" +
+      "version\030\003 \001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022\027\n\017st" +
+      "ep_executions\030\005 \001(\003\022\014\n\004jobs\030\006 \001(\003\022\026\n\016his" +
+      "tory_events\030\007 \001(\003\022\025\n\010archived\030\010 \001(\010H\001\210\001\001" +
+      "B\025\n\023_definition_versionB\013\n\t_archived\"\022\n\020" +
+      "GetHealthRequest\"d\n\013HealthCheck\022\016\n\006statu" +
+      "s\030\001 \001(\t\022\027\n\nlatency_ms\030\002 \001(\001H\000\210\001\001\022\r\n\005erro" +
+      "r\030\003 \001(\t\022\016\n\006bucket\030\004 \001(\tB\r\n\013_latency_ms\"{" +
+      "\n\006Health\022\016\n\006status\030\001 \001(\t\022\017\n\007version\030\002 \001(" +
+      "\t\022*\n\010database\030\003 \001(\0132\030.workflow.v1.Health" +
+      "Check\022$\n\002s3\030\004 \001(\0132\030.workflow.v1.HealthCh" +
+      "eck\"\022\n\020GetConfigRequest\"B\n\014PayloadLimit\022" +
+      "\030\n\020soft_limit_bytes\030\001 \001(\003\022\030\n\020hard_limit_" +
+      "bytes\030\002 \001(\003\"\241\001\n\rPayloadLimits\0221\n\016workflo" +
+      "w_input\030\001 \001(\0132\031.workflow.v1.PayloadLimit" +
+      "\022-\n\nstep_input\030\002 \001(\0132\031.workflow.v1.Paylo" +
+      "adLimit\022.\n\013step_output\030\003 \001(\0132\031.workflow." +
+      "v1.PayloadLimit\"[\n\014ServerConfig\0222\n\016paylo" +
+      "ad_limits\030\001 \001(\0132\032.workflow.v1.PayloadLim" +
+      "its\022\027\n\017presign_seconds\030\002 \001(\005\"h\n\024CreatePa" +
+      "yloadRequest\022\014\n\004kind\030\001 \001(\t\022\022\n\nsize_bytes" +
+      "\030\002 \001(\003\022\033\n\016content_sha256\030\003 \001(\tH\000\210\001\001B\021\n\017_" +
+      "content_sha256\"\336\001\n\rPayloadUpload\022\014\n\004path" +
+      "\030\001 \001(\t\022\022\n\nupload_url\030\002 \001(\t\022.\n\nexpires_at" +
+      "\030\003 \001(\0132\032.google.protobuf.Timestamp\022E\n\016up" +
+      "load_headers\030\004 \003(\0132-.workflow.v1.Payload" +
+      "Upload.UploadHeadersEntry\0324\n\022UploadHeade" +
+      "rsEntry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\0012" +
+      "\236\036\n\016WorkflowEngine\022E\n\tGetConfig\022\035.workfl" +
+      "ow.v1.GetConfigRequest\032\031.workflow.v1.Ser" +
+      "verConfig\022N\n\rCreatePayload\022!.workflow.v1" +
+      ".CreatePayloadRequest\032\032.workflow.v1.Payl" +
+      "oadUpload\022E\n\nGetOpenApi\022\036.workflow.v1.Ge" +
+      "tOpenApiRequest\032\027.google.protobuf.Struct" +
+      "\022?\n\tGetHealth\022\035.workflow.v1.GetHealthReq" +
+      "uest\032\023.workflow.v1.Health\022Q\n\020DeleteDefin" +
+      "ition\022$.workflow.v1.DeleteDefinitionRequ" +
+      "est\032\027.workflow.v1.Definition\022R\n\016DeleteIn" +
+      "stance\022\".workflow.v1.DeleteInstanceReque" +
+      "st\032\034.workflow.v1.DeletedInstance\022F\n\022Regi" +
+      "sterDefinition\022\027.workflow.v1.Definition\032" +
+      "\027.workflow.v1.Definition\022S\n\017ListDefiniti" +
+      "ons\022#.workflow.v1.ListDefinitionsRequest" +
+      "\032\033.workflow.v1.DefinitionPage\022K\n\rGetDefi" +
+      "nition\022!.workflow.v1.GetDefinitionReques" +
+      "t\032\027.workflow.v1.Definition\022J\n\014ListTaskDe" +
+      "fs\022 .workflow.v1.ListTaskDefsRequest\032\030.w" +
+      "orkflow.v1.TaskDefPage\022B\n\nPutTaskDef\022\036.w" +
+      "orkflow.v1.PutTaskDefRequest\032\024.workflow." +
+      "v1.TaskDef\022B\n\nGetTaskDef\022\036.workflow.v1.G" +
+      "etTaskDefRequest\032\024.workflow.v1.TaskDef\022H" +
+      "\n\rDeleteTaskDef\022!.workflow.v1.DeleteTask" +
+      "DefRequest\032\024.workflow.v1.TaskDef\022I\n\rStar" +
+      "tInstance\022!.workflow.v1.StartInstanceReq" +
+      "uest\032\025.workflow.v1.Instance\022Y\n\016StartInst" +
+      "ances\022\".workflow.v1.StartInstancesReques" +
+      "t\032#.workflow.v1.StartInstancesResponse\022Q" +
+      "\n\017SearchInstances\022#.workflow.v1.SearchIn" +
+      "stancesRequest\032\031.workflow.v1.InstancePag" +
+      "e\022E\n\013GetInstance\022\037.workflow.v1.GetInstan" +
+      "ceRequest\032\025.workflow.v1.Instance\022J\n\tList" +
+      "Steps\022\035.workflow.v1.ListStepsRequest\032\036.w" +
+      "orkflow.v1.StepExecutionPage\022F\n\nGetHisto" +
+      "ry\022\036.workflow.v1.GetHistoryRequest\032\030.wor",
+      "kflow.v1.HistoryPage\022K\n\016CancelInstance\022\"" +
+      ".workflow.v1.CancelInstanceRequest\032\025.wor" +
+      "kflow.v1.Instance\022O\n\020CompleteUserTask\022$." +
+      "workflow.v1.CompleteUserTaskRequest\032\025.wo" +
+      "rkflow.v1.Instance\022;\n\006Signal\022\032.workflow." +
+      "v1.SignalRequest\032\025.workflow.v1.Instance\022" +
+      "M\n\rRetryInstance\022%.workflow.v1.InstanceO" +
+      "perationRequest\032\025.workflow.v1.Instance\022M" +
+      "\n\017RestartInstance\022#.workflow.v1.RestartI" +
+      "nstanceRequest\032\025.workflow.v1.Instance\022M\n" +
+      "\rPauseInstance\022%.workflow.v1.InstanceOpe" +
+      "rationRequest\032\025.workflow.v1.Instance\022N\n\016" +
+      "ResumeInstance\022%.workflow.v1.InstanceOpe" +
+      "rationRequest\032\025.workflow.v1.Instance\022G\n\010" +
+      "PollJobs\022\034.workflow.v1.PollJobsRequest\032\035" +
+      ".workflow.v1.PollJobsResponse\022P\n\013Complet" +
+      "eJob\022\037.workflow.v1.CompleteJobRequest\032 ." +
+      "workflow.v1.CompleteJobResponse\022V\n\rCompl" +
+      "eteBatch\022!.workflow.v1.CompleteBatchRequ" +
+      "est\032\".workflow.v1.CompleteBatchResponse\022" +
+      "D\n\007FailJob\022\033.workflow.v1.FailJobRequest\032" +
+      "\034.workflow.v1.FailJobResponse\022J\n\tHeartbe" +
+      "at\022\035.workflow.v1.HeartbeatRequest\032\036.work" +
+      "flow.v1.HeartbeatResponse\022:\n\010ClaimJob\022\034." +
+      "workflow.v1.ClaimJobRequest\032\020.workflow.v" +
+      "1.Job\022M\n\nStopWorker\022\036.workflow.v1.StopWo" +
+      "rkerRequest\032\037.workflow.v1.StopWorkerResp" +
+      "onse\022;\n\004Push\022\030.workflow.v1.PushRequest\032\031" +
+      ".workflow.v1.PushResponse\022;\n\005Stats\022\031.wor" +
+      "kflow.v1.QueueRequest\032\027.workflow.v1.Queu" +
+      "eStats\022=\n\004Peek\022\031.workflow.v1.QueueReques" +
+      "t\032\032.workflow.v1.QueueTaskList\022>\n\005Purge\022\031" +
+      ".workflow.v1.QueueRequest\032\032.workflow.v1." +
+      "PurgeResponse\022B\n\007Dequeue\022\033.workflow.v1.D" +
+      "equeueRequest\032\032.workflow.v1.QueueTaskLis" +
+      "t\022;\n\003Ack\022\027.workflow.v1.AckRequest\032\033.work" +
+      "flow.v1.SettleResponse\022=\n\004Nack\022\030.workflo" +
+      "w.v1.NackRequest\032\033.workflow.v1.SettleRes" +
+      "ponse\022D\n\nListQueues\022\036.workflow.v1.ListQu" +
+      "euesRequest\032\026.workflow.v1.QueuePage\022P\n\016L" +
+      "istQueueTasks\022\".workflow.v1.ListQueueTas" +
+      "ksRequest\032\032.workflow.v1.QueueTaskPage\022D\n" +
+      "\007Redrive\022\033.workflow.v1.RedriveRequest\032\034." +
+      "workflow.v1.RedriveResponse\022E\n\016CreateSch" +
+      "edule\022\034.workflow.v1.ScheduleRequest\032\025.wo" +
+      "rkflow.v1.Schedule\022M\n\rListSchedules\022!.wo" +
+      "rkflow.v1.ListSchedulesRequest\032\031.workflo" +
+      "w.v1.SchedulePage\022D\n\013GetSchedule\022\036.workf" +
+      "low.v1.ScheduleIdRequest\032\025.workflow.v1.S" +
+      "chedule\022F\n\017ReplaceSchedule\022\034.workflow.v1" +
+      ".ScheduleRequest\032\025.workflow.v1.Schedule\022" +
+      "N\n\016DeleteSchedule\022\036.workflow.v1.Schedule" +
+      "IdRequest\032\034.workflow.v1.DeletedSchedule\022" +
+      "I\n\rPauseSchedule\022!.workflow.v1.PauseSche" +
+      "duleRequest\032\025.workflow.v1.Schedule\022H\n\017Un" +
+      "pauseSchedule\022\036.workflow.v1.ScheduleIdRe" +
+      "quest\032\025.workflow.v1.Schedule\022Q\n\017TriggerS" +
+      "chedule\022\036.workflow.v1.ScheduleIdRequest\032" +
+      "\036.workflow.v1.ScheduleTriggered\022O\n\020Backf" +
+      "illSchedule\022\034.workflow.v1.BackfillReques" +
+      "t\032\035.workflow.v1.BackfillResponseB&\n\025dev." +
+      "baton.workflow.v1B\013EngineProtoP\001b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -1003,7 +1012,7 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
     internal_static_workflow_v1_Definition_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_Definition_descriptor,
-        new java.lang.String[] { "Name", "Version", "Description", "Steps", "OutputParameters", "TimeoutSeconds", "TimeoutPolicy", "CreatedAt", "Trigger", "InputTemplate", "FailureWorkflow", });
+        new java.lang.String[] { "Name", "Version", "Description", "Steps", "OutputParameters", "TimeoutSeconds", "TimeoutPolicy", "CreatedAt", "Trigger", "InputTemplate", "FailureWorkflow", "RetentionSeconds", });
     internal_static_workflow_v1_ListDefinitionsRequest_descriptor =
       getDescriptor().getMessageType(4);
     internal_static_workflow_v1_ListDefinitionsRequest_fieldAccessorTable = new
@@ -1087,7 +1096,7 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
     internal_static_workflow_v1_Instance_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_Instance_descriptor,
-        new java.lang.String[] { "Id", "DefinitionName", "DefinitionVersion", "Status", "Input", "Variables", "Output", "Reason", "Version", "CorrelationId", "IdempotencyKey", "ParentInstanceId", "CreatedAt", "UpdatedAt", "CompletedAt", "TimeoutAt", "Steps", "ParentStepExecutionId", "Run", "StepsTruncated", });
+        new java.lang.String[] { "Id", "DefinitionName", "DefinitionVersion", "Status", "Input", "Variables", "Output", "Reason", "Version", "CorrelationId", "IdempotencyKey", "ParentInstanceId", "CreatedAt", "UpdatedAt", "CompletedAt", "TimeoutAt", "Steps", "ParentStepExecutionId", "Run", "StepsTruncated", "Archived", "ArchivedAt", });
     internal_static_workflow_v1_GetInstanceRequest_descriptor =
       getDescriptor().getMessageType(18);
     internal_static_workflow_v1_GetInstanceRequest_fieldAccessorTable = new
@@ -1105,7 +1114,7 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
     internal_static_workflow_v1_StepExecutionPage_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_StepExecutionPage_descriptor,
-        new java.lang.String[] { "Steps", "NextPageToken", });
+        new java.lang.String[] { "Steps", "NextPageToken", "Archived", });
     internal_static_workflow_v1_GetHistoryRequest_descriptor =
       getDescriptor().getMessageType(21);
     internal_static_workflow_v1_GetHistoryRequest_fieldAccessorTable = new
@@ -1123,13 +1132,13 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
     internal_static_workflow_v1_HistoryPage_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_HistoryPage_descriptor,
-        new java.lang.String[] { "Events", "NextPageToken", });
+        new java.lang.String[] { "Events", "NextPageToken", "Archived", });
     internal_static_workflow_v1_SearchInstancesRequest_descriptor =
       getDescriptor().getMessageType(24);
     internal_static_workflow_v1_SearchInstancesRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_SearchInstancesRequest_descriptor,
-        new java.lang.String[] { "Status", "DefinitionName", "CorrelationId", "Limit", "PageToken", "CreatedAfter", "CreatedBefore", });
+        new java.lang.String[] { "Status", "DefinitionName", "CorrelationId", "Limit", "PageToken", "CreatedAfter", "CreatedBefore", "Archived", "From", "To", });
     internal_static_workflow_v1_InstancePage_descriptor =
       getDescriptor().getMessageType(25);
     internal_static_workflow_v1_InstancePage_fieldAccessorTable = new
@@ -1501,7 +1510,7 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
     internal_static_workflow_v1_DeletedInstance_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_DeletedInstance_descriptor,
-        new java.lang.String[] { "Id", "DefinitionName", "DefinitionVersion", "Status", "StepExecutions", "Jobs", "HistoryEvents", });
+        new java.lang.String[] { "Id", "DefinitionName", "DefinitionVersion", "Status", "StepExecutions", "Jobs", "HistoryEvents", "Archived", });
     internal_static_workflow_v1_GetHealthRequest_descriptor =
       getDescriptor().getMessageType(87);
     internal_static_workflow_v1_GetHealthRequest_fieldAccessorTable = new

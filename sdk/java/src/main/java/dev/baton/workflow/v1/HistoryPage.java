@@ -50,6 +50,7 @@ private static final long serialVersionUID = 0L;
             dev.baton.workflow.v1.HistoryPage.class, dev.baton.workflow.v1.HistoryPage.Builder.class);
   }
 
+  private int bitField0_;
   public static final int EVENTS_FIELD_NUMBER = 1;
   @SuppressWarnings("serial")
   private java.util.List<dev.baton.workflow.v1.HistoryEvent> events_;
@@ -130,6 +131,33 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int ARCHIVED_FIELD_NUMBER = 3;
+  private boolean archived_ = false;
+  /**
+   * <pre>
+   * read from the S3 archive
+   * </pre>
+   *
+   * <code>optional bool archived = 3;</code>
+   * @return Whether the archived field is set.
+   */
+  @java.lang.Override
+  public boolean hasArchived() {
+    return ((bitField0_ & 0x00000001) != 0);
+  }
+  /**
+   * <pre>
+   * read from the S3 archive
+   * </pre>
+   *
+   * <code>optional bool archived = 3;</code>
+   * @return The archived.
+   */
+  @java.lang.Override
+  public boolean getArchived() {
+    return archived_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -150,6 +178,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(nextPageToken_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 2, nextPageToken_);
     }
+    if (((bitField0_ & 0x00000001) != 0)) {
+      output.writeBool(3, archived_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -165,6 +196,10 @@ private static final long serialVersionUID = 0L;
         }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(nextPageToken_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(2, nextPageToken_);
+    }
+    if (((bitField0_ & 0x00000001) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(3, archived_);
     }
     return size;
   }
@@ -194,6 +229,11 @@ private static final long serialVersionUID = 0L;
         .equals(other.getEventsList())) return false;
     if (!getNextPageToken()
         .equals(other.getNextPageToken())) return false;
+    if (hasArchived() != other.hasArchived()) return false;
+    if (hasArchived()) {
+      if (getArchived()
+          != other.getArchived()) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -211,6 +251,11 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + NEXT_PAGE_TOKEN_FIELD_NUMBER;
     hash = (53 * hash) + getNextPageToken().hashCode();
+    if (hasArchived()) {
+      hash = (37 * hash) + ARCHIVED_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getArchived());
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -350,6 +395,7 @@ private static final long serialVersionUID = 0L;
       }
       bitField0_ = (bitField0_ & ~0x00000001);
       nextPageToken_ = "";
+      archived_ = false;
       return this;
     }
 
@@ -399,6 +445,12 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000002) != 0)) {
         result.nextPageToken_ = nextPageToken_;
       }
+      int to_bitField0_ = 0;
+      if (((from_bitField0_ & 0x00000004) != 0)) {
+        result.archived_ = archived_;
+        to_bitField0_ |= 0x00000001;
+      }
+      result.bitField0_ |= to_bitField0_;
     }
 
     @java.lang.Override
@@ -444,6 +496,9 @@ private static final long serialVersionUID = 0L;
         bitField0_ |= 0x00000002;
         onChanged();
       }
+      if (other.hasArchived()) {
+        setArchived(other.getArchived());
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -486,6 +541,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000002;
               break;
             } // case 18
+            case 24: {
+              archived_ = input.readBool();
+              bitField0_ |= 0x00000004;
+              break;
+            } // case 24
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -805,6 +865,62 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       nextPageToken_ = value;
       bitField0_ |= 0x00000002;
+      onChanged();
+      return this;
+    }
+
+    private boolean archived_ ;
+    /**
+     * <pre>
+     * read from the S3 archive
+     * </pre>
+     *
+     * <code>optional bool archived = 3;</code>
+     * @return Whether the archived field is set.
+     */
+    @java.lang.Override
+    public boolean hasArchived() {
+      return ((bitField0_ & 0x00000004) != 0);
+    }
+    /**
+     * <pre>
+     * read from the S3 archive
+     * </pre>
+     *
+     * <code>optional bool archived = 3;</code>
+     * @return The archived.
+     */
+    @java.lang.Override
+    public boolean getArchived() {
+      return archived_;
+    }
+    /**
+     * <pre>
+     * read from the S3 archive
+     * </pre>
+     *
+     * <code>optional bool archived = 3;</code>
+     * @param value The archived to set.
+     * @return This builder for chaining.
+     */
+    public Builder setArchived(boolean value) {
+
+      archived_ = value;
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * read from the S3 archive
+     * </pre>
+     *
+     * <code>optional bool archived = 3;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearArchived() {
+      bitField0_ = (bitField0_ & ~0x00000004);
+      archived_ = false;
       onChanged();
       return this;
     }

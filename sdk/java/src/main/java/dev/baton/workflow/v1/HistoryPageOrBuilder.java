@@ -45,4 +45,23 @@ public interface HistoryPageOrBuilder extends
    */
   com.google.protobuf.ByteString
       getNextPageTokenBytes();
+
+  /**
+   * <pre>
+   * read from the S3 archive
+   * </pre>
+   *
+   * <code>optional bool archived = 3;</code>
+   * @return Whether the archived field is set.
+   */
+  boolean hasArchived();
+  /**
+   * <pre>
+   * read from the S3 archive
+   * </pre>
+   *
+   * <code>optional bool archived = 3;</code>
+   * @return The archived.
+   */
+  boolean getArchived();
 }

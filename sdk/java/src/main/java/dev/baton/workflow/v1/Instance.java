@@ -685,6 +685,59 @@ private static final long serialVersionUID = 0L;
     return stepsTruncated_;
   }
 
+  public static final int ARCHIVED_FIELD_NUMBER = 21;
+  private boolean archived_ = false;
+  /**
+   * <pre>
+   * read back from the S3 archive (retention passed)
+   * </pre>
+   *
+   * <code>optional bool archived = 21;</code>
+   * @return Whether the archived field is set.
+   */
+  @java.lang.Override
+  public boolean hasArchived() {
+    return ((bitField0_ & 0x00000200) != 0);
+  }
+  /**
+   * <pre>
+   * read back from the S3 archive (retention passed)
+   * </pre>
+   *
+   * <code>optional bool archived = 21;</code>
+   * @return The archived.
+   */
+  @java.lang.Override
+  public boolean getArchived() {
+    return archived_;
+  }
+
+  public static final int ARCHIVED_AT_FIELD_NUMBER = 22;
+  private com.google.protobuf.Timestamp archivedAt_;
+  /**
+   * <code>.google.protobuf.Timestamp archived_at = 22;</code>
+   * @return Whether the archivedAt field is set.
+   */
+  @java.lang.Override
+  public boolean hasArchivedAt() {
+    return ((bitField0_ & 0x00000400) != 0);
+  }
+  /**
+   * <code>.google.protobuf.Timestamp archived_at = 22;</code>
+   * @return The archivedAt.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Timestamp getArchivedAt() {
+    return archivedAt_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : archivedAt_;
+  }
+  /**
+   * <code>.google.protobuf.Timestamp archived_at = 22;</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.TimestampOrBuilder getArchivedAtOrBuilder() {
+    return archivedAt_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : archivedAt_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -758,6 +811,12 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000100) != 0)) {
       output.writeBool(20, stepsTruncated_);
+    }
+    if (((bitField0_ & 0x00000200) != 0)) {
+      output.writeBool(21, archived_);
+    }
+    if (((bitField0_ & 0x00000400) != 0)) {
+      output.writeMessage(22, getArchivedAt());
     }
     getUnknownFields().writeTo(output);
   }
@@ -839,6 +898,14 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000100) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(20, stepsTruncated_);
+    }
+    if (((bitField0_ & 0x00000200) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(21, archived_);
+    }
+    if (((bitField0_ & 0x00000400) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(22, getArchivedAt());
     }
     return size;
   }
@@ -931,6 +998,16 @@ private static final long serialVersionUID = 0L;
       if (getStepsTruncated()
           != other.getStepsTruncated()) return false;
     }
+    if (hasArchived() != other.hasArchived()) return false;
+    if (hasArchived()) {
+      if (getArchived()
+          != other.getArchived()) return false;
+    }
+    if (hasArchivedAt() != other.hasArchivedAt()) return false;
+    if (hasArchivedAt()) {
+      if (!getArchivedAt()
+          .equals(other.getArchivedAt())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -1003,6 +1080,15 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + STEPS_TRUNCATED_FIELD_NUMBER;
       hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
           getStepsTruncated());
+    }
+    if (hasArchived()) {
+      hash = (37 * hash) + ARCHIVED_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getArchived());
+    }
+    if (hasArchivedAt()) {
+      hash = (37 * hash) + ARCHIVED_AT_FIELD_NUMBER;
+      hash = (53 * hash) + getArchivedAt().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -1142,6 +1228,7 @@ private static final long serialVersionUID = 0L;
         internalGetCompletedAtFieldBuilder();
         internalGetTimeoutAtFieldBuilder();
         internalGetStepsFieldBuilder();
+        internalGetArchivedAtFieldBuilder();
       }
     }
     @java.lang.Override
@@ -1202,6 +1289,12 @@ private static final long serialVersionUID = 0L;
       parentStepExecutionId_ = "";
       run_ = 0;
       stepsTruncated_ = false;
+      archived_ = false;
+      archivedAt_ = null;
+      if (archivedAtBuilder_ != null) {
+        archivedAtBuilder_.dispose();
+        archivedAtBuilder_ = null;
+      }
       return this;
     }
 
@@ -1329,6 +1422,16 @@ private static final long serialVersionUID = 0L;
         result.stepsTruncated_ = stepsTruncated_;
         to_bitField0_ |= 0x00000100;
       }
+      if (((from_bitField0_ & 0x00100000) != 0)) {
+        result.archived_ = archived_;
+        to_bitField0_ |= 0x00000200;
+      }
+      if (((from_bitField0_ & 0x00200000) != 0)) {
+        result.archivedAt_ = archivedAtBuilder_ == null
+            ? archivedAt_
+            : archivedAtBuilder_.build();
+        to_bitField0_ |= 0x00000400;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1442,6 +1545,12 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasStepsTruncated()) {
         setStepsTruncated(other.getStepsTruncated());
+      }
+      if (other.hasArchived()) {
+        setArchived(other.getArchived());
+      }
+      if (other.hasArchivedAt()) {
+        mergeArchivedAt(other.getArchivedAt());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1589,6 +1698,18 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00080000;
               break;
             } // case 160
+            case 168: {
+              archived_ = input.readBool();
+              bitField0_ |= 0x00100000;
+              break;
+            } // case 168
+            case 178: {
+              input.readMessage(
+                  internalGetArchivedAtFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00200000;
+              break;
+            } // case 178
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -3471,6 +3592,181 @@ private static final long serialVersionUID = 0L;
       stepsTruncated_ = false;
       onChanged();
       return this;
+    }
+
+    private boolean archived_ ;
+    /**
+     * <pre>
+     * read back from the S3 archive (retention passed)
+     * </pre>
+     *
+     * <code>optional bool archived = 21;</code>
+     * @return Whether the archived field is set.
+     */
+    @java.lang.Override
+    public boolean hasArchived() {
+      return ((bitField0_ & 0x00100000) != 0);
+    }
+    /**
+     * <pre>
+     * read back from the S3 archive (retention passed)
+     * </pre>
+     *
+     * <code>optional bool archived = 21;</code>
+     * @return The archived.
+     */
+    @java.lang.Override
+    public boolean getArchived() {
+      return archived_;
+    }
+    /**
+     * <pre>
+     * read back from the S3 archive (retention passed)
+     * </pre>
+     *
+     * <code>optional bool archived = 21;</code>
+     * @param value The archived to set.
+     * @return This builder for chaining.
+     */
+    public Builder setArchived(boolean value) {
+
+      archived_ = value;
+      bitField0_ |= 0x00100000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * read back from the S3 archive (retention passed)
+     * </pre>
+     *
+     * <code>optional bool archived = 21;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearArchived() {
+      bitField0_ = (bitField0_ & ~0x00100000);
+      archived_ = false;
+      onChanged();
+      return this;
+    }
+
+    private com.google.protobuf.Timestamp archivedAt_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> archivedAtBuilder_;
+    /**
+     * <code>.google.protobuf.Timestamp archived_at = 22;</code>
+     * @return Whether the archivedAt field is set.
+     */
+    public boolean hasArchivedAt() {
+      return ((bitField0_ & 0x00200000) != 0);
+    }
+    /**
+     * <code>.google.protobuf.Timestamp archived_at = 22;</code>
+     * @return The archivedAt.
+     */
+    public com.google.protobuf.Timestamp getArchivedAt() {
+      if (archivedAtBuilder_ == null) {
+        return archivedAt_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : archivedAt_;
+      } else {
+        return archivedAtBuilder_.getMessage();
+      }
+    }
+    /**
+     * <code>.google.protobuf.Timestamp archived_at = 22;</code>
+     */
+    public Builder setArchivedAt(com.google.protobuf.Timestamp value) {
+      if (archivedAtBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        archivedAt_ = value;
+      } else {
+        archivedAtBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00200000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>.google.protobuf.Timestamp archived_at = 22;</code>
+     */
+    public Builder setArchivedAt(
+        com.google.protobuf.Timestamp.Builder builderForValue) {
+      if (archivedAtBuilder_ == null) {
+        archivedAt_ = builderForValue.build();
+      } else {
+        archivedAtBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00200000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>.google.protobuf.Timestamp archived_at = 22;</code>
+     */
+    public Builder mergeArchivedAt(com.google.protobuf.Timestamp value) {
+      if (archivedAtBuilder_ == null) {
+        if (((bitField0_ & 0x00200000) != 0) &&
+          archivedAt_ != null &&
+          archivedAt_ != com.google.protobuf.Timestamp.getDefaultInstance()) {
+          getArchivedAtBuilder().mergeFrom(value);
+        } else {
+          archivedAt_ = value;
+        }
+      } else {
+        archivedAtBuilder_.mergeFrom(value);
+      }
+      if (archivedAt_ != null) {
+        bitField0_ |= 0x00200000;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <code>.google.protobuf.Timestamp archived_at = 22;</code>
+     */
+    public Builder clearArchivedAt() {
+      bitField0_ = (bitField0_ & ~0x00200000);
+      archivedAt_ = null;
+      if (archivedAtBuilder_ != null) {
+        archivedAtBuilder_.dispose();
+        archivedAtBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>.google.protobuf.Timestamp archived_at = 22;</code>
+     */
+    public com.google.protobuf.Timestamp.Builder getArchivedAtBuilder() {
+      bitField0_ |= 0x00200000;
+      onChanged();
+      return internalGetArchivedAtFieldBuilder().getBuilder();
+    }
+    /**
+     * <code>.google.protobuf.Timestamp archived_at = 22;</code>
+     */
+    public com.google.protobuf.TimestampOrBuilder getArchivedAtOrBuilder() {
+      if (archivedAtBuilder_ != null) {
+        return archivedAtBuilder_.getMessageOrBuilder();
+      } else {
+        return archivedAt_ == null ?
+            com.google.protobuf.Timestamp.getDefaultInstance() : archivedAt_;
+      }
+    }
+    /**
+     * <code>.google.protobuf.Timestamp archived_at = 22;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> 
+        internalGetArchivedAtFieldBuilder() {
+      if (archivedAtBuilder_ == null) {
+        archivedAtBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder>(
+                getArchivedAt(),
+                getParentForChildren(),
+                isClean());
+        archivedAt_ = null;
+      }
+      return archivedAtBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:workflow.v1.Instance)

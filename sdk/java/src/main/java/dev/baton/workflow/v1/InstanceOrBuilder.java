@@ -300,4 +300,38 @@ public interface InstanceOrBuilder extends
    * @return The stepsTruncated.
    */
   boolean getStepsTruncated();
+
+  /**
+   * <pre>
+   * read back from the S3 archive (retention passed)
+   * </pre>
+   *
+   * <code>optional bool archived = 21;</code>
+   * @return Whether the archived field is set.
+   */
+  boolean hasArchived();
+  /**
+   * <pre>
+   * read back from the S3 archive (retention passed)
+   * </pre>
+   *
+   * <code>optional bool archived = 21;</code>
+   * @return The archived.
+   */
+  boolean getArchived();
+
+  /**
+   * <code>.google.protobuf.Timestamp archived_at = 22;</code>
+   * @return Whether the archivedAt field is set.
+   */
+  boolean hasArchivedAt();
+  /**
+   * <code>.google.protobuf.Timestamp archived_at = 22;</code>
+   * @return The archivedAt.
+   */
+  com.google.protobuf.Timestamp getArchivedAt();
+  /**
+   * <code>.google.protobuf.Timestamp archived_at = 22;</code>
+   */
+  com.google.protobuf.TimestampOrBuilder getArchivedAtOrBuilder();
 }

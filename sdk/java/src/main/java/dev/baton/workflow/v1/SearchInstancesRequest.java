@@ -296,6 +296,87 @@ private static final long serialVersionUID = 0L;
     return createdBefore_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : createdBefore_;
   }
 
+  public static final int ARCHIVED_FIELD_NUMBER = 8;
+  private boolean archived_ = false;
+  /**
+   * <pre>
+   * The archived instances instead (retention passed), by when they ended: from inclusive, to
+   * exclusive (created_after/created_before are refused with it)
+   * </pre>
+   *
+   * <code>optional bool archived = 8;</code>
+   * @return Whether the archived field is set.
+   */
+  @java.lang.Override
+  public boolean hasArchived() {
+    return ((bitField0_ & 0x00000004) != 0);
+  }
+  /**
+   * <pre>
+   * The archived instances instead (retention passed), by when they ended: from inclusive, to
+   * exclusive (created_after/created_before are refused with it)
+   * </pre>
+   *
+   * <code>optional bool archived = 8;</code>
+   * @return The archived.
+   */
+  @java.lang.Override
+  public boolean getArchived() {
+    return archived_;
+  }
+
+  public static final int FROM_FIELD_NUMBER = 9;
+  private com.google.protobuf.Timestamp from_;
+  /**
+   * <code>.google.protobuf.Timestamp from = 9;</code>
+   * @return Whether the from field is set.
+   */
+  @java.lang.Override
+  public boolean hasFrom() {
+    return ((bitField0_ & 0x00000008) != 0);
+  }
+  /**
+   * <code>.google.protobuf.Timestamp from = 9;</code>
+   * @return The from.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Timestamp getFrom() {
+    return from_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : from_;
+  }
+  /**
+   * <code>.google.protobuf.Timestamp from = 9;</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.TimestampOrBuilder getFromOrBuilder() {
+    return from_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : from_;
+  }
+
+  public static final int TO_FIELD_NUMBER = 10;
+  private com.google.protobuf.Timestamp to_;
+  /**
+   * <code>.google.protobuf.Timestamp to = 10;</code>
+   * @return Whether the to field is set.
+   */
+  @java.lang.Override
+  public boolean hasTo() {
+    return ((bitField0_ & 0x00000010) != 0);
+  }
+  /**
+   * <code>.google.protobuf.Timestamp to = 10;</code>
+   * @return The to.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Timestamp getTo() {
+    return to_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : to_;
+  }
+  /**
+   * <code>.google.protobuf.Timestamp to = 10;</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.TimestampOrBuilder getToOrBuilder() {
+    return to_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : to_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -331,6 +412,15 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000002) != 0)) {
       output.writeMessage(7, getCreatedBefore());
     }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      output.writeBool(8, archived_);
+    }
+    if (((bitField0_ & 0x00000008) != 0)) {
+      output.writeMessage(9, getFrom());
+    }
+    if (((bitField0_ & 0x00000010) != 0)) {
+      output.writeMessage(10, getTo());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -358,6 +448,18 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000002) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(7, getCreatedBefore());
+    }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(8, archived_);
+    }
+    if (((bitField0_ & 0x00000008) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(9, getFrom());
+    }
+    if (((bitField0_ & 0x00000010) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(10, getTo());
     }
     return size;
   }
@@ -403,6 +505,21 @@ private static final long serialVersionUID = 0L;
       if (!getCreatedBefore()
           .equals(other.getCreatedBefore())) return false;
     }
+    if (hasArchived() != other.hasArchived()) return false;
+    if (hasArchived()) {
+      if (getArchived()
+          != other.getArchived()) return false;
+    }
+    if (hasFrom() != other.hasFrom()) return false;
+    if (hasFrom()) {
+      if (!getFrom()
+          .equals(other.getFrom())) return false;
+    }
+    if (hasTo() != other.hasTo()) return false;
+    if (hasTo()) {
+      if (!getTo()
+          .equals(other.getTo())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -431,6 +548,19 @@ private static final long serialVersionUID = 0L;
     if (hasCreatedBefore()) {
       hash = (37 * hash) + CREATED_BEFORE_FIELD_NUMBER;
       hash = (53 * hash) + getCreatedBefore().hashCode();
+    }
+    if (hasArchived()) {
+      hash = (37 * hash) + ARCHIVED_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getArchived());
+    }
+    if (hasFrom()) {
+      hash = (37 * hash) + FROM_FIELD_NUMBER;
+      hash = (53 * hash) + getFrom().hashCode();
+    }
+    if (hasTo()) {
+      hash = (37 * hash) + TO_FIELD_NUMBER;
+      hash = (53 * hash) + getTo().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -564,6 +694,8 @@ private static final long serialVersionUID = 0L;
               .alwaysUseFieldBuilders) {
         internalGetCreatedAfterFieldBuilder();
         internalGetCreatedBeforeFieldBuilder();
+        internalGetFromFieldBuilder();
+        internalGetToFieldBuilder();
       }
     }
     @java.lang.Override
@@ -584,6 +716,17 @@ private static final long serialVersionUID = 0L;
       if (createdBeforeBuilder_ != null) {
         createdBeforeBuilder_.dispose();
         createdBeforeBuilder_ = null;
+      }
+      archived_ = false;
+      from_ = null;
+      if (fromBuilder_ != null) {
+        fromBuilder_.dispose();
+        fromBuilder_ = null;
+      }
+      to_ = null;
+      if (toBuilder_ != null) {
+        toBuilder_.dispose();
+        toBuilder_ = null;
       }
       return this;
     }
@@ -646,6 +789,22 @@ private static final long serialVersionUID = 0L;
             : createdBeforeBuilder_.build();
         to_bitField0_ |= 0x00000002;
       }
+      if (((from_bitField0_ & 0x00000080) != 0)) {
+        result.archived_ = archived_;
+        to_bitField0_ |= 0x00000004;
+      }
+      if (((from_bitField0_ & 0x00000100) != 0)) {
+        result.from_ = fromBuilder_ == null
+            ? from_
+            : fromBuilder_.build();
+        to_bitField0_ |= 0x00000008;
+      }
+      if (((from_bitField0_ & 0x00000200) != 0)) {
+        result.to_ = toBuilder_ == null
+            ? to_
+            : toBuilder_.build();
+        to_bitField0_ |= 0x00000010;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -689,6 +848,15 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasCreatedBefore()) {
         mergeCreatedBefore(other.getCreatedBefore());
+      }
+      if (other.hasArchived()) {
+        setArchived(other.getArchived());
+      }
+      if (other.hasFrom()) {
+        mergeFrom(other.getFrom());
+      }
+      if (other.hasTo()) {
+        mergeTo(other.getTo());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -753,6 +921,25 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000040;
               break;
             } // case 58
+            case 64: {
+              archived_ = input.readBool();
+              bitField0_ |= 0x00000080;
+              break;
+            } // case 64
+            case 74: {
+              input.readMessage(
+                  internalGetFromFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000100;
+              break;
+            } // case 74
+            case 82: {
+              input.readMessage(
+                  internalGetToFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000200;
+              break;
+            } // case 82
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1398,6 +1585,304 @@ private static final long serialVersionUID = 0L;
         createdBefore_ = null;
       }
       return createdBeforeBuilder_;
+    }
+
+    private boolean archived_ ;
+    /**
+     * <pre>
+     * The archived instances instead (retention passed), by when they ended: from inclusive, to
+     * exclusive (created_after/created_before are refused with it)
+     * </pre>
+     *
+     * <code>optional bool archived = 8;</code>
+     * @return Whether the archived field is set.
+     */
+    @java.lang.Override
+    public boolean hasArchived() {
+      return ((bitField0_ & 0x00000080) != 0);
+    }
+    /**
+     * <pre>
+     * The archived instances instead (retention passed), by when they ended: from inclusive, to
+     * exclusive (created_after/created_before are refused with it)
+     * </pre>
+     *
+     * <code>optional bool archived = 8;</code>
+     * @return The archived.
+     */
+    @java.lang.Override
+    public boolean getArchived() {
+      return archived_;
+    }
+    /**
+     * <pre>
+     * The archived instances instead (retention passed), by when they ended: from inclusive, to
+     * exclusive (created_after/created_before are refused with it)
+     * </pre>
+     *
+     * <code>optional bool archived = 8;</code>
+     * @param value The archived to set.
+     * @return This builder for chaining.
+     */
+    public Builder setArchived(boolean value) {
+
+      archived_ = value;
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The archived instances instead (retention passed), by when they ended: from inclusive, to
+     * exclusive (created_after/created_before are refused with it)
+     * </pre>
+     *
+     * <code>optional bool archived = 8;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearArchived() {
+      bitField0_ = (bitField0_ & ~0x00000080);
+      archived_ = false;
+      onChanged();
+      return this;
+    }
+
+    private com.google.protobuf.Timestamp from_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> fromBuilder_;
+    /**
+     * <code>.google.protobuf.Timestamp from = 9;</code>
+     * @return Whether the from field is set.
+     */
+    public boolean hasFrom() {
+      return ((bitField0_ & 0x00000100) != 0);
+    }
+    /**
+     * <code>.google.protobuf.Timestamp from = 9;</code>
+     * @return The from.
+     */
+    public com.google.protobuf.Timestamp getFrom() {
+      if (fromBuilder_ == null) {
+        return from_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : from_;
+      } else {
+        return fromBuilder_.getMessage();
+      }
+    }
+    /**
+     * <code>.google.protobuf.Timestamp from = 9;</code>
+     */
+    public Builder setFrom(com.google.protobuf.Timestamp value) {
+      if (fromBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        from_ = value;
+      } else {
+        fromBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000100;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>.google.protobuf.Timestamp from = 9;</code>
+     */
+    public Builder setFrom(
+        com.google.protobuf.Timestamp.Builder builderForValue) {
+      if (fromBuilder_ == null) {
+        from_ = builderForValue.build();
+      } else {
+        fromBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000100;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>.google.protobuf.Timestamp from = 9;</code>
+     */
+    public Builder mergeFrom(com.google.protobuf.Timestamp value) {
+      if (fromBuilder_ == null) {
+        if (((bitField0_ & 0x00000100) != 0) &&
+          from_ != null &&
+          from_ != com.google.protobuf.Timestamp.getDefaultInstance()) {
+          getFromBuilder().mergeFrom(value);
+        } else {
+          from_ = value;
+        }
+      } else {
+        fromBuilder_.mergeFrom(value);
+      }
+      if (from_ != null) {
+        bitField0_ |= 0x00000100;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <code>.google.protobuf.Timestamp from = 9;</code>
+     */
+    public Builder clearFrom() {
+      bitField0_ = (bitField0_ & ~0x00000100);
+      from_ = null;
+      if (fromBuilder_ != null) {
+        fromBuilder_.dispose();
+        fromBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>.google.protobuf.Timestamp from = 9;</code>
+     */
+    public com.google.protobuf.Timestamp.Builder getFromBuilder() {
+      bitField0_ |= 0x00000100;
+      onChanged();
+      return internalGetFromFieldBuilder().getBuilder();
+    }
+    /**
+     * <code>.google.protobuf.Timestamp from = 9;</code>
+     */
+    public com.google.protobuf.TimestampOrBuilder getFromOrBuilder() {
+      if (fromBuilder_ != null) {
+        return fromBuilder_.getMessageOrBuilder();
+      } else {
+        return from_ == null ?
+            com.google.protobuf.Timestamp.getDefaultInstance() : from_;
+      }
+    }
+    /**
+     * <code>.google.protobuf.Timestamp from = 9;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> 
+        internalGetFromFieldBuilder() {
+      if (fromBuilder_ == null) {
+        fromBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder>(
+                getFrom(),
+                getParentForChildren(),
+                isClean());
+        from_ = null;
+      }
+      return fromBuilder_;
+    }
+
+    private com.google.protobuf.Timestamp to_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> toBuilder_;
+    /**
+     * <code>.google.protobuf.Timestamp to = 10;</code>
+     * @return Whether the to field is set.
+     */
+    public boolean hasTo() {
+      return ((bitField0_ & 0x00000200) != 0);
+    }
+    /**
+     * <code>.google.protobuf.Timestamp to = 10;</code>
+     * @return The to.
+     */
+    public com.google.protobuf.Timestamp getTo() {
+      if (toBuilder_ == null) {
+        return to_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : to_;
+      } else {
+        return toBuilder_.getMessage();
+      }
+    }
+    /**
+     * <code>.google.protobuf.Timestamp to = 10;</code>
+     */
+    public Builder setTo(com.google.protobuf.Timestamp value) {
+      if (toBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        to_ = value;
+      } else {
+        toBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>.google.protobuf.Timestamp to = 10;</code>
+     */
+    public Builder setTo(
+        com.google.protobuf.Timestamp.Builder builderForValue) {
+      if (toBuilder_ == null) {
+        to_ = builderForValue.build();
+      } else {
+        toBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>.google.protobuf.Timestamp to = 10;</code>
+     */
+    public Builder mergeTo(com.google.protobuf.Timestamp value) {
+      if (toBuilder_ == null) {
+        if (((bitField0_ & 0x00000200) != 0) &&
+          to_ != null &&
+          to_ != com.google.protobuf.Timestamp.getDefaultInstance()) {
+          getToBuilder().mergeFrom(value);
+        } else {
+          to_ = value;
+        }
+      } else {
+        toBuilder_.mergeFrom(value);
+      }
+      if (to_ != null) {
+        bitField0_ |= 0x00000200;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <code>.google.protobuf.Timestamp to = 10;</code>
+     */
+    public Builder clearTo() {
+      bitField0_ = (bitField0_ & ~0x00000200);
+      to_ = null;
+      if (toBuilder_ != null) {
+        toBuilder_.dispose();
+        toBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>.google.protobuf.Timestamp to = 10;</code>
+     */
+    public com.google.protobuf.Timestamp.Builder getToBuilder() {
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return internalGetToFieldBuilder().getBuilder();
+    }
+    /**
+     * <code>.google.protobuf.Timestamp to = 10;</code>
+     */
+    public com.google.protobuf.TimestampOrBuilder getToOrBuilder() {
+      if (toBuilder_ != null) {
+        return toBuilder_.getMessageOrBuilder();
+      } else {
+        return to_ == null ?
+            com.google.protobuf.Timestamp.getDefaultInstance() : to_;
+      }
+    }
+    /**
+     * <code>.google.protobuf.Timestamp to = 10;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> 
+        internalGetToFieldBuilder() {
+      if (toBuilder_ == null) {
+        toBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder>(
+                getTo(),
+                getParentForChildren(),
+                isClean());
+        to_ = null;
+      }
+      return toBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:workflow.v1.SearchInstancesRequest)

@@ -117,4 +117,55 @@ public interface SearchInstancesRequestOrBuilder extends
    * <code>.google.protobuf.Timestamp created_before = 7;</code>
    */
   com.google.protobuf.TimestampOrBuilder getCreatedBeforeOrBuilder();
+
+  /**
+   * <pre>
+   * The archived instances instead (retention passed), by when they ended: from inclusive, to
+   * exclusive (created_after/created_before are refused with it)
+   * </pre>
+   *
+   * <code>optional bool archived = 8;</code>
+   * @return Whether the archived field is set.
+   */
+  boolean hasArchived();
+  /**
+   * <pre>
+   * The archived instances instead (retention passed), by when they ended: from inclusive, to
+   * exclusive (created_after/created_before are refused with it)
+   * </pre>
+   *
+   * <code>optional bool archived = 8;</code>
+   * @return The archived.
+   */
+  boolean getArchived();
+
+  /**
+   * <code>.google.protobuf.Timestamp from = 9;</code>
+   * @return Whether the from field is set.
+   */
+  boolean hasFrom();
+  /**
+   * <code>.google.protobuf.Timestamp from = 9;</code>
+   * @return The from.
+   */
+  com.google.protobuf.Timestamp getFrom();
+  /**
+   * <code>.google.protobuf.Timestamp from = 9;</code>
+   */
+  com.google.protobuf.TimestampOrBuilder getFromOrBuilder();
+
+  /**
+   * <code>.google.protobuf.Timestamp to = 10;</code>
+   * @return Whether the to field is set.
+   */
+  boolean hasTo();
+  /**
+   * <code>.google.protobuf.Timestamp to = 10;</code>
+   * @return The to.
+   */
+  com.google.protobuf.Timestamp getTo();
+  /**
+   * <code>.google.protobuf.Timestamp to = 10;</code>
+   */
+  com.google.protobuf.TimestampOrBuilder getToOrBuilder();
 }
