@@ -31,10 +31,12 @@ _LONG_DIGITS = re.compile(rb"\d{19}")
 
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
     """JSON text (as jsonb comes back from PostgreSQL) to Python values."""
-    raw = data.encode() if isinstance(data, str) else bytes(data)
-    if _LONG_DIGITS.search(raw) is None:
+    raw = data.encode() if isinstance(data, str) else data
+    # orjson reads bytes, bytearray and memoryview as they come (psycopg's buffers: no copy);
+    # a text too short for 19 digits needs no search.
+    if len(raw) < 19 or _LONG_DIGITS.search(raw) is None:
         return orjson.loads(raw)
-    return json.loads(raw)
+    return json.loads(bytes(raw))
 
 
 def dumps(value: Any) -> bytes:

@@ -39,6 +39,9 @@ from baton.status import InstanceStatus, JobStatus, StepStatus
 from baton.steps import Step
 
 OPEN_STEP = (StepStatus.SCHEDULED, StepStatus.IN_PROGRESS)
+# An instance's statuses in which work moves (a set: a status read from a row is a plain str, and
+# its hash is its enum member's, so the look-up costs no enum comparisons).
+_ACTIVE = frozenset({InstanceStatus.RUNNING, InstanceStatus.PAUSED})
 # Step types whose object output is merged into the instance's variables: what work returns.
 MERGED_OUTPUTS = frozenset({"SERVICE_TASK", "USER_TASK", "SIGNAL", "SUB_WORKFLOW"})
 
@@ -65,12 +68,15 @@ class DecisionFlow(DecisionState):
 
     @property
     def active(self) -> bool:
-        return self.instance.status in (InstanceStatus.RUNNING, InstanceStatus.PAUSED)
+        return self.instance.status in _ACTIVE
 
     def closed(self, scope: str) -> bool:
         """Whether ``scope`` lies in work this decision cancelled (under an operator that failed
         or an instance that ended): nothing more starts, ends or fails there."""
-        return not self.active or any(scope.startswith(p) for p in self.changes.cancel_scopes)
+        if self.instance.status not in _ACTIVE:
+            return True
+        cancelled = self.changes.cancel_scopes
+        return bool(cancelled) and any(scope.startswith(p) for p in cancelled)
 
     def schedule(self, step: Step, scope: str) -> None:
         """Start an execution of ``step`` in ``scope`` (its operator module decides how)."""
