@@ -28,6 +28,7 @@ Correctness is the single path's:
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -131,11 +132,13 @@ class BatchOps(JobOps):
         """Read every job with its instance, decide the first result of each instance, and
         write those decisions in one transaction; the answers, and the items left for after."""
 
-        kept: dict[uuid.UUID, dict[str, Any]] = {}
-        for jid in set(ids.values()):
+        # Rows by their job's and instance's 128-bit integers: a uuid.UUID's hash and order run
+        # Python code, an int's do not (each id is looked up several times per result).
+        kept: dict[int, dict[str, Any]] = {}
+        for jid in {u.int: u for u in ids.values()}.values():
             row = self.claimed.take(jid)
             if row is not None:
-                kept[jid] = row
+                kept[jid.int] = row
 
         def run(conn: Conn) -> tuple[dict[int, dict[str, Any]], list[int]]:
             answers: dict[int, dict[str, Any]] = {}
@@ -143,25 +146,25 @@ class BatchOps(JobOps):
             # a stale one makes the write refuse the pass, and every result is then applied on
             # the single path, on fresh reads); one read for the others.
             rows = dict(kept)
-            wanted = sorted(set(ids.values()) - kept.keys())
+            wanted = sorted({jid for jid in ids.values() if jid.int not in kept}, key=_int)
             if wanted:
                 rows.update(
-                    (r["job_id"], r)
+                    (r["job_id"].int, r)
                     for r in conn.execute(
                         job_sql.READ_JOBS_WITH_INSTANCES, {"job_ids": wanted}
                     ).fetchall()
                 )
-            groups: dict[uuid.UUID, list[int]] = {}  # instance -> its items, in batch order
+            groups: dict[int, list[int]] = {}  # instance -> its items, in batch order
             for k, jid in ids.items():
-                row = rows.get(jid)
+                row = rows.get(jid.int)
                 if row is None:
                     answers[k] = _answer(items[k], "NOT_FOUND", error=f"no job {jid}")
                 else:
-                    groups.setdefault(row["id"], []).append(k)
+                    groups.setdefault(row["id"].int, []).append(k)
             decided: list[_Decided] = []
             later: list[int] = []
             for iid in sorted(groups):  # instance-id order: batches lock alike
-                group = [(k, items[k], rows[ids[k]]) for k in groups[iid]]
+                group = [(k, items[k], rows[ids[k].int]) for k in groups[iid]]
                 one = self._decide_instance(conn, group, kept, answers, later)
                 if one is not None:
                     decided.append(one)
@@ -187,7 +190,7 @@ class BatchOps(JobOps):
         self,
         conn: Conn,
         group: list[tuple[int, BatchResult, dict[str, Any]]],
-        kept: dict[uuid.UUID, dict[str, Any]],
+        kept: dict[int, dict[str, Any]],
         answers: dict[int, dict[str, Any]],
         later: list[int],
     ) -> _Decided | None:
@@ -199,16 +202,16 @@ class BatchOps(JobOps):
         base = max((row for _, _, row in group), key=lambda row: int(row["version"]))
         decider: Decider | None = None
         applied: list[tuple[int, BatchResult, datetime | None]] = []
-        jobs: set[uuid.UUID] = set()
+        jobs: set[int] = set()
         for k, item, row in group:
             job = writer.job_ref(row)
-            if job.id in jobs:
+            if job.id.int in jobs:
                 later.append(k)  # a second result for a job: answered by the single path
                 continue
             try:
                 event = self._event(conn, item, row, job)
             except BatonError as e:
-                if isinstance(e, Conflict) and job.id not in kept:
+                if isinstance(e, Conflict) and job.id.int not in kept:
                     answers[k] = _answer(item, "CONFLICT", error=e.detail)
                 else:
                     # Perhaps only its kept state's doing: decided alone after the pass.
@@ -237,7 +240,7 @@ class BatchOps(JobOps):
                 # ends is found in the tables, where the work the earlier results of this
                 # decision started is not yet: decided one by one, each seeing the one before.
                 return self._abandon(group, answers, later)
-            jobs.add(job.id)
+            jobs.add(job.id.int)
             applied.append((k, item, retry_at))
         return _Decided(decider, applied) if decider is not None and applied else None
 
@@ -308,6 +311,9 @@ class BatchOps(JobOps):
         outcome: Outcome = "APPLIED" if done["applied"] else "DUPLICATE"
         extra = {k: v for k, v in done.items() if k in ("status", "nextAttemptAt")}
         return _answer(item, outcome, **extra)
+
+
+_int = operator.attrgetter("int")
 
 
 def _applied(item: BatchResult, retry_at: datetime | None) -> dict[str, Any]:

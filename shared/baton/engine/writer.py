@@ -23,6 +23,7 @@ Instances a decision starts (sub-workflows, a failure workflow) are written in t
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -154,7 +155,7 @@ def write_many(
     with conn.pipeline():
         cur = conn.cursor()
         if len(decisions) > 1:
-            ids = sorted(inst.id for inst, _ in decisions)
+            ids = sorted((inst.id for inst, _ in decisions), key=_int)
             cur.execute(batch_sql.LOCK_INSTANCES, {"ids": ids})
         if common.count:
             cur.execute(batch_sql.WRITE_DECISIONS, common.params())
@@ -190,21 +191,34 @@ class _SetRows:
         self.audit: list[dict[str, Any]] = []
 
     def add(self, inst: InstanceState, changes: Changes, outbox: bool) -> None:
+        # Called once per decision of a batch: each kind of row is built only when the decision
+        # has some (most have a job, a step update and two audit rows, and nothing else).
         self.count += 1
         iid = inst.id
         update, steps = _advance(inst, changes)
         if update is not None:
             self.instances.append(update)
-        self.new_steps.extend({**row, "instance_id": iid} for row in steps)
-        self.new_jobs.extend({**_job_row(j, outbox), "instance_id": iid} for j in changes.new_jobs)
-        self.ended_jobs.extend({**_guard(j), "status": "COMPLETED"} for j in changes.completed_jobs)
-        self.ended_jobs.extend({**_guard(j), "status": "FAILED"} for j in changes.failed_jobs)
-        self.retried_jobs.extend(
-            {**_guard(r.job), "run_at": r.run_at} for r in changes.retried_jobs
-        )
-        self.step_updates.extend(_step_update_row(u) for u in changes.step_updates.values())
-        self.events.extend(_event_rows(changes))
-        self.audit.extend({**row, "instance_id": iid} for row in _audit_rows(changes))
+        for row in steps:
+            row["instance_id"] = iid
+            self.new_steps.append(row)
+        for new in changes.new_jobs:
+            row = _job_row(new, outbox)
+            row["instance_id"] = iid
+            self.new_jobs.append(row)
+        for j in changes.completed_jobs:
+            self.ended_jobs.append({**_guard(j), "status": "COMPLETED"})
+        for j in changes.failed_jobs:
+            self.ended_jobs.append({**_guard(j), "status": "FAILED"})
+        for r in changes.retried_jobs:
+            self.retried_jobs.append({**_guard(r.job), "run_at": r.run_at})
+        for u in changes.step_updates.values():
+            self.step_updates.append(_step_update_row(u))
+        if changes.events:
+            self.events.extend(_event_rows(changes))
+        for a in changes.audit:
+            self.audit.append(
+                {"job_id": a.job_id, "event": a.event, "detail": a.detail, "instance_id": iid}
+            )
 
     def params(self) -> dict[str, Any]:
         return {
@@ -310,7 +324,9 @@ def _guard(job: JobRef) -> dict[str, Any]:
     }
 
 
+# orjson writes UUIDs natively (their canonical text, as str() gives), datetimes in ISO form.
 _dump_rows = jsontext.dumps_with(str)
+_int = operator.attrgetter("int")
 
 
 def _rows(values: list[dict[str, Any]]) -> str:
@@ -489,9 +505,9 @@ def _step_update_row(u: StepUpdate) -> dict[str, Any]:
 def _event_rows(changes: Changes) -> list[dict[str, Any]]:
     return [
         {
-            "instance_id": str(e.instance_id),
+            "instance_id": e.instance_id,
             "kind": e.kind,
-            "step_execution_id": None if e.step_execution_id is None else str(e.step_execution_id),
+            "step_execution_id": e.step_execution_id,
             "payload": e.payload,
         }
         for e in changes.events
@@ -501,7 +517,7 @@ def _event_rows(changes: Changes) -> list[dict[str, Any]]:
 def _audit_rows(changes: Changes) -> list[dict[str, Any]]:
     return [
         {
-            "job_id": None if a.job_id is None else str(a.job_id),
+            "job_id": a.job_id,
             "event": a.event,
             "detail": a.detail,
         }
