@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from baton.engine import views, writer
-from baton.engine.decide import Decider, JobRef
+from baton.engine import one_step, views, writer
+from baton.engine.decide import Changes, Decider, InstanceState, JobRef
 from baton.engine.job_ops import JobOps, attempt_ends
 from baton.engine.verdicts import Late, completion_verdict, duplicate_status, failure_verdict
 from baton.errors import (
@@ -76,9 +76,11 @@ class BatchResult:
 
 @dataclass(slots=True)
 class _Decided:
-    """One instance's decision in a pass: the results it took, each with its retry time."""
+    """One instance's decision in a pass (its state moved on, and its changes): the results it
+    took, each with its retry time."""
 
-    decider: Decider
+    instance: InstanceState
+    changes: Changes
     applied: list[tuple[int, BatchResult, datetime | None]]
 
 
@@ -171,15 +173,15 @@ class BatchOps(JobOps):
             try:
                 writer.write_many(
                     conn,
-                    [(d.decider.instance, d.decider.changes) for d in decided],
+                    [(d.instance, d.changes) for d in decided],
                     outbox=self.settings.outbox,
                 )
             finally:
                 for d in decided:  # written or raced: their versions moved
-                    self.claimed.forget_instance(d.decider.instance.id)
-            self._report(*(d.decider for d in decided))
+                    self.claimed.forget_instance(d.instance.id)
+            self._report_changes(*(d.changes for d in decided))
             for d in decided:
-                self._note_deliveries(d.decider.instance.id, d.decider.changes)
+                self._note_deliveries(d.instance.id, d.changes)
                 for k, item, retry_at in d.applied:
                     answers[k] = _applied(item, retry_at)
             return answers, sorted(later)
@@ -197,6 +199,10 @@ class BatchOps(JobOps):
         """One instance's results of the pass, decided in turn on one state; repeats and
         refusals answered in ``answers``, results left for the single path added to ``later``.
         None when nothing is to be written."""
+        if len(group) == 1 and group[0][1].failure is None:
+            settled = self._settle_one_step(conn, *group[0])
+            if settled is not None:
+                return settled
         # The freshest state read or kept for the instance (kept states of several claims may
         # differ; the write's fence refuses any that is out of date).
         base = max((row for _, _, row in group), key=lambda row: int(row["version"]))
@@ -242,7 +248,28 @@ class BatchOps(JobOps):
                 return self._abandon(group, answers, later)
             jobs.add(job.id.int)
             applied.append((k, item, retry_at))
-        return _Decided(decider, applied) if decider is not None and applied else None
+        if decider is None or not applied:
+            return None
+        return _Decided(decider.instance, decider.changes, applied)
+
+    def _settle_one_step(
+        self, conn: Conn, k: int, item: BatchResult, row: dict[str, Any]
+    ) -> _Decided | None:
+        """The instance's one result, when it is of the batch's common shape (it completes the
+        instance's only step, ``engine.one_step``): decided without a decider."""
+        state = writer.state_from_row(row)
+        changes = one_step.settle(
+            self.snapshots.plan(conn, row["snapshot_id"]),
+            state,
+            row,
+            writer.job_ref(row),
+            worker_id=item.worker_id,
+            attempt=item.attempt,
+            output=item.output or {},
+            offload=self.offload is not None,
+            payload_limits=self.settings.payload_limits,
+        )
+        return None if changes is None else _Decided(state, changes, [(k, item, None)])
 
     @staticmethod
     def _abandon(

@@ -194,14 +194,18 @@ class EngineCore:
     def _report(self, *deciders: Decider) -> None:
         """Count what the decisions did: one data point per counter for all of them (a batch
         of 100 completions adds JobsCompleted once, with 100)."""
+        self._report_changes(*(decider.changes for decider in deciders))
+
+    def _report_changes(self, *decisions: Changes) -> None:
+        """``_report`` of decisions' changes (one data point per counter for all of them)."""
         counters: dict[str, int] = {}
-        for decider in deciders:
-            for name, value in decider.changes.counters.items():
+        for changes in decisions:
+            for name, value in changes.counters.items():
                 counters[name] = counters.get(name, 0) + value
         for name, total in counters.items():
             self.metrics.add(name, total)
-        for decider in deciders:
-            for name, value, dimensions in decider.changes.dimensioned:
+        for changes in decisions:
+            for name, value, dimensions in changes.dimensioned:
                 self.metrics.add(name, value, dimensions=dimensions)
 
     def _lock_instance(self, conn: Conn, iid: uuid.UUID) -> dict[str, Any]:
