@@ -33,6 +33,7 @@ type Client struct {
 	credentials string // where the credentials came from, for 401/403 messages
 	urlSource   string // where the URL came from, for "cannot reach" messages
 	signer      RequestSigner
+	protocol    Protocol
 	retry       RetryPolicy
 	timeout     time.Duration
 	logger      *slog.Logger
@@ -46,6 +47,7 @@ type clientOptions struct {
 	apiKeySet  bool
 	httpClient *http.Client
 	signer     RequestSigner
+	protocol   Protocol
 	retry      *RetryPolicy
 	timeout    time.Duration
 	logger     *slog.Logger
@@ -90,6 +92,8 @@ func WithLogger(l *slog.Logger) ClientOption {
 
 // NewClient is a client of the API at baseURL ("" : $BATON_URL, else http://127.0.0.1:8080).
 //
+// The wire: [WithProtocol], else $BATON_PROTOCOL (rest or connect), else REST.
+//
 // Credentials: [WithSigner], else [WithAPIKey], else $BATON_API_KEY, else (for a server on
 // this machine only) the key a local baton dev keeps in $BATON_DATA_DIR/api-key (default
 // .baton/data/api-key).
@@ -109,7 +113,20 @@ func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("baton: %q is not an http(s) URL", baseURL)
 	}
+	protocol := o.protocol
+	if protocol == "" {
+		protocol = Protocol(strings.ToLower(strings.TrimSpace(os.Getenv(EnvProtocol))))
+	}
+	switch protocol {
+	case "":
+		protocol = ProtocolREST
+	case ProtocolREST, ProtocolConnect:
+	default:
+		return nil, fmt.Errorf("baton: the protocol must be %q or %q, not %q (WithProtocol or $%s)",
+			ProtocolREST, ProtocolConnect, protocol, EnvProtocol)
+	}
 	c := &Client{
+		protocol:  protocol,
 		baseURL:   strings.TrimRight(baseURL, "/"),
 		urlSource: urlSource,
 		http:      o.httpClient,
@@ -149,6 +166,9 @@ func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
 	}
 	return c, nil
 }
+
+// Protocol is the client's wire (REST or Connect).
+func (c *Client) Protocol() Protocol { return c.protocol }
 
 // URL is the API's base URL.
 func (c *Client) URL() string { return c.baseURL }
@@ -213,6 +233,8 @@ func mayRetry(err error, idempotent bool) bool {
 	return false
 }
 
+// send makes one attempt of r: as REST, or over Connect as the RPC that mirrors it (the
+// answer then read back as REST's JSON, an error as REST's problem).
 func (c *Client) send(ctx context.Context, r request) ([]byte, error) {
 	timeout := c.timeout
 	if r.timeout > 0 {
@@ -224,20 +246,34 @@ func (c *Client) send(ctx context.Context, r request) ([]byte, error) {
 	if len(r.query) > 0 {
 		target += "?" + r.query.Encode()
 	}
-	var reader io.Reader
-	if r.body != nil {
-		reader = bytes.NewReader(r.body)
+	method, body, contentType, accept := r.method, r.body, "application/json", "application/json"
+	var rpc *rpcCall
+	if c.protocol == ProtocolConnect {
+		var err error
+		if rpc, err = toRPC(r); err != nil {
+			return nil, err
+		}
+		target, method, body = c.baseURL+rpc.path, "POST", rpc.body
+		// API Gateway returns binary only when Accept names a binary media type.
+		contentType, accept = connectProto, connectProto
 	}
-	req, err := http.NewRequestWithContext(ctx, r.method, target, reader)
+	var reader io.Reader
+	if body != nil {
+		reader = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, reader)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("accept", "application/json")
-	if r.body != nil {
-		req.Header.Set("content-type", "application/json")
+	req.Header.Set("accept", accept)
+	if body != nil {
+		req.Header.Set("content-type", contentType)
+	}
+	if rpc != nil {
+		req.Header.Set("connect-protocol-version", "1")
 	}
 	if c.signer != nil {
-		if err := c.signer.SignRequest(ctx, req, r.body); err != nil {
+		if err := c.signer.SignRequest(ctx, req, body); err != nil {
 			return nil, fmt.Errorf("baton: signing %s %s: %w", r.method, r.path, err)
 		}
 	} else if c.apiKey != "" {
@@ -248,14 +284,24 @@ func (c *Client) send(ctx context.Context, r request) ([]byte, error) {
 		return nil, &TransportError{Method: r.method, URL: c.baseURL + r.path, Sent: sentMaybe(err), Err: err, URLSource: c.urlSource}
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	answer, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, &TransportError{Method: r.method, URL: c.baseURL + r.path, Sent: true, Err: err}
 	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return body, nil
+	if rpc != nil {
+		if resp.StatusCode == http.StatusOK {
+			answer, err := restAnswer(rpc, answer)
+			if err != nil {
+				return nil, &APIError{Status: 200, Title: "Unexpected response", Method: r.method, URL: c.baseURL + r.path,
+					Detail: fmt.Sprintf("the answer of %s is not its message: %v", rpc.rpc, err)}
+			}
+			return answer, nil
+		}
+		resp.StatusCode, answer = connectProblem(resp.StatusCode, answer)
+	} else if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return answer, nil
 	}
-	apiErr := problemError(resp, body)
+	apiErr := problemError(resp, answer)
 	apiErr.Method, apiErr.URL = r.method, c.baseURL+r.path
 	if apiErr.Status == 401 || apiErr.Status == 403 {
 		apiErr.Credentials = c.credentials
