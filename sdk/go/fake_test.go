@@ -17,8 +17,9 @@ import (
 // fakeBaton is a small in-process Baton API: it hands out queued jobs to polls and records
 // every request, so the runner's behaviour can be checked without a server.
 type fakeBaton struct {
-	t      *testing.T
-	server *httptest.Server
+	t       *testing.T
+	server  *httptest.Server
+	connect *connectServer // the Connect protocol in front of serve, as Baton has it
 
 	mu         sync.Mutex
 	queue      []ClaimedJob
@@ -38,7 +39,8 @@ type recorded struct {
 
 func newFake(t *testing.T) *fakeBaton {
 	f := &fakeBaton{t: t, results: map[string]ResultItem{}, changed: make(chan struct{})}
-	f.server = httptest.NewServer(http.HandlerFunc(f.serve))
+	f.connect = &connectServer{rest: http.HandlerFunc(f.serve)}
+	f.server = httptest.NewServer(f.connect)
 	t.Cleanup(f.server.Close)
 	return f
 }
