@@ -40,10 +40,12 @@ func run() error {
 	for name, handler := range handlers {
 		registry.Register(prefix+name, handler)
 	}
+	// The wire comes from $BATON_PROTOCOL (rest or connect), as NewClient reads it.
 	client, err := baton.NewClient(os.Getenv("BATON_URL"))
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(os.Stderr, "conformance worker: %s over %s\n", client.URL(), client.Protocol())
 	opts := []baton.RunnerOption{baton.WithParallelism(parallelism)}
 	if id := os.Getenv("CONFORMANCE_WORKER_ID"); id != "" {
 		opts = append(opts, baton.WithWorkerID(id))
