@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -205,5 +208,29 @@ func TestEveryTypedCallHasItsRPC(t *testing.T) {
 		if last := calls[len(calls)-1].RPC; last != rpc {
 			t.Fatalf("went as %s, want %s", last, rpc)
 		}
+	}
+}
+
+// The table of REST operations and their RPCs is the engine's (shared/baton/rpc/methods.py):
+// a path the engine answers by another RPC, or not at all, would go astray.
+func TestTheRPCTableIsTheEngines(t *testing.T) {
+	source, err := os.ReadFile("../../shared/baton/rpc/methods.py")
+	if err != nil {
+		t.Skipf("not in the Baton repository: %v", err)
+	}
+	twin := regexp.MustCompile(`_t\(\s*"(\w+)",\s*"(\w+)",((?:\s*"[^"]+",?)+)\s*(?:body="(\w+)",?\s*)?\)`)
+	quoted := regexp.MustCompile(`"([^"]+)"`)
+	engine := map[string]string{}
+	for _, m := range twin.FindAllStringSubmatch(string(source), -1) {
+		for _, p := range quoted.FindAllStringSubmatch(m[3], -1) {
+			engine[m[2]+" "+p[1]] = m[1] + " " + m[4]
+		}
+	}
+	sdk := map[string]string{}
+	for _, tw := range connectTwins {
+		sdk[tw.method+" "+tw.path] = tw.rpc + " " + tw.bodyField
+	}
+	if len(engine) < 50 || !reflect.DeepEqual(sdk, engine) {
+		t.Fatalf("the SDK's table differs from the engine's:\nsdk    %v\nengine %v", sdk, engine)
 	}
 }
