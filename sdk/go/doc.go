@@ -21,5 +21,7 @@
 // the step's policy ([WithNextRetryDelay] picks the delay of that one retry).
 //
 // The [Client] also covers the rest of the API (definitions, instances, signals, user tasks)
-// with types generated from the canonical proto (package workflowv1).
+// with types generated from the canonical proto (package workflowv1). It speaks REST JSON, or
+// the Connect protocol in binary protobuf with [WithProtocol]([ProtocolConnect]) or
+// BATON_PROTOCOL=connect: the same calls, answers and errors, so the runner is unchanged.
 package baton
