@@ -3,9 +3,7 @@ package baton
 import (
 	"context"
 	"net/http"
-	"os"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/baton-dev/baton/sdk/go/workflowv1"
@@ -136,11 +134,6 @@ func TestAdminAndQueueCallsSendTheirRoutes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "nack, not retryable" && strings.EqualFold(os.Getenv(EnvProtocol), "connect") {
-				// NackRequest.retryable is a plain proto3 bool: false cannot be told from absent
-				// in binary, and the engine reads absent as true (FailJobRequest alike).
-				t.Skip("a false retryable cannot cross Connect until the proto makes it optional")
-			}
 			f := newFake(t)
 			var query string
 			f.hook = func(w http.ResponseWriter, r *http.Request, body map[string]any) bool {

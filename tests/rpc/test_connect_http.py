@@ -367,3 +367,25 @@ def test_the_sdk_client_over_connect_raises_what_rest_raises(baton_server: Any) 
         pytest.raises((AuthenticationError, PermissionDeniedError)),
     ):
         client.config()  # as over REST: the wrong key is API Gateway's 403
+
+
+@pytest.mark.parametrize("retryable", [False, True])
+def test_a_failure_keeps_its_retryable_over_connect(baton_server: Any, retryable: bool) -> None:
+    # FailJobRequest.retryable is optional in the proto: a false must not read as absent (which
+    # the engine takes as true) once it is binary.
+    from baton_worker import BatonClient
+
+    job_type = f"rpc-fail-{str(retryable).lower()}"
+    with BatonClient(baton_server.base_url, api_key=baton_server.api_key, protocol="connect") as c:
+        c.register_definition(
+            {
+                "name": job_type,
+                "steps": [
+                    {"id": "only", "type": "SERVICE_TASK", "jobType": job_type, "retryCount": 3}
+                ],
+            }
+        )
+        c.start_instance(job_type)
+        (job,) = c.poll_jobs(worker_id="w", job_types=[job_type], max_jobs=1)
+        done = c.fail_job(job["id"], worker_id="w", error_message="no", retryable=retryable)
+    assert done["status"] == ("RETRY_SCHEDULED" if retryable else "FAILED"), done

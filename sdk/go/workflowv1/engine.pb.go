@@ -3509,7 +3509,8 @@ type FailJobRequest struct {
 	JobId        string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	WorkerId     string                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	ErrorMessage string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
-	Retryable    bool                   `protobuf:"varint,4,opt,name=retryable,proto3" json:"retryable,omitempty"`
+	// optional: in binary protobuf a plain bool's false is its absence, and absent means true.
+	Retryable *bool `protobuf:"varint,4,opt,name=retryable,proto3,oneof" json:"retryable,omitempty"` // default true
 	// Overrides the definition's retry delay for this one retry (the worker knows better, e.g. a
 	// rate-limited API's Retry-After). Ignored when no retry follows.
 	NextRetryDelaySeconds *float64 `protobuf:"fixed64,5,opt,name=next_retry_delay_seconds,json=nextRetryDelaySeconds,proto3,oneof" json:"next_retry_delay_seconds,omitempty"`
@@ -3570,8 +3571,8 @@ func (x *FailJobRequest) GetErrorMessage() string {
 }
 
 func (x *FailJobRequest) GetRetryable() bool {
-	if x != nil {
-		return x.Retryable
+	if x != nil && x.Retryable != nil {
+		return *x.Retryable
 	}
 	return false
 }
@@ -4549,7 +4550,7 @@ type NackRequest struct {
 	TaskId        string                 `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	Receipt       string                 `protobuf:"bytes,3,opt,name=receipt,proto3" json:"receipt,omitempty"`
 	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
-	Retryable     bool                   `protobuf:"varint,5,opt,name=retryable,proto3" json:"retryable,omitempty"`
+	Retryable     *bool                  `protobuf:"varint,5,opt,name=retryable,proto3,oneof" json:"retryable,omitempty"` // default true (optional: see FailJobRequest)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4613,8 +4614,8 @@ func (x *NackRequest) GetError() string {
 }
 
 func (x *NackRequest) GetRetryable() bool {
-	if x != nil {
-		return x.Retryable
+	if x != nil && x.Retryable != nil {
+		return *x.Retryable
 	}
 	return false
 }
@@ -7492,14 +7493,16 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x0fnext_attempt_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\rnextAttemptAt\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\"L\n" +
 	"\x15CompleteBatchResponse\x123\n" +
-	"\aresults\x18\x01 \x03(\v2\x19.workflow.v1.BatchOutcomeR\aresults\"\x8d\x02\n" +
+	"\aresults\x18\x01 \x03(\v2\x19.workflow.v1.BatchOutcomeR\aresults\"\xa0\x02\n" +
 	"\x0eFailJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12#\n" +
-	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x12\x1c\n" +
-	"\tretryable\x18\x04 \x01(\bR\tretryable\x12<\n" +
-	"\x18next_retry_delay_seconds\x18\x05 \x01(\x01H\x00R\x15nextRetryDelaySeconds\x88\x01\x01\x12\x1d\n" +
-	"\aattempt\x18\x06 \x01(\x05H\x01R\aattempt\x88\x01\x01B\x1b\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x12!\n" +
+	"\tretryable\x18\x04 \x01(\bH\x00R\tretryable\x88\x01\x01\x12<\n" +
+	"\x18next_retry_delay_seconds\x18\x05 \x01(\x01H\x01R\x15nextRetryDelaySeconds\x88\x01\x01\x12\x1d\n" +
+	"\aattempt\x18\x06 \x01(\x05H\x02R\aattempt\x88\x01\x01B\f\n" +
+	"\n" +
+	"_retryableB\x1b\n" +
 	"\x19_next_retry_delay_secondsB\n" +
 	"\n" +
 	"\b_attempt\"\x9e\x01\n" +
@@ -7587,13 +7590,15 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"AckRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x18\n" +
-	"\areceipt\x18\x03 \x01(\tR\areceipt\"\x88\x01\n" +
+	"\areceipt\x18\x03 \x01(\tR\areceipt\"\x9b\x01\n" +
 	"\vNackRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x18\n" +
 	"\areceipt\x18\x03 \x01(\tR\areceipt\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error\x12\x1c\n" +
-	"\tretryable\x18\x05 \x01(\bR\tretryable\"\x99\x01\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12!\n" +
+	"\tretryable\x18\x05 \x01(\bH\x00R\tretryable\x88\x01\x01B\f\n" +
+	"\n" +
+	"_retryable\"\x99\x01\n" +
 	"\x0eSettleResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x1d\n" +
@@ -8227,6 +8232,7 @@ func file_workflow_v1_engine_proto_init() {
 	file_workflow_v1_engine_proto_msgTypes[41].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[43].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[44].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[57].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[58].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[86].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[88].OneofWrappers = []any{}

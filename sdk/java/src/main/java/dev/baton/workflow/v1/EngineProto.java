@@ -731,257 +731,258 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       "empt_at\030\004 \001(\0132\032.google.protobuf.Timestam" +
       "p\022\r\n\005error\030\005 \001(\t\"C\n\025CompleteBatchRespons" +
       "e\022*\n\007results\030\001 \003(\0132\031.workflow.v1.BatchOu" +
-      "tcome\"\303\001\n\016FailJobRequest\022\016\n\006job_id\030\001 \001(\t" +
+      "tcome\"\326\001\n\016FailJobRequest\022\016\n\006job_id\030\001 \001(\t" +
       "\022\021\n\tworker_id\030\002 \001(\t\022\025\n\rerror_message\030\003 \001" +
-      "(\t\022\021\n\tretryable\030\004 \001(\010\022%\n\030next_retry_dela" +
-      "y_seconds\030\005 \001(\001H\000\210\001\001\022\024\n\007attempt\030\006 \001(\005H\001\210" +
-      "\001\001B\033\n\031_next_retry_delay_secondsB\n\n\010_atte" +
-      "mpt\"w\n\017FailJobResponse\022\016\n\006job_id\030\001 \001(\t\022\016" +
-      "\n\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\0223\n\017next_" +
-      "attempt_at\030\004 \001(\0132\032.google.protobuf.Times" +
-      "tamp\"W\n\020HeartbeatRequest\022\016\n\006job_id\030\001 \001(\t" +
-      "\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001" +
-      "\001B\n\n\010_attempt\"R\n\017ClaimJobRequest\022\n\n\002id\030\001" +
-      " \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005" +
-      "H\000\210\001\001B\n\n\010_attempt\"X\n\021HeartbeatResponse\022\016" +
-      "\n\006job_id\030\001 \001(\t\0223\n\017lock_expires_at\030\002 \001(\0132" +
-      "\032.google.protobuf.Timestamp\"&\n\021StopWorke" +
-      "rRequest\022\021\n\tworker_id\030\001 \001(\t\"W\n\022StopWorke" +
-      "rResponse\022\021\n\tworker_id\030\001 \001(\t\022.\n\nstopped_" +
-      "at\030\002 \001(\0132\032.google.protobuf.Timestamp\"_\n\013" +
-      "PushRequest\022\014\n\004name\030\001 \001(\t\022\r\n\005title\030\002 \001(\t" +
-      "\022\014\n\004body\030\003 \001(\t\022\020\n\010priority\030\004 \001(\005\022\023\n\013max_" +
-      "retries\030\005 \001(\005\"\200\001\n\014PushResponse\022\n\n\002id\030\001 \001" +
-      "(\t\022\022\n\nqueue_name\030\002 \001(\t\022\016\n\006status\030\003 \001(\t\022\020" +
-      "\n\010priority\030\004 \001(\005\022.\n\ncreated_at\030\005 \001(\0132\032.g" +
-      "oogle.protobuf.Timestamp\"+\n\014QueueRequest" +
-      "\022\014\n\004name\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\"b\n\nQueueSt" +
-      "ats\022\017\n\007pending\030\001 \001(\003\022\022\n\nprocessing\030\002 \001(\003" +
-      "\022\021\n\tcompleted\030\003 \001(\003\022\016\n\006failed\030\004 \001(\003\022\014\n\004d" +
-      "ead\030\005 \001(\003\"\365\001\n\tQueueTask\022\n\n\002id\030\001 \001(\t\022\022\n\nq" +
-      "ueue_name\030\002 \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004body\030\004" +
-      " \001(\t\022\020\n\010priority\030\005 \001(\005\022\023\n\013retry_count\030\006 " +
-      "\001(\005\022\023\n\013max_retries\030\007 \001(\005\022.\n\ncreated_at\030\010" +
-      " \001(\0132\032.google.protobuf.Timestamp\022\017\n\007rece" +
-      "ipt\030\t \001(\t\022.\n\nvisible_at\030\n \001(\0132\032.google.p" +
-      "rotobuf.Timestamp\"6\n\rQueueTaskList\022%\n\005ta" +
-      "sks\030\001 \003(\0132\026.workflow.v1.QueueTask\" \n\rPur" +
-      "geResponse\022\017\n\007deleted\030\001 \001(\003\"g\n\016DequeueRe" +
-      "quest\022\014\n\004name\030\001 \001(\t\022\023\n\013consumer_id\030\002 \001(\t" +
-      "\022\037\n\027visibility_timeout_secs\030\003 \001(\005\022\021\n\tmax" +
-      "_tasks\030\004 \001(\005\"<\n\nAckRequest\022\014\n\004name\030\001 \001(\t" +
-      "\022\017\n\007task_id\030\002 \001(\t\022\017\n\007receipt\030\003 \001(\t\"_\n\013Na" +
-      "ckRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007task_id\030\002 \001(\t" +
-      "\022\017\n\007receipt\030\003 \001(\t\022\r\n\005error\030\004 \001(\t\022\021\n\tretr" +
-      "yable\030\005 \001(\010\"x\n\016SettleResponse\022\n\n\002id\030\001 \001(" +
-      "\t\022\016\n\006status\030\002 \001(\t\022\024\n\007applied\030\003 \001(\010H\000\210\001\001\022" +
-      "\030\n\013retry_count\030\004 \001(\005H\001\210\001\001B\n\n\010_appliedB\016\n" +
-      "\014_retry_count\"6\n\021ListQueuesRequest\022\r\n\005li" +
-      "mit\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"r\n\014QueueSu" +
-      "mmary\022\014\n\004name\030\001 \001(\t\022\017\n\007pending\030\002 \001(\003\022\022\n\n" +
-      "processing\030\003 \001(\003\022\021\n\tcompleted\030\004 \001(\003\022\016\n\006f" +
-      "ailed\030\005 \001(\003\022\014\n\004dead\030\006 \001(\003\"O\n\tQueuePage\022)" +
-      "\n\006queues\030\001 \003(\0132\031.workflow.v1.QueueSummar" +
-      "y\022\027\n\017next_page_token\030\002 \001(\t\"X\n\025ListQueueT" +
-      "asksRequest\022\014\n\004name\030\001 \001(\t\022\016\n\006status\030\002 \001(" +
-      "\t\022\r\n\005limit\030\003 \001(\005\022\022\n\npage_token\030\004 \001(\t\"\235\003\n" +
-      "\017QueueTaskDetail\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_na" +
-      "me\030\002 \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004body\030\004 \001(\t\022\026\n" +
-      "\016body_truncated\030\005 \001(\010\022\020\n\010priority\030\006 \001(\005\022" +
-      "\016\n\006status\030\007 \001(\t\022\023\n\013retry_count\030\010 \001(\005\022\023\n\013" +
-      "max_retries\030\t \001(\005\022\022\n\nlast_error\030\n \001(\t\022\023\n" +
-      "\013instance_id\030\013 \001(\t\022.\n\nvisible_at\030\014 \001(\0132\032" +
-      ".google.protobuf.Timestamp\022.\n\ncreated_at" +
-      "\030\r \001(\0132\032.google.protobuf.Timestamp\022.\n\nup" +
-      "dated_at\030\016 \001(\0132\032.google.protobuf.Timesta" +
-      "mp\0220\n\014completed_at\030\017 \001(\0132\032.google.protob" +
-      "uf.Timestamp\"U\n\rQueueTaskPage\022+\n\005tasks\030\001" +
-      " \003(\0132\034.workflow.v1.QueueTaskDetail\022\027\n\017ne" +
-      "xt_page_token\030\002 \001(\t\"0\n\016RedriveRequest\022\014\n" +
-      "\004name\030\001 \001(\t\022\020\n\010task_ids\030\002 \003(\t\"<\n\016Redrive" +
-      "Skipped\022\n\n\002id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\016\n\006r" +
-      "eason\030\003 \001(\t\"v\n\017RedriveResponse\022\020\n\010redriv" +
-      "en\030\001 \001(\003\022\020\n\010task_ids\030\002 \003(\t\022,\n\007skipped\030\003 " +
-      "\003(\0132\033.workflow.v1.RedriveSkipped\022\021\n\trema" +
-      "ining\030\004 \001(\003\"A\n\020ScheduleInterval\022\025\n\revery" +
-      "_seconds\030\001 \001(\003\022\026\n\016offset_seconds\030\002 \001(\003\"\322" +
-      "\001\n\014ScheduleSpec\022\014\n\004cron\030\001 \003(\t\022/\n\010interva" +
-      "l\030\002 \001(\0132\035.workflow.v1.ScheduleInterval\022\021" +
-      "\n\ttime_zone\030\003 \001(\t\022\026\n\016jitter_seconds\030\004 \001(" +
-      "\005\022,\n\010start_at\030\005 \001(\0132\032.google.protobuf.Ti" +
-      "mestamp\022*\n\006end_at\030\006 \001(\0132\032.google.protobu" +
-      "f.Timestamp\"\223\002\n\017ScheduleRequest\022\n\n\002id\030\001 " +
-      "\001(\t\022\027\n\017definition_name\030\002 \001(\t\022\032\n\022definiti" +
-      "on_version\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.google" +
-      ".protobuf.Struct\022\'\n\004spec\030\005 \001(\0132\031.workflo" +
-      "w.v1.ScheduleSpec\022\026\n\016overlap_policy\030\006 \001(" +
-      "\t\022\036\n\026catchup_window_seconds\030\007 \001(\005\022\030\n\020pau" +
-      "se_on_failure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004n" +
-      "ote\030\n \001(\t\"\253\001\n\016ScheduleAction\022-\n\tslot_tim" +
-      "e\030\001 \001(\0132\032.google.protobuf.Timestamp\022\014\n\004k" +
-      "ind\030\002 \001(\t\022\017\n\007outcome\030\003 \001(\t\022\023\n\013instance_i" +
-      "d\030\004 \001(\t\022\016\n\006detail\030\005 \001(\t\022&\n\002at\030\006 \001(\0132\032.go" +
-      "ogle.protobuf.Timestamp\"\326\003\n\010Schedule\022\n\n\002" +
-      "id\030\001 \001(\t\022\027\n\017definition_name\030\002 \001(\t\022\032\n\022def" +
-      "inition_version\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.g" +
-      "oogle.protobuf.Struct\022\'\n\004spec\030\005 \001(\0132\031.wo" +
-      "rkflow.v1.ScheduleSpec\022\026\n\016overlap_policy" +
-      "\030\006 \001(\t\022\036\n\026catchup_window_seconds\030\007 \001(\005\022\030" +
-      "\n\020pause_on_failure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010" +
-      "\022\014\n\004note\030\n \001(\t\022.\n\ncreated_at\030\013 \001(\0132\032.goo" +
-      "gle.protobuf.Timestamp\022.\n\nupdated_at\030\014 \001" +
-      "(\0132\032.google.protobuf.Timestamp\0223\n\017next_f" +
-      "ire_times\030\r \003(\0132\032.google.protobuf.Timest" +
-      "amp\0223\n\016recent_actions\030\016 \003(\0132\033.workflow.v" +
-      "1.ScheduleAction\"Q\n\014SchedulePage\022(\n\tsche" +
-      "dules\030\001 \003(\0132\025.workflow.v1.Schedule\022\027\n\017ne" +
-      "xt_page_token\030\002 \001(\t\"\037\n\021ScheduleIdRequest" +
-      "\022\n\n\002id\030\001 \001(\t\"9\n\024ListSchedulesRequest\022\r\n\005" +
-      "limit\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"0\n\024Pause" +
-      "ScheduleRequest\022\n\n\002id\030\001 \001(\t\022\014\n\004note\030\002 \001(" +
-      "\t\"O\n\021ScheduleTriggered\022\n\n\002id\030\001 \001(\t\022.\n\nsl" +
-      "ot_times\030\002 \003(\0132\032.google.protobuf.Timesta" +
-      "mp\"o\n\017BackfillRequest\022\n\n\002id\030\001 \001(\t\022(\n\004fro" +
-      "m\030\002 \001(\0132\032.google.protobuf.Timestamp\022&\n\002t" +
-      "o\030\003 \001(\0132\032.google.protobuf.Timestamp\"l\n\020B" +
-      "ackfillResponse\022\n\n\002id\030\001 \001(\t\022\r\n\005slots\030\002 \001" +
-      "(\003\022\r\n\005added\030\003 \001(\003\022.\n\nslot_times\030\004 \003(\0132\032." +
-      "google.protobuf.Timestamp\".\n\017DeletedSche" +
-      "dule\022\n\n\002id\030\001 \001(\t\022\017\n\007deleted\030\002 \001(\010\",\n\013Pro" +
-      "blemItem\022\014\n\004path\030\001 \001(\t\022\017\n\007message\030\002 \001(\t\"" +
-      "\202\001\n\007Problem\022\014\n\004type\030\001 \001(\t\022\r\n\005title\030\002 \001(\t" +
-      "\022\016\n\006status\030\003 \001(\005\022\016\n\006detail\030\004 \001(\t\022\020\n\010inst" +
-      "ance\030\005 \001(\t\022(\n\006errors\030\006 \003(\0132\030.workflow.v1" +
-      ".ProblemItem\"\023\n\021GetOpenApiRequest\"8\n\027Del" +
-      "eteDefinitionRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007ve" +
-      "rsion\030\002 \001(\005\"#\n\025DeleteInstanceRequest\022\n\n\002" +
-      "id\030\001 \001(\t\"\341\001\n\017DeletedInstance\022\n\n\002id\030\001 \001(\t" +
-      "\022\027\n\017definition_name\030\002 \001(\t\022\037\n\022definition_" +
-      "version\030\003 \001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022\027\n\017st" +
-      "ep_executions\030\005 \001(\003\022\014\n\004jobs\030\006 \001(\003\022\026\n\016his" +
-      "tory_events\030\007 \001(\003\022\025\n\010archived\030\010 \001(\010H\001\210\001\001" +
-      "B\025\n\023_definition_versionB\013\n\t_archived\"\022\n\020" +
-      "GetHealthRequest\"d\n\013HealthCheck\022\016\n\006statu" +
-      "s\030\001 \001(\t\022\027\n\nlatency_ms\030\002 \001(\001H\000\210\001\001\022\r\n\005erro" +
-      "r\030\003 \001(\t\022\016\n\006bucket\030\004 \001(\tB\r\n\013_latency_ms\"{" +
-      "\n\006Health\022\016\n\006status\030\001 \001(\t\022\017\n\007version\030\002 \001(" +
-      "\t\022*\n\010database\030\003 \001(\0132\030.workflow.v1.Health" +
-      "Check\022$\n\002s3\030\004 \001(\0132\030.workflow.v1.HealthCh" +
-      "eck\"\022\n\020GetConfigRequest\"B\n\014PayloadLimit\022" +
-      "\030\n\020soft_limit_bytes\030\001 \001(\003\022\030\n\020hard_limit_" +
-      "bytes\030\002 \001(\003\"\241\001\n\rPayloadLimits\0221\n\016workflo" +
-      "w_input\030\001 \001(\0132\031.workflow.v1.PayloadLimit" +
-      "\022-\n\nstep_input\030\002 \001(\0132\031.workflow.v1.Paylo" +
-      "adLimit\022.\n\013step_output\030\003 \001(\0132\031.workflow." +
-      "v1.PayloadLimit\"[\n\014ServerConfig\0222\n\016paylo" +
-      "ad_limits\030\001 \001(\0132\032.workflow.v1.PayloadLim" +
-      "its\022\027\n\017presign_seconds\030\002 \001(\005\"h\n\024CreatePa" +
-      "yloadRequest\022\014\n\004kind\030\001 \001(\t\022\022\n\nsize_bytes" +
-      "\030\002 \001(\003\022\033\n\016content_sha256\030\003 \001(\tH\000\210\001\001B\021\n\017_" +
-      "content_sha256\"\336\001\n\rPayloadUpload\022\014\n\004path" +
-      "\030\001 \001(\t\022\022\n\nupload_url\030\002 \001(\t\022.\n\nexpires_at" +
-      "\030\003 \001(\0132\032.google.protobuf.Timestamp\022E\n\016up" +
-      "load_headers\030\004 \003(\0132-.workflow.v1.Payload" +
-      "Upload.UploadHeadersEntry\0324\n\022UploadHeade" +
-      "rsEntry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\0012" +
-      "\236\036\n\016WorkflowEngine\022E\n\tGetConfig\022\035.workfl" +
-      "ow.v1.GetConfigRequest\032\031.workflow.v1.Ser" +
-      "verConfig\022N\n\rCreatePayload\022!.workflow.v1" +
-      ".CreatePayloadRequest\032\032.workflow.v1.Payl" +
-      "oadUpload\022E\n\nGetOpenApi\022\036.workflow.v1.Ge" +
-      "tOpenApiRequest\032\027.google.protobuf.Struct" +
-      "\022?\n\tGetHealth\022\035.workflow.v1.GetHealthReq" +
-      "uest\032\023.workflow.v1.Health\022Q\n\020DeleteDefin" +
-      "ition\022$.workflow.v1.DeleteDefinitionRequ" +
-      "est\032\027.workflow.v1.Definition\022R\n\016DeleteIn" +
-      "stance\022\".workflow.v1.DeleteInstanceReque" +
-      "st\032\034.workflow.v1.DeletedInstance\022F\n\022Regi" +
-      "sterDefinition\022\027.workflow.v1.Definition\032" +
-      "\027.workflow.v1.Definition\022S\n\017ListDefiniti" +
-      "ons\022#.workflow.v1.ListDefinitionsRequest" +
-      "\032\033.workflow.v1.DefinitionPage\022K\n\rGetDefi" +
-      "nition\022!.workflow.v1.GetDefinitionReques" +
-      "t\032\027.workflow.v1.Definition\022J\n\014ListTaskDe" +
-      "fs\022 .workflow.v1.ListTaskDefsRequest\032\030.w" +
-      "orkflow.v1.TaskDefPage\022B\n\nPutTaskDef\022\036.w" +
-      "orkflow.v1.PutTaskDefRequest\032\024.workflow." +
-      "v1.TaskDef\022B\n\nGetTaskDef\022\036.workflow.v1.G" +
-      "etTaskDefRequest\032\024.workflow.v1.TaskDef\022H" +
-      "\n\rDeleteTaskDef\022!.workflow.v1.DeleteTask" +
-      "DefRequest\032\024.workflow.v1.TaskDef\022I\n\rStar" +
-      "tInstance\022!.workflow.v1.StartInstanceReq" +
-      "uest\032\025.workflow.v1.Instance\022Y\n\016StartInst" +
-      "ances\022\".workflow.v1.StartInstancesReques" +
-      "t\032#.workflow.v1.StartInstancesResponse\022Q" +
-      "\n\017SearchInstances\022#.workflow.v1.SearchIn" +
-      "stancesRequest\032\031.workflow.v1.InstancePag" +
-      "e\022E\n\013GetInstance\022\037.workflow.v1.GetInstan" +
-      "ceRequest\032\025.workflow.v1.Instance\022J\n\tList" +
-      "Steps\022\035.workflow.v1.ListStepsRequest\032\036.w" +
-      "orkflow.v1.StepExecutionPage\022F\n\nGetHisto" +
-      "ry\022\036.workflow.v1.GetHistoryRequest\032\030.wor",
-      "kflow.v1.HistoryPage\022K\n\016CancelInstance\022\"" +
-      ".workflow.v1.CancelInstanceRequest\032\025.wor" +
-      "kflow.v1.Instance\022O\n\020CompleteUserTask\022$." +
-      "workflow.v1.CompleteUserTaskRequest\032\025.wo" +
-      "rkflow.v1.Instance\022;\n\006Signal\022\032.workflow." +
-      "v1.SignalRequest\032\025.workflow.v1.Instance\022" +
-      "M\n\rRetryInstance\022%.workflow.v1.InstanceO" +
-      "perationRequest\032\025.workflow.v1.Instance\022M" +
-      "\n\017RestartInstance\022#.workflow.v1.RestartI" +
-      "nstanceRequest\032\025.workflow.v1.Instance\022M\n" +
-      "\rPauseInstance\022%.workflow.v1.InstanceOpe" +
-      "rationRequest\032\025.workflow.v1.Instance\022N\n\016" +
-      "ResumeInstance\022%.workflow.v1.InstanceOpe" +
-      "rationRequest\032\025.workflow.v1.Instance\022G\n\010" +
-      "PollJobs\022\034.workflow.v1.PollJobsRequest\032\035" +
-      ".workflow.v1.PollJobsResponse\022P\n\013Complet" +
-      "eJob\022\037.workflow.v1.CompleteJobRequest\032 ." +
-      "workflow.v1.CompleteJobResponse\022V\n\rCompl" +
-      "eteBatch\022!.workflow.v1.CompleteBatchRequ" +
-      "est\032\".workflow.v1.CompleteBatchResponse\022" +
-      "D\n\007FailJob\022\033.workflow.v1.FailJobRequest\032" +
-      "\034.workflow.v1.FailJobResponse\022J\n\tHeartbe" +
-      "at\022\035.workflow.v1.HeartbeatRequest\032\036.work" +
-      "flow.v1.HeartbeatResponse\022:\n\010ClaimJob\022\034." +
-      "workflow.v1.ClaimJobRequest\032\020.workflow.v" +
-      "1.Job\022M\n\nStopWorker\022\036.workflow.v1.StopWo" +
-      "rkerRequest\032\037.workflow.v1.StopWorkerResp" +
-      "onse\022;\n\004Push\022\030.workflow.v1.PushRequest\032\031" +
-      ".workflow.v1.PushResponse\022;\n\005Stats\022\031.wor" +
-      "kflow.v1.QueueRequest\032\027.workflow.v1.Queu" +
-      "eStats\022=\n\004Peek\022\031.workflow.v1.QueueReques" +
-      "t\032\032.workflow.v1.QueueTaskList\022>\n\005Purge\022\031" +
-      ".workflow.v1.QueueRequest\032\032.workflow.v1." +
-      "PurgeResponse\022B\n\007Dequeue\022\033.workflow.v1.D" +
-      "equeueRequest\032\032.workflow.v1.QueueTaskLis" +
-      "t\022;\n\003Ack\022\027.workflow.v1.AckRequest\032\033.work" +
-      "flow.v1.SettleResponse\022=\n\004Nack\022\030.workflo" +
-      "w.v1.NackRequest\032\033.workflow.v1.SettleRes" +
-      "ponse\022D\n\nListQueues\022\036.workflow.v1.ListQu" +
-      "euesRequest\032\026.workflow.v1.QueuePage\022P\n\016L" +
-      "istQueueTasks\022\".workflow.v1.ListQueueTas" +
-      "ksRequest\032\032.workflow.v1.QueueTaskPage\022D\n" +
-      "\007Redrive\022\033.workflow.v1.RedriveRequest\032\034." +
-      "workflow.v1.RedriveResponse\022E\n\016CreateSch" +
-      "edule\022\034.workflow.v1.ScheduleRequest\032\025.wo" +
-      "rkflow.v1.Schedule\022M\n\rListSchedules\022!.wo" +
-      "rkflow.v1.ListSchedulesRequest\032\031.workflo" +
-      "w.v1.SchedulePage\022D\n\013GetSchedule\022\036.workf" +
-      "low.v1.ScheduleIdRequest\032\025.workflow.v1.S" +
-      "chedule\022F\n\017ReplaceSchedule\022\034.workflow.v1" +
-      ".ScheduleRequest\032\025.workflow.v1.Schedule\022" +
-      "N\n\016DeleteSchedule\022\036.workflow.v1.Schedule" +
-      "IdRequest\032\034.workflow.v1.DeletedSchedule\022" +
-      "I\n\rPauseSchedule\022!.workflow.v1.PauseSche" +
-      "duleRequest\032\025.workflow.v1.Schedule\022H\n\017Un" +
-      "pauseSchedule\022\036.workflow.v1.ScheduleIdRe" +
-      "quest\032\025.workflow.v1.Schedule\022Q\n\017TriggerS" +
-      "chedule\022\036.workflow.v1.ScheduleIdRequest\032" +
-      "\036.workflow.v1.ScheduleTriggered\022O\n\020Backf" +
-      "illSchedule\022\034.workflow.v1.BackfillReques" +
-      "t\032\035.workflow.v1.BackfillResponseB&\n\025dev." +
-      "baton.workflow.v1B\013EngineProtoP\001b\006proto3"
+      "(\t\022\026\n\tretryable\030\004 \001(\010H\000\210\001\001\022%\n\030next_retry" +
+      "_delay_seconds\030\005 \001(\001H\001\210\001\001\022\024\n\007attempt\030\006 \001" +
+      "(\005H\002\210\001\001B\014\n\n_retryableB\033\n\031_next_retry_del" +
+      "ay_secondsB\n\n\010_attempt\"w\n\017FailJobRespons" +
+      "e\022\016\n\006job_id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\017\n\007app" +
+      "lied\030\003 \001(\010\0223\n\017next_attempt_at\030\004 \001(\0132\032.go" +
+      "ogle.protobuf.Timestamp\"W\n\020HeartbeatRequ" +
+      "est\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024" +
+      "\n\007attempt\030\003 \001(\005H\000\210\001\001B\n\n\010_attempt\"R\n\017Clai" +
+      "mJobRequest\022\n\n\002id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001" +
+      "(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001B\n\n\010_attempt\"X\n\021" +
+      "HeartbeatResponse\022\016\n\006job_id\030\001 \001(\t\0223\n\017loc" +
+      "k_expires_at\030\002 \001(\0132\032.google.protobuf.Tim" +
+      "estamp\"&\n\021StopWorkerRequest\022\021\n\tworker_id" +
+      "\030\001 \001(\t\"W\n\022StopWorkerResponse\022\021\n\tworker_i" +
+      "d\030\001 \001(\t\022.\n\nstopped_at\030\002 \001(\0132\032.google.pro" +
+      "tobuf.Timestamp\"_\n\013PushRequest\022\014\n\004name\030\001" +
+      " \001(\t\022\r\n\005title\030\002 \001(\t\022\014\n\004body\030\003 \001(\t\022\020\n\010pri" +
+      "ority\030\004 \001(\005\022\023\n\013max_retries\030\005 \001(\005\"\200\001\n\014Pus" +
+      "hResponse\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(" +
+      "\t\022\016\n\006status\030\003 \001(\t\022\020\n\010priority\030\004 \001(\005\022.\n\nc" +
+      "reated_at\030\005 \001(\0132\032.google.protobuf.Timest" +
+      "amp\"+\n\014QueueRequest\022\014\n\004name\030\001 \001(\t\022\r\n\005lim" +
+      "it\030\002 \001(\005\"b\n\nQueueStats\022\017\n\007pending\030\001 \001(\003\022" +
+      "\022\n\nprocessing\030\002 \001(\003\022\021\n\tcompleted\030\003 \001(\003\022\016" +
+      "\n\006failed\030\004 \001(\003\022\014\n\004dead\030\005 \001(\003\"\365\001\n\tQueueTa" +
+      "sk\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\r\n\005ti" +
+      "tle\030\003 \001(\t\022\014\n\004body\030\004 \001(\t\022\020\n\010priority\030\005 \001(" +
+      "\005\022\023\n\013retry_count\030\006 \001(\005\022\023\n\013max_retries\030\007 " +
+      "\001(\005\022.\n\ncreated_at\030\010 \001(\0132\032.google.protobu" +
+      "f.Timestamp\022\017\n\007receipt\030\t \001(\t\022.\n\nvisible_" +
+      "at\030\n \001(\0132\032.google.protobuf.Timestamp\"6\n\r" +
+      "QueueTaskList\022%\n\005tasks\030\001 \003(\0132\026.workflow." +
+      "v1.QueueTask\" \n\rPurgeResponse\022\017\n\007deleted" +
+      "\030\001 \001(\003\"g\n\016DequeueRequest\022\014\n\004name\030\001 \001(\t\022\023" +
+      "\n\013consumer_id\030\002 \001(\t\022\037\n\027visibility_timeou" +
+      "t_secs\030\003 \001(\005\022\021\n\tmax_tasks\030\004 \001(\005\"<\n\nAckRe" +
+      "quest\022\014\n\004name\030\001 \001(\t\022\017\n\007task_id\030\002 \001(\t\022\017\n\007" +
+      "receipt\030\003 \001(\t\"r\n\013NackRequest\022\014\n\004name\030\001 \001" +
+      "(\t\022\017\n\007task_id\030\002 \001(\t\022\017\n\007receipt\030\003 \001(\t\022\r\n\005" +
+      "error\030\004 \001(\t\022\026\n\tretryable\030\005 \001(\010H\000\210\001\001B\014\n\n_" +
+      "retryable\"x\n\016SettleResponse\022\n\n\002id\030\001 \001(\t\022" +
+      "\016\n\006status\030\002 \001(\t\022\024\n\007applied\030\003 \001(\010H\000\210\001\001\022\030\n" +
+      "\013retry_count\030\004 \001(\005H\001\210\001\001B\n\n\010_appliedB\016\n\014_" +
+      "retry_count\"6\n\021ListQueuesRequest\022\r\n\005limi" +
+      "t\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"r\n\014QueueSumm" +
+      "ary\022\014\n\004name\030\001 \001(\t\022\017\n\007pending\030\002 \001(\003\022\022\n\npr" +
+      "ocessing\030\003 \001(\003\022\021\n\tcompleted\030\004 \001(\003\022\016\n\006fai" +
+      "led\030\005 \001(\003\022\014\n\004dead\030\006 \001(\003\"O\n\tQueuePage\022)\n\006" +
+      "queues\030\001 \003(\0132\031.workflow.v1.QueueSummary\022" +
+      "\027\n\017next_page_token\030\002 \001(\t\"X\n\025ListQueueTas" +
+      "ksRequest\022\014\n\004name\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022" +
+      "\r\n\005limit\030\003 \001(\005\022\022\n\npage_token\030\004 \001(\t\"\235\003\n\017Q" +
+      "ueueTaskDetail\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_name" +
+      "\030\002 \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004body\030\004 \001(\t\022\026\n\016b" +
+      "ody_truncated\030\005 \001(\010\022\020\n\010priority\030\006 \001(\005\022\016\n" +
+      "\006status\030\007 \001(\t\022\023\n\013retry_count\030\010 \001(\005\022\023\n\013ma" +
+      "x_retries\030\t \001(\005\022\022\n\nlast_error\030\n \001(\t\022\023\n\013i" +
+      "nstance_id\030\013 \001(\t\022.\n\nvisible_at\030\014 \001(\0132\032.g" +
+      "oogle.protobuf.Timestamp\022.\n\ncreated_at\030\r" +
+      " \001(\0132\032.google.protobuf.Timestamp\022.\n\nupda" +
+      "ted_at\030\016 \001(\0132\032.google.protobuf.Timestamp" +
+      "\0220\n\014completed_at\030\017 \001(\0132\032.google.protobuf" +
+      ".Timestamp\"U\n\rQueueTaskPage\022+\n\005tasks\030\001 \003" +
+      "(\0132\034.workflow.v1.QueueTaskDetail\022\027\n\017next" +
+      "_page_token\030\002 \001(\t\"0\n\016RedriveRequest\022\014\n\004n" +
+      "ame\030\001 \001(\t\022\020\n\010task_ids\030\002 \003(\t\"<\n\016RedriveSk" +
+      "ipped\022\n\n\002id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\016\n\006rea" +
+      "son\030\003 \001(\t\"v\n\017RedriveResponse\022\020\n\010redriven" +
+      "\030\001 \001(\003\022\020\n\010task_ids\030\002 \003(\t\022,\n\007skipped\030\003 \003(" +
+      "\0132\033.workflow.v1.RedriveSkipped\022\021\n\tremain" +
+      "ing\030\004 \001(\003\"A\n\020ScheduleInterval\022\025\n\revery_s" +
+      "econds\030\001 \001(\003\022\026\n\016offset_seconds\030\002 \001(\003\"\322\001\n" +
+      "\014ScheduleSpec\022\014\n\004cron\030\001 \003(\t\022/\n\010interval\030" +
+      "\002 \001(\0132\035.workflow.v1.ScheduleInterval\022\021\n\t" +
+      "time_zone\030\003 \001(\t\022\026\n\016jitter_seconds\030\004 \001(\005\022" +
+      ",\n\010start_at\030\005 \001(\0132\032.google.protobuf.Time" +
+      "stamp\022*\n\006end_at\030\006 \001(\0132\032.google.protobuf." +
+      "Timestamp\"\223\002\n\017ScheduleRequest\022\n\n\002id\030\001 \001(" +
+      "\t\022\027\n\017definition_name\030\002 \001(\t\022\032\n\022definition" +
+      "_version\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.google.p" +
+      "rotobuf.Struct\022\'\n\004spec\030\005 \001(\0132\031.workflow." +
+      "v1.ScheduleSpec\022\026\n\016overlap_policy\030\006 \001(\t\022" +
+      "\036\n\026catchup_window_seconds\030\007 \001(\005\022\030\n\020pause" +
+      "_on_failure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004not" +
+      "e\030\n \001(\t\"\253\001\n\016ScheduleAction\022-\n\tslot_time\030" +
+      "\001 \001(\0132\032.google.protobuf.Timestamp\022\014\n\004kin" +
+      "d\030\002 \001(\t\022\017\n\007outcome\030\003 \001(\t\022\023\n\013instance_id\030" +
+      "\004 \001(\t\022\016\n\006detail\030\005 \001(\t\022&\n\002at\030\006 \001(\0132\032.goog" +
+      "le.protobuf.Timestamp\"\326\003\n\010Schedule\022\n\n\002id" +
+      "\030\001 \001(\t\022\027\n\017definition_name\030\002 \001(\t\022\032\n\022defin" +
+      "ition_version\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.goo" +
+      "gle.protobuf.Struct\022\'\n\004spec\030\005 \001(\0132\031.work" +
+      "flow.v1.ScheduleSpec\022\026\n\016overlap_policy\030\006" +
+      " \001(\t\022\036\n\026catchup_window_seconds\030\007 \001(\005\022\030\n\020" +
+      "pause_on_failure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014" +
+      "\n\004note\030\n \001(\t\022.\n\ncreated_at\030\013 \001(\0132\032.googl" +
+      "e.protobuf.Timestamp\022.\n\nupdated_at\030\014 \001(\013" +
+      "2\032.google.protobuf.Timestamp\0223\n\017next_fir" +
+      "e_times\030\r \003(\0132\032.google.protobuf.Timestam" +
+      "p\0223\n\016recent_actions\030\016 \003(\0132\033.workflow.v1." +
+      "ScheduleAction\"Q\n\014SchedulePage\022(\n\tschedu" +
+      "les\030\001 \003(\0132\025.workflow.v1.Schedule\022\027\n\017next" +
+      "_page_token\030\002 \001(\t\"\037\n\021ScheduleIdRequest\022\n" +
+      "\n\002id\030\001 \001(\t\"9\n\024ListSchedulesRequest\022\r\n\005li" +
+      "mit\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"0\n\024PauseSc" +
+      "heduleRequest\022\n\n\002id\030\001 \001(\t\022\014\n\004note\030\002 \001(\t\"" +
+      "O\n\021ScheduleTriggered\022\n\n\002id\030\001 \001(\t\022.\n\nslot" +
+      "_times\030\002 \003(\0132\032.google.protobuf.Timestamp" +
+      "\"o\n\017BackfillRequest\022\n\n\002id\030\001 \001(\t\022(\n\004from\030" +
+      "\002 \001(\0132\032.google.protobuf.Timestamp\022&\n\002to\030" +
+      "\003 \001(\0132\032.google.protobuf.Timestamp\"l\n\020Bac" +
+      "kfillResponse\022\n\n\002id\030\001 \001(\t\022\r\n\005slots\030\002 \001(\003" +
+      "\022\r\n\005added\030\003 \001(\003\022.\n\nslot_times\030\004 \003(\0132\032.go" +
+      "ogle.protobuf.Timestamp\".\n\017DeletedSchedu" +
+      "le\022\n\n\002id\030\001 \001(\t\022\017\n\007deleted\030\002 \001(\010\",\n\013Probl" +
+      "emItem\022\014\n\004path\030\001 \001(\t\022\017\n\007message\030\002 \001(\t\"\202\001" +
+      "\n\007Problem\022\014\n\004type\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\016" +
+      "\n\006status\030\003 \001(\005\022\016\n\006detail\030\004 \001(\t\022\020\n\010instan" +
+      "ce\030\005 \001(\t\022(\n\006errors\030\006 \003(\0132\030.workflow.v1.P" +
+      "roblemItem\"\023\n\021GetOpenApiRequest\"8\n\027Delet" +
+      "eDefinitionRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007vers" +
+      "ion\030\002 \001(\005\"#\n\025DeleteInstanceRequest\022\n\n\002id" +
+      "\030\001 \001(\t\"\341\001\n\017DeletedInstance\022\n\n\002id\030\001 \001(\t\022\027" +
+      "\n\017definition_name\030\002 \001(\t\022\037\n\022definition_ve" +
+      "rsion\030\003 \001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022\027\n\017step" +
+      "_executions\030\005 \001(\003\022\014\n\004jobs\030\006 \001(\003\022\026\n\016histo" +
+      "ry_events\030\007 \001(\003\022\025\n\010archived\030\010 \001(\010H\001\210\001\001B\025" +
+      "\n\023_definition_versionB\013\n\t_archived\"\022\n\020Ge" +
+      "tHealthRequest\"d\n\013HealthCheck\022\016\n\006status\030" +
+      "\001 \001(\t\022\027\n\nlatency_ms\030\002 \001(\001H\000\210\001\001\022\r\n\005error\030" +
+      "\003 \001(\t\022\016\n\006bucket\030\004 \001(\tB\r\n\013_latency_ms\"{\n\006" +
+      "Health\022\016\n\006status\030\001 \001(\t\022\017\n\007version\030\002 \001(\t\022" +
+      "*\n\010database\030\003 \001(\0132\030.workflow.v1.HealthCh" +
+      "eck\022$\n\002s3\030\004 \001(\0132\030.workflow.v1.HealthChec" +
+      "k\"\022\n\020GetConfigRequest\"B\n\014PayloadLimit\022\030\n" +
+      "\020soft_limit_bytes\030\001 \001(\003\022\030\n\020hard_limit_by" +
+      "tes\030\002 \001(\003\"\241\001\n\rPayloadLimits\0221\n\016workflow_" +
+      "input\030\001 \001(\0132\031.workflow.v1.PayloadLimit\022-" +
+      "\n\nstep_input\030\002 \001(\0132\031.workflow.v1.Payload" +
+      "Limit\022.\n\013step_output\030\003 \001(\0132\031.workflow.v1" +
+      ".PayloadLimit\"[\n\014ServerConfig\0222\n\016payload" +
+      "_limits\030\001 \001(\0132\032.workflow.v1.PayloadLimit" +
+      "s\022\027\n\017presign_seconds\030\002 \001(\005\"h\n\024CreatePayl" +
+      "oadRequest\022\014\n\004kind\030\001 \001(\t\022\022\n\nsize_bytes\030\002" +
+      " \001(\003\022\033\n\016content_sha256\030\003 \001(\tH\000\210\001\001B\021\n\017_co" +
+      "ntent_sha256\"\336\001\n\rPayloadUpload\022\014\n\004path\030\001" +
+      " \001(\t\022\022\n\nupload_url\030\002 \001(\t\022.\n\nexpires_at\030\003" +
+      " \001(\0132\032.google.protobuf.Timestamp\022E\n\016uplo" +
+      "ad_headers\030\004 \003(\0132-.workflow.v1.PayloadUp" +
+      "load.UploadHeadersEntry\0324\n\022UploadHeaders" +
+      "Entry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\0012\236\036" +
+      "\n\016WorkflowEngine\022E\n\tGetConfig\022\035.workflow" +
+      ".v1.GetConfigRequest\032\031.workflow.v1.Serve" +
+      "rConfig\022N\n\rCreatePayload\022!.workflow.v1.C" +
+      "reatePayloadRequest\032\032.workflow.v1.Payloa" +
+      "dUpload\022E\n\nGetOpenApi\022\036.workflow.v1.GetO" +
+      "penApiRequest\032\027.google.protobuf.Struct\022?" +
+      "\n\tGetHealth\022\035.workflow.v1.GetHealthReque" +
+      "st\032\023.workflow.v1.Health\022Q\n\020DeleteDefinit" +
+      "ion\022$.workflow.v1.DeleteDefinitionReques" +
+      "t\032\027.workflow.v1.Definition\022R\n\016DeleteInst" +
+      "ance\022\".workflow.v1.DeleteInstanceRequest" +
+      "\032\034.workflow.v1.DeletedInstance\022F\n\022Regist" +
+      "erDefinition\022\027.workflow.v1.Definition\032\027." +
+      "workflow.v1.Definition\022S\n\017ListDefinition" +
+      "s\022#.workflow.v1.ListDefinitionsRequest\032\033" +
+      ".workflow.v1.DefinitionPage\022K\n\rGetDefini" +
+      "tion\022!.workflow.v1.GetDefinitionRequest\032" +
+      "\027.workflow.v1.Definition\022J\n\014ListTaskDefs" +
+      "\022 .workflow.v1.ListTaskDefsRequest\032\030.wor" +
+      "kflow.v1.TaskDefPage\022B\n\nPutTaskDef\022\036.wor" +
+      "kflow.v1.PutTaskDefRequest\032\024.workflow.v1" +
+      ".TaskDef\022B\n\nGetTaskDef\022\036.workflow.v1.Get" +
+      "TaskDefRequest\032\024.workflow.v1.TaskDef\022H\n\r" +
+      "DeleteTaskDef\022!.workflow.v1.DeleteTaskDe" +
+      "fRequest\032\024.workflow.v1.TaskDef\022I\n\rStartI" +
+      "nstance\022!.workflow.v1.StartInstanceReque" +
+      "st\032\025.workflow.v1.Instance\022Y\n\016StartInstan" +
+      "ces\022\".workflow.v1.StartInstancesRequest\032" +
+      "#.workflow.v1.StartInstancesResponse\022Q\n\017" +
+      "SearchInstances\022#.workflow.v1.SearchInst" +
+      "ancesRequest\032\031.workflow.v1.InstancePage\022" +
+      "E\n\013GetInstance\022\037.workflow.v1.GetInstance" +
+      "Request\032\025.workflow.v1.Instance\022J\n\tListSt" +
+      "eps\022\035.workflow.v1.ListStepsRequest\032\036.wor" +
+      "kflow.v1.StepExecutionPage\022F\n\nGetHistory",
+      "\022\036.workflow.v1.GetHistoryRequest\032\030.workf" +
+      "low.v1.HistoryPage\022K\n\016CancelInstance\022\".w" +
+      "orkflow.v1.CancelInstanceRequest\032\025.workf" +
+      "low.v1.Instance\022O\n\020CompleteUserTask\022$.wo" +
+      "rkflow.v1.CompleteUserTaskRequest\032\025.work" +
+      "flow.v1.Instance\022;\n\006Signal\022\032.workflow.v1" +
+      ".SignalRequest\032\025.workflow.v1.Instance\022M\n" +
+      "\rRetryInstance\022%.workflow.v1.InstanceOpe" +
+      "rationRequest\032\025.workflow.v1.Instance\022M\n\017" +
+      "RestartInstance\022#.workflow.v1.RestartIns" +
+      "tanceRequest\032\025.workflow.v1.Instance\022M\n\rP" +
+      "auseInstance\022%.workflow.v1.InstanceOpera" +
+      "tionRequest\032\025.workflow.v1.Instance\022N\n\016Re" +
+      "sumeInstance\022%.workflow.v1.InstanceOpera" +
+      "tionRequest\032\025.workflow.v1.Instance\022G\n\010Po" +
+      "llJobs\022\034.workflow.v1.PollJobsRequest\032\035.w" +
+      "orkflow.v1.PollJobsResponse\022P\n\013CompleteJ" +
+      "ob\022\037.workflow.v1.CompleteJobRequest\032 .wo" +
+      "rkflow.v1.CompleteJobResponse\022V\n\rComplet" +
+      "eBatch\022!.workflow.v1.CompleteBatchReques" +
+      "t\032\".workflow.v1.CompleteBatchResponse\022D\n" +
+      "\007FailJob\022\033.workflow.v1.FailJobRequest\032\034." +
+      "workflow.v1.FailJobResponse\022J\n\tHeartbeat" +
+      "\022\035.workflow.v1.HeartbeatRequest\032\036.workfl" +
+      "ow.v1.HeartbeatResponse\022:\n\010ClaimJob\022\034.wo" +
+      "rkflow.v1.ClaimJobRequest\032\020.workflow.v1." +
+      "Job\022M\n\nStopWorker\022\036.workflow.v1.StopWork" +
+      "erRequest\032\037.workflow.v1.StopWorkerRespon" +
+      "se\022;\n\004Push\022\030.workflow.v1.PushRequest\032\031.w" +
+      "orkflow.v1.PushResponse\022;\n\005Stats\022\031.workf" +
+      "low.v1.QueueRequest\032\027.workflow.v1.QueueS" +
+      "tats\022=\n\004Peek\022\031.workflow.v1.QueueRequest\032" +
+      "\032.workflow.v1.QueueTaskList\022>\n\005Purge\022\031.w" +
+      "orkflow.v1.QueueRequest\032\032.workflow.v1.Pu" +
+      "rgeResponse\022B\n\007Dequeue\022\033.workflow.v1.Deq" +
+      "ueueRequest\032\032.workflow.v1.QueueTaskList\022" +
+      ";\n\003Ack\022\027.workflow.v1.AckRequest\032\033.workfl" +
+      "ow.v1.SettleResponse\022=\n\004Nack\022\030.workflow." +
+      "v1.NackRequest\032\033.workflow.v1.SettleRespo" +
+      "nse\022D\n\nListQueues\022\036.workflow.v1.ListQueu" +
+      "esRequest\032\026.workflow.v1.QueuePage\022P\n\016Lis" +
+      "tQueueTasks\022\".workflow.v1.ListQueueTasks" +
+      "Request\032\032.workflow.v1.QueueTaskPage\022D\n\007R" +
+      "edrive\022\033.workflow.v1.RedriveRequest\032\034.wo" +
+      "rkflow.v1.RedriveResponse\022E\n\016CreateSched" +
+      "ule\022\034.workflow.v1.ScheduleRequest\032\025.work" +
+      "flow.v1.Schedule\022M\n\rListSchedules\022!.work" +
+      "flow.v1.ListSchedulesRequest\032\031.workflow." +
+      "v1.SchedulePage\022D\n\013GetSchedule\022\036.workflo" +
+      "w.v1.ScheduleIdRequest\032\025.workflow.v1.Sch" +
+      "edule\022F\n\017ReplaceSchedule\022\034.workflow.v1.S" +
+      "cheduleRequest\032\025.workflow.v1.Schedule\022N\n" +
+      "\016DeleteSchedule\022\036.workflow.v1.ScheduleId" +
+      "Request\032\034.workflow.v1.DeletedSchedule\022I\n" +
+      "\rPauseSchedule\022!.workflow.v1.PauseSchedu" +
+      "leRequest\032\025.workflow.v1.Schedule\022H\n\017Unpa" +
+      "useSchedule\022\036.workflow.v1.ScheduleIdRequ" +
+      "est\032\025.workflow.v1.Schedule\022Q\n\017TriggerSch" +
+      "edule\022\036.workflow.v1.ScheduleIdRequest\032\036." +
+      "workflow.v1.ScheduleTriggered\022O\n\020Backfil" +
+      "lSchedule\022\034.workflow.v1.BackfillRequest\032" +
+      "\035.workflow.v1.BackfillResponseB&\n\025dev.ba" +
+      "ton.workflow.v1B\013EngineProtoP\001b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,

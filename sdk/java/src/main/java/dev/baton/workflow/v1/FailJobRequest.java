@@ -172,7 +172,23 @@ private static final long serialVersionUID = 0L;
   public static final int RETRYABLE_FIELD_NUMBER = 4;
   private boolean retryable_ = false;
   /**
-   * <code>bool retryable = 4;</code>
+   * <pre>
+   * optional: in binary protobuf a plain bool's false is its absence, and absent means true.
+   * </pre>
+   *
+   * <code>optional bool retryable = 4;</code>
+   * @return Whether the retryable field is set.
+   */
+  @java.lang.Override
+  public boolean hasRetryable() {
+    return ((bitField0_ & 0x00000001) != 0);
+  }
+  /**
+   * <pre>
+   * optional: in binary protobuf a plain bool's false is its absence, and absent means true.
+   * </pre>
+   *
+   * <code>optional bool retryable = 4;</code>
    * @return The retryable.
    */
   @java.lang.Override
@@ -193,7 +209,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasNextRetryDelaySeconds() {
-    return ((bitField0_ & 0x00000001) != 0);
+    return ((bitField0_ & 0x00000002) != 0);
   }
   /**
    * <pre>
@@ -221,7 +237,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasAttempt() {
-    return ((bitField0_ & 0x00000002) != 0);
+    return ((bitField0_ & 0x00000004) != 0);
   }
   /**
    * <pre>
@@ -259,13 +275,13 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(errorMessage_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 3, errorMessage_);
     }
-    if (retryable_ != false) {
+    if (((bitField0_ & 0x00000001) != 0)) {
       output.writeBool(4, retryable_);
     }
-    if (((bitField0_ & 0x00000001) != 0)) {
+    if (((bitField0_ & 0x00000002) != 0)) {
       output.writeDouble(5, nextRetryDelaySeconds_);
     }
-    if (((bitField0_ & 0x00000002) != 0)) {
+    if (((bitField0_ & 0x00000004) != 0)) {
       output.writeInt32(6, attempt_);
     }
     getUnknownFields().writeTo(output);
@@ -281,15 +297,15 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(errorMessage_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(3, errorMessage_);
     }
-    if (retryable_ != false) {
+    if (((bitField0_ & 0x00000001) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(4, retryable_);
     }
-    if (((bitField0_ & 0x00000001) != 0)) {
+    if (((bitField0_ & 0x00000002) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeDoubleSize(5, nextRetryDelaySeconds_);
     }
-    if (((bitField0_ & 0x00000002) != 0)) {
+    if (((bitField0_ & 0x00000004) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(6, attempt_);
     }
@@ -323,8 +339,11 @@ private static final long serialVersionUID = 0L;
         .equals(other.getWorkerId())) return false;
     if (!getErrorMessage()
         .equals(other.getErrorMessage())) return false;
-    if (getRetryable()
-        != other.getRetryable()) return false;
+    if (hasRetryable() != other.hasRetryable()) return false;
+    if (hasRetryable()) {
+      if (getRetryable()
+          != other.getRetryable()) return false;
+    }
     if (hasNextRetryDelaySeconds() != other.hasNextRetryDelaySeconds()) return false;
     if (hasNextRetryDelaySeconds()) {
       if (java.lang.Double.doubleToLongBits(getNextRetryDelaySeconds())
@@ -353,9 +372,11 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getWorkerId().hashCode();
     hash = (37 * hash) + ERROR_MESSAGE_FIELD_NUMBER;
     hash = (53 * hash) + getErrorMessage().hashCode();
-    hash = (37 * hash) + RETRYABLE_FIELD_NUMBER;
-    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
-        getRetryable());
+    if (hasRetryable()) {
+      hash = (37 * hash) + RETRYABLE_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getRetryable());
+    }
     if (hasNextRetryDelaySeconds()) {
       hash = (37 * hash) + NEXT_RETRY_DELAY_SECONDS_FIELD_NUMBER;
       hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
@@ -544,17 +565,18 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000004) != 0)) {
         result.errorMessage_ = errorMessage_;
       }
+      int to_bitField0_ = 0;
       if (((from_bitField0_ & 0x00000008) != 0)) {
         result.retryable_ = retryable_;
+        to_bitField0_ |= 0x00000001;
       }
-      int to_bitField0_ = 0;
       if (((from_bitField0_ & 0x00000010) != 0)) {
         result.nextRetryDelaySeconds_ = nextRetryDelaySeconds_;
-        to_bitField0_ |= 0x00000001;
+        to_bitField0_ |= 0x00000002;
       }
       if (((from_bitField0_ & 0x00000020) != 0)) {
         result.attempt_ = attempt_;
-        to_bitField0_ |= 0x00000002;
+        to_bitField0_ |= 0x00000004;
       }
       result.bitField0_ |= to_bitField0_;
     }
@@ -586,7 +608,7 @@ private static final long serialVersionUID = 0L;
         bitField0_ |= 0x00000004;
         onChanged();
       }
-      if (other.getRetryable() != false) {
+      if (other.hasRetryable()) {
         setRetryable(other.getRetryable());
       }
       if (other.hasNextRetryDelaySeconds()) {
@@ -884,7 +906,23 @@ private static final long serialVersionUID = 0L;
 
     private boolean retryable_ ;
     /**
-     * <code>bool retryable = 4;</code>
+     * <pre>
+     * optional: in binary protobuf a plain bool's false is its absence, and absent means true.
+     * </pre>
+     *
+     * <code>optional bool retryable = 4;</code>
+     * @return Whether the retryable field is set.
+     */
+    @java.lang.Override
+    public boolean hasRetryable() {
+      return ((bitField0_ & 0x00000008) != 0);
+    }
+    /**
+     * <pre>
+     * optional: in binary protobuf a plain bool's false is its absence, and absent means true.
+     * </pre>
+     *
+     * <code>optional bool retryable = 4;</code>
      * @return The retryable.
      */
     @java.lang.Override
@@ -892,7 +930,11 @@ private static final long serialVersionUID = 0L;
       return retryable_;
     }
     /**
-     * <code>bool retryable = 4;</code>
+     * <pre>
+     * optional: in binary protobuf a plain bool's false is its absence, and absent means true.
+     * </pre>
+     *
+     * <code>optional bool retryable = 4;</code>
      * @param value The retryable to set.
      * @return This builder for chaining.
      */
@@ -904,7 +946,11 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
-     * <code>bool retryable = 4;</code>
+     * <pre>
+     * optional: in binary protobuf a plain bool's false is its absence, and absent means true.
+     * </pre>
+     *
+     * <code>optional bool retryable = 4;</code>
      * @return This builder for chaining.
      */
     public Builder clearRetryable() {

@@ -47,7 +47,20 @@ public interface FailJobRequestOrBuilder extends
       getErrorMessageBytes();
 
   /**
-   * <code>bool retryable = 4;</code>
+   * <pre>
+   * optional: in binary protobuf a plain bool's false is its absence, and absent means true.
+   * </pre>
+   *
+   * <code>optional bool retryable = 4;</code>
+   * @return Whether the retryable field is set.
+   */
+  boolean hasRetryable();
+  /**
+   * <pre>
+   * optional: in binary protobuf a plain bool's false is its absence, and absent means true.
+   * </pre>
+   *
+   * <code>optional bool retryable = 4;</code>
    * @return The retryable.
    */
   boolean getRetryable();

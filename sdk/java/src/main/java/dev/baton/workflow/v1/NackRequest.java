@@ -52,6 +52,7 @@ private static final long serialVersionUID = 0L;
             dev.baton.workflow.v1.NackRequest.class, dev.baton.workflow.v1.NackRequest.Builder.class);
   }
 
+  private int bitField0_;
   public static final int NAME_FIELD_NUMBER = 1;
   @SuppressWarnings("serial")
   private volatile java.lang.Object name_ = "";
@@ -211,7 +212,23 @@ private static final long serialVersionUID = 0L;
   public static final int RETRYABLE_FIELD_NUMBER = 5;
   private boolean retryable_ = false;
   /**
-   * <code>bool retryable = 5;</code>
+   * <pre>
+   * default true (optional: see FailJobRequest)
+   * </pre>
+   *
+   * <code>optional bool retryable = 5;</code>
+   * @return Whether the retryable field is set.
+   */
+  @java.lang.Override
+  public boolean hasRetryable() {
+    return ((bitField0_ & 0x00000001) != 0);
+  }
+  /**
+   * <pre>
+   * default true (optional: see FailJobRequest)
+   * </pre>
+   *
+   * <code>optional bool retryable = 5;</code>
    * @return The retryable.
    */
   @java.lang.Override
@@ -245,7 +262,7 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(error_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 4, error_);
     }
-    if (retryable_ != false) {
+    if (((bitField0_ & 0x00000001) != 0)) {
       output.writeBool(5, retryable_);
     }
     getUnknownFields().writeTo(output);
@@ -264,7 +281,7 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(error_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(4, error_);
     }
-    if (retryable_ != false) {
+    if (((bitField0_ & 0x00000001) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(5, retryable_);
     }
@@ -300,8 +317,11 @@ private static final long serialVersionUID = 0L;
         .equals(other.getReceipt())) return false;
     if (!getError()
         .equals(other.getError())) return false;
-    if (getRetryable()
-        != other.getRetryable()) return false;
+    if (hasRetryable() != other.hasRetryable()) return false;
+    if (hasRetryable()) {
+      if (getRetryable()
+          != other.getRetryable()) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -321,9 +341,11 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getReceipt().hashCode();
     hash = (37 * hash) + ERROR_FIELD_NUMBER;
     hash = (53 * hash) + getError().hashCode();
-    hash = (37 * hash) + RETRYABLE_FIELD_NUMBER;
-    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
-        getRetryable());
+    if (hasRetryable()) {
+      hash = (37 * hash) + RETRYABLE_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getRetryable());
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -505,9 +527,12 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000008) != 0)) {
         result.error_ = error_;
       }
+      int to_bitField0_ = 0;
       if (((from_bitField0_ & 0x00000010) != 0)) {
         result.retryable_ = retryable_;
+        to_bitField0_ |= 0x00000001;
       }
+      result.bitField0_ |= to_bitField0_;
     }
 
     @java.lang.Override
@@ -542,7 +567,7 @@ private static final long serialVersionUID = 0L;
         bitField0_ |= 0x00000008;
         onChanged();
       }
-      if (other.getRetryable() != false) {
+      if (other.hasRetryable()) {
         setRetryable(other.getRetryable());
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -901,7 +926,23 @@ private static final long serialVersionUID = 0L;
 
     private boolean retryable_ ;
     /**
-     * <code>bool retryable = 5;</code>
+     * <pre>
+     * default true (optional: see FailJobRequest)
+     * </pre>
+     *
+     * <code>optional bool retryable = 5;</code>
+     * @return Whether the retryable field is set.
+     */
+    @java.lang.Override
+    public boolean hasRetryable() {
+      return ((bitField0_ & 0x00000010) != 0);
+    }
+    /**
+     * <pre>
+     * default true (optional: see FailJobRequest)
+     * </pre>
+     *
+     * <code>optional bool retryable = 5;</code>
      * @return The retryable.
      */
     @java.lang.Override
@@ -909,7 +950,11 @@ private static final long serialVersionUID = 0L;
       return retryable_;
     }
     /**
-     * <code>bool retryable = 5;</code>
+     * <pre>
+     * default true (optional: see FailJobRequest)
+     * </pre>
+     *
+     * <code>optional bool retryable = 5;</code>
      * @param value The retryable to set.
      * @return This builder for chaining.
      */
@@ -921,7 +966,11 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
-     * <code>bool retryable = 5;</code>
+     * <pre>
+     * default true (optional: see FailJobRequest)
+     * </pre>
+     *
+     * <code>optional bool retryable = 5;</code>
      * @return This builder for chaining.
      */
     public Builder clearRetryable() {

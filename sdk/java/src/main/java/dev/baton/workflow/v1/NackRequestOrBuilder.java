@@ -59,7 +59,20 @@ public interface NackRequestOrBuilder extends
       getErrorBytes();
 
   /**
-   * <code>bool retryable = 5;</code>
+   * <pre>
+   * default true (optional: see FailJobRequest)
+   * </pre>
+   *
+   * <code>optional bool retryable = 5;</code>
+   * @return Whether the retryable field is set.
+   */
+  boolean hasRetryable();
+  /**
+   * <pre>
+   * default true (optional: see FailJobRequest)
+   * </pre>
+   *
+   * <code>optional bool retryable = 5;</code>
    * @return The retryable.
    */
   boolean getRetryable();
