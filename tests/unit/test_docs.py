@@ -3,7 +3,9 @@ and they do not lean on design pages or reference documents kept elsewhere."""
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -17,6 +19,18 @@ NOT_OURS = {".venv", "node_modules", "target", "dist", ".pytest-tmp"}
 
 def _ours(paths: Iterable[Path]) -> list[Path]:
     return [p for p in paths if NOT_OURS.isdisjoint(p.relative_to(ROOT).parts)]
+
+
+@functools.cache
+def _markdown_names() -> frozenset[str]:
+    """The names of the repository's own markdown files. Hidden folders (.git, a test run's
+    .pytest-tmp*, whose PostgreSQL data directories come and go while another worker runs) and
+    other people's files are never entered."""
+    names: set[str] = set()
+    for _folder, subfolders, files in os.walk(ROOT):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".") and d not in NOT_OURS]
+        names.update(f for f in files if f.endswith(".md"))
+    return frozenset(names)
 
 
 PAGES = sorted(
@@ -63,7 +77,7 @@ def test_every_link_of_a_page_is_a_file_of_the_repository(page: Path) -> None:
 def test_every_markdown_file_a_page_names_is_in_the_repository(page: Path) -> None:
     """A page's own name (``dispatch.md``) is read next to the page, from the root, or as a
     file of that name anywhere in the repository."""
-    names = {p.name for p in _ours(ROOT.rglob("*.md"))}
+    names = _markdown_names()
     missing = [
         name
         for name in MD_NAME.findall(page.read_text())
