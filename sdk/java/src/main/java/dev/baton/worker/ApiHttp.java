@@ -3,6 +3,7 @@ package dev.baton.worker;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.URI;
@@ -40,8 +41,20 @@ final class ApiHttp {
   final Duration timeout;
   final RetryPolicy retry;
   final String userAgent;
+  final Protocol protocol;
 
   ApiHttp(String url, HttpClient http, RequestAuth auth, Duration timeout, RetryPolicy retry) {
+    this(url, http, auth, timeout, retry, Protocol.REST);
+  }
+
+  ApiHttp(
+      String url,
+      HttpClient http,
+      RequestAuth auth,
+      Duration timeout,
+      RetryPolicy retry,
+      Protocol protocol) {
+    this.protocol = protocol;
     this.url = url.replaceAll("/+$", "");
     this.http = http;
     this.auth = auth;
@@ -67,7 +80,7 @@ final class ApiHttp {
       boolean idempotent,
       RetryPolicy policy,
       Duration requestTimeout) {
-    byte[] content = body == null ? null : encode(body);
+    Outgoing out = prepare(method, path, body);
     RetryPolicy p = policy == null ? RetryPolicy.NONE : policy;
     Backoff backoff = new Backoff(p);
     long started = System.nanoTime();
@@ -75,7 +88,7 @@ final class ApiHttp {
     while (true) {
       attempts++;
       try {
-        return decode(method, path, join(sendAsync(method, path, content, requestTimeout)));
+        return decode(method, path, join(send(out, requestTimeout)));
       } catch (BatonApiException | TransportException error) {
         if (!mayRetry(error, idempotent)) {
           throw error;
@@ -102,25 +115,52 @@ final class ApiHttp {
     }
   }
 
+  /**
+   * One request as it goes on the wire: REST's method, path and JSON body, or over {@link
+   * Protocol#CONNECT} the POST of its RPC with the binary message ({@code rpc} set).
+   */
+  record Outgoing(String method, String path, byte[] content, String contentType, Connect.Call rpc) {}
+
+  /** {@code method path} with {@code body} (null for none) as this client's wire sends it. */
+  Outgoing prepare(String method, String path, Object body) {
+    if (protocol == Protocol.CONNECT) {
+      JsonNode tree =
+          body == null ? null : body instanceof JsonNode ? (JsonNode) body : JSON.valueToTree(body);
+      Connect.Call rpc = Connect.request(method, path, tree);
+      return new Outgoing("POST", rpc.path(), rpc.body(), Connect.PROTO, rpc);
+    }
+    return new Outgoing(
+        method, path, body == null ? null : encode(body), body == null ? null : "application/json", null);
+  }
+
   /** Sends once, asynchronously; the raw answer (the long-poll waits on it while watching stop). */
   CompletableFuture<HttpResponse<byte[]>> sendAsync(
-      String method, String path, byte[] content, Duration requestTimeout) {
-    URI uri = URI.create(url + path);
+      String method, String path, Object body, Duration requestTimeout) {
+    return send(prepare(method, path, body), requestTimeout);
+  }
+
+  CompletableFuture<HttpResponse<byte[]>> send(Outgoing out, Duration requestTimeout) {
+    URI uri = URI.create(url + out.path());
+    byte[] content = out.content();
     byte[] bytes = content == null ? new byte[0] : content;
     Map<String, String> headers = new LinkedHashMap<>();
     if (content != null) {
-      headers.put("content-type", "application/json");
+      headers.put("content-type", out.contentType());
+    }
+    if (out.rpc() != null) {
+      headers.put("connect-protocol-version", "1");
     }
     if (auth != null) {
-      headers.putAll(auth.headers(method, uri, Map.copyOf(headers), bytes));
+      headers.putAll(auth.headers(out.method(), uri, Map.copyOf(headers), bytes));
     }
     HttpRequest.Builder request =
         HttpRequest.newBuilder(uri)
             .timeout(requestTimeout == null ? timeout : requestTimeout)
             .header("user-agent", userAgent)
-            .header("accept", "application/json")
+            // API Gateway answers in binary only when Accept names a binary media type.
+            .header("accept", out.rpc() != null ? Connect.PROTO : "application/json")
             .method(
-                method,
+                out.method(),
                 content == null
                     ? HttpRequest.BodyPublishers.noBody()
                     : HttpRequest.BodyPublishers.ofByteArray(content));
@@ -150,6 +190,9 @@ final class ApiHttp {
   JsonNode decode(String method, String path, HttpResponse<byte[]> response) {
     int status = response.statusCode();
     byte[] body = response.body();
+    if (protocol == Protocol.CONNECT) {
+      return decodeRpc(method, path, response);
+    }
     if (status >= 200 && status < 300) {
       if (body == null || body.length == 0) {
         return null;
@@ -167,6 +210,35 @@ final class ApiHttp {
       }
     }
     throw problem(status, body, response.headers().firstValue("retry-after").orElse(null));
+  }
+
+  /** A Connect answer as REST's: the message as REST JSON, an error as the problem it carries. */
+  private JsonNode decodeRpc(String method, String path, HttpResponse<byte[]> response) {
+    int status = response.statusCode();
+    String retryAfter = response.headers().firstValue("retry-after").orElse(null);
+    if (status == 200) {
+      try {
+        return Connect.response(method, path, response.body());
+      } catch (IOException e) {
+        throw new BatonApiException(
+            status,
+            "Unexpected response",
+            "the answer to " + method + " " + path + " over Connect is not its message: " + e.getMessage(),
+            List.of(),
+            null,
+            null);
+      }
+    }
+    ObjectNode problem = Connect.problem(status, response.body());
+    if (problem == null) {
+      throw problem(status, response.body(), retryAfter);
+    }
+    int problemStatus = problem.path("status").asInt(0);
+    return throwProblem(problemStatus > 0 ? problemStatus : status, problem, retryAfter);
+  }
+
+  private JsonNode throwProblem(int status, ObjectNode problem, String retryAfter) {
+    throw problem(status, encode(problem), retryAfter);
   }
 
   BatonApiException problem(int status, byte[] body, String retryAfter) {

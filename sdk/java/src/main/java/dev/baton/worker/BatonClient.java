@@ -58,7 +58,7 @@ public final class BatonClient implements AutoCloseable {
               .executor(Runnable::run)
               .build();
     }
-    this.http = new ApiHttp(b.url, client, b.auth, b.timeout, b.retry);
+    this.http = new ApiHttp(b.url, client, b.auth, b.timeout, b.retry, b.protocol);
     // Presigned S3 URLs carry their own signature: no API key, no SigV4 on them.
     this.s3 = client;
     this.api = new TypedApi(http);
@@ -80,6 +80,11 @@ public final class BatonClient implements AutoCloseable {
   /** The API's base URL. */
   public String url() {
     return http.url;
+  }
+
+  /** The wire this client speaks. */
+  public Protocol protocol() {
+    return http.protocol;
   }
 
   /** Where the credentials came from (said in the message of a 401/403). */
@@ -121,7 +126,7 @@ public final class BatonClient implements AutoCloseable {
   /** The long-poll, sent asynchronously: the runner waits on it while watching for a stop. */
   CompletableFuture<HttpResponse<byte[]>> pollAsync(
       String workerId, List<String> jobTypes, int maxJobs, double waitSeconds) {
-    byte[] body = ApiHttp.encode(pollBody(workerId, jobTypes, maxJobs, waitSeconds));
+    ObjectNode body = pollBody(workerId, jobTypes, maxJobs, waitSeconds);
     return http.sendAsync("POST", "/v1/jobs/poll", body, pollTimeout(waitSeconds));
   }
 
@@ -391,8 +396,18 @@ public final class BatonClient implements AutoCloseable {
     private RetryPolicy retry = RetryPolicy.DEFAULT;
     private HttpClient httpClient;
     private Map<String, String> env = System.getenv();
+    private Protocol protocol;
 
     private Builder() {}
+
+    /**
+     * The wire: {@link Protocol#REST} (JSON), or {@link Protocol#CONNECT}, every call as its RPC
+     * in binary protobuf; default {@code BATON_PROTOCOL}, else REST. Same answers, same errors.
+     */
+    public Builder protocol(Protocol protocol) {
+      this.protocol = Objects.requireNonNull(protocol, "protocol");
+      return this;
+    }
 
     /** The API's base URL; default {@code BATON_URL}, else {@code http://127.0.0.1:8080}. */
     public Builder url(String url) {
@@ -444,6 +459,9 @@ public final class BatonClient implements AutoCloseable {
       }
       if (!authSet) {
         auth = Env.apiKey(url, env).orElse(null);
+      }
+      if (protocol == null) {
+        protocol = Env.protocol(env);
       }
       return new BatonClient(this);
     }

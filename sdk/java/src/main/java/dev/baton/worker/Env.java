@@ -22,6 +22,8 @@ public final class Env {
   public static final String DATA_DIR = "BATON_DATA_DIR";
   public static final String DISPATCH_QUEUE_URL = "BATON_DISPATCH_QUEUE_URL";
   public static final String SQS_ENDPOINT = "BATON_SQS_ENDPOINT";
+  /** The client's wire: {@code rest} (the default) or {@code connect}; see {@link Protocol}. */
+  public static final String PROTOCOL = "BATON_PROTOCOL";
   public static final String DEFAULT_URL = "http://127.0.0.1:8080";
   public static final String DEFAULT_DATA_DIR = ".baton/data";
   public static final String API_KEY_FILE = "api-key";
@@ -34,6 +36,11 @@ public final class Env {
   public static String url(Map<String, String> env) {
     String url = env.get(URL);
     return url == null || url.isBlank() ? DEFAULT_URL : url;
+  }
+
+  /** {@code BATON_PROTOCOL}, else {@link Protocol#REST}. */
+  public static Protocol protocol(Map<String, String> env) {
+    return Protocol.parse(env.get(PROTOCOL));
   }
 
   /** Where {@code baton dev} keeps its key: {@code $BATON_DATA_DIR/api-key}. */
