@@ -55,7 +55,8 @@ public final class ConformanceWorker {
     registry.register(prefix + "big-input", job -> Map.of("length", ((String) job.input().get("blob")).length()));
     registry.register(prefix + "bad-output", job -> Map.of("value", Double.NaN));
 
-    BatonClient client = BatonClient.builder().build(); // BATON_URL, BATON_API_KEY
+    // BATON_URL, BATON_API_KEY, BATON_PROTOCOL (rest, or connect: every call as its RPC)
+    BatonClient client = BatonClient.builder().build();
     RunnerOptions.Builder options = RunnerOptions.builder()
         .parallelism(Integer.parseInt(env("CONFORMANCE_PARALLELISM", "4")));
     String workerId = System.getenv("CONFORMANCE_WORKER_ID");

@@ -15,11 +15,16 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class ClientTest {
-  private FakeBaton fake;
+  FakeBaton fake;
+
+  /** The wire under test ({@code *ConnectTest} runs these tests over Connect). */
+  Protocol protocol() {
+    return Protocol.REST;
+  }
 
   @BeforeEach
   void setUp() throws Exception {
-    fake = new FakeBaton();
+    fake = new FakeBaton(protocol());
   }
 
   @AfterEach
@@ -31,7 +36,7 @@ class ClientTest {
   void aForbiddenAnswerNamesWhereTheKeyCameFrom(@TempDir Path dir) throws Exception {
     Files.writeString(dir.resolve("api-key"), "local-key\n");
     fake.routes.put("/v1/jobs/poll", r -> FakeBaton.Answer.of(403, FakeBaton.problem(403, "Forbidden", "invalid API key")));
-    BatonClient client = BatonClient.builder().url(fake.url()).environment(Map.of(Env.DATA_DIR, dir.toString())).build();
+    BatonClient client = BatonClient.builder().url(fake.url()).protocol(protocol()).environment(Map.of(Env.DATA_DIR, dir.toString())).build();
     BatonApiException.Forbidden e = assertThrows(BatonApiException.Forbidden.class,
         () -> client.pollJobs("w", List.of("t"), 1, 0, RetryPolicy.NONE));
     assertEquals(403, e.status());
@@ -49,7 +54,7 @@ class ClientTest {
     assertTrue(Env.apiKey("http://127.0.0.1:1", Map.of(Env.DATA_DIR, dir.toString())).isPresent());
     assertTrue(Env.apiKey("https://api.example.com", Map.of(Env.DATA_DIR, dir.toString())).isEmpty(),
         "a local key is never sent to another host");
-    BatonClient explicit = BatonClient.builder().url(fake.url()).apiKey("arg-key").environment(env).build();
+    BatonClient explicit = BatonClient.builder().url(fake.url()).protocol(protocol()).apiKey("arg-key").environment(env).build();
     explicit.call("GET", "/v1/config", null, true);
     assertEquals("arg-key", fake.requests.get(0).header("x-api-key"));
   }
@@ -57,7 +62,7 @@ class ClientTest {
   @Test
   void unauthorizedWithoutAKeySaysHowToGiveOne() throws Exception {
     fake.routes.put("/v1/config", r -> FakeBaton.Answer.of(401, FakeBaton.problem(401, "Unauthorized", "missing x-api-key")));
-    BatonClient client = BatonClient.builder().url(fake.url()).environment(Map.of(Env.DATA_DIR, "/nonexistent")).build();
+    BatonClient client = BatonClient.builder().url(fake.url()).protocol(protocol()).environment(Map.of(Env.DATA_DIR, "/nonexistent")).build();
     BatonApiException e = assertThrows(BatonApiException.Unauthorized.class, () -> client.call("GET", "/v1/config", null, true));
     assertTrue(e.getMessage().contains("no credentials were sent"), e.getMessage());
   }
@@ -68,7 +73,7 @@ class ClientTest {
     fake.routes.put("/v1/jobs/heartbeat", r -> calls.incrementAndGet() < 3
         ? FakeBaton.Answer.of(calls.get() == 1 ? 429 : 503, FakeBaton.problem(503, "Busy", "try later"))
         : null);
-    BatonClient client = BatonClient.builder().url(fake.url()).apiKey("k")
+    BatonClient client = BatonClient.builder().url(fake.url()).protocol(protocol()).apiKey("k")
         .retry(RetryPolicy.builder().initialInterval(java.time.Duration.ofMillis(10)).build()).build();
     client.heartbeat("j", "w", 1, RetryPolicy.builder().initialInterval(java.time.Duration.ofMillis(10)).build());
     assertEquals(3, calls.get());

@@ -61,7 +61,15 @@ final class FakeBaton implements AutoCloseable {
   volatile Duration lease = Duration.ofSeconds(30);
   volatile boolean stopSignalled;
 
+  /** The wire its clients speak; over Connect, REST routes under /v1 are refused. */
+  final Protocol protocol;
+
   FakeBaton() throws IOException {
+    this(Protocol.REST);
+  }
+
+  FakeBaton(Protocol protocol) throws IOException {
+    this.protocol = protocol;
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
     server.setExecutor(executor);
     server.createContext("/", this::handle);
@@ -73,7 +81,7 @@ final class FakeBaton implements AutoCloseable {
   }
 
   BatonClient client() {
-    return BatonClient.builder().url(url()).apiKey("test-key").environment(Map.of()).build();
+    return BatonClient.builder().url(url()).apiKey("test-key").environment(Map.of()).protocol(protocol).build();
   }
 
   /** Adds a claimable job of {@code type} with {@code input}; its id. */
@@ -117,6 +125,17 @@ final class FakeBaton implements AutoCloseable {
   }
 
   private void handle(HttpExchange exchange) throws IOException {
+    if (exchange.getRequestURI().getPath().startsWith(FakeConnect.PREFIX)) {
+      FakeConnect.handle(this, exchange);
+      return;
+    }
+    if (protocol == Protocol.CONNECT && exchange.getRequestURI().getPath().startsWith("/v1/")) {
+      byte[] out = "a Connect client sent REST".getBytes(StandardCharsets.UTF_8);
+      exchange.sendResponseHeaders(418, out.length);
+      exchange.getResponseBody().write(out);
+      exchange.close();
+      return;
+    }
     try {
       byte[] raw = exchange.getRequestBody().readAllBytes();
       JsonNode body = raw.length == 0 ? null : parse(raw);
@@ -125,15 +144,7 @@ final class FakeBaton implements AutoCloseable {
           new Request(
               exchange.getRequestMethod(), path, Map.copyOf(exchange.getRequestHeaders()), body, raw,
               exchange.getRequestURI().getRawQuery());
-      requests.add(request);
-      Answer answer = null;
-      Route route = routes.get(path);
-      if (route != null) {
-        answer = route.answer(request);
-      }
-      if (answer == null) {
-        answer = defaults(request);
-      }
+      Answer answer = answer(request);
       byte[] out =
           answer.body() == null
               ? new byte[0]
@@ -167,6 +178,17 @@ final class FakeBaton implements AutoCloseable {
     ObjectNode p = JSON.createObjectNode();
     p.put("type", "about:blank").put("title", title).put("status", status).put("detail", detail);
     return p;
+  }
+
+  /** The answer to {@code request}: the test's route, else the default. */
+  Answer answer(Request request) throws Exception {
+    requests.add(request);
+    Answer answer = null;
+    Route route = routes.get(request.path());
+    if (route != null) {
+      answer = route.answer(request);
+    }
+    return answer == null ? defaults(request) : answer;
   }
 
   private Answer defaults(Request r) throws InterruptedException {

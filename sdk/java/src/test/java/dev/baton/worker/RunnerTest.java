@@ -19,11 +19,16 @@ import org.junit.jupiter.api.Test;
 
 class RunnerTest {
   private static final Duration WAIT = Duration.ofSeconds(10);
-  private FakeBaton fake;
+  FakeBaton fake;
+
+  /** The wire under test ({@code *ConnectTest} runs these tests over Connect). */
+  Protocol protocol() {
+    return Protocol.REST;
+  }
 
   @BeforeEach
   void setUp() throws Exception {
-    fake = new FakeBaton();
+    fake = new FakeBaton(protocol());
   }
 
   @AfterEach

@@ -36,15 +36,21 @@ import org.junit.jupiter.api.Test;
 
 /** The typed batch-start and schedule calls against the in-process fake server. */
 class TypedApiTest {
-  private FakeBaton fake;
+  FakeBaton fake;
   private TypedApi api;
+
+  /** The wire under test ({@code *ConnectTest} runs these tests over Connect). */
+  Protocol protocol() {
+    return Protocol.REST;
+  }
 
   @BeforeEach
   void setUp() throws Exception {
-    fake = new FakeBaton();
+    fake = new FakeBaton(protocol());
     api =
         BatonClient.builder()
             .url(fake.url())
+            .protocol(protocol())
             .apiKey("k")
             .environment(java.util.Map.of())
             .retry(RetryPolicy.builder().initialInterval(Duration.ofMillis(5)).maximumAttempts(3).build())
