@@ -227,7 +227,14 @@ final class Connect {
       }
     }
     String code = doc.path("code").asText("unknown");
-    String title = Character.toUpperCase(code.charAt(0)) + code.substring(1).replace('_', ' ');
+    // No problem rides on a refused key (the engine answers before any handler): titled as
+    // REST's answer is, so the message reads the same over either wire.
+    String title =
+        status == 401
+            ? "Unauthorized"
+            : status == 403
+                ? "Forbidden"
+                : Character.toUpperCase(code.charAt(0)) + code.substring(1).replace('_', ' ');
     ObjectNode problem = NODES.objectNode();
     problem.put("title", title).put("status", status).put("detail", doc.path("message").asText(title));
     return problem;

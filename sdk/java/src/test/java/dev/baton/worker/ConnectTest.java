@@ -136,6 +136,9 @@ class ConnectTest {
     assertEquals("Unimplemented", problem.path("title").asText());
     assertEquals("no such method", problem.path("detail").asText());
     assertEquals(404, problem.path("status").asInt());
+    ObjectNode refused = Connect.problem(
+        403, "{\"code\":\"unauthenticated\",\"message\":\"the API key is not valid\"}".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    assertEquals("Forbidden", refused.path("title").asText(), "titled as REST's 403");
   }
 
   @Test
