@@ -1,6 +1,6 @@
 """The conformance scenarios (scenarios.py) with the Python SDK's worker on the Connect protocol
 (BATON_PROTOCOL=connect: every call as its RPC, binary protobuf): the same runner behaviour as
-over REST. The Go, Java and TypeScript workers are REST-only for now."""
+over REST. Each SDK's worker runs these over Connect too (test_<language>_connect.py)."""
 
 from tests.conformance.scenarios import (  # noqa: F401 (collected by pytest)
     conformance,
