@@ -14,7 +14,8 @@ export interface AuthRequest {
   url: URL;
   /** The headers already set (lower-case names). */
   headers: Record<string, string>;
-  body: string | undefined;
+  /** The body as sent: JSON text over REST, binary protobuf over Connect. */
+  body: string | Uint8Array | undefined;
 }
 
 /** Adds credentials to each request (called once per attempt, so signatures stay fresh). */

@@ -9,6 +9,15 @@
  */
 import { ApiKeyAuth, type Auth } from "./auth.js";
 import { Backoff, NO_RETRY, type RetryPolicy, retryAllows, retryPolicy, sleep } from "./backoff.js";
+import {
+  chooseProtocol,
+  PROTO,
+  type Protocol,
+  type RpcRequest,
+  rpcProblem,
+  rpcRequest,
+  rpcResponse,
+} from "./connect.js";
 import { type ApiKeyFound, DEFAULT_URL, ENV_URL, findApiKey, localApiKeyPath } from "./env.js";
 import { BatonApiError, problemError, TransportError } from "./errors.js";
 import type { PayloadUploadJson, ServerConfigJson } from "./gen/workflow/v1/engine_pb.js";
@@ -42,6 +51,12 @@ export interface ClientOptions {
    * agent, which costs less CPU per request than the global fetch).
    */
   fetch?: typeof fetch;
+  /**
+   * The wire (default: `BATON_PROTOCOL`, else `"rest"`): `"rest"` (JSON), or `"connect"`: every
+   * call goes as the RPC that mirrors it, binary protobuf over the Connect protocol
+   * (`POST /rpc/workflow.v1.WorkflowEngine/<Method>`), with the same answers, errors and retries.
+   */
+  protocol?: Protocol;
 }
 
 /** Per-call options: `retry` overrides the client's policy (`null`: one attempt). */
@@ -70,6 +85,8 @@ export class ClientCore {
   readonly auth: Auth | undefined;
   /** Where the credentials came from, or why there are none (named on 401/403). */
   readonly credentialSource: string;
+  /** The wire: `rest` or `connect`. */
+  readonly protocol: Protocol;
   readonly #headers: Record<string, string>;
   readonly #http: HttpSend;
   readonly #log: Logger;
@@ -95,6 +112,7 @@ export class ClientCore {
     } else {
       source = auth.source ? `the credentials came from ${auth.source}` : "custom credentials";
     }
+    this.protocol = chooseProtocol(options.protocol);
     this.auth = auth;
     this.credentialSource = source;
     this.retry = options.retry === null ? NO_RETRY : (options.retry ?? DEFAULT_RETRY);
@@ -223,10 +241,24 @@ export class ClientCore {
    * TypeError before anything is sent.
    */
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    const body = options.body === undefined ? undefined : strictJson(dropUndefined(options.body));
-    const url = new URL(this.url + path);
-    for (const [k, v] of Object.entries(options.query ?? {})) {
-      if (v !== undefined) url.searchParams.set(k, String(v));
+    let body: string | undefined =
+      options.body === undefined ? undefined : strictJson(dropUndefined(options.body));
+    let rpc: RpcRequest | undefined;
+    let url: URL;
+    if (this.protocol === "connect") {
+      rpc = rpcRequest(
+        method,
+        path,
+        body === undefined ? undefined : JSON.parse(body),
+        options.query,
+      );
+      body = undefined;
+      url = new URL(this.url + rpc.path);
+    } else {
+      url = new URL(this.url + path);
+      for (const [k, v] of Object.entries(options.query ?? {})) {
+        if (v !== undefined) url.searchParams.set(k, String(v));
+      }
     }
     const idempotent = options.idempotent ?? ["GET", "PUT", "DELETE", "HEAD"].includes(method);
     const policy =
@@ -235,7 +267,11 @@ export class ClientCore {
     const started = performance.now();
     for (let attempts = 1; ; attempts++) {
       try {
-        return (await this.#exchange(method, url, body, options)) as T;
+        return (
+          rpc === undefined
+            ? await this.#exchange(method, url, body, options)
+            : await this.#exchange("POST", url, rpc.body, options, rpc)
+        ) as T;
       } catch (error) {
         if (!(error instanceof TransportError || error instanceof BatonApiError)) throw error;
         if (options.signal?.aborted || !mayRetry(error, idempotent)) throw error;
@@ -260,11 +296,20 @@ export class ClientCore {
   async #exchange(
     method: string,
     url: URL,
-    body: string | undefined,
+    body: string | Uint8Array | undefined,
     options: CallOptions,
+    rpc?: RpcRequest,
   ): Promise<unknown> {
-    const headers: Record<string, string> = { ...this.#headers, accept: "application/json" };
-    if (body !== undefined) headers["content-type"] = "application/json";
+    const headers: Record<string, string> = { ...this.#headers };
+    if (rpc !== undefined) {
+      // Accept names the binary type: API Gateway returns binary only when it does.
+      headers.accept = PROTO;
+      headers["content-type"] = PROTO;
+      headers["connect-protocol-version"] = "1";
+    } else {
+      headers.accept = "application/json";
+      if (body !== undefined) headers["content-type"] = "application/json";
+    }
     if (this.auth) {
       Object.assign(
         headers,
@@ -285,13 +330,16 @@ export class ClientCore {
     if (outer?.aborted) relay();
     else outer?.addEventListener("abort", relay, { once: true });
     let response: HttpAnswer;
-    let text: string;
+    let text = "";
+    let bytes: Uint8Array | undefined;
     try {
       response = await this.#http(url, { method, headers, body, signal: abort.signal });
-      text = await response.text();
+      if (rpc !== undefined && response.status === 200) bytes = await response.bytes();
+      else text = await response.text();
     } catch (error) {
       const sent = !notConnected(error);
-      const what = sent ? `${method} ${url.pathname} failed` : `cannot reach ${this.url}`;
+      const call = rpc === undefined ? `${method} ${url.pathname}` : rpc.rpc;
+      const what = sent ? `${call} failed` : `cannot reach ${this.url}`;
       throw new TransportError(`${what}: ${describeFetchError(error)}`, {
         sent,
         method,
@@ -302,6 +350,7 @@ export class ClientCore {
       clearTimeout(timer);
       outer?.removeEventListener("abort", relay);
     }
+    if (rpc !== undefined) return this.#rpcAnswer(rpc, response, bytes, text, url);
     if (response.status >= 200 && response.status < 300) {
       if (!text) return undefined;
       try {
@@ -328,6 +377,44 @@ export class ClientCore {
       retryAfter: response.header("retry-after"),
       reason: response.statusText,
       method,
+      url: url.href,
+      hint,
+    });
+  }
+
+  /** A Connect answer as REST's: the message as REST JSON, an error as the problem it carries. */
+  #rpcAnswer(
+    rpc: RpcRequest,
+    response: HttpAnswer,
+    bytes: Uint8Array | undefined,
+    text: string,
+    url: URL,
+  ): unknown {
+    if (bytes !== undefined) {
+      try {
+        return rpcResponse(rpc, bytes);
+      } catch (error) {
+        throw new BatonApiError({
+          status: response.status,
+          title: "Unexpected response",
+          detail: `the answer of ${rpc.rpc} is not its message: ${String(error)}`,
+          method: "POST",
+          url: url.href,
+        });
+      }
+    }
+    let decoded: unknown = text;
+    try {
+      decoded = JSON.parse(text);
+    } catch {
+      // not JSON (a proxy's page): the text says what it says
+    }
+    const { status, problem } = rpcProblem(response.status, decoded);
+    const hint = status === 401 || status === 403 ? this.credentialSource : undefined;
+    throw problemError(status, problem, {
+      retryAfter: response.header("retry-after"),
+      reason: response.statusText,
+      method: "POST",
       url: url.href,
       hint,
     });

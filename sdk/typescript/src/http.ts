@@ -14,6 +14,8 @@ export interface HttpAnswer {
   statusText: string;
   header(name: string): string | null;
   text(): Promise<string>;
+  /** The body as bytes (a binary Connect answer). */
+  bytes(): Promise<Uint8Array>;
 }
 
 export interface HttpRequest {
@@ -55,7 +57,7 @@ export function nodeHttp(maxSockets = 64): HttpSend {
           res.on("data", (chunk: Buffer) => chunks.push(chunk));
           res.on("error", reject);
           res.on("end", () => {
-            const text = Buffer.concat(chunks).toString("utf8");
+            const data = Buffer.concat(chunks);
             resolve({
               status: res.statusCode ?? 0,
               statusText: res.statusMessage ?? "",
@@ -63,7 +65,8 @@ export function nodeHttp(maxSockets = 64): HttpSend {
                 const value = res.headers[name.toLowerCase()];
                 return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
               },
-              text: () => Promise.resolve(text),
+              text: () => Promise.resolve(data.toString("utf8")),
+              bytes: () => Promise.resolve(data),
             });
           });
         },
@@ -92,6 +95,7 @@ export function fromFetch(fetchFn: typeof fetch): HttpSend {
       statusText: response.statusText,
       header: (name) => response.headers.get(name),
       text: () => response.text(),
+      bytes: async () => new Uint8Array(await response.arrayBuffer()),
     };
   };
 }

@@ -31,6 +31,7 @@ export {
   pages,
   type StartRequest,
 } from "./client.js";
+export { ENV_PROTOCOL, PROTOCOLS, type Protocol } from "./connect.js";
 export {
   API_KEY_FILE,
   DEFAULT_DATA_DIR,

@@ -1,7 +1,9 @@
 /** The runner's options, and the interface of a source of jobs other than Baton's poll. */
+
 import type { Auth } from "./auth.js";
 import type { RetryPolicy } from "./backoff.js";
 import type { BatonClient } from "./client.js";
+import type { Protocol } from "./connect.js";
 import type { JobJson } from "./gen/workflow/v1/engine_pb.js";
 import type { Logger } from "./log.js";
 import type { MetricsHook } from "./metrics.js";
@@ -26,6 +28,8 @@ export interface RunnerOptions {
   apiKey?: string;
   /** Credentials other than an API key (e.g. `new AwsSigV4Auth()`), for the client made here. */
   auth?: Auth;
+  /** The client's wire, `"rest"` or `"connect"` (default: `BATON_PROTOCOL`, else REST). */
+  protocol?: Protocol;
   /** Who claims jobs (default `<host>-<pid>`). */
   workerId?: string;
   /** The types polled for (default: every registered type). */

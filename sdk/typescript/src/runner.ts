@@ -73,7 +73,7 @@ export class Runner {
     readonly registry: Registry,
     options: RunnerOptions = {},
   ) {
-    if (options.client && (options.url || options.apiKey || options.auth)) {
+    if (options.client && (options.url || options.apiKey || options.auth || options.protocol)) {
       throw new TypeError("give a client, or url and credentials, not both");
     }
     this.client =
@@ -82,6 +82,7 @@ export class Runner {
         ...(options.url === undefined ? {} : { url: options.url }),
         ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
         ...(options.auth === undefined ? {} : { auth: options.auth }),
+        ...(options.protocol === undefined ? {} : { protocol: options.protocol }),
         ...(options.logger === undefined ? {} : { logger: options.logger }),
       });
     this.#ownsClient = options.client === undefined;

@@ -3,6 +3,8 @@
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { fromBinary, fromJson, type JsonValue, toBinary, toJson } from "@bufbuild/protobuf";
+import { ProblemSchema, WorkflowEngine } from "../src/gen/workflow/v1/engine_pb.js";
 
 export interface Seen {
   method: string;
@@ -11,6 +13,8 @@ export interface Seen {
   // biome-ignore lint/suspicious/noExplicitAny: a test double reads whatever JSON came
   body: any;
   raw: string;
+  /** The body's bytes (a binary Connect request). */
+  bytes: Buffer;
   query: URLSearchParams;
   at: number;
 }
@@ -19,6 +23,8 @@ export interface Reply {
   status?: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /** A binary body (a Connect answer), sent as application/proto instead of `body`. */
+  bytes?: Uint8Array;
   /** Hold the answer this many ms (a long-poll). */
   delayMs?: number;
 }
@@ -59,7 +65,8 @@ export class FakeBaton {
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    const raw = Buffer.concat(chunks).toString("utf8");
+    const bytes = Buffer.concat(chunks);
+    const raw = bytes.toString("utf8");
     const [path = "/", search = ""] = (req.url ?? "/").split("?");
     let body: unknown;
     try {
@@ -73,17 +80,28 @@ export class FakeBaton {
       headers: req.headers,
       body,
       raw,
+      bytes,
       query: new URLSearchParams(search),
       at: Date.now(),
     };
     this.seen.push(seen);
     const route = this.routes.get(`${seen.method} ${path}`) ?? this.#prefix(seen.method, path);
-    const reply: Reply = route
-      ? await route(seen)
-      : { status: 404, body: { title: "Not found", status: 404, detail: `no route ${path}` } };
+    let reply: Reply;
+    try {
+      reply = route
+        ? await route(seen)
+        : { status: 404, body: { title: "Not found", status: 404, detail: `no route ${path}` } };
+    } catch (error) {
+      reply = { status: 500, body: { title: "Route failed", status: 500, detail: String(error) } };
+    }
     if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
     if (res.destroyed) return;
     const status = reply.status ?? 200;
+    if (reply.bytes !== undefined) {
+      res.writeHead(status, { "content-type": "application/proto", ...reply.headers });
+      res.end(reply.bytes);
+      return;
+    }
     const type = status >= 400 ? "application/problem+json" : "application/json";
     res.writeHead(status, { "content-type": type, ...reply.headers });
     res.end(reply.body === undefined ? "" : JSON.stringify(reply.body));
@@ -134,4 +152,50 @@ export function applyAll(req: Seen): Reply {
     status: r.failure ? "RETRY_SCHEDULED" : "COMPLETED",
   }));
   return { body: { results } };
+}
+
+/**
+ * A route answering the Connect RPC `rpc` (binary): `fn` gets the request message as proto3 JSON
+ * and returns the response message as JSON, or `{ status, problem }` for a Connect error whose
+ * detail carries that problem (as Baton sends it).
+ */
+export function rpcRoute(
+  rpc: keyof typeof WorkflowEngine.method | string,
+  fn: (message: JsonValue, req: Seen) => unknown,
+): [string, Route] {
+  const method = Object.values(WorkflowEngine.method).find((m) => m.name === rpc);
+  if (method === undefined) throw new Error(`no RPC ${rpc}`);
+  return [
+    `POST /rpc/workflow.v1.WorkflowEngine/${rpc}`,
+    (req) => {
+      const message = toJson(method.input, fromBinary(method.input, req.bytes));
+      const answer = fn(message, req);
+      if (
+        answer !== null &&
+        typeof answer === "object" &&
+        "problem" in answer &&
+        "code" in answer
+      ) {
+        const { status, code, problem, headers } = answer as {
+          status: number;
+          code: string;
+          problem: JsonValue;
+          headers?: Record<string, string>;
+        };
+        const value = Buffer.from(
+          toBinary(ProblemSchema, fromJson(ProblemSchema, problem)),
+        ).toString("base64");
+        return {
+          status,
+          headers: { "content-type": "application/json", ...headers },
+          body: {
+            code,
+            message: String((problem as { detail?: string }).detail ?? code),
+            details: [{ type: "workflow.v1.Problem", value, debug: problem }],
+          },
+        };
+      }
+      return { bytes: toBinary(method.output, fromJson(method.output, answer as JsonValue)) };
+    },
+  ];
 }
