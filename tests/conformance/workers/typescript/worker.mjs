@@ -1,5 +1,6 @@
 // The TypeScript SDK's conformance worker (tests/conformance/README.md): one handler per row of
 // the table, registered as <prefix><name>; READY once polling, STOPPED after a graceful drain.
+// The wire is BATON_PROTOCOL (rest or connect), which the SDK's client reads itself.
 import { JobError, NonRetryableError, Registry, Runner } from "../../../../sdk/typescript/dist/index.js";
 
 const env = process.env;
