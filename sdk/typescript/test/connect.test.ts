@@ -1,12 +1,16 @@
 // The Connect transport against the in-process fake speaking binary protobuf: every call as its
 // RPC, answers as REST's JSON, errors as REST's errors and retries, the runner unchanged.
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { after, before, test } from "node:test";
+import { Sha256 } from "@aws-crypto/sha256-js";
+import { SignatureV4 } from "@smithy/signature-v4";
 import { RPC_NAMES } from "../src/connect.js";
 import { WorkflowEngine } from "../src/gen/workflow/v1/engine_pb.js";
 import {
   type Auth,
   type AuthRequest,
+  AwsSigV4Auth,
   BatonClient,
   ConflictError,
   NotFoundError,
@@ -274,4 +278,50 @@ test("the runner over Connect: polls, completes in a batch, stops, all as RPCs",
   const paths = new Set(fake.seen.slice(before).map((s) => s.path));
   for (const path of paths) assert.match(path, /^\/rpc\/workflow\.v1\.WorkflowEngine\//);
   assert.ok(paths.has("/rpc/workflow.v1.WorkflowEngine/StopWorker"));
+});
+
+test("SigV4 signs the binary body as the AWS SDK signer signs it", async () => {
+  const credentials = {
+    accessKeyId: "AKIDEXAMPLE",
+    secretAccessKey: "secret",
+    sessionToken: "tok",
+  };
+  on(...rpcRoute("StopWorker", (m) => ({ workerId: (m as { workerId: string }).workerId })));
+  const client = new BatonClient({
+    url: fake.url,
+    auth: new AwsSigV4Auth({ region: "eu-west-1", credentials }),
+    protocol: "connect",
+  });
+  await client.stopWorker("w-signed");
+  const seen = fake.calls("/rpc/workflow.v1.WorkflowEngine/StopWorker").at(-1);
+  assert.ok(seen);
+  assert.equal(
+    seen.headers["x-amz-content-sha256"],
+    createHash("sha256").update(seen.bytes).digest("hex"),
+  );
+  const date = String(seen.headers["x-amz-date"]);
+  const when = new Date(
+    `${date.slice(0, 4)}-${date.slice(4, 6)}-${date.slice(6, 8)}T${date.slice(9, 11)}:${date.slice(11, 13)}:${date.slice(13, 15)}Z`,
+  );
+  const url = new URL(fake.url);
+  const expected = await new SignatureV4({
+    service: "execute-api",
+    region: "eu-west-1",
+    credentials,
+    sha256: Sha256,
+  }).sign(
+    {
+      method: "POST",
+      protocol: "http:",
+      hostname: url.hostname,
+      port: Number(url.port),
+      path: seen.path,
+      query: {},
+      headers: { host: url.host, "content-type": "application/proto" },
+      body: new Uint8Array(seen.bytes),
+    },
+    { signingDate: when },
+  );
+  assert.equal(seen.headers.authorization, expected.headers.authorization);
+  client.close();
 });
