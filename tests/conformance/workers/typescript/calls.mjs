@@ -53,6 +53,31 @@ try {
   out.stop = (await client.stopWorker("w-calls")).workerId;
   out.queue = await client.push(`calls-${tag}`, { title: "t", priority: 2 }).then(() => client.queueStats(`calls-${tag}`));
   out.deletedTaskDef = (await client.deleteTaskDef(jobType)).retryCount;
+  const queue = `calls-${tag}`;
+  out.peek = (await client.peek(queue, { limit: 5 })).map((t) => [t.title, t.priority]);
+  const [task] = await client.dequeue(queue, { consumerId: "c1", maxTasks: 1 });
+  out.ack = Object.keys(await client.ack(queue, task.id, task.receipt)).sort();
+  out.purge = Object.keys(await client.purge(queue)).sort();
+  out.openapi = (await client.openapi()).openapi?.slice(0, 2);
+  const third = await client.startInstance({ definitionName: workflow, input: { n: 5 } });
+  const [job3] = await client.pollJobs({ workerId: "w-calls", jobTypes: [jobType], maxJobs: 1 });
+  // retryable: false is not sent: FailJobRequest.retryable has no presence in the proto, so over
+  // Connect false reads as unset and the server's default (true) applies (reported to the lead).
+  const failed = await client.failJob({ jobId: job3.id, workerId: "w-calls", errorMessage: "no" });
+  out.failed = [failed.status, failed.applied, typeof failed.nextAttemptAt];
+  out.cancelled = await caught(client.cancelInstance(third.id, "done"));
+  out.deleted = Object.keys(await client.deleteInstance(third.id)).sort();
+  const schedule = await client.createSchedule({
+    definitionName: workflow,
+    spec: { cron: ["0 3 * * *"] },
+    paused: true,
+    input: { n: 6 },
+  });
+  out.schedule = { paused: schedule.paused, input: schedule.input, spec: schedule.spec };
+  out.scheduleGot = (await client.getSchedule(schedule.id)).definitionName === workflow;
+  out.schedules = (await client.listSchedules({ limit: 100 })).schedules?.some((x) => x.id === schedule.id);
+  out.unpaused = (await client.unpauseSchedule(schedule.id)).paused;
+  out.deletedSchedule = Object.keys(await client.deleteSchedule(schedule.id)).sort();
   out.missing = await caught(client.getInstance("00000000-0000-0000-0000-000000000000"));
   out.invalid = await caught(client.pollJobs({ workerId: "w", jobTypes: ["t"], maxJobs: 500 }));
   out.wrongKey = await caught(new BatonClient({ apiKey: "wrong", retry: null }).listDefinitions());
