@@ -100,6 +100,7 @@ def test_the_client_answers_the_same_over_connect_as_over_rest(baton_server: Any
     ]
     assert connect["started"]["input"] == {"n": 3, "f": 2.5, "s": "x", "list": [1, {"a": None}]}
     assert connect["queue"]["pending"] == 1
-    assert connect["failed"] == ["RETRY_SCHEDULED", True, "string"]
+    assert connect["failed"] == ["FAILED", True, "undefined"]
+    assert connect["cancelled"]["status"] == 409  # the failure ended the instance
     assert connect["schedule"]["spec"]["cron"] == ["0 3 * * *"] and connect["unpaused"] is False
     assert connect["openapi"] == "3." and connect["ack"] and connect["peek"] == [["t", 2]]

@@ -61,11 +61,11 @@ try {
   out.openapi = (await client.openapi()).openapi?.slice(0, 2);
   const third = await client.startInstance({ definitionName: workflow, input: { n: 5 } });
   const [job3] = await client.pollJobs({ workerId: "w-calls", jobTypes: [jobType], maxJobs: 1 });
-  // retryable: false is not sent: FailJobRequest.retryable has no presence in the proto, so over
-  // Connect false reads as unset and the server's default (true) applies (reported to the lead).
-  const failed = await client.failJob({ jobId: job3.id, workerId: "w-calls", errorMessage: "no" });
+  // A false retryable must cross binary protobuf as false (the proto gives it presence).
+  const failed = await client.failJob({ jobId: job3.id, workerId: "w-calls", errorMessage: "no", retryable: false });
   out.failed = [failed.status, failed.applied, typeof failed.nextAttemptAt];
   out.cancelled = await caught(client.cancelInstance(third.id, "done"));
+  out.cancelled.detail = out.cancelled.detail?.replace(third.id, "<id>");
   out.deleted = Object.keys(await client.deleteInstance(third.id)).sort();
   const schedule = await client.createSchedule({
     definitionName: workflow,
