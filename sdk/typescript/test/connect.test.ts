@@ -325,3 +325,21 @@ test("SigV4 signs the binary body as the AWS SDK signer signs it", async () => {
   assert.equal(seen.headers.authorization, expected.headers.authorization);
   client.close();
 });
+
+test("a false retryable crosses binary protobuf as false (the proto gives it presence)", async () => {
+  const got: unknown[] = [];
+  on(
+    ...rpcRoute("FailJob", (m) => {
+      got.push(m);
+      return { jobId: "j1", status: "FAILED", applied: true };
+    }),
+  );
+  const client = connect();
+  await client.failJob({ jobId: "j1", workerId: "w1", errorMessage: "no", retryable: false });
+  await client.failJob({ jobId: "j1", workerId: "w1", errorMessage: "again" });
+  assert.deepEqual(got, [
+    { jobId: "j1", workerId: "w1", errorMessage: "no", retryable: false },
+    { jobId: "j1", workerId: "w1", errorMessage: "again", retryable: true },
+  ]);
+  client.close();
+});
