@@ -31,7 +31,8 @@ func (c *Client) StartInstances(ctx context.Context, starts []*workflowv1.StartI
 }
 
 // CreateSchedule creates a schedule (an empty Id: the server names it). Fields left at their
-// zero value take the server's defaults (overlap SKIP, catch-up window 60 s, not paused).
+// zero value take the server's defaults (overlap SKIP, not paused; a nil CatchupWindowSeconds
+// the 60 s window).
 func (c *Client) CreateSchedule(ctx context.Context, s *workflowv1.ScheduleRequest) (*workflowv1.Schedule, error) {
 	out := &workflowv1.Schedule{}
 	return out, c.callProto(ctx, request{method: "POST", path: "/v1/schedules"}, s, nil, out)

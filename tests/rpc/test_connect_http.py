@@ -389,3 +389,25 @@ def test_a_failure_keeps_its_retryable_over_connect(baton_server: Any, retryable
         (job,) = c.poll_jobs(worker_id="w", job_types=[job_type], max_jobs=1)
         done = c.fail_job(job["id"], worker_id="w", error_message="no", retryable=retryable)
     assert done["status"] == ("RETRY_SCHEDULED" if retryable else "FAILED"), done
+
+
+@pytest.mark.parametrize("window", [0, 300])
+def test_a_catchup_window_of_zero_crosses_connect(baton_server: Any, window: int) -> None:
+    # ScheduleRequest.catchup_window_seconds has presence in the proto: 0 (no catch-up) must not
+    # read as absent (the 60 s default) once it is binary.
+    from baton_worker import BatonClient
+
+    name = f"rpc-catchup-{window}"
+    with BatonClient(baton_server.base_url, api_key=baton_server.api_key, protocol="connect") as c:
+        c.register_definition(
+            {"name": name, "steps": [{"id": "w", "type": "SERVICE_TASK", "jobType": name}]}
+        )
+        made = c.create_schedule(
+            {
+                "definitionName": name,
+                "spec": {"cron": ["0 0 1 1 *"]},
+                "catchupWindowSeconds": window,
+                "paused": True,
+            }
+        )
+        assert c.get_schedule(made["id"])["catchupWindowSeconds"] == window

@@ -5475,8 +5475,8 @@ type ScheduleRequest struct {
 	DefinitionVersion    int32                  `protobuf:"varint,3,opt,name=definition_version,json=definitionVersion,proto3" json:"definition_version,omitempty"`
 	Input                *structpb.Struct       `protobuf:"bytes,4,opt,name=input,proto3" json:"input,omitempty"` // may read ${schedule.time} and ${schedule.id}
 	Spec                 *ScheduleSpec          `protobuf:"bytes,5,opt,name=spec,proto3" json:"spec,omitempty"`
-	OverlapPolicy        string                 `protobuf:"bytes,6,opt,name=overlap_policy,json=overlapPolicy,proto3" json:"overlap_policy,omitempty"` // SKIP | BUFFER_ONE | BUFFER_ALL | CANCEL_OTHER | TERMINATE_OTHER | ALLOW_ALL
-	CatchupWindowSeconds int32                  `protobuf:"varint,7,opt,name=catchup_window_seconds,json=catchupWindowSeconds,proto3" json:"catchup_window_seconds,omitempty"`
+	OverlapPolicy        string                 `protobuf:"bytes,6,opt,name=overlap_policy,json=overlapPolicy,proto3" json:"overlap_policy,omitempty"`                               // SKIP | BUFFER_ONE | BUFFER_ALL | CANCEL_OTHER | TERMINATE_OTHER | ALLOW_ALL
+	CatchupWindowSeconds *int32                 `protobuf:"varint,7,opt,name=catchup_window_seconds,json=catchupWindowSeconds,proto3,oneof" json:"catchup_window_seconds,omitempty"` // default 60; optional: 0 (no catch-up) is sent
 	PauseOnFailure       bool                   `protobuf:"varint,8,opt,name=pause_on_failure,json=pauseOnFailure,proto3" json:"pause_on_failure,omitempty"`
 	Paused               bool                   `protobuf:"varint,9,opt,name=paused,proto3" json:"paused,omitempty"`
 	Note                 string                 `protobuf:"bytes,10,opt,name=note,proto3" json:"note,omitempty"`
@@ -5557,8 +5557,8 @@ func (x *ScheduleRequest) GetOverlapPolicy() string {
 }
 
 func (x *ScheduleRequest) GetCatchupWindowSeconds() int32 {
-	if x != nil {
-		return x.CatchupWindowSeconds
+	if x != nil && x.CatchupWindowSeconds != nil {
+		return *x.CatchupWindowSeconds
 	}
 	return 0
 }
@@ -7679,19 +7679,20 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\ttime_zone\x18\x03 \x01(\tR\btimeZone\x12%\n" +
 	"\x0ejitter_seconds\x18\x04 \x01(\x05R\rjitterSeconds\x125\n" +
 	"\bstart_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\astartAt\x121\n" +
-	"\x06end_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05endAt\"\x8a\x03\n" +
+	"\x06end_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05endAt\"\xaa\x03\n" +
 	"\x0fScheduleRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0fdefinition_name\x18\x02 \x01(\tR\x0edefinitionName\x12-\n" +
 	"\x12definition_version\x18\x03 \x01(\x05R\x11definitionVersion\x12-\n" +
 	"\x05input\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x05input\x12-\n" +
 	"\x04spec\x18\x05 \x01(\v2\x19.workflow.v1.ScheduleSpecR\x04spec\x12%\n" +
-	"\x0eoverlap_policy\x18\x06 \x01(\tR\roverlapPolicy\x124\n" +
-	"\x16catchup_window_seconds\x18\a \x01(\x05R\x14catchupWindowSeconds\x12(\n" +
+	"\x0eoverlap_policy\x18\x06 \x01(\tR\roverlapPolicy\x129\n" +
+	"\x16catchup_window_seconds\x18\a \x01(\x05H\x00R\x14catchupWindowSeconds\x88\x01\x01\x12(\n" +
 	"\x10pause_on_failure\x18\b \x01(\bR\x0epauseOnFailure\x12\x16\n" +
 	"\x06paused\x18\t \x01(\bR\x06paused\x12\x12\n" +
 	"\x04note\x18\n" +
-	" \x01(\tR\x04note\"\xdc\x01\n" +
+	" \x01(\tR\x04noteB\x19\n" +
+	"\x17_catchup_window_seconds\"\xdc\x01\n" +
 	"\x0eScheduleAction\x127\n" +
 	"\tslot_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bslotTime\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x18\n" +
@@ -8234,6 +8235,7 @@ func file_workflow_v1_engine_proto_init() {
 	file_workflow_v1_engine_proto_msgTypes[44].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[57].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[58].OneofWrappers = []any{}
+	file_workflow_v1_engine_proto_msgTypes[70].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[86].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[88].OneofWrappers = []any{}
 	file_workflow_v1_engine_proto_msgTypes[94].OneofWrappers = []any{}

@@ -32,7 +32,7 @@ import java.util.NoSuchElementException;
  * Reached through {@link BatonClient#api()}.
  *
  * <p>Numbers left at the proto's default (0, "" or false) are not sent, so the server's default
- * applies: a schedule's {@code catchupWindowSeconds} of 0 means its default window (60 s).
+ * applies (a schedule's {@code catchupWindowSeconds} has presence: one set to 0 is sent as 0).
  */
 public final class TypedApi {
   /** Most instances one {@link #startInstances} call may start ({@code POST /v1/instances/batch}). */

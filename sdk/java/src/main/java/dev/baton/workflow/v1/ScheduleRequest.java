@@ -264,7 +264,23 @@ private static final long serialVersionUID = 0L;
   public static final int CATCHUP_WINDOW_SECONDS_FIELD_NUMBER = 7;
   private int catchupWindowSeconds_ = 0;
   /**
-   * <code>int32 catchup_window_seconds = 7;</code>
+   * <pre>
+   * default 60; optional: 0 (no catch-up) is sent
+   * </pre>
+   *
+   * <code>optional int32 catchup_window_seconds = 7;</code>
+   * @return Whether the catchupWindowSeconds field is set.
+   */
+  @java.lang.Override
+  public boolean hasCatchupWindowSeconds() {
+    return ((bitField0_ & 0x00000004) != 0);
+  }
+  /**
+   * <pre>
+   * default 60; optional: 0 (no catch-up) is sent
+   * </pre>
+   *
+   * <code>optional int32 catchup_window_seconds = 7;</code>
    * @return The catchupWindowSeconds.
    */
   @java.lang.Override
@@ -365,7 +381,7 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(overlapPolicy_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 6, overlapPolicy_);
     }
-    if (catchupWindowSeconds_ != 0) {
+    if (((bitField0_ & 0x00000004) != 0)) {
       output.writeInt32(7, catchupWindowSeconds_);
     }
     if (pauseOnFailure_ != false) {
@@ -402,7 +418,7 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(overlapPolicy_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(6, overlapPolicy_);
     }
-    if (catchupWindowSeconds_ != 0) {
+    if (((bitField0_ & 0x00000004) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(7, catchupWindowSeconds_);
     }
@@ -459,8 +475,11 @@ private static final long serialVersionUID = 0L;
     }
     if (!getOverlapPolicy()
         .equals(other.getOverlapPolicy())) return false;
-    if (getCatchupWindowSeconds()
-        != other.getCatchupWindowSeconds()) return false;
+    if (hasCatchupWindowSeconds() != other.hasCatchupWindowSeconds()) return false;
+    if (hasCatchupWindowSeconds()) {
+      if (getCatchupWindowSeconds()
+          != other.getCatchupWindowSeconds()) return false;
+    }
     if (getPauseOnFailure()
         != other.getPauseOnFailure()) return false;
     if (getPaused()
@@ -494,8 +513,10 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + OVERLAP_POLICY_FIELD_NUMBER;
     hash = (53 * hash) + getOverlapPolicy().hashCode();
-    hash = (37 * hash) + CATCHUP_WINDOW_SECONDS_FIELD_NUMBER;
-    hash = (53 * hash) + getCatchupWindowSeconds();
+    if (hasCatchupWindowSeconds()) {
+      hash = (37 * hash) + CATCHUP_WINDOW_SECONDS_FIELD_NUMBER;
+      hash = (53 * hash) + getCatchupWindowSeconds();
+    }
     hash = (37 * hash) + PAUSE_ON_FAILURE_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
         getPauseOnFailure());
@@ -720,6 +741,7 @@ private static final long serialVersionUID = 0L;
       }
       if (((from_bitField0_ & 0x00000040) != 0)) {
         result.catchupWindowSeconds_ = catchupWindowSeconds_;
+        to_bitField0_ |= 0x00000004;
       }
       if (((from_bitField0_ & 0x00000080) != 0)) {
         result.pauseOnFailure_ = pauseOnFailure_;
@@ -769,7 +791,7 @@ private static final long serialVersionUID = 0L;
         bitField0_ |= 0x00000020;
         onChanged();
       }
-      if (other.getCatchupWindowSeconds() != 0) {
+      if (other.hasCatchupWindowSeconds()) {
         setCatchupWindowSeconds(other.getCatchupWindowSeconds());
       }
       if (other.getPauseOnFailure() != false) {
@@ -1442,7 +1464,23 @@ private static final long serialVersionUID = 0L;
 
     private int catchupWindowSeconds_ ;
     /**
-     * <code>int32 catchup_window_seconds = 7;</code>
+     * <pre>
+     * default 60; optional: 0 (no catch-up) is sent
+     * </pre>
+     *
+     * <code>optional int32 catchup_window_seconds = 7;</code>
+     * @return Whether the catchupWindowSeconds field is set.
+     */
+    @java.lang.Override
+    public boolean hasCatchupWindowSeconds() {
+      return ((bitField0_ & 0x00000040) != 0);
+    }
+    /**
+     * <pre>
+     * default 60; optional: 0 (no catch-up) is sent
+     * </pre>
+     *
+     * <code>optional int32 catchup_window_seconds = 7;</code>
      * @return The catchupWindowSeconds.
      */
     @java.lang.Override
@@ -1450,7 +1488,11 @@ private static final long serialVersionUID = 0L;
       return catchupWindowSeconds_;
     }
     /**
-     * <code>int32 catchup_window_seconds = 7;</code>
+     * <pre>
+     * default 60; optional: 0 (no catch-up) is sent
+     * </pre>
+     *
+     * <code>optional int32 catchup_window_seconds = 7;</code>
      * @param value The catchupWindowSeconds to set.
      * @return This builder for chaining.
      */
@@ -1462,7 +1504,11 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
-     * <code>int32 catchup_window_seconds = 7;</code>
+     * <pre>
+     * default 60; optional: 0 (no catch-up) is sent
+     * </pre>
+     *
+     * <code>optional int32 catchup_window_seconds = 7;</code>
      * @return This builder for chaining.
      */
     public Builder clearCatchupWindowSeconds() {

@@ -111,7 +111,20 @@ public interface ScheduleRequestOrBuilder extends
       getOverlapPolicyBytes();
 
   /**
-   * <code>int32 catchup_window_seconds = 7;</code>
+   * <pre>
+   * default 60; optional: 0 (no catch-up) is sent
+   * </pre>
+   *
+   * <code>optional int32 catchup_window_seconds = 7;</code>
+   * @return Whether the catchupWindowSeconds field is set.
+   */
+  boolean hasCatchupWindowSeconds();
+  /**
+   * <pre>
+   * default 60; optional: 0 (no catch-up) is sent
+   * </pre>
+   *
+   * <code>optional int32 catchup_window_seconds = 7;</code>
    * @return The catchupWindowSeconds.
    */
   int getCatchupWindowSeconds();
