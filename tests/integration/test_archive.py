@@ -174,6 +174,26 @@ def test_the_archive_search_finds_by_definition_and_end_time(engine: Engine, db:
         engine.search_instances(archived=True, created_after=ended)
 
 
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ({"archived": True, "ended_from": "2026-02-01T00:00:00Z", "ended_to": "2026-01-01"}, "to"),
+        ({"archived": True, "ended_from": "2026-01-01T00:00:00Z", "ended_to": "2026-01-01"}, "to"),
+        (
+            {"created_after": "2026-02-01T00:00:00+01:00", "created_before": "2026-01-31"},
+            "createdBefore",
+        ),
+    ],
+)
+def test_an_empty_or_inverted_search_window_is_refused(
+    engine: Engine, query: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(ValidationFailed) as refused:
+        engine.search_instances(**query)
+    assert [p.path for p in refused.value.problems] == [field]
+    assert "must be later than" in refused.value.problems[0].message
+
+
 def test_an_archived_run_cannot_be_changed_and_deleting_it_removes_its_objects(
     engine: Engine, db: Database, s3: Any, bucket: str
 ) -> None:

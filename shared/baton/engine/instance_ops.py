@@ -377,13 +377,12 @@ class InstanceOps(RetentionOps, ArchiveReads):
                 definition_name=definition_name,
                 status=status,
                 correlation_id=correlation_id,
-                since=_timestamp(ended_from, "from"),
-                until=_timestamp(ended_to, "to"),
+                **_time_range(ended_from, ended_to, "from", "to"),
                 limit=limit,
                 page_token=page_token,
             )
-        since = _timestamp(created_after, "createdAfter")
-        until = _timestamp(created_before, "createdBefore")
+        window = _time_range(created_after, created_before, "createdAfter", "createdBefore")
+        since, until = window["since"], window["until"]
         if status is not None and status not in InstanceStatus.__members__:
             raise ValidationFailed(
                 [Problem("status", f"one of {', '.join(InstanceStatus)}, not {status!r}")]
@@ -760,6 +759,25 @@ def _int_token(token: str) -> int:
     if not value.isdigit() or len(value) > 18:
         raise ValidationFailed([Problem("pageToken", "not a token this API issued")])
     return int(value)
+
+
+def _time_range(
+    start: str | None, end: str | None, start_field: str, end_field: str
+) -> dict[str, datetime | None]:
+    """A search's time window (start inclusive, end exclusive): an empty or inverted one is
+    refused rather than answered with an empty page that looks like "nothing there"."""
+    since, until = _timestamp(start, start_field), _timestamp(end, end_field)
+    if since is not None and until is not None and since >= until:
+        raise ValidationFailed(
+            [
+                Problem(
+                    end_field,
+                    f"must be later than {start_field} ({since.isoformat()}): "
+                    f"{start_field} is inclusive and {end_field} exclusive",
+                )
+            ]
+        )
+    return {"since": since, "until": until}
 
 
 def _timestamp(value: str | None, field: str) -> datetime | None:
