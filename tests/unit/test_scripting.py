@@ -120,3 +120,49 @@ def test_concurrent_calls_share_the_pool_and_a_runaway_stays_alone(sandbox: Sand
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(call, range(16)))
     assert results == [("timeout" if i == 3 else i * 10) for i in range(16)]
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        # Conductor binds $ to a Java Map: scripts written for it call List and Map methods.
+        ("$.list.get($.list.size() - 1)", 3),
+        ("function getElement() { return $.list.get($.i - 1); } getElement();", 2),
+        ("$.map.get('a') + $.map.getOrDefault('zz', 10)", 11),
+        ("$.map.get('zz')", None),
+        (
+            "[$.map.containsKey('a'), $.map.containsKey('zz'), $.list.contains(2)]",
+            [True, False, True],
+        ),
+        (
+            "[$.map.keySet(), $.map.values(), $.map.isEmpty(), $.list.isEmpty()]",
+            [["a", "size"], [1, 7], False, False],
+        ),
+        (
+            "$.map.entrySet().map(function (e) { return e.getKey() + '=' + e.getValue(); })",
+            ["a=1", "size=7"],
+        ),
+        ("$.list.add(4); $.list.size()", 4),
+        # A key with a method's name is still that key; JSON and enumeration see no methods.
+        ("$.map.size", 7),
+        ("[JSON.stringify($.map), Object.keys($.list).length]", ['{"a":1,"size":7}', 3]),
+        (
+            "(function () { var k = []; for (var n in $.map) k.push(n); return k; })()",
+            ["a", "size"],
+        ),
+        # The script's own objects stay plain: a descriptor does not inherit a `get`.
+        ("Object.defineProperty({}, 'x', {value: 1}).x + [].length", 1),
+    ],
+)
+def test_the_input_has_the_java_collection_methods_conductor_scripts_call(
+    sandbox: Sandbox, script: str, expected: object
+) -> None:
+    assert (
+        sandbox.javascript(script, {"list": [1, 2, 3], "map": {"a": 1, "size": 7}, "i": 2})
+        == expected
+    )
+
+
+def test_a_java_style_index_past_the_end_fails_the_script_as_in_conductor(sandbox: Sandbox) -> None:
+    with pytest.raises(ScriptFailed, match="out of bounds for length 3"):
+        sandbox.javascript("$.list.get(3)", {"list": [1, 2, 3]})

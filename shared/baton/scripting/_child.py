@@ -27,10 +27,73 @@ _CACHE_SIZE = 256
 # a script that is a function (``function() { return $.n < 3; }``, as Conductor's loopConditions
 # are often written, or an arrow function) is called and its value is the result.
 _JS_RUN = (
-    "globalThis.$ = JSON.parse(__baton_input);"
+    "globalThis.$ = JSON.parse(__baton_input, __baton_java ? __baton_revive : undefined);"
     "var __baton_result = (0, eval)(__baton_script);"
     "if (typeof __baton_result === 'function') __baton_result = __baton_result();"
     "__baton_result === undefined ? 'null' : JSON.stringify(__baton_result)"
+)
+# Conductor binds ``$`` to its Java Map with host access, so scripts written for it call
+# java.util.List and Map methods on the input (``$.list.get(0)``, ``$.items.size()``,
+# ``$.map.containsKey('k')``, ``$.map.keySet()``) as well as JavaScript's own. The input's arrays
+# and objects (only those: the script's own stay plain) get a prototype with the same methods,
+# non-enumerable (JSON.stringify, for-in and Object.keys do not see them) and below their own
+# properties (a key named ``size`` is still read as that key).
+_JAVA_COLLECTIONS = r"""
+var __baton_revive = (function () {
+  function same(a, b) { return a === b || (a !== a && b !== b); }
+  function has(o, k) { return Object.prototype.hasOwnProperty.call(o, String(k)); }
+  function methods(proto, table) {
+    var descriptors = {};
+    Object.keys(table).forEach(function (name) {
+      descriptors[name] = {value: table[name], writable: true, configurable: true};
+    });
+    return Object.create(proto, descriptors);
+  }
+  var list = methods(Array.prototype, {
+    get: function (i) {
+      if (!(i >= 0 && i < this.length)) {
+        throw new RangeError('Index ' + i + ' out of bounds for length ' + this.length);
+      }
+      return this[i];
+    },
+    size: function () { return this.length; },
+    isEmpty: function () { return this.length === 0; },
+    contains: function (x) { return this.some(function (y) { return same(x, y); }); },
+    add: function (x) { this.push(x); return true; },
+    set: function (i, x) { var old = this.get(i); this[i] = x; return old; }
+  });
+  var map = methods(Object.prototype, {
+    get: function (k) { return has(this, k) ? this[k] : null; },
+    getOrDefault: function (k, d) { return has(this, k) ? this[k] : d; },
+    containsKey: function (k) { return has(this, k); },
+    containsValue: function (v) {
+      var o = this;
+      return Object.keys(o).some(function (k) { return same(o[k], v); });
+    },
+    keySet: function () { return Object.keys(this); },
+    values: function () { var o = this; return Object.keys(o).map(function (k) { return o[k]; }); },
+    entrySet: function () {
+      var o = this;
+      return Object.keys(o).map(function (k) {
+        return {key: k, value: o[k], getKey: function () { return k; },
+                getValue: function () { return o[k]; }};
+      });
+    },
+    size: function () { return Object.keys(this).length; },
+    isEmpty: function () { return Object.keys(this).length === 0; },
+    put: function (k, v) { var old = has(this, k) ? this[k] : null; this[k] = v; return old; }
+  });
+  return function (key, value) {
+    if (value !== null && typeof value === 'object') {
+      Object.setPrototypeOf(value, Array.isArray(value) ? list : map);
+    }
+    return value;
+  };
+})();
+"""
+_JAVA_METHOD = re.compile(
+    r"\b(?:get|getOrDefault|size|isEmpty|contains|containsKey|containsValue|keySet|values"
+    r"|entrySet|add|put|set)\b"
 )
 # Parses without running: a script's grammar is a function body's, less a top-level return.
 _JS_CHECK = "new Function(__baton_script); 'null'"
@@ -67,7 +130,9 @@ _contexts: list[Any] = []
 def _new_context() -> Any:
     import quickjs
 
-    return quickjs.Context()
+    context = quickjs.Context()
+    context.eval(_JAVA_COLLECTIONS)
+    return context
 
 
 def _prepare() -> None:
@@ -82,6 +147,9 @@ def _javascript(request: dict[str, Any]) -> dict[str, Any]:
     context.set_time_limit(float(request["time"]))
     context.set("__baton_input", request["input"])
     context.set("__baton_script", script_text(request["code"]))
+    # Giving the input its Java methods costs ~0.4 µs per array and object: done only for a
+    # script that names one of them (the result is the same either way).
+    context.set("__baton_java", _JAVA_METHOD.search(request["code"]) is not None)
     import quickjs
 
     try:
