@@ -457,7 +457,9 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
             "type": "DO_WHILE",
             "steps": [step("body")],
             "maxIterations": cd.DO_WHILE_MAX_ITERATIONS,
-            "while": "body.output.done != true",
+            "while": "if ($.done != true) { true; } else { false; }",
+            "whileLanguage": "javascript",
+            "input": {"done": "${body.output.done}"},
         },
     ),
     (
@@ -665,7 +667,7 @@ def test_a_loop_condition_reads_its_iteration_and_its_tasks_outputs() -> None:
     }
     baton = cd.to_baton_workflow(_wf([loop]))
     (step,) = [s for s in baton["steps"] if s["id"] == "l"]
-    assert step["while"] == "l.output.iteration < 3 and b.output.more = true"
+    assert step["while"] == loop["loopCondition"] and step["whileLanguage"] == "javascript"
     parse_definition(baton)  # the loop's own iteration is readable in its condition
     again = cd.to_baton_workflow(cd.to_conductor_workflow({**baton, "version": 1}))
     assert again["steps"] == baton["steps"]

@@ -1,80 +1,11 @@
-"""Conductor's JavaScript conditions (a SWITCH's ``javascript``/``graaljs`` expression, a
-DO_WHILE's ``loopCondition``) translated to JSONata, for the simple comparisons that have an exact
-equivalent: ``$.a.b == 'x' && $.n > 3``, optionally wrapped in ``if (…) { true; } else { false; }``.
-Anything else raises ``ValueError``; nothing is ever evaluated."""
+"""A native Baton loop's JSONata condition shown as the Conductor script it would be
+(``a.b = "x" and n > 3`` → ``$.p0 == "x" && $.p1 > 3``), for Baton definitions read through
+``/api``. Conductor's own conditions are never translated the other way: they run as JavaScript,
+whose comparisons coerce where JSONata's do not. Nothing is ever evaluated here."""
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable
-
-_WRAPPED = re.compile(
-    r"^\s*if\s*\((?P<cond>.*)\)\s*\{\s*(?:return\s+)?true\s*;?\s*\}\s*"
-    r"else\s*\{\s*(?:return\s+)?false\s*;?\s*\}\s*;?\s*$",
-    re.DOTALL,
-)
-_TOKEN = re.compile(
-    r"\s*(?:(?P<path>\$(?:\.[A-Za-z_][A-Za-z0-9_]*|\[\s*'[A-Za-z0-9_]+'\s*\]"
-    r"|\[\s*\"[A-Za-z0-9_]+\"\s*\])+)"
-    r"|(?P<str>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")"
-    r"|(?P<num>-?\d+(?:\.\d+)?)"
-    r"|(?P<word>true|false|null)"
-    r"|(?P<op>===|!==|==|!=|<=|>=|<|>|&&|\|\||!|\(|\)))"
-)
-_OPS = {
-    "===": "=",
-    "==": "=",
-    "!==": "!=",
-    "!=": "!=",
-    "<=": "<=",
-    ">=": ">=",
-    "<": "<",
-    ">": ">",
-    "&&": "and",
-    "||": "or",
-    "(": "(",
-    ")": ")",
-}
-_KEY = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[\s*['\"]([A-Za-z0-9_]+)['\"]\s*\]")
-
-
-def to_jsonata(script: str, resolve: Callable[[list[str]], str]) -> str:
-    """JSONata for ``script``; ``resolve`` turns a ``$.a.b`` path (as keys) into JSONata."""
-    m = _WRAPPED.match(script)
-    text = m.group("cond") if m else script.strip().rstrip(";")
-    out: list[str] = []
-    pos = 0
-    text = text.strip()
-    while pos < len(text):
-        t = _TOKEN.match(text, pos)
-        if t is None or t.end() == pos:
-            raise ValueError(f"cannot translate {text[pos : pos + 20]!r} to JSONata")
-        pos = t.end()
-        if t.group("path"):
-            keys = [a or b for a, b in _KEY.findall(t.group("path")[1:])]
-            if not keys:
-                raise ValueError("a bare $ cannot be translated")
-            out.append(resolve(keys))
-        elif t.group("str"):
-            raw = t.group("str")
-            out.append(json.dumps(raw[1:-1].replace("\\'", "'").replace('\\"', '"')))
-        elif t.group("num") or t.group("word"):
-            out.append(t.group("num") or t.group("word"))
-        else:
-            op = t.group("op")
-            out.append("$not" if op == "!" else _OPS[op])
-    if not out:
-        raise ValueError("empty condition")
-    for i, token in enumerate(out):
-        if token == "$not" and (i + 1 == len(out) or out[i + 1] != "("):
-            raise ValueError("'!' is translated only before a parenthesis: !( … )")
-    text = ""
-    for i, token in enumerate(out):
-        glued = i == 0 or token == ")" or out[i - 1] in ("(", "$not")
-        text += token if glued else " " + token
-    return text
-
 
 _JSONATA_TOKEN = re.compile(
     r"\s*(?:(?P<str>\"(?:[^\"\\]|\\.)*\")"

@@ -5,7 +5,6 @@ direction, a task's base step, scripts given as input parameters, and the two li
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -196,23 +195,6 @@ def script_text(value: Any, where: str, field: str, *, parameter: bool = True) -
             "read it as $.<parameter> in the script",
         )
     return value
-
-
-def resolver(params: dict[str, Any], where: str) -> Callable[[list[str]], str]:
-    """``$.name.rest`` of a script → the JSONata path of input parameter ``name``."""
-
-    def resolve(keys: list[str]) -> str:
-        source = params.get(keys[0])
-        rest = "".join(f".{k}" for k in keys[1:])
-        if isinstance(source, str):
-            m = WHOLE.match(source)
-            if m:
-                return expr_in(m.group(1), where) + rest
-        if source is not None and not isinstance(source, dict | list) and not rest:
-            return json.dumps(source)
-        raise ValueError(f"$.{'.'.join(keys)} is not an input parameter holding one ${{…}}")
-
-    return resolve
 
 
 def jsonata_to_js(condition: str, params: dict[str, Any]) -> str:

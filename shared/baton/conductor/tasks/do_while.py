@@ -1,15 +1,15 @@
 """DO_WHILE ⇄ DO_WHILE (or, over ``items``, a MAP of concurrency 1).
 
-A ``loopCondition`` that is a simple comparison is translated to JSONata, exactly (the loop's
-inputParameters folded in); anything else runs as JavaScript (``whileLanguage``) as Conductor
-runs it. Baton needs a bound: translated loops get :data:`DO_WHILE_MAX_ITERATIONS`."""
+A ``loopCondition`` runs as JavaScript (``whileLanguage``), as Conductor runs it: even a
+simple comparison, whose JSONata twin would differ from JavaScript where types differ
+(``"0" > 0``, ``1 == "1"``, a missing field). Baton needs a bound: translated loops get
+:data:`DO_WHILE_MAX_ITERATIONS`."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from baton.conductor import js
 from baton.conductor.tasks.common import (
     WHOLE,
     back,
@@ -18,7 +18,6 @@ from baton.conductor.tasks.common import (
     jsonata_to_js,
     label,
     params_in,
-    resolver,
     rewrite_strings,
     script_text,
     task_input,
@@ -63,35 +62,17 @@ def to_step(task: dict[str, Any], path: str) -> dict[str, Any]:
     where = label(task, path)
     step = base(task, path)
     params = task.get("inputParameters") or {}
-    inner = {t.get("taskReferenceName") for t in task.get("loopOver") or [] if isinstance(t, dict)}
-    by_parameter = resolver(params, where)
-
-    def resolve(keys: list[str]) -> str:
-        # Conductor's loopCondition also reads the loop's own iteration ($.loop['iteration'])
-        # and the loop's tasks' outputs ($.task['field']) without an input parameter.
-        if keys[0] not in params:
-            if keys[0] == step["id"] and keys[1:] == ["iteration"]:
-                return f"{step['id']}.output.iteration"
-            if keys[0] in inner and len(keys) > 1:
-                return f"{keys[0]}.output." + ".".join(keys[1:])
-        return str(by_parameter(keys))
-
     step.update(
         type="DO_WHILE",
         steps=_own_iteration(tasks(task.get("loopOver") or [], f"{path}.loopOver"), step["id"]),
         maxIterations=DO_WHILE_MAX_ITERATIONS,
     )
     script = script_text(task.get("loopCondition"), where, "loopCondition", parameter=False)
-    try:
-        # A simple comparison has an exact JSONata equivalent: no script to run. Its
-        # inputParameters are resolved into the condition.
-        step["while"] = js.to_jsonata(script, resolve)
-    except ValueError:
-        # Anything else runs as Conductor runs it: JavaScript over the loop's inputParameters
-        # (resolved after each iteration), its tasks' outputs and its own iteration.
-        step.update({"while": script, "whileLanguage": "javascript"})
-        if params:
-            step["input"] = task_input(task, path)
+    # JavaScript over the loop's inputParameters (resolved after each iteration), its tasks'
+    # outputs and its own iteration, as Conductor runs it.
+    step.update({"while": script, "whileLanguage": "javascript"})
+    if params:
+        step["input"] = task_input(task, path)
     return step
 
 
