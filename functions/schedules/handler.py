@@ -17,7 +17,10 @@ def _schedules() -> Schedules:
 
 @api.route("POST", "/v1/schedules")
 def create() -> Any:
-    created = _schedules().create(api.json())
+    body = api.json()
+    created = _schedules().create(body)
+    if isinstance(body, dict) and body.get("dryRun") is True:
+        return api.ok(created)  # shown, not created
     api.log_keys(schedule_id=created["id"])
     return api.ok(created, 201)
 

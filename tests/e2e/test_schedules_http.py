@@ -120,3 +120,10 @@ def test_schedule_errors_are_problems(baton_server: CheckedServer) -> None:
     assert {e["path"] for e in r.json()["errors"]} == {"from", "to"}
     r = s.request("POST", "/v1/schedules", json=[1])
     assert r.status_code == 422, r.text
+    # A dry run answers 200 with the next fire times and creates nothing.
+    sid = unique("dry")
+    body = {"id": sid, "definitionName": "x", "spec": {"cron": ["30 6 * * *"]}, "dryRun": True}
+    r = s.request("POST", "/v1/schedules", json=body)
+    assert r.status_code == 200, r.text
+    assert [t[10:] for t in r.json()["nextFireTimes"]] == ["T06:30:00Z"] * 10
+    assert s.request("GET", f"/v1/schedules/{sid}").status_code == 404

@@ -342,3 +342,28 @@ def test_the_loop_reads_only_schedules_whose_next_slot_has_come(
         lambda c: c.execute("SELECT materialized_until FROM schedule WHERE id = 's1'").fetchone()
     )
     assert before == after
+
+
+def test_a_dry_run_shows_the_schedule_and_keeps_nothing(
+    schedules: Schedules, engine: Engine
+) -> None:
+    shown = _create(schedules, "dry", dryRun=True)
+    assert shown["id"] == "dry" and len(shown["nextFireTimes"]) == 10
+    assert shown["recentActions"] == []
+    with pytest.raises(NotFound):
+        schedules.get("dry")
+    assert _actions(engine, "dry") == []
+    # A dry run checks what a create checks: the id taken, the spec.
+    _create(schedules, "taken")
+    with pytest.raises(Conflict):
+        _create(schedules, "taken", dryRun=True)
+    with pytest.raises(ValidationFailed):
+        _create(schedules, "dry", dryRun="yes")
+    # A replace's dry run shows the new spec and leaves the schedule as it was.
+    before = schedules.get("taken")
+    body = {"definitionName": "nightly", "spec": {"cron": ["0 9 * * *"]}, "dryRun": True}
+    replaced = schedules.replace("taken", body)
+    assert replaced["spec"] == {"cron": ["0 9 * * *"]}
+    assert all(t.endswith("T09:00:00Z") for t in replaced["nextFireTimes"])
+    after = schedules.get("taken")
+    assert after["spec"] == before["spec"] and after["updatedAt"] == before["updatedAt"]

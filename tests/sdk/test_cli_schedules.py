@@ -30,6 +30,12 @@ def test_schedules_commands(baton: Baton, tmp_path: Path) -> None:  # noqa: F811
     )
     assert baton("definitions", "create", str(path)).code == 0
     sid = unique("cli-s")
+    preview = baton("schedules", "preview", name, "--id", sid, "--cron", "0 9 * * 1")
+    assert preview.code == 0, preview.err
+    assert "nothing was created" in preview.out
+    assert len(re.findall(r"^  \d{4}-\d\d-\d\dT09:00:00Z$", preview.out, re.M)) == 10
+    assert baton("schedules", "create", name, "--id", sid, "--every", "60", "--dry-run").code == 0
+    assert baton("schedules", "get", sid).code == 1  # neither created it
     created = baton(
         "schedules",
         "create",

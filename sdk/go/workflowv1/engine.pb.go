@@ -5480,6 +5480,7 @@ type ScheduleRequest struct {
 	PauseOnFailure       bool                   `protobuf:"varint,8,opt,name=pause_on_failure,json=pauseOnFailure,proto3" json:"pause_on_failure,omitempty"`
 	Paused               bool                   `protobuf:"varint,9,opt,name=paused,proto3" json:"paused,omitempty"`
 	Note                 string                 `protobuf:"bytes,10,opt,name=note,proto3" json:"note,omitempty"`
+	DryRun               bool                   `protobuf:"varint,11,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"` // validate and answer it with its next fire times, keep nothing
 	unknownFields        protoimpl.UnknownFields
 	sizeCache            protoimpl.SizeCache
 }
@@ -5582,6 +5583,13 @@ func (x *ScheduleRequest) GetNote() string {
 		return x.Note
 	}
 	return ""
+}
+
+func (x *ScheduleRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
 }
 
 type ScheduleAction struct {
@@ -7679,7 +7687,7 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\ttime_zone\x18\x03 \x01(\tR\btimeZone\x12%\n" +
 	"\x0ejitter_seconds\x18\x04 \x01(\x05R\rjitterSeconds\x125\n" +
 	"\bstart_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\astartAt\x121\n" +
-	"\x06end_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05endAt\"\xaa\x03\n" +
+	"\x06end_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05endAt\"\xc3\x03\n" +
 	"\x0fScheduleRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0fdefinition_name\x18\x02 \x01(\tR\x0edefinitionName\x12-\n" +
@@ -7691,7 +7699,8 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x10pause_on_failure\x18\b \x01(\bR\x0epauseOnFailure\x12\x16\n" +
 	"\x06paused\x18\t \x01(\bR\x06paused\x12\x12\n" +
 	"\x04note\x18\n" +
-	" \x01(\tR\x04noteB\x19\n" +
+	" \x01(\tR\x04note\x12\x17\n" +
+	"\adry_run\x18\v \x01(\bR\x06dryRunB\x19\n" +
 	"\x17_catchup_window_seconds\"\xdc\x01\n" +
 	"\x0eScheduleAction\x127\n" +
 	"\tslot_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bslotTime\x12\x12\n" +

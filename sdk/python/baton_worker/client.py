@@ -886,7 +886,8 @@ class BatonClient:
     def create_schedule(self, schedule: Mapping[str, Any]) -> JsonObject:
         """Create a schedule: ``{id?, definitionName, definitionVersion?, input?, spec: {cron?,
         interval?, timeZone?, jitterSeconds?, startAt?, endAt?}, overlapPolicy?,
-        catchupWindowSeconds?, pauseOnFailure?, paused?}``. Answers it with ``nextFireTimes``."""
+        catchupWindowSeconds?, pauseOnFailure?, paused?, dryRun?}``. Answers it with
+        ``nextFireTimes``; with ``dryRun: true`` it is checked and shown, not created."""
         return cast(JsonObject, self._call("POST", "/v1/schedules", json=dict(schedule)))
 
     def get_schedule(self, schedule_id: str) -> JsonObject:

@@ -107,6 +107,11 @@ QUERY_PARAMETERS: dict[tuple[str, str], list[tuple[str, str]]] = {
     ],
 }
 
+# Second success statuses of an operation, with the same body as its first.
+OTHER_SUCCESS: dict[tuple[str, str], dict[str, str]] = {
+    ("POST", "/v1/schedules"): {"200": "A dry run (dryRun: true): the schedule as it would be"},
+}
+
 # Error statuses whose body is not a problem: health's 503 is its own report.
 ERROR_BODIES: dict[tuple[str, str], dict[str, type[BaseModel]]] = {
     ("GET", "/v1/health"): {"503": m.Health},
@@ -171,6 +176,17 @@ def document() -> dict[str, Any]:
                     "content": {
                         "application/json": {"schema": _ref(resp) if resp else {"type": "object"}}
                     },
+                },
+                **{
+                    code: {
+                        "description": text,
+                        "content": {
+                            "application/json": {
+                                "schema": _ref(resp) if resp else {"type": "object"}
+                            }
+                        },
+                    }
+                    for code, text in OTHER_SUCCESS.get((route.method, route.path), {}).items()
                 },
                 **{
                     code: _error_response(route.method, route.path, code, text)

@@ -59,6 +59,11 @@ class ScheduleRequest(ApiModel):
     pause_on_failure: bool = False
     paused: bool = False
     note: Annotated[str, Field(max_length=1000)] | None = None
+    dry_run: bool = Field(
+        default=False,
+        description="Validate and answer the schedule as it would be, with its next fire "
+        "times (200), keeping nothing.",
+    )
 
 
 class ScheduleAction(ApiModel):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -40,6 +41,7 @@ _FIELDS = {
     "pauseOnFailure",
     "paused",
     "note",
+    "dryRun",
 }
 
 
@@ -88,7 +90,7 @@ def validate(body: Any, path_id: str | None = None) -> dict[str, Any]:
         problems.append(
             Problem("catchupWindowSeconds", f"an integer from 0 to {MAX_CATCHUP_SECONDS}")
         )
-    for flag in ("pauseOnFailure", "paused"):
+    for flag in ("pauseOnFailure", "paused", "dryRun"):
         if not isinstance(body.get(flag, False), bool):
             problems.append(Problem(flag, "true or false"))
     note = body.get("note")
@@ -109,6 +111,7 @@ def validate(body: Any, path_id: str | None = None) -> dict[str, Any]:
         "paused": bool(body.get("paused", False)),
         "note": note,
         "_spec": spec,
+        "_dry_run": body.get("dryRun") is True,
     }
 
 
@@ -153,6 +156,14 @@ def _params(checked: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
+class _Previewed(Exception):
+    """A dry run's view, carried out of its transaction so that the transaction rolls back."""
+
+    def __init__(self, view: dict[str, Any]) -> None:
+        super().__init__("dry run")
+        self.view = view
+
+
 class Schedules:
     """The schedule operations, over an engine."""
 
@@ -189,7 +200,10 @@ class Schedules:
         return out
 
     def create(self, body: Any) -> dict[str, Any]:
+        """Create a schedule. With ``dryRun: true``, everything a create does (validation, the
+        id's uniqueness, the view with its next fire times), then rolled back: nothing kept."""
         params = _params(validate(body))
+        dry_run = params.pop("_dry_run")
 
         def work(conn: Conn) -> dict[str, Any]:
             row = conn.execute(schedule_sql.INSERT, params).fetchone()
@@ -198,9 +212,18 @@ class Schedules:
                     f"schedule {params['id']!r} exists already: PUT /v1/schedules/{params['id']} "
                     "replaces it, or choose another id"
                 )
-            return self.view(row, conn, full=True)
+            shown = self.view(row, conn, full=True)
+            if dry_run:
+                raise _Previewed(shown)
+            return shown
 
-        return self.db.transaction(work)
+        return self._run(work)
+
+    def _run(self, work: Callable[[Conn], dict[str, Any]]) -> dict[str, Any]:
+        try:
+            return self.db.transaction(work)
+        except _Previewed as previewed:  # a dry run: its transaction rolled back
+            return previewed.view
 
     def get(self, schedule_id: str) -> dict[str, Any]:
         def work(conn: Conn) -> dict[str, Any]:
@@ -221,7 +244,9 @@ class Schedules:
         return paging.page("schedules", [self.view(r) for r in rows[:limit]], token)
 
     def replace(self, schedule_id: str, body: Any) -> dict[str, Any]:
+        """Replace a schedule whole; ``dryRun: true`` shows the result and keeps nothing."""
         params = _params(validate(body, schedule_id))
+        dry_run = params.pop("_dry_run")
 
         def work(conn: Conn) -> dict[str, Any]:
             if conn.execute(schedule_sql.LOCK, {"id": schedule_id}).fetchone() is None:
@@ -229,9 +254,12 @@ class Schedules:
             conn.execute(schedule_sql.DROP_PENDING, {"id": schedule_id})
             row = conn.execute(schedule_sql.UPDATE, params).fetchone()
             assert row is not None
-            return self.view(row, conn, full=True)
+            shown = self.view(row, conn, full=True)
+            if dry_run:
+                raise _Previewed(shown)
+            return shown
 
-        return self.db.transaction(work)
+        return self._run(work)
 
     def delete(self, schedule_id: str) -> dict[str, Any]:
         row = self.db.autocommit(

@@ -82,6 +82,11 @@ def _create(client: BatonClient, args: argparse.Namespace) -> None:
         body["input"] = json_object_arg(args.input, "--input")
     if args.catchup is not None:
         body["catchupWindowSeconds"] = args.catchup
+    if args.dry_run:
+        body["dryRun"] = True
+        shown = client.create_schedule(body)
+        show(args, shown, lambda s: "a dry run: nothing was created\n" + _render(s))
+        return
     show(args, client.create_schedule(body), _render)
 
 
@@ -137,10 +142,8 @@ def _delete(client: BatonClient, args: argparse.Namespace) -> None:
     show(args, result, lambda r: f"deleted schedule {r['id']}")
 
 
-def add_commands(commands: Subparsers) -> None:
-    """Add ``schedules``."""
-    sub = command_group(commands, "schedules", "start workflows on a cron or interval schedule")
-    p = leaf(sub, "create", "create a schedule; prints its next ten fire times", _create)
+def _schedule_arguments(p: argparse.ArgumentParser) -> None:
+    """The definition and options a schedule is created with."""
     p.add_argument("definition", metavar="DEFINITION", help="the definition to start")
     p.add_argument("--id", help="the schedule's id (default: a UUID)")
     p.add_argument("--version", type=int, help="the definition version (default: the latest)")
@@ -176,6 +179,27 @@ def add_commands(commands: Subparsers) -> None:
         metavar="JSON",
         help="the input object (or @file.json); may read ${schedule.time}, ${schedule.id}",
     )
+
+
+def add_commands(commands: Subparsers) -> None:
+    """Add ``schedules``."""
+    sub = command_group(commands, "schedules", "start workflows on a cron or interval schedule")
+    p = leaf(sub, "create", "create a schedule; prints its next ten fire times", _create)
+    _schedule_arguments(p)
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check it and print its next ten fire times; create nothing",
+    )
+    p = leaf(
+        sub,
+        "preview",
+        "the next ten fire times of a schedule, checked by the server; nothing is created "
+        "(create's options)",
+        _create,
+    )
+    _schedule_arguments(p)
+    p.set_defaults(dry_run=True)
     leaf(sub, "list", "list schedules with their next fire time", _list)
     for name, text, body in (
         ("get", "a schedule, its next ten fire times and last ten actions", _get),

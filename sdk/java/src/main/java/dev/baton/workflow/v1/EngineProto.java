@@ -811,179 +811,180 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       "time_zone\030\003 \001(\t\022\026\n\016jitter_seconds\030\004 \001(\005\022" +
       ",\n\010start_at\030\005 \001(\0132\032.google.protobuf.Time" +
       "stamp\022*\n\006end_at\030\006 \001(\0132\032.google.protobuf." +
-      "Timestamp\"\263\002\n\017ScheduleRequest\022\n\n\002id\030\001 \001(" +
+      "Timestamp\"\304\002\n\017ScheduleRequest\022\n\n\002id\030\001 \001(" +
       "\t\022\027\n\017definition_name\030\002 \001(\t\022\032\n\022definition" +
       "_version\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.google.p" +
       "rotobuf.Struct\022\'\n\004spec\030\005 \001(\0132\031.workflow." +
       "v1.ScheduleSpec\022\026\n\016overlap_policy\030\006 \001(\t\022" +
       "#\n\026catchup_window_seconds\030\007 \001(\005H\000\210\001\001\022\030\n\020" +
       "pause_on_failure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014" +
-      "\n\004note\030\n \001(\tB\031\n\027_catchup_window_seconds\"" +
-      "\253\001\n\016ScheduleAction\022-\n\tslot_time\030\001 \001(\0132\032." +
-      "google.protobuf.Timestamp\022\014\n\004kind\030\002 \001(\t\022" +
-      "\017\n\007outcome\030\003 \001(\t\022\023\n\013instance_id\030\004 \001(\t\022\016\n" +
-      "\006detail\030\005 \001(\t\022&\n\002at\030\006 \001(\0132\032.google.proto" +
-      "buf.Timestamp\"\326\003\n\010Schedule\022\n\n\002id\030\001 \001(\t\022\027" +
-      "\n\017definition_name\030\002 \001(\t\022\032\n\022definition_ve" +
-      "rsion\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.google.prot" +
-      "obuf.Struct\022\'\n\004spec\030\005 \001(\0132\031.workflow.v1." +
-      "ScheduleSpec\022\026\n\016overlap_policy\030\006 \001(\t\022\036\n\026" +
-      "catchup_window_seconds\030\007 \001(\005\022\030\n\020pause_on" +
-      "_failure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n" +
-      " \001(\t\022.\n\ncreated_at\030\013 \001(\0132\032.google.protob" +
-      "uf.Timestamp\022.\n\nupdated_at\030\014 \001(\0132\032.googl" +
-      "e.protobuf.Timestamp\0223\n\017next_fire_times\030" +
-      "\r \003(\0132\032.google.protobuf.Timestamp\0223\n\016rec" +
-      "ent_actions\030\016 \003(\0132\033.workflow.v1.Schedule" +
-      "Action\"Q\n\014SchedulePage\022(\n\tschedules\030\001 \003(" +
-      "\0132\025.workflow.v1.Schedule\022\027\n\017next_page_to" +
-      "ken\030\002 \001(\t\"\037\n\021ScheduleIdRequest\022\n\n\002id\030\001 \001" +
-      "(\t\"9\n\024ListSchedulesRequest\022\r\n\005limit\030\001 \001(" +
-      "\005\022\022\n\npage_token\030\002 \001(\t\"0\n\024PauseScheduleRe" +
-      "quest\022\n\n\002id\030\001 \001(\t\022\014\n\004note\030\002 \001(\t\"O\n\021Sched" +
-      "uleTriggered\022\n\n\002id\030\001 \001(\t\022.\n\nslot_times\030\002" +
-      " \003(\0132\032.google.protobuf.Timestamp\"o\n\017Back" +
-      "fillRequest\022\n\n\002id\030\001 \001(\t\022(\n\004from\030\002 \001(\0132\032." +
-      "google.protobuf.Timestamp\022&\n\002to\030\003 \001(\0132\032." +
-      "google.protobuf.Timestamp\"l\n\020BackfillRes" +
-      "ponse\022\n\n\002id\030\001 \001(\t\022\r\n\005slots\030\002 \001(\003\022\r\n\005adde" +
-      "d\030\003 \001(\003\022.\n\nslot_times\030\004 \003(\0132\032.google.pro" +
-      "tobuf.Timestamp\".\n\017DeletedSchedule\022\n\n\002id" +
-      "\030\001 \001(\t\022\017\n\007deleted\030\002 \001(\010\",\n\013ProblemItem\022\014" +
-      "\n\004path\030\001 \001(\t\022\017\n\007message\030\002 \001(\t\"\202\001\n\007Proble" +
-      "m\022\014\n\004type\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\016\n\006status" +
-      "\030\003 \001(\005\022\016\n\006detail\030\004 \001(\t\022\020\n\010instance\030\005 \001(\t" +
-      "\022(\n\006errors\030\006 \003(\0132\030.workflow.v1.ProblemIt" +
-      "em\"\023\n\021GetOpenApiRequest\"8\n\027DeleteDefinit" +
-      "ionRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007version\030\002 \001(" +
-      "\005\"#\n\025DeleteInstanceRequest\022\n\n\002id\030\001 \001(\t\"\341" +
-      "\001\n\017DeletedInstance\022\n\n\002id\030\001 \001(\t\022\027\n\017defini" +
-      "tion_name\030\002 \001(\t\022\037\n\022definition_version\030\003 " +
-      "\001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022\027\n\017step_executi" +
-      "ons\030\005 \001(\003\022\014\n\004jobs\030\006 \001(\003\022\026\n\016history_event" +
-      "s\030\007 \001(\003\022\025\n\010archived\030\010 \001(\010H\001\210\001\001B\025\n\023_defin" +
-      "ition_versionB\013\n\t_archived\"\022\n\020GetHealthR" +
-      "equest\"d\n\013HealthCheck\022\016\n\006status\030\001 \001(\t\022\027\n" +
-      "\nlatency_ms\030\002 \001(\001H\000\210\001\001\022\r\n\005error\030\003 \001(\t\022\016\n" +
-      "\006bucket\030\004 \001(\tB\r\n\013_latency_ms\"{\n\006Health\022\016" +
-      "\n\006status\030\001 \001(\t\022\017\n\007version\030\002 \001(\t\022*\n\010datab" +
-      "ase\030\003 \001(\0132\030.workflow.v1.HealthCheck\022$\n\002s" +
-      "3\030\004 \001(\0132\030.workflow.v1.HealthCheck\"\022\n\020Get" +
-      "ConfigRequest\"B\n\014PayloadLimit\022\030\n\020soft_li" +
-      "mit_bytes\030\001 \001(\003\022\030\n\020hard_limit_bytes\030\002 \001(" +
-      "\003\"\241\001\n\rPayloadLimits\0221\n\016workflow_input\030\001 " +
-      "\001(\0132\031.workflow.v1.PayloadLimit\022-\n\nstep_i" +
-      "nput\030\002 \001(\0132\031.workflow.v1.PayloadLimit\022.\n" +
-      "\013step_output\030\003 \001(\0132\031.workflow.v1.Payload" +
-      "Limit\"[\n\014ServerConfig\0222\n\016payload_limits\030" +
-      "\001 \001(\0132\032.workflow.v1.PayloadLimits\022\027\n\017pre" +
-      "sign_seconds\030\002 \001(\005\"h\n\024CreatePayloadReque" +
-      "st\022\014\n\004kind\030\001 \001(\t\022\022\n\nsize_bytes\030\002 \001(\003\022\033\n\016" +
-      "content_sha256\030\003 \001(\tH\000\210\001\001B\021\n\017_content_sh" +
-      "a256\"\336\001\n\rPayloadUpload\022\014\n\004path\030\001 \001(\t\022\022\n\n" +
-      "upload_url\030\002 \001(\t\022.\n\nexpires_at\030\003 \001(\0132\032.g" +
-      "oogle.protobuf.Timestamp\022E\n\016upload_heade" +
-      "rs\030\004 \003(\0132-.workflow.v1.PayloadUpload.Upl" +
-      "oadHeadersEntry\0324\n\022UploadHeadersEntry\022\013\n" +
-      "\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\0012\236\036\n\016Workfl" +
-      "owEngine\022E\n\tGetConfig\022\035.workflow.v1.GetC" +
-      "onfigRequest\032\031.workflow.v1.ServerConfig\022" +
-      "N\n\rCreatePayload\022!.workflow.v1.CreatePay" +
-      "loadRequest\032\032.workflow.v1.PayloadUpload\022" +
-      "E\n\nGetOpenApi\022\036.workflow.v1.GetOpenApiRe" +
-      "quest\032\027.google.protobuf.Struct\022?\n\tGetHea" +
-      "lth\022\035.workflow.v1.GetHealthRequest\032\023.wor" +
-      "kflow.v1.Health\022Q\n\020DeleteDefinition\022$.wo" +
-      "rkflow.v1.DeleteDefinitionRequest\032\027.work" +
-      "flow.v1.Definition\022R\n\016DeleteInstance\022\".w" +
-      "orkflow.v1.DeleteInstanceRequest\032\034.workf" +
-      "low.v1.DeletedInstance\022F\n\022RegisterDefini" +
-      "tion\022\027.workflow.v1.Definition\032\027.workflow" +
-      ".v1.Definition\022S\n\017ListDefinitions\022#.work" +
-      "flow.v1.ListDefinitionsRequest\032\033.workflo" +
-      "w.v1.DefinitionPage\022K\n\rGetDefinition\022!.w" +
-      "orkflow.v1.GetDefinitionRequest\032\027.workfl" +
-      "ow.v1.Definition\022J\n\014ListTaskDefs\022 .workf" +
-      "low.v1.ListTaskDefsRequest\032\030.workflow.v1" +
-      ".TaskDefPage\022B\n\nPutTaskDef\022\036.workflow.v1" +
-      ".PutTaskDefRequest\032\024.workflow.v1.TaskDef" +
-      "\022B\n\nGetTaskDef\022\036.workflow.v1.GetTaskDefR" +
-      "equest\032\024.workflow.v1.TaskDef\022H\n\rDeleteTa" +
-      "skDef\022!.workflow.v1.DeleteTaskDefRequest" +
-      "\032\024.workflow.v1.TaskDef\022I\n\rStartInstance\022" +
-      "!.workflow.v1.StartInstanceRequest\032\025.wor" +
-      "kflow.v1.Instance\022Y\n\016StartInstances\022\".wo" +
-      "rkflow.v1.StartInstancesRequest\032#.workfl" +
-      "ow.v1.StartInstancesResponse\022Q\n\017SearchIn" +
-      "stances\022#.workflow.v1.SearchInstancesReq" +
-      "uest\032\031.workflow.v1.InstancePage\022E\n\013GetIn" +
-      "stance\022\037.workflow.v1.GetInstanceRequest\032" +
-      "\025.workflow.v1.Instance\022J\n\tListSteps\022\035.wo" +
-      "rkflow.v1.ListStepsRequest\032\036.workflow.v1",
-      ".StepExecutionPage\022F\n\nGetHistory\022\036.workf" +
-      "low.v1.GetHistoryRequest\032\030.workflow.v1.H" +
-      "istoryPage\022K\n\016CancelInstance\022\".workflow." +
-      "v1.CancelInstanceRequest\032\025.workflow.v1.I" +
-      "nstance\022O\n\020CompleteUserTask\022$.workflow.v" +
-      "1.CompleteUserTaskRequest\032\025.workflow.v1." +
-      "Instance\022;\n\006Signal\022\032.workflow.v1.SignalR" +
-      "equest\032\025.workflow.v1.Instance\022M\n\rRetryIn" +
-      "stance\022%.workflow.v1.InstanceOperationRe" +
-      "quest\032\025.workflow.v1.Instance\022M\n\017RestartI" +
-      "nstance\022#.workflow.v1.RestartInstanceReq" +
-      "uest\032\025.workflow.v1.Instance\022M\n\rPauseInst" +
-      "ance\022%.workflow.v1.InstanceOperationRequ" +
-      "est\032\025.workflow.v1.Instance\022N\n\016ResumeInst" +
-      "ance\022%.workflow.v1.InstanceOperationRequ" +
-      "est\032\025.workflow.v1.Instance\022G\n\010PollJobs\022\034" +
-      ".workflow.v1.PollJobsRequest\032\035.workflow." +
-      "v1.PollJobsResponse\022P\n\013CompleteJob\022\037.wor" +
-      "kflow.v1.CompleteJobRequest\032 .workflow.v" +
-      "1.CompleteJobResponse\022V\n\rCompleteBatch\022!" +
-      ".workflow.v1.CompleteBatchRequest\032\".work" +
-      "flow.v1.CompleteBatchResponse\022D\n\007FailJob" +
-      "\022\033.workflow.v1.FailJobRequest\032\034.workflow" +
-      ".v1.FailJobResponse\022J\n\tHeartbeat\022\035.workf" +
-      "low.v1.HeartbeatRequest\032\036.workflow.v1.He" +
-      "artbeatResponse\022:\n\010ClaimJob\022\034.workflow.v" +
-      "1.ClaimJobRequest\032\020.workflow.v1.Job\022M\n\nS" +
-      "topWorker\022\036.workflow.v1.StopWorkerReques" +
-      "t\032\037.workflow.v1.StopWorkerResponse\022;\n\004Pu" +
-      "sh\022\030.workflow.v1.PushRequest\032\031.workflow." +
-      "v1.PushResponse\022;\n\005Stats\022\031.workflow.v1.Q" +
-      "ueueRequest\032\027.workflow.v1.QueueStats\022=\n\004" +
-      "Peek\022\031.workflow.v1.QueueRequest\032\032.workfl" +
-      "ow.v1.QueueTaskList\022>\n\005Purge\022\031.workflow." +
-      "v1.QueueRequest\032\032.workflow.v1.PurgeRespo" +
-      "nse\022B\n\007Dequeue\022\033.workflow.v1.DequeueRequ" +
-      "est\032\032.workflow.v1.QueueTaskList\022;\n\003Ack\022\027" +
-      ".workflow.v1.AckRequest\032\033.workflow.v1.Se" +
-      "ttleResponse\022=\n\004Nack\022\030.workflow.v1.NackR" +
-      "equest\032\033.workflow.v1.SettleResponse\022D\n\nL" +
-      "istQueues\022\036.workflow.v1.ListQueuesReques" +
-      "t\032\026.workflow.v1.QueuePage\022P\n\016ListQueueTa" +
-      "sks\022\".workflow.v1.ListQueueTasksRequest\032" +
-      "\032.workflow.v1.QueueTaskPage\022D\n\007Redrive\022\033" +
-      ".workflow.v1.RedriveRequest\032\034.workflow.v" +
-      "1.RedriveResponse\022E\n\016CreateSchedule\022\034.wo" +
-      "rkflow.v1.ScheduleRequest\032\025.workflow.v1." +
-      "Schedule\022M\n\rListSchedules\022!.workflow.v1." +
-      "ListSchedulesRequest\032\031.workflow.v1.Sched" +
-      "ulePage\022D\n\013GetSchedule\022\036.workflow.v1.Sch" +
-      "eduleIdRequest\032\025.workflow.v1.Schedule\022F\n" +
-      "\017ReplaceSchedule\022\034.workflow.v1.ScheduleR" +
-      "equest\032\025.workflow.v1.Schedule\022N\n\016DeleteS" +
-      "chedule\022\036.workflow.v1.ScheduleIdRequest\032" +
-      "\034.workflow.v1.DeletedSchedule\022I\n\rPauseSc" +
-      "hedule\022!.workflow.v1.PauseScheduleReques" +
-      "t\032\025.workflow.v1.Schedule\022H\n\017UnpauseSched" +
-      "ule\022\036.workflow.v1.ScheduleIdRequest\032\025.wo" +
-      "rkflow.v1.Schedule\022Q\n\017TriggerSchedule\022\036." +
-      "workflow.v1.ScheduleIdRequest\032\036.workflow" +
-      ".v1.ScheduleTriggered\022O\n\020BackfillSchedul" +
-      "e\022\034.workflow.v1.BackfillRequest\032\035.workfl" +
-      "ow.v1.BackfillResponseB&\n\025dev.baton.work" +
-      "flow.v1B\013EngineProtoP\001b\006proto3"
+      "\n\004note\030\n \001(\t\022\017\n\007dry_run\030\013 \001(\010B\031\n\027_catchu" +
+      "p_window_seconds\"\253\001\n\016ScheduleAction\022-\n\ts" +
+      "lot_time\030\001 \001(\0132\032.google.protobuf.Timesta" +
+      "mp\022\014\n\004kind\030\002 \001(\t\022\017\n\007outcome\030\003 \001(\t\022\023\n\013ins" +
+      "tance_id\030\004 \001(\t\022\016\n\006detail\030\005 \001(\t\022&\n\002at\030\006 \001" +
+      "(\0132\032.google.protobuf.Timestamp\"\326\003\n\010Sched" +
+      "ule\022\n\n\002id\030\001 \001(\t\022\027\n\017definition_name\030\002 \001(\t" +
+      "\022\032\n\022definition_version\030\003 \001(\005\022&\n\005input\030\004 " +
+      "\001(\0132\027.google.protobuf.Struct\022\'\n\004spec\030\005 \001" +
+      "(\0132\031.workflow.v1.ScheduleSpec\022\026\n\016overlap" +
+      "_policy\030\006 \001(\t\022\036\n\026catchup_window_seconds\030" +
+      "\007 \001(\005\022\030\n\020pause_on_failure\030\010 \001(\010\022\016\n\006pause" +
+      "d\030\t \001(\010\022\014\n\004note\030\n \001(\t\022.\n\ncreated_at\030\013 \001(" +
+      "\0132\032.google.protobuf.Timestamp\022.\n\nupdated" +
+      "_at\030\014 \001(\0132\032.google.protobuf.Timestamp\0223\n" +
+      "\017next_fire_times\030\r \003(\0132\032.google.protobuf" +
+      ".Timestamp\0223\n\016recent_actions\030\016 \003(\0132\033.wor" +
+      "kflow.v1.ScheduleAction\"Q\n\014SchedulePage\022" +
+      "(\n\tschedules\030\001 \003(\0132\025.workflow.v1.Schedul" +
+      "e\022\027\n\017next_page_token\030\002 \001(\t\"\037\n\021ScheduleId" +
+      "Request\022\n\n\002id\030\001 \001(\t\"9\n\024ListSchedulesRequ" +
+      "est\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"0" +
+      "\n\024PauseScheduleRequest\022\n\n\002id\030\001 \001(\t\022\014\n\004no" +
+      "te\030\002 \001(\t\"O\n\021ScheduleTriggered\022\n\n\002id\030\001 \001(" +
+      "\t\022.\n\nslot_times\030\002 \003(\0132\032.google.protobuf." +
+      "Timestamp\"o\n\017BackfillRequest\022\n\n\002id\030\001 \001(\t" +
+      "\022(\n\004from\030\002 \001(\0132\032.google.protobuf.Timesta" +
+      "mp\022&\n\002to\030\003 \001(\0132\032.google.protobuf.Timesta" +
+      "mp\"l\n\020BackfillResponse\022\n\n\002id\030\001 \001(\t\022\r\n\005sl" +
+      "ots\030\002 \001(\003\022\r\n\005added\030\003 \001(\003\022.\n\nslot_times\030\004" +
+      " \003(\0132\032.google.protobuf.Timestamp\".\n\017Dele" +
+      "tedSchedule\022\n\n\002id\030\001 \001(\t\022\017\n\007deleted\030\002 \001(\010" +
+      "\",\n\013ProblemItem\022\014\n\004path\030\001 \001(\t\022\017\n\007message" +
+      "\030\002 \001(\t\"\202\001\n\007Problem\022\014\n\004type\030\001 \001(\t\022\r\n\005titl" +
+      "e\030\002 \001(\t\022\016\n\006status\030\003 \001(\005\022\016\n\006detail\030\004 \001(\t\022" +
+      "\020\n\010instance\030\005 \001(\t\022(\n\006errors\030\006 \003(\0132\030.work" +
+      "flow.v1.ProblemItem\"\023\n\021GetOpenApiRequest" +
+      "\"8\n\027DeleteDefinitionRequest\022\014\n\004name\030\001 \001(" +
+      "\t\022\017\n\007version\030\002 \001(\005\"#\n\025DeleteInstanceRequ" +
+      "est\022\n\n\002id\030\001 \001(\t\"\341\001\n\017DeletedInstance\022\n\n\002i" +
+      "d\030\001 \001(\t\022\027\n\017definition_name\030\002 \001(\t\022\037\n\022defi" +
+      "nition_version\030\003 \001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(" +
+      "\t\022\027\n\017step_executions\030\005 \001(\003\022\014\n\004jobs\030\006 \001(\003" +
+      "\022\026\n\016history_events\030\007 \001(\003\022\025\n\010archived\030\010 \001" +
+      "(\010H\001\210\001\001B\025\n\023_definition_versionB\013\n\t_archi" +
+      "ved\"\022\n\020GetHealthRequest\"d\n\013HealthCheck\022\016" +
+      "\n\006status\030\001 \001(\t\022\027\n\nlatency_ms\030\002 \001(\001H\000\210\001\001\022" +
+      "\r\n\005error\030\003 \001(\t\022\016\n\006bucket\030\004 \001(\tB\r\n\013_laten" +
+      "cy_ms\"{\n\006Health\022\016\n\006status\030\001 \001(\t\022\017\n\007versi" +
+      "on\030\002 \001(\t\022*\n\010database\030\003 \001(\0132\030.workflow.v1" +
+      ".HealthCheck\022$\n\002s3\030\004 \001(\0132\030.workflow.v1.H" +
+      "ealthCheck\"\022\n\020GetConfigRequest\"B\n\014Payloa" +
+      "dLimit\022\030\n\020soft_limit_bytes\030\001 \001(\003\022\030\n\020hard" +
+      "_limit_bytes\030\002 \001(\003\"\241\001\n\rPayloadLimits\0221\n\016" +
+      "workflow_input\030\001 \001(\0132\031.workflow.v1.Paylo" +
+      "adLimit\022-\n\nstep_input\030\002 \001(\0132\031.workflow.v" +
+      "1.PayloadLimit\022.\n\013step_output\030\003 \001(\0132\031.wo" +
+      "rkflow.v1.PayloadLimit\"[\n\014ServerConfig\0222" +
+      "\n\016payload_limits\030\001 \001(\0132\032.workflow.v1.Pay" +
+      "loadLimits\022\027\n\017presign_seconds\030\002 \001(\005\"h\n\024C" +
+      "reatePayloadRequest\022\014\n\004kind\030\001 \001(\t\022\022\n\nsiz" +
+      "e_bytes\030\002 \001(\003\022\033\n\016content_sha256\030\003 \001(\tH\000\210" +
+      "\001\001B\021\n\017_content_sha256\"\336\001\n\rPayloadUpload\022" +
+      "\014\n\004path\030\001 \001(\t\022\022\n\nupload_url\030\002 \001(\t\022.\n\nexp" +
+      "ires_at\030\003 \001(\0132\032.google.protobuf.Timestam" +
+      "p\022E\n\016upload_headers\030\004 \003(\0132-.workflow.v1." +
+      "PayloadUpload.UploadHeadersEntry\0324\n\022Uplo" +
+      "adHeadersEntry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001" +
+      "(\t:\0028\0012\236\036\n\016WorkflowEngine\022E\n\tGetConfig\022\035" +
+      ".workflow.v1.GetConfigRequest\032\031.workflow" +
+      ".v1.ServerConfig\022N\n\rCreatePayload\022!.work" +
+      "flow.v1.CreatePayloadRequest\032\032.workflow." +
+      "v1.PayloadUpload\022E\n\nGetOpenApi\022\036.workflo" +
+      "w.v1.GetOpenApiRequest\032\027.google.protobuf" +
+      ".Struct\022?\n\tGetHealth\022\035.workflow.v1.GetHe" +
+      "althRequest\032\023.workflow.v1.Health\022Q\n\020Dele" +
+      "teDefinition\022$.workflow.v1.DeleteDefinit" +
+      "ionRequest\032\027.workflow.v1.Definition\022R\n\016D" +
+      "eleteInstance\022\".workflow.v1.DeleteInstan" +
+      "ceRequest\032\034.workflow.v1.DeletedInstance\022" +
+      "F\n\022RegisterDefinition\022\027.workflow.v1.Defi" +
+      "nition\032\027.workflow.v1.Definition\022S\n\017ListD" +
+      "efinitions\022#.workflow.v1.ListDefinitions" +
+      "Request\032\033.workflow.v1.DefinitionPage\022K\n\r" +
+      "GetDefinition\022!.workflow.v1.GetDefinitio" +
+      "nRequest\032\027.workflow.v1.Definition\022J\n\014Lis" +
+      "tTaskDefs\022 .workflow.v1.ListTaskDefsRequ" +
+      "est\032\030.workflow.v1.TaskDefPage\022B\n\nPutTask" +
+      "Def\022\036.workflow.v1.PutTaskDefRequest\032\024.wo" +
+      "rkflow.v1.TaskDef\022B\n\nGetTaskDef\022\036.workfl" +
+      "ow.v1.GetTaskDefRequest\032\024.workflow.v1.Ta" +
+      "skDef\022H\n\rDeleteTaskDef\022!.workflow.v1.Del" +
+      "eteTaskDefRequest\032\024.workflow.v1.TaskDef\022" +
+      "I\n\rStartInstance\022!.workflow.v1.StartInst" +
+      "anceRequest\032\025.workflow.v1.Instance\022Y\n\016St" +
+      "artInstances\022\".workflow.v1.StartInstance" +
+      "sRequest\032#.workflow.v1.StartInstancesRes" +
+      "ponse\022Q\n\017SearchInstances\022#.workflow.v1.S" +
+      "earchInstancesRequest\032\031.workflow.v1.Inst" +
+      "ancePage\022E\n\013GetInstance\022\037.workflow.v1.Ge" +
+      "tInstanceRequest\032\025.workflow.v1.Instance\022" +
+      "J\n\tListSteps\022\035.workflow.v1.ListStepsRequ",
+      "est\032\036.workflow.v1.StepExecutionPage\022F\n\nG" +
+      "etHistory\022\036.workflow.v1.GetHistoryReques" +
+      "t\032\030.workflow.v1.HistoryPage\022K\n\016CancelIns" +
+      "tance\022\".workflow.v1.CancelInstanceReques" +
+      "t\032\025.workflow.v1.Instance\022O\n\020CompleteUser" +
+      "Task\022$.workflow.v1.CompleteUserTaskReque" +
+      "st\032\025.workflow.v1.Instance\022;\n\006Signal\022\032.wo" +
+      "rkflow.v1.SignalRequest\032\025.workflow.v1.In" +
+      "stance\022M\n\rRetryInstance\022%.workflow.v1.In" +
+      "stanceOperationRequest\032\025.workflow.v1.Ins" +
+      "tance\022M\n\017RestartInstance\022#.workflow.v1.R" +
+      "estartInstanceRequest\032\025.workflow.v1.Inst" +
+      "ance\022M\n\rPauseInstance\022%.workflow.v1.Inst" +
+      "anceOperationRequest\032\025.workflow.v1.Insta" +
+      "nce\022N\n\016ResumeInstance\022%.workflow.v1.Inst" +
+      "anceOperationRequest\032\025.workflow.v1.Insta" +
+      "nce\022G\n\010PollJobs\022\034.workflow.v1.PollJobsRe" +
+      "quest\032\035.workflow.v1.PollJobsResponse\022P\n\013" +
+      "CompleteJob\022\037.workflow.v1.CompleteJobReq" +
+      "uest\032 .workflow.v1.CompleteJobResponse\022V" +
+      "\n\rCompleteBatch\022!.workflow.v1.CompleteBa" +
+      "tchRequest\032\".workflow.v1.CompleteBatchRe" +
+      "sponse\022D\n\007FailJob\022\033.workflow.v1.FailJobR" +
+      "equest\032\034.workflow.v1.FailJobResponse\022J\n\t" +
+      "Heartbeat\022\035.workflow.v1.HeartbeatRequest" +
+      "\032\036.workflow.v1.HeartbeatResponse\022:\n\010Clai" +
+      "mJob\022\034.workflow.v1.ClaimJobRequest\032\020.wor" +
+      "kflow.v1.Job\022M\n\nStopWorker\022\036.workflow.v1" +
+      ".StopWorkerRequest\032\037.workflow.v1.StopWor" +
+      "kerResponse\022;\n\004Push\022\030.workflow.v1.PushRe" +
+      "quest\032\031.workflow.v1.PushResponse\022;\n\005Stat" +
+      "s\022\031.workflow.v1.QueueRequest\032\027.workflow." +
+      "v1.QueueStats\022=\n\004Peek\022\031.workflow.v1.Queu" +
+      "eRequest\032\032.workflow.v1.QueueTaskList\022>\n\005" +
+      "Purge\022\031.workflow.v1.QueueRequest\032\032.workf" +
+      "low.v1.PurgeResponse\022B\n\007Dequeue\022\033.workfl" +
+      "ow.v1.DequeueRequest\032\032.workflow.v1.Queue" +
+      "TaskList\022;\n\003Ack\022\027.workflow.v1.AckRequest" +
+      "\032\033.workflow.v1.SettleResponse\022=\n\004Nack\022\030." +
+      "workflow.v1.NackRequest\032\033.workflow.v1.Se" +
+      "ttleResponse\022D\n\nListQueues\022\036.workflow.v1" +
+      ".ListQueuesRequest\032\026.workflow.v1.QueuePa" +
+      "ge\022P\n\016ListQueueTasks\022\".workflow.v1.ListQ" +
+      "ueueTasksRequest\032\032.workflow.v1.QueueTask" +
+      "Page\022D\n\007Redrive\022\033.workflow.v1.RedriveReq" +
+      "uest\032\034.workflow.v1.RedriveResponse\022E\n\016Cr" +
+      "eateSchedule\022\034.workflow.v1.ScheduleReque" +
+      "st\032\025.workflow.v1.Schedule\022M\n\rListSchedul" +
+      "es\022!.workflow.v1.ListSchedulesRequest\032\031." +
+      "workflow.v1.SchedulePage\022D\n\013GetSchedule\022" +
+      "\036.workflow.v1.ScheduleIdRequest\032\025.workfl" +
+      "ow.v1.Schedule\022F\n\017ReplaceSchedule\022\034.work" +
+      "flow.v1.ScheduleRequest\032\025.workflow.v1.Sc" +
+      "hedule\022N\n\016DeleteSchedule\022\036.workflow.v1.S" +
+      "cheduleIdRequest\032\034.workflow.v1.DeletedSc" +
+      "hedule\022I\n\rPauseSchedule\022!.workflow.v1.Pa" +
+      "useScheduleRequest\032\025.workflow.v1.Schedul" +
+      "e\022H\n\017UnpauseSchedule\022\036.workflow.v1.Sched" +
+      "uleIdRequest\032\025.workflow.v1.Schedule\022Q\n\017T" +
+      "riggerSchedule\022\036.workflow.v1.ScheduleIdR" +
+      "equest\032\036.workflow.v1.ScheduleTriggered\022O" +
+      "\n\020BackfillSchedule\022\034.workflow.v1.Backfil" +
+      "lRequest\032\035.workflow.v1.BackfillResponseB" +
+      "&\n\025dev.baton.workflow.v1B\013EngineProtoP\001b" +
+      "\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -1416,7 +1417,7 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
     internal_static_workflow_v1_ScheduleRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ScheduleRequest_descriptor,
-        new java.lang.String[] { "Id", "DefinitionName", "DefinitionVersion", "Input", "Spec", "OverlapPolicy", "CatchupWindowSeconds", "PauseOnFailure", "Paused", "Note", });
+        new java.lang.String[] { "Id", "DefinitionName", "DefinitionVersion", "Input", "Spec", "OverlapPolicy", "CatchupWindowSeconds", "PauseOnFailure", "Paused", "Note", "DryRun", });
     internal_static_workflow_v1_ScheduleAction_descriptor =
       getDescriptor().getMessageType(71);
     internal_static_workflow_v1_ScheduleAction_fieldAccessorTable = new

@@ -349,6 +349,21 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int DRY_RUN_FIELD_NUMBER = 11;
+  private boolean dryRun_ = false;
+  /**
+   * <pre>
+   * validate and answer it with its next fire times, keep nothing
+   * </pre>
+   *
+   * <code>bool dry_run = 11;</code>
+   * @return The dryRun.
+   */
+  @java.lang.Override
+  public boolean getDryRun() {
+    return dryRun_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -393,6 +408,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(note_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 10, note_);
     }
+    if (dryRun_ != false) {
+      output.writeBool(11, dryRun_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -432,6 +450,10 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(note_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(10, note_);
+    }
+    if (dryRun_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(11, dryRun_);
     }
     return size;
   }
@@ -486,6 +508,8 @@ private static final long serialVersionUID = 0L;
         != other.getPaused()) return false;
     if (!getNote()
         .equals(other.getNote())) return false;
+    if (getDryRun()
+        != other.getDryRun()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -525,6 +549,9 @@ private static final long serialVersionUID = 0L;
         getPaused());
     hash = (37 * hash) + NOTE_FIELD_NUMBER;
     hash = (53 * hash) + getNote().hashCode();
+    hash = (37 * hash) + DRY_RUN_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getDryRun());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -681,6 +708,7 @@ private static final long serialVersionUID = 0L;
       pauseOnFailure_ = false;
       paused_ = false;
       note_ = "";
+      dryRun_ = false;
       return this;
     }
 
@@ -752,6 +780,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000200) != 0)) {
         result.note_ = note_;
       }
+      if (((from_bitField0_ & 0x00000400) != 0)) {
+        result.dryRun_ = dryRun_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -804,6 +835,9 @@ private static final long serialVersionUID = 0L;
         note_ = other.note_;
         bitField0_ |= 0x00000200;
         onChanged();
+      }
+      if (other.getDryRun() != false) {
+        setDryRun(other.getDryRun());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -883,6 +917,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000200;
               break;
             } // case 82
+            case 88: {
+              dryRun_ = input.readBool();
+              bitField0_ |= 0x00000400;
+              break;
+            } // case 88
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1650,6 +1689,50 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       note_ = value;
       bitField0_ |= 0x00000200;
+      onChanged();
+      return this;
+    }
+
+    private boolean dryRun_ ;
+    /**
+     * <pre>
+     * validate and answer it with its next fire times, keep nothing
+     * </pre>
+     *
+     * <code>bool dry_run = 11;</code>
+     * @return The dryRun.
+     */
+    @java.lang.Override
+    public boolean getDryRun() {
+      return dryRun_;
+    }
+    /**
+     * <pre>
+     * validate and answer it with its next fire times, keep nothing
+     * </pre>
+     *
+     * <code>bool dry_run = 11;</code>
+     * @param value The dryRun to set.
+     * @return This builder for chaining.
+     */
+    public Builder setDryRun(boolean value) {
+
+      dryRun_ = value;
+      bitField0_ |= 0x00000400;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * validate and answer it with its next fire times, keep nothing
+     * </pre>
+     *
+     * <code>bool dry_run = 11;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearDryRun() {
+      bitField0_ = (bitField0_ & ~0x00000400);
+      dryRun_ = false;
       onChanged();
       return this;
     }

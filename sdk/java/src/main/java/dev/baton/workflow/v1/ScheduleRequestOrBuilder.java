@@ -152,4 +152,14 @@ public interface ScheduleRequestOrBuilder extends
    */
   com.google.protobuf.ByteString
       getNoteBytes();
+
+  /**
+   * <pre>
+   * validate and answer it with its next fire times, keep nothing
+   * </pre>
+   *
+   * <code>bool dry_run = 11;</code>
+   * @return The dryRun.
+   */
+  boolean getDryRun();
 }
