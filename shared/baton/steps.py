@@ -45,6 +45,11 @@ class StepBase(Model):
     # A failure of this step (its retries exhausted, a timeout) is recorded and its list goes on:
     # the step ends COMPLETED with its error kept (Conductor's COMPLETED_WITH_ERRORS).
     optional: bool | None = None
+    # A failure of this step (its retries exhausted) is kept: the step stays FAILED, its list goes
+    # on as if it had succeeded, and the instance fails once nothing is left to run (Conductor's
+    # ``permissive``). A PARALLEL/MAP whose branch or item ends on such a failure lets the others
+    # finish, then fails; inside a DO_WHILE the loop fails at once. ``optional`` wins over it.
+    permissive: bool | None = None
 
 
 class ServiceTaskStep(StepBase, TaskSettings):

@@ -947,6 +947,7 @@ def test_fields_teams_use_translate_to_native_settings() -> None:
     out = cd.to_baton_workflow({"name": "fields", "tasks": tasks})
     a, b = out["steps"]
     assert a["optional"] is True and a["startDelaySeconds"] == 30
+    assert a["permissive"] is True
     assert a["timeoutPolicy"] == "RETRY" and a["timeoutSeconds"] == 30
     assert b["input"] == {"at": "${workflow.createTime}", "id": "${a.jobId}.${a.attempt}"}
     # No outputParameters: the workflow's output is its last task's.
@@ -1138,3 +1139,28 @@ def test_a_rate_limit_is_the_pair_and_zero_means_none(
     given: dict[str, Any], kept: dict[str, Any]
 ) -> None:
     assert cd.to_baton_task_def({"name": "t", **given}) == {"name": "t", **kept}
+
+
+def test_permissive_is_the_step_s_own_flag_both_ways() -> None:
+    tasks = [
+        simple("a", permissive=True),
+        simple("b", permissive=True, optional=True),
+        {
+            "name": "fork",
+            "taskReferenceName": "fork",
+            "type": "FORK_JOIN",
+            "forkTasks": [[simple("c", permissive=True)], [simple("d")]],
+        },
+        {"name": "join", "taskReferenceName": "join", "type": "JOIN", "joinOn": ["c", "d"]},
+    ]
+    out = cd.to_baton_workflow({"name": "perm", "tasks": tasks})
+    a, b, fork = out["steps"]
+    assert a["permissive"] is True and "optional" not in a
+    assert b["permissive"] is True and b["optional"] is True
+    assert fork["branches"][0][0]["permissive"] is True
+    assert "permissive" not in fork["branches"][1][0]
+    # A /v1 definition's permissive steps read back as Conductor's flag.
+    back = cd.to_conductor_workflow(parse_definition(out).wire() | {"version": 1})["tasks"]
+    assert [t.get("permissive") for t in back] == [True, True, None, None]
+    assert back[2]["forkTasks"][0][0]["permissive"] is True
+    assert "permissive" not in back[2]["forkTasks"][1][0]

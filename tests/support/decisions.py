@@ -168,10 +168,10 @@ class Run:
         self.decide(lambda d: d.child_ended(e, status, output, None, 0))
 
     def retry(self) -> None:
-        lasts: dict[str, Exec] = {}
+        latest: dict[str, dict[str, Exec]] = {}
         for row in sorted(self.rows.values(), key=lambda r: r.seq):
-            lasts[row.scope] = row.exec()
-        self.decide(lambda d: d.retry(lasts))
+            latest.setdefault(row.scope, {})[row.step_id] = row.exec()
+        self.decide(lambda d: d.retry(latest))
 
     # --- applying what a decision wrote ------------------------------------------------------
 

@@ -227,9 +227,10 @@ class Decider(DecisionFlow):
         """The instance is cancelled: its open steps, jobs and child instances with it."""
         self.finish(InstanceStatus.CANCELLED, reason, cancel=True)
 
-    def retry(self, lasts: Mapping[str, Exec]) -> None:
+    def retry(self, latest: Mapping[str, Mapping[str, Exec]]) -> None:
         """A FAILED or TIMED_OUT instance runs again from what failed, keeping what completed;
-        ``lasts`` is the last execution of every list, by scope (see ``engine.reopen``)."""
+        ``latest`` is, by scope, the latest execution of each step there (see
+        ``engine.reopen``)."""
         inst = self.instance
         inst.status = InstanceStatus.RUNNING
         inst.reason = None
@@ -238,7 +239,7 @@ class Decider(DecisionFlow):
         self.changes.instance_changed = True
         self.changes.audit.append(AuditEvent("INSTANCE_RETRIED"))
         self.changes.count("InstancesRetried")
-        reopen_instance(self, lasts)
+        reopen_instance(self, latest)
         self.run()
 
     def pause(self) -> None:

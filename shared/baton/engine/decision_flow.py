@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from baton.engine import permissive
 from baton.engine.decision_state import DecisionState
 from baton.engine.operators import OPERATORS
 from baton.engine.operators.sub_workflow import start_failure_workflow
@@ -183,6 +184,11 @@ class DecisionFlow(DecisionState):
             return
         nxt = self.plan.next_after(e.step_id)
         scope = e.scope
+        if e.step_id in self.plan.permissive and permissive.passed(self, e, nxt):
+            # A rerun (an instance retry's) of a permissive failure its list had gone past:
+            # nothing moves on; the instance ends if nothing else is left.
+            self.later(self._end_if_done)
+            return
         if nxt is not None:
             self.later(lambda: self.schedule(nxt, scope))
         else:
@@ -193,10 +199,33 @@ class DecisionFlow(DecisionState):
         if self.closed(scope):
             return
         if scope == "":
-            self.complete_instance()
+            self.end_instance()
             return
         owner = self.operator_execution(scope)
         OPERATORS[self.plan.step(owner.step_id).type].list_ended(self, owner, key_of(scope), output)
+
+    def list_failure(self, scope: str) -> str | None:
+        """Why the list of ``scope``, which just ended, ended on a failure its list went past (a
+        permissive last step's), or None."""
+        return self._list_failures.get(scope)
+
+    def end_instance(self) -> None:
+        """The root list ended: the instance completes, unless it has permissive steps: then it
+        waits for any rerun still open, and fails if a permissive step's latest execution
+        failed (``engine.permissive``)."""
+        if self.plan.permissive:
+            if permissive.anything_open(self):
+                return  # an instance retry's rerun of a permissive failure ends it
+            reason = permissive.failures(self)
+            if reason is not None:
+                self.changes.count("PermissiveFailures")
+                self.finish(InstanceStatus.FAILED, reason)
+                return
+        self.complete_instance()
+
+    def _end_if_done(self) -> None:
+        if not self.closed("") and permissive.root_ended(self):
+            self.end_instance()
 
     def fail(
         self,
@@ -207,7 +236,8 @@ class DecisionFlow(DecisionState):
     ) -> None:
         """Step execution ``e`` failed; its operator (or, at the root, the instance) decides.
         An ``optional`` step's failure is recorded and its list goes on: the step is COMPLETED
-        with its error kept, and no output."""
+        with its error kept, and no output. A ``permissive`` step stays failed and its list goes
+        on (``engine.permissive``)."""
         said = why if status == StepStatus.TIMED_OUT else f"failed: {why}"  # "timed out: ..."
         if self.plan.step(e.step_id).optional and not self.closed(e.scope):
             self.update_step(e.id, StepStatus.COMPLETED, error=said, scope=e.scope)
@@ -220,6 +250,25 @@ class DecisionFlow(DecisionState):
                 )
             )
             self._done_here.append((e.step_id, e.scope, None))
+            self.advance(e, None)
+            return
+        if (
+            e.step_id in self.plan.permissive
+            and instance_status == InstanceStatus.FAILED  # TIME_OUT_WF times the instance out
+            and not self.closed(e.scope)
+            and not self.plan.loops(f"step:{e.step_id}")  # a DO_WHILE fails on it at once
+        ):
+            self.update_step(e.id, status, error=why, scope=e.scope)
+            self.changes.instance_changed = True
+            self.changes.audit.append(
+                AuditEvent(
+                    "PERMISSIVE_STEP_FAILED",
+                    None,
+                    {"stepId": e.step_id, "stepExecutionId": str(e.id), "error": said},
+                )
+            )
+            if self.plan.next_after(e.step_id) is None:
+                self._list_failures[e.scope] = f"step {e.step_id!r} {said}"
             self.advance(e, None)
             return
         self.update_step(e.id, status, error=why, scope=e.scope)

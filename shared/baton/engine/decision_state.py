@@ -80,6 +80,8 @@ class DecisionState:
         self._outputs: dict[tuple[str, str], Any] = {}
         self._done_here: list[tuple[str, str, Any]] = []  # (step_id, scope, output) this decision
         self._execs: dict[uuid.UUID, Exec] = {}
+        # Lists (by scope) whose last step failed permissively in this decision: the reason.
+        self._list_failures: dict[str, str] = {}
 
     # --- executions ------------------------------------------------------------------------
 

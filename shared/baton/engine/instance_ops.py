@@ -16,7 +16,7 @@ from baton.definitions import WorkflowDefinition, parse_definition
 from baton.engine import paging, views, writer
 from baton.engine.archive_reads import ArchiveReads
 from baton.engine.core import log
-from baton.engine.decide import AuditEvent, Decider, InstanceState
+from baton.engine.decide import AuditEvent, Decider, Exec, InstanceState
 from baton.engine.ids import parse_uuid, path_uuid
 from baton.engine.plan import Plan, task_def_names
 from baton.engine.reads import exec_from_row
@@ -503,12 +503,14 @@ class InstanceOps(RetentionOps, ArchiveReads):
                 InstanceStatus.TIMED_OUT,
             )
             with conn.pipeline():
-                last = conn.execute(instance_sql.LAST_IN_SCOPE, {"id": iid})
+                last = conn.execute(instance_sql.LATEST_BY_STEP, {"id": iid})
                 waiting = conn.execute(
                     instance_sql.EVENTS_OF_INSTANCE, {"id": iid, "kinds": ["CONTINUE"]}
                 )
             rows = last.fetchall()
-            lasts = {r["scope"]: exec_from_row(r) for r in rows}
+            latest: dict[str, dict[str, Exec]] = {}
+            for r in rows:
+                latest.setdefault(r["scope"], {})[r["step_id"]] = exec_from_row(r)
             stale = [e["id"] for e in waiting.fetchall()]
             for r in rows:
                 if r["step_type"] == "TERMINATE" and r["status"] == StepStatus.COMPLETED:
@@ -519,7 +521,7 @@ class InstanceOps(RetentionOps, ArchiveReads):
 
             def act(d: Decider) -> None:
                 d.changes.consumed_events.extend(stale)
-                d.retry(lasts)
+                d.retry(latest)
 
             self._decide(conn, row, act)
 

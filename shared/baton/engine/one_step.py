@@ -9,10 +9,10 @@ variables as output. Building a decider for that (its state, its work queue, its
 more client CPU than everything else the batch does for the result. :func:`settle` writes the
 same :class:`~baton.engine.records.Changes` directly, and only when every condition below holds;
 anything else (a late or refused result, a retry or a failure, a second step, a MAP item or a
-branch, output parameters, a child or a queue-started instance, an output the payload bucket
-would take) returns None and goes to the decider, which stays the one definition of what a
-result does. ``tests/integration/test_one_step_batch.py`` compares the rows, audit and answers
-of both ways.
+branch, output parameters, permissive steps, a child or a queue-started instance, an output the
+payload bucket would take) returns None and goes to the decider, which stays the one definition
+of what a result does. ``tests/integration/test_one_step_batch.py`` compares the rows, audit
+and answers of both ways.
 """
 
 from __future__ import annotations
@@ -96,11 +96,13 @@ def _holds_current(row: dict[str, Any], worker_id: str, attempt: int | None) -> 
 
 def _last_root_task(plan: Plan, step_id: str) -> bool:
     """Is ``step_id`` a SERVICE_TASK ending the root list of a definition without output
-    parameters (its completion completes the instance with its variables)?"""
+    parameters nor permissive steps (its completion completes the instance with its
+    variables)?"""
     root = plan.root
     return bool(
         root
         and root[-1].id == step_id
         and root[-1].type == "SERVICE_TASK"
         and plan.definition.output_parameters is None
+        and not plan.permissive  # a permissive failure before it fails the instance
     )

@@ -127,6 +127,11 @@ class Plan:
         self._conditions: dict[str, Condition] = {}
         self._depths: dict[tuple[str, str], int] = {}
         self._loops: dict[str, dict[str, int]] = {}
+        # The steps whose failure their list goes past (``permissive``, not ``optional``): the
+        # instance fails at its end if the latest execution of one of them failed.
+        self.permissive: frozenset[str] = frozenset(
+            s.id for s in self.steps() if s.permissive and not s.optional
+        )
 
     def _index(self, steps: tuple[Step, ...], ref: ListRef) -> None:
         for i, step in enumerate(steps):

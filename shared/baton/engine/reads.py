@@ -64,6 +64,17 @@ class DbReader:
             {"instance_id": self.instance_id, "prefix": prefix, "step_ids": list(step_ids)},
         ).fetchall()
 
+    def latest_of(self, step_ids: Sequence[str]) -> list[dict[str, Any]]:
+        return self.conn.execute(
+            instance_sql.LATEST_OF_STEPS,
+            {"instance_id": self.instance_id, "step_ids": list(step_ids)},
+        ).fetchall()
+
+    def open_steps(self) -> list[dict[str, Any]]:
+        return self.conn.execute(
+            instance_sql.OPEN_STEPS, {"instance_id": self.instance_id}
+        ).fetchall()
+
     def child_plan(
         self, name: str | None, version: int | None, inline: dict[str, Any] | None
     ) -> ChildPlan | None:

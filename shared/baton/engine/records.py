@@ -244,6 +244,14 @@ class Reader(Protocol):
         """The latest completed output of any of ``step_ids`` in each list under ``prefix`` (an
         operator execution's ``<scope><id>#``), at any depth: ``list`` (its key) and ``output``."""
 
+    def latest_of(self, step_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The latest execution of each of ``step_ids`` in each scope, oldest first: ``id``,
+        ``step_id``, ``scope``, ``status``, ``attempt``, ``error``, ``job_id`` (its latest
+        job's, if any)."""
+
+    def open_steps(self) -> list[dict[str, Any]]:
+        """The instance's executions that are SCHEDULED or IN_PROGRESS: ``id``, ``scope``."""
+
     def child_plan(
         self, name: str | None, version: int | None, inline: dict[str, Any] | None
     ) -> ChildPlan | None:
@@ -266,6 +274,12 @@ class NoReads:
         return []
 
     def outputs_within(self, prefix: str, step_ids: Sequence[str]) -> list[dict[str, Any]]:
+        return []
+
+    def latest_of(self, step_ids: Sequence[str]) -> list[dict[str, Any]]:
+        return []
+
+    def open_steps(self) -> list[dict[str, Any]]:
         return []
 
     def child_plan(

@@ -1,13 +1,16 @@
 """An instance retry: a FAILED or TIMED_OUT instance runs again from what failed, keeping what
 completed.
 
-The decision reads the last execution of every list (every scope) and walks down from the root:
+The decision reads the last execution of every list (every scope: the execution of the furthest
+step reached there) and walks down from the root:
 a list whose last execution completed moves on from there; an operator execution that failed or
 was cancelled is reopened (its bookkeeping recomputed from its lists, each unfinished list
 rerun); any other execution that did not complete (a failed task, a cancelled sibling, a failed
 sub-workflow, an operator that failed before its lists started) runs again as a new execution in
 the same place, with a new job, a new child or a new wait, and its retry counters reset. The
-executions that failed stay as they were, so the run's history keeps them.
+executions that failed stay as they were, so the run's history keeps them. A permissive step
+whose latest execution failed in a list that went past it runs again too, on its own
+(``engine.permissive``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 
+from baton.engine import permissive
 from baton.engine.operators import OPERATORS
 from baton.engine.operators.protocol import Decision
 from baton.engine.records import Exec, key_of, parent_of
@@ -35,8 +39,15 @@ class Lists:
         return self.by_owner.get(owner.id, {})
 
 
-def reopen_instance(d: Decision, lasts: Mapping[str, Exec]) -> None:
-    """Rerun what did not finish, from the root list down."""
+def reopen_instance(d: Decision, latest: Mapping[str, Mapping[str, Exec]]) -> None:
+    """Rerun what did not finish, from the root list down (``latest``: by scope, the latest
+    execution of each step there)."""
+    lasts = permissive.furthest(d, latest)
+    if d.plan.permissive:
+        # The permissive failures the lists went past run again first, so that a list ending
+        # in this decision waits for them (``engine.permissive``).
+        for e in permissive.candidates(d, latest):
+            _again(d, e)
     lists = Lists(lasts)
     root = lasts.get("")
     if root is None:  # nothing ran at all
@@ -44,6 +55,12 @@ def reopen_instance(d: Decision, lasts: Mapping[str, Exec]) -> None:
         d.later(lambda: d.schedule(first, ""))
         return
     rerun(d, lists, root)
+
+
+def _again(d: Decision, e: Exec) -> None:
+    """A new execution of ``e``'s step in its place."""
+    step = d.plan.step(e.step_id)
+    d.later(lambda: d.schedule(step, e.scope))
 
 
 def rerun(d: Decision, lists: Lists, e: Exec) -> None:

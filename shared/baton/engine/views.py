@@ -133,6 +133,11 @@ def _history_message(event: str, detail: dict[str, Any]) -> str | None:
         return f"no result within {detail.get('seconds')}s ({detail.get('timeout')})"
     if event == "OPTIONAL_STEP_FAILED":
         return f"optional step {detail.get('stepId')} {detail.get('error')}; the run goes on"
+    if event == "PERMISSIVE_STEP_FAILED":
+        return (
+            f"permissive step {detail.get('stepId')} {detail.get('error')}; the run goes on and "
+            "fails at its end"
+        )
     if event == "JOB_LEASE_EXPIRED":
         return "the worker's lease lapsed with no result"
     if event == "JOB_COMPLETED" and detail.get("late"):

@@ -291,13 +291,34 @@ SELECT DISTINCT ON (split_part(substr(scope, length(%(prefix)s::text) + 1), '/',
  ORDER BY split_part(substr(scope, length(%(prefix)s::text) + 1), '/', 1), seq DESC
 """
 
-# The last execution in each scope (each list of each operator execution): where an instance
-# retry finds what failed, what was cancelled with it, and which lists had finished.
-LAST_IN_SCOPE = """
-SELECT DISTINCT ON (scope)
+# The latest execution of each step in each scope (each list of each operator execution): where
+# an instance retry finds how far each list went (its furthest step's execution), what failed,
+# what was cancelled with it, and the permissive failures a list went past.
+LATEST_BY_STEP = """
+SELECT DISTINCT ON (scope, step_id)
        id, step_id, step_type, scope, status, attempt, state, input, child_instance_id, output
   FROM step_execution WHERE instance_id = %(id)s
- ORDER BY scope, seq DESC
+ ORDER BY scope, step_id, seq DESC
+"""
+
+# The latest execution of each of some steps in each scope, oldest first, with its latest job:
+# what an instance reads of its permissive steps when nothing is left to run.
+LATEST_OF_STEPS = """
+SELECT id, step_id, scope, status, attempt, error, job_id FROM (
+  SELECT DISTINCT ON (s.scope, s.step_id)
+         s.id, s.step_id, s.scope, s.status, s.attempt, s.error, s.seq,
+         (SELECT j.id FROM job j WHERE j.instance_id = s.instance_id AND j.step_execution_id = s.id
+           ORDER BY j.created_at DESC LIMIT 1) AS job_id
+    FROM step_execution s
+   WHERE s.instance_id = %(instance_id)s AND s.step_id = ANY(%(step_ids)s::text[])
+   ORDER BY s.scope, s.step_id, s.seq DESC
+) latest ORDER BY seq
+"""
+
+# The instance's open executions (an instance with permissive steps ends when none is left).
+OPEN_STEPS = """
+SELECT id, scope FROM step_execution
+ WHERE instance_id = %(instance_id)s AND status IN ('SCHEDULED', 'IN_PROGRESS')
 """
 
 EVENTS_OF_INSTANCE = """

@@ -133,12 +133,14 @@ def base(task: dict[str, Any], path: str) -> dict[str, Any]:
             "taskReferenceName must start with a letter or _ and hold only letters, digits, "
             "_ and - (at most 64 characters)",
         )
-    # permissive, asyncComplete, rateLimited/rateLimitConfig, and startDelay on a task no worker
-    # claims, are accepted without effect (docs/architecture.md, "Conductor-compatible
-    # surface", says why).
+    # asyncComplete, rateLimited/rateLimitConfig, and startDelay on a task no worker claims,
+    # are accepted without effect (docs/architecture.md, "Conductor-compatible surface", says
+    # why). optional and permissive are the step's own flags (optional wins in the engine).
     step: dict[str, Any] = {"id": ref}
     if task.get("optional") is True:
         step["optional"] = True
+    if task.get("permissive") is True:
+        step["permissive"] = True
     if task.get("name") and task["name"] != ref:
         step["name"] = task["name"]
     if task.get("description"):
@@ -282,4 +284,6 @@ def _back_one(s: dict[str, Any]) -> list[dict[str, Any]]:
             task["description"] = s["description"]
         if s.get("optional"):
             task["optional"] = True
+        if s.get("permissive"):
+            task["permissive"] = True
     return translated

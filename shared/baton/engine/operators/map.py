@@ -1,5 +1,7 @@
 """MAP: runs its steps once per element of ``items``, at most ``maxConcurrency`` items at a time
-(the next item starts when one ends). Output: each item's last step output, in item order.
+(the next item starts when one ends). Output: each item's last step output, in item order. An
+item whose last step failed ``permissive``ly (its list went past it) fails the MAP once every item
+has ended.
 
 With a ``key`` (Conductor's dynamic fork), each item's key is resolved from it when the MAP
 starts, and the output is an object by key; ``inputs`` (an object by key) gives each item its
@@ -108,8 +110,18 @@ class Map:
         if nxt < total:
             self._start_item(d, step, owner, nxt)
             nxt += 1
-        owner = d.set_state(owner, {"total": total, "next": nxt, "ended": ended})
+        new_state = {"total": total, "next": nxt, "ended": ended}
+        failed = dict(state.get("failed") or {})
+        failure = d.list_failure(child_scope(owner, key))
+        if failure is not None:  # the item's last step failed permissively
+            failed[key[1:]] = failure
+        if failed:
+            new_state["failed"] = failed
+        owner = d.set_state(owner, new_state)
         if ended < total:
+            return
+        if failed:  # every item ended: the first whose last step failed fails the MAP
+            d.fail_operator(owner, failed[min(failed, key=int)])
             return
         self._join(d, step, owner, total)
 

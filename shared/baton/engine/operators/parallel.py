@@ -2,7 +2,8 @@
 decision on the instance like any other, so two branches finishing at once (two transactions)
 are serialized by the fencing token and the join fires exactly once. Output: each branch's last
 step output by branch index. A failing branch fails the step and cancels the other branches' open
-work, unless ``failFast`` is false (the others then finish first)."""
+work, unless ``failFast`` is false (the others then finish first). A branch whose last step failed
+``permissive``ly (its list went past it) fails the step once every branch has ended."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ class Parallel:
         d.later(lambda: d.schedule(first, scope))
 
     def list_ended(self, d: Decision, owner: Exec, key: str, output: Any) -> None:
-        self._ended(d, owner, int(key[1:]), None)
+        # A branch ending on a permissive step's failure fails the step once all have ended.
+        self._ended(d, owner, int(key[1:]), d.list_failure(child_scope(owner, key)))
 
     def child_failed(
         self, d: Decision, owner: Exec, key: str, reason: str, instance_status: InstanceStatus

@@ -102,6 +102,10 @@ class Decision(Protocol):
     def list_ended(self, scope: str, output: Any) -> None:
         """The list of ``scope`` ran to its end with ``output``."""
 
+    def list_failure(self, scope: str) -> str | None:
+        """Why the list of ``scope``, which just ended, ended on a permissive step's failure
+        (its list went past it), or None."""
+
     def fail(
         self,
         e: Exec | NewStep,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from baton import expressions
 from baton.definitions import RESERVED_JOB_TYPE_PREFIX
 from baton.durations import duration_seconds, parse_timestamp
+from baton.engine import permissive
 from baton.engine.records import AuditEvent, InputNotObject, NewJob, OverLimit
 from baton.model import JOB_TYPE_PATTERN
 from baton.status import InstanceStatus, StepStatus
@@ -201,4 +202,10 @@ class Terminate(Leaf):
         d.changes.audit.append(AuditEvent("TERMINATED", None, {"stepId": new.step_id}))
         d.instance.output = output if output is not None else dict(d.instance.variables)
         status = InstanceStatus(step.status)
-        d.finish(status, None if reason is None else str(reason), cancel=True)
+        said = None if reason is None else str(reason)
+        # As Conductor's decider: a permissive step whose latest execution failed fails the
+        # instance however it ends.
+        failed = permissive.failures(d) if d.plan.permissive else None
+        if failed is not None:
+            status, said = InstanceStatus.FAILED, failed
+        d.finish(status, said, cancel=True)
