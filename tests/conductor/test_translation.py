@@ -1164,3 +1164,13 @@ def test_permissive_is_the_step_s_own_flag_both_ways() -> None:
     assert [t.get("permissive") for t in back] == [True, True, None, None]
     assert back[2]["forkTasks"][0][0]["permissive"] is True
     assert "permissive" not in back[2]["forkTasks"][1][0]
+
+
+def test_an_inline_task_definition_s_response_timeout_above_its_timeout_is_the_timeout() -> None:
+    # As in Conductor's own test harness definitions (it does not validate inline definitions).
+    task = simple(
+        "a", taskDefinition={"name": "work", "timeoutSeconds": 120, "responseTimeoutSeconds": 3600}
+    )
+    (a,) = cd.to_baton_workflow({"name": "lease", "tasks": [task]})["steps"]
+    assert a["timeoutSeconds"] == 120 and a["responseTimeoutSeconds"] == 120
+    parse_definition(cd.to_baton_workflow({"name": "lease", "tasks": [task]}))

@@ -419,3 +419,25 @@ def test_a_retry_of_a_parallel_failed_on_a_permissive_branch_end_reruns_it(
     assert got["status"] == "COMPLETED", got.get("reason")
     assert _statuses(engine, inst["id"], "c") == ["COMPLETED"]
     assert _statuses(engine, inst["id"], "fan") == ["COMPLETED"]
+
+
+def test_the_reason_names_the_last_attempt_and_what_its_worker_said(engine: Engine) -> None:
+    engine.register_definition(
+        {
+            "name": "perm_said",
+            "steps": [
+                task("a", "ps_a", permissive=True, retryCount=1, retryDelaySeconds=0),
+                task("b", "ps_b"),
+            ],
+        }
+    )
+    inst, _ = engine.start_instance(definition_name="perm_said", input={})
+    for attempt in (1, 2):
+        (job,) = engine.poll("w", ["ps_a"], 1)
+        engine.fail_job(job["id"], "w", "NETWORK ERROR", retryable=True, attempt=attempt)
+    drain(engine, {"ps_b": _ok("b")})
+    got = engine.get_instance(inst["id"])
+    a = steps_of(engine, inst["id"], "a")[0]
+    assert a["attempt"] == 2 and "retries exhausted" in a["error"]  # the native error says more
+    want = f"Task {a['jobId']}.2 failed with status: FAILED and reason: 'NETWORK ERROR'"
+    assert got["status"] == "FAILED" and got["reason"] == want

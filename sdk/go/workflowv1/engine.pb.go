@@ -295,7 +295,10 @@ type Step struct {
 	DefinitionDialect string `protobuf:"bytes,45,opt,name=definition_dialect,json=definitionDialect,proto3" json:"definition_dialect,omitempty"`
 	// MAP with a key and no inputs: ${map.input} is the item with its index under this name (an
 	// item that is no object is {input: item}): Conductor's dynamic fork's __index
-	IndexAs       string `protobuf:"bytes,46,opt,name=index_as,json=indexAs,proto3" json:"index_as,omitempty"`
+	IndexAs string `protobuf:"bytes,46,opt,name=index_as,json=indexAs,proto3" json:"index_as,omitempty"`
+	// Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
+	// the instance fails when nothing is left to run (Conductor's permissive; optional wins)
+	Permissive    *bool `protobuf:"varint,47,opt,name=permissive,proto3,oneof" json:"permissive,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -650,6 +653,13 @@ func (x *Step) GetIndexAs() string {
 		return x.IndexAs
 	}
 	return ""
+}
+
+func (x *Step) GetPermissive() bool {
+	if x != nil && x.Permissive != nil {
+		return *x.Permissive
+	}
+	return false
 }
 
 // Start one instance per task of a named queue.
@@ -7165,7 +7175,7 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x19_response_timeout_secondsB\x18\n" +
 	"\x16_concurrent_exec_limitB\x1b\n" +
 	"\x19_rate_limit_per_frequencyB\"\n" +
-	" _rate_limit_frequency_in_seconds\"\xe8\x0f\n" +
+	" _rate_limit_frequency_in_seconds\"\x9c\x10\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
@@ -7218,7 +7228,10 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x03key\x18+ \x01(\tR\x03key\x12.\n" +
 	"\x06inputs\x18, \x01(\v2\x16.google.protobuf.ValueR\x06inputs\x12-\n" +
 	"\x12definition_dialect\x18- \x01(\tR\x11definitionDialect\x12\x19\n" +
-	"\bindex_as\x18. \x01(\tR\aindexAsB\x0e\n" +
+	"\bindex_as\x18. \x01(\tR\aindexAs\x12#\n" +
+	"\n" +
+	"permissive\x18/ \x01(\bH\fR\n" +
+	"permissive\x88\x01\x01B\x0e\n" +
 	"\f_retry_countB\x16\n" +
 	"\x14_retry_delay_secondsB\x1a\n" +
 	"\x18_max_retry_delay_secondsB\x12\n" +
@@ -7231,7 +7244,8 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x10_max_concurrencyB\x11\n" +
 	"\x0f_max_iterationsB\v\n" +
 	"\t_optionalB\x16\n" +
-	"\x14_start_delay_seconds\"\x8b\x02\n" +
+	"\x14_start_delay_secondsB\r\n" +
+	"\v_permissive\"\x8b\x02\n" +
 	"\fQueueTrigger\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x1d\n" +
 	"\n" +

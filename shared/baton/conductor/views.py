@@ -288,7 +288,12 @@ def _step_tasks(
         t["outputData"] = {}
         t["endTime"] = ms(end["at"])
         earlier.append({k: v for k, v in t.items() if v is not None})
-    if status == "FAILED" and ended.get((job_id, attempt), {}).get("retryable") is False:
+    last = ended.get((job_id, attempt), {})
+    if status == "FAILED" and last.get("status") == "FAILED" and last.get("reason") is not None:
+        # What the worker said, as Conductor keeps it (the step's error may add "retries
+        # exhausted after …"): the reason a permissive task's workflow names too.
+        current["reasonForIncompletion"] = last["reason"]
+    if status == "FAILED" and last.get("retryable") is False:
         current["status"] = "FAILED_WITH_TERMINAL_ERROR"
     return [*earlier, current]
 

@@ -42,6 +42,12 @@ def latest(d: Decision) -> list[dict[str, Any]]:
     """The latest execution of each permissive step in each scope, as this decision leaves it,
     oldest first."""
     ids = d.plan.permissive
+    # What workers said failing an attempt in this decision (not written yet), by job and attempt.
+    said = {
+        (a.job_id, a.detail.get("attempt")): a.detail.get("error")
+        for a in d.changes.audit
+        if a.event == "JOB_FAILED" and a.detail is not None
+    }
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for read in d.reader.latest_of(sorted(ids)):
         row = dict(read)
@@ -51,6 +57,7 @@ def latest(d: Decision) -> list[dict[str, Any]]:
             row["attempt"] = update.attempt or row["attempt"]
             if update.error is not None:
                 row["error"] = update.error or None  # '' clears it
+            row["job_error"] = said.get((row["job_id"], row["attempt"]), row.get("job_error"))
         rows[(row["scope"], row["step_id"])] = row
     for new in d.changes.new_steps.values():
         if new.step_id in ids:
@@ -63,6 +70,7 @@ def latest(d: Decision) -> list[dict[str, Any]]:
                 "attempt": new.attempt,
                 "error": new.error,
                 "job_id": job,
+                "job_error": said.get((job, new.attempt)),
             }
     return list(rows.values())
 
@@ -70,14 +78,16 @@ def latest(d: Decision) -> list[dict[str, Any]]:
 def failures(d: Decision) -> str | None:
     """Conductor's reason for an instance whose permissive steps' latest executions failed
     (``Task <id> failed with status: FAILED and reason: '…'`` for each, joined by ``. ``), or
-    None when none did. A task's id is Conductor's: ``<jobId>.<attempt>`` for a step with a job,
-    its execution id otherwise."""
+    None when none did. A task's id and reason are Conductor's: ``<jobId>.<attempt>`` and what
+    the worker said failing that attempt for a step with a job, else the execution's id and
+    error."""
     said = []
     for row in latest(d):
         if row["status"] not in _FAILED:
             continue
         task_id = f"{row['job_id']}.{row['attempt']}" if row["job_id"] else str(row["id"])
-        reason = "null" if row["error"] is None else row["error"]
+        reason = row.get("job_error") or row["error"]
+        reason = "null" if reason is None else reason
         said.append(f"Task {task_id} failed with status: {row['status']} and reason: '{reason}'")
     return ". ".join(said) or None
 

@@ -301,18 +301,32 @@ SELECT DISTINCT ON (scope, step_id)
  ORDER BY scope, step_id, seq DESC
 """
 
-# The latest execution of each of some steps in each scope, oldest first, with its latest job:
-# what an instance reads of its permissive steps when nothing is left to run.
+# The latest execution of each of some steps in each scope, oldest first, with its latest job
+# and, when that job's attempt failed, what its worker said: what an instance reads of its
+# permissive steps when nothing is left to run (Conductor's reason names each failed task's).
 LATEST_OF_STEPS = """
-SELECT id, step_id, scope, status, attempt, error, job_id FROM (
-  SELECT DISTINCT ON (s.scope, s.step_id)
-         s.id, s.step_id, s.scope, s.status, s.attempt, s.error, s.seq,
-         (SELECT j.id FROM job j WHERE j.instance_id = s.instance_id AND j.step_execution_id = s.id
+WITH latest AS (
+  SELECT DISTINCT ON (scope, step_id) id, step_id, scope, status, attempt, error, seq
+    FROM step_execution
+   WHERE instance_id = %(instance_id)s AND step_id = ANY(%(step_ids)s::text[])
+   ORDER BY scope, step_id, seq DESC
+), with_job AS (
+  SELECT l.*,
+         (SELECT j.id FROM job j
+           WHERE j.instance_id = %(instance_id)s AND j.step_execution_id = l.id
            ORDER BY j.created_at DESC LIMIT 1) AS job_id
-    FROM step_execution s
-   WHERE s.instance_id = %(instance_id)s AND s.step_id = ANY(%(step_ids)s::text[])
-   ORDER BY s.scope, s.step_id, s.seq DESC
-) latest ORDER BY seq
+    FROM latest l
+), said AS (
+  SELECT DISTINCT ON (a.job_id, a.detail->>'attempt')
+         a.job_id, a.detail->>'attempt' AS attempt, a.detail->>'error' AS error
+    FROM audit_log a
+   WHERE a.instance_id = %(instance_id)s AND a.event = 'JOB_FAILED'
+     AND a.job_id IN (SELECT job_id FROM with_job WHERE status = 'FAILED')
+   ORDER BY a.job_id, a.detail->>'attempt', a.id DESC
+)
+SELECT w.id, w.step_id, w.scope, w.status, w.attempt, w.error, w.job_id, s.error AS job_error
+  FROM with_job w LEFT JOIN said s ON s.job_id = w.job_id AND s.attempt = w.attempt::text
+ ORDER BY w.seq
 """
 
 # The instance's open executions (an instance with permissive steps ends when none is left).

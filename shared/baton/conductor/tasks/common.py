@@ -164,6 +164,12 @@ def worker_settings(task: dict[str, Any], step: dict[str, Any], path: str) -> No
         step.update({k: inline[k] for k in TASK_SETTINGS if inline.get(k) is not None})
         if step.get("responseTimeoutSeconds") == 0:
             del step["responseTimeoutSeconds"]
+        timeout, response = step.get("timeoutSeconds"), step.get("responseTimeoutSeconds")
+        if isinstance(timeout, int) and isinstance(response, int) and 0 < timeout < response:
+            # Conductor does not validate an inline definition (its own test harness's have
+            # responseTimeoutSeconds 3600 over timeoutSeconds 120): the attempt times out first,
+            # so its lease is the timeout (a registered task definition is still refused).
+            step["responseTimeoutSeconds"] = timeout
     if task.get("retryCount") is not None:
         step["retryCount"] = task["retryCount"]
     delay = task.get("startDelay")

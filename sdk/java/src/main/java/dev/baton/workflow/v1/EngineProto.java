@@ -543,7 +543,7 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       "eout_secondsB\027\n\025_poll_timeout_secondsB\033\n" +
       "\031_response_timeout_secondsB\030\n\026_concurren" +
       "t_exec_limitB\033\n\031_rate_limit_per_frequenc" +
-      "yB\"\n _rate_limit_frequency_in_seconds\"\346\013" +
+      "yB\"\n _rate_limit_frequency_in_seconds\"\216\014" +
       "\n\004Step\022\n\n\002id\030\001 \001(\t\022\014\n\004type\030\002 \001(\t\022\014\n\004name" +
       "\030\003 \001(\t\022\023\n\013description\030\004 \001(\t\022&\n\005input\030\005 \001" +
       "(\0132\027.google.protobuf.Struct\022\020\n\010job_type\030" +
@@ -575,13 +575,14 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       "\001\001\022 \n\023start_delay_seconds\030* \001(\005H\013\210\001\001\022\013\n\003" +
       "key\030+ \001(\t\022&\n\006inputs\030, \001(\0132\026.google.proto" +
       "buf.Value\022\032\n\022definition_dialect\030- \001(\t\022\020\n" +
-      "\010index_as\030. \001(\tB\016\n\014_retry_countB\026\n\024_retr" +
-      "y_delay_secondsB\032\n\030_max_retry_delay_seco" +
-      "ndsB\022\n\020_timeout_secondsB\027\n\025_poll_timeout" +
-      "_secondsB\033\n\031_response_timeout_secondsB\025\n" +
-      "\023_definition_versionB\014\n\n_fail_fastB\022\n\020_m" +
-      "ax_concurrencyB\021\n\017_max_iterationsB\013\n\t_op" +
-      "tionalB\026\n\024_start_delay_seconds\"\254\001\n\014Queue" +
+      "\010index_as\030. \001(\t\022\027\n\npermissive\030/ \001(\010H\014\210\001\001" +
+      "B\016\n\014_retry_countB\026\n\024_retry_delay_seconds" +
+      "B\032\n\030_max_retry_delay_secondsB\022\n\020_timeout" +
+      "_secondsB\027\n\025_poll_timeout_secondsB\033\n\031_re" +
+      "sponse_timeout_secondsB\025\n\023_definition_ve" +
+      "rsionB\014\n\n_fail_fastB\022\n\020_max_concurrencyB" +
+      "\021\n\017_max_iterationsB\013\n\t_optionalB\026\n\024_star" +
+      "t_delay_secondsB\r\n\013_permissive\"\254\001\n\014Queue" +
       "Trigger\022\014\n\004type\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(" +
       "\t\022\032\n\022poll_interval_secs\030\003 \001(\005\022\037\n\027visibil" +
       "ity_timeout_secs\030\004 \001(\005\022\023\n\013max_retries\030\005 " +
@@ -918,8 +919,8 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       "ponse\022Q\n\017SearchInstances\022#.workflow.v1.S" +
       "earchInstancesRequest\032\031.workflow.v1.Inst" +
       "ancePage\022E\n\013GetInstance\022\037.workflow.v1.Ge" +
-      "tInstanceRequest\032\025.workflow.v1.Instance\022" +
-      "J\n\tListSteps\022\035.workflow.v1.ListStepsRequ",
+      "tInstanceRequest\032\025.workflow.v1.Instance\022",
+      "J\n\tListSteps\022\035.workflow.v1.ListStepsRequ" +
       "est\032\036.workflow.v1.StepExecutionPage\022F\n\nG" +
       "etHistory\022\036.workflow.v1.GetHistoryReques" +
       "t\032\030.workflow.v1.HistoryPage\022K\n\016CancelIns" +
@@ -1003,7 +1004,7 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
     internal_static_workflow_v1_Step_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_Step_descriptor,
-        new java.lang.String[] { "Id", "Type", "Name", "Description", "Input", "JobType", "RetryCount", "RetryLogic", "RetryDelaySeconds", "MaxRetryDelaySeconds", "TimeoutSeconds", "PollTimeoutSeconds", "ResponseTimeoutSeconds", "TimeoutPolicy", "TaskDef", "Assignee", "Duration", "Until", "DefinitionName", "DefinitionVersion", "Definition", "Variables", "Status", "Reason", "Output", "On", "Cases", "Default", "Branches", "FailFast", "Steps", "Items", "MaxConcurrency", "While", "MaxIterations", "Language", "Script", "Query", "WhileLanguage", "Request", "Optional", "StartDelaySeconds", "Key", "Inputs", "DefinitionDialect", "IndexAs", });
+        new java.lang.String[] { "Id", "Type", "Name", "Description", "Input", "JobType", "RetryCount", "RetryLogic", "RetryDelaySeconds", "MaxRetryDelaySeconds", "TimeoutSeconds", "PollTimeoutSeconds", "ResponseTimeoutSeconds", "TimeoutPolicy", "TaskDef", "Assignee", "Duration", "Until", "DefinitionName", "DefinitionVersion", "Definition", "Variables", "Status", "Reason", "Output", "On", "Cases", "Default", "Branches", "FailFast", "Steps", "Items", "MaxConcurrency", "While", "MaxIterations", "Language", "Script", "Query", "WhileLanguage", "Request", "Optional", "StartDelaySeconds", "Key", "Inputs", "DefinitionDialect", "IndexAs", "Permissive", });
     internal_static_workflow_v1_QueueTrigger_descriptor =
       getDescriptor().getMessageType(2);
     internal_static_workflow_v1_QueueTrigger_fieldAccessorTable = new

@@ -1753,6 +1753,35 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int PERMISSIVE_FIELD_NUMBER = 47;
+  private boolean permissive_ = false;
+  /**
+   * <pre>
+   * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
+   * the instance fails when nothing is left to run (Conductor's permissive; optional wins)
+   * </pre>
+   *
+   * <code>optional bool permissive = 47;</code>
+   * @return Whether the permissive field is set.
+   */
+  @java.lang.Override
+  public boolean hasPermissive() {
+    return ((bitField0_ & 0x00200000) != 0);
+  }
+  /**
+   * <pre>
+   * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
+   * the instance fails when nothing is left to run (Conductor's permissive; optional wins)
+   * </pre>
+   *
+   * <code>optional bool permissive = 47;</code>
+   * @return The permissive.
+   */
+  @java.lang.Override
+  public boolean getPermissive() {
+    return permissive_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -1904,6 +1933,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(indexAs_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 46, indexAs_);
+    }
+    if (((bitField0_ & 0x00200000) != 0)) {
+      output.writeBool(47, permissive_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -2090,6 +2122,10 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(indexAs_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(46, indexAs_);
     }
+    if (((bitField0_ & 0x00200000) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(47, permissive_);
+    }
     return size;
   }
   @java.lang.Override
@@ -2270,6 +2306,11 @@ private static final long serialVersionUID = 0L;
         .equals(other.getDefinitionDialect())) return false;
     if (!getIndexAs()
         .equals(other.getIndexAs())) return false;
+    if (hasPermissive() != other.hasPermissive()) return false;
+    if (hasPermissive()) {
+      if (getPermissive()
+          != other.getPermissive()) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -2423,6 +2464,11 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getDefinitionDialect().hashCode();
     hash = (37 * hash) + INDEX_AS_FIELD_NUMBER;
     hash = (53 * hash) + getIndexAs().hashCode();
+    if (hasPermissive()) {
+      hash = (37 * hash) + PERMISSIVE_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getPermissive());
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -2676,6 +2722,7 @@ private static final long serialVersionUID = 0L;
       }
       definitionDialect_ = "";
       indexAs_ = "";
+      permissive_ = false;
       return this;
     }
 
@@ -2915,6 +2962,10 @@ private static final long serialVersionUID = 0L;
       }
       if (((from_bitField1_ & 0x00002000) != 0)) {
         result.indexAs_ = indexAs_;
+      }
+      if (((from_bitField1_ & 0x00004000) != 0)) {
+        result.permissive_ = permissive_;
+        to_bitField0_ |= 0x00200000;
       }
       result.bitField0_ |= to_bitField0_;
     }
@@ -3181,6 +3232,9 @@ private static final long serialVersionUID = 0L;
         indexAs_ = other.indexAs_;
         bitField1_ |= 0x00002000;
         onChanged();
+      }
+      if (other.hasPermissive()) {
+        setPermissive(other.getPermissive());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -3478,6 +3532,11 @@ private static final long serialVersionUID = 0L;
               bitField1_ |= 0x00002000;
               break;
             } // case 370
+            case 376: {
+              permissive_ = input.readBool();
+              bitField1_ |= 0x00004000;
+              break;
+            } // case 376
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -7972,6 +8031,66 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       indexAs_ = value;
       bitField1_ |= 0x00002000;
+      onChanged();
+      return this;
+    }
+
+    private boolean permissive_ ;
+    /**
+     * <pre>
+     * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
+     * the instance fails when nothing is left to run (Conductor's permissive; optional wins)
+     * </pre>
+     *
+     * <code>optional bool permissive = 47;</code>
+     * @return Whether the permissive field is set.
+     */
+    @java.lang.Override
+    public boolean hasPermissive() {
+      return ((bitField1_ & 0x00004000) != 0);
+    }
+    /**
+     * <pre>
+     * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
+     * the instance fails when nothing is left to run (Conductor's permissive; optional wins)
+     * </pre>
+     *
+     * <code>optional bool permissive = 47;</code>
+     * @return The permissive.
+     */
+    @java.lang.Override
+    public boolean getPermissive() {
+      return permissive_;
+    }
+    /**
+     * <pre>
+     * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
+     * the instance fails when nothing is left to run (Conductor's permissive; optional wins)
+     * </pre>
+     *
+     * <code>optional bool permissive = 47;</code>
+     * @param value The permissive to set.
+     * @return This builder for chaining.
+     */
+    public Builder setPermissive(boolean value) {
+
+      permissive_ = value;
+      bitField1_ |= 0x00004000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
+     * the instance fails when nothing is left to run (Conductor's permissive; optional wins)
+     * </pre>
+     *
+     * <code>optional bool permissive = 47;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearPermissive() {
+      bitField1_ = (bitField1_ & ~0x00004000);
+      permissive_ = false;
       onChanged();
       return this;
     }

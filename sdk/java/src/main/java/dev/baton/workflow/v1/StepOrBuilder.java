@@ -844,4 +844,25 @@ public interface StepOrBuilder extends
    */
   com.google.protobuf.ByteString
       getIndexAsBytes();
+
+  /**
+   * <pre>
+   * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
+   * the instance fails when nothing is left to run (Conductor's permissive; optional wins)
+   * </pre>
+   *
+   * <code>optional bool permissive = 47;</code>
+   * @return Whether the permissive field is set.
+   */
+  boolean hasPermissive();
+  /**
+   * <pre>
+   * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
+   * the instance fails when nothing is left to run (Conductor's permissive; optional wins)
+   * </pre>
+   *
+   * <code>optional bool permissive = 47;</code>
+   * @return The permissive.
+   */
+  boolean getPermissive();
 }
