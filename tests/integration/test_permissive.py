@@ -167,6 +167,33 @@ def test_a_branch_ending_on_a_permissive_failure_fails_the_parallel_once_all_bra
     assert got["status"] == "FAILED" and got["reason"] == "step 'a' failed: out of stock"
 
 
+def test_a_branch_s_permissive_failure_while_paused_still_fails_the_parallel(
+    engine: Engine,
+) -> None:
+    engine.register_definition(
+        {
+            "name": "perm_paused",
+            "steps": [
+                {
+                    "id": "fan",
+                    "type": "PARALLEL",
+                    "branches": [[_perm("a", "ppz_a")], [task("slow", "ppz_slow")]],
+                },
+                task("after", "ppz_after"),
+            ],
+        }
+    )
+    inst, _ = engine.start_instance(definition_name="perm_paused", input={})
+    engine.pause_instance(inst["id"])
+    drain(engine, {"ppz_a": _fail, "ppz_slow": _ok("slow")})  # both continuations wait
+    engine.resume_instance(inst["id"])
+    drain(engine, {"ppz_after": _ok("after")})
+    got = engine.get_instance(inst["id"])
+    assert _statuses(engine, inst["id"], "fan") == ["FAILED"]
+    assert steps_of(engine, inst["id"], "after") == []
+    assert got["status"] == "FAILED" and got["reason"] == "step 'a' failed: out of stock"
+
+
 def test_a_non_permissive_failure_in_a_branch_still_fails_the_parallel_at_once(
     engine: Engine,
 ) -> None:

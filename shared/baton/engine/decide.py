@@ -217,9 +217,14 @@ class Decider(DecisionFlow):
         sub_workflow.child_ended(self, e, status, output, reason)
         self.run()
 
-    def continue_after(self, e: Exec, output: Any, event_id: int) -> None:
-        """A continuation that waited for the instance to resume."""
+    def continue_after(
+        self, e: Exec, output: Any, event_id: int, failure: str | None = None
+    ) -> None:
+        """A continuation that waited for the instance to resume (``failure``: the one a
+        permissive last step left its list)."""
         self.changes.consumed_events.append(event_id)
+        if failure is not None:
+            self._list_failures[e.scope] = failure
         self.advance(e, output)
         self.run()
 

@@ -175,12 +175,12 @@ class DecisionFlow(DecisionState):
         if self.closed(e.scope):
             return
         if self.instance.status == InstanceStatus.PAUSED:
-            # The continuation waits for resume.
-            self.changes.events.append(
-                NewEvent(
-                    self.instance.id, "CONTINUE", e.id, {"stepId": e.step_id, "output": output}
-                )
-            )
+            # The continuation waits for resume (with the failure a permissive last step leaves
+            # its list, which its operator reads when the list's end is decided).
+            payload: dict[str, Any] = {"stepId": e.step_id, "output": output}
+            if e.scope in self._list_failures:
+                payload["failure"] = self._list_failures[e.scope]
+            self.changes.events.append(NewEvent(self.instance.id, "CONTINUE", e.id, payload))
             return
         nxt = self.plan.next_after(e.step_id)
         scope = e.scope

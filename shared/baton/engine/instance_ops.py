@@ -477,7 +477,7 @@ class InstanceOps(RetentionOps, ArchiveReads):
                     if e is None:
                         d.changes.consumed_events.append(event["id"])
                         continue
-                    d.continue_after(e, payload.get("output"), event["id"])
+                    d.continue_after(e, payload.get("output"), event["id"], payload.get("failure"))
                 for timer in timers:
                     d.timer_fired(exec_from_row(timer))
 
