@@ -10,6 +10,7 @@ from baton.definitions import parse_definition, parse_task_def
 from baton.engine import paging, views
 from baton.engine.core import EngineCore
 from baton.errors import Conflict, DefinitionNotFound, NotFound, Problem, ValidationFailed
+from baton.httpcall import HTTP_JOB_TYPE
 from baton.store import definition_sql
 from baton.store.db import Conn
 
@@ -114,6 +115,8 @@ class DefinitionOps(EngineCore):
             "rate_seconds": task_def.rate_limit_frequency_in_seconds,
         }
         limited = limits["concurrent"] is not None or limits["rate_per"] is not None
+        # The same limits for the HTTP steps it names (their jobs' own type).
+        http = {**limits, "name": f"{HTTP_JOB_TYPE}:{name}"}
 
         def work(conn: Conn) -> dict[str, Any] | None:
             row = conn.execute(
@@ -122,6 +125,7 @@ class DefinitionOps(EngineCore):
             conn.execute(
                 definition_sql.UPSERT_LIMIT if limited else definition_sql.DELETE_LIMIT, limits
             )
+            conn.execute(definition_sql.UPSERT_LIMIT if limited else definition_sql.UNLIMIT, http)
             return row
 
         row = self.db.transaction(work)
@@ -144,6 +148,7 @@ class DefinitionOps(EngineCore):
 
         def work(conn: Conn) -> dict[str, Any] | None:
             conn.execute(definition_sql.DELETE_LIMIT, {"name": name})
+            conn.execute(definition_sql.UNLIMIT, {"name": f"{HTTP_JOB_TYPE}:{name}"})
             return conn.execute(definition_sql.DELETE_TASK_DEF, {"name": name}).fetchone()
 
         row = self.db.transaction(work)

@@ -1,9 +1,11 @@
 """System tasks: jobs the engine runs itself, outside any decision. An HTTP step creates a job of
-the reserved type ``baton:http``; the system-tasks function claims such jobs with the claim every
-worker uses (SKIP LOCKED, leases, attempts), makes the calls on a bounded pool of threads (a
-freed place is refilled at once, so a slow target holds up nothing else), and reports each
-through ``complete_job`` / ``fail_job``, so retries, timeouts, lease expiry and the audit trail
-are exactly a SERVICE_TASK's. Nothing here holds a transaction while a call is in flight."""
+the reserved type ``baton:http`` (``baton:http:<task definition>`` when its task definition sets a
+concurrency or rate limit); the system-tasks function claims such jobs with the claim every
+worker uses (SKIP LOCKED, leases, attempts, and the limited claim for limited types), makes
+the calls on a bounded pool of threads (a freed place is refilled at once, so a slow target holds
+up nothing else), and reports each through ``complete_job`` / ``fail_job``, so retries, timeouts,
+lease expiry and the audit trail are exactly a SERVICE_TASK's. Nothing here holds a transaction
+while a call is in flight."""
 
 from __future__ import annotations
 
@@ -68,7 +70,7 @@ class SystemTasks(JobOps):
                 if claiming and len(running) < limit:
                     jobs = self.poll(
                         self.system_worker_id,
-                        [httpcall.HTTP_JOB_TYPE],
+                        self._http_job_types(),
                         max_jobs=limit - len(running),
                         wait_seconds=wait_seconds if first else min(REFILL_WAIT_SECONDS, left),
                     )
@@ -85,6 +87,14 @@ class SystemTasks(JobOps):
                 done, running = wait(running, timeout=timeout, return_when=FIRST_COMPLETED)
                 outcomes.update(self._outcome(f) for f in done)
         return dict(outcomes)
+
+    def _http_job_types(self) -> list[str]:
+        """``baton:http``, and the ``baton:http:<task definition>`` types of the HTTP steps
+        whose task definitions limit them: claimed with the limited claim every worker's
+        limited types go through (``JobOps.poll``), which counts them against the limits."""
+        prefix = f"{httpcall.HTTP_JOB_TYPE}:"
+        limited = sorted(t for t in self._limited_types() if t.startswith(prefix))
+        return [httpcall.HTTP_JOB_TYPE, *limited]
 
     @staticmethod
     def _outcome(call: Future[str]) -> str:

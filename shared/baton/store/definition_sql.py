@@ -94,3 +94,12 @@ ON CONFLICT (job_type) DO UPDATE
 """
 
 DELETE_LIMIT = "DELETE FROM job_type_limit WHERE job_type = %(name)s"
+
+# The limit row of an HTTP job type (``baton:http:<task definition>``) whose task definition no
+# longer limits it: kept without limits, so the system tasks still claim its waiting jobs (they
+# poll the HTTP types that have a row).
+UNLIMIT = """
+UPDATE job_type_limit
+   SET concurrent_limit = NULL, rate_per_window = NULL, rate_window_seconds = NULL
+ WHERE job_type = %(name)s
+"""
