@@ -218,7 +218,6 @@ class DecisionFlow(DecisionState):
                 return  # an instance retry's rerun of a permissive failure ends it
             reason = permissive.failures(self)
             if reason is not None:
-                self.changes.count("PermissiveFailures")
                 self.finish(InstanceStatus.FAILED, reason)
                 return
         self.complete_instance()
