@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from baton.engine.batch_ops import BatchResult
+from baton.engine.batch_ops import BatchResult, Failure
 from baton.engine.service import Engine
 
 from tests.integration.test_control_flow import drain, steps_of, task
@@ -468,3 +468,35 @@ def test_the_reason_names_the_last_attempt_and_what_its_worker_said(engine: Engi
     assert a["attempt"] == 2 and "retries exhausted" in a["error"]  # the native error says more
     want = f"Task {a['jobId']}.2 failed with status: FAILED and reason: 'NETWORK ERROR'"
     assert got["status"] == "FAILED" and got["reason"] == want
+
+
+def test_a_batch_with_a_permissive_failure_and_its_sibling_s_completion(engine: Engine) -> None:
+    engine.register_definition(
+        {
+            "name": "perm_batch_par",
+            "steps": [
+                {
+                    "id": "fan",
+                    "type": "PARALLEL",
+                    "branches": [[_perm("a", "pbp_a")], [task("c", "pbp_c")]],
+                },
+                task("after", "pbp_after"),
+            ],
+        }
+    )
+    inst, _ = engine.start_instance(definition_name="perm_batch_par", input={})
+    jobs = {j["jobType"]: j for j in engine.poll("w", ["pbp_a", "pbp_c"], 10)}
+    a, c = jobs["pbp_a"], jobs["pbp_c"]
+    answers = engine.complete_batch(
+        [
+            BatchResult(a["id"], "w", a["attempt"], failure=Failure("out of stock", False)),
+            BatchResult(c["id"], "w", c["attempt"], {"c": 1}),
+        ]
+    )
+    assert [x["outcome"] for x in answers] == ["APPLIED", "APPLIED"]
+    got = engine.get_instance(inst["id"])
+    assert _statuses(engine, inst["id"], "a") == ["FAILED"]
+    assert _statuses(engine, inst["id"], "c") == ["COMPLETED"]
+    assert _statuses(engine, inst["id"], "fan") == ["FAILED"]
+    assert steps_of(engine, inst["id"], "after") == []
+    assert got["status"] == "FAILED" and got["reason"] == "step 'a' failed: out of stock"
