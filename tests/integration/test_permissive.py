@@ -27,9 +27,11 @@ def _perm(step_id: str, job_type: str | None = None, **extra: Any) -> dict[str, 
 
 
 def _reason(engine: Engine, instance_id: str, step_id: str, error: str = "out of stock") -> str:
+    """Conductor's reason for a permissive task whose worker failed it (``drain`` says not to
+    retry: Conductor's FAILED_WITH_TERMINAL_ERROR)."""
     step = steps_of(engine, instance_id, step_id)[-1]
     task_id = f"{step['jobId']}.{step['attempt']}" if step.get("jobId") else step["id"]
-    return f"Task {task_id} failed with status: FAILED and reason: '{error}'"
+    return f"Task {task_id} failed with status: FAILED_WITH_TERMINAL_ERROR and reason: '{error}'"
 
 
 def _statuses(engine: Engine, instance_id: str, step_id: str) -> list[str]:

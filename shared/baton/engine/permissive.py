@@ -44,7 +44,7 @@ def latest(d: Decision) -> list[dict[str, Any]]:
     ids = d.plan.permissive
     # What workers said failing an attempt in this decision (not written yet), by job and attempt.
     said = {
-        (a.job_id, a.detail.get("attempt")): a.detail.get("error")
+        (a.job_id, a.detail.get("attempt")): (a.detail.get("error"), a.detail.get("retryable"))
         for a in d.changes.audit
         if a.event == "JOB_FAILED" and a.detail is not None
     }
@@ -57,7 +57,9 @@ def latest(d: Decision) -> list[dict[str, Any]]:
             row["attempt"] = update.attempt or row["attempt"]
             if update.error is not None:
                 row["error"] = update.error or None  # '' clears it
-            row["job_error"] = said.get((row["job_id"], row["attempt"]), row.get("job_error"))
+            if (row["job_id"], row["attempt"]) in said:
+                error, retryable = said[(row["job_id"], row["attempt"])]
+                row["job_error"], row["job_terminal"] = error, retryable is False
         rows[(row["scope"], row["step_id"])] = row
     for new in d.changes.new_steps.values():
         if new.step_id in ids:
@@ -70,7 +72,8 @@ def latest(d: Decision) -> list[dict[str, Any]]:
                 "attempt": new.attempt,
                 "error": new.error,
                 "job_id": job,
-                "job_error": said.get((job, new.attempt)),
+                "job_error": said.get((job, new.attempt), (None, None))[0],
+                "job_terminal": said.get((job, new.attempt), (None, None))[1] is False,
             }
     return list(rows.values())
 
@@ -78,9 +81,9 @@ def latest(d: Decision) -> list[dict[str, Any]]:
 def failures(d: Decision) -> str | None:
     """Conductor's reason for an instance whose permissive steps' latest executions failed
     (``Task <id> failed with status: FAILED and reason: '…'`` for each, joined by ``. ``), or
-    None when none did. A task's id and reason are Conductor's: ``<jobId>.<attempt>`` and what
-    the worker said failing that attempt for a step with a job, else the execution's id and
-    error."""
+    None when none did. A task's id, status and reason are Conductor's: ``<jobId>.<attempt>``,
+    FAILED_WITH_TERMINAL_ERROR when its worker said not to retry, and what the worker said
+    failing that attempt for a step with a job; else the execution's id, status and error."""
     said = []
     for row in latest(d):
         if row["status"] not in _FAILED:
@@ -88,7 +91,9 @@ def failures(d: Decision) -> str | None:
         task_id = f"{row['job_id']}.{row['attempt']}" if row["job_id"] else str(row["id"])
         reason = row.get("job_error") or row["error"]
         reason = "null" if reason is None else reason
-        said.append(f"Task {task_id} failed with status: {row['status']} and reason: '{reason}'")
+        # Conductor's status of a task its worker failed saying not to retry.
+        status = "FAILED_WITH_TERMINAL_ERROR" if row.get("job_terminal") else row["status"]
+        said.append(f"Task {task_id} failed with status: {status} and reason: '{reason}'")
     return ". ".join(said) or None
 
 

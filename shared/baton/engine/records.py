@@ -247,7 +247,8 @@ class Reader(Protocol):
     def latest_of(self, step_ids: Sequence[str]) -> list[dict[str, Any]]:
         """The latest execution of each of ``step_ids`` in each scope, oldest first: ``id``,
         ``step_id``, ``scope``, ``status``, ``attempt``, ``error``, ``job_id`` (its latest
-        job's, if any) and ``job_error`` (what the worker said failing that job's attempt)."""
+        job's, if any), ``job_error`` (what the worker said failing that job's attempt) and
+        ``job_terminal`` (whether it said not to retry)."""
 
     def open_steps(self) -> list[dict[str, Any]]:
         """The instance's executions that are SCHEDULED or IN_PROGRESS: ``id``, ``scope``."""

@@ -302,7 +302,8 @@ SELECT DISTINCT ON (scope, step_id)
 """
 
 # The latest execution of each of some steps in each scope, oldest first, with its latest job
-# and, when that job's attempt failed, what its worker said: what an instance reads of its
+# and, when that job's attempt failed, what its worker said (and whether it said not to retry):
+# what an instance reads of its
 # permissive steps when nothing is left to run (Conductor's reason names each failed task's).
 LATEST_OF_STEPS = """
 WITH latest AS (
@@ -318,13 +319,15 @@ WITH latest AS (
     FROM latest l
 ), said AS (
   SELECT DISTINCT ON (a.job_id, a.detail->>'attempt')
-         a.job_id, a.detail->>'attempt' AS attempt, a.detail->>'error' AS error
+         a.job_id, a.detail->>'attempt' AS attempt, a.detail->>'error' AS error,
+         a.detail->'retryable' AS retryable
     FROM audit_log a
    WHERE a.instance_id = %(instance_id)s AND a.event = 'JOB_FAILED'
      AND a.job_id IN (SELECT job_id FROM with_job WHERE status = 'FAILED')
    ORDER BY a.job_id, a.detail->>'attempt', a.id DESC
 )
-SELECT w.id, w.step_id, w.scope, w.status, w.attempt, w.error, w.job_id, s.error AS job_error
+SELECT w.id, w.step_id, w.scope, w.status, w.attempt, w.error, w.job_id, s.error AS job_error,
+       s.retryable = 'false'::jsonb AS job_terminal
   FROM with_job w LEFT JOIN said s ON s.job_id = w.job_id AND s.attempt = w.attempt::text
  ORDER BY w.seq
 """
