@@ -113,9 +113,12 @@ PATTERN_RULES = {
 }
 
 
-def pydantic_problems(err: ValidationError) -> list[Problem]:
-    """The one translation of pydantic's errors into Baton's problems (path + plain sentence)."""
-    return validation.problems(err, tags=STEP_TYPES, pattern_rules=PATTERN_RULES)
+def pydantic_problems(
+    err: ValidationError, document: Any = validation.NO_DOCUMENT
+) -> list[Problem]:
+    """The one translation of pydantic's errors into Baton's problems (path + plain sentence);
+    ``document``, the JSON validated, keeps pydantic's union labels out of the paths."""
+    return validation.problems(err, tags=STEP_TYPES, pattern_rules=PATTERN_RULES, document=document)
 
 
 # --- semantic checks over the raw JSON, so they run even when the structure has errors ---------
@@ -296,12 +299,15 @@ def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
         end = tree.end_of((*node.lists, ListRef(str(node.id), "body")), _length(body))
         own = node.id if isinstance(node.id, str) else None
         yield from _condition_problems(tree, f"{path}.while", step.get("while"), end, own)
-    elif kind == "SCRIPT":
-        language = step.get("language", "javascript")
-        if language == "javascript":
-            yield from script_problems(f"{path}.script", "javascript", step.get("script"))
-    elif kind == "JQ":
-        yield from script_problems(f"{path}.query", "jq", step.get("query"))
+    elif kind in ("SCRIPT", "JQ"):
+        # A program given as one ${…} is resolved when the step runs: its reference is checked
+        # like the step's input, its text only then.
+        name, language = ("script", "javascript") if kind == "SCRIPT" else ("query", "jq")
+        code = step.get(name)
+        if isinstance(code, str) and expressions.is_whole_expression(code):
+            yield from _expression_problems(tree, f"{path}.{name}", code, tree.at_step(node), node)
+        elif kind == "JQ" or step.get("language", "javascript") == "javascript":
+            yield from script_problems(f"{path}.{name}", language, code)
     elif kind == "TIMER":
         yield from _timer_problems(path, step)
     elif kind == "SUB_WORKFLOW":
@@ -511,7 +517,7 @@ def parse_definition(raw: Any) -> WorkflowDefinition:
     try:
         definition = WorkflowDefinition.model_validate_json(json.dumps(raw), strict=True)
     except ValidationError as e:
-        raise ValidationFailed(pydantic_problems(e) + problems) from None
+        raise ValidationFailed(pydantic_problems(e, raw) + problems) from None
     if problems:
         raise ValidationFailed(problems)
     return definition
@@ -536,7 +542,7 @@ def parse_task_def(raw: Any) -> TaskDef:
     try:
         task_def = TaskDef.model_validate_json(json.dumps(raw), strict=True)
     except ValidationError as e:
-        raise ValidationFailed(pydantic_problems(e) + problems) from None
+        raise ValidationFailed(pydantic_problems(e, raw) + problems) from None
     if problems:
         raise ValidationFailed(problems)
     return task_def

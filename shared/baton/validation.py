@@ -14,13 +14,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import ErrorDetails
 
 from baton.errors import Problem
 
 # The tags of a discriminated union (step types) appear in pydantic's locations; they are not keys
 # of the JSON document, so they are left out of paths (and said in words where it helps).
 Loc = tuple[int | str, ...]
+NO_DOCUMENT: Any = object()
 Sentence = Callable[[str, Any, Mapping[str, Any]], str]
 
 
@@ -29,18 +29,100 @@ def problems(
     *,
     tags: Sequence[str] = (),
     pattern_rules: Mapping[str, str] | None = None,
+    document: Any = NO_DOCUMENT,
 ) -> list[Problem]:
     """Every error of ``err`` as a :class:`Problem`. ``tags``: discriminator values that may
-    appear in locations (left out of paths); ``pattern_rules``: a regex -> the rule in words."""
+    appear in locations (left out of paths); ``pattern_rules``: a regex -> the rule in words;
+    ``document``: the JSON that was validated, which tells the keys of the document from the
+    labels pydantic puts in a location for each member of a union it tried."""
     rules = pattern_rules or {}
-    return [_problem(e, tags, rules) for e in err.errors(include_url=False)]
+    errors = [
+        {**e, "loc": _document_loc(tuple(e["loc"]), document)}
+        for e in err.errors(include_url=False)
+    ]
+    return [_problem(e, tags, rules) for e in _best_members(errors)]
 
 
-def _problem(e: ErrorDetails, tags: Sequence[str], rules: Mapping[str, str]) -> Problem:
-    loc: Loc = tuple(e["loc"])
+def _is_label(part: int | str) -> bool:
+    """Is ``part`` a union member's label (``list[SwitchCase]``, ``function-after[...]``)?"""
+    return isinstance(part, str) and "[" in part
+
+
+def _document_loc(loc: Loc, document: Any) -> Loc:
+    """``loc`` with pydantic's union labels marked: each is replaced by a :class:`_Member` (the
+    label and where it was), so that paths leave it out and :func:`_best_members` can pick. With
+    the ``document``, a part is a label when it is no key of the object it stands in (exact);
+    without, when it looks like one (``name[...]``)."""
+    out: list[int | str] = []
+    node = document
+    for part in loc:
+        if document is NO_DOCUMENT:
+            label = _is_label(part)
+        elif isinstance(part, int):
+            label = not isinstance(node, list)
+            node = node[part] if not label and part < len(node) else node
+        else:
+            label = not (isinstance(node, Mapping) and part in node)
+            node = node[part] if not label else node
+        out.append(_Member(str(part), tuple(out)) if label else part)
+    return tuple(out)
+
+
+class _Member(str):
+    """A union member's label in a location (not a key of the document)."""
+
+    at: Loc
+
+    def __new__(cls, label: str, at: Loc) -> _Member:
+        made = super().__new__(cls, label)
+        made.at = at
+        return made
+
+
+_TYPE_ONLY = frozenset(
+    {
+        "list_type",
+        "dict_type",
+        "model_type",
+        "model_attributes_type",
+        "string_type",
+        "int_type",
+        "bool_type",
+        "float_type",
+        "none_required",
+        "is_instance_of",
+    }
+)
+
+
+def _best_members(errors: list[Any]) -> list[Any]:
+    """Of the errors of one union, those of the members the value could be: a member that only
+    says "not my type" at its root is dropped when another member of that union got further
+    (``cases`` given as an object with a wrong case: that case's error, not "must be a
+    list")."""
+    deeper: set[tuple[Loc, str]] = set()
+    for e in errors:
+        loc = e["loc"]
+        for i, part in enumerate(loc):
+            if isinstance(part, _Member) and not (e["type"] in _TYPE_ONLY and i == len(loc) - 1):
+                deeper.add((part.at, str(part)))
+
+    def wrong_type_only(e: Any) -> bool:
+        loc = e["loc"]
+        if not loc or not isinstance(loc[-1], _Member) or e["type"] not in _TYPE_ONLY:
+            return False
+        at = loc[-1].at
+        return any(other_at == at and label != loc[-1] for other_at, label in deeper)
+
+    kept = [e for e in errors if not wrong_type_only(e)]
+    return kept or errors
+
+
+def _problem(e: Any, tags: Sequence[str], rules: Mapping[str, str]) -> Problem:
+    tag = next((str(p) for p in e["loc"] if isinstance(p, str) and p in tags), None)
+    loc: Loc = tuple(p for p in e["loc"] if not isinstance(p, _Member))
     kind = e["type"]
     ctx: Mapping[str, Any] = e.get("ctx") or {}
-    tag = next((p for p in loc if isinstance(p, str) and p in tags), None)
     keys = tuple(p for p in loc if p not in tags or not isinstance(p, str))
     if kind in ("union_tag_invalid", "union_tag_not_found"):
         keys = (*keys, _unquote(str(ctx.get("discriminator", "type"))))

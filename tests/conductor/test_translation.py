@@ -733,10 +733,10 @@ def test_a_switch_expression_and_a_loop_condition_run_as_written_template_litera
             {
                 "name": "s",
                 "taskReferenceName": "s",
-                "type": "INLINE",
-                "inputParameters": {"evaluatorType": "javascript", "expression": "${x} + 1"},
+                "type": "JSON_JQ_TRANSFORM",
+                "inputParameters": {"queryExpression": '.a == "${workflow.input.a}"'},
             },
-            "read it as $.<parameter>",
+            "inside its text",
         ),
         (
             {

@@ -146,8 +146,26 @@ def to_baton_workflow(raw: Any) -> dict[str, Any]:
     if raw.get("timeoutPolicy"):
         out["timeoutPolicy"] = raw["timeoutPolicy"]
     if raw.get("failureWorkflow"):
-        out["failureWorkflow"] = params_in(raw["failureWorkflow"], "failureWorkflow")
+        out["failureWorkflow"] = params_in(
+            _failure_workflow(raw["failureWorkflow"]), "failureWorkflow"
+        )
     return _task_ids(_alias_joins(out))
+
+
+def _failure_workflow(name: Any) -> Any:
+    """Conductor's legacy ``$workflow.input.<key>`` (``$`` without braces): its WorkflowExecutor
+    takes the third dot-separated part of a name starting with ``$`` as a key of the workflow's
+    input, whatever the first two say; the same as ``${workflow.input.<key>}``."""
+    if not isinstance(name, str) or not name.startswith("$") or name.startswith("${"):
+        return name
+    parts = name.split(".")
+    if len(parts) < 3 or not parts[2] or "'" in parts[2] or "}" in parts[2]:
+        raise fail(
+            "failureWorkflow",
+            f"failureWorkflow {name!r} starts with '$' but names no input parameter: write "
+            "$workflow.input.<name> or ${workflow.input.<name>}",
+        )
+    return "${workflow.input['" + parts[2] + "']}"
 
 
 _TASK_ID = re.compile(r"\$\{\s*([A-Za-z_][\w-]*)\.taskId\s*\}")

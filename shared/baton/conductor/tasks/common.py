@@ -26,6 +26,7 @@ _WORKFLOW_FIELDS = {
     "workflowType": "definitionName",
     "createTime": "createTime",
 }
+_WORKFLOW_REF = re.compile(r"^workflow\.([A-Za-z_]\w*)(.*)$", re.S)
 _BACK_FIELDS = {v: k for k, v in _WORKFLOW_FIELDS.items()}
 TASK_SETTINGS = (
     "retryCount",
@@ -66,13 +67,13 @@ def expr_in(text: str, where: str) -> str:
     """A Conductor ``${…}`` reference in Baton's spelling."""
     if text.strip() == OWN_TASK_ID:
         raise fail(where, "${CPEWF_TASK_ID} is read in a SIMPLE task's inputParameters only")
-    parts = text.strip().split(".")
-    if parts[0] == "workflow" and len(parts) > 1:
-        field = _WORKFLOW_FIELDS.get(parts[1])
-        if field is None:
-            raise fail(where, f"${{{text}}}: workflow.{parts[1]} has no Baton equivalent")
-        parts[1] = field
-    return ".".join(parts)
+    m = _WORKFLOW_REF.match(text.strip())
+    if m is None:
+        return text.strip()
+    field = _WORKFLOW_FIELDS.get(m.group(1))
+    if field is None:
+        raise fail(where, f"${{{text}}}: workflow.{m.group(1)} has no Baton equivalent")
+    return f"workflow.{field}{m.group(2)}"
 
 
 def _expr_out(text: str) -> str:
@@ -189,19 +190,13 @@ def back_worker_settings(s: dict[str, Any], task: dict[str, Any]) -> None:
         task["taskDefinition"] = {"name": s["jobType"], **inline}
 
 
-def script_text(value: Any, where: str, field: str, *, parameter: bool = True) -> str:
-    """A script as Conductor gives it. One given as an input ``parameter`` (INLINE's expression,
-    a LAMBDA's or JSON_JQ_TRANSFORM's) is resolved by Conductor before it runs: a ``${…}`` in it
-    is refused (read the value through ``$`` instead). A SWITCH's expression and a loopCondition
-    are run as written (a JavaScript template literal's ``${…}`` included)."""
+def script_text(value: Any, where: str, field: str) -> str:
+    """A script as Conductor gives it: non-empty text (what ``${…}`` in it means is up to the
+    task type: an INLINE's, LAMBDA's and JSON_JQ_TRANSFORM's program is an input parameter that
+    Conductor resolves before it runs; a SWITCH's expression and a loopCondition are run as
+    written, a JavaScript template literal's ``${…}`` included)."""
     if not isinstance(value, str) or not value.strip():
         raise fail(where, f"{field} must be a non-empty script")
-    if parameter and EXPR.search(value):
-        raise fail(
-            where,
-            f"{field} holds a ${{…}} expression: pass the value as an input parameter and "
-            "read it as $.<parameter> in the script",
-        )
     return value
 
 

@@ -67,7 +67,7 @@ def to_step(task: dict[str, Any], path: str) -> dict[str, Any]:
         steps=_own_iteration(tasks(task.get("loopOver") or [], f"{path}.loopOver"), step["id"]),
         maxIterations=DO_WHILE_MAX_ITERATIONS,
     )
-    script = script_text(task.get("loopCondition"), where, "loopCondition", parameter=False)
+    script = script_text(task.get("loopCondition"), where, "loopCondition")
     # JavaScript over the loop's inputParameters (resolved after each iteration), its tasks'
     # outputs and its own iteration, as Conductor runs it.
     step.update({"while": script, "whileLanguage": "javascript"})

@@ -8,7 +8,9 @@ import json
 from typing import Any
 
 from baton.conductor.tasks.common import (
+    EXPR,
     SCRIPT_EVALUATORS,
+    WHOLE,
     base,
     fail,
     label,
@@ -26,7 +28,7 @@ def inline(task: dict[str, Any], path: str) -> dict[str, Any]:
     evaluator = params.pop("evaluatorType", None) or "javascript"
     expression = params.pop("expression", None)
     if evaluator in SCRIPT_EVALUATORS:
-        script = script_text(expression, where, "inputParameters.expression")
+        script = _program(expression, where, "inputParameters.expression", params)
     elif evaluator == "value-param":
         if not isinstance(expression, str) or expression not in params:
             raise fail(where, "value-param: expression must name one of the inputParameters")
@@ -41,6 +43,24 @@ def inline(task: dict[str, Any], path: str) -> dict[str, Any]:
     return step
 
 
+# The input parameter holding a program given partly by data (LAMBDA, INLINE): Conductor's
+# expression, as it names it.
+_PROGRAM = "expression"
+
+
+def _program(expression: Any, where: str, field: str, params: dict[str, Any]) -> str:
+    """An INLINE's JavaScript as Baton runs it. Conductor resolves ``${…}`` in the expression (an
+    input parameter like the others) before it runs it: one ``${…}`` alone gives the program
+    (a Baton SCRIPT resolves a script that is one expression when it runs); ``${…}`` inside the
+    text is resolved with the input (values as text, objects and lists as JSON) and the text
+    evaluated, the parameter kept in ``$`` as Conductor keeps it."""
+    text = script_text(expression, where, field)
+    if WHOLE.match(text) or not EXPR.search(text):
+        return text
+    params[_PROGRAM] = text
+    return f"(0, eval)($[{json.dumps(_PROGRAM)}])"
+
+
 def lambda_(task: dict[str, Any], path: str) -> dict[str, Any]:
     """The legacy LAMBDA: ``scriptExpression`` is a function's body (it ``return``s its result),
     ``$`` the input parameters; output ``{result}``."""
@@ -48,7 +68,14 @@ def lambda_(task: dict[str, Any], path: str) -> dict[str, Any]:
     step = base(task, path)
     params = dict(task_input(task, path))
     body = script_text(params.pop("scriptExpression", None), where, "scriptExpression")
-    script = f"function scriptFun() {{ {body}\n}} scriptFun();"
+    if EXPR.search(body):  # given by data: resolved as the input, then run (see _program)
+        params[_PROGRAM] = body
+        script = (
+            f"(0, eval)('function scriptFun() {{ ' + $[{json.dumps(_PROGRAM)}] + "
+            "'\\n} scriptFun();')"
+        )
+    else:
+        script = f"function scriptFun() {{ {body}\n}} scriptFun();"
     step.update(type="SCRIPT", language="javascript", script=script, input=params)
     return step
 
@@ -60,6 +87,13 @@ def json_jq_transform(task: dict[str, Any], path: str) -> dict[str, Any]:
     step = base(task, path)
     params = dict(task_input(task, path))
     query = script_text(params.pop("queryExpression", None), where, "queryExpression")
+    if EXPR.search(query) and not WHOLE.match(query):
+        raise fail(
+            where,
+            "queryExpression holds ${…} inside its text: Baton builds no jq program from text; "
+            "give the whole program as one ${…} expression (resolved when the task runs), or "
+            "pass the value as an input parameter and read it as .<parameter>",
+        )
     step.update(type="JQ", query=query, input=params)
     return step
 

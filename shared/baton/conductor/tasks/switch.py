@@ -7,11 +7,11 @@ javascript SWITCH with ``true``/``false`` cases."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from baton.conductor.tasks.common import (
     SCRIPT_EVALUATORS,
-    WHOLE,
     back,
     base,
     fail,
@@ -36,17 +36,11 @@ def to_step(task: dict[str, Any], path: str) -> dict[str, Any]:
     evaluator = task.get("evaluatorType") or "value-param"
     expression = task.get("expression") or task.get("caseValueParam")
     if evaluator == "value-param":
-        source = params.get(expression) if isinstance(expression, str) else None
-        if not isinstance(source, str) or not WHOLE.match(source):
-            raise fail(
-                where,
-                "value-param: expression must name an input parameter holding one ${…} expression",
-            )
-        step["on"] = params_in(source, where)
+        step["on"] = _value_param(params, expression, where)
         step["cases"] = {str(k): tasks(v, f"{path}.decisionCases.{k}") for k, v in cases.items()}
     elif evaluator in SCRIPT_EVALUATORS:
         # Run as JavaScript, as Conductor does: its value (as text) names the case.
-        step["script"] = script_text(expression, where, "expression", parameter=False)
+        step["script"] = script_text(expression, where, "expression")
         step["cases"] = {str(k): tasks(v, f"{path}.decisionCases.{k}") for k, v in cases.items()}
     else:
         raise fail(
@@ -57,6 +51,21 @@ def to_step(task: dict[str, Any], path: str) -> dict[str, Any]:
     if task.get("defaultCase"):
         step["default"] = tasks(task["defaultCase"], f"{path}.defaultCase")
     return step
+
+
+def _value_param(params: dict[str, Any], expression: Any, where: str) -> str:
+    """The case value of a value-param: Conductor's ValueParamEvaluator takes the input parameter
+    ``expression`` names, resolved, whatever it holds (``${…}``, text around ``${…}``, plain text,
+    a number...; absent is null), and its text (``"" + value``) names the case. Baton's ``on`` is
+    a template: a string parameter is one as it is, any other value is its JSON text (``5``,
+    ``true``, ``null``), which is how Baton names a case by a value that is no string."""
+    if not isinstance(expression, str):
+        raise fail(where, "value-param: expression must name an input parameter")
+    source = params.get(expression)
+    if isinstance(source, str):
+        on: str = params_in(source, where)
+        return on
+    return json.dumps(source, separators=(",", ":")).replace("${", "$${")
 
 
 def decision(task: dict[str, Any], path: str) -> dict[str, Any]:

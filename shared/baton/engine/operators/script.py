@@ -2,6 +2,10 @@
 SET_VARIABLE, in the script sandbox (``baton.scripting``: child processes, bounded in time and
 memory). ``$`` (SCRIPT) or the filter's input (JQ) is the step's resolved ``input``.
 
+A ``script`` (``query``) that is exactly one ``${…}`` expression is resolved when the step runs and
+gives the program (which must be text): Conductor's INLINE ``expression`` and JSON_JQ_TRANSFORM
+``queryExpression`` may come from data that way.
+
 Output: SCRIPT ``{"result": <completion value>}``; JQ ``{"result": <first result or null>,
 "resultList": [<every result>]}`` (Conductor's INLINE and JSON_JQ_TRANSFORM shapes). A script that
 throws, overruns its time or memory, or gives a value too large to store fails the step with the
@@ -15,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from baton.engine.operators.work import Leaf
 from baton.engine.records import InputNotObject, OverLimit
+from baton.expressions import is_whole_expression
 from baton.scripting import ScriptFailed
 from baton.status import StepStatus
-from baton.steps import JqStep, ScriptStep
+from baton.steps import MAX_SCRIPT_CHARS, JqStep, ScriptStep
 
 if TYPE_CHECKING:
     from baton.engine.operators.protocol import Decision
@@ -52,7 +57,12 @@ class _Run(Leaf):
             d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), f"its input {big}")
             return
         try:
-            output = self.run(d, step, step_input)
+            program = self.program(d, step, scope)
+        except ProgramNotText as e:
+            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, kept, scope), str(e))
+            return
+        try:
+            output = self.run(d, program, step_input)
         except ScriptFailed as e:
             d.changes.count("ScriptsFailed", Kind=e.kind)
             d.fail(d.add_step(step, StepStatus.IN_PROGRESS, kept, scope), failure(self.language, e))
@@ -60,22 +70,56 @@ class _Run(Leaf):
         new = d.add_step(step, StepStatus.IN_PROGRESS, kept, scope)
         d.complete(d.execution(new.id), output)
 
-    def run(self, d: Decision, step: Step, value: Any) -> dict[str, Any]:
+    def text(self, step: Step) -> str:
         raise NotImplementedError
+
+    def program(self, d: Decision, step: Step, scope: str) -> str:
+        """The program to run: the step's text, or, when that is exactly one ``${…}``, the text
+        it gives now (neither JavaScript nor jq can start with ``${``: Conductor's INLINE
+        expression and JSON_JQ_TRANSFORM queryExpression are input parameters, resolved before
+        they run). The sandbox compiles it as any other, in its bounded cache."""
+        text = self.text(step)
+        if not is_whole_expression(text):
+            return text
+        what = "jq filter" if self.language == "jq" else "script"
+        value = d.unref(d.resolve(text, f"step:{step.id}", scope))
+        if not isinstance(value, str) or not value.strip():
+            shown = "null" if value is None else type(value).__name__
+            if isinstance(value, str):
+                shown = "blank text"
+            raise ProgramNotText(f"its {what} {text} gave {shown}, not a program to run")
+        if len(value) > MAX_SCRIPT_CHARS:
+            raise ProgramNotText(
+                f"its {what} {text} gave {len(value)} characters, more than {MAX_SCRIPT_CHARS}"
+            )
+        return value
+
+    def run(self, d: Decision, program: str, value: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class ProgramNotText(ValueError):
+    """A program given as ``${…}`` that resolved to no program text."""
 
 
 class Script(_Run):
     language = "javascript"
 
-    def run(self, d: Decision, step: Step, value: Any) -> dict[str, Any]:
+    def text(self, step: Step) -> str:
         assert isinstance(step, ScriptStep)
-        return {"result": d.sandbox.javascript(step.script, d.unref(value))}
+        return step.script
+
+    def run(self, d: Decision, program: str, value: Any) -> dict[str, Any]:
+        return {"result": d.sandbox.javascript(program, d.unref(value))}
 
 
 class Jq(_Run):
     language = "jq"
 
-    def run(self, d: Decision, step: Step, value: Any) -> dict[str, Any]:
+    def text(self, step: Step) -> str:
         assert isinstance(step, JqStep)
-        results = d.sandbox.jq(step.query, d.unref(value))
+        return step.query
+
+    def run(self, d: Decision, program: str, value: Any) -> dict[str, Any]:
+        results = d.sandbox.jq(program, d.unref(value))
         return {"result": results[0] if results else None, "resultList": results}
