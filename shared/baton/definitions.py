@@ -271,7 +271,7 @@ def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
     elif kind == "MAP":
         items = step.get("items")
         if isinstance(items, str) and not expressions.is_whole_expression(items):
-            yield Problem(f"{path}.items", "items is one ${…} expression giving a list")
+            yield Problem(f"{path}.items", "items is a list, or one ${…} expression giving one")
         key = step.get("key")
         for _suffix, text in expressions.references(key):
             # Resolved for each item when the MAP starts, from the item alone.

@@ -7,7 +7,10 @@ A step's latest execution is also described by ``${step.executionId}``, ``.jobId
 ``.status``, ``.startedAt``/``.completedAt`` (ISO) and ``.startTime``/``.endTime`` (epoch
 milliseconds, as Conductor gives them); the instance's start by ``${workflow.createdAt}`` (ISO)
 and ``${workflow.createTime}`` (epoch milliseconds). Paths take ``.key``, ``[0]`` and
-``['key']`` / ``["key"]`` (a key holding any character but its quote).
+``['key']`` / ``["key"]`` (a key holding any character but its quote), and may end with one of
+the JSONPath functions Conductor's expressions take (Jayway's): ``.length()``/``.size()`` (of a
+list or an object), ``.keys()``, and ``.sum()``, ``.min()``, ``.max()``, ``.avg()``,
+``.stddev()`` over a list's numbers (a number with a fraction; null when there are none).
 
 A string that is exactly one expression resolves to the referenced value itself (an object, a list,
 a number...); expressions inside longer text are interpolated as text (objects as JSON). ``$${``
@@ -33,6 +36,42 @@ _STEP = re.compile(
     r"|\[\"(?P<double>[^\"]*)\"\]"
 )
 _FIRST = re.compile(_KEY)
+# The functions Conductor's JSONPath (Jayway json-path 2.4) applies at a path's end; those taking
+# no argument. What Jayway would fail on (an aggregate of no numbers) is null, as Conductor's
+# ParametersUtils makes any failed read.
+_FUNCTION = re.compile(r"\.(min|max|avg|stddev|sum|length|size|keys)\(\s*\)$")
+
+
+def _numbers(value: Any) -> list[float]:
+    if not isinstance(value, list):
+        return []
+    return [float(v) for v in value if isinstance(v, int | float) and not isinstance(v, bool)]
+
+
+def _aggregate(fn: Callable[[list[float]], float]) -> Callable[[Any], Any]:
+    return lambda value: fn(numbers) if (numbers := _numbers(value)) else None
+
+
+def _stddev(numbers: list[float]) -> float:
+    mean = sum(numbers) / len(numbers)
+    return float(max(sum(n * n for n in numbers) / len(numbers) - mean * mean, 0.0) ** 0.5)
+
+
+def _length(value: Any) -> Any:
+    return len(value) if isinstance(value, list | dict) else None
+
+
+# Jayway gives aggregates as doubles (3.0), lengths as integers, keys as the object's keys.
+FUNCTIONS: dict[str, Callable[[Any], Any]] = {
+    "min": _aggregate(min),
+    "max": _aggregate(max),
+    "sum": _aggregate(lambda n: float(sum(n))),
+    "avg": _aggregate(lambda n: sum(n) / len(n)),
+    "stddev": _aggregate(_stddev),
+    "length": _length,
+    "size": _length,
+    "keys": lambda value: list(value) if isinstance(value, dict) else None,
+}
 _OPEN = re.compile(r"(?<!\$)\$\{")
 
 WORKFLOW = "workflow"
@@ -73,6 +112,8 @@ class Reference:
     text: str
     root: str
     path: tuple[str | int, ...]
+    # A JSONPath function at the path's end (``.length()``), applied to what the path reads.
+    function: str | None = None
 
     @property
     def step_id(self) -> str | None:
@@ -106,6 +147,9 @@ def parse(text: str) -> Reference:
         raise ExpressionError(f"bad path segment {body.split('.')[0]!r} in ${{{text}}}")
     path: list[str | int] = [first.group(0)]
     at = first.end()
+    function = None
+    if (fn := _FUNCTION.search(body)) is not None and fn.start() >= at:
+        function, body = fn.group(1), body[: fn.start()]
     while at < len(body):
         m = _STEP.match(body, at)
         if not m:
@@ -141,7 +185,11 @@ def parse(text: str) -> Reference:
             f"${{{text}}}: a step reference reads '<stepId>.output[.path]', one of its "
             f"execution's {', '.join(STEP_FIELDS)} (or, inside a DO_WHILE, '<loopId>.iteration')"
         )
-    return Reference(text=text, root=root, path=rest)
+    if function is not None and (
+        (root == MAP and rest[:1] == ("index",)) or rest[:1] == (ITERATION,)
+    ):
+        raise ExpressionError(f"${{{text}}}: .{function}() reads a list or an object")
+    return Reference(text=text, root=root, path=rest, function=function)
 
 
 def references(template: Any) -> Iterator[tuple[str, str]]:
@@ -213,6 +261,10 @@ class Scope:
     step_record: Callable[[str], Mapping[str, Any] | None] = lambda _step_id: None
 
     def lookup(self, ref: Reference) -> Any:
+        value = self._read(ref)
+        return value if ref.function is None else FUNCTIONS[ref.function](value)
+
+    def _read(self, ref: Reference) -> Any:
         if ref.root == WORKFLOW:
             return _walk(self.workflow, ref.path)
         if ref.root == MAP:

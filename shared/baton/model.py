@@ -53,12 +53,17 @@ class TimeoutPolicy(StrEnum):
 
 
 Seconds = Annotated[int, Field(ge=0, le=MAX_SECONDS)]
+# Conductor bounds retryCount only below (an int >= 0). Baton's bound refuses what is a typo or
+# a loop in disguise, not real retry policies (Conductor's own tests use 50000): each attempt is
+# a job update, an audit event and, in Conductor's task view, a task of its own.
+MAX_RETRY_COUNT = 100_000
+RetryCount = Annotated[int, Field(ge=0, le=MAX_RETRY_COUNT)]
 
 
 class TaskSettings(Model):
     """Retry and timeout settings shared by task definitions and SERVICE_TASK steps."""
 
-    retry_count: Annotated[int, Field(ge=0, le=1000)] | None = None
+    retry_count: RetryCount | None = None
     retry_logic: RetryLogic | None = None
     retry_delay_seconds: Seconds | None = None
     max_retry_delay_seconds: Annotated[int, Field(ge=1, le=MAX_SECONDS)] | None = None
@@ -77,7 +82,7 @@ class TaskDef(TaskSettings):
     """
 
     name: Annotated[str, Field(pattern=JOB_TYPE_PATTERN)]
-    retry_count: Annotated[int, Field(ge=0, le=1000)] = 3
+    retry_count: RetryCount = 3
     retry_logic: RetryLogic = RetryLogic.FIXED
     retry_delay_seconds: Seconds = 60
     timeout_seconds: Seconds = 0

@@ -196,7 +196,8 @@ class ParallelStep(StepBase):
 
 
 class MapStep(StepBase):
-    """Runs ``steps`` once per element of ``items`` (a ``${…}`` list), at most
+    """Runs ``steps`` once per element of ``items`` (a ``${…}`` giving a list, or a list, its
+    elements resolved as templates), at most
     ``maxConcurrency`` at a time; ``${map.item}`` and ``${map.index}`` inside. Output: the list of
     each item's last step output, in item order; with ``key`` (a text template resolved for each
     item, reading ``${map.item…}``/``${map.index}``), an object keyed by it. With ``inputs`` (an
@@ -208,7 +209,7 @@ class MapStep(StepBase):
     Conductor's dynamic fork hands each forked task its input with ``__index``."""
 
     type: Literal["MAP"]
-    items: Annotated[str, Field(min_length=1)]
+    items: Annotated[str, Field(min_length=1)] | list[Any]
     steps: Annotated[list[Step], Field(min_length=1)]
     max_concurrency: Annotated[int, Field(ge=1, le=MAX_MAP_CONCURRENCY)] = 10
     key: Annotated[str, Field(min_length=1, max_length=1000)] | None = None

@@ -874,7 +874,7 @@ def test_a_join_is_read_through_its_fork_and_the_forked_tasks() -> None:
         ),
         (
             {
-                "inputParameters": {"dynamicTasks": [], "dynamicTasksInput": {}},
+                "inputParameters": {"dynamicTasks": "tasks", "dynamicTasksInput": {}},
                 "dynamicForkTasksParam": "dynamicTasks",
                 "dynamicForkTasksInputParamName": "dynamicTasksInput",
             },
@@ -882,8 +882,8 @@ def test_a_join_is_read_through_its_fork_and_the_forked_tasks() -> None:
         ),
         ({"inputParameters": {"forkTaskInputs": []}}, "forkTaskName"),
         (
-            {"inputParameters": {"forkTaskName": "w", "forkTaskInputs": [{"n": 1}]}},
-            "forkTaskInputs must be one ${…} expression giving the list",
+            {"inputParameters": {"forkTaskName": "w", "forkTaskInputs": {"n": 1}}},
+            "forkTaskInputs must be a list, or one ${…} expression giving one",
         ),
     ],
 )

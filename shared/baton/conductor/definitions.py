@@ -39,6 +39,7 @@ import re
 from datetime import datetime
 from typing import Any
 
+from baton.conductor.coerce import coerce
 from baton.conductor.tasks import dispatch
 from baton.conductor.tasks.common import (
     JOIN_NOTE,
@@ -88,6 +89,7 @@ def to_baton_task_def(raw: Any) -> dict[str, Any]:
     """A Conductor TaskDef as a Baton task definition body (unknown fields ignored)."""
     if not isinstance(raw, dict):
         raise fail("$", "a task definition is a JSON object")
+    raw = coerce(raw)
     out = {k: raw[k] for k in ("name", *_TASK_DEF_FIELDS) if raw.get(k) is not None}
     # Conductor's 0 means "no limit" where Baton's minimum is 1.
     if out.get("concurrentExecLimit") == 0:
@@ -126,6 +128,7 @@ def to_baton_workflow(raw: Any) -> dict[str, Any]:
     """A Conductor WorkflowDef as a Baton definition (to be validated by Baton as usual)."""
     if not isinstance(raw, dict):
         raise fail("$", "a workflow definition is a JSON object")
+    raw = coerce(raw)
     raw_tasks = raw.get("tasks")
     if not isinstance(raw.get("name"), str) or not raw["name"]:
         raise fail("name", "a workflow definition needs a name")
@@ -149,7 +152,7 @@ def to_baton_workflow(raw: Any) -> dict[str, Any]:
         out["failureWorkflow"] = params_in(
             _failure_workflow(raw["failureWorkflow"]), "failureWorkflow"
         )
-    return _task_ids(_alias_joins(out))
+    return _unknown_to_null(_task_ids(_alias_joins(out)))
 
 
 def _failure_workflow(name: Any) -> Any:
@@ -166,6 +169,56 @@ def _failure_workflow(name: Any) -> Any:
             "$workflow.input.<name> or ${workflow.input.<name>}",
         )
     return "${workflow.input['" + parts[2] + "']}"
+
+
+_REFERENCE = re.compile(r"(?<!\$)\$\{\s*([A-Za-z_][\w-]*|\d+)?[^}]*\}")
+# Step fields that hold programs, not templates: their ${…} is the script's own.
+_PROGRAMS = ("description", "script", "while", "query")
+
+
+def _unknown_to_null(out: dict[str, Any]) -> dict[str, Any]:
+    """A ``${…}`` whose first key names no task of the workflow (nor ``workflow``) reads null in
+    Conductor (its JSONPath finds nothing there): it is null here too, and ``null`` inside text
+    (Java's ``Objects.toString(null)``), instead of a definition Baton's native check refuses."""
+    known: set[str] = {"workflow", "map"}
+
+    def collect(value: Any) -> None:
+        if isinstance(value, list):
+            for v in value:
+                collect(v)
+        elif isinstance(value, dict):
+            if isinstance(value.get("id"), str) and isinstance(value.get("type"), str):
+                known.add(value["id"])
+            for key in ("steps", "branches", "cases", "default"):
+                inner = value.get(key)
+                collect(list(inner.values()) if isinstance(inner, dict) else inner)
+
+    def unknown(m: re.Match[str]) -> bool:
+        return m.group(1) is None or m.group(1) not in known
+
+    def text(m: re.Match[str]) -> str:
+        if not unknown(m):
+            return m.group(0)
+        return "" if not m.group(0)[2:-1].strip() else "null"  # ${} is "" in Conductor
+
+    def rewrite(value: Any, key: str = "") -> Any:
+        if isinstance(value, str) and key not in _PROGRAMS and "${" in value:
+            whole = _REFERENCE.fullmatch(value)
+            if whole and unknown(whole):
+                return text(whole) if key == "on" or not whole.group(0)[2:-1].strip() else None
+            return _REFERENCE.sub(text, value)
+        if isinstance(value, list):
+            return [rewrite(v) for v in value]
+        if isinstance(value, dict):
+            # An inline sub-workflow definition was translated (and checked) on its own.
+            return {
+                k: v if k == "definition" and isinstance(v, dict) else rewrite(v, k)
+                for k, v in value.items()
+            }
+        return value
+
+    collect(out["steps"])
+    return rewrite(out)  # type: ignore[no-any-return]
 
 
 _TASK_ID = re.compile(r"\$\{\s*([A-Za-z_][\w-]*)\.taskId\s*\}")

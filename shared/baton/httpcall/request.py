@@ -89,6 +89,9 @@ class HttpRequest:
     read_ms: int = DEFAULT_READ_MS
 
 
+_DIGITS = re.compile(r"[+-]?\d{1,10}")
+
+
 def _is_expression(value: Any) -> bool:
     return isinstance(value, str) and "${" in value
 
@@ -108,8 +111,19 @@ def _uri_problem(uri: Any) -> str | None:
     return None
 
 
-def _timeout_problem(name: str, value: Any, cap: int) -> str | None:
+def milliseconds(value: Any) -> int | None:
+    """A timeout as a whole number: an integer, or its digits as text ("3000", as Conductor's
+    Jackson model coerces them); None when it is neither."""
+    if isinstance(value, str) and _DIGITS.fullmatch(value):
+        return int(value)
     if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
+
+
+def _timeout_problem(name: str, given: Any, cap: int) -> str | None:
+    value = milliseconds(given)
+    if value is None:
         return f"{name} is a whole number of milliseconds"
     if not 1 <= value <= cap:
         return f"{name} is 1 to {cap} milliseconds, not {value}"
@@ -205,6 +219,6 @@ def parse_request(resolved: Any) -> HttpRequest:
         method=method,
         headers=headers,
         body=body,
-        connect_ms=int(resolved.get("connectionTimeOut") or DEFAULT_CONNECT_MS),
-        read_ms=int(resolved.get("readTimeOut") or DEFAULT_READ_MS),
+        connect_ms=milliseconds(resolved.get("connectionTimeOut")) or DEFAULT_CONNECT_MS,
+        read_ms=milliseconds(resolved.get("readTimeOut")) or DEFAULT_READ_MS,
     )

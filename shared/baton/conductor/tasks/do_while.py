@@ -67,7 +67,13 @@ def to_step(task: dict[str, Any], path: str) -> dict[str, Any]:
         steps=_own_iteration(tasks(task.get("loopOver") or [], f"{path}.loopOver"), step["id"]),
         maxIterations=DO_WHILE_MAX_ITERATIONS,
     )
-    script = script_text(task.get("loopCondition"), where, "loopCondition")
+    given = task.get("loopCondition")
+    if given is None or (isinstance(given, str) and not given.strip()):
+        # Conductor's DoWhile evaluates an absent or blank loopCondition as false (its
+        # evalBool of no value): the loop runs once.
+        step["while"] = "false"
+        return step
+    script = script_text(given, where, "loopCondition")
     # JavaScript over the loop's inputParameters (resolved after each iteration), its tasks'
     # outputs and its own iteration, as Conductor runs it.
     step.update({"while": script, "whileLanguage": "javascript"})

@@ -63,7 +63,8 @@ def to_step(task: dict[str, Any], join: dict[str, Any], path: str) -> dict[str, 
 
 
 def _whole(value: Any, where: str, field: str) -> str:
-    """A parameter Baton reads when the fork starts: one ``${…}`` expression."""
+    """A parameter Baton reads when the fork starts (given as no list or object): one ``${…}``
+    expression."""
     if not (isinstance(value, str) and WHOLE.match(value)):
         raise fail(where, f"{field} must be one ${{…}} expression (the fork reads it at run time)")
     return value
@@ -84,7 +85,9 @@ def _task_list(task: dict[str, Any], params: dict[str, Any], path: str) -> dict[
         raise fail(
             where, f"dynamicForkTasksInputParamName {inputs_param!r} names no input parameter"
         )
-    items = _whole(params[tasks_param], where, f"inputParameters.{tasks_param}")
+    items = params[tasks_param]
+    if not isinstance(items, list):
+        items = _whole(items, where, f"inputParameters.{tasks_param}")
     inputs = params[inputs_param]
     if not isinstance(inputs, dict):
         inputs = _whole(inputs, where, f"inputParameters.{inputs_param}")
@@ -139,13 +142,8 @@ def _one_task(task: dict[str, Any], params: dict[str, Any], path: str) -> dict[s
             "FORK_JOIN_DYNAMIC needs dynamicForkTasksParam and dynamicForkTasksInputParamName, "
             "or forkTaskName (or forkTaskWorkflow) and forkTaskInputs",
         )
-    if not (isinstance(inputs, str) and WHOLE.match(inputs)):
-        # A Baton MAP's items are one expression (a literal list has no place in its contract).
-        raise fail(
-            where,
-            "forkTaskInputs must be one ${…} expression giving the list (pass a literal list "
-            "in the workflow input, or from an earlier task)",
-        )
+    if not (isinstance(inputs, list) or (isinstance(inputs, str) and WHOLE.match(inputs))):
+        raise fail(where, "forkTaskInputs must be a list, or one ${…} expression giving one")
     inner: dict[str, Any] = {"id": f"{step['id'][: 64 - len(FORKED)]}{FORKED}"}
     if name is not None:
         if not isinstance(name, str) or not name:
