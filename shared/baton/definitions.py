@@ -468,6 +468,8 @@ def _expression_problems(
                 )
             continue
         visible, why, _ = tree.visibility(sid, at)
+        if not visible and ref.step_id is not None and _is_loop_of(sid, at):
+            continue  # a DO_WHILE's output so far, read inside it (its iterations' outputs)
         if not visible:
             if why == "unknown step":
                 yield Problem(where, f"${{{text}}} refers to unknown step {sid!r}")

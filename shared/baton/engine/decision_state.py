@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from baton import expressions
-from baton.engine.plan import Plan
+from baton.engine.plan import Plan, nested
 from baton.engine.records import (
     Changes,
     Exec,
@@ -152,7 +152,7 @@ class DecisionState:
         }
         return expressions.Scope(
             workflow=workflow,
-            step_output=lambda step_id: self.read(step_id, point, scope),
+            step_output=lambda step_id: self._output(step_id, point, scope),
             map=self.map_context(scope),
             loops=self.loop_iterations(point, scope),
             step_record=lambda step_id: self.record(step_id, point, scope),
@@ -179,6 +179,35 @@ class DecisionState:
             return {}
         parts = segments(scope)
         return {lid: int(parts[i].split("#k", 1)[1]) for lid, i in loops.items()}
+
+    def _output(self, step_id: str, point: str, scope: str) -> Any:
+        """What ``${<step_id>.output…}`` reads at ``point``: a step's output, or, for a DO_WHILE
+        the point is inside, its output so far (:meth:`loop_so_far`)."""
+        at = self.plan.loops(point).get(step_id)
+        if at is None:
+            return self.read(step_id, point, scope)
+        return self.loop_so_far(step_id, scope, at)
+
+    def loop_so_far(self, loop_id: str, scope: str, at: int) -> dict[str, Any]:
+        """A running DO_WHILE's output as Conductor's DO_WHILE task keeps it while it runs: the
+        running ``iteration`` and, for each iteration begun (``"1"``, ``"2"``…), the output of
+        each of its steps (at any depth) by id, the latest of each. ``at``: the index of the
+        loop body's segment in ``scope`` (``<execution>#k<iteration>``)."""
+        parts = segments(scope)
+        execution, _, running = parts[at].partition("#k")
+        prefix = "".join(f"{p}/" for p in parts[:at]) + f"{execution}#"
+        ids = _ids_within(self.plan.step(loop_id))
+        by_iteration: dict[int, dict[str, Any]] = {}
+        for row in self.reader.outputs_by_list(prefix, ids):
+            by_iteration.setdefault(int(row["list"][1:]), {})[row["step_id"]] = row["output"]
+        for sid, done_scope, output in self._done_here:
+            if sid in ids and done_scope.startswith(prefix):
+                k = int(done_scope[len(prefix) :].split("/", 1)[0][1:])
+                by_iteration.setdefault(k, {})[sid] = output
+        out: dict[str, Any] = {"iteration": int(running)}
+        for k in sorted(by_iteration):
+            out[str(k)] = {sid: self.unref(v) for sid, v in by_iteration[k].items()}
+        return out
 
     def read(self, step_id: str, point: str, scope: str) -> Any:
         """The output of the execution of ``step_id`` that an expression at ``point`` in
@@ -292,6 +321,16 @@ class DecisionState:
 
 
 _OPEN = (StepStatus.SCHEDULED, StepStatus.IN_PROGRESS)
+
+
+def _ids_within(step: Step) -> list[str]:
+    """The ids of every step nested in operator ``step``, at any depth."""
+    out: list[str] = []
+    for _, inner in nested(step):
+        for s in inner:
+            out.append(s.id)
+            out.extend(_ids_within(s))
+    return out
 
 
 def _epoch_ms(at: datetime) -> int:

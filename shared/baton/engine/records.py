@@ -253,6 +253,10 @@ class Reader(Protocol):
     def open_steps(self) -> list[dict[str, Any]]:
         """The instance's executions that are SCHEDULED or IN_PROGRESS: ``id``, ``scope``."""
 
+    def outputs_by_list(self, prefix: str, step_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The latest completed output of each of ``step_ids`` in each list under ``prefix`` (an
+        operator execution's ``<scope><id>#``), at any depth: ``list``, ``step_id``, ``output``."""
+
     def child_plan(
         self, name: str | None, version: int | None, inline: dict[str, Any] | None
     ) -> ChildPlan | None:
@@ -281,6 +285,9 @@ class NoReads:
         return []
 
     def open_steps(self) -> list[dict[str, Any]]:
+        return []
+
+    def outputs_by_list(self, prefix: str, step_ids: Sequence[str]) -> list[dict[str, Any]]:
         return []
 
     def child_plan(

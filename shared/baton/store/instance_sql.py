@@ -291,6 +291,19 @@ SELECT DISTINCT ON (split_part(substr(scope, length(%(prefix)s::text) + 1), '/',
  ORDER BY split_part(substr(scope, length(%(prefix)s::text) + 1), '/', 1), seq DESC
 """
 
+# The latest completed output of each of some steps in each list under an operator execution (a
+# running DO_WHILE's output so far: each iteration's steps by id).
+LAST_OUTPUTS_BY_LIST = """
+SELECT DISTINCT ON (list, step_id) list, step_id, output
+  FROM (SELECT split_part(substr(scope, length(%(prefix)s::text) + 1), '/', 1) AS list,
+               step_id, output, seq
+          FROM step_execution
+         WHERE instance_id = %(instance_id)s AND step_id = ANY(%(step_ids)s::text[])
+           AND status = 'COMPLETED' AND left(scope, length(%(prefix)s::text)) = %(prefix)s::text
+       ) AS within
+ ORDER BY list, step_id, seq DESC
+"""
+
 # The latest execution of each step in each scope (each list of each operator execution): where
 # an instance retry finds how far each list went (its furthest step's execution), what failed,
 # what was cancelled with it, and the permissive failures a list went past.

@@ -43,7 +43,10 @@ def to_step(task: dict[str, Any], path: str) -> dict[str, Any]:
         # A name or version given as ${…} is resolved when the child starts.
         step["definitionName"] = params_in(param["name"], label(task, path))
         version = param.get("version")
-        if isinstance(version, int) or (isinstance(version, str) and WHOLE.match(version)):
+        # Conductor's SubWorkflow runs the latest version for a version of 0, as for none.
+        if (isinstance(version, int) and version != 0) or (
+            isinstance(version, str) and WHOLE.match(version)
+        ):
             step["definitionVersion"] = params_in(version, label(task, path))
     return _retry(task, step)
 
