@@ -111,3 +111,31 @@ def test_a_loop_iteration_reference_parses_and_reads_the_scope_s_loops() -> None
 def test_a_malformed_loop_iteration_reference_is_refused(text: str, said: str) -> None:
     with pytest.raises(ex.ExpressionError, match=said):
         ex.parse(text)
+
+
+def test_jsonpath_functions_at_a_paths_end_as_conductors_jayway() -> None:
+    scope = ex.Scope(
+        workflow={"input": {"l": [1, 2, 3.5, "x", True], "o": {"a": 1, "b": 2}, "s": "abc"}},
+        step_output=lambda _sid: {"body": [4, 6]},
+    )
+    cases = {
+        "${workflow.input.l.length()}": 5,
+        "${workflow.input.o.size()}": 2,
+        "${workflow.input.o.keys()}": ["a", "b"],
+        "${workflow.input.l.sum()}": 6.5,
+        "${workflow.input.l.min()}": 1.0,
+        "${workflow.input.l.max()}": 3.5,
+        "${workflow.input.l.avg()}": 6.5 / 3,
+        "${workflow.input.s.length()}": None,
+        "${workflow.input.o.sum()}": None,
+        "${workflow.input.missing.max()}": None,
+        "${step.output.body.stddev()}": 1.0,
+        "${step.output.body.sum()}": 10.0,
+        "n=${workflow.input.l.length()}": "n=5",
+    }
+    for template, value in cases.items():
+        assert ex.resolve(template, scope) == value, template
+    assert ex.parse("workflow.input.l.length()").function == "length"
+    for bad in ("workflow.input.l.length(1)", "workflow.input.l.nope()", "x.iteration.length()"):
+        with pytest.raises(ex.ExpressionError):
+            ex.parse(bad)

@@ -320,3 +320,43 @@ def test_a_step_input_is_an_object_or_one_whole_expression() -> None:
         "steps[0].input",
         "input is an object, or one ${…} expression giving one",
     )
+
+
+# --- unions: paths name the document's keys, not pydantic's members --------------------------
+
+
+def _switch_with(case_steps: Any) -> dict[str, Any]:
+    return {
+        "name": "w",
+        "steps": [{"id": "s", "type": "SWITCH", "on": "${workflow.input.k}", "cases": case_steps}],
+    }
+
+
+def test_a_problem_inside_a_union_names_the_fields_path_not_pydantics_types() -> None:
+    bad = {"false": [{"id": "a", "type": "SERVICE_TASK", "jobType": "j", "retryCount": -1}]}
+    with pytest.raises(ValidationFailed) as e:
+        parse_definition(_switch_with(bad))
+    said = [(p.path, p.message) for p in e.value.problems]
+    assert said == [("steps[0].cases.false[0].retryCount", "retryCount must be at least 0, not -1")]
+
+
+def test_a_union_value_of_no_member_says_so_once_per_member_without_type_names() -> None:
+    with pytest.raises(ValidationFailed) as e:
+        parse_definition(_switch_with(7))
+    for p in e.value.problems:
+        assert p.path == "steps[0].cases", p
+        assert "[" not in p.message and "SwitchCase" not in p.message, p
+
+
+def test_without_the_document_labels_are_still_left_out_of_paths() -> None:
+    from baton.definitions import STEP_TYPES, WorkflowDefinition
+
+    raw = _switch_with(
+        {"x": [{"id": "a", "type": "SERVICE_TASK", "jobType": "j", "retryCount": -1}]}
+    )
+    try:
+        WorkflowDefinition.model_validate(raw)
+    except ValidationError as err:
+        paths = [p.path for p in problems(err, tags=STEP_TYPES)]
+    assert "steps[0].cases.x[0].retryCount" in paths
+    assert all("[str" not in p and "SwitchCase" not in p for p in paths)
