@@ -37,6 +37,7 @@ from baton.steps import (
     MAX_SCRIPT_CHARS,
     STEP_TYPES,
     Step,
+    list_literal,
 )
 from baton.structure import (
     MAX_DEPTH,
@@ -270,8 +271,15 @@ def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
             yield Problem(f"{path}.request.{name}" if name else f"{path}.request", message)
     elif kind == "MAP":
         items = step.get("items")
-        if isinstance(items, str) and not expressions.is_whole_expression(items):
-            yield Problem(f"{path}.items", "items is a list, or one ${…} expression giving one")
+        if (
+            isinstance(items, str)
+            and not expressions.is_whole_expression(items)
+            and list_literal(items) is None
+        ):
+            yield Problem(
+                f"{path}.items",
+                "items is one ${…} expression giving a list, or a list written as JSON text",
+            )
         key = step.get("key")
         for _suffix, text in expressions.references(key):
             # Resolved for each item when the MAP starts, from the item alone.

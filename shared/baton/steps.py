@@ -11,6 +11,7 @@ outside the decision, as a job of a reserved type (``baton:http``) its system-ta
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -195,9 +196,23 @@ class ParallelStep(StepBase):
     fail_fast: bool = True
 
 
+def list_literal(items: str) -> list[Any] | None:
+    """A MAP's ``items`` written as a JSON list (a Conductor dynamic fork's literal inputs), or
+    None when it is no JSON list (one ``${…}`` expression). A string field keeps the REST and
+    protobuf forms of a step the same."""
+    if not items.lstrip().startswith("["):
+        return None
+    try:
+        value = json.loads(items)
+    except ValueError:
+        return None
+    return value if isinstance(value, list) else None
+
+
 class MapStep(StepBase):
-    """Runs ``steps`` once per element of ``items`` (a ``${…}`` giving a list, or a list, its
-    elements resolved as templates), at most
+    """Runs ``steps`` once per element of ``items`` (one ``${…}`` giving a list, or a list
+    written as JSON text, ``"[1, \"${workflow.input.x}\"]"``, whose ``${…}`` are resolved when
+    the MAP starts: :func:`list_literal`), at most
     ``maxConcurrency`` at a time; ``${map.item}`` and ``${map.index}`` inside. Output: the list of
     each item's last step output, in item order; with ``key`` (a text template resolved for each
     item, reading ``${map.item…}``/``${map.index}``), an object keyed by it. With ``inputs`` (an
@@ -209,7 +224,7 @@ class MapStep(StepBase):
     Conductor's dynamic fork hands each forked task its input with ``__index``."""
 
     type: Literal["MAP"]
-    items: Annotated[str, Field(min_length=1)] | list[Any]
+    items: Annotated[str, Field(min_length=1)]
     steps: Annotated[list[Step], Field(min_length=1)]
     max_concurrency: Annotated[int, Field(ge=1, le=MAX_MAP_CONCURRENCY)] = 10
     key: Annotated[str, Field(min_length=1, max_length=1000)] | None = None

@@ -120,7 +120,26 @@ def test_a_dynamic_fork_over_literal_lists() -> None:
         "inputParameters": {"forkTaskName": "w0", "forkTaskInputs": [1, {"n": 2}]},
     }
     join = {"name": "j", "taskReferenceName": "j", "type": "JOIN"}
-    assert _translate([fork, join])["steps"][0]["items"] == [1, {"n": 2}]
+    # Written as JSON text: a step's fields are the same over REST and protobuf.
+    assert _translate([fork, join])["steps"][0]["items"] == '[1,{"n":2}]'
+    tasks = {
+        **fork,
+        "inputParameters": {
+            "dynamicTasks": [{"name": "w0", "taskReferenceName": "a", "type": "SIMPLE"}],
+            "dynamicTasksInput": {"a": {"x": "${workflow.input.x}"}},
+        },
+        "dynamicForkTasksParam": "dynamicTasks",
+        "dynamicForkTasksInputParamName": "dynamicTasksInput",
+    }
+    out = _translate([tasks, join])["steps"][0]
+    assert out["items"] == '[{"name":"w0","taskReferenceName":"a","type":"SIMPLE"}]'
+    back = cd.to_conductor_workflow({"name": "w", "steps": [out]})
+    assert back["tasks"][0]["inputParameters"]["dynamicTasks"] == [
+        {"name": "w0", "taskReferenceName": "a", "type": "SIMPLE"}
+    ]
+    with pytest.raises(ValidationFailed) as e:
+        parse_definition({"name": "m", "steps": [{**out, "items": "[1, 2"}]})
+    assert "a list written as JSON text" in e.value.problems[0].message
 
 
 def test_a_sub_workflow_version_0_runs_the_latest() -> None:

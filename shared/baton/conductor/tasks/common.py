@@ -13,6 +13,7 @@ from baton.conductor import js
 from baton.conductor.errors import Untranslatable
 from baton.errors import Problem
 from baton.model import STEP_ID_PATTERN
+from baton.steps import list_literal
 
 STEP_ID = re.compile(STEP_ID_PATTERN)
 EXPR = re.compile(r"\$\{([^}]*)\}")
@@ -97,6 +98,21 @@ def _map_values(value: Any, fn: Any, where: str) -> Any:
 
 def params_in(value: Any, where: str) -> Any:
     return _map_values(value, expr_in, where)
+
+
+def items_in(value: Any, where: str) -> str:
+    """A list to run over as a Baton MAP's ``items``: one ``${…}`` as it is, a literal list as
+    its JSON text (its ``${…}`` in Baton's spelling, resolved when the MAP starts)."""
+    mapped = params_in(value, where)
+    if isinstance(mapped, list):
+        return json.dumps(mapped, separators=(",", ":"), ensure_ascii=False)
+    return str(mapped)
+
+
+def items_out(items: str) -> Any:
+    """A MAP's ``items`` as Conductor gives it: a list written as JSON text is the list."""
+    literal = list_literal(items)
+    return params_out(items if literal is None else literal)
 
 
 def params_out(value: Any) -> Any:

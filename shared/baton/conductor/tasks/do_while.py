@@ -15,9 +15,9 @@ from baton.conductor.tasks.common import (
     back,
     base,
     fail,
+    items_in,
     jsonata_to_js,
     label,
-    params_in,
     rewrite_strings,
     script_text,
     task_input,
@@ -49,7 +49,7 @@ def _over_items(task: dict[str, Any], path: str) -> dict[str, Any]:
     )
     step.update(
         type="MAP",
-        items=params_in(items, f"{where}.items"),
+        items=items_in(items, f"{where}.items"),
         maxConcurrency=1,
         steps=tasks(body, f"{path}.loopOver"),
     )

@@ -24,6 +24,8 @@ from baton.conductor.tasks.common import (
     back,
     base,
     fail,
+    items_in,
+    items_out,
     join_back,
     join_note,
     label,
@@ -122,7 +124,7 @@ def _task_list(task: dict[str, Any], params: dict[str, Any], path: str) -> dict[
     }
     step.update(
         type="MAP",
-        items=params_in(items, f"{path}.inputParameters.{tasks_param}"),
+        items=items_in(items, f"{path}.inputParameters.{tasks_param}"),
         key=TASK_KEY,
         inputs=params_in(inputs, f"{path}.inputParameters.{inputs_param}"),
         maxConcurrency=MAX_MAP_CONCURRENCY,
@@ -161,7 +163,7 @@ def _one_task(task: dict[str, Any], params: dict[str, Any], path: str) -> dict[s
     named = name if name is not None else step["id"]
     step.update(
         type="MAP",
-        items=params_in(inputs, f"{path}.inputParameters.forkTaskInputs"),
+        items=items_in(inputs, f"{path}.inputParameters.forkTaskInputs"),
         key=f"_{named}_${{map.index}}",
         indexAs=INDEX,
         maxConcurrency=MAX_MAP_CONCURRENCY,
@@ -174,12 +176,12 @@ def back_map(s: dict[str, Any], task: dict[str, Any]) -> list[dict[str, Any]]:
     inner = _dynamic_fork(s)
     task["type"] = "FORK_JOIN_DYNAMIC"
     if inner is None:
-        task["inputParameters"] = {"items": params_out(s["items"])}
+        task["inputParameters"] = {"items": items_out(s["items"])}
         task["loopOver"] = back(s["steps"])  # informational: Baton's MAP body
         return [task]
     if inner["type"] == "SWITCH":
         task["inputParameters"] = {
-            TASKS_PARAM: params_out(s["items"]),
+            TASKS_PARAM: items_out(s["items"]),
             INPUTS_PARAM: params_out(s.get("inputs")),
         }
     else:
@@ -189,7 +191,7 @@ def back_map(s: dict[str, Any], task: dict[str, Any]) -> list[dict[str, Any]]:
             fork = {"forkTaskWorkflow": inner["definitionName"]}
             if inner.get("definitionVersion"):
                 fork["forkTaskWorkflowVersion"] = inner["definitionVersion"]
-        task["inputParameters"] = {**fork, "forkTaskInputs": params_out(s["items"])}
+        task["inputParameters"] = {**fork, "forkTaskInputs": items_out(s["items"])}
     task["dynamicForkTasksParam"] = TASKS_PARAM
     task["dynamicForkTasksInputParamName"] = INPUTS_PARAM
     join_ref, task = join_back(s, task)

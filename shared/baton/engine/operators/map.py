@@ -17,7 +17,7 @@ from baton import expressions
 from baton.engine.operators.parallel import branch_outputs, list_done_at
 from baton.engine.records import OverLimit, child_scope
 from baton.status import InstanceStatus, StepStatus
-from baton.steps import MAX_MAP_ITEMS, MapStep, SwitchStep
+from baton.steps import MAX_MAP_ITEMS, MapStep, SwitchStep, list_literal
 
 if TYPE_CHECKING:
     from baton.engine.operators.protocol import Decision
@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 class Map:
     def schedule(self, d: Decision, step: Step, scope: str) -> None:
         assert isinstance(step, MapStep)
-        items = d.resolve(step.items, f"step:{step.id}", scope)
+        literal = list_literal(step.items)
+        items = d.resolve(step.items if literal is None else literal, f"step:{step.id}", scope)
         if not isinstance(items, list):
             kind = "null" if items is None else type(items).__name__
             d.fail(
