@@ -187,3 +187,85 @@ def test_a_failing_switch_script_or_while_script_fails_its_step(engine: Engine) 
     )
     assert got["status"] == "FAILED"
     assert "its while script threw TypeError" in got["reason"], got["reason"]
+
+
+def test_a_program_given_as_one_expression_is_resolved_when_the_step_runs(engine: Engine) -> None:
+    got = _run(
+        engine,
+        "programs",
+        [
+            {"id": "js", "type": "SCRIPT", "script": "${workflow.input.js}", "input": {"n": 20}},
+            {"id": "q", "type": "JQ", "query": "${workflow.input.jq}", "input": {"n": 2}},
+            # a template literal's ${…} inside a script is JavaScript's own, as before
+            {"id": "t", "type": "SCRIPT", "script": "`n=${$.n}`", "input": {"n": 3}},
+        ],
+        {"js": "$.n + 1", "jq": ".n * 10"},
+    )
+    assert got["status"] == "COMPLETED", got.get("reason")
+    assert steps_of(engine, got["id"], "js")[0]["output"] == {"result": 21}
+    assert steps_of(engine, got["id"], "q")[0]["output"] == {"result": 20, "resultList": [20]}
+    assert steps_of(engine, got["id"], "t")[0]["output"] == {"result": "n=3"}
+    bad = _run(
+        engine,
+        "programs_bad",
+        [{"id": "js", "type": "SCRIPT", "script": "${workflow.input.js}"}],
+        {"js": {"not": "text"}},
+    )
+    assert bad["status"] == "FAILED"
+    (js,) = steps_of(engine, bad["id"], "js")
+    assert js["status"] == "FAILED"
+    assert js["error"] == "its script ${workflow.input.js} gave dict, not a program to run"
+
+
+def test_a_map_over_a_list_written_as_json_text(engine: Engine) -> None:
+    got = _run(
+        engine,
+        "literal_items",
+        [
+            {
+                "id": "m",
+                "type": "MAP",
+                "items": '[1, "${workflow.input.x}", {"k": "${workflow.input.x}"}]',
+                "steps": [
+                    {"id": "echo", "type": "SCRIPT", "script": "$.v", "input": {"v": "${map.item}"}}
+                ],
+            }
+        ],
+        {"x": "ex"},
+    )
+    assert got["status"] == "COMPLETED", got.get("reason")
+    (m,) = steps_of(engine, got["id"], "m")
+    assert m["output"] == [{"result": 1}, {"result": "ex"}, {"result": {"k": "ex"}}]
+
+
+def test_a_loop_s_steps_read_its_output_so_far(engine: Engine) -> None:
+    got = _run(
+        engine,
+        "so_far",
+        [
+            {
+                "id": "loop",
+                "type": "DO_WHILE",
+                "while": "loop.iteration < 3",
+                "maxIterations": 5,
+                "steps": [
+                    {
+                        "id": "seen",
+                        "type": "SCRIPT",
+                        "script": "$.so_far",
+                        "input": {"so_far": "${loop.output}"},
+                    }
+                ],
+            }
+        ],
+        {},
+    )
+    assert got["status"] == "COMPLETED", got.get("reason")
+    seen = [s["output"]["result"] for s in steps_of(engine, got["id"], "seen")]
+    assert seen[0] == {"iteration": 1}
+    assert seen[1] == {"iteration": 2, "1": {"seen": {"result": seen[0]}}}
+    assert seen[2] == {
+        "iteration": 3,
+        "1": {"seen": {"result": seen[0]}},
+        "2": {"seen": {"result": seen[1]}},
+    }
