@@ -1,7 +1,8 @@
 """Input expressions: ``${workflow.input.x}``, ``${workflow.variables.x}``, ``${step.output.x}``,
 inside a MAP's steps ``${map.item[.x]}``, ``${map.index}`` (from 0) and, in a MAP with ``inputs``,
 ``${map.input[.x]}`` (the item's entry in them), and inside a DO_WHILE's
-steps (and its ``while``) ``${<loopId>.iteration}``: the iteration running, from 1.
+steps (and its ``while``) ``${<loopId>.iteration}``: the iteration running, from 1, and
+``${<loopId>.output…}``: its output so far (each iteration's step outputs, built by the engine).
 
 A step's latest execution is also described by ``${step.executionId}``, ``.jobId``, ``.attempt``,
 ``.status``, ``.startedAt``/``.completedAt`` (ISO) and ``.startTime``/``.endTime`` (epoch

@@ -237,7 +237,9 @@ class DoWhileStep(StepBase):
     truthy value; with ``whileLanguage`` javascript, a script whose value is true or a number
     above 0, ``$`` bound to the loop's ``input`` resolved after the iteration, each of its steps'
     output by id and ``$.<loop id>.iteration``, as Conductor's ``loopCondition``), at most
-    ``maxIterations`` times; ``${<loop id>.iteration}`` (from 1) inside, and in ``while``.
+    ``maxIterations`` times; ``${<loop id>.iteration}`` (from 1) inside, and in ``while``, and
+    ``${<loop id>.output…}``, its output so far: ``{"iteration": <running>, "1": {<step id>:
+    <output>, …}, …}`` (Conductor's DO_WHILE task output while it runs).
     Output: the last iteration's output and ``iterations``."""
 
     type: Literal["DO_WHILE"]

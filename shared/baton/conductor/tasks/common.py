@@ -5,6 +5,7 @@ direction, a task's base step, scripts given as input parameters, and the two li
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
