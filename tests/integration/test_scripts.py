@@ -269,3 +269,35 @@ def test_a_loop_s_steps_read_its_output_so_far(engine: Engine) -> None:
         "1": {"seen": {"result": seen[0]}},
         "2": {"seen": {"result": seen[1]}},
     }
+
+
+def test_a_javascript_while_reads_the_loop_s_output_so_far_as_conductor_binds_it(
+    engine: Engine,
+) -> None:
+    got = _run(
+        engine,
+        "while_so_far",
+        [
+            {
+                "id": "loop",
+                "type": "DO_WHILE",
+                "whileLanguage": "javascript",
+                "while": (
+                    "Object.keys($.loop).length <= 3"
+                    " && $.loop[String($.loop.iteration)].n.result === $.loop.iteration * 10"
+                ),
+                "maxIterations": 10,
+                "steps": [
+                    {
+                        "id": "n",
+                        "type": "SCRIPT",
+                        "script": "$.i * 10",
+                        "input": {"i": "${loop.iteration}"},
+                    }
+                ],
+            }
+        ],
+        {},
+    )
+    assert got["status"] == "COMPLETED", got.get("reason")
+    assert len(steps_of(engine, got["id"], "n")) == 3

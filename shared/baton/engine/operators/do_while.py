@@ -8,8 +8,9 @@ the same way (or as ``<loop id>.output.iteration``).
 
 A JavaScript ``while`` (``whileLanguage`` javascript) reads ``$`` as Conductor's ``loopCondition``
 does: the loop's ``input`` resolved after the iteration, plus each of its steps' output by id
-(``$.<step id>.<field>``) and ``$.<loop id>.iteration``; the loop goes on while its value is true or
-a number above 0."""
+(``$.<step id>.<field>``) and ``$.<loop id>``, its output so far (``iteration`` and each iteration's
+step outputs, ``$.<loop id>['1'].<step id>``); the loop goes on while its value is true or a
+number above 0."""
 
 from __future__ import annotations
 
@@ -110,7 +111,9 @@ def _javascript_holds(d: Decision, step: DoWhileStep, point: str, body_scope: st
     bindings: dict[str, Any] = dict(given)
     for sid in ids:
         bindings[sid] = context[sid]["output"]
-    bindings[step.id] = {"iteration": k}
+    # The loop's own output so far, as Conductor binds it: {iteration, "1": {step: output}, …}.
+    so_far = d.resolve(f"${{{step.id}.output}}", point, body_scope)
+    bindings[step.id] = so_far if isinstance(so_far, dict) else {"iteration": k}
     value = d.sandbox.javascript(step.while_, bindings)
     if isinstance(value, bool):
         return value
