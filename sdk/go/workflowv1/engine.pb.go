@@ -264,11 +264,13 @@ type Step struct {
 	Branches []*structpb.ListValue `protobuf:"bytes,29,rep,name=branches,proto3" json:"branches,omitempty"`
 	FailFast *bool                 `protobuf:"varint,30,opt,name=fail_fast,json=failFast,proto3,oneof" json:"fail_fast,omitempty"`
 	// MAP and DO_WHILE
-	Steps          []*Step `protobuf:"bytes,31,rep,name=steps,proto3" json:"steps,omitempty"`
-	Items          string  `protobuf:"bytes,32,opt,name=items,proto3" json:"items,omitempty"`
-	MaxConcurrency *int32  `protobuf:"varint,33,opt,name=max_concurrency,json=maxConcurrency,proto3,oneof" json:"max_concurrency,omitempty"`
-	While          string  `protobuf:"bytes,34,opt,name=while,proto3" json:"while,omitempty"`
-	MaxIterations  *int32  `protobuf:"varint,35,opt,name=max_iterations,json=maxIterations,proto3,oneof" json:"max_iterations,omitempty"`
+	Steps []*Step `protobuf:"bytes,31,rep,name=steps,proto3" json:"steps,omitempty"`
+	// MAP: one ${...} expression giving the list, or a list, carried here as its JSON text
+	// ("[1,2,3]"; REST gives it as a JSON array)
+	Items          string `protobuf:"bytes,32,opt,name=items,proto3" json:"items,omitempty"`
+	MaxConcurrency *int32 `protobuf:"varint,33,opt,name=max_concurrency,json=maxConcurrency,proto3,oneof" json:"max_concurrency,omitempty"`
+	While          string `protobuf:"bytes,34,opt,name=while,proto3" json:"while,omitempty"`
+	MaxIterations  *int32 `protobuf:"varint,35,opt,name=max_iterations,json=maxIterations,proto3,oneof" json:"max_iterations,omitempty"`
 	// SCRIPT: JavaScript with $ bound to the resolved input (output {result}); a SWITCH's script
 	// names its case
 	Language string `protobuf:"bytes,36,opt,name=language,proto3" json:"language,omitempty"` // javascript

@@ -425,6 +425,9 @@ export type Step = Message<"workflow.v1.Step"> & {
   steps: Step[];
 
   /**
+   * MAP: one ${...} expression giving the list, or a list, carried here as its JSON text
+   * ("[1,2,3]"; REST gives it as a JSON array)
+   *
    * @generated from field: string items = 32;
    */
   items: string;
@@ -727,6 +730,9 @@ export type StepJson = {
   steps?: StepJson[];
 
   /**
+   * MAP: one ${...} expression giving the list, or a list, carried here as its JSON text
+   * ("[1,2,3]"; REST gives it as a JSON array)
+   *
    * @generated from field: string items = 32;
    */
   items?: string;

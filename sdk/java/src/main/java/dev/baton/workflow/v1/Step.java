@@ -1176,6 +1176,11 @@ private static final long serialVersionUID = 0L;
   @SuppressWarnings("serial")
   private volatile java.lang.Object items_ = "";
   /**
+   * <pre>
+   * MAP: one ${...} expression giving the list, or a list, carried here as its JSON text
+   * ("[1,2,3]"; REST gives it as a JSON array)
+   * </pre>
+   *
    * <code>string items = 32;</code>
    * @return The items.
    */
@@ -1193,6 +1198,11 @@ private static final long serialVersionUID = 0L;
     }
   }
   /**
+   * <pre>
+   * MAP: one ${...} expression giving the list, or a list, carried here as its JSON text
+   * ("[1,2,3]"; REST gives it as a JSON array)
+   * </pre>
+   *
    * <code>string items = 32;</code>
    * @return The bytes for items.
    */
@@ -6729,6 +6739,11 @@ private static final long serialVersionUID = 0L;
 
     private java.lang.Object items_ = "";
     /**
+     * <pre>
+     * MAP: one ${...} expression giving the list, or a list, carried here as its JSON text
+     * ("[1,2,3]"; REST gives it as a JSON array)
+     * </pre>
+     *
      * <code>string items = 32;</code>
      * @return The items.
      */
@@ -6745,6 +6760,11 @@ private static final long serialVersionUID = 0L;
       }
     }
     /**
+     * <pre>
+     * MAP: one ${...} expression giving the list, or a list, carried here as its JSON text
+     * ("[1,2,3]"; REST gives it as a JSON array)
+     * </pre>
+     *
      * <code>string items = 32;</code>
      * @return The bytes for items.
      */
@@ -6762,6 +6782,11 @@ private static final long serialVersionUID = 0L;
       }
     }
     /**
+     * <pre>
+     * MAP: one ${...} expression giving the list, or a list, carried here as its JSON text
+     * ("[1,2,3]"; REST gives it as a JSON array)
+     * </pre>
+     *
      * <code>string items = 32;</code>
      * @param value The items to set.
      * @return This builder for chaining.
@@ -6775,6 +6800,11 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
+     * <pre>
+     * MAP: one ${...} expression giving the list, or a list, carried here as its JSON text
+     * ("[1,2,3]"; REST gives it as a JSON array)
+     * </pre>
+     *
      * <code>string items = 32;</code>
      * @return This builder for chaining.
      */
@@ -6785,6 +6815,11 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
+     * <pre>
+     * MAP: one ${...} expression giving the list, or a list, carried here as its JSON text
+     * ("[1,2,3]"; REST gives it as a JSON array)
+     * </pre>
+     *
      * <code>string items = 32;</code>
      * @param value The bytes for items to set.
      * @return This builder for chaining.

@@ -562,11 +562,21 @@ public interface StepOrBuilder extends
       int index);
 
   /**
+   * <pre>
+   * MAP: one ${...} expression giving the list, or a list, carried here as its JSON text
+   * ("[1,2,3]"; REST gives it as a JSON array)
+   * </pre>
+   *
    * <code>string items = 32;</code>
    * @return The items.
    */
   java.lang.String getItems();
   /**
+   * <pre>
+   * MAP: one ${...} expression giving the list, or a list, carried here as its JSON text
+   * ("[1,2,3]"; REST gives it as a JSON array)
+   * </pre>
+   *
    * <code>string items = 32;</code>
    * @return The bytes for items.
    */
