@@ -2,10 +2,15 @@
 ``/rpc/{proxy+}``) answered by the REST function its RPC mirrors, run in this process.
 
 The REST functions' handler modules are loaded from the folders next to this function's (the CDK
-app ships them in its asset), once per container and only when an RPC first needs one. Each
+app ships them in its asset), once per container and only when an RPC first needs one.
+
+The worker's hot RPCs (``methods.DIRECT``: poll, complete, fail, heartbeat) are answered by the
+twin route's view itself (``Api.direct``): the request's values are validated as REST validates
+its body, the view's answer becomes the response message, and no JSON text is made either way;
+the key check, engine calls, limits, problems, logs and metrics are REST's own code. Every other
 call becomes the REST proxy event API Gateway would have sent for the twin route (same headers,
-identity and request id), so the twin's validation, engine calls, limits, logs and metrics are
-REST's own; its proxy result is turned back into the response message or a Connect error.
+identity and request id), and its proxy result is turned back into the response message or a
+Connect error.
 """
 
 from __future__ import annotations
@@ -18,17 +23,19 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from urllib.parse import quote
 
 from aws_lambda_powertools import Logger
-from baton.rpc import bridge, connect, schema
+from baton.rpc import bridge, connect, convert, methods, schema
 from baton.rpc.connect import ConnectError
 from baton.rpc.methods import RestCall
+from google.protobuf.message import Message
 
-LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
+from baton_lambda.http import Api, DirectCall
+
 _DROPPED_HEADERS = frozenset({"content-type", "content-length", "content-encoding"})
 
 
@@ -38,7 +45,7 @@ class ConnectFunction:
     def __init__(self, functions_dir: Path) -> None:
         self.functions_dir = functions_dir
         self.logger = Logger(service="baton-rpc")
-        self._twins: dict[str, LambdaHandler] = {}
+        self._twins: dict[str, ModuleType] = {}
         self._lock = threading.Lock()
 
     def handler(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -92,18 +99,23 @@ class ConnectFunction:
         raw = connect.decompress(headers, _body(event))
         request = connect.decode(rpc.request, codec, raw)
         call, function = bridge.rest_call(rpc, request)
-        result = self._twin(function)(_rest_event(event, call), context)
-        status, rest_headers, rest_body = _proxy_result(result)
-        response = bridge.answer(rpc, status, rest_headers, rest_body)
+        twin = self._twin(function)
+        api = getattr(twin, "api", None)
+        if rpc.name in methods.DIRECT and isinstance(api, Api):
+            response = _direct(rpc, api, call, event, context)
+        else:
+            result = twin.handler(_rest_event(event, call), context)
+            status, rest_headers, rest_body = _proxy_result(result)
+            response = bridge.answer(rpc, status, rest_headers, rest_body)
         return codec, 200, {"Content-Type": codec}, connect.encode(response, codec)
 
-    def _twin(self, function: str) -> LambdaHandler:
+    def _twin(self, function: str) -> ModuleType:
         with self._lock:
-            handler = self._twins.get(function)
-            if handler is None:
-                handler = self._load(function).handler
-                self._twins[function] = handler
-            return handler
+            module = self._twins.get(function)
+            if module is None:
+                module = self._load(function)
+                self._twins[function] = module
+            return module
 
     def _load(self, function: str) -> ModuleType:
         path = self.functions_dir / function / "handler.py"
@@ -119,6 +131,21 @@ class ConnectFunction:
             sys.modules.pop(module_name, None)
             raise
         return module
+
+
+def _direct(
+    rpc: bridge.Rpc, api: Api, call: RestCall, event: dict[str, Any], context: Any
+) -> Message:
+    """The response message of an RPC its twin's view answers directly, or its Connect error."""
+    if not api.serves_directly(call.method, call.template):
+        raise ConnectError("internal", f"{rpc.name}: {api.function} has no view of its route")
+    # Path parameters as the router hands them to a view: percent-encoded, as in the path.
+    params = {k: quote(v, safe="") for k, v in call.path_parameters.items()}
+    direct = DirectCall(call.method, call.template, call.path, params, call.body)
+    answer = api.direct(direct, event, context)
+    if 200 <= answer.status < 300 and isinstance(answer.body, dict):
+        return convert.from_view(rpc.response, answer.body)
+    raise bridge.error(rpc, answer.status, answer.headers, answer.body)
 
 
 def _body(event: dict[str, Any]) -> bytes:

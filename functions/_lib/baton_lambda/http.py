@@ -11,7 +11,8 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 from urllib.parse import unquote
@@ -45,6 +46,28 @@ JSON = "application/json"
 
 def _dumps(body: Any) -> str:
     return json.dumps(body, separators=(",", ":"), default=str)
+
+
+@dataclass(frozen=True, slots=True)
+class DirectCall:
+    """An RPC answered by its REST view without the JSON wire (see :meth:`Api.direct`): the
+    REST request the RPC's message amounts to, its body as the JSON values REST would parse."""
+
+    method: str
+    resource: str  # the route's template
+    path: str
+    path_parameters: Mapping[str, str]
+    body: Any
+
+
+@dataclass(frozen=True, slots=True)
+class DirectAnswer:
+    """A view's answer to a :class:`DirectCall`: the status, headers and body REST would send,
+    the body as the JSON value, before serialization (a problem's body for an error)."""
+
+    status: int
+    body: Any
+    headers: Mapping[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +114,13 @@ def _bounded_int(raw: str, name: str, low: int, high: int) -> int:
     return int(raw)
 
 
-def _item(model: type[Item], sent: Any, where: str) -> Item | RefusedItem:
-    """One item of a batch body, as ``model`` (strictly, as :meth:`Api.body` reads a body)."""
+def _item(model: type[Item], sent: Any, where: str, *, direct: bool) -> Item | RefusedItem:
+    """One item of a batch body, as ``model`` (strictly, as :meth:`Api.body` reads a body);
+    ``direct``: validated from the JSON values themselves (an RPC's message), not their text."""
     try:
         check_text(sent, where, depth=2)  # the body's nesting limit, counted from the body
+        if direct:
+            return model.model_validate(sent, strict=True)
         return model.model_validate_json(jsontext.dumps(sent), strict=True)
     except ValidationError as e:
         return RefusedItem(sent, validation_error(e, where))
@@ -114,9 +140,13 @@ class Api:
         self.function = function
         self.logger = Logger(service=f"baton-{function}")
         self.metrics = EphemeralMetrics(service=f"baton-{function}")
-        self.resolver = APIGatewayRestResolver()
+        # Views return their body as a value (``ok``); it is serialized here for REST only.
+        self.resolver = APIGatewayRestResolver(serializer=_dumps)
         self._sink = EmfMetrics(self.metrics)
         self.registered: set[tuple[str, str]] = set()
+        self._views: dict[tuple[str, str], Callable[..., Any]] = {}
+        self._direct = threading.local()  # the DirectCall being answered, per thread
+        self._entry: Callable[[dict[str, Any], Any], Any] | None = None
         self._install_error_handlers()
 
     def route(self, method: str, path: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -125,7 +155,36 @@ class Api:
             raise LookupError(f"{method} {path} is not a route of {self.function!r}")
         self.registered.add((method, path))
         rule = path.replace("{", "<").replace("}", ">")
-        return self.resolver.route(rule=rule, method=method)
+        register = self.resolver.route(rule=rule, method=method)
+
+        def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
+            self._views[(method, path)] = view
+            return register(view)
+
+        return decorate
+
+    def serves_directly(self, method: str, path: str) -> bool:
+        """Whether a view of this function serves ``method path`` (for :meth:`direct`)."""
+        return (method, path) in self._views
+
+    def direct(self, call: DirectCall, event: dict[str, Any], context: Any) -> DirectAnswer:
+        """Answer ``call`` with the view of its route, as REST would (the same key check, body
+        validation, engine call, errors, logs and metrics), without JSON text either way: the
+        body is validated from its values, and the view's answer comes back as a value.
+        ``event`` is the invocation's own (its request id and headers are used)."""
+        if self._entry is None:
+            self.handler()
+        assert self._entry is not None
+        self._direct.call = call
+        try:
+            answer: DirectAnswer = self._entry(event, context)
+        finally:
+            self._direct.call = None
+        return answer
+
+    def _current(self) -> DirectCall | None:
+        call: DirectCall | None = getattr(self._direct, "call", None)
+        return call
 
     # --- request helpers -----------------------------------------------------------------------
 
@@ -139,7 +198,8 @@ class Api:
     def client_gone(self) -> Callable[[], bool] | None:
         """Whether the caller hung up, where the runtime can tell (the local server; in Lambda
         behind API Gateway it cannot: None)."""
-        probe = getattr(self.resolver.lambda_context, "client_gone", None)
+        context = self._direct.context if self._current() else self.resolver.lambda_context
+        probe = getattr(context, "client_gone", None)
         return probe if callable(probe) else None
 
     def raw_body(self) -> str | None:
@@ -158,6 +218,9 @@ class Api:
 
     def body(self, model: type[M]) -> M:
         """The body validated as ``model``, with strict types (a boolean is not a number)."""
+        direct = self._current()
+        if direct is not None:
+            return _validated(model, direct.body)
         raw = self.raw_body()
         data = parse_json_body(raw)
         if not isinstance(data, dict):
@@ -181,11 +244,18 @@ class Api:
                 p.path.startswith(f"{key}[") for p in whole.problems
             ):
                 raise  # the body itself is wrong, not only some of its items
-            data = parse_json(self.raw_body() or "{}", "request body", strings=False)
+            direct = self._current()
+            if direct is not None:
+                data = direct.body
+            else:
+                data = parse_json(self.raw_body() or "{}", "request body", strings=False)
             sent = data.get(key) if isinstance(data, dict) and data.keys() == {key} else None
             if not isinstance(sent, list):
                 raise whole from None
-            items = [_item(item, value, f"{key}[{k}]") for k, value in enumerate(sent)]
+            items = [
+                _item(item, value, f"{key}[{k}]", direct=direct is not None)
+                for k, value in enumerate(sent)
+            ]
             if not any(isinstance(i, RefusedItem) for i in items):
                 raise whole from None
             # The list's own limits (its length) still refuse the body whole: checked with an
@@ -233,7 +303,9 @@ class Api:
     def ok(
         self, body: Any, status: int = 200, headers: dict[str, str] | None = None
     ) -> Response[Any]:
-        return Response(status_code=status, content_type=JSON, body=_dumps(body), headers=headers)
+        """A view's answer; ``body`` is serialized by the resolver (REST) or taken as it is (an
+        RPC answered directly)."""
+        return Response(status_code=status, content_type=JSON, body=body, headers=headers)
 
     # --- invocation ----------------------------------------------------------------------------
 
@@ -241,15 +313,24 @@ class Api:
         """The Lambda entry point: logs with the request id, flushes metrics per invocation."""
 
         @self.logger.inject_lambda_context(clear_state=True)
-        def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        def handle(event: dict[str, Any], context: Any) -> Any:
             self.logger.thread_safe_clear_keys()
             request_id = (event.get("requestContext") or {}).get("requestId")
             if request_id:
                 self.log_keys(request_id=request_id)
+            direct = self._current()
+            if direct is not None:
+                return self._answer(direct, event, context)
             method, resource = event.get("httpMethod"), event.get("resource")
             refused = self._key_refused(event, method, resource)
             if refused is not None:
-                return refused
+                status, body = refused
+                return {
+                    "statusCode": status,
+                    "headers": {"Content-Type": PROBLEM_JSON},
+                    "body": _dumps(body),
+                    "isBase64Encoded": False,
+                }
             if resource in _SERVED_PATHS and (method, resource) not in _SERVED_KEYS:
                 # A fallback (ANY) of a served resource: answered by the resource, never by a
                 # route whose template also matches the path (GET /v1/instances/batch is not
@@ -263,11 +344,29 @@ class Api:
                 }
             return self.resolver.resolve(event, context)
 
-        return cast(LambdaHandler, self.metrics.log_metrics(handle))
+        self._entry = self.metrics.log_metrics(handle)
+        return cast(LambdaHandler, self._entry)
+
+    def _answer(self, call: DirectCall, event: dict[str, Any], context: Any) -> DirectAnswer:
+        """A :class:`DirectCall` through its view, with REST's key check and error mapping."""
+        refused = self._key_refused(event, call.method, call.resource)
+        if refused is not None:
+            status, body = refused
+            return DirectAnswer(status, body, {"Content-Type": PROBLEM_JSON})
+        self._direct.context = context
+        try:
+            response = self._views[(call.method, call.resource)](**call.path_parameters)
+        except BatonError as err:
+            return DirectAnswer(*self._refusal(err))
+        except Exception:
+            return DirectAnswer(*self._unexpected())
+        finally:
+            self._direct.context = None
+        return DirectAnswer(response.status_code, response.body, dict(response.headers))
 
     def _key_refused(
         self, event: dict[str, Any], method: Any, resource: Any
-    ) -> dict[str, Any] | None:
+    ) -> tuple[int, dict[str, Any]] | None:
         """Behind an HTTP API (no usage-plan keys) the function checks ``x-api-key`` itself on
         every route API Gateway would have guarded: a 401 (no key) or 403 (not a current key)
         problem, or None to go on."""
@@ -286,21 +385,29 @@ class Api:
             detail = "the x-api-key header is not a current API key; ask for a new key"
         self.logger.info("request refused", extra={"status": status, "error": "ApiKey"})
         body = problem(status, title, detail, slug="unauthorized" if status == 401 else "forbidden")
-        return {
-            "statusCode": status,
-            "headers": {"Content-Type": PROBLEM_JSON},
-            "body": _dumps(body),
-            "isBase64Encoded": False,
-        }
+        return status, body
+
+    def _refusal(self, err: BatonError) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """A Baton error's problem (status, body, headers), logged: for both wires."""
+        status, body, headers = from_error(err, self._request_path())
+        level = self.logger.warning if status >= 500 else self.logger.info
+        level("request refused", extra={"status": status, "error": type(err).__name__})
+        return status, body, headers
+
+    def _unexpected(self) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """An unexpected exception (being handled): logged with its traceback, answered 500."""
+        self.logger.exception("unexpected error")
+        body = problem(
+            500, "Internal error", "an unexpected error occurred; it was logged", slug="internal"
+        )
+        return 500, body, {"Content-Type": PROBLEM_JSON}
 
     def _install_error_handlers(self) -> None:
         app = self.resolver
 
         @app.exception_handler(BatonError)  # type: ignore[untyped-decorator]
         def baton_error(err: BatonError) -> Response[Any]:
-            status, body, headers = from_error(err, self._request_path())
-            level = self.logger.warning if status >= 500 else self.logger.info
-            level("request refused", extra={"status": status, "error": type(err).__name__})
+            status, body, headers = self._refusal(err)
             return Response(
                 status_code=status, content_type=PROBLEM_JSON, body=_dumps(body), headers=headers
             )
@@ -321,17 +428,26 @@ class Api:
 
         @app.exception_handler(Exception)  # type: ignore[untyped-decorator]
         def unexpected(err: Exception) -> Response[Any]:
-            self.logger.exception("unexpected error")
-            body = problem(
-                500,
-                "Internal error",
-                "an unexpected error occurred; it was logged",
-                slug="internal",
-            )
-            return Response(status_code=500, content_type=PROBLEM_JSON, body=_dumps(body))
+            status, body, _ = self._unexpected()
+            return Response(status_code=status, content_type=PROBLEM_JSON, body=_dumps(body))
 
     def _request_path(self) -> str | None:
+        direct = self._current()
+        if direct is not None:
+            return direct.path
         try:
             return str(self.resolver.current_event.path)
         except (AttributeError, KeyError):
             return None
+
+
+def _validated(model: type[M], data: Any) -> M:
+    """An RPC's body (JSON values) as ``model``: the checks :meth:`Api.body` makes of a JSON
+    body's values (NUL, lone surrogates, nesting), then the same strict validation."""
+    check_text(data, "$")
+    if not isinstance(data, dict):
+        raise ValidationFailed([Problem("$", "the request body must be a JSON object")])
+    try:
+        return model.model_validate(data, strict=True)
+    except ValidationError as e:
+        raise validation_error(e) from None

@@ -11,7 +11,9 @@ the Connect protocol's JSON answers use it.
 from __future__ import annotations
 
 import base64
+import functools
 import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from google.protobuf import json_format
@@ -41,6 +43,108 @@ def from_json(cls: type[Message], data: Any) -> Message:
     message = cls()
     json_format.ParseDict(data, message, ignore_unknown_fields=True)
     return message
+
+
+def from_view(cls: type[Message], data: Mapping[str, Any]) -> Message:
+    """A message of ``cls`` from the engine's JSON-ready answer (a view, as REST would send it),
+    without JSON text: what :func:`from_json` makes of the same value, at a fraction of its cost
+    (each type's fields are looked up once). Keys the message does not know are dropped; a null
+    is an absent field (a null ``Value``: its null)."""
+    message = cls()
+    _fill(message, data)
+    return message
+
+
+_Setter = Callable[[Message, str, Any], None]
+
+
+def _fill(message: Message, data: Mapping[str, Any]) -> None:
+    plan = _plan(message.DESCRIPTOR.full_name, message.DESCRIPTOR)
+    for key, value in data.items():
+        step = plan.get(key)
+        if step is not None and (value is not None or step[2]):
+            step[1](message, step[0], value)
+
+
+@functools.cache
+def _plan(full_name: str, descriptor: Any) -> dict[str, tuple[str, _Setter, bool]]:
+    """Per JSON name: the field's name, how to set it, and whether a null sets it (a Value)."""
+    plan: dict[str, tuple[str, _Setter, bool]] = {}
+    for field in descriptor.fields:
+        setter = _setter(field)
+        nullable = field.message_type is not None and (
+            field.message_type.full_name == "google.protobuf.Value"
+        )
+        plan[field.json_name] = (field.name, setter, nullable and not _repeated(field))
+        plan.setdefault(field.name, plan[field.json_name])
+    return plan
+
+
+def _setter(field: FieldDescriptor) -> _Setter:
+    kind = field.message_type.full_name if field.message_type is not None else None
+    if field.message_type is not None and field.message_type.GetOptions().map_entry:
+        value_field = field.message_type.fields_by_name["value"]
+        if value_field.message_type is not None:
+            return lambda m, name, v: _map_of_messages(getattr(m, name), v)
+        return lambda m, name, v: getattr(m, name).update(
+            {k: _scalar(value_field, x) for k, x in v.items()}
+        )
+    if _repeated(field):
+        if kind is None:
+            return lambda m, name, v: getattr(m, name).extend(_scalar(field, x) for x in v)
+        return lambda m, name, v: _each(getattr(m, name), v)
+    if kind in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
+        return lambda m, name, v: getattr(m, name).FromJsonString(v)
+    if kind == "google.protobuf.Struct":
+        return lambda m, name, v: getattr(m, name).update(v)
+    if kind == "google.protobuf.Value":
+        return lambda m, name, v: _set_value(getattr(m, name), v)
+    if kind == "google.protobuf.ListValue":
+        return lambda m, name, v: getattr(m, name).extend(v)
+    if kind is not None:
+        return lambda m, name, v: _fill(getattr(m, name), v)
+    if field.type in (FieldDescriptor.TYPE_ENUM, FieldDescriptor.TYPE_BYTES) or (
+        field.type in _INT64
+    ):
+        return lambda m, name, v: setattr(m, name, _scalar(field, v))
+    return setattr
+
+
+def _each(target: Any, values: Any) -> None:
+    for value in values:
+        _fill(target.add(), value)
+
+
+def _map_of_messages(target: Any, values: Mapping[str, Any]) -> None:
+    for key, value in values.items():
+        _fill(target[key], value)
+
+
+def _scalar(field: FieldDescriptor, value: Any) -> Any:
+    if field.type == FieldDescriptor.TYPE_ENUM and isinstance(value, str):
+        assert field.enum_type is not None
+        return field.enum_type.values_by_name[value].number
+    if field.type == FieldDescriptor.TYPE_BYTES and isinstance(value, str):
+        return base64.b64decode(value)
+    if field.type in _INT64:
+        return int(value)
+    return value
+
+
+def _set_value(target: Any, value: Any) -> None:
+    """A ``google.protobuf.Value`` from a JSON value."""
+    if value is None:
+        target.null_value = 0
+    elif isinstance(value, bool):
+        target.bool_value = value
+    elif isinstance(value, int | float):
+        target.number_value = value
+    elif isinstance(value, str):
+        target.string_value = value
+    elif isinstance(value, dict):
+        target.struct_value.update(value)
+    else:
+        target.list_value.extend(value)
 
 
 class _Writer:

@@ -109,6 +109,13 @@ TWINS: tuple[RestTwin, ...] = (
 
 BY_RPC: dict[str, RestTwin] = {t.rpc: t for t in TWINS}
 
+# The worker's hot path (what a runner calls per job): answered by the REST view directly, the
+# request's values validated as REST validates its body and the view's answer made into the
+# response message, without JSON text between them. The others go through the REST handler.
+DIRECT: frozenset[str] = frozenset(
+    {"PollJobs", "CompleteJob", "CompleteBatch", "FailJob", "Heartbeat", "ClaimJob", "StopWorker"}
+)
+
 
 class MissingPathField(ValueError):
     """The request lacks a field its REST path needs (``id`` of GetInstance)."""
