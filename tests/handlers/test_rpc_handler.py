@@ -5,6 +5,8 @@ media type), the answer base64 for API Gateway to turn back into bytes."""
 from __future__ import annotations
 
 import base64
+import math
+import uuid
 from typing import Any
 
 from baton.rpc import convert, schema
@@ -64,3 +66,71 @@ def test_errors_are_connect_json_never_base64(lambda_env: None) -> None:
     event = _rpc_event("PollJobs", b"")
     event["body"] = "not base64!"
     assert rpc.handler(event, FakeContext())["statusCode"] == 400
+
+
+def test_the_workers_rpcs_are_answered_by_the_views_without_json(
+    lambda_env: None, monkeypatch: Any
+) -> None:
+    """Poll, heartbeat, complete, fail and complete-batch (``methods.DIRECT``) never reach the
+    REST handler of their twin, nor make JSON of their answer: the view answers them directly."""
+    rpc = load_function("rpc")
+    definition = _message("Definition")
+    json_format.ParseDict(one_step("rpc-direct", "rpc-direct-job"), definition)
+    rpc.handler(_rpc_event("RegisterDefinition", definition.SerializeToString()), FakeContext())
+    for _ in range(3):
+        start = _message("StartInstanceRequest", definition_name="rpc-direct")
+        rpc.handler(_rpc_event("StartInstance", start.SerializeToString()), FakeContext())
+
+    def no_rest(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        raise AssertionError(f"{event.get('resource')} went through the REST handler")
+
+    def no_json(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the answer was made from JSON")
+
+    monkeypatch.setattr(rpc.function._twin("jobs"), "handler", no_rest)
+    monkeypatch.setattr(convert, "from_json", no_json)
+
+    def send(name: str, response: str, **fields: Any) -> Any:
+        answer = rpc.handler(
+            _rpc_event(name, _message(f"{name}Request", **fields).SerializeToString()),
+            FakeContext(),
+        )
+        assert answer["statusCode"] == 200, answer["body"]
+        return _message(response).FromString(base64.b64decode(answer["body"]))
+
+    polled = send(
+        "PollJobs", "PollJobsResponse", worker_id="w", job_types=["rpc-direct-job"], max_jobs=3
+    )
+    first, second, third = (j.id for j in polled.jobs)
+    assert all(j.HasField("input") and j.HasField("lock_expires_at") for j in polled.jobs)
+    beat = send("Heartbeat", "HeartbeatResponse", job_id=first, worker_id="w", attempt=1)
+    assert beat.job_id == first and beat.HasField("lock_expires_at")
+    done = send("CompleteJob", "CompleteJobResponse", job_id=first, worker_id="w")
+    assert (done.status, done.applied) == ("COMPLETED", True)
+    failed = send(
+        "FailJob",
+        "FailJobResponse",
+        job_id=second,
+        worker_id="w",
+        error_message="x",
+        retryable=False,
+    )
+    assert (failed.status, failed.applied) == ("FAILED", True)
+    batch = _message("CompleteBatchRequest")
+    batch.results.add(job_id=third, worker_id="w", attempt=1).variables_to_set.update({"n": 2})
+    batch.results.add(job_id=third, worker_id="w").variables_to_set.update({"bad": "\x00"})
+    answer = rpc.handler(_rpc_event("CompleteBatch", batch.SerializeToString()), FakeContext())
+    outcomes = _message("CompleteBatchResponse").FromString(base64.b64decode(answer["body"]))
+    assert [r.outcome for r in outcomes.results] == ["APPLIED", "INVALID"]
+    assert "NUL" in outcomes.results[1].error
+
+
+def test_a_number_json_cannot_hold_is_invalid_argument(lambda_env: None) -> None:
+    """Binary protobuf carries NaN and infinities in a Struct; JSON, and so REST, has no such
+    number: the RPC is refused as REST refuses NaN, never stored as the string "Infinity"."""
+    rpc = load_function("rpc")
+    request = _message("CompleteJobRequest", job_id=str(uuid.UUID(int=7)), worker_id="w")
+    request.variables_to_set.update({"n": math.inf})
+    answer = rpc.handler(_rpc_event("CompleteJob", request.SerializeToString()), FakeContext())
+    assert answer["statusCode"] == 400 and '"code":"invalid_argument"' in answer["body"]
+    assert "not a JSON number" in answer["body"]

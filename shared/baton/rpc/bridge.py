@@ -67,6 +67,8 @@ def rest_call(rpc: Rpc, request: Message) -> tuple[RestCall, str]:
         call = methods.rest_call(rpc.twin, convert.to_json(request))
     except MissingPathField as e:
         raise ConnectError("invalid_argument", str(e)) from None
+    except convert.NotJson as e:
+        raise ConnectError("invalid_argument", f"the {rpc.request.DESCRIPTOR.name}: {e}") from None
     function = _FUNCTION_OF.get((call.method, call.template))
     if function is None:  # in the proto ahead of its REST operation
         raise ConnectError(

@@ -32,8 +32,14 @@ _INT64 = frozenset(
 _MAX_SAFE = 2**53
 
 
+class NotJson(ValueError):
+    """A message holding what JSON cannot: a NaN or infinite number in a ``Struct``/``Value``
+    (binary protobuf carries one; the proto3 JSON mapping and REST refuse it)."""
+
+
 def to_json(message: Message, *, int64_as_string: bool = False) -> Any:
-    """The JSON value of ``message`` (fields at their defaults left out, as proto3 does)."""
+    """The JSON value of ``message`` (fields at their defaults left out, as proto3 does); a
+    ``Struct`` number that is not finite is :class:`NotJson`."""
     return _Writer(int64_as_string).message(message)
 
 
@@ -96,18 +102,25 @@ def _setter(field: FieldDescriptor) -> _Setter:
     if kind in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
         return lambda m, name, v: getattr(m, name).FromJsonString(v)
     if kind == "google.protobuf.Struct":
-        return lambda m, name, v: getattr(m, name).update(v)
+        return lambda m, name, v: _present(getattr(m, name)).update(v)
     if kind == "google.protobuf.Value":
         return lambda m, name, v: _set_value(getattr(m, name), v)
     if kind == "google.protobuf.ListValue":
-        return lambda m, name, v: getattr(m, name).extend(v)
+        return lambda m, name, v: _present(getattr(m, name)).extend(v)
     if kind is not None:
-        return lambda m, name, v: _fill(getattr(m, name), v)
+        return lambda m, name, v: _fill(_present(getattr(m, name)), v)
     if field.type in (FieldDescriptor.TYPE_ENUM, FieldDescriptor.TYPE_BYTES) or (
         field.type in _INT64
     ):
         return lambda m, name, v: setattr(m, name, _scalar(field, v))
     return setattr
+
+
+def _present(message: Any) -> Any:
+    """``message`` (a field of its parent) marked present, empty as it may stay: ``{}`` is a
+    value, not an absence (``update({})`` alone would leave the field unset)."""
+    message.SetInParent()
+    return message
 
 
 def _each(target: Any, values: Any) -> None:
@@ -142,9 +155,9 @@ def _set_value(target: Any, value: Any) -> None:
     elif isinstance(value, str):
         target.string_value = value
     elif isinstance(value, dict):
-        target.struct_value.update(value)
+        _present(target.struct_value).update(value)
     else:
-        target.list_value.extend(value)
+        _present(target.list_value).extend(value)
 
 
 class _Writer:
@@ -192,9 +205,12 @@ class _Writer:
             return None
         if kind == "number_value":
             number = value.number_value
-            if math.isfinite(number) and number.is_integer() and abs(number) <= _MAX_SAFE:
+            if not math.isfinite(number):
+                # JSON has no such number, so no Struct can hold one (the mapping says so too).
+                raise NotJson(f"{number} is not a JSON number: send a finite number, or null")
+            if number.is_integer() and abs(number) <= _MAX_SAFE:
                 return int(number)
-            return _number(number)
+            return number
         if kind == "struct_value":
             return self.message(value.struct_value)
         if kind == "list_value":
