@@ -4,8 +4,9 @@ REST JSON. Prints request bytes per job, jobs/s and the server's CPU per job for
 ratios; then the cold import of the rpc function next to the jobs function's (fresh interpreters,
 median of several) and the Lambda layer's unzipped size (with protobuf's share).
 
-Usage: ``python bench/rpc_transport.py [--jobs 3000] [--pollers 4] [--batch 32]``
-(``--layer-dir``: a built layer, default ``layers/build``; ``make layer`` builds it).
+Usage: ``python bench/rpc_transport.py [--jobs 3000] [--pollers 4] [--batch 32] [--rounds 2]``
+Each wire drains ``--jobs`` jobs ``--rounds`` times, the wires in turns, after a warm-up drain
+over each. ``--layer-dir``: a built layer, default ``layers/build`` (``make layer`` builds it).
 """
 
 from __future__ import annotations
@@ -127,11 +128,28 @@ def _drain(
     verify(url, name, job_type, jobs)
     done = sum(r[0] for r in results)
     sent = sum(r[1] for r in results)
-    return {
+    result = {
         "jobs": done,
         "per_second": rate(done, seconds - 5 * 0.01),
         "bytes_per_job": sent / max(done, 1),
         "server_cpu_ms_per_job": 1000 * cpu / max(done, 1),
+    }
+    log(
+        f"  {wire}: {result['per_second']:.0f} jobs/s, "
+        f"{result['server_cpu_ms_per_job']:.3f} ms server CPU per job"
+    )
+    return result
+
+
+def _combined(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Several drains of one wire as one: jobs summed, rates and costs weighted by jobs."""
+    jobs = sum(r["jobs"] for r in runs)
+    seconds = sum(r["jobs"] / r["per_second"] for r in runs)
+    return {
+        "jobs": jobs,
+        "per_second": jobs / seconds,
+        "bytes_per_job": sum(r["bytes_per_job"] * r["jobs"] for r in runs) / jobs,
+        "server_cpu_ms_per_job": sum(r["server_cpu_ms_per_job"] * r["jobs"] for r in runs) / jobs,
     }
 
 
@@ -184,19 +202,27 @@ def main() -> None:
     parser.add_argument("--pollers", type=int, default=4)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--import-runs", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=2, help="drains per wire, in turns")
     parser.add_argument("--database-url", default=None)
     parser.add_argument("--layer-dir", type=Path, default=ROOT / "layers" / "build")
     args = parser.parse_args()
-    results: dict[str, dict[str, float]] = {}
     with (
         postgres_server(args.database_url) as server,
         fresh_database(server, "rpc") as url,
         dev_server(url, env={"BATON_GRPC_PORT": "0"}) as dev,
     ):
-        # A short REST drain warms the server's containers; then RPC and REST, compared.
-        _drain(dev, url, "rest", min(args.jobs, 500), args.pollers, args.batch, "-warm")
-        results["rpc"] = _drain(dev, url, "rpc", args.jobs, args.pollers, args.batch)
-        results["rest"] = _drain(dev, url, "rest", args.jobs, args.pollers, args.batch)
+        # A short drain over each wire warms the server's containers (the rpc function's first
+        # call loads its REST twin and the message types: a cold start, not a cost per job);
+        # then RPC and REST in turns, so a drift of the machine's load falls on both.
+        for wire in ("rest", "rpc"):
+            _drain(dev, url, wire, min(args.jobs, 500), args.pollers, args.batch, "-warm")
+        runs: dict[str, list[dict[str, float]]] = {"rpc": [], "rest": []}
+        for n in range(args.rounds):
+            for wire in ("rpc", "rest") if n % 2 == 0 else ("rest", "rpc"):
+                runs[wire].append(
+                    _drain(dev, url, wire, args.jobs, args.pollers, args.batch, f"-{n}")
+                )
+        results = {wire: _combined(r) for wire, r in runs.items()}
     log("cold imports (fresh interpreters, median)")
     jobs_import = _cold_import("jobs", None, args.import_runs)
     rpc_alone = _cold_import("rpc", None, args.import_runs)

@@ -254,6 +254,7 @@ def _deep(message: Any) -> None:
 MALFORMED: tuple[tuple[str, bytes], ...] = (
     ("PollJobs", b"\x0a\xff\xff"),  # a length past the end
     ("PollJobs", b"\x0a\x02\xc3\x28"),  # worker_id not UTF-8
+    ("PollJobs", b"\x0a\x03\xed\xa0\x80"),  # worker_id a lone surrogate, UTF-8 encoded
     ("CompleteBatch", b"\x0a\x03\x0a\x01"),  # an item cut short
     (
         "PollJobs",

@@ -58,6 +58,9 @@ class DirectCall:
     path: str
     path_parameters: Mapping[str, str]
     body: Any
+    # The caller knows no string of the body holds a NUL or a lone surrogate (a binary message
+    # without a zero byte: protobuf strings are valid UTF-8), so only the nesting is checked.
+    clean_text: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,12 +117,15 @@ def _bounded_int(raw: str, name: str, low: int, high: int) -> int:
     return int(raw)
 
 
-def _item(model: type[Item], sent: Any, where: str, *, direct: bool) -> Item | RefusedItem:
+def _item(
+    model: type[Item], sent: Any, where: str, direct: DirectCall | None
+) -> Item | RefusedItem:
     """One item of a batch body, as ``model`` (strictly, as :meth:`Api.body` reads a body);
     ``direct``: validated from the JSON values themselves (an RPC's message), not their text."""
     try:
-        check_text(sent, where, depth=2)  # the body's nesting limit, counted from the body
-        if direct:
+        # The body's nesting limit, counted from the body.
+        check_text(sent, where, depth=2, strings=direct is None or not direct.clean_text)
+        if direct is not None:
             return model.model_validate(sent, strict=True)
         return model.model_validate_json(jsontext.dumps(sent), strict=True)
     except ValidationError as e:
@@ -220,7 +226,7 @@ class Api:
         """The body validated as ``model``, with strict types (a boolean is not a number)."""
         direct = self._current()
         if direct is not None:
-            return _validated(model, direct.body)
+            return _validated(model, direct)
         raw = self.raw_body()
         data = parse_json_body(raw)
         if not isinstance(data, dict):
@@ -252,10 +258,7 @@ class Api:
             sent = data.get(key) if isinstance(data, dict) and data.keys() == {key} else None
             if not isinstance(sent, list):
                 raise whole from None
-            items = [
-                _item(item, value, f"{key}[{k}]", direct=direct is not None)
-                for k, value in enumerate(sent)
-            ]
+            items = [_item(item, value, f"{key}[{k}]", direct) for k, value in enumerate(sent)]
             if not any(isinstance(i, RefusedItem) for i in items):
                 raise whole from None
             # The list's own limits (its length) still refuse the body whole: checked with an
@@ -441,10 +444,11 @@ class Api:
             return None
 
 
-def _validated(model: type[M], data: Any) -> M:
+def _validated(model: type[M], call: DirectCall) -> M:
     """An RPC's body (JSON values) as ``model``: the checks :meth:`Api.body` makes of a JSON
     body's values (NUL, lone surrogates, nesting), then the same strict validation."""
-    check_text(data, "$")
+    data = call.body
+    check_text(data, "$", strings=not call.clean_text)
     if not isinstance(data, dict):
         raise ValidationFailed([Problem("$", "the request body must be a JSON object")])
     try:

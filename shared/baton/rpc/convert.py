@@ -14,6 +14,7 @@ import base64
 import functools
 import math
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from google.protobuf import json_format
@@ -40,7 +41,7 @@ class NotJson(ValueError):
 def to_json(message: Message, *, int64_as_string: bool = False) -> Any:
     """The JSON value of ``message`` (fields at their defaults left out, as proto3 does); a
     ``Struct`` number that is not finite is :class:`NotJson`."""
-    return _Writer(int64_as_string).message(message)
+    return _reader(message.DESCRIPTOR, int64_as_string)(message)
 
 
 def from_json(cls: type[Message], data: Any) -> Message:
@@ -54,36 +55,61 @@ def from_json(cls: type[Message], data: Any) -> Message:
 def from_view(cls: type[Message], data: Mapping[str, Any]) -> Message:
     """A message of ``cls`` from the engine's JSON-ready answer (a view, as REST would send it),
     without JSON text: what :func:`from_json` makes of the same value, at a fraction of its cost
-    (each type's fields are looked up once). Keys the message does not know are dropped; a null
-    is an absent field (a null ``Value``: its null)."""
-    message = cls()
-    _fill(message, data)
-    return message
+    (each type's fields are looked up once, scalars are set by the constructor). Keys the
+    message does not know are dropped; a null is an absent field (a null ``Value``: its null)."""
+    return _build(cls, _plan(cls.DESCRIPTOR), data)
 
 
 _Setter = Callable[[Message, str, Any], None]
+# Per JSON name (and field name): the field's name, and for a scalar how to convert its value
+# (None: as it is), else how to set it on the message, and whether a null sets it (a Value).
+_Plan = tuple[
+    dict[str, tuple[str, Callable[[Any], Any] | None]], dict[str, tuple[str, _Setter, bool]]
+]
 
 
-def _fill(message: Message, data: Mapping[str, Any]) -> None:
-    plan = _plan(message.DESCRIPTOR.full_name, message.DESCRIPTOR)
+def _build(factory: Callable[..., Message], plan: _Plan, data: Mapping[str, Any]) -> Message:
+    scalars, others = plan
+    values: dict[str, Any] = {}
+    later: list[tuple[tuple[str, _Setter, bool], Any]] = []
     for key, value in data.items():
-        step = plan.get(key)
+        scalar = scalars.get(key)
+        if scalar is not None:
+            if value is not None:
+                convert = scalar[1]
+                values[scalar[0]] = value if convert is None else convert(value)
+            continue
+        step = others.get(key)
         if step is not None and (value is not None or step[2]):
-            step[1](message, step[0], value)
+            later.append((step, value))
+    message = factory(**values)
+    for (name, setter, _), value in later:
+        setter(message, name, value)
+    return message
 
 
 @functools.cache
-def _plan(full_name: str, descriptor: Any) -> dict[str, tuple[str, _Setter, bool]]:
-    """Per JSON name: the field's name, how to set it, and whether a null sets it (a Value)."""
-    plan: dict[str, tuple[str, _Setter, bool]] = {}
+def _plan(descriptor: Any) -> _Plan:
+    scalars: dict[str, tuple[str, Callable[[Any], Any] | None]] = {}
+    others: dict[str, tuple[str, _Setter, bool]] = {}
     for field in descriptor.fields:
-        setter = _setter(field)
-        nullable = field.message_type is not None and (
-            field.message_type.full_name == "google.protobuf.Value"
-        )
-        plan[field.json_name] = (field.name, setter, nullable and not _repeated(field))
-        plan.setdefault(field.name, plan[field.json_name])
-    return plan
+        names = (field.json_name, field.name)
+        if field.message_type is None and not _repeated(field):
+            for name in names:
+                scalars.setdefault(name, (field.name, _converter(field)))
+            continue
+        nullable = field.message_type.full_name == "google.protobuf.Value" and not _repeated(field)
+        for name in names:
+            others.setdefault(name, (field.name, _setter(field), nullable))
+    return scalars, others
+
+
+def _converter(field: FieldDescriptor) -> Callable[[Any], Any] | None:
+    if field.type in (FieldDescriptor.TYPE_ENUM, FieldDescriptor.TYPE_BYTES) or (
+        field.type in _INT64
+    ):
+        return lambda value: _scalar(field, value)
+    return None
 
 
 def _setter(field: FieldDescriptor) -> _Setter:
@@ -96,10 +122,13 @@ def _setter(field: FieldDescriptor) -> _Setter:
             {k: _scalar(value_field, x) for k, x in v.items()}
         )
     if _repeated(field):
-        if kind is None:
+        if field.message_type is None:
             return lambda m, name, v: getattr(m, name).extend(_scalar(field, x) for x in v)
-        return lambda m, name, v: _each(getattr(m, name), v)
-    if kind in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
+        plan = _plan(field.message_type)
+        return lambda m, name, v: _each(getattr(m, name), plan, v)
+    if kind == "google.protobuf.Timestamp":
+        return lambda m, name, v: _set_time(getattr(m, name), v)
+    if kind == "google.protobuf.Duration":
         return lambda m, name, v: getattr(m, name).FromJsonString(v)
     if kind == "google.protobuf.Struct":
         return lambda m, name, v: _present(getattr(m, name)).update(v)
@@ -107,13 +136,27 @@ def _setter(field: FieldDescriptor) -> _Setter:
         return lambda m, name, v: _set_value(getattr(m, name), v)
     if kind == "google.protobuf.ListValue":
         return lambda m, name, v: _present(getattr(m, name)).extend(v)
-    if kind is not None:
-        return lambda m, name, v: _fill(_present(getattr(m, name)), v)
-    if field.type in (FieldDescriptor.TYPE_ENUM, FieldDescriptor.TYPE_BYTES) or (
-        field.type in _INT64
-    ):
-        return lambda m, name, v: setattr(m, name, _scalar(field, v))
-    return setattr
+    assert field.message_type is not None
+    plan = _plan(field.message_type)
+    return lambda m, name, v: getattr(m, name).CopyFrom(_build(type(getattr(m, name)), plan, v))
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _set_time(target: Any, text: str) -> None:
+    """A Timestamp from an RFC 3339 time (the engine's ``2026-11-26T10:50:01.123456Z``), read by
+    ``datetime`` (C) rather than ``FromJsonString`` (strptime), which remains for the rest."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        target.FromJsonString(text)
+        return
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    delta = moment - _EPOCH
+    target.seconds = delta.days * 86_400 + delta.seconds
+    target.nanos = delta.microseconds * 1000
 
 
 def _present(message: Any) -> Any:
@@ -123,14 +166,15 @@ def _present(message: Any) -> Any:
     return message
 
 
-def _each(target: Any, values: Any) -> None:
+def _each(target: Any, plan: _Plan, values: Any) -> None:
     for value in values:
-        _fill(target.add(), value)
+        _build(target.add, plan, value)
 
 
 def _map_of_messages(target: Any, values: Mapping[str, Any]) -> None:
     for key, value in values.items():
-        _fill(target[key], value)
+        entry = target[key]
+        entry.CopyFrom(_build(type(entry), _plan(entry.DESCRIPTOR), value))
 
 
 def _scalar(field: FieldDescriptor, value: Any) -> Any:
@@ -160,62 +204,94 @@ def _set_value(target: Any, value: Any) -> None:
         _present(target.list_value).extend(value)
 
 
-class _Writer:
-    def __init__(self, int64_as_string: bool) -> None:
-        self.int64_as_string = int64_as_string
+_Reader = Callable[[Any], Any]
 
-    def message(self, message: Message) -> Any:
-        name = message.DESCRIPTOR.full_name
-        if name == "google.protobuf.Struct":
-            return {k: self.value(v) for k, v in message.fields.items()}  # type: ignore[attr-defined]
-        if name == "google.protobuf.Value":
-            return self.value(message)
-        if name == "google.protobuf.ListValue":
-            return [self.value(v) for v in message.values]  # type: ignore[attr-defined]
-        if name in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
-            return message.ToJsonString()  # type: ignore[attr-defined]
+
+@functools.cache
+def _reader(descriptor: Any, int64_as_string: bool) -> _Reader:
+    """How to read a message of ``descriptor`` as JSON (its fields' conversions found once)."""
+    name = descriptor.full_name
+    if name == "google.protobuf.Struct":
+        return _struct
+    if name == "google.protobuf.Value":
+        return _value
+    if name == "google.protobuf.ListValue":
+        return lambda message: [_value(v) for v in message.values]
+    if name in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
+        return lambda message: message.ToJsonString()
+    fields = {
+        field.number: (field.json_name, _field_reader(field, int64_as_string))
+        for field in descriptor.fields
+    }
+
+    def read(message: Message) -> Any:
         out: dict[str, Any] = {}
         for field, value in message.ListFields():
-            if field.message_type is not None and field.message_type.GetOptions().map_entry:
-                value_field = field.message_type.fields_by_name["value"]
-                out[field.json_name] = {k: self.scalar(value_field, v) for k, v in value.items()}
-            elif _repeated(field):
-                out[field.json_name] = [self.scalar(field, v) for v in value]
-            else:
-                out[field.json_name] = self.scalar(field, value)
+            json_name, convert = fields[field.number]
+            out[json_name] = value if convert is None else convert(value)
         return out
 
-    def scalar(self, field: FieldDescriptor, value: Any) -> Any:
-        if field.type == FieldDescriptor.TYPE_MESSAGE:
-            return self.message(value)
-        if field.type in _INT64:
-            return str(value) if self.int64_as_string else int(value)
-        if field.type == FieldDescriptor.TYPE_ENUM and field.enum_type is not None:
-            enum_value = field.enum_type.values_by_number.get(value)
-            return enum_value.name if enum_value is not None else value
-        if field.type == FieldDescriptor.TYPE_BYTES:
-            return base64.b64encode(value).decode("ascii")
-        if isinstance(value, float):
-            return _number(value)
-        return value
+    return read
 
-    def value(self, value: Any) -> Any:
-        kind = value.WhichOneof("kind")
-        if kind is None or kind == "null_value":
-            return None
-        if kind == "number_value":
-            number = value.number_value
-            if not math.isfinite(number):
-                # JSON has no such number, so no Struct can hold one (the mapping says so too).
-                raise NotJson(f"{number} is not a JSON number: send a finite number, or null")
-            if number.is_integer() and abs(number) <= _MAX_SAFE:
-                return int(number)
-            return number
-        if kind == "struct_value":
-            return self.message(value.struct_value)
-        if kind == "list_value":
-            return [self.value(v) for v in value.list_value.values]
-        return getattr(value, kind)
+
+def _field_reader(field: FieldDescriptor, int64_as_string: bool) -> _Reader | None:
+    """A field's value as JSON; None when it is already (a string, a bool, a 32-bit integer)."""
+    if field.message_type is not None and field.message_type.GetOptions().map_entry:
+        entry = _scalar_reader(field.message_type.fields_by_name["value"], int64_as_string)
+        if entry is None:
+            return dict
+        return lambda value: {k: entry(v) for k, v in value.items()}
+    one = _scalar_reader(field, int64_as_string)
+    if not _repeated(field):
+        return one
+    if one is None:
+        return list
+    each = one
+    return lambda value: [each(v) for v in value]
+
+
+def _scalar_reader(field: FieldDescriptor, int64_as_string: bool) -> _Reader | None:
+    if field.message_type is not None:
+        # Looked up at each call: a message type may contain itself.
+        sub = field.message_type
+        return lambda value: _reader(sub, int64_as_string)(value)  # noqa: PLW0108
+    if field.type in _INT64:
+        return str if int64_as_string else int
+    if field.type == FieldDescriptor.TYPE_ENUM and field.enum_type is not None:
+        names = {v.number: v.name for v in field.enum_type.values}
+        return lambda value: names.get(value, value)
+    if field.type == FieldDescriptor.TYPE_BYTES:
+        return lambda value: base64.b64encode(value).decode("ascii")
+    if field.type in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
+        return _number
+    return None
+
+
+def _struct(message: Any) -> dict[str, Any]:
+    return {k: _value(v) for k, v in message.fields.items()}
+
+
+def _value(value: Any) -> Any:
+    """A ``google.protobuf.Value`` as JSON: a whole number as an integer (see the module's
+    docstring); a number JSON has no form for is :class:`NotJson`."""
+    kind = value.WhichOneof("kind")
+    if kind == "string_value":
+        return value.string_value
+    if kind == "number_value":
+        number = value.number_value
+        if not math.isfinite(number):
+            # JSON has no such number, so no Struct can hold one (the mapping says so too).
+            raise NotJson(f"{number} is not a JSON number: send a finite number, or null")
+        if number.is_integer() and abs(number) <= _MAX_SAFE:
+            return int(number)
+        return number
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "struct_value":
+        return _struct(value.struct_value)
+    if kind == "list_value":
+        return [_value(v) for v in value.list_value.values]
+    return None
 
 
 def _repeated(field: FieldDescriptor) -> bool:
