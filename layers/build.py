@@ -35,6 +35,7 @@ import contextlib
 import hashlib
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -61,7 +62,9 @@ LAYER_MOUNT = "/opt/python"  # where Lambda mounts the layer's python/ folder
 STAMP_NAME = ".layer-deps.sha256"
 PACKAGE_STAMP_NAME = ".layer-baton.sha256"
 # Bump when the way dependencies are installed changes, to invalidate existing stamps.
-BUILD_FORMAT = "3"  # 3: debug sections stripped
+BUILD_FORMAT = "4"  # 3: debug sections stripped; 4: unused parts dropped (UNUSED, slim metadata)
+# The most the layer may hold, unzipped (tests/infra/test_layer.py checks the deployed layer).
+SIZE_LIMIT_BYTES = 40_000_000
 
 # Shipped by the Lambda Python runtime (/var/runtime): never bundled, accepted by the closure check.
 RUNTIME_PROVIDED = frozenset(
@@ -72,6 +75,36 @@ ARCH_TO_MACHINE = {"arm64": "aarch64", "aarch64": "aarch64", "x86_64": "x86_64",
 PRUNE_DIRS = ("bin",)
 IGNORED = ("__pycache__", "*.pyc", "*.pyo", "tests", ".mypy_cache")
 COPY_IGNORE = shutil.ignore_patterns(*IGNORED)
+# Parts of the pinned distributions that no function imports, dropped from the layer so it stays
+# within SIZE_LIMIT_BYTES. Each is a whole package or a data file; the build fails if a module
+# left in the layer names a dropped package (check_unreferenced), and tests/infra/test_layer.py
+# imports every function's handler from the layer alone.
+UNUSED = (
+    # Powertools utilities Baton does not use (it uses the logger, the metrics and the REST
+    # event handler, none of which imports these): 1.8 MB.
+    "aws_lambda_powertools/utilities/auth_alpha",
+    "aws_lambda_powertools/utilities/batch",
+    "aws_lambda_powertools/utilities/circuit_breaker",
+    "aws_lambda_powertools/utilities/data_masking",
+    "aws_lambda_powertools/utilities/feature_flags",
+    "aws_lambda_powertools/utilities/idempotency",
+    "aws_lambda_powertools/utilities/kafka",
+    "aws_lambda_powertools/utilities/metadata",
+    "aws_lambda_powertools/utilities/parameters",
+    "aws_lambda_powertools/utilities/parser",
+    "aws_lambda_powertools/utilities/streaming",
+    # The Swagger UI's script and style, served by the resolver's enable_swagger() only (Baton
+    # serves its own OpenAPI document and never calls it): 1.7 MB.
+    "aws_lambda_powertools/event_handler/openapi/swagger_ui/swagger-ui-bundle.min.js",
+    "aws_lambda_powertools/event_handler/openapi/swagger_ui/swagger-ui.min.css",
+    # protobuf's test messages.
+    "google/protobuf/testdata",
+)
+# Type stubs are for type checkers; nothing imports them.
+UNUSED_PATTERNS = ("*.pyi",)
+# pip's install records (uninstalling): importlib.metadata reads METADATA's headers (versions,
+# Requires-Dist), entry_points.txt and top_level.txt, which stay, with the licenses.
+PIP_RECORDS = ("RECORD", "INSTALLER", "WHEEL", "REQUESTED", "direct_url.json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,6 +326,61 @@ def pip_install(target: Target, site: Path) -> None:
         shutil.rmtree(site / name, ignore_errors=True)
 
 
+def drop_unused(site: Path) -> None:
+    """Remove what no function imports (UNUSED, type stubs), pip's records and the long
+    descriptions of METADATA files; then check no module left names a dropped package."""
+    before = _tree_bytes(site)
+    for relative in UNUSED:
+        path = site / relative
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+        else:  # a pin changed the distribution: say so rather than drop nothing silently
+            raise SystemExit(f"layer: {relative} (in UNUSED) is not in the layer any more")
+    for pattern in UNUSED_PATTERNS:
+        for path in site.rglob(pattern):
+            path.unlink()
+    for info in site.glob("*.dist-info"):
+        for name in PIP_RECORDS:
+            (info / name).unlink(missing_ok=True)
+        metadata = info / "METADATA"
+        if metadata.is_file():
+            metadata.write_bytes(metadata_headers(metadata.read_bytes()))
+    check_unreferenced(site)
+    log(f"dropped what no function imports: {(before - _tree_bytes(site)) / 1e6:.1f} MB")
+
+
+def metadata_headers(data: bytes) -> bytes:
+    """A METADATA file without its body (the long description, often the whole README and
+    changelog): the headers are what importlib.metadata and the closure check read."""
+    normalized = data.replace(b"\r\n", b"\n")
+    head, sep, _ = normalized.partition(b"\n\n")
+    return head + b"\n" if sep else normalized
+
+
+def check_unreferenced(site: Path) -> None:
+    """Fail when a module left in the layer names a package UNUSED dropped (a new release that
+    starts to import it)."""
+    dropped = [
+        relative.replace("/", ".")
+        for relative in UNUSED
+        if not Path(relative).suffix  # packages (folders), not data files
+    ]
+    pattern = re.compile(r"\b(" + "|".join(re.escape(d) for d in dropped) + r")\b")
+    found = sorted(
+        f"{path.relative_to(site)} names {match.group(1)}"
+        for path in site.rglob("*.py")
+        if (match := pattern.search(path.read_text("utf-8", errors="replace")))
+    )
+    if found:
+        raise SystemExit("layer: a dropped package is still named:\n  " + "\n  ".join(found))
+
+
+def _tree_bytes(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
 def pinned_requirements() -> list[Requirement]:
     lines = (line.split("#", 1)[0].strip() for line in REQUIREMENTS.read_text().splitlines())
     reqs = [Requirement(line) for line in lines if line]
@@ -507,6 +595,7 @@ def _build(target: Target, out: Path, *, report_size: bool) -> Path:
         site.mkdir(parents=True)
         pip_install(target, site)
         check_closure(site, target)
+        drop_unused(site)
         strip_binaries(strip, site)
         log(f"compiling dependencies with {compiler or 'nothing'}")
         compile_tree(compiler, [site], site)  # before the baton copy: dependencies only
@@ -515,8 +604,8 @@ def _build(target: Target, out: Path, *, report_size: bool) -> Path:
     if report_size:
         count, raw, zipped = tree_sizes(site)
         log(
-            f"layer: {count} files, {raw / 1e6:.1f} MB ({raw / 2**20:.1f} MiB) unzipped, "
-            f"{zipped / 1e6:.1f} MB zipped"
+            f"layer: {count} files, {raw / 1e6:.1f} MB ({raw / 2**20:.1f} MiB) unzipped "
+            f"(limit {SIZE_LIMIT_BYTES / 1e6:.0f} MB), {zipped / 1e6:.1f} MB zipped"
         )
     log(f"done in {time.monotonic() - started:.1f}s -> {site}")
     return site

@@ -48,6 +48,7 @@ Logger(service="smoke"); Metrics(namespace="Smoke")
 assert importlib.util.find_spec("aws_xray_sdk") is None
 # Every function's handler module imports with only the layer (as Lambda loads it).
 import pathlib
+handlers = {{}}
 for folder in sorted(pathlib.Path({functions!r}).iterdir()):
     if folder.name.startswith("_") or not (folder / "handler.py").exists():
         continue
@@ -55,6 +56,16 @@ for folder in sorted(pathlib.Path({functions!r}).iterdir()):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert callable(module.handler), folder.name
+    handlers[folder.name] = module
+# The rpc function loads its REST twins and the proto's messages at its first calls.
+from baton.rpc import bridge
+for function in ("jobs", "instances", "definitions", "queues", "schedules"):
+    handlers["rpc"].function._twin(function)
+assert bridge.find("PollJobs") is not None
+# Versions are read from the slimmed metadata as before.
+import importlib.metadata
+assert importlib.metadata.version("pydantic") == pydantic.VERSION
+assert importlib.metadata.requires("psycopg")
 # The script sandbox: its child process (sys.executable -m baton.scripting._child, with this
 # sys.path) runs QuickJS and jq from the layer.
 import quickjs, jq
@@ -193,6 +204,40 @@ def test_deployed_layer_targets_lambda_arm64_python_312(layer_built: Path) -> No
     assert not (site / "botocore").exists()
     if _build_module().python_for("3.12") is not None:  # else shipped without .pyc, with a warning
         assert list((site / "baton" / "__pycache__").glob("*.cpython-312.pyc"))
+
+
+def test_deployed_layer_stays_within_its_size_limit(layer_built: Path) -> None:
+    """The layer counts against Lambda's 250 MB and every cold start reads it: Baton keeps it
+    within 40 MB unzipped, by dropping what no function imports (``UNUSED``)."""
+    build = _build_module()
+    site = layer_built / "python"
+    size = sum(p.stat().st_size for p in site.rglob("*") if p.is_file())
+    assert size <= build.SIZE_LIMIT_BYTES, f"{size / 1e6:.2f} MB unzipped"
+    for relative in build.UNUSED:
+        assert not (site / relative).exists(), relative
+    assert not list(site.rglob("*.pyi"))
+    for info in site.glob("*.dist-info"):
+        assert (info / "METADATA").is_file() and not (info / "RECORD").exists(), info.name
+
+
+def test_dropped_packages_must_stay_unnamed(tmp_path: Path) -> None:
+    """A release that starts importing a dropped package fails the build, naming the module."""
+    build = _build_module()
+    package = next(u for u in build.UNUSED if not Path(u).suffix)
+    module = tmp_path / "somepkg" / "uses.py"
+    module.parent.mkdir()
+    module.write_text(f"from {package.replace('/', '.')} import thing\n")
+    with pytest.raises(SystemExit, match=r"somepkg/uses\.py names"):
+        build.check_unreferenced(tmp_path)
+    module.write_text("import json\n")
+    build.check_unreferenced(tmp_path)
+
+
+def test_metadata_keeps_its_headers_only() -> None:
+    build = _build_module()
+    data = b"Metadata-Version: 2.4\r\nName: x\r\nVersion: 1.0\r\n\r\n# x\n\nA long README.\n"
+    assert build.metadata_headers(data) == b"Metadata-Version: 2.4\nName: x\nVersion: 1.0\n"
+    assert build.metadata_headers(b"Name: x\nVersion: 1") == b"Name: x\nVersion: 1"
 
 
 def _build_module() -> Any:
