@@ -145,18 +145,27 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _set_time(target: Any, text: str) -> None:
-    """A Timestamp from an RFC 3339 time (the engine's ``2026-11-26T10:50:01.123456Z``), read by
-    ``datetime`` (C) rather than ``FromJsonString`` (strptime), which remains for the rest."""
+    """A Timestamp from an RFC 3339 time (the engine's ``2026-11-26T10:50:01.123456Z``)."""
+    seconds, nanos = _instant(text)
+    if nanos < 0:  # not a time datetime reads (more than microseconds, or malformed)
+        target.FromJsonString(text)
+    else:
+        target.seconds, target.nanos = seconds, nanos
+
+
+@functools.lru_cache(maxsize=256)
+def _instant(text: str) -> tuple[int, int]:
+    """Seconds and nanoseconds since the epoch, read by ``datetime`` (C) rather than
+    ``FromJsonString`` (strptime); remembered, as the jobs of one poll share their lease's end.
+    ``(0, -1)``: not one ``datetime`` reads."""
     try:
         moment = datetime.fromisoformat(text)
     except (TypeError, ValueError):
-        target.FromJsonString(text)
-        return
+        return 0, -1
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     delta = moment - _EPOCH
-    target.seconds = delta.days * 86_400 + delta.seconds
-    target.nanos = delta.microseconds * 1000
+    return delta.days * 86_400 + delta.seconds, delta.microseconds * 1000
 
 
 def _present(message: Any) -> Any:
@@ -219,15 +228,16 @@ def _reader(descriptor: Any, int64_as_string: bool) -> _Reader:
         return lambda message: [_value(v) for v in message.values]
     if name in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
         return lambda message: message.ToJsonString()
+    # Keyed by the field descriptors themselves: ListFields hands out these very objects.
     fields = {
-        field.number: (field.json_name, _field_reader(field, int64_as_string))
+        field: (field.json_name, _field_reader(field, int64_as_string))
         for field in descriptor.fields
     }
 
     def read(message: Message) -> Any:
         out: dict[str, Any] = {}
         for field, value in message.ListFields():
-            json_name, convert = fields[field.number]
+            json_name, convert = fields[field]
             out[json_name] = value if convert is None else convert(value)
         return out
 
