@@ -104,8 +104,8 @@ class ConnectFunction:
         twin = self._twin(function)
         api = getattr(twin, "api", None)
         if rpc.name in methods.DIRECT and isinstance(api, Api):
-            clean = codec == connect.PROTO and b"\x00" not in raw
-            response = _direct(rpc, api, call, event, context, clean_text=clean)
+            checked = codec == connect.PROTO and b"\x00" not in raw
+            response = _direct(rpc, api, call, event, context, text_checked=checked)
         else:
             result = twin.handler(_rest_event(event, call), context)
             status, rest_headers, rest_body = _proxy_result(result)
@@ -143,14 +143,14 @@ def _direct(
     event: dict[str, Any],
     context: Any,
     *,
-    clean_text: bool,
+    text_checked: bool,
 ) -> Message:
     """The response message of an RPC its twin's view answers directly, or its Connect error."""
     if not api.serves_directly(call.method, call.template):
         raise ConnectError("internal", f"{rpc.name}: {api.function} has no view of its route")
     # Path parameters as the router hands them to a view: percent-encoded, as in the path.
     params = {k: quote(v, safe="") for k, v in call.path_parameters.items()}
-    direct = DirectCall(call.method, call.template, call.path, params, call.body, clean_text)
+    direct = DirectCall(call.method, call.template, call.path, params, call.body, text_checked)
     answer = api.direct(direct, event, context)
     if 200 <= answer.status < 300 and isinstance(answer.body, dict):
         return convert.from_view(rpc.response, answer.body)

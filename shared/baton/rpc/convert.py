@@ -13,7 +13,9 @@ from __future__ import annotations
 import base64
 import functools
 import math
+import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -61,47 +63,62 @@ def from_view(cls: type[Message], data: Mapping[str, Any]) -> Message:
 
 
 _Setter = Callable[[Message, str, Any], None]
-# Per JSON name (and field name): the field's name, and for a scalar how to convert its value
-# (None: as it is), else how to set it on the message, and whether a null sets it (a Value).
-_Plan = tuple[
-    dict[str, tuple[str, Callable[[Any], Any] | None]], dict[str, tuple[str, _Setter, bool]]
-]
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """How to make a message type from a JSON value, worked out once per type."""
+
+    # A plain scalar field's field name, by its JSON name and its field name (set as they are,
+    # by the constructor).
+    plain: dict[str, str]
+    # A scalar field whose value is converted (64-bit integers, enums, bytes): key, name, how.
+    converted: tuple[tuple[str, str, Callable[[Any], Any]], ...]
+    # Any other field (messages, repeated, maps): key, name, how to set it, whether a null sets
+    # it (a Value's null).
+    others: tuple[tuple[str, str, _Setter, bool], ...]
+
+
+_ABSENT = object()
 
 
 def _build(factory: Callable[..., Message], plan: _Plan, data: Mapping[str, Any]) -> Message:
-    scalars, others = plan
-    values: dict[str, Any] = {}
-    later: list[tuple[tuple[str, _Setter, bool], Any]] = []
-    for key, value in data.items():
-        scalar = scalars.get(key)
-        if scalar is not None:
-            if value is not None:
-                convert = scalar[1]
-                values[scalar[0]] = value if convert is None else convert(value)
-            continue
-        step = others.get(key)
-        if step is not None and (value is not None or step[2]):
-            later.append((step, value))
+    plain = plan.plain
+    values = {plain[k]: v for k, v in data.items() if v is not None and k in plain}
+    for key, name, convert in plan.converted:
+        value = data.get(key)
+        if value is not None:
+            values[name] = convert(value)
     message = factory(**values)
-    for (name, setter, _), value in later:
-        setter(message, name, value)
+    for key, name, setter, nullable in plan.others:
+        value = data.get(key, _ABSENT)
+        if value is not _ABSENT and (value is not None or nullable):
+            setter(message, name, value)
     return message
 
 
 @functools.cache
 def _plan(descriptor: Any) -> _Plan:
-    scalars: dict[str, tuple[str, Callable[[Any], Any] | None]] = {}
-    others: dict[str, tuple[str, _Setter, bool]] = {}
+    plain: dict[str, str] = {}
+    converted: list[tuple[str, str, Callable[[Any], Any]]] = []
+    others: list[tuple[str, str, _Setter, bool]] = []
     for field in descriptor.fields:
-        names = (field.json_name, field.name)
+        keys = dict.fromkeys((field.json_name, field.name))  # one key when they are the same
         if field.message_type is None and not _repeated(field):
-            for name in names:
-                scalars.setdefault(name, (field.name, _converter(field)))
+            convert = _converter(field)
+            for key in keys:
+                if convert is None:
+                    plain[key] = field.name
+                else:
+                    converted.append((key, field.name, convert))
             continue
-        nullable = field.message_type.full_name == "google.protobuf.Value" and not _repeated(field)
-        for name in names:
-            others.setdefault(name, (field.name, _setter(field), nullable))
-    return scalars, others
+        nullable = not _repeated(field) and (
+            field.message_type is not None
+            and field.message_type.full_name == "google.protobuf.Value"
+        )
+        setter = _setter(field)
+        others.extend((key, field.name, setter, nullable) for key in keys)
+    return _Plan(plain, tuple(converted), tuple(others))
 
 
 def _converter(field: FieldDescriptor) -> Callable[[Any], Any] | None:
@@ -142,6 +159,7 @@ def _setter(field: FieldDescriptor) -> _Setter:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_FINER_THAN_MICROSECONDS = re.compile(r"\.[0-9]{7}")
 
 
 def _set_time(target: Any, text: str) -> None:
@@ -157,7 +175,9 @@ def _set_time(target: Any, text: str) -> None:
 def _instant(text: str) -> tuple[int, int]:
     """Seconds and nanoseconds since the epoch, read by ``datetime`` (C) rather than
     ``FromJsonString`` (strptime); remembered, as the jobs of one poll share their lease's end.
-    ``(0, -1)``: not one ``datetime`` reads."""
+    ``(0, -1)``: not one ``datetime`` reads exactly (past microseconds, it rounds)."""
+    if _FINER_THAN_MICROSECONDS.search(text):
+        return 0, -1
     try:
         moment = datetime.fromisoformat(text)
     except (TypeError, ValueError):
@@ -199,16 +219,19 @@ def _scalar(field: FieldDescriptor, value: Any) -> Any:
 
 def _set_value(target: Any, value: Any) -> None:
     """A ``google.protobuf.Value`` from a JSON value."""
-    if value is None:
-        target.null_value = 0
+    if isinstance(value, dict):  # the usual: a job's input
+        if value:
+            target.struct_value.update(value)
+        else:
+            target.struct_value.SetInParent()
+    elif isinstance(value, str):
+        target.string_value = value
     elif isinstance(value, bool):
         target.bool_value = value
     elif isinstance(value, int | float):
         target.number_value = value
-    elif isinstance(value, str):
-        target.string_value = value
-    elif isinstance(value, dict):
-        _present(target.struct_value).update(value)
+    elif value is None:
+        target.null_value = 0
     else:
         _present(target.list_value).extend(value)
 
