@@ -162,8 +162,8 @@ spec = importlib.util.spec_from_file_location("h", {path!r})
 m = importlib.util.module_from_spec(spec); sys.modules["h"] = m; spec.loader.exec_module(m)
 if {twin!r}:  # what the first call of a twin's RPC adds: the twin and the message types
     m.function._load({twin!r})
-    from baton.rpc import schema
-    schema.service()
+    from baton.rpc import bridge
+    bridge.find("PollJobs")  # every RPC's message classes, made at the first call
 print(time.process_time() - cpu, time.perf_counter() - t)
 """
 

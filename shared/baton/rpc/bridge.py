@@ -5,7 +5,6 @@ gRPC server, so both serve exactly what REST serves (same validation, engine cal
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,26 +36,27 @@ class Rpc:
 
 
 def find(name: str) -> Rpc | None:
-    """The RPC ``name`` (``PollJobs``), or None when the service has no such method."""
-    return _rpcs().get(name)
-
-
-@functools.cache
-def _rpcs() -> dict[str, Rpc]:
-    """Every RPC of the service that has a REST twin, made once (a name a client sends is only
-    looked up, never cached)."""
-    found = {}
-    for name, descriptor in schema.service().methods_by_name.items():
+    """The RPC ``name`` (``PollJobs``), or None when the service has no such method. Each is
+    made at its first call and kept (only the service's own names are: a name a client sends
+    is never kept; message classes are made only for the RPCs called, for cold starts)."""
+    rpc = _found.get(name)
+    if rpc is None:
+        descriptor = schema.method(name)
         twin = methods.BY_RPC.get(name)
-        if twin is not None:
-            found[name] = Rpc(
-                name,
-                descriptor,
-                schema.message_class(descriptor.input_type.full_name),
-                schema.message_class(descriptor.output_type.full_name),
-                twin,
-            )
-    return found
+        if descriptor is None or twin is None:
+            return None
+        rpc = Rpc(
+            name,
+            descriptor,
+            schema.message_class(descriptor.input_type.full_name),
+            schema.message_class(descriptor.output_type.full_name),
+            twin,
+        )
+        _found[name] = rpc
+    return rpc
+
+
+_found: dict[str, Rpc] = {}
 
 
 def unimplemented(name: str) -> ConnectError:
