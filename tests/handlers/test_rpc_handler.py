@@ -134,3 +134,23 @@ def test_a_number_json_cannot_hold_is_invalid_argument(lambda_env: None) -> None
     answer = rpc.handler(_rpc_event("CompleteJob", request.SerializeToString()), FakeContext())
     assert answer["statusCode"] == 400 and '"code":"invalid_argument"' in answer["body"]
     assert "not a JSON number" in answer["body"]
+
+
+def test_a_long_poll_answered_directly_asks_whether_its_client_left(lambda_env: None) -> None:
+    """The runtime's hang-up probe reaches the view through the direct path as through REST: a
+    waiting PollJobs whose client left ends empty."""
+    rpc = load_function("rpc")
+    asked: list[bool] = []
+
+    class Context(FakeContext):
+        def client_gone(self) -> bool:
+            asked.append(True)
+            return True
+
+    request = _message(
+        "PollJobsRequest", worker_id="w", job_types=["rpc-nobody-pushes"], wait_seconds=20
+    )
+    answer = rpc.handler(_rpc_event("PollJobs", request.SerializeToString()), Context())
+    assert answer["statusCode"] == 200, answer["body"]
+    assert not _message("PollJobsResponse").FromString(base64.b64decode(answer["body"])).jobs
+    assert asked
