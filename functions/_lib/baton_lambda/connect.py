@@ -4,10 +4,11 @@
 The REST functions' handler modules are loaded from the folders next to this function's (the CDK
 app ships them in its asset), once per container and only when an RPC first needs one.
 
-The worker's hot RPCs (``methods.DIRECT``: poll, complete, fail, heartbeat) are answered by the
-twin route's view itself (``Api.direct``): the request's values are validated as REST validates
-its body, the view's answer becomes the response message, and no JSON text is made either way;
-the key check, engine calls, limits, problems, logs and metrics are REST's own code. Every other
+The worker's hot RPCs (``methods.DIRECT``: poll, complete, complete-batch, fail, heartbeat, claim,
+stop) are answered by the twin route's view itself (``Api.direct``): the request's values are
+validated as REST validates its body, the view's answer becomes the response message, and no
+JSON text is made either way; the key check, engine calls, limits, problems, logs and metrics
+are REST's own code. Every other
 call becomes the REST proxy event API Gateway would have sent for the twin route (same headers,
 identity and request id), and its proxy result is turned back into the response message or a
 Connect error.
