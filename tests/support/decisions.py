@@ -282,6 +282,16 @@ class Run:
             for r in out.values()
         ]
 
+    def outputs_by_list(self, prefix: str, step_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """As instance_sql.LAST_OUTPUTS_BY_LIST: the latest completed output of each of
+        ``step_ids`` in each list under ``prefix``."""
+        out: dict[tuple[str, str], Row] = {}
+        for r in sorted(self.rows.values(), key=lambda r: r.seq):
+            if r.step_id in step_ids and r.status == StepStatus.COMPLETED:
+                if r.scope.startswith(prefix):
+                    out[(r.scope[len(prefix) :].split("/", 1)[0], r.step_id)] = r
+        return [{"list": lst, "step_id": sid, "output": r.output} for (lst, sid), r in out.items()]
+
     def child_plan(
         self, name: str | None, version: int | None, inline: dict[str, Any] | None
     ) -> ChildPlan | None:
