@@ -47,6 +47,16 @@ def dumps(value: Any) -> bytes:
         return json.dumps(value, separators=(",", ":")).encode()
 
 
+def dumps_sorted_line(value: Any) -> bytes:
+    """``value`` as one line of compact JSON with its keys sorted, ending in a newline (UTF-8
+    bytes): the same value always gives the same bytes (the archive's documents)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+    except TypeError:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+        return text.encode() + b"\n"
+
+
 def dumps_with(default: Callable[[Any], Any]) -> Callable[[Any], bytes]:
     """``dumps`` that turns what JSON has no type for through ``default`` (as ``json``'s own
     ``default=``); orjson writes UUIDs and datetimes natively, in the same ISO forms."""

@@ -13,14 +13,15 @@ content.
 from __future__ import annotations
 
 import gzip
-import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
-from baton.engine.payloads import KEY_PREFIX, _missing, _s3_client
+from baton import jsontext
+from baton.engine.payloads import KEY_PREFIX, _missing
+from baton.engine.s3_client import s3_client
 from baton.errors import Unavailable
 from baton.payload_ref import REF_KEY
 
@@ -29,6 +30,12 @@ PAYLOAD_PREFIX = f"{PREFIX}payloads/"
 # The document's format: readers check it, a later format gets a new number.
 FORMAT = "baton.archive/1"
 THREADS = 16  # S3 calls at once (each is one round trip of tens of ms)
+# gzip's level for the documents. Measured on a document of 40 steps (77 KB of JSON): level 9
+# (``gzip.compress``'s default) took 2.2 ms for 15.3 KB, level 6 0.93 ms for 15.5 KB, level 3
+# 0.38 ms for 17.2 KB, level 1 0.33 ms for 17.7 KB; on a one-step document (2.6 KB) 18 us for
+# 777 bytes at 9, 13 us for 824 at 3. Level 3 is the best of zlib's fast levels (no lazy
+# matching): a sixth of level 9's CPU for 6-12% more bytes.
+GZIP_LEVEL = 3
 
 
 def document_key(definition_name: str, completed_at: datetime, instance_id: uuid.UUID) -> str:
@@ -44,7 +51,10 @@ def payload_key(instance_id: uuid.UUID, path: str) -> str:
 
 
 def rewrite_refs(value: Any, moved: Mapping[str, str]) -> Any:
-    """``value`` with every payload reference whose path was moved pointing to its new key."""
+    """``value`` with every payload reference whose path was moved pointing to its new key
+    (``value`` itself when nothing was moved: most runs have no payload objects)."""
+    if not moved:
+        return value
     if isinstance(value, dict):
         ref = value.get(REF_KEY)
         if isinstance(ref, str) and ref in moved:
@@ -56,14 +66,14 @@ def rewrite_refs(value: Any, moved: Mapping[str, str]) -> Any:
 
 
 def encode(document: dict[str, Any]) -> bytes:
-    """The document as stored: one line of JSON, gzip (no timestamp in the header, so the
-    same document is the same bytes)."""
-    line = json.dumps(document, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
-    return gzip.compress(line.encode() + b"\n", mtime=0)
+    """The document as stored: one line of JSON (keys sorted, UTF-8), gzip at ``GZIP_LEVEL``
+    with no timestamp in the header, so the same document is the same bytes. orjson writes it
+    (``baton.jsontext``: a tenth of ``json.dumps``'s CPU, the same value)."""
+    return gzip.compress(jsontext.dumps_sorted_line(document), compresslevel=GZIP_LEVEL, mtime=0)
 
 
 def decode(body: bytes) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads(gzip.decompress(body))
+    document: dict[str, Any] = jsontext.loads(gzip.decompress(body))
     if document.get("format") != FORMAT:
         raise Unavailable(f"archive: document format {document.get('format')!r} is not {FORMAT}")
     return document
@@ -79,8 +89,9 @@ class ArchiveStore:
 
     @property
     def client(self) -> Any:
+        """One client for the store's life (``engine.s3_client``: small PUTs sent at once)."""
         if self._client is None:
-            self._client = _s3_client(self.endpoint)
+            self._client = s3_client(self.endpoint)
         return self._client
 
     def put(self, key: str, body: bytes) -> None:

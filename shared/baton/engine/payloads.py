@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import json
 import secrets
 import threading
@@ -23,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 from urllib.parse import parse_qs, urlsplit
 
+from baton.engine.s3_client import s3_client
 from baton.errors import (
     InvalidValue,
     PayloadMissing,
@@ -202,7 +202,7 @@ class PayloadStore:
     @property
     def client(self) -> Any:
         if self._client is None:
-            self._client = _s3_client(self.endpoint)
+            self._client = s3_client(self.endpoint)
         return self._client
 
     def grant_upload(
@@ -455,7 +455,7 @@ class PayloadReader:
         from botocore.exceptions import BotoCoreError, ClientError
 
         if self._client is None:
-            self._client = _s3_client(self.endpoint)
+            self._client = s3_client(self.endpoint)
         try:
             body = self._client.get_object(Bucket=self.bucket, Key=path)["Body"].read()
         except ClientError as e:
@@ -477,13 +477,3 @@ class PayloadReader:
 def _missing(e: Any) -> bool:
     """Whether an S3 ClientError says the object is not there."""
     return str(e.response.get("Error", {}).get("Code", "")) in ("404", "NoSuchKey", "NotFound")
-
-
-@functools.cache
-def _s3_client(endpoint: str | None) -> Any:
-    """One client per endpoint and process; SigV4 (presigned URLs carry signed headers)."""
-    import boto3
-    from botocore.config import Config
-
-    config = Config(signature_version="s3v4", retries={"max_attempts": 3, "mode": "standard"})
-    return boto3.client("s3", endpoint_url=endpoint, config=config)
