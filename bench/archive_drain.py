@@ -35,12 +35,14 @@ from typing import Any
 
 from support import BenchError
 from support.cpu import CpuMeter, process_cpu_seconds
+from support.db_side import DbSide
 from support.library import connect, open_archiving_engine, open_engine
 from support.postgres import fresh_database, postgres_server, server_summary, settle
 from support.processes import SPAWN, run_together, spawned, wait_for, worker_entry
 from support.reporting import fmt_num, log, rate, table
 
 RETENTION = 86_400
+TABLES = ("instance", "step_execution", "job", "audit_log")
 JOB_TYPE = "drain"
 SEED_CHUNK = 10_000
 
@@ -160,14 +162,15 @@ def _archiver(
     worker_entry(body, out, k)
 
 
-def drain(url: str, workers: int, m: int, timeout: float) -> tuple[int, float, float]:
+def drain(url: str, workers: int, m: int, timeout: float) -> tuple[int, float, float, float]:
     """Drain the M jobs with W processes: (jobs completed, seconds until the last one, CPU
-    seconds of the workers and their backends)."""
+    seconds of the workers and their backends, of their backends alone)."""
     results, seconds = run_together(_drain_worker, [(url,)] * workers, "drain", timeout=timeout)
     jobs = sum(n for n, _ in results)
-    cpu = sum((c["cpu"] or 0.0) + (c["server_cpu"] or 0.0) for _, c in results)
+    backends = sum(c["server_cpu"] or 0.0 for _, c in results)
+    cpu = sum(c["cpu"] or 0.0 for _, c in results) + backends
     # Each worker idles a second after the last job before it reports: not drain time.
-    return int(jobs), max(seconds - 1.0, 1e-9), cpu
+    return int(jobs), max(seconds - 1.0, 1e-9), cpu, backends
 
 
 def main() -> None:
@@ -210,19 +213,29 @@ def main() -> None:
             start_new(url, args.jobs)
             settle(url, "instance", "job")
             log("phase 1: drain without archiving")
-            base_jobs, base_s, base_cpu = drain(url, args.workers, args.jobs, args.timeout)
+            base_db = DbSide(url, TABLES)
+            base_db.start()
+            base_jobs, base_s, base_cpu, base_backends = drain(
+                url, args.workers, args.jobs, args.timeout
+            )
+            base_db.stop()
 
             start_new(url, args.jobs)
             settle(url, "instance", "job")
             log("phase 2: drain while archiving")
             stop, outbox = SPAWN.Event(), SPAWN.Queue()
             moto_cpu0 = process_cpu_seconds(moto.pid) or 0.0
+            arch_db = DbSide(url, TABLES)
             with spawned(
                 _archiver,
                 [(url, endpoint, bucket, args.nice_archiver, stop, outbox, 0, os.getpid())],
                 "archiver",
             ):
-                arch_jobs, arch_s, arch_cpu = drain(url, args.workers, args.jobs, args.timeout)
+                arch_db.start()
+                arch_jobs, arch_s, arch_cpu, arch_backends = drain(
+                    url, args.workers, args.jobs, args.timeout
+                )
+                arch_db.stop()
                 archived_during = _count(url, "SELECT count(*) FROM archived_instance")
                 stop.set()
                 kind, _, payload = outbox.get(timeout=args.timeout)
@@ -269,6 +282,18 @@ def main() -> None:
         f"{moto_cpu:.1f} s (niced); machine load {os.getloadavg()[0]:.1f} on "
         f"{os.cpu_count()} cores"
     )
+    # The server's processes other than the metered backends (the archiver's backend is metered
+    # over the archiver's whole run, a little longer than the drain: an estimate).
+    arch_backend_share = backend * min(1.0, arch_s / max(archive_s, 1e-9))
+    for label, db, backends, seconds in (
+        ("alone", base_db, base_backends, base_s),
+        ("while archiving", arch_db, arch_backends + arch_backend_share, arch_s),
+    ):
+        other = None if db.server_cpu is None else db.server_cpu - backends
+        print(
+            f"database, drain {label}: its other processes {fmt_num(other, 1)} s of CPU "
+            f"({fmt_num(None if other is None else other / seconds, 2)} cores); {db.summary()}"
+        )
     print(
         "drain CPU per job, while archiving / alone: "
         f"{(arch_cpu / arch_jobs) / (base_cpu / base_jobs):.2f}x (work the drain itself does)"
