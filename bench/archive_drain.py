@@ -10,16 +10,18 @@ against the same drain without archiving, in the same run, on the same database.
    complete each); nothing archives.
 3. Archiving: the same with one archiver process doing the sweeper's archive pass
    (``archive_expired``: batches of 100 for at most 0.5 s) once a second, as the sweeper does,
-   to a moto S3 server, from the start of the drain. moto runs niced in its own process (S3 is
-   another service in AWS). The archiver shares the machine's CPU with the workers, the worst
+   to a moto S3 server, from the start of the drain (the archiver process started, its S3
+   client made, before: a sweeper is warm). moto runs niced in its own process (S3 is another
+   service in AWS). The archiver shares the machine's CPU with the workers, the worst
    case (in AWS the sweeper is a Lambda of its own); ``--nice-archiver`` runs it at nice 19,
    its backend keeping normal priority.
 
 Printed: jobs/s of each drain, their ratio (target >= 0.8x), and the instances the archiver
 archived during the drain (per second), the drain's own CPU per job (workers and their
-backends: unchanged means archiving adds no work or waiting to the drain's path), and the
-archiver's CPU per instance. The machine's load is printed: on a shared machine compare the
-ratios, not the rates.
+backends: unchanged means archiving adds no work or waiting to the drain's path), the
+archiver's CPU per instance, and the database's side of each drain (its other processes' CPU,
+autovacuum runs, what busy backends waited on). The machine's load is printed: on a shared
+machine compare the ratios, not the rates.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from support.cpu import CpuMeter, process_cpu_seconds
 from support.db_side import DbSide
 from support.library import connect, open_archiving_engine, open_engine
 from support.postgres import fresh_database, postgres_server, server_summary, settle
-from support.processes import SPAWN, run_together, spawned, wait_for, worker_entry
+from support.processes import SPAWN, collect, run_together, spawned, wait_for, worker_entry
 from support.reporting import fmt_num, log, rate, table
 
 RETENTION = 86_400
@@ -139,15 +141,30 @@ def _drain_worker(url: str, start: Any, out: Any, k: int, ppid: int) -> None:
 
 
 def _archiver(
-    url: str, endpoint: str, bucket: str, nice: bool, stop: Any, out: Any, k: int, ppid: int
+    url: str,
+    endpoint: str,
+    bucket: str,
+    nice: bool,
+    go: Any,
+    stop: Any,
+    out: Any,
+    k: int,
+    ppid: int,
 ) -> None:
-    """The sweeper's cadence: one archive pass a second (each bounded by its time budget)."""
+    """The sweeper's cadence: one archive pass a second (each bounded by its time budget).
+    The sweeper is a loop that runs for ever (a warm Lambda in AWS): its start (imports, the
+    database connection, the S3 client) is done and reported ("ready") before the drain's clock
+    starts, and is not counted."""
 
     def body() -> None:
         if nice:  # in AWS the sweeper is a Lambda of its own, not on the workers' CPU
             os.nice(19)
         engine = open_archiving_engine(url, endpoint, bucket, RETENTION)
+        assert engine.archive is not None
+        engine.archive.client.meta.service_model  # noqa: B018 (the client made, its model loaded)
         meter = CpuMeter(engine.db.autocommit(lambda c: c.info.backend_pid))
+        out.put(("ready", k, None))
+        wait_for(go, ppid)
         meter.start()
         archived, t0 = 0, time.perf_counter()
         while not stop.is_set() and os.getppid() == ppid:
@@ -223,14 +240,16 @@ def main() -> None:
             start_new(url, args.jobs)
             settle(url, "instance", "job")
             log("phase 2: drain while archiving")
-            stop, outbox = SPAWN.Event(), SPAWN.Queue()
+            go, stop, outbox = SPAWN.Event(), SPAWN.Event(), SPAWN.Queue()
             moto_cpu0 = process_cpu_seconds(moto.pid) or 0.0
             arch_db = DbSide(url, TABLES)
             with spawned(
                 _archiver,
-                [(url, endpoint, bucket, args.nice_archiver, stop, outbox, 0, os.getpid())],
+                [(url, endpoint, bucket, args.nice_archiver, go, stop, outbox, 0, os.getpid())],
                 "archiver",
-            ):
+            ) as archiver:
+                collect(outbox, archiver, "ready", timeout=args.timeout)
+                go.set()  # its first pass runs while the drain's workers start
                 arch_db.start()
                 arch_jobs, arch_s, arch_cpu, arch_backends = drain(
                     url, args.workers, args.jobs, args.timeout
