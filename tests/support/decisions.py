@@ -287,9 +287,12 @@ class Run:
         ``step_ids`` in each list under ``prefix``."""
         out: dict[tuple[str, str], Row] = {}
         for r in sorted(self.rows.values(), key=lambda r: r.seq):
-            if r.step_id in step_ids and r.status == StepStatus.COMPLETED:
-                if r.scope.startswith(prefix):
-                    out[(r.scope[len(prefix) :].split("/", 1)[0], r.step_id)] = r
+            if (
+                r.step_id in step_ids
+                and r.status == StepStatus.COMPLETED
+                and r.scope.startswith(prefix)
+            ):
+                out[(r.scope[len(prefix) :].split("/", 1)[0], r.step_id)] = r
         return [{"list": lst, "step_id": sid, "output": r.output} for (lst, sid), r in out.items()]
 
     def child_plan(
