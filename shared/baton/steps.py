@@ -240,13 +240,17 @@ class DoWhileStep(StepBase):
     ``maxIterations`` times; ``${<loop id>.iteration}`` (from 1) inside, and in ``while``, and
     ``${<loop id>.output…}``, its output so far: ``{"iteration": <running>, "1": {<step id>:
     <output>, …}, …}`` (Conductor's DO_WHILE task output while it runs).
-    Output: the last iteration's output and ``iterations``."""
+    Output: the last iteration's output and ``iterations``; with ``iterationOutputs``, the
+    output so far as it ended (Conductor's): ``iteration`` and each iteration's step outputs,
+    the last ``keepLastIterations`` of them if given."""
 
     type: Literal["DO_WHILE"]
     steps: Annotated[list[Step], Field(min_length=1)]
     while_: Annotated[str, Field(alias="while", min_length=1, max_length=MAX_SCRIPT_CHARS)]
     while_language: Literal["jsonata", "javascript"] = "jsonata"
     max_iterations: Annotated[int, Field(ge=1, le=MAX_ITERATIONS)]
+    iteration_outputs: bool = False
+    keep_last_iterations: Annotated[int, Field(ge=1, le=MAX_ITERATIONS)] | None = None
 
 
 Step = Annotated[

@@ -79,3 +79,52 @@ def test_an_inline_task_calls_java_list_methods_on_its_input(clients: OrkesClien
     wid = clients.get_workflow_client().start_workflow_by_name(name, {"list": [5, 7, 9]})
     wf = _until_status(clients, wid, "COMPLETED")
     assert [o["result"] for o in _outputs(wf, "GetNumberAtIndex")] == [15, 21, 27]
+
+
+def test_later_tasks_read_a_loop_s_output_as_conductor_keeps_it(clients: OrkesClients) -> None:
+    # As conductor-oss's scheduler/examples/dowhile-workflow.json reads its poll_loop.
+    name = _register(
+        clients,
+        [
+            {
+                "name": "poll_loop",
+                "taskReferenceName": "poll_loop",
+                "type": "DO_WHILE",
+                "inputParameters": {"iteration": "${poll_loop.output.iteration}", "keepLastN": 2},
+                "loopCondition": "if ($.iteration < 3) { true; } else { false; }",
+                "loopOver": [
+                    {
+                        "name": "sample",
+                        "taskReferenceName": "sample",
+                        "type": "INLINE",
+                        "inputParameters": {
+                            "evaluatorType": "javascript",
+                            "k": "${poll_loop.output.iteration}",
+                            "expression": "({at: $.k * 10})",
+                        },
+                    }
+                ],
+            },
+            {
+                "name": "summarize",
+                "taskReferenceName": "summarize",
+                "type": "INLINE",
+                "inputParameters": {
+                    "evaluatorType": "javascript",
+                    "last": "${poll_loop.output.3.sample.result.at}",
+                    "first": "${poll_loop.output.1}",
+                    "total": "${poll_loop.output.iteration}",
+                    "expression": "({last: $.last, first: $.first, total: $.total})",
+                },
+            },
+        ],
+    )
+    wid = clients.get_workflow_client().start_workflow_by_name(name, {})
+    wf = _until_status(clients, wid, "COMPLETED")
+    # keepLastN 2: the first iteration's outputs are gone, as in Conductor.
+    assert _outputs(wf, "summarize")[-1]["result"] == {"last": 30, "first": None, "total": 3}
+    assert _outputs(wf, "poll_loop")[-1] == {
+        "iteration": 3,
+        "2": {"sample": {"result": {"at": 20}}},
+        "3": {"sample": {"result": {"at": 30}}},
+    }

@@ -315,6 +315,36 @@ def test_do_while_repeats_while_its_condition_holds_and_keeps_each_iteration() -
     assert run.open_jobs("after")[0].payload == {"n": 3}
 
 
+@pytest.mark.parametrize(("keep", "kept"), [(None, ["1", "2", "3"]), (2, ["2", "3"]), (1, ["3"])])
+def test_do_while_with_iteration_outputs_ends_with_each_iteration_s_outputs(
+    keep: int | None, kept: list[str]
+) -> None:
+    loop: dict[str, Any] = {
+        "id": "loop",
+        "type": "DO_WHILE",
+        "while": "check.output.more = true",
+        "maxIterations": 5,
+        "iterationOutputs": True,
+        "steps": [task("check")],
+    }
+    if keep is not None:
+        loop["keepLastIterations"] = keep
+    reader = task("after", input={"n": "${loop.output.iteration}", "last": "${loop.output.3}"})
+    run = Run({"name": "l", "steps": [loop, reader]}).start()
+    for k in (1, 2):
+        run.complete("check", {"more": True, "k": k})
+    run.complete("check", {"more": False, "k": 3})
+    output = run.executions("loop")[0].output
+    assert output == {
+        "iteration": 3,
+        **{str(k): {"check": {"more": k < 3, "k": k}} for k in (1, 2, 3) if str(k) in kept},
+    }
+    assert run.open_jobs("after")[0].payload == {
+        "n": 3,
+        "last": {"check": {"more": False, "k": 3}},
+    }
+
+
 def test_do_while_with_a_value_condition_uses_its_truthiness() -> None:
     run = _loop(condition="${check.output.more}")
     run.complete("check", {"more": "yes"})

@@ -300,9 +300,13 @@ type Step struct {
 	IndexAs string `protobuf:"bytes,46,opt,name=index_as,json=indexAs,proto3" json:"index_as,omitempty"`
 	// Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
 	// the instance fails when nothing is left to run (Conductor's permissive; optional wins)
-	Permissive    *bool `protobuf:"varint,47,opt,name=permissive,proto3,oneof" json:"permissive,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Permissive *bool `protobuf:"varint,47,opt,name=permissive,proto3,oneof" json:"permissive,omitempty"`
+	// DO_WHILE: end with Conductor's output ({iteration, "1": {step id: output}, …}), only its last
+	// keep_last_iterations iterations if given (48-54 are taken by newer step types)
+	IterationOutputs   *bool  `protobuf:"varint,55,opt,name=iteration_outputs,json=iterationOutputs,proto3,oneof" json:"iteration_outputs,omitempty"`
+	KeepLastIterations *int32 `protobuf:"varint,56,opt,name=keep_last_iterations,json=keepLastIterations,proto3,oneof" json:"keep_last_iterations,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Step) Reset() {
@@ -662,6 +666,20 @@ func (x *Step) GetPermissive() bool {
 		return *x.Permissive
 	}
 	return false
+}
+
+func (x *Step) GetIterationOutputs() bool {
+	if x != nil && x.IterationOutputs != nil {
+		return *x.IterationOutputs
+	}
+	return false
+}
+
+func (x *Step) GetKeepLastIterations() int32 {
+	if x != nil && x.KeepLastIterations != nil {
+		return *x.KeepLastIterations
+	}
+	return 0
 }
 
 // Start one instance per task of a named queue.
@@ -7177,7 +7195,7 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x19_response_timeout_secondsB\x18\n" +
 	"\x16_concurrent_exec_limitB\x1b\n" +
 	"\x19_rate_limit_per_frequencyB\"\n" +
-	" _rate_limit_frequency_in_seconds\"\x9c\x10\n" +
+	" _rate_limit_frequency_in_seconds\"\xb4\x11\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
@@ -7233,7 +7251,9 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\bindex_as\x18. \x01(\tR\aindexAs\x12#\n" +
 	"\n" +
 	"permissive\x18/ \x01(\bH\fR\n" +
-	"permissive\x88\x01\x01B\x0e\n" +
+	"permissive\x88\x01\x01\x120\n" +
+	"\x11iteration_outputs\x187 \x01(\bH\rR\x10iterationOutputs\x88\x01\x01\x125\n" +
+	"\x14keep_last_iterations\x188 \x01(\x05H\x0eR\x12keepLastIterations\x88\x01\x01B\x0e\n" +
 	"\f_retry_countB\x16\n" +
 	"\x14_retry_delay_secondsB\x1a\n" +
 	"\x18_max_retry_delay_secondsB\x12\n" +
@@ -7247,7 +7267,9 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x0f_max_iterationsB\v\n" +
 	"\t_optionalB\x16\n" +
 	"\x14_start_delay_secondsB\r\n" +
-	"\v_permissive\"\x8b\x02\n" +
+	"\v_permissiveB\x14\n" +
+	"\x12_iteration_outputsB\x17\n" +
+	"\x15_keep_last_iterations\"\x8b\x02\n" +
 	"\fQueueTrigger\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x1d\n" +
 	"\n" +

@@ -66,7 +66,14 @@ def to_step(task: dict[str, Any], path: str) -> dict[str, Any]:
         type="DO_WHILE",
         steps=_own_iteration(tasks(task.get("loopOver") or [], f"{path}.loopOver"), step["id"]),
         maxIterations=DO_WHILE_MAX_ITERATIONS,
+        # Later tasks read the loop's output as Conductor keeps it: ${loop.output.iteration},
+        # ${loop.output.3.<task>.<field>}; keepLastN (a literal integer in its
+        # inputParameters, as Conductor's DoWhile reads it) keeps the last n iterations of it.
+        iterationOutputs=True,
     )
+    keep = params.get("keepLastN")
+    if isinstance(keep, int) and not isinstance(keep, bool) and keep >= 1:
+        step["keepLastIterations"] = min(keep, DO_WHILE_MAX_ITERATIONS)
     given = task.get("loopCondition")
     if given is None or (isinstance(given, str) and not given.strip()):
         # Conductor's DoWhile evaluates an absent or blank loopCondition as false (its

@@ -10,7 +10,11 @@ A JavaScript ``while`` (``whileLanguage`` javascript) reads ``$`` as Conductor's
 does: the loop's ``input`` resolved after the iteration, plus each of its steps' output by id
 (``$.<step id>.<field>``) and ``$.<loop id>``, its output so far (``iteration`` and each iteration's
 step outputs, ``$.<loop id>['1'].<step id>``); the loop goes on while its value is true or a
-number above 0."""
+number above 0.
+
+With ``iterationOutputs`` (set for Conductor's DO_WHILE) the loop ends with that output so far
+instead, trimmed to its last ``keepLastIterations`` iterations: what Conductor's later tasks read
+as ``${loop.output.iteration}`` and ``${loop.output.3.<task>.<field>}``."""
 
 from __future__ import annotations
 
@@ -71,7 +75,10 @@ class DoWhile:
             d.fail_operator(owner, f"step {step.id!r} failed: {said}")
             return
         if not holds:
-            d.complete(owner, joined("iterations", k, d.unref(output)))
+            if step.iteration_outputs:
+                d.complete(owner, _by_iteration(d, step, point, body_scope, k))
+            else:
+                d.complete(owner, joined("iterations", k, d.unref(output)))
             return
         if k >= step.max_iterations:
             d.fail_operator(
@@ -118,6 +125,21 @@ def _javascript_holds(d: Decision, step: DoWhileStep, point: str, body_scope: st
     if isinstance(value, bool):
         return value
     return isinstance(value, int | float) and value > 0
+
+
+def _by_iteration(
+    d: Decision, step: DoWhileStep, point: str, body_scope: str, k: int
+) -> dict[str, Any]:
+    """The output of a loop with ``iterationOutputs``, as Conductor's DO_WHILE task ends:
+    ``iteration`` and, by iteration (``"1"``…), each of its steps' outputs by id; with
+    ``keepLastIterations`` n, only the last n iterations (Conductor's ``keepLastN``)."""
+    so_far = d.resolve(f"${{{step.id}.output}}", point, body_scope)
+    out: dict[str, Any] = dict(so_far) if isinstance(so_far, dict) else {}
+    out["iteration"] = k
+    if step.keep_last_iterations is not None:
+        first_kept = k - step.keep_last_iterations + 1
+        out = {key: v for key, v in out.items() if not key.isdigit() or int(key) >= first_kept}
+    return out
 
 
 def _step_ids(steps: Any) -> list[str]:

@@ -1792,6 +1792,54 @@ private static final long serialVersionUID = 0L;
     return permissive_;
   }
 
+  public static final int ITERATION_OUTPUTS_FIELD_NUMBER = 55;
+  private boolean iterationOutputs_ = false;
+  /**
+   * <pre>
+   * DO_WHILE: end with Conductor's output ({iteration, "1": {step id: output}, …}), only its last
+   * keep_last_iterations iterations if given (48-54 are taken by newer step types)
+   * </pre>
+   *
+   * <code>optional bool iteration_outputs = 55;</code>
+   * @return Whether the iterationOutputs field is set.
+   */
+  @java.lang.Override
+  public boolean hasIterationOutputs() {
+    return ((bitField0_ & 0x00400000) != 0);
+  }
+  /**
+   * <pre>
+   * DO_WHILE: end with Conductor's output ({iteration, "1": {step id: output}, …}), only its last
+   * keep_last_iterations iterations if given (48-54 are taken by newer step types)
+   * </pre>
+   *
+   * <code>optional bool iteration_outputs = 55;</code>
+   * @return The iterationOutputs.
+   */
+  @java.lang.Override
+  public boolean getIterationOutputs() {
+    return iterationOutputs_;
+  }
+
+  public static final int KEEP_LAST_ITERATIONS_FIELD_NUMBER = 56;
+  private int keepLastIterations_ = 0;
+  /**
+   * <code>optional int32 keep_last_iterations = 56;</code>
+   * @return Whether the keepLastIterations field is set.
+   */
+  @java.lang.Override
+  public boolean hasKeepLastIterations() {
+    return ((bitField0_ & 0x00800000) != 0);
+  }
+  /**
+   * <code>optional int32 keep_last_iterations = 56;</code>
+   * @return The keepLastIterations.
+   */
+  @java.lang.Override
+  public int getKeepLastIterations() {
+    return keepLastIterations_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -1946,6 +1994,12 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00200000) != 0)) {
       output.writeBool(47, permissive_);
+    }
+    if (((bitField0_ & 0x00400000) != 0)) {
+      output.writeBool(55, iterationOutputs_);
+    }
+    if (((bitField0_ & 0x00800000) != 0)) {
+      output.writeInt32(56, keepLastIterations_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -2136,6 +2190,14 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(47, permissive_);
     }
+    if (((bitField0_ & 0x00400000) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(55, iterationOutputs_);
+    }
+    if (((bitField0_ & 0x00800000) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(56, keepLastIterations_);
+    }
     return size;
   }
   @java.lang.Override
@@ -2321,6 +2383,16 @@ private static final long serialVersionUID = 0L;
       if (getPermissive()
           != other.getPermissive()) return false;
     }
+    if (hasIterationOutputs() != other.hasIterationOutputs()) return false;
+    if (hasIterationOutputs()) {
+      if (getIterationOutputs()
+          != other.getIterationOutputs()) return false;
+    }
+    if (hasKeepLastIterations() != other.hasKeepLastIterations()) return false;
+    if (hasKeepLastIterations()) {
+      if (getKeepLastIterations()
+          != other.getKeepLastIterations()) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -2478,6 +2550,15 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + PERMISSIVE_FIELD_NUMBER;
       hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
           getPermissive());
+    }
+    if (hasIterationOutputs()) {
+      hash = (37 * hash) + ITERATION_OUTPUTS_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getIterationOutputs());
+    }
+    if (hasKeepLastIterations()) {
+      hash = (37 * hash) + KEEP_LAST_ITERATIONS_FIELD_NUMBER;
+      hash = (53 * hash) + getKeepLastIterations();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -2733,6 +2814,8 @@ private static final long serialVersionUID = 0L;
       definitionDialect_ = "";
       indexAs_ = "";
       permissive_ = false;
+      iterationOutputs_ = false;
+      keepLastIterations_ = 0;
       return this;
     }
 
@@ -2976,6 +3059,14 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField1_ & 0x00004000) != 0)) {
         result.permissive_ = permissive_;
         to_bitField0_ |= 0x00200000;
+      }
+      if (((from_bitField1_ & 0x00008000) != 0)) {
+        result.iterationOutputs_ = iterationOutputs_;
+        to_bitField0_ |= 0x00400000;
+      }
+      if (((from_bitField1_ & 0x00010000) != 0)) {
+        result.keepLastIterations_ = keepLastIterations_;
+        to_bitField0_ |= 0x00800000;
       }
       result.bitField0_ |= to_bitField0_;
     }
@@ -3245,6 +3336,12 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasPermissive()) {
         setPermissive(other.getPermissive());
+      }
+      if (other.hasIterationOutputs()) {
+        setIterationOutputs(other.getIterationOutputs());
+      }
+      if (other.hasKeepLastIterations()) {
+        setKeepLastIterations(other.getKeepLastIterations());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -3547,6 +3644,16 @@ private static final long serialVersionUID = 0L;
               bitField1_ |= 0x00004000;
               break;
             } // case 376
+            case 440: {
+              iterationOutputs_ = input.readBool();
+              bitField1_ |= 0x00008000;
+              break;
+            } // case 440
+            case 448: {
+              keepLastIterations_ = input.readInt32();
+              bitField1_ |= 0x00010000;
+              break;
+            } // case 448
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -8126,6 +8233,106 @@ private static final long serialVersionUID = 0L;
     public Builder clearPermissive() {
       bitField1_ = (bitField1_ & ~0x00004000);
       permissive_ = false;
+      onChanged();
+      return this;
+    }
+
+    private boolean iterationOutputs_ ;
+    /**
+     * <pre>
+     * DO_WHILE: end with Conductor's output ({iteration, "1": {step id: output}, …}), only its last
+     * keep_last_iterations iterations if given (48-54 are taken by newer step types)
+     * </pre>
+     *
+     * <code>optional bool iteration_outputs = 55;</code>
+     * @return Whether the iterationOutputs field is set.
+     */
+    @java.lang.Override
+    public boolean hasIterationOutputs() {
+      return ((bitField1_ & 0x00008000) != 0);
+    }
+    /**
+     * <pre>
+     * DO_WHILE: end with Conductor's output ({iteration, "1": {step id: output}, …}), only its last
+     * keep_last_iterations iterations if given (48-54 are taken by newer step types)
+     * </pre>
+     *
+     * <code>optional bool iteration_outputs = 55;</code>
+     * @return The iterationOutputs.
+     */
+    @java.lang.Override
+    public boolean getIterationOutputs() {
+      return iterationOutputs_;
+    }
+    /**
+     * <pre>
+     * DO_WHILE: end with Conductor's output ({iteration, "1": {step id: output}, …}), only its last
+     * keep_last_iterations iterations if given (48-54 are taken by newer step types)
+     * </pre>
+     *
+     * <code>optional bool iteration_outputs = 55;</code>
+     * @param value The iterationOutputs to set.
+     * @return This builder for chaining.
+     */
+    public Builder setIterationOutputs(boolean value) {
+
+      iterationOutputs_ = value;
+      bitField1_ |= 0x00008000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * DO_WHILE: end with Conductor's output ({iteration, "1": {step id: output}, …}), only its last
+     * keep_last_iterations iterations if given (48-54 are taken by newer step types)
+     * </pre>
+     *
+     * <code>optional bool iteration_outputs = 55;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearIterationOutputs() {
+      bitField1_ = (bitField1_ & ~0x00008000);
+      iterationOutputs_ = false;
+      onChanged();
+      return this;
+    }
+
+    private int keepLastIterations_ ;
+    /**
+     * <code>optional int32 keep_last_iterations = 56;</code>
+     * @return Whether the keepLastIterations field is set.
+     */
+    @java.lang.Override
+    public boolean hasKeepLastIterations() {
+      return ((bitField1_ & 0x00010000) != 0);
+    }
+    /**
+     * <code>optional int32 keep_last_iterations = 56;</code>
+     * @return The keepLastIterations.
+     */
+    @java.lang.Override
+    public int getKeepLastIterations() {
+      return keepLastIterations_;
+    }
+    /**
+     * <code>optional int32 keep_last_iterations = 56;</code>
+     * @param value The keepLastIterations to set.
+     * @return This builder for chaining.
+     */
+    public Builder setKeepLastIterations(int value) {
+
+      keepLastIterations_ = value;
+      bitField1_ |= 0x00010000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>optional int32 keep_last_iterations = 56;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearKeepLastIterations() {
+      bitField1_ = (bitField1_ & ~0x00010000);
+      keepLastIterations_ = 0;
       onChanged();
       return this;
     }

@@ -875,4 +875,36 @@ public interface StepOrBuilder extends
    * @return The permissive.
    */
   boolean getPermissive();
+
+  /**
+   * <pre>
+   * DO_WHILE: end with Conductor's output ({iteration, "1": {step id: output}, …}), only its last
+   * keep_last_iterations iterations if given (48-54 are taken by newer step types)
+   * </pre>
+   *
+   * <code>optional bool iteration_outputs = 55;</code>
+   * @return Whether the iterationOutputs field is set.
+   */
+  boolean hasIterationOutputs();
+  /**
+   * <pre>
+   * DO_WHILE: end with Conductor's output ({iteration, "1": {step id: output}, …}), only its last
+   * keep_last_iterations iterations if given (48-54 are taken by newer step types)
+   * </pre>
+   *
+   * <code>optional bool iteration_outputs = 55;</code>
+   * @return The iterationOutputs.
+   */
+  boolean getIterationOutputs();
+
+  /**
+   * <code>optional int32 keep_last_iterations = 56;</code>
+   * @return Whether the keepLastIterations field is set.
+   */
+  boolean hasKeepLastIterations();
+  /**
+   * <code>optional int32 keep_last_iterations = 56;</code>
+   * @return The keepLastIterations.
+   */
+  int getKeepLastIterations();
 }
