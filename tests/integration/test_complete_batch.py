@@ -188,7 +188,8 @@ def test_a_raced_pass_is_run_again_and_keeps_the_connections_prepared_statements
 
     def write_racing(conn: Any, decisions: Any, **kw: Any) -> None:
         if not raced:
-            victim = decisions[0][0].id
+            # One-step completions come as rows already (engine.one_step), the rest as decisions.
+            victim = decisions[0][0].id if decisions else kw["settled"][0].instance_id
             with psycopg.connect(database_url, autocommit=True) as other:
                 other.execute("UPDATE instance SET version = version + 1 WHERE id = %s", (victim,))
             raced.append(str(victim))

@@ -164,9 +164,18 @@ class BatchOps(JobOps):
                 else:
                     groups.setdefault(row["id"].int, []).append(k)
             decided: list[_Decided] = []
+            settled: list[writer.Settled] = []  # results of the common shape (engine.one_step)
+            settled_at: list[int] = []  # their items
             later: list[int] = []
             for iid in sorted(groups):  # instance-id order: batches lock alike
-                group = [(k, items[k], rows[ids[k].int]) for k in groups[iid]]
+                ks = groups[iid]
+                if len(ks) == 1 and items[ks[0]].failure is None:
+                    one_row = self._settle_one_step(conn, items[ks[0]], rows[ids[ks[0]].int])
+                    if one_row is not None:
+                        settled.append(one_row)
+                        settled_at.append(ks[0])
+                        continue
+                group = [(k, items[k], rows[ids[k].int]) for k in ks]
                 one = self._decide_instance(conn, group, kept, answers, later)
                 if one is not None:
                     decided.append(one)
@@ -175,15 +184,23 @@ class BatchOps(JobOps):
                     conn,
                     [(d.instance, d.changes) for d in decided],
                     outbox=self.settings.outbox,
+                    settled=settled,
                 )
             finally:
                 for d in decided:  # written or raced: their versions moved
                     self.claimed.forget_instance(d.instance.id)
-            self._report_changes(*(d.changes for d in decided))
+                for s in settled:
+                    self.claimed.forget_instance(s.instance_id)
+            ended = Changes()
+            if settled:  # each completed its job and its instance
+                ended.counters.update(JobsCompleted=len(settled), InstancesCompleted=len(settled))
+            self._report_changes(ended, *(d.changes for d in decided))
             for d in decided:
                 self._note_deliveries(d.instance.id, d.changes)
                 for k, item, retry_at in d.applied:
                     answers[k] = _applied(item, retry_at)
+            for k in settled_at:
+                answers[k] = _answer(items[k], "APPLIED", status="COMPLETED")
             return answers, sorted(later)
 
         return self.db.autocommit(run, retry=False)
@@ -199,10 +216,6 @@ class BatchOps(JobOps):
         """One instance's results of the pass, decided in turn on one state; repeats and
         refusals answered in ``answers``, results left for the single path added to ``later``.
         None when nothing is to be written."""
-        if len(group) == 1 and group[0][1].failure is None:
-            settled = self._settle_one_step(conn, *group[0])
-            if settled is not None:
-                return settled
         # The freshest state read or kept for the instance (kept states of several claims may
         # differ; the write's fence refuses any that is out of date).
         base = max((row for _, _, row in group), key=lambda row: int(row["version"]))
@@ -253,23 +266,19 @@ class BatchOps(JobOps):
         return _Decided(decider.instance, decider.changes, applied)
 
     def _settle_one_step(
-        self, conn: Conn, k: int, item: BatchResult, row: dict[str, Any]
-    ) -> _Decided | None:
+        self, conn: Conn, item: BatchResult, row: dict[str, Any]
+    ) -> writer.Settled | None:
         """The instance's one result, when it is of the batch's common shape (it completes the
-        instance's only step, ``engine.one_step``): decided without a decider."""
-        state = writer.state_from_row(row)
-        changes = one_step.settle(
+        instance's only step, ``engine.one_step``): decided without a decider, as its rows."""
+        return one_step.settle(
             self.snapshots.plan(conn, row["snapshot_id"]),
-            state,
             row,
-            writer.job_ref(row),
             worker_id=item.worker_id,
             attempt=item.attempt,
             output=item.output or {},
             offload=self.offload is not None,
             payload_limits=self.settings.payload_limits,
         )
-        return None if changes is None else _Decided(state, changes, [(k, item, None)])
 
     @staticmethod
     def _abandon(

@@ -6,8 +6,9 @@ for it the general decider (``engine.decide``) does the same few things every ti
 job COMPLETED and audits it, completes the step with the output, merges an object output into the
 variables, finds no next step in the root list, and ends the instance COMPLETED with its
 variables as output. Building a decider for that (its state, its work queue, its plan walks) cost
-more client CPU than everything else the batch does for the result. :func:`settle` writes the
-same :class:`~baton.engine.records.Changes` directly, and only when every condition below holds;
+more client CPU than everything else the batch does for the result. :func:`settle` builds the
+rows the writer makes of the decider's changes directly (no state, no
+:class:`~baton.engine.records.Changes`), and only when every condition below holds;
 anything else (a late or refused result, a retry or a failure, a second step, a MAP item or a
 branch, output parameters, permissive steps, a child or a queue-started instance, an output the
 payload bucket would take) returns None and goes to the decider, which stays the one definition
@@ -21,74 +22,97 @@ import json
 from typing import Any
 
 from baton.engine.plan import Plan
-from baton.engine.records import (
-    AuditEvent,
-    Changes,
-    InstanceState,
-    JobRef,
-    StepUpdate,
-    limit_of_kind,
-)
+from baton.engine.records import limit_of_kind
+from baton.engine.writer import Settled
 from baton.payload_ref import is_payload_ref
 from baton.settings import PayloadLimits
-from baton.status import InstanceStatus, JobStatus, StepStatus
 
 
 def settle(
     plan: Plan,
-    state: InstanceState,
     row: dict[str, Any],
-    job: JobRef,
     *,
     worker_id: str,
     attempt: int | None,
     output: Any,
     offload: bool,
     payload_limits: PayloadLimits | None,
-) -> Changes | None:
-    """The decision of ``output`` completing ``job`` of ``state`` (moved on in place, as the
-    decider moves its instance), or None when the result is not of the common shape."""
+) -> Settled | None:
+    """The decision of ``output`` completing the job of ``row`` (a job-with-instance row, as
+    read or kept at the claim), as the rows it writes; None when the result is not of the
+    common shape."""
     if not _holds_current(row, worker_id, attempt):
         return None  # a repeat, a late or a refused result: the verdicts decide it
     if (
-        job.scope != ""
-        or state.status != InstanceStatus.RUNNING
-        or state.parent_instance_id is not None
-        or state.queue_task_id is not None
-        or not _last_root_task(plan, job.step_id)
+        row["status"] != "RUNNING"
+        or row.get("scope")
+        or row.get("parent_instance_id") is not None
+        or row.get("queue_task_id") is not None
+        or not _last_root_task(plan, row["step_id"])
     ):
         return None
-    variables = state.variables
+    variables = row["variables"]
     if isinstance(output, dict) and output and not is_payload_ref(output):
         variables = {**variables, **output}
     if offload and payload_limits is not None:
-        # The decider stores an instance output above its soft limit in the payload bucket.
+        # The decider stores an instance output above its soft limit in the payload bucket
+        # (measured as it measures: json.dumps's ASCII text).
         size = len(json.dumps(variables, separators=(",", ":")))
         if size > limit_of_kind(payload_limits, "WORKFLOW_OUTPUT").soft_bytes:
             return None
-    changes = Changes()
-    changes.completed_jobs.append(job)
-    detail = {"attempt": job.attempt, "workerId": job.worker_id}
-    changes.audit.append(AuditEvent("JOB_COMPLETED", job.id, detail))
-    changes.step_updates[job.step_execution_id] = StepUpdate(
-        job.step_execution_id, StepStatus.COMPLETED, output=output, error="", scope=""
+    iid, jid = row["id"], row["job_id"]
+    job_attempt, holder = row["attempt"], row["worker_id"]
+    # The rows writer._SetRows makes of the decider's changes here: the job COMPLETED (guarded
+    # by what was read) and audited, the step COMPLETED with the output (error '' clears one),
+    # the instance COMPLETED with its variables as output (fenced by its version), audited.
+    return Settled(
+        iid,
+        {
+            "id": iid,
+            "status": "COMPLETED",
+            "variables": variables,
+            "output": dict(variables),
+            "reason": None,
+            "expected": row["version"],
+            "clear_timeout": False,
+            "reset_timeout": None,
+            "added_steps": 0,
+        },
+        {
+            "id": jid,
+            "g_status": row["job_status"],
+            "g_worker": holder,
+            "g_attempt": job_attempt,
+            "status": "COMPLETED",
+        },
+        {
+            "id": row["step_execution_id"],
+            "status": "COMPLETED",
+            "output": output,
+            "error": "",
+            "attempt": None,
+            "state": None,
+            "child_instance_id": None,
+            "wake_at": None,
+            "set_wake": False,
+        },
+        (
+            {
+                "job_id": jid,
+                "event": "JOB_COMPLETED",
+                "detail": {"attempt": job_attempt, "workerId": holder},
+                "instance_id": iid,
+            },
+            {"job_id": None, "event": "INSTANCE_COMPLETED", "detail": None, "instance_id": iid},
+        ),
     )
-    changes.instance_changed = True
-    state.variables = variables
-    state.output = dict(variables)
-    state.status = InstanceStatus.COMPLETED
-    state.reason = None
-    changes.audit.append(AuditEvent("INSTANCE_COMPLETED", None, None))
-    changes.counters["JobsCompleted"] = 1
-    changes.counters["InstancesCompleted"] = 1
-    return changes
 
 
 def _holds_current(row: dict[str, Any], worker_id: str, attempt: int | None) -> bool:
     """The result of the attempt in flight, by the worker holding its lease: the verdict that
     applies it as it is (``verdicts.completion_verdict``'s "apply")."""
     return bool(
-        row["job_status"] == JobStatus.LOCKED
+        row["job_status"] == "LOCKED"
         and row["worker_id"] == worker_id
         and (attempt is None or attempt == row["attempt"])
     )

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import operator
 import re
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +53,21 @@ class Piece:
     params: dict[str, Any]
     expect: int | None = None
     name: str | None = None
+
+
+@dataclass(slots=True)
+class Settled:
+    """A decision made without a decider (``engine.one_step``), as the rows of
+    ``batch_sql.WRITE_DECISIONS`` it writes: the instance update (with the version it was read
+    at), the ended job (with its guard), the step update and the audit rows. They are exactly
+    the rows :class:`_SetRows` makes of the decider's :class:`Changes` for the same decision
+    (``tests/integration/test_one_step_batch.py`` compares what both leave)."""
+
+    instance_id: uuid.UUID
+    instance: dict[str, Any]
+    ended_job: dict[str, Any]
+    step_update: dict[str, Any]
+    audit: tuple[dict[str, Any], ...]
 
 
 def state_from_row(row: dict[str, Any]) -> InstanceState:
@@ -127,13 +143,18 @@ def write_optimistic(
 
 
 def write_many(
-    conn: Conn, decisions: list[tuple[InstanceState, Changes]], *, outbox: bool = False
+    conn: Conn,
+    decisions: list[tuple[InstanceState, Changes]],
+    *,
+    outbox: bool = False,
+    settled: Sequence[Settled] = (),
 ) -> None:
     """Write several decisions made on unlocked reads in one transaction, on an autocommit
     connection, all in one pipeline (one round trip, one commit): the decisions' instances
     locked in id order; one set-based statement for every decision that needs only the common
-    writes (``batch_sql.WRITE_DECISIONS``), one chained statement for each of the others. A
-    refused fence (StaleVersion) or any error rolls back all of them.
+    writes (``batch_sql.WRITE_DECISIONS``, with the ``settled`` ones, already in its rows), one
+    chained statement for each of the others. A refused fence (StaleVersion) or any error
+    rolls back all of them.
 
     The transaction is the pipeline's implicit one (PostgreSQL runs the statements up to a Sync
     as one transaction, committed at the Sync, or rolled back there at the first error), not a
@@ -141,9 +162,11 @@ def write_many(
     whose ROLLBACK makes psycopg forget every prepared statement of the connection (it deallocates
     them all at any ROLLBACK), so that each hot statement was parsed and planned afresh for its
     next five runs after every raced batch; and it logged a warning at each."""
-    if not decisions:
+    if not decisions and not settled:
         return
     common = _SetRows()
+    for one in settled:
+        common.add_settled(one)
     alone: list[tuple[bytes, dict[str, Any]]] = []
     for inst, changes in decisions:
         if _common_writes_only(inst, changes):
@@ -154,8 +177,10 @@ def write_many(
     assert conn.autocommit, "write_many runs in its pipeline's implicit transaction"
     with conn.pipeline():
         cur = conn.cursor()
-        if len(decisions) > 1:
-            ids = sorted((inst.id for inst, _ in decisions), key=_int)
+        if len(decisions) + len(settled) > 1:
+            ids = [inst.id for inst, _ in decisions]
+            ids.extend(one.instance_id for one in settled)
+            ids.sort(key=_int)
             cur.execute(batch_sql.LOCK_INSTANCES, {"ids": ids})
         if common.count:
             cur.execute(batch_sql.WRITE_DECISIONS, common.params())
@@ -219,6 +244,13 @@ class _SetRows:
             self.audit.append(
                 {"job_id": a.job_id, "event": a.event, "detail": a.detail, "instance_id": iid}
             )
+
+    def add_settled(self, one: Settled) -> None:
+        self.count += 1
+        self.instances.append(one.instance)
+        self.ended_jobs.append(one.ended_job)
+        self.step_updates.append(one.step_update)
+        self.audit.extend(one.audit)
 
     def params(self) -> dict[str, Any]:
         return {
