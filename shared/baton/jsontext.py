@@ -57,6 +57,31 @@ def dumps_sorted_line(value: Any) -> bytes:
         return text.encode() + b"\n"
 
 
+# What json.dumps (ASCII, ``\\uXXXX`` escapes) may write for one byte of orjson's UTF-8: six
+# characters for DEL (which orjson leaves as it is), at most three per byte of any other
+# character; numbers and the rest alike or a character longer ("1e+16" for "1e16").
+_ASCII_GROWTH = 6
+# Python types orjson writes and json.dumps refuses: left to json.dumps (its TypeError).
+_AS_JSON_DOES = (
+    orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+
+
+def surely_within(value: Any, limit: int) -> bool:
+    """Would ``json.dumps(value, separators=(",", ":"), allow_nan=False)`` certainly succeed
+    with at most ``limit`` characters? Answered by orjson (several times faster) when its text
+    alone says so: short enough that no escaping could take it past ``limit``, and without a
+    ``null`` (where orjson writes NaN and the infinities, which json.dumps refuses). False
+    means "measure it with json.dumps"."""
+    try:
+        text = orjson.dumps(value, option=_AS_JSON_DOES)
+    except TypeError:
+        return False
+    return len(text) * _ASCII_GROWTH <= limit and b"null" not in text
+
+
 def dumps_with(default: Callable[[Any], Any]) -> Callable[[Any], bytes]:
     """``dumps`` that turns what JSON has no type for through ``default`` (as ``json``'s own
     ``default=``); orjson writes UUIDs and datetimes natively, in the same ISO forms."""

@@ -68,3 +68,44 @@ json_values = st.recursive(
 def test_any_json_value_round_trips_as_json_would(value: object) -> None:
     text = jsontext.dumps(value)
     assert jsontext.loads(text) == json.loads(json.dumps(value))
+
+
+any_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()  # NaN and the infinities too
+    | st.text(alphabet=st.characters(blacklist_categories=("Cs",))),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.text(max_size=8) | st.integers(), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(any_values, st.integers(min_value=0, max_value=400))
+def test_surely_within_never_passes_what_json_dumps_would_refuse(value: object, limit: int) -> None:
+    if jsontext.surely_within(value, limit):
+        assert len(json.dumps(value, separators=(",", ":"), allow_nan=False)) <= limit
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"x": float("nan")},
+        [float("inf")],
+        {"x": "\x7f" * 10},  # orjson: 10 bytes; json.dumps: 60 characters
+        {"x": "é" * 10},
+        {1: "a non-string key"},
+        {"x": BIG},
+        {"x": datetime(2026, 1, 1, tzinfo=UTC)},  # json.dumps refuses it: so must the check
+    ],
+)
+def test_surely_within_leaves_to_json_dumps_what_it_cannot_tell(value: object) -> None:
+    size = len(jsontext.dumps(value))
+    assert not jsontext.surely_within(value, size * 5)
+
+
+def test_surely_within_passes_a_small_plain_value() -> None:
+    assert jsontext.surely_within({"ok": True, "n": [1, 2.5, "text"]}, 1000)

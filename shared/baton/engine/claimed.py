@@ -110,7 +110,9 @@ class ClaimedStates:
         elapsed = time.monotonic() - at
         if elapsed >= row["lease_seconds"] - LEASE_MARGIN_SECONDS:
             return None
-        return {**row, "now": row["now"] + timedelta(seconds=elapsed)}
+        # Taken out of the cache above, so the row is the caller's alone: moved on in place.
+        row["now"] += timedelta(seconds=elapsed)
+        return row
 
     def forget_instance(self, instance_id: uuid.UUID) -> None:
         """A decision changed the instance: its jobs' kept states are out of date."""
