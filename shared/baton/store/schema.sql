@@ -241,20 +241,25 @@ CREATE TRIGGER job_notify_unlocked AFTER UPDATE ON job
           AND NEW.run_at <= now())
     EXECUTE FUNCTION baton_job_notify_unlocked();
 
--- Waits on an instance (Conductor's synchronous execution; migration 0019): a request waiting for
--- an instance keeps a job_waiter row 'instance/<id>' ('/' is in no job type), and each write of
--- that instance's row notifies it as it commits. Nobody waiting: a primary-key probe per update.
+-- Waits on an instance (Conductor's synchronous execution; migrations 0019, 0021): a request
+-- waiting for an instance keeps a job_waiter row 'instance/<id>' ('/' is in no job type), and
+-- each write of that instance's row notifies it as it commits. Once per UPDATE statement (a
+-- batch completion updates its instances in one), over the statement's updated rows; nobody
+-- waiting: one probe of job_waiter per statement.
 CREATE FUNCTION baton_instance_notify() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM pg_notify('baton_job', w.job_type)
        FROM job_waiter w
-      WHERE w.job_type = 'instance/' || NEW.id::text AND w.expires_at > now();
+      WHERE w.job_type LIKE 'instance/%' AND w.expires_at > now()
+        AND EXISTS (SELECT 1 FROM updated_instances i
+                     WHERE w.job_type = 'instance/' || i.id::text);
     RETURN NULL;
 END
 $$;
 CREATE TRIGGER instance_notify AFTER UPDATE ON instance
-    FOR EACH ROW EXECUTE FUNCTION baton_instance_notify();
+    REFERENCING NEW TABLE AS updated_instances
+    FOR EACH STATEMENT EXECUTE FUNCTION baton_instance_notify();
 
 -- One row per job type with a concurrency or rate limit (kept in step with its task definition).
 -- A limited claim locks the row, which serializes the claims of that type, and counts the
