@@ -12,9 +12,10 @@ the instance updates are fenced row by row by the ``instance_fence`` trigger. Ea
 finds its rows through the primary key (``id = ANY(ARRAY(…))``): joined to a function's rows
 alone, whose count the planner cannot know, it would hash-join a scan of the whole table. The
 chain of ``(SELECT … FROM previous)`` conditions orders the writes as everywhere else:
-instances, then jobs, then steps. The caller locks the batch's instances first, in id order
-(``LOCK_INSTANCES``), so two batches sharing instances cannot deadlock however each statement
-visits its rows.
+instances, then jobs, then steps. The batch's instances are locked first, in id order, so two
+batches sharing instances cannot deadlock however each statement visits its rows: by the
+statement's own ``locked`` CTE when it is the batch's only statement (the common case: one
+statement, no pipeline), else by ``LOCK_INSTANCES`` before it.
 """
 
 from __future__ import annotations
@@ -24,10 +25,19 @@ SELECT id FROM instance WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR NO KEY U
 """
 
 WRITE_DECISIONS = """
-WITH instance_rows AS MATERIALIZED (
+WITH locked AS MATERIALIZED (
+    -- ``lock``: the instances to lock in id order before anything is written, when this
+    -- statement is the batch's only one (else LOCK_INSTANCES did, and this is '[]'). Evaluated
+    -- first: instance_rows, which every write reads first, waits for it.
+    SELECT id FROM instance
+     WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text(%(lock)s::jsonb)::uuid))
+     ORDER BY id
+       FOR NO KEY UPDATE
+), instance_rows AS MATERIALIZED (
     SELECT * FROM jsonb_to_recordset(%(instances)s::jsonb)
         AS t(id uuid, status text, variables jsonb, output jsonb, reason text, expected bigint,
              added_steps int, clear_timeout boolean, reset_timeout int)
+     WHERE (SELECT count(*) FROM locked) >= 0
 ), ended_rows AS MATERIALIZED (
     SELECT * FROM jsonb_to_recordset(%(ended_jobs)s::jsonb)
         AS t(id uuid, status text, g_status text, g_worker text, g_attempt int)
