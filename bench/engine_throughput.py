@@ -58,7 +58,7 @@ from baton.engine.batch_ops import BatchResult
 from support import BenchError
 from support.cpu import postmaster_pid
 from support.fleet import Member, PhaseResult, fleet
-from support.library import connect, open_engine, sql_modules
+from support.library import connect, open_engine, raw_sql_text, sql_modules
 from support.postgres import fresh_database, postgres_server, server_summary, settle
 from support.reporting import fmt_num, log, rate, table
 from support.wire import WIRE, count_round_trips, sql_labeler, wire_table
@@ -210,10 +210,14 @@ def _labeler(*batches: int) -> Callable[[object], str]:
     (``job_sql.claim_sql``), by its constant's name for each of ``batches``."""
     jobs_sql = sql_modules()["jobs"]
     claims = {
-        jobs_sql.claim_sql(b, with_state=kept): "job_sql.CLAIM" + ("_WITH_STATE" if kept else "")
+        text(jobs_sql.claim_sql(b, with_state=kept)): "job_sql.CLAIM"
+        + ("_WITH_STATE" if kept else "")
         for b in batches
         for kept in (False, True)
+        for text in (str, raw_sql_text)  # as written, and as sent ($n)
     }
+    write = sql_modules()["batches"].WRITE_DECISIONS
+    claims[raw_sql_text(write)] = "batch_sql.WRITE_DECISIONS"
     return sql_labeler(
         *sql_modules().values(),
         extra={

@@ -104,14 +104,23 @@ def embedded_postgres(data_dir: Path) -> EmbeddedPostgres:
 
 def sql_modules() -> dict[str, ModuleType]:
     """The store's SQL modules by aggregate: their upper-case constants are statement texts."""
-    from baton.store import definition_sql, instance_sql, job_sql, queue_sql
+    from baton.store import batch_sql, definition_sql, instance_sql, job_sql, queue_sql
 
     return {
         "jobs": job_sql,
         "instances": instance_sql,
         "definitions": definition_sql,
         "queues": queue_sql,
+        "batches": batch_sql,
     }
+
+
+def raw_sql_text(sql: str) -> str:
+    """The text the store sends for ``sql`` when it sends it in ``$n`` form
+    (``baton.store.raw_sql``: the claim and the batch write), to name it on the wire."""
+    from baton.store.raw_sql import RawStatement
+
+    return RawStatement(sql).query.decode()
 
 
 def dev_server_command(port: int, data_dir: str) -> list[str]:

@@ -13,6 +13,7 @@ import functools
 from typing import Any
 
 from baton.store.db import Conn
+from baton.store.raw_sql import RawStatement
 
 _CLAIM_FIND = """
 WITH types AS (
@@ -403,7 +404,13 @@ def claim(
     }
     if with_state:
         params["state_max_bytes"] = CLAIMED_STATE_MAX_BYTES
-    return conn.execute(claim_sql(max_jobs, with_state=with_state), params).fetchall()
+    return _raw_claim(max_jobs, with_state).execute(conn, params).fetchall()
+
+
+@functools.lru_cache(maxsize=128)
+def _raw_claim(max_jobs: int, with_state: bool) -> RawStatement:
+    """``claim_sql`` converted once (longer than psycopg caches its conversions for)."""
+    return RawStatement(claim_sql(max_jobs, with_state=with_state))
 
 
 # Largest batch a claim's text is written for (the engine caps a poll far below it).

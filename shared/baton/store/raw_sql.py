@@ -1,0 +1,47 @@
+"""Hot statements sent in PostgreSQL's own ``$n`` form, converted once.
+
+psycopg turns a query's ``%(name)s`` placeholders into ``$n`` at every execute, and caches the
+conversion only for texts of up to 4,096 bytes; the claim (with its state) and the batch write
+are longer, so each of their executions ran psycopg's placeholder scan over the whole text again
+(a regular expression over 5-7 kB and the parts it finds, on every poll and every batch). A
+:class:`RawStatement` is converted here once and executed through psycopg's ``RawCursor``, which
+sends the text as it is, with the parameters in order: the same statement for the server (same
+text every time, prepared as psycopg prepares any other), none of the per-execute work.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import psycopg
+
+from baton.store.db import Conn
+
+_PARAM = re.compile(r"%\((\w+)\)s")
+
+
+class RawStatement:
+    """A statement written with ``%(name)s`` placeholders, sent as ``$n``."""
+
+    __slots__ = ("names", "query")
+
+    def __init__(self, sql: str) -> None:
+        names: list[str] = []
+
+        def number(m: re.Match[str]) -> str:
+            if m.group(1) not in names:
+                names.append(m.group(1))
+            return f"${names.index(m.group(1)) + 1}"
+
+        text = _PARAM.sub(number, sql)
+        if "%" in text:
+            raise ValueError("a raw statement takes only %(name)s placeholders (no other %)")
+        self.query = text.encode()
+        self.names = tuple(names)
+
+    def execute(self, conn: Conn, params: Mapping[str, Any]) -> psycopg.Cursor[dict[str, Any]]:
+        """Execute with ``params`` (by name) on ``conn``; the cursor, to fetch from."""
+        cur: psycopg.Cursor[dict[str, Any]] = psycopg.RawCursor(conn)
+        return cur.execute(self.query, [params[n] for n in self.names])
