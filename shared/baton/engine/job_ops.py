@@ -65,7 +65,7 @@ class JobOps(EngineCore):
         else:
             rows = claim()
         self._report_claims(rows)  # once per poll, however many times a long-poll claimed
-        return [views.claimed_job(r) for r in rows]
+        return views.claimed_jobs(rows)
 
     def stop_worker(self, worker_id: str) -> dict[str, Any]:
         """The worker's stop signal: a long-poll of ``worker_id`` waiting now claims nothing more

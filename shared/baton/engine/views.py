@@ -108,7 +108,9 @@ def instance(row: dict[str, Any], steps: list[dict[str, Any]] | None = None) -> 
     return out
 
 
-def claimed_job(row: dict[str, Any]) -> dict[str, Any]:
+def claimed_job(row: dict[str, Any], lock_expires_at: str | None = None) -> dict[str, Any]:
+    """A claimed job as the poll answers it (``lock_expires_at``: its lease's end, formatted
+    already)."""
     return {
         "id": str(row["id"]),
         "instanceId": str(row["instance_id"]),
@@ -117,9 +119,23 @@ def claimed_job(row: dict[str, Any]) -> dict[str, Any]:
         "jobType": row["job_type"],
         "attempt": row["attempt"],
         "retriesRemaining": row["retries_remaining"],
-        "lockExpiresAt": ts(row["lock_expires_at"]),
+        "lockExpiresAt": lock_expires_at or ts(row["lock_expires_at"]),
         "input": row["payload"],
     }
+
+
+def claimed_jobs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A claim's jobs as the poll answers them. Their leases mostly end at one time (the claim's
+    ``now()`` plus the type's lease), formatted once."""
+    out: list[dict[str, Any]] = []
+    last: Any = None
+    text: str | None = None
+    for row in rows:
+        at = row["lock_expires_at"]
+        if at != last:
+            last, text = at, ts(at)
+        out.append(claimed_job(row, text))
+    return out
 
 
 # What a history event says, for the events whose detail is not a message already.
