@@ -82,7 +82,7 @@ def _scripted(prefix: str) -> dict[str, Any]:
             "total": "${total.output.result.total}",
             "first": "${names.output.result}",
             "names": "${names.output.resultList}",
-            "iterations": "${rounds.output.iterations}",
+            "iterations": "${rounds.output.iteration}",  # Conductor's spelling
         },
     }
 
