@@ -4,7 +4,7 @@ registration and executed without any graph search.
 
 Work steps: SERVICE_TASK (a job for workers), USER_TASK and SIGNAL (completed through the API),
 TIMER (a durable wait), SUB_WORKFLOW (a child instance). Operators evaluated by the engine itself:
-SWITCH, PARALLEL, MAP, DO_WHILE, SET_VARIABLE, TERMINATE, and SCRIPT (JavaScript) and JQ (a jq
+SWITCH, PARALLEL, MAP, DO_WHILE, SET_VARIABLE, TERMINATE, NOOP, and SCRIPT (JavaScript) and JQ (a jq
 filter), run in the engine's script sandbox (``baton.scripting``). HTTP: a call the engine makes
 outside the decision, as a job of a reserved type (``baton:http``) its system-tasks function runs.
 """
@@ -122,12 +122,19 @@ class SetVariableStep(StepBase):
 
 class TerminateStep(StepBase):
     """Ends the instance now with ``status``, a ``reason`` and an ``output``; open work in other
-    branches is cancelled."""
+    branches (and children) is cancelled. CANCELLED ends it as cancelling it through the API
+    does (Conductor's TERMINATED)."""
 
     type: Literal["TERMINATE"]
-    status: Literal["COMPLETED", "FAILED"]
+    status: Literal["COMPLETED", "FAILED", "CANCELLED"]
     reason: str | None = None
     output: Any = None
+
+
+class NoopStep(StepBase):
+    """Does nothing: completes at once with an empty output (Conductor's NOOP)."""
+
+    type: Literal["NOOP"]
 
 
 class ScriptStep(StepBase):
@@ -261,6 +268,7 @@ Step = Annotated[
     | SubWorkflowStep
     | SetVariableStep
     | TerminateStep
+    | NoopStep
     | ScriptStep
     | JqStep
     | HttpStep
@@ -278,6 +286,7 @@ STEP_TYPES = (
     "SUB_WORKFLOW",
     "SET_VARIABLE",
     "TERMINATE",
+    "NOOP",
     "SCRIPT",
     "JQ",
     "HTTP",
@@ -298,6 +307,7 @@ __all__ = [
     "HttpStep",
     "JqStep",
     "MapStep",
+    "NoopStep",
     "ParallelStep",
     "RetryLogic",
     "ScriptStep",

@@ -654,7 +654,6 @@ UNSUPPORTED = [
     "DYNAMIC",
     "START_WORKFLOW",
     "EXCLUSIVE_JOIN",
-    "NOOP",
 ]
 
 
@@ -776,7 +775,7 @@ def test_a_switch_expression_and_a_loop_condition_run_as_written_template_litera
                 "name": "t",
                 "taskReferenceName": "t",
                 "type": "TERMINATE",
-                "inputParameters": {"terminationStatus": "TERMINATED"},
+                "inputParameters": {"terminationStatus": "PAUSED"},
             },
             "terminationStatus",
         ),

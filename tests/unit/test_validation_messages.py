@@ -17,6 +17,7 @@ from baton.definitions import (
 )
 from baton.errors import Problem, ValidationFailed
 from baton.expressions import unclosed
+from baton.steps import STEP_TYPES
 from baton.validation import problems
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -189,16 +190,14 @@ CASES: list[tuple[str, type[BaseModel], Any, str, str]] = [
         WorkflowDefinition,
         {"name": "x", "steps": [{"id": "s", "type": "SERVICE"}]},
         "steps[0].type",
-        "type must be one of SERVICE_TASK, USER_TASK, SIGNAL, TIMER, SUB_WORKFLOW, SET_VARIABLE, "
-        'TERMINATE, SCRIPT, JQ, HTTP, SWITCH, PARALLEL, MAP, DO_WHILE, not "SERVICE"',
+        f'type must be one of {", ".join(STEP_TYPES)}, not "SERVICE"',
     ),
     (
         "union_tag_not_found",
         WorkflowDefinition,
         {"name": "x", "steps": [{"id": "s"}]},
         "steps[0].type",
-        "type is required: one of SERVICE_TASK, USER_TASK, SIGNAL, TIMER, SUB_WORKFLOW, "
-        "SET_VARIABLE, TERMINATE, SCRIPT, JQ, HTTP, SWITCH, PARALLEL, MAP, DO_WHILE",
+        f"type is required: one of {', '.join(STEP_TYPES)}",
     ),
 ]
 

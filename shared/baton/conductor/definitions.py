@@ -28,8 +28,9 @@ naming the task; nothing is silently dropped.
 | SUB_WORKFLOW                | SUB_WORKFLOW                                               |
 | WAIT duration/until         | TIMER; WAIT without either: SIGNAL                         |
 | HUMAN                       | USER_TASK                                                  |
-| TERMINATE                   | TERMINATE                                                  |
+| TERMINATE                   | TERMINATE (``terminationStatus`` TERMINATED: CANCELLED)    |
 | SET_VARIABLE                | SET_VARIABLE                                               |
+| NOOP                        | NOOP                                                       |
 +-----------------------------+------------------------------------------------------------+
 """
 

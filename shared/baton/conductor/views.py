@@ -60,6 +60,7 @@ TASK_TYPE = {
     "USER_TASK": "HUMAN",
     "SET_VARIABLE": "SET_VARIABLE",
     "TERMINATE": "TERMINATE",
+    "NOOP": "NOOP",
     "SCRIPT": "INLINE",
     "JQ": "JSON_JQ_TRANSFORM",
     "HTTP": "HTTP",

@@ -12,6 +12,7 @@ from typing import Any
 
 from baton.conductor import js
 from baton.conductor.errors import Untranslatable
+from baton.conductor.tasks.refused import unsupported
 from baton.errors import Problem
 from baton.model import STEP_ID_PATTERN
 from baton.steps import list_literal
@@ -271,11 +272,7 @@ def tasks(items: Any, where: str) -> list[dict[str, Any]]:
             continue
         handler = HANDLERS.get(kind)
         if handler is None:
-            supported = ", ".join([*HANDLERS, *FORKS, "JOIN"])
-            raise fail(
-                label(task, path),
-                f"task type {kind} cannot be translated to Baton (supported: {supported})",
-            )
+            raise fail(label(task, path), unsupported(kind, [*HANDLERS, *FORKS, "JOIN"]))
         steps.append(handler(task, path))
         i += 1
     return steps

@@ -60,6 +60,7 @@ common.HANDLERS.update(
         "HUMAN": wait.human,
         "TERMINATE": terminate.to_step,
         "SET_VARIABLE": terminate.set_variable,
+        "NOOP": terminate.noop,
     }
 )
 common.FORKS.update(
@@ -81,6 +82,7 @@ common.BACK.update(
         "USER_TASK": wait.back_human,
         "TERMINATE": terminate.back_terminate,
         "SET_VARIABLE": terminate.back_set_variable,
+        "NOOP": terminate.back_noop,
         "SCRIPT": scripts.back_script,
         "JQ": scripts.back_jq,
         "HTTP": _back_http,

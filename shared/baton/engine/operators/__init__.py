@@ -26,6 +26,7 @@ OPERATORS: dict[str, Operator] = {
     "TIMER": work.Timer(),
     "SET_VARIABLE": work.SetVariable(),
     "TERMINATE": work.Terminate(),
+    "NOOP": work.Noop(),
     "SCRIPT": script.Script(),
     "JQ": script.Jq(),
     "HTTP": http.Http(),

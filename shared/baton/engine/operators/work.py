@@ -1,5 +1,5 @@
 """Steps without nested lists: SERVICE_TASK (a job for workers), USER_TASK and SIGNAL (completed
-through the API), TIMER (a durable wait), SET_VARIABLE and TERMINATE (done at once)."""
+through the API), TIMER (a durable wait), SET_VARIABLE, TERMINATE and NOOP (done at once)."""
 
 from __future__ import annotations
 
@@ -190,6 +190,23 @@ class SetVariable(Leaf):
         d.instance.variables = {**d.instance.variables, **values}
         new = d.add_step(step, StepStatus.IN_PROGRESS, values, scope)
         d.complete(d.execution(new.id), values)
+
+
+class Noop(Leaf):
+    """NOOP: completes at once; its input is resolved and kept (as Conductor shows it), its
+    output is empty."""
+
+    def schedule(self, d: Decision, step: Step, scope: str) -> None:
+        try:
+            step_input = d.stored(d.resolve_input(step, scope), "STEP_INPUT")
+        except OverLimit as big:
+            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), f"its input {big}")
+            return
+        except InputNotObject as e:
+            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), str(e))
+            return
+        new = d.add_step(step, StepStatus.IN_PROGRESS, step_input, scope)
+        d.complete(d.execution(new.id), {})
 
 
 class Terminate(Leaf):
