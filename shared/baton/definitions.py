@@ -320,6 +320,23 @@ def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
         yield from _timer_problems(path, step)
     elif kind == "SUB_WORKFLOW":
         yield from _sub_workflow_problems(path, step)
+    elif kind == "START_WORKFLOW":
+        yield from _start_request_problems(f"{path}.request", step.get("request"))
+
+
+def _start_request_problems(path: str, request: Any) -> Iterator[Problem]:
+    """A START_WORKFLOW's request given as an object names its definition (a ``${…}`` anywhere
+    in it is resolved when the step starts)."""
+    if not isinstance(request, dict):
+        return
+    name = request.get("name", request.get("definitionName"))
+    if "name" in request and "definitionName" in request:
+        yield Problem(path, "give the definition's name once: name or definitionName")
+    elif not isinstance(name, str) or not name:
+        yield Problem(path, "a request names the definition to start: name (or definitionName)")
+    given = request.get("input")
+    if given is not None and not isinstance(given, dict | str):
+        yield Problem(f"{path}.input", "input is an object, or one ${…} expression giving one")
 
 
 # Fields each step type evaluates as expressions when it starts (besides ``input``).
@@ -331,6 +348,7 @@ _EVALUATED_AT_STEP: dict[Any, tuple[str, ...]] = {
     "SET_VARIABLE": ("variables",),
     "TERMINATE": ("reason", "output"),
     "HTTP": ("request",),
+    "START_WORKFLOW": ("request",),
     "SUB_WORKFLOW": ("definitionName", "definitionVersion", "definition"),
 }
 # Job types the engine's system tasks claim (HTTP steps' ``baton:http``): no SERVICE_TASK's.

@@ -3,7 +3,8 @@ lists (branches, cases, a loop body), so a definition is a tree that is validate
 registration and executed without any graph search.
 
 Work steps: SERVICE_TASK (a job for workers), USER_TASK and SIGNAL (completed through the API),
-TIMER (a durable wait), SUB_WORKFLOW (a child instance). Operators evaluated by the engine itself:
+TIMER (a durable wait), SUB_WORKFLOW (a child instance), START_WORKFLOW (another instance, not
+waited for). Operators evaluated by the engine itself:
 SWITCH, PARALLEL, MAP, DO_WHILE, SET_VARIABLE, TERMINATE, NOOP, and SCRIPT (JavaScript) and JQ (a jq
 filter), run in the engine's script sandbox (``baton.scripting``). HTTP: a call the engine makes
 outside the decision, as a job of a reserved type (``baton:http``) its system-tasks function runs.
@@ -111,6 +112,20 @@ class SubWorkflowStep(StepBase):
     )
     definition_dialect: Literal["baton", "conductor"] = "baton"
     retry_count: Annotated[int, Field(ge=0, le=100)] = 0
+
+
+class StartWorkflowStep(StepBase):
+    """Starts another instance and goes on at once, without waiting for it (Conductor's
+    START_WORKFLOW). ``request`` (an object, or one ``${…}`` expression giving one) is resolved
+    when the step starts: ``name`` (or ``definitionName``) of a stored definition, ``version``
+    (its latest without one), ``input`` (an object) and ``correlationId`` (this instance's
+    without one); other keys (Conductor's ``taskToDomain``, ``priority``, ``idempotencyKey``…)
+    are ignored. Output ``{"workflowId", "instanceId"}`` (the same id). The started instance has
+    no parent: cancelling this one leaves it running. A request naming no definition Baton has
+    fails the step with the reason."""
+
+    type: Literal["START_WORKFLOW"]
+    request: dict[str, Any] | Annotated[str, Field(pattern=WHOLE_EXPRESSION_PATTERN)]
 
 
 class SetVariableStep(StepBase):
@@ -267,6 +282,7 @@ Step = Annotated[
     | TimerStep
     | SubWorkflowStep
     | SetVariableStep
+    | StartWorkflowStep
     | TerminateStep
     | NoopStep
     | ScriptStep
@@ -285,6 +301,7 @@ STEP_TYPES = (
     "TIMER",
     "SUB_WORKFLOW",
     "SET_VARIABLE",
+    "START_WORKFLOW",
     "TERMINATE",
     "NOOP",
     "SCRIPT",
@@ -315,6 +332,7 @@ __all__ = [
     "ServiceTaskStep",
     "SetVariableStep",
     "SignalStep",
+    "StartWorkflowStep",
     "Step",
     "StepBase",
     "SubWorkflowStep",

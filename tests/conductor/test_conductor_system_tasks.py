@@ -82,3 +82,53 @@ def test_a_noop_completes_and_a_terminate_terminated_ends_the_workflow_terminate
     assert refs["nothing"].input_data == {"seen": "ann"}
     assert refs["nothing"].output_data == {}
     assert refs["stop"].task_type == "TERMINATE" and refs["stop"].status == "COMPLETED"
+
+
+def test_start_workflow_starts_another_workflow_and_completes_with_its_id(
+    clients: OrkesClients, prefix: str, workers: subprocess.Popen[bytes]
+) -> None:
+    _register(
+        clients,
+        {
+            "name": f"{prefix}_started",
+            "version": 1,
+            "tasks": [
+                {
+                    "name": f"{prefix}_greet",
+                    "taskReferenceName": "greet",
+                    "type": "SIMPLE",
+                    "inputParameters": {"name": "${workflow.input.who}"},
+                }
+            ],
+            "outputParameters": {"greeting": "${greet.output.greeting}"},
+        },
+    )
+    # As Conductor's test harness writes it: the whole request from the workflow's input.
+    _register(
+        clients,
+        {
+            "name": f"{prefix}_starter",
+            "version": 1,
+            "tasks": [
+                {
+                    "name": "start_workflow",
+                    "taskReferenceName": "st",
+                    "inputParameters": {"startWorkflow": "${workflow.input.startWorkflow}"},
+                    "type": "START_WORKFLOW",
+                }
+            ],
+            "outputParameters": {"started": "${st.output.workflowId}"},
+        },
+    )
+    request = {"name": f"{prefix}_started", "version": 1, "input": {"who": "bo"}}
+    wid = _start(clients, f"{prefix}_starter", startWorkflow=request)
+    wf = _wait_terminal(clients, [wid])[wid]
+    assert wf.status == "COMPLETED", wf.reason_for_incompletion
+    (st,) = wf.tasks
+    assert st.task_type == "START_WORKFLOW" and st.status == "COMPLETED"
+    started = st.output_data["workflowId"]
+    assert wf.output == {"started": started}
+    other = _wait_terminal(clients, [started])[started]
+    assert other.workflow_name == f"{prefix}_started"
+    assert other.status == "COMPLETED", other.reason_for_incompletion
+    assert other.output == {"greeting": "hello bo"}

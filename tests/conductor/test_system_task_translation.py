@@ -55,6 +55,59 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
             "output": {"why": "${workflow.input.x}"},
         },
     ),
+    (
+        "START_WORKFLOW",
+        [
+            {
+                "name": "start_workflow",
+                "taskReferenceName": "st",
+                "type": "START_WORKFLOW",
+                "inputParameters": {
+                    "startWorkflow": {
+                        "name": "other",
+                        "version": 2,
+                        "input": {"id": "${prev.output.id}"},
+                        "correlationId": "${workflow.correlationId}",
+                    }
+                },
+            }
+        ],
+        {
+            "id": "st",
+            "type": "START_WORKFLOW",
+            "request": {
+                "name": "other",
+                "version": 2,
+                "input": {"id": "${prev.output.id}"},
+                "correlationId": "${workflow.correlationId}",
+            },
+            "input": {
+                "startWorkflow": {
+                    "name": "other",
+                    "version": 2,
+                    "input": {"id": "${prev.output.id}"},
+                    "correlationId": "${workflow.correlationId}",
+                }
+            },
+        },
+    ),
+    (
+        "START_WORKFLOW_EXPRESSION",
+        [
+            {
+                "name": "start_workflow",
+                "taskReferenceName": "st",
+                "type": "START_WORKFLOW",
+                "inputParameters": {"startWorkflow": "${workflow.input.startWorkflow}"},
+            }
+        ],
+        {
+            "id": "st",
+            "type": "START_WORKFLOW",
+            "request": "${workflow.input.startWorkflow}",
+            "input": {"startWorkflow": "${workflow.input.startWorkflow}"},
+        },
+    ),
 ]
 
 
@@ -102,3 +155,44 @@ def test_a_conductor_type_baton_lacks_is_refused_as_such() -> None:
         )
     assert "task type KAFKA_PUBLISH cannot be translated to Baton" in str(e.value)
     assert "custom" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("params", "says"),
+    [
+        ({}, "inputParameters.startWorkflow must be an object"),
+        ({"startWorkflow": "other"}, "inputParameters.startWorkflow must be an object"),
+        ({"startWorkflow": {"version": 1}}, "startWorkflow needs the name"),
+        (
+            {"startWorkflow": {"name": "x", "workflowDef": {"name": "x", "tasks": []}}},
+            "register it and give its name",
+        ),
+    ],
+)
+def test_a_start_workflow_it_cannot_run_is_refused_saying_why(
+    params: dict[str, Any], says: str
+) -> None:
+    task = {"name": "s", "taskReferenceName": "st", "type": "START_WORKFLOW"}
+    with pytest.raises(Untranslatable) as e:
+        cd.to_baton_workflow(_wf([{**task, "inputParameters": params}]))
+    assert says in str(e.value) and "st" in str(e.value)
+
+
+def test_a_v1_start_workflow_reads_back_as_conductor_s() -> None:
+    body = {
+        "name": "v1",
+        "version": 1,
+        "steps": [
+            {
+                "id": "st",
+                "type": "START_WORKFLOW",
+                "request": {"definitionName": "other", "input": {"a": "${workflow.instanceId}"}},
+            }
+        ],
+    }
+    parse_definition(body)
+    (task,) = cd.to_conductor_workflow(body)["tasks"]
+    assert task["type"] == "START_WORKFLOW"
+    assert task["inputParameters"] == {
+        "startWorkflow": {"name": "other", "input": {"a": "${workflow.workflowId}"}}
+    }

@@ -31,6 +31,7 @@ naming the task; nothing is silently dropped.
 | TERMINATE                   | TERMINATE (``terminationStatus`` TERMINATED: CANCELLED)    |
 | SET_VARIABLE                | SET_VARIABLE                                               |
 | NOOP                        | NOOP                                                       |
+| START_WORKFLOW              | START_WORKFLOW (``startWorkflow``: its ``request``)         |
 +-----------------------------+------------------------------------------------------------+
 """
 

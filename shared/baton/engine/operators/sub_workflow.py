@@ -60,8 +60,12 @@ def start_instance(
     input: dict[str, Any],
     *,
     parent_step: uuid.UUID | None,
+    correlation_id: str | None = None,
+    depth: int = 0,
 ) -> uuid.UUID:
-    """Start a new instance in the same statement as ``d``'s decision; its id."""
+    """Start a new instance in the same statement as ``d``'s decision; its id. A child (of
+    ``parent_step``) has its parent's correlation id and is one level deeper; an instance without
+    a parent has ``correlation_id`` and ``depth``."""
     inst = d.instance
     state = InstanceState(
         id=uuid.uuid4(),
@@ -70,10 +74,10 @@ def start_instance(
         version=1,
         input=input,
         variables={},
-        correlation_id=inst.correlation_id if parent_step is not None else None,
+        correlation_id=inst.correlation_id if parent_step is not None else correlation_id,
         parent_instance_id=inst.id if parent_step is not None else None,
         parent_step_execution_id=parent_step,
-        depth=inst.depth + 1 if parent_step is not None else 0,
+        depth=inst.depth + 1 if parent_step is not None else depth,
     )
     changes = d.first_decision(child.plan, state, _StartsOnly(d.reader))
     insert = {
