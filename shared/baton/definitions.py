@@ -33,6 +33,7 @@ from baton.model import (
     Seconds,
     TaskDef,
 )
+from baton.sinks import parse_sink
 from baton.steps import (
     MAX_SCRIPT_CHARS,
     STEP_TYPES,
@@ -260,8 +261,14 @@ def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
                 f"job types starting with {RESERVED_JOB_TYPE_PREFIX!r} are the engine's own "
                 "(an HTTP step makes its call as one): choose another name",
             )
-    elif kind == "HTTP":
+    elif kind in ("HTTP", "HTTP_POLL"):
         yield from _setting_problems(path, step)
+        if kind == "HTTP_POLL":
+            yield from script_problems(
+                f"{path}.terminationCondition",
+                "javascript",
+                _field(step, "terminationCondition"),
+            )
         request = step.get("request")
         if isinstance(request, str) and not expressions.is_whole_expression(request):
             yield Problem(
@@ -320,6 +327,22 @@ def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
         yield from _timer_problems(path, step)
     elif kind == "SUB_WORKFLOW":
         yield from _sub_workflow_problems(path, step)
+    elif kind == "EXCLUSIVE_JOIN":
+        # The steps it joins on are read there as ${<id>.output} is: they must be visible.
+        for name in ("joinOn", "defaultJoinOn"):
+            ids = _field(step, name)
+            for i, sid in enumerate(ids if isinstance(ids, list) else []):
+                if isinstance(sid, str):
+                    ref = "${" + sid + ".output}"
+                    yield from _expression_problems(tree, f"{path}.{name}[{i}]", ref, here, node)
+    elif kind == "EVENT":
+        yield from _setting_problems(path, step)
+        sink = step.get("sink")
+        if isinstance(sink, str) and not any(expressions.references(sink)):
+            try:
+                parse_sink(sink)
+            except ValueError as e:
+                yield Problem(f"{path}.sink", str(e))
     elif kind == "START_WORKFLOW":
         yield from _start_request_problems(f"{path}.request", step.get("request"))
 
@@ -327,6 +350,8 @@ def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
 def _start_request_problems(path: str, request: Any) -> Iterator[Problem]:
     """A START_WORKFLOW's request given as an object names its definition (a ``${…}`` anywhere
     in it is resolved when the step starts)."""
+    if isinstance(request, str) and not expressions.is_whole_expression(request):
+        yield Problem(path, "request is an object, or one ${…} expression giving one")
     if not isinstance(request, dict):
         return
     name = request.get("name", request.get("definitionName"))
@@ -348,7 +373,9 @@ _EVALUATED_AT_STEP: dict[Any, tuple[str, ...]] = {
     "SET_VARIABLE": ("variables",),
     "TERMINATE": ("reason", "output"),
     "HTTP": ("request",),
+    "HTTP_POLL": ("request",),
     "START_WORKFLOW": ("request",),
+    "EVENT": ("sink",),
     "SUB_WORKFLOW": ("definitionName", "definitionVersion", "definition"),
 }
 # Job types the engine's system tasks claim (HTTP steps' ``baton:http``): no SERVICE_TASK's.

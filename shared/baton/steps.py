@@ -4,10 +4,10 @@ registration and executed without any graph search.
 
 Work steps: SERVICE_TASK (a job for workers), USER_TASK and SIGNAL (completed through the API),
 TIMER (a durable wait), SUB_WORKFLOW (a child instance), START_WORKFLOW (another instance, not
-waited for). Operators evaluated by the engine itself:
-SWITCH, PARALLEL, MAP, DO_WHILE, SET_VARIABLE, TERMINATE, NOOP, and SCRIPT (JavaScript) and JQ (a jq
-filter), run in the engine's script sandbox (``baton.scripting``). HTTP: a call the engine makes
-outside the decision, as a job of a reserved type (``baton:http``) its system-tasks function runs.
+waited for). Operators evaluated by the engine itself: SWITCH, PARALLEL, MAP, DO_WHILE,
+SET_VARIABLE, TERMINATE, NOOP, EXCLUSIVE_JOIN, and SCRIPT (JavaScript) and JQ (a jq filter), run
+in the engine's script sandbox (``baton.scripting``). HTTP: a call the engine makes outside the
+decision, as a job of a reserved type (``baton:http``) its system-tasks function runs.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ class StartWorkflowStep(StepBase):
     fails the step with the reason."""
 
     type: Literal["START_WORKFLOW"]
-    request: dict[str, Any] | Annotated[str, Field(pattern=WHOLE_EXPRESSION_PATTERN)]
+    request: dict[str, Any] | str
 
 
 class SetVariableStep(StepBase):
@@ -170,7 +170,17 @@ class JqStep(StepBase):
     query: ScriptText
 
 
-class HttpStep(StepBase, TaskSettings):
+class HttpCall(StepBase, TaskSettings):
+    """What HTTP and HTTP_POLL share: the request and the task settings of its job."""
+
+    request: dict[str, Any] | str
+    # Filled in at instance start from the task definition named by the step's ``name`` (its
+    # ``id`` when it has none), as Conductor applies the TaskDef of an HTTP task's name: its
+    # retry, timeout and response-timeout settings and inputTemplate, under the step's own.
+    task_def: TaskDef | None = None
+
+
+class HttpStep(HttpCall):
     """An HTTP call the engine makes (Conductor's HTTP task): ``request`` (an object, or one
     ``${…}`` expression giving one) with ``uri``, ``method``, ``headers``, ``body``, ``accept``,
     ``contentType``, ``connectionTimeOut`` and ``readTimeOut`` (milliseconds), resolved when the
@@ -180,11 +190,56 @@ class HttpStep(StepBase, TaskSettings):
     a refused address (``baton.httpcall.guard``) or a timeout fails the attempt."""
 
     type: Literal["HTTP"]
-    request: dict[str, Any] | str
-    # Filled in at instance start from the task definition named by the step's ``name`` (its
-    # ``id`` when it has none), as Conductor applies the TaskDef of an HTTP task's name: its
-    # retry, timeout and response-timeout settings and inputTemplate, under the step's own.
-    task_def: TaskDef | None = None
+
+
+MAX_POLL_COUNT = 10_000
+
+
+class HttpPollStep(HttpCall):
+    """An HTTP call made again until ``terminationCondition`` holds (Conductor's HTTP_POLL): the
+    call of an HTTP step, then the condition, JavaScript run in the script sandbox with ``$``
+    bound to ``{"output": <the call's output>, "input": <the step's input>}``: true (or any
+    truthy value, or the number 1) completes the step with that call's output and ``pollCount``;
+    false (0, any falsy value) calls again ``pollingIntervalSeconds`` later (FIXED), that times
+    the polls so far (LINEAR_BACKOFF) or doubled each time (EXPONENTIAL_BACKOFF, at most a day);
+    -1 fails it. ``maxPollCount`` calls without the condition holding fail it. A call that fails
+    (a status outside 2xx, a timeout, a refused address) fails the attempt as an HTTP step's."""
+
+    type: Literal["HTTP_POLL"]
+    termination_condition: ScriptText
+    polling_interval_seconds: Annotated[int, Field(ge=1, le=24 * 3600)] = 60
+    polling_strategy: Literal["FIXED", "LINEAR_BACKOFF", "EXPONENTIAL_BACKOFF"] = "FIXED"
+    max_poll_count: Annotated[int, Field(ge=1, le=MAX_POLL_COUNT)] = 1000
+
+
+StepIds = Annotated[
+    list[Annotated[str, Field(pattern=STEP_ID_PATTERN)]], Field(min_length=1, max_length=1000)
+]
+
+
+class ExclusiveJoinStep(StepBase):
+    """Gives the output of whichever step ran of those it joins on (Conductor's EXCLUSIVE_JOIN,
+    after a SWITCH whose cases end in different steps): the first of ``joinOn`` that ran, else
+    the first of ``defaultJoinOn`` that ran. A joined step that did not complete fails it with
+    that step's status; none having run fails it too, naming them."""
+
+    type: Literal["EXCLUSIVE_JOIN"]
+    join_on: StepIds
+    default_join_on: StepIds | None = None
+
+
+class EventStep(StepBase, TaskSettings):
+    """Publishes a message to ``sink`` (Conductor's EVENT task): ``queue:<name>`` pushes a task
+    to Baton's queue ``<name>`` (its body the message's JSON; a definition with a queue trigger
+    on it starts an instance per message), ``sqs:<queue name or URL>`` sends it to that SQS
+    queue. ``sink`` may hold ``${…}``, resolved when the step starts. The message is the step's
+    resolved ``input`` with ``workflowInstanceId``, ``workflowType`` and ``correlationId``; the
+    output is the message with ``sink`` and ``messageId``. Published outside the decision by the
+    system-tasks function, as a job of the reserved type ``baton:event``, retried like a
+    SERVICE_TASK when the sink cannot be reached."""
+
+    type: Literal["EVENT"]
+    sink: Annotated[str, Field(min_length=1, max_length=1024)]
 
 
 class SwitchCase(Model):
@@ -288,6 +343,9 @@ Step = Annotated[
     | ScriptStep
     | JqStep
     | HttpStep
+    | HttpPollStep
+    | EventStep
+    | ExclusiveJoinStep
     | SwitchStep
     | ParallelStep
     | MapStep
@@ -307,6 +365,9 @@ STEP_TYPES = (
     "SCRIPT",
     "JQ",
     "HTTP",
+    "HTTP_POLL",
+    "EVENT",
+    "EXCLUSIVE_JOIN",
     "SWITCH",
     "PARALLEL",
     "MAP",
@@ -321,6 +382,10 @@ __all__ = [
     "MAX_SCRIPT_CHARS",
     "STEP_TYPES",
     "DoWhileStep",
+    "EventStep",
+    "ExclusiveJoinStep",
+    "HttpCall",
+    "HttpPollStep",
     "HttpStep",
     "JqStep",
     "MapStep",

@@ -4,14 +4,18 @@ read back as sent and run."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from typing import Any
 
+import httpx
 import pytest
 from conductor.client.http.models.start_workflow_request import StartWorkflowRequest
 from conductor.client.orkes_clients import OrkesClients
 
 from tests.conductor.test_conductor_client import _model, _wait_terminal
+from tests.support.http_target import http_target
+from tests.support.servers import LocalServer
 
 pytestmark = [pytest.mark.e2e]
 
@@ -132,3 +136,168 @@ def test_start_workflow_starts_another_workflow_and_completes_with_its_id(
     assert other.workflow_name == f"{prefix}_started"
     assert other.status == "COMPLETED", other.reason_for_incompletion
     assert other.output == {"greeting": "hello bo"}
+
+
+def _greet(prefix: str, ref: str, who: str) -> dict[str, Any]:
+    return {
+        "name": f"{prefix}_greet",
+        "taskReferenceName": ref,
+        "type": "SIMPLE",
+        "inputParameters": {"name": who},
+    }
+
+
+def test_an_exclusive_join_after_decisions_gives_the_output_of_the_branch_that_ran(
+    clients: OrkesClients, prefix: str, workers: subprocess.Popen[bytes]
+) -> None:
+    # The shape of Conductor's own exclusive_join_integration_test.json.
+    _register(
+        clients,
+        {
+            "name": f"{prefix}_exclusive",
+            "version": 1,
+            "tasks": [
+                _greet(prefix, "task1", "one"),
+                {
+                    "name": "decide_task",
+                    "taskReferenceName": "decision1",
+                    "inputParameters": {"decision_1": "${workflow.input.decision_1}"},
+                    "type": "DECISION",
+                    "caseValueParam": "decision_1",
+                    "decisionCases": {
+                        "true": [
+                            _greet(prefix, "task2", "two"),
+                            {
+                                "name": "decide_task",
+                                "taskReferenceName": "decision2",
+                                "inputParameters": {"decision_2": "${workflow.input.decision_2}"},
+                                "type": "DECISION",
+                                "caseValueParam": "decision_2",
+                                "decisionCases": {"true": [_greet(prefix, "task3", "three")]},
+                            },
+                        ],
+                        "false": [_greet(prefix, "task4", "four")],
+                    },
+                },
+                {
+                    "name": "exclusive_join",
+                    "taskReferenceName": "exclusiveJoin",
+                    "type": "EXCLUSIVE_JOIN",
+                    "joinOn": ["task3", "task4"],
+                    "defaultExclusiveJoinTask": ["task2", "task1"],
+                },
+            ],
+            "outputParameters": {"joined": "${exclusiveJoin.output.greeting}"},
+        },
+    )
+    cases = {
+        ("true", "true"): "hello three",
+        ("true", "false"): "hello two",
+        ("false", "false"): "hello four",
+    }
+    ids = {
+        k: _start(clients, f"{prefix}_exclusive", decision_1=k[0], decision_2=k[1]) for k in cases
+    }
+    done = _wait_terminal(clients, list(ids.values()))
+    for k, greeting in cases.items():
+        wf = done[ids[k]]
+        assert wf.status == "COMPLETED", (k, wf.reason_for_incompletion)
+        assert wf.output == {"joined": greeting}, k
+        (join,) = [t for t in wf.tasks if t.reference_task_name == "exclusiveJoin"]
+        assert join.task_type == "EXCLUSIVE_JOIN" and join.status == "COMPLETED"
+        assert join.output_data == {"greeting": greeting}
+        assert join.input_data["joinOn"] == ["task3", "task4"]
+
+
+def test_an_http_poll_calls_until_its_condition_holds(
+    clients: OrkesClients, prefix: str, workers: subprocess.Popen[bytes]
+) -> None:
+    with http_target() as target:
+        _register(
+            clients,
+            {
+                "name": f"{prefix}_http_poll",
+                "version": 1,
+                "tasks": [
+                    {
+                        "name": "await_job",
+                        "taskReferenceName": "await_job",
+                        "type": "HTTP_POLL",
+                        "inputParameters": {
+                            "want": "${workflow.input.want}",
+                            "http_request": {
+                                "uri": "${workflow.input.api}/count",
+                                "method": "GET",
+                                "terminationCondition": (
+                                    "(function(){ return $.output.response.body.n >= $.input.want;"
+                                    " })();"
+                                ),
+                                "pollingInterval": 1,
+                                "pollingStrategy": "FIXED",
+                                "maxPollCount": 10,
+                            },
+                        },
+                    }
+                ],
+                "outputParameters": {"n": "${await_job.output.response.body.n}"},
+            },
+        )
+        wid = _start(clients, f"{prefix}_http_poll", api=target.url(""), want=3)
+        wf = _wait_terminal(clients, [wid])[wid]
+        assert wf.status == "COMPLETED", wf.reason_for_incompletion
+        assert wf.output == {"n": 3}
+        assert target.hits["/count"] == 3
+        (task,) = wf.tasks
+        assert task.task_type == "HTTP_POLL" and task.status == "COMPLETED"
+        assert task.output_data["pollCount"] == 3
+        assert task.output_data["response"]["statusCode"] == 200
+        assert task.input_data["want"] == 3
+
+
+def test_an_event_to_a_conductor_queue_is_a_task_of_baton_s_queue(
+    clients: OrkesClients,
+    prefix: str,
+    workers: subprocess.Popen[bytes],
+    conductor_server: LocalServer,
+) -> None:
+    queue = f"{prefix}-events"
+    _register(
+        clients,
+        {
+            "name": f"{prefix}_event",
+            "version": 1,
+            "tasks": [
+                {
+                    "name": "publish_order_status",
+                    "taskReferenceName": "publish",
+                    "type": "EVENT",
+                    "sink": f"conductor:{queue}",
+                    "inputParameters": {"orderId": "${workflow.input.orderId}", "status": "PAID"},
+                }
+            ],
+        },
+    )
+    wid = _start(clients, f"{prefix}_event", orderId="o-7")
+    wf = _wait_terminal(clients, [wid])[wid]
+    assert wf.status == "COMPLETED", wf.reason_for_incompletion
+    (task,) = wf.tasks
+    assert task.task_type == "EVENT" and task.status == "COMPLETED"
+    assert task.output_data["orderId"] == "o-7"
+    assert task.output_data["workflowInstanceId"] == wid
+    assert task.output_data["sink"] == f"queue:{queue}"
+    r = httpx.get(
+        f"{conductor_server.base_url}/v1/queues/{queue}/peek",
+        headers={"x-api-key": conductor_server.api_key or ""},
+        timeout=10,
+    )
+    assert r.status_code == 200, r.text
+    (pushed,) = r.json()["tasks"]
+    body = json.loads(pushed["body"])
+    assert body == {
+        "orderId": "o-7",
+        "status": "PAID",
+        "workflowInstanceId": wid,
+        "workflowType": f"{prefix}_event",
+        "correlationId": None,
+    }
+    assert pushed["id"] == task.output_data["messageId"]

@@ -108,6 +108,105 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
             "input": {"startWorkflow": "${workflow.input.startWorkflow}"},
         },
     ),
+    (
+        "EXCLUSIVE_JOIN",
+        [
+            {
+                "name": "decide",
+                "taskReferenceName": "decide",
+                "type": "SWITCH",
+                "evaluatorType": "value-param",
+                "expression": "way",
+                "inputParameters": {"way": "${workflow.input.way}"},
+                "decisionCases": {"a": [simple("a1")], "b": [simple("b1")]},
+            },
+            {
+                "name": "exclusive_join",
+                "taskReferenceName": "xj",
+                "type": "EXCLUSIVE_JOIN",
+                "joinOn": ["a1", "b1"],
+                "defaultExclusiveJoinTask": ["prev"],
+            },
+        ],
+        {
+            "id": "xj",
+            "type": "EXCLUSIVE_JOIN",
+            "joinOn": ["a1", "b1"],
+            "defaultJoinOn": ["prev"],
+            "input": {"joinOn": ["a1", "b1"], "defaultExclusiveJoinTask": ["prev"]},
+        },
+    ),
+    (
+        "HTTP_POLL",
+        [
+            {
+                "name": "await_job",
+                "taskReferenceName": "await_job",
+                "type": "HTTP_POLL",
+                "inputParameters": {
+                    "http_request": {
+                        "uri": "${workflow.input.api}/jobs/${prev.output.id}",
+                        "method": "GET",
+                        "readTimeOut": 30000,
+                        "terminationCondition": "$.output.response.body.state === 'DONE'",
+                        "pollingInterval": 60,
+                        "pollingStrategy": "LINEAR_BACKOFF",
+                        "maxPollCount": 60,
+                    }
+                },
+            }
+        ],
+        {
+            "id": "await_job",
+            "type": "HTTP_POLL",
+            "request": {
+                "uri": "${workflow.input.api}/jobs/${prev.output.id}",
+                "method": "GET",
+                "readTimeOut": 30000,
+            },
+            "input": {},
+            "terminationCondition": "$.output.response.body.state === 'DONE'",
+            "pollingIntervalSeconds": 60,
+            "pollingStrategy": "LINEAR_BACKOFF",
+            "maxPollCount": 60,
+        },
+    ),
+    (
+        "EVENT",
+        [
+            {
+                "name": "publish",
+                "taskReferenceName": "publish",
+                "type": "EVENT",
+                "sink": "conductor:order-status",
+                "inputParameters": {"orderId": "${workflow.input.orderId}"},
+            }
+        ],
+        {
+            "id": "publish",
+            "type": "EVENT",
+            "sink": "queue:order-status",
+            "input": {"orderId": "${workflow.input.orderId}"},
+        },
+    ),
+    (
+        "EVENT_SQS",
+        [
+            {
+                "name": "send",
+                "taskReferenceName": "send",
+                "type": "EVENT",
+                "sink": "sqs:${workflow.input.queue}",
+                "inputParameters": {"a": 1},
+            }
+        ],
+        {
+            "id": "send",
+            "type": "EVENT",
+            "sink": "sqs:${workflow.input.queue}",
+            "input": {"a": 1},
+        },
+    ),
 ]
 
 
@@ -116,7 +215,7 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
 )
 def test_conductor_to_baton(conductor: list[dict[str, Any]], baton: dict[str, Any]) -> None:
     out = cd.to_baton_workflow(_wf(conductor))
-    got = dict(out["steps"][1])
+    got = dict(out["steps"][-1])
     got.pop("name", None)
     assert got == baton
     parse_definition(out)  # Baton accepts what the translation gives
@@ -131,8 +230,10 @@ def test_baton_to_conductor_and_back_is_a_fixed_point(
     first = cd.to_baton_workflow(_wf(conductor))
     shown = cd.to_conductor_workflow(parse_definition(first).wire() | {"version": 1})
     assert [t["type"] for t in shown["tasks"][1:]] == [t["type"] for t in conductor]
-    for sent, back in zip(conductor, shown["tasks"][1:], strict=True):
-        assert back["inputParameters"] == sent.get("inputParameters", {})
+    sent, back = conductor[-1], shown["tasks"][-1]
+    assert back["inputParameters"] == sent.get("inputParameters", {})
+    for field in ("joinOn", "defaultExclusiveJoinTask", "sink"):
+        assert back.get(field) == sent.get(field)
     again = cd.to_baton_workflow(shown)
     assert parse_definition(again).wire() == parse_definition(first).wire()
 
@@ -196,3 +297,64 @@ def test_a_v1_start_workflow_reads_back_as_conductor_s() -> None:
     assert task["inputParameters"] == {
         "startWorkflow": {"name": "other", "input": {"a": "${workflow.workflowId}"}}
     }
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({}, "needs joinOn"),
+        ({"joinOn": "a1"}, "joinOn must be a list of task reference names"),
+        ({"joinOn": ["prev"], "defaultExclusiveJoinTask": [1]}, "defaultExclusiveJoinTask must"),
+    ],
+)
+def test_an_exclusive_join_without_a_list_to_join_is_refused(
+    fields: dict[str, Any], says: str
+) -> None:
+    task = {"name": "x", "taskReferenceName": "xj", "type": "EXCLUSIVE_JOIN", **fields}
+    with pytest.raises(Untranslatable) as e:
+        cd.to_baton_workflow(_wf([task]))
+    assert says in str(e.value) and "xj" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("request_", "says"),
+    [
+        ({"uri": "http://x"}, "terminationCondition must be a non-empty script"),
+        ("${workflow.input.req}", "is an object holding its terminationCondition"),
+        (
+            {"uri": "http://x", "terminationCondition": "true", "pollingInterval": 0},
+            "pollingInterval must be a whole number, 1 or more",
+        ),
+        (
+            {"uri": "http://x", "terminationCondition": "true", "pollingStrategy": "RANDOM"},
+            "pollingStrategy 'RANDOM' is not one of",
+        ),
+    ],
+)
+def test_an_http_poll_it_cannot_run_is_refused_saying_why(request_: Any, says: str) -> None:
+    task = {
+        "name": "p",
+        "taskReferenceName": "p",
+        "type": "HTTP_POLL",
+        "inputParameters": {"http_request": request_},
+    }
+    with pytest.raises(Untranslatable) as e:
+        cd.to_baton_workflow(_wf([task]))
+    assert says in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("sink", "says"),
+    [
+        (None, "an EVENT task needs a sink"),
+        ("conductor", "give the sink as conductor:<queue name>"),
+        ("kafka:orders", "not kafka:"),
+        ("conductor:no spaces", "is no queue name"),
+        ("queue:x", "Conductor names its own queues conductor:<name>"),
+    ],
+)
+def test_an_event_to_a_sink_baton_has_not_is_refused_saying_why(sink: Any, says: str) -> None:
+    task = {"name": "e", "taskReferenceName": "e", "type": "EVENT", "sink": sink}
+    with pytest.raises(Untranslatable) as e:
+        cd.to_baton_workflow(_wf([task]))
+    assert says in str(e.value)

@@ -649,11 +649,8 @@ def test_task_defs_both_ways() -> None:
 
 UNSUPPORTED = [
     "HTTP",
-    "EVENT",
     "KAFKA_PUBLISH",
     "DYNAMIC",
-    "START_WORKFLOW",
-    "EXCLUSIVE_JOIN",
 ]
 
 

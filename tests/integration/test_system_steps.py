@@ -3,7 +3,11 @@ TERMINATED), START_WORKFLOW and EXCLUSIVE_JOIN."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from baton.engine.service import Engine
+from baton.errors import ValidationFailed
 
 from tests.integration.test_control_flow import drain, steps_of, task
 
@@ -179,3 +183,103 @@ def test_a_definition_that_starts_itself_is_bounded_and_the_engine_goes_on(
     assert statuses == ["COMPLETED"] * 32 + ["FAILED"]
     (failed,) = [i for i in found if i["status"] == "FAILED"]
     assert "nest deeper than 32 levels" in engine.get_instance(failed["id"])["reason"]
+
+
+def _branching(name: str, **join: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "steps": [
+            task("first"),
+            {
+                "id": "pick",
+                "type": "SWITCH",
+                "on": "${workflow.input.way}",
+                "cases": {
+                    "a": [task("a1"), task("a2")],
+                    "b": [task("b1")],
+                    "c": [{"id": "c1", "type": "NOOP"}],
+                },
+            },
+            {"id": "joined", "type": "EXCLUSIVE_JOIN", **join},
+            task("after", input={"got": "${joined.output.v}"}),
+        ],
+        "outputParameters": {"joined": "${joined.output}"},
+    }
+
+
+def test_an_exclusive_join_gives_the_output_of_the_case_that_ran(engine: Engine) -> None:
+    engine.register_definition(
+        _branching("xjoin", joinOn=["a2", "b1"], defaultJoinOn=["c1", "first"])
+    )
+    outputs = {
+        "first": lambda _: {"v": "first"},
+        "a1": lambda _: {"v": "a1"},
+        "a2": lambda _: {"v": "a2"},
+        "b1": lambda _: {"v": "b1"},
+        "after": lambda i: {"saw": i["got"]},
+    }
+    for way, expected in (("a", {"v": "a2"}), ("b", {"v": "b1"}), ("c", {}), ("z", {"v": "first"})):
+        inst, _ = engine.start_instance(definition_name="xjoin", input={"way": way})
+        drain(engine, outputs)
+        got = engine.get_instance(inst["id"])
+        assert (got["status"], got["output"]) == ("COMPLETED", {"joined": expected}), way
+        (joined,) = steps_of(engine, inst["id"], "joined")
+        assert joined["status"] == "COMPLETED"
+
+
+def test_an_exclusive_join_none_of_whose_steps_ran_fails_naming_them(engine: Engine) -> None:
+    engine.register_definition(_branching("xjoin2", joinOn=["a2", "b1"]))
+    inst, _ = engine.start_instance(definition_name="xjoin2", input={"way": "c"})
+    drain(engine, {"first": lambda _: {}})
+    got = engine.get_instance(inst["id"])
+    assert got["status"] == "FAILED"
+    assert "none of the steps it joins on ran (joinOn a2, b1)" in got["reason"]
+
+
+def test_an_exclusive_join_on_a_step_it_cannot_see_is_refused_at_registration(
+    engine: Engine,
+) -> None:
+    with pytest.raises(ValidationFailed) as e:
+        engine.register_definition(_branching("xjoin3", joinOn=["a2", "nowhere"]))
+    assert [p.path for p in e.value.problems] == ["steps[2].joinOn[1]"]
+    assert "nowhere" in e.value.problems[0].message
+
+
+def test_an_exclusive_join_in_a_loop_reads_this_iteration_s_case(engine: Engine) -> None:
+    inner = _branching("unused", joinOn=["a2", "b1"])["steps"][1:3]
+    del inner[0]["on"]
+    inner[0]["script"] = "$.ways[$.i]"
+    inner[0]["input"] = {"ways": "${workflow.input.ways}", "i": "${loop.iteration}"}
+    engine.register_definition(
+        {
+            "name": "xloop",
+            "steps": [
+                task("first"),
+                {
+                    "id": "loop",
+                    "type": "DO_WHILE",
+                    "steps": [*inner, task("each", input={"got": "${joined.output.v}"})],
+                    "while": "loop.output.iteration < 2",
+                    "maxIterations": 5,
+                },
+            ],
+        }
+    )
+    seen: list[Any] = []
+
+    def each(i: dict[str, Any]) -> dict[str, Any]:
+        seen.append(i["got"])
+        return {}
+
+    engine.start_instance(definition_name="xloop", input={"ways": ["x", "a", "b"]})
+    drain(
+        engine,
+        {
+            "first": lambda _: {},
+            "a1": lambda _: {},
+            "a2": lambda _: {"v": "a2"},
+            "b1": lambda _: {"v": "b1"},
+            "each": each,
+        },
+    )
+    assert seen == ["a2", "b1"]  # the second iteration does not see the first one's a2

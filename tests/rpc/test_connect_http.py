@@ -411,3 +411,42 @@ def test_a_catchup_window_of_zero_crosses_connect(baton_server: Any, window: int
             }
         )
         assert c.get_schedule(made["id"])["catchupWindowSeconds"] == window
+
+
+def test_the_system_step_types_cross_connect_in_both_encodings(
+    client: httpx.Client, baton_server: Any
+) -> None:
+    steps = [
+        {"id": "nothing", "type": "NOOP"},
+        {"id": "st", "type": "START_WORKFLOW", "request": {"name": "other", "version": 2}},
+        {
+            "id": "pick",
+            "type": "SWITCH",
+            "on": "${workflow.input.way}",
+            "cases": {"a": [{"id": "a1", "type": "NOOP", "input": {}}]},
+        },
+        {"id": "xj", "type": "EXCLUSIVE_JOIN", "joinOn": ["a1"], "defaultJoinOn": ["nothing"]},
+        {
+            "id": "poll",
+            "type": "HTTP_POLL",
+            "request": {"uri": "http://127.0.0.1:1/x"},
+            "terminationCondition": "$.output.response.statusCode === 200",
+            "pollingIntervalSeconds": 5,
+            "pollingStrategy": "LINEAR_BACKOFF",
+            "maxPollCount": 7,
+        },
+        {"id": "publish", "type": "EVENT", "sink": "queue:rpc-events"},
+        {"id": "stop", "type": "TERMINATE", "status": "CANCELLED", "reason": "done"},
+    ]
+    for codec, name in ((PROTO, "rpc-system-proto"), (JSON, "rpc-system-json")):
+        registered = call(
+            client,
+            "RegisterDefinition",
+            {"name": name, "steps": steps},
+            codec,
+            baton_server.api_key,
+        )
+        assert registered.status == 200, registered.body
+        got = call(client, "GetDefinition", {"name": name}, codec, baton_server.api_key)
+        back = got.body["steps"]
+        assert [{k: b.get(k) for k in sent} for sent, b in zip(steps, back, strict=True)] == steps

@@ -151,6 +151,23 @@ def test_http_steps_show_their_method_and_uri() -> None:
     assert '"dyn<br/>HTTP"' in text
 
 
+def test_system_steps_show_what_they_call_start_or_publish_to() -> None:
+    steps = [
+        {
+            "id": "poll",
+            "type": "HTTP_POLL",
+            "request": {"uri": "http://h/jobs/1"},
+            "terminationCondition": "true",
+        },
+        {"id": "st", "type": "START_WORKFLOW", "request": {"name": "billing"}},
+        {"id": "ev", "type": "EVENT", "sink": "sqs:orders"},
+    ]
+    text = mermaid(steps)
+    assert '"poll<br/>HTTP_POLL<br/>GET http://h/jobs/1"' in text
+    assert '"st<br/>START_WORKFLOW<br/>→ billing"' in text
+    assert '"ev<br/>EVENT<br/>→ sqs:orders"' in text
+
+
 def test_labels_cannot_break_out_of_their_quotes() -> None:
     steps = [{"id": 'a"b<c>|d', "type": "X"}, {"id": "x" * 200, "type": "X"}]
     text = mermaid(steps)

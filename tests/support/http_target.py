@@ -1,6 +1,7 @@
 """A local HTTP server for HTTP steps to call (127.0.0.1, a free port): JSON and text answers, a
-failing path that counts its hits, a path that holds its answer until released, a large body, a
-redirect, and every request it got (method, path, headers, body)."""
+failing path that counts its hits, a path answering how often it was called, a path that holds
+its answer until released, a large body, a redirect, and every request it got (method, path,
+headers, body)."""
 
 from __future__ import annotations
 
@@ -67,6 +68,10 @@ def http_target() -> Iterator[Target]:
                 echo = json.loads(body) if body else None
                 out = {"ok": True, "method": self.command, "echo": echo}
                 self._answer(200, json.dumps(out).encode(), "application/json", X_Trace="t-1")
+            elif path == "/count":
+                # How many times it was called, for HTTP_POLL's conditions.
+                out = {"n": target.hits[path]}
+                self._answer(200, json.dumps(out).encode(), "application/json")
             elif path == "/text":
                 self._answer(200, b"plain words", "text/plain; charset=utf-8")
             elif path == "/fail":

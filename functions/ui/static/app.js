@@ -492,10 +492,16 @@
   function kindOf(step) {
     if (step.type === "SCRIPT") return "SCRIPT · JavaScript";
     if (step.type === "JQ") return "JQ · jq filter";
-    if (step.type === "HTTP") {
+    if (step.type === "HTTP" || step.type === "HTTP_POLL") {
       const r = step.request;
-      return typeof r === "object" && r ? `HTTP · ${(r.method || "GET").toUpperCase()}` : "HTTP";
+      return typeof r === "object" && r ? `${step.type} · ${(r.method || "GET").toUpperCase()}` : step.type;
     }
+    if (step.type === "START_WORKFLOW") {
+      const r = step.request;
+      const name = typeof r === "object" && r ? r.name || r.definitionName : null;
+      return name ? `START_WORKFLOW · ${name}` : "START_WORKFLOW";
+    }
+    if (step.type === "EVENT") return `EVENT · ${step.sink}`;
     if (step.type === "SWITCH" && step.script) return "SWITCH · by script";
     if (step.type === "DO_WHILE" && step.whileLanguage === "javascript") return "DO_WHILE · JavaScript";
     return step.type;

@@ -221,7 +221,8 @@ type Step struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Type  string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"` // SERVICE_TASK | USER_TASK | SIGNAL | TIMER | SUB_WORKFLOW |
-	// SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+	// START_WORKFLOW | SET_VARIABLE | TERMINATE | NOOP | SCRIPT |
+	// JQ | HTTP | HTTP_POLL | EVENT | EXCLUSIVE_JOIN | SWITCH |
 	// PARALLEL | MAP | DO_WHILE
 	Name        string           `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
 	Description string           `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
@@ -252,7 +253,7 @@ type Step struct {
 	// SET_VARIABLE
 	Variables *structpb.Struct `protobuf:"bytes,22,opt,name=variables,proto3" json:"variables,omitempty"`
 	// TERMINATE
-	Status string          `protobuf:"bytes,23,opt,name=status,proto3" json:"status,omitempty"` // COMPLETED | FAILED
+	Status string          `protobuf:"bytes,23,opt,name=status,proto3" json:"status,omitempty"` // COMPLETED | FAILED | CANCELLED
 	Reason string          `protobuf:"bytes,24,opt,name=reason,proto3" json:"reason,omitempty"`
 	Output *structpb.Value `protobuf:"bytes,25,opt,name=output,proto3" json:"output,omitempty"`
 	// SWITCH: cases by the value of `on` or of `script` ({name: [steps]}), or [{condition, steps}]
@@ -279,9 +280,10 @@ type Step struct {
 	Query string `protobuf:"bytes,38,opt,name=query,proto3" json:"query,omitempty"`
 	// DO_WHILE: how `while` is read: jsonata (the default) or javascript
 	WhileLanguage string `protobuf:"bytes,39,opt,name=while_language,json=whileLanguage,proto3" json:"while_language,omitempty"`
-	// HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
-	// readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
-	// body, reasonPhrase}}
+	// HTTP and HTTP_POLL: the request ({uri, method, headers, body, accept, contentType,
+	// connectionTimeOut, readTimeOut}, or one ${...} expression giving it); output {response:
+	// {statusCode, headers, body, reasonPhrase}}. START_WORKFLOW: the start ({name, version,
+	// input, correlationId}, or one ${...} giving it); output {workflowId, instanceId}
 	Request *structpb.Value `protobuf:"bytes,40,opt,name=request,proto3" json:"request,omitempty"`
 	// Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
 	Optional *bool `protobuf:"varint,41,opt,name=optional,proto3,oneof" json:"optional,omitempty"`
@@ -301,8 +303,20 @@ type Step struct {
 	// Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
 	// the instance fails when nothing is left to run (Conductor's permissive; optional wins)
 	Permissive *bool `protobuf:"varint,47,opt,name=permissive,proto3,oneof" json:"permissive,omitempty"`
+	// EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
+	JoinOn        []string `protobuf:"bytes,48,rep,name=join_on,json=joinOn,proto3" json:"join_on,omitempty"`
+	DefaultJoinOn []string `protobuf:"bytes,49,rep,name=default_join_on,json=defaultJoinOn,proto3" json:"default_join_on,omitempty"`
+	// HTTP_POLL: JavaScript run after each call ($.output, $.input): true or 1 done, -1 failed,
+	// else called again after the interval (FIXED | LINEAR_BACKOFF | EXPONENTIAL_BACKOFF), at
+	// most max_poll_count calls
+	TerminationCondition   string `protobuf:"bytes,50,opt,name=termination_condition,json=terminationCondition,proto3" json:"termination_condition,omitempty"`
+	PollingIntervalSeconds *int32 `protobuf:"varint,51,opt,name=polling_interval_seconds,json=pollingIntervalSeconds,proto3,oneof" json:"polling_interval_seconds,omitempty"`
+	PollingStrategy        string `protobuf:"bytes,52,opt,name=polling_strategy,json=pollingStrategy,proto3" json:"polling_strategy,omitempty"`
+	MaxPollCount           *int32 `protobuf:"varint,53,opt,name=max_poll_count,json=maxPollCount,proto3,oneof" json:"max_poll_count,omitempty"`
+	// EVENT: queue:<name> (a Baton queue) or sqs:<queue name or URL>; may be ${...}
+	Sink string `protobuf:"bytes,54,opt,name=sink,proto3" json:"sink,omitempty"`
 	// DO_WHILE: end with Conductor's output ({iteration, "1": {step id: output}, …}), only its last
-	// keep_last_iterations iterations if given (48-54 are taken by newer step types)
+	// keep_last_iterations iterations if given
 	IterationOutputs   *bool  `protobuf:"varint,55,opt,name=iteration_outputs,json=iterationOutputs,proto3,oneof" json:"iteration_outputs,omitempty"`
 	KeepLastIterations *int32 `protobuf:"varint,56,opt,name=keep_last_iterations,json=keepLastIterations,proto3,oneof" json:"keep_last_iterations,omitempty"`
 	unknownFields      protoimpl.UnknownFields
@@ -666,6 +680,55 @@ func (x *Step) GetPermissive() bool {
 		return *x.Permissive
 	}
 	return false
+}
+
+func (x *Step) GetJoinOn() []string {
+	if x != nil {
+		return x.JoinOn
+	}
+	return nil
+}
+
+func (x *Step) GetDefaultJoinOn() []string {
+	if x != nil {
+		return x.DefaultJoinOn
+	}
+	return nil
+}
+
+func (x *Step) GetTerminationCondition() string {
+	if x != nil {
+		return x.TerminationCondition
+	}
+	return ""
+}
+
+func (x *Step) GetPollingIntervalSeconds() int32 {
+	if x != nil && x.PollingIntervalSeconds != nil {
+		return *x.PollingIntervalSeconds
+	}
+	return 0
+}
+
+func (x *Step) GetPollingStrategy() string {
+	if x != nil {
+		return x.PollingStrategy
+	}
+	return ""
+}
+
+func (x *Step) GetMaxPollCount() int32 {
+	if x != nil && x.MaxPollCount != nil {
+		return *x.MaxPollCount
+	}
+	return 0
+}
+
+func (x *Step) GetSink() string {
+	if x != nil {
+		return x.Sink
+	}
+	return ""
 }
 
 func (x *Step) GetIterationOutputs() bool {
@@ -7195,7 +7258,7 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x19_response_timeout_secondsB\x18\n" +
 	"\x16_concurrent_exec_limitB\x1b\n" +
 	"\x19_rate_limit_per_frequencyB\"\n" +
-	" _rate_limit_frequency_in_seconds\"\xb4\x11\n" +
+	" _rate_limit_frequency_in_seconds\"\x83\x14\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
@@ -7251,9 +7314,16 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\bindex_as\x18. \x01(\tR\aindexAs\x12#\n" +
 	"\n" +
 	"permissive\x18/ \x01(\bH\fR\n" +
-	"permissive\x88\x01\x01\x120\n" +
-	"\x11iteration_outputs\x187 \x01(\bH\rR\x10iterationOutputs\x88\x01\x01\x125\n" +
-	"\x14keep_last_iterations\x188 \x01(\x05H\x0eR\x12keepLastIterations\x88\x01\x01B\x0e\n" +
+	"permissive\x88\x01\x01\x12\x17\n" +
+	"\ajoin_on\x180 \x03(\tR\x06joinOn\x12&\n" +
+	"\x0fdefault_join_on\x181 \x03(\tR\rdefaultJoinOn\x123\n" +
+	"\x15termination_condition\x182 \x01(\tR\x14terminationCondition\x12=\n" +
+	"\x18polling_interval_seconds\x183 \x01(\x05H\rR\x16pollingIntervalSeconds\x88\x01\x01\x12)\n" +
+	"\x10polling_strategy\x184 \x01(\tR\x0fpollingStrategy\x12)\n" +
+	"\x0emax_poll_count\x185 \x01(\x05H\x0eR\fmaxPollCount\x88\x01\x01\x12\x12\n" +
+	"\x04sink\x186 \x01(\tR\x04sink\x120\n" +
+	"\x11iteration_outputs\x187 \x01(\bH\x0fR\x10iterationOutputs\x88\x01\x01\x125\n" +
+	"\x14keep_last_iterations\x188 \x01(\x05H\x10R\x12keepLastIterations\x88\x01\x01B\x0e\n" +
 	"\f_retry_countB\x16\n" +
 	"\x14_retry_delay_secondsB\x1a\n" +
 	"\x18_max_retry_delay_secondsB\x12\n" +
@@ -7267,7 +7337,9 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x0f_max_iterationsB\v\n" +
 	"\t_optionalB\x16\n" +
 	"\x14_start_delay_secondsB\r\n" +
-	"\v_permissiveB\x14\n" +
+	"\v_permissiveB\x1b\n" +
+	"\x19_polling_interval_secondsB\x11\n" +
+	"\x0f_max_poll_countB\x14\n" +
 	"\x12_iteration_outputsB\x17\n" +
 	"\x15_keep_last_iterations\"\x8b\x02\n" +
 	"\fQueueTrigger\x12\x12\n" +

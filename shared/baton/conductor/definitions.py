@@ -25,13 +25,17 @@ naming the task; nothing is silently dropped.
 | LAMBDA                      | SCRIPT (``scriptExpression``, run as a function's body)    |
 | JSON_JQ_TRANSFORM           | JQ (``queryExpression``; the other inputParameters input)  |
 | HTTP                        | HTTP (``http_request`` or top-level ``uri``: http_task.py) |
+| HTTP_POLL                   | HTTP_POLL (an HTTP request, and its polling fields)        |
+| EVENT                       | EVENT (``conductor:<q>``: Baton queue ``<q>``; ``sqs:<q>``) |
 | SUB_WORKFLOW                | SUB_WORKFLOW                                               |
 | WAIT duration/until         | TIMER; WAIT without either: SIGNAL                         |
 | HUMAN                       | USER_TASK                                                  |
 | TERMINATE                   | TERMINATE (``terminationStatus`` TERMINATED: CANCELLED)    |
 | SET_VARIABLE                | SET_VARIABLE                                               |
 | NOOP                        | NOOP                                                       |
-| START_WORKFLOW              | START_WORKFLOW (``startWorkflow``: its ``request``)         |
+| START_WORKFLOW              | START_WORKFLOW (``startWorkflow``: its ``request``)        |
+| EXCLUSIVE_JOIN              | EXCLUSIVE_JOIN (``defaultExclusiveJoinTask``:              |
+|                             | ``defaultJoinOn``)                                         |
 +-----------------------------+------------------------------------------------------------+
 """
 
@@ -223,6 +227,8 @@ def _unknown_to_null(out: dict[str, Any]) -> dict[str, Any]:
     return rewrite(out)  # type: ignore[no-any-return]
 
 
+# Steps run as jobs: their Conductor task id is their job's and attempt.
+_JOB_STEPS = ("SERVICE_TASK", "HTTP", "HTTP_POLL", "EVENT")
 _TASK_ID = re.compile(r"\$\{\s*([A-Za-z_][\w-]*)\.taskId\s*\}")
 
 
@@ -237,7 +243,8 @@ def _task_ids(out: dict[str, Any]) -> dict[str, Any]:
             for v in value:
                 collect(v)
         elif isinstance(value, dict):
-            if value.get("type") in ("SERVICE_TASK", "HTTP") and isinstance(value.get("id"), str):
+            kind = value.get("type")
+            if kind in _JOB_STEPS and isinstance(value.get("id"), str):
                 jobs.add(value["id"])
             for v in value.values():
                 if isinstance(v, list | dict):

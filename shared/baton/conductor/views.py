@@ -62,6 +62,9 @@ TASK_TYPE = {
     "TERMINATE": "TERMINATE",
     "NOOP": "NOOP",
     "START_WORKFLOW": "START_WORKFLOW",
+    "EXCLUSIVE_JOIN": "EXCLUSIVE_JOIN",
+    "HTTP_POLL": "HTTP_POLL",
+    "EVENT": "EVENT",
     "SCRIPT": "INLINE",
     "JQ": "JSON_JQ_TRANSFORM",
     "HTTP": "HTTP",
@@ -304,7 +307,7 @@ def _task(
     instance: dict[str, Any], step: dict[str, Any], status: str, attempt: int
 ) -> dict[str, Any]:
     # An HTTP step's job is the engine's own (baton:http): the task is Conductor's HTTP task.
-    job_type = step.get("jobType") if step["type"] != "HTTP" else None
+    job_type = step.get("jobType") if step["type"] not in ("HTTP", "HTTP_POLL", "EVENT") else None
     kind = job_type or TASK_TYPE.get(step["type"], step["type"])
     output = step.get("output")
     t: dict[str, Any] = {

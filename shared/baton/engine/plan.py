@@ -25,7 +25,8 @@ from baton.model import (
 )
 from baton.steps import (
     DoWhileStep,
-    HttpStep,
+    EventStep,
+    HttpCall,
     MapStep,
     ParallelStep,
     ServiceTaskStep,
@@ -65,10 +66,13 @@ class TaskPolicy:
 HTTP_LEASE_SECONDS = (MAX_CONNECT_MS + MAX_READ_MS) // 1000 + 30
 
 
-def task_policy(step: ServiceTaskStep | HttpStep) -> TaskPolicy:
-    td = step.task_def
+def task_policy(step: ServiceTaskStep | HttpCall | EventStep) -> TaskPolicy:
+    # An EVENT step has no task definition: its settings are its own.
+    td = step.task_def if not isinstance(step, EventStep) else None
     lease_default = (
-        HTTP_LEASE_SECONDS if isinstance(step, HttpStep) else DEFAULT_RESPONSE_TIMEOUT_SECONDS
+        DEFAULT_RESPONSE_TIMEOUT_SECONDS
+        if isinstance(step, ServiceTaskStep)
+        else HTTP_LEASE_SECONDS  # the engine's own jobs: a call, a publish
     )
 
     def pick(name: str, default: Any) -> Any:
@@ -122,7 +126,9 @@ class Plan:
         self._lists: dict[ListRef, tuple[Step, ...]] = {ROOT: self.root}
         self._index(self.root, ROOT)
         self._policies: dict[str, TaskPolicy] = {
-            s.id: task_policy(s) for s in self.steps() if isinstance(s, ServiceTaskStep | HttpStep)
+            s.id: task_policy(s)
+            for s in self.steps()
+            if isinstance(s, ServiceTaskStep | HttpCall | EventStep)
         }
         self._conditions: dict[str, Condition] = {}
         self._depths: dict[tuple[str, str], int] = {}
@@ -186,7 +192,7 @@ class Plan:
     def task_def_names(self) -> frozenset[str]:
         """The task definitions the steps take their settings from: a SERVICE_TASK's job type's,
         an HTTP step's name's (its id without one)."""
-        http = (http_task_def_name(s.name, s.id) for s in self.steps() if isinstance(s, HttpStep))
+        http = (http_task_def_name(s.name, s.id) for s in self.steps() if isinstance(s, HttpCall))
         return self.job_types() | frozenset(http)
 
     # --- conditions and reads ------------------------------------------------------------------

@@ -71,10 +71,10 @@ class Snapshots:
             for n, b in json.loads(task_defs_text or "{}").items()
         }
         raw = definition.wire()
-        for node in walk(raw["steps"]):  # every SERVICE_TASK and HTTP, however deeply nested
+        for node in walk(raw["steps"]):  # every SERVICE_TASK and HTTP(_POLL), however nested
             if node.type == "SERVICE_TASK":
                 named = node.step.get("jobType")
-            elif node.type == "HTTP":
+            elif node.type in ("HTTP", "HTTP_POLL"):
                 named = http_task_def_name(node.step.get("name"), node.step["id"])
             else:
                 continue

@@ -18,11 +18,16 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from functools import cached_property
 from typing import Any
 
+from psycopg.types.json import Jsonb
+
 from baton import httpcall
+from baton.engine import event_sink, http_poll
 from baton.engine.core import log
+from baton.engine.ids import parse_uuid
 from baton.engine.job_ops import JobOps
 from baton.errors import BatonError
 from baton.settings import ENV_HTTP_ALLOW, SettingsError
+from baton.store import http_poll_sql
 
 # How long one pass waits for a job to arrive when none is waiting (a NOTIFY wakes it at once).
 PASS_WAIT_SECONDS = 1.0
@@ -70,11 +75,11 @@ class SystemTasks(JobOps):
                 if claiming and len(running) < limit:
                     jobs = self.poll(
                         self.system_worker_id,
-                        self._http_job_types(),
+                        [*self._http_job_types(), httpcall.EVENT_JOB_TYPE],
                         max_jobs=limit - len(running),
                         wait_seconds=wait_seconds if first else min(REFILL_WAIT_SECONDS, left),
                     )
-                    running |= {pool.submit(self._run_http, job, policy) for job in jobs}
+                    running |= {pool.submit(self._run_one, job, policy) for job in jobs}
                 first = False
                 if not running:
                     break
@@ -96,6 +101,32 @@ class SystemTasks(JobOps):
         limited = sorted(t for t in self._limited_types() if t.startswith(prefix))
         return [httpcall.HTTP_JOB_TYPE, *limited]
 
+    def _polls_so_far(self, job: dict[str, Any]) -> int:
+        """The polls this attempt of an HTTP_POLL job made before this one."""
+        sid = parse_uuid(job["stepExecutionId"], "stepExecutionId")
+        row = self.db.autocommit(
+            lambda c: c.execute(http_poll_sql.POLLS_SO_FAR, {"step_execution_id": sid}).fetchone()
+        )
+        state = (row or {}).get("state") or {}
+        if not isinstance(state, dict) or state.get("attempt") != job["attempt"]:
+            return 0
+        return int(state.get("polls") or 0)
+
+    def _poll_again(self, job: dict[str, Any], polls: int, seconds: int, status: Any) -> bool:
+        """Hand the job back, due in ``seconds``, keeping the count (False: no longer held)."""
+        state = {"attempt": job["attempt"], "polls": polls, "lastStatusCode": status}
+        detail = {"attempt": job["attempt"], "polls": polls, "seconds": seconds}
+        params = {
+            "job_id": parse_uuid(job["id"], "jobId"),
+            "worker_id": self.system_worker_id,
+            "attempt": job["attempt"],
+            "seconds": seconds,
+            "state": Jsonb(state),
+            "detail": Jsonb(detail),
+        }
+        row = self.db.autocommit(lambda c: c.execute(http_poll_sql.POLL_AGAIN, params).fetchone())
+        return row is not None
+
     @staticmethod
     def _outcome(call: Future[str]) -> str:
         error = call.exception()
@@ -105,6 +136,57 @@ class SystemTasks(JobOps):
         # lapses and the call is made again; the other calls of the pass are unaffected.
         log.error("http call not reported: %r", error)
         return "httpNotReported"
+
+    def _run_one(self, job: dict[str, Any], policy: httpcall.AddressPolicy) -> str:
+        if job["jobType"] == httpcall.EVENT_JOB_TYPE:
+            return self._run_event(job)
+        return self._run_http(job, policy)
+
+    @cached_property
+    def event_sqs_client(self) -> Any:
+        """The SQS client EVENT steps publish with (``BATON_SQS_ENDPOINT`` locally: moto)."""
+        import boto3
+        from botocore.config import Config
+
+        config = Config(retries={"max_attempts": 3, "mode": "standard"})
+        return boto3.client("sqs", endpoint_url=self.settings.sqs_endpoint, config=config)
+
+    def _run_event(self, job: dict[str, Any]) -> str:
+        """Publish an EVENT step's message: its input with the instance's fields."""
+        ids = {"job_id": job["id"], "instance_id": job["instanceId"], "step_id": job["stepId"]}
+        given = job["input"]
+        if self.payloads is not None:
+            given = self.payloads(given)
+        given = dict(given or {})
+        fields = dict(given.pop(httpcall.EVENT_KEY, None) or {})
+        sink = str(fields.pop("sink", ""))
+        message = {**given, **fields}
+        outcome, error, retryable, output = "eventPublished", "", True, {}
+        try:
+            message_id = event_sink.publish(
+                self,
+                sink,
+                message,
+                group=job["instanceId"],
+                dedup=f"{job['id']}.{job['attempt']}",
+                title=f"{fields.get('workflowType')}/{job['stepId']}",
+            )
+            output = {**message, "sink": sink, "messageId": message_id}
+        except event_sink.PublishFailed as e:
+            outcome, error, retryable = "eventFailed", str(e), e.retryable
+        self.metrics.add("EventsPublished", 1, dimensions={"Outcome": outcome})
+        log.info("event", extra={**ids, "outcome": outcome, "sink": sink, "error": error or None})
+        try:
+            if outcome == "eventPublished":
+                self.complete_job(job["id"], self.system_worker_id, output, attempt=job["attempt"])
+            else:
+                self.fail_job(
+                    job["id"], self.system_worker_id, error, retryable, attempt=job["attempt"]
+                )
+        except BatonError as e:
+            log.warning("event result not applied: %s", e, extra=ids)
+            return "eventNotApplied"
+        return outcome
 
     def _run_http(self, job: dict[str, Any], policy: httpcall.AddressPolicy) -> str:
         ids = {"job_id": job["id"], "instance_id": job["instanceId"], "step_id": job["stepId"]}
@@ -126,6 +208,19 @@ class SystemTasks(JobOps):
                 outcome = "httpRefused"
         millis = round((time.monotonic() - started) * 1000)
         status = output.get("response", {}).get("statusCode")
+        poll = (given or {}).get(httpcall.POLL_KEY)
+        polls, again = 0, 0
+        if outcome == "httpCompleted" and isinstance(poll, dict):
+            # An HTTP_POLL step's call: its terminationCondition says whether it is done.
+            polls = self._polls_so_far(job) + 1
+            shown = {k: v for k, v in given.items() if k != httpcall.POLL_KEY}
+            verdict = http_poll.verdict(self.sandbox, poll, shown, output, polls)
+            if verdict.failed is not None:
+                outcome, error, retryable = "httpPollFailed", verdict.failed, False
+            elif verdict.done:
+                output = {**output, "pollCount": polls}
+            else:
+                outcome, again = "httpPolled", verdict.delay
         self.metrics.add("HttpCalls", 1, dimensions={"Outcome": outcome})
         self.metrics.add("HttpCallLatency", millis, "Milliseconds")
         log.info(
@@ -136,11 +231,15 @@ class SystemTasks(JobOps):
                 "status_code": status,
                 "millis": millis,
                 "error": error or None,
+                "polls": polls or None,
             },
         )
         try:
             if outcome == "httpCompleted":
                 self.complete_job(job["id"], self.system_worker_id, output, attempt=job["attempt"])
+            elif outcome == "httpPolled":
+                if not self._poll_again(job, polls, again, status):
+                    return "httpNotApplied"
             else:
                 self.fail_job(
                     job["id"],

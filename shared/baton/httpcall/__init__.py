@@ -6,9 +6,12 @@ the address the guard checked (:mod:`.client`)."""
 from baton.httpcall.client import CallFailed, Limits, call
 from baton.httpcall.guard import AddressPolicy, Refused
 from baton.httpcall.request import (
+    EVENT_JOB_TYPE,
+    EVENT_KEY,
     HTTP_JOB_TYPE,
     MAX_CONNECT_MS,
     MAX_READ_MS,
+    POLL_KEY,
     HttpRequest,
     RequestInvalid,
     parse_request,
@@ -18,9 +21,12 @@ from baton.httpcall.request import (
 )
 
 __all__ = [
+    "EVENT_JOB_TYPE",
+    "EVENT_KEY",
     "HTTP_JOB_TYPE",
     "MAX_CONNECT_MS",
     "MAX_READ_MS",
+    "POLL_KEY",
     "AddressPolicy",
     "CallFailed",
     "HttpRequest",

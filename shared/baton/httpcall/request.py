@@ -13,6 +13,12 @@ from urllib.parse import urlsplit
 
 # The reserved job type of HTTP steps: the system-tasks function claims these jobs.
 HTTP_JOB_TYPE = "baton:http"
+# The reserved job type of EVENT steps (the system-tasks function publishes their messages), and
+# where their job input carries the sink and the instance's fields (never shown in the input).
+EVENT_JOB_TYPE = "baton:event"
+EVENT_KEY = "baton:event"
+# Where an HTTP_POLL step's job input carries how to poll (never shown in the step's input).
+POLL_KEY = "baton:poll"
 # Milliseconds: defaults when the request gives none, and the most a request may ask for.
 DEFAULT_CONNECT_MS = 5_000
 DEFAULT_READ_MS = 30_000

@@ -70,7 +70,10 @@ SELECT d.name, d.version, d.body::text AS body,
          WHERE t.name IN (SELECT jsonb_path_query(d.body, 'strict $.**.jobType') #>> '{}'
                           UNION ALL
                           SELECT coalesce(h ->> 'name', h ->> 'id')
-                            FROM jsonb_path_query(d.body, 'strict $.** ? (@.type == "HTTP")') h)
+                            FROM jsonb_path_query(
+                                     d.body,
+                                     'strict $.** ? (@.type == "HTTP" || @.type == "HTTP_POLL")'
+                                 ) h)
        ) AS task_defs
   FROM definition d
  WHERE d.name = %(name)s AND (%(version)s::int IS NULL OR d.version = %(version)s)

@@ -116,7 +116,14 @@ class _Builder:
             label += f"<br/>→ {_text(target)}"
         elif kind == "JQ":
             label += f"<br/>{_text(step.get('query', ''), 40)}"
-        elif kind == "HTTP":
+        elif kind == "START_WORKFLOW":
+            request = step.get("request")
+            if isinstance(request, Mapping):
+                target = request.get("name") or request.get("definitionName") or ""
+                label += f"<br/>→ {_text(str(target))}"
+        elif kind == "EVENT":
+            label += f"<br/>→ {_text(str(step.get('sink', '')), 40)}"
+        elif kind in ("HTTP", "HTTP_POLL"):
             request = step.get("request")
             if isinstance(request, Mapping):
                 method = str(request.get("method") or "GET").upper()

@@ -12,8 +12,11 @@ from baton.conductor.tasks import (
     common,
     do_while,
     dynamic,
+    event,
+    exclusive_join,
     fork,
     fork_dynamic,
+    http_poll,
     scripts,
     simple,
     start_workflow,
@@ -45,6 +48,10 @@ def _back_http(s: dict[str, Any], task: dict[str, Any]) -> list[dict[str, Any]]:
     return [task]
 
 
+def _back_http_poll(s: dict[str, Any], task: dict[str, Any]) -> list[dict[str, Any]]:
+    return http_poll.back(s, task, common.params_out)
+
+
 common.HANDLERS.update(
     {
         "SIMPLE": simple.to_step,
@@ -58,6 +65,9 @@ common.HANDLERS.update(
         "DYNAMIC": dynamic.to_step,
         "SUB_WORKFLOW": sub_workflow.to_step,
         "START_WORKFLOW": start_workflow.to_step,
+        "EXCLUSIVE_JOIN": exclusive_join.to_step,
+        "HTTP_POLL": http_poll.to_step,
+        "EVENT": event.to_step,
         "WAIT": wait.to_step,
         "HUMAN": wait.human,
         "TERMINATE": terminate.to_step,
@@ -80,6 +90,9 @@ common.BACK.update(
         "DO_WHILE": do_while.back_do_while,
         "SUB_WORKFLOW": sub_workflow.back_sub_workflow,
         "START_WORKFLOW": start_workflow.back,
+        "EXCLUSIVE_JOIN": exclusive_join.back,
+        "HTTP_POLL": _back_http_poll,
+        "EVENT": event.back,
         "TIMER": wait.back_wait,
         "SIGNAL": wait.back_wait,
         "USER_TASK": wait.back_human,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from baton.engine.operators import (
     do_while,
+    event,
     http,
     map,
     parallel,
@@ -28,9 +29,12 @@ OPERATORS: dict[str, Operator] = {
     "SET_VARIABLE": work.SetVariable(),
     "TERMINATE": work.Terminate(),
     "NOOP": work.Noop(),
+    "EXCLUSIVE_JOIN": work.ExclusiveJoin(),
     "SCRIPT": script.Script(),
     "JQ": script.Jq(),
     "HTTP": http.Http(),
+    "HTTP_POLL": http.Http(),
+    "EVENT": event.Event(),
     "SUB_WORKFLOW": sub_workflow.SubWorkflow(),
     "START_WORKFLOW": start_workflow.StartWorkflow(),
     "SWITCH": switch.Switch(),

@@ -1,5 +1,6 @@
 """Steps without nested lists: SERVICE_TASK (a job for workers), USER_TASK and SIGNAL (completed
-through the API), TIMER (a durable wait), SET_VARIABLE, TERMINATE and NOOP (done at once)."""
+through the API), TIMER (a durable wait), SET_VARIABLE, TERMINATE, NOOP and EXCLUSIVE_JOIN (done
+at once)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,13 @@ from baton.engine import permissive
 from baton.engine.records import AuditEvent, InputNotObject, NewJob, OverLimit
 from baton.model import JOB_TYPE_PATTERN
 from baton.status import InstanceStatus, StepStatus
-from baton.steps import ServiceTaskStep, SetVariableStep, TerminateStep, TimerStep
+from baton.steps import (
+    ExclusiveJoinStep,
+    ServiceTaskStep,
+    SetVariableStep,
+    TerminateStep,
+    TimerStep,
+)
 
 if TYPE_CHECKING:
     from baton.engine.operators.protocol import Decision
@@ -207,6 +214,40 @@ class Noop(Leaf):
             return
         new = d.add_step(step, StepStatus.IN_PROGRESS, step_input, scope)
         d.complete(d.execution(new.id), {})
+
+
+class ExclusiveJoin(Leaf):
+    """EXCLUSIVE_JOIN: the output of the first of ``joinOn`` (else of ``defaultJoinOn``) that
+    ran, read as ``${<id>.status}``/``${<id>.output}`` at this step (the latest execution in the
+    list the two share: inside a loop, this iteration's)."""
+
+    def schedule(self, d: Decision, step: Step, scope: str) -> None:
+        assert isinstance(step, ExclusiveJoinStep)
+        try:
+            step_input = d.stored(d.resolve_input(step, scope), "STEP_INPUT")
+        except OverLimit as big:
+            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), f"its input {big}")
+            return
+        except InputNotObject as e:
+            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), str(e))
+            return
+        new = d.add_step(step, StepStatus.IN_PROGRESS, step_input, scope)
+        e = d.execution(new.id)
+        point = f"step:{step.id}"
+        for ids in (step.join_on, step.default_join_on or []):
+            for sid in ids:
+                status = d.resolve(f"${{{sid}.status}}", point, scope)
+                if status is None or status == StepStatus.SKIPPED:
+                    continue  # not run: a case not taken
+                if status != StepStatus.COMPLETED:
+                    d.fail(e, f"the joined step {sid!r} is {status}")
+                    return
+                d.complete(e, d.resolve(f"${{{sid}.output}}", point, scope))
+                return
+        said = ", ".join(step.join_on)
+        if step.default_join_on:
+            said += f"; defaultJoinOn {', '.join(step.default_join_on)}"
+        d.fail(e, f"none of the steps it joins on ran (joinOn {said})")
 
 
 class Terminate(Leaf):

@@ -543,7 +543,7 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       "eout_secondsB\027\n\025_poll_timeout_secondsB\033\n" +
       "\031_response_timeout_secondsB\030\n\026_concurren" +
       "t_exec_limitB\033\n\031_rate_limit_per_frequenc" +
-      "yB\"\n _rate_limit_frequency_in_seconds\"\200\r" +
+      "yB\"\n _rate_limit_frequency_in_seconds\"\345\016" +
       "\n\004Step\022\n\n\002id\030\001 \001(\t\022\014\n\004type\030\002 \001(\t\022\014\n\004name" +
       "\030\003 \001(\t\022\023\n\013description\030\004 \001(\t\022&\n\005input\030\005 \001" +
       "(\0132\027.google.protobuf.Struct\022\020\n\010job_type\030" +
@@ -576,419 +576,424 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       "key\030+ \001(\t\022&\n\006inputs\030, \001(\0132\026.google.proto" +
       "buf.Value\022\032\n\022definition_dialect\030- \001(\t\022\020\n" +
       "\010index_as\030. \001(\t\022\027\n\npermissive\030/ \001(\010H\014\210\001\001" +
-      "\022\036\n\021iteration_outputs\0307 \001(\010H\r\210\001\001\022!\n\024keep" +
-      "_last_iterations\0308 \001(\005H\016\210\001\001B\016\n\014_retry_co" +
-      "untB\026\n\024_retry_delay_secondsB\032\n\030_max_retr" +
-      "y_delay_secondsB\022\n\020_timeout_secondsB\027\n\025_" +
-      "poll_timeout_secondsB\033\n\031_response_timeou" +
-      "t_secondsB\025\n\023_definition_versionB\014\n\n_fai" +
-      "l_fastB\022\n\020_max_concurrencyB\021\n\017_max_itera" +
-      "tionsB\013\n\t_optionalB\026\n\024_start_delay_secon" +
-      "dsB\r\n\013_permissiveB\024\n\022_iteration_outputsB" +
-      "\027\n\025_keep_last_iterations\"\254\001\n\014QueueTrigge" +
-      "r\022\014\n\004type\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\032\n\022p" +
-      "oll_interval_secs\030\003 \001(\005\022\037\n\027visibility_ti" +
-      "meout_secs\030\004 \001(\005\022\023\n\013max_retries\030\005 \001(\005\022\027\n" +
-      "\017max_concurrency\030\006 \001(\005\022\017\n\007enabled\030\007 \001(\010\"" +
-      "\264\003\n\nDefinition\022\014\n\004name\030\001 \001(\t\022\024\n\007version\030" +
-      "\002 \001(\005H\000\210\001\001\022\023\n\013description\030\003 \001(\t\022 \n\005steps" +
-      "\030\004 \003(\0132\021.workflow.v1.Step\0221\n\021output_para" +
-      "meters\030\005 \001(\0132\026.google.protobuf.Value\022\027\n\017" +
-      "timeout_seconds\030\006 \001(\005\022\026\n\016timeout_policy\030" +
-      "\007 \001(\t\022.\n\ncreated_at\030\010 \001(\0132\032.google.proto" +
-      "buf.Timestamp\022*\n\007trigger\030\t \001(\0132\031.workflo" +
-      "w.v1.QueueTrigger\022/\n\016input_template\030\n \001(" +
-      "\0132\027.google.protobuf.Struct\022\030\n\020failure_wo" +
-      "rkflow\030\013 \001(\t\022\036\n\021retention_seconds\030\014 \001(\005H" +
-      "\001\210\001\001B\n\n\010_versionB\024\n\022_retention_seconds\";" +
-      "\n\026ListDefinitionsRequest\022\r\n\005limit\030\001 \001(\005\022" +
-      "\022\n\npage_token\030\002 \001(\t\"W\n\016DefinitionPage\022,\n" +
-      "\013definitions\030\001 \003(\0132\027.workflow.v1.Definit" +
-      "ion\022\027\n\017next_page_token\030\002 \001(\t\"F\n\024GetDefin" +
-      "itionRequest\022\014\n\004name\030\001 \001(\t\022\024\n\007version\030\002 " +
-      "\001(\005H\000\210\001\001B\n\n\010_version\"I\n\021PutTaskDefReques" +
-      "t\022\014\n\004name\030\001 \001(\t\022&\n\010task_def\030\002 \001(\0132\024.work" +
-      "flow.v1.TaskDef\"!\n\021GetTaskDefRequest\022\014\n\004" +
-      "name\030\001 \001(\t\"$\n\024DeleteTaskDefRequest\022\014\n\004na" +
-      "me\030\001 \001(\t\"8\n\023ListTaskDefsRequest\022\r\n\005limit" +
-      "\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"O\n\013TaskDefPag" +
-      "e\022\'\n\ttask_defs\030\001 \003(\0132\024.workflow.v1.TaskD" +
-      "ef\022\027\n\017next_page_token\030\002 \001(\t\"\211\002\n\024StartIns" +
-      "tanceRequest\022\027\n\017definition_name\030\001 \001(\t\022\037\n" +
-      "\022definition_version\030\002 \001(\005H\000\210\001\001\022+\n\ndefini" +
-      "tion\030\003 \001(\0132\027.workflow.v1.Definition\022&\n\005i" +
-      "nput\030\004 \001(\0132\027.google.protobuf.Struct\022\026\n\016c" +
-      "orrelation_id\030\005 \001(\t\022\027\n\017idempotency_key\030\006" +
-      " \001(\t\022\032\n\022input_payload_path\030\007 \001(\tB\025\n\023_def" +
-      "inition_version\"M\n\025StartInstancesRequest" +
-      "\0224\n\tinstances\030\001 \003(\0132!.workflow.v1.StartI" +
-      "nstanceRequest\"\215\001\n\014StartOutcome\022\r\n\005index" +
-      "\030\001 \001(\005\022\017\n\007outcome\030\002 \001(\t\022\'\n\010instance\030\003 \001(" +
-      "\0132\025.workflow.v1.Instance\022\r\n\005error\030\004 \001(\t\022" +
-      "%\n\007problem\030\005 \001(\0132\024.workflow.v1.Problem\"D" +
-      "\n\026StartInstancesResponse\022*\n\007results\030\001 \003(" +
-      "\0132\031.workflow.v1.StartOutcome\"\374\004\n\rStepExe" +
-      "cution\022\n\n\002id\030\001 \001(\t\022\017\n\007step_id\030\002 \001(\t\022\014\n\004t" +
-      "ype\030\003 \001(\t\022\016\n\006status\030\004 \001(\t\022\017\n\007attempt\030\005 \001" +
-      "(\005\022%\n\005input\030\006 \001(\0132\026.google.protobuf.Valu" +
-      "e\022&\n\006output\030\007 \001(\0132\026.google.protobuf.Valu" +
-      "e\022\r\n\005error\030\010 \001(\t\022\016\n\006job_id\030\t \001(\t\022\020\n\010job_" +
-      "type\030\n \001(\t\022\021\n\tworker_id\030\013 \001(\t\022.\n\ncreated" +
-      "_at\030\014 \001(\0132\032.google.protobuf.Timestamp\022.\n" +
-      "\nstarted_at\030\r \001(\0132\032.google.protobuf.Time" +
-      "stamp\0220\n\014completed_at\030\016 \001(\0132\032.google.pro" +
-      "tobuf.Timestamp\022 \n\030parent_step_execution" +
-      "_id\030\017 \001(\t\022\023\n\006branch\030\020 \001(\005H\000\210\001\001\022\027\n\nitem_i" +
-      "ndex\030\021 \001(\005H\001\210\001\001\022\026\n\titeration\030\022 \001(\005H\002\210\001\001\022" +
-      "+\n\007wake_at\030\023 \001(\0132\032.google.protobuf.Times" +
-      "tamp\022\031\n\021child_instance_id\030\024 \001(\t\022\025\n\010attem" +
-      "pts\030\025 \001(\005H\003\210\001\001B\t\n\007_branchB\r\n\013_item_index" +
-      "B\014\n\n_iterationB\013\n\t_attempts\"\204\006\n\010Instance" +
-      "\022\n\n\002id\030\001 \001(\t\022\027\n\017definition_name\030\002 \001(\t\022\037\n" +
-      "\022definition_version\030\003 \001(\005H\000\210\001\001\022\016\n\006status" +
-      "\030\004 \001(\t\022&\n\005input\030\005 \001(\0132\027.google.protobuf." +
-      "Struct\022*\n\tvariables\030\006 \001(\0132\027.google.proto" +
-      "buf.Struct\022&\n\006output\030\007 \001(\0132\026.google.prot" +
-      "obuf.Value\022\016\n\006reason\030\010 \001(\t\022\017\n\007version\030\t " +
-      "\001(\003\022\026\n\016correlation_id\030\n \001(\t\022\027\n\017idempoten" +
-      "cy_key\030\013 \001(\t\022\032\n\022parent_instance_id\030\014 \001(\t" +
-      "\022.\n\ncreated_at\030\r \001(\0132\032.google.protobuf.T" +
-      "imestamp\022.\n\nupdated_at\030\016 \001(\0132\032.google.pr" +
-      "otobuf.Timestamp\0220\n\014completed_at\030\017 \001(\0132\032" +
-      ".google.protobuf.Timestamp\022.\n\ntimeout_at" +
-      "\030\020 \001(\0132\032.google.protobuf.Timestamp\022)\n\005st" +
-      "eps\030\021 \003(\0132\032.workflow.v1.StepExecution\022 \n" +
-      "\030parent_step_execution_id\030\022 \001(\t\022\013\n\003run\030\023" +
-      " \001(\005\022\034\n\017steps_truncated\030\024 \001(\010H\001\210\001\001\022\025\n\010ar" +
-      "chived\030\025 \001(\010H\002\210\001\001\022/\n\013archived_at\030\026 \001(\0132\032" +
-      ".google.protobuf.TimestampB\025\n\023_definitio" +
-      "n_versionB\022\n\020_steps_truncatedB\013\n\t_archiv" +
-      "ed\"N\n\022GetInstanceRequest\022\n\n\002id\030\001 \001(\t\022\032\n\r" +
-      "include_steps\030\002 \001(\010H\000\210\001\001B\020\n\016_include_ste" +
-      "ps\"A\n\020ListStepsRequest\022\n\n\002id\030\001 \001(\t\022\r\n\005li" +
-      "mit\030\002 \001(\005\022\022\n\npage_token\030\003 \001(\t\"{\n\021StepExe" +
-      "cutionPage\022)\n\005steps\030\001 \003(\0132\032.workflow.v1." +
-      "StepExecution\022\027\n\017next_page_token\030\002 \001(\t\022\025" +
-      "\n\010archived\030\003 \001(\010H\000\210\001\001B\013\n\t_archived\"B\n\021Ge" +
-      "tHistoryRequest\022\n\n\002id\030\001 \001(\t\022\r\n\005limit\030\002 \001" +
-      "(\005\022\022\n\npage_token\030\003 \001(\t\"\374\001\n\014HistoryEvent\022" +
-      "\013\n\003seq\030\001 \001(\003\022&\n\002at\030\002 \001(\0132\032.google.protob" +
-      "uf.Timestamp\022\014\n\004type\030\003 \001(\t\022\017\n\007step_id\030\004 " +
-      "\001(\t\022\031\n\021step_execution_id\030\005 \001(\t\022\016\n\006job_id" +
-      "\030\006 \001(\t\022\024\n\007attempt\030\007 \001(\005H\000\210\001\001\022\021\n\tworker_i" +
-      "d\030\010 \001(\t\022\017\n\007message\030\t \001(\t\022\'\n\006detail\030\n \001(\013" +
-      "2\027.google.protobuf.StructB\n\n\010_attempt\"u\n" +
-      "\013HistoryPage\022)\n\006events\030\001 \003(\0132\031.workflow." +
-      "v1.HistoryEvent\022\027\n\017next_page_token\030\002 \001(\t" +
-      "\022\025\n\010archived\030\003 \001(\010H\000\210\001\001B\013\n\t_archived\"\331\002\n" +
-      "\026SearchInstancesRequest\022\016\n\006status\030\001 \001(\t\022" +
-      "\027\n\017definition_name\030\002 \001(\t\022\026\n\016correlation_" +
-      "id\030\003 \001(\t\022\r\n\005limit\030\004 \001(\005\022\022\n\npage_token\030\005 " +
-      "\001(\t\0221\n\rcreated_after\030\006 \001(\0132\032.google.prot" +
-      "obuf.Timestamp\0222\n\016created_before\030\007 \001(\0132\032" +
-      ".google.protobuf.Timestamp\022\025\n\010archived\030\010" +
-      " \001(\010H\000\210\001\001\022(\n\004from\030\t \001(\0132\032.google.protobu" +
-      "f.Timestamp\022&\n\002to\030\n \001(\0132\032.google.protobu" +
-      "f.TimestampB\013\n\t_archived\"Q\n\014InstancePage" +
-      "\022(\n\tinstances\030\001 \003(\0132\025.workflow.v1.Instan" +
-      "ce\022\027\n\017next_page_token\030\002 \001(\t\"3\n\025CancelIns" +
-      "tanceRequest\022\n\n\002id\030\001 \001(\t\022\016\n\006reason\030\002 \001(\t" +
-      "\"\204\001\n\027CompleteUserTaskRequest\022\n\n\002id\030\001 \001(\t" +
-      "\022\017\n\007step_id\030\002 \001(\t\0221\n\020variables_to_set\030\003 " +
-      "\001(\0132\027.google.protobuf.Struct\022\031\n\021step_exe" +
-      "cution_id\030\004 \001(\t\"p\n\rSignalRequest\022\n\n\002id\030\001" +
-      " \001(\t\022\017\n\007step_id\030\002 \001(\t\022\'\n\007payload\030\003 \001(\0132\026" +
-      ".google.protobuf.Value\022\031\n\021step_execution" +
-      "_id\030\004 \001(\t\"&\n\030InstanceOperationRequest\022\n\n" +
-      "\002id\030\001 \001(\t\"C\n\026RestartInstanceRequest\022\n\n\002i" +
-      "d\030\001 \001(\t\022\035\n\025use_latest_definition\030\002 \001(\010\"_" +
-      "\n\017PollJobsRequest\022\021\n\tworker_id\030\001 \001(\t\022\021\n\t" +
-      "job_types\030\002 \003(\t\022\020\n\010max_jobs\030\003 \001(\005\022\024\n\014wai" +
-      "t_seconds\030\004 \001(\001\"\244\002\n\003Job\022\n\n\002id\030\001 \001(\t\022\023\n\013i" +
-      "nstance_id\030\002 \001(\t\022\017\n\007step_id\030\003 \001(\t\022\031\n\021ste" +
-      "p_execution_id\030\004 \001(\t\022\020\n\010job_type\030\005 \001(\t\022\017" +
-      "\n\007attempt\030\006 \001(\005\022\031\n\021retries_remaining\030\007 \001" +
-      "(\005\0223\n\017lock_expires_at\030\010 \001(\0132\032.google.pro" +
-      "tobuf.Timestamp\022%\n\005input\030\t \001(\0132\026.google." +
-      "protobuf.Value\022\032\n\022input_payload_path\030\n \001" +
-      "(\t\022\032\n\022input_download_url\030\013 \001(\t\"2\n\020PollJo" +
-      "bsResponse\022\036\n\004jobs\030\001 \003(\0132\020.workflow.v1.J" +
-      "ob\"\251\001\n\022CompleteJobRequest\022\016\n\006job_id\030\001 \001(" +
-      "\t\022\021\n\tworker_id\030\002 \001(\t\0221\n\020variables_to_set" +
-      "\030\003 \001(\0132\027.google.protobuf.Struct\022\024\n\007attem" +
-      "pt\030\004 \001(\005H\000\210\001\001\022\033\n\023output_payload_path\030\005 \001" +
-      "(\tB\n\n\010_attempt\"F\n\023CompleteJobResponse\022\016\n" +
-      "\006job_id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\017\n\007applied" +
-      "\030\003 \001(\010\"\217\001\n\014BatchFailure\022\025\n\rerror_message" +
-      "\030\001 \001(\t\022\026\n\tretryable\030\002 \001(\010H\000\210\001\001\022%\n\030next_r" +
-      "etry_delay_seconds\030\003 \001(\001H\001\210\001\001B\014\n\n_retrya" +
-      "bleB\033\n\031_next_retry_delay_seconds\"\322\001\n\017Bat" +
-      "chResultItem\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_i" +
-      "d\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001\0221\n\020variabl" +
-      "es_to_set\030\004 \001(\0132\027.google.protobuf.Struct" +
-      "\022\033\n\023output_payload_path\030\005 \001(\t\022*\n\007failure" +
-      "\030\006 \001(\0132\031.workflow.v1.BatchFailureB\n\n\010_at" +
-      "tempt\"E\n\024CompleteBatchRequest\022-\n\007results" +
-      "\030\001 \003(\0132\034.workflow.v1.BatchResultItem\"\203\001\n" +
-      "\014BatchOutcome\022\016\n\006job_id\030\001 \001(\t\022\017\n\007outcome" +
-      "\030\002 \001(\t\022\016\n\006status\030\003 \001(\t\0223\n\017next_attempt_a" +
-      "t\030\004 \001(\0132\032.google.protobuf.Timestamp\022\r\n\005e" +
-      "rror\030\005 \001(\t\"C\n\025CompleteBatchResponse\022*\n\007r" +
-      "esults\030\001 \003(\0132\031.workflow.v1.BatchOutcome\"" +
-      "\326\001\n\016FailJobRequest\022\016\n\006job_id\030\001 \001(\t\022\021\n\two" +
-      "rker_id\030\002 \001(\t\022\025\n\rerror_message\030\003 \001(\t\022\026\n\t" +
-      "retryable\030\004 \001(\010H\000\210\001\001\022%\n\030next_retry_delay" +
-      "_seconds\030\005 \001(\001H\001\210\001\001\022\024\n\007attempt\030\006 \001(\005H\002\210\001" +
-      "\001B\014\n\n_retryableB\033\n\031_next_retry_delay_sec" +
-      "ondsB\n\n\010_attempt\"w\n\017FailJobResponse\022\016\n\006j" +
-      "ob_id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\017\n\007applied\030\003" +
-      " \001(\010\0223\n\017next_attempt_at\030\004 \001(\0132\032.google.p" +
-      "rotobuf.Timestamp\"W\n\020HeartbeatRequest\022\016\n" +
-      "\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007atte" +
-      "mpt\030\003 \001(\005H\000\210\001\001B\n\n\010_attempt\"R\n\017ClaimJobRe" +
-      "quest\022\n\n\002id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007" +
-      "attempt\030\003 \001(\005H\000\210\001\001B\n\n\010_attempt\"X\n\021Heartb" +
-      "eatResponse\022\016\n\006job_id\030\001 \001(\t\0223\n\017lock_expi" +
-      "res_at\030\002 \001(\0132\032.google.protobuf.Timestamp" +
-      "\"&\n\021StopWorkerRequest\022\021\n\tworker_id\030\001 \001(\t" +
-      "\"W\n\022StopWorkerResponse\022\021\n\tworker_id\030\001 \001(" +
-      "\t\022.\n\nstopped_at\030\002 \001(\0132\032.google.protobuf." +
-      "Timestamp\"_\n\013PushRequest\022\014\n\004name\030\001 \001(\t\022\r" +
-      "\n\005title\030\002 \001(\t\022\014\n\004body\030\003 \001(\t\022\020\n\010priority\030" +
-      "\004 \001(\005\022\023\n\013max_retries\030\005 \001(\005\"\200\001\n\014PushRespo" +
-      "nse\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\016\n\006s" +
-      "tatus\030\003 \001(\t\022\020\n\010priority\030\004 \001(\005\022.\n\ncreated" +
-      "_at\030\005 \001(\0132\032.google.protobuf.Timestamp\"+\n" +
-      "\014QueueRequest\022\014\n\004name\030\001 \001(\t\022\r\n\005limit\030\002 \001" +
-      "(\005\"b\n\nQueueStats\022\017\n\007pending\030\001 \001(\003\022\022\n\npro" +
-      "cessing\030\002 \001(\003\022\021\n\tcompleted\030\003 \001(\003\022\016\n\006fail" +
-      "ed\030\004 \001(\003\022\014\n\004dead\030\005 \001(\003\"\365\001\n\tQueueTask\022\n\n\002" +
-      "id\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\r\n\005title\030\003 " +
-      "\001(\t\022\014\n\004body\030\004 \001(\t\022\020\n\010priority\030\005 \001(\005\022\023\n\013r" +
-      "etry_count\030\006 \001(\005\022\023\n\013max_retries\030\007 \001(\005\022.\n" +
-      "\ncreated_at\030\010 \001(\0132\032.google.protobuf.Time" +
-      "stamp\022\017\n\007receipt\030\t \001(\t\022.\n\nvisible_at\030\n \001" +
-      "(\0132\032.google.protobuf.Timestamp\"6\n\rQueueT" +
-      "askList\022%\n\005tasks\030\001 \003(\0132\026.workflow.v1.Que" +
-      "ueTask\" \n\rPurgeResponse\022\017\n\007deleted\030\001 \001(\003" +
-      "\"g\n\016DequeueRequest\022\014\n\004name\030\001 \001(\t\022\023\n\013cons" +
-      "umer_id\030\002 \001(\t\022\037\n\027visibility_timeout_secs" +
-      "\030\003 \001(\005\022\021\n\tmax_tasks\030\004 \001(\005\"<\n\nAckRequest\022" +
-      "\014\n\004name\030\001 \001(\t\022\017\n\007task_id\030\002 \001(\t\022\017\n\007receip" +
-      "t\030\003 \001(\t\"r\n\013NackRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007" +
-      "task_id\030\002 \001(\t\022\017\n\007receipt\030\003 \001(\t\022\r\n\005error\030" +
-      "\004 \001(\t\022\026\n\tretryable\030\005 \001(\010H\000\210\001\001B\014\n\n_retrya" +
-      "ble\"x\n\016SettleResponse\022\n\n\002id\030\001 \001(\t\022\016\n\006sta" +
-      "tus\030\002 \001(\t\022\024\n\007applied\030\003 \001(\010H\000\210\001\001\022\030\n\013retry" +
-      "_count\030\004 \001(\005H\001\210\001\001B\n\n\010_appliedB\016\n\014_retry_" +
-      "count\"6\n\021ListQueuesRequest\022\r\n\005limit\030\001 \001(" +
-      "\005\022\022\n\npage_token\030\002 \001(\t\"r\n\014QueueSummary\022\014\n" +
-      "\004name\030\001 \001(\t\022\017\n\007pending\030\002 \001(\003\022\022\n\nprocessi" +
-      "ng\030\003 \001(\003\022\021\n\tcompleted\030\004 \001(\003\022\016\n\006failed\030\005 " +
-      "\001(\003\022\014\n\004dead\030\006 \001(\003\"O\n\tQueuePage\022)\n\006queues" +
-      "\030\001 \003(\0132\031.workflow.v1.QueueSummary\022\027\n\017nex" +
-      "t_page_token\030\002 \001(\t\"X\n\025ListQueueTasksRequ" +
-      "est\022\014\n\004name\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\r\n\005lim" +
-      "it\030\003 \001(\005\022\022\n\npage_token\030\004 \001(\t\"\235\003\n\017QueueTa" +
-      "skDetail\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t" +
-      "\022\r\n\005title\030\003 \001(\t\022\014\n\004body\030\004 \001(\t\022\026\n\016body_tr" +
-      "uncated\030\005 \001(\010\022\020\n\010priority\030\006 \001(\005\022\016\n\006statu" +
-      "s\030\007 \001(\t\022\023\n\013retry_count\030\010 \001(\005\022\023\n\013max_retr" +
-      "ies\030\t \001(\005\022\022\n\nlast_error\030\n \001(\t\022\023\n\013instanc" +
-      "e_id\030\013 \001(\t\022.\n\nvisible_at\030\014 \001(\0132\032.google." +
-      "protobuf.Timestamp\022.\n\ncreated_at\030\r \001(\0132\032" +
-      ".google.protobuf.Timestamp\022.\n\nupdated_at" +
-      "\030\016 \001(\0132\032.google.protobuf.Timestamp\0220\n\014co" +
-      "mpleted_at\030\017 \001(\0132\032.google.protobuf.Times" +
-      "tamp\"U\n\rQueueTaskPage\022+\n\005tasks\030\001 \003(\0132\034.w" +
-      "orkflow.v1.QueueTaskDetail\022\027\n\017next_page_" +
-      "token\030\002 \001(\t\"0\n\016RedriveRequest\022\014\n\004name\030\001 " +
-      "\001(\t\022\020\n\010task_ids\030\002 \003(\t\"<\n\016RedriveSkipped\022" +
-      "\n\n\002id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\016\n\006reason\030\003 " +
-      "\001(\t\"v\n\017RedriveResponse\022\020\n\010redriven\030\001 \001(\003" +
-      "\022\020\n\010task_ids\030\002 \003(\t\022,\n\007skipped\030\003 \003(\0132\033.wo" +
-      "rkflow.v1.RedriveSkipped\022\021\n\tremaining\030\004 " +
-      "\001(\003\"A\n\020ScheduleInterval\022\025\n\revery_seconds" +
-      "\030\001 \001(\003\022\026\n\016offset_seconds\030\002 \001(\003\"\322\001\n\014Sched" +
-      "uleSpec\022\014\n\004cron\030\001 \003(\t\022/\n\010interval\030\002 \001(\0132" +
-      "\035.workflow.v1.ScheduleInterval\022\021\n\ttime_z" +
-      "one\030\003 \001(\t\022\026\n\016jitter_seconds\030\004 \001(\005\022,\n\010sta" +
-      "rt_at\030\005 \001(\0132\032.google.protobuf.Timestamp\022" +
-      "*\n\006end_at\030\006 \001(\0132\032.google.protobuf.Timest" +
-      "amp\"\304\002\n\017ScheduleRequest\022\n\n\002id\030\001 \001(\t\022\027\n\017d" +
-      "efinition_name\030\002 \001(\t\022\032\n\022definition_versi" +
-      "on\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.google.protobu" +
-      "f.Struct\022\'\n\004spec\030\005 \001(\0132\031.workflow.v1.Sch" +
-      "eduleSpec\022\026\n\016overlap_policy\030\006 \001(\t\022#\n\026cat" +
-      "chup_window_seconds\030\007 \001(\005H\000\210\001\001\022\030\n\020pause_" +
-      "on_failure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note" +
-      "\030\n \001(\t\022\017\n\007dry_run\030\013 \001(\010B\031\n\027_catchup_wind" +
-      "ow_seconds\"\253\001\n\016ScheduleAction\022-\n\tslot_ti" +
-      "me\030\001 \001(\0132\032.google.protobuf.Timestamp\022\014\n\004" +
-      "kind\030\002 \001(\t\022\017\n\007outcome\030\003 \001(\t\022\023\n\013instance_" +
-      "id\030\004 \001(\t\022\016\n\006detail\030\005 \001(\t\022&\n\002at\030\006 \001(\0132\032.g" +
-      "oogle.protobuf.Timestamp\"\326\003\n\010Schedule\022\n\n" +
-      "\002id\030\001 \001(\t\022\027\n\017definition_name\030\002 \001(\t\022\032\n\022de" +
-      "finition_version\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027." +
-      "google.protobuf.Struct\022\'\n\004spec\030\005 \001(\0132\031.w" +
-      "orkflow.v1.ScheduleSpec\022\026\n\016overlap_polic" +
-      "y\030\006 \001(\t\022\036\n\026catchup_window_seconds\030\007 \001(\005\022" +
-      "\030\n\020pause_on_failure\030\010 \001(\010\022\016\n\006paused\030\t \001(" +
-      "\010\022\014\n\004note\030\n \001(\t\022.\n\ncreated_at\030\013 \001(\0132\032.go" +
-      "ogle.protobuf.Timestamp\022.\n\nupdated_at\030\014 " +
-      "\001(\0132\032.google.protobuf.Timestamp\0223\n\017next_" +
-      "fire_times\030\r \003(\0132\032.google.protobuf.Times" +
-      "tamp\0223\n\016recent_actions\030\016 \003(\0132\033.workflow." +
-      "v1.ScheduleAction\"Q\n\014SchedulePage\022(\n\tsch" +
-      "edules\030\001 \003(\0132\025.workflow.v1.Schedule\022\027\n\017n" +
-      "ext_page_token\030\002 \001(\t\"\037\n\021ScheduleIdReques" +
-      "t\022\n\n\002id\030\001 \001(\t\"9\n\024ListSchedulesRequest\022\r\n" +
-      "\005limit\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"0\n\024Paus" +
-      "eScheduleRequest\022\n\n\002id\030\001 \001(\t\022\014\n\004note\030\002 \001" +
-      "(\t\"O\n\021ScheduleTriggered\022\n\n\002id\030\001 \001(\t\022.\n\ns" +
-      "lot_times\030\002 \003(\0132\032.google.protobuf.Timest" +
-      "amp\"o\n\017BackfillRequest\022\n\n\002id\030\001 \001(\t\022(\n\004fr" +
-      "om\030\002 \001(\0132\032.google.protobuf.Timestamp\022&\n\002" +
-      "to\030\003 \001(\0132\032.google.protobuf.Timestamp\"l\n\020" +
-      "BackfillResponse\022\n\n\002id\030\001 \001(\t\022\r\n\005slots\030\002 " +
-      "\001(\003\022\r\n\005added\030\003 \001(\003\022.\n\nslot_times\030\004 \003(\0132\032" +
-      ".google.protobuf.Timestamp\".\n\017DeletedSch" +
-      "edule\022\n\n\002id\030\001 \001(\t\022\017\n\007deleted\030\002 \001(\010\",\n\013Pr" +
-      "oblemItem\022\014\n\004path\030\001 \001(\t\022\017\n\007message\030\002 \001(\t" +
-      "\"\202\001\n\007Problem\022\014\n\004type\030\001 \001(\t\022\r\n\005title\030\002 \001(" +
-      "\t\022\016\n\006status\030\003 \001(\005\022\016\n\006detail\030\004 \001(\t\022\020\n\010ins" +
-      "tance\030\005 \001(\t\022(\n\006errors\030\006 \003(\0132\030.workflow.v" +
-      "1.ProblemItem\"\023\n\021GetOpenApiRequest\"8\n\027De" +
-      "leteDefinitionRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007v" +
-      "ersion\030\002 \001(\005\"#\n\025DeleteInstanceRequest\022\n\n" +
-      "\002id\030\001 \001(\t\"\341\001\n\017DeletedInstance\022\n\n\002id\030\001 \001(" +
+      "\022\017\n\007join_on\0300 \003(\t\022\027\n\017default_join_on\0301 \003" +
+      "(\t\022\035\n\025termination_condition\0302 \001(\t\022%\n\030pol" +
+      "ling_interval_seconds\0303 \001(\005H\r\210\001\001\022\030\n\020poll" +
+      "ing_strategy\0304 \001(\t\022\033\n\016max_poll_count\0305 \001" +
+      "(\005H\016\210\001\001\022\014\n\004sink\0306 \001(\t\022\036\n\021iteration_outpu" +
+      "ts\0307 \001(\010H\017\210\001\001\022!\n\024keep_last_iterations\0308 " +
+      "\001(\005H\020\210\001\001B\016\n\014_retry_countB\026\n\024_retry_delay" +
+      "_secondsB\032\n\030_max_retry_delay_secondsB\022\n\020" +
+      "_timeout_secondsB\027\n\025_poll_timeout_second" +
+      "sB\033\n\031_response_timeout_secondsB\025\n\023_defin" +
+      "ition_versionB\014\n\n_fail_fastB\022\n\020_max_conc" +
+      "urrencyB\021\n\017_max_iterationsB\013\n\t_optionalB" +
+      "\026\n\024_start_delay_secondsB\r\n\013_permissiveB\033" +
+      "\n\031_polling_interval_secondsB\021\n\017_max_poll" +
+      "_countB\024\n\022_iteration_outputsB\027\n\025_keep_la" +
+      "st_iterations\"\254\001\n\014QueueTrigger\022\014\n\004type\030\001" +
+      " \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\032\n\022poll_interva" +
+      "l_secs\030\003 \001(\005\022\037\n\027visibility_timeout_secs\030" +
+      "\004 \001(\005\022\023\n\013max_retries\030\005 \001(\005\022\027\n\017max_concur" +
+      "rency\030\006 \001(\005\022\017\n\007enabled\030\007 \001(\010\"\264\003\n\nDefinit" +
+      "ion\022\014\n\004name\030\001 \001(\t\022\024\n\007version\030\002 \001(\005H\000\210\001\001\022" +
+      "\023\n\013description\030\003 \001(\t\022 \n\005steps\030\004 \003(\0132\021.wo" +
+      "rkflow.v1.Step\0221\n\021output_parameters\030\005 \001(" +
+      "\0132\026.google.protobuf.Value\022\027\n\017timeout_sec" +
+      "onds\030\006 \001(\005\022\026\n\016timeout_policy\030\007 \001(\t\022.\n\ncr" +
+      "eated_at\030\010 \001(\0132\032.google.protobuf.Timesta" +
+      "mp\022*\n\007trigger\030\t \001(\0132\031.workflow.v1.QueueT" +
+      "rigger\022/\n\016input_template\030\n \001(\0132\027.google." +
+      "protobuf.Struct\022\030\n\020failure_workflow\030\013 \001(" +
+      "\t\022\036\n\021retention_seconds\030\014 \001(\005H\001\210\001\001B\n\n\010_ve" +
+      "rsionB\024\n\022_retention_seconds\";\n\026ListDefin" +
+      "itionsRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_tok" +
+      "en\030\002 \001(\t\"W\n\016DefinitionPage\022,\n\013definition" +
+      "s\030\001 \003(\0132\027.workflow.v1.Definition\022\027\n\017next" +
+      "_page_token\030\002 \001(\t\"F\n\024GetDefinitionReques" +
+      "t\022\014\n\004name\030\001 \001(\t\022\024\n\007version\030\002 \001(\005H\000\210\001\001B\n\n" +
+      "\010_version\"I\n\021PutTaskDefRequest\022\014\n\004name\030\001" +
+      " \001(\t\022&\n\010task_def\030\002 \001(\0132\024.workflow.v1.Tas" +
+      "kDef\"!\n\021GetTaskDefRequest\022\014\n\004name\030\001 \001(\t\"" +
+      "$\n\024DeleteTaskDefRequest\022\014\n\004name\030\001 \001(\t\"8\n" +
+      "\023ListTaskDefsRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\np" +
+      "age_token\030\002 \001(\t\"O\n\013TaskDefPage\022\'\n\ttask_d" +
+      "efs\030\001 \003(\0132\024.workflow.v1.TaskDef\022\027\n\017next_" +
+      "page_token\030\002 \001(\t\"\211\002\n\024StartInstanceReques" +
+      "t\022\027\n\017definition_name\030\001 \001(\t\022\037\n\022definition" +
+      "_version\030\002 \001(\005H\000\210\001\001\022+\n\ndefinition\030\003 \001(\0132" +
+      "\027.workflow.v1.Definition\022&\n\005input\030\004 \001(\0132" +
+      "\027.google.protobuf.Struct\022\026\n\016correlation_" +
+      "id\030\005 \001(\t\022\027\n\017idempotency_key\030\006 \001(\t\022\032\n\022inp" +
+      "ut_payload_path\030\007 \001(\tB\025\n\023_definition_ver" +
+      "sion\"M\n\025StartInstancesRequest\0224\n\tinstanc" +
+      "es\030\001 \003(\0132!.workflow.v1.StartInstanceRequ" +
+      "est\"\215\001\n\014StartOutcome\022\r\n\005index\030\001 \001(\005\022\017\n\007o" +
+      "utcome\030\002 \001(\t\022\'\n\010instance\030\003 \001(\0132\025.workflo" +
+      "w.v1.Instance\022\r\n\005error\030\004 \001(\t\022%\n\007problem\030" +
+      "\005 \001(\0132\024.workflow.v1.Problem\"D\n\026StartInst" +
+      "ancesResponse\022*\n\007results\030\001 \003(\0132\031.workflo" +
+      "w.v1.StartOutcome\"\374\004\n\rStepExecution\022\n\n\002i" +
+      "d\030\001 \001(\t\022\017\n\007step_id\030\002 \001(\t\022\014\n\004type\030\003 \001(\t\022\016" +
+      "\n\006status\030\004 \001(\t\022\017\n\007attempt\030\005 \001(\005\022%\n\005input" +
+      "\030\006 \001(\0132\026.google.protobuf.Value\022&\n\006output" +
+      "\030\007 \001(\0132\026.google.protobuf.Value\022\r\n\005error\030" +
+      "\010 \001(\t\022\016\n\006job_id\030\t \001(\t\022\020\n\010job_type\030\n \001(\t\022" +
+      "\021\n\tworker_id\030\013 \001(\t\022.\n\ncreated_at\030\014 \001(\0132\032" +
+      ".google.protobuf.Timestamp\022.\n\nstarted_at" +
+      "\030\r \001(\0132\032.google.protobuf.Timestamp\0220\n\014co" +
+      "mpleted_at\030\016 \001(\0132\032.google.protobuf.Times" +
+      "tamp\022 \n\030parent_step_execution_id\030\017 \001(\t\022\023" +
+      "\n\006branch\030\020 \001(\005H\000\210\001\001\022\027\n\nitem_index\030\021 \001(\005H" +
+      "\001\210\001\001\022\026\n\titeration\030\022 \001(\005H\002\210\001\001\022+\n\007wake_at\030" +
+      "\023 \001(\0132\032.google.protobuf.Timestamp\022\031\n\021chi" +
+      "ld_instance_id\030\024 \001(\t\022\025\n\010attempts\030\025 \001(\005H\003" +
+      "\210\001\001B\t\n\007_branchB\r\n\013_item_indexB\014\n\n_iterat" +
+      "ionB\013\n\t_attempts\"\204\006\n\010Instance\022\n\n\002id\030\001 \001(" +
       "\t\022\027\n\017definition_name\030\002 \001(\t\022\037\n\022definition" +
-      "_version\030\003 \001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022\027\n\017s" +
-      "tep_executions\030\005 \001(\003\022\014\n\004jobs\030\006 \001(\003\022\026\n\016hi" +
-      "story_events\030\007 \001(\003\022\025\n\010archived\030\010 \001(\010H\001\210\001" +
-      "\001B\025\n\023_definition_versionB\013\n\t_archived\"\022\n" +
-      "\020GetHealthRequest\"d\n\013HealthCheck\022\016\n\006stat" +
-      "us\030\001 \001(\t\022\027\n\nlatency_ms\030\002 \001(\001H\000\210\001\001\022\r\n\005err" +
-      "or\030\003 \001(\t\022\016\n\006bucket\030\004 \001(\tB\r\n\013_latency_ms\"" +
-      "{\n\006Health\022\016\n\006status\030\001 \001(\t\022\017\n\007version\030\002 \001" +
-      "(\t\022*\n\010database\030\003 \001(\0132\030.workflow.v1.Healt" +
-      "hCheck\022$\n\002s3\030\004 \001(\0132\030.workflow.v1.HealthC" +
-      "heck\"\022\n\020GetConfigRequest\"B\n\014PayloadLimit" +
-      "\022\030\n\020soft_limit_bytes\030\001 \001(\003\022\030\n\020hard_limit" +
-      "_bytes\030\002 \001(\003\"\241\001\n\rPayloadLimits\0221\n\016workfl" +
-      "ow_input\030\001 \001(\0132\031.workflow.v1.PayloadLimi" +
-      "t\022-\n\nstep_input\030\002 \001(\0132\031.workflow.v1.Payl" +
-      "oadLimit\022.\n\013step_output\030\003 \001(\0132\031.workflow" +
-      ".v1.PayloadLimit\"[\n\014ServerConfig\0222\n\016payl" +
-      "oad_limits\030\001 \001(\0132\032.workflow.v1.PayloadLi" +
-      "mits\022\027\n\017presign_seconds\030\002 \001(\005\"h\n\024CreateP" +
-      "ayloadRequest\022\014\n\004kind\030\001 \001(\t\022\022\n\nsize_byte" +
-      "s\030\002 \001(\003\022\033\n\016content_sha256\030\003 \001(\tH\000\210\001\001B\021\n\017" +
-      "_content_sha256\"\336\001\n\rPayloadUpload\022\014\n\004pat" +
-      "h\030\001 \001(\t\022\022\n\nupload_url\030\002 \001(\t\022.\n\nexpires_a" +
-      "t\030\003 \001(\0132\032.google.protobuf.Timestamp\022E\n\016u" +
-      "pload_headers\030\004 \003(\0132-.workflow.v1.Payloa" +
-      "dUpload.UploadHeadersEntry\0324\n\022UploadHead" +
-      "ersEntry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\001" +
-      "2\236\036\n\016WorkflowEngine\022E\n\tGetConfig\022\035.workf" +
-      "low.v1.GetConfigRequest\032\031.workflow.v1.Se" +
-      "rverConfig\022N\n\rCreatePayload\022!.workflow.v" +
-      "1.CreatePayloadRequest\032\032.workflow.v1.Pay" +
-      "loadUpload\022E\n\nGetOpenApi\022\036.workflow.v1.G" +
-      "etOpenApiRequest\032\027.google.protobuf.Struc" +
-      "t\022?\n\tGetHealth\022\035.workflow.v1.GetHealthRe" +
-      "quest\032\023.workflow.v1.Health\022Q\n\020DeleteDefi" +
-      "nition\022$.workflow.v1.DeleteDefinitionReq" +
-      "uest\032\027.workflow.v1.Definition\022R\n\016DeleteI" +
-      "nstance\022\".workflow.v1.DeleteInstanceRequ" +
-      "est\032\034.workflow.v1.DeletedInstance\022F\n\022Reg" +
-      "isterDefinition\022\027.workflow.v1.Definition" +
-      "\032\027.workflow.v1.Definition\022S\n\017ListDefinit" +
-      "ions\022#.workflow.v1.ListDefinitionsReques" +
-      "t\032\033.workflow.v1.DefinitionPage\022K\n\rGetDef" +
-      "inition\022!.workflow.v1.GetDefinitionReque" +
-      "st\032\027.workflow.v1.Definition\022J\n\014ListTaskD" +
-      "efs\022 .workflow.v1.ListTaskDefsRequest\032\030." +
-      "workflow.v1.TaskDefPage\022B\n\nPutTaskDef\022\036." +
-      "workflow.v1.PutTaskDefRequest\032\024.workflow" +
-      ".v1.TaskDef\022B\n\nGetTaskDef\022\036.workflow.v1." +
-      "GetTaskDefRequest\032\024.workflow.v1.TaskDef\022" +
-      "H\n\rDeleteTaskDef\022!.workflow.v1.DeleteTas" +
-      "kDefRequest\032\024.workflow.v1.TaskDef\022I\n\rSta" +
-      "rtInstance\022!.workflow.v1.StartInstanceRe" +
-      "quest\032\025.workflow.v1.Instance\022Y\n\016StartIns" +
-      "tances\022\".workflow.v1.StartInstancesReque" +
-      "st\032#.workflow.v1.StartInstancesResponse\022" +
-      "Q\n\017SearchInstances\022#.workflow.v1.SearchI",
-      "nstancesRequest\032\031.workflow.v1.InstancePa" +
-      "ge\022E\n\013GetInstance\022\037.workflow.v1.GetInsta" +
-      "nceRequest\032\025.workflow.v1.Instance\022J\n\tLis" +
-      "tSteps\022\035.workflow.v1.ListStepsRequest\032\036." +
-      "workflow.v1.StepExecutionPage\022F\n\nGetHist" +
-      "ory\022\036.workflow.v1.GetHistoryRequest\032\030.wo" +
-      "rkflow.v1.HistoryPage\022K\n\016CancelInstance\022" +
-      "\".workflow.v1.CancelInstanceRequest\032\025.wo" +
-      "rkflow.v1.Instance\022O\n\020CompleteUserTask\022$" +
-      ".workflow.v1.CompleteUserTaskRequest\032\025.w" +
-      "orkflow.v1.Instance\022;\n\006Signal\022\032.workflow" +
-      ".v1.SignalRequest\032\025.workflow.v1.Instance" +
-      "\022M\n\rRetryInstance\022%.workflow.v1.Instance" +
-      "OperationRequest\032\025.workflow.v1.Instance\022" +
-      "M\n\017RestartInstance\022#.workflow.v1.Restart" +
-      "InstanceRequest\032\025.workflow.v1.Instance\022M" +
-      "\n\rPauseInstance\022%.workflow.v1.InstanceOp" +
-      "erationRequest\032\025.workflow.v1.Instance\022N\n" +
-      "\016ResumeInstance\022%.workflow.v1.InstanceOp" +
-      "erationRequest\032\025.workflow.v1.Instance\022G\n" +
-      "\010PollJobs\022\034.workflow.v1.PollJobsRequest\032" +
-      "\035.workflow.v1.PollJobsResponse\022P\n\013Comple" +
-      "teJob\022\037.workflow.v1.CompleteJobRequest\032 " +
-      ".workflow.v1.CompleteJobResponse\022V\n\rComp" +
-      "leteBatch\022!.workflow.v1.CompleteBatchReq" +
-      "uest\032\".workflow.v1.CompleteBatchResponse" +
-      "\022D\n\007FailJob\022\033.workflow.v1.FailJobRequest" +
-      "\032\034.workflow.v1.FailJobResponse\022J\n\tHeartb" +
-      "eat\022\035.workflow.v1.HeartbeatRequest\032\036.wor" +
-      "kflow.v1.HeartbeatResponse\022:\n\010ClaimJob\022\034" +
-      ".workflow.v1.ClaimJobRequest\032\020.workflow." +
-      "v1.Job\022M\n\nStopWorker\022\036.workflow.v1.StopW" +
-      "orkerRequest\032\037.workflow.v1.StopWorkerRes" +
-      "ponse\022;\n\004Push\022\030.workflow.v1.PushRequest\032" +
-      "\031.workflow.v1.PushResponse\022;\n\005Stats\022\031.wo" +
-      "rkflow.v1.QueueRequest\032\027.workflow.v1.Que" +
-      "ueStats\022=\n\004Peek\022\031.workflow.v1.QueueReque" +
-      "st\032\032.workflow.v1.QueueTaskList\022>\n\005Purge\022" +
-      "\031.workflow.v1.QueueRequest\032\032.workflow.v1" +
-      ".PurgeResponse\022B\n\007Dequeue\022\033.workflow.v1." +
-      "DequeueRequest\032\032.workflow.v1.QueueTaskLi" +
-      "st\022;\n\003Ack\022\027.workflow.v1.AckRequest\032\033.wor" +
-      "kflow.v1.SettleResponse\022=\n\004Nack\022\030.workfl" +
-      "ow.v1.NackRequest\032\033.workflow.v1.SettleRe" +
-      "sponse\022D\n\nListQueues\022\036.workflow.v1.ListQ" +
-      "ueuesRequest\032\026.workflow.v1.QueuePage\022P\n\016" +
-      "ListQueueTasks\022\".workflow.v1.ListQueueTa" +
-      "sksRequest\032\032.workflow.v1.QueueTaskPage\022D" +
-      "\n\007Redrive\022\033.workflow.v1.RedriveRequest\032\034" +
-      ".workflow.v1.RedriveResponse\022E\n\016CreateSc" +
-      "hedule\022\034.workflow.v1.ScheduleRequest\032\025.w" +
-      "orkflow.v1.Schedule\022M\n\rListSchedules\022!.w" +
-      "orkflow.v1.ListSchedulesRequest\032\031.workfl" +
-      "ow.v1.SchedulePage\022D\n\013GetSchedule\022\036.work" +
-      "flow.v1.ScheduleIdRequest\032\025.workflow.v1." +
-      "Schedule\022F\n\017ReplaceSchedule\022\034.workflow.v" +
-      "1.ScheduleRequest\032\025.workflow.v1.Schedule" +
-      "\022N\n\016DeleteSchedule\022\036.workflow.v1.Schedul" +
-      "eIdRequest\032\034.workflow.v1.DeletedSchedule" +
-      "\022I\n\rPauseSchedule\022!.workflow.v1.PauseSch" +
-      "eduleRequest\032\025.workflow.v1.Schedule\022H\n\017U" +
-      "npauseSchedule\022\036.workflow.v1.ScheduleIdR" +
-      "equest\032\025.workflow.v1.Schedule\022Q\n\017Trigger" +
-      "Schedule\022\036.workflow.v1.ScheduleIdRequest" +
-      "\032\036.workflow.v1.ScheduleTriggered\022O\n\020Back" +
-      "fillSchedule\022\034.workflow.v1.BackfillReque" +
-      "st\032\035.workflow.v1.BackfillResponseB&\n\025dev" +
-      ".baton.workflow.v1B\013EngineProtoP\001b\006proto" +
-      "3"
+      "_version\030\003 \001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022&\n\005i" +
+      "nput\030\005 \001(\0132\027.google.protobuf.Struct\022*\n\tv" +
+      "ariables\030\006 \001(\0132\027.google.protobuf.Struct\022" +
+      "&\n\006output\030\007 \001(\0132\026.google.protobuf.Value\022" +
+      "\016\n\006reason\030\010 \001(\t\022\017\n\007version\030\t \001(\003\022\026\n\016corr" +
+      "elation_id\030\n \001(\t\022\027\n\017idempotency_key\030\013 \001(" +
+      "\t\022\032\n\022parent_instance_id\030\014 \001(\t\022.\n\ncreated" +
+      "_at\030\r \001(\0132\032.google.protobuf.Timestamp\022.\n" +
+      "\nupdated_at\030\016 \001(\0132\032.google.protobuf.Time" +
+      "stamp\0220\n\014completed_at\030\017 \001(\0132\032.google.pro" +
+      "tobuf.Timestamp\022.\n\ntimeout_at\030\020 \001(\0132\032.go" +
+      "ogle.protobuf.Timestamp\022)\n\005steps\030\021 \003(\0132\032" +
+      ".workflow.v1.StepExecution\022 \n\030parent_ste" +
+      "p_execution_id\030\022 \001(\t\022\013\n\003run\030\023 \001(\005\022\034\n\017ste" +
+      "ps_truncated\030\024 \001(\010H\001\210\001\001\022\025\n\010archived\030\025 \001(" +
+      "\010H\002\210\001\001\022/\n\013archived_at\030\026 \001(\0132\032.google.pro" +
+      "tobuf.TimestampB\025\n\023_definition_versionB\022" +
+      "\n\020_steps_truncatedB\013\n\t_archived\"N\n\022GetIn" +
+      "stanceRequest\022\n\n\002id\030\001 \001(\t\022\032\n\rinclude_ste" +
+      "ps\030\002 \001(\010H\000\210\001\001B\020\n\016_include_steps\"A\n\020ListS" +
+      "tepsRequest\022\n\n\002id\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\022\022" +
+      "\n\npage_token\030\003 \001(\t\"{\n\021StepExecutionPage\022" +
+      ")\n\005steps\030\001 \003(\0132\032.workflow.v1.StepExecuti" +
+      "on\022\027\n\017next_page_token\030\002 \001(\t\022\025\n\010archived\030" +
+      "\003 \001(\010H\000\210\001\001B\013\n\t_archived\"B\n\021GetHistoryReq" +
+      "uest\022\n\n\002id\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\022\022\n\npage_" +
+      "token\030\003 \001(\t\"\374\001\n\014HistoryEvent\022\013\n\003seq\030\001 \001(" +
+      "\003\022&\n\002at\030\002 \001(\0132\032.google.protobuf.Timestam" +
+      "p\022\014\n\004type\030\003 \001(\t\022\017\n\007step_id\030\004 \001(\t\022\031\n\021step" +
+      "_execution_id\030\005 \001(\t\022\016\n\006job_id\030\006 \001(\t\022\024\n\007a" +
+      "ttempt\030\007 \001(\005H\000\210\001\001\022\021\n\tworker_id\030\010 \001(\t\022\017\n\007" +
+      "message\030\t \001(\t\022\'\n\006detail\030\n \001(\0132\027.google.p" +
+      "rotobuf.StructB\n\n\010_attempt\"u\n\013HistoryPag" +
+      "e\022)\n\006events\030\001 \003(\0132\031.workflow.v1.HistoryE" +
+      "vent\022\027\n\017next_page_token\030\002 \001(\t\022\025\n\010archive" +
+      "d\030\003 \001(\010H\000\210\001\001B\013\n\t_archived\"\331\002\n\026SearchInst" +
+      "ancesRequest\022\016\n\006status\030\001 \001(\t\022\027\n\017definiti" +
+      "on_name\030\002 \001(\t\022\026\n\016correlation_id\030\003 \001(\t\022\r\n" +
+      "\005limit\030\004 \001(\005\022\022\n\npage_token\030\005 \001(\t\0221\n\rcrea" +
+      "ted_after\030\006 \001(\0132\032.google.protobuf.Timest" +
+      "amp\0222\n\016created_before\030\007 \001(\0132\032.google.pro" +
+      "tobuf.Timestamp\022\025\n\010archived\030\010 \001(\010H\000\210\001\001\022(" +
+      "\n\004from\030\t \001(\0132\032.google.protobuf.Timestamp" +
+      "\022&\n\002to\030\n \001(\0132\032.google.protobuf.Timestamp" +
+      "B\013\n\t_archived\"Q\n\014InstancePage\022(\n\tinstanc" +
+      "es\030\001 \003(\0132\025.workflow.v1.Instance\022\027\n\017next_" +
+      "page_token\030\002 \001(\t\"3\n\025CancelInstanceReques" +
+      "t\022\n\n\002id\030\001 \001(\t\022\016\n\006reason\030\002 \001(\t\"\204\001\n\027Comple" +
+      "teUserTaskRequest\022\n\n\002id\030\001 \001(\t\022\017\n\007step_id" +
+      "\030\002 \001(\t\0221\n\020variables_to_set\030\003 \001(\0132\027.googl" +
+      "e.protobuf.Struct\022\031\n\021step_execution_id\030\004" +
+      " \001(\t\"p\n\rSignalRequest\022\n\n\002id\030\001 \001(\t\022\017\n\007ste" +
+      "p_id\030\002 \001(\t\022\'\n\007payload\030\003 \001(\0132\026.google.pro" +
+      "tobuf.Value\022\031\n\021step_execution_id\030\004 \001(\t\"&" +
+      "\n\030InstanceOperationRequest\022\n\n\002id\030\001 \001(\t\"C" +
+      "\n\026RestartInstanceRequest\022\n\n\002id\030\001 \001(\t\022\035\n\025" +
+      "use_latest_definition\030\002 \001(\010\"_\n\017PollJobsR" +
+      "equest\022\021\n\tworker_id\030\001 \001(\t\022\021\n\tjob_types\030\002" +
+      " \003(\t\022\020\n\010max_jobs\030\003 \001(\005\022\024\n\014wait_seconds\030\004" +
+      " \001(\001\"\244\002\n\003Job\022\n\n\002id\030\001 \001(\t\022\023\n\013instance_id\030" +
+      "\002 \001(\t\022\017\n\007step_id\030\003 \001(\t\022\031\n\021step_execution" +
+      "_id\030\004 \001(\t\022\020\n\010job_type\030\005 \001(\t\022\017\n\007attempt\030\006" +
+      " \001(\005\022\031\n\021retries_remaining\030\007 \001(\005\0223\n\017lock_" +
+      "expires_at\030\010 \001(\0132\032.google.protobuf.Times" +
+      "tamp\022%\n\005input\030\t \001(\0132\026.google.protobuf.Va" +
+      "lue\022\032\n\022input_payload_path\030\n \001(\t\022\032\n\022input" +
+      "_download_url\030\013 \001(\t\"2\n\020PollJobsResponse\022" +
+      "\036\n\004jobs\030\001 \003(\0132\020.workflow.v1.Job\"\251\001\n\022Comp" +
+      "leteJobRequest\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker" +
+      "_id\030\002 \001(\t\0221\n\020variables_to_set\030\003 \001(\0132\027.go" +
+      "ogle.protobuf.Struct\022\024\n\007attempt\030\004 \001(\005H\000\210" +
+      "\001\001\022\033\n\023output_payload_path\030\005 \001(\tB\n\n\010_atte" +
+      "mpt\"F\n\023CompleteJobResponse\022\016\n\006job_id\030\001 \001" +
+      "(\t\022\016\n\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\"\217\001\n\014" +
+      "BatchFailure\022\025\n\rerror_message\030\001 \001(\t\022\026\n\tr" +
+      "etryable\030\002 \001(\010H\000\210\001\001\022%\n\030next_retry_delay_" +
+      "seconds\030\003 \001(\001H\001\210\001\001B\014\n\n_retryableB\033\n\031_nex" +
+      "t_retry_delay_seconds\"\322\001\n\017BatchResultIte" +
+      "m\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007" +
+      "attempt\030\003 \001(\005H\000\210\001\001\0221\n\020variables_to_set\030\004" +
+      " \001(\0132\027.google.protobuf.Struct\022\033\n\023output_" +
+      "payload_path\030\005 \001(\t\022*\n\007failure\030\006 \001(\0132\031.wo" +
+      "rkflow.v1.BatchFailureB\n\n\010_attempt\"E\n\024Co" +
+      "mpleteBatchRequest\022-\n\007results\030\001 \003(\0132\034.wo" +
+      "rkflow.v1.BatchResultItem\"\203\001\n\014BatchOutco" +
+      "me\022\016\n\006job_id\030\001 \001(\t\022\017\n\007outcome\030\002 \001(\t\022\016\n\006s" +
+      "tatus\030\003 \001(\t\0223\n\017next_attempt_at\030\004 \001(\0132\032.g" +
+      "oogle.protobuf.Timestamp\022\r\n\005error\030\005 \001(\t\"" +
+      "C\n\025CompleteBatchResponse\022*\n\007results\030\001 \003(" +
+      "\0132\031.workflow.v1.BatchOutcome\"\326\001\n\016FailJob" +
+      "Request\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001" +
+      "(\t\022\025\n\rerror_message\030\003 \001(\t\022\026\n\tretryable\030\004" +
+      " \001(\010H\000\210\001\001\022%\n\030next_retry_delay_seconds\030\005 " +
+      "\001(\001H\001\210\001\001\022\024\n\007attempt\030\006 \001(\005H\002\210\001\001B\014\n\n_retry" +
+      "ableB\033\n\031_next_retry_delay_secondsB\n\n\010_at" +
+      "tempt\"w\n\017FailJobResponse\022\016\n\006job_id\030\001 \001(\t" +
+      "\022\016\n\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\0223\n\017nex" +
+      "t_attempt_at\030\004 \001(\0132\032.google.protobuf.Tim" +
+      "estamp\"W\n\020HeartbeatRequest\022\016\n\006job_id\030\001 \001" +
+      "(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000" +
+      "\210\001\001B\n\n\010_attempt\"R\n\017ClaimJobRequest\022\n\n\002id" +
+      "\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001" +
+      "(\005H\000\210\001\001B\n\n\010_attempt\"X\n\021HeartbeatResponse" +
+      "\022\016\n\006job_id\030\001 \001(\t\0223\n\017lock_expires_at\030\002 \001(" +
+      "\0132\032.google.protobuf.Timestamp\"&\n\021StopWor" +
+      "kerRequest\022\021\n\tworker_id\030\001 \001(\t\"W\n\022StopWor" +
+      "kerResponse\022\021\n\tworker_id\030\001 \001(\t\022.\n\nstoppe" +
+      "d_at\030\002 \001(\0132\032.google.protobuf.Timestamp\"_" +
+      "\n\013PushRequest\022\014\n\004name\030\001 \001(\t\022\r\n\005title\030\002 \001" +
+      "(\t\022\014\n\004body\030\003 \001(\t\022\020\n\010priority\030\004 \001(\005\022\023\n\013ma" +
+      "x_retries\030\005 \001(\005\"\200\001\n\014PushResponse\022\n\n\002id\030\001" +
+      " \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\016\n\006status\030\003 \001(\t" +
+      "\022\020\n\010priority\030\004 \001(\005\022.\n\ncreated_at\030\005 \001(\0132\032" +
+      ".google.protobuf.Timestamp\"+\n\014QueueReque" +
+      "st\022\014\n\004name\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\"b\n\nQueue" +
+      "Stats\022\017\n\007pending\030\001 \001(\003\022\022\n\nprocessing\030\002 \001" +
+      "(\003\022\021\n\tcompleted\030\003 \001(\003\022\016\n\006failed\030\004 \001(\003\022\014\n" +
+      "\004dead\030\005 \001(\003\"\365\001\n\tQueueTask\022\n\n\002id\030\001 \001(\t\022\022\n" +
+      "\nqueue_name\030\002 \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004body" +
+      "\030\004 \001(\t\022\020\n\010priority\030\005 \001(\005\022\023\n\013retry_count\030" +
+      "\006 \001(\005\022\023\n\013max_retries\030\007 \001(\005\022.\n\ncreated_at" +
+      "\030\010 \001(\0132\032.google.protobuf.Timestamp\022\017\n\007re" +
+      "ceipt\030\t \001(\t\022.\n\nvisible_at\030\n \001(\0132\032.google" +
+      ".protobuf.Timestamp\"6\n\rQueueTaskList\022%\n\005" +
+      "tasks\030\001 \003(\0132\026.workflow.v1.QueueTask\" \n\rP" +
+      "urgeResponse\022\017\n\007deleted\030\001 \001(\003\"g\n\016Dequeue" +
+      "Request\022\014\n\004name\030\001 \001(\t\022\023\n\013consumer_id\030\002 \001" +
+      "(\t\022\037\n\027visibility_timeout_secs\030\003 \001(\005\022\021\n\tm" +
+      "ax_tasks\030\004 \001(\005\"<\n\nAckRequest\022\014\n\004name\030\001 \001" +
+      "(\t\022\017\n\007task_id\030\002 \001(\t\022\017\n\007receipt\030\003 \001(\t\"r\n\013" +
+      "NackRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007task_id\030\002 \001" +
+      "(\t\022\017\n\007receipt\030\003 \001(\t\022\r\n\005error\030\004 \001(\t\022\026\n\tre" +
+      "tryable\030\005 \001(\010H\000\210\001\001B\014\n\n_retryable\"x\n\016Sett" +
+      "leResponse\022\n\n\002id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\024" +
+      "\n\007applied\030\003 \001(\010H\000\210\001\001\022\030\n\013retry_count\030\004 \001(" +
+      "\005H\001\210\001\001B\n\n\010_appliedB\016\n\014_retry_count\"6\n\021Li" +
+      "stQueuesRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_t" +
+      "oken\030\002 \001(\t\"r\n\014QueueSummary\022\014\n\004name\030\001 \001(\t" +
+      "\022\017\n\007pending\030\002 \001(\003\022\022\n\nprocessing\030\003 \001(\003\022\021\n" +
+      "\tcompleted\030\004 \001(\003\022\016\n\006failed\030\005 \001(\003\022\014\n\004dead" +
+      "\030\006 \001(\003\"O\n\tQueuePage\022)\n\006queues\030\001 \003(\0132\031.wo" +
+      "rkflow.v1.QueueSummary\022\027\n\017next_page_toke" +
+      "n\030\002 \001(\t\"X\n\025ListQueueTasksRequest\022\014\n\004name" +
+      "\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\r\n\005limit\030\003 \001(\005\022\022\n" +
+      "\npage_token\030\004 \001(\t\"\235\003\n\017QueueTaskDetail\022\n\n" +
+      "\002id\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\r\n\005title\030\003" +
+      " \001(\t\022\014\n\004body\030\004 \001(\t\022\026\n\016body_truncated\030\005 \001" +
+      "(\010\022\020\n\010priority\030\006 \001(\005\022\016\n\006status\030\007 \001(\t\022\023\n\013" +
+      "retry_count\030\010 \001(\005\022\023\n\013max_retries\030\t \001(\005\022\022" +
+      "\n\nlast_error\030\n \001(\t\022\023\n\013instance_id\030\013 \001(\t\022" +
+      ".\n\nvisible_at\030\014 \001(\0132\032.google.protobuf.Ti" +
+      "mestamp\022.\n\ncreated_at\030\r \001(\0132\032.google.pro" +
+      "tobuf.Timestamp\022.\n\nupdated_at\030\016 \001(\0132\032.go" +
+      "ogle.protobuf.Timestamp\0220\n\014completed_at\030" +
+      "\017 \001(\0132\032.google.protobuf.Timestamp\"U\n\rQue" +
+      "ueTaskPage\022+\n\005tasks\030\001 \003(\0132\034.workflow.v1." +
+      "QueueTaskDetail\022\027\n\017next_page_token\030\002 \001(\t" +
+      "\"0\n\016RedriveRequest\022\014\n\004name\030\001 \001(\t\022\020\n\010task" +
+      "_ids\030\002 \003(\t\"<\n\016RedriveSkipped\022\n\n\002id\030\001 \001(\t" +
+      "\022\016\n\006status\030\002 \001(\t\022\016\n\006reason\030\003 \001(\t\"v\n\017Redr" +
+      "iveResponse\022\020\n\010redriven\030\001 \001(\003\022\020\n\010task_id" +
+      "s\030\002 \003(\t\022,\n\007skipped\030\003 \003(\0132\033.workflow.v1.R" +
+      "edriveSkipped\022\021\n\tremaining\030\004 \001(\003\"A\n\020Sche" +
+      "duleInterval\022\025\n\revery_seconds\030\001 \001(\003\022\026\n\016o" +
+      "ffset_seconds\030\002 \001(\003\"\322\001\n\014ScheduleSpec\022\014\n\004" +
+      "cron\030\001 \003(\t\022/\n\010interval\030\002 \001(\0132\035.workflow." +
+      "v1.ScheduleInterval\022\021\n\ttime_zone\030\003 \001(\t\022\026" +
+      "\n\016jitter_seconds\030\004 \001(\005\022,\n\010start_at\030\005 \001(\013" +
+      "2\032.google.protobuf.Timestamp\022*\n\006end_at\030\006" +
+      " \001(\0132\032.google.protobuf.Timestamp\"\304\002\n\017Sch" +
+      "eduleRequest\022\n\n\002id\030\001 \001(\t\022\027\n\017definition_n" +
+      "ame\030\002 \001(\t\022\032\n\022definition_version\030\003 \001(\005\022&\n" +
+      "\005input\030\004 \001(\0132\027.google.protobuf.Struct\022\'\n" +
+      "\004spec\030\005 \001(\0132\031.workflow.v1.ScheduleSpec\022\026" +
+      "\n\016overlap_policy\030\006 \001(\t\022#\n\026catchup_window" +
+      "_seconds\030\007 \001(\005H\000\210\001\001\022\030\n\020pause_on_failure\030" +
+      "\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n \001(\t\022\017\n\007d" +
+      "ry_run\030\013 \001(\010B\031\n\027_catchup_window_seconds\"" +
+      "\253\001\n\016ScheduleAction\022-\n\tslot_time\030\001 \001(\0132\032." +
+      "google.protobuf.Timestamp\022\014\n\004kind\030\002 \001(\t\022" +
+      "\017\n\007outcome\030\003 \001(\t\022\023\n\013instance_id\030\004 \001(\t\022\016\n" +
+      "\006detail\030\005 \001(\t\022&\n\002at\030\006 \001(\0132\032.google.proto" +
+      "buf.Timestamp\"\326\003\n\010Schedule\022\n\n\002id\030\001 \001(\t\022\027" +
+      "\n\017definition_name\030\002 \001(\t\022\032\n\022definition_ve" +
+      "rsion\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.google.prot" +
+      "obuf.Struct\022\'\n\004spec\030\005 \001(\0132\031.workflow.v1." +
+      "ScheduleSpec\022\026\n\016overlap_policy\030\006 \001(\t\022\036\n\026" +
+      "catchup_window_seconds\030\007 \001(\005\022\030\n\020pause_on" +
+      "_failure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n" +
+      " \001(\t\022.\n\ncreated_at\030\013 \001(\0132\032.google.protob" +
+      "uf.Timestamp\022.\n\nupdated_at\030\014 \001(\0132\032.googl" +
+      "e.protobuf.Timestamp\0223\n\017next_fire_times\030" +
+      "\r \003(\0132\032.google.protobuf.Timestamp\0223\n\016rec" +
+      "ent_actions\030\016 \003(\0132\033.workflow.v1.Schedule" +
+      "Action\"Q\n\014SchedulePage\022(\n\tschedules\030\001 \003(" +
+      "\0132\025.workflow.v1.Schedule\022\027\n\017next_page_to" +
+      "ken\030\002 \001(\t\"\037\n\021ScheduleIdRequest\022\n\n\002id\030\001 \001" +
+      "(\t\"9\n\024ListSchedulesRequest\022\r\n\005limit\030\001 \001(" +
+      "\005\022\022\n\npage_token\030\002 \001(\t\"0\n\024PauseScheduleRe" +
+      "quest\022\n\n\002id\030\001 \001(\t\022\014\n\004note\030\002 \001(\t\"O\n\021Sched" +
+      "uleTriggered\022\n\n\002id\030\001 \001(\t\022.\n\nslot_times\030\002" +
+      " \003(\0132\032.google.protobuf.Timestamp\"o\n\017Back" +
+      "fillRequest\022\n\n\002id\030\001 \001(\t\022(\n\004from\030\002 \001(\0132\032." +
+      "google.protobuf.Timestamp\022&\n\002to\030\003 \001(\0132\032." +
+      "google.protobuf.Timestamp\"l\n\020BackfillRes" +
+      "ponse\022\n\n\002id\030\001 \001(\t\022\r\n\005slots\030\002 \001(\003\022\r\n\005adde" +
+      "d\030\003 \001(\003\022.\n\nslot_times\030\004 \003(\0132\032.google.pro" +
+      "tobuf.Timestamp\".\n\017DeletedSchedule\022\n\n\002id" +
+      "\030\001 \001(\t\022\017\n\007deleted\030\002 \001(\010\",\n\013ProblemItem\022\014" +
+      "\n\004path\030\001 \001(\t\022\017\n\007message\030\002 \001(\t\"\202\001\n\007Proble" +
+      "m\022\014\n\004type\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\016\n\006status" +
+      "\030\003 \001(\005\022\016\n\006detail\030\004 \001(\t\022\020\n\010instance\030\005 \001(\t" +
+      "\022(\n\006errors\030\006 \003(\0132\030.workflow.v1.ProblemIt" +
+      "em\"\023\n\021GetOpenApiRequest\"8\n\027DeleteDefinit" +
+      "ionRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007version\030\002 \001(" +
+      "\005\"#\n\025DeleteInstanceRequest\022\n\n\002id\030\001 \001(\t\"\341" +
+      "\001\n\017DeletedInstance\022\n\n\002id\030\001 \001(\t\022\027\n\017defini" +
+      "tion_name\030\002 \001(\t\022\037\n\022definition_version\030\003 " +
+      "\001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022\027\n\017step_executi" +
+      "ons\030\005 \001(\003\022\014\n\004jobs\030\006 \001(\003\022\026\n\016history_event" +
+      "s\030\007 \001(\003\022\025\n\010archived\030\010 \001(\010H\001\210\001\001B\025\n\023_defin" +
+      "ition_versionB\013\n\t_archived\"\022\n\020GetHealthR" +
+      "equest\"d\n\013HealthCheck\022\016\n\006status\030\001 \001(\t\022\027\n" +
+      "\nlatency_ms\030\002 \001(\001H\000\210\001\001\022\r\n\005error\030\003 \001(\t\022\016\n" +
+      "\006bucket\030\004 \001(\tB\r\n\013_latency_ms\"{\n\006Health\022\016" +
+      "\n\006status\030\001 \001(\t\022\017\n\007version\030\002 \001(\t\022*\n\010datab" +
+      "ase\030\003 \001(\0132\030.workflow.v1.HealthCheck\022$\n\002s" +
+      "3\030\004 \001(\0132\030.workflow.v1.HealthCheck\"\022\n\020Get" +
+      "ConfigRequest\"B\n\014PayloadLimit\022\030\n\020soft_li" +
+      "mit_bytes\030\001 \001(\003\022\030\n\020hard_limit_bytes\030\002 \001(" +
+      "\003\"\241\001\n\rPayloadLimits\0221\n\016workflow_input\030\001 " +
+      "\001(\0132\031.workflow.v1.PayloadLimit\022-\n\nstep_i" +
+      "nput\030\002 \001(\0132\031.workflow.v1.PayloadLimit\022.\n" +
+      "\013step_output\030\003 \001(\0132\031.workflow.v1.Payload" +
+      "Limit\"[\n\014ServerConfig\0222\n\016payload_limits\030" +
+      "\001 \001(\0132\032.workflow.v1.PayloadLimits\022\027\n\017pre" +
+      "sign_seconds\030\002 \001(\005\"h\n\024CreatePayloadReque" +
+      "st\022\014\n\004kind\030\001 \001(\t\022\022\n\nsize_bytes\030\002 \001(\003\022\033\n\016" +
+      "content_sha256\030\003 \001(\tH\000\210\001\001B\021\n\017_content_sh" +
+      "a256\"\336\001\n\rPayloadUpload\022\014\n\004path\030\001 \001(\t\022\022\n\n" +
+      "upload_url\030\002 \001(\t\022.\n\nexpires_at\030\003 \001(\0132\032.g" +
+      "oogle.protobuf.Timestamp\022E\n\016upload_heade" +
+      "rs\030\004 \003(\0132-.workflow.v1.PayloadUpload.Upl" +
+      "oadHeadersEntry\0324\n\022UploadHeadersEntry\022\013\n" +
+      "\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\0012\236\036\n\016Workfl" +
+      "owEngine\022E\n\tGetConfig\022\035.workflow.v1.GetC" +
+      "onfigRequest\032\031.workflow.v1.ServerConfig\022" +
+      "N\n\rCreatePayload\022!.workflow.v1.CreatePay" +
+      "loadRequest\032\032.workflow.v1.PayloadUpload\022" +
+      "E\n\nGetOpenApi\022\036.workflow.v1.GetOpenApiRe" +
+      "quest\032\027.google.protobuf.Struct\022?\n\tGetHea" +
+      "lth\022\035.workflow.v1.GetHealthRequest\032\023.wor" +
+      "kflow.v1.Health\022Q\n\020DeleteDefinition\022$.wo" +
+      "rkflow.v1.DeleteDefinitionRequest\032\027.work" +
+      "flow.v1.Definition\022R\n\016DeleteInstance\022\".w" +
+      "orkflow.v1.DeleteInstanceRequest\032\034.workf" +
+      "low.v1.DeletedInstance\022F\n\022RegisterDefini" +
+      "tion\022\027.workflow.v1.Definition\032\027.workflow" +
+      ".v1.Definition\022S\n\017ListDefinitions\022#.work" +
+      "flow.v1.ListDefinitionsRequest\032\033.workflo" +
+      "w.v1.DefinitionPage\022K\n\rGetDefinition\022!.w" +
+      "orkflow.v1.GetDefinitionRequest\032\027.workfl" +
+      "ow.v1.Definition\022J\n\014ListTaskDefs\022 .workf" +
+      "low.v1.ListTaskDefsRequest\032\030.workflow.v1" +
+      ".TaskDefPage\022B\n\nPutTaskDef\022\036.workflow.v1" +
+      ".PutTaskDefRequest\032\024.workflow.v1.TaskDef" +
+      "\022B\n\nGetTaskDef\022\036.workflow.v1.GetTaskDefR" +
+      "equest\032\024.workflow.v1.TaskDef\022H\n\rDeleteTa" +
+      "skDef\022!.workflow.v1.DeleteTaskDefRequest",
+      "\032\024.workflow.v1.TaskDef\022I\n\rStartInstance\022" +
+      "!.workflow.v1.StartInstanceRequest\032\025.wor" +
+      "kflow.v1.Instance\022Y\n\016StartInstances\022\".wo" +
+      "rkflow.v1.StartInstancesRequest\032#.workfl" +
+      "ow.v1.StartInstancesResponse\022Q\n\017SearchIn" +
+      "stances\022#.workflow.v1.SearchInstancesReq" +
+      "uest\032\031.workflow.v1.InstancePage\022E\n\013GetIn" +
+      "stance\022\037.workflow.v1.GetInstanceRequest\032" +
+      "\025.workflow.v1.Instance\022J\n\tListSteps\022\035.wo" +
+      "rkflow.v1.ListStepsRequest\032\036.workflow.v1" +
+      ".StepExecutionPage\022F\n\nGetHistory\022\036.workf" +
+      "low.v1.GetHistoryRequest\032\030.workflow.v1.H" +
+      "istoryPage\022K\n\016CancelInstance\022\".workflow." +
+      "v1.CancelInstanceRequest\032\025.workflow.v1.I" +
+      "nstance\022O\n\020CompleteUserTask\022$.workflow.v" +
+      "1.CompleteUserTaskRequest\032\025.workflow.v1." +
+      "Instance\022;\n\006Signal\022\032.workflow.v1.SignalR" +
+      "equest\032\025.workflow.v1.Instance\022M\n\rRetryIn" +
+      "stance\022%.workflow.v1.InstanceOperationRe" +
+      "quest\032\025.workflow.v1.Instance\022M\n\017RestartI" +
+      "nstance\022#.workflow.v1.RestartInstanceReq" +
+      "uest\032\025.workflow.v1.Instance\022M\n\rPauseInst" +
+      "ance\022%.workflow.v1.InstanceOperationRequ" +
+      "est\032\025.workflow.v1.Instance\022N\n\016ResumeInst" +
+      "ance\022%.workflow.v1.InstanceOperationRequ" +
+      "est\032\025.workflow.v1.Instance\022G\n\010PollJobs\022\034" +
+      ".workflow.v1.PollJobsRequest\032\035.workflow." +
+      "v1.PollJobsResponse\022P\n\013CompleteJob\022\037.wor" +
+      "kflow.v1.CompleteJobRequest\032 .workflow.v" +
+      "1.CompleteJobResponse\022V\n\rCompleteBatch\022!" +
+      ".workflow.v1.CompleteBatchRequest\032\".work" +
+      "flow.v1.CompleteBatchResponse\022D\n\007FailJob" +
+      "\022\033.workflow.v1.FailJobRequest\032\034.workflow" +
+      ".v1.FailJobResponse\022J\n\tHeartbeat\022\035.workf" +
+      "low.v1.HeartbeatRequest\032\036.workflow.v1.He" +
+      "artbeatResponse\022:\n\010ClaimJob\022\034.workflow.v" +
+      "1.ClaimJobRequest\032\020.workflow.v1.Job\022M\n\nS" +
+      "topWorker\022\036.workflow.v1.StopWorkerReques" +
+      "t\032\037.workflow.v1.StopWorkerResponse\022;\n\004Pu" +
+      "sh\022\030.workflow.v1.PushRequest\032\031.workflow." +
+      "v1.PushResponse\022;\n\005Stats\022\031.workflow.v1.Q" +
+      "ueueRequest\032\027.workflow.v1.QueueStats\022=\n\004" +
+      "Peek\022\031.workflow.v1.QueueRequest\032\032.workfl" +
+      "ow.v1.QueueTaskList\022>\n\005Purge\022\031.workflow." +
+      "v1.QueueRequest\032\032.workflow.v1.PurgeRespo" +
+      "nse\022B\n\007Dequeue\022\033.workflow.v1.DequeueRequ" +
+      "est\032\032.workflow.v1.QueueTaskList\022;\n\003Ack\022\027" +
+      ".workflow.v1.AckRequest\032\033.workflow.v1.Se" +
+      "ttleResponse\022=\n\004Nack\022\030.workflow.v1.NackR" +
+      "equest\032\033.workflow.v1.SettleResponse\022D\n\nL" +
+      "istQueues\022\036.workflow.v1.ListQueuesReques" +
+      "t\032\026.workflow.v1.QueuePage\022P\n\016ListQueueTa" +
+      "sks\022\".workflow.v1.ListQueueTasksRequest\032" +
+      "\032.workflow.v1.QueueTaskPage\022D\n\007Redrive\022\033" +
+      ".workflow.v1.RedriveRequest\032\034.workflow.v" +
+      "1.RedriveResponse\022E\n\016CreateSchedule\022\034.wo" +
+      "rkflow.v1.ScheduleRequest\032\025.workflow.v1." +
+      "Schedule\022M\n\rListSchedules\022!.workflow.v1." +
+      "ListSchedulesRequest\032\031.workflow.v1.Sched" +
+      "ulePage\022D\n\013GetSchedule\022\036.workflow.v1.Sch" +
+      "eduleIdRequest\032\025.workflow.v1.Schedule\022F\n" +
+      "\017ReplaceSchedule\022\034.workflow.v1.ScheduleR" +
+      "equest\032\025.workflow.v1.Schedule\022N\n\016DeleteS" +
+      "chedule\022\036.workflow.v1.ScheduleIdRequest\032" +
+      "\034.workflow.v1.DeletedSchedule\022I\n\rPauseSc" +
+      "hedule\022!.workflow.v1.PauseScheduleReques" +
+      "t\032\025.workflow.v1.Schedule\022H\n\017UnpauseSched" +
+      "ule\022\036.workflow.v1.ScheduleIdRequest\032\025.wo" +
+      "rkflow.v1.Schedule\022Q\n\017TriggerSchedule\022\036." +
+      "workflow.v1.ScheduleIdRequest\032\036.workflow" +
+      ".v1.ScheduleTriggered\022O\n\020BackfillSchedul" +
+      "e\022\034.workflow.v1.BackfillRequest\032\035.workfl" +
+      "ow.v1.BackfillResponseB&\n\025dev.baton.work" +
+      "flow.v1B\013EngineProtoP\001b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -1007,7 +1012,7 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
     internal_static_workflow_v1_Step_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_Step_descriptor,
-        new java.lang.String[] { "Id", "Type", "Name", "Description", "Input", "JobType", "RetryCount", "RetryLogic", "RetryDelaySeconds", "MaxRetryDelaySeconds", "TimeoutSeconds", "PollTimeoutSeconds", "ResponseTimeoutSeconds", "TimeoutPolicy", "TaskDef", "Assignee", "Duration", "Until", "DefinitionName", "DefinitionVersion", "Definition", "Variables", "Status", "Reason", "Output", "On", "Cases", "Default", "Branches", "FailFast", "Steps", "Items", "MaxConcurrency", "While", "MaxIterations", "Language", "Script", "Query", "WhileLanguage", "Request", "Optional", "StartDelaySeconds", "Key", "Inputs", "DefinitionDialect", "IndexAs", "Permissive", "IterationOutputs", "KeepLastIterations", });
+        new java.lang.String[] { "Id", "Type", "Name", "Description", "Input", "JobType", "RetryCount", "RetryLogic", "RetryDelaySeconds", "MaxRetryDelaySeconds", "TimeoutSeconds", "PollTimeoutSeconds", "ResponseTimeoutSeconds", "TimeoutPolicy", "TaskDef", "Assignee", "Duration", "Until", "DefinitionName", "DefinitionVersion", "Definition", "Variables", "Status", "Reason", "Output", "On", "Cases", "Default", "Branches", "FailFast", "Steps", "Items", "MaxConcurrency", "While", "MaxIterations", "Language", "Script", "Query", "WhileLanguage", "Request", "Optional", "StartDelaySeconds", "Key", "Inputs", "DefinitionDialect", "IndexAs", "Permissive", "JoinOn", "DefaultJoinOn", "TerminationCondition", "PollingIntervalSeconds", "PollingStrategy", "MaxPollCount", "Sink", "IterationOutputs", "KeepLastIterations", });
     internal_static_workflow_v1_QueueTrigger_descriptor =
       getDescriptor().getMessageType(2);
     internal_static_workflow_v1_QueueTrigger_fieldAccessorTable = new

@@ -57,6 +57,13 @@ private static final long serialVersionUID = 0L;
     key_ = "";
     definitionDialect_ = "";
     indexAs_ = "";
+    joinOn_ =
+        com.google.protobuf.LazyStringArrayList.emptyList();
+    defaultJoinOn_ =
+        com.google.protobuf.LazyStringArrayList.emptyList();
+    terminationCondition_ = "";
+    pollingStrategy_ = "";
+    sink_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -169,7 +176,8 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object name_ = "";
   /**
    * <pre>
-   * SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+   * START_WORKFLOW | SET_VARIABLE | TERMINATE | NOOP | SCRIPT |
+   * JQ | HTTP | HTTP_POLL | EVENT | EXCLUSIVE_JOIN | SWITCH |
    * PARALLEL | MAP | DO_WHILE
    * </pre>
    *
@@ -191,7 +199,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+   * START_WORKFLOW | SET_VARIABLE | TERMINATE | NOOP | SCRIPT |
+   * JQ | HTTP | HTTP_POLL | EVENT | EXCLUSIVE_JOIN | SWITCH |
    * PARALLEL | MAP | DO_WHILE
    * </pre>
    *
@@ -1484,9 +1493,10 @@ private static final long serialVersionUID = 0L;
   private com.google.protobuf.Value request_;
   /**
    * <pre>
-   * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
-   * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
-   * body, reasonPhrase}}
+   * HTTP and HTTP_POLL: the request ({uri, method, headers, body, accept, contentType,
+   * connectionTimeOut, readTimeOut}, or one ${...} expression giving it); output {response:
+   * {statusCode, headers, body, reasonPhrase}}. START_WORKFLOW: the start ({name, version,
+   * input, correlationId}, or one ${...} giving it); output {workflowId, instanceId}
    * </pre>
    *
    * <code>.google.protobuf.Value request = 40;</code>
@@ -1498,9 +1508,10 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
-   * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
-   * body, reasonPhrase}}
+   * HTTP and HTTP_POLL: the request ({uri, method, headers, body, accept, contentType,
+   * connectionTimeOut, readTimeOut}, or one ${...} expression giving it); output {response:
+   * {statusCode, headers, body, reasonPhrase}}. START_WORKFLOW: the start ({name, version,
+   * input, correlationId}, or one ${...} giving it); output {workflowId, instanceId}
    * </pre>
    *
    * <code>.google.protobuf.Value request = 40;</code>
@@ -1512,9 +1523,10 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
-   * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
-   * body, reasonPhrase}}
+   * HTTP and HTTP_POLL: the request ({uri, method, headers, body, accept, contentType,
+   * connectionTimeOut, readTimeOut}, or one ${...} expression giving it); output {response:
+   * {statusCode, headers, body, reasonPhrase}}. START_WORKFLOW: the start ({name, version,
+   * input, correlationId}, or one ${...} giving it); output {workflowId, instanceId}
    * </pre>
    *
    * <code>.google.protobuf.Value request = 40;</code>
@@ -1792,12 +1804,277 @@ private static final long serialVersionUID = 0L;
     return permissive_;
   }
 
+  public static final int JOIN_ON_FIELD_NUMBER = 48;
+  @SuppressWarnings("serial")
+  private com.google.protobuf.LazyStringArrayList joinOn_ =
+      com.google.protobuf.LazyStringArrayList.emptyList();
+  /**
+   * <pre>
+   * EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
+   * </pre>
+   *
+   * <code>repeated string join_on = 48;</code>
+   * @return A list containing the joinOn.
+   */
+  public com.google.protobuf.ProtocolStringList
+      getJoinOnList() {
+    return joinOn_;
+  }
+  /**
+   * <pre>
+   * EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
+   * </pre>
+   *
+   * <code>repeated string join_on = 48;</code>
+   * @return The count of joinOn.
+   */
+  public int getJoinOnCount() {
+    return joinOn_.size();
+  }
+  /**
+   * <pre>
+   * EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
+   * </pre>
+   *
+   * <code>repeated string join_on = 48;</code>
+   * @param index The index of the element to return.
+   * @return The joinOn at the given index.
+   */
+  public java.lang.String getJoinOn(int index) {
+    return joinOn_.get(index);
+  }
+  /**
+   * <pre>
+   * EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
+   * </pre>
+   *
+   * <code>repeated string join_on = 48;</code>
+   * @param index The index of the value to return.
+   * @return The bytes of the joinOn at the given index.
+   */
+  public com.google.protobuf.ByteString
+      getJoinOnBytes(int index) {
+    return joinOn_.getByteString(index);
+  }
+
+  public static final int DEFAULT_JOIN_ON_FIELD_NUMBER = 49;
+  @SuppressWarnings("serial")
+  private com.google.protobuf.LazyStringArrayList defaultJoinOn_ =
+      com.google.protobuf.LazyStringArrayList.emptyList();
+  /**
+   * <code>repeated string default_join_on = 49;</code>
+   * @return A list containing the defaultJoinOn.
+   */
+  public com.google.protobuf.ProtocolStringList
+      getDefaultJoinOnList() {
+    return defaultJoinOn_;
+  }
+  /**
+   * <code>repeated string default_join_on = 49;</code>
+   * @return The count of defaultJoinOn.
+   */
+  public int getDefaultJoinOnCount() {
+    return defaultJoinOn_.size();
+  }
+  /**
+   * <code>repeated string default_join_on = 49;</code>
+   * @param index The index of the element to return.
+   * @return The defaultJoinOn at the given index.
+   */
+  public java.lang.String getDefaultJoinOn(int index) {
+    return defaultJoinOn_.get(index);
+  }
+  /**
+   * <code>repeated string default_join_on = 49;</code>
+   * @param index The index of the value to return.
+   * @return The bytes of the defaultJoinOn at the given index.
+   */
+  public com.google.protobuf.ByteString
+      getDefaultJoinOnBytes(int index) {
+    return defaultJoinOn_.getByteString(index);
+  }
+
+  public static final int TERMINATION_CONDITION_FIELD_NUMBER = 50;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object terminationCondition_ = "";
+  /**
+   * <pre>
+   * HTTP_POLL: JavaScript run after each call ($.output, $.input): true or 1 done, -1 failed,
+   * else called again after the interval (FIXED | LINEAR_BACKOFF | EXPONENTIAL_BACKOFF), at
+   * most max_poll_count calls
+   * </pre>
+   *
+   * <code>string termination_condition = 50;</code>
+   * @return The terminationCondition.
+   */
+  @java.lang.Override
+  public java.lang.String getTerminationCondition() {
+    java.lang.Object ref = terminationCondition_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      terminationCondition_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * HTTP_POLL: JavaScript run after each call ($.output, $.input): true or 1 done, -1 failed,
+   * else called again after the interval (FIXED | LINEAR_BACKOFF | EXPONENTIAL_BACKOFF), at
+   * most max_poll_count calls
+   * </pre>
+   *
+   * <code>string termination_condition = 50;</code>
+   * @return The bytes for terminationCondition.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getTerminationConditionBytes() {
+    java.lang.Object ref = terminationCondition_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      terminationCondition_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int POLLING_INTERVAL_SECONDS_FIELD_NUMBER = 51;
+  private int pollingIntervalSeconds_ = 0;
+  /**
+   * <code>optional int32 polling_interval_seconds = 51;</code>
+   * @return Whether the pollingIntervalSeconds field is set.
+   */
+  @java.lang.Override
+  public boolean hasPollingIntervalSeconds() {
+    return ((bitField0_ & 0x00400000) != 0);
+  }
+  /**
+   * <code>optional int32 polling_interval_seconds = 51;</code>
+   * @return The pollingIntervalSeconds.
+   */
+  @java.lang.Override
+  public int getPollingIntervalSeconds() {
+    return pollingIntervalSeconds_;
+  }
+
+  public static final int POLLING_STRATEGY_FIELD_NUMBER = 52;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object pollingStrategy_ = "";
+  /**
+   * <code>string polling_strategy = 52;</code>
+   * @return The pollingStrategy.
+   */
+  @java.lang.Override
+  public java.lang.String getPollingStrategy() {
+    java.lang.Object ref = pollingStrategy_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      pollingStrategy_ = s;
+      return s;
+    }
+  }
+  /**
+   * <code>string polling_strategy = 52;</code>
+   * @return The bytes for pollingStrategy.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getPollingStrategyBytes() {
+    java.lang.Object ref = pollingStrategy_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      pollingStrategy_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int MAX_POLL_COUNT_FIELD_NUMBER = 53;
+  private int maxPollCount_ = 0;
+  /**
+   * <code>optional int32 max_poll_count = 53;</code>
+   * @return Whether the maxPollCount field is set.
+   */
+  @java.lang.Override
+  public boolean hasMaxPollCount() {
+    return ((bitField0_ & 0x00800000) != 0);
+  }
+  /**
+   * <code>optional int32 max_poll_count = 53;</code>
+   * @return The maxPollCount.
+   */
+  @java.lang.Override
+  public int getMaxPollCount() {
+    return maxPollCount_;
+  }
+
+  public static final int SINK_FIELD_NUMBER = 54;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object sink_ = "";
+  /**
+   * <pre>
+   * EVENT: queue:&lt;name&gt; (a Baton queue) or sqs:&lt;queue name or URL&gt;; may be ${...}
+   * </pre>
+   *
+   * <code>string sink = 54;</code>
+   * @return The sink.
+   */
+  @java.lang.Override
+  public java.lang.String getSink() {
+    java.lang.Object ref = sink_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      sink_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * EVENT: queue:&lt;name&gt; (a Baton queue) or sqs:&lt;queue name or URL&gt;; may be ${...}
+   * </pre>
+   *
+   * <code>string sink = 54;</code>
+   * @return The bytes for sink.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getSinkBytes() {
+    java.lang.Object ref = sink_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      sink_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   public static final int ITERATION_OUTPUTS_FIELD_NUMBER = 55;
   private boolean iterationOutputs_ = false;
   /**
    * <pre>
    * DO_WHILE: end with Conductor's output ({iteration, "1": {step id: output}, …}), only its last
-   * keep_last_iterations iterations if given (48-54 are taken by newer step types)
+   * keep_last_iterations iterations if given
    * </pre>
    *
    * <code>optional bool iteration_outputs = 55;</code>
@@ -1805,12 +2082,12 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasIterationOutputs() {
-    return ((bitField0_ & 0x00400000) != 0);
+    return ((bitField0_ & 0x01000000) != 0);
   }
   /**
    * <pre>
    * DO_WHILE: end with Conductor's output ({iteration, "1": {step id: output}, …}), only its last
-   * keep_last_iterations iterations if given (48-54 are taken by newer step types)
+   * keep_last_iterations iterations if given
    * </pre>
    *
    * <code>optional bool iteration_outputs = 55;</code>
@@ -1829,7 +2106,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasKeepLastIterations() {
-    return ((bitField0_ & 0x00800000) != 0);
+    return ((bitField0_ & 0x02000000) != 0);
   }
   /**
    * <code>optional int32 keep_last_iterations = 56;</code>
@@ -1995,10 +2272,31 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00200000) != 0)) {
       output.writeBool(47, permissive_);
     }
+    for (int i = 0; i < joinOn_.size(); i++) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 48, joinOn_.getRaw(i));
+    }
+    for (int i = 0; i < defaultJoinOn_.size(); i++) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 49, defaultJoinOn_.getRaw(i));
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(terminationCondition_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 50, terminationCondition_);
+    }
     if (((bitField0_ & 0x00400000) != 0)) {
-      output.writeBool(55, iterationOutputs_);
+      output.writeInt32(51, pollingIntervalSeconds_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(pollingStrategy_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 52, pollingStrategy_);
     }
     if (((bitField0_ & 0x00800000) != 0)) {
+      output.writeInt32(53, maxPollCount_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(sink_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 54, sink_);
+    }
+    if (((bitField0_ & 0x01000000) != 0)) {
+      output.writeBool(55, iterationOutputs_);
+    }
+    if (((bitField0_ & 0x02000000) != 0)) {
       output.writeInt32(56, keepLastIterations_);
     }
     getUnknownFields().writeTo(output);
@@ -2190,11 +2488,44 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(47, permissive_);
     }
+    {
+      int dataSize = 0;
+      for (int i = 0; i < joinOn_.size(); i++) {
+        dataSize += computeStringSizeNoTag(joinOn_.getRaw(i));
+      }
+      size += dataSize;
+      size += 2 * getJoinOnList().size();
+    }
+    {
+      int dataSize = 0;
+      for (int i = 0; i < defaultJoinOn_.size(); i++) {
+        dataSize += computeStringSizeNoTag(defaultJoinOn_.getRaw(i));
+      }
+      size += dataSize;
+      size += 2 * getDefaultJoinOnList().size();
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(terminationCondition_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(50, terminationCondition_);
+    }
     if (((bitField0_ & 0x00400000) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(51, pollingIntervalSeconds_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(pollingStrategy_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(52, pollingStrategy_);
+    }
+    if (((bitField0_ & 0x00800000) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(53, maxPollCount_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(sink_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(54, sink_);
+    }
+    if (((bitField0_ & 0x01000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(55, iterationOutputs_);
     }
-    if (((bitField0_ & 0x00800000) != 0)) {
+    if (((bitField0_ & 0x02000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(56, keepLastIterations_);
     }
@@ -2383,6 +2714,26 @@ private static final long serialVersionUID = 0L;
       if (getPermissive()
           != other.getPermissive()) return false;
     }
+    if (!getJoinOnList()
+        .equals(other.getJoinOnList())) return false;
+    if (!getDefaultJoinOnList()
+        .equals(other.getDefaultJoinOnList())) return false;
+    if (!getTerminationCondition()
+        .equals(other.getTerminationCondition())) return false;
+    if (hasPollingIntervalSeconds() != other.hasPollingIntervalSeconds()) return false;
+    if (hasPollingIntervalSeconds()) {
+      if (getPollingIntervalSeconds()
+          != other.getPollingIntervalSeconds()) return false;
+    }
+    if (!getPollingStrategy()
+        .equals(other.getPollingStrategy())) return false;
+    if (hasMaxPollCount() != other.hasMaxPollCount()) return false;
+    if (hasMaxPollCount()) {
+      if (getMaxPollCount()
+          != other.getMaxPollCount()) return false;
+    }
+    if (!getSink()
+        .equals(other.getSink())) return false;
     if (hasIterationOutputs() != other.hasIterationOutputs()) return false;
     if (hasIterationOutputs()) {
       if (getIterationOutputs()
@@ -2551,6 +2902,28 @@ private static final long serialVersionUID = 0L;
       hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
           getPermissive());
     }
+    if (getJoinOnCount() > 0) {
+      hash = (37 * hash) + JOIN_ON_FIELD_NUMBER;
+      hash = (53 * hash) + getJoinOnList().hashCode();
+    }
+    if (getDefaultJoinOnCount() > 0) {
+      hash = (37 * hash) + DEFAULT_JOIN_ON_FIELD_NUMBER;
+      hash = (53 * hash) + getDefaultJoinOnList().hashCode();
+    }
+    hash = (37 * hash) + TERMINATION_CONDITION_FIELD_NUMBER;
+    hash = (53 * hash) + getTerminationCondition().hashCode();
+    if (hasPollingIntervalSeconds()) {
+      hash = (37 * hash) + POLLING_INTERVAL_SECONDS_FIELD_NUMBER;
+      hash = (53 * hash) + getPollingIntervalSeconds();
+    }
+    hash = (37 * hash) + POLLING_STRATEGY_FIELD_NUMBER;
+    hash = (53 * hash) + getPollingStrategy().hashCode();
+    if (hasMaxPollCount()) {
+      hash = (37 * hash) + MAX_POLL_COUNT_FIELD_NUMBER;
+      hash = (53 * hash) + getMaxPollCount();
+    }
+    hash = (37 * hash) + SINK_FIELD_NUMBER;
+    hash = (53 * hash) + getSink().hashCode();
     if (hasIterationOutputs()) {
       hash = (37 * hash) + ITERATION_OUTPUTS_FIELD_NUMBER;
       hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
@@ -2814,6 +3187,15 @@ private static final long serialVersionUID = 0L;
       definitionDialect_ = "";
       indexAs_ = "";
       permissive_ = false;
+      joinOn_ =
+          com.google.protobuf.LazyStringArrayList.emptyList();
+      defaultJoinOn_ =
+          com.google.protobuf.LazyStringArrayList.emptyList();
+      terminationCondition_ = "";
+      pollingIntervalSeconds_ = 0;
+      pollingStrategy_ = "";
+      maxPollCount_ = 0;
+      sink_ = "";
       iterationOutputs_ = false;
       keepLastIterations_ = 0;
       return this;
@@ -3061,12 +3443,37 @@ private static final long serialVersionUID = 0L;
         to_bitField0_ |= 0x00200000;
       }
       if (((from_bitField1_ & 0x00008000) != 0)) {
-        result.iterationOutputs_ = iterationOutputs_;
-        to_bitField0_ |= 0x00400000;
+        joinOn_.makeImmutable();
+        result.joinOn_ = joinOn_;
       }
       if (((from_bitField1_ & 0x00010000) != 0)) {
-        result.keepLastIterations_ = keepLastIterations_;
+        defaultJoinOn_.makeImmutable();
+        result.defaultJoinOn_ = defaultJoinOn_;
+      }
+      if (((from_bitField1_ & 0x00020000) != 0)) {
+        result.terminationCondition_ = terminationCondition_;
+      }
+      if (((from_bitField1_ & 0x00040000) != 0)) {
+        result.pollingIntervalSeconds_ = pollingIntervalSeconds_;
+        to_bitField0_ |= 0x00400000;
+      }
+      if (((from_bitField1_ & 0x00080000) != 0)) {
+        result.pollingStrategy_ = pollingStrategy_;
+      }
+      if (((from_bitField1_ & 0x00100000) != 0)) {
+        result.maxPollCount_ = maxPollCount_;
         to_bitField0_ |= 0x00800000;
+      }
+      if (((from_bitField1_ & 0x00200000) != 0)) {
+        result.sink_ = sink_;
+      }
+      if (((from_bitField1_ & 0x00400000) != 0)) {
+        result.iterationOutputs_ = iterationOutputs_;
+        to_bitField0_ |= 0x01000000;
+      }
+      if (((from_bitField1_ & 0x00800000) != 0)) {
+        result.keepLastIterations_ = keepLastIterations_;
+        to_bitField0_ |= 0x02000000;
       }
       result.bitField0_ |= to_bitField0_;
     }
@@ -3336,6 +3743,47 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasPermissive()) {
         setPermissive(other.getPermissive());
+      }
+      if (!other.joinOn_.isEmpty()) {
+        if (joinOn_.isEmpty()) {
+          joinOn_ = other.joinOn_;
+          bitField1_ |= 0x00008000;
+        } else {
+          ensureJoinOnIsMutable();
+          joinOn_.addAll(other.joinOn_);
+        }
+        onChanged();
+      }
+      if (!other.defaultJoinOn_.isEmpty()) {
+        if (defaultJoinOn_.isEmpty()) {
+          defaultJoinOn_ = other.defaultJoinOn_;
+          bitField1_ |= 0x00010000;
+        } else {
+          ensureDefaultJoinOnIsMutable();
+          defaultJoinOn_.addAll(other.defaultJoinOn_);
+        }
+        onChanged();
+      }
+      if (!other.getTerminationCondition().isEmpty()) {
+        terminationCondition_ = other.terminationCondition_;
+        bitField1_ |= 0x00020000;
+        onChanged();
+      }
+      if (other.hasPollingIntervalSeconds()) {
+        setPollingIntervalSeconds(other.getPollingIntervalSeconds());
+      }
+      if (!other.getPollingStrategy().isEmpty()) {
+        pollingStrategy_ = other.pollingStrategy_;
+        bitField1_ |= 0x00080000;
+        onChanged();
+      }
+      if (other.hasMaxPollCount()) {
+        setMaxPollCount(other.getMaxPollCount());
+      }
+      if (!other.getSink().isEmpty()) {
+        sink_ = other.sink_;
+        bitField1_ |= 0x00200000;
+        onChanged();
       }
       if (other.hasIterationOutputs()) {
         setIterationOutputs(other.getIterationOutputs());
@@ -3644,14 +4092,49 @@ private static final long serialVersionUID = 0L;
               bitField1_ |= 0x00004000;
               break;
             } // case 376
+            case 386: {
+              ensureJoinOnIsMutable();
+              joinOn_.add(input.readStringRequireUtf8());
+              break;
+            } // case 386
+            case 394: {
+              ensureDefaultJoinOnIsMutable();
+              defaultJoinOn_.add(input.readStringRequireUtf8());
+              break;
+            } // case 394
+            case 402: {
+              terminationCondition_ = input.readStringRequireUtf8();
+              bitField1_ |= 0x00020000;
+              break;
+            } // case 402
+            case 408: {
+              pollingIntervalSeconds_ = input.readInt32();
+              bitField1_ |= 0x00040000;
+              break;
+            } // case 408
+            case 418: {
+              pollingStrategy_ = input.readStringRequireUtf8();
+              bitField1_ |= 0x00080000;
+              break;
+            } // case 418
+            case 424: {
+              maxPollCount_ = input.readInt32();
+              bitField1_ |= 0x00100000;
+              break;
+            } // case 424
+            case 434: {
+              sink_ = input.readStringRequireUtf8();
+              bitField1_ |= 0x00200000;
+              break;
+            } // case 434
             case 440: {
               iterationOutputs_ = input.readBool();
-              bitField1_ |= 0x00008000;
+              bitField1_ |= 0x00400000;
               break;
             } // case 440
             case 448: {
               keepLastIterations_ = input.readInt32();
-              bitField1_ |= 0x00010000;
+              bitField1_ |= 0x00800000;
               break;
             } // case 448
             default: {
@@ -3839,7 +4322,8 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object name_ = "";
     /**
      * <pre>
-     * SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+     * START_WORKFLOW | SET_VARIABLE | TERMINATE | NOOP | SCRIPT |
+     * JQ | HTTP | HTTP_POLL | EVENT | EXCLUSIVE_JOIN | SWITCH |
      * PARALLEL | MAP | DO_WHILE
      * </pre>
      *
@@ -3860,7 +4344,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+     * START_WORKFLOW | SET_VARIABLE | TERMINATE | NOOP | SCRIPT |
+     * JQ | HTTP | HTTP_POLL | EVENT | EXCLUSIVE_JOIN | SWITCH |
      * PARALLEL | MAP | DO_WHILE
      * </pre>
      *
@@ -3882,7 +4367,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+     * START_WORKFLOW | SET_VARIABLE | TERMINATE | NOOP | SCRIPT |
+     * JQ | HTTP | HTTP_POLL | EVENT | EXCLUSIVE_JOIN | SWITCH |
      * PARALLEL | MAP | DO_WHILE
      * </pre>
      *
@@ -3900,7 +4386,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+     * START_WORKFLOW | SET_VARIABLE | TERMINATE | NOOP | SCRIPT |
+     * JQ | HTTP | HTTP_POLL | EVENT | EXCLUSIVE_JOIN | SWITCH |
      * PARALLEL | MAP | DO_WHILE
      * </pre>
      *
@@ -3915,7 +4402,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+     * START_WORKFLOW | SET_VARIABLE | TERMINATE | NOOP | SCRIPT |
+     * JQ | HTTP | HTTP_POLL | EVENT | EXCLUSIVE_JOIN | SWITCH |
      * PARALLEL | MAP | DO_WHILE
      * </pre>
      *
@@ -7451,9 +7939,10 @@ private static final long serialVersionUID = 0L;
         com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder> requestBuilder_;
     /**
      * <pre>
-     * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
-     * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
-     * body, reasonPhrase}}
+     * HTTP and HTTP_POLL: the request ({uri, method, headers, body, accept, contentType,
+     * connectionTimeOut, readTimeOut}, or one ${...} expression giving it); output {response:
+     * {statusCode, headers, body, reasonPhrase}}. START_WORKFLOW: the start ({name, version,
+     * input, correlationId}, or one ${...} giving it); output {workflowId, instanceId}
      * </pre>
      *
      * <code>.google.protobuf.Value request = 40;</code>
@@ -7464,9 +7953,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
-     * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
-     * body, reasonPhrase}}
+     * HTTP and HTTP_POLL: the request ({uri, method, headers, body, accept, contentType,
+     * connectionTimeOut, readTimeOut}, or one ${...} expression giving it); output {response:
+     * {statusCode, headers, body, reasonPhrase}}. START_WORKFLOW: the start ({name, version,
+     * input, correlationId}, or one ${...} giving it); output {workflowId, instanceId}
      * </pre>
      *
      * <code>.google.protobuf.Value request = 40;</code>
@@ -7481,9 +7971,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
-     * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
-     * body, reasonPhrase}}
+     * HTTP and HTTP_POLL: the request ({uri, method, headers, body, accept, contentType,
+     * connectionTimeOut, readTimeOut}, or one ${...} expression giving it); output {response:
+     * {statusCode, headers, body, reasonPhrase}}. START_WORKFLOW: the start ({name, version,
+     * input, correlationId}, or one ${...} giving it); output {workflowId, instanceId}
      * </pre>
      *
      * <code>.google.protobuf.Value request = 40;</code>
@@ -7501,9 +7992,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
-     * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
-     * body, reasonPhrase}}
+     * HTTP and HTTP_POLL: the request ({uri, method, headers, body, accept, contentType,
+     * connectionTimeOut, readTimeOut}, or one ${...} expression giving it); output {response:
+     * {statusCode, headers, body, reasonPhrase}}. START_WORKFLOW: the start ({name, version,
+     * input, correlationId}, or one ${...} giving it); output {workflowId, instanceId}
      * </pre>
      *
      * <code>.google.protobuf.Value request = 40;</code>
@@ -7521,9 +8013,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
-     * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
-     * body, reasonPhrase}}
+     * HTTP and HTTP_POLL: the request ({uri, method, headers, body, accept, contentType,
+     * connectionTimeOut, readTimeOut}, or one ${...} expression giving it); output {response:
+     * {statusCode, headers, body, reasonPhrase}}. START_WORKFLOW: the start ({name, version,
+     * input, correlationId}, or one ${...} giving it); output {workflowId, instanceId}
      * </pre>
      *
      * <code>.google.protobuf.Value request = 40;</code>
@@ -7548,9 +8041,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
-     * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
-     * body, reasonPhrase}}
+     * HTTP and HTTP_POLL: the request ({uri, method, headers, body, accept, contentType,
+     * connectionTimeOut, readTimeOut}, or one ${...} expression giving it); output {response:
+     * {statusCode, headers, body, reasonPhrase}}. START_WORKFLOW: the start ({name, version,
+     * input, correlationId}, or one ${...} giving it); output {workflowId, instanceId}
      * </pre>
      *
      * <code>.google.protobuf.Value request = 40;</code>
@@ -7567,9 +8061,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
-     * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
-     * body, reasonPhrase}}
+     * HTTP and HTTP_POLL: the request ({uri, method, headers, body, accept, contentType,
+     * connectionTimeOut, readTimeOut}, or one ${...} expression giving it); output {response:
+     * {statusCode, headers, body, reasonPhrase}}. START_WORKFLOW: the start ({name, version,
+     * input, correlationId}, or one ${...} giving it); output {workflowId, instanceId}
      * </pre>
      *
      * <code>.google.protobuf.Value request = 40;</code>
@@ -7581,9 +8076,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
-     * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
-     * body, reasonPhrase}}
+     * HTTP and HTTP_POLL: the request ({uri, method, headers, body, accept, contentType,
+     * connectionTimeOut, readTimeOut}, or one ${...} expression giving it); output {response:
+     * {statusCode, headers, body, reasonPhrase}}. START_WORKFLOW: the start ({name, version,
+     * input, correlationId}, or one ${...} giving it); output {workflowId, instanceId}
      * </pre>
      *
      * <code>.google.protobuf.Value request = 40;</code>
@@ -7598,9 +8094,10 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
-     * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
-     * body, reasonPhrase}}
+     * HTTP and HTTP_POLL: the request ({uri, method, headers, body, accept, contentType,
+     * connectionTimeOut, readTimeOut}, or one ${...} expression giving it); output {response:
+     * {statusCode, headers, body, reasonPhrase}}. START_WORKFLOW: the start ({name, version,
+     * input, correlationId}, or one ${...} giving it); output {workflowId, instanceId}
      * </pre>
      *
      * <code>.google.protobuf.Value request = 40;</code>
@@ -8237,11 +8734,615 @@ private static final long serialVersionUID = 0L;
       return this;
     }
 
+    private com.google.protobuf.LazyStringArrayList joinOn_ =
+        com.google.protobuf.LazyStringArrayList.emptyList();
+    private void ensureJoinOnIsMutable() {
+      if (!joinOn_.isModifiable()) {
+        joinOn_ = new com.google.protobuf.LazyStringArrayList(joinOn_);
+      }
+      bitField1_ |= 0x00008000;
+    }
+    /**
+     * <pre>
+     * EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
+     * </pre>
+     *
+     * <code>repeated string join_on = 48;</code>
+     * @return A list containing the joinOn.
+     */
+    public com.google.protobuf.ProtocolStringList
+        getJoinOnList() {
+      joinOn_.makeImmutable();
+      return joinOn_;
+    }
+    /**
+     * <pre>
+     * EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
+     * </pre>
+     *
+     * <code>repeated string join_on = 48;</code>
+     * @return The count of joinOn.
+     */
+    public int getJoinOnCount() {
+      return joinOn_.size();
+    }
+    /**
+     * <pre>
+     * EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
+     * </pre>
+     *
+     * <code>repeated string join_on = 48;</code>
+     * @param index The index of the element to return.
+     * @return The joinOn at the given index.
+     */
+    public java.lang.String getJoinOn(int index) {
+      return joinOn_.get(index);
+    }
+    /**
+     * <pre>
+     * EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
+     * </pre>
+     *
+     * <code>repeated string join_on = 48;</code>
+     * @param index The index of the value to return.
+     * @return The bytes of the joinOn at the given index.
+     */
+    public com.google.protobuf.ByteString
+        getJoinOnBytes(int index) {
+      return joinOn_.getByteString(index);
+    }
+    /**
+     * <pre>
+     * EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
+     * </pre>
+     *
+     * <code>repeated string join_on = 48;</code>
+     * @param index The index to set the value at.
+     * @param value The joinOn to set.
+     * @return This builder for chaining.
+     */
+    public Builder setJoinOn(
+        int index, java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      ensureJoinOnIsMutable();
+      joinOn_.set(index, value);
+      bitField1_ |= 0x00008000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
+     * </pre>
+     *
+     * <code>repeated string join_on = 48;</code>
+     * @param value The joinOn to add.
+     * @return This builder for chaining.
+     */
+    public Builder addJoinOn(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      ensureJoinOnIsMutable();
+      joinOn_.add(value);
+      bitField1_ |= 0x00008000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
+     * </pre>
+     *
+     * <code>repeated string join_on = 48;</code>
+     * @param values The joinOn to add.
+     * @return This builder for chaining.
+     */
+    public Builder addAllJoinOn(
+        java.lang.Iterable<java.lang.String> values) {
+      ensureJoinOnIsMutable();
+      com.google.protobuf.AbstractMessageLite.Builder.addAll(
+          values, joinOn_);
+      bitField1_ |= 0x00008000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
+     * </pre>
+     *
+     * <code>repeated string join_on = 48;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearJoinOn() {
+      joinOn_ =
+        com.google.protobuf.LazyStringArrayList.emptyList();
+      bitField1_ = (bitField1_ & ~0x00008000);;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
+     * </pre>
+     *
+     * <code>repeated string join_on = 48;</code>
+     * @param value The bytes of the joinOn to add.
+     * @return This builder for chaining.
+     */
+    public Builder addJoinOnBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      ensureJoinOnIsMutable();
+      joinOn_.add(value);
+      bitField1_ |= 0x00008000;
+      onChanged();
+      return this;
+    }
+
+    private com.google.protobuf.LazyStringArrayList defaultJoinOn_ =
+        com.google.protobuf.LazyStringArrayList.emptyList();
+    private void ensureDefaultJoinOnIsMutable() {
+      if (!defaultJoinOn_.isModifiable()) {
+        defaultJoinOn_ = new com.google.protobuf.LazyStringArrayList(defaultJoinOn_);
+      }
+      bitField1_ |= 0x00010000;
+    }
+    /**
+     * <code>repeated string default_join_on = 49;</code>
+     * @return A list containing the defaultJoinOn.
+     */
+    public com.google.protobuf.ProtocolStringList
+        getDefaultJoinOnList() {
+      defaultJoinOn_.makeImmutable();
+      return defaultJoinOn_;
+    }
+    /**
+     * <code>repeated string default_join_on = 49;</code>
+     * @return The count of defaultJoinOn.
+     */
+    public int getDefaultJoinOnCount() {
+      return defaultJoinOn_.size();
+    }
+    /**
+     * <code>repeated string default_join_on = 49;</code>
+     * @param index The index of the element to return.
+     * @return The defaultJoinOn at the given index.
+     */
+    public java.lang.String getDefaultJoinOn(int index) {
+      return defaultJoinOn_.get(index);
+    }
+    /**
+     * <code>repeated string default_join_on = 49;</code>
+     * @param index The index of the value to return.
+     * @return The bytes of the defaultJoinOn at the given index.
+     */
+    public com.google.protobuf.ByteString
+        getDefaultJoinOnBytes(int index) {
+      return defaultJoinOn_.getByteString(index);
+    }
+    /**
+     * <code>repeated string default_join_on = 49;</code>
+     * @param index The index to set the value at.
+     * @param value The defaultJoinOn to set.
+     * @return This builder for chaining.
+     */
+    public Builder setDefaultJoinOn(
+        int index, java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      ensureDefaultJoinOnIsMutable();
+      defaultJoinOn_.set(index, value);
+      bitField1_ |= 0x00010000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>repeated string default_join_on = 49;</code>
+     * @param value The defaultJoinOn to add.
+     * @return This builder for chaining.
+     */
+    public Builder addDefaultJoinOn(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      ensureDefaultJoinOnIsMutable();
+      defaultJoinOn_.add(value);
+      bitField1_ |= 0x00010000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>repeated string default_join_on = 49;</code>
+     * @param values The defaultJoinOn to add.
+     * @return This builder for chaining.
+     */
+    public Builder addAllDefaultJoinOn(
+        java.lang.Iterable<java.lang.String> values) {
+      ensureDefaultJoinOnIsMutable();
+      com.google.protobuf.AbstractMessageLite.Builder.addAll(
+          values, defaultJoinOn_);
+      bitField1_ |= 0x00010000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>repeated string default_join_on = 49;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearDefaultJoinOn() {
+      defaultJoinOn_ =
+        com.google.protobuf.LazyStringArrayList.emptyList();
+      bitField1_ = (bitField1_ & ~0x00010000);;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>repeated string default_join_on = 49;</code>
+     * @param value The bytes of the defaultJoinOn to add.
+     * @return This builder for chaining.
+     */
+    public Builder addDefaultJoinOnBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      ensureDefaultJoinOnIsMutable();
+      defaultJoinOn_.add(value);
+      bitField1_ |= 0x00010000;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object terminationCondition_ = "";
+    /**
+     * <pre>
+     * HTTP_POLL: JavaScript run after each call ($.output, $.input): true or 1 done, -1 failed,
+     * else called again after the interval (FIXED | LINEAR_BACKOFF | EXPONENTIAL_BACKOFF), at
+     * most max_poll_count calls
+     * </pre>
+     *
+     * <code>string termination_condition = 50;</code>
+     * @return The terminationCondition.
+     */
+    public java.lang.String getTerminationCondition() {
+      java.lang.Object ref = terminationCondition_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        terminationCondition_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * HTTP_POLL: JavaScript run after each call ($.output, $.input): true or 1 done, -1 failed,
+     * else called again after the interval (FIXED | LINEAR_BACKOFF | EXPONENTIAL_BACKOFF), at
+     * most max_poll_count calls
+     * </pre>
+     *
+     * <code>string termination_condition = 50;</code>
+     * @return The bytes for terminationCondition.
+     */
+    public com.google.protobuf.ByteString
+        getTerminationConditionBytes() {
+      java.lang.Object ref = terminationCondition_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        terminationCondition_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * HTTP_POLL: JavaScript run after each call ($.output, $.input): true or 1 done, -1 failed,
+     * else called again after the interval (FIXED | LINEAR_BACKOFF | EXPONENTIAL_BACKOFF), at
+     * most max_poll_count calls
+     * </pre>
+     *
+     * <code>string termination_condition = 50;</code>
+     * @param value The terminationCondition to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTerminationCondition(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      terminationCondition_ = value;
+      bitField1_ |= 0x00020000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * HTTP_POLL: JavaScript run after each call ($.output, $.input): true or 1 done, -1 failed,
+     * else called again after the interval (FIXED | LINEAR_BACKOFF | EXPONENTIAL_BACKOFF), at
+     * most max_poll_count calls
+     * </pre>
+     *
+     * <code>string termination_condition = 50;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearTerminationCondition() {
+      terminationCondition_ = getDefaultInstance().getTerminationCondition();
+      bitField1_ = (bitField1_ & ~0x00020000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * HTTP_POLL: JavaScript run after each call ($.output, $.input): true or 1 done, -1 failed,
+     * else called again after the interval (FIXED | LINEAR_BACKOFF | EXPONENTIAL_BACKOFF), at
+     * most max_poll_count calls
+     * </pre>
+     *
+     * <code>string termination_condition = 50;</code>
+     * @param value The bytes for terminationCondition to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTerminationConditionBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      terminationCondition_ = value;
+      bitField1_ |= 0x00020000;
+      onChanged();
+      return this;
+    }
+
+    private int pollingIntervalSeconds_ ;
+    /**
+     * <code>optional int32 polling_interval_seconds = 51;</code>
+     * @return Whether the pollingIntervalSeconds field is set.
+     */
+    @java.lang.Override
+    public boolean hasPollingIntervalSeconds() {
+      return ((bitField1_ & 0x00040000) != 0);
+    }
+    /**
+     * <code>optional int32 polling_interval_seconds = 51;</code>
+     * @return The pollingIntervalSeconds.
+     */
+    @java.lang.Override
+    public int getPollingIntervalSeconds() {
+      return pollingIntervalSeconds_;
+    }
+    /**
+     * <code>optional int32 polling_interval_seconds = 51;</code>
+     * @param value The pollingIntervalSeconds to set.
+     * @return This builder for chaining.
+     */
+    public Builder setPollingIntervalSeconds(int value) {
+
+      pollingIntervalSeconds_ = value;
+      bitField1_ |= 0x00040000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>optional int32 polling_interval_seconds = 51;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearPollingIntervalSeconds() {
+      bitField1_ = (bitField1_ & ~0x00040000);
+      pollingIntervalSeconds_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object pollingStrategy_ = "";
+    /**
+     * <code>string polling_strategy = 52;</code>
+     * @return The pollingStrategy.
+     */
+    public java.lang.String getPollingStrategy() {
+      java.lang.Object ref = pollingStrategy_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        pollingStrategy_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <code>string polling_strategy = 52;</code>
+     * @return The bytes for pollingStrategy.
+     */
+    public com.google.protobuf.ByteString
+        getPollingStrategyBytes() {
+      java.lang.Object ref = pollingStrategy_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        pollingStrategy_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <code>string polling_strategy = 52;</code>
+     * @param value The pollingStrategy to set.
+     * @return This builder for chaining.
+     */
+    public Builder setPollingStrategy(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      pollingStrategy_ = value;
+      bitField1_ |= 0x00080000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>string polling_strategy = 52;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearPollingStrategy() {
+      pollingStrategy_ = getDefaultInstance().getPollingStrategy();
+      bitField1_ = (bitField1_ & ~0x00080000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>string polling_strategy = 52;</code>
+     * @param value The bytes for pollingStrategy to set.
+     * @return This builder for chaining.
+     */
+    public Builder setPollingStrategyBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      pollingStrategy_ = value;
+      bitField1_ |= 0x00080000;
+      onChanged();
+      return this;
+    }
+
+    private int maxPollCount_ ;
+    /**
+     * <code>optional int32 max_poll_count = 53;</code>
+     * @return Whether the maxPollCount field is set.
+     */
+    @java.lang.Override
+    public boolean hasMaxPollCount() {
+      return ((bitField1_ & 0x00100000) != 0);
+    }
+    /**
+     * <code>optional int32 max_poll_count = 53;</code>
+     * @return The maxPollCount.
+     */
+    @java.lang.Override
+    public int getMaxPollCount() {
+      return maxPollCount_;
+    }
+    /**
+     * <code>optional int32 max_poll_count = 53;</code>
+     * @param value The maxPollCount to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMaxPollCount(int value) {
+
+      maxPollCount_ = value;
+      bitField1_ |= 0x00100000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>optional int32 max_poll_count = 53;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMaxPollCount() {
+      bitField1_ = (bitField1_ & ~0x00100000);
+      maxPollCount_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object sink_ = "";
+    /**
+     * <pre>
+     * EVENT: queue:&lt;name&gt; (a Baton queue) or sqs:&lt;queue name or URL&gt;; may be ${...}
+     * </pre>
+     *
+     * <code>string sink = 54;</code>
+     * @return The sink.
+     */
+    public java.lang.String getSink() {
+      java.lang.Object ref = sink_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        sink_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * EVENT: queue:&lt;name&gt; (a Baton queue) or sqs:&lt;queue name or URL&gt;; may be ${...}
+     * </pre>
+     *
+     * <code>string sink = 54;</code>
+     * @return The bytes for sink.
+     */
+    public com.google.protobuf.ByteString
+        getSinkBytes() {
+      java.lang.Object ref = sink_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        sink_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * EVENT: queue:&lt;name&gt; (a Baton queue) or sqs:&lt;queue name or URL&gt;; may be ${...}
+     * </pre>
+     *
+     * <code>string sink = 54;</code>
+     * @param value The sink to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSink(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      sink_ = value;
+      bitField1_ |= 0x00200000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * EVENT: queue:&lt;name&gt; (a Baton queue) or sqs:&lt;queue name or URL&gt;; may be ${...}
+     * </pre>
+     *
+     * <code>string sink = 54;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearSink() {
+      sink_ = getDefaultInstance().getSink();
+      bitField1_ = (bitField1_ & ~0x00200000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * EVENT: queue:&lt;name&gt; (a Baton queue) or sqs:&lt;queue name or URL&gt;; may be ${...}
+     * </pre>
+     *
+     * <code>string sink = 54;</code>
+     * @param value The bytes for sink to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSinkBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      sink_ = value;
+      bitField1_ |= 0x00200000;
+      onChanged();
+      return this;
+    }
+
     private boolean iterationOutputs_ ;
     /**
      * <pre>
      * DO_WHILE: end with Conductor's output ({iteration, "1": {step id: output}, …}), only its last
-     * keep_last_iterations iterations if given (48-54 are taken by newer step types)
+     * keep_last_iterations iterations if given
      * </pre>
      *
      * <code>optional bool iteration_outputs = 55;</code>
@@ -8249,12 +9350,12 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Override
     public boolean hasIterationOutputs() {
-      return ((bitField1_ & 0x00008000) != 0);
+      return ((bitField1_ & 0x00400000) != 0);
     }
     /**
      * <pre>
      * DO_WHILE: end with Conductor's output ({iteration, "1": {step id: output}, …}), only its last
-     * keep_last_iterations iterations if given (48-54 are taken by newer step types)
+     * keep_last_iterations iterations if given
      * </pre>
      *
      * <code>optional bool iteration_outputs = 55;</code>
@@ -8267,7 +9368,7 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * DO_WHILE: end with Conductor's output ({iteration, "1": {step id: output}, …}), only its last
-     * keep_last_iterations iterations if given (48-54 are taken by newer step types)
+     * keep_last_iterations iterations if given
      * </pre>
      *
      * <code>optional bool iteration_outputs = 55;</code>
@@ -8277,21 +9378,21 @@ private static final long serialVersionUID = 0L;
     public Builder setIterationOutputs(boolean value) {
 
       iterationOutputs_ = value;
-      bitField1_ |= 0x00008000;
+      bitField1_ |= 0x00400000;
       onChanged();
       return this;
     }
     /**
      * <pre>
      * DO_WHILE: end with Conductor's output ({iteration, "1": {step id: output}, …}), only its last
-     * keep_last_iterations iterations if given (48-54 are taken by newer step types)
+     * keep_last_iterations iterations if given
      * </pre>
      *
      * <code>optional bool iteration_outputs = 55;</code>
      * @return This builder for chaining.
      */
     public Builder clearIterationOutputs() {
-      bitField1_ = (bitField1_ & ~0x00008000);
+      bitField1_ = (bitField1_ & ~0x00400000);
       iterationOutputs_ = false;
       onChanged();
       return this;
@@ -8304,7 +9405,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Override
     public boolean hasKeepLastIterations() {
-      return ((bitField1_ & 0x00010000) != 0);
+      return ((bitField1_ & 0x00800000) != 0);
     }
     /**
      * <code>optional int32 keep_last_iterations = 56;</code>
@@ -8322,7 +9423,7 @@ private static final long serialVersionUID = 0L;
     public Builder setKeepLastIterations(int value) {
 
       keepLastIterations_ = value;
-      bitField1_ |= 0x00010000;
+      bitField1_ |= 0x00800000;
       onChanged();
       return this;
     }
@@ -8331,7 +9432,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearKeepLastIterations() {
-      bitField1_ = (bitField1_ & ~0x00010000);
+      bitField1_ = (bitField1_ & ~0x00800000);
       keepLastIterations_ = 0;
       onChanged();
       return this;

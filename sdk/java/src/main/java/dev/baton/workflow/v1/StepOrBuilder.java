@@ -44,7 +44,8 @@ public interface StepOrBuilder extends
 
   /**
    * <pre>
-   * SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+   * START_WORKFLOW | SET_VARIABLE | TERMINATE | NOOP | SCRIPT |
+   * JQ | HTTP | HTTP_POLL | EVENT | EXCLUSIVE_JOIN | SWITCH |
    * PARALLEL | MAP | DO_WHILE
    * </pre>
    *
@@ -54,7 +55,8 @@ public interface StepOrBuilder extends
   java.lang.String getName();
   /**
    * <pre>
-   * SET_VARIABLE | TERMINATE | SCRIPT | JQ | HTTP | SWITCH |
+   * START_WORKFLOW | SET_VARIABLE | TERMINATE | NOOP | SCRIPT |
+   * JQ | HTTP | HTTP_POLL | EVENT | EXCLUSIVE_JOIN | SWITCH |
    * PARALLEL | MAP | DO_WHILE
    * </pre>
    *
@@ -693,9 +695,10 @@ public interface StepOrBuilder extends
 
   /**
    * <pre>
-   * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
-   * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
-   * body, reasonPhrase}}
+   * HTTP and HTTP_POLL: the request ({uri, method, headers, body, accept, contentType,
+   * connectionTimeOut, readTimeOut}, or one ${...} expression giving it); output {response:
+   * {statusCode, headers, body, reasonPhrase}}. START_WORKFLOW: the start ({name, version,
+   * input, correlationId}, or one ${...} giving it); output {workflowId, instanceId}
    * </pre>
    *
    * <code>.google.protobuf.Value request = 40;</code>
@@ -704,9 +707,10 @@ public interface StepOrBuilder extends
   boolean hasRequest();
   /**
    * <pre>
-   * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
-   * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
-   * body, reasonPhrase}}
+   * HTTP and HTTP_POLL: the request ({uri, method, headers, body, accept, contentType,
+   * connectionTimeOut, readTimeOut}, or one ${...} expression giving it); output {response:
+   * {statusCode, headers, body, reasonPhrase}}. START_WORKFLOW: the start ({name, version,
+   * input, correlationId}, or one ${...} giving it); output {workflowId, instanceId}
    * </pre>
    *
    * <code>.google.protobuf.Value request = 40;</code>
@@ -715,9 +719,10 @@ public interface StepOrBuilder extends
   com.google.protobuf.Value getRequest();
   /**
    * <pre>
-   * HTTP: the request ({uri, method, headers, body, accept, contentType, connectionTimeOut,
-   * readTimeOut}, or one ${...} expression giving it); output {response: {statusCode, headers,
-   * body, reasonPhrase}}
+   * HTTP and HTTP_POLL: the request ({uri, method, headers, body, accept, contentType,
+   * connectionTimeOut, readTimeOut}, or one ${...} expression giving it); output {response:
+   * {statusCode, headers, body, reasonPhrase}}. START_WORKFLOW: the start ({name, version,
+   * input, correlationId}, or one ${...} giving it); output {workflowId, instanceId}
    * </pre>
    *
    * <code>.google.protobuf.Value request = 40;</code>
@@ -878,8 +883,152 @@ public interface StepOrBuilder extends
 
   /**
    * <pre>
+   * EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
+   * </pre>
+   *
+   * <code>repeated string join_on = 48;</code>
+   * @return A list containing the joinOn.
+   */
+  java.util.List<java.lang.String>
+      getJoinOnList();
+  /**
+   * <pre>
+   * EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
+   * </pre>
+   *
+   * <code>repeated string join_on = 48;</code>
+   * @return The count of joinOn.
+   */
+  int getJoinOnCount();
+  /**
+   * <pre>
+   * EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
+   * </pre>
+   *
+   * <code>repeated string join_on = 48;</code>
+   * @param index The index of the element to return.
+   * @return The joinOn at the given index.
+   */
+  java.lang.String getJoinOn(int index);
+  /**
+   * <pre>
+   * EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
+   * </pre>
+   *
+   * <code>repeated string join_on = 48;</code>
+   * @param index The index of the value to return.
+   * @return The bytes of the joinOn at the given index.
+   */
+  com.google.protobuf.ByteString
+      getJoinOnBytes(int index);
+
+  /**
+   * <code>repeated string default_join_on = 49;</code>
+   * @return A list containing the defaultJoinOn.
+   */
+  java.util.List<java.lang.String>
+      getDefaultJoinOnList();
+  /**
+   * <code>repeated string default_join_on = 49;</code>
+   * @return The count of defaultJoinOn.
+   */
+  int getDefaultJoinOnCount();
+  /**
+   * <code>repeated string default_join_on = 49;</code>
+   * @param index The index of the element to return.
+   * @return The defaultJoinOn at the given index.
+   */
+  java.lang.String getDefaultJoinOn(int index);
+  /**
+   * <code>repeated string default_join_on = 49;</code>
+   * @param index The index of the value to return.
+   * @return The bytes of the defaultJoinOn at the given index.
+   */
+  com.google.protobuf.ByteString
+      getDefaultJoinOnBytes(int index);
+
+  /**
+   * <pre>
+   * HTTP_POLL: JavaScript run after each call ($.output, $.input): true or 1 done, -1 failed,
+   * else called again after the interval (FIXED | LINEAR_BACKOFF | EXPONENTIAL_BACKOFF), at
+   * most max_poll_count calls
+   * </pre>
+   *
+   * <code>string termination_condition = 50;</code>
+   * @return The terminationCondition.
+   */
+  java.lang.String getTerminationCondition();
+  /**
+   * <pre>
+   * HTTP_POLL: JavaScript run after each call ($.output, $.input): true or 1 done, -1 failed,
+   * else called again after the interval (FIXED | LINEAR_BACKOFF | EXPONENTIAL_BACKOFF), at
+   * most max_poll_count calls
+   * </pre>
+   *
+   * <code>string termination_condition = 50;</code>
+   * @return The bytes for terminationCondition.
+   */
+  com.google.protobuf.ByteString
+      getTerminationConditionBytes();
+
+  /**
+   * <code>optional int32 polling_interval_seconds = 51;</code>
+   * @return Whether the pollingIntervalSeconds field is set.
+   */
+  boolean hasPollingIntervalSeconds();
+  /**
+   * <code>optional int32 polling_interval_seconds = 51;</code>
+   * @return The pollingIntervalSeconds.
+   */
+  int getPollingIntervalSeconds();
+
+  /**
+   * <code>string polling_strategy = 52;</code>
+   * @return The pollingStrategy.
+   */
+  java.lang.String getPollingStrategy();
+  /**
+   * <code>string polling_strategy = 52;</code>
+   * @return The bytes for pollingStrategy.
+   */
+  com.google.protobuf.ByteString
+      getPollingStrategyBytes();
+
+  /**
+   * <code>optional int32 max_poll_count = 53;</code>
+   * @return Whether the maxPollCount field is set.
+   */
+  boolean hasMaxPollCount();
+  /**
+   * <code>optional int32 max_poll_count = 53;</code>
+   * @return The maxPollCount.
+   */
+  int getMaxPollCount();
+
+  /**
+   * <pre>
+   * EVENT: queue:&lt;name&gt; (a Baton queue) or sqs:&lt;queue name or URL&gt;; may be ${...}
+   * </pre>
+   *
+   * <code>string sink = 54;</code>
+   * @return The sink.
+   */
+  java.lang.String getSink();
+  /**
+   * <pre>
+   * EVENT: queue:&lt;name&gt; (a Baton queue) or sqs:&lt;queue name or URL&gt;; may be ${...}
+   * </pre>
+   *
+   * <code>string sink = 54;</code>
+   * @return The bytes for sink.
+   */
+  com.google.protobuf.ByteString
+      getSinkBytes();
+
+  /**
+   * <pre>
    * DO_WHILE: end with Conductor's output ({iteration, "1": {step id: output}, …}), only its last
-   * keep_last_iterations iterations if given (48-54 are taken by newer step types)
+   * keep_last_iterations iterations if given
    * </pre>
    *
    * <code>optional bool iteration_outputs = 55;</code>
@@ -889,7 +1038,7 @@ public interface StepOrBuilder extends
   /**
    * <pre>
    * DO_WHILE: end with Conductor's output ({iteration, "1": {step id: output}, …}), only its last
-   * keep_last_iterations iterations if given (48-54 are taken by newer step types)
+   * keep_last_iterations iterations if given
    * </pre>
    *
    * <code>optional bool iteration_outputs = 55;</code>
