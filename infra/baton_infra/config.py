@@ -181,6 +181,9 @@ class DeployConfig:
     # BATON_HTTP_ALLOW of the system_tasks function: what HTTP steps may call besides public
     # addresses (CIDRs, addresses, host names; docs/deploy.md).
     http_allow: tuple[str, ...] = ()
+    # SQS queues (names, in the stack's account and region) EVENT steps may publish to as
+    # sqs:<name>: the system_tasks function may send to these only (docs/deploy.md).
+    event_sqs_queues: tuple[str, ...] = ()
     api_type: ApiType = "rest"
     # Days after its end that a terminal instance is archived to S3 and leaves the database
     # (BATON_RETENTION_SECONDS of the sweeper; 0: never; docs/archive.md).
@@ -266,6 +269,15 @@ class DeployConfig:
             AddressPolicy.of(http_allow, private_allowed=False)
         except ValueError as e:
             raise ConfigError(f"httpAllow: {e}") from None
+        event_queues = (
+            tuple(str(q) for q in _list(get, "eventSqsQueues")) if get("eventSqsQueues") else ()
+        )
+        for q in event_queues:
+            if not _SQS_QUEUE_NAME.fullmatch(q):
+                raise ConfigError(
+                    f"eventSqsQueues: {q!r} is no SQS queue name (1-80 letters, digits, - and _, "
+                    ".fifo at the end of a FIFO queue's)"
+                )
         return cls(
             stage=stage,
             auth_mode=auth_mode,
@@ -289,6 +301,7 @@ class DeployConfig:
             layer_dir=(REPO_ROOT / str(layer_dir)) if layer_dir else DEFAULT_LAYER_DIR,
             dispatch_mode=dispatch_mode,
             http_allow=http_allow,
+            event_sqs_queues=event_queues,
             api_type="http" if api_type == "http" else "rest",
         )
 
@@ -376,6 +389,9 @@ def _mapping(get: Callable[[str], Any], key: str) -> Mapping[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(f"context {key!r}: expected an object, got {value!r}")
     return value
+
+
+_SQS_QUEUE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,75}(\.fifo)?$")
 
 
 def _list(get: Callable[[str], Any], key: str) -> list[Any]:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
-from aws_cdk import Duration, FileSystem, SecretValue
+from aws_cdk import Duration, FileSystem, SecretValue, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -379,6 +379,18 @@ class BatonFunctions(Construct):
             role.add_to_policy(
                 iam.PolicyStatement(
                     actions=["sqs:SendMessage"], resources=[self._dispatch_queue.queue_arn]
+                )
+            )
+        if spec.name == SYSTEM_TASKS_FUNCTION and self._config.event_sqs_queues:
+            # EVENT steps' sqs: sinks: the queues the deployment names, nothing else.
+            stack = Stack.of(self)
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    actions=["sqs:GetQueueUrl", "sqs:SendMessage"],
+                    resources=[
+                        stack.format_arn(service="sqs", resource=name)
+                        for name in self._config.event_sqs_queues
+                    ],
                 )
             )
         if spec.name in BUCKET_PROBE_FUNCTIONS:

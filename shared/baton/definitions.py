@@ -333,8 +333,8 @@ def _step_problems(tree: Tree, node: Node) -> Iterator[Problem]:
             ids = _field(step, name)
             for i, sid in enumerate(ids if isinstance(ids, list) else []):
                 if isinstance(sid, str):
-                    ref = "${" + sid + ".output}"
-                    yield from _expression_problems(tree, f"{path}.{name}[{i}]", ref, here, node)
+                    read = "${" + sid + ".output}"
+                    yield from _expression_problems(tree, f"{path}.{name}[{i}]", read, here, node)
     elif kind == "EVENT":
         yield from _setting_problems(path, step)
         sink = step.get("sink")

@@ -244,6 +244,8 @@ class EngineSettings:
     http_allow: tuple[str, ...] = ()
     http_private_allowed: bool = True
     http_max_response_bytes: int = 1024 * 1024
+    # Where EVENT steps' sqs: sinks are sent (None: AWS's own endpoint; locally the moto server).
+    sqs_endpoint: str | None = None
     http_concurrency: int = 8
     # Seconds after its end that a terminal instance is archived (0: off; a definition's
     # retentionSeconds overrides).
@@ -326,6 +328,7 @@ class Settings:
                 a.strip() for a in (e.get(ENV_HTTP_ALLOW) or "").split(",") if a.strip()
             ),
             http_private_allowed=(e.get(ENV_STAGE) or "local") == "local",
+            sqs_endpoint=e.get(ENV_SQS_ENDPOINT) or None,
             http_max_response_bytes=_int_env(
                 e, ENV_HTTP_MAX_RESPONSE_BYTES, engine.http_max_response_bytes
             ),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -291,3 +292,20 @@ def test_http_allow_reaches_system_tasks_only(layer_built: Path, tmp_path: Path)
     assert settings.ENV_HTTP_ALLOW not in others
     with pytest.raises(ConfigError, match="httpAllow: 'not a host!' is neither"):
         synthesize(tmp_path / "bad", {"httpAllow": "not a host!"})
+
+
+def test_event_sqs_queues_are_what_system_tasks_may_send_to(
+    layer_built: Path, tmp_path: Path
+) -> None:
+    synth = synthesize(tmp_path, {"eventSqsQueues": "order-events,audit.fifo"})
+    statements = [
+        s
+        for p in synth.template.find_resources("AWS::IAM::Policy").values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if s.get("Action") == ["sqs:GetQueueUrl", "sqs:SendMessage"]
+    ]
+    (statement,) = statements  # the system_tasks function's role only
+    text = json.dumps(statement["Resource"])
+    assert ":order-events" in text and ":audit.fifo" in text
+    with pytest.raises(ConfigError, match="eventSqsQueues: 'no spaces!' is no SQS queue name"):
+        synthesize(tmp_path / "bad", {"eventSqsQueues": "no spaces!"})

@@ -7,13 +7,19 @@ messages are grouped by instance and deduplicated by job attempt)."""
 from __future__ import annotations
 
 import json
+import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from baton.errors import BatonError
 from baton.sinks import parse_sink
+from baton.store import queue_sql
 
 if TYPE_CHECKING:
-    from baton.engine.service import Engine
+    from baton.store.db import Database
+
+
+# A pushed task's retries, as a push through the queue API gives it (queue_ops).
+QUEUE_MAX_RETRIES = 3
 
 
 class PublishFailed(Exception):
@@ -23,7 +29,14 @@ class PublishFailed(Exception):
 
 
 def publish(
-    engine: Engine, sink: str, message: dict[str, Any], *, group: str, dedup: str, title: str
+    db: Database,
+    sqs: Callable[[], Any],
+    sink: str,
+    message: dict[str, Any],
+    *,
+    group: str,
+    dedup: str,
+    title: str,
 ) -> str:
     """Publish ``message`` to ``sink``; the message's id there. PublishFailed if it cannot be."""
     try:
@@ -32,20 +45,27 @@ def publish(
         raise PublishFailed(str(e), retryable=False) from None
     body = json.dumps(message, separators=(",", ":"), default=str)
     if kind == "queue":
-        from baton.engine.queue_ops import Queues
+        row = db.autocommit(
+            lambda c: c.execute(
+                queue_sql.PUSH,
+                {
+                    "id": uuid.uuid4(),
+                    "queue": target,
+                    "title": title,
+                    "body": body,
+                    "priority": 0,
+                    "max_retries": QUEUE_MAX_RETRIES,
+                },
+            ).fetchone()
+        )
+        assert row is not None
+        return str(row["id"])
+    return _send_sqs(sqs(), target, body, group=group, dedup=dedup)
 
-        try:
-            pushed = Queues(engine).push(target, title, body)
-        except BatonError as e:
-            raise PublishFailed(f"queue {target!r}: {e}", retryable=False) from None
-        return str(pushed["id"])
-    return _send_sqs(engine, target, body, group=group, dedup=dedup)
 
-
-def _send_sqs(engine: Engine, target: str, body: str, *, group: str, dedup: str) -> str:
+def _send_sqs(client: Any, target: str, body: str, *, group: str, dedup: str) -> str:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    client = engine.event_sqs_client
     try:
         if target.startswith(("https://", "http://")):
             url = target

@@ -164,7 +164,8 @@ class SystemTasks(JobOps):
         outcome, error, retryable, output = "eventPublished", "", True, {}
         try:
             message_id = event_sink.publish(
-                self,
+                self.db,
+                lambda: self.event_sqs_client,  # made at the first sqs: sink
                 sink,
                 message,
                 group=job["instanceId"],

@@ -232,7 +232,7 @@ class ExclusiveJoin(Leaf):
             d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), str(e))
             return
         new = d.add_step(step, StepStatus.IN_PROGRESS, step_input, scope)
-        e = d.execution(new.id)
+        own = d.execution(new.id)
         point = f"step:{step.id}"
         for ids in (step.join_on, step.default_join_on or []):
             for sid in ids:
@@ -240,14 +240,14 @@ class ExclusiveJoin(Leaf):
                 if status is None or status == StepStatus.SKIPPED:
                     continue  # not run: a case not taken
                 if status != StepStatus.COMPLETED:
-                    d.fail(e, f"the joined step {sid!r} is {status}")
+                    d.fail(own, f"the joined step {sid!r} is {status}")
                     return
-                d.complete(e, d.resolve(f"${{{sid}.output}}", point, scope))
+                d.complete(own, d.resolve(f"${{{sid}.output}}", point, scope))
                 return
         said = ", ".join(step.join_on)
         if step.default_join_on:
             said += f"; defaultJoinOn {', '.join(step.default_join_on)}"
-        d.fail(e, f"none of the steps it joins on ran (joinOn {said})")
+        d.fail(own, f"none of the steps it joins on ran (joinOn {said})")
 
 
 class Terminate(Leaf):
