@@ -83,6 +83,33 @@ def test_a_terminate_cancelled_ends_the_instance_cancelled_with_its_reason_and_o
     assert engine.poll("w", ["kid_work"], 10) == []
 
 
+def test_a_terminate_cancelled_starts_the_failure_workflow_a_cancel_does_not(
+    engine: Engine,
+) -> None:
+    engine.register_definition({"name": "undo", "steps": [task("undo_work")]})
+    engine.register_definition(
+        {
+            "name": "giving_up",
+            "failureWorkflow": "undo",
+            "steps": [
+                task("first"),
+                {"id": "end", "type": "TERMINATE", "status": "CANCELLED", "reason": "gave up"},
+            ],
+        }
+    )
+    inst, _ = engine.start_instance(definition_name="giving_up", input={"k": 1})
+    drain(engine, {"first": lambda _: {}})
+    assert engine.get_instance(inst["id"])["status"] == "CANCELLED"
+    (undo,) = engine.poll("w", ["undo_work"], 10)
+    started = engine.get_instance(undo["instanceId"])
+    assert started["input"]["instanceId"] == inst["id"]
+    assert started["input"]["reason"] == "gave up"
+    # Cancelled by a caller, as Conductor's terminate call: no failure workflow.
+    other, _ = engine.start_instance(definition_name="giving_up", input={"k": 2})
+    engine.cancel_instance(other["id"], "not wanted")
+    assert engine.poll("w", ["undo_work"], 10) == []
+
+
 def test_start_workflow_starts_another_instance_and_goes_on_without_waiting(
     engine: Engine,
 ) -> None:

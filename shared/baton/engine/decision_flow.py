@@ -355,8 +355,17 @@ class DecisionFlow(DecisionState):
             return
         self.finish(InstanceStatus.COMPLETED, None)
 
-    def finish(self, status: InstanceStatus, reason: str | None, *, cancel: bool = False) -> None:
-        """The instance ends with ``status``; ``cancel`` ends its open work (and children)."""
+    def finish(
+        self,
+        status: InstanceStatus,
+        reason: str | None,
+        *,
+        cancel: bool = False,
+        failure_workflow: bool = False,
+    ) -> None:
+        """The instance ends with ``status``; ``cancel`` ends its open work (and children);
+        ``failure_workflow``: its definition's failure workflow starts whatever the status (a
+        TERMINATE step's CANCELLED, as Conductor's TERMINATED by a TERMINATE task)."""
         if not self.active:
             return
         inst = self.instance
@@ -387,7 +396,9 @@ class DecisionFlow(DecisionState):
                 )
             )
         failure = self.plan.definition.failure_workflow
-        if failure and status in (InstanceStatus.FAILED, InstanceStatus.TIMED_OUT):
+        if failure and (
+            failure_workflow or status in (InstanceStatus.FAILED, InstanceStatus.TIMED_OUT)
+        ):
             # A ${…} name is resolved over the failed instance; nothing (null, "") starts none.
             name = self.resolve(failure, "output", "")
             if isinstance(name, str) and name:

@@ -120,8 +120,16 @@ class Decision(Protocol):
     ) -> None:
         """An operator execution fails: its open work is cancelled, the failure moves up."""
 
-    def finish(self, status: InstanceStatus, reason: str | None, *, cancel: bool = False) -> None:
-        """The instance ends with ``status``."""
+    def finish(
+        self,
+        status: InstanceStatus,
+        reason: str | None,
+        *,
+        cancel: bool = False,
+        failure_workflow: bool = False,
+    ) -> None:
+        """The instance ends with ``status`` (``failure_workflow``: its failure workflow starts
+        whatever the status)."""
 
     def first_decision(self, plan: Plan, instance: InstanceState, reader: Reader) -> Changes:
         """A new instance's first decision (a child, a failure workflow), made with this

@@ -266,4 +266,6 @@ class Terminate(Leaf):
         failed = permissive.failures(d) if d.plan.permissive else None
         if failed is not None:
             status, said = InstanceStatus.FAILED, failed
-        d.finish(status, said, cancel=True)
+        # Ended CANCELLED by a step (not by a caller): its failure workflow runs, as Conductor
+        # runs it for a TERMINATE task's TERMINATED.
+        d.finish(status, said, cancel=True, failure_workflow=status == InstanceStatus.CANCELLED)
