@@ -347,7 +347,6 @@ def test_an_http_poll_it_cannot_run_is_refused_saying_why(request_: Any, says: s
     ("sink", "says"),
     [
         (None, "an EVENT task needs a sink"),
-        ("conductor", "give the sink as conductor:<queue name>"),
         ("kafka:orders", "not kafka:"),
         ("conductor:no spaces", "is no queue name"),
         ("queue:x", "Conductor names its own queues conductor:<name>"),
@@ -358,3 +357,12 @@ def test_an_event_to_a_sink_baton_has_not_is_refused_saying_why(sink: Any, says:
     with pytest.raises(Untranslatable) as e:
         cd.to_baton_workflow(_wf([task]))
     assert says in str(e.value)
+
+
+def test_an_event_to_conductor_alone_is_the_definition_s_and_step_s_own_queue() -> None:
+    task = {"name": "e", "taskReferenceName": "wait0", "type": "EVENT", "sink": "conductor"}
+    out = cd.to_baton_workflow(_wf([task]))
+    assert out["steps"][-1]["sink"] == "queue"
+    parse_definition(out)
+    back = cd.to_conductor_workflow(parse_definition(out).wire() | {"version": 1})
+    assert back["tasks"][-1]["sink"] == "conductor"

@@ -90,6 +90,15 @@ def test_a_sink_resolved_to_one_baton_cannot_publish_to_fails_the_step(engine: E
     assert "Baton publishes to queue:<name> (a Baton queue) and sqs:" in got["reason"]
 
 
+def test_an_event_to_queue_alone_is_the_definition_s_and_step_s_queue(engine: Engine) -> None:
+    iid = _start(engine, "test_event.workflow", "queue", order=5)
+    assert _run_until_ended(engine, iid)["status"] == "COMPLETED"
+    (task,) = Queues(engine).dequeue("test-event-workflow-publish", "test")
+    assert json.loads(task["body"])["order"] == 5
+    (step,) = steps_of(engine, iid, "publish")
+    assert step["output"]["sink"] == "queue:test-event-workflow-publish"
+
+
 @pytest.mark.parametrize("sink", ["kafka:orders", "queue:no spaces", "sqs:", "orders"])
 def test_a_sink_baton_cannot_publish_to_is_refused_at_registration(
     engine: Engine, sink: str

@@ -2,16 +2,17 @@
 message. ``conductor:<name>`` (Conductor's own queue, which its event handlers listen on) becomes
 Baton's queue ``<name>`` (``queue:<name>``: a definition with a queue trigger on it starts an
 instance per message, as an event handler's start_workflow action would); ``sqs:<queue>`` stays
-SQS. Other sinks (kafka, amqp, nats…, and ``conductor`` alone, a queue named after the workflow
-and task) are refused: Baton has no such broker. ``asyncComplete`` is accepted without effect:
-the step completes once its message is published."""
+SQS; ``conductor`` alone (Conductor's ``conductor:<workflow>:<task reference>``) is ``queue``
+alone, the Baton queue ``<definition>-<step id>`` (characters a queue name cannot hold as ``-``).
+Other sinks (kafka, amqp, nats…) are refused: Baton has no such broker. ``asyncComplete`` is
+accepted without effect: the step completes once its message is published."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from baton.conductor.tasks.common import EXPR, base, fail, label, params_in, task_input
-from baton.sinks import parse_sink
+from baton.sinks import OWN_QUEUE, parse_sink
 
 _CONDUCTOR = "conductor:"
 _QUEUE = "queue:"
@@ -24,12 +25,8 @@ def to_step(task: dict[str, Any], path: str) -> dict[str, Any]:
     if not isinstance(sink, str) or not sink.strip():
         raise fail(where, "an EVENT task needs a sink (conductor:<queue> or sqs:<queue>)")
     if sink == "conductor":
-        raise fail(
-            where,
-            "sink 'conductor' publishes to a queue named after the workflow and task; "
-            "Baton's queues are named: give the sink as conductor:<queue name>",
-        )
-    if sink.startswith(_CONDUCTOR):
+        sink = OWN_QUEUE  # the queue named after the workflow and the task
+    elif sink.startswith(_CONDUCTOR):
         sink = _QUEUE + sink[len(_CONDUCTOR) :]
     elif sink.startswith(_QUEUE):
         raise fail(where, f"sink {sink!r}: Conductor names its own queues conductor:<name>")
@@ -45,5 +42,8 @@ def to_step(task: dict[str, Any], path: str) -> dict[str, Any]:
 def back(s: dict[str, Any], task: dict[str, Any]) -> list[dict[str, Any]]:
     task["type"] = "EVENT"
     sink = str(s["sink"])
-    task["sink"] = _CONDUCTOR + sink[len(_QUEUE) :] if sink.startswith(_QUEUE) else sink
+    if sink == OWN_QUEUE:
+        task["sink"] = "conductor"
+    else:
+        task["sink"] = _CONDUCTOR + sink[len(_QUEUE) :] if sink.startswith(_QUEUE) else sink
     return [task]

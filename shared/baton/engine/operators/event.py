@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from baton.engine.operators.work import ServiceTask
 from baton.httpcall import EVENT_JOB_TYPE, EVENT_KEY
-from baton.sinks import parse_sink
+from baton.sinks import OWN_QUEUE, own_queue, parse_sink
 from baton.steps import EventStep
 
 if TYPE_CHECKING:
@@ -29,6 +29,8 @@ class Event(ServiceTask):
         sink = d.resolve(step.sink, f"step:{step.id}", scope)
         parse_sink(sink)  # ValueError (the step fails saying why) for one it cannot publish to
         inst = d.instance
+        if sink == OWN_QUEUE:
+            sink = f"{OWN_QUEUE}:{own_queue(inst.definition_name, step.id)}"
         fields = {
             "sink": sink,
             "workflowInstanceId": str(inst.id),
