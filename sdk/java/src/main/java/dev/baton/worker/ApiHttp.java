@@ -7,10 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.URI;
-import java.net.http.HttpClient;
 import java.net.http.HttpConnectTimeoutException;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -18,7 +15,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -36,27 +32,23 @@ final class ApiHttp {
   static final ObjectMapper JSON = new ObjectMapper();
 
   final String url;
-  final HttpClient http;
+  final HttpWire wire;
   final RequestAuth auth;
   final Duration timeout;
   final RetryPolicy retry;
   final String userAgent;
   final Protocol protocol;
 
-  ApiHttp(String url, HttpClient http, RequestAuth auth, Duration timeout, RetryPolicy retry) {
-    this(url, http, auth, timeout, retry, Protocol.REST);
-  }
-
   ApiHttp(
       String url,
-      HttpClient http,
+      HttpWire wire,
       RequestAuth auth,
       Duration timeout,
       RetryPolicy retry,
       Protocol protocol) {
     this.protocol = protocol;
     this.url = url.replaceAll("/+$", "");
-    this.http = http;
+    this.wire = wire;
     this.auth = auth;
     this.timeout = timeout;
     this.retry = retry;
@@ -88,7 +80,7 @@ final class ApiHttp {
     while (true) {
       attempts++;
       try {
-        return decode(method, path, join(send(out, requestTimeout)));
+        return decode(method, path, exchange(out, requestTimeout));
       } catch (BatonApiException | TransportException error) {
         if (!mayRetry(error, idempotent)) {
           throw error;
@@ -133,48 +125,49 @@ final class ApiHttp {
         method, path, body == null ? null : encode(body), body == null ? null : "application/json", null);
   }
 
-  /** Sends once, asynchronously; the raw answer (the long-poll waits on it while watching stop). */
-  CompletableFuture<HttpResponse<byte[]>> sendAsync(
+  /** Sends once, answered on another thread (the long-poll waits on it while watching stop). */
+  CompletableFuture<HttpWire.Answer> sendAsync(
       String method, String path, Object body, Duration requestTimeout) {
-    return send(prepare(method, path, body), requestTimeout);
+    Outgoing out = prepare(method, path, body);
+    URI uri = URI.create(url + out.path());
+    return wire.exchangeAsync(out.method(), uri, headers(out, uri), out.content(), timeout(requestTimeout));
   }
 
-  CompletableFuture<HttpResponse<byte[]>> send(Outgoing out, Duration requestTimeout) {
+  /** Sends once and waits for the answer on the calling thread. */
+  HttpWire.Answer exchange(Outgoing out, Duration requestTimeout) {
     URI uri = URI.create(url + out.path());
+    try {
+      return wire.exchange(out.method(), uri, headers(out, uri), out.content(), timeout(requestTimeout));
+    } catch (IOException e) {
+      throw transportError(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new TransportException("interrupted while waiting for " + url, true, e);
+    }
+  }
+
+  private Duration timeout(Duration requestTimeout) {
+    return requestTimeout == null ? timeout : requestTimeout;
+  }
+
+  private Map<String, String> headers(Outgoing out, URI uri) {
     byte[] content = out.content();
-    byte[] bytes = content == null ? new byte[0] : content;
     Map<String, String> headers = new LinkedHashMap<>();
+    headers.put("user-agent", userAgent);
+    // API Gateway answers in binary only when Accept names a binary media type.
+    headers.put("accept", out.rpc() != null ? Connect.PROTO : "application/json");
+    Map<String, String> signed = new LinkedHashMap<>();
     if (content != null) {
-      headers.put("content-type", out.contentType());
+      signed.put("content-type", out.contentType());
     }
     if (out.rpc() != null) {
-      headers.put("connect-protocol-version", "1");
+      signed.put("connect-protocol-version", "1");
     }
     if (auth != null) {
-      headers.putAll(auth.headers(out.method(), uri, Map.copyOf(headers), bytes));
+      signed.putAll(auth.headers(out.method(), uri, Map.copyOf(signed), content == null ? new byte[0] : content));
     }
-    HttpRequest.Builder request =
-        HttpRequest.newBuilder(uri)
-            .timeout(requestTimeout == null ? timeout : requestTimeout)
-            .header("user-agent", userAgent)
-            // API Gateway answers in binary only when Accept names a binary media type.
-            .header("accept", out.rpc() != null ? Connect.PROTO : "application/json")
-            .method(
-                out.method(),
-                content == null
-                    ? HttpRequest.BodyPublishers.noBody()
-                    : HttpRequest.BodyPublishers.ofByteArray(content));
-    headers.forEach(request::header);
-    return http.sendAsync(request.build(), HttpResponse.BodyHandlers.ofByteArray());
-  }
-
-  /** The answer of {@link #sendAsync}, or the exception the failure comes to. */
-  HttpResponse<byte[]> join(CompletableFuture<HttpResponse<byte[]>> future) {
-    try {
-      return future.join();
-    } catch (CompletionException e) {
-      throw transportError(e.getCause() == null ? e : e.getCause());
-    }
+    headers.putAll(signed);
+    return headers;
   }
 
   TransportException transportError(Throwable cause) {
@@ -187,8 +180,8 @@ final class ApiHttp {
   }
 
   /** The decoded body of a 2xx answer; the error a non-2xx answer means. */
-  JsonNode decode(String method, String path, HttpResponse<byte[]> response) {
-    int status = response.statusCode();
+  JsonNode decode(String method, String path, HttpWire.Answer response) {
+    int status = response.status();
     byte[] body = response.body();
     if (protocol == Protocol.CONNECT) {
       return decodeRpc(method, path, response);
@@ -209,13 +202,13 @@ final class ApiHttp {
             null);
       }
     }
-    throw problem(status, body, response.headers().firstValue("retry-after").orElse(null));
+    throw problem(status, body, response.retryAfter());
   }
 
   /** A Connect answer as REST's: the message as REST JSON, an error as the problem it carries. */
-  private JsonNode decodeRpc(String method, String path, HttpResponse<byte[]> response) {
-    int status = response.statusCode();
-    String retryAfter = response.headers().firstValue("retry-after").orElse(null);
+  private JsonNode decodeRpc(String method, String path, HttpWire.Answer response) {
+    int status = response.status();
+    String retryAfter = response.retryAfter();
     if (status == 200) {
       try {
         return Connect.response(method, path, response.body());

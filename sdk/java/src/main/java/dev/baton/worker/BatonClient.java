@@ -7,11 +7,10 @@ import java.io.IOException;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -38,29 +37,18 @@ public final class BatonClient implements AutoCloseable {
           .maximumAttempts(4)
           .build();
 
+  static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(10);
+  static final Duration TRANSFER_TIMEOUT = Duration.ofSeconds(60);
+
   final ApiHttp http;
-  private final HttpClient s3;
-  private final boolean ownsHttp;
   private volatile JsonNode config;
   private final TypedApi api;
 
   private BatonClient(Builder b) {
-    HttpClient client = b.httpClient;
-    this.ownsHttp = client == null;
-    if (client == null) {
-      client =
-          HttpClient.newBuilder()
-              .version(HttpClient.Version.HTTP_1_1)
-              .connectTimeout(Duration.ofSeconds(10))
-              // Answers are completed on the client's selector thread instead of being handed
-              // to a pool thread: every dependent action here is short (a byte array, a future
-              // completed), and each request saves a thread hand-off.
-              .executor(Runnable::run)
-              .build();
-    }
-    this.http = new ApiHttp(b.url, client, b.auth, b.timeout, b.retry, b.protocol);
-    // Presigned S3 URLs carry their own signature: no API key, no SigV4 on them.
-    this.s3 = client;
+    // The JDK's HttpURLConnection unless the caller brought a java.net.http client: see
+    // UrlConnectionWire for why.
+    HttpWire wire = b.httpClient == null ? new UrlConnectionWire(CONNECT_TIMEOUT) : new HttpClientWire(b.httpClient);
+    this.http = new ApiHttp(b.url, wire, b.auth, b.timeout, b.retry, b.protocol);
     this.api = new TypedApi(http);
   }
 
@@ -97,16 +85,12 @@ public final class BatonClient implements AutoCloseable {
     return api;
   }
 
+  /**
+   * Nothing to release: connections are kept alive by the JDK's cache (closed after 5 s idle),
+   * and a {@link Builder#httpClient} stays the caller's to close.
+   */
   @Override
-  public void close() {
-    if (ownsHttp && s3 instanceof AutoCloseable) {
-      try {
-        ((AutoCloseable) s3).close(); // Java 21+; on 17 the pool ends with the process
-      } catch (Exception e) {
-        // closing is best effort
-      }
-    }
-  }
+  public void close() {}
 
   // --- the worker's calls ------------------------------------------------------------------
 
@@ -124,7 +108,7 @@ public final class BatonClient implements AutoCloseable {
   }
 
   /** The long-poll, sent asynchronously: the runner waits on it while watching for a stop. */
-  CompletableFuture<HttpResponse<byte[]>> pollAsync(
+  CompletableFuture<HttpWire.Answer> pollAsync(
       String workerId, List<String> jobTypes, int maxJobs, double waitSeconds) {
     ObjectNode body = pollBody(workerId, jobTypes, maxJobs, waitSeconds);
     return http.sendAsync("POST", "/v1/jobs/poll", body, pollTimeout(waitSeconds));
@@ -307,28 +291,22 @@ public final class BatonClient implements AutoCloseable {
               ApiHttp.JSON.createObjectNode().put("kind", kind).put("sizeBytes", data.length);
           JsonNode grant = http.call("POST", "/v1/payloads", body, false, http.retry, null);
           path[0] = grant.path("path").asText();
-          HttpRequest.Builder put =
-              HttpRequest.newBuilder(URI.create(grant.path("uploadUrl").asText()))
-                  .timeout(Duration.ofSeconds(60))
-                  .PUT(HttpRequest.BodyPublishers.ofByteArray(data));
+          Map<String, String> headers = new LinkedHashMap<>();
           grant.path("uploadHeaders").properties().forEach(
               e -> {
                 if (!"host".equalsIgnoreCase(e.getKey())
                     && !"content-length".equalsIgnoreCase(e.getKey())) {
-                  put.header(e.getKey(), e.getValue().asText());
+                  headers.put(e.getKey(), e.getValue().asText());
                 }
               });
-          return put.build();
+          return new Transfer("PUT", URI.create(grant.path("uploadUrl").asText()), headers, data);
         });
     return path[0];
   }
 
   /** The JSON at a presigned GET URL (an offloaded input), retrying transient S3 failures. */
   public JsonNode downloadPayload(String url) {
-    HttpResponse<byte[]> response =
-        presigned(
-            "download",
-            () -> HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(60)).GET().build());
+    HttpWire.Answer response = presigned("download", () -> new Transfer("GET", URI.create(url), Map.of(), null));
     try {
       return ApiHttp.JSON.readTree(response.body());
     } catch (IOException e) {
@@ -336,19 +314,23 @@ public final class BatonClient implements AutoCloseable {
     }
   }
 
-  private interface RequestSource {
-    HttpRequest next();
+  /** One presigned request: it carries its own signature (no API key, no SigV4 on it). */
+  private record Transfer(String method, URI uri, Map<String, String> headers, byte[] body) {}
+
+  private interface TransferSource {
+    Transfer next();
   }
 
-  private HttpResponse<byte[]> presigned(String what, RequestSource source) {
+  private HttpWire.Answer presigned(String what, TransferSource source) {
     Backoff backoff = new Backoff(PAYLOAD_RETRY);
     int attempts = 0;
     while (true) {
       attempts++;
       String failure;
       try {
-        HttpResponse<byte[]> response = s3.send(source.next(), HttpResponse.BodyHandlers.ofByteArray());
-        int status = response.statusCode();
+        Transfer t = source.next();
+        HttpWire.Answer response = http.wire.exchange(t.method(), t.uri(), t.headers(), t.body(), TRANSFER_TIMEOUT);
+        int status = response.status();
         if (status >= 200 && status < 300) {
           return response;
         }
@@ -441,7 +423,11 @@ public final class BatonClient implements AutoCloseable {
       return this;
     }
 
-    /** Your own {@link HttpClient} (proxy, TLS settings). */
+    /**
+     * Your own {@code java.net.http} {@link HttpClient} (a proxy, TLS settings, HTTP/2) for every
+     * call, instead of the JDK's {@code HttpURLConnection} (which follows the JVM's proxy and TLS
+     * settings, and costs a worker less CPU per request). Yours to close.
+     */
     public Builder httpClient(HttpClient httpClient) {
       this.httpClient = httpClient;
       return this;

@@ -3,7 +3,6 @@ package dev.baton.worker;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -358,10 +357,10 @@ public final class Runner implements AutoCloseable {
     if (wait <= 0) {
       return client.pollJobs(workerId, jobTypes, wanted, 0, RetryPolicy.NONE);
     }
-    CompletableFuture<HttpResponse<byte[]>> future = client.pollAsync(workerId, jobTypes, wanted, wait);
+    CompletableFuture<HttpWire.Answer> future = client.pollAsync(workerId, jobTypes, wanted, wait);
     while (true) {
       try {
-        HttpResponse<byte[]> response = future.get(STOP_CHECK_MILLIS, TimeUnit.MILLISECONDS);
+        HttpWire.Answer response = future.get(STOP_CHECK_MILLIS, TimeUnit.MILLISECONDS);
         return BatonClient.jobs(client.http.decode("POST", "/v1/jobs/poll", response));
       } catch (TimeoutException e) {
         if (stopping.get()) {
@@ -379,7 +378,7 @@ public final class Runner implements AutoCloseable {
     }
   }
 
-  private void abandonedPollDone(HttpResponse<byte[]> response, Throwable error) {
+  private void abandonedPollDone(HttpWire.Answer response, Throwable error) {
     if (response == null) {
       return;
     }

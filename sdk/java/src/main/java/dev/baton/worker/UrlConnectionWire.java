@@ -1,0 +1,89 @@
+package dev.baton.worker;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.ConnectException;
+import java.net.HttpURLConnection;
+import java.net.URI;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The default wire: the JDK's {@code HttpURLConnection}, blocking on the calling thread, its
+ * connections kept alive by the JDK's per-process cache (idle ones closed after 5 s).
+ *
+ * <p>Chosen over {@code java.net.http.HttpClient} for cost: a worker makes a request per poll and
+ * per batch of results, and {@code HttpClient} spends several times the CPU on each (its selector
+ * thread, reactive body subscribers and futures), plus about 0.3 s more at start-up (measured in
+ * docs/sdk-java.md). Bodies are sent in fixed-length streaming mode, which also keeps the
+ * connection from silently re-sending a POST whose answer was lost.
+ */
+final class UrlConnectionWire implements HttpWire {
+  private final int connectTimeoutMillis;
+
+  UrlConnectionWire(Duration connectTimeout) {
+    this.connectTimeoutMillis = (int) Math.min(Integer.MAX_VALUE, connectTimeout.toMillis());
+  }
+
+  @Override
+  public Answer exchange(
+      String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout)
+      throws IOException {
+    HttpURLConnection c = (HttpURLConnection) uri.toURL().openConnection();
+    c.setRequestMethod(method);
+    c.setConnectTimeout(connectTimeoutMillis);
+    c.setReadTimeout((int) Math.min(Integer.MAX_VALUE, Math.max(1, timeout.toMillis())));
+    c.setUseCaches(false);
+    c.setInstanceFollowRedirects(false); // as HttpClient's default: a redirect is an answer
+    headers.forEach(c::setRequestProperty);
+    byte[] content = body == null && (method.equals("POST") || method.equals("PUT")) ? new byte[0] : body;
+    if (content != null) {
+      c.setDoOutput(true);
+      c.setFixedLengthStreamingMode(content.length);
+    }
+    try {
+      c.connect();
+    } catch (IOException e) { // nothing was sent
+      ConnectException notSent = new ConnectException(e.getMessage() == null ? e.toString() : e.getMessage());
+      notSent.initCause(e);
+      throw notSent;
+    }
+    try {
+      if (content != null) {
+        try (OutputStream out = c.getOutputStream()) {
+          out.write(content);
+        }
+      }
+      int status = c.getResponseCode();
+      byte[] answer;
+      try (InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream()) {
+        answer = in == null ? new byte[0] : in.readAllBytes(); // read to the end: kept alive
+      }
+      return new Answer(status, answer, c.getHeaderField("retry-after"));
+    } catch (IOException e) {
+      c.disconnect(); // a connection in an unknown state is not reused
+      throw e;
+    }
+  }
+
+  @Override
+  public CompletableFuture<Answer> exchangeAsync(
+      String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout) {
+    CompletableFuture<Answer> answer = new CompletableFuture<>();
+    Thread thread =
+        new Thread(
+            () -> {
+              try {
+                answer.complete(exchange(method, uri, headers, body, timeout));
+              } catch (IOException | RuntimeException e) {
+                answer.completeExceptionally(e);
+              }
+            },
+            "baton-long-poll");
+    thread.setDaemon(true);
+    thread.start();
+    return answer;
+  }
+}
