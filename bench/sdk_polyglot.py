@@ -9,7 +9,13 @@ The drain's time is taken from the database's own audit rows, from the first dis
 completion, so a worker's start-up and the wait for its READY line are not counted; its CPU is
 the worker process's own from start to stop, start-up and JIT included (what an operator pays
 for), its build excluded (a run script builds in child processes, then execs the worker). The
-server's CPU is counted over the drain alone.
+server's CPU is counted over the drain alone, and its access log says how many requests each
+job cost (polls, result batches, others).
+
+``--python-aligned`` runs the Python baseline with the poll and batch sizes the Go and Java SDKs
+default to (``max_jobs_per_poll`` 2 x parallelism, at most 100; ``max_results_per_flush`` 100)
+instead of its own defaults (10 and 32), so the ratio can be read both ways: the SDKs as
+shipped, and the languages at the same request sizes.
 
 The issue's targets: Go and Java >= 1.5x the Python SDK's rate, TypeScript >= 1.0x.
 """
@@ -17,6 +23,7 @@ The issue's targets: Go and Java >= 1.5x the Python SDK's rate, TypeScript >= 1.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -42,7 +49,9 @@ READY_SECONDS = 300.0
 class Worker:
     """One language's conformance worker, started and stopped by the benchmark."""
 
-    def __init__(self, language: str, dev: DevServer, prefix: str, parallelism: int) -> None:
+    def __init__(
+        self, language: str, dev: DevServer, prefix: str, parallelism: int, aligned: bool
+    ) -> None:
         env = {
             **os.environ,
             "BATON_URL": dev.url,
@@ -51,6 +60,9 @@ class Worker:
             "CONFORMANCE_JOB_PREFIX": prefix,
             "CONFORMANCE_PARALLELISM": str(parallelism),
         }
+        if aligned and language == "python":
+            env["CONFORMANCE_MAX_JOBS_PER_POLL"] = str(min(100, max(10, 2 * parallelism)))
+            env["CONFORMANCE_MAX_RESULTS_PER_FLUSH"] = "100"
         self.language = language
         self.process = subprocess.Popen(
             [str(WORKERS / language / "run")],
@@ -114,12 +126,42 @@ def _drain_seconds(url: str, name: str) -> float:
     return float(row[0])
 
 
-def drain(url: str, dev: DevServer, language: str, jobs: int, parallelism: int) -> dict[str, float]:
+def _requests(log_path: Path, offset: int) -> dict[str, int]:
+    """The server's requests logged after ``offset``, by kind: polls, result batches, others.
+    A request is this worker's when it came while it ran (one worker at a time)."""
+    counts = {"poll": 0, "batch": 0, "other": 0}
+    with log_path.open("rb") as f:
+        f.seek(offset)
+        for line in f:
+            if b'"request"' not in line:
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if entry.get("message") != "request":
+                continue
+            path = str(entry.get("path", ""))
+            kind = (
+                "poll"
+                if path.startswith("/v1/jobs/poll")
+                else "batch"
+                if path.startswith("/v1/jobs/complete-batch")
+                else "other"
+            )
+            counts[kind] += 1
+    return counts
+
+
+def drain(
+    url: str, dev: DevServer, language: str, jobs: int, parallelism: int, aligned: bool
+) -> dict[str, float]:
     prefix = f"poly-{language[:2]}-{uuid.uuid4().hex[:6]}-"
     name = job_type = prefix + "echo"
     start_instances(url, name, job_type, jobs)
     log(f"{language}: starting its worker (parallelism {parallelism})")
-    worker = Worker(language, dev, prefix, parallelism)
+    log_offset = dev.log_path.stat().st_size
+    worker = Worker(language, dev, prefix, parallelism, aligned)
     server_before = dev.cpu_seconds()
     try:
         deadline = time.monotonic() + READY_SECONDS + jobs / 50
@@ -142,8 +184,12 @@ def drain(url: str, dev: DevServer, language: str, jobs: int, parallelism: int) 
     server_cpu = (
         None if server_before is None or server_after is None else server_after - server_before
     )
-    log(f"{language}: {jobs:,} jobs in {seconds:.2f}s")
+    requests = _requests(dev.log_path, log_offset)
+    log(f"{language}: {jobs:,} jobs in {seconds:.2f}s; requests {requests}")
     return {
+        "polls_per_1k": requests["poll"] / jobs * 1000,
+        "batches_per_1k": requests["batch"] / jobs * 1000,
+        "other_per_1k": requests["other"] / jobs * 1000,
         "rate": jobs / seconds,
         "seconds": seconds,
         "worker_us": worker.peak_cpu / jobs * 1e6,
@@ -157,6 +203,11 @@ def main() -> None:
     parser.add_argument("--parallelism", type=int, default=16)
     parser.add_argument("--languages", default=",".join(LANGUAGES))
     parser.add_argument("--database-url", default=None)
+    parser.add_argument(
+        "--python-aligned",
+        action="store_true",
+        help="the Python baseline polls and batches as Go and Java do by default (2 x slots, 100)",
+    )
     args = parser.parse_args()
     languages = [lang for lang in args.languages.split(",") if lang]
     missing = [lang for lang in languages if not (WORKERS / lang / "run").exists()]
@@ -171,13 +222,26 @@ def main() -> None:
         dev_server(url) as dev,
     ):
         for language in languages:
-            results[language] = drain(url, dev, language, args.jobs, args.parallelism)
+            results[language] = drain(
+                url, dev, language, args.jobs, args.parallelism, args.python_aligned
+            )
+    if args.python_aligned:
+        log("python ran aligned: max_jobs_per_poll 2 x slots (at most 100), 100 results a flush")
     base = results["python"]["rate"]
     targets = {"go": 1.5, "java": 1.5, "typescript": 1.0}
     print()
     print(
         table(
-            ["SDK", "jobs/s", "x python", "target", "worker CPU us/job", "server CPU us/job"],
+            [
+                "SDK",
+                "jobs/s",
+                "x python",
+                "target",
+                "worker CPU us/job",
+                "server CPU us/job",
+                "polls/1k jobs",
+                "batches/1k jobs",
+            ],
             [
                 [
                     lang,
@@ -186,6 +250,8 @@ def main() -> None:
                     f">= {targets[lang]:.1f}" if lang in targets else "baseline",
                     fmt_num(r["worker_us"]),
                     fmt_num(r["server_us"]),
+                    fmt_num(r["polls_per_1k"]),
+                    fmt_num(r["batches_per_1k"]),
                 ]
                 for lang, r in results.items()
             ],

@@ -97,9 +97,18 @@ def main() -> int:
         api_key=os.environ["BATON_API_KEY"],
         protocol=os.environ.get("BATON_PROTOCOL") or "rest",
     )
+    # The poll and batch sizes are the SDK's defaults unless a benchmark aligns them with the
+    # other SDKs' (bench/sdk_polyglot.py --python-aligned).
+    defaults = RunnerOptions()
     options = RunnerOptions(
         worker_id=os.environ.get("CONFORMANCE_WORKER_ID"),
         parallelism=int(os.environ.get("CONFORMANCE_PARALLELISM", "4")),
+        max_jobs_per_poll=int(
+            os.environ.get("CONFORMANCE_MAX_JOBS_PER_POLL") or defaults.max_jobs_per_poll
+        ),
+        max_results_per_flush=int(
+            os.environ.get("CONFORMANCE_MAX_RESULTS_PER_FLUSH") or defaults.max_results_per_flush
+        ),
     )
     runner = Runner(registry, client=client, options=options)
     stop = threading.Event()
