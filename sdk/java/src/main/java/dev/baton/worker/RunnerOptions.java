@@ -10,9 +10,9 @@ import java.util.List;
  *   <li>{@code workerId}: default {@code <host>-<pid>}. {@code jobTypes}: default every type
  *       registered.
  *   <li>{@code parallelism} (8): jobs running at once. A poll never asks for more jobs than there
- *       are free slots, nor more than {@code maxJobsPerPoll} (default {@code 2 * parallelism}:
- *       the running and the prefetched slots, so one poll can fill them all; at least 10, at most
- *       100). Fewer, larger polls cost the server less per job.
+ *       are free slots (the running and the prefetched ones), nor more than {@code
+ *       maxJobsPerPoll} (default 100, the API's most, as in the Go and TypeScript SDKs): one poll
+ *       can fill every free slot. Fewer, larger polls cost the server less per job.
  *   <li>{@code prefetch} (default {@code min(parallelism, maxJobsPerPoll)}): jobs claimed beyond
  *       those running, so the next poll overlaps the work; their leases run while they wait.
  *   <li>{@code longPollWait} (10 s; 0 to 20; 0: short polling): how long the server may hold a
@@ -27,7 +27,8 @@ import java.util.List;
  *   <li>{@code autoHeartbeat} (on): extends the lease of a running job at half of its lease.
  *   <li>{@code drainTimeout} (none): the bound on the wait for in-flight jobs at stop.
  *   <li>{@code gatherInterval} (10 ms; 0 to 1 s): while jobs run, how long a poll may wait for
- *       more slots to free so one poll asks for several jobs.
+ *       more slots to free (up to half of {@code maxJobsPerPoll}, or all of them) so one poll
+ *       asks for several jobs.
  * </ul>
  */
 public final class RunnerOptions {
@@ -52,7 +53,7 @@ public final class RunnerOptions {
     if (b.parallelism < 1) {
       throw new IllegalArgumentException("parallelism must be at least 1");
     }
-    int maxJobsPerPoll = b.maxJobsPerPoll != null ? b.maxJobsPerPoll : Math.min(100, Math.max(10, 2 * b.parallelism));
+    int maxJobsPerPoll = b.maxJobsPerPoll != null ? b.maxJobsPerPoll : 100;
     if (maxJobsPerPoll < 1 || maxJobsPerPoll > 100) {
       throw new IllegalArgumentException("maxJobsPerPoll must be between 1 and 100");
     }

@@ -9,9 +9,11 @@ import org.junit.jupiter.api.Test;
 class RunnerOptionsTest {
   @Test
   void aPollMayFillTheRunningAndThePrefetchedSlots() {
-    assertEquals(32, RunnerOptions.builder().parallelism(16).build().maxJobsPerPoll);
-    assertEquals(10, RunnerOptions.builder().parallelism(4).build().maxJobsPerPoll);
+    // As the Go and TypeScript SDKs: the API's most; the free slots bound each poll.
+    assertEquals(100, RunnerOptions.builder().parallelism(16).build().maxJobsPerPoll);
+    assertEquals(100, RunnerOptions.builder().parallelism(4).build().maxJobsPerPoll);
     assertEquals(100, RunnerOptions.builder().parallelism(500).build().maxJobsPerPoll);
+    assertEquals(100, RunnerOptions.builder().parallelism(500).build().prefetched());
     assertEquals(16, RunnerOptions.builder().parallelism(16).build().prefetched());
     assertEquals(4, RunnerOptions.builder().parallelism(4).build().prefetched());
     assertEquals(5, RunnerOptions.builder().parallelism(16).maxJobsPerPoll(5).build().maxJobsPerPoll);
