@@ -1,5 +1,6 @@
 package dev.baton.worker;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.time.Instant;
@@ -86,7 +87,11 @@ public final class Job {
     if (!input.isObject()) {
       return Map.of("value", ApiHttp.JSON.convertValue(input, Object.class));
     }
-    return Collections.unmodifiableMap(ApiHttp.JSON.convertValue(input, Map.class));
+    try { // read from the tree itself, not serialised and parsed again as convertValue does
+      return Collections.unmodifiableMap(ApiHttp.JSON.treeToValue(input, Map.class));
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("the job's input cannot be read as a map: " + e.getOriginalMessage(), e);
+    }
   }
 
   /** The job's input as a Jackson tree. */

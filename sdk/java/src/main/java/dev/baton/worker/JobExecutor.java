@@ -212,6 +212,10 @@ final class JobExecutor {
   }
 
   private void completed(Job job, Outcome outcome, JsonNode answer) {
+    String applied = answer.path("outcome").asText();
+    if ((applied.equals("APPLIED") || applied.equals("DUPLICATE")) && !log.isDebugEnabled()) {
+      return; // the common case, on the flush thread: nothing to log, no MDC to set
+    }
     withMdc(job, () -> {
       String verdict = answer.path("outcome").asText();
       if (verdict.equals("APPLIED") || verdict.equals("DUPLICATE")) {
@@ -336,6 +340,10 @@ final class JobExecutor {
 
   static Instant parseInstant(String text) {
     if (text != null) {
+      Instant utc = UtcTimes.parse(text);
+      if (utc != null) {
+        return utc;
+      }
       try {
         return Instant.parse(text);
       } catch (DateTimeParseException e) {
