@@ -72,6 +72,18 @@ final class ApiHttp {
       boolean idempotent,
       RetryPolicy policy,
       Duration requestTimeout) {
+    return call(method, path, body, idempotent, policy, requestTimeout, idempotent);
+  }
+
+  /** As above; {@code resendable}: the wire may send it again by itself (see {@link HttpWire}). */
+  JsonNode call(
+      String method,
+      String path,
+      Object body,
+      boolean idempotent,
+      RetryPolicy policy,
+      Duration requestTimeout,
+      boolean resendable) {
     Outgoing out = prepare(method, path, body);
     RetryPolicy p = policy == null ? RetryPolicy.NONE : policy;
     Backoff backoff = new Backoff(p);
@@ -80,7 +92,7 @@ final class ApiHttp {
     while (true) {
       attempts++;
       try {
-        return decode(method, path, exchange(out, requestTimeout));
+        return decode(method, path, exchange(out, requestTimeout, resendable));
       } catch (BatonApiException | TransportException error) {
         if (!mayRetry(error, idempotent)) {
           throw error;
@@ -127,17 +139,19 @@ final class ApiHttp {
 
   /** Sends once, answered on another thread (the long-poll waits on it while watching stop). */
   CompletableFuture<HttpWire.Answer> sendAsync(
-      String method, String path, Object body, Duration requestTimeout) {
+      String method, String path, Object body, Duration requestTimeout, boolean resendable) {
     Outgoing out = prepare(method, path, body);
     URI uri = URI.create(url + out.path());
-    return wire.exchangeAsync(out.method(), uri, headers(out, uri), out.content(), timeout(requestTimeout));
+    return wire.exchangeAsync(
+        out.method(), uri, headers(out, uri), out.content(), timeout(requestTimeout), resendable);
   }
 
   /** Sends once and waits for the answer on the calling thread. */
-  HttpWire.Answer exchange(Outgoing out, Duration requestTimeout) {
+  HttpWire.Answer exchange(Outgoing out, Duration requestTimeout, boolean resendable) {
     URI uri = URI.create(url + out.path());
     try {
-      return wire.exchange(out.method(), uri, headers(out, uri), out.content(), timeout(requestTimeout));
+      return wire.exchange(
+          out.method(), uri, headers(out, uri), out.content(), timeout(requestTimeout), resendable);
     } catch (IOException e) {
       throw transportError(e);
     } catch (InterruptedException e) {

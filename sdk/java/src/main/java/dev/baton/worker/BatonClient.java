@@ -101,9 +101,11 @@ public final class BatonClient implements AutoCloseable {
    */
   public List<JsonNode> pollJobs(
       String workerId, List<String> jobTypes, int maxJobs, double waitSeconds, RetryPolicy retry) {
+    // Not idempotent (a repeat claims other jobs), but resendable by the wire: the jobs of a poll
+    // whose answer was lost wait for their leases either way, and the runner polls again.
     JsonNode answer =
         http.call("POST", "/v1/jobs/poll", pollBody(workerId, jobTypes, maxJobs, waitSeconds),
-            false, retry, pollTimeout(waitSeconds));
+            false, retry, pollTimeout(waitSeconds), true);
     return jobs(answer);
   }
 
@@ -111,7 +113,7 @@ public final class BatonClient implements AutoCloseable {
   CompletableFuture<HttpWire.Answer> pollAsync(
       String workerId, List<String> jobTypes, int maxJobs, double waitSeconds) {
     ObjectNode body = pollBody(workerId, jobTypes, maxJobs, waitSeconds);
-    return http.sendAsync("POST", "/v1/jobs/poll", body, pollTimeout(waitSeconds));
+    return http.sendAsync("POST", "/v1/jobs/poll", body, pollTimeout(waitSeconds), true);
   }
 
   static List<JsonNode> jobs(JsonNode answer) {
@@ -329,7 +331,8 @@ public final class BatonClient implements AutoCloseable {
       String failure;
       try {
         Transfer t = source.next();
-        HttpWire.Answer response = http.wire.exchange(t.method(), t.uri(), t.headers(), t.body(), TRANSFER_TIMEOUT);
+        HttpWire.Answer response =
+            http.wire.exchange(t.method(), t.uri(), t.headers(), t.body(), TRANSFER_TIMEOUT, true);
         int status = response.status();
         if (status >= 200 && status < 300) {
           return response;

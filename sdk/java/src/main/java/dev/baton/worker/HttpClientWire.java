@@ -27,14 +27,14 @@ final class HttpClientWire implements HttpWire {
 
   @Override
   public Answer exchange(
-      String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout)
-      throws IOException, InterruptedException {
+      String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout, boolean resendable)
+      throws IOException, InterruptedException { // HttpClient never re-sends a POST by itself
     return answer(client.send(request(method, uri, headers, body, timeout), BYTES));
   }
 
   @Override
   public CompletableFuture<Answer> exchangeAsync(
-      String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout) {
+      String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout, boolean resendable) {
     return client.sendAsync(request(method, uri, headers, body, timeout), BYTES).thenApply(HttpClientWire::answer);
   }
 

@@ -14,17 +14,20 @@ import java.util.concurrent.CompletableFuture;
  *
  * <p>A failure before the request could have reached the server (no connection, a connect
  * timeout) is a {@link java.net.ConnectException}: {@link ApiHttp} retries only those for calls
- * that are not idempotent.
+ * that are not idempotent. {@code resendable} says whether the wire itself may send the request
+ * again when a kept-alive connection turns out dead after it was written (its answer lost): true
+ * for idempotent calls and polls, false for the rest (starting an instance twice is not harmless).
  */
 interface HttpWire {
   /** What came back. */
   record Answer(int status, byte[] body, String retryAfter) {}
 
   /** Sends one request and waits for the whole answer on the calling thread. */
-  Answer exchange(String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout)
+  Answer exchange(
+      String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout, boolean resendable)
       throws IOException, InterruptedException;
 
   /** The same, answered on another thread (a long-poll, which the runner abandons at stop). */
   CompletableFuture<Answer> exchangeAsync(
-      String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout);
+      String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout, boolean resendable);
 }

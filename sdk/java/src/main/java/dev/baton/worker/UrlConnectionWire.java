@@ -17,8 +17,14 @@ import java.util.concurrent.CompletableFuture;
  * <p>Chosen over {@code java.net.http.HttpClient} for cost: a worker makes a request per poll and
  * per batch of results, and {@code HttpClient} spends several times the CPU on each (its selector
  * thread, reactive body subscribers and futures), plus about 0.3 s more at start-up (measured in
- * docs/sdk-java.md). Bodies are sent in fixed-length streaming mode, which also keeps the
- * connection from silently re-sending a POST whose answer was lost.
+ * docs/sdk-java.md).
+ *
+ * <p>On a kept-alive connection found dead after the request was written, {@code
+ * HttpURLConnection} sends a buffered body again once by itself: harmless for a resendable call
+ * (an idempotent one, or a poll: the runner would poll again anyway), so those are buffered. The
+ * others (an instance start, a claim by id) stream their body, which it never re-sends; it then
+ * probes a reused connection before each such POST (a read with a 1 ms timeout), a cost the hot
+ * path (polls, result batches, heartbeats) does not pay.
  */
 final class UrlConnectionWire implements HttpWire {
   private final int connectTimeoutMillis;
@@ -29,7 +35,7 @@ final class UrlConnectionWire implements HttpWire {
 
   @Override
   public Answer exchange(
-      String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout)
+      String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout, boolean resendable)
       throws IOException {
     HttpURLConnection c = (HttpURLConnection) uri.toURL().openConnection();
     c.setRequestMethod(method);
@@ -41,7 +47,9 @@ final class UrlConnectionWire implements HttpWire {
     byte[] content = body == null && (method.equals("POST") || method.equals("PUT")) ? new byte[0] : body;
     if (content != null) {
       c.setDoOutput(true);
-      c.setFixedLengthStreamingMode(content.length);
+      if (!resendable) {
+        c.setFixedLengthStreamingMode(content.length);
+      }
     }
     try {
       c.connect();
@@ -70,13 +78,13 @@ final class UrlConnectionWire implements HttpWire {
 
   @Override
   public CompletableFuture<Answer> exchangeAsync(
-      String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout) {
+      String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout, boolean resendable) {
     CompletableFuture<Answer> answer = new CompletableFuture<>();
     Thread thread =
         new Thread(
             () -> {
               try {
-                answer.complete(exchange(method, uri, headers, body, timeout));
+                answer.complete(exchange(method, uri, headers, body, timeout, resendable));
               } catch (IOException | RuntimeException e) {
                 answer.completeExceptionally(e);
               }

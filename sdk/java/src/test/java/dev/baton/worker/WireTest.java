@@ -24,10 +24,10 @@ class WireTest {
   private static final Duration WAIT = Duration.ofSeconds(10);
 
   /**
-   * A POST whose answer never comes (the connection closes after the request) fails as sent and
-   * is not sent again by the JDK: a poll sent twice would claim jobs nobody runs until their
-   * leases lapse. HttpURLConnection re-sends a buffered POST once on such a failure; the wire
-   * streams its bodies, which it never re-sends.
+   * A POST that is not idempotent (an instance start) whose answer never comes (the connection
+   * closes after the request) fails as sent and is not sent again by the JDK, which would start
+   * the instance twice: HttpURLConnection re-sends a buffered POST once on such a failure; the
+   * wire streams the bodies of such calls, which it never re-sends.
    */
   @Test
   void aPostWhoseAnswerIsLostIsNotSentAgain() throws Exception {
@@ -47,9 +47,9 @@ class WireTest {
       accept.start();
       BatonClient client = BatonClient.builder().url("http://127.0.0.1:" + server.getLocalPort()).apiKey("k").environment(Map.of()).build();
       TransportException e = assertThrows(TransportException.class,
-          () -> client.pollJobs("w", List.of("t"), 5, 0, RetryPolicy.NONE));
+          () -> client.call("POST", "/v1/instances", Map.of("definitionName", "d"), false));
       assertTrue(e.wasSent(), "the request was sent: " + e.getMessage());
-      assertEquals(1, requests.get(), "the poll was sent once");
+      assertEquals(1, requests.get(), "the start was sent once");
     }
   }
 
