@@ -12,10 +12,10 @@ for), its build excluded (a run script builds in child processes, then execs the
 server's CPU is counted over the drain alone, and its access log says how many requests each
 job cost (polls, result batches, others).
 
-``--python-aligned`` runs the Python baseline with the poll and batch sizes the Go, Java and
-TypeScript SDKs default to (``max_jobs_per_poll`` 100, ``max_results_per_flush`` 100: a poll
-asks for every free slot) instead of its own defaults (10 and 32), so the ratio can be read both
-ways: the SDKs as shipped, and the languages at the same request sizes.
+Every SDK runs at its defaults, which are the same request sizes in all four (polls of up to
+100 jobs, sized to the free slots; result batches of up to 100). ``--python-sizes 10,32`` runs
+the Python baseline at the sizes its SDK defaulted to before (10 and 32), for comparison with
+earlier figures.
 
 The issue's targets: Go and Java >= 1.5x the Python SDK's rate, TypeScript >= 1.0x.
 """
@@ -50,7 +50,12 @@ class Worker:
     """One language's conformance worker, started and stopped by the benchmark."""
 
     def __init__(
-        self, language: str, dev: DevServer, prefix: str, parallelism: int, aligned: bool
+        self,
+        language: str,
+        dev: DevServer,
+        prefix: str,
+        parallelism: int,
+        python_sizes: tuple[int, int] | None,
     ) -> None:
         env = {
             **os.environ,
@@ -60,9 +65,9 @@ class Worker:
             "CONFORMANCE_JOB_PREFIX": prefix,
             "CONFORMANCE_PARALLELISM": str(parallelism),
         }
-        if aligned and language == "python":
-            env["CONFORMANCE_MAX_JOBS_PER_POLL"] = "100"
-            env["CONFORMANCE_MAX_RESULTS_PER_FLUSH"] = "100"
+        if python_sizes is not None and language == "python":
+            env["CONFORMANCE_MAX_JOBS_PER_POLL"] = str(python_sizes[0])
+            env["CONFORMANCE_MAX_RESULTS_PER_FLUSH"] = str(python_sizes[1])
         self.language = language
         self.process = subprocess.Popen(
             [str(WORKERS / language / "run")],
@@ -154,14 +159,19 @@ def _requests(log_path: Path, offset: int) -> dict[str, int]:
 
 
 def drain(
-    url: str, dev: DevServer, language: str, jobs: int, parallelism: int, aligned: bool
+    url: str,
+    dev: DevServer,
+    language: str,
+    jobs: int,
+    parallelism: int,
+    python_sizes: tuple[int, int] | None,
 ) -> dict[str, float]:
     prefix = f"poly-{language[:2]}-{uuid.uuid4().hex[:6]}-"
     name = job_type = prefix + "echo"
     start_instances(url, name, job_type, jobs)
     log(f"{language}: starting its worker (parallelism {parallelism})")
     log_offset = dev.log_path.stat().st_size
-    worker = Worker(language, dev, prefix, parallelism, aligned)
+    worker = Worker(language, dev, prefix, parallelism, python_sizes)
     server_before = dev.cpu_seconds()
     try:
         deadline = time.monotonic() + READY_SECONDS + jobs / 50
@@ -204,11 +214,16 @@ def main() -> None:
     parser.add_argument("--languages", default=",".join(LANGUAGES))
     parser.add_argument("--database-url", default=None)
     parser.add_argument(
-        "--python-aligned",
-        action="store_true",
-        help="the Python baseline polls and batches as the other SDKs do by default (100, 100)",
+        "--python-sizes",
+        metavar="POLL,BATCH",
+        help="the Python baseline's max_jobs_per_poll and max_results_per_flush instead of its "
+        "defaults (100,100), e.g. 10,32 as it defaulted to before",
     )
     args = parser.parse_args()
+    python_sizes = None
+    if args.python_sizes:
+        poll, batch = (int(v) for v in args.python_sizes.split(","))
+        python_sizes = (poll, batch)
     languages = [lang for lang in args.languages.split(",") if lang]
     missing = [lang for lang in languages if not (WORKERS / lang / "run").exists()]
     if missing:
@@ -222,11 +237,9 @@ def main() -> None:
         dev_server(url) as dev,
     ):
         for language in languages:
-            results[language] = drain(
-                url, dev, language, args.jobs, args.parallelism, args.python_aligned
-            )
-    if args.python_aligned:
-        log("python ran aligned: max_jobs_per_poll 100, max_results_per_flush 100")
+            results[language] = drain(url, dev, language, args.jobs, args.parallelism, python_sizes)
+    if python_sizes is not None:
+        log(f"python ran with max_jobs_per_poll {python_sizes[0]}, batches {python_sizes[1]}")
     base = results["python"]["rate"]
     targets = {"go": 1.5, "java": 1.5, "typescript": 1.0}
     print()

@@ -104,15 +104,15 @@ class RunnerOptions:
     follows an empty or short one; stopping does not wait for it.
 
     ``gather_interval`` (0 to 1 s; 0: poll as soon as a slot frees): while jobs run, how long a
-    poll may wait for more slots to free (up to half of ``max_jobs_per_poll``), so that one poll
-    asks for several jobs instead of one each (as results are gathered for ``flush_interval``).
-    An idle runner polls at once.
+    poll may wait for more slots to free (up to half of ``max_jobs_per_poll`` or of the slots,
+    the fewer), so that one poll asks for several jobs instead of one each (as results are
+    gathered for ``flush_interval``). An idle runner polls at once.
     """
 
     worker_id: str | None = None
     job_types: Sequence[str] | None = None
     parallelism: int = 8
-    max_jobs_per_poll: int = 10
+    max_jobs_per_poll: int = 100
     poll_interval: float = 0.5
     max_poll_interval: float = 2.0
     poll_errors: RetryPolicy = field(
@@ -132,7 +132,7 @@ class RunnerOptions:
     drain_timeout: float | None = None
     batch_results: bool = True
     flush_interval: float = 0.005
-    max_results_per_flush: int = 32
+    max_results_per_flush: int = 100
     prefetch: int | None = None
     long_poll_wait: float = DEFAULT_LONG_POLL_WAIT
     gather_interval: float = 0.01
@@ -418,7 +418,7 @@ class Runner:
             wanted = self._slots.acquire_up_to(
                 opts.max_jobs_per_poll,
                 gather=opts.gather_interval,
-                enough=max(1, opts.max_jobs_per_poll // 2),
+                enough=max(1, min(opts.max_jobs_per_poll, self._slots.capacity) // 2),
             )
             if wanted == 0:  # interrupted: stopping
                 break

@@ -102,7 +102,7 @@ def add_commands(commands: Subparsers) -> None:
         "--type", action="append", metavar="TYPE", help="poll only this job type (repeatable)"
     )
     p.add_argument("--parallelism", type=int, default=8, help="jobs at once (default 8)")
-    p.add_argument("--max-jobs", type=int, default=10, help="jobs per poll at most (default 10)")
+    p.add_argument("--max-jobs", type=int, default=100, help="jobs per poll at most (default 100)")
     p.add_argument(
         "--poll-interval", type=float, default=0.5, help="seconds after an empty poll (default 0.5)"
     )

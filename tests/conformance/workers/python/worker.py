@@ -97,8 +97,8 @@ def main() -> int:
         api_key=os.environ["BATON_API_KEY"],
         protocol=os.environ.get("BATON_PROTOCOL") or "rest",
     )
-    # The poll and batch sizes are the SDK's defaults unless a benchmark aligns them with the
-    # other SDKs' (bench/sdk_polyglot.py --python-aligned).
+    # The poll and batch sizes are the SDK's defaults unless a benchmark sets them
+    # (bench/sdk_polyglot.py --python-sizes).
     defaults = RunnerOptions()
     options = RunnerOptions(
         worker_id=os.environ.get("CONFORMANCE_WORKER_ID"),
