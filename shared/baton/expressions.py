@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from baton.jsonpath import Query, QueryError, parse_query
+
 _EXPR = re.compile(r"(?<!\$)\$\{([^}]*)\}")
 # A key (a name, or digits: a PARALLEL's output is keyed by branch index).
 _KEY = r"[A-Za-z_][A-Za-z0-9_-]*|\d+"
@@ -73,6 +75,18 @@ FUNCTIONS: dict[str, Callable[[Any], Any]] = {
     "size": _length,
     "keys": lambda value: list(value) if isinstance(value, dict) else None,
 }
+
+
+def _each(function: str, matches: list[Any]) -> list[Any]:
+    """A function after an indefinite path applies to each match, as Jayway's: ``length()``
+    of what has none is null; any other function failing on one match fails the whole read,
+    which is then ``[]`` (an indefinite path's failed read, with SUPPRESS_EXCEPTIONS)."""
+    results = [FUNCTIONS[function](m) for m in matches]
+    if function not in ("length", "size") and any(r is None for r in results):
+        return []
+    return results
+
+
 _OPEN = re.compile(r"(?<!\$)\$\{")
 
 WORKFLOW = "workflow"
@@ -115,6 +129,9 @@ class Reference:
     path: tuple[str | int, ...]
     # A JSONPath function at the path's end (``.length()``), applied to what the path reads.
     function: str | None = None
+    # The rest of the path from its first step that is not plain (``..key``, ``[*]``, a filter…),
+    # read as Jayway does (``baton.jsonpath``); None for a plain path, the common case.
+    query: Query | None = None
 
     @property
     def step_id(self) -> str | None:
@@ -126,14 +143,19 @@ class Reference:
     @property
     def record_of(self) -> str | None:
         """The step whose execution record this reads (``${<step>.status}`` and the like)."""
-        if self.root in (WORKFLOW, MAP) or len(self.path) != 1 or self.path[0] not in STEP_FIELDS:
+        if (
+            self.root in (WORKFLOW, MAP)
+            or len(self.path) != 1
+            or self.path[0] not in STEP_FIELDS
+            or self.query is not None
+        ):
             return None
         return self.root
 
     @property
     def loop_id(self) -> str | None:
         """The DO_WHILE whose running iteration this reads (``${<loopId>.iteration}``)."""
-        if self.root in (WORKFLOW, MAP) or self.path != (ITERATION,):
+        if self.root in (WORKFLOW, MAP) or self.path != (ITERATION,) or self.query is not None:
             return None
         return self.root
 
@@ -149,13 +171,17 @@ def parse(text: str) -> Reference:
     path: list[str | int] = [first.group(0)]
     at = first.end()
     function = None
+    query = None
     if (fn := _FUNCTION.search(body)) is not None and fn.start() >= at:
         function, body = fn.group(1), body[: fn.start()]
     while at < len(body):
         m = _STEP.match(body, at)
         if not m:
-            bad = body[at:].lstrip(".").split(".")[0] or body[at:]
-            raise ExpressionError(f"bad path segment {bad!r} in ${{{text}}}")
+            try:
+                query, at = parse_query(body, at, text)
+            except QueryError as e:
+                raise ExpressionError(str(e)) from None
+            break
         index = m.group("index")
         if index is not None:
             path.append(int(index))
@@ -177,11 +203,13 @@ def parse(text: str) -> Reference:
                 f"${{{text}}}: inside a MAP, read ${{map.item…}}, ${{map.index}} or ${{map.input…}}"
             )
     elif rest[:1] == (ITERATION,):
-        if len(rest) > 1:
+        if len(rest) > 1 or query is not None:
             raise ExpressionError(
                 f"${{{text}}}: a loop's iteration is a number: '<loopId>.iteration'"
             )
-    elif rest[:1] != (OUTPUT,) and not (len(rest) == 1 and rest[0] in STEP_FIELDS):
+    elif rest[:1] != (OUTPUT,) and not (
+        len(rest) == 1 and rest[0] in STEP_FIELDS and query is None
+    ):
         raise ExpressionError(
             f"${{{text}}}: a step reference reads '<stepId>.output[.path]', one of its "
             f"execution's {', '.join(STEP_FIELDS)} (or, inside a DO_WHILE, '<loopId>.iteration')"
@@ -190,7 +218,7 @@ def parse(text: str) -> Reference:
         (root == MAP and rest[:1] == ("index",)) or rest[:1] == (ITERATION,)
     ):
         raise ExpressionError(f"${{{text}}}: .{function}() reads a list or an object")
-    return Reference(text=text, root=root, path=rest, function=function)
+    return Reference(text=text, root=root, path=rest, function=function, query=query)
 
 
 def references(template: Any) -> Iterator[tuple[str, str]]:
@@ -263,6 +291,10 @@ class Scope:
 
     def lookup(self, ref: Reference) -> Any:
         value = self._read(ref)
+        if ref.query is not None:
+            value = ref.query.apply(value)
+            if ref.function is not None and not ref.query.definite:
+                return _each(ref.function, value)
         return value if ref.function is None else FUNCTIONS[ref.function](value)
 
     def _read(self, ref: Reference) -> Any:

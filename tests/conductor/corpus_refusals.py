@@ -9,13 +9,6 @@ but could only fail when it runs; the comment above each group says which.
 from __future__ import annotations
 
 REFUSED: dict[str, str] = {
-    # A JSONPath recursive descent (${get_es_1.output..status}: every "status" under it), which
-    # Baton's expressions do not read; their EVENT task (sink "conductor") translates.
-    "rest__kitchensink__kitchenSink-ephemeralWorkflowWithEphemeralTasks__"
-    "ephemeralKitchenSinkEphemeralTasks.json": "bad path segment 'status'",
-    "rest__kitchensink__kitchenSink-ephemeralWorkflowWithStoredTasks__"
-    "ephemeralKitchenSinkStoredTasks.json": "bad path segment 'status'",
-    "rest__kitchensink__kitchensink__kitchensink.json": "bad path segment 'status'",
     # PULL_WORKFLOW_MESSAGES: Conductor's workflow message queue (WMQ), a server feature Baton
     # has no counterpart of.
     "docs__wmq__wmq_echo_loop__wmq_echo_loop.json": "task type PULL_WORKFLOW_MESSAGES",
