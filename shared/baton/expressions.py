@@ -12,6 +12,8 @@ and ``${workflow.createTime}`` (epoch milliseconds). Paths take ``.key``, ``[0]`
 the JSONPath functions Conductor's expressions take (Jayway's): ``.length()``/``.size()`` (of a
 list or an object), ``.keys()``, and ``.sum()``, ``.min()``, ``.max()``, ``.avg()``,
 ``.stddev()`` over a list's numbers (a number with a fraction; null when there are none).
+The rest of Jayway's JSONPath (``..key``, ``[*]``, ``[-1]``, slices, unions, filters) is read by
+``baton.jsonpath`` from a path's first step that is not plain on (``Reference.query``).
 
 A string that is exactly one expression resolves to the referenced value itself (an object, a list,
 a number...); expressions inside longer text are interpolated as text (objects as JSON). ``$${``
