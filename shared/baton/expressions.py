@@ -22,6 +22,7 @@ escapes a literal ``${``. A path that leads nowhere resolves to ``null``, as in 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -162,8 +163,10 @@ class Reference:
         return self.root
 
 
+@functools.lru_cache(maxsize=4096)
 def parse(text: str) -> Reference:
-    """Parse the inside of ``${...}``."""
+    """Parse the inside of ``${...}`` (cached: a definition's expressions are parsed at each
+    resolution, and a Reference is immutable)."""
     body = text.strip()
     if not body:
         raise ExpressionError("empty expression")

@@ -92,6 +92,12 @@ def _select(step: Step, node: Any) -> Iterator[Any]:
         elif isinstance(node, Mapping) and _truthy(arg, node):
             yield node
     elif kind == "descend":
+        if arg[0] == "key":  # ..key, the common descent: no generator per node
+            key = arg[1]
+            for inner in _descendants(node):
+                if isinstance(inner, Mapping) and key in inner:
+                    yield inner[key]
+            return
         for inner in _descendants(node):
             yield from _select(arg, inner)
 
