@@ -37,7 +37,7 @@ def problems(
     labels pydantic puts in a location for each member of a union it tried."""
     rules = pattern_rules or {}
     errors = [
-        {**e, "loc": _document_loc(tuple(e["loc"]), document)}
+        {**e, "loc": _document_loc(tuple(e["loc"]), document, missing=e["type"] == "missing")}
         for e in err.errors(include_url=False)
     ]
     return [_problem(e, tags, rules) for e in _best_members(errors)]
@@ -48,14 +48,18 @@ def _is_label(part: int | str) -> bool:
     return isinstance(part, str) and "[" in part
 
 
-def _document_loc(loc: Loc, document: Any) -> Loc:
+def _document_loc(loc: Loc, document: Any, *, missing: bool = False) -> Loc:
     """``loc`` with pydantic's union labels marked: each is replaced by a :class:`_Member` (the
     label and where it was), so that paths leave it out and :func:`_best_members` can pick. With
     the ``document``, a part is a label when it is no key of the object it stands in (exact);
-    without, when it looks like one (``name[...]``)."""
+    without, when it looks like one (``name[...]``). ``missing``: the error says its last part is
+    absent, so that part is a key the document lacks, not a label."""
     out: list[int | str] = []
     node = document
-    for part in loc:
+    for i, part in enumerate(loc):
+        if missing and i == len(loc) - 1:
+            out.append(part)
+            break
         if document is NO_DOCUMENT:
             label = _is_label(part)
         elif isinstance(part, int):
@@ -119,7 +123,8 @@ def _best_members(errors: list[Any]) -> list[Any]:
 
 
 def _problem(e: Any, tags: Sequence[str], rules: Mapping[str, str]) -> Problem:
-    tag = next((str(p) for p in e["loc"] if isinstance(p, str) and p in tags), None)
+    # The step type nearest the field (a SERVICE_TASK inside a SWITCH's case is the former).
+    tag = next((str(p) for p in reversed(e["loc"]) if isinstance(p, str) and p in tags), None)
     loc: Loc = tuple(p for p in e["loc"] if not isinstance(p, _Member))
     kind = e["type"]
     ctx: Mapping[str, Any] = e.get("ctx") or {}

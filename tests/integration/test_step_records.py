@@ -117,7 +117,7 @@ def test_expressions_read_a_step_s_record_the_start_time_and_brackets(engine: En
     [
         ("${first.bogus}", "executionId, jobId"),
         ("${nowhere.status}", "unknown step 'nowhere'"),
-        ("${first.output[}", "bad path segment"),
+        ("${first.output[}", "is not closed"),
     ],
 )
 def test_a_bad_record_reference_is_refused_at_registration(

@@ -359,3 +359,35 @@ def test_without_the_document_labels_are_still_left_out_of_paths() -> None:
         paths = [p.path for p in problems(err, tags=STEP_TYPES)]
     assert "steps[0].cases.x[0].retryCount" in paths
     assert all("[str" not in p and "SwitchCase" not in p for p in paths)
+
+
+@pytest.mark.parametrize(
+    ("steps", "path", "message"),
+    [
+        (
+            [{"id": "a", "type": "SERVICE_TASK"}],
+            "steps[0].jobType",
+            "jobType is required for a SERVICE_TASK step",
+        ),
+        (  # the step type nearest the field names it, not the outer SWITCH's
+            [
+                {
+                    "id": "s",
+                    "type": "SWITCH",
+                    "on": "${workflow.input.x}",
+                    "cases": {"a": [{"id": "t", "type": "SERVICE_TASK"}]},
+                }
+            ],
+            "steps[0].cases.a[0].jobType",
+            "jobType is required for a SERVICE_TASK step",
+        ),
+    ],
+)
+def test_a_missing_field_of_a_definition_is_named_with_its_path(
+    steps: list[dict[str, Any]], path: str, message: str
+) -> None:
+    # Checked against the document (whose keys tell them from union labels), a field the step
+    # lacks is still the last part of the path.
+    with pytest.raises(ValidationFailed) as refused:
+        parse_definition({"name": "x", "steps": steps})
+    assert [(p.path, p.message) for p in refused.value.problems] == [(path, message)]
