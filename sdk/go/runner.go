@@ -143,7 +143,7 @@ func (r *Runner) pollLoop(ctx context.Context) {
 	failures := backoff{policy: o.pollErrors}
 	var wait time.Duration // the first poll answers at once; one after an empty or short one may wait
 	for !r.isStopping() {
-		wanted := r.slots.acquireUpTo(r.stopping, o.maxJobsPerPoll, o.gatherInterval, gatherEnough(o.maxJobsPerPoll, r.slots.capacity))
+		wanted := r.slots.acquireUpTo(r.stopping, o.maxJobsPerPoll, o.gatherInterval, max(1, o.maxJobsPerPoll/2))
 		if wanted == 0 {
 			return
 		}

@@ -105,10 +105,3 @@ func (s *slots) waitIdle(stop <-chan struct{}, timeout time.Duration) bool {
 		}
 	}
 }
-
-// gatherEnough is how many free slots a gathering poll waits for: half of what one poll may ask
-// for or of all the slots, the fewer (half of a poll of 100 is more slots than 16 running jobs
-// and their prefetch ever free at once: every poll would wait the whole gather interval).
-func gatherEnough(maxJobsPerPoll, capacity int) int {
-	return max(1, min(maxJobsPerPoll, capacity)/2)
-}

@@ -21,7 +21,7 @@ import { JsonLogger, type Logger } from "./log.js";
 import { type MetricsHook, notify } from "./metrics.js";
 import type { JobTransport, RunnerOptions, RunOptions } from "./options.js";
 import type { Registry } from "./registry.js";
-import { gatherEnough, Slots } from "./slots.js";
+import { Slots } from "./slots.js";
 
 export type { JobTransport, RunnerOptions, RunOptions } from "./options.js";
 
@@ -262,7 +262,7 @@ export class Runner {
       const wanted = await this.#claim.acquireUpTo(
         o.maxJobsPerPoll,
         o.gatherInterval,
-        gatherEnough(o.maxJobsPerPoll, this.#claim.capacity),
+        Math.max(1, Math.floor(o.maxJobsPerPoll / 2)),
       );
       if (wanted === 0) break;
       if (stop.aborted) {

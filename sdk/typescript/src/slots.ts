@@ -96,12 +96,3 @@ export class Slots {
     });
   }
 }
-
-/**
- * How many free slots a gathering poll waits for: half of what one poll may ask for or of all
- * the slots, the fewer (half of a poll of 100 is more slots than 16 running jobs and their
- * prefetch ever free at once: every poll would wait the whole gather interval).
- */
-export function gatherEnough(maxJobsPerPoll: number, capacity: number): number {
-  return Math.max(1, Math.floor(Math.min(maxJobsPerPoll, capacity) / 2));
-}

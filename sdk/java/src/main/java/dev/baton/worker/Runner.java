@@ -265,10 +265,7 @@ public final class Runner implements AutoCloseable {
     double wait = 0; // the first poll answers at once; one after an empty or short poll may wait
     while (!stopping.get()) {
       int wanted =
-          slots.acquireUpTo(
-              options.maxJobsPerPoll,
-              options.gatherInterval.toNanos(),
-              Slots.gatherEnough(options.maxJobsPerPoll, slots.capacity()));
+          slots.acquireUpTo(options.maxJobsPerPoll, options.gatherInterval.toNanos(), Math.max(1, options.maxJobsPerPoll / 2));
       if (wanted == 0) {
         break;
       }

@@ -27,19 +27,6 @@ final class Slots {
     this.capacity = capacity;
   }
 
-  int capacity() {
-    return capacity;
-  }
-
-  /**
-   * How many free slots a gathering poll waits for: half of what one poll may ask for or of all
-   * the slots, the fewer (half of a poll of 100 is more slots than 16 running jobs and their
-   * prefetch ever free at once: every poll would wait the whole gather interval).
-   */
-  static int gatherEnough(int maxJobsPerPoll, int capacity) {
-    return Math.max(1, Math.min(maxJobsPerPoll, capacity) / 2);
-  }
-
   int inUse() {
     lock.lock();
     try {
