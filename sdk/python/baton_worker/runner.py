@@ -104,9 +104,9 @@ class RunnerOptions:
     follows an empty or short one; stopping does not wait for it.
 
     ``gather_interval`` (0 to 1 s; 0: poll as soon as a slot frees): while jobs run, how long a
-    poll may wait for more slots to free (up to half of ``max_jobs_per_poll`` or of the slots,
-    the fewer), so that one poll asks for several jobs instead of one each (as results are
-    gathered for ``flush_interval``). An idle runner polls at once.
+    poll may wait for more slots to free (up to half of ``max_jobs_per_poll``), so that one poll
+    asks for several jobs instead of one each (as results are gathered for ``flush_interval``).
+    An idle runner polls at once.
     """
 
     worker_id: str | None = None
@@ -418,7 +418,11 @@ class Runner:
             wanted = self._slots.acquire_up_to(
                 opts.max_jobs_per_poll,
                 gather=opts.gather_interval,
-                enough=max(1, min(opts.max_jobs_per_poll, self._slots.capacity) // 2),
+                # Half of a poll of 100 is more than the slots usually free at once: while jobs
+                # run, a poll then waits the whole gather interval and asks for all that freed.
+                # Fewer, larger polls drain faster than polls of half the slots, which doubled
+                # the polls per job and cost the server more (bench/sdk_polyglot.py).
+                enough=max(1, opts.max_jobs_per_poll // 2),
             )
             if wanted == 0:  # interrupted: stopping
                 break
