@@ -13,10 +13,9 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from baton.engine.operators.sub_workflow import MAX_NESTING, start_instance
-from baton.engine.operators.work import Leaf
-from baton.engine.records import AuditEvent, InputNotObject, OverLimit
+from baton.engine.operators.work import Leaf, open_with_input
+from baton.engine.records import AuditEvent, OverLimit
 from baton.model import NAME_PATTERN
-from baton.status import StepStatus
 from baton.steps import StartWorkflowStep
 
 if TYPE_CHECKING:
@@ -58,16 +57,10 @@ def parse_request(request: Any) -> tuple[str, int | None, dict[str, Any], str | 
 class StartWorkflow(Leaf):
     def schedule(self, d: Decision, step: Step, scope: str) -> None:
         assert isinstance(step, StartWorkflowStep)
-        try:
-            step_input = d.stored(d.resolve_input(step, scope), "STEP_INPUT")
-        except OverLimit as big:
-            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), f"its input {big}")
+        opened = open_with_input(d, step, scope)
+        if opened is None:
             return
-        except InputNotObject as e:
-            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), str(e))
-            return
-        new = d.add_step(step, StepStatus.IN_PROGRESS, step_input, scope)
-        self.start(d, step, d.execution(new.id))
+        self.start(d, step, opened[0])
 
     def start(self, d: Decision, step: StartWorkflowStep, e: Exec) -> None:
         if d.instance.depth + 1 > MAX_NESTING:

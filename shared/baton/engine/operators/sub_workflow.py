@@ -17,15 +17,14 @@ from psycopg.types.json import Jsonb
 
 from baton import dialects
 from baton.definitions import parse_definition
+from baton.engine.operators.work import open_with_input
 from baton.engine.records import (
     AuditEvent,
     ChildPlan,
     ChildStart,
     Exec,
-    InputNotObject,
     InstanceState,
     NoReads,
-    OverLimit,
 )
 from baton.errors import ValidationFailed, listed
 from baton.model import NAME_PATTERN
@@ -104,17 +103,12 @@ def start_instance(
 class SubWorkflow:
     def schedule(self, d: Decision, step: Step, scope: str) -> None:
         assert isinstance(step, SubWorkflowStep)
-        try:
-            # The child's input: above the soft limit it lives in S3 (the child reads it back).
-            step_input = d.stored(d.resolve_input(step, scope), "WORKFLOW_INPUT")
-        except OverLimit as big:
-            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), f"its input {big}")
+        # The child's input: above the soft limit it lives in S3 (the child reads it back).
+        opened = open_with_input(d, step, scope, "WORKFLOW_INPUT")
+        if opened is None:
             return
-        except InputNotObject as e:
-            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), str(e))
-            return
-        new = d.add_step(step, StepStatus.IN_PROGRESS, step_input, scope)
-        self.start_child(d, step, d.execution(new.id), step_input, attempt=1)
+        own, step_input = opened
+        self.start_child(d, step, own, step_input, attempt=1)
 
     def start_child(
         self, d: Decision, step: SubWorkflowStep, e: Exec, step_input: Any, *, attempt: int

@@ -31,6 +31,24 @@ if TYPE_CHECKING:
     from baton.steps import Step
 
 
+def open_with_input(
+    d: Decision, step: Step, scope: str, kind: str = "STEP_INPUT"
+) -> tuple[Exec, Any] | None:
+    """A new execution of ``step``, IN_PROGRESS with its resolved input (kept in S3 as ``kind``
+    above the soft limit), and that input; None when the input cannot be had (over its hard
+    limit, or not an object): the execution is then failed with the reason, without input."""
+    try:
+        step_input = d.stored(d.resolve_input(step, scope), kind)
+    except OverLimit as big:
+        d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), f"its input {big}")
+        return None
+    except InputNotObject as e:
+        d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), str(e))
+        return None
+    new = d.add_step(step, StepStatus.IN_PROGRESS, step_input, scope)
+    return d.execution(new.id), step_input
+
+
 class Leaf:
     """A step type without nested lists."""
 
@@ -149,15 +167,7 @@ class Waiting(Leaf):
     """USER_TASK and SIGNAL: wait in IN_PROGRESS until completed through the API."""
 
     def schedule(self, d: Decision, step: Step, scope: str) -> None:
-        try:
-            step_input = d.stored(d.resolve_input(step, scope), "STEP_INPUT")
-        except OverLimit as big:
-            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), f"its input {big}")
-            return
-        except InputNotObject as e:
-            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), str(e))
-            return
-        d.add_step(step, StepStatus.IN_PROGRESS, step_input, scope)
+        open_with_input(d, step, scope)
 
 
 class Timer(Leaf):
@@ -204,16 +214,10 @@ class Noop(Leaf):
     output is empty."""
 
     def schedule(self, d: Decision, step: Step, scope: str) -> None:
-        try:
-            step_input = d.stored(d.resolve_input(step, scope), "STEP_INPUT")
-        except OverLimit as big:
-            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), f"its input {big}")
+        opened = open_with_input(d, step, scope)
+        if opened is None:
             return
-        except InputNotObject as e:
-            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), str(e))
-            return
-        new = d.add_step(step, StepStatus.IN_PROGRESS, step_input, scope)
-        d.complete(d.execution(new.id), {})
+        d.complete(opened[0], {})
 
 
 class ExclusiveJoin(Leaf):
@@ -223,16 +227,10 @@ class ExclusiveJoin(Leaf):
 
     def schedule(self, d: Decision, step: Step, scope: str) -> None:
         assert isinstance(step, ExclusiveJoinStep)
-        try:
-            step_input = d.stored(d.resolve_input(step, scope), "STEP_INPUT")
-        except OverLimit as big:
-            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), f"its input {big}")
+        opened = open_with_input(d, step, scope)
+        if opened is None:
             return
-        except InputNotObject as e:
-            d.fail(d.add_step(step, StepStatus.IN_PROGRESS, None, scope), str(e))
-            return
-        new = d.add_step(step, StepStatus.IN_PROGRESS, step_input, scope)
-        own = d.execution(new.id)
+        own = opened[0]
         point = f"step:{step.id}"
         for ids in (step.join_on, step.default_join_on or []):
             for sid in ids:
