@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from baton.engine import long_poll
 from baton.engine.service import Engine
 from baton.metrics import CountingMetrics
 from baton.store.db import Database
@@ -138,8 +139,10 @@ def test_delayed_retry_coming_due_is_found_by_the_backstop(notify_engine: Engine
 
 
 def test_retry_without_delay_wakes_the_waiter_through_the_update_trigger(
-    notify_engine: Engine, wakeups: JobWakeups
+    notify_engine: Engine, wakeups: JobWakeups, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Only a NOTIFY can end the wait before the backstop, pushed past the poll's whole wait.
+    monkeypatch.setattr(long_poll, "BACKSTOP_SECONDS", 60.0)
     notify_engine.register_definition(one_step("flow", retryCount=2, retryDelaySeconds=3600))
     notify_engine.start_instance(definition_name="flow")
     (job,) = notify_engine.poll("w", ["work"], 1)
@@ -150,7 +153,7 @@ def test_retry_without_delay_wakes_the_waiter_through_the_update_trigger(
     committed = time.monotonic()
     (retry,) = poll.result()
     assert retry["id"] == job["id"]
-    assert poll.returned_at - committed < 0.05
+    assert poll.returned_at - committed < 5  # not the poll's 10 s: woken
 
 
 def test_no_notify_is_sent_for_a_job_type_nobody_waits_for(
@@ -240,6 +243,29 @@ def test_a_stop_signal_keeps_the_workers_waiting_poll_from_claiming(
     assert leaving.result() == []
     assert leaving.returned_at - committed < 1.0  # woken by the job, it looked and left
     assert len(notify_engine.poll("other", ["work"], 1)) == 1
+
+
+def test_a_stop_signal_wakes_the_workers_waiting_poll_at_once(
+    notify_engine: Engine,
+    wakeups: JobWakeups,
+    monkeypatch: pytest.MonkeyPatch,
+    database_url: str,
+) -> None:
+    """The signal notifies the worker's key: its wait ends without waiting for a job or for the
+    backstop (pushed past the poll's whole wait here, so only the wake-up can end it early), and
+    a stopping SDK gets its poll's answer back at once. No job_waiter row is kept for the key."""
+    monkeypatch.setattr(long_poll, "BACKSTOP_SECONDS", 60.0)
+    notify_engine.register_definition(one_step("flow"))
+    leaving = TimedPoll(notify_engine, "work", wait=20, worker="leaving")
+    wait_until(lambda: _waiting(wakeups, "work"), timeout=5, interval=0.005)
+    notify_engine.stop_worker("someone else")  # another worker's signal does not end this wait
+    assert not leaving.future.done()
+    notify_engine.stop_worker("leaving")
+    assert leaving.result(timeout=10) == []
+    assert leaving.returned_at - leaving.started_at < 10
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        rows = conn.execute("SELECT 1 FROM job_waiter WHERE job_type LIKE 'worker/%'").fetchall()
+    assert rows == []
 
 
 def test_a_poll_sent_after_the_stop_claims_as_usual(notify_engine: Engine) -> None:

@@ -61,7 +61,14 @@ class JobOps(EngineCore):
 
         if wait_seconds > 0:
             left = _either(gone, self._stop_watch(worker_id))
-            rows = long_poll.wait_for_jobs(claim, types, wait_seconds, self.wakeups, gone=left)
+            rows = long_poll.wait_for_jobs(
+                claim,
+                types,
+                wait_seconds,
+                self.wakeups,
+                gone=left,
+                also=(long_poll.worker_wakeup(worker_id),),
+            )
         else:
             rows = claim()
         self._report_claims(rows)  # once per poll, however many times a long-poll claimed
@@ -69,9 +76,10 @@ class JobOps(EngineCore):
 
     def stop_worker(self, worker_id: str) -> dict[str, Any]:
         """The worker's stop signal: a long-poll of ``worker_id`` waiting now claims nothing more
-        (it looks before each claim after its first: at a wake-up, or within a second behind RDS
-        Proxy) and ends empty; polls sent afterwards are unaffected. Behind API Gateway a wait
-        cannot see its client hang up, so a stopping worker says it (the SDK does, at stop)."""
+        (the signal notifies ``worker/<id>``, which wakes the wait at once; behind RDS Proxy it
+        looks within a second) and ends empty; polls sent afterwards are unaffected. Behind API
+        Gateway a wait cannot see its client hang up, so a stopping worker says it (the SDK
+        does, at stop)."""
         row = self.db.autocommit(
             lambda c: c.execute(job_sql.STOP_WORKER, {"worker_id": worker_id}).fetchone()
         )

@@ -47,12 +47,14 @@ def wait_for_jobs(
     sleep: Callable[[float], None] = time.sleep,
     gone: Callable[[], bool] | None = None,
     max_wait: float = MAX_WAIT_SECONDS,
+    also: Sequence[str] = (),
 ) -> Rows:
     """Claim with ``claim()``; while it finds nothing, wait until a job may be claimable and
     claim again, for at most ``wait_seconds`` (cut to ``max_wait``). Empty at the deadline, or
     as soon as ``gone()`` says the client that asked is no longer there (or its worker stopped):
     asked once as soon as the first claim found nothing, before the wait begins, then before
-    each claim after a wait.
+    each claim after a wait. A notification of an ``also`` key (``worker_wakeup``) ends a wait
+    too, so ``gone()`` is asked at once rather than at the next backstop.
     """
     deadline = clock() + min(max(wait_seconds, 0.0), max_wait)
     rows = claim()
@@ -63,7 +65,7 @@ def wait_for_jobs(
         return []
     if wakeups is None:
         return _reclaim_loop(claim, deadline, clock, sleep, client_left)
-    with wakeups.subscribe(job_types) as sub:
+    with wakeups.subscribe(job_types, also) as sub:
         # Subscribed (listening, types registered): a job committed from now on is notified;
         # one committed before is found by this claim.
         while True:
@@ -83,6 +85,12 @@ def instance_wakeup(instance_id: str) -> str:
     decision that adds steps or changes its status, variables or output) notifies it while
     someone waits. A '/' is in no job type, so it never wakes a long-poll, nor is woken by one."""
     return f"instance/{instance_id}"
+
+
+def worker_wakeup(worker_id: str) -> str:
+    """The wake-up key of a worker's stop signal: ``POST /v1/workers/stop`` notifies it, so the
+    worker's waiting long-poll looks at its stop at once (a '/' is in no job type)."""
+    return f"worker/{worker_id}"
 
 
 def wait_for_instance(

@@ -49,6 +49,9 @@ FORGET_STALE = "DELETE FROM job_waiter WHERE expires_at < now() - interval '1 ho
 # waits for them any more, or many short waits would leave thousands of rows for every
 # notifying trigger to step over.
 TRANSIENT_PREFIX = "instance/"
+# Keys notified unconditionally (a worker's stop signal, ``worker/<id>``, rare): waited for like
+# the others, but with no job_waiter row, since nothing checks one before notifying them.
+UNREGISTERED_PREFIX = "worker/"
 FORGET = "DELETE FROM job_waiter WHERE job_type = ANY(%(types)s)"
 
 
@@ -98,14 +101,16 @@ class JobWakeups:
         self.wakeups = 0  # notifications received (tests, diagnostics)
 
     @contextmanager
-    def subscribe(self, types: Sequence[str]) -> Iterator[Subscription]:
-        """Wait for ``types`` within the block. On entry the listener is listening and the
-        types are registered (or ``READY_TIMEOUT_SECONDS`` passed: ``ready`` is False)."""
+    def subscribe(self, types: Sequence[str], also: Sequence[str] = ()) -> Iterator[Subscription]:
+        """Wait for ``types`` within the block, and for the ``also`` keys (``worker/<id>``: not
+        registered, their notifications are unconditional). On entry the listener is listening
+        and the types are registered (or ``READY_TIMEOUT_SECONDS`` passed: ``ready`` is False)."""
         self._ensure_started()
+        keys = (*types, *also)
         with self._cond:
-            for t in types:
+            for t in keys:
                 self._waiting[t] += 1
-            sub = Subscription(self, types)
+            sub = Subscription(self, keys)
         try:
             if not self._registered_now(types):
                 self._poke()
@@ -116,7 +121,7 @@ class JobWakeups:
             yield sub
         finally:
             with self._cond:
-                self._waiting.subtract(types)
+                self._waiting.subtract(keys)
                 self._waiting += Counter()  # drop types nobody waits for any more
                 done = {t for t in types if t.startswith(TRANSIENT_PREFIX) and not self._waiting[t]}
                 self._retired |= done
@@ -234,7 +239,12 @@ class JobWakeups:
         else only those not registered yet."""
         now = time.monotonic()
         with self._cond:
-            types = [t for t in self._waiting if every or self._registered.get(t, 0.0) <= now]
+            types = [
+                t
+                for t in self._waiting
+                if (every or self._registered.get(t, 0.0) <= now)
+                and not t.startswith(UNREGISTERED_PREFIX)
+            ]
         if not types:
             return
         conn.execute(REGISTER, {"types": types, "ttl": WAITER_TTL_SECONDS})
