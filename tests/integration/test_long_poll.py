@@ -289,6 +289,22 @@ def test_the_stop_watch_sees_only_stops_after_its_first_look(engine: Engine) -> 
     assert fresh() is False and fresh() is False
 
 
+def test_a_stop_sent_while_the_polls_first_claim_ran_counts(engine: Engine) -> None:
+    """A runner stopping with a poll out signals at once; the signal may commit before that
+    poll's first look (the look comes after its first claim): it still counts, since it came
+    after the poll arrived. A stop older than the poll does not."""
+    engine.stop_worker("w")
+    arrived = time.time()
+    watch = engine._stop_watch("w", since=arrived)
+    assert watch() is False  # stopped before this poll arrived: a restarted worker's poll
+    engine.stop_worker("w")
+    assert watch() is True
+    arrived = time.time()
+    engine.stop_worker("w")  # between the poll's arrival and its first look
+    late = engine._stop_watch("w", since=arrived)
+    assert late() is True
+
+
 def test_the_sweeper_forgets_old_stop_signals(engine: Engine, database_url: str) -> None:
     engine.stop_worker("old")
     engine.stop_worker("recent")

@@ -60,7 +60,7 @@ class JobOps(EngineCore):
             return self._claim(worker_id, types, max_jobs)
 
         if wait_seconds > 0:
-            left = _either(gone, self._stop_watch(worker_id))
+            left = _either(gone, self._stop_watch(worker_id, since=time.time()))
             rows = long_poll.wait_for_jobs(
                 claim,
                 types,
@@ -87,9 +87,11 @@ class JobOps(EngineCore):
         log.info("worker stopped", extra={"worker_id": worker_id, "stops": row["stops"]})
         return {"workerId": worker_id, "stoppedAt": views.ts(row["stopped_at"])}
 
-    def _stop_watch(self, worker_id: str) -> Callable[[], bool]:
-        """Whether ``worker_id`` sent a stop signal since the first time this is asked (a
-        long-poll asks first just after its first, empty claim, then before each claim)."""
+    def _stop_watch(self, worker_id: str, since: float | None = None) -> Callable[[], bool]:
+        """Whether ``worker_id`` sent a stop signal since ``since`` (the poll's arrival, epoch
+        seconds) or since the first time this is asked (a long-poll asks first just after its
+        first, empty claim, then before each claim). ``since`` covers the signal that came
+        while that first claim ran: a runner stopping with this poll out sends it at once."""
         baseline: int | None = None
 
         def stopped() -> bool:
@@ -100,6 +102,7 @@ class JobOps(EngineCore):
             stops = 0 if row is None else int(row["stops"])
             if baseline is None:
                 baseline = stops
+                return row is not None and since is not None and float(row["at"]) >= since
             return stops != baseline
 
         return stopped

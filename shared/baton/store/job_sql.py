@@ -220,7 +220,9 @@ SELECT s.stops, s.stopped_at, pg_notify('baton_job', 'worker/' || %(worker_id)s:
   FROM s
 """
 
-WORKER_STOPS = "SELECT stops FROM worker_stop WHERE worker_id = %(worker_id)s"
+WORKER_STOPS = """
+SELECT stops, extract(epoch FROM stopped_at) AS at FROM worker_stop WHERE worker_id = %(worker_id)s
+"""
 
 # A stop matters only to the waits of that moment (20 s at most): older rows are forgotten.
 FORGET_WORKER_STOPS = """
