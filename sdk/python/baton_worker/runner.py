@@ -23,9 +23,12 @@ an error at each try and backed off like other failures; a key from a local ``ba
 file is read again each time, so the runner picks up the new one by itself. Jobs that run longer
 than half their lease get heartbeats.
 
-Stopping (SIGINT/SIGTERM under :meth:`Runner.run`, or :meth:`Runner.stop`) stops polling at once,
-waits for every in-flight job to finish and be reported, then returns (an outstanding
-long-poll is not waited for).
+Stopping (SIGINT/SIGTERM under :meth:`Runner.run`, or :meth:`Runner.stop`) starts no poll after
+the stop, waits for every in-flight job to finish and be reported, then returns. A long-poll out
+at the stop is not abandoned: the runner sends the worker's stop signal, which ends that poll on
+the server without claiming again, and the jobs its answer brings (claimed for this worker just
+before) run in the drain like any in-flight job. Only a poll still unanswered
+``STOP_GRACE_SECONDS`` after the signal is abandoned.
 """
 
 from __future__ import annotations
@@ -72,6 +75,9 @@ MAX_JOBS_PER_POLL = 100  # the API's limit
 DEFAULT_LONG_POLL_WAIT = 10.0
 # How often a runner waiting on an outstanding long-poll looks whether it is asked to stop.
 STOP_CHECK_SECONDS = 0.05
+# At stop, how long a long-poll still out may take to answer once the stop signal is sent (the
+# server ends its wait at the signal, or within its 1 s backstop) before the runner abandons it.
+STOP_GRACE_SECONDS = 3.0
 # The stop signal at stop: a few quick tries, never holding the stop up for long.
 STOP_SIGNAL_RETRY = RetryPolicy(initial_interval=0.1, maximum_attempts=3, maximum_elapsed=2.0)
 
@@ -101,7 +107,8 @@ class RunnerOptions:
     leases run while they wait, so keep it small next to a lease.
 
     ``long_poll_wait`` (0 to 20 s; 0: short polling) is how long the server may hold a poll that
-    follows an empty or short one; stopping does not wait for it.
+    follows an empty or short one. Stopping does not wait that long: the stop signal ends the
+    wait, and the jobs of its answer run before the runner returns.
 
     ``gather_interval`` (0 to 1 s; 0: poll as soon as a slot frees): while jobs run, how long a
     poll may wait for more slots to free (up to half of ``max_jobs_per_poll``), so that one poll
@@ -477,8 +484,10 @@ class Runner:
             )
             if len(jobs) < wanted:
                 self._slots.release(wanted - len(jobs))
-            for job in jobs:
+            for job in jobs:  # also when stopping: they are leased to this worker
                 self._dispatch(job)
+            if self._stopping.is_set():
+                break
             if self._polls and self._long_poll:
                 wait = self._next_wait(jobs, wanted, wait, time.perf_counter() - started, idle)
                 continue
@@ -520,13 +529,17 @@ class Runner:
     def _poll(self, wanted: int, wait: float) -> list[Job] | None:
         """Poll for up to ``wanted`` jobs, waiting up to ``wait`` seconds on the server.
 
-        A long-poll runs on a thread of its own so that stopping does not wait for it: None
-        means the runner is stopping and the poll was abandoned. The runner then sends the
-        worker's stop signal (``POST /v1/workers/stop``): the server's wait claims nothing more
-        (a server behind API Gateway cannot see the client hang up; ``baton dev`` can, once the
-        connection closes). Jobs such a poll still claims before it looks (a job made claimable
-        in the moment of the stop) are not run here: they go back to work when their leases
-        lapse, as after a crash (logged below)."""
+        A long-poll runs on a thread of its own so that a stop is seen while it waits. At the
+        stop the runner sends the worker's stop signal (``POST /v1/workers/stop``): the server
+        ends that wait without claiming again (a server behind API Gateway cannot see a client
+        hang up), and answers with what it had claimed before, if anything. That answer is
+        returned: its jobs are leased to this worker, and the poll loop dispatches them (the
+        poll asked for no more than free slots) so they run in the drain. Aborting the poll at
+        once would throw such an answer away, leaving its jobs leased until their leases lapse.
+
+        None means no answer came within ``STOP_GRACE_SECONDS`` of the signal: the poll is
+        abandoned, and what it claims goes back to work when its leases lapse, as after a
+        crash (logged)."""
         if wait <= 0:
             return self.client.poll_jobs(
                 worker_id=self.worker_id,
@@ -551,15 +564,24 @@ class Runner:
                 future.set_exception(e)
 
         threading.Thread(target=long_poll, name="baton-long-poll", daemon=True).start()
-        while True:
+        while not self._stopping.is_set():
             try:
                 return future.result(timeout=STOP_CHECK_SECONDS)
             except FutureTimeout:
-                if self._stopping.is_set():
-                    self._slots.release(wanted)
-                    future.add_done_callback(self._abandoned_poll_done)
-                    self._send_stop_signal()
-                    return None
+                continue
+        if not future.done():
+            self._send_stop_signal()
+        try:
+            return future.result(timeout=STOP_GRACE_SECONDS)
+        except FutureTimeout:
+            self._slots.release(wanted)
+            future.add_done_callback(self._abandoned_poll_done)
+            log.warning(
+                "stopping: the long-poll was not answered in time after the stop signal; "
+                "abandoned it (jobs it claims go back to work when their leases lapse)",
+                extra={**self._log_extra, "grace_s": STOP_GRACE_SECONDS},
+            )
+            return None
 
     def _send_stop_signal(self) -> None:
         """Tell the server this worker stopped, so the long-poll left waiting claims nothing
