@@ -26,6 +26,9 @@ type fakeBaton struct {
 	requests   []recorded
 	results    map[string]ResultItem // job id -> the result reported
 	heartbeats []map[string]any
+	stops      map[string]int // the stop signals received, per worker id
+	// long-polls that ended because their client hung up (not answered)
+	abandonedPolls int
 	// hooks: return true when the hook answered the request itself
 	hook    func(w http.ResponseWriter, r *http.Request, body map[string]any) bool
 	changed chan struct{}
@@ -38,7 +41,7 @@ type recorded struct {
 }
 
 func newFake(t *testing.T) *fakeBaton {
-	f := &fakeBaton{t: t, results: map[string]ResultItem{}, changed: make(chan struct{})}
+	f := &fakeBaton{t: t, results: map[string]ResultItem{}, stops: map[string]int{}, changed: make(chan struct{})}
 	f.connect = &connectServer{rest: http.HandlerFunc(f.serve)}
 	f.server = httptest.NewServer(f.connect)
 	t.Cleanup(f.server.Close)
@@ -179,6 +182,10 @@ func (f *fakeBaton) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 		writeJSON(w, 200, map[string]any{"jobId": body["jobId"], "lockExpiresAt": time.Now().Add(400 * time.Millisecond).UTC().Format(time.RFC3339Nano)})
 	case r.URL.Path == "/v1/workers/stop":
+		f.mu.Lock()
+		f.stops[fmt.Sprint(body["workerId"])]++
+		f.notifyLocked()
+		f.mu.Unlock()
 		writeJSON(w, 200, map[string]any{"workerId": body["workerId"]})
 	default:
 		problem(w, 404, "Not found", "no route "+r.URL.Path)
@@ -186,19 +193,28 @@ func (f *fakeBaton) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // poll hands out up to maxJobs queued jobs; with waitSeconds and nothing queued, it waits for
-// a push, the wait or the client hanging up.
+// a push, the wait, the worker's stop signal (then it answers empty, as Baton does) or the
+// client hanging up.
 func (f *fakeBaton) poll(w http.ResponseWriter, r *http.Request, body map[string]any) {
 	maxJobs := int(body["maxJobs"].(float64))
 	wait, _ := body["waitSeconds"].(float64)
 	deadline := time.Now().Add(time.Duration(wait * float64(time.Second)))
+	worker := fmt.Sprint(body["workerId"])
+	f.mu.Lock()
+	stops := f.stops[worker]
+	f.mu.Unlock()
 	for {
 		f.mu.Lock()
-		n := min(maxJobs, len(f.queue))
-		jobs := append([]ClaimedJob(nil), f.queue[:n]...)
-		f.queue = f.queue[n:]
+		var jobs []ClaimedJob
+		stopped := f.stops[worker] != stops
+		if !stopped {
+			n := min(maxJobs, len(f.queue))
+			jobs = append(jobs, f.queue[:n]...)
+			f.queue = f.queue[n:]
+		}
 		ch := f.changed
 		f.mu.Unlock()
-		if len(jobs) > 0 || !time.Now().Before(deadline) {
+		if len(jobs) > 0 || stopped || !time.Now().Before(deadline) {
 			if jobs == nil {
 				jobs = []ClaimedJob{}
 			}
@@ -209,6 +225,9 @@ func (f *fakeBaton) poll(w http.ResponseWriter, r *http.Request, body map[string
 		case <-ch:
 		case <-time.After(time.Until(deadline)):
 		case <-r.Context().Done():
+			f.mu.Lock()
+			f.abandonedPolls++
+			f.mu.Unlock()
 			return
 		}
 	}

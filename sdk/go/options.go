@@ -119,7 +119,8 @@ func WithPollInterval(interval, maxInterval time.Duration) RunnerOption {
 }
 
 // WithLongPollWait is how long the server may hold a poll that follows an empty or short one
-// (default 10 s, at most 20 s; 0: short polling). Stopping does not wait for it.
+// (default 10 s, at most 20 s; 0: short polling). Stopping does not wait that long: the stop
+// signal ends the wait, and the jobs of the poll's answer run in the drain.
 func WithLongPollWait(d time.Duration) RunnerOption {
 	return func(o *runnerOptions) { o.longPollWait = d }
 }

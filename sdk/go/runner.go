@@ -34,10 +34,16 @@ type Runner struct {
 	stopping <-chan struct{} // Run's ctx.Done(): closed when the runner is asked to stop
 	started  atomic.Bool
 
-	handlerCtx    context.Context
-	cancelHandler context.CancelCauseFunc
-	longPoll      bool
+	handlerCtx     context.Context
+	cancelHandler  context.CancelCauseFunc
+	longPoll       bool
+	stopSignalSent bool // by the poll loop's goroutine (fetch), then read by Run after it
 }
+
+// stopPollGrace is how long a long-poll out at a stop may take to answer once the stop signal
+// is sent (the server ends its wait at the signal, or within its 1 s backstop) before the
+// runner abandons it. A variable for the tests.
+var stopPollGrace = 3 * time.Second
 
 // NewRunner is a runner of registry's handlers against client's server.
 func NewRunner(client *Client, registry *Registry, opts ...RunnerOption) *Runner {
@@ -104,7 +110,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	r.logger.Info("runner started", "url", r.client.URL(), "job_types", r.jobTypes, "parallelism", r.opts.parallelism)
 	r.pollLoop(ctx)
-	if r.opts.transport == nil {
+	if r.opts.transport == nil && !r.stopSignalSent {
 		// Polling is over: say so, so that whoever watches (the server's waits, an operator, a
 		// test) knows this worker claims nothing more from here on.
 		r.sendStopSignal()
@@ -177,8 +183,11 @@ func (r *Runner) pollLoop(ctx context.Context) {
 		took := time.Since(started)
 		r.notify(func(m Metrics) { m.PollCompleted(wanted, len(jobs), took) })
 		r.slots.release(wanted - len(jobs))
-		for _, job := range jobs {
+		for _, job := range jobs { // also when stopping: they are leased to this worker
 			go r.execute(job)
+		}
+		if r.isStopping() {
+			return
 		}
 		if r.opts.transport == nil && r.longPoll {
 			wait = r.nextWait(len(jobs), wanted, wait, time.Since(started), &idle)
@@ -221,9 +230,16 @@ func (r *Runner) nextWait(got, wanted int, wait, took time.Duration, idle *backo
 	return 0
 }
 
-// fetch polls (or asks the transport) for up to wanted jobs. A long-poll is cancelled when
-// the runner stops (abandoned; the worker's stop signal that follows makes the server's wait
-// claim nothing more). A short poll is let finish: the jobs it claims are run.
+// fetch polls (or asks the transport) for up to wanted jobs. A short poll, and a transport's
+// fetch, are let finish at a stop: the jobs they claim are run in the drain.
+//
+// A long-poll out at a stop is not cancelled at once: its answer may carry jobs the server has
+// just claimed for this worker (the claim committed, the answer on its way), which would then sit
+// leased until their leases lapse. The runner sends the worker's stop signal, which ends the
+// server's wait without claiming again, and takes the answer; its jobs run in the drain (the poll
+// asked for no more than free slots). Only a poll still unanswered stopPollGrace after the signal
+// is cancelled (abandoned: what it claimed goes back to work when its leases lapse, as after a
+// crash).
 func (r *Runner) fetch(ctx context.Context, wanted int, wait time.Duration) (jobs []ClaimedJob, abandoned bool, err error) {
 	if r.opts.transport != nil {
 		jobs, err = r.opts.transport.Fetch(context.WithoutCancel(ctx), r.opts.workerID, r.jobTypes, wanted)
@@ -234,12 +250,42 @@ func (r *Runner) fetch(ctx context.Context, wanted int, wait time.Duration) (job
 		jobs, err = r.client.PollJobs(context.WithoutCancel(ctx), req)
 		return jobs, false, err
 	}
-	jobs, err = r.client.PollJobs(ctx, req)
-	if err != nil && r.isStopping() {
-		r.slots.release(wanted) // Run sends the stop signal once the loop is over
+	pollCtx, cancelPoll := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelPoll()
+	type answer struct {
+		jobs []ClaimedJob
+		err  error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		jobs, err := r.client.PollJobs(pollCtx, req)
+		answered <- answer{jobs, err}
+	}()
+	select {
+	case a := <-answered:
+		return a.jobs, false, a.err
+	case <-r.stopping:
+	}
+	r.sendStopSignal()
+	r.stopSignalSent = true
+	grace := time.NewTimer(stopPollGrace)
+	defer grace.Stop()
+	select {
+	case a := <-answered:
+		if a.err != nil { // nothing to run: the loop ends here
+			r.slots.release(wanted)
+			r.logger.Debug("the long-poll out at the stop failed", "error", a.err.Error())
+			return nil, true, nil
+		}
+		return a.jobs, false, nil
+	case <-grace.C:
+		cancelPoll()
+		<-answered
+		r.slots.release(wanted)
+		r.logger.Warn("stopping: the long-poll was not answered in time after the stop signal; abandoned it (jobs it claims go back to work when their leases lapse)",
+			"grace_s", stopPollGrace.Seconds())
 		return nil, true, nil
 	}
-	return jobs, false, err
 }
 
 func (r *Runner) sendStopSignal() {

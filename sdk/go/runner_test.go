@@ -245,31 +245,6 @@ func TestStoppingDrainsInFlightHandlersAndClaimsNothingMore(t *testing.T) {
 	}
 }
 
-func TestAStopDuringALongPollSendsTheStopSignal(t *testing.T) {
-	f := newFake(t)
-	r := NewRunner(f.client(t), echoRegistry("echo"), WithRunnerLogger(quietLogger()), WithLongPollWait(10*time.Second))
-	stop := runInBackground(t, r)
-	f.waitFor("a long-poll", func() bool {
-		for _, req := range f.requests {
-			if req.Path == "/v1/jobs/poll" && req.Body["waitSeconds"] != nil {
-				return true
-			}
-		}
-		return false
-	})
-	begun := time.Now()
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	if waited := time.Since(begun); waited > 5*time.Second {
-		t.Fatalf("the stop waited %s for the long-poll", waited)
-	}
-	bodies := f.bodies("/v1/workers/stop")
-	if len(bodies) != 1 || bodies[0]["workerId"] != r.WorkerID() {
-		t.Fatalf("stop signals: %v", bodies)
-	}
-}
-
 func TestOutcomesOfHandlers(t *testing.T) {
 	f := newFake(t)
 	reg := NewRegistry()
@@ -341,19 +316,6 @@ func TestJobFieldsAndLogger(t *testing.T) {
 	}
 	if j.Logger == nil || j.LockExpiresAt().IsZero() {
 		t.Fatal("no logger or lease")
-	}
-}
-
-func TestEveryStopSendsTheStopSignalOncePollingIsOver(t *testing.T) {
-	f := newFake(t)
-	r := NewRunner(f.client(t), echoRegistry("echo"), WithRunnerLogger(quietLogger()), WithLongPollWait(0))
-	stop := runInBackground(t, r)
-	f.waitFor("a poll", func() bool { return f.countLocked("POST", "/v1/jobs/poll") > 0 })
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	if bodies := f.bodies("/v1/workers/stop"); len(bodies) != 1 || bodies[0]["workerId"] != r.WorkerID() {
-		t.Fatalf("stop signals: %v", bodies)
 	}
 }
 
