@@ -41,8 +41,8 @@ type Runner struct {
 }
 
 // stopPollGrace is how long a long-poll out at a stop may take to answer once the stop signal
-// is sent (the server ends its wait at the signal, or within its 1 s backstop) before the
-// runner abandons it. A variable for the tests.
+// is sent (the server ends its wait at the signal, or within a second behind RDS Proxy) before
+// the runner abandons it. A variable for the tests.
 var stopPollGrace = 3 * time.Second
 
 // NewRunner is a runner of registry's handlers against client's server.

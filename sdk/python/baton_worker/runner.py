@@ -76,7 +76,8 @@ DEFAULT_LONG_POLL_WAIT = 10.0
 # How often a runner waiting on an outstanding long-poll looks whether it is asked to stop.
 STOP_CHECK_SECONDS = 0.05
 # At stop, how long a long-poll still out may take to answer once the stop signal is sent (the
-# server ends its wait at the signal, or within its 1 s backstop) before the runner abandons it.
+# server ends its wait at the signal, or within a second behind RDS Proxy) before the runner
+# abandons it.
 STOP_GRACE_SECONDS = 3.0
 # The stop signal at stop: a few quick tries, never holding the stop up for long.
 STOP_SIGNAL_RETRY = RetryPolicy(initial_interval=0.1, maximum_attempts=3, maximum_elapsed=2.0)
