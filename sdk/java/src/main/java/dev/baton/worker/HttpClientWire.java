@@ -35,7 +35,16 @@ final class HttpClientWire implements HttpWire {
   @Override
   public CompletableFuture<Answer> exchangeAsync(
       String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout, boolean resendable) {
-    return client.sendAsync(request(method, uri, headers, body, timeout), BYTES).thenApply(HttpClientWire::answer);
+    CompletableFuture<HttpResponse<byte[]>> sent = client.sendAsync(request(method, uri, headers, body, timeout), BYTES);
+    CompletableFuture<Answer> answer = sent.thenApply(HttpClientWire::answer);
+    // Cancelling a dependent future does not reach the one it depends on: pass the cancel on
+    // (since JDK 16 cancelling sendAsync's future aborts its exchange).
+    answer.whenComplete((a, e) -> {
+      if (answer.isCancelled()) {
+        sent.cancel(true);
+      }
+    });
+    return answer;
   }
 
   private static Answer answer(HttpResponse<byte[]> response) {

@@ -27,7 +27,11 @@ interface HttpWire {
       String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout, boolean resendable)
       throws IOException, InterruptedException;
 
-  /** The same, answered on another thread (a long-poll, which the runner abandons at stop). */
+  /**
+   * The same, answered on another thread (a long-poll, which the runner waits on while watching
+   * for a stop). Cancelling the future aborts the exchange: its connection is closed, and the
+   * request is not sent again.
+   */
   CompletableFuture<Answer> exchangeAsync(
       String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout, boolean resendable);
 }

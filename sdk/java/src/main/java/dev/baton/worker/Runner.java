@@ -33,14 +33,20 @@ import org.slf4j.LoggerFactory;
  * </ol>
  *
  * <p>A failed poll (no connection, 429, 5xx) backs off with jitter and never stops the runner.
- * {@link #stop()} (or {@link #close()}, or SIGINT/SIGTERM under {@link #run()}) stops polling at
- * once, sends the worker's stop signal ({@code POST /v1/workers/stop}: a long-poll left waiting
- * claims nothing more), waits for every in-flight job to finish and its result to be sent, then
- * returns.
+ * {@link #stop()} (or {@link #close()}, or SIGINT/SIGTERM under {@link #run()}) starts no poll
+ * after it. A long-poll in flight is not dropped: the runner sends the worker's stop signal
+ * ({@code POST /v1/workers/stop}) at once, on which the server ends that poll without claiming
+ * again, and runs whatever the poll had already claimed (those jobs are leased to this worker).
+ * Only if no answer comes within {@link #STOP_POLL_GRACE} is the poll aborted (a job it claimed
+ * runs again once its lease lapses, as after a crash). With no poll in flight the signal is sent
+ * once polling is over. The runner then waits for every in-flight job to finish and its result
+ * to be sent, and returns.
  */
 public final class Runner implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger("dev.baton.worker.runner");
   private static final long STOP_CHECK_MILLIS = 50;
+  /** How long a stop waits for the answer of a long-poll in flight before aborting it. */
+  public static final Duration STOP_POLL_GRACE = Duration.ofSeconds(3);
   private static final RetryPolicy STOP_SIGNAL_RETRY =
       RetryPolicy.builder()
           .initialInterval(Duration.ofMillis(100))
@@ -295,15 +301,15 @@ public final class Runner implements AutoCloseable {
         pause(delay);
         continue;
       }
-      if (polled == null) { // stopping: the long-poll was left to the server
-        break;
-      }
       errors.reset();
       if (polled.size() < wanted) {
         slots.release(wanted - polled.size());
       }
-      for (JsonNode job : polled) {
+      for (JsonNode job : polled) { // also at stop: these jobs are leased to this worker
         dispatch(job);
+      }
+      if (stopping.get()) {
+        break;
       }
       if (transport == null && longPoll) {
         wait = nextWait(polled.size(), wanted, wait, (System.nanoTime() - started) / 1e9, idle);
@@ -349,9 +355,8 @@ public final class Runner implements AutoCloseable {
   }
 
   /**
-   * Polls for up to {@code wanted} jobs, waiting up to {@code wait} seconds on the server. Null
-   * when stopping: a long-poll is then left to the server, and the worker's stop signal sent so
-   * that it claims nothing more.
+   * Polls for up to {@code wanted} jobs, waiting up to {@code wait} seconds on the server. A
+   * long-poll is sent on another thread, watched for a stop: see {@link #finishPollAtStop}.
    */
   private List<JsonNode> poll(int wanted, double wait) {
     if (wait <= 0) {
@@ -360,38 +365,56 @@ public final class Runner implements AutoCloseable {
     CompletableFuture<HttpWire.Answer> future = client.pollAsync(workerId, jobTypes, wanted, wait);
     while (true) {
       try {
-        HttpWire.Answer response = future.get(STOP_CHECK_MILLIS, TimeUnit.MILLISECONDS);
-        return BatonClient.jobs(client.http.decode("POST", "/v1/jobs/poll", response));
+        return pollAnswer(future.get(STOP_CHECK_MILLIS, TimeUnit.MILLISECONDS));
       } catch (TimeoutException e) {
         if (stopping.get()) {
-          slots.release(wanted);
-          future.whenComplete(this::abandonedPollDone);
-          sendStopSignal();
-          return null;
+          return finishPollAtStop(future);
         }
       } catch (ExecutionException e) {
         throw client.http.transportError(e.getCause() == null ? e : e.getCause());
-      } catch (InterruptedException e) {
+      } catch (InterruptedException e) { // the poller thread interrupted: no wait is possible
         Thread.currentThread().interrupt();
         requestStop();
+        future.cancel(true);
+        return List.of();
       }
     }
   }
 
-  private void abandonedPollDone(HttpWire.Answer response, Throwable error) {
-    if (response == null) {
-      return;
-    }
+  private List<JsonNode> pollAnswer(HttpWire.Answer response) {
+    return BatonClient.jobs(client.http.decode("POST", "/v1/jobs/poll", response));
+  }
+
+  /**
+   * A stop came while a long-poll waits on the server. The server may already have claimed jobs
+   * for it (and be sending them): those are leased to this worker, so they must run, not be
+   * dropped. The stop signal makes the server end the wait without claiming again; the answer,
+   * with whatever it had claimed, is then taken and its jobs run in the drain. Only without an
+   * answer within {@link #STOP_POLL_GRACE} is the poll aborted.
+   */
+  private List<JsonNode> finishPollAtStop(CompletableFuture<HttpWire.Answer> future) {
+    long deadline = System.nanoTime() + STOP_POLL_GRACE.toNanos();
+    sendStopSignal();
     try {
-      List<JsonNode> claimed = BatonClient.jobs(client.http.decode("POST", "/v1/jobs/poll", response));
+      List<JsonNode> claimed = pollAnswer(future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS));
       if (!claimed.isEmpty()) {
-        List<String> ids = new ArrayList<>();
-        claimed.forEach(j -> ids.add(j.path("id").asText()));
-        log.warn("a long-poll abandoned at stop claimed jobs {}; they run again when their leases expire", ids);
+        log.info("the long-poll in flight at stop claimed {} job(s); they run before the runner stops", claimed.size());
       }
-    } catch (BatonException e) {
-      // the abandoned poll failed: nothing was claimed
+      return claimed;
+    } catch (TimeoutException e) {
+      future.cancel(true);
+      log.warn(
+          "worker {}: the long-poll in flight at stop did not answer within {} s; aborted it (a job it had claimed "
+              + "runs again once its lease lapses)",
+          workerId, STOP_POLL_GRACE.toSeconds());
+    } catch (ExecutionException | BatonException e) { // the poll failed: it claimed nothing
+      Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+      log.debug("the long-poll in flight at stop failed: {}", cause.toString());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      future.cancel(true);
     }
+    return List.of();
   }
 
   private void sendStopSignal() {

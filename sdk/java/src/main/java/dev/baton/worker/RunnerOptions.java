@@ -16,7 +16,8 @@ import java.util.List;
  *   <li>{@code prefetch} (default {@code min(parallelism, maxJobsPerPoll)}): jobs claimed beyond
  *       those running, so the next poll overlaps the work; their leases run while they wait.
  *   <li>{@code longPollWait} (10 s; 0 to 20; 0: short polling): how long the server may hold a
- *       poll that follows an empty or short one. Stopping does not wait for it.
+ *       poll that follows an empty or short one. A stop ends a waiting one with the
+ *       worker's stop signal and runs what it had claimed (see {@link Runner}).
  *   <li>{@code pollInterval}/{@code maxPollInterval} (0.5 s / 2 s): the pause after an empty
  *       short poll, doubling. {@code pollErrors}: the backoff after a failed poll (never gives
  *       up). {@code reportRetry}: the retries of a result's report.

@@ -9,6 +9,8 @@ import java.net.URI;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 
 /**
  * The default wire: the JDK's {@code HttpURLConnection}, blocking on the calling thread, its
@@ -37,6 +39,14 @@ final class UrlConnectionWire implements HttpWire {
   public Answer exchange(
       String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout, boolean resendable)
       throws IOException {
+    return exchange(method, uri, headers, body, timeout, resendable, c -> {});
+  }
+
+  /** {@link #exchange}, handing the connection to {@code connected} once it is open. */
+  private Answer exchange(
+      String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout, boolean resendable,
+      Consumer<HttpURLConnection> connected)
+      throws IOException {
     HttpURLConnection c = (HttpURLConnection) uri.toURL().openConnection();
     c.setRequestMethod(method);
     c.setConnectTimeout(connectTimeoutMillis);
@@ -59,6 +69,7 @@ final class UrlConnectionWire implements HttpWire {
       throw notSent;
     }
     try {
+      connected.accept(c);
       if (content != null) {
         try (OutputStream out = c.getOutputStream()) {
           out.write(content);
@@ -80,11 +91,26 @@ final class UrlConnectionWire implements HttpWire {
   public CompletableFuture<Answer> exchangeAsync(
       String method, URI uri, Map<String, String> headers, byte[] body, Duration timeout, boolean resendable) {
     CompletableFuture<Answer> answer = new CompletableFuture<>();
+    AtomicReference<HttpURLConnection> open = new AtomicReference<>();
+    // A cancel closes the connection (disconnect() also tells HttpURLConnection not to send the
+    // request again): whichever of the cancel and the connect comes second does it.
+    Consumer<HttpURLConnection> connected = c -> {
+      open.set(c);
+      if (answer.isCancelled()) {
+        c.disconnect();
+      }
+    };
+    answer.whenComplete((a, e) -> {
+      HttpURLConnection c = open.get();
+      if (answer.isCancelled() && c != null) {
+        c.disconnect();
+      }
+    });
     Thread thread =
         new Thread(
             () -> {
               try {
-                answer.complete(exchange(method, uri, headers, body, timeout, resendable));
+                answer.complete(exchange(method, uri, headers, body, timeout, resendable, connected));
               } catch (IOException | RuntimeException e) {
                 answer.completeExceptionally(e);
               }

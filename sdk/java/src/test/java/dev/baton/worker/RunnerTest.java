@@ -5,10 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -262,6 +265,110 @@ class RunnerTest {
     assertTrue(runner.stop(Duration.ofSeconds(5)));
     assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(5));
     assertEquals("w1", fake.requests("/v1/workers/stop").get(0).body().path("workerId").asText());
+  }
+
+  /**
+   * The race CI hit: the stop comes while a long-poll is held on the server, which then claims a
+   * job for it (the fake claims one once it has the stop signal, as a server answering with what
+   * it had claimed). That job is leased to this worker: it must run in the drain, not be dropped.
+   */
+  @Test
+  void aStopDuringALongPollRunsTheJobsThatPollClaimed() throws Exception {
+    CountDownLatch held = new CountDownLatch(1);
+    fake.routes.put("/v1/jobs/poll", r -> {
+      if (r.body().has("waitSeconds")) {
+        held.countDown();
+        FakeBaton.waitFor(() -> fake.stopSignalled, WAIT, "the stop signal");
+        fake.addJob("work", Map.of("n", 1)); // the default answer claims it
+      }
+      return null;
+    });
+    AtomicBoolean shuttingDown = new AtomicBoolean();
+    Registry registry = new Registry().register("work", job -> {
+      shuttingDown.set(job.isShuttingDown());
+      return Map.of("ran", true);
+    });
+    Runner runner = runner(registry, RunnerOptions.builder().longPollWait(Duration.ofSeconds(20)));
+    runner.start();
+    assertTrue(held.await(10, TimeUnit.SECONDS), "a long-poll is held");
+    assertTrue(runner.stop(WAIT), "the runner stopped");
+    List<JsonNode> items = fake.batchItems();
+    assertEquals(1, items.size(), "the claimed job ran and its result was sent before stop returned: " + items);
+    assertTrue(items.get(0).path("variablesToSet").path("ran").asBoolean());
+    assertTrue(shuttingDown.get(), "the handler sees the stop");
+    assertEquals(1, fake.requests("/v1/workers/stop").size(), "the stop signal, sent once");
+    assertEquals(1, fake.requests("/v1/jobs/poll").stream().filter(r -> r.body().has("waitSeconds")).count(), "no poll after the stop");
+    assertFalse(runner.isRunning());
+  }
+
+  /** A held long-poll that never answers: the stop aborts it after the grace, and returns. */
+  @Test
+  void aStopAbortsALongPollThatDoesNotAnswerWithinTheGrace() throws Exception {
+    CountDownLatch held = new CountDownLatch(1);
+    fake.routes.put("/v1/jobs/poll", r -> {
+      if (r.body().has("waitSeconds")) {
+        held.countDown();
+        Thread.sleep(60_000); // ends when the fake closes
+      }
+      return null;
+    });
+    Set<Thread> before = longPollThreads();
+    Registry registry = new Registry().register("idle", job -> null);
+    Runner runner = runner(registry, RunnerOptions.builder().longPollWait(Duration.ofSeconds(20)));
+    runner.start();
+    assertTrue(held.await(10, TimeUnit.SECONDS), "a long-poll is held");
+    long t0 = System.nanoTime();
+    assertTrue(runner.stop(WAIT), "the runner stopped");
+    assertTrue(System.nanoTime() - t0 >= Runner.STOP_POLL_GRACE.toNanos(), "the stop waited the grace for the poll's answer");
+    assertEquals(1, fake.requests("/v1/workers/stop").size(), "the stop signal, sent once");
+    FakeBaton.waitFor(() -> { Set<Thread> now = longPollThreads(); now.removeAll(before); return now.isEmpty(); },
+        WAIT, "the aborted long-poll's thread to end");
+    assertEquals(1, fake.requests("/v1/jobs/poll").stream().filter(r -> r.body().has("waitSeconds")).count(), "the aborted poll was not sent again");
+  }
+
+  /**
+   * Another transport (the outbox's SQS) fetches on the poller thread: a fetch under way at the
+   * stop (a received message being claimed) finishes, and the job it claimed runs in the drain.
+   */
+  @Test
+  void aStopDuringATransportFetchRunsTheJobsItClaimed() throws Exception {
+    fake.addJob("work", Map.of());
+    CountDownLatch fetching = new CountDownLatch(1);
+    CountDownLatch stopAsked = new CountDownLatch(1);
+    AtomicInteger fetches = new AtomicInteger();
+    JobTransport transport = (workerId, jobTypes, maxJobs) -> {
+      if (fetches.incrementAndGet() > 1) {
+        return List.of();
+      }
+      fetching.countDown();
+      try {
+        assertTrue(stopAsked.await(10, TimeUnit.SECONDS));
+      } catch (InterruptedException e) {
+        throw new IllegalStateException(e);
+      }
+      JsonNode job = fake.queue.poll(); // claimed for this worker while the runner is stopping
+      ((ObjectNode) job).put("lockExpiresAt", Instant.now().plusSeconds(30).toString());
+      return List.of(job);
+    };
+    Registry registry = new Registry().register("work", job -> Map.of("ran", true));
+    Runner runner = Runner.builder(registry).client(fake.client()).transport(transport).options(RunnerOptions.builder().workerId("w1").build()).build();
+    runner.start();
+    assertTrue(fetching.await(10, TimeUnit.SECONDS), "a fetch is under way");
+    runner.requestStop();
+    stopAsked.countDown();
+    assertTrue(runner.awaitTermination(WAIT), "the runner stopped");
+    assertEquals(1, fake.batchItems().size(), "the job the fetch claimed ran and its result was sent");
+    assertEquals(1, fetches.get(), "no fetch after the stop");
+  }
+
+  private static Set<Thread> longPollThreads() {
+    Set<Thread> threads = new HashSet<>();
+    for (Thread t : Thread.getAllStackTraces().keySet()) {
+      if (t.getName().equals("baton-long-poll") && t.isAlive()) {
+        threads.add(t);
+      }
+    }
+    return threads;
   }
 
   @Test
