@@ -453,7 +453,7 @@ public final class Runner implements AutoCloseable {
 
   private void drainAndClose() {
     long timeout = options.drainTimeout == null ? -1 : options.drainTimeout.toNanos();
-    int inFlight = inFlight();
+    int inFlight = slots.inUse(); // polling is over: every slot held is a dispatched job
     if (inFlight > 0) {
       log.info("draining {} in-flight jobs", inFlight);
     }
