@@ -1,9 +1,10 @@
 /**
  * The runner: polls Baton for jobs of the registered types, runs their handlers with a cap on
  * how many run at once, and reports outcomes (in batches by default). `await runner.run({ signal
- * })` resolves after the drain once the signal aborts (or `runner.stop()` is called): polling
- * stops at once, the worker's stop signal releases a long-poll waiting on the server, every
- * in-flight handler finishes and its result is sent, and nothing new is claimed.
+ * })` resolves after the drain once the signal aborts (or `runner.stop()` is called): no poll
+ * starts after the stop, the worker's stop signal ends a long-poll waiting on the server (whose
+ * answer, with any job it had claimed, is taken and run), every in-flight handler finishes and
+ * its result is sent, and nothing new is claimed.
  *
  * The loop (Conductor's polling model, one slot per job): reserve free slots (at most
  * `maxJobsPerPoll`, gathering a moment while others run); `POST /v1/jobs/poll` for that many,
@@ -24,6 +25,13 @@ import type { Registry } from "./registry.js";
 import { Slots } from "./slots.js";
 
 export type { JobTransport, RunnerOptions, RunOptions } from "./options.js";
+
+/**
+ * At a stop, how long a long-poll in flight may take to answer after the worker's stop signal
+ * (the server ends its wait on the signal, and answers with what it had already claimed) before
+ * it is abandoned (seconds; never more than `drainTimeout`).
+ */
+export const STOP_POLL_GRACE = 3;
 
 const STOP_SIGNAL_RETRY = retryPolicy({
   initialInterval: 0.1,
@@ -63,6 +71,7 @@ export class Runner {
   readonly #ownsClient: boolean;
   readonly #metrics: MetricsHook | undefined;
   #longPoll: AbortController | undefined;
+  #pollGrace: NodeJS.Timeout | undefined;
   #longPollOn: boolean;
   #stopSignal: Promise<void> | undefined;
   #started = false;
@@ -200,9 +209,20 @@ export class Runner {
     });
     this.#stopping.abort();
     this.#claim.interrupt();
-    if (this.#longPoll) {
-      this.#longPoll.abort();
+    const poll = this.#longPoll;
+    if (poll) {
+      // Not aborted: the server may have claimed jobs for it already (leased to this worker, lost
+      // if the answer were thrown away). The stop signal ends its wait; its answer runs in the
+      // drain. Only a poll still unanswered after the grace is abandoned.
       this.#stopSignal = this.#sendStopSignal();
+      const grace = Math.min(STOP_POLL_GRACE, this.#o.drainTimeout ?? STOP_POLL_GRACE);
+      this.#pollGrace = setTimeout(() => {
+        this.#log.warn(
+          "stopping: the long-poll did not answer the stop signal; abandoning it (jobs it claimed go back to work when their leases lapse)",
+          { workerId: this.workerId, grace_s: grace },
+        );
+        poll.abort();
+      }, grace * 1000);
     }
   }
 
@@ -239,8 +259,8 @@ export class Runner {
       this.#log.error("poll loop crashed; draining and stopping", { error: String(error) });
       this.#stopping.abort();
     }
-    // Polling is over: say so at every stop (not only when a long-poll was left waiting), so
-    // the server's waits, and whoever watches, know this worker claims nothing more.
+    // Polling is over: say so at every stop (not only when a long-poll was waiting at it), so
+    // the server's waits, and whoever watches, know this worker claims nothing more. Sent once.
     if (this.#transport === undefined) this.#stopSignal ??= this.#sendStopSignal();
     await this.#drain();
   }
@@ -275,7 +295,7 @@ export class Runner {
         jobs = await this.#fetch(wanted, wait);
       } catch (error) {
         this.#claim.release(wanted);
-        if (stop.aborted) break; // the long-poll was abandoned at stop
+        if (stop.aborted) break; // e.g. the long-poll was abandoned after the stop's grace
         notify(this.#metrics, "pollFailed", { error }, this.#log);
         if (wait > 0 && refusesWait(error)) {
           this.#log.warn("the server does not take waitSeconds; polling short", {
@@ -298,7 +318,8 @@ export class Runner {
       const event = { requested: wanted, received: jobs.length, seconds };
       notify(this.#metrics, "pollCompleted", event, this.#log);
       if (jobs.length < wanted) this.#claim.release(wanted - jobs.length);
-      for (const job of jobs) this.#dispatch(job);
+      for (const job of jobs) this.#dispatch(job); // after a stop too: they are leased to us
+      if (stop.aborted) break;
       if (this.#longPollOn) {
         wait = await this.#nextWait(jobs.length, wanted, wait, seconds, idle);
         continue;
@@ -324,8 +345,8 @@ export class Runner {
     }
     const request = { workerId: this.workerId, jobTypes: this.jobTypes, maxJobs: wanted };
     if (wait <= 0) return this.client.pollJobs(request, { retry: null }); // the loop retries
-    // A long-poll is abandoned at stop (aborted) and the server told by the stop signal; jobs
-    // it claimed in that moment go back to work when their leases lapse, as after a crash.
+    // At a stop, the stop signal ends this wait on the server and the answer is taken; it is
+    // aborted only after STOP_POLL_GRACE without one (see #requestStop).
     const abort = new AbortController();
     this.#longPoll = abort;
     try {
@@ -335,6 +356,7 @@ export class Runner {
       );
     } finally {
       this.#longPoll = undefined;
+      clearTimeout(this.#pollGrace);
     }
   }
 

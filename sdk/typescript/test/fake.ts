@@ -17,6 +17,10 @@ export interface Seen {
   bytes: Buffer;
   query: URLSearchParams;
   at: number;
+  /** Resolves true if the client hung up before the answer was sent (an aborted request). */
+  hungUp: Promise<boolean>;
+  /** When the answer was sent (ms), once it was. */
+  answeredAt?: number;
 }
 
 export interface Reply {
@@ -83,6 +87,7 @@ export class FakeBaton {
       bytes,
       query: new URLSearchParams(search),
       at: Date.now(),
+      hungUp: new Promise((resolve) => res.once("close", () => resolve(!res.writableFinished))),
     };
     this.seen.push(seen);
     const route = this.routes.get(`${seen.method} ${path}`) ?? this.#prefix(seen.method, path);
@@ -97,6 +102,7 @@ export class FakeBaton {
     if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
     if (res.destroyed) return;
     const status = reply.status ?? 200;
+    seen.answeredAt = Date.now();
     if (reply.bytes !== undefined) {
       res.writeHead(status, { "content-type": "application/proto", ...reply.headers });
       res.end(reply.bytes);
@@ -114,6 +120,43 @@ export class FakeBaton {
     }
     return undefined;
   }
+}
+
+/**
+ * Long-polls as Baton holds them: a poll with `waitSeconds` is held until the worker's stop
+ * signal arrives, then answered with `atStop()` (the jobs the server had claimed by then), or
+ * until its wait ends (answered empty); a poll without one answers at once from `queue`. With
+ * `ignoreStop` a held poll is never answered (a server that does not end its wait on the
+ * signal), until the client hangs up.
+ */
+export function holdLongPolls(
+  fake: FakeBaton,
+  options: {
+    queue?: Record<string, unknown>[];
+    atStop?: () => Record<string, unknown>[];
+    ignoreStop?: boolean;
+  } = {},
+): void {
+  const held = new Set<(jobs: Record<string, unknown>[]) => void>();
+  fake.on("POST /v1/jobs/poll", async (req) => {
+    const wait = Number(req.body.waitSeconds ?? 0);
+    if (wait <= 0) return { body: { jobs: (options.queue ?? []).splice(0, req.body.maxJobs) } };
+    const jobs = await new Promise<Record<string, unknown>[]>((resolve) => {
+      const timer = options.ignoreStop ? undefined : setTimeout(() => answer([]), wait * 1000);
+      const answer = (found: Record<string, unknown>[]) => {
+        clearTimeout(timer);
+        held.delete(answer);
+        resolve(found);
+      };
+      if (!options.ignoreStop) held.add(answer);
+      void req.hungUp.then(() => answer([]));
+    });
+    return { body: { jobs } };
+  });
+  fake.on("POST /v1/workers/stop", (req) => {
+    for (const answer of [...held]) answer(options.atStop?.() ?? []);
+    return { body: { workerId: req.body.workerId } };
+  });
 }
 
 /** Resolves once `check()` is true; rejects after `seconds`. */

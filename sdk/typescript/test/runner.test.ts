@@ -10,7 +10,7 @@ import {
   retryPolicy,
   silentLogger,
 } from "../src/index.js";
-import { applyAll, FakeBaton, job, type Seen, waitUntil } from "./fake.js";
+import { applyAll, FakeBaton, holdLongPolls, job, type Seen, waitUntil } from "./fake.js";
 
 let fake: FakeBaton;
 let queue: Record<string, unknown>[];
@@ -232,11 +232,8 @@ test("stop drains: the running handler finishes and its result is sent; nothing 
   assert.equal(queue.length, 1);
 });
 
-test("a stop during a long-poll abandons it at once and sends the worker's stop signal", async () => {
-  fake.on("POST /v1/jobs/poll", (req) => ({
-    body: { jobs: [] },
-    delayMs: req.body.waitSeconds ? 5000 : 0,
-  }));
+test("a stop during a long-poll sends the stop signal at once and takes the answer it ends", async () => {
+  holdLongPolls(fake);
   const registry = new Registry();
   registry.register("t", async () => ({}));
   const r = runner(registry, { longPollWait: 10 });
@@ -247,10 +244,80 @@ test("a stop during a long-poll abandons it at once and sends the worker's stop 
     "a long-poll",
   );
   assert.equal(r.inFlight, 0, "slots reserved for a poll are not jobs in flight");
-  const t0 = Date.now();
   await r.stop();
   await done;
-  assert.ok(Date.now() - t0 < 2000, "did not wait for the long-poll");
+  const polls = fake.calls("/v1/jobs/poll");
+  const held = polls.at(-1);
+  assert.equal(held?.body.waitSeconds, 10);
+  assert.equal(await held?.hungUp, false, "the long-poll was answered, not abandoned");
+  const signals = fake.calls("/v1/workers/stop");
+  assert.deepEqual(
+    signals.map((s) => s.body),
+    [{ workerId: "w1" }],
+    "one stop signal",
+  );
+  assert.ok(
+    (signals[0]?.at ?? Infinity) <= (held?.answeredAt ?? 0),
+    "the stop signal went out while the poll was held (it is what ended the wait)",
+  );
+  assert.equal(fake.calls("/v1/jobs/poll").length, polls.length, "no poll after the stop");
+});
+
+test("a job the held long-poll had claimed at the stop runs in the drain and its result is sent", async () => {
+  const claimedAtStop = job("late");
+  holdLongPolls(fake, { atStop: () => [claimedAtStop] });
+  const ran: { jobId: string; shuttingDown: boolean }[] = [];
+  const registry = new Registry();
+  registry.register("t", async (j) => {
+    ran.push({ jobId: j.jobId, shuttingDown: j.shuttingDown });
+    return { ranAfterStop: true };
+  });
+  const r = runner(registry, { longPollWait: 10 });
+  const done = r.run();
+  await waitUntil(
+    () => fake.calls("/v1/jobs/poll").some((p) => p.body.waitSeconds === 10),
+    5,
+    "a long-poll",
+  );
+  const pollsAtStop = fake.calls("/v1/jobs/poll").length;
+  await r.stop();
+  await done;
+  assert.deepEqual(ran, [{ jobId: "late", shuttingDown: true }]);
+  assert.deepEqual(items(), [
+    { jobId: "late", workerId: "w1", attempt: 1, variablesToSet: { ranAfterStop: true } },
+  ]);
+  assert.equal(r.inFlight, 0);
+  assert.equal(fake.calls("/v1/jobs/poll").length, pollsAtStop, "no poll after the stop");
+  assert.deepEqual(
+    fake.calls("/v1/workers/stop").map((s) => s.body),
+    [{ workerId: "w1" }],
+  );
+});
+
+test("a long-poll that does not answer the stop signal is abandoned after the grace, with a warning", async () => {
+  holdLongPolls(fake, { ignoreStop: true });
+  const warned: Record<string, unknown>[] = [];
+  const logger = {
+    ...silentLogger,
+    warn: (message: string, fields?: Record<string, unknown>) =>
+      warned.push({ message, ...fields }),
+  };
+  const registry = new Registry();
+  registry.register("t", async () => ({}));
+  // The grace is STOP_POLL_GRACE, never more than drainTimeout: short here.
+  const r = runner(registry, { longPollWait: 10, drainTimeout: 0.2, logger });
+  const done = r.run();
+  await waitUntil(
+    () => fake.calls("/v1/jobs/poll").some((p) => p.body.waitSeconds === 10),
+    5,
+    "a long-poll",
+  );
+  await r.stop();
+  await done;
+  assert.equal(await fake.calls("/v1/jobs/poll").at(-1)?.hungUp, true, "the poll was aborted");
+  assert.equal(warned.length, 1);
+  assert.match(String(warned[0]?.message), /did not answer the stop signal; abandoning it/);
+  assert.equal(warned[0]?.workerId, "w1");
   assert.deepEqual(
     fake.calls("/v1/workers/stop").map((s) => s.body),
     [{ workerId: "w1" }],
