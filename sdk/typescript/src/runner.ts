@@ -222,6 +222,10 @@ export class Runner {
           { workerId: this.workerId, grace_s: grace },
         );
         poll.abort();
+        // Once more: a wait that missed the first signal (it can land before the server starts
+        // watching for one) would otherwise claim for this worker, gone, until its wait ends.
+        const first = this.#stopSignal;
+        this.#stopSignal = Promise.all([first, this.#sendStopSignal()]).then(() => undefined);
       }, grace * 1000);
     }
   }

@@ -320,7 +320,8 @@ test("a long-poll that does not answer the stop signal is abandoned after the gr
   assert.equal(warned[0]?.workerId, "w1");
   assert.deepEqual(
     fake.calls("/v1/workers/stop").map((s) => s.body),
-    [{ workerId: "w1" }],
+    [{ workerId: "w1" }, { workerId: "w1" }],
+    "at the stop, and again when the poll is abandoned (for a wait that missed the first)",
   );
 });
 
