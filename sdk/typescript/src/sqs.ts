@@ -9,6 +9,10 @@
  * The message is only a wake-up: the lease lives in Baton's database, so deleting the message
  * right after the claim is safe (a worker that dies later loses its lease, and the engine
  * dispatches the next attempt as a new message).
+ *
+ * At a stop the receive in flight is aborted (it claimed nothing); a claim in flight is not: its
+ * job is leased to this worker, so it is returned and runs in the drain, and the messages of that
+ * receive not claimed yet are made visible again at once.
  */
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { BatonClient } from "./client.js";
@@ -146,12 +150,43 @@ export class SqsTransport implements JobTransport {
         },
       );
     }
+    // A claim is never aborted: once sent, its job may be leased to this worker, so it is
+    // returned and runs (also after a stop). A stop only ends the claiming: messages not claimed
+    // yet are made visible again at once, for another worker.
     const jobs: JobJson[] = [];
-    for (const message of messages) {
-      const job = await this.#claim(message, request.workerId, request.jobTypes);
+    for (const [i, message] of messages.entries()) {
+      if (request.signal.aborted) {
+        await this.#releaseAll(messages.slice(i));
+        break;
+      }
+      let job: JobJson | undefined;
+      try {
+        job = await this.#claim(message, request.workerId, request.jobTypes);
+      } catch (error) {
+        if (jobs.length === 0) throw error;
+        // The jobs claimed already are leased to this worker: run them, do not drop them.
+        this.#log.warn("a claim failed; running the jobs claimed before it", {
+          workerId: request.workerId,
+          error: String(error),
+        });
+        await this.#releaseAll(messages.slice(i + 1));
+        break;
+      }
       if (job) jobs.push(job);
     }
     return jobs;
+  }
+
+  async #releaseAll(messages: { ReceiptHandle?: string }[]): Promise<void> {
+    for (const message of messages) {
+      try {
+        await this.#release(message.ReceiptHandle ?? "", 0);
+      } catch (error) {
+        this.#log.debug("a message not released; it shows again after its visibility timeout", {
+          error: String(error),
+        });
+      }
+    }
   }
 
   async #claim(
@@ -207,7 +242,16 @@ export class SqsTransport implements JobTransport {
       }
       throw error;
     }
-    await this.#delete(receipt);
+    try {
+      await this.#delete(receipt);
+    } catch (error) {
+      // The job is leased to this worker either way: run it. The message shows again after its
+      // visibility timeout, and its claim is then refused (a duplicate, dropped).
+      this.#log.warn("a claimed job's message not deleted; running the job", {
+        ...fields,
+        error: String(error),
+      });
+    }
     return job;
   }
 

@@ -111,3 +111,94 @@ test("receive, claim by id, delete; a duplicate is dropped; a foreign job type i
   assert.equal(attrs.Attributes?.ApproximateNumberOfMessages, "0");
   assert.equal(attrs.Attributes?.ApproximateNumberOfMessagesNotVisible, "1");
 });
+
+/** A standard queue holding one dispatch message per job id, and its transport. */
+async function queueOf(name: string, ids: string[]) {
+  const sqs = new SQSClient({
+    endpoint,
+    region: "us-east-1",
+    credentials: { accessKeyId: "x", secretAccessKey: "x" },
+  });
+  const { QueueUrl: queueUrl = "" } = await sqs.send(new CreateQueueCommand({ QueueName: name }));
+  for (const id of ids) {
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: queueUrl,
+        MessageBody: JSON.stringify({ jobId: id, attempt: 1, jobType: "t" }),
+      }),
+    );
+  }
+  const transport = new SqsTransport(new BatonClient({ url: fake.url, apiKey: "k" }), {
+    queueUrl,
+    sqs,
+    waitSeconds: 0,
+    logger: silentLogger,
+  });
+  const counts = async () => {
+    const attrs = await sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: queueUrl,
+        AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+      }),
+    );
+    return {
+      visible: Number(attrs.Attributes?.ApproximateNumberOfMessages),
+      invisible: Number(attrs.Attributes?.ApproximateNumberOfMessagesNotVisible),
+    };
+  };
+  return { transport, counts };
+}
+
+test("a stop while a claim is under way: its job is returned to run; the messages not claimed are visible again at once", {
+  skip,
+}, async () => {
+  const { transport, counts } = await queueOf("stop-claim", ["s1", "s2", "s3"]);
+  const stop = new AbortController();
+  const claims: string[] = [];
+  fake.on("POST /v1/jobs/*", (req) => {
+    const id = req.path.split("/")[3] ?? "";
+    claims.push(id);
+    stop.abort(); // the stop lands while this claim is on its way
+    return { body: job(id) };
+  });
+  const jobs = await transport.fetch({
+    workerId: "w",
+    jobTypes: ["t"],
+    maxJobs: 10,
+    signal: stop.signal,
+  });
+  assert.equal(claims.length, 1, "nothing claimed after the stop");
+  assert.deepEqual(
+    jobs.map((j) => j.id),
+    claims,
+    "the job claimed at the stop is returned (the runner runs it)",
+  );
+  assert.deepEqual(await counts(), { visible: 2, invisible: 0 });
+});
+
+test("a claim that fails after others were claimed: those jobs still run; the rest are released", {
+  skip,
+}, async () => {
+  const { transport, counts } = await queueOf("claim-fails", ["f1", "f2", "f3"]);
+  const claims: string[] = [];
+  fake.on("POST /v1/jobs/*", (req) => {
+    const id = req.path.split("/")[3] ?? "";
+    claims.push(id);
+    if (claims.length === 2)
+      return { status: 403, body: { title: "Forbidden", status: 403, detail: "no" } };
+    return { body: job(id) };
+  });
+  const jobs = await transport.fetch({
+    workerId: "w",
+    jobTypes: ["t"],
+    maxJobs: 10,
+    signal: new AbortController().signal,
+  });
+  assert.deepEqual(
+    jobs.map((j) => j.id),
+    claims.slice(0, 1),
+  );
+  assert.equal(claims.length, 2);
+  // The refused one stays invisible (its visibility timeout); the unclaimed one is back.
+  assert.deepEqual(await counts(), { visible: 1, invisible: 1 });
+});
