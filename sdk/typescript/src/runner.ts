@@ -206,6 +206,8 @@ export class Runner {
       workerId: this.workerId,
       why,
       in_flight: this.inFlight,
+      // its answer (jobs the server claimed before the stop signal) joins the drain
+      long_poll_in_flight: this.#longPoll !== undefined,
     });
     this.#stopping.abort();
     this.#claim.interrupt();
