@@ -266,7 +266,8 @@ export class Runner {
       this.#stopping.abort();
     }
     // Polling is over: say so at every stop (not only when a long-poll was waiting at it), so
-    // the server's waits, and whoever watches, know this worker claims nothing more. Sent once.
+    // the server's waits, and whoever watches, know this worker claims nothing more (a second
+    // time only after an abandoned poll).
     if (this.#transport === undefined) this.#stopSignal ??= this.#sendStopSignal();
     await this.#drain();
   }
