@@ -190,9 +190,7 @@ def test_the_cache_can_be_turned_off(db: Database, no_reads: None) -> None:
 def _kept_rows(engine: Engine, job_ids: list[str]) -> list[dict[str, Any]]:
     """CLAIM_WITH_STATE-shaped rows for claimed jobs, as if the claim had kept them."""
     found = engine.db.autocommit(
-        lambda c: c.execute(
-            job_sql.READ_JOBS_WITH_INSTANCES, {"job_ids": [uuid.UUID(j) for j in job_ids]}
-        ).fetchall()
+        lambda c: job_sql.read_jobs_with_instances(c, [uuid.UUID(j) for j in job_ids])
     )
     rows = []
     for r in found:

@@ -13,6 +13,7 @@ from baton.engine import writer
 from baton.engine.batch_ops import BatchResult, Failure
 from baton.engine.service import Engine
 from baton.metrics import CountingMetrics
+from baton.store import job_sql
 from baton.store.db import Database
 
 from tests.support.helpers import one_step
@@ -204,3 +205,39 @@ def test_a_raced_pass_is_run_again_and_keeps_the_connections_prepared_statements
     assert engine.get_instance(raced[0])["status"] == "COMPLETED"
     assert prepared() >= warm
     db.close()
+
+
+def test_the_batch_read_sends_an_instances_json_once_and_gives_it_to_each_of_its_jobs(
+    engine: Engine,
+) -> None:
+    """A MAP's items share their instance: its input and variables come on one row of the
+    batch's read, and every row of the instance gets them."""
+    engine.register_definition(
+        {
+            "name": "read-once",
+            "steps": [
+                {
+                    "id": "each",
+                    "type": "MAP",
+                    "items": "${workflow.input.items}",
+                    "steps": [{"id": "one", "type": "SERVICE_TASK", "jobType": "ro"}],
+                }
+            ],
+        }
+    )
+    engine.register_definition(one_step("read-once-single", "ro"))
+    fan, _ = engine.start_instance(definition_name="read-once", input={"items": [1, 2, 3]})
+    solo, _ = engine.start_instance(definition_name="read-once-single", input={"solo": True})
+    jobs = engine.poll("w", ["ro"], 10)
+    assert len(jobs) == 4
+    ids = [uuid.UUID(j["id"]) for j in jobs]
+    raw = engine.db.autocommit(
+        lambda c: c.execute(job_sql.READ_JOBS_WITH_INSTANCES, {"job_ids": ids}).fetchall()
+    )
+    assert sorted(r["input"] is not None for r in raw) == [False, False, True, True]
+    rows = engine.db.autocommit(lambda c: job_sql.read_jobs_with_instances(c, ids))
+    given = {fan["id"]: {"items": [1, 2, 3]}, solo["id"]: {"solo": True}}
+    assert sorted(str(r["job_id"]) for r in rows) == sorted(j["id"] for j in jobs)
+    for r in rows:
+        assert r["input"] == given[str(r["id"])]
+        assert r["variables"] == {}

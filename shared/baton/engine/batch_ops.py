@@ -151,10 +151,7 @@ class BatchOps(JobOps):
             wanted = sorted({jid for jid in ids.values() if jid.int not in kept}, key=_int)
             if wanted:
                 rows.update(
-                    (r["job_id"].int, r)
-                    for r in conn.execute(
-                        job_sql.READ_JOBS_WITH_INSTANCES, {"job_ids": wanted}
-                    ).fetchall()
+                    (r["job_id"].int, r) for r in job_sql.read_jobs_with_instances(conn, wanted)
                 )
             groups: dict[int, list[int]] = {}  # instance -> its items, in batch order
             for k, jid in ids.items():
