@@ -135,12 +135,15 @@ class DecisionFlow(DecisionState):
                     setattr(new, name, value)
             return
         current = self.changes.step_updates.get(exec_id)
-        scope = columns.pop("scope", current.scope if current else "")
         if current is None:
-            self.changes.step_updates[exec_id] = StepUpdate(exec_id, status, scope=scope, **columns)
+            self.changes.step_updates[exec_id] = StepUpdate(exec_id, status, **columns)
             return
-        merged = {k: v for k, v in columns.items() if v is not None}
-        self.changes.step_updates[exec_id] = replace(current, status=status, **merged)
+        # Merged in place (the update is this decision's own; a MAP's execution is updated once
+        # per item that ends, and copying the update each time cost more than the rest).
+        current.status = status
+        for name, value in columns.items():
+            if value is not None and name != "scope":
+                setattr(current, name, value)
 
     def complete(self, e: Exec, output: Any) -> None:
         """Step execution ``e`` finished with ``output``: record it and move on."""
@@ -336,7 +339,7 @@ class DecisionFlow(DecisionState):
 
     def set_state(self, owner: Exec, state: dict[str, Any]) -> Exec:
         """Record an operator execution's new bookkeeping (kept for the rest of the decision)."""
-        updated = replace(owner, state=state)
+        updated = owner.with_state(state)
         self._execs[owner.id] = updated
         self.update_step(owner.id, owner.status, state=state, scope=owner.scope)
         return updated

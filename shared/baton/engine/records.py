@@ -10,6 +10,7 @@ decider and the operators both build on it.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,6 +58,21 @@ class Exec:
     input: Any = None
     child_instance_id: uuid.UUID | None = None
     output: Any = None
+
+    def with_state(self, state: dict[str, Any] | None) -> Exec:
+        """This execution with other bookkeeping (``dataclasses.replace``, without its cost: a
+        MAP's execution takes a new state for each item that ends)."""
+        return Exec(
+            self.id,
+            self.step_id,
+            self.scope,
+            self.status,
+            self.attempt,
+            state,
+            self.input,
+            self.child_instance_id,
+            self.output,
+        )
 
 
 @dataclass(slots=True)
@@ -311,7 +327,12 @@ def segments(scope: str) -> list[str]:
 def parent_of(scope: str) -> uuid.UUID | None:
     """The operator execution owning ``scope`` (None at the root)."""
     parts = segments(scope)
-    return uuid.UUID(parts[-1].split("#", 1)[0]) if parts else None
+    return _uuid(parts[-1].split("#", 1)[0]) if parts else None
+
+
+# An operator execution's id as its scopes spell it (every item of a MAP names its MAP's): parsed
+# once, not once per item (uuid.UUID's parsing is Python code).
+_uuid = functools.lru_cache(maxsize=4096)(uuid.UUID)
 
 
 def key_of(scope: str) -> str:
