@@ -13,7 +13,7 @@ from baton.engine import writer
 from baton.engine.batch_ops import BatchResult, Failure
 from baton.engine.service import Engine
 from baton.metrics import CountingMetrics
-from baton.store import job_sql
+from baton.store import instance_sql, job_sql
 from baton.store.db import Database
 
 from tests.support.helpers import one_step
@@ -207,11 +207,12 @@ def test_a_raced_pass_is_run_again_and_keeps_the_connections_prepared_statements
     db.close()
 
 
-def test_the_batch_read_sends_an_instances_json_once_and_gives_it_to_each_of_its_jobs(
-    engine: Engine,
+def test_the_batch_read_sends_an_instance_and_a_map_once_and_gives_them_to_each_job(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A MAP's items share their instance: its input and variables come on one row of the
-    batch's read, and every row of the instance gets them."""
+    """A MAP's items share their instance and their MAP's execution: each comes on one row of
+    the batch's read (every row of the instance gets the instance's columns), and the decision
+    does not read the MAP's execution again."""
     engine.register_definition(
         {
             "name": "read-once",
@@ -235,9 +236,29 @@ def test_the_batch_read_sends_an_instances_json_once_and_gives_it_to_each_of_its
         lambda c: c.execute(job_sql.READ_JOBS_WITH_INSTANCES, {"job_ids": ids}).fetchall()
     )
     assert sorted(r["input"] is not None for r in raw) == [False, False, True, True]
+    assert sorted(r["version"] is not None for r in raw) == [False, False, True, True]
     rows = engine.db.autocommit(lambda c: job_sql.read_jobs_with_instances(c, ids))
     given = {fan["id"]: {"items": [1, 2, 3]}, solo["id"]: {"solo": True}}
     assert sorted(str(r["job_id"]) for r in rows) == sorted(j["id"] for j in jobs)
     for r in rows:
         assert r["input"] == given[str(r["id"])]
         assert r["variables"] == {}
+        assert r["version"] == _version_of(engine, str(r["id"]))
+    (owner,) = [r["owner"] for r in rows if r["owner"] is not None]
+    (each,) = [s for s in engine.get_instance(fan["id"])["steps"] if s["stepId"] == "each"]
+    assert owner["id"] == uuid.UUID(each["id"])
+    assert (owner["step_id"], owner["status"], owner["input"]) == ("each", "IN_PROGRESS", [1, 2, 3])
+    assert owner["state"] == {"total": 3, "next": 3, "ended": 0}
+    # The MAP's items decided without reading its execution again.
+    monkeypatch.setattr(instance_sql, "EXECUTION", "SELECT 1/0")
+    answers = engine.complete_batch([BatchResult(j["id"], "w", 1, output={}) for j in jobs])
+    assert [a["outcome"] for a in answers] == ["APPLIED"] * 4
+    assert engine.get_instance(fan["id"])["status"] == "COMPLETED"
+
+
+def _version_of(engine: Engine, instance_id: str) -> int:
+    row = engine.db.autocommit(
+        lambda c: c.execute("SELECT version FROM instance WHERE id = %s", (instance_id,)).fetchone()
+    )
+    assert row is not None
+    return int(row["version"])

@@ -38,6 +38,7 @@ from typing import Any, Literal
 from baton.engine import one_step, views, writer
 from baton.engine.decide import Changes, Decider, InstanceState, JobRef
 from baton.engine.job_ops import JobOps, attempt_ends
+from baton.engine.reads import exec_from_row
 from baton.engine.verdicts import Late, completion_verdict, duplicate_status, failure_verdict
 from baton.errors import (
     BatonError,
@@ -240,6 +241,8 @@ class BatchOps(JobOps):
             if decider is None:
                 plan = self.snapshots.plan(conn, base["snapshot_id"])
                 decider = self.decider(conn, plan, writer.state_from_row(base), base["now"])
+                # The operator executions the batch's read brought (a MAP's, for its items).
+                decider.knows(exec_from_row(r["owner"]) for _, _, r in group if r.get("owner"))
             elif not decider.active or decider.closed(job.scope):
                 later.append(k)  # an earlier result ended its work: refused on the single path
                 continue

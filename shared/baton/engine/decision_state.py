@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -94,6 +94,12 @@ class DecisionState:
         exec_id = parent_of(scope)
         assert exec_id is not None
         return self.execution(exec_id)
+
+    def knows(self, execs: Iterable[Exec]) -> None:
+        """Step executions read with the decision's state (a batch's read brings the operator
+        execution of each job): not read again. One this decision already holds is kept."""
+        for e in execs:
+            self._execs.setdefault(e.id, e)
 
     def execution(self, exec_id: uuid.UUID) -> Exec:
         found = self._execs.get(exec_id)

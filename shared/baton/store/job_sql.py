@@ -10,6 +10,7 @@ branch reads its own partial index (``job_claimable``, ``job_lease_expiry``).
 from __future__ import annotations
 
 import functools
+import uuid
 from typing import Any
 
 from baton.store.db import Conn
@@ -171,38 +172,72 @@ _JOB_WITH_INSTANCE = (
 # decision made on a state that changed meanwhile is refused and made again under locks.
 READ_JOB_WITH_INSTANCE = _JOB_WITH_INSTANCE
 
-# A batch's optimistic read: every job of the batch with its instance, in one statement. An
-# instance's input and variables come once, on its first job's row (``whole``), not once per job:
-# a MAP's items share their instance, and loading its JSON for each of them was most of the
-# read's client CPU (``read_jobs_with_instances`` gives the other rows the same values).
+# A batch's optimistic read: every job of the batch with its instance and the operator execution
+# its step runs in (a MAP's, a PARALLEL's), in one statement. An instance's columns come once, on
+# its first job's row (``whole``), and an operator execution once, on the first row of its jobs:
+# a MAP's items share both, and loading them for each item was most of the read's client CPU
+# (``read_jobs_with_instances`` gives the other rows the same values).
 READ_JOBS_WITH_INSTANCES = """
-SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.attempt, j.retries_remaining,
-       j.lease_seconds, j.lock_expires_at < now() AS lease_lapsed,
-       j.deadline_at <= now() AS past_deadline,
-       j.step_execution_id, s.step_id, s.scope,
-       i.id, i.definition_name, i.status, i.version,
-       CASE WHEN row_number() OVER per_instance = 1 THEN i.input END AS input,
-       CASE WHEN row_number() OVER per_instance = 1 THEN i.variables END AS variables,
-       row_number() OVER per_instance = 1 AS whole,
-       i.correlation_id, i.snapshot_id, i.queue_task_id, i.parent_instance_id,
-       i.parent_step_execution_id, i.step_count, i.depth, i.created_at, now() AS now
-  FROM job j
-  JOIN instance i ON i.id = j.instance_id
-  JOIN step_execution s ON s.id = j.step_execution_id
- WHERE j.id = ANY(%(job_ids)s::uuid[])
-WINDOW per_instance AS (PARTITION BY i.id)
+WITH b AS (
+    SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.attempt, j.retries_remaining,
+           j.lease_seconds, j.lock_expires_at < now() AS lease_lapsed,
+           j.deadline_at <= now() AS past_deadline,
+           j.step_execution_id, s.step_id, s.scope, j.instance_id AS id,
+           row_number() OVER (PARTITION BY j.instance_id) = 1 AS whole,
+           s.parent_step_execution_id AS owner_id,
+           row_number() OVER (PARTITION BY s.parent_step_execution_id) = 1 AS owner_first
+      FROM job j
+      JOIN step_execution s ON s.id = j.step_execution_id
+     WHERE j.id = ANY(%(job_ids)s::uuid[])
+)
+SELECT b.job_id, b.job_status, b.worker_id, b.attempt, b.retries_remaining, b.lease_seconds,
+       b.lease_lapsed, b.past_deadline, b.step_execution_id, b.step_id, b.scope, b.id, b.whole,
+       i.definition_name, i.status, i.version, i.input, i.variables, i.correlation_id,
+       i.snapshot_id, i.queue_task_id, i.parent_instance_id, i.parent_step_execution_id,
+       i.step_count, i.depth, i.created_at, CASE WHEN b.whole THEN now() END AS now,
+       CASE WHEN o.id IS NOT NULL THEN jsonb_build_object(
+           'id', o.id, 'step_id', o.step_id, 'scope', o.scope, 'status', o.status,
+           'attempt', o.attempt, 'state', o.state, 'input', o.input,
+           'child_instance_id', o.child_instance_id, 'output', o.output) END AS owner
+  FROM b
+  LEFT JOIN instance i ON i.id = b.id AND b.whole
+  LEFT JOIN step_execution o ON o.id = b.owner_id AND b.owner_first
 """
+
+# The instance's columns of a READ_JOBS_WITH_INSTANCES row (those of READ_JOB_WITH_INSTANCE).
+_INSTANCE_COLUMNS = (
+    "definition_name",
+    "status",
+    "version",
+    "input",
+    "variables",
+    "correlation_id",
+    "snapshot_id",
+    "queue_task_id",
+    "parent_instance_id",
+    "parent_step_execution_id",
+    "step_count",
+    "depth",
+    "created_at",
+    "now",
+)
 
 
 def read_jobs_with_instances(conn: Conn, job_ids: list[Any]) -> list[dict[str, Any]]:
-    """READ_JOBS_WITH_INSTANCES's rows, each with its instance's input and variables (the same
-    objects for the jobs of one instance)."""
+    """READ_JOBS_WITH_INSTANCES's rows in READ_JOB_WITH_INSTANCE's shape, each with its
+    instance's columns (the same objects for the jobs of one instance), and ``owner``: the
+    operator execution the job's step runs in (EXECUTION's columns) on the first row of its
+    jobs, else None."""
     rows = conn.execute(READ_JOBS_WITH_INSTANCES, {"job_ids": job_ids}).fetchall()
-    whole = {r["id"]: r for r in rows if r["whole"]}
+    instances = {r["id"]: {c: r[c] for c in _INSTANCE_COLUMNS} for r in rows if r["whole"]}
     for r in rows:
         if not r["whole"]:
-            first = whole[r["id"]]
-            r["input"], r["variables"] = first["input"], first["variables"]
+            r.update(instances[r["id"]])
+        owner = r["owner"]
+        if owner is not None:  # its ids as the other reads give them
+            owner["id"] = uuid.UUID(owner["id"])
+            child = owner["child_instance_id"]
+            owner["child_instance_id"] = None if child is None else uuid.UUID(child)
     return rows
 
 
