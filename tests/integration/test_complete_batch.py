@@ -262,3 +262,15 @@ def _version_of(engine: Engine, instance_id: str) -> int:
     )
     assert row is not None
     return int(row["version"])
+
+
+def test_ids_sent_as_one_uuid_array_text_read_back_as_themselves(engine: Engine) -> None:
+    def read_back(ids: list[uuid.UUID]) -> list[Any]:
+        text = job_sql.uuid_array(ids)
+        rows = engine.db.autocommit(
+            lambda c: c.execute("SELECT unnest(%(ids)s::uuid[]) AS id", {"ids": text}).fetchall()
+        )
+        return [r["id"] for r in rows]
+
+    for ids in ([], [uuid.uuid4()], [uuid.uuid4() for _ in range(40)]):
+        assert read_back(ids) == ids

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from baton.store.db import Conn
@@ -223,12 +224,12 @@ _INSTANCE_COLUMNS = (
 )
 
 
-def read_jobs_with_instances(conn: Conn, job_ids: list[Any]) -> list[dict[str, Any]]:
+def read_jobs_with_instances(conn: Conn, job_ids: list[uuid.UUID]) -> list[dict[str, Any]]:
     """READ_JOBS_WITH_INSTANCES's rows in READ_JOB_WITH_INSTANCE's shape, each with its
     instance's columns (the same objects for the jobs of one instance), and ``owner``: the
     operator execution the job's step runs in (EXECUTION's columns) on the first row of its
     jobs, else None."""
-    rows = conn.execute(READ_JOBS_WITH_INSTANCES, {"job_ids": job_ids}).fetchall()
+    rows = conn.execute(READ_JOBS_WITH_INSTANCES, {"job_ids": uuid_array(job_ids)}).fetchall()
     instances = {r["id"]: {c: r[c] for c in _INSTANCE_COLUMNS} for r in rows if r["whole"]}
     for r in rows:
         if not r["whole"]:
@@ -239,6 +240,13 @@ def read_jobs_with_instances(conn: Conn, job_ids: list[Any]) -> list[dict[str, A
             child = owner["child_instance_id"]
             owner["child_instance_id"] = None if child is None else uuid.UUID(child)
     return rows
+
+
+def uuid_array(ids: Iterable[uuid.UUID]) -> str:
+    """``ids`` as one ``uuid[]`` parameter's text (``{hex,hex}``): psycopg dumps a list element
+    by element in Python, about 3.5 µs per id (a batch read of 32 jobs spent more on its list of
+    ids than on the rest of its execute); one string is dumped at once."""
+    return "{" + ",".join([u.hex for u in ids]) + "}"
 
 
 # The pessimistic read: lock the instance first, then the job, in the same order as every other
