@@ -147,7 +147,8 @@ class DecisionFlow(DecisionState):
 
     def complete(self, e: Exec, output: Any) -> None:
         """Step execution ``e`` finished with ``output``: record it and move on."""
-        if self.plan.step(e.step_id).type not in MERGED_OUTPUTS:
+        merged = self.plan.step(e.step_id).type in MERGED_OUTPUTS
+        if not merged:
             # An operator's output is built by the engine (a MAP's collected outputs can be
             # large): above the soft limit it is stored like a worker's.
             try:
@@ -161,7 +162,7 @@ class DecisionFlow(DecisionState):
         if (
             isinstance(output, dict)
             and output
-            and self.plan.step(e.step_id).type in MERGED_OUTPUTS
+            and merged
             and not in_map_item(e.scope)
             # An offloaded output stays the step's own: its reference is no variable.
             and not is_payload_ref(output)

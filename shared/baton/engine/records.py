@@ -11,6 +11,7 @@ decider and the operators both build on it.
 from __future__ import annotations
 
 import functools
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -317,7 +318,7 @@ class NoReads:
 
 def child_scope(parent: Exec | NewStep, key: str) -> str:
     """The scope of a list inside operator execution ``parent`` (``key``: b1, i7, k3, c<name>)."""
-    return f"{parent.scope}{parent.id}#{key}/"
+    return f"{parent.scope}{_text(parent.id)}#{key}/"
 
 
 def segments(scope: str) -> list[str]:
@@ -331,8 +332,9 @@ def parent_of(scope: str) -> uuid.UUID | None:
 
 
 # An operator execution's id as its scopes spell it (every item of a MAP names its MAP's): parsed
-# once, not once per item (uuid.UUID's parsing is Python code).
+# and spelled once, not once per item (uuid.UUID's parsing and str() are Python code).
 _uuid = functools.lru_cache(maxsize=4096)(uuid.UUID)
+_text = functools.lru_cache(maxsize=4096)(str)
 
 
 def key_of(scope: str) -> str:
@@ -347,7 +349,12 @@ def truncate(scope: str, depth: int) -> str:
 
 
 def in_map_item(scope: str) -> bool:
-    return any(p.split("#", 1)[1].startswith("i") for p in segments(scope))
+    """Whether ``scope`` lies in a MAP's item: one of its segments' keys starts with ``i``."""
+    return _MAP_ITEM.search(scope) is not None
+
+
+# A segment (an execution id, up to its first '#') whose key starts with "i".
+_MAP_ITEM = re.compile(r"(?:^|/)[^/#]*#i")
 
 
 class InputNotObject(Exception):

@@ -94,6 +94,8 @@ def completion_verdict(
 ) -> Verdict:
     """May ``worker_id`` complete ``attempt`` of this job?"""
     status, current = row["job_status"], row["attempt"]
+    if status == JobStatus.LOCKED and row["worker_id"] == worker_id and attempt in (None, current):
+        return "apply"  # the common case, first: the holder of the attempt in flight
     job = str(row["job_id"])
     _not_future(job, attempt, current)
     if _holds_current(row, worker_id, attempt):

@@ -230,10 +230,10 @@ def read_jobs_with_instances(conn: Conn, job_ids: list[uuid.UUID]) -> list[dict[
     operator execution the job's step runs in (EXECUTION's columns) on the first row of its
     jobs, else None."""
     rows = conn.execute(READ_JOBS_WITH_INSTANCES, {"job_ids": uuid_array(job_ids)}).fetchall()
-    instances = {r["id"]: {c: r[c] for c in _INSTANCE_COLUMNS} for r in rows if r["whole"]}
+    instances = {r["id"].int: {c: r[c] for c in _INSTANCE_COLUMNS} for r in rows if r["whole"]}
     for r in rows:
         if not r["whole"]:
-            r.update(instances[r["id"]])
+            r.update(instances[r["id"].int])
         owner = r["owner"]
         if owner is not None:  # its ids as the other reads give them
             owner["id"] = uuid.UUID(owner["id"])
