@@ -36,6 +36,10 @@ ANALYZE on the claim and on the complete's lock/read against the full backlog.
    engine's own schema, with no decision and no read: the floor of the data model, next to the
    raw batched loop and the engine batched (``--no-floor`` skips it).
 
+``--map-items N`` runs only this: N items of MAPs of 100 drained in batches (one
+``complete_batch`` per poll) by one worker process, printing its client CPU per item, split
+between the polls and the batch completions, and its ratio to the 60 µs target.
+
 The last line is ``engine/raw ratio: 0.NN`` (engine jobs/s over raw jobs/s, unlimited type).
 """
 
@@ -91,6 +95,34 @@ class Workload:
 
 
 UNLIMITED = Workload("unlimited", DEFINITION, JOB_TYPE)
+
+
+def _task(step_id: str, job_type: str, **extra: Any) -> dict[str, Any]:
+    return {"id": step_id, "type": "SERVICE_TASK", "jobType": job_type, **extra}
+
+
+# A MAP over 100 items, all at once, of one SERVICE_TASK reading its item.
+MAP_100 = Workload(
+    "MAP of 100",
+    {
+        "name": "bench-map-100",
+        "steps": [
+            {
+                "id": "each",
+                "type": "MAP",
+                "items": "${workflow.input.items}",
+                "maxConcurrency": 100,
+                "steps": [_task("one", "bench-item", input={"item": "${map.item}"})],
+            }
+        ],
+    },
+    "bench-item",
+    jobs_per_instance=100,
+    steps_per_instance=101,
+    input={"items": list(range(100))},
+)
+# Client CPU per batched MAP item the engine aims at (issue 35), in one process.
+MAP_ITEM_TARGET_US = 60.0
 NOISY = 0.15  # warn when other processes took more than this share of the machine's CPU
 
 RAW_SCHEMA = """
@@ -290,17 +322,30 @@ def _engine_worker(cfg: WorkerConfig, m: Member) -> None:
             time.sleep(load.handler_seconds)
         return bool(engine.complete_job(job["id"], worker_id, RESULT)["applied"])
 
+    # The drain's client CPU split between the polls and the batch completions (process CPU
+    # around each call: the completions' share is what the decider and the write cost).
+    split = {"poll": 0.0, "complete": 0.0}
+
+    def poll() -> list[dict[str, Any]]:
+        began = time.process_time()
+        try:
+            return engine.poll(worker_id, [load.job_type], load.batch or cfg.batch)
+        finally:
+            split["poll"] += time.process_time() - began
+
     def complete_many(jobs: Sequence[dict[str, Any]]) -> list[bool]:
+        began = time.process_time()
         answers = engine.complete_batch(
             [BatchResult(j["id"], worker_id, j["attempt"], output=RESULT) for j in jobs]
         )
+        split["complete"] += time.process_time() - began
         return [a["outcome"] == "APPLIED" for a in answers]
 
     if floor is not None:
         drained = _floor_drain(cfg, m, worker_id, floor)
     else:
         drained = drain_loop(
-            lambda: engine.poll(worker_id, [load.job_type], load.batch or cfg.batch),
+            poll,
             complete,
             total=cfg.jobs,
             shared=m.shared_count("drain"),
@@ -310,7 +355,7 @@ def _engine_worker(cfg: WorkerConfig, m: Member) -> None:
     usage = m.usage()
     profile = _profile_text(profiler)
     engine.db.close()
-    m.report("drain", {**drained.as_report(), "profile": profile}, usage=usage)
+    m.report("drain", {**drained.as_report(), "profile": profile, "split": split}, usage=usage)
 
 
 def _floor_drain(cfg: WorkerConfig, m: Member, worker_id: str, conn: Any) -> Any:
@@ -397,7 +442,7 @@ def _config(
         batch=args.batch,
         source=args.source,
         prepare=not args.no_prepare,
-        profile=args.profile and workload is UNLIMITED,
+        profile=args.profile and (workload is UNLIMITED or bool(args.map_items)),
         workload=workload,
         claimed_states=0 if args.no_claimed_states else None,
     )
@@ -497,9 +542,6 @@ def fanout_phases(server: str, args: argparse.Namespace) -> list[tuple[str, Work
     decisions on the instance like any other, so every completion of one instance serialises on
     its row, and a batch decides one instance's results together."""
 
-    def task(step_id: str, job_type: str, **extra: Any) -> dict[str, Any]:
-        return {"id": step_id, "type": "SERVICE_TASK", "jobType": job_type, **extra}
-
     workloads = [
         Workload(
             "PARALLEL of 10",
@@ -509,7 +551,7 @@ def fanout_phases(server: str, args: argparse.Namespace) -> list[tuple[str, Work
                     {
                         "id": "fan",
                         "type": "PARALLEL",
-                        "branches": [[task(f"b{i}", "bench-branch")] for i in range(10)],
+                        "branches": [[_task(f"b{i}", "bench-branch")] for i in range(10)],
                     }
                 ],
             },
@@ -517,25 +559,7 @@ def fanout_phases(server: str, args: argparse.Namespace) -> list[tuple[str, Work
             jobs_per_instance=10,
             steps_per_instance=11,
         ),
-        Workload(
-            "MAP of 100",
-            {
-                "name": "bench-map-100",
-                "steps": [
-                    {
-                        "id": "each",
-                        "type": "MAP",
-                        "items": "${workflow.input.items}",
-                        "maxConcurrency": 100,
-                        "steps": [task("one", "bench-item", input={"item": "${map.item}"})],
-                    }
-                ],
-            },
-            "bench-item",
-            jobs_per_instance=100,
-            steps_per_instance=101,
-            input={"items": list(range(100))},
-        ),
+        MAP_100,
     ]
     drains: list[tuple[str, Workload, PhaseResult]] = []
     for load in workloads:
@@ -544,6 +568,44 @@ def fanout_phases(server: str, args: argparse.Namespace) -> list[tuple[str, Work
             batched = engine_phase(server, args, load, args.fanout_jobs, batched=True)[1]
             drains.append((f"{load.label}, batched", load, batched))
     return drains
+
+
+def map_items_phase(server: str, args: argparse.Namespace) -> PhaseResult:
+    """``--map-items``: the items of MAPs of 100 drained in batches (one ``complete_batch`` per
+    poll) by ONE worker process, so its client CPU per item is the engine's alone."""
+    one = argparse.Namespace(**{**vars(args), "workers": 1})
+    return engine_phase(server, one, MAP_100, args.map_items, batched=True)[1]
+
+
+def report_map_items(drain: PhaseResult, batch: int) -> None:
+    items = max(drain.items, 1)
+    client = 1e6 * drain.cpu / items
+    split = [r["split"] for r in drain.reports]
+    poll = 1e6 * sum(s["poll"] for s in split) / items
+    complete = 1e6 * sum(s["complete"] for s in split) / items
+    backend = "-" if drain.server_cpu is None else f"{1e6 * drain.server_cpu / items:,.0f}"
+    print()
+    print(f"MAP items, batched, one process ({drain.items:,} items of MAPs of 100, batch {batch}):")
+    print(
+        table(
+            ["items/s", "client CPU us/item", "poll", "complete_batch", "PostgreSQL us/item"],
+            [
+                [
+                    fmt_num(drain.per_second),
+                    f"{client:,.1f}",
+                    f"{poll:,.1f}",
+                    f"{complete:,.1f}",
+                    backend,
+                ]
+            ],
+        )
+    )
+    print(drain.cpu_line())
+    print(
+        f"MAP item client CPU / target ({MAP_ITEM_TARGET_US:g} us): "
+        f"{client / MAP_ITEM_TARGET_US:.2f}",
+        flush=True,
+    )
 
 
 def verify_engine(url: str, n: int, drain: PhaseResult, workload: Workload = UNLIMITED) -> int:
@@ -870,6 +932,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--no-fanout", action="store_true", help="skip the fan-out drains")
     p.add_argument(
+        "--map-items",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only drain N items of MAPs of 100 in batches with one worker process, and print "
+        "its client CPU per item (poll and complete_batch) against the 60 us target",
+    )
+    p.add_argument(
         "--no-batched",
         action="store_true",
         help="skip the batched drains (engine complete_batch, raw one UPDATE per claim)",
@@ -889,8 +959,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=600, help="per stage, seconds")
     p.add_argument("--keep-databases", action="store_true", help="don't drop them at the end")
     args = p.parse_args(argv)
-    if args.jobs < 1 or args.workers < 1 or args.batch < 1:
-        p.error("--jobs, --workers and --batch must be positive")
+    if args.jobs < 1 or args.workers < 1 or args.batch < 1 or args.map_items < 0:
+        p.error("--jobs, --workers and --batch must be positive, --map-items not negative")
     return args
 
 
@@ -905,6 +975,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with postgres_server(args.database_url) as server:
             log(server_summary(server))
+            if args.map_items:
+                map_items = map_items_phase(server, args)
+                report_map_items(map_items, args.batch)
+                return 0
             starts, drain, instances = engine_phase(server, args)
             raw = raw_phase(server, args)
             batched = None
