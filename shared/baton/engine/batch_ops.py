@@ -138,7 +138,7 @@ class BatchOps(JobOps):
         # Rows by their job's and instance's 128-bit integers: a uuid.UUID's hash and order run
         # Python code, an int's do not (each id is looked up several times per result).
         kept: dict[int, dict[str, Any]] = {}
-        for jid in {u.int: u for u in ids.values()}.values():
+        for jid in {u.int: u for u in ids.values()}.values() if len(self.claimed) else ():
             row = self.claimed.take(jid)
             if row is not None:
                 kept[jid.int] = row

@@ -123,27 +123,29 @@ class DecisionFlow(DecisionState):
     def update_step(self, exec_id: uuid.UUID, status: StepStatus, **columns: Any) -> None:
         """Change a step execution: folded into its insert when this decision created it, else
         into this decision's one update of it."""
-        new = self.changes.new_steps.get(exec_id)
-        if new is not None:
-            new.status = status
-            for name, value in columns.items():
-                if name == "set_wake":
-                    continue
-                if name == "error" and value == "":
-                    new.error = None  # '' clears an error: a row not yet written has none
-                elif value is not None or name == "wake_at":
-                    setattr(new, name, value)
-            return
+        # (An execution is in one of the two at most: one this decision created is never
+        # updated apart from its insert.)
         current = self.changes.step_updates.get(exec_id)
-        if current is None:
+        if current is not None:
+            # Merged in place (the update is this decision's own; a MAP's execution is updated
+            # once per item that ends, and copying the update each time cost more than the rest).
+            current.status = status
+            for name, value in columns.items():
+                if value is not None and name != "scope":
+                    setattr(current, name, value)
+            return
+        new = self.changes.new_steps.get(exec_id)
+        if new is None:
             self.changes.step_updates[exec_id] = StepUpdate(exec_id, status, **columns)
             return
-        # Merged in place (the update is this decision's own; a MAP's execution is updated once
-        # per item that ends, and copying the update each time cost more than the rest).
-        current.status = status
+        new.status = status
         for name, value in columns.items():
-            if value is not None and name != "scope":
-                setattr(current, name, value)
+            if name == "set_wake":
+                continue
+            if name == "error" and value == "":
+                new.error = None  # '' clears an error: a row not yet written has none
+            elif value is not None or name == "wake_at":
+                setattr(new, name, value)
 
     def complete(self, e: Exec, output: Any) -> None:
         """Step execution ``e`` finished with ``output``: record it and move on."""

@@ -327,8 +327,8 @@ def segments(scope: str) -> list[str]:
 
 def parent_of(scope: str) -> uuid.UUID | None:
     """The operator execution owning ``scope`` (None at the root)."""
-    parts = segments(scope)
-    return _uuid(parts[-1].split("#", 1)[0]) if parts else None
+    last = _last(scope)
+    return None if last is None else _uuid(last[0])
 
 
 # An operator execution's id as its scopes spell it (every item of a MAP names its MAP's): parsed
@@ -338,8 +338,19 @@ _text = functools.lru_cache(maxsize=4096)(str)
 
 
 def key_of(scope: str) -> str:
+    last = _last(scope)
+    return "" if last is None else last[1]
+
+
+@functools.lru_cache(maxsize=4096)
+def _last(scope: str) -> tuple[str, str] | None:
+    """(execution id, key) of ``scope``'s last segment (None at the root): asked for twice when
+    a list ends (its owner, its key), so split once."""
     parts = segments(scope)
-    return parts[-1].split("#", 1)[1] if parts else ""
+    if not parts:
+        return None
+    execution, key = parts[-1].split("#", 1)
+    return execution, key
 
 
 def truncate(scope: str, depth: int) -> str:
