@@ -46,9 +46,15 @@ class InstanceState:
     created_at: datetime | None = None  # None: started by this decision (its ``now``)
 
 
-@dataclass(frozen=True, slots=True)
+# Exec, JobRef and AuditEvent are made several times per result (a batch's MAP item makes five)
+# and never changed once made (a new state is a new Exec: ``with_state``), but are not frozen: a
+# frozen dataclass's __init__ sets each field through object.__setattr__ (Exec's nine cost
+# 1.9 µs so, 0.45 µs plainly), which was a tenth of a batched MAP item's decision.
+
+
+@dataclass(slots=True)
 class Exec:
-    """A step execution as the decider sees it."""
+    """A step execution as the decider sees it (never changed once made)."""
 
     id: uuid.UUID
     step_id: str
@@ -132,10 +138,11 @@ class NewJob:
     start_delay_seconds: int = 0  # claimable this long after it is created
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class JobRef:
-    """The job a worker reported on, as the decision read it. Its writes are guarded by
-    (status, worker, attempt): they apply only if nothing moved the job since the read."""
+    """The job a worker reported on, as the decision read it (never changed once made). Its
+    writes are guarded by (status, worker, attempt): they apply only if nothing moved the job
+    since the read."""
 
     id: uuid.UUID
     step_id: str
@@ -153,7 +160,7 @@ class JobRetry:
     run_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AuditEvent:
     event: str
     job_id: uuid.UUID | None = None
