@@ -248,8 +248,8 @@ def _labeler(*batches: int) -> Callable[[object], str]:
         for kept in (False, True)
         for text in (str, raw_sql_text)  # as written, and as sent ($n)
     }
-    write = sql_modules()["batches"].WRITE_DECISIONS
-    claims[raw_sql_text(write)] = "batch_sql.WRITE_DECISIONS"
+    for write in ("WRITE_DECISIONS", "WRITE_UPDATES"):
+        claims[raw_sql_text(getattr(sql_modules()["batches"], write))] = f"batch_sql.{write}"
     return sql_labeler(
         *sql_modules().values(),
         extra={

@@ -4,16 +4,20 @@ fails and once by batches, end in the same instances, steps, jobs, audit trails 
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import psycopg
+import pytest
+from baton.engine import writer
 from baton.engine.batch_ops import BatchResult, Failure
 from baton.engine.service import Engine
 from baton.errors import Conflict
 from baton.settings import EngineSettings
 from baton.store.db import Database
+from baton.store.raw_sql import RawStatement
 
 from tests.support.helpers import service_step
 from tests.support.rows import cohort_rows
@@ -220,3 +224,116 @@ def test_a_batch_mixing_common_and_cancelling_decisions_writes_both(engine: Engi
     assert steps["x"] == "CANCELLED"
     assert [engine.get_instance(p)["status"] for p in plain] == ["COMPLETED"] * 3
     assert str(uuid.UUID(fan)) == fan
+
+
+class _Recorded:
+    """A batch statement that records its executions (and runs them)."""
+
+    def __init__(self, statement: RawStatement, name: str, used: list[str]) -> None:
+        self.statement, self.name, self.used = statement, name, used
+
+    def execute(self, conn: Any, params: Any) -> Any:
+        self.used.append(self.name)
+        return self.statement.execute(conn, params)
+
+
+def test_a_batch_that_only_updates_and_ends_is_written_by_the_lean_statement(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One-step completions need no new jobs, steps or events: WRITE_UPDATES, whose statement
+    PostgreSQL sets up without those four writes; a batch that opens the next step takes the
+    whole WRITE_DECISIONS."""
+    used: list[str] = []
+    for name in ("WRITE_UPDATES", "WRITE_DECISIONS"):
+        monkeypatch.setattr(writer, name, _Recorded(getattr(writer, name), name, used))
+    engine.register_definition({"name": "lean1", "steps": [service_step("a", "lean-1")]})
+    engine.register_definition(
+        {"name": "lean2", "steps": [service_step("a", "lean-2a"), service_step("b", "lean-2b")]}
+    )
+    for name in ("lean1", "lean1", "lean2", "lean2"):
+        engine.start_instance(definition_name=name)
+    for job_type in ("lean-1", "lean-2a", "lean-2b"):
+        jobs = engine.poll("w", [job_type], 10)
+        answers = engine.complete_batch(
+            [BatchResult(j["id"], "w", j["attempt"], {"ok": True}) for j in jobs]
+        )
+        assert [a["outcome"] for a in answers] == ["APPLIED", "APPLIED"]
+    assert used == ["WRITE_UPDATES", "WRITE_DECISIONS", "WRITE_UPDATES"]
+
+
+def test_the_lean_statement_refuses_a_job_that_moved_and_writes_nothing(
+    engine: Engine, database_url: str
+) -> None:
+    """Its job guard is checked before anything after it is written, as in WRITE_DECISIONS:
+    one ended job whose attempt moved refuses the whole statement (BT409)."""
+    engine.register_definition({"name": "lean3", "steps": [service_step("a", "lean-3")]})
+    for _ in range(2):
+        engine.start_instance(definition_name="lean3")
+    assert len(engine.poll("w", ["lean-3"], 10)) == 2
+    read = """SELECT j.id, j.instance_id, j.step_execution_id, j.attempt, i.version
+                FROM job j JOIN instance i ON i.id = j.instance_id
+               WHERE j.job_type = 'lean-3' ORDER BY j.id"""
+    state = """SELECT i.status, i.version, j.status, s.status,
+                      (SELECT count(*) FROM audit_log a WHERE a.instance_id = i.id)
+                 FROM job j JOIN instance i ON i.id = j.instance_id
+                 JOIN step_execution s ON s.id = j.step_execution_id
+                WHERE j.job_type = 'lean-3' ORDER BY j.id"""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        rows = conn.execute(read).fetchall()
+        before = conn.execute(state).fetchall()
+        stale = rows[1][3] + 1  # the second job's attempt as if it had moved on
+        params = {
+            "lock": json.dumps(sorted(str(r[1]) for r in rows)),
+            "instances": json.dumps(
+                [
+                    {
+                        "id": str(r[1]),
+                        "status": "COMPLETED",
+                        "variables": {},
+                        "output": {},
+                        "reason": None,
+                        "expected": r[4],
+                        "added_steps": 0,
+                        "clear_timeout": False,
+                        "reset_timeout": None,
+                    }
+                    for r in rows
+                ]
+            ),
+            "n_instances": 2,
+            "ended_jobs": json.dumps(
+                [
+                    {
+                        "id": str(r[0]),
+                        "status": "COMPLETED",
+                        "g_status": "LOCKED",
+                        "g_worker": "w",
+                        "g_attempt": stale if k else r[3],
+                    }
+                    for k, r in enumerate(rows)
+                ]
+            ),
+            "n_ended_jobs": 2,
+            "step_updates": json.dumps(
+                [{"id": str(r[2]), "status": "COMPLETED", "output": {}} for r in rows]
+            ),
+            "audit": json.dumps(
+                [
+                    {"instance_id": str(r[1]), "job_id": str(r[0]), "event": "JOB_COMPLETED"}
+                    for r in rows
+                ]
+            ),
+        }
+        with pytest.raises(psycopg.Error) as refused:
+            writer.WRITE_UPDATES.execute(conn, params)
+        assert refused.value.sqlstate == "BT409"
+        assert conn.execute(state).fetchall() == before
+        params["ended_jobs"] = params["ended_jobs"].replace(
+            f'"g_attempt": {stale}', f'"g_attempt": {rows[1][3]}'
+        )
+        writer.WRITE_UPDATES.execute(conn, params)
+        after = conn.execute(state).fetchall()
+    assert [r[:4] for r in after] == [
+        ("COMPLETED", r[1] + 1, "COMPLETED", "COMPLETED") for r in before
+    ]
+    assert [r[4] for r in after] == [r[4] + 1 for r in before]

@@ -43,8 +43,9 @@ from baton.store.raw_sql import RawStatement
 _PARAM = re.compile(r"%\((\w+)\)s")
 _CTE_REF = re.compile(r"/\*cte:(\w+)\*/")
 AFTER = "/*after*/"
-# The batch write, converted once (longer than psycopg caches its conversions for).
+# The batch writes, converted once (longer than psycopg caches its conversions for).
 WRITE_DECISIONS = RawStatement(batch_sql.WRITE_DECISIONS)
+WRITE_UPDATES = RawStatement(batch_sql.WRITE_UPDATES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +156,8 @@ def write_many(
     """Write several decisions made on unlocked reads in one transaction, on an autocommit
     connection, all in one pipeline (one round trip, one commit): the decisions' instances
     locked in id order; one set-based statement for every decision that needs only the common
-    writes (``batch_sql.WRITE_DECISIONS``, with the ``settled`` ones, already in its rows), one
+    writes (``batch_sql.WRITE_UPDATES`` or ``WRITE_DECISIONS``, see ``_SetRows.statement``, with
+    the ``settled`` ones already in its rows), one
     chained statement for each of the others. A refused fence (StaleVersion) or any error
     rolls back all of them.
 
@@ -187,14 +189,14 @@ def write_many(
     if not alone:
         # One statement, atomic on its own, that locks the instances itself: no pipeline
         # (psycopg's pipeline and a second statement cost ~15 us of client CPU per batch).
-        WRITE_DECISIONS.execute(conn, common.params(lock=ids))
+        common.statement().execute(conn, common.params(lock=ids))
         return
     with conn.pipeline():
         cur = conn.cursor()
         if ids:
             cur.execute(batch_sql.LOCK_INSTANCES, {"ids": sorted(ids, key=_int)})
         if common.count:
-            WRITE_DECISIONS.execute(conn, common.params())
+            common.statement().execute(conn, common.params())
         for sql, params in alone:
             cur.execute(sql, params)
 
@@ -262,6 +264,13 @@ class _SetRows:
         self.ended_jobs.append(one.ended_job)
         self.step_updates.append(one.step_update)
         self.audit.extend(one.audit)
+
+    def statement(self) -> RawStatement:
+        """``WRITE_UPDATES`` when the rows need no more (no retried or new jobs, no new steps, no
+        events: a batch of one-step completions), else ``WRITE_DECISIONS``."""
+        if self.retried_jobs or self.new_jobs or self.new_steps or self.events:
+            return WRITE_DECISIONS
+        return WRITE_UPDATES
 
     def params(self, lock: list[uuid.UUID] | None = None) -> dict[str, Any]:
         """The statement's parameters; ``lock``: the instances it locks first (in id order)."""
