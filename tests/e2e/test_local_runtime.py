@@ -19,6 +19,8 @@ import httpx
 import psycopg
 import pytest
 
+from tests.support.helpers import wait_until
+
 if TYPE_CHECKING:
     from tests.support.servers import LocalServer
 
@@ -169,6 +171,30 @@ def test_response_carries_the_gateway_request_id(local_server: LocalServer) -> N
     response = local_server.request("GET", "/v1/taskdefs/x")
     request_id = response.json()["event"]["requestContext"]["requestId"]
     assert response.headers["x-amzn-requestid"] == request_id
+
+
+def test_each_request_logs_a_json_line_with_its_ids_time_and_cpu(
+    local_server: LocalServer,
+) -> None:
+    """The access log: one line per request, with the server's own CPU for it (the request
+    thread's, from its parsed headers to its answer sent), so a benchmark can
+    tell what each kind of request costs the server."""
+    response = local_server.request("GET", "/v1/taskdefs/logged")
+    request_id = response.headers["x-amzn-requestid"]
+
+    def line() -> dict[str, Any] | None:
+        for text in local_server.log_path.read_text(errors="replace").splitlines():
+            if request_id in text and '"message": "request"' in text:
+                entry: dict[str, Any] = json.loads(text)
+                return entry
+        return None
+
+    entry = wait_until(line, timeout=10, what="the request's log line")
+    assert entry["method"] == "GET"
+    assert entry["path"] == "/v1/taskdefs/logged"
+    assert entry["status"] == 200
+    assert entry["function"] == "definitions"
+    assert 0 < entry["cpu_ms"] <= entry["ms"] + 1  # CPU while it ran, not wall time
 
 
 def test_handler_receives_a_lambda_context(local_server: LocalServer) -> None:

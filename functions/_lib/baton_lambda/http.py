@@ -319,6 +319,12 @@ class Api:
 
         @self.logger.inject_lambda_context(clear_state=True)
         def handle(event: dict[str, Any], context: Any) -> Any:
+            try:
+                return serve(event, context)
+            finally:
+                self._sink.publish()  # the engine's metrics, before log_metrics flushes them
+
+        def serve(event: dict[str, Any], context: Any) -> Any:
             self.logger.thread_safe_clear_keys()
             request_id = (event.get("requestContext") or {}).get("requestId")
             if request_id:

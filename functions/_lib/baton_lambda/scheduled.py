@@ -45,7 +45,10 @@ def scheduled(function: str, duty: Duty) -> ScheduledHandler:
         passes = 0
         while True:
             began = time.monotonic()
-            result = duty(engine)
+            try:
+                result = duty(engine)
+            finally:
+                sink.publish()  # the pass's metrics, flushed by log_metrics at the end
             passes += 1
             totals.update(result)
             if any(result.values()):

@@ -4,7 +4,9 @@ Per request, in API Gateway's order: the API key (401 without one, 403 with a wr
 asked for on the route table's public routes), the size limit (413 before reading the body), the
 route (404, 405 with ``Allow``), then the function's
 handler with a REST proxy event; its proxy result becomes the HTTP response. The server's own
-refusals are ``application/problem+json``. One JSON log line per request.
+refusals are ``application/problem+json``. One JSON log line per request: method, path,
+status, ``ms`` (wall) and ``cpu_ms`` (the request thread's CPU from its parsed headers to its
+answer: what that request cost the server), request id, function.
 
 At stop (:meth:`LocalApiServer.drain`) the server stops accepting connections, lets the requests
 in flight finish (a long-poll waiting for jobs is told, as if its client had gone, and answers
@@ -194,6 +196,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def _serve_one(self) -> None:
         started = time.perf_counter()
+        cpu_started = time.thread_time()
         request_id = str(uuid.uuid4())
         raw_path, _, query = self.path.partition("?")
         function = None
@@ -225,6 +228,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 "path": raw_path,
                 "status": response.status,
                 "ms": round((time.perf_counter() - started) * 1000, 2),
+                "cpu_ms": round((time.thread_time() - cpu_started) * 1000, 3),
                 "request_id": request_id,
                 "function": function,
             },
