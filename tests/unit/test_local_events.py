@@ -20,7 +20,7 @@ from baton.local.events import (
     scheduled_event,
 )
 from baton.local.responses import MalformedProxyResponse, from_proxy_result, problem
-from baton.routes import ROUTES, SERVED_ROUTES, Route
+from baton.routes import ROUTED, ROUTES, SERVED_ROUTES, Route
 
 # Top-level keys of the documented REST proxy event ("Input format of a Lambda function for
 # proxy integration" in the API Gateway developer guide).
@@ -289,6 +289,15 @@ def test_literal_segments_win_over_parameters() -> None:
     assert table.match("GET", "/v1/things/search") == MethodNotAllowed(
         "/v1/things/search", ("POST",)
     )
+
+
+@pytest.mark.parametrize("method", ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"])
+def test_a_path_spelled_as_a_template_matches_as_the_full_search_does(method: str) -> None:
+    """A path equal to a template without parameters is looked up directly; the answer is the
+    one the search through every resource, most specific first, gives."""
+    paths = {r.path for r in ROUTED} | {"/v1/jobs/poll/", "/v1/jobs/p%6Fll", "/ui/"}
+    for path in sorted(paths):
+        assert TABLE.match(method, path) == TABLE._search(method, path), path
 
 
 def test_scheduled_event_is_an_eventbridge_scheduled_event() -> None:

@@ -10,6 +10,7 @@ percent-encoded while path and query parameters arrive decoded; ``+`` is left as
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import uuid
 from collections.abc import Iterable, Sequence
@@ -134,8 +135,22 @@ class RouteTable:
         # {proxy+} only takes what no other resource does.
         resources.sort(key=lambda r: (r.greedy, tuple(_is_param(s) for s in r.segments)))
         self._resources = tuple(resources)
+        # A path spelled exactly as a template without parameters is that resource: a literal
+        # segment beats a {param} at every depth, so no other resource is tried first.
+        self._literal = {
+            r.template: r for r in resources if not any(_is_param(s) for s in r.segments)
+        }
 
     def match(self, method: str, raw_path: str) -> RouteResult:
+        if not raw_path.startswith("/"):
+            return NoRoute(raw_path)
+        literal = self._literal.get(raw_path)
+        if literal is not None:
+            return self._answer(literal, method, {})
+        return self._search(method, raw_path)
+
+    def _search(self, method: str, raw_path: str) -> RouteResult:
+        """Every resource tried, most specific first (what ``match`` answers for any path)."""
         if not raw_path.startswith("/"):
             return NoRoute(raw_path)
         result = self._match(method, _split(raw_path), raw_path)
@@ -149,13 +164,16 @@ class RouteTable:
     def _match(self, method: str, segments: tuple[str, ...], raw_path: str) -> RouteResult:
         for resource in self._resources:
             params = resource.bind(segments)
-            if params is None:
-                continue
-            route = resource.methods.get(method.upper()) or resource.methods.get("ANY")
-            if route is None:
-                return MethodNotAllowed(resource.template, tuple(sorted(resource.methods)))
-            return RouteMatch(route, params)
+            if params is not None:
+                return self._answer(resource, method, params)
         return NoRoute(raw_path)
+
+    @staticmethod
+    def _answer(resource: _Resource, method: str, params: dict[str, str]) -> RouteResult:
+        route = resource.methods.get(method.upper()) or resource.methods.get("ANY")
+        if route is None:
+            return MethodNotAllowed(resource.template, tuple(sorted(resource.methods)))
+        return RouteMatch(route, params)
 
 
 def parse_query(query_string: str) -> list[tuple[str, str]]:
@@ -234,7 +252,10 @@ def encode_body(body: bytes) -> tuple[str | None, bool]:
         return base64.b64encode(body).decode("ascii"), True
 
 
+@functools.lru_cache(maxsize=1024)
 def _short_id(text: str, length: int) -> str:
+    """A stable id derived from ``text`` (a route's resource id, an API key's id): the same few
+    texts at every request, hashed once each."""
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 

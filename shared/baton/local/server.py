@@ -36,6 +36,7 @@ from baton.local.events import (
     MethodNotAllowed,
     NoRoute,
     RouteMatch,
+    RouteResult,
     RouteTable,
     rest_api_event,
 )
@@ -154,6 +155,9 @@ def _stop_reading(connection: socket.socket) -> None:
 class _RequestHandler(BaseHTTPRequestHandler):
     # Small responses on keep-alive connections otherwise wait on Nagle + delayed ACK (~40 ms).
     disable_nagle_algorithm = True
+    # The answer is written to a buffer and sent with one send at its end (_send flushes): the
+    # status line and headers, then the body, went out as two sends and two TCP segments.
+    wbufsize = 64 * 1024
     server: LocalApiServer
     protocol_version = "HTTP/1.1"  # keep-alive: workers poll in a loop
     timeout = 120  # idle keep-alive connections are dropped after this many seconds
@@ -266,8 +270,19 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def _public(self) -> bool:
         """The request is for a route the table serves without credentials (``auth`` none)."""
-        match = self.server.routes.match(self.command, self.path.partition("?")[0])
+        match = self._route(self.path.partition("?")[0])
         return isinstance(match, RouteMatch) and not match.route.gateway_auth
+
+    _routed: tuple[str, str, RouteResult] | None = None
+
+    def _route(self, raw_path: str) -> RouteResult:
+        """The route of this request, matched once (the credentials check and the dispatch both
+        ask; the handler object serves every request of its connection)."""
+        routed = self._routed
+        if routed is None or routed[0] != self.command or routed[1] != raw_path:
+            routed = (self.command, raw_path, self.server.routes.match(self.command, raw_path))
+            self._routed = routed
+        return routed[2]
 
     def _content_length(self) -> int | None:
         raw = self.headers.get("Content-Length", "0").strip() or "0"
@@ -336,7 +351,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def _dispatch(
         self, raw_path: str, query: str, body: bytes, request_id: str
     ) -> tuple[HttpResponse, str | None]:
-        match = self.server.routes.match(self.command, raw_path)
+        match = self._route(raw_path)
         if isinstance(match, NoRoute):
             return self._problem(404, f"no route for {raw_path}"), None
         if isinstance(match, MethodNotAllowed):
@@ -441,7 +456,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         """Refuse before the client sends the body (curl asks first for large bodies)."""
         response = self._refusal()
         if response is None:
-            return super().handle_expect_100()
+            go_on = super().handle_expect_100()
+            self.wfile.flush()  # the 100 Continue, now: the client waits for it to send the body
+            return go_on
         self.close_connection = True
         try:
             self._send(response, str(uuid.uuid4()))
