@@ -10,7 +10,9 @@ completion, so a worker's start-up and the wait for its READY line are not count
 the worker process's own from start to stop, start-up and JIT included (what an operator pays
 for), its build excluded (a run script builds in child processes, then execs the worker). The
 server's CPU is counted over the drain alone, and its access log says how many requests each
-job cost (polls, result batches, others).
+job cost (polls, result batches, others) and what they cost the server (each line's
+``cpu_ms``: "in polls" and "in batches" per job; the rest of the server's CPU is its other
+threads, the scheduled functions ticking and the long-poll listener).
 
 Every SDK runs at its defaults, which are the same request sizes in all four (polls of up to
 100 jobs, sized to the free slots; result batches of up to 100). ``--python-sizes 10,32`` runs
@@ -131,10 +133,13 @@ def _drain_seconds(url: str, name: str) -> float:
     return float(row[0])
 
 
-def _requests(log_path: Path, offset: int) -> dict[str, int]:
-    """The server's requests logged after ``offset``, by kind: polls, result batches, others.
-    A request is this worker's when it came while it ran (one worker at a time)."""
+def _requests(log_path: Path, offset: int) -> tuple[dict[str, int], dict[str, float]]:
+    """The server's requests logged after ``offset``, by kind (polls, result batches, others):
+    how many, and the server's CPU seconds for them (``cpu_ms`` of each access-log line: the
+    request thread's own). A request is this worker's when it came while it ran (one worker at
+    a time)."""
     counts = {"poll": 0, "batch": 0, "other": 0}
+    cpu = {"poll": 0.0, "batch": 0.0, "other": 0.0}
     with log_path.open("rb") as f:
         f.seek(offset)
         for line in f:
@@ -155,7 +160,8 @@ def _requests(log_path: Path, offset: int) -> dict[str, int]:
                 else "other"
             )
             counts[kind] += 1
-    return counts
+            cpu[kind] += float(entry.get("cpu_ms") or 0.0) / 1000
+    return counts, cpu
 
 
 def drain(
@@ -194,9 +200,15 @@ def drain(
     server_cpu = (
         None if server_before is None or server_after is None else server_after - server_before
     )
-    requests = _requests(dev.log_path, log_offset)
-    log(f"{language}: {jobs:,} jobs in {seconds:.2f}s; requests {requests}")
+    requests, request_cpu = _requests(dev.log_path, log_offset)
+    per_job = {kind: round(seconds * 1e6 / jobs) for kind, seconds in request_cpu.items()}
+    log(
+        f"{language}: {jobs:,} jobs in {seconds:.2f}s; requests {requests}; "
+        f"server CPU us/job by request kind {per_job}"
+    )
     return {
+        "poll_us": request_cpu["poll"] / jobs * 1e6,
+        "batch_us": request_cpu["batch"] / jobs * 1e6,
         "polls_per_1k": requests["poll"] / jobs * 1000,
         "batches_per_1k": requests["batch"] / jobs * 1000,
         "other_per_1k": requests["other"] / jobs * 1000,
@@ -252,6 +264,8 @@ def main() -> None:
                 "target",
                 "worker CPU us/job",
                 "server CPU us/job",
+                "in polls",
+                "in batches",
                 "polls/1k jobs",
                 "batches/1k jobs",
             ],
@@ -263,6 +277,8 @@ def main() -> None:
                     f">= {targets[lang]:.1f}" if lang in targets else "baseline",
                     fmt_num(r["worker_us"]),
                     fmt_num(r["server_us"]),
+                    fmt_num(r["poll_us"]),
+                    fmt_num(r["batch_us"]),
                     fmt_num(r["polls_per_1k"]),
                     fmt_num(r["batches_per_1k"]),
                 ]

@@ -143,3 +143,43 @@ def test_any_text_is_parsed_or_refused_with_a_place_never_a_crash(tokens: list[s
             assert problem.path, problem
     except ValidationFailed:
         pass
+
+
+def _refusal(check: Any) -> tuple[str, str, str] | None:
+    try:
+        check()
+    except ValidationFailed as e:
+        return ("422", type(e).__name__, repr(e.problems))
+    except MalformedRequest as e:
+        return ("400", type(e).__name__, f"{e.detail} {e.problems!r}")
+    return None
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    tokens=st.lists(
+        st.sampled_from([*_TOKENS, "\\u0000", "\\ud835", "\x00", "\ud835"]), max_size=30
+    )
+)
+def test_the_quick_body_check_refuses_what_the_parse_refuses_word_for_word(
+    tokens: list[str],
+) -> None:
+    """``check_json_body`` (orjson first) for a body whose values pydantic reads from the text."""
+    text = "".join(tokens)
+    assert _refusal(lambda: json_input.check_json_body(text)) == _refusal(
+        lambda: json_input.parse_json_body(text)
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_values, ascii_only=st.booleans(), depth=st.sampled_from([0, 199, 200, 1100]))
+def test_the_quick_body_check_agrees_on_values_and_nesting(
+    value: Any, ascii_only: bool, depth: int
+) -> None:
+    try:
+        text = '{"a":' * depth + _as_client_sends(value, ascii_only=ascii_only) + "}" * depth
+    except UnicodeEncodeError:  # pragma: no cover - json.dumps writes lone surrogates as is
+        return
+    assert _refusal(lambda: json_input.check_json_body(text)) == _refusal(
+        lambda: json_input.parse_json_body(text)
+    )

@@ -24,6 +24,7 @@ from aws_lambda_powertools.metrics import EphemeralMetrics
 from baton import jsontext
 from baton.api.json_input import (
     LoneSurrogate,
+    check_json_body,
     check_string,
     check_text,
     parse_json,
@@ -241,7 +242,7 @@ class Api:
         if direct is not None:
             return _validated(model, direct)
         raw = self.raw_body()
-        data = parse_json_body(raw)
+        data = check_json_body(raw)  # pydantic reads the values from the text
         if not isinstance(data, dict):
             raise ValidationFailed([Problem("$", "the request body must be a JSON object")])
         try:

@@ -13,6 +13,8 @@ import math
 import re
 from typing import Any
 
+import orjson
+
 from baton.api.json_locate import Where, locate
 from baton.errors import MalformedRequest, Problem, ValidationFailed
 
@@ -26,6 +28,23 @@ def parse_json_body(raw: str | None) -> Any:
     if raw is None or not raw.strip():
         return {}
     return parse_json(raw, "request body")
+
+
+def check_json_body(raw: str | None) -> Any:
+    """The body checked as :func:`parse_json_body` checks it (the same refusals, word for word),
+    for a caller that reads the values from the text itself (a model validated from JSON): the
+    value returned may be inexact (orjson reads an integer past 64 bits as a float). orjson
+    refuses everything strict parsing refuses, several times faster; what it refuses (and a
+    lone surrogate, which it refuses where ``json`` parses it for :func:`check_text` to name)
+    goes through :func:`parse_json` for its refusal."""
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return parse_json(raw, "request body")
+    check_text(value, "$", strings=_may_hold_bad_text(raw))
+    return value
 
 
 def parse_json(raw: str, what: str, *, strings: bool = True) -> Any:
