@@ -12,7 +12,9 @@ for), its build excluded (a run script builds in child processes, then execs the
 server's CPU is counted over the drain alone, and its access log says how many requests each
 job cost (polls, result batches, others) and what they cost the server (each line's
 ``cpu_ms``: "in polls" and "in batches" per job; the rest of the server's CPU is its other
-threads, the scheduled functions ticking and the long-poll listener).
+threads, the scheduled functions ticking and the long-poll listener). PostgreSQL's CPU over
+the drain is its postmaster's and the processes it forked (the server's pooled backends
+included; a local server only).
 
 Every SDK runs at its defaults, which are the same request sizes in all four (polls of up to
 100 jobs, sized to the free slots; result batches of up to 100). ``--python-sizes 10,32`` runs
@@ -36,7 +38,7 @@ from pathlib import Path
 
 import psycopg
 from support import BenchError
-from support.cpu import process_cpu_seconds
+from support.cpu import postmaster_pid, process_cpu_seconds, server_cpu_seconds
 from support.postgres import fresh_database, postgres_server
 from support.processes import DevServer, dev_server
 from support.reporting import fmt_num, log, table
@@ -178,7 +180,9 @@ def drain(
     log(f"{language}: starting its worker (parallelism {parallelism})")
     log_offset = dev.log_path.stat().st_size
     worker = Worker(language, dev, prefix, parallelism, python_sizes)
+    postgres = postmaster_pid(url)
     server_before = dev.cpu_seconds()
+    postgres_before = server_cpu_seconds(postgres)
     try:
         deadline = time.monotonic() + READY_SECONDS + jobs / 50
         last_log = 0.0
@@ -193,12 +197,18 @@ def drain(
             worker.sample_cpu()
             time.sleep(0.05)
         server_after = dev.cpu_seconds()
+        postgres_after = server_cpu_seconds(postgres)
     finally:
         worker.stop()
     verify(url, name, job_type, jobs)
     seconds = _drain_seconds(url, name)
     server_cpu = (
         None if server_before is None or server_after is None else server_after - server_before
+    )
+    postgres_cpu = (
+        None
+        if postgres_before is None or postgres_after is None
+        else postgres_after - postgres_before
     )
     requests, request_cpu = _requests(dev.log_path, log_offset)
     per_job = {kind: round(seconds * 1e6 / jobs) for kind, seconds in request_cpu.items()}
@@ -216,6 +226,7 @@ def drain(
         "seconds": seconds,
         "worker_us": worker.peak_cpu / jobs * 1e6,
         "server_us": float("nan") if server_cpu is None else server_cpu / jobs * 1e6,
+        "postgres_us": float("nan") if postgres_cpu is None else postgres_cpu / jobs * 1e6,
     }
 
 
@@ -266,6 +277,7 @@ def main() -> None:
                 "server CPU us/job",
                 "in polls",
                 "in batches",
+                "PostgreSQL CPU us/job",
                 "polls/1k jobs",
                 "batches/1k jobs",
             ],
@@ -279,6 +291,7 @@ def main() -> None:
                     fmt_num(r["server_us"]),
                     fmt_num(r["poll_us"]),
                     fmt_num(r["batch_us"]),
+                    fmt_num(r["postgres_us"]),
                     fmt_num(r["polls_per_1k"]),
                     fmt_num(r["batches_per_1k"]),
                 ]
