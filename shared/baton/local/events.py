@@ -217,20 +217,33 @@ def _query_maps(
 
 def request_time(now: datetime) -> str:
     """API Gateway's ``requestTime`` (CLF format, English month names whatever the locale)."""
-    now = now.astimezone(UTC)
-    return f"{now:%d}/{_MONTHS[now.month - 1]}/{now:%Y:%H:%M:%S} +0000"
+    t = now.astimezone(UTC)
+    month = _MONTHS[t.month - 1]
+    return f"{t.day:02d}/{month}/{t.year:04d}:{t.hour:02d}:{t.minute:02d}:{t.second:02d} +0000"
 
 
 def _trace_id(now: datetime) -> str:
     return f"Root=1-{int(now.timestamp()):08x}-{uuid.uuid4().hex[:24]}"
 
 
-def _with_gateway_headers(request: LocalRequest, now: datetime) -> list[tuple[str, str]]:
-    """The client's headers plus the ones API Gateway adds on the way to the integration."""
+def _first_values(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Each header's first value by its lower-case name (what ``LocalRequest.header`` gives),
+    in one pass: the event reads several."""
+    first: dict[str, str] = {}
+    for name, value in headers:
+        first.setdefault(name.lower(), value)
+    return first
+
+
+def _with_gateway_headers(
+    request: LocalRequest, now: datetime, present: dict[str, str]
+) -> list[tuple[str, str]]:
+    """The client's headers plus the ones API Gateway adds on the way to the integration
+    (``present``: the client's, as :func:`_first_values` gives them)."""
     headers = list(request.headers)
-    present = {k.lower() for k, _ in headers}
-    forwarded = request.header("X-Forwarded-For")
-    headers = [(k, v) for k, v in headers if k.lower() != "x-forwarded-for"]
+    forwarded = present.get("x-forwarded-for")
+    if "x-forwarded-for" in present:
+        headers = [(k, v) for k, v in headers if k.lower() != "x-forwarded-for"]
     chain = f"{forwarded}, {request.source_ip}" if forwarded else request.source_ip
     headers.append(("X-Forwarded-For", chain))
     if "x-forwarded-proto" not in present:
@@ -270,11 +283,12 @@ def rest_api_event(
     """The API Gateway REST (v1) Lambda proxy event for ``request`` routed to ``match``."""
     now = now or datetime.now(UTC)
     request_id = request_id or str(uuid.uuid4())
-    headers, multi_headers = _single_and_multi(_with_gateway_headers(request, now))
+    present = _first_values(request.headers)
+    headers, multi_headers = _single_and_multi(_with_gateway_headers(request, now, present))
     query, multi_query = _query_maps(parse_query(request.query_string))
     body, is_base64 = encode_body(request.body)
-    api_key = request.header(API_KEY_HEADER)
-    host = request.header("Host") or f"{API_ID}.execute-api.{REGION}.amazonaws.com"
+    api_key = present.get(API_KEY_HEADER)
+    host = present.get("host") or f"{API_ID}.execute-api.{REGION}.amazonaws.com"
     template = match.route.path
     method = request.method.upper() if match.route.fallback else match.route.method
     return {
@@ -307,7 +321,7 @@ def rest_api_event(
                 "principalOrgId": None,
                 "sourceIp": request.source_ip,
                 "user": None,
-                "userAgent": request.header("User-Agent"),
+                "userAgent": present.get("user-agent"),
                 "userArn": None,
                 "clientCert": None,
             },
