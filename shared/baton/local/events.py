@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import secrets
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -223,7 +224,7 @@ def request_time(now: datetime) -> str:
 
 
 def _trace_id(now: datetime) -> str:
-    return f"Root=1-{int(now.timestamp()):08x}-{uuid.uuid4().hex[:24]}"
+    return f"Root=1-{int(now.timestamp()):08x}-{secrets.token_hex(12)}"  # 96 random bits
 
 
 def _first_values(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -306,7 +307,7 @@ def rest_api_event(
             "apiId": API_ID,
             "domainName": host,
             "domainPrefix": host.split(".", 1)[0],
-            "extendedRequestId": base64.b64encode(uuid.uuid4().bytes[:10]).decode("ascii"),
+            "extendedRequestId": base64.b64encode(secrets.token_bytes(10)).decode("ascii"),
             "httpMethod": method,
             "identity": {
                 "accessKey": None,
