@@ -306,6 +306,33 @@ def main() -> None:
             ],
         )
     )
+    print_bound(results)
+
+
+def print_bound(results: dict[str, dict[str, float]]) -> None:
+    """What the worker's language can buy on this machine: worker, server and PostgreSQL share
+    its cores, so a drain bound by CPU runs at about cores / (worker + server + PostgreSQL CPU
+    per job). A worker that cost nothing would drain at most (W + S + P) / (S + P) times the
+    Python SDK's rate, with the server and PostgreSQL CPU per job of Python's own drain; the
+    cores' use says how close each drain came to being bound by CPU at all."""
+    cores = os.cpu_count() or 1
+    print()
+    for lang, r in results.items():
+        total = r["worker_us"] + r["server_us"] + r["postgres_us"]
+        busy = r["rate"] * total / 1e6 / cores
+        print(
+            f"{lang}: {total:,.0f} us of CPU per job in all (worker + server + PostgreSQL); "
+            f"the {cores} cores {busy:.0%} busy over the drain"
+        )
+    py = results["python"]
+    shared = py["server_us"] + py["postgres_us"]
+    if shared == shared and shared > 0:  # not NaN
+        bound = (py["worker_us"] + shared) / shared
+        print(
+            f"bound: a worker costing 0 us per job, beside this run's server and PostgreSQL "
+            f"({shared:,.0f} us per job in Python's drain), would drain at most {bound:.2f}x "
+            f"the Python SDK's rate on this machine"
+        )
 
 
 if __name__ == "__main__":
