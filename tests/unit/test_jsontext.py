@@ -109,3 +109,14 @@ def test_surely_within_leaves_to_json_dumps_what_it_cannot_tell(value: object) -
 
 def test_surely_within_passes_a_small_plain_value() -> None:
     assert jsontext.surely_within({"ok": True, "n": [1, 2.5, "text"]}, 1000)
+
+
+@given(st.lists(st.sampled_from([b"0", b"7", b"9", b"1" * 9, b"-", b".", b"e", b" ", b"\xc3\xa9"])))
+def test_the_long_digit_search_finds_what_the_regular_expression_finds(parts: list[bytes]) -> None:
+    """``loads`` looks for a run of 19 ASCII digits (an integer orjson may not hold) by
+    translating digits to zeros: it must find one exactly where ``\\d{19}`` would."""
+    import re
+
+    raw = b"".join(parts)
+    found = jsontext._DIGIT_RUN in raw.translate(jsontext._DIGITS_AS_ZEROS)
+    assert found == (re.search(rb"\d{19}", raw) is not None)
