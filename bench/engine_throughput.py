@@ -242,10 +242,8 @@ def _labeler(*batches: int) -> Callable[[object], str]:
     (``job_sql.claim_sql``), by its constant's name for each of ``batches``."""
     jobs_sql = sql_modules()["jobs"]
     claims = {
-        text(jobs_sql.claim_sql(b, with_state=kept)): "job_sql.CLAIM"
-        + ("_WITH_STATE" if kept else "")
+        text(jobs_sql.claim_sql(b)): "job_sql.CLAIM_AS_JSON"
         for b in batches
-        for kept in (False, True)
         for text in (str, raw_sql_text)  # as written, and as sent ($n)
     }
     for write in ("WRITE_DECISIONS", "WRITE_UPDATES"):
@@ -638,12 +636,15 @@ def explain_claim(url: str, batch: int) -> None:
     import psycopg
 
     jobs_sql = sql_modules()["jobs"]
-    params = {"worker_id": "explain", "job_types": [JOB_TYPE], "max_bytes": 5_000_000}
+    params = {
+        "worker_id": "explain",
+        "job_types": [JOB_TYPE],
+        "max_bytes": 5_000_000,
+        "state_max_bytes": jobs_sql.CLAIMED_STATE_MAX_BYTES,
+    }
     explain = "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "
     with psycopg.connect(url) as conn:
-        claim = conn.execute(
-            explain + jobs_sql.claim_sql(batch, with_state=False), params
-        ).fetchall()
+        claim = conn.execute(explain + jobs_sql.claim_sql(batch), params).fetchall()
         job = conn.execute("SELECT id FROM job WHERE worker_id = 'explain' LIMIT 1").fetchone()
         lock = conn.execute(
             explain + jobs_sql.LOCK_JOB_WITH_INSTANCE, {"job_id": job[0] if job else None}

@@ -80,8 +80,13 @@ def _seed(
 
 def _claim_plan(conn: psycopg.Connection[Any]) -> dict[str, Any]:
     """EXPLAIN ANALYZE of the real claim statement, rolled back."""
-    params = {"worker_id": "w", "job_types": ["wanted"], "max_bytes": 5_000_000}
-    claim = job_sql.claim_sql(10, with_state=False)
+    params = {
+        "worker_id": "w",
+        "job_types": ["wanted"],
+        "max_bytes": 5_000_000,
+        "state_max_bytes": job_sql.CLAIMED_STATE_MAX_BYTES,
+    }
+    claim = job_sql.claim_sql(10)
     with conn.transaction(force_rollback=True):
         row = conn.execute(
             b"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + claim.encode(), params
@@ -201,9 +206,8 @@ def _generic_plan(conn: psycopg.Connection[Any], sql: str) -> dict[str, Any]:
     return plan
 
 
-@pytest.mark.parametrize("with_state", [False, True])
 def test_the_claims_generic_plan_reads_partial_indexes_and_primary_keys_only(
-    database_url: str, with_state: bool
+    database_url: str,
 ) -> None:
     """With LIMIT $n the generic plan guessed a tenth of the table and joined job,
     step_execution and instance by scanning them whole; so the server planned every poll anew.
@@ -212,15 +216,14 @@ def test_the_claims_generic_plan_reads_partial_indexes_and_primary_keys_only(
         if conn.info.server_version < 160000:
             pytest.skip("EXPLAIN (GENERIC_PLAN) needs PostgreSQL 16")
         _seed_workflows(conn, ROWS // 2)
-        plan = _generic_plan(conn, job_sql.claim_sql(32, with_state=with_state))
+        plan = _generic_plan(conn, job_sql.claim_sql(32))
     nodes = _nodes(plan["Plan"])
     seq = [n.get("Relation Name") for n in nodes if n["Node Type"] == "Seq Scan"]
     assert not {"job", "step_execution", "instance"} & set(seq), seq
     scans = {n.get("Index Name") for n in nodes if "Index Name" in n}
     assert {"job_claimable", "job_lease_expiry_by_type", "job_pkey"} <= scans, scans
     assert "step_execution_pkey" in scans, scans
-    if with_state:
-        assert "instance_pkey" in scans, scans
+    assert "instance_pkey" in scans, scans
 
 
 def test_a_connection_plans_its_claim_once(database_url: str) -> None:
@@ -248,6 +251,6 @@ def test_a_connection_plans_its_claim_once(database_url: str) -> None:
 
 def test_a_claim_outside_the_batch_bounds_is_refused() -> None:
     with pytest.raises(ValueError, match="1 to"):
-        job_sql.claim_sql(0, with_state=False)
+        job_sql.claim_sql(0)
     with pytest.raises(ValueError, match="1 to"):
-        job_sql.claim_sql(job_sql.MAX_CLAIM_BATCH + 1, with_state=True)
+        job_sql.claim_sql(job_sql.MAX_CLAIM_BATCH + 1)

@@ -5,16 +5,18 @@ duplicate, a lease that ran out)."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from baton.engine import views
 from baton.engine.batch_ops import BatchResult
-from baton.engine.claimed import INSTANCE_COLUMNS, ClaimedStates
+from baton.engine.claimed import ClaimedStates
 from baton.engine.service import Engine
 from baton.errors import InvalidValue
 from baton.settings import EngineSettings
@@ -157,7 +159,7 @@ def test_a_cancel_by_another_process_is_not_overwritten_by_a_kept_state(
 
 
 def test_a_large_instance_is_not_kept(engine: Engine) -> None:
-    assert "<= %(state_max_bytes)s AS fits" in job_sql.CLAIM_WITH_STATE  # CLAIMED_STATE_MAX_BYTES
+    assert "<= %(state_max_bytes)s AS fits" in job_sql.CLAIM_AS_JSON  # CLAIMED_STATE_MAX_BYTES
     engine.register_definition(one_step("kept-large", "kl"))
     big = os.urandom(20_000).hex()  # incompressible: above CLAIMED_STATE_MAX_BYTES as stored
     engine.start_instance(definition_name="kept-large", input={"big": big})
@@ -187,49 +189,56 @@ def test_the_cache_can_be_turned_off(db: Database, no_reads: None) -> None:
         engine.complete_job(job["id"], "w", {})
 
 
-def _kept_rows(engine: Engine, job_ids: list[str]) -> list[dict[str, Any]]:
-    """CLAIM_WITH_STATE-shaped rows for claimed jobs, as if the claim had kept them."""
+def _kept_rows(engine: Engine, job_ids: list[str]) -> list[list[Any]]:
+    """Claimed jobs as the claim returns them (``job_sql.claim``: its values, then the state),
+    as if the claim had kept their states."""
     found = engine.db.autocommit(
         lambda c: job_sql.read_jobs_with_instances(c, [uuid.UUID(j) for j in job_ids])
     )
-    rows = []
-    for r in found:
-        row = {f"st_{k}": v for k, v in r.items()}
-        row.update(
-            id=r["job_id"],
-            instance_id=r["id"],
-            step_execution_id=r["step_execution_id"],
-            attempt=r["attempt"],
-            retries_remaining=r["retries_remaining"],
-            lease_seconds=r["lease_seconds"],
-            step_id=r["step_id"],
-            st_fits=True,
-            st_bytes=100,
-        )
-        rows.append(row)
-    return rows
+    return [_as_claimed(json.loads(json.dumps(r, default=_text))) for r in found]
+
+
+def _text(value: Any) -> str:
+    """A UUID or a time as the claim's JSON writes it."""
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def _as_claimed(state: dict[str, Any], *, fits: bool = True, size: int = 100) -> list[Any]:
+    head = {
+        "id": state["job_id"],
+        "instanceId": state["id"],
+        "stepExecutionId": state["step_execution_id"],
+        "attempt": state["attempt"],
+        "reclaimed": False,
+        "latency_ms": 0.0,
+        "state_bytes": size,
+    }
+    values = [head.get(k) for k in job_sql.CLAIMED_KEYS]
+    return [*values, [state.get(k) for k in job_sql.CLAIMED_STATE_KEYS] if fits else None]
 
 
 # --- the cache alone -----------------------------------------------------------------------------
 
 
-def _claim_row(lease_seconds: int, *, fits: bool = True) -> dict[str, Any]:
-    from datetime import UTC, datetime
+def _claim_row(lease_seconds: int, *, fits: bool = True) -> list[Any]:
+    state: dict[str, Any] = {k: None for k in job_sql.CLAIMED_STATE_KEYS}
+    state.update(
+        job_id=str(uuid.uuid4()),
+        id=str(uuid.uuid4()),
+        step_execution_id=str(uuid.uuid4()),
+        attempt=1,
+        retries_remaining=3,
+        lease_seconds=lease_seconds,
+        step_id="s",
+        scope="",
+        now="2026-01-01T00:00:00+00:00",
+        created_at="2025-12-31T23:59:00+00:00",
+    )
+    return _as_claimed(state, fits=fits, size=1000)
 
-    return {
-        "id": uuid.uuid4(),
-        "instance_id": uuid.uuid4(),
-        "step_execution_id": uuid.uuid4(),
-        "attempt": 1,
-        "retries_remaining": 3,
-        "lease_seconds": lease_seconds,
-        "step_id": "s",
-        "st_scope": "",
-        "st_now": datetime(2026, 1, 1, tzinfo=UTC),
-        "st_fits": fits,
-        "st_bytes": 1000,
-        **{f"st_{c}": None for c in INSTANCE_COLUMNS},
-    }
+
+def _job_id(claimed: list[Any]) -> uuid.UUID:
+    return uuid.UUID(claimed[job_sql.CLAIMED_KEYS.index("id")])
 
 
 def test_a_kept_state_is_taken_once_with_its_clock_moved_on() -> None:
@@ -237,15 +246,16 @@ def test_a_kept_state_is_taken_once_with_its_clock_moved_on() -> None:
     row = _claim_row(30)
     cache.keep([row], "w")
     time.sleep(0.01)  # a measurable interval for the clock (not a wait for a condition)
-    taken = cache.take(row["id"])
+    taken = cache.take(_job_id(row))
     assert taken is not None
-    assert taken["now"] - row["st_now"] >= timedelta(seconds=0.01)
-    assert (taken["job_id"], taken["id"], taken["worker_id"]) == (
-        row["id"],
-        row["instance_id"],
+    assert taken["now"] - datetime(2026, 1, 1, tzinfo=UTC) >= timedelta(seconds=0.01)
+    assert (taken["job_id"], str(taken["id"]), taken["worker_id"]) == (
+        _job_id(row),
+        row[job_sql.CLAIMED_KEYS.index("instanceId")],
         "w",
     )
-    assert cache.take(row["id"]) is None
+    assert taken["created_at"] == datetime(2025, 12, 31, 23, 59, tzinfo=UTC)
+    assert cache.take(_job_id(row)) is None
 
 
 def test_kept_states_are_bounded_and_dropped_near_their_lease() -> None:
@@ -253,13 +263,36 @@ def test_kept_states_are_bounded_and_dropped_near_their_lease() -> None:
     rows = [_claim_row(30) for _ in range(3)]
     cache.keep(rows, "w")
     assert len(cache) == 2
-    assert cache.take(rows[0]["id"]) is None  # the oldest went first
+    assert cache.take(_job_id(rows[0])) is None  # the oldest went first
     short = _claim_row(1)  # a lease within the margin: another worker may hold it any moment
     cache.keep([short, _claim_row(30, fits=False)], "w")
-    assert cache.take(short["id"]) is None
+    assert cache.take(_job_id(short)) is None
     assert len(cache) == 1
     by_bytes = ClaimedStates(100, max_bytes=2500)  # 1,000 stored bytes each
     rows = [_claim_row(30) for _ in range(4)]
     by_bytes.keep(rows, "w")
     assert len(by_bytes) == 2
-    assert by_bytes.take(rows[3]["id"]) is not None
+    assert by_bytes.take(_job_id(rows[3])) is not None
+
+
+def test_the_poll_answers_each_job_as_its_row_reads(engine: Engine) -> None:
+    """The claim returns its jobs as one JSON value (ids and times as PostgreSQL writes them in
+    JSON); the poll answers them exactly as ``views.claimed_job`` answers the job's row."""
+    given = {"n": "${workflow.input.n}", "big": "${workflow.input.big}"}
+    engine.register_definition(
+        {"name": "kept-view", "steps": [service_step("s", "kv", input=given)]}
+    )
+    for n in range(5):
+        engine.start_instance(definition_name="kept-view", input={"n": n, "big": 2**70})
+    answers = engine.poll("w", ["kv"], 5)
+    assert len(answers) == 5
+    rows = engine.db.autocommit(
+        lambda c: c.execute(
+            "SELECT j.id, j.instance_id, s.step_id, j.step_execution_id, j.job_type, j.attempt,"
+            "       j.retries_remaining, j.lock_expires_at, j.payload"
+            "  FROM job j JOIN step_execution s ON s.id = j.step_execution_id"
+            " WHERE j.job_type = 'kv' ORDER BY j.created_at"
+        ).fetchall()
+    )
+    assert answers == [views.claimed_job(r) for r in rows]
+    assert answers[0]["input"]["big"] == 2**70  # (exact: not a float)

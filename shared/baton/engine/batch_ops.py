@@ -28,7 +28,7 @@ Correctness is the single path's:
 
 from __future__ import annotations
 
-import operator
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,6 +36,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from baton.engine import one_step, views, writer
+from baton.engine.claimed import typed
 from baton.engine.decide import Changes, Decider, InstanceState, JobRef
 from baton.engine.job_ops import JobOps, attempt_ends
 from baton.engine.reads import exec_from_row
@@ -94,10 +95,10 @@ class BatchOps(JobOps):
     def complete_batch(self, items: Sequence[BatchResult]) -> list[dict[str, Any]]:
         """Apply ``items`` (completions and failures); one answer per item, in order."""
         answers: list[dict[str, Any] | None] = [None] * len(items)
-        ids: dict[int, uuid.UUID] = {}
+        ids: dict[int, str] = {}  # item -> its job id's canonical text
         for k, item in enumerate(items):
             try:
-                ids[k] = uuid.UUID(item.job_id)
+                ids[k] = _canonical(item.job_id)
                 if item.failure is None:
                     self._check_size(item.output or {}, "job output")
             except ValueError:
@@ -118,7 +119,7 @@ class BatchOps(JobOps):
         return [a for a in answers if a is not None]
 
     def _passes(
-        self, items: Sequence[BatchResult], ids: dict[int, uuid.UUID]
+        self, items: Sequence[BatchResult], ids: dict[int, str]
     ) -> tuple[dict[int, dict[str, Any]], list[int]]:
         """A pass, again on fresh reads if it raced (its kept states were taken); raced every
         time, each result on the single path."""
@@ -130,18 +131,20 @@ class BatchOps(JobOps):
         return {}, sorted(ids)
 
     def _batch_pass(
-        self, items: Sequence[BatchResult], ids: dict[int, uuid.UUID]
+        self, items: Sequence[BatchResult], ids: dict[int, str]
     ) -> tuple[dict[int, dict[str, Any]], list[int]]:
         """Read every job with its instance, decide the first result of each instance, and
         write those decisions in one transaction; the answers, and the items left for after."""
 
-        # Rows by their job's and instance's 128-bit integers: a uuid.UUID's hash and order run
-        # Python code, an int's do not (each id is looked up several times per result).
-        kept: dict[int, dict[str, Any]] = {}
-        for jid in {u.int: u for u in ids.values()}.values() if len(self.claimed) else ():
-            row = self.claimed.take(jid)
+        # Rows by their job's and instance's ids as canonical text: a uuid.UUID's hash and
+        # order run Python code, a str's do not (each id is looked up several times per
+        # result), and sort alike. A kept row is as the claim gave it (engine.claimed: its ids
+        # and times as text), typed only if a decider takes it.
+        kept: dict[str, dict[str, Any]] = {}
+        for jid in set(ids.values()):
+            row = self.claimed.take_as_claimed(jid)
             if row is not None:
-                kept[jid.int] = row
+                kept[jid] = row
 
         def run(conn: Conn) -> tuple[dict[int, dict[str, Any]], list[int]]:
             answers: dict[int, dict[str, Any]] = {}
@@ -149,18 +152,21 @@ class BatchOps(JobOps):
             # a stale one makes the write refuse the pass, and every result is then applied on
             # the single path, on fresh reads); one read for the others.
             rows = dict(kept)
-            wanted = sorted({jid for jid in ids.values() if jid.int not in kept}, key=_int)
+            wanted = sorted({jid for jid in ids.values() if jid not in kept})
             if wanted:
                 rows.update(
-                    (r["job_id"].int, r) for r in job_sql.read_jobs_with_instances(conn, wanted)
+                    (str(r["job_id"]), r)
+                    for r in job_sql.read_jobs_with_instances(
+                        conn, [uuid.UUID(jid) for jid in wanted]
+                    )
                 )
-            groups: dict[int, list[int]] = {}  # instance -> its items, in batch order
+            groups: dict[str, list[int]] = {}  # instance -> its items, in batch order
             for k, jid in ids.items():
-                row = rows.get(jid.int)
+                row = rows.get(jid)
                 if row is None:
                     answers[k] = _answer(items[k], "NOT_FOUND", error=f"no job {jid}")
                 else:
-                    groups.setdefault(row["id"].int, []).append(k)
+                    groups.setdefault(str(row["id"]), []).append(k)
             decided: list[_Decided] = []
             settled: list[writer.Settled] = []  # results of the common shape (engine.one_step)
             settled_at: list[int] = []  # their items
@@ -168,12 +174,15 @@ class BatchOps(JobOps):
             for iid in sorted(groups):  # instance-id order: batches lock alike
                 ks = groups[iid]
                 if len(ks) == 1 and items[ks[0]].failure is None:
-                    one_row = self._settle_one_step(conn, items[ks[0]], rows[ids[ks[0]].int])
+                    one_row = self._settle_one_step(conn, items[ks[0]], rows[ids[ks[0]]])
                     if one_row is not None:
                         settled.append(one_row)
                         settled_at.append(ks[0])
                         continue
-                group = [(k, items[k], rows[ids[k].int]) for k in ks]
+                group = [
+                    (k, items[k], typed(rows[ids[k]]) if ids[k] in kept else rows[ids[k]])
+                    for k in ks
+                ]
                 one = self._decide_instance(conn, group, kept, answers, later)
                 if one is not None:
                     decided.append(one)
@@ -207,7 +216,7 @@ class BatchOps(JobOps):
         self,
         conn: Conn,
         group: list[tuple[int, BatchResult, dict[str, Any]]],
-        kept: dict[int, dict[str, Any]],
+        kept: dict[str, dict[str, Any]],
         answers: dict[int, dict[str, Any]],
         later: list[int],
     ) -> _Decided | None:
@@ -228,7 +237,7 @@ class BatchOps(JobOps):
             try:
                 event = self._event(conn, item, row, job)
             except BatonError as e:
-                if isinstance(e, Conflict) and job.id.int not in kept:
+                if isinstance(e, Conflict) and str(job.id) not in kept:
                     answers[k] = _answer(item, "CONFLICT", error=e.detail)
                 else:
                     # Perhaps only its kept state's doing: decided alone after the pass.
@@ -349,7 +358,16 @@ class BatchOps(JobOps):
         return _answer(item, outcome, **extra)
 
 
-_int = operator.attrgetter("int")
+# A job id as Baton writes it: a result of a job this process claimed carries it so, and is
+# looked up as it is; any other form uuid.UUID reads is written so first.
+_CANONICAL_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _canonical(job_id: str) -> str:
+    """``job_id``'s canonical text (ValueError: not a UUID)."""
+    if _CANONICAL_ID.fullmatch(job_id):
+        return job_id
+    return str(uuid.UUID(job_id))
 
 
 def _applied(item: BatchResult, retry_at: datetime | None) -> dict[str, Any]:

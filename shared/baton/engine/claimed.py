@@ -2,10 +2,10 @@
 
 A completion decides on the job and its instance as they are; reading them is one round trip and
 one statement per completion (about a fifth of a per-commit completion's cost). The claim already
-holds both: with ``CLAIM_WITH_STATE`` it returns, next to each job, the columns that read would
-return, and this cache keeps them until the job's result arrives. The local server, a worker
-process using the library, and a warm Lambda container that served the poll all complete in the
-process that claimed.
+holds both: it returns, next to each job, the columns that read would return
+(``job_sql.CLAIMED_STATE_KEYS``), and this cache keeps them until the job's result arrives. The
+local server, a worker process using the library, and a warm Lambda container that served the
+poll all complete in the process that claimed.
 
 Nothing here is trusted for correctness. The decision made on a kept state is written with the
 optimistic path's fences: the instance version it was claimed at, and the job's status, worker
@@ -32,8 +32,10 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
+
+from baton.store.job_sql import CLAIMED_KEYS, CLAIMED_STATE_KEYS, STATE
 
 # A kept state is dropped this long before its lease would run out (the claim's clock started a
 # round trip before this process's did): after that, another worker may hold the job.
@@ -43,22 +45,18 @@ LEASE_MARGIN_SECONDS = 1.0
 # small instances the entry count binds first; a Lambda container keeps a few MB at most.
 DEFAULT_MAX_BYTES = 4_000_000
 
-# The columns of job_sql.READ_JOB_WITH_INSTANCE taken from a CLAIM_WITH_STATE row's st_ ones.
-INSTANCE_COLUMNS = (
-    "definition_name",
-    "status",
-    "version",
-    "input",
-    "variables",
-    "correlation_id",
-    "snapshot_id",
+# The ids and times of a kept state, kept as the claim's JSON gave them (text) until a decision
+# needs them typed (``typed``): the batch's common shape (``engine.one_step``) writes them as
+# they are.
+_IDS = (
+    "job_id",
+    "step_execution_id",
+    "id",
     "queue_task_id",
     "parent_instance_id",
     "parent_step_execution_id",
-    "step_count",
-    "depth",
-    "created_at",
 )
+_BYTES = CLAIMED_KEYS.index("state_bytes")
 
 
 class ClaimedStates:
@@ -68,28 +66,31 @@ class ClaimedStates:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
-        # job id -> (monotonic time of the claim, stored bytes, the row), the ids by their 128-bit
-        # integers: hashing a uuid.UUID runs Python code, an int's does not (a job's ids are
-        # looked up about ten times between its claim and its completion).
-        self._rows: OrderedDict[int, tuple[float, int, dict[str, Any]]] = OrderedDict()
-        self._by_instance: dict[int, set[int]] = {}
+        # job id -> (monotonic time of the claim, stored bytes, the row), the ids as the
+        # canonical text of their UUIDs (a str hashes once and keeps it; a uuid.UUID's hash
+        # runs Python code at every look-up).
+        self._rows: OrderedDict[str, tuple[float, int, dict[str, Any]]] = OrderedDict()
+        self._by_instance: dict[str, set[str]] = {}
         self._bytes = 0
 
     def __len__(self) -> int:
         return len(self._rows)
 
-    def keep(self, claimed: Iterable[dict[str, Any]], worker_id: str) -> None:
-        """Keep the state of each job of a CLAIM_WITH_STATE result that carries one."""
+    def keep(self, claimed: Iterable[list[Any]], worker_id: str) -> None:
+        """Keep the state of each job of a claim (``job_sql.claim``'s lists) that carries one."""
         if self.max_entries <= 0:
             return
         at = time.monotonic()
         with self._lock:
-            for r in claimed:
-                if not r.get("st_fits"):
+            for job in claimed:
+                state = job[STATE]
+                if state is None:
                     continue
-                row = _read_row(r, worker_id)
-                jid, iid = row["job_id"].int, row["id"].int
-                size = int(r.get("st_bytes") or 0)
+                row = dict(zip(CLAIMED_STATE_KEYS, state, strict=True))
+                row["job_status"] = "LOCKED"
+                row["worker_id"] = worker_id
+                jid, iid = row["job_id"], row["id"]
+                size = job[_BYTES] or 0
                 self._drop(jid)
                 self._rows[jid] = (at, size, row)
                 self._bytes += size
@@ -100,31 +101,42 @@ class ClaimedStates:
                 self._drop(next(iter(self._rows)))
 
     def take(self, job_id: uuid.UUID) -> dict[str, Any] | None:
-        """The job's row as of its claim, with ``now`` moved on by the time elapsed since (None:
-        not kept, already taken, or its lease has run out)."""
+        """The job's row as of its claim, typed as READ_JOB_WITH_INSTANCE's, with ``now`` moved
+        on by the time elapsed since (None: not kept, already taken, or its lease has run
+        out)."""
+        row = self.take_as_claimed(str(job_id))
+        return None if row is None else typed(row)
+
+    def take_as_claimed(self, job_id: str) -> dict[str, Any] | None:
+        """``take`` by the job id's canonical text, the row as the claim gave it: its ids and
+        times as text (``typed`` makes it READ_JOB_WITH_INSTANCE's), and ``elapsed``, the
+        seconds since the claim."""
         with self._lock:
-            entry = self._drop(job_id.int)
+            entry = self._drop(job_id)
         if entry is None:
             return None
         at, _, row = entry
         elapsed = time.monotonic() - at
         if elapsed >= row["lease_seconds"] - LEASE_MARGIN_SECONDS:
             return None
-        # Taken out of the cache above, so the row is the caller's alone: moved on in place.
-        row["now"] += timedelta(seconds=elapsed)
+        # Taken out of the cache above, so the row is the caller's alone.
+        row["elapsed"] = elapsed
         return row
 
-    def forget_instance(self, instance_id: uuid.UUID) -> None:
+    def forget_instance(self, instance_id: uuid.UUID | str) -> None:
         """A decision changed the instance: its jobs' kept states are out of date."""
+        key = str(instance_id)
         with self._lock:
-            for jid in list(self._by_instance.get(instance_id.int, ())):
-                self._drop(jid)
+            jobs = self._by_instance.get(key)
+            if jobs:
+                for jid in list(jobs):
+                    self._drop(jid)
 
-    def _drop(self, job_id: int) -> tuple[float, int, dict[str, Any]] | None:
+    def _drop(self, job_id: str) -> tuple[float, int, dict[str, Any]] | None:
         entry = self._rows.pop(job_id, None)
         if entry is not None:
             self._bytes -= entry[1]
-            iid = entry[2]["id"].int
+            iid = entry[2]["id"]
             jobs = self._by_instance.get(iid)
             if jobs is not None:
                 jobs.discard(job_id)
@@ -133,23 +145,18 @@ class ClaimedStates:
         return entry
 
 
-def _read_row(r: dict[str, Any], worker_id: str) -> dict[str, Any]:
-    """A CLAIM_WITH_STATE row in the shape of READ_JOB_WITH_INSTANCE's."""
-    row = {
-        "job_id": r["id"],
-        "job_status": "LOCKED",
-        "worker_id": worker_id,
-        "attempt": r["attempt"],
-        "retries_remaining": r["retries_remaining"],
-        "lease_seconds": r["lease_seconds"],
-        "lease_lapsed": False,
-        "past_deadline": False,
-        "step_execution_id": r["step_execution_id"],
-        "step_id": r["step_id"],
-        "scope": r["st_scope"],
-        "id": r["instance_id"],
-        "now": r["st_now"],
-    }
-    for column in INSTANCE_COLUMNS:
-        row[column] = r["st_" + column]
-    return row
+def typed(row: dict[str, Any]) -> dict[str, Any]:
+    """A row taken as claimed (``take_as_claimed``) as READ_JOB_WITH_INSTANCE reads it: UUIDs
+    and datetimes where the claim's JSON gave text, ``now`` moved on by the time elapsed since
+    the claim, the lease neither lapsed nor past its deadline (the take checked it)."""
+    out = dict(row)
+    for key in _IDS:
+        value = out[key]
+        if value is not None:
+            out[key] = uuid.UUID(value)
+    now = datetime.fromisoformat(out["now"])
+    out["now"] = now + timedelta(seconds=out.pop("elapsed", 0.0))
+    out["created_at"] = datetime.fromisoformat(out["created_at"])
+    out["lease_lapsed"] = False
+    out["past_deadline"] = False
+    return out

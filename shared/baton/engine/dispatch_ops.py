@@ -96,7 +96,7 @@ class DispatchOps(JobOps):
                 if any(g["grant_now"] == 0 for g in grants):
                     raise JobThrottled(job_id, state["job_type"])
                 raise JobNotClaimable(job_id, "it was taken meanwhile")
-        self._report_claims(rows)
+        self._report_claimed_rows(rows)
         return views.claimed_job(rows[0])
 
     def relay_outbox(

@@ -31,6 +31,10 @@ from baton.store import job_sql
 from baton.store.db import RETRYABLE, Conn, first_in_transaction
 
 T = TypeVar("T")
+# Where a claimed job's list (job_sql.claim) says whether its lease was taken over, and how long
+# it waited to be claimed.
+_RECLAIMED = job_sql.CLAIMED_KEYS.index("reclaimed")
+_LATENCY_MS = job_sql.CLAIMED_KEYS.index("latency_ms")
 # How long the set of limited job types is trusted before it is read again.
 LIMITS_CACHE_SECONDS = 2.0
 
@@ -71,8 +75,9 @@ class JobOps(EngineCore):
             )
         else:
             rows = claim()
-        self._report_claims(rows)  # once per poll, however many times a long-poll claimed
-        return views.claimed_jobs(rows)
+        if not rows:  # (a claim that found jobs reported them: once per poll)
+            self.metrics.add("JobPollEmpty", 1)
+        return rows
 
     def stop_worker(self, worker_id: str) -> dict[str, Any]:
         """The worker's stop signal: a long-poll of ``worker_id`` waiting now claims nothing more
@@ -108,14 +113,17 @@ class JobOps(EngineCore):
         return stopped
 
     def _claim(self, worker_id: str, types: list[str], max_jobs: int) -> list[dict[str, Any]]:
+        """The jobs of one claim, as the poll answers them (their metrics reported)."""
         limited = self._limited_types()
         plain = [t for t in types if t not in limited]
         capped = [t for t in types if t in limited]
-        rows: list[dict[str, Any]] = []
+        answers: list[dict[str, Any]] = []
+        reclaimed = 0
+        latencies_ms: list[float] = []
         budget = self.settings.max_poll_response_bytes
         if plain:
             keep = self.claimed.max_entries > 0
-            rows = self.db.autocommit(
+            jobs = self.db.autocommit(
                 lambda c: job_sql.claim(
                     c,
                     worker_id=worker_id,
@@ -125,11 +133,15 @@ class JobOps(EngineCore):
                     with_state=keep,
                 )
             )
-            if keep:
-                self.claimed.keep(rows, worker_id)
-        if capped and len(rows) < max_jobs:
-            left = max_jobs - len(rows)
-            used = sum(len(json.dumps(r["payload"])) for r in rows)
+            if jobs:
+                if keep:
+                    self.claimed.keep(jobs, worker_id)
+                answers = views.claimed_answers(jobs)
+                reclaimed = sum(1 for j in jobs if j[_RECLAIMED])
+                latencies_ms = [j[_LATENCY_MS] for j in jobs]
+        if capped and len(answers) < max_jobs:
+            left = max_jobs - len(answers)
+            used = sum(len(json.dumps(a["input"])) for a in answers)
             more, grants = self.db.autocommit(
                 lambda c: job_sql.claim_limited(
                     c,
@@ -139,9 +151,13 @@ class JobOps(EngineCore):
                     max_bytes=max(1, budget - used),
                 )
             )
-            rows += more
+            answers += views.claimed_jobs(more)
+            reclaimed += sum(1 for r in more if r["reclaimed"])
+            latencies_ms += _latencies_ms(more)
             self._report_limits(more, grants)
-        return rows
+        if answers:
+            self._report_claims(reclaimed, latencies_ms)
+        return answers
 
     def _limited_types(self) -> frozenset[str]:
         """Job types with a concurrency or rate limit, cached for a couple of seconds (a stale
@@ -165,19 +181,21 @@ class JobOps(EngineCore):
             if g["by_rate"]:
                 self.metrics.add("RateLimited", 1, dimensions=dimensions)
 
-    def _report_claims(self, rows: list[dict[str, Any]]) -> None:
-        m = self.metrics
+    def _report_claimed_rows(self, rows: list[dict[str, Any]]) -> None:
+        """``_report_claims`` for a claim's typed rows (the claim by id, the limited claim)."""
         if not rows:
-            m.add("JobPollEmpty", 1)
+            self.metrics.add("JobPollEmpty", 1)
             return
-        m.add("JobsClaimed", len(rows))
-        reclaimed = sum(1 for r in rows if r["reclaimed"])
+        self._report_claims(sum(1 for r in rows if r["reclaimed"]), _latencies_ms(rows))
+
+    def _report_claims(self, reclaimed: int, latencies_ms: list[float]) -> None:
+        """A claim's jobs: how many, how many leases it took over, and each one's wait."""
+        m = self.metrics
+        m.add("JobsClaimed", len(latencies_ms))
         if reclaimed:
             m.add("LeasesExpired", reclaimed)
-        for r in rows:
-            m.add(
-                "JobDispatchLatency", r["dispatch_latency"].total_seconds() * 1000, "Milliseconds"
-            )
+        for ms in latencies_ms:
+            m.add("JobDispatchLatency", ms, "Milliseconds")
 
     def complete_job(
         self,
@@ -339,6 +357,11 @@ def attempt_ends(conn: Conn, row: dict[str, Any]) -> Callable[[], AttemptEnds]:
         return read[0]
 
     return ends
+
+
+def _latencies_ms(rows: list[dict[str, Any]]) -> list[float]:
+    """How long each claimed job (a typed row) waited to be claimed, in milliseconds."""
+    return [r["dispatch_latency"].total_seconds() * 1000 for r in rows]
 
 
 def _either(first: Callable[[], bool] | None, second: Callable[[], bool]) -> Callable[[], bool]:

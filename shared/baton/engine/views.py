@@ -138,6 +138,37 @@ def claimed_jobs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+_ANSWER_KEYS = (
+    "id",
+    "instanceId",
+    "stepId",
+    "stepExecutionId",
+    "jobType",
+    "attempt",
+    "retriesRemaining",
+    "lockExpiresAt",
+    "input",
+)
+
+
+def claimed_answers(jobs: list[list[Any]]) -> list[dict[str, Any]]:
+    """A claim's jobs as ``job_sql.claim`` returns them (lists led by the answer's values, in
+    ``job_sql.CLAIMED_KEYS``' order, ids as text) as the poll answers them, the same as
+    ``claimed_job`` makes of a row. Their leases mostly end at one time (the claim's ``now()``
+    plus the type's lease), formatted once."""
+    out: list[dict[str, Any]] = []
+    last: Any = None
+    text: str | None = None
+    for job in jobs:
+        answer = dict(zip(_ANSWER_KEYS, job, strict=False))  # (the job's first values)
+        at = answer["lockExpiresAt"]
+        if at != last:
+            last, text = at, None if at is None else ts(datetime.fromisoformat(at))
+        answer["lockExpiresAt"] = text
+        out.append(answer)
+    return out
+
+
 # What a history event says, for the events whose detail is not a message already.
 def _history_message(event: str, detail: dict[str, Any]) -> str | None:
     if event == "JOB_FAILED":

@@ -23,7 +23,6 @@ Instances a decision starts (sub-workflows, a failure workflow) are written in t
 from __future__ import annotations
 
 import functools
-import operator
 import re
 import uuid
 from collections.abc import Sequence
@@ -67,7 +66,7 @@ class Settled:
     the rows :class:`_SetRows` makes of the decider's :class:`Changes` for the same decision
     (``tests/integration/test_one_step_batch.py`` compares what both leave)."""
 
-    instance_id: uuid.UUID
+    instance_id: uuid.UUID | str  # (as the claim gave it: text)
     instance: dict[str, Any]
     ended_job: dict[str, Any]
     step_update: dict[str, Any]
@@ -182,10 +181,11 @@ def write_many(
             pieces = pieces_of(inst, changes, new_instance=False, insert=None, outbox=outbox)
             alone.append(statement(pieces))
     assert conn.autocommit, "write_many runs in one statement or its pipeline's transaction"
-    ids: list[uuid.UUID] = []
+    ids: list[str] = []
     if len(decisions) + len(settled) > 1:
-        ids = [inst.id for inst, _ in decisions]
-        ids.extend(one.instance_id for one in settled)
+        # As text (UUIDs and text alike), which sorts as the UUIDs do.
+        ids = [str(inst.id) for inst, _ in decisions]
+        ids.extend(str(one.instance_id) for one in settled)
     if not alone:
         # One statement, atomic on its own, that locks the instances itself: no pipeline
         # (psycopg's pipeline and a second statement cost ~15 us of client CPU per batch).
@@ -194,7 +194,7 @@ def write_many(
     with conn.pipeline():
         cur = conn.cursor()
         if ids:
-            cur.execute(batch_sql.LOCK_INSTANCES, {"ids": sorted(ids, key=_int)})
+            cur.execute(batch_sql.LOCK_INSTANCES, {"ids": sorted(ids)})
         if common.count:
             common.statement().execute(conn, common.params())
         for sql, params in alone:
@@ -272,7 +272,7 @@ class _SetRows:
             return WRITE_DECISIONS
         return WRITE_UPDATES
 
-    def params(self, lock: list[uuid.UUID] | None = None) -> dict[str, Any]:
+    def params(self, lock: list[str] | None = None) -> dict[str, Any]:
         """The statement's parameters; ``lock``: the instances it locks first (in id order)."""
         return {
             "lock": _rows(lock or []),
@@ -380,7 +380,6 @@ def _guard(job: JobRef) -> dict[str, Any]:
 
 # orjson writes UUIDs natively (their canonical text, as str() gives), datetimes in ISO form.
 _dump_rows = jsontext.dumps_with(str)
-_int = operator.attrgetter("int")
 
 
 def _rows(values: Sequence[Any]) -> str:

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import psycopg
+from psycopg.rows import scalar_row
 
 from baton.store.db import Conn
 
@@ -49,3 +50,10 @@ class RawStatement:
         # Prepared at once where the connection prepares at all (not behind RDS Proxy).
         prepare = True if conn.prepare_threshold is not None else None
         return cur.execute(self.query, [params[n] for n in self.names], prepare=prepare)
+
+    def scalar(self, conn: Conn, params: Mapping[str, Any]) -> Any:
+        """Execute with ``params`` (by name) on ``conn``: the first column of its first row
+        (None: no row)."""
+        cur = psycopg.RawCursor(conn, row_factory=scalar_row)
+        prepare = True if conn.prepare_threshold is not None else None
+        return cur.execute(self.query, [params[n] for n in self.names], prepare=prepare).fetchone()
