@@ -39,6 +39,7 @@ from baton.engine import one_step, views, writer
 from baton.engine.claimed import typed
 from baton.engine.decide import Changes, Decider, InstanceState, JobRef
 from baton.engine.job_ops import JobOps, attempt_ends
+from baton.engine.plan import Plan
 from baton.engine.reads import exec_from_row
 from baton.engine.verdicts import Late, completion_verdict, duplicate_status, failure_verdict
 from baton.errors import (
@@ -140,11 +141,7 @@ class BatchOps(JobOps):
         # order run Python code, a str's do not (each id is looked up several times per
         # result), and sort alike. A kept row is as the claim gave it (engine.claimed: its ids
         # and times as text), typed only if a decider takes it.
-        kept: dict[str, dict[str, Any]] = {}
-        for jid in set(ids.values()):
-            row = self.claimed.take_as_claimed(jid)
-            if row is not None:
-                kept[jid] = row
+        kept = self.claimed.take_many(set(ids.values()))
 
         def run(conn: Conn) -> tuple[dict[int, dict[str, Any]], list[int]]:
             answers: dict[int, dict[str, Any]] = {}
@@ -171,10 +168,11 @@ class BatchOps(JobOps):
             settled: list[writer.Settled] = []  # results of the common shape (engine.one_step)
             settled_at: list[int] = []  # their items
             later: list[int] = []
+            settle = self._one_step_settler(conn)
             for iid in sorted(groups):  # instance-id order: batches lock alike
                 ks = groups[iid]
                 if len(ks) == 1 and items[ks[0]].failure is None:
-                    one_row = self._settle_one_step(conn, items[ks[0]], rows[ids[ks[0]]])
+                    one_row = settle(items[ks[0]], rows[ids[ks[0]]])
                     if one_row is not None:
                         settled.append(one_row)
                         settled_at.append(ks[0])
@@ -193,11 +191,10 @@ class BatchOps(JobOps):
                     outbox=self.settings.outbox,
                     settled=settled,
                 )
-            finally:
-                for d in decided:  # written or raced: their versions moved
-                    self.claimed.forget_instance(d.instance.id)
-                for s in settled:
-                    self.claimed.forget_instance(s.instance_id)
+            finally:  # written or raced: their versions moved
+                self.claimed.forget_instances(
+                    [*(d.instance.id for d in decided), *(s.instance_id for s in settled)]
+                )
             ended = Changes()
             if settled:  # each completed its job and its instance
                 ended.counters.update(JobsCompleted=len(settled), InstancesCompleted=len(settled))
@@ -207,7 +204,7 @@ class BatchOps(JobOps):
                 for k, item, retry_at in d.applied:
                     answers[k] = _applied(item, retry_at)
             for k in settled_at:
-                answers[k] = _answer(items[k], "APPLIED", status="COMPLETED")
+                answers[k] = {"jobId": items[k].job_id, "outcome": "APPLIED", "status": "COMPLETED"}
             return answers, sorted(later)
 
         return self.db.autocommit(run, retry=False)
@@ -274,20 +271,32 @@ class BatchOps(JobOps):
             return None
         return _Decided(decider.instance, decider.changes, applied)
 
-    def _settle_one_step(
-        self, conn: Conn, item: BatchResult, row: dict[str, Any]
-    ) -> writer.Settled | None:
-        """The instance's one result, when it is of the batch's common shape (it completes the
-        instance's only step, ``engine.one_step``): decided without a decider, as its rows."""
-        return one_step.settle(
-            self.snapshots.plan(conn, row["snapshot_id"]),
-            row,
-            worker_id=item.worker_id,
-            attempt=item.attempt,
-            output=item.output or {},
-            offload=self.offload is not None,
-            payload_limits=self.settings.payload_limits,
-        )
+    def _one_step_settler(
+        self, conn: Conn
+    ) -> Callable[[BatchResult, dict[str, Any]], writer.Settled | None]:
+        """The decision of an instance's one result, when it is of the batch's common shape (it
+        completes the instance's only step, ``engine.one_step``): decided without a decider,
+        as its rows. Plans looked up once per snapshot for the pass."""
+        plans: dict[int, Plan] = {}
+        offload = self.offload is not None
+        limits = self.settings.payload_limits
+
+        def settle(item: BatchResult, row: dict[str, Any]) -> writer.Settled | None:
+            sid = row["snapshot_id"]
+            plan = plans.get(sid)
+            if plan is None:
+                plan = plans[sid] = self.snapshots.plan(conn, sid)
+            return one_step.settle(
+                plan,
+                row,
+                worker_id=item.worker_id,
+                attempt=item.attempt,
+                output=item.output or {},
+                offload=offload,
+                payload_limits=limits,
+            )
+
+        return settle
 
     @staticmethod
     def _abandon(

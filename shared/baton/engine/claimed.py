@@ -111,26 +111,39 @@ class ClaimedStates:
         """``take`` by the job id's canonical text, the row as the claim gave it: its ids and
         times as text (``typed`` makes it READ_JOB_WITH_INSTANCE's), and ``elapsed``, the
         seconds since the claim."""
+        return self.take_many((job_id,)).get(job_id)
+
+    def take_many(self, job_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """``take_as_claimed`` for each of ``job_ids`` (a batch's: one lock, one clock
+        reading): the rows found, by job id."""
+        now = time.monotonic()
+        found: dict[str, dict[str, Any]] = {}
         with self._lock:
-            entry = self._drop(job_id)
-        if entry is None:
-            return None
-        at, _, row = entry
-        elapsed = time.monotonic() - at
-        if elapsed >= row["lease_seconds"] - LEASE_MARGIN_SECONDS:
-            return None
-        # Taken out of the cache above, so the row is the caller's alone.
-        row["elapsed"] = elapsed
-        return row
+            for jid in job_ids:
+                entry = self._drop(jid)
+                if entry is None:
+                    continue
+                at, _, row = entry
+                elapsed = now - at
+                if elapsed < row["lease_seconds"] - LEASE_MARGIN_SECONDS:
+                    # Taken out of the cache, so the row is the caller's alone.
+                    row["elapsed"] = elapsed
+                    found[jid] = row
+        return found
 
     def forget_instance(self, instance_id: uuid.UUID | str) -> None:
         """A decision changed the instance: its jobs' kept states are out of date."""
-        key = str(instance_id)
+        self.forget_instances((instance_id,))
+
+    def forget_instances(self, instance_ids: Iterable[uuid.UUID | str]) -> None:
+        """``forget_instance`` for each of ``instance_ids`` (one lock)."""
         with self._lock:
-            jobs = self._by_instance.get(key)
-            if jobs:
-                for jid in list(jobs):
-                    self._drop(jid)
+            by_instance = self._by_instance
+            for iid in instance_ids:
+                jobs = by_instance.get(str(iid))
+                if jobs:
+                    for jid in list(jobs):
+                        self._drop(jid)
 
     def _drop(self, job_id: str) -> tuple[float, int, dict[str, Any]] | None:
         entry = self._rows.pop(job_id, None)

@@ -64,7 +64,11 @@ def settle(
     job_attempt, holder = row["attempt"], row["worker_id"]
     # The rows writer._SetRows makes of the decider's changes here: the job COMPLETED (guarded
     # by what was read) and audited, the step COMPLETED with the output (error '' clears one),
-    # the instance COMPLETED with its variables as output (fenced by its version), audited.
+    # the instance COMPLETED with its variables as output (fenced by its version), audited. A
+    # key whose value would be null or false is left out: ``batch_sql.WRITE_DECISIONS`` reads
+    # a missing key as NULL, which every expression there takes as it takes null and false for
+    # a COMPLETED instance and step (no reason, no timeout to keep or reset, no step attempt,
+    # state, child or wake-up to set).
     return Settled(
         iid,
         {
@@ -72,10 +76,7 @@ def settle(
             "status": "COMPLETED",
             "variables": variables,
             "output": dict(variables),
-            "reason": None,
             "expected": row["version"],
-            "clear_timeout": False,
-            "reset_timeout": None,
             "added_steps": 0,
         },
         {
@@ -85,17 +86,7 @@ def settle(
             "g_attempt": job_attempt,
             "status": "COMPLETED",
         },
-        {
-            "id": row["step_execution_id"],
-            "status": "COMPLETED",
-            "output": output,
-            "error": "",
-            "attempt": None,
-            "state": None,
-            "child_instance_id": None,
-            "wake_at": None,
-            "set_wake": False,
-        },
+        {"id": row["step_execution_id"], "status": "COMPLETED", "output": output, "error": ""},
         (
             {
                 "job_id": jid,
@@ -103,7 +94,7 @@ def settle(
                 "detail": {"attempt": job_attempt, "workerId": holder},
                 "instance_id": iid,
             },
-            {"job_id": None, "event": "INSTANCE_COMPLETED", "detail": None, "instance_id": iid},
+            {"event": "INSTANCE_COMPLETED", "instance_id": iid},
         ),
     )
 
