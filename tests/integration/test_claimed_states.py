@@ -88,7 +88,7 @@ def test_a_state_moved_by_another_process_is_decided_again_on_a_fresh_read(
     iid = engine.start_instance(definition_name="kept-parallel")[0]["id"]
     a, b = sorted(engine.poll("w", ["kp"], 2), key=lambda j: j["stepId"])
     assert len(engine.claimed) == 0  # branches are not kept (below): keep them for this test
-    engine.claimed.keep(_kept_rows(engine, [a["id"], b["id"]]), "w")
+    engine.claimed.keep(_kept_rows(engine, [a["id"], b["id"]]), "w", NOW)
     assert len(engine.claimed) == 2
     assert other.complete_job(a["id"], "w", {"from": "a"})["applied"] is True
     assert engine.complete_job(b["id"], "w", {"from": "b"})["applied"] is True
@@ -104,7 +104,7 @@ def test_a_decision_here_drops_the_kept_states_of_its_instances_other_jobs(
     engine.register_definition(PARALLEL)
     engine.start_instance(definition_name="kept-parallel")
     a, b = engine.poll("w", ["kp"], 2)
-    engine.claimed.keep(_kept_rows(engine, [a["id"], b["id"]]), "w")
+    engine.claimed.keep(_kept_rows(engine, [a["id"], b["id"]]), "w", NOW)
     assert len(engine.claimed) == 2
     monkeypatch.setattr(job_sql, "READ_JOB_WITH_INSTANCE", "SELECT 1/0")
     assert engine.complete_job(a["id"], "w", {})["applied"] is True
@@ -198,6 +198,9 @@ def _kept_rows(engine: Engine, job_ids: list[str]) -> list[list[Any]]:
     return [_as_claimed(json.loads(json.dumps(r, default=_text))) for r in found]
 
 
+NOW = "2026-01-01T00:00:00+00:00"  # the claim's clock, as its JSON writes it
+
+
 def _text(value: Any) -> str:
     """A UUID or a time as the claim's JSON writes it."""
     return value.isoformat() if isinstance(value, datetime) else str(value)
@@ -207,8 +210,10 @@ def _as_claimed(state: dict[str, Any], *, fits: bool = True, size: int = 100) ->
     head = {
         "id": state["job_id"],
         "instanceId": state["id"],
+        "stepId": state["step_id"],
         "stepExecutionId": state["step_execution_id"],
         "attempt": state["attempt"],
+        "retriesRemaining": state["retries_remaining"],
         "reclaimed": False,
         "latency_ms": 0.0,
         "state_bytes": size,
@@ -223,16 +228,15 @@ def _as_claimed(state: dict[str, Any], *, fits: bool = True, size: int = 100) ->
 def _claim_row(lease_seconds: int, *, fits: bool = True) -> list[Any]:
     state: dict[str, Any] = {k: None for k in job_sql.CLAIMED_STATE_KEYS}
     state.update(
+        lease_seconds=lease_seconds,
+        scope="",
+        created_at="2025-12-31T23:59:00+00:00",
         job_id=str(uuid.uuid4()),
         id=str(uuid.uuid4()),
         step_execution_id=str(uuid.uuid4()),
         attempt=1,
         retries_remaining=3,
-        lease_seconds=lease_seconds,
         step_id="s",
-        scope="",
-        now="2026-01-01T00:00:00+00:00",
-        created_at="2025-12-31T23:59:00+00:00",
     )
     return _as_claimed(state, fits=fits, size=1000)
 
@@ -244,7 +248,7 @@ def _job_id(claimed: list[Any]) -> uuid.UUID:
 def test_a_kept_state_is_taken_once_with_its_clock_moved_on() -> None:
     cache = ClaimedStates(10)
     row = _claim_row(30)
-    cache.keep([row], "w")
+    cache.keep([row], "w", NOW)
     time.sleep(0.01)  # a measurable interval for the clock (not a wait for a condition)
     taken = cache.take(_job_id(row))
     assert taken is not None
@@ -261,16 +265,16 @@ def test_a_kept_state_is_taken_once_with_its_clock_moved_on() -> None:
 def test_kept_states_are_bounded_and_dropped_near_their_lease() -> None:
     cache = ClaimedStates(2)
     rows = [_claim_row(30) for _ in range(3)]
-    cache.keep(rows, "w")
+    cache.keep(rows, "w", NOW)
     assert len(cache) == 2
     assert cache.take(_job_id(rows[0])) is None  # the oldest went first
     short = _claim_row(1)  # a lease within the margin: another worker may hold it any moment
-    cache.keep([short, _claim_row(30, fits=False)], "w")
+    cache.keep([short, _claim_row(30, fits=False)], "w", NOW)
     assert cache.take(_job_id(short)) is None
     assert len(cache) == 1
     by_bytes = ClaimedStates(100, max_bytes=2500)  # 1,000 stored bytes each
     rows = [_claim_row(30) for _ in range(4)]
-    by_bytes.keep(rows, "w")
+    by_bytes.keep(rows, "w", NOW)
     assert len(by_bytes) == 2
     assert by_bytes.take(_job_id(rows[3])) is not None
 

@@ -27,6 +27,7 @@ the claim plus the time elapsed since on this process's monotonic clock.
 
 from __future__ import annotations
 
+import operator
 import threading
 import time
 import uuid
@@ -35,7 +36,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from baton.store.job_sql import CLAIMED_KEYS, CLAIMED_STATE_KEYS, STATE
+from baton.store.job_sql import CLAIMED_KEYS, CLAIMED_STATE_KEYS, STATE, STATE_FROM_JOB
 
 # A kept state is dropped this long before its lease would run out (the claim's clock started a
 # round trip before this process's did): after that, another worker may hold the job.
@@ -57,6 +58,8 @@ _IDS = (
     "parent_step_execution_id",
 )
 _BYTES = CLAIMED_KEYS.index("state_bytes")
+_FROM_JOB = tuple(name for name, _ in STATE_FROM_JOB)
+_from_job = operator.itemgetter(*(k for _, k in STATE_FROM_JOB))
 
 
 class ClaimedStates:
@@ -76,8 +79,9 @@ class ClaimedStates:
     def __len__(self) -> int:
         return len(self._rows)
 
-    def keep(self, claimed: Iterable[list[Any]], worker_id: str) -> None:
-        """Keep the state of each job of a claim (``job_sql.claim``'s lists) that carries one."""
+    def keep(self, claimed: Iterable[list[Any]], worker_id: str, now: str) -> None:
+        """Keep the state of each job of a claim (``job_sql.claim``'s lists, and its clock)
+        that carries one."""
         if self.max_entries <= 0:
             return
         at = time.monotonic()
@@ -87,6 +91,8 @@ class ClaimedStates:
                 if state is None:
                     continue
                 row = dict(zip(CLAIMED_STATE_KEYS, state, strict=True))
+                row.update(zip(_FROM_JOB, _from_job(job), strict=True))
+                row["now"] = now
                 row["job_status"] = "LOCKED"
                 row["worker_id"] = worker_id
                 jid, iid = row["job_id"], row["id"]

@@ -123,7 +123,7 @@ class JobOps(EngineCore):
         budget = self.settings.max_poll_response_bytes
         if plain:
             keep = self.claimed.max_entries > 0
-            jobs = self.db.autocommit(
+            now, jobs = self.db.autocommit(
                 lambda c: job_sql.claim(
                     c,
                     worker_id=worker_id,
@@ -135,7 +135,7 @@ class JobOps(EngineCore):
             )
             if jobs:
                 if keep:
-                    self.claimed.keep(jobs, worker_id)
+                    self.claimed.keep(jobs, worker_id, now)
                 answers = views.claimed_answers(jobs)
                 reclaimed = sum(1 for j in jobs if j[_RECLAIMED])
                 latencies_ms = [j[_LATENCY_MS] for j in jobs]

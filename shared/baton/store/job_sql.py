@@ -117,16 +117,17 @@ SELECT c.*, s.step_id
 CLAIMED_STATE_MAX_BYTES = 16_384
 
 # What the poll's claim returns for each job, in this order: the job as the poll answers it (the
-# first nine), what the poll's metrics count, and (``STATE``) the state its completion's decision
-# reads, or null. The state is the columns of READ_JOB_WITH_INSTANCE but its constants (the job
-# LOCKED by the claiming worker, its lease neither lapsed nor past its deadline), in
-# ``CLAIMED_STATE_KEYS``' order, for the process that claimed the job to decide its completion
-# without reading it again (engine.claimed); its write stays fenced by the instance version, so
-# a state that changed since the claim is refused and read again. Only for top-level steps
-# (scope ''): a step inside a PARALLEL, MAP or loop has siblings whose completions (by any
-# worker) move the instance's version, so its kept state would mostly be refused (a PARALLEL of
-# 10 drained 12% slower with them kept); and only for instances whose input and variables are
-# small (``state_max_bytes``; -1: no state at all).
+# first nine), what the poll's metrics count, and (``STATE``) the rest of the state its
+# completion's decision reads, or null. The state is the columns of READ_JOB_WITH_INSTANCE: the
+# job's own values above (``STATE_FROM_JOB``), the claim's clock (``now()``, once per claim),
+# the constants (the job LOCKED by the claiming worker, its lease neither lapsed nor past its
+# deadline), and ``CLAIMED_STATE_KEYS``, for the process that claimed the job to decide its
+# completion without reading it again (engine.claimed); its write stays fenced by the instance
+# version, so a state that changed since the claim is refused and read again. Only for
+# top-level steps (scope ''): a step inside a PARALLEL, MAP or loop has siblings whose
+# completions (by any worker) move the instance's version, so its kept state would mostly be
+# refused (a PARALLEL of 10 drained 12% slower with them kept); and only for instances whose
+# input and variables are small (``state_max_bytes``; -1: no state at all).
 CLAIMED_FIELDS = (
     ("id", "c.id"),
     ("instanceId", "c.instance_id"),
@@ -142,15 +143,8 @@ CLAIMED_FIELDS = (
     ("state_bytes", "f.bytes"),
 )
 CLAIMED_STATE_FIELDS = (
-    ("job_id", "c.id"),
-    ("attempt", "c.attempt"),
-    ("retries_remaining", "c.retries_remaining"),
     ("lease_seconds", "c.lease_seconds"),
-    ("step_execution_id", "c.step_execution_id"),
-    ("step_id", "s.step_id"),
     ("scope", "s.scope"),
-    ("id", "i.id"),
-    ("now", "now()"),
     ("definition_name", "i.definition_name"),
     ("status", "i.status"),
     ("version", "i.version"),
@@ -168,20 +162,33 @@ CLAIMED_STATE_FIELDS = (
 CLAIMED_KEYS = tuple(name for name, _ in CLAIMED_FIELDS)
 CLAIMED_STATE_KEYS = tuple(name for name, _ in CLAIMED_STATE_FIELDS)
 STATE = len(CLAIMED_FIELDS)  # the position of a job's state (a list, or None)
+# The state's values the job's own carry (READ_JOB_WITH_INSTANCE's name, the job's position).
+STATE_FROM_JOB = tuple(
+    (name, CLAIMED_KEYS.index(field))
+    for name, field in (
+        ("job_id", "id"),
+        ("id", "instanceId"),
+        ("step_id", "stepId"),
+        ("step_execution_id", "stepExecutionId"),
+        ("attempt", "attempt"),
+        ("retries_remaining", "retriesRemaining"),
+    )
+)
 
-# The whole claim as ONE value: a JSON array with an array per job (positional: json_build_array
-# costs the server about 2 us a job more than 30 typed columns, and json_build_object twice
-# that), oldest job first; null when nothing was claimed. One text parsed by orjson costs the
-# client about a third of what psycopg's loaders and a dict per row cost for the same columns.
+# The whole claim as ONE value: ``[now(), [job, ...]]``, a JSON array per job (positional:
+# json_build_array costs the server about 2 us a job more than 30 typed columns, and
+# json_build_object twice that), oldest job first; the jobs null when nothing was claimed. One
+# text parsed by orjson costs the client about a third of what psycopg's loaders and a dict per
+# row cost for the same columns.
 _CLAIMED_AS_JSON = (
     """
-SELECT json_agg(json_build_array("""  # noqa: S608 (constant SQL only)
+SELECT json_build_array(now(), json_agg(json_build_array("""  # noqa: S608 (constant SQL only)
     + ", ".join(sql for _, sql in CLAIMED_FIELDS)
     + """,
                 CASE WHEN f.fits THEN json_build_array("""
     + ", ".join(sql for _, sql in CLAIMED_STATE_FIELDS)
     + """) END)
-                ORDER BY c.created_at) AS jobs
+                ORDER BY c.created_at)) AS claim
   FROM claimed c JOIN steps_started s ON s.id = c.step_execution_id
   JOIN instance i ON i.id = c.instance_id
  CROSS JOIN LATERAL (
@@ -514,18 +521,19 @@ def claim(
     max_jobs: int,
     max_bytes: int,
     with_state: bool = False,
-) -> list[list[Any]]:
-    """Claim jobs of types without limits: one statement, committed on its own. Each job as
-    a list of ``CLAIMED_KEYS``' values, then its state (``CLAIMED_STATE_KEYS``' values, or None;
-    always None without ``with_state``), oldest first."""
+) -> tuple[str, list[list[Any]]]:
+    """Claim jobs of types without limits: one statement, committed on its own. The claim's
+    clock (``now()``, as JSON writes it) and each job as a list of ``CLAIMED_KEYS``' values,
+    then its state (``CLAIMED_STATE_KEYS``' values, or None; always None without
+    ``with_state``), oldest first."""
     params: dict[str, Any] = {
         "worker_id": worker_id,
         "job_types": job_types,
         "max_bytes": max_bytes,
         "state_max_bytes": CLAIMED_STATE_MAX_BYTES if with_state else -1,
     }
-    jobs: list[list[Any]] | None = _raw_claim(max_jobs).scalar(conn, params)
-    return jobs or []
+    now, jobs = _raw_claim(max_jobs).scalar(conn, params)
+    return now, jobs or []
 
 
 @functools.lru_cache(maxsize=128)
