@@ -97,9 +97,13 @@ class BatchOps(JobOps):
         """Apply ``items`` (completions and failures); one answer per item, in order."""
         answers: list[dict[str, Any] | None] = [None] * len(items)
         ids: dict[int, str] = {}  # item -> its job id's canonical text
+        kept = self.claimed
         for k, item in enumerate(items):
             try:
-                ids[k] = _canonical(item.job_id)
+                # A job whose state this process kept has its id as the claim wrote it (the
+                # canonical text, as every poll answers it): no parse.
+                jid = item.job_id
+                ids[k] = jid if jid in kept else _canonical(jid)
                 if item.failure is None:
                     self._check_size(item.output or {}, "job output")
             except ValueError:

@@ -79,6 +79,10 @@ class ClaimedStates:
     def __len__(self) -> int:
         return len(self._rows)
 
+    def __contains__(self, job_id: object) -> bool:
+        """Is the state of ``job_id`` (its id's canonical text) kept now?"""
+        return job_id in self._rows
+
     def keep(self, claimed: Iterable[list[Any]], worker_id: str, now: str) -> None:
         """Keep the state of each job of a claim (``job_sql.claim``'s lists, and its clock)
         that carries one."""
