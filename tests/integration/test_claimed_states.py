@@ -300,3 +300,32 @@ def test_the_poll_answers_each_job_as_its_row_reads(engine: Engine) -> None:
     )
     assert answers == [views.claimed_job(r) for r in rows]
     assert answers[0]["input"]["big"] == 2**70  # (exact: not a float)
+
+
+def test_a_kept_state_is_what_the_completions_read_would_return(engine: Engine) -> None:
+    """The claim's JSON state, typed (``claimed.typed``: UUIDs, times), is the row
+    READ_JOB_WITH_INSTANCE reads for the job right after the claim, but for the clock."""
+    given = {"n": "${workflow.input.n}"}
+    engine.register_definition(
+        {"name": "kept-typed", "steps": [service_step("s", "kt", input=given)]}
+    )
+    iid = engine.start_instance(
+        definition_name="kept-typed", input={"n": 1, "big": 2**70}, correlation_id="c-1"
+    )[0]["id"]
+    (job,) = engine.poll("w", ["kt"], 1)
+    kept = engine.claimed.take(uuid.UUID(job["id"]))
+    assert kept is not None
+    read = engine.db.autocommit(
+        lambda c: c.execute(
+            job_sql.READ_JOB_WITH_INSTANCE, {"job_id": uuid.UUID(job["id"])}
+        ).fetchone()
+    )
+    assert read is not None
+    assert str(kept["id"]) == iid
+    assert timedelta(0) <= read["now"] - kept["now"] < timedelta(seconds=30)
+    # (the read's past_deadline is NULL for a job without a timeout: not past it either)
+    read["past_deadline"] = bool(read["past_deadline"])
+    assert {k: v for k, v in kept.items() if k not in ("now", "elapsed")} == {
+        k: v for k, v in read.items() if k != "now"
+    }
+    assert type(kept["input"]["big"]) is int
