@@ -39,6 +39,7 @@ ANALYZE on the claim and on the complete's lock/read against the full backlog.
 ``--map-items N`` runs only this: N items of MAPs of 100 drained in batches (one
 ``complete_batch`` per poll) by one worker process, printing its client CPU per item, split
 between the polls and the batch completions, and its ratio to the 60 µs target.
+``--one-step-items N`` does the same for N one-step workflows (the 40 µs target).
 
 The last line is ``engine/raw ratio: 0.NN`` (engine jobs/s over raw jobs/s, unlimited type).
 """
@@ -121,8 +122,9 @@ MAP_100 = Workload(
     steps_per_instance=101,
     input={"items": list(range(100))},
 )
-# Client CPU per batched MAP item the engine aims at (issue 35), in one process.
+# Client CPU per batched MAP item and one-step job the engine aims at (issue 35), in one process.
 MAP_ITEM_TARGET_US = 60.0
+ONE_STEP_TARGET_US = 40.0
 NOISY = 0.15  # warn when other processes took more than this share of the machine's CPU
 
 RAW_SCHEMA = """
@@ -568,14 +570,24 @@ def fanout_phases(server: str, args: argparse.Namespace) -> list[tuple[str, Work
     return drains
 
 
-def map_items_phase(server: str, args: argparse.Namespace) -> PhaseResult:
-    """``--map-items``: the items of MAPs of 100 drained in batches (one ``complete_batch`` per
-    poll) by ONE worker process, so its client CPU per item is the engine's alone."""
+def map_items_phase(
+    server: str, args: argparse.Namespace, workload: Workload = MAP_100, items: int = 0
+) -> PhaseResult:
+    """``--map-items``: the items of MAPs of 100 (or ``workload``'s jobs: ``--one-step-items``)
+    drained in batches (one ``complete_batch`` per poll) by ONE worker process, so its client
+    CPU per item is the engine's alone."""
     one = argparse.Namespace(**{**vars(args), "workers": 1})
-    return engine_phase(server, one, MAP_100, args.map_items, batched=True)[1]
+    return engine_phase(server, one, workload, items or args.map_items, batched=True)[1]
 
 
-def report_map_items(drain: PhaseResult, batch: int) -> None:
+def report_one_step_items(drain: PhaseResult, batch: int) -> None:
+    report_map_items(drain, batch, "one-step jobs", ONE_STEP_TARGET_US)
+
+
+def report_map_items(
+    drain: PhaseResult, batch: int, what: str = "items of MAPs of 100", target: float = 0.0
+) -> None:
+    target = target or MAP_ITEM_TARGET_US
     items = max(drain.items, 1)
     client = 1e6 * drain.cpu / items
     split = [r["split"] for r in drain.reports]
@@ -583,7 +595,7 @@ def report_map_items(drain: PhaseResult, batch: int) -> None:
     complete = 1e6 * sum(s["complete"] for s in split) / items
     backend = "-" if drain.server_cpu is None else f"{1e6 * drain.server_cpu / items:,.0f}"
     print()
-    print(f"MAP items, batched, one process ({drain.items:,} items of MAPs of 100, batch {batch}):")
+    print(f"batched, one process ({drain.items:,} {what}, batch {batch}):")
     print(
         table(
             ["items/s", "client CPU us/item", "poll", "complete_batch", "PostgreSQL us/item"],
@@ -600,8 +612,7 @@ def report_map_items(drain: PhaseResult, batch: int) -> None:
     )
     print(drain.cpu_line())
     print(
-        f"MAP item client CPU / target ({MAP_ITEM_TARGET_US:g} us): "
-        f"{client / MAP_ITEM_TARGET_US:.2f}",
+        f"client CPU per item / target ({target:g} us): {client / target:.2f}",
         flush=True,
     )
 
@@ -941,6 +952,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "its client CPU per item (poll and complete_batch) against the 60 us target",
     )
     p.add_argument(
+        "--one-step-items",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the same for N one-step workflows (against the 40 us target)",
+    )
+    p.add_argument(
         "--no-batched",
         action="store_true",
         help="skip the batched drains (engine complete_batch, raw one UPDATE per claim)",
@@ -960,7 +978,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=600, help="per stage, seconds")
     p.add_argument("--keep-databases", action="store_true", help="don't drop them at the end")
     args = p.parse_args(argv)
-    if args.jobs < 1 or args.workers < 1 or args.batch < 1 or args.map_items < 0:
+    if (
+        args.jobs < 1
+        or args.workers < 1
+        or args.batch < 1
+        or args.map_items < 0
+        or args.one_step_items < 0
+    ):
         p.error("--jobs, --workers and --batch must be positive, --map-items not negative")
     return args
 
@@ -979,6 +1003,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.map_items:
                 map_items = map_items_phase(server, args)
                 report_map_items(map_items, args.batch)
+                return 0
+            if args.one_step_items:
+                one_steps = map_items_phase(server, args, UNLIMITED, args.one_step_items)
+                report_one_step_items(one_steps, args.batch)
                 return 0
             starts, drain, instances = engine_phase(server, args)
             raw = raw_phase(server, args)

@@ -59,14 +59,16 @@ Outcome = Literal["APPLIED", "DUPLICATE", "CONFLICT", "NOT_FOUND", "INVALID"]
 MAX_BATCH = 100
 
 
-@dataclass(frozen=True, slots=True)
+# Plain slotted dataclasses, never changed once made: a frozen one's __init__ sets each field
+# through object.__setattr__ (a BatchResult took 2.4 µs to make, 0.6 without; one per result).
+@dataclass(slots=True)
 class Failure:
     error_message: str
     retryable: bool = True
     next_retry_delay_seconds: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class BatchResult:
     """One worker's result in a batch: an output (``failure`` None) or a failure."""
 
