@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from baton.model import TaskDef
+from baton.store.job_sql import CLAIMED_KEYS
 
 
 def ts(value: datetime | None) -> str | None:
@@ -149,6 +150,8 @@ _ANSWER_KEYS = (
     "lockExpiresAt",
     "input",
 )
+if CLAIMED_KEYS[: len(_ANSWER_KEYS)] != _ANSWER_KEYS:  # (claimed_answers reads by position)
+    raise RuntimeError("views.claimed_answers reads the claim in an order job_sql no longer has")
 
 
 def claimed_answers(jobs: list[list[Any]]) -> list[dict[str, Any]]:
@@ -160,12 +163,23 @@ def claimed_answers(jobs: list[list[Any]]) -> list[dict[str, Any]]:
     last: Any = None
     text: str | None = None
     for job in jobs:
-        answer = dict(zip(_ANSWER_KEYS, job, strict=False))  # (the job's first values)
-        at = answer["lockExpiresAt"]
+        at = job[7]
         if at != last:
             last, text = at, None if at is None else ts(datetime.fromisoformat(at))
-        answer["lockExpiresAt"] = text
-        out.append(answer)
+        # (a dict display by position, _ANSWER_KEYS': a third of dict(zip(...)) per job)
+        out.append(
+            {
+                "id": job[0],
+                "instanceId": job[1],
+                "stepId": job[2],
+                "stepExecutionId": job[3],
+                "jobType": job[4],
+                "attempt": job[5],
+                "retriesRemaining": job[6],
+                "lockExpiresAt": text,
+                "input": job[8],
+            }
+        )
     return out
 
 
