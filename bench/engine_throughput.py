@@ -291,7 +291,7 @@ def _engine_worker(cfg: WorkerConfig, m: Member) -> None:
     worker_id = f"w{m.index}"
     # Connect now (outside the timing), and learn the backend's pid to meter its CPU: the
     # floor's own connection, which drains, where the drain is the floor's.
-    floor = connect(cfg.url, autocommit=True) if cfg.floor else None
+    floor = connect(cfg.url, autocommit=True, prepare=cfg.prepare) if cfg.floor else None
     if floor is not None:
         m.ready(floor.info.backend_pid)
     else:
@@ -362,17 +362,18 @@ def _floor_drain(cfg: WorkerConfig, m: Member, worker_id: str, conn: Any) -> Any
     """The drain of the engine's rows by hand-written SQL (FLOOR_*), on ``conn``, set up as the
     raw loop's (closed at the end)."""
     output = json.dumps(RESULT)
+    prepared = True if cfg.prepare else None  # at the first run, as the engine's claim and write
 
     def complete_many(rows: Sequence[dict[str, Any]]) -> list[bool]:
         params = {"ids": [r["id"] for r in rows], "worker_id": worker_id, "output": output}
-        row = conn.execute(FLOOR_COMPLETE_MANY, params).fetchone()
+        row = conn.execute(FLOOR_COMPLETE_MANY, params, prepare=prepared).fetchone()
         done = int(row["n"]) if row else 0
         return [True] * done + [False] * (len(rows) - done)
 
     claim = {"job_type": cfg.workload.job_type, "worker_id": worker_id, "n": cfg.batch}
     try:
         return drain_loop(
-            lambda: conn.execute(FLOOR_CLAIM, claim).fetchall(),
+            lambda: conn.execute(FLOOR_CLAIM, claim, prepare=prepared).fetchall(),
             lambda row: complete_many([row])[0],
             total=cfg.jobs,
             shared=m.shared_count("drain"),
@@ -400,18 +401,24 @@ def raw_worker(cfg: WorkerConfig, member: Member) -> None:
 
 def _raw_worker(cfg: WorkerConfig, m: Member) -> None:
     count_round_trips(_labeler())
-    conn = connect(cfg.url, autocommit=True)  # the engine's driver settings, for a fair comparison
+    # The engine's driver settings, for a fair comparison: prepared as the engine's hot
+    # statements are (at their first run), unless the engine runs unprepared (--no-prepare).
+    conn = connect(cfg.url, autocommit=True, prepare=cfg.prepare)
     worker_id = f"r{m.index}"
     m.ready(conn.info.backend_pid)
     m.begin("drain")
 
+    prepared = True if cfg.prepare else None
+
     def complete_many(rows: Sequence[dict[str, Any]]) -> list[bool]:
-        done = conn.execute(RAW_COMPLETE_MANY, {"ids": [r["id"] for r in rows]}).rowcount
+        ids = {"ids": [r["id"] for r in rows]}
+        done = conn.execute(RAW_COMPLETE_MANY, ids, prepare=prepared).rowcount
         return [True] * done + [False] * (len(rows) - done)
 
+    claim = {"worker_id": worker_id, "n": cfg.batch}
     drained = drain_loop(
-        lambda: conn.execute(RAW_CLAIM, {"worker_id": worker_id, "n": cfg.batch}).fetchall(),
-        lambda row: conn.execute(RAW_COMPLETE, {"id": row["id"]}).rowcount == 1,
+        lambda: conn.execute(RAW_CLAIM, claim, prepare=prepared).fetchall(),
+        lambda row: conn.execute(RAW_COMPLETE, {"id": row["id"]}, prepare=prepared).rowcount == 1,
         total=cfg.jobs,
         shared=m.shared_count("drain"),
         left=lambda: _count(conn.execute(RAW_OPEN).fetchone()),
@@ -914,7 +921,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--no-prepare",
         action="store_true",
         help="engine without server-side prepared statements, as behind RDS Proxy (the raw "
-        "loop keeps psycopg's default, which prepares)",
+        "loops and the floor then run unprepared too)",
     )
     p.add_argument("--profile", action="store_true", help="CPU-profile worker 0's drain")
     p.add_argument("--explain", action="store_true", help="EXPLAIN ANALYZE the claim first")
