@@ -2,7 +2,7 @@
 DBOS, then in Baton (one-step workflows, per-commit and batched), each in a fresh database on the
 same PostgreSQL server, and Baton's rate as a ratio of each peer's.
 
-    .venv/bin/python bench/peers.py --jobs 5000 --workers 2
+    .venv/bin/python bench/peers.py --best-only          # 20,000 jobs, 2 workers
     .venv/bin/python bench/peers.py --only pgqueuer,dbos --jobs 2000
 
 Optional, not part of ``make test`` or ``make bench``: the peers are installed from PyPI (with
@@ -16,7 +16,8 @@ checks that every job was done exactly once, as far as the peer lets us see. Eac
 docstring says what its drain does, with which settings, and why it is (or is not quite) the
 equivalent of Baton's. Baton's drains are ``engine_throughput``'s, imported from it: instances
 started (not timed), then W processes loop ``Engine.poll`` and ``Engine.complete_job`` (per
-commit) or ``Engine.complete_batch`` (batched); every instance is checked COMPLETED once.
+commit) or ``Engine.complete_batch`` (batched), polling as many jobs at a time as pgqueuer's best
+configuration takes per batch (50; ``--batch``); every instance is checked COMPLETED once.
 
 Baton's rows are a one-step workflow with full bookkeeping (instance, step execution, job,
 audit log, stored output); pgqueuer's and procrastinate's are queue jobs without any of that,
@@ -92,6 +93,12 @@ CONFIGS: tuple[Config, ...] = (
         ("--poll", "0.05", "--worker-concurrency", "100"),
     ),
 )
+
+
+# Jobs per Baton poll: the batch of pgqueuer's best configuration above, so that both drains
+# spread each statement over the same number of jobs (Baton's SDK runners poll up to 100 at a
+# time by default; engine_throughput's own default, 32, is kept there for its baselines).
+BATON_BATCH = 50
 
 
 @dataclass(slots=True)
@@ -214,6 +221,7 @@ def baton_drains(server: str, args: argparse.Namespace) -> list[Row]:
     """engine_throughput's engine phase, per commit and batched (it verifies each drain)."""
     et_args = engine_throughput.parse_args(
         ["--jobs", str(args.jobs), "--workers", str(args.workers), "--timeout", str(args.timeout)]
+        + ["--batch", str(args.batch)]
         + (["--keep-databases"] if args.keep_databases else [])
     )
     rows = []
@@ -285,7 +293,7 @@ def report(rows: list[Row]) -> None:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    p.add_argument("--jobs", type=int, default=5000, help="jobs per drain (default 5000)")
+    p.add_argument("--jobs", type=int, default=20_000, help="jobs per drain (default 20000)")
     p.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     p.add_argument(
         "--only",
@@ -299,6 +307,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_false",
         help="run each peer at its best documented configuration only, not the earlier ones",
     )
+    p.add_argument(
+        "--batch",
+        type=int,
+        default=BATON_BATCH,
+        help=f"jobs per Baton poll (default {BATON_BATCH}: pgqueuer's best configuration's batch)",
+    )
     p.add_argument("--no-baton", action="store_true", help="skip Baton's drains")
     p.add_argument(
         "--database-url",
@@ -308,8 +322,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=600, help="per drain, seconds")
     p.add_argument("--keep-databases", action="store_true", help="don't drop them at the end")
     args = p.parse_args(argv)
-    if args.jobs < 1 or args.workers < 1:
-        p.error("--jobs and --workers must be positive")
+    if args.jobs < 1 or args.workers < 1 or args.batch < 1:
+        p.error("--jobs, --workers and --batch must be positive")
     only = [name.strip() for item in args.only or [] for name in item.split(",") if name.strip()]
     unknown = sorted(set(only) - set(PINS))
     if unknown:
