@@ -197,6 +197,12 @@ class EngineCore:
         of 100 completions adds JobsCompleted once, with 100)."""
         self._report_changes(*(decider.changes for decider in deciders))
 
+    def _report_settled(self, n: int) -> None:
+        """``_report`` of ``n`` decisions of the common shape (``engine.one_step``): each
+        completed its job and its instance."""
+        self.metrics.add("JobsCompleted", n)
+        self.metrics.add("InstancesCompleted", n)
+
     def _report_changes(self, *decisions: Changes) -> None:
         """``_report`` of decisions' changes (one data point per counter for all of them)."""
         counters: dict[str, int] = {}

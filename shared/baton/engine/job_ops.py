@@ -16,7 +16,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from baton.engine import long_poll, views, writer
+from baton.engine import long_poll, one_step, views, writer
+from baton.engine.claimed import typed
 from baton.engine.core import EngineCore, log
 from baton.engine.ids import parse_uuid
 from baton.engine.verdicts import (
@@ -210,9 +211,35 @@ class JobOps(EngineCore):
         A completion whose lease lapsed is applied while the job is not settled, even if the job
         was re-queued or claimed again; the attempt in flight is then superseded (see
         ``engine.verdicts``)."""
-        jid = parse_uuid(job_id, "jobId")
+        # A job whose state this process kept has its id as the claim wrote it (the canonical
+        # text, as every poll answers it): no parse.
+        key = job_id if job_id in self.claimed else str(parse_uuid(job_id, "jobId"))
         output = variables or {}
         self._check_size(output, "job output")
+        offload = self.offload is not None
+        limits = self.settings.payload_limits
+
+        def shortcut(conn: Conn, row: dict[str, Any]) -> bool | None:
+            # The common shape (the result completes the only step of a running top-level
+            # instance, engine.one_step): its rows written without a decider; None: decided.
+            plan = self.snapshots.plan(conn, row["snapshot_id"])
+            one = one_step.settle(
+                plan,
+                row,
+                worker_id=worker_id,
+                attempt=attempt,
+                output=output,
+                offload=offload,
+                payload_limits=limits,
+            )
+            if one is None:
+                return None
+            try:
+                writer.write_settled(conn, one)
+            finally:  # written or raced: its version moved
+                self.claimed.forget_instance(one.instance_id)
+            self._report_settled(1)
+            return True
 
         def decide(conn: Conn, row: dict[str, Any], optimistic: bool) -> bool:
             verdict = completion_verdict(row, worker_id, attempt, attempt_ends(conn, row))
@@ -235,7 +262,7 @@ class JobOps(EngineCore):
                 )
             return True
 
-        applied = self._on_job(jid, decide)
+        applied = self._on_job(key, decide, shortcut)
         self.deliver_pending()
         return {"jobId": job_id, "status": "COMPLETED", "applied": applied}
 
@@ -250,7 +277,7 @@ class JobOps(EngineCore):
         next_retry_delay_seconds: float | None = None,
     ) -> dict[str, Any]:
         """Fail a claimed job: a retry is scheduled while retries remain, else the step fails."""
-        jid = parse_uuid(job_id, "jobId")
+        key = job_id if job_id in self.claimed else str(parse_uuid(job_id, "jobId"))
 
         def decide(conn: Conn, row: dict[str, Any], optimistic: bool) -> dict[str, Any]:
             if failure_verdict(row, worker_id, attempt, attempt_ends(conn, row)) == "duplicate":
@@ -276,7 +303,7 @@ class JobOps(EngineCore):
                 }
             return {"jobId": job_id, "status": "FAILED", "applied": True}
 
-        outcome = self._on_job(jid, decide)
+        outcome = self._on_job(key, decide)
         self.deliver_pending()
         return outcome
 
@@ -303,8 +330,14 @@ class JobOps(EngineCore):
         expires = self.db.autocommit(work)
         return {"jobId": job_id, "lockExpiresAt": views.ts(expires)}
 
-    def _on_job(self, jid: uuid.UUID, decide: Callable[[Conn, dict[str, Any], bool], T]) -> T:
-        """Run a job decision: optimistic first, under locks if that was raced.
+    def _on_job(
+        self,
+        job_id: str,
+        decide: Callable[[Conn, dict[str, Any], bool], T],
+        shortcut: Callable[[Conn, dict[str, Any]], T | None] | None = None,
+    ) -> T:
+        """Run a job decision (``job_id``: the id's canonical text): optimistic first, under
+        locks if that was raced.
 
         Optimistic: read job and instance without locks, decide, and write everything in one
         atomic statement whose instance update carries the version read (the fencing token).
@@ -313,28 +346,44 @@ class JobOps(EngineCore):
         trips and two statements per completion, with no lock held between them; one when this
         process kept the state the job was claimed in (engine.claimed), which stands in for
         the read and is fenced alike.
+
+        ``shortcut``: tried first on an optimistic row (kept as claimed, its ids as text, or
+        read), it decides and writes the common shape without a decider, or returns None for
+        ``decide`` to decide the row (a locked decision always goes to ``decide``).
         """
 
-        kept = self.claimed.take(jid)
+        kept = self.claimed.take_as_claimed(job_id)
         if kept is not None:
             # Decided on the state the job was claimed in (no read): a write refused because
             # something moved since, or any error that state led to, is decided again below on
             # a fresh read, so the kept state never changes an outcome (see engine.claimed).
+            def on_kept(conn: Conn) -> T:
+                if shortcut is not None:
+                    done = shortcut(conn, kept)
+                    if done is not None:
+                        return done
+                return decide(conn, typed(kept), True)
+
             try:
-                return self.db.autocommit(lambda conn: decide(conn, kept, True), retry=False)
+                return self.db.autocommit(on_kept, retry=False)
             except (BatonError, *RETRYABLE):
                 pass
+        jid = uuid.UUID(job_id)
 
         def optimistic(conn: Conn) -> T:
             row = conn.execute(job_sql.READ_JOB_WITH_INSTANCE, {"job_id": jid}).fetchone()
             if row is None:
-                raise JobNotFound(str(jid))
+                raise JobNotFound(job_id)
+            if shortcut is not None:
+                done = shortcut(conn, row)
+                if done is not None:
+                    return done
             return decide(conn, row, True)
 
         def locked(conn: Conn) -> T:
             row = first_in_transaction(conn, job_sql.LOCK_JOB_WITH_INSTANCE, {"job_id": jid})
             if row is None:
-                raise JobNotFound(str(jid))
+                raise JobNotFound(job_id)
             return decide(conn, row, False)
 
         try:

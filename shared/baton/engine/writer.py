@@ -45,6 +45,8 @@ AFTER = "/*after*/"
 # The batch writes, converted once (longer than psycopg caches its conversions for).
 WRITE_DECISIONS = RawStatement(batch_sql.WRITE_DECISIONS)
 WRITE_UPDATES = RawStatement(batch_sql.WRITE_UPDATES)
+# A per-commit completion of the common shape (see write_settled).
+WRITE_SETTLED = RawStatement(instance_sql.COMPLETE_ONE_STEP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +145,30 @@ def write_optimistic(
     atomic on its own, refused whole if the instance or the reported job moved since the read."""
     pieces = pieces_of(inst, changes, new_instance=False, insert=None, outbox=outbox)
     _send(conn, pieces, commit=False)
+
+
+def write_settled(conn: Conn, one: Settled) -> None:
+    """Write one decision made without a decider (``engine.one_step``) on an unlocked read or
+    a kept state, on an autocommit connection: one statement (``COMPLETE_ONE_STEP``: only the
+    rows the shape writes, its parameters in order, prepared at its first run), atomic on its
+    own, refused whole if the instance or the reported job moved since."""
+    inst, job, step = one.instance, one.ended_job, one.step_update
+    WRITE_SETTLED.execute(
+        conn,
+        {
+            "id": str(inst["id"]),
+            "variables": _rows(inst["variables"]),
+            "output": _rows(inst["output"]),
+            "expected": inst["expected"],
+            "job_id": str(job["id"]),
+            "g_status": job["g_status"],
+            "g_worker": job["g_worker"],
+            "g_attempt": job["g_attempt"],
+            "step_id": str(step["id"]),
+            "step_output": _rows(step["output"]),
+            "detail": _rows(one.audit[0]["detail"]),
+        },
+    )
 
 
 def write_many(

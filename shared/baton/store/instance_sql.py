@@ -170,6 +170,43 @@ SELECT child_instance_id, 'CANCEL', NULL, '{"reason": "its parent step was cance
 RETURNING 1
 """
 
+# One result of the common shape (``engine.one_step``: it completes the only step of a running
+# top-level instance, which completes with its variables as its output), decided without a
+# decider and written on its own (``engine.writer.write_settled``, a per-commit completion): what
+# UPDATE_INSTANCE, ``job_sql.MARK_COMPLETED``, UPDATE_STEP and INSERT_AUDIT write for it, with
+# the values that are constant for the shape folded in and every parameter typed by a cast (one
+# generic plan), in the chained form's order and fenced alike: the instance by its version (the
+# fencing trigger), the job by its guard (BT409 unless it touches exactly the job read). Keep it
+# in step with those: ``tests/integration/test_one_step_commit.py`` compares what both write.
+COMPLETE_ONE_STEP = """
+WITH instance_done AS (
+    UPDATE instance
+       SET status = 'COMPLETED', variables = %(variables)s::jsonb, output = %(output)s::jsonb,
+           reason = NULL, version = %(expected)s::bigint + 1, updated_at = now(),
+           completed_at = now(), timeout_at = NULL
+     WHERE id = %(id)s::uuid
+    RETURNING 1
+), job_done AS (
+    UPDATE job SET status = 'COMPLETED', completed_at = now(), lock_expires_at = NULL
+     WHERE id = %(job_id)s::uuid AND status = %(g_status)s::text
+       AND worker_id IS NOT DISTINCT FROM %(g_worker)s::text AND attempt = %(g_attempt)s::int
+       AND (SELECT count(*) FROM instance_done) >= 0
+    RETURNING 1
+), step_done AS (
+    UPDATE step_execution
+       SET status = 'COMPLETED', output = coalesce(%(step_output)s::jsonb, output), error = NULL,
+           wake_at = NULL, started_at = coalesce(started_at, now()), completed_at = now(),
+           updated_at = now()
+     WHERE id = %(step_id)s::uuid
+       AND (SELECT baton_expect(count(*) = 1, 'job_done') FROM job_done) = 1
+    RETURNING 1
+)
+INSERT INTO audit_log (instance_id, job_id, event, detail)
+SELECT %(id)s::uuid, %(job_id)s::uuid, 'JOB_COMPLETED', %(detail)s::jsonb
+ UNION ALL
+SELECT %(id)s::uuid, NULL, 'INSTANCE_COMPLETED', NULL
+"""
+
 # Every audit row of a decision in one statement, passed as one JSON text parameter (cheaper
 # to send from Python than three typed arrays).
 INSERT_AUDIT = """
