@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from psycopg import Cursor
+from psycopg import Cursor, RawCursor
 from psycopg.types.json import Jsonb
 
 from baton import jsontext
@@ -325,6 +325,15 @@ def statement(pieces: list[Piece]) -> tuple[bytes, dict[str, Any]]:
     return _chained_sql(shape), params
 
 
+def positional(pieces: list[Piece]) -> tuple[bytes, list[Any]]:
+    """``statement`` in PostgreSQL's ``$n`` form with its parameters in order: the text and
+    where each parameter comes from are made once per shape (``_numbered``), so a decision
+    costs neither a prefixed dictionary nor psycopg's conversion of the text (which it caches
+    only for texts of up to 4 kB, and a decision's chain is often longer)."""
+    query, order = _numbered(tuple((p.sql, p.expect, p.name) for p in pieces))
+    return query, [pieces[k].params[name] for k, name in order]
+
+
 def _send(
     conn: Conn,
     pieces: list[Piece],
@@ -332,25 +341,27 @@ def _send(
     commit: bool,
     reads: Sequence[tuple[str, dict[str, Any]]] = (),
 ) -> list[Cursor[dict[str, Any]]]:
-    sql, params = statement(pieces)
+    query, args = positional(pieces)
+    # Sent as it is (RawCursor); prepared as psycopg prepares any statement, after its fifth
+    # run: a decision has a few shapes and the hot ones run on every completion.
+    write: Cursor[dict[str, Any]] = RawCursor(conn)
     if not commit:
         if reads:
             raise ValueError("reads follow a COMMIT: give them only with commit")
         # One statement on an autocommit connection (an optimistic decision): a pipeline would
         # add only psycopg's own cost (about 25 us of client CPU per completion).
-        conn.execute(sql, params)
+        write.execute(query, args)
         return []
     with conn.pipeline():
+        write.execute(query, args)
         cur = conn.cursor()
-        # A decision has a few shapes and the hot ones run on every completion: prepared.
-        cur.execute(sql, params)
         # COMMIT travels in this pipeline's one Sync (conn.commit() here would add a second,
         # empty round trip when the pipeline block closes). Never prepared: a statement the
         # server skips after an error would leave psycopg believing it had been prepared.
         cur.execute(b"COMMIT", prepare=False)
         # Reads of what was just committed share the Sync (each its own implicit transaction
         # after the COMMIT); skipped with the rest if the write fails.
-        return [conn.execute(query, args) for query, args in reads]
+        return [conn.execute(sql, params) for sql, params in reads]
 
 
 @functools.lru_cache(maxsize=512)
@@ -375,6 +386,17 @@ def _chained_sql(shape: tuple[tuple[str, int | None, str | None], ...]) -> bytes
     if previous is not None and previous[1] is not None:
         final = f"SELECT {_check(*previous)} FROM w{previous[0]}"  # noqa: S608 (indices only)
     return ("WITH " + ",\n".join(ctes) + "\n" + final).encode()
+
+
+@functools.lru_cache(maxsize=512)
+def _numbered(
+    shape: tuple[tuple[str, int | None, str | None], ...],
+) -> tuple[bytes, tuple[tuple[int, str], ...]]:
+    """``_chained_sql(shape)`` with ``$n`` placeholders, and the parameter each ``$n`` takes:
+    (the piece's index, its parameter's name)."""
+    raw = RawStatement(_chained_sql(shape).decode())
+    order = [name[1:].split("_", 1) for name in raw.names]  # p<k>_<name>
+    return raw.query, tuple((int(k), name) for k, name in order)
 
 
 def _check(k: int, expect: int | None) -> str:
