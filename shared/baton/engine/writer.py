@@ -150,15 +150,16 @@ def write_optimistic(
 def write_settled(conn: Conn, one: Settled) -> None:
     """Write one decision made without a decider (``engine.one_step``) on an unlocked read or
     a kept state, on an autocommit connection: one statement (``COMPLETE_ONE_STEP``: only the
-    rows the shape writes, its parameters in order, prepared at its first run), atomic on its
-    own, refused whole if the instance or the reported job moved since."""
+    rows the shape writes, what is constant for it folded in, its parameters in order, prepared
+    at its first run), atomic on its own, refused whole if the instance or the reported job
+    moved since. The instance's output is its variables and the audit rows are the shape's
+    (as ``one`` says, and as the statement derives them)."""
     inst, job, step = one.instance, one.ended_job, one.step_update
     WRITE_SETTLED.execute(
         conn,
         {
             "id": str(inst["id"]),
             "variables": _rows(inst["variables"]),
-            "output": _rows(inst["output"]),
             "expected": inst["expected"],
             "job_id": str(job["id"]),
             "g_status": job["g_status"],
@@ -166,7 +167,6 @@ def write_settled(conn: Conn, one: Settled) -> None:
             "g_attempt": job["g_attempt"],
             "step_id": str(step["id"]),
             "step_output": _rows(step["output"]),
-            "detail": _rows(one.audit[0]["detail"]),
         },
     )
 

@@ -174,14 +174,16 @@ RETURNING 1
 # top-level instance, which completes with its variables as its output), decided without a
 # decider and written on its own (``engine.writer.write_settled``, a per-commit completion): what
 # UPDATE_INSTANCE, ``job_sql.MARK_COMPLETED``, UPDATE_STEP and INSERT_AUDIT write for it, with
-# the values that are constant for the shape folded in and every parameter typed by a cast (one
-# generic plan), in the chained form's order and fenced alike: the instance by its version (the
-# fencing trigger), the job by its guard (BT409 unless it touches exactly the job read). Keep it
-# in step with those: ``tests/integration/test_one_step_commit.py`` compares what both write.
+# what is constant for the shape folded in (the statuses; the instance's output is its
+# variables; the JOB_COMPLETED row's detail is the guard's attempt and holder) and every
+# parameter typed by a cast (one generic plan), in the chained form's order and fenced alike: the
+# instance by its version (the fencing trigger), the job by its guard (BT409 unless it touches
+# exactly the job read). Keep it in step with those: ``tests/integration/test_one_step_commit.py``
+# compares what both write.
 COMPLETE_ONE_STEP = """
 WITH instance_done AS (
     UPDATE instance
-       SET status = 'COMPLETED', variables = %(variables)s::jsonb, output = %(output)s::jsonb,
+       SET status = 'COMPLETED', variables = %(variables)s::jsonb, output = %(variables)s::jsonb,
            reason = NULL, version = %(expected)s::bigint + 1, updated_at = now(),
            completed_at = now(), timeout_at = NULL
      WHERE id = %(id)s::uuid
@@ -202,7 +204,8 @@ WITH instance_done AS (
     RETURNING 1
 )
 INSERT INTO audit_log (instance_id, job_id, event, detail)
-SELECT %(id)s::uuid, %(job_id)s::uuid, 'JOB_COMPLETED', %(detail)s::jsonb
+SELECT %(id)s::uuid, %(job_id)s::uuid, 'JOB_COMPLETED',
+       jsonb_build_object('attempt', %(g_attempt)s::int, 'workerId', %(g_worker)s::text)
  UNION ALL
 SELECT %(id)s::uuid, NULL, 'INSTANCE_COMPLETED', NULL
 """
