@@ -99,6 +99,7 @@ CONFIGS: tuple[Config, ...] = (
 # spread each statement over the same number of jobs (Baton's SDK runners poll up to 100 at a
 # time by default; engine_throughput's own default, 32, is kept there for its baselines).
 BATON_BATCH = 50
+FLOOR_ROW = "baton's rows by SQL (floor)"
 
 
 @dataclass(slots=True)
@@ -237,6 +238,20 @@ def baton_drains(server: str, args: argparse.Namespace) -> list[Row]:
                 f"one-step workflow, poll batch {et_args.batch}, {how}, {args.workers} processes",
             )
         )
+    if args.floor:
+        starts, drain, _ = engine_throughput.engine_phase(server, et_args, batched=True, floor=True)
+        rows.append(
+            Row(
+                FLOOR_ROW,
+                drain.items,
+                drain.seconds,
+                starts.seconds,
+                "the rows Baton writes for a one-step workflow (claim: job, step, audit row; "
+                "completion: job, step, instance, two audit rows), written in batches of "
+                f"{et_args.batch} by two hand-written statements with no decision and no read "
+                "(engine_throughput's floor): what no engine keeping these rows can pass",
+            )
+        )
     return rows
 
 
@@ -289,6 +304,14 @@ def report(rows: list[Row]) -> None:
         "procrastinate's are queue jobs, DBOS's are workflows with one checkpointed step)",
         flush=True,
     )
+    floor = baton.get(FLOOR_ROW)
+    best = next((r for r in rows if r.system == "pgqueuer" and r.error is None), None)
+    if floor is not None and best is not None and best.per_second:
+        print(
+            f"baton's rows by SQL (floor) / pgqueuer: {floor.per_second / best.per_second:.2f} "
+            "(the most an engine writing Baton's rows could reach against pgqueuer in this run)",
+            flush=True,
+        )
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -314,6 +337,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help=f"jobs per Baton poll (default {BATON_BATCH}: pgqueuer's best configuration's batch)",
     )
     p.add_argument("--no-baton", action="store_true", help="skip Baton's drains")
+    p.add_argument(
+        "--no-floor",
+        dest="floor",
+        action="store_false",
+        help="skip the drain of Baton's rows by hand-written SQL (its data model's floor)",
+    )
     p.add_argument(
         "--database-url",
         default=os.environ.get("DATABASE_URL") or None,
