@@ -34,7 +34,9 @@ ANALYZE on the claim and on the complete's lock/read against the full backlog.
    batches by two hand-written statements that write exactly the rows the engine writes (claim:
    job, step, audit row; completion: job, step, instance with its version, two audit rows) on the
    engine's own schema, with no decision and no read: the floor of the data model, next to the
-   raw batched loop and the engine batched (``--no-floor`` skips it).
+   raw batched loop and the engine batched; then the same statements completing one job per
+   commit (the per-commit floor, next to the raw per-commit loop and the engine per commit).
+   ``--no-floor`` skips both.
 
 ``--map-items N`` runs only this: N items of MAPs of 100 drained in batches (one
 ``complete_batch`` per poll) by one worker process, printing its client CPU per item, split
@@ -841,10 +843,11 @@ def report_batched(
     raw_b: PhaseResult,
     *,
     floor: PhaseResult | None = None,
+    floor_commit: PhaseResult | None = None,
 ) -> None:
     """The four drains side by side: per-commit and batched, engine (full bookkeeping) and raw;
-    and the engine's rows written in batches by hand-written SQL (``floor``), the floor of its
-    data model."""
+    and the engine's rows written by hand-written SQL, in batches (``floor``) and one commit per
+    job (``floor_commit``): the floor of its data model for each."""
     print()
     print(f"engine batched drain, round trips per job ({engine_b.items:,} jobs):")
     print(wire_table(engine_b.wire, engine_b.items, "job"))
@@ -854,6 +857,8 @@ def report_batched(
         ("engine, per commit", engine),
         ("engine, batched", engine_b),
     ]
+    if floor_commit is not None:
+        drains.append(("engine's rows by SQL, per commit", floor_commit))
     if floor is not None:
         drains.append(("engine's rows by SQL, batched", floor))
     rows = [
@@ -882,6 +887,12 @@ def report_batched(
             "the engine's rows written in batches by hand-written SQL (no decision, no read: "
             f"its data model's floor) / raw batched: {floor.per_second / raw_b.per_second:.2f}; "
             f"engine batched / that floor: {engine_b.per_second / floor.per_second:.2f}"
+        )
+    if floor_commit is not None:
+        print(
+            "the engine's rows written one job per commit by hand-written SQL (the per-commit "
+            f"floor) / raw per-commit: {floor_commit.per_second / raw.per_second:.2f}; "
+            f"engine per-commit / that floor: {engine.per_second / floor_commit.per_second:.2f}"
         )
 
 
@@ -1023,9 +1034,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     engine_phase(server, args, batched=True)[1],
                     raw_phase(server, args, True),
                 )
-            floor = None
+            floor = floor_commit = None
             if not args.no_batched and not args.no_floor:
                 floor = engine_phase(server, args, batched=True, floor=True)[1]
+                floor_commit = engine_phase(server, args, floor=True)[1]
             limited = [] if args.no_limited else limited_phases(server, args)
             fanout = [] if args.no_fanout else fanout_phases(server, args)
     except KeyboardInterrupt:
@@ -1040,7 +1052,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report_fanout(fanout, drain)
     report(starts, drain, instances, raw, args.batch)
     if batched is not None:
-        report_batched(drain, raw, *batched, floor=floor)
+        report_batched(drain, raw, *batched, floor=floor, floor_commit=floor_commit)
     return 0
 
 
