@@ -280,3 +280,27 @@ def test_the_claims_generic_plan_counts_the_job_types_it_was_given(
 def test_a_claim_names_at_least_one_job_type() -> None:
     with pytest.raises(ValueError, match="1 to"):
         job_sql.claim_sql(32, 0)
+
+
+@pytest.mark.parametrize("n_types", [1, 3])
+def test_the_limited_claims_generic_plan_counts_the_job_types_it_was_given(
+    database_url: str, n_types: int
+) -> None:
+    """The same for the claim of types with limits: with 200,000 finished workflows in the
+    tables it was planned anew at every poll (0 generic plans of 110 in a drain; 105 of 110
+    with the count in its text, and the claim's PostgreSQL CPU per job 67-96 -> 52-60 us)."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        if conn.info.server_version < 160000:
+            pytest.skip("EXPLAIN (GENERIC_PLAN) needs PostgreSQL 16")
+        _seed_workflows(conn, 1_000)
+        conn.execute("VACUUM ANALYZE job_type_limit")
+        plan = _generic_plan(conn, job_sql.claim_limited_sql(n_types))
+    # The rows the plan expects from the types: the unnest's, or the Limit's above it.
+    counted = [
+        parent["Plan Rows"] if parent["Node Type"] == "Limit" else child["Plan Rows"]
+        for parent in _nodes(plan["Plan"])
+        for child in parent.get("Plans", [])
+        if child.get("Function Name") == "unnest"
+    ]
+    assert counted, "no scan of the types"
+    assert all(rows <= n_types for rows in counted), counted
