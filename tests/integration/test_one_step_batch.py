@@ -12,7 +12,6 @@ result of another worker, one of an attempt not yet started, and a MAP's items.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,40 +22,16 @@ from baton.engine.service import Engine
 from baton.metrics import CountingMetrics
 from baton.store.db import Database
 
+from tests.support.one_step_cohorts import (
+    UUID,
+    assert_counted_alike,
+    count_deciders,
+    task,
+)
+from tests.support.one_step_cohorts import definitions as definitions_of
 from tests.support.rows import cohort_rows
 
 RUN = itertools.count()
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-def _task(step_id: str, cohort: str, **extra: Any) -> dict[str, Any]:
-    step: dict[str, Any] = {"id": step_id, "type": "SERVICE_TASK", "jobType": f"os-{cohort}"}
-    step["input"] = {"n": "${workflow.input.n}", "kind": "${workflow.input.kind}"}
-    return {**step, **extra}
-
-
-def _definitions(cohort: str) -> dict[str, dict[str, Any]]:
-    one = [_task("only", cohort, retryCount=1, retryDelaySeconds=0)]
-    return {
-        "plain": {"name": f"plain-{cohort}", "steps": one},
-        "params": {
-            "name": f"params-{cohort}",
-            "steps": one,
-            "outputParameters": {"got": "${only.output.v}"},
-        },
-        "two": {"name": f"two-{cohort}", "steps": [_task("first", cohort), _task("last", cohort)]},
-        "map": {
-            "name": f"map-{cohort}",
-            "steps": [
-                {
-                    "id": "fan",
-                    "type": "MAP",
-                    "items": "${workflow.input.items}",
-                    "steps": [_task("item", cohort)],
-                }
-            ],
-        },
-    }
 
 
 def _output(kind: str, n: int) -> Any:
@@ -89,14 +64,14 @@ def _results(jobs: list[dict[str, Any]], round_: int) -> Iterator[BatchResult]:
 def _comparable(answer: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in answer.items() if k not in ("jobId", "nextAttemptAt")}
     if "error" in out:
-        out["error"] = _UUID.sub("<id>", out["error"])
+        out["error"] = UUID.sub("<id>", out["error"])
     return {**out, "retry": "nextAttemptAt" in answer}
 
 
 def _drive(engine: Engine, cohort: str) -> list[list[dict[str, Any]]]:
     """Start the cohort's instances, then claim and complete in batches until no job is left;
     every batch's answers."""
-    definitions = _definitions(cohort)
+    definitions = definitions_of(cohort, f"os-{cohort}")
     for definition in definitions.values():
         engine.register_definition(definition)
     for kind in definitions:
@@ -147,26 +122,16 @@ def test_the_shortcut_leaves_what_the_decider_leaves(
         for k, (x, y) in enumerate(zip(one, other, strict=True)):
             assert x == y, (b, k)
     assert fast_rows == slow_rows
-    timed = ("JobDispatchLatency",)  # each run's own clock
-    counts = {k: v for k, v in with_metrics.totals.items() if k not in timed}
-    assert counts == {k: v for k, v in without_metrics.totals.items() if k not in timed}
-    assert counts["InstancesCompleted"] > 0
+    assert_counted_alike(with_metrics, without_metrics)
 
 
 def test_a_batch_of_one_step_completions_builds_no_decider(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    engine.register_definition({"name": "os-plain", "steps": [_task("only", "x")]})
+    engine.register_definition({"name": "os-plain", "steps": [task("only", "os-x")]})
     for n in range(10):
         engine.start_instance(definition_name="os-plain", input={"n": n, "kind": "plain"})
-    built: list[object] = []
-    real = engine.decider
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        built.append(args)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(engine, "decider", counting)
+    built = count_deciders(engine, monkeypatch)
     jobs = engine.poll("w", ["os-x"], 10)
     answers = engine.complete_batch(
         [BatchResult(j["id"], "w", j["attempt"], output={"r": 1}) for j in jobs]

@@ -15,7 +15,6 @@ another worker, one of an attempt not yet started, and a MAP's items.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -28,41 +27,16 @@ from baton.metrics import CountingMetrics
 from baton.settings import EngineSettings
 from baton.store.db import Database
 
+from tests.support.one_step_cohorts import (
+    UUID,
+    assert_counted_alike,
+    count_deciders,
+    task,
+)
+from tests.support.one_step_cohorts import definitions as definitions_of
 from tests.support.rows import cohort_rows
 
 RUN = itertools.count()
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-def _task(step_id: str, cohort: str, **extra: Any) -> dict[str, Any]:
-    step: dict[str, Any] = {"id": step_id, "type": "SERVICE_TASK", "jobType": f"oc-{cohort}"}
-    step["input"] = {"n": "${workflow.input.n}", "kind": "${workflow.input.kind}"}
-    return {**step, **extra}
-
-
-def _definitions(cohort: str) -> dict[str, dict[str, Any]]:
-    one = [_task("only", cohort, retryCount=1, retryDelaySeconds=0)]
-    return {
-        "plain": {"name": f"plain-{cohort}", "steps": one},
-        "timed": {"name": f"timed-{cohort}", "steps": one, "timeoutSeconds": 600},
-        "params": {
-            "name": f"params-{cohort}",
-            "steps": one,
-            "outputParameters": {"got": "${only.output.v}"},
-        },
-        "two": {"name": f"two-{cohort}", "steps": [_task("first", cohort), _task("last", cohort)]},
-        "map": {
-            "name": f"map-{cohort}",
-            "steps": [
-                {
-                    "id": "fan",
-                    "type": "MAP",
-                    "items": "${workflow.input.items}",
-                    "steps": [_task("item", cohort)],
-                }
-            ],
-        },
-    }
 
 
 def _output(n: int) -> Any:
@@ -101,14 +75,14 @@ def _answer(call: Callable[[], Any]) -> Any:
     try:
         got = call()
     except BatonError as e:
-        return (type(e).__name__, _UUID.sub("<id>", str(e)))
+        return (type(e).__name__, UUID.sub("<id>", str(e)))
     return {k: v for k, v in got.items() if k not in ("jobId", "nextAttemptAt")}
 
 
 def _drive(engine: Engine, cohort: str) -> list[Any]:
     """Start the cohort's instances, then claim and complete one by one until no job is left;
     every call's answer."""
-    definitions = _definitions(cohort)
+    definitions = definitions_of(cohort, f"oc-{cohort}", timed=True)
     for definition in definitions.values():
         engine.register_definition(definition)
     for kind in definitions:
@@ -170,26 +144,16 @@ def test_the_per_commit_shortcut_leaves_what_the_decider_leaves(
     assert fast == slow
     assert fast_rows == slow_rows
     assert _versions(database_url, f"fast{run}") == _versions(database_url, f"slow{run}")
-    timed = ("JobDispatchLatency",)  # each run's own clock
-    counts = {k: v for k, v in with_metrics.totals.items() if k not in timed}
-    assert counts == {k: v for k, v in without_metrics.totals.items() if k not in timed}
-    assert counts["InstancesCompleted"] > 0
+    assert_counted_alike(with_metrics, without_metrics)
 
 
 def test_a_per_commit_one_step_completion_builds_no_decider(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    engine.register_definition({"name": "oc-plain", "steps": [_task("only", "x")]})
+    engine.register_definition({"name": "oc-plain", "steps": [task("only", "oc-x")]})
     for n in range(5):
         engine.start_instance(definition_name="oc-plain", input={"n": n, "kind": "plain"})
-    built: list[object] = []
-    real = engine.decider
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        built.append(args)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(engine, "decider", counting)
+    built = count_deciders(engine, monkeypatch)
     jobs = engine.poll("w", ["oc-x"], 5)
     answers = [engine.complete_job(j["id"], "w", {"r": 1}) for j in jobs]
     assert [a["applied"] for a in answers] == [True] * 5
@@ -204,7 +168,7 @@ def test_a_kept_state_the_instance_moved_on_from_is_refused_and_decided_again(
     """Claimed (its state kept as RUNNING at version 1), then paused by another process: the
     shortcut's write is refused by the version fence, and the completion is decided again on
     the paused instance (its continuation waits for resume), not written as a completion."""
-    engine.register_definition({"name": "oc-paused", "steps": [_task("only", "p")]})
+    engine.register_definition({"name": "oc-paused", "steps": [task("only", "oc-p")]})
     started, _ = engine.start_instance(definition_name="oc-paused", input={"n": 0, "kind": "x"})
     (job,) = engine.poll("w", ["oc-p"], 1)
     assert job["id"] in engine.claimed

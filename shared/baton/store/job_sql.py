@@ -565,11 +565,7 @@ def claim_sql(max_jobs: int, n_types: int = 1) -> str:
     once per connection."""
     if not 1 <= max_jobs <= MAX_CLAIM_BATCH:
         raise ValueError(f"a claim takes 1 to {MAX_CLAIM_BATCH} jobs, not {max_jobs}")
-    if not 1 <= n_types <= MAX_CLAIM_TYPES:
-        raise ValueError(f"a claim names 1 to {MAX_CLAIM_TYPES} job types, not {n_types}")
-    return CLAIM_AS_JSON.replace("%(max_jobs)s", str(int(max_jobs))).replace(
-        "%(n_types)s", str(int(n_types))
-    )
+    return _with_types_count(CLAIM_AS_JSON.replace("%(max_jobs)s", str(int(max_jobs))), n_types)
 
 
 def claim_limited(
@@ -592,9 +588,14 @@ def claim_limited_sql(n_types: int) -> str:
     for the unlimited claim: ``unnest($1)`` is guessed at ten types, and with a long history in
     the tables that guess made its generic plan dearer than a poll's, so PostgreSQL planned it
     anew at every poll."""
+    return _with_types_count(CLAIM_LIMITED, n_types)
+
+
+def _with_types_count(claim: str, n_types: int) -> str:
+    """``claim`` with the number of job types it is run with written in place of ``n_types``."""
     if not 1 <= n_types <= MAX_CLAIM_TYPES:
         raise ValueError(f"a claim names 1 to {MAX_CLAIM_TYPES} job types, not {n_types}")
-    return CLAIM_LIMITED.replace("%(n_types)s", str(int(n_types)))
+    return claim.replace("%(n_types)s", str(int(n_types)))
 
 
 def _claim_counted(
