@@ -199,13 +199,13 @@ def write_many(
     common = _SetRows()
     for one in settled:
         common.add_settled(one)
-    alone: list[tuple[bytes, dict[str, Any]]] = []
+    alone: list[tuple[bytes, list[Any]]] = []
     for inst, changes in decisions:
         if _common_writes_only(inst, changes):
             common.add(inst, changes, outbox)
         else:
             pieces = pieces_of(inst, changes, new_instance=False, insert=None, outbox=outbox)
-            alone.append(statement(pieces))
+            alone.append(positional(pieces))
     assert conn.autocommit, "write_many runs in one statement or its pipeline's transaction"
     ids: list[str] = []
     if len(decisions) + len(settled) > 1:
@@ -223,8 +223,9 @@ def write_many(
             cur.execute(batch_sql.LOCK_INSTANCES, {"ids": sorted(ids)})
         if common.count:
             common.statement().execute(conn, common.params())
-        for sql, params in alone:
-            cur.execute(sql, params)
+        write = RawCursor(conn)  # each chain as _send sends it
+        for query, args in alone:
+            write.execute(query, args)
 
 
 def _common_writes_only(inst: InstanceState, changes: Changes) -> bool:
@@ -317,7 +318,9 @@ class _SetRows:
 
 
 def statement(pieces: list[Piece]) -> tuple[bytes, dict[str, Any]]:
-    """The one statement (SQL, parameters) that carries ``pieces``."""
+    """The one statement (SQL, parameters) that carries ``pieces``, in its readable
+    ``%(p<k>_<name>)s`` form (what ``tests/unit/test_writer_golden.py`` pins); it is sent as
+    ``positional`` gives it."""
     params: dict[str, Any] = {}
     for k, piece in enumerate(pieces):
         params.update({f"p{k}_{name}": value for name, value in piece.params.items()})
