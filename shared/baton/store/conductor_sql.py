@@ -1,6 +1,10 @@
 """SQL for the Conductor-compatible surface: leases as Conductor workers expect them, the
 IN_PROGRESS callback, and task logs kept in the audit log with their job."""
 
+from __future__ import annotations
+
+from baton.store.raw_sql import unsized_array
+
 # Conductor workers never heartbeat: a job whose lease is Baton's default (no task definition
 # and no step setting chose one) is leased for Conductor's default responseTimeoutSeconds.
 LEASE_FOR_CONDUCTOR = """
@@ -17,7 +21,8 @@ RETURNING id, lock_expires_at
 
 # A dynamic fork's task (a job inside a keyed MAP's item, directly or in the SWITCH choosing
 # the task by its type) is Conductor's task of its item's key: its referenceTaskName.
-FORKED_REFERENCES = """
+FORKED_REFERENCES = (
+    """
 SELECT j.id,
        CASE WHEN p.step_type = 'MAP' THEN p.input -> 'keys' ->> s.item_index
             WHEN p.step_type = 'SWITCH' AND g.step_type = 'MAP'
@@ -27,8 +32,11 @@ SELECT j.id,
   JOIN step_execution s ON s.id = j.step_execution_id
   JOIN step_execution p ON p.id = s.parent_step_execution_id
   LEFT JOIN step_execution g ON g.id = p.parent_step_execution_id
- WHERE j.id = ANY(%(ids)s::uuid[])
+ WHERE j.id = ANY("""
+    + unsized_array("ids", "uuid")
+    + """)
 """
+)
 
 # IN_PROGRESS with callbackAfterSeconds: the same attempt is handed out again once due.
 POSTPONE = """

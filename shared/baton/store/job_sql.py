@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from baton.store.db import Conn
-from baton.store.raw_sql import RawStatement
+from baton.store.raw_sql import RawStatement, unsized_array
 
 _CLAIM_FIND = """
 WITH types AS (
@@ -232,7 +232,8 @@ READ_JOB_WITH_INSTANCE = _JOB_WITH_INSTANCE
 # its first job's row (``whole``), and an operator execution once, on the first row of its jobs:
 # a MAP's items share both, and loading them for each item was most of the read's client CPU
 # (``read_jobs_with_instances`` gives the other rows the same values).
-READ_JOBS_WITH_INSTANCES = """
+READ_JOBS_WITH_INSTANCES = (
+    """
 WITH b AS (
     SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.attempt, j.retries_remaining,
            j.lease_seconds, j.lock_expires_at < now() AS lease_lapsed,
@@ -243,7 +244,9 @@ WITH b AS (
            row_number() OVER (PARTITION BY s.parent_step_execution_id) = 1 AS owner_first
       FROM job j
       JOIN step_execution s ON s.id = j.step_execution_id
-     WHERE j.id = ANY(%(job_ids)s::uuid[])
+     WHERE j.id = ANY("""  # noqa: S608 (constant SQL only)
+    + unsized_array("job_ids", "uuid")
+    + """)
 )
 SELECT b.job_id, b.job_status, b.worker_id, b.attempt, b.retries_remaining, b.lease_seconds,
        b.lease_lapsed, b.past_deadline, b.step_execution_id, b.step_id, b.scope, b.id, b.whole,
@@ -258,6 +261,7 @@ SELECT b.job_id, b.job_status, b.worker_id, b.attempt, b.retries_remaining, b.le
   LEFT JOIN instance i ON i.id = b.id AND b.whole
   LEFT JOIN step_execution o ON o.id = b.owner_id AND b.owner_first
 """
+)
 
 # The instance's columns of a READ_JOBS_WITH_INSTANCES row (those of READ_JOB_WITH_INSTANCE).
 _INSTANCE_COLUMNS = (
