@@ -19,6 +19,7 @@ import psycopg
 import pytest
 from baton.engine.batch_ops import BatchResult
 from baton.engine.service import Engine
+from baton.engine.start_batch import StartItem
 from baton.store import job_sql
 from baton.store.db import Database
 
@@ -94,7 +95,8 @@ def engine(database_url: str) -> Iterator[Engine]:
 
 def _round(engine: Engine, n: int) -> None:
     """Start one instance of each definition and drain them: completions one by one and in
-    batches, a failure retried, a heartbeat, Conductor's lease and references, and reads."""
+    batches, a failure retried, a heartbeat, Conductor's lease and references; batch starts
+    with idempotency keys, and reads."""
     one = [engine.start_instance(definition_name="one")[0]["id"] for _ in range(3)]
     engine.start_instance(definition_name="map", input={"items": list(range(6))})
     fan = engine.start_instance(definition_name="fan")[0]["id"]
@@ -119,6 +121,12 @@ def _round(engine: Engine, n: int) -> None:
         engine.complete_batch(
             [BatchResult(j["id"], "w", j["attempt"], output={"n": counted}) for j in jobs[half:]]
         )
+    # A batch start, then the same keys again with one more, twice: its read-back and its
+    # look-up of keys used before.
+    keys = [f"round-{n}-{k}" for k in range(3)]
+    engine.start_instances([StartItem(definition_name="one", idempotency_key=k) for k in keys[:2]])
+    for _ in range(2):
+        engine.start_instances([StartItem(definition_name="one", idempotency_key=k) for k in keys])
     for iid in [*one, fan, loop]:
         assert engine.get_instance(iid)["status"] == "COMPLETED", (n, iid)
     engine.history(one[0])

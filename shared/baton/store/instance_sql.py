@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from baton.store.db import Conn
+from baton.store.raw_sql import unsized_array
 
 # ``inserted``: the row is this transaction's (now, or by an earlier statement of it), so it could
 # still roll back; NULL or false: committed before (safe to cache).
@@ -243,13 +244,19 @@ SELECT i.id, i.definition_name, i.definition_version, i.status, i.input, i.varia
 """
 
 # A batch start's answers: its new and existing instances, read after its COMMIT.
-INSTANCES_BY_IDS = GET_INSTANCE.replace("i.id = %(id)s", "i.id = ANY(%(ids)s)")
+INSTANCES_BY_IDS = GET_INSTANCE.replace(
+    "i.id = %(id)s", "i.id = ANY(" + unsized_array("ids", "uuid") + ")"
+)
 
 # A batch start's idempotency keys that were used before (its inserts of them did nothing).
-IDS_BY_IDEMPOTENCY_KEYS = """
+IDS_BY_IDEMPOTENCY_KEYS = (
+    """
 SELECT id, idempotency_key, idempotency_fingerprint FROM instance
- WHERE idempotency_key = ANY(%(keys)s)
+ WHERE idempotency_key = ANY("""
+    + unsized_array("keys", "text")
+    + """)
 """
+)
 
 _STEPS = """
 SELECT s.id, s.step_id, s.step_type, s.status, s.attempt, s.input, s.output, s.error,
