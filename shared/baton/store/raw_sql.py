@@ -9,6 +9,9 @@ sends the text as it is, with the parameters in order: the same statement for th
 text every time), none of the per-execute work. It is prepared at its first run where the
 connection prepares at all (psycopg would send it unprepared five times first, each parsed and
 planned again: ~1 ms of server time each for the claim), never where it does not.
+
+:func:`unsized_array` is the other half of keeping a prepared statement's plan: a list parameter
+written so that PostgreSQL keeps one generic plan for it whatever the list's length.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ def unsized_array(name: str, element: str) -> str:
     70-125 µs on its generic plan. Behind the InitPlan both plans count alike (the estimate of
     an array not known when planning) and the generic one is kept; the index still probes each
     id, the array being known when the scan starts."""
+    if not (name.isidentifier() and element.isidentifier()):
+        raise ValueError(f"a parameter name and a type name, not {name!r} and {element!r}")
     return f"(SELECT %({name})s::{element}[])::{element}[]"
 
 
