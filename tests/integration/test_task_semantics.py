@@ -81,6 +81,67 @@ def test_time_out_wf_times_the_instance_out_and_cancels_its_open_work(engine: En
     assert engine.poll("w", ["slow"], 1) == []
 
 
+def test_time_out_wf_times_the_instance_out_even_from_an_optional_step(engine: Engine) -> None:
+    """Conductor's decider terminates the workflow for a TIME_OUT_WF timeout before it looks at
+    ``optional``; an optional step's list goes on after any other failure (below)."""
+    engine.register_definition(
+        {
+            "name": "flow",
+            "steps": [
+                {
+                    "id": "only",
+                    "type": "SERVICE_TASK",
+                    "jobType": "slow",
+                    "optional": True,
+                    "timeoutSeconds": 1,
+                    "responseTimeoutSeconds": 1,
+                    "timeoutPolicy": "TIME_OUT_WF",
+                },
+                {"id": "after", "type": "SERVICE_TASK", "jobType": "next"},
+            ],
+        }
+    )
+    inst, _ = engine.start_instance(definition_name="flow")
+    engine.poll("w", ["slow"], 1)
+    wait_until(lambda: _swept(engine), timeout=5)
+    final = engine.get_instance(inst["id"])
+    assert final["status"] == "TIMED_OUT", final
+    assert final["steps"][0]["status"] == "TIMED_OUT"
+    assert engine.poll("w", ["next"], 1) == []
+    assert "OPTIONAL_STEP_FAILED" not in _events(engine, inst["id"])
+
+
+def test_an_optional_step_timed_out_on_every_retry_lets_its_list_go_on(engine: Engine) -> None:
+    engine.register_definition(
+        {
+            "name": "flow",
+            "steps": [
+                {
+                    "id": "only",
+                    "type": "SERVICE_TASK",
+                    "jobType": "slow",
+                    "optional": True,
+                    "timeoutSeconds": 1,
+                    "responseTimeoutSeconds": 1,
+                    "timeoutPolicy": "RETRY",
+                    "retryCount": 0,
+                },
+                {"id": "after", "type": "SERVICE_TASK", "jobType": "next"},
+            ],
+        }
+    )
+    inst, _ = engine.start_instance(definition_name="flow")
+    engine.poll("w", ["slow"], 1)
+    wait_until(lambda: _swept(engine), timeout=5)
+    after = wait_until(lambda: engine.poll("w", ["next"], 1), timeout=5)[0]
+    engine.complete_job(after["id"], "w", {})
+    final = engine.get_instance(inst["id"])
+    assert final["status"] == "COMPLETED", final
+    assert final["steps"][0]["status"] == "COMPLETED"
+    assert "timed out" in final["steps"][0]["error"]
+    assert "OPTIONAL_STEP_FAILED" in _events(engine, inst["id"])
+
+
 def test_alert_only_alerts_once_and_the_step_keeps_running(engine: Engine) -> None:
     metrics = CountingMetrics()
     engine.metrics = metrics

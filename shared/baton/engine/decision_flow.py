@@ -242,9 +242,15 @@ class DecisionFlow(DecisionState):
         """Step execution ``e`` failed; its operator (or, at the root, the instance) decides.
         An ``optional`` step's failure is recorded and its list goes on: the step is COMPLETED
         with its error kept, and no output. A ``permissive`` step stays failed and its list goes
-        on (``engine.permissive``)."""
+        on (``engine.permissive``). Neither holds back a TIME_OUT_WF timeout (``instance_status``
+        TIMED_OUT): it times the instance out, as Conductor's decider does before it looks at
+        ``optional``."""
         said = why if status == StepStatus.TIMED_OUT else f"failed: {why}"  # "timed out: ..."
-        if self.plan.step(e.step_id).optional and not self.closed(e.scope):
+        if (
+            self.plan.step(e.step_id).optional
+            and instance_status == InstanceStatus.FAILED  # TIME_OUT_WF times the instance out
+            and not self.closed(e.scope)
+        ):
             self.update_step(e.id, StepStatus.COMPLETED, error=said, scope=e.scope)
             self.changes.instance_changed = True
             self.changes.audit.append(
