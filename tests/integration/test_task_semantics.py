@@ -81,26 +81,20 @@ def test_time_out_wf_times_the_instance_out_and_cancels_its_open_work(engine: En
     assert engine.poll("w", ["slow"], 1) == []
 
 
+def _optional_that_times_out(**policy: Any) -> dict[str, Any]:
+    """An optional step whose job times out after 1 s under ``policy``, then a next step."""
+    only = {"optional": True, "timeoutSeconds": 1, "responseTimeoutSeconds": 1, **policy}
+    steps = [
+        {"id": "only", "type": "SERVICE_TASK", "jobType": "slow", **only},
+        {"id": "after", "type": "SERVICE_TASK", "jobType": "next"},
+    ]
+    return {"name": "flow", "steps": steps}
+
+
 def test_time_out_wf_times_the_instance_out_even_from_an_optional_step(engine: Engine) -> None:
     """Conductor's decider terminates the workflow for a TIME_OUT_WF timeout before it looks at
     ``optional``; an optional step's list goes on after any other failure (below)."""
-    engine.register_definition(
-        {
-            "name": "flow",
-            "steps": [
-                {
-                    "id": "only",
-                    "type": "SERVICE_TASK",
-                    "jobType": "slow",
-                    "optional": True,
-                    "timeoutSeconds": 1,
-                    "responseTimeoutSeconds": 1,
-                    "timeoutPolicy": "TIME_OUT_WF",
-                },
-                {"id": "after", "type": "SERVICE_TASK", "jobType": "next"},
-            ],
-        }
-    )
+    engine.register_definition(_optional_that_times_out(timeoutPolicy="TIME_OUT_WF"))
     inst, _ = engine.start_instance(definition_name="flow")
     engine.poll("w", ["slow"], 1)
     wait_until(lambda: _swept(engine), timeout=5)
@@ -112,24 +106,7 @@ def test_time_out_wf_times_the_instance_out_even_from_an_optional_step(engine: E
 
 
 def test_an_optional_step_timed_out_on_every_retry_lets_its_list_go_on(engine: Engine) -> None:
-    engine.register_definition(
-        {
-            "name": "flow",
-            "steps": [
-                {
-                    "id": "only",
-                    "type": "SERVICE_TASK",
-                    "jobType": "slow",
-                    "optional": True,
-                    "timeoutSeconds": 1,
-                    "responseTimeoutSeconds": 1,
-                    "timeoutPolicy": "RETRY",
-                    "retryCount": 0,
-                },
-                {"id": "after", "type": "SERVICE_TASK", "jobType": "next"},
-            ],
-        }
-    )
+    engine.register_definition(_optional_that_times_out(timeoutPolicy="RETRY", retryCount=0))
     inst, _ = engine.start_instance(definition_name="flow")
     engine.poll("w", ["slow"], 1)
     wait_until(lambda: _swept(engine), timeout=5)
