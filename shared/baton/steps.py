@@ -44,8 +44,9 @@ class StepBase(Model):
     description: str | None = None
     # An object of values and ${…} expressions, or one ${…} expression giving an object.
     input: dict[str, Any] | str = Field(default_factory=dict)
-    # A failure of this step (its retries exhausted, a timeout) is recorded and its list goes on:
-    # the step ends COMPLETED with its error kept (Conductor's COMPLETED_WITH_ERRORS).
+    # A failure of this step (its retries exhausted, a RETRY timeout) is recorded and its list
+    # goes on: the step ends COMPLETED with its error kept (Conductor's COMPLETED_WITH_ERRORS).
+    # A TIME_OUT_WF timeout still times the instance out, as Conductor's decider does.
     optional: bool | None = None
     # A failure of this step (its retries exhausted) is kept: the step stays FAILED, its list goes
     # on as if it had succeeded, and the instance fails once nothing is left to run (Conductor's

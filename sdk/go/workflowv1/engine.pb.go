@@ -285,7 +285,8 @@ type Step struct {
 	// {statusCode, headers, body, reasonPhrase}}. START_WORKFLOW: the start ({name, version,
 	// input, correlationId}, or one ${...} giving it); output {workflowId, instanceId}
 	Request *structpb.Value `protobuf:"bytes,40,opt,name=request,proto3" json:"request,omitempty"`
-	// Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+	// Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
+	// a TIME_OUT_WF timeout still times the instance out (as Conductor's)
 	Optional *bool `protobuf:"varint,41,opt,name=optional,proto3,oneof" json:"optional,omitempty"`
 	// SERVICE_TASK: the job is claimable this many seconds after the step starts
 	StartDelaySeconds *int32 `protobuf:"varint,42,opt,name=start_delay_seconds,json=startDelaySeconds,proto3,oneof" json:"start_delay_seconds,omitempty"`

@@ -488,7 +488,8 @@ export type Step = Message<"workflow.v1.Step"> & {
   request?: Value | undefined;
 
   /**
-   * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+   * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
+   * a TIME_OUT_WF timeout still times the instance out (as Conductor's)
    *
    * @generated from field: optional bool optional = 41;
    */
@@ -851,7 +852,8 @@ export type StepJson = {
   request?: ValueJson;
 
   /**
-   * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+   * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
+   * a TIME_OUT_WF timeout still times the instance out (as Conductor's)
    *
    * @generated from field: optional bool optional = 41;
    */

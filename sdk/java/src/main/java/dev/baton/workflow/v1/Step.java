@@ -1540,7 +1540,8 @@ private static final long serialVersionUID = 0L;
   private boolean optional_ = false;
   /**
    * <pre>
-   * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+   * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
+   * a TIME_OUT_WF timeout still times the instance out (as Conductor's)
    * </pre>
    *
    * <code>optional bool optional = 41;</code>
@@ -1552,7 +1553,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+   * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
+   * a TIME_OUT_WF timeout still times the instance out (as Conductor's)
    * </pre>
    *
    * <code>optional bool optional = 41;</code>
@@ -8119,7 +8121,8 @@ private static final long serialVersionUID = 0L;
     private boolean optional_ ;
     /**
      * <pre>
-     * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+     * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
+     * a TIME_OUT_WF timeout still times the instance out (as Conductor's)
      * </pre>
      *
      * <code>optional bool optional = 41;</code>
@@ -8131,7 +8134,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+     * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
+     * a TIME_OUT_WF timeout still times the instance out (as Conductor's)
      * </pre>
      *
      * <code>optional bool optional = 41;</code>
@@ -8143,7 +8147,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+     * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
+     * a TIME_OUT_WF timeout still times the instance out (as Conductor's)
      * </pre>
      *
      * <code>optional bool optional = 41;</code>
@@ -8159,7 +8164,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+     * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
+     * a TIME_OUT_WF timeout still times the instance out (as Conductor's)
      * </pre>
      *
      * <code>optional bool optional = 41;</code>

@@ -731,7 +731,8 @@ public interface StepOrBuilder extends
 
   /**
    * <pre>
-   * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+   * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
+   * a TIME_OUT_WF timeout still times the instance out (as Conductor's)
    * </pre>
    *
    * <code>optional bool optional = 41;</code>
@@ -740,7 +741,8 @@ public interface StepOrBuilder extends
   boolean hasOptional();
   /**
    * <pre>
-   * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on
+   * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
+   * a TIME_OUT_WF timeout still times the instance out (as Conductor's)
    * </pre>
    *
    * <code>optional bool optional = 41;</code>
