@@ -274,3 +274,23 @@ def test_ids_sent_as_one_uuid_array_text_read_back_as_themselves(engine: Engine)
 
     for ids in ([], [uuid.uuid4()], [uuid.uuid4() for _ in range(40)]):
         assert read_back(ids) == ids
+
+
+def test_ids_in_text_sent_as_one_uuid_array_and_anything_else_refused(engine: Engine) -> None:
+    ids = [uuid.uuid4() for _ in range(40)]
+    text = job_sql.uuid_text_array([str(i) for i in ids[:20]] + [str(i).upper() for i in ids[20:]])
+    rows = engine.db.autocommit(
+        lambda c: c.execute("SELECT unnest(%(ids)s::uuid[]) AS id", {"ids": text}).fetchall()
+    )
+    assert [r["id"] for r in rows] == ids
+    assert job_sql.uuid_text_array([]) == "{}"
+    for bad in (
+        "x",
+        "",
+        f"{ids[0]},{ids[1]}",
+        "{" + str(ids[0]) + "}",
+        str(ids[0]) + "\n",
+        ids[0].hex,
+    ):
+        with pytest.raises(ValueError, match="not a UUID"):
+            job_sql.uuid_text_array([str(ids[1]), bad])

@@ -13,7 +13,7 @@ from baton.engine import views
 from baton.engine.core import EngineCore
 from baton.engine.ids import parse_uuid
 from baton.errors import JobNotFound
-from baton.store import conductor_sql
+from baton.store import conductor_sql, job_sql
 
 # Conductor's default responseTimeoutSeconds for a task type without a task definition.
 CONDUCTOR_RESPONSE_TIMEOUT_SECONDS = 3600
@@ -60,7 +60,7 @@ class ConductorOps(EngineCore):
             lambda c: c.execute(
                 conductor_sql.LEASE_FOR_CONDUCTOR,
                 {
-                    "ids": job_ids,
+                    "ids": job_sql.uuid_text_array(job_ids),
                     "worker_id": worker_id,
                     "seconds": CONDUCTOR_RESPONSE_TIMEOUT_SECONDS,
                     "default_seconds": self.settings.default_lease_seconds,
@@ -75,7 +75,9 @@ class ConductorOps(EngineCore):
         if not job_ids:
             return {}
         rows = self.db.autocommit(
-            lambda c: c.execute(conductor_sql.FORKED_REFERENCES, {"ids": job_ids}).fetchall()
+            lambda c: c.execute(
+                conductor_sql.FORKED_REFERENCES, {"ids": job_sql.uuid_text_array(job_ids)}
+            ).fetchall()
         )
         return {str(r["id"]): r["reference"] for r in rows if r["reference"] is not None}
 

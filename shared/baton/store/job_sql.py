@@ -10,6 +10,7 @@ branch reads its own partial index (``job_claimable``, ``job_lease_expiry``).
 from __future__ import annotations
 
 import functools
+import re
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -305,6 +306,20 @@ def uuid_array(ids: Iterable[uuid.UUID]) -> str:
     by element in Python, about 3.5 µs per id (a batch read of 32 jobs spent more on its list of
     ids than on the rest of its execute); one string is dumped at once."""
     return "{" + ",".join([u.hex for u in ids]) + "}"
+
+
+_UUID_TEXT = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\Z")
+
+
+def uuid_text_array(ids: Iterable[str]) -> str:
+    """``uuid_array`` for ids already in text (a claim's answer gives them so), each checked to
+    be a UUID's canonical text, so nothing else can reach the array's text (~0.3 µs per id
+    against psycopg's ~3.5 for a list of str)."""
+    ids = list(ids)
+    for i in ids:
+        if not _UUID_TEXT.match(i):
+            raise ValueError(f"not a UUID: {i!r}")
+    return "{" + ",".join(ids) + "}"
 
 
 # The pessimistic read: lock the instance first, then the job, in the same order as every other
