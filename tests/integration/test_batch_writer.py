@@ -240,25 +240,40 @@ class _Recorded:
 def test_a_batch_that_only_updates_and_ends_is_written_by_the_lean_statement(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One-step completions need no new jobs, steps or events: WRITE_UPDATES, whose statement
-    PostgreSQL sets up without those four writes; a batch that opens the next step takes the
-    whole WRITE_DECISIONS."""
+    """Results that need no new jobs, steps or events: WRITE_UPDATES, whose statement PostgreSQL
+    sets up without those four writes, or COMPLETE_ONE_STEPS when each is of the common shape
+    (engine.one_step: it ends its one-step instance, or the last step of two); a batch that
+    opens the next step takes the whole WRITE_DECISIONS."""
     used: list[str] = []
-    for name in ("WRITE_UPDATES", "WRITE_DECISIONS"):
+    for name in ("WRITE_UPDATES", "WRITE_DECISIONS", "WRITE_ONE_STEPS"):
         monkeypatch.setattr(writer, name, _Recorded(getattr(writer, name), name, used))
     engine.register_definition({"name": "lean1", "steps": [service_step("a", "lean-1")]})
     engine.register_definition(
         {"name": "lean2", "steps": [service_step("a", "lean-2a"), service_step("b", "lean-2b")]}
     )
-    for name in ("lean1", "lean1", "lean2", "lean2"):
+    engine.register_definition(  # output parameters: the decider's, not the common shape
+        {
+            "name": "lean4",
+            "steps": [service_step("a", "lean-4")],
+            "outputParameters": {"got": "${a.output.ok}"},
+        }
+    )
+    for name in ("lean1", "lean1", "lean2", "lean2", "lean4", "lean4"):
         engine.start_instance(definition_name=name)
-    for job_type in ("lean-1", "lean-2a", "lean-2b"):
+    ended: list[dict[str, Any]] = []
+    for job_type in ("lean-1", "lean-2a", "lean-2b", "lean-4"):
         jobs = engine.poll("w", [job_type], 10)
         answers = engine.complete_batch(
             [BatchResult(j["id"], "w", j["attempt"], {"ok": True}) for j in jobs]
         )
         assert [a["outcome"] for a in answers] == ["APPLIED", "APPLIED"]
-    assert used == ["WRITE_UPDATES", "WRITE_DECISIONS", "WRITE_UPDATES"]
+        if job_type != "lean-2a":
+            ended += [engine.get_instance(j["instanceId"]) for j in jobs]
+    assert used == ["WRITE_ONE_STEPS", "WRITE_DECISIONS", "WRITE_ONE_STEPS", "WRITE_UPDATES"]
+    assert [(i["status"], i["output"]) for i in ended] == [
+        *[("COMPLETED", {"ok": True})] * 4,
+        *[("COMPLETED", {"got": True})] * 2,
+    ]
 
 
 def test_the_lean_statement_refuses_a_job_that_moved_and_writes_nothing(

@@ -15,8 +15,9 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg
 import pytest
-from baton.engine import one_step
+from baton.engine import one_step, writer
 from baton.engine.batch_ops import BatchResult, Failure
 from baton.engine.service import Engine
 from baton.metrics import CountingMetrics
@@ -140,3 +141,108 @@ def test_a_batch_of_one_step_completions_builds_no_decider(
     assert built == []
     finished = [engine.get_instance(j["instanceId"]) for j in jobs]
     assert {(i["status"], i["output"]["r"]) for i in finished} == {("COMPLETED", 1)}
+
+
+def _drive_common(engine: Engine, cohort: str) -> tuple[list[list[dict[str, Any]]], list[str]]:
+    """One-step and two-step instances completed in batches, every result applied as it comes
+    (object, empty, absent, list and nested outputs): the batch of their last steps holds only
+    results of the common shape. Every batch's answers, and the batch statements that ran."""
+    definitions = definitions_of(cohort, f"os-{cohort}")
+    for kind in ("plain", "two"):
+        engine.register_definition(definitions[kind])
+        for n in range(10):
+            engine.start_instance(definition_name=f"{kind}-{cohort}", input={"n": n, "kind": kind})
+    used: list[str] = []
+    real = writer.WRITE_ONE_STEPS
+
+    class Recorded:
+        def execute(self, conn: Any, params: dict[str, Any]) -> Any:
+            used.append("WRITE_ONE_STEPS")
+            return real.execute(conn, params)
+
+    answers: list[list[dict[str, Any]]] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(writer, "WRITE_ONE_STEPS", Recorded())
+        while jobs := engine.poll("w", [f"os-{cohort}"], 100):
+            got = engine.complete_batch(
+                [
+                    BatchResult(j["id"], "w", j["attempt"], output=_output("", j["input"]["n"]))
+                    for j in jobs
+                ]
+            )
+            answers.append([_comparable(a) for a in got])
+    return answers, used
+
+
+def test_a_batch_of_common_results_only_leaves_what_the_decider_leaves(
+    db: Database, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Such a batch is written by one statement from one row per result
+    (batch_sql.COMPLETE_ONE_STEPS), not by WRITE_UPDATES's five sets: the same rows, audit,
+    answers and metrics as every result decided by the decider."""
+    run = next(RUN)
+    with_metrics = CountingMetrics()
+    fast, used = _drive_common(Engine(db, metrics=with_metrics), f"common{run}")
+    fast_rows = cohort_rows(database_url, f"common{run}")
+    # The first batch mixes the shape (one-step) with what it is not (a first step of two).
+    assert used == ["WRITE_ONE_STEPS"], "the batch of last steps was not written by it"
+
+    monkeypatch.setattr(one_step, "settle", lambda *args, **kwargs: None)
+    without_metrics = CountingMetrics()
+    slow, unused = _drive_common(Engine(db, metrics=without_metrics), f"slow-common{run}")
+    slow_rows = cohort_rows(database_url, f"slow-common{run}")
+
+    assert unused == []
+    assert fast == slow
+    assert [len(a) for a in fast] == [20, 10]
+    assert fast_rows == slow_rows
+    assert_counted_alike(with_metrics, without_metrics)
+
+
+def test_a_batch_of_common_results_refuses_a_result_that_moved_and_writes_nothing(
+    engine: Engine, database_url: str
+) -> None:
+    """One result of such a batch whose job moved on (another worker's attempt) refuses the
+    whole statement (its guard: BT409); complete_batch runs the pass again on fresh reads,
+    where the moved one is answered for what it is and the others are written."""
+    engine.register_definition({"name": "os-moved", "steps": [task("only", "os-moved")]})
+    for n in range(3):
+        engine.start_instance(definition_name="os-moved", input={"n": n, "kind": "plain"})
+    jobs = engine.poll("w", ["os-moved"], 10)
+    assert len(jobs) == 3
+    moved = jobs[1]["id"]
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        # The job's lease taken by another worker's next attempt, behind the engine's back (the
+        # claim's kept state still says "w", attempt 1).
+        conn.execute(
+            "UPDATE job SET worker_id = 'other', attempt = attempt + 1 WHERE id = %s", (moved,)
+        )
+        calls: list[str] = []
+        real = writer.WRITE_ONE_STEPS
+
+        class Recorded:
+            def execute(self, c: Any, params: dict[str, Any]) -> Any:
+                calls.append(params["settled"])
+                return real.execute(c, params)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(writer, "WRITE_ONE_STEPS", Recorded())
+            answers = engine.complete_batch(
+                [BatchResult(j["id"], "w", j["attempt"], output={"r": 1}) for j in jobs]
+            )
+        left = conn.execute(
+            "SELECT j.id::text, j.status, i.status, (SELECT count(*) FROM audit_log a"
+            " WHERE a.job_id = j.id AND a.event = 'JOB_COMPLETED')"
+            " FROM job j JOIN instance i ON i.id = j.instance_id WHERE j.job_type = 'os-moved'"
+        ).fetchall()
+    # All three refused together; the pass run again on fresh reads writes the other two.
+    assert [[j["id"] in call for j in jobs] for call in calls] == [
+        [True, True, True],
+        [True, False, True],
+    ]
+    outcomes = {a["jobId"]: a["outcome"] for a in answers}
+    assert outcomes.pop(moved) not in ("APPLIED", "DUPLICATE")
+    assert set(outcomes.values()) == {"APPLIED"}
+    by_job = {r[0]: r[1:] for r in left}
+    assert by_job.pop(moved) == ("LOCKED", "RUNNING", 0)
+    assert set(by_job.values()) == {("COMPLETED", "COMPLETED", 1)}

@@ -60,42 +60,23 @@ def settle(
         size = len(json.dumps(variables, separators=(",", ":")))
         if size > limit_of_kind(payload_limits, "WORKFLOW_OUTPUT").soft_bytes:
             return None
-    iid, jid = row["id"], row["job_id"]
-    job_attempt, holder = row["attempt"], row["worker_id"]
-    # The rows writer._SetRows makes of the decider's changes here: the job COMPLETED (guarded
-    # by what was read) and audited, the step COMPLETED with the output (error '' clears one),
-    # the instance COMPLETED with its variables as output (fenced by its version), audited. A
-    # key whose value would be null or false is left out: ``batch_sql.WRITE_DECISIONS`` reads
-    # a missing key as NULL, which every expression there takes as it takes null and false for
-    # a COMPLETED instance and step (no reason, no timeout to keep or reset, no step attempt,
-    # state, child or wake-up to set).
+    iid = row["id"]
+    # The job COMPLETED (guarded by what was read) and audited, the step COMPLETED with the
+    # output, the instance COMPLETED with its variables as output (fenced by its version),
+    # audited: one row, which writer.Settled says how each statement writes.
     return Settled(
         iid,
         {
             "id": iid,
-            "status": "COMPLETED",
             "variables": variables,
-            "output": dict(variables),
             "expected": row["version"],
-            "added_steps": 0,
-        },
-        {
-            "id": jid,
+            "job_id": row["job_id"],
             "g_status": row["job_status"],
-            "g_worker": holder,
-            "g_attempt": job_attempt,
-            "status": "COMPLETED",
+            "g_worker": row["worker_id"],
+            "g_attempt": row["attempt"],
+            "step_id": row["step_execution_id"],
+            "output": output,
         },
-        {"id": row["step_execution_id"], "status": "COMPLETED", "output": output, "error": ""},
-        (
-            {
-                "job_id": jid,
-                "event": "JOB_COMPLETED",
-                "detail": {"attempt": job_attempt, "workerId": holder},
-                "instance_id": iid,
-            },
-            {"event": "INSTANCE_COMPLETED", "instance_id": iid},
-        ),
     )
 
 

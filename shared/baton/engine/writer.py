@@ -45,8 +45,9 @@ AFTER = "/*after*/"
 # The batch writes, converted once (longer than psycopg caches its conversions for).
 WRITE_DECISIONS = RawStatement(batch_sql.WRITE_DECISIONS)
 WRITE_UPDATES = RawStatement(batch_sql.WRITE_UPDATES)
-# A per-commit completion of the common shape (see write_settled).
+# A per-commit completion of the common shape (see write_settled), and a batch of them only.
 WRITE_SETTLED = RawStatement(instance_sql.COMPLETE_ONE_STEP)
+WRITE_ONE_STEPS = RawStatement(batch_sql.COMPLETE_ONE_STEPS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,19 +61,19 @@ class Piece:
     name: str | None = None
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Settled:
-    """A decision made without a decider (``engine.one_step``), as the rows of
-    ``batch_sql.WRITE_DECISIONS`` it writes: the instance update (with the version it was read
-    at), the ended job (with its guard), the step update and the audit rows. They are exactly
-    the rows :class:`_SetRows` makes of the decider's :class:`Changes` for the same decision
-    (``tests/integration/test_one_step_batch.py`` compares what both leave)."""
+    """A decision made without a decider (``engine.one_step``), as ONE row: the instance (``id``,
+    its ``variables`` after the result, which are its output too, and the ``expected`` version
+    it was read at), the ended job (``job_id`` with its guard: ``g_status``, ``g_worker``,
+    ``g_attempt``) and the step (``step_id``, its ``output``). A batch of them only is written
+    by ``batch_sql.COMPLETE_ONE_STEPS`` from these rows as they are; one alone by
+    ``COMPLETE_ONE_STEP``; among other decisions, as the rows :class:`_SetRows` makes of the
+    decider's :class:`Changes` for the same decision (``add_settled``).
+    ``tests/integration/test_one_step_batch.py`` compares what each leaves."""
 
     instance_id: uuid.UUID | str  # (as the claim gave it: text)
-    instance: dict[str, Any]
-    ended_job: dict[str, Any]
-    step_update: dict[str, Any]
-    audit: tuple[dict[str, Any], ...]
+    row: dict[str, Any]
 
 
 def state_from_row(row: dict[str, Any]) -> InstanceState:
@@ -154,19 +155,19 @@ def write_settled(conn: Conn, one: Settled) -> None:
     at its first run), atomic on its own, refused whole if the instance or the reported job
     moved since. The instance's output is its variables and the audit rows are the shape's
     (as ``one`` says, and as the statement derives them)."""
-    inst, job, step = one.instance, one.ended_job, one.step_update
+    row = one.row
     WRITE_SETTLED.execute(
         conn,
         {
-            "id": str(inst["id"]),
-            "variables": _rows(inst["variables"]),
-            "expected": inst["expected"],
-            "job_id": str(job["id"]),
-            "g_status": job["g_status"],
-            "g_worker": job["g_worker"],
-            "g_attempt": job["g_attempt"],
-            "step_id": str(step["id"]),
-            "step_output": _rows(step["output"]),
+            "id": str(row["id"]),
+            "variables": _rows(row["variables"]),
+            "expected": row["expected"],
+            "job_id": str(row["job_id"]),
+            "g_status": row["g_status"],
+            "g_worker": row["g_worker"],
+            "g_attempt": row["g_attempt"],
+            "step_id": str(row["step_id"]),
+            "step_output": _rows(row["output"]),
         },
     )
 
@@ -196,6 +197,12 @@ def write_many(
     next five runs after every raced batch; and it logged a warning at each."""
     if not decisions and not settled:
         return
+    assert conn.autocommit, "write_many runs in one statement or its pipeline's transaction"
+    if not decisions:  # (a drain of one-step workflows): one statement, which locks them too
+        WRITE_ONE_STEPS.execute(
+            conn, {"settled": _rows([one.row for one in settled]), "n": len(settled)}
+        )
+        return
     common = _SetRows()
     for one in settled:
         common.add_settled(one)
@@ -206,7 +213,6 @@ def write_many(
         else:
             pieces = pieces_of(inst, changes, new_instance=False, insert=None, outbox=outbox)
             alone.append(positional(pieces))
-    assert conn.autocommit, "write_many runs in one statement or its pipeline's transaction"
     ids: list[str] = []
     if len(decisions) + len(settled) > 1:
         # As text (UUIDs and text alike), which sorts as the UUIDs do.
@@ -286,11 +292,44 @@ class _SetRows:
             )
 
     def add_settled(self, one: Settled) -> None:
+        # The rows the decider's changes make for the shape: a key whose value would be null or
+        # false is left out (the statements read a missing key as NULL, which every expression
+        # there takes as it takes null and false for a COMPLETED instance and step: no reason,
+        # no timeout to keep or reset, no step attempt, state, child or wake-up to set).
+        row = one.row
+        iid, jid, attempt, holder = row["id"], row["job_id"], row["g_attempt"], row["g_worker"]
         self.count += 1
-        self.instances.append(one.instance)
-        self.ended_jobs.append(one.ended_job)
-        self.step_updates.append(one.step_update)
-        self.audit.extend(one.audit)
+        self.instances.append(
+            {
+                "id": iid,
+                "status": "COMPLETED",
+                "variables": row["variables"],
+                "output": row["variables"],
+                "expected": row["expected"],
+                "added_steps": 0,
+            }
+        )
+        self.ended_jobs.append(
+            {
+                "id": jid,
+                "g_status": row["g_status"],
+                "g_worker": holder,
+                "g_attempt": attempt,
+                "status": "COMPLETED",
+            }
+        )
+        self.step_updates.append(
+            {"id": row["step_id"], "status": "COMPLETED", "output": row["output"], "error": ""}
+        )
+        self.audit.append(
+            {
+                "job_id": jid,
+                "event": "JOB_COMPLETED",
+                "detail": {"attempt": attempt, "workerId": holder},
+                "instance_id": iid,
+            }
+        )
+        self.audit.append({"event": "INSTANCE_COMPLETED", "instance_id": iid})
 
     def statement(self) -> RawStatement:
         """``WRITE_UPDATES`` when the rows need no more (no retried or new jobs, no new steps, no
