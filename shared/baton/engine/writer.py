@@ -183,9 +183,9 @@ def write_many(
     connection, all in one pipeline (one round trip, one commit): the decisions' instances
     locked in id order; one set-based statement for every decision that needs only the common
     writes (``batch_sql.WRITE_UPDATES`` or ``WRITE_DECISIONS``, see ``_SetRows.statement``, with
-    the ``settled`` ones already in its rows), one
-    chained statement for each of the others. A refused fence (StaleVersion) or any error
-    rolls back all of them.
+    the ``settled`` ones already in its rows; ``COMPLETE_ONE_STEPS`` from their own rows when
+    the batch is ``settled`` ones only), one chained statement for each of the others. A refused
+    fence (StaleVersion) or any error rolls back all of them.
 
     When every decision fits the set-based statement (the common case), that one statement is
     the whole transaction (autocommit) and locks the instances itself (``locked``). Otherwise
