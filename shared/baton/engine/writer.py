@@ -200,7 +200,7 @@ def write_many(
     assert conn.autocommit, "write_many runs in one statement or its pipeline's transaction"
     if not decisions:  # (a drain of one-step workflows): one statement, which locks them too
         WRITE_ONE_STEPS.execute(
-            conn, {"settled": _rows([one.row for one in settled]), "n": len(settled)}
+            conn, {"settled": _rows([one.row for one in settled]), "n_instances": len(settled)}
         )
         return
     common = _SetRows()

@@ -222,25 +222,15 @@ SELECT (SELECT count(*) FROM step_updates) + (SELECT count(*) FROM audit) AS wri
 """
 )
 
-# A batch whose every result is of the common shape (``engine.one_step``: each completes the only
-# step of its own running top-level instance), which is every batch of a drain of one-step
-# workflows: the set form of ``instance_sql.COMPLETE_ONE_STEP``. It writes what WRITE_UPDATES
-# writes for those results, from ONE row per result (the instance with the version it was read
-# at, the job with its guard, the step with its output) instead of five JSON sets, with what is
-# constant for the shape folded in: the statuses; the instance's output is its variables; the
-# audit rows are JOB_COMPLETED (its detail the guard's attempt and holder), then
-# INSTANCE_COMPLETED, per result in instance-id order (the batch's). PostgreSQL turns each JSON
-# row into a record at ~2-4 us (its UUIDs and values parsed from text), so one row instead of
-# five, whose ids came three times, saves several us of server CPU per result
-# (docs/performance.md). Locks, fences and order as WRITE_UPDATES: the instances locked in id
-# order first, each fenced by its version (the trigger), the job guards checked to touch
-# exactly one row per result (BT409 otherwise: nothing is written).
-# ``tests/integration/test_one_step_batch.py`` compares what it writes with the decider's writes.
-COMPLETE_ONE_STEPS = """
+# COMPLETE_ONE_STEPS's parts (below): its rows, the instances locked and updated, then (after
+# _ENDED_JOBS, over its rows' jobs) the steps and the audit rows.
+_SETTLED_ROWS = """
 WITH settled AS MATERIALIZED (
     SELECT * FROM jsonb_to_recordset(%(settled)s::jsonb)
         AS t(id uuid, variables jsonb, expected bigint, job_id uuid, g_status text,
              g_worker text, g_attempt int, step_id uuid, output jsonb)
+), ended_rows AS NOT MATERIALIZED (  -- the jobs, as _ENDED_JOBS reads them
+    SELECT job_id AS id, 'COMPLETED' AS status, g_status, g_worker, g_attempt FROM settled
 ), locked AS MATERIALIZED (
     SELECT id FROM instance
      WHERE id = ANY(ARRAY(SELECT id FROM settled))
@@ -254,23 +244,16 @@ WITH settled AS MATERIALIZED (
      WHERE i.id = t.id AND i.id = ANY(ARRAY(SELECT id FROM settled))
        AND (SELECT count(*) FROM locked) >= 0
     RETURNING 1
-), ended_jobs AS (
-    UPDATE job j
-       SET status = 'COMPLETED', completed_at = now(), lock_expires_at = NULL
-      FROM settled t
-     WHERE j.id = t.job_id AND j.id = ANY(ARRAY(SELECT job_id FROM settled))
-       AND j.status = t.g_status AND j.worker_id IS NOT DISTINCT FROM t.g_worker
-       AND j.attempt = t.g_attempt
-       AND (SELECT baton_expect(count(*) = %(n)s, 'instances') FROM instances) = 1
-    RETURNING 1
-), step_updates AS (
+"""
+
+_SETTLED_STEPS_AND_AUDIT = """), step_updates AS (
     UPDATE step_execution s
        SET status = 'COMPLETED', output = coalesce(t.output, s.output), error = NULL,
            wake_at = NULL, started_at = coalesce(s.started_at, now()), completed_at = now(),
            updated_at = now()
       FROM settled t
      WHERE s.id = t.step_id AND s.id = ANY(ARRAY(SELECT step_id FROM settled))
-       AND (SELECT baton_expect(count(*) = %(n)s, 'ended jobs') FROM ended_jobs) = 1
+       AND (SELECT baton_expect(count(*) = %(n_instances)s, 'ended jobs') FROM ended_jobs) = 1
     RETURNING 1
 ), audit AS (
     INSERT INTO audit_log (instance_id, job_id, event, detail)
@@ -286,3 +269,20 @@ WITH settled AS MATERIALIZED (
 )
 SELECT (SELECT count(*) FROM step_updates) + (SELECT count(*) FROM audit) AS written
 """
+
+# A batch whose every result is of the common shape (``engine.one_step``: each completes the only
+# step of its own running top-level instance), which is every batch of a drain of one-step
+# workflows: the set form of ``instance_sql.COMPLETE_ONE_STEP``. It writes what WRITE_UPDATES
+# writes for those results, from ONE row per result (the instance with the version it was read
+# at, the job with its guard, the step with its output) instead of five JSON sets, with what is
+# constant for the shape folded in: the statuses; the instance's output is its variables; the
+# audit rows are JOB_COMPLETED (its detail the guard's attempt and holder), then
+# INSTANCE_COMPLETED, per result in instance-id order (the batch's). PostgreSQL turns each JSON
+# row into a record at ~2-4 us (its UUIDs and values parsed from text), so one row instead of
+# five, whose ids came three times, saves several us of server CPU per result
+# (docs/performance.md). Locks, fences and order as WRITE_UPDATES: the instances locked in id
+# order first, each fenced by its version (the trigger), the job guards checked to touch
+# exactly one row per result (BT409 otherwise: nothing is written): the jobs are ended by
+# _ENDED_JOBS itself, over a view of the rows.
+# ``tests/integration/test_one_step_batch.py`` compares what it writes with the decider's writes.
+COMPLETE_ONE_STEPS = _SETTLED_ROWS + _ENDED_JOBS + _SETTLED_STEPS_AND_AUDIT
