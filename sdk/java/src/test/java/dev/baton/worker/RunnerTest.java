@@ -255,6 +255,34 @@ class RunnerTest {
     assertEquals(1, fake.requests("/v1/workers/stop").size(), "the stop signal says no more claims");
   }
 
+  /**
+   * Every slot busy, so the poll loop waits for one: a stop wakes that wait, and the stop signal
+   * goes out at once, while the handler still runs, not when it frees its slot.
+   */
+  @Test
+  void aStopWhileEverySlotIsBusySendsTheStopSignalBeforeTheHandlerEnds() throws Exception {
+    fake.addJob("slow", Map.of());
+    CountDownLatch started = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    AtomicBoolean signalledWhileRunning = new AtomicBoolean();
+    Registry registry = new Registry().register("slow", job -> {
+      started.countDown();
+      assertTrue(release.await(20, TimeUnit.SECONDS));
+      signalledWhileRunning.set(fake.stopSignalled);
+      return Map.of("done", true);
+    });
+    Runner runner = runner(registry, RunnerOptions.builder().parallelism(1).prefetch(0));
+    runner.start();
+    assertTrue(started.await(5, TimeUnit.SECONDS));
+    runner.requestStop();
+    FakeBaton.waitFor(() -> fake.stopSignalled, WAIT, "the stop signal while the handler runs");
+    release.countDown();
+    assertTrue(runner.awaitTermination(WAIT));
+    assertTrue(signalledWhileRunning.get());
+    assertEquals(1, fake.batchItems().size(), "the in-flight result was sent");
+    assertEquals(1, fake.requests("/v1/workers/stop").size(), "the stop signal, sent once");
+  }
+
   @Test
   void stopSendsTheStopSignalWhenALongPollWaits() throws Exception {
     Registry registry = new Registry().register("idle", job -> null);
