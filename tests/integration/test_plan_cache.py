@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 from baton.engine.batch_ops import BatchResult
+from baton.engine.schedule_firing import ScheduleDuty
 from baton.engine.service import Engine
 from baton.engine.start_batch import StartItem
 from baton.store import job_sql
@@ -148,6 +149,30 @@ def test_no_statement_is_planned_anew_at_every_run(engine: Engine) -> None:
     # The workload ran what it is here for: the batch read (a MAP's items have no kept state).
     read = [s for s in runs if "row_number() OVER (PARTITION BY j.instance_id)" in s]
     assert read and runs[read[0]] > 10, runs
+    replanned = [
+        (r["custom_plans"], " ".join(r["statement"].split())[:100])
+        for r in rows
+        if r["custom_plans"] > 5 and not any(p in r["statement"] for p in PLANNED_EACH_RUN)
+    ]
+    assert not replanned, replanned
+
+
+def test_the_periodic_duties_keep_their_plans(engine: Engine) -> None:
+    """The sweeper's, the schedules' and the reaper's statements, run every second in
+    production, over the same history (after two rounds of work)."""
+    for n in range(2):
+        _round(engine, n)
+    for _ in range(20):  # psycopg prepares at the 6th run, and the first 5 plans are custom
+        engine.sweep()
+        ScheduleDuty(engine).tick()
+        engine.reap_expired_leases()
+    rows = engine.db.autocommit(
+        lambda c: c.execute(
+            "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
+        ).fetchall()
+    )
+    reaper = [r for r in rows if "job_lease_expiry_by_type" in r["statement"]]
+    assert reaper and reaper[0]["generic_plans"] >= 5, reaper  # the duties ran prepared
     replanned = [
         (r["custom_plans"], " ".join(r["statement"].split())[:100])
         for r in rows
