@@ -116,7 +116,12 @@ def main() -> int:
         signal.signal(signum, lambda *_: stop.set())
     runner.start()
     print("READY", flush=True)
-    stop.wait()
+    # With a timeout: Python runs a signal's handler in the main thread, and only when that
+    # thread runs. The kernel may deliver SIGTERM to any of the runner's threads, and then a
+    # main thread blocked in an untimed wait never wakes to run it (CI saw a worker ignore
+    # SIGTERM for 30 s). Runner.run() waits the same way.
+    while not stop.wait(0.2):
+        pass
     runner.stop()
     print("STOPPED", flush=True)
     return 0
