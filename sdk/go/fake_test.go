@@ -64,6 +64,7 @@ func quietLogger() *slog.Logger {
 func (f *fakeBaton) push(jobs ...ClaimedJob) {
 	f.mu.Lock()
 	f.queue = append(f.queue, jobs...)
+	f.notifyLocked() // a waiting long-poll takes them; waitFor looks again
 	f.mu.Unlock()
 }
 
@@ -211,6 +212,11 @@ func (f *fakeBaton) poll(w http.ResponseWriter, r *http.Request, body map[string
 			n := min(maxJobs, len(f.queue))
 			jobs = append(jobs, f.queue[:n]...)
 			f.queue = f.queue[n:]
+			if n > 0 {
+				// waitFor on the queue looks again (the request's own notice came before
+				// the take; a runner with every slot busy sends no other).
+				f.notifyLocked()
+			}
 		}
 		ch := f.changed
 		f.mu.Unlock()
