@@ -304,3 +304,18 @@ def test_the_limited_claims_generic_plan_counts_the_job_types_it_was_given(
     ]
     assert counted, "no scan of the types"
     assert all(rows <= n_types for rows in counted), counted
+
+
+def test_the_claim_takes_its_rows_by_primary_key_on_small_tables_too(database_url: str) -> None:
+    """The claim's update finds its jobs by primary key (``id = ANY(ARRAY(...))``), not by
+    joining the picked rows: with 2,000 workflows in the tables that join planned as a hash
+    join over a sequential scan of job and of step_execution, and a connection kept the plan
+    until an ANALYZE made it plan anew. (With a few hundred rows a scan is the right plan.)"""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        if conn.info.server_version < 160000:
+            pytest.skip("EXPLAIN (GENERIC_PLAN) needs PostgreSQL 16")
+        _seed_workflows(conn, 2_000)
+        plan = _generic_plan(conn, job_sql.claim_sql(32))
+    nodes = _nodes(plan["Plan"])
+    seq = [n.get("Relation Name") for n in nodes if n["Node Type"] == "Seq Scan"]
+    assert not {"job", "step_execution", "instance"} & set(seq), seq

@@ -65,7 +65,7 @@ WITH types AS (
       FROM (SELECT * FROM expired UNION ALL SELECT * FROM ready) c
     WINDOW w AS (ORDER BY branch, due ROWS UNBOUNDED PRECEDING)
 ), picked AS (
-    SELECT id, branch = 0 AS reclaimed
+    SELECT id
       FROM ranked
      WHERE n <= %(max_jobs)s AND (n = 1 OR running_bytes <= %(max_bytes)s)
 """
@@ -75,18 +75,20 @@ _CLAIM_TAKE = """), claimed AS (
     UPDATE job
        SET status = 'LOCKED',
            worker_id = %(worker_id)s,
-           attempt = job.attempt + CASE WHEN picked.reclaimed THEN 1 ELSE 0 END,
-           retries_remaining = job.retries_remaining - CASE WHEN picked.reclaimed THEN 1 ELSE 0 END,
+           -- (A LOCKED row here is a lapsed lease the find picked: ``expired``'s.)
+           attempt = job.attempt + CASE WHEN job.status = 'LOCKED' THEN 1 ELSE 0 END,
+           retries_remaining = job.retries_remaining
+                               - CASE WHEN job.status = 'LOCKED' THEN 1 ELSE 0 END,
            locked_at = now(),
            lock_expires_at = now() + make_interval(secs => job.lease_seconds),
            deadline_at = CASE WHEN job.timeout_seconds > 0
                               THEN now() + make_interval(secs => job.timeout_seconds) END,
            deliveries = job.deliveries + 1
-      FROM picked
-     WHERE job.id = picked.id
+     WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING job.id, job.instance_id, job.step_execution_id, job.job_type, job.attempt,
               job.retries_remaining, job.lock_expires_at, job.payload, job.created_at,
-              job.lease_seconds, picked.reclaimed, now() - job.created_at AS dispatch_latency
+              job.lease_seconds, job.id = ANY(ARRAY(SELECT id FROM expired)) AS reclaimed,
+              now() - job.created_at AS dispatch_latency
 ), expired_holders AS (
     SELECT e.id, j.worker_id FROM expired e JOIN job j ON j.id = e.id
 ), steps_started AS (
@@ -711,8 +713,7 @@ _CLAIM_LIMITED_TAKE = """), claimed AS (
            deadline_at = CASE WHEN job.timeout_seconds > 0
                               THEN now() + make_interval(secs => job.timeout_seconds) END,
            deliveries = job.deliveries + 1
-      FROM picked
-     WHERE job.id = picked.id
+     WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING job.id, job.instance_id, job.step_execution_id, job.job_type, job.attempt,
               job.retries_remaining, job.lock_expires_at, job.payload, job.created_at,
               false AS reclaimed, now() - job.created_at AS dispatch_latency
@@ -754,7 +755,7 @@ _BY_ID_FIND = """
 WITH expired AS (
     SELECT NULL::uuid AS id WHERE false
 ), picked AS (
-    SELECT job.id, false AS reclaimed
+    SELECT job.id
       FROM job
      WHERE job.id = %(job_id)s AND job.status = 'UNLOCKED' AND job.run_at <= now()
        AND (%(attempt)s::int IS NULL OR job.attempt = %(attempt)s::int)
