@@ -6,7 +6,9 @@ POLLS_SO_FAR = """
 SELECT state FROM step_execution WHERE id = %(step_execution_id)s
 """
 
-# As Conductor's IN_PROGRESS callback hands a job back (conductor_sql.POSTPONE), keeping the count.
+# As Conductor's IN_PROGRESS callback hands a job back (conductor_sql.POSTPONE), keeping the count;
+# but the step stays IN_PROGRESS between polls, as Conductor keeps a system task's (a worker's task
+# goes back to SCHEDULED there, and in POSTPONE).
 POLL_AGAIN = """
 WITH j AS (
     UPDATE job
@@ -21,7 +23,7 @@ WITH j AS (
        AND attempt = %(attempt)s
     RETURNING id, instance_id, step_execution_id, attempt
 ), s AS (
-    UPDATE step_execution SET status = 'SCHEDULED', state = %(state)s, updated_at = now()
+    UPDATE step_execution SET state = %(state)s, updated_at = now()
       FROM j WHERE step_execution.id = j.step_execution_id
     RETURNING step_execution.id
 ), a AS (
