@@ -20,9 +20,16 @@ import pytest
 from baton.engine.batch_ops import BatchResult
 from baton.engine.schedule_firing import ScheduleDuty
 from baton.engine.service import Engine
+from baton.engine.sqs import SqsPublisher
 from baton.engine.start_batch import StartItem
+from baton.settings import EngineSettings
 from baton.store import job_sql
 from baton.store.db import Database
+
+from tests.support.archive import archiving_engine, new_bucket, s3_client
+from tests.support.sqs import fifo_queue, moto_endpoint, sqs_client
+
+__all__ = ["moto_endpoint"]  # the fixture, used by name
 
 HISTORY = 20_000
 ROUNDS = 8
@@ -178,6 +185,36 @@ def test_the_periodic_duties_keep_their_plans(engine: Engine) -> None:
     )
     reaper = [r for r in rows if "job_lease_expiry_by_type" in r["statement"]]
     assert reaper and reaper[0]["generic_plans"] >= 5, reaper  # the duties ran prepared
+    assert not _replanned(rows), _replanned(rows)
+
+
+def test_the_archiver_and_the_outbox_relay_keep_their_plans(
+    engine: Engine, moto_endpoint: str
+) -> None:
+    """The archiver's and the outbox relay's statements, each run every second in production
+    (each with its own engine on the same preparing connection: the archiver with a bucket and
+    an hour's retention, which most of the history is past; the relay in outbox mode). The
+    archiver's eleven statements were planned anew at every run: their lists of ids with
+    ``= ANY($1)`` (a batch of a few instances, as once the backlog is archived) and the claim's
+    ``LIMIT $n``."""
+    s3 = s3_client(moto_endpoint)
+    archiver = archiving_engine(engine.db, s3, new_bucket(s3))
+    outbox = Engine(engine.db, EngineSettings(dispatch_mode="outbox"))
+    publisher = SqsPublisher(fifo_queue(moto_endpoint), client=sqs_client(moto_endpoint))
+    archived = relayed = 0
+    for _ in range(20):  # psycopg prepares at the 6th run, and the first 5 plans are custom
+        for _ in range(3):
+            outbox.start_instance(definition_name="one")
+        relayed += outbox.relay_outbox(publisher)["relayed"]
+        archived += archiver.archive_expired(batch=5, max_batches=1)
+    assert (archived, relayed) == (100, 60)
+    rows = engine.db.autocommit(
+        lambda c: c.execute(
+            "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
+        ).fetchall()
+    )
+    for part in ("dispatch_outbox", "archive_claim"):  # each ran prepared
+        assert any(part in r["statement"] and r["generic_plans"] >= 5 for r in rows), part
     assert not _replanned(rows), _replanned(rows)
 
 

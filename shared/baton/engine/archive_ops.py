@@ -103,14 +103,8 @@ class ArchiveOps(RetentionOps):
             r["instance_id"]
             for r in self.db.autocommit(
                 lambda c: c.execute(
-                    archive_sql.CLAIM_EXPIRED,
-                    {
-                        "default": default,
-                        "shortest": shortest,
-                        "lease": lease,
-                        "limit": batch,
-                        "token": token,
-                    },
+                    archive_sql.claim_expired_sql(batch),
+                    {"default": default, "shortest": shortest, "lease": lease, "token": token},
                 ).fetchall()
             )
         ]

@@ -4,6 +4,18 @@ short transaction per batch, and the index of archived instances."""
 
 from __future__ import annotations
 
+import functools
+
+from baton.store.raw_sql import unsized
+
+
+def _unsized(sql: str) -> str:
+    # An archiver's batches are of any size, mostly a few instances once the backlog is
+    # archived: with ``= ANY($1)`` these statements were planned anew at every run, forever
+    # (tests/integration/test_plan_cache.py).
+    return unsized(sql, ids="uuid", paths="text")
+
+
 TERMINAL = ("COMPLETED", "FAILED", "TIMED_OUT", "CANCELLED")
 
 # The shortest retention any definition sets (its snapshots carry it; NULL when none does).
@@ -43,9 +55,21 @@ ON CONFLICT (instance_id) DO UPDATE SET token = EXCLUDED.token, claimed_at = now
 RETURNING instance_id
 """
 
+
+@functools.lru_cache(maxsize=16)
+def claim_expired_sql(limit: int) -> str:
+    """CLAIM_EXPIRED with its batch size written into its text, as the job claim's is: of
+    ``LIMIT $n`` a generic plan guesses a tenth of the ended instances, so over a long history
+    it looked dearer than a plan for the batch given, and the claim was planned anew at every
+    run (tests/integration/test_plan_cache.py)."""
+    if not 1 <= limit <= 10_000:
+        raise ValueError(f"an archive claim takes 1 to 10000 instances, not {limit}")
+    return CLAIM_EXPIRED.replace("%(limit)s", str(int(limit)))
+
+
 # What a document holds: the instances (with the retention that applied), their steps, jobs and
 # history, and the database's clock.
-INSTANCES_OF = """
+INSTANCES_OF = _unsized("""
 SELECT i.id, i.definition_name, i.definition_version, i.status, i.input, i.variables, i.output,
        i.reason, i.version, i.correlation_id, i.idempotency_key, i.parent_instance_id,
        i.parent_step_execution_id, i.created_at, i.updated_at, i.completed_at, i.timeout_at,
@@ -55,9 +79,9 @@ SELECT i.id, i.definition_name, i.definition_version, i.status, i.input, i.varia
   FROM instance i JOIN definition_snapshot s ON s.id = i.snapshot_id
  WHERE i.id = ANY(%(ids)s::uuid[])
    AND i.status IN ('COMPLETED', 'FAILED', 'TIMED_OUT', 'CANCELLED')
-"""
+""")
 
-STEPS_OF = """
+STEPS_OF = _unsized("""
 SELECT s.id, s.instance_id, s.step_id, s.step_type, s.status, s.attempt, s.input, s.output,
        s.error, s.created_at, s.started_at, s.completed_at, s.parent_step_execution_id,
        s.branch, s.item_index, s.iteration, s.wake_at, s.child_instance_id, s.state, s.seq,
@@ -67,40 +91,40 @@ SELECT s.id, s.instance_id, s.step_id, s.step_type, s.status, s.attempt, s.input
   LEFT JOIN job j ON j.instance_id = s.instance_id AND j.step_execution_id = s.id
  WHERE s.instance_id = ANY(%(ids)s::uuid[])
  ORDER BY s.instance_id, s.seq, s.created_at, s.id
-"""
+""")
 
-JOBS_OF = """
+JOBS_OF = _unsized("""
 SELECT j.instance_id, to_jsonb(j) AS job FROM job j
  WHERE j.instance_id = ANY(%(ids)s::uuid[])
  ORDER BY j.instance_id, j.created_at, j.id
-"""
+""")
 
-HISTORY_OF = """
+HISTORY_OF = _unsized("""
 SELECT a.instance_id, a.id, a.at, a.job_id, a.event, a.detail, j.step_execution_id, s.step_id
   FROM audit_log a
   LEFT JOIN job j ON j.id = a.job_id
   LEFT JOIN step_execution s ON s.id = j.step_execution_id
  WHERE a.instance_id = ANY(%(ids)s::uuid[])
  ORDER BY a.instance_id, a.id
-"""
+""")
 
 # Which of ``paths`` another instance still in the database has as its input (a client may
 # start several instances with one upload): such an object is copied, not moved.
-INPUT_OF_OTHERS = """
+INPUT_OF_OTHERS = _unsized("""
 SELECT DISTINCT i.input ->> '$payload' AS path FROM instance i
  WHERE i.input ? '$payload' AND i.input ->> '$payload' = ANY(%(paths)s::text[])
    AND NOT i.id = ANY(%(ids)s::uuid[])
-"""
+""")
 
 # The delete transaction's first statement: the claimed instances, locked (one another
 # archiver or a retry holds is skipped; it is not ours to delete now).
-LOCK_CLAIMED = """
+LOCK_CLAIMED = _unsized("""
 SELECT i.id, i.version, i.status
   FROM instance i JOIN archive_claim c ON c.instance_id = i.id
  WHERE i.id = ANY(%(ids)s::uuid[]) AND c.token = %(token)s
  ORDER BY i.id
    FOR UPDATE OF i, c SKIP LOCKED
-"""
+""")
 
 INSERT_INDEX = """
 INSERT INTO archived_instance (id, object_key, definition_name, definition_version, status,
@@ -113,18 +137,21 @@ SELECT * FROM unnest(%(ids)s::uuid[], %(keys)s::text[], %(names)s::text[], %(ver
 ON CONFLICT (id) DO NOTHING
 """
 
-DELETE_ROWS = (
-    "DELETE FROM audit_log WHERE instance_id = ANY(%(ids)s::uuid[])",
-    "DELETE FROM dispatch_outbox WHERE instance_id = ANY(%(ids)s::uuid[])",
-    "DELETE FROM instance_event WHERE instance_id = ANY(%(ids)s::uuid[])",
-    "DELETE FROM job WHERE instance_id = ANY(%(ids)s::uuid[])",
-    "DELETE FROM step_execution WHERE instance_id = ANY(%(ids)s::uuid[])",
-    "DELETE FROM instance WHERE id = ANY(%(ids)s::uuid[])",
+DELETE_ROWS = tuple(
+    _unsized(sql)
+    for sql in (
+        "DELETE FROM audit_log WHERE instance_id = ANY(%(ids)s::uuid[])",
+        "DELETE FROM dispatch_outbox WHERE instance_id = ANY(%(ids)s::uuid[])",
+        "DELETE FROM instance_event WHERE instance_id = ANY(%(ids)s::uuid[])",
+        "DELETE FROM job WHERE instance_id = ANY(%(ids)s::uuid[])",
+        "DELETE FROM step_execution WHERE instance_id = ANY(%(ids)s::uuid[])",
+        "DELETE FROM instance WHERE id = ANY(%(ids)s::uuid[])",
+    )
 )
 
-RELEASE_CLAIMS = """
+RELEASE_CLAIMS = _unsized("""
 DELETE FROM archive_claim WHERE instance_id = ANY(%(ids)s::uuid[]) AND token = %(token)s
-"""
+""")
 
 # --- reading the index ---------------------------------------------------------------------
 

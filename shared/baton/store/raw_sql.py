@@ -47,6 +47,14 @@ def unsized_array(name: str, element: str) -> str:
     return f"(SELECT %({name})s::{element}[])::{element}[]"
 
 
+def unsized(sql: str, **elements: str) -> str:
+    """``sql`` with each ``ANY(%(name)s::element[])`` it has, for each ``name=element`` given,
+    written in the form of :func:`unsized_array` (for statements whose lists are mostly short)."""
+    for name, element in elements.items():
+        sql = sql.replace(f"ANY(%({name})s::{element}[])", f"ANY({unsized_array(name, element)})")
+    return sql
+
+
 class RawStatement:
     """A statement written with ``%(name)s`` placeholders, sent as ``$n``."""
 
