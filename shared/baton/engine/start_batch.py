@@ -8,8 +8,10 @@ batch shares them. The transaction's round trips do not grow with the batch:
    batches sharing keys take them in the same order and cannot deadlock each other), pipelined,
    with a read of the keys that turn out to be taken (their repeats: EXISTING, or CONFLICT when
    the key first came with a different request), only when the batch carries keys;
-3. every new instance's first decision (a statement each, as a single start writes it), the
-   COMMIT and the read of every answered instance, in one pipeline.
+3. every new instance's first decision, the COMMIT and the read of every answered instance, in
+   one pipeline: the decisions in one set-based statement (``writer.write_starts``), but for a
+   decision that needs more than its writes (one that starts a sub-workflow, say), which goes
+   as a single start writes it.
 
 Each item is decided before anything is written (its definition found, its input checked, its
 first steps planned), so an item refused (INVALID, NOT_FOUND) never writes a row and never fails
@@ -318,18 +320,13 @@ class StartBatchOps(InstanceOps):
         """Every new instance's first decision, the COMMIT and the read of the answered
         instances, in one round trip; the instances' views by id."""
         ids = [s.id for s in new] + [uuid.UUID(a.instance["id"]) for a in existing if a.instance]
+        decisions = []
+        for s in new:
+            assert s.state is not None and s.decider is not None
+            keyed = s.item.idempotency_key is not None
+            decisions.append((s.state, s.decider.changes, None if keyed else s.insert))
         with conn.pipeline():
-            for s in new:
-                assert s.state is not None and s.decider is not None
-                keyed = s.item.idempotency_key is not None
-                writer.write_start(
-                    conn,
-                    s.state,
-                    s.decider.changes,
-                    insert=None if keyed else s.insert,
-                    commit=False,
-                    outbox=self.settings.outbox,
-                )
+            writer.write_starts(conn, decisions, outbox=self.settings.outbox)
             conn.execute(b"COMMIT", prepare=False)
             read = conn.execute(instance_sql.INSTANCES_BY_IDS, {"ids": ids}) if ids else None
         rows = read.fetchall() if read is not None else []

@@ -45,6 +45,7 @@ AFTER = "/*after*/"
 # The batch writes, converted once (longer than psycopg caches its conversions for).
 WRITE_DECISIONS = RawStatement(batch_sql.WRITE_DECISIONS)
 WRITE_UPDATES = RawStatement(batch_sql.WRITE_UPDATES)
+START_DECISIONS = RawStatement(batch_sql.START_DECISIONS)
 # A per-commit completion of the common shape (see write_settled), and a batch of them only.
 WRITE_SETTLED = RawStatement(instance_sql.COMPLETE_ONE_STEP)
 WRITE_ONE_STEPS = RawStatement(batch_sql.COMPLETE_ONE_STEPS)
@@ -260,13 +261,24 @@ class _SetRows:
         self.new_steps: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
         self.audit: list[dict[str, Any]] = []
+        self.new_instances: list[dict[str, Any]] = []  # START_DECISIONS only
 
-    def add(self, inst: InstanceState, changes: Changes, outbox: bool) -> None:
+    def add(
+        self,
+        inst: InstanceState,
+        changes: Changes,
+        outbox: bool,
+        insert: dict[str, Any] | None = None,
+    ) -> None:
         # Called once per decision of a batch: each kind of row is built only when the decision
         # has some (most have a job, a step update and two audit rows, and nothing else).
+        # ``insert``: a new instance's INSERT_INSTANCE parameters (a batch start's instance
+        # without an idempotency key), inserted with what the decision made of it.
         self.count += 1
         iid = inst.id
-        update, steps = _advance(inst, changes)
+        update, steps = _advance(inst, changes, inserted=insert is not None)
+        if insert is not None:
+            self.new_instances.append(_new_instance_row(inst, changes, insert))
         if update is not None:
             self.instances.append(update)
         for row in steps:
@@ -353,7 +365,54 @@ class _SetRows:
             "new_steps": _rows(self.new_steps),
             "events": _rows(self.events),
             "audit": _rows(self.audit),
+            "new_instances": _rows(self.new_instances),
         }
+
+
+def _new_instance_row(
+    inst: InstanceState, changes: Changes, insert: dict[str, Any]
+) -> dict[str, Any]:
+    """START_DECISIONS' row of a new top-level instance without an idempotency key: what
+    ``pieces_of`` gives INSERT_INSTANCE for it."""
+    if insert.get("idempotency_key") is not None or insert.get("parent_instance_id") is not None:
+        raise ValueError("only a top-level instance without an idempotency key is inserted here")
+    given = insert["input"]
+    return {
+        "id": inst.id,
+        "definition_name": insert["definition_name"],
+        "definition_version": insert["definition_version"],
+        "snapshot_id": insert["snapshot_id"],
+        "status": inst.status,
+        "input": given.obj if isinstance(given, Jsonb) else given,
+        "variables": inst.variables,
+        "output": inst.output,
+        "reason": inst.reason,
+        "correlation_id": insert["correlation_id"],
+        "queue_task_id": insert.get("queue_task_id"),
+        "step_count": len(changes.new_steps),
+        "timeout_seconds": insert.get("timeout_seconds"),
+    }
+
+
+def write_starts(
+    conn: Conn,
+    starts: Sequence[tuple[InstanceState, Changes, dict[str, Any] | None]],
+    *,
+    outbox: bool = False,
+) -> None:
+    """Write the first decisions of a batch start's instances in the caller's open transaction
+    (sent in its pipeline, nothing fetched): every decision ``batch_sql.START_DECISIONS`` can
+    carry in one statement (a new instance with its ``insert`` parameters, or a keyed one its
+    transaction inserted already, with None), each other (one that starts a sub-workflow, say)
+    in its own chained statement, as ``write_start`` writes it."""
+    common = _SetRows()
+    for inst, changes, insert in starts:
+        if _common_writes_only(inst, changes):
+            common.add(inst, changes, outbox, insert)
+        else:
+            write_start(conn, inst, changes, insert=insert, commit=False, outbox=outbox)
+    if common.count:
+        START_DECISIONS.execute(conn, common.params())
 
 
 def statement(pieces: list[Piece]) -> tuple[bytes, dict[str, Any]]:

@@ -178,6 +178,17 @@ _AUDIT = """), audit AS (
     RETURNING 1
 )"""
 
+# Every write after the instance updates, in WRITE_DECISIONS and START_DECISIONS alike.
+_DECISION_WRITES = (
+    _ENDED_JOBS
+    + _RETRIED_JOBS
+    + _NEW_JOBS
+    + _STEP_UPDATES.replace(_AFTER, "AND (SELECT count(*) FROM new_jobs) >= 0")
+    + _NEW_STEPS
+    + _EVENTS
+    + _AUDIT
+)
+
 # Every decision of the batch: instance updates, ended and retried jobs, new jobs, step updates,
 # new steps, instance events and audit rows.
 WRITE_DECISIONS = (
@@ -186,16 +197,50 @@ WRITE_DECISIONS = (
     + _RETRIED_ROWS
     + _STEP_ROWS
     + _INSTANCES
-    + _ENDED_JOBS
-    + _RETRIED_JOBS
-    + _NEW_JOBS
-    + _STEP_UPDATES.replace(_AFTER, "AND (SELECT count(*) FROM new_jobs) >= 0")
-    + _NEW_STEPS
-    + _EVENTS
-    + _AUDIT
+    + _DECISION_WRITES
     + """
 SELECT (SELECT count(*) FROM new_steps) + (SELECT count(*) FROM events)
        + (SELECT count(*) FROM audit) AS written
+"""
+)
+
+# A batch start's instances that carry no idempotency key, inserted from one JSON row each: the
+# set form of instance_sql.INSERT_INSTANCE for a top-level instance, with what its first decision
+# made of it already in its row (status, variables, output, reason, step count), as a single
+# start writes it. (An instance with a key was inserted earlier in the transaction, to learn
+# whether its key was new; its first decision is an instance update, ``instance_rows``.)
+_NEW_INSTANCES = """), new_instances AS (
+    INSERT INTO instance (id, definition_name, definition_version, snapshot_id, status, input,
+                          variables, output, reason, correlation_id, queue_task_id, depth,
+                          step_count, timeout_at, completed_at, version)
+    SELECT t.id, t.definition_name, t.definition_version, t.snapshot_id, t.status, t.input,
+           t.variables, t.output, t.reason, t.correlation_id, t.queue_task_id, 0, t.step_count,
+           CASE WHEN t.timeout_seconds > 0 AND t.status = 'RUNNING'
+                THEN now() + make_interval(secs => t.timeout_seconds) END,
+           CASE WHEN t.status NOT IN ('RUNNING', 'PAUSED') THEN now() END,
+           1
+      FROM jsonb_to_recordset(%(new_instances)s::jsonb)
+           AS t(id uuid, definition_name text, definition_version int, snapshot_id bigint,
+                status text, input jsonb, variables jsonb, output jsonb, reason text,
+                correlation_id text, queue_task_id uuid, step_count int, timeout_seconds int)
+    RETURNING 1
+"""
+
+# The first decisions of a batch start's instances (``engine.writer.write_starts``): the new
+# instances inserted, the keyed ones updated, then every write of WRITE_DECISIONS (a start has
+# only new steps, new jobs, events and audit rows among them). One statement of a fixed shape
+# instead of one chained statement per instance.
+START_DECISIONS = (
+    _LOCKED_AND_INSTANCE_ROWS  # noqa: S608 (constant SQL only)
+    + _ENDED_ROWS
+    + _RETRIED_ROWS
+    + _STEP_ROWS
+    + _NEW_INSTANCES
+    + _INSTANCES
+    + _DECISION_WRITES
+    + """
+SELECT (SELECT count(*) FROM new_instances) + (SELECT count(*) FROM new_steps)
+       + (SELECT count(*) FROM events) + (SELECT count(*) FROM audit) AS written
 """
 )
 
