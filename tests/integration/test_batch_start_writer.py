@@ -18,19 +18,18 @@ from baton.settings import EngineSettings
 from baton.store.db import Database
 from baton.store.raw_sql import RawStatement
 
+from tests.integration.test_batch_writer import _definitions as batch_writer_definitions
 from tests.support.helpers import service_step
 from tests.support.rows import cohort_rows
 
 
 def _definitions(cohort: str) -> list[dict[str, Any]]:
-    def task(step_id: str, **extra: Any) -> dict[str, Any]:
-        return service_step(step_id, f"{step_id}-{cohort}", **extra)
-
+    """test_batch_writer's workflows (a sequence, a PARALLEL, a MAP, a sub-workflow...), and
+    first decisions that run steps inline, wait on a timer or end the instance."""
     return [
-        {"name": f"kid-{cohort}", "steps": [task("k", input={"n": "${workflow.input.n}"})]},
-        {"name": f"one-{cohort}", "steps": [task("a", input={"n": "${workflow.input.n}"})]},
+        *batch_writer_definitions(cohort),
         {
-            "name": f"seq-{cohort}",
+            "name": f"inline-{cohort}",
             "timeoutSeconds": 600,
             "steps": [
                 {"id": "v", "type": "SET_VARIABLE", "variables": {"got": "${workflow.input.n}"}},
@@ -40,23 +39,7 @@ def _definitions(cohort: str) -> list[dict[str, Any]]:
                     "script": "({twice: $.n * 2})",
                     "input": {"n": "${workflow.input.n}"},
                 },
-                task("b", input={"twice": "${js.output.result.twice}"}),
-            ],
-        },
-        {
-            "name": f"par-{cohort}",
-            "steps": [{"id": "fan", "type": "PARALLEL", "branches": [[task("p1")], [task("p2")]]}],
-        },
-        {
-            "name": f"map-{cohort}",
-            "steps": [
-                {
-                    "id": "each",
-                    "type": "MAP",
-                    "items": "${workflow.input.items}",
-                    "maxConcurrency": 2,
-                    "steps": [task("m", input={"item": "${map.item}"})],
-                }
+                service_step("b", f"b-{cohort}", input={"twice": "${js.output.result.twice}"}),
             ],
         },
         {
@@ -69,24 +52,25 @@ def _definitions(cohort: str) -> list[dict[str, Any]]:
             "steps": [{"id": "end", "type": "TERMINATE", "status": "FAILED", "reason": "no"}],
         },
         {"name": f"nap-{cohort}", "steps": [{"id": "t", "type": "TIMER", "duration": "PT1H"}]},
-        {
-            "name": f"parent-{cohort}",
-            "steps": [
-                {
-                    "id": "sub",
-                    "type": "SUB_WORKFLOW",
-                    "definitionName": f"kid-{cohort}",
-                    "input": {"n": "${workflow.input.n}"},
-                }
-            ],
-        },
     ]
 
 
 def _items(cohort: str) -> list[StartItem]:
     """Every definition started at least once, the inputs numbered (the rows' order), some
     with a correlation id, every third with an idempotency key of the cohort's own."""
-    names = ["one", "seq", "par", "map", "done", "stop", "nap", "parent", "one", "seq", "map"]
+    names = [
+        "seq",
+        "inline",
+        "par",
+        "map",
+        "done",
+        "stop",
+        "nap",
+        "parent",
+        "join",
+        "inline",
+        "map",
+    ]
     items = []
     for n, name in enumerate(names, start=1):
         given: dict[str, Any] = {"n": n, "text": "é\u2028"}
@@ -158,14 +142,14 @@ def test_a_batch_start_leaves_the_rows_single_starts_leave(
         got = conn.execute(
             """SELECT definition_name, count(*) FILTER (WHERE timeout_at IS NOT NULL),
                       count(*) FILTER (WHERE status = 'RUNNING')
-                 FROM instance WHERE definition_name LIKE 'seq-%%' OR definition_name LIKE
+                 FROM instance WHERE definition_name LIKE 'inline-%%' OR definition_name LIKE
                       'nap-%%' GROUP BY 1 ORDER BY 1"""
         ).fetchall()
     assert got == [
+        ("inline-batch", 2, 2),
+        ("inline-single", 2, 2),
         ("nap-batch", 0, 1),
         ("nap-single", 0, 1),
-        ("seq-batch", 2, 2),
-        ("seq-single", 2, 2),
     ]
 
 
