@@ -435,9 +435,13 @@ def test_rate_limit_per_frequency_caps_claims_per_clock_window(
             "SELECT floor(extract(epoch FROM at) / 2)::bigint AS w, count(*) FROM audit_log"
             " WHERE event = 'JOB_DISPATCHED' GROUP BY w ORDER BY w"
         ).fetchall()
-    per_window = [n for _, n in windows]
-    assert max(per_window) <= 5, per_window
-    assert abs(sum(per_window) - 25) <= 5, per_window  # 10 s of 5 per 2 s, within one window
+    # Every clock window from the first dispatch's to the last's (a run of 10 s spans five or
+    # six, more if a poll in flight at the deadline was slow: the count is not fixed).
+    counts = dict(windows)
+    per_window = [counts.get(w, 0) for w in range(windows[0][0], windows[-1][0] + 1)]
+    assert max(per_window) <= 5, per_window  # never more than the limit in a window
+    inner = per_window[1:-1]  # the first and the last are cut by the run's start and end
+    assert len(inner) >= 3 and sum(inner) >= 5 * len(inner) - 5, per_window  # and it was used
 
 
 def test_a_task_definition_read_back_can_be_put_again_as_it_is(engine: Engine) -> None:
