@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton.engine.batch_ops import BatchResult
+from baton.engine.start_batch import StartItem
 from support import BenchError
 from support.cpu import postmaster_pid
 from support.fleet import Member, PhaseResult, fleet
@@ -235,6 +236,7 @@ class WorkerConfig:
     batched: bool = False  # complete each poll's jobs in one call / statement
     claimed_states: int | None = None  # the engine's claimed-state cache (0: off; None: default)
     floor: bool = False  # drain with FLOOR_CLAIM / FLOOR_COMPLETE_MANY instead of the engine
+    start_batch: int = 1  # instances per start: one start_instance, or start_instances of N
 
 
 def _share(total: int, workers: int, k: int) -> int:
@@ -302,14 +304,28 @@ def _engine_worker(cfg: WorkerConfig, m: Member) -> None:
     m.begin("start")  # this process's share of the instances
     load = cfg.workload
     mine = _share(load.instances(cfg.jobs), cfg.workers, m.index)
-    for i in range(mine):
-        engine.start_instance(
-            definition_name=load.definition["name"],
-            input={"worker": m.index, "n": i, **(load.input or {})},
-        )
-        if (i + 1) % 50 == 0:
-            m.add("start", 50)
-    m.add("start", mine % 50)
+    if cfg.start_batch > 1:
+        for first in range(0, mine, cfg.start_batch):
+            items = [
+                StartItem(
+                    definition_name=load.definition["name"],
+                    input={"worker": m.index, "n": i, **(load.input or {})},
+                )
+                for i in range(first, min(first + cfg.start_batch, mine))
+            ]
+            answers = engine.start_instances(items)
+            if any(a.outcome != "STARTED" for a in answers):
+                raise BenchError(f"a batch start answered {[a.outcome for a in answers]}")
+            m.add("start", len(items))
+    else:
+        for i in range(mine):
+            engine.start_instance(
+                definition_name=load.definition["name"],
+                input={"worker": m.index, "n": i, **(load.input or {})},
+            )
+            if (i + 1) % 50 == 0:
+                m.add("start", 50)
+        m.add("start", mine % 50)
     m.report("start", {"items": mine, "end": time.monotonic(), "wire": WIRE.snapshot()})
 
     m.begin("drain")
@@ -454,6 +470,7 @@ def _config(
         profile=args.profile and (workload is UNLIMITED or bool(args.map_items)),
         workload=workload,
         claimed_states=0 if args.no_claimed_states else None,
+        start_batch=args.start_batch,
     )
 
 
@@ -991,6 +1008,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=4, help="worker processes (default 4)")
     p.add_argument("--batch", type=int, default=32, help="max jobs per poll (default 32)")
     p.add_argument(
+        "--start-batch",
+        type=int,
+        default=1,
+        help="start the instances N at a time (Engine.start_instances, at most 100); default 1:"
+        " one start_instance each",
+    )
+    p.add_argument(
         "--database-url",
         default=os.environ.get("DATABASE_URL") or None,
         help="server to use (default: $DATABASE_URL, else an embedded PostgreSQL)",
@@ -1078,6 +1102,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         or args.one_step_items < 0
     ):
         p.error("--jobs, --workers and --batch must be positive, --map-items not negative")
+    if not 1 <= args.start_batch <= 100:
+        p.error("--start-batch takes 1 to 100 (a batch start's limit)")
     return args
 
 
