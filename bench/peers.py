@@ -106,9 +106,6 @@ CONFIGS: tuple[Config, ...] = (
 # spread each statement over the same number of jobs (Baton's SDK runners poll up to 100 at a
 # time by default; engine_throughput's own default, 32, is kept there for its baselines).
 BATON_BATCH = 50
-# Instances per batch start (POST /v1/instances/batch's limit), as the peers enqueue in batches:
-# the "enqueue s" column is Baton's instances started, not part of the drain.
-START_BATCH = 100
 FLOOR_ROW = "baton's rows by SQL (floor)"
 
 
@@ -232,7 +229,7 @@ def baton_drains(server: str, args: argparse.Namespace) -> list[Row]:
     """engine_throughput's engine phase, per commit and batched (it verifies each drain)."""
     et_args = engine_throughput.parse_args(
         ["--jobs", str(args.jobs), "--workers", str(args.workers), "--timeout", str(args.timeout)]
-        + ["--batch", str(args.batch), "--start-batch", str(START_BATCH)]
+        + ["--batch", str(args.batch)]
         + (["--keep-databases"] if args.keep_databases else [])
     )
     rows = []
@@ -245,8 +242,7 @@ def baton_drains(server: str, args: argparse.Namespace) -> list[Row]:
                 drain.items,
                 drain.seconds,
                 starts.seconds,
-                f"one-step workflow, poll batch {et_args.batch}, {how}, {args.workers} processes"
-                f" (started in batches of {START_BATCH})",
+                f"one-step workflow, poll batch {et_args.batch}, {how}, {args.workers} processes",
             )
         )
     if args.floor:
