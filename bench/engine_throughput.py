@@ -252,7 +252,7 @@ def _labeler(*batches: int) -> Callable[[object], str]:
         for b in batches
         for text in (str, raw_sql_text)  # as written, and as sent ($n)
     }
-    for write in ("WRITE_DECISIONS", "WRITE_UPDATES", "COMPLETE_ONE_STEPS"):
+    for write in ("WRITE_DECISIONS", "WRITE_UPDATES", "COMPLETE_ONE_STEPS", "START_DECISIONS"):
         claims[raw_sql_text(getattr(sql_modules()["batches"], write))] = f"batch_sql.{write}"
     return sql_labeler(
         *sql_modules().values(),

@@ -376,14 +376,13 @@ def _new_instance_row(
     ``pieces_of`` gives INSERT_INSTANCE for it."""
     if insert.get("idempotency_key") is not None or insert.get("parent_instance_id") is not None:
         raise ValueError("only a top-level instance without an idempotency key is inserted here")
-    given = insert["input"]
     return {
         "id": inst.id,
         "definition_name": insert["definition_name"],
         "definition_version": insert["definition_version"],
         "snapshot_id": insert["snapshot_id"],
         "status": inst.status,
-        "input": given.obj if isinstance(given, Jsonb) else given,
+        "input": insert["input"].obj,  # (instance_row's Jsonb)
         "variables": inst.variables,
         "output": inst.output,
         "reason": inst.reason,
