@@ -282,9 +282,11 @@ class Run:
             for r in out.values()
         ]
 
-    def outputs_by_list(self, prefix: str, step_ids: Sequence[str]) -> list[dict[str, Any]]:
+    def outputs_by_list(
+        self, prefix: str, step_ids: Sequence[str], after: tuple[str, str] | None = None
+    ) -> list[dict[str, Any]]:
         """As instance_sql.LAST_OUTPUTS_BY_LIST: the latest completed output of each of
-        ``step_ids`` in each list under ``prefix``."""
+        ``step_ids`` in each list under ``prefix`` (all of them: ``after`` only allows fewer)."""
         out: dict[tuple[str, str], Row] = {}
         for r in sorted(self.rows.values(), key=lambda r: r.seq):
             if (

@@ -34,7 +34,7 @@ from baton.payload_ref import is_payload_ref
 from baton.scripting import Sandbox, default_sandbox
 from baton.settings import PayloadLimits
 from baton.status import StepStatus
-from baton.steps import Step
+from baton.steps import DoWhileStep, Step
 
 MAX_STEP_EXECUTIONS = 100_000
 
@@ -197,14 +197,27 @@ class DecisionState:
     def loop_so_far(self, loop_id: str, scope: str, at: int) -> dict[str, Any]:
         """A running DO_WHILE's output as Conductor's DO_WHILE task keeps it while it runs: the
         running ``iteration`` and, for each iteration begun (``"1"``, ``"2"``…), the output of
-        each of its steps (at any depth) by id, the latest of each. ``at``: the index of the
-        loop body's segment in ``scope`` (``<execution>#k<iteration>``)."""
+        each of its steps (at any depth) by id, the latest of each; a loop with
+        ``keepLastIterations`` n keeps only the last n iterations begun, as Conductor's
+        ``keepLastN`` removes the older ones from its DO_WHILE task's output after each
+        iteration, and only those are read. ``at``: the index of the loop body's segment in
+        ``scope`` (``<execution>#k<iteration>``)."""
         parts = segments(scope)
         execution, _, running = parts[at].partition("#k")
         prefix = "".join(f"{p}/" for p in parts[:at]) + f"{execution}#"
-        ids = _ids_within(self.plan.step(loop_id))
+        loop = self.plan.step(loop_id)
+        ids = _ids_within(loop)
+        first_kept = 1
+        after = None
+        if isinstance(loop, DoWhileStep) and loop.keep_last_iterations is not None:
+            first_kept = int(running) - loop.keep_last_iterations + 1
+            if first_kept > 1:
+                # Every iteration begins with the body's first step, and begins after the one
+                # before it ended: what iteration first_kept - 1's first step came before is
+                # all that is read (the rest of that iteration is dropped below).
+                after = (loop.steps[0].id, f"{prefix}k{first_kept - 1}/")
         by_iteration: dict[int, dict[str, Any]] = {}
-        for row in self.reader.outputs_by_list(prefix, ids):
+        for row in self.reader.outputs_by_list(prefix, ids, after):
             by_iteration.setdefault(int(row["list"][1:]), {})[row["step_id"]] = row["output"]
         for sid, done_scope, output in self._done_here:
             if sid in ids and done_scope.startswith(prefix):
@@ -212,7 +225,8 @@ class DecisionState:
                 by_iteration.setdefault(k, {})[sid] = output
         out: dict[str, Any] = {"iteration": int(running)}
         for k in sorted(by_iteration):
-            out[str(k)] = {sid: self.unref(v) for sid, v in by_iteration[k].items()}
+            if k >= first_kept:
+                out[str(k)] = {sid: self.unref(v) for sid, v in by_iteration[k].items()}
         return out
 
     def read(self, step_id: str, point: str, scope: str) -> Any:

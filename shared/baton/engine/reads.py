@@ -75,11 +75,18 @@ class DbReader:
             instance_sql.OPEN_STEPS, {"instance_id": self.instance_id}
         ).fetchall()
 
-    def outputs_by_list(self, prefix: str, step_ids: Sequence[str]) -> list[dict[str, Any]]:
-        return self.conn.execute(
-            instance_sql.LAST_OUTPUTS_BY_LIST,
-            {"instance_id": self.instance_id, "prefix": prefix, "step_ids": list(step_ids)},
-        ).fetchall()
+    def outputs_by_list(
+        self, prefix: str, step_ids: Sequence[str], after: tuple[str, str] | None = None
+    ) -> list[dict[str, Any]]:
+        after_step, after_scope = after or ("", "")
+        params = {
+            "instance_id": self.instance_id,
+            "prefix": prefix,
+            "step_ids": list(step_ids),
+            "after_step": after_step,
+            "after_scope": after_scope,
+        }
+        return self.conn.execute(instance_sql.LAST_OUTPUTS_BY_LIST, params).fetchall()
 
     def child_plan(
         self, name: str | None, version: int | None, inline: dict[str, Any] | None

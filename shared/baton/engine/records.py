@@ -277,9 +277,13 @@ class Reader(Protocol):
     def open_steps(self) -> list[dict[str, Any]]:
         """The instance's executions that are SCHEDULED or IN_PROGRESS: ``id``, ``scope``."""
 
-    def outputs_by_list(self, prefix: str, step_ids: Sequence[str]) -> list[dict[str, Any]]:
+    def outputs_by_list(
+        self, prefix: str, step_ids: Sequence[str], after: tuple[str, str] | None = None
+    ) -> list[dict[str, Any]]:
         """The latest completed output of each of ``step_ids`` in each list under ``prefix`` (an
-        operator execution's ``<scope><id>#``), at any depth: ``list``, ``step_id``, ``output``."""
+        operator execution's ``<scope><id>#``), at any depth: ``list``, ``step_id``, ``output``.
+        ``after`` (a step id and a scope): only the executions created after the latest
+        execution of that step in that scope are wanted (rows from before it may come too)."""
 
     def child_plan(
         self, name: str | None, version: int | None, inline: dict[str, Any] | None
@@ -311,7 +315,9 @@ class NoReads:
     def open_steps(self) -> list[dict[str, Any]]:
         return []
 
-    def outputs_by_list(self, prefix: str, step_ids: Sequence[str]) -> list[dict[str, Any]]:
+    def outputs_by_list(
+        self, prefix: str, step_ids: Sequence[str], after: tuple[str, str] | None = None
+    ) -> list[dict[str, Any]]:
         return []
 
     def child_plan(

@@ -339,14 +339,29 @@ SELECT DISTINCT ON (split_part(substr(scope, length(%(prefix)s::text) + 1), '/',
 """
 
 # The latest completed output of each of some steps in each list under an operator execution (a
-# running DO_WHILE's output so far: each iteration's steps by id).
+# running DO_WHILE's output so far: each iteration's steps by id). ``after_step`` and
+# ``after_scope``: an execution of a loop's first step in the last iteration not wanted (a loop
+# keeping its last n iterations); only what was created after its latest one is read, so a long
+# loop's read stays as long as its kept iterations instead of growing with every iteration
+# ('' and '': no bound). Each step is read by its own backward range of (instance_id, step_id,
+# seq): a generic plan takes an instance for a handful of rows, and with the steps as one
+# ``ANY`` it read them through (instance_id, id), every execution of a long loop's instance.
 LAST_OUTPUTS_BY_LIST = """
 SELECT DISTINCT ON (list, step_id) list, step_id, output
-  FROM (SELECT split_part(substr(scope, length(%(prefix)s::text) + 1), '/', 1) AS list,
-               step_id, output, seq
-          FROM step_execution
-         WHERE instance_id = %(instance_id)s AND step_id = ANY(%(step_ids)s::text[])
-           AND status = 'COMPLETED' AND left(scope, length(%(prefix)s::text)) = %(prefix)s::text
+  FROM unnest(%(step_ids)s::text[]) AS wanted(step_id)
+ CROSS JOIN LATERAL (
+        SELECT split_part(substr(s.scope, length(%(prefix)s::text) + 1), '/', 1) AS list,
+               s.output, s.seq
+          FROM step_execution s
+         WHERE s.instance_id = %(instance_id)s AND s.step_id = wanted.step_id
+           AND s.status = 'COMPLETED'
+           AND left(s.scope, length(%(prefix)s::text)) = %(prefix)s::text
+           AND s.seq > coalesce((SELECT b.seq FROM step_execution b
+                                  WHERE b.instance_id = %(instance_id)s
+                                    AND b.step_id = %(after_step)s::text
+                                    AND b.scope = %(after_scope)s::text
+                                  ORDER BY b.seq DESC LIMIT 1), -1)
+         ORDER BY s.seq DESC
        ) AS within
  ORDER BY list, step_id, seq DESC
 """

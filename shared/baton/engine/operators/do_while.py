@@ -18,6 +18,7 @@ as ``${loop.output.iteration}`` and ``${loop.output.3.<task>.<field>}``."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -118,8 +119,14 @@ def _javascript_holds(d: Decision, step: DoWhileStep, point: str, body_scope: st
     bindings: dict[str, Any] = dict(given)
     for sid in ids:
         bindings[sid] = context[sid]["output"]
-    # The loop's own output so far, as Conductor binds it: {iteration, "1": {step: output}, …}.
-    so_far = d.resolve(f"${{{step.id}.output}}", point, body_scope)
+    # The loop's own output so far, as Conductor binds it: {iteration, "1": {step: output}, …};
+    # read only for a script that may look past its iteration (reading every iteration's
+    # outputs after each one makes a long loop's iterations ever dearer).
+    so_far = (
+        d.resolve(f"${{{step.id}.output}}", point, body_scope)
+        if _reads_past_iteration(step.while_, step.id)
+        else None
+    )
     bindings[step.id] = so_far if isinstance(so_far, dict) else {"iteration": k}
     value = d.sandbox.javascript(step.while_, bindings)
     if isinstance(value, bool):
@@ -132,14 +139,27 @@ def _by_iteration(
 ) -> dict[str, Any]:
     """The output of a loop with ``iterationOutputs``, as Conductor's DO_WHILE task ends:
     ``iteration`` and, by iteration (``"1"``…), each of its steps' outputs by id; with
-    ``keepLastIterations`` n, only the last n iterations (Conductor's ``keepLastN``)."""
+    ``keepLastIterations`` n, only the last n iterations (Conductor's ``keepLastN``: the
+    output so far keeps no more, ``Decision.loop_so_far``)."""
     so_far = d.resolve(f"${{{step.id}.output}}", point, body_scope)
     out: dict[str, Any] = dict(so_far) if isinstance(so_far, dict) else {}
     out["iteration"] = k
-    if step.keep_last_iterations is not None:
-        first_kept = k - step.keep_last_iterations + 1
-        out = {key: v for key, v in out.items() if not key.isdigit() or int(key) >= first_kept}
     return out
+
+
+def _reads_past_iteration(script: str, loop_id: str) -> bool:
+    """Whether a loop's JavaScript ``while`` may read more of the loop's own output than its
+    ``iteration``: it names the loop other than as ``<id>.iteration``, ``<id>['iteration']``
+    or ``<id>["iteration"]`` (a script that never names it, or only so, gets ``{iteration}``)."""
+    named = re.finditer(re.escape(loop_id), script)
+    return any(not _ITERATION_ONLY.match(script, m.end()) for m in named)
+
+
+# What may follow a loop's id in a script that reads only its iteration.
+# (The id may end a bracketed name, ``$['my loop'].iteration``.)
+_ITERATION_ONLY = re.compile(
+    r"""(?:['"]\s*\])?\s*(?:\.\s*iteration|\[\s*(['"])iteration\1\s*\])(?![\w$])"""
+)
 
 
 def _step_ids(steps: Any) -> list[str]:
