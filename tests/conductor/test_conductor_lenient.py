@@ -6,11 +6,14 @@ a blank ``loopCondition``, numbers given as text, and a dynamic fork over a lite
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from baton.conductor.views import without_iteration
 
 from tests.support.helpers import wait_until
 from tests.support.http_target import Target, http_target
@@ -19,6 +22,7 @@ from tests.support.servers import LocalServer
 pytestmark = [pytest.mark.e2e]
 
 TERMINAL = ("COMPLETED", "FAILED", "TERMINATED", "TIMED_OUT")
+CORPUS = Path(__file__).parent / "corpus"
 
 
 def _inline(ref: str, expression: str, **params: Any) -> dict[str, Any]:
@@ -55,7 +59,10 @@ def _ended(server: LocalServer, wid: str) -> dict[str, Any]:
 
 
 def _outputs(wf: dict[str, Any], ref: str) -> list[Any]:
-    return [t["outputData"] for t in wf["tasks"] if t["referenceTaskName"] == ref]
+    """The outputs of the tasks named ``ref``, or ``ref__<iteration>`` inside a loop."""
+    return [
+        t["outputData"] for t in wf["tasks"] if without_iteration(t["referenceTaskName"]) == ref
+    ]
 
 
 @pytest.fixture
@@ -342,3 +349,66 @@ def test_numbers_given_as_text_are_read_as_conductors_jackson_reads_them(
     assert wf["status"] == "COMPLETED", wf.get("reasonForIncompletion")
     assert wf["output"] == {"status": 200}
     assert target.hits["/json"] == 1
+
+
+def test_conductor_s_keep_last_n_example_keeps_18_tasks(conductor_server: LocalServer) -> None:
+    """conductor-oss's e2e DoWhileTests.testKeepLstN3, on its own definition: two loops in a
+    fork, keepLastN 4 and 2, five iterations each; Conductor deletes the older iterations'
+    tasks and reads back 18. A loop's tasks are named ``<ref>__<iteration>``."""
+    path = CORPUS / "e2e__metadata__do_while_keep_last_n_fix__keep_last_n_example_3.json"
+    definition = json.loads(path.read_text())
+    definition["name"] = f"keep_last_n_{uuid.uuid4().hex[:8]}"
+    _register(conductor_server, definition)
+    wid = _start(conductor_server, definition["name"])
+    seen: list[dict[str, Any]] = []
+
+    def work_done() -> bool:
+        for kind in ("simple", "simple_1", "simple_2"):
+            r = conductor_server.request(
+                "GET", f"/api/tasks/poll/batch/{kind}?count=5&timeout=10&workerid=w"
+            )
+            assert r.status_code == 200, r.text
+            for task in r.json():
+                if task["workflowInstanceId"] != wid:
+                    continue
+                update = {
+                    "workflowInstanceId": wid,
+                    "taskId": task["taskId"],
+                    "status": "COMPLETED",
+                    "outputData": {},
+                }
+                r = conductor_server.request("POST", "/api/tasks", json=update)
+                assert r.status_code == 200, r.text
+        wf = conductor_server.request("GET", f"/api/workflow/{wid}?includeTasks=true").json()
+        seen.append(wf)
+        return bool(wf["status"] in TERMINAL)
+
+    wait_until(work_done, timeout=60, interval=0.05, what=f"workflow {wid} to end")
+    wf = seen[-1]
+    assert wf["status"] == "COMPLETED", wf.get("reasonForIncompletion")
+    refs = [t["referenceTaskName"] for t in wf["tasks"]]
+    # Conductor's 18 less its JOIN, which Baton's read-back does not show as a task yet.
+    assert len(refs) == 17 and "join_ref" not in refs, " ".join(refs)
+    loops = {
+        t["referenceTaskName"]: t["iteration"] for t in wf["tasks"] if t["taskType"] == "DO_WHILE"
+    }
+    assert loops == {"do_while_ref_1": 5, "do_while_ref": 5}
+    kept = {r for r in refs if "__" in r}
+    assert kept == {
+        *(f"{r}__{k}" for r in ("set_variable_ref_1", "simple_ref") for k in (2, 3, 4, 5)),
+        *(f"{r}__{k}" for r in ("simple_ref_1", "simple_ref_2") for k in (4, 5)),
+    }
+    assert all(
+        t["iteration"] == int(t["referenceTaskName"].rsplit("__")[1])
+        for t in wf["tasks"]
+        if "__" in t["referenceTaskName"]
+    )
+    # While the loops ran, no read showed more than the kept iterations of either.
+    for read in seen:
+        for loop, keep in (("simple_ref", 4), ("simple_ref_2", 2)):
+            its = sorted(
+                t["iteration"]
+                for t in read["tasks"]
+                if t["referenceTaskName"].startswith(f"{loop}__")
+            )
+            assert len(its) <= keep, (loop, its)

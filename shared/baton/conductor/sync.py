@@ -28,7 +28,12 @@ def reached(instance: dict[str, Any], refs: frozenset[str]) -> bool:
         return True
     if not refs:
         return False
-    return any(t["referenceTaskName"].lower() in refs for t in views.tasks_of(instance, []))
+    # A task inside a loop is reached by its name with its iteration (``ref__2``) or without.
+    return any(
+        name.lower() in refs
+        for t in views.tasks_of(instance, [])
+        for name in (t["referenceTaskName"], views.without_iteration(t["referenceTaskName"]))
+    )
 
 
 def workflow_run(

@@ -211,7 +211,9 @@ def summary(instance: dict[str, Any]) -> dict[str, Any]:
 
 
 def tasks_of(instance: dict[str, Any], audit: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every step execution as Conductor tasks, earlier attempts of a job first."""
+    """Every step execution as Conductor tasks, earlier attempts of a job first; a task inside
+    a DO_WHILE is named ``<reference>__<iteration>`` with that ``iteration`` (Conductor's
+    ``TaskUtils.appendIteration``), and a DO_WHILE's own task has its running iteration."""
     ended: dict[tuple[str, int], dict[str, Any]] = {}
     for row in audit:
         kind = _ATTEMPT_ENDS.get(row.get("event", ""))
@@ -229,17 +231,65 @@ def tasks_of(instance: dict[str, Any], audit: list[dict[str, Any]]) -> list[dict
     tasks: list[dict[str, Any]] = []
     steps = instance.get("steps") or []
     refs, hidden = _forked(steps)
+    loops = _Loops(steps)
     for step in steps:
-        if str(step["id"]) in hidden:
+        sid = str(step["id"])
+        if sid in hidden:
             continue
         shown = _step_tasks(instance, step, ended)
         # A dynamic fork's task is shown by its own reference name (the item's key).
-        for t in shown if str(step["id"]) in refs else []:
-            t["referenceTaskName"] = refs[str(step["id"])]
+        for t in shown if sid in refs else []:
+            t["referenceTaskName"] = refs[sid]
+        iteration = loops.iteration(sid)
+        count = loops.count.get(sid)
+        for t in shown:
+            if iteration is not None:
+                t["referenceTaskName"] = f"{t['referenceTaskName']}{LOOP_DELIMITER}{iteration}"
+                t["iteration"] = iteration
+            if count is not None:  # a DO_WHILE's own task: its running iteration
+                t["iteration"] = count
         tasks.extend(shown)
     for n, t in enumerate(tasks, start=1):
         t["seq"] = n
     return tasks
+
+
+# What Conductor appends to the reference name of a task inside a DO_WHILE, before its iteration.
+LOOP_DELIMITER = "__"
+
+
+def without_iteration(reference: str) -> str:
+    """A task's reference name without a loop's ``__<iteration>`` (Conductor's
+    ``TaskUtils.removeIterationFromTaskRefName``)."""
+    base, delimiter, iteration = reference.rpartition(LOOP_DELIMITER)
+    return base if delimiter and iteration.isdigit() else reference
+
+
+class _Loops:
+    """Where each step execution is among an instance's DO_WHILE iterations: the innermost
+    iteration it runs in, and each loop's running iteration (the latest its executions show).
+    A ``keepLastN`` loop's older iterations are not among the steps: the Conductor surface reads
+    instances without them (``get_instance(kept_iterations_only=True)``)."""
+
+    def __init__(self, steps: list[dict[str, Any]]) -> None:
+        self._by_id = {str(s["id"]): s for s in steps}
+        self.count: dict[str, int] = {}  # a loop's execution id -> its running iteration
+        for s in steps:
+            parent, k = s.get("parentStepExecutionId"), s.get("iteration")
+            if parent is not None and isinstance(k, int):
+                self.count[str(parent)] = max(self.count.get(str(parent), 0), k)
+
+    def iteration(self, sid: str) -> int | None:
+        """The iteration of the innermost loop ``sid`` runs in (None: in none)."""
+        step = self._by_id.get(sid)
+        while step is not None:
+            parent = step.get("parentStepExecutionId")
+            if parent is None:
+                return None
+            if isinstance(step.get("iteration"), int):
+                return int(step["iteration"])
+            step = self._by_id.get(str(parent))
+        return None
 
 
 def _forked(steps: list[dict[str, Any]]) -> tuple[dict[str, str], set[str]]:

@@ -18,6 +18,7 @@ from baton.engine.archive_reads import ArchiveReads
 from baton.engine.core import log
 from baton.engine.decide import AuditEvent, Decider, Exec, InstanceState
 from baton.engine.ids import parse_uuid, path_uuid
+from baton.engine.operators.do_while import kept_iterations
 from baton.engine.plan import Plan, task_def_names
 from baton.engine.reads import exec_from_row
 from baton.engine.retention_ops import RetentionOps
@@ -220,10 +221,15 @@ class InstanceOps(RetentionOps, ArchiveReads):
         head, steps = cursors
         return Started(iid, True, (head.fetchone(), steps.fetchall()))
 
-    def get_instance(self, instance_id: str, *, include_steps: bool = True) -> dict[str, Any]:
+    def get_instance(
+        self, instance_id: str, *, include_steps: bool = True, kept_iterations_only: bool = False
+    ) -> dict[str, Any]:
         """An instance with its step executions (in creation order). The steps stop before the
         view's JSON passes ``paging.PAGE_BUDGET_BYTES`` (``stepsTruncated`` then says so, and
-        ``GET …/steps`` pages through them all); ``include_steps=False`` leaves them out."""
+        ``GET …/steps`` pages through them all); ``include_steps=False`` leaves them out.
+        ``kept_iterations_only``: without the executions of the iterations a DO_WHILE's
+        ``keepLastIterations`` no longer keeps, as Conductor deletes a ``keepLastN`` loop's
+        older tasks (its surface reads instances so; the budget counts only those kept)."""
         iid = path_uuid(instance_id, InstanceNotFound)
 
         def work(conn: Conn) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
@@ -232,7 +238,10 @@ class InstanceOps(RetentionOps, ArchiveReads):
             with conn.pipeline():  # both reads in one round trip
                 head = conn.execute(instance_sql.GET_INSTANCE, {"id": iid})
                 steps = conn.execute(instance_sql.STEPS_OF_INSTANCE, {"id": iid})
-            return head.fetchone(), steps.fetchall()
+            row, rows = head.fetchone(), steps.fetchall()
+            if kept_iterations_only and row is not None and rows:
+                rows = kept_iterations(self.snapshots.plan(conn, row["snapshot_id"]), rows)
+            return row, rows
 
         row, step_rows = self.db.autocommit(work)
         if row is None:  # archived (its retention passed), or never was

@@ -35,6 +35,7 @@ from baton.structure import condition_references
 
 if TYPE_CHECKING:
     from baton.engine.operators.protocol import Decision
+    from baton.engine.plan import Plan
     from baton.engine.records import Exec
     from baton.steps import Step
 
@@ -145,6 +146,40 @@ def _by_iteration(
     out: dict[str, Any] = dict(so_far) if isinstance(so_far, dict) else {}
     out["iteration"] = k
     return out
+
+
+def kept_iterations(plan: Plan, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An instance's step execution rows (``instance_sql.STEPS_OF_INSTANCE``'s) without those
+    run in an iteration a DO_WHILE with ``keepLastIterations`` n no longer keeps (before the
+    last n begun, at any depth: a step inside a SWITCH or an inner loop of such an iteration
+    too), as Conductor's DoWhile deletes the older iterations' tasks of a ``keepLastN`` loop."""
+    first_kept: dict[Any, int] = {}
+    for row in rows:
+        if row["step_type"] != "DO_WHILE" or not plan.has_step(row["step_id"]):
+            continue
+        step = plan.step(row["step_id"])
+        state = row.get("state")
+        running = state.get("iteration") if isinstance(state, dict) else None
+        keep = step.keep_last_iterations if isinstance(step, DoWhileStep) else None
+        if keep and isinstance(running, int) and running > keep:
+            first_kept[row["id"]] = running - keep + 1
+    if not first_kept:
+        return rows
+    parents = {row["id"]: row for row in rows}
+    gone: dict[Any, bool] = {}
+
+    def dropped(row: dict[str, Any]) -> bool:
+        # Each row's verdict once, from its parent's (the nesting is a few levels deep).
+        rid = row["id"]
+        if rid not in gone:
+            parent = parents.get(row.get("parent_step_execution_id"))
+            k, since = row.get("iteration"), first_kept.get(row.get("parent_step_execution_id"))
+            gone[rid] = (isinstance(k, int) and since is not None and k < since) or (
+                parent is not None and dropped(parent)
+            )
+        return gone[rid]
+
+    return [row for row in rows if not dropped(row)]
 
 
 def _reads_past_iteration(script: str, loop_id: str) -> bool:
