@@ -176,6 +176,12 @@ def test_a_dynamic_fork_of_four_tasks_and_a_dynamic_task(
     assert refs["s1"].task_type == "SUB_WORKFLOW" and refs["s1"].sub_workflow_id
     assert refs["s2"].task_type == "SUB_WORKFLOW" and refs["s2"].sub_workflow_id
     assert "SWITCH" not in {t.task_type for t in wf.tasks}  # the choice by type is no task
+    # The FORK ended as it started; its JOIN, as Conductor shows it, joined the forked tasks.
+    assert (refs["fan"].task_type, refs["fan"].status) == ("FORK_JOIN_DYNAMIC", "COMPLETED")
+    join = refs["fan_join"]
+    assert (join.task_type, join.task_def_name, join.status) == ("JOIN", "JOIN", "COMPLETED")
+    assert join.input_data == {"joinOn": ["r1", "n1", "n2", "s1", "s2"]}
+    assert join.output_data == wf.output["joined"]
     # The definition reads back exactly as registered.
     shown = httpx.get(
         f"{conductor_server.base_url}/api/metadata/workflow/{name}",

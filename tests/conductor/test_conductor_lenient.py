@@ -387,8 +387,15 @@ def test_conductor_s_keep_last_n_example_keeps_18_tasks(conductor_server: LocalS
     wf = seen[-1]
     assert wf["status"] == "COMPLETED", wf.get("reasonForIncompletion")
     refs = [t["referenceTaskName"] for t in wf["tasks"]]
-    # Conductor's 18 less its JOIN, which Baton's read-back does not show as a task yet.
-    assert len(refs) == 17 and "join_ref" not in refs, " ".join(refs)
+    assert len(refs) == 18, " ".join(refs)
+    (fork,) = [t for t in wf["tasks"] if t["referenceTaskName"] == "fork_ref"]
+    (join,) = [t for t in wf["tasks"] if t["referenceTaskName"] == "join_ref"]
+    assert (fork["taskType"], fork["status"]) == ("FORK", "COMPLETED")
+    assert (join["taskType"], join["status"]) == ("JOIN", "COMPLETED")
+    assert join["inputData"] == {"joinOn": ["do_while_ref_1", "do_while_ref"]}
+    assert set(join["outputData"]) == {"do_while_ref_1", "do_while_ref"}
+    # Scheduled with the FORK, after the first task of each branch, as Conductor orders them.
+    assert refs[:4] == ["fork_ref", "inline_ref", "set_variable_ref", "join_ref"]
     loops = {
         t["referenceTaskName"]: t["iteration"] for t in wf["tasks"] if t["taskType"] == "DO_WHILE"
     }

@@ -10,9 +10,11 @@ the step execution id for everything else.
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import Any
 
+from baton.conductor.tasks.common import join_back
 from baton.payload_ref import REF_KEY, is_payload_ref
 
 WORKFLOW_STATUS = {
@@ -232,23 +234,28 @@ def tasks_of(instance: dict[str, Any], audit: list[dict[str, Any]]) -> list[dict
     steps = instance.get("steps") or []
     refs, hidden = _forked(steps)
     loops = _Loops(steps)
+    joins = _Joins(instance, steps, refs)
+    placed: list[tuple[str, dict[str, Any]]] = []  # (the step execution's id, its task)
     for step in steps:
         sid = str(step["id"])
         if sid in hidden:
+            placed.extend(joins.after(sid))
             continue
         shown = _step_tasks(instance, step, ended)
         # A dynamic fork's task is shown by its own reference name (the item's key).
         for t in shown if sid in refs else []:
             t["referenceTaskName"] = refs[sid]
+        joins.seen(step, shown)
+        placed.extend((sid, t) for t in shown)
+        placed.extend(joins.after(sid))
+    for sid, t in placed:
         iteration = loops.iteration(sid)
-        count = loops.count.get(sid)
-        for t in shown:
-            if iteration is not None:
-                t["referenceTaskName"] = f"{t['referenceTaskName']}{LOOP_DELIMITER}{iteration}"
-                t["iteration"] = iteration
-            if count is not None:  # a DO_WHILE's own task: its running iteration
-                t["iteration"] = count
-        tasks.extend(shown)
+        if iteration is not None:
+            t["referenceTaskName"] = f"{t['referenceTaskName']}{LOOP_DELIMITER}{iteration}"
+            t["iteration"] = iteration
+        if t["taskType"] == "DO_WHILE" and sid in loops.count:
+            t["iteration"] = loops.count[sid]  # a DO_WHILE's own task: its running iteration
+        tasks.append(t)
     for n, t in enumerate(tasks, start=1):
         t["seq"] = n
     return tasks
@@ -269,7 +276,7 @@ class _Loops:
     """Where each step execution is among an instance's DO_WHILE iterations: the innermost
     iteration it runs in, and each loop's running iteration (the latest its executions show).
     A ``keepLastN`` loop's older iterations are not among the steps: the Conductor surface reads
-    instances without them (``get_instance(kept_iterations_only=True)``)."""
+    instances without them (``get_instance(conductor_view=True)``)."""
 
     def __init__(self, steps: list[dict[str, Any]]) -> None:
         self._by_id = {str(s["id"]): s for s in steps}
@@ -290,6 +297,113 @@ class _Loops:
                 return int(step["iteration"])
             step = self._by_id.get(str(parent))
         return None
+
+
+class _Joins:
+    """The JOIN task Conductor shows after each FORK_JOIN and FORK_JOIN_DYNAMIC (a PARALLEL or
+    MAP execution, given ``forks``: what ``get_instance(conductor_view=True)`` reads of the
+    definition): Conductor's FORK task ends as it is scheduled and its JOIN, scheduled with it
+    after the first task of each branch, waits for the forked tasks (the execution's status),
+    with ``joinOn`` as its input and, as output, the output of each of those that has one. The
+    JOIN's reference name is the one registered (``tasks.common.join_note``)."""
+
+    def __init__(
+        self, instance: dict[str, Any], steps: list[dict[str, Any]], refs: dict[str, str]
+    ) -> None:
+        self.instance = instance
+        forks = instance.get("forks") or {}
+        self.forks = {
+            str(s["id"]): forks[s["stepId"]]
+            for s in steps
+            if s["type"] in ("PARALLEL", "MAP") and s["stepId"] in forks
+        }
+        self._refs = refs
+        self._steps = {str(s["id"]): s for s in steps}
+        # Where each JOIN goes: after the last task of a branch's first step (or its FORK's).
+        self._at: dict[str, str] = {sid: sid for sid in self.forks}
+        firsts: set[tuple[str, Any]] = set()
+        for s in steps:
+            parent = str(s.get("parentStepExecutionId"))
+            branch = (
+                parent,
+                s.get("branch") if s.get("branch") is not None else s.get("itemIndex"),
+            )
+            if parent in self.forks and branch not in firsts:
+                firsts.add(branch)
+                self._at[parent] = str(s["id"])
+        self._joins_at: dict[str, list[str]] = {}
+        for fork, at in self._at.items():
+            self._joins_at.setdefault(at, []).append(fork)
+        # Each fork's joinOn: a dynamic fork's tasks' reference names, a FORK's branches' last.
+        self._join_on: dict[str, list[str]] = {}
+        for sid, info in self.forks.items():
+            given = self._steps[sid].get("input")
+            keys = given.get("keys") if isinstance(given, dict) else None
+            self._join_on[sid] = (
+                [str(k) for k in keys] if isinstance(keys, list) else list(info["joinOn"])
+            )
+        # Each fork's JOIN's output, filled as its forked tasks are seen (after it is placed).
+        self._outputs: dict[str, dict[str, Any]] = {sid: {} for sid in self.forks}
+
+    def seen(self, step: dict[str, Any], shown: list[dict[str, Any]]) -> None:
+        """Note a step's tasks: a FORK's ends as it starts; a forked task's output is kept for
+        its JOIN."""
+        sid = str(step["id"])
+        if sid in self.forks and shown[-1]["status"] != "SCHEDULED":
+            own = shown[-1]
+            own["status"], own["executed"] = "COMPLETED", True
+            own["endTime"] = own.get("startTime") or own.get("scheduledTime")
+            own["outputData"] = {}
+            own.pop("reasonForIncompletion", None)
+        parent = self._steps.get(str(step.get("parentStepExecutionId")))
+        if parent is not None and str(parent["id"]) not in self.forks:
+            parent = self._steps.get(str(parent.get("parentStepExecutionId")))  # a chosen task
+        task = shown[-1]
+        fork = str(parent["id"]) if parent is not None else ""
+        if (
+            fork in self.forks
+            and task["referenceTaskName"] in self._join_on[fork]
+            and task["status"] in ("COMPLETED", "COMPLETED_WITH_ERRORS")
+            and task["outputData"]
+        ):
+            self._outputs[fork][task["referenceTaskName"]] = task["outputData"]
+
+    def after(self, sid: str) -> list[tuple[str, dict[str, Any]]]:
+        """The JOIN tasks that go after the tasks of step execution ``sid``."""
+        return [(fork, self._join(fork)) for fork in self._joins_at.get(sid, [])]
+
+    def _join(self, fork_id: str) -> dict[str, Any]:
+        fork = self._steps[fork_id]
+        info = self.forks[fork_id]
+        ref, _ = join_back({"id": fork["stepId"], "description": info.get("description")}, {})
+        status = task_status(fork.get("status"))
+        if status == "SCHEDULED":
+            status = "IN_PROGRESS"
+        t: dict[str, Any] = {
+            "taskId": str(uuid.uuid5(uuid.UUID(fork_id), "join")),
+            "taskType": "JOIN",
+            "taskDefName": "JOIN",
+            "referenceTaskName": ref,
+            "workflowInstanceId": self.instance["id"],
+            "workflowType": self.instance["definitionName"],
+            "correlationId": self.instance.get("correlationId"),
+            "status": status,
+            "inputData": {"joinOn": self._join_on[fork_id]},
+            "outputData": self._outputs[fork_id],  # filled by ``seen`` as the list goes on
+            "reasonForIncompletion": None if status == "COMPLETED" else fork.get("error"),
+            "retryCount": 0,
+            "pollCount": 0,
+            "retried": False,
+            "executed": status not in ("SCHEDULED", "IN_PROGRESS"),
+            "iteration": 0,
+            "scheduledTime": ms(fork.get("createdAt")),
+            "startTime": ms(fork.get("startedAt") or fork.get("createdAt")),
+            "endTime": ms(fork.get("completedAt")),
+            "updateTime": ms(fork.get("completedAt") or fork.get("createdAt")),
+            "callbackAfterSeconds": 0,
+            "workflowPriority": 0,
+        }
+        return {k: v for k, v in t.items() if v is not None}
 
 
 def _forked(steps: list[dict[str, Any]]) -> tuple[dict[str, str], set[str]]:

@@ -32,6 +32,7 @@ from baton.errors import (
 )
 from baton.payload_ref import is_payload_ref
 from baton.status import InstanceStatus, StepStatus
+from baton.steps import MapStep, ParallelStep
 from baton.store import definition_sql, instance_sql
 from baton.store.db import Conn, first_in_transaction
 
@@ -222,15 +223,20 @@ class InstanceOps(RetentionOps, ArchiveReads):
         return Started(iid, True, (head.fetchone(), steps.fetchall()))
 
     def get_instance(
-        self, instance_id: str, *, include_steps: bool = True, kept_iterations_only: bool = False
+        self, instance_id: str, *, include_steps: bool = True, conductor_view: bool = False
     ) -> dict[str, Any]:
         """An instance with its step executions (in creation order). The steps stop before the
         view's JSON passes ``paging.PAGE_BUDGET_BYTES`` (``stepsTruncated`` then says so, and
         ``GET …/steps`` pages through them all); ``include_steps=False`` leaves them out.
-        ``kept_iterations_only``: without the executions of the iterations a DO_WHILE's
-        ``keepLastIterations`` no longer keeps, as Conductor deletes a ``keepLastN`` loop's
-        older tasks (its surface reads instances so; the budget counts only those kept)."""
+
+        ``conductor_view``: as Conductor's surface reads an instance, from its definition's
+        plan: without the executions of the iterations a DO_WHILE's ``keepLastIterations`` no
+        longer keeps, as Conductor deletes a ``keepLastN`` loop's older tasks (before the byte
+        budget, which counts only those kept), and with ``forks``: for each PARALLEL and MAP
+        step of the definition by id, its ``description`` and the id of each branch's last
+        step (``joinOn``), for the JOIN task Conductor shows after a fork."""
         iid = path_uuid(instance_id, InstanceNotFound)
+        forks: dict[str, Any] = {}
 
         def work(conn: Conn) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
             if not include_steps:
@@ -239,14 +245,19 @@ class InstanceOps(RetentionOps, ArchiveReads):
                 head = conn.execute(instance_sql.GET_INSTANCE, {"id": iid})
                 steps = conn.execute(instance_sql.STEPS_OF_INSTANCE, {"id": iid})
             row, rows = head.fetchone(), steps.fetchall()
-            if kept_iterations_only and row is not None and rows:
-                rows = kept_iterations(self.snapshots.plan(conn, row["snapshot_id"]), rows)
+            if conductor_view and row is not None and rows:
+                plan = self.snapshots.plan(conn, row["snapshot_id"])
+                rows = kept_iterations(plan, rows)
+                forks.update(_forks(plan))
             return row, rows
 
         row, step_rows = self.db.autocommit(work)
         if row is None:  # archived (its retention passed), or never was
             return self.archived_view(iid, instance_id, include_steps=include_steps)
-        return self._instance_view(row, step_rows, instance_id)
+        out = self._instance_view(row, step_rows, instance_id)
+        if forks:
+            out["forks"] = forks
+        return out
 
     @staticmethod
     def _instance_view(
@@ -805,3 +816,18 @@ def _timestamp(value: str | None, field: str) -> datetime | None:
             [Problem(field, f"an ISO-8601 time such as 2026-01-31T12:00:00Z, not {shown!r}")]
         )
     return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
+def _forks(plan: Plan) -> dict[str, Any]:
+    """Each PARALLEL and MAP step of ``plan`` by id: its description and the id of each
+    branch's last step (a MAP's one list's)."""
+    out: dict[str, Any] = {}
+    for step in plan.steps():
+        if isinstance(step, ParallelStep):
+            out[step.id] = {
+                "description": step.description,
+                "joinOn": [b[-1].id for b in step.branches],
+            }
+        elif isinstance(step, MapStep):
+            out[step.id] = {"description": step.description, "joinOn": [step.steps[-1].id]}
+    return out

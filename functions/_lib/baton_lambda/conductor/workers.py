@@ -192,7 +192,7 @@ class WorkerRoutes(Routes):
         job_id, _ = cviews.parse_task_id(api.path(taskId))
         engine = api.engine()
         state = engine.job_state(job_id)
-        instance = engine.get_instance(str(state["instance_id"]), kept_iterations_only=True)
+        instance = engine.get_instance(str(state["instance_id"]), conductor_view=True)
         wf = cviews.workflow(instance, engine.audit_trail(str(state["instance_id"])))
         matches = [t for t in wf["tasks"] if t["taskId"] == api.path(taskId)]
         matches = matches or [t for t in wf["tasks"] if t["taskId"].startswith(job_id)]

@@ -132,7 +132,7 @@ class WorkflowRoutes(Routes):
         )
         engine = api.engine()
         instance = wait_for_instance(
-            lambda: engine.get_instance(wid, kept_iterations_only=True),
+            lambda: engine.get_instance(wid, conductor_view=True),
             lambda i: csync.reached(i, refs),
             wid,
             wait,
@@ -190,7 +190,7 @@ class WorkflowRoutes(Routes):
         engine = self.api.engine()
         wid = self.api.path(workflow)
         include = self.query_bool("includeTasks", True)
-        instance = engine.get_instance(wid, kept_iterations_only=True)
+        instance = engine.get_instance(wid, conductor_view=True)
         audit = engine.audit_trail(wid) if include else []
         return json_answer(cviews.workflow(instance, audit, include_tasks=include))
 
