@@ -46,8 +46,10 @@ class StepBase(Model):
     input: dict[str, Any] | str = Field(default_factory=dict)
     # A failure of this step (its retries exhausted, a RETRY timeout) is recorded and its list
     # goes on: the step ends COMPLETED with its error kept (Conductor's COMPLETED_WITH_ERRORS).
-    # A TIME_OUT_WF timeout still times the instance out, as Conductor's decider does.
-    optional: bool | None = None
+    # A TIME_OUT_WF timeout still times the instance out, as Conductor's decider does. A ``${…}``
+    # is read when the step fails (true, or the text "true": a dynamic fork's task's own
+    # ``optional``, ``${map.item.optional}``).
+    optional: bool | Annotated[str, Field(pattern=WHOLE_EXPRESSION_PATTERN)] | None = None
     # A failure of this step (its retries exhausted) is kept: the step stays FAILED, its list goes
     # on as if it had succeeded, and the instance fails once nothing is left to run (Conductor's
     # ``permissive``). A PARALLEL/MAP whose branch or item ends on such a failure lets the others

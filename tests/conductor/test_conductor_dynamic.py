@@ -270,3 +270,41 @@ def test_a_sub_workflow_whose_definition_the_input_gives_runs_it_and_a_bad_one_f
         failed.reason_for_incompletion
     )
     assert "NO_SUCH" in failed.tasks[0].reason_for_incompletion
+
+
+def test_an_optional_task_of_a_dynamic_fork_fails_and_the_fork_goes_on(
+    clients: OrkesClients,
+) -> None:
+    """conductor-oss's e2e DynamicForkTests.testTaskDynamicForkOptional: a forked task marked
+    optional in the task list fails, and the JOIN and the workflow go on (a required one's
+    failure fails them)."""
+    tag = uuid.uuid4().hex[:6]
+    prep, work = f"prep_{tag}", f"work_{tag}"
+    name = _register(clients, _definition(prep)[:3], outputParameters={"j": "${fan_join.output}"})
+    for optional, ends in ((True, "COMPLETED"), (False, "FAILED")):
+        wid = clients.get_workflow_client().start_workflow_by_name(name, {})
+        forks = [
+            {"name": work, "taskReferenceName": "xdt1", "type": "SIMPLE"},
+            {"name": work, "taskReferenceName": "xdt2", "optional": optional},
+        ]
+        inputs = {"xdt1": {"k1": "v1"}, "xdt2": {"k2": "v2"}}
+        _done(
+            clients,
+            _poll(clients, prep),
+            output={"dynamicTasks": forks, "dynamicTasksInput": inputs},
+        )
+        for _ in forks:
+            task = _poll(clients, work)
+            if task.reference_task_name == "xdt2":
+                _done(clients, task, "FAILED_WITH_TERMINAL_ERROR", reason_for_incompletion="no")
+            else:
+                _done(clients, task, output={"done": 1})
+        wf = _until_status(clients, wid, ends)
+        refs = {t.reference_task_name: t for t in wf.tasks}
+        if optional:
+            assert refs["xdt2"].status == "COMPLETED_WITH_ERRORS"
+            assert refs["fan_join"].status == "COMPLETED"
+            assert wf.output == {"j": {"xdt1": {"done": 1}}}
+        else:
+            assert refs["xdt2"].status == "FAILED_WITH_TERMINAL_ERROR"
+            assert refs["fan_join"].status == "FAILED"

@@ -84,6 +84,7 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
                                 "definition": "${map.item.subWorkflowParam.workflowDefinition}",
                                 "definitionDialect": "conductor",
                                 "input": "${map.input}",
+                                "optional": "${map.item.optional}",
                             }
                         ]
                     },
@@ -93,6 +94,7 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
                             "type": "SERVICE_TASK",
                             "jobType": "${map.item.name}",
                             "input": "${map.input}",
+                            "optional": "${map.item.optional}",
                         }
                     ],
                 }

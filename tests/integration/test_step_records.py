@@ -41,6 +41,30 @@ def test_an_optional_step_s_failure_is_recorded_and_the_list_goes_on(engine: Eng
     assert "OPTIONAL_STEP_FAILED" in events
 
 
+def test_optional_given_by_an_expression_is_read_for_each_item_when_it_fails(
+    engine: Engine,
+) -> None:
+    # A Conductor dynamic fork's tasks each say whether they are optional (true, or "true").
+    each = task("each", "opt_each", optional="${map.item.optional}", retryCount=0)
+    engine.register_definition(
+        {
+            "name": "opt_items",
+            "steps": [
+                {"id": "m", "type": "MAP", "items": "${workflow.input.items}", "steps": [each]}
+            ],
+        }
+    )
+    flags: list[Any] = [True, "true", " TRUE ", False, "false", None, "yes", 1]
+    for n, flag in enumerate(flags):
+        inst, _ = engine.start_instance(
+            definition_name="opt_items", input={"items": [{"optional": flag}]}
+        )
+        drain(engine, {"opt_each": _fail})
+        got = engine.get_instance(inst["id"])
+        expected = "COMPLETED" if n < 3 else "FAILED"
+        assert got["status"] == expected, (flag, got.get("reason"))
+
+
 def test_a_step_that_is_not_optional_still_fails_the_instance(engine: Engine) -> None:
     engine.register_definition(
         {"name": "notopt", "steps": [task("must", "no_must", retryCount=0), task("later")]}

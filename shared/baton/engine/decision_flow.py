@@ -35,6 +35,7 @@ from baton.engine.records import (
     in_map_item,
     key_of,
 )
+from baton.expressions import ExpressionError
 from baton.payload_ref import is_payload_ref
 from baton.status import InstanceStatus, JobStatus, StepStatus
 from baton.steps import Step
@@ -247,7 +248,7 @@ class DecisionFlow(DecisionState):
         ``optional``."""
         said = why if status == StepStatus.TIMED_OUT else f"failed: {why}"  # "timed out: ..."
         if (
-            self.plan.step(e.step_id).optional
+            self._optional(e)
             and instance_status == InstanceStatus.FAILED  # TIME_OUT_WF times the instance out
             and not self.closed(e.scope)
         ):
@@ -285,6 +286,18 @@ class DecisionFlow(DecisionState):
         self.update_step(e.id, status, error=why, scope=e.scope)
         self.changes.instance_changed = True
         self.fail_scope(e.scope, f"step {e.step_id!r} {said}", instance_status)
+
+    def _optional(self, e: Exec | NewStep) -> bool:
+        """Whether the step of ``e`` is optional: its ``optional``, or what its ``${…}`` gives
+        where ``e`` ran (true, or the text "true", as Jackson reads a Conductor task's)."""
+        given = self.plan.step(e.step_id).optional
+        if not isinstance(given, str):
+            return bool(given)
+        try:
+            value = self.resolve(given, f"step:{e.step_id}", e.scope)
+        except ExpressionError:  # checked when registered; still, then it is not optional
+            return False
+        return value is True or (isinstance(value, str) and value.strip().lower() == "true")
 
     def fail_scope(
         self, scope: str, reason: str, instance_status: InstanceStatus = InstanceStatus.FAILED

@@ -136,7 +136,8 @@ class Plan:
         # The steps whose failure their list goes past (``permissive``, not ``optional``): the
         # instance fails at its end if the latest execution of one of them failed.
         self.permissive: frozenset[str] = frozenset(
-            s.id for s in self.steps() if s.permissive and not s.optional
+            # (An ``optional`` read when the step fails may leave it permissive.)
+            s.id for s in self.steps() if s.permissive and s.optional is not True
         )
 
     def _index(self, steps: tuple[Step, ...], ref: ListRef) -> None:

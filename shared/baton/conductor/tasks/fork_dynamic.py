@@ -43,6 +43,8 @@ TASK_TYPE = "${map.item.type}"
 TASK_KEY = "${map.item.taskReferenceName}"
 TASK_NAME = "${map.item.name}"
 TASK_INPUT = "${map.input}"
+# A forked task's own ``optional`` (its failure recorded, the fork going on), read when it fails.
+TASK_OPTIONAL = "${map.item.optional}"
 # Conductor's own parameter names, used when a /v1 MAP reads back as this form.
 TASKS_PARAM, INPUTS_PARAM = "dynamicTasks", "dynamicTasksInput"
 # Where Conductor gives each task of the forkTaskName form its index, in its input.
@@ -110,6 +112,7 @@ def _task_list(task: dict[str, Any], params: dict[str, Any], path: str) -> dict[
                     "definition": "${map.item.subWorkflowParam.workflowDefinition}",
                     "definitionDialect": "conductor",
                     "input": TASK_INPUT,
+                    "optional": TASK_OPTIONAL,
                 }
             ]
         },
@@ -119,6 +122,7 @@ def _task_list(task: dict[str, Any], params: dict[str, Any], path: str) -> dict[
                 "type": "SERVICE_TASK",
                 "jobType": TASK_NAME,
                 "input": TASK_INPUT,
+                "optional": TASK_OPTIONAL,
             }
         ],
     }

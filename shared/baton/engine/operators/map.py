@@ -134,7 +134,10 @@ class Map:
             outputs = branch_outputs(d, owner, {last.id: 0}, "item_index")
         stored = d.unref(owner.input)
         if isinstance(stored, dict):
-            d.complete(owner, {k: outputs.get(i) for i, k in enumerate(stored["keys"])})
+            # By key, as Conductor's JOIN of a dynamic fork: an item with no output (an optional
+            # task that failed) has no entry, as a forked task's empty output has none there.
+            keyed = {k: outputs.get(i) for i, k in enumerate(stored["keys"])}
+            d.complete(owner, {k: v for k, v in keyed.items() if v is not None})
             return
         d.complete(owner, [outputs.get(i) for i in range(total)])
 
