@@ -54,7 +54,8 @@ class StepBase(Model):
     # on as if it had succeeded, and the instance fails once nothing is left to run (Conductor's
     # ``permissive``). A PARALLEL/MAP whose branch or item ends on such a failure lets the others
     # finish, then fails; inside a DO_WHILE the loop fails at once. ``optional`` wins over it.
-    permissive: bool | None = None
+    # A ``${…}`` is read when the step fails, as ``optional``'s.
+    permissive: bool | Annotated[str, Field(pattern=WHOLE_EXPRESSION_PATTERN)] | None = None
 
 
 class ServiceTaskStep(StepBase, TaskSettings):

@@ -19,6 +19,7 @@ from tests.conductor.test_conductor_operations import (
     _poll,
     _register,
     _simple,
+    _status,
     _until_status,
     clients,
 )
@@ -308,3 +309,29 @@ def test_an_optional_task_of_a_dynamic_fork_fails_and_the_fork_goes_on(
         else:
             assert refs["xdt2"].status == "FAILED_WITH_TERMINAL_ERROR"
             assert refs["fan_join"].status == "FAILED"
+
+
+def test_a_permissive_task_of_a_dynamic_fork_lets_the_others_finish_then_fails_the_join(
+    clients: OrkesClients,
+) -> None:
+    """A forked task marked permissive in the task list fails first: the other forked task still
+    runs to its end (Conductor's JOIN waits for every task before failing on a permissive one),
+    then the JOIN and the workflow fail; a required task failing first fails them at once."""
+    tag = uuid.uuid4().hex[:6]
+    prep, work, slow = f"prep_{tag}", f"work_{tag}", f"slow_{tag}"
+    name = _register(clients, _definition(prep)[:3])
+    wid = clients.get_workflow_client().start_workflow_by_name(name, {})
+    forks = [
+        {"name": work, "taskReferenceName": "p1", "type": "SIMPLE", "permissive": True},
+        {"name": slow, "taskReferenceName": "s1", "type": "SIMPLE"},
+    ]
+    _done(clients, _poll(clients, prep), output={"dynamicTasks": forks, "dynamicTasksInput": {}})
+    _done(clients, _poll(clients, work), "FAILED_WITH_TERMINAL_ERROR", reason_for_incompletion="no")
+    later = _poll(clients, slow)  # still handed out: the permissive failure waits for it
+    assert _status(clients, wid).status == "RUNNING"
+    _done(clients, later, output={"slow": True})
+    wf = _until_status(clients, wid, "FAILED")
+    refs = {t.reference_task_name: t for t in wf.tasks}
+    assert refs["s1"].status == "COMPLETED"
+    assert refs["p1"].status == "FAILED_WITH_TERMINAL_ERROR"
+    assert refs["fan_join"].status == "FAILED"

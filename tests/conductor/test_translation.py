@@ -85,6 +85,7 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
                                 "definitionDialect": "conductor",
                                 "input": "${map.input}",
                                 "optional": "${map.item.optional}",
+                                "permissive": "${map.item.permissive}",
                             }
                         ]
                     },
@@ -95,6 +96,7 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
                             "jobType": "${map.item.name}",
                             "input": "${map.input}",
                             "optional": "${map.item.optional}",
+                            "permissive": "${map.item.permissive}",
                         }
                     ],
                 }

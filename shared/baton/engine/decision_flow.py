@@ -216,6 +216,11 @@ class DecisionFlow(DecisionState):
         permissive last step's), or None."""
         return self._list_failures.get(scope)
 
+    def list_failure_within(self, scope: str) -> str | None:
+        """As :meth:`list_failure`, for a list inside the list of ``scope`` (one that ended in
+        this decision), or None."""
+        return next((why for s, why in self._list_failures.items() if s.startswith(scope)), None)
+
     def end_instance(self) -> None:
         """The root list ended: the instance completes, unless it has permissive steps: then it
         waits for any rerun still open, and fails if a permissive step's latest execution
@@ -266,6 +271,7 @@ class DecisionFlow(DecisionState):
             return
         if (
             e.step_id in self.plan.permissive
+            and self._flag(self.plan.step(e.step_id).permissive, e)
             and instance_status == InstanceStatus.FAILED  # TIME_OUT_WF times the instance out
             and not self.closed(e.scope)
             and not self.plan.loops(f"step:{e.step_id}")  # a DO_WHILE fails on it at once
@@ -288,9 +294,12 @@ class DecisionFlow(DecisionState):
         self.fail_scope(e.scope, f"step {e.step_id!r} {said}", instance_status)
 
     def _optional(self, e: Exec | NewStep) -> bool:
-        """Whether the step of ``e`` is optional: its ``optional``, or what its ``${…}`` gives
-        where ``e`` ran (true, or the text "true", as Jackson reads a Conductor task's)."""
-        given = self.plan.step(e.step_id).optional
+        return self._flag(self.plan.step(e.step_id).optional, e)
+
+    def _flag(self, given: bool | str | None, e: Exec | NewStep) -> bool:
+        """A step's ``optional`` or ``permissive`` for execution ``e``: the value, or what its
+        ``${…}`` gives where ``e`` ran (true, or the text "true", as Jackson reads a Conductor
+        task's)."""
         if not isinstance(given, str):
             return bool(given)
         try:

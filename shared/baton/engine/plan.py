@@ -137,7 +137,9 @@ class Plan:
         # instance fails at its end if the latest execution of one of them failed.
         self.permissive: frozenset[str] = frozenset(
             # (An ``optional`` read when the step fails may leave it permissive.)
-            s.id for s in self.steps() if s.permissive and s.optional is not True
+            s.id
+            for s in self.steps()
+            if s.permissive and s.optional is not True
         )
 
     def _index(self, steps: tuple[Step, ...], ref: ListRef) -> None:

@@ -45,6 +45,8 @@ TASK_NAME = "${map.item.name}"
 TASK_INPUT = "${map.input}"
 # A forked task's own ``optional`` (its failure recorded, the fork going on), read when it fails.
 TASK_OPTIONAL = "${map.item.optional}"
+# And its own ``permissive`` (the JOIN waits for the others, then fails).
+TASK_PERMISSIVE = "${map.item.permissive}"
 # Conductor's own parameter names, used when a /v1 MAP reads back as this form.
 TASKS_PARAM, INPUTS_PARAM = "dynamicTasks", "dynamicTasksInput"
 # Where Conductor gives each task of the forkTaskName form its index, in its input.
@@ -113,6 +115,7 @@ def _task_list(task: dict[str, Any], params: dict[str, Any], path: str) -> dict[
                     "definitionDialect": "conductor",
                     "input": TASK_INPUT,
                     "optional": TASK_OPTIONAL,
+                    "permissive": TASK_PERMISSIVE,
                 }
             ]
         },
@@ -123,6 +126,7 @@ def _task_list(task: dict[str, Any], params: dict[str, Any], path: str) -> dict[
                 "jobType": TASK_NAME,
                 "input": TASK_INPUT,
                 "optional": TASK_OPTIONAL,
+                "permissive": TASK_PERMISSIVE,
             }
         ],
     }

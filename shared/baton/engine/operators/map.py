@@ -113,7 +113,13 @@ class Map:
             nxt += 1
         new_state = {"total": total, "next": nxt, "ended": ended}
         failed = dict(state.get("failed") or {})
-        failure = d.list_failure(child_scope(owner, key))
+        item = child_scope(owner, key)
+        failure = d.list_failure(item)
+        last = step.steps[-1]
+        if failure is None and step.key is not None and isinstance(last, SwitchStep):
+            # A dynamic fork: the task the item's SWITCH chose is Conductor's forked task, which
+            # its JOIN waits on (its output is the item's, ``_case_outputs``).
+            failure = d.list_failure_within(item)
         if failure is not None:  # the item's last step failed permissively
             failed[key[1:]] = failure
         if failed:

@@ -106,6 +106,10 @@ class Decision(Protocol):
         """Why the list of ``scope``, which just ended, ended on a permissive step's failure
         (its list went past it), or None."""
 
+    def list_failure_within(self, scope: str) -> str | None:
+        """As :meth:`list_failure`, for a list inside the list of ``scope`` that ended in this
+        decision, or None."""
+
     def fail(
         self,
         e: Exec | NewStep,
