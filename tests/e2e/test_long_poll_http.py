@@ -56,7 +56,10 @@ def test_long_poll_answers_as_soon_as_an_instance_creates_a_job(
     assert r.status_code in (200, 201), r.text
     response, at = answered.result(timeout=20)
     assert [j["jobType"] for j in response.json()["jobs"]] == [name]
-    assert at - started < 0.1  # the job within 100 ms of the start's response, over HTTP
+    # Woken by the start's NOTIFY, not by the wait's end (15 s) nor its once-a-second backstop
+    # read: typically within 10-100 ms over HTTP; the bound leaves room for a loaded machine (a
+    # clean-clone run next to another test suite answered in 256 ms). bench/latency.py measures.
+    assert at - started < 0.5
 
 
 def test_idle_long_polls_do_not_hold_up_other_calls_of_the_jobs_function(
