@@ -234,7 +234,7 @@ def tasks_of(instance: dict[str, Any], audit: list[dict[str, Any]]) -> list[dict
     steps = instance.get("steps") or []
     refs, hidden = _forked(steps)
     loops = _Loops(steps)
-    joins = _Joins(instance, steps, refs)
+    joins = _Joins(instance, steps)
     placed: list[tuple[str, dict[str, Any]]] = []  # (the step execution's id, its task)
     for step in steps:
         sid = str(step["id"])
@@ -307,9 +307,7 @@ class _Joins:
     with ``joinOn`` as its input and, as output, the output of each of those that has one. The
     JOIN's reference name is the one registered (``tasks.common.join_note``)."""
 
-    def __init__(
-        self, instance: dict[str, Any], steps: list[dict[str, Any]], refs: dict[str, str]
-    ) -> None:
+    def __init__(self, instance: dict[str, Any], steps: list[dict[str, Any]]) -> None:
         self.instance = instance
         forks = instance.get("forks") or {}
         self.forks = {
@@ -317,7 +315,6 @@ class _Joins:
             for s in steps
             if s["type"] in ("PARALLEL", "MAP") and s["stepId"] in forks
         }
-        self._refs = refs
         self._steps = {str(s["id"]): s for s in steps}
         # Where each JOIN goes: after the last task of a branch's first step (or its FORK's).
         self._at: dict[str, str] = {sid: sid for sid in self.forks}

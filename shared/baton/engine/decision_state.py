@@ -212,9 +212,9 @@ class DecisionState:
         if isinstance(loop, DoWhileStep) and loop.keep_last_iterations is not None:
             first_kept = int(running) - loop.keep_last_iterations + 1
             if first_kept > 1:
-                # Every iteration begins with the body's first step, and begins after the one
-                # before it ended: what iteration first_kept - 1's first step came before is
-                # all that is read (the rest of that iteration is dropped below).
+                # Every iteration begins with the body's first step, after the one before it
+                # ended: only what came after iteration first_kept - 1's first step is read
+                # (the rest of that iteration is dropped below).
                 after = (loop.steps[0].id, f"{prefix}k{first_kept - 1}/")
         by_iteration: dict[int, dict[str, Any]] = {}
         for row in self.reader.outputs_by_list(prefix, ids, after):
