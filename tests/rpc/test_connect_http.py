@@ -14,6 +14,7 @@ import pytest
 from baton.rpc import methods, schema
 
 from tests.rpc.connect_client import JSON, PROTO, SERVICE, Answer, call
+from tests.support.servers import LocalServer
 
 pytestmark = pytest.mark.e2e
 
@@ -450,3 +451,26 @@ def test_the_system_step_types_cross_connect_in_both_encodings(
         got = call(client, "GetDefinition", {"name": name}, codec, baton_server.api_key)
         back = got.body["steps"]
         assert [{k: b.get(k) for k in sent} for sent, b in zip(steps, back, strict=True)] == steps
+
+
+def test_a_definition_the_proto_cannot_carry_is_refused_plainly_not_a_500(
+    client: httpx.Client, baton_server: Any
+) -> None:
+    """A step's input, optional or permissive given as one ${…} (as every Conductor dynamic fork
+    is translated) has no shape in the proto's Step: the read says so and where to read it."""
+    for name, step in (
+        ("rpc-input-expr", {"input": "${workflow.input}"}),
+        ("rpc-optional-expr", {"optional": "${workflow.input.optional}"}),
+    ):
+        sent = {
+            "name": name,
+            "steps": [{"id": "a", "type": "SERVICE_TASK", "jobType": "j", **step}],
+        }
+        # Unchecked: this REST answer is what the proto cannot carry.
+        r = LocalServer.request(baton_server, "POST", "/v1/definitions", json=sent)
+        assert r.status_code == 201, r.text
+        for codec in (PROTO, JSON):
+            got = call(client, "GetDefinition", {"name": name}, codec, baton_server.api_key)
+            assert got.status == 400, got.body
+            assert got.body["code"] == "failed_precondition", got.body
+            assert "read it over REST: GET /v1/definitions/" in got.body["message"], got.body

@@ -96,7 +96,14 @@ def answer(rpc: Rpc, status: int, headers: Mapping[str, str], body: bytes) -> Me
         try:
             return convert.from_json(rpc.response, data)
         except json_format.ParseError as e:
-            raise ConnectError("internal", f"the answer does not fit {rpc.response}: {e}") from None
+            # REST's answer holds what the proto has no shape for (a definition whose step input,
+            # optional or permissive is one ${…}: the proto's Step gives those a Struct and
+            # bools). The call did what it asked; its answer is there to read over REST.
+            raise ConnectError(
+                "failed_precondition",
+                f"{rpc.name}'s answer holds what {rpc.response.DESCRIPTOR.name} cannot carry "
+                f"({e}); read it over REST: {rpc.twin.method} {rpc.twin.paths[0]}",
+            ) from None
     raise error(rpc, status, headers, data)
 
 
