@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -16,7 +17,7 @@ from baton.engine import long_poll
 from baton.engine.service import Engine
 from baton.metrics import CountingMetrics
 from baton.store.db import Database
-from baton.store.job_listener import JobWakeups
+from baton.store.job_listener import JobWakeups, Subscription
 
 from tests.support.helpers import one_step, wait_until
 
@@ -53,6 +54,19 @@ class TimedPoll:
 
     def result(self, timeout: float = 30) -> list[dict[str, Any]]:
         return self.future.result(timeout)
+
+
+def _on_wait(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Set once a long-poll goes to sleep on its subscription (after its empty claims)."""
+    asleep = threading.Event()
+    wait = Subscription.wait
+
+    def waiting(sub: Subscription, timeout: float) -> bool:
+        asleep.set()
+        return wait(sub, timeout)
+
+    monkeypatch.setattr(Subscription, "wait", waiting)
+    return asleep
 
 
 def _waiting(hub: JobWakeups, job_type: str, n: int = 1) -> bool:
@@ -235,19 +249,42 @@ def test_concurrent_waiters_each_get_a_distinct_job(
 
 
 def test_a_stop_signal_keeps_the_workers_waiting_poll_from_claiming(
-    notify_engine: Engine, wakeups: JobWakeups
+    notify_engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Behind API Gateway a wait cannot see its client go: the stopping worker says so, and the
     job created next goes to another worker instead of sitting leased to the one that left."""
     notify_engine.register_definition(one_step("flow"))
+    asleep = _on_wait(monkeypatch)
     leaving = TimedPoll(notify_engine, "work", wait=15, worker="leaving")
-    # Registered for the NOTIFY: it read the worker's count of stops before that.
-    wait_until(lambda: _waiting(wakeups, "work"), timeout=5, interval=0.005)
+    # Asleep on its subscription: it read the worker's count of stops and claimed nothing before.
+    assert asleep.wait(5)
     assert notify_engine.stop_worker("leaving")["workerId"] == "leaving"
     notify_engine.start_instance(definition_name="flow")
     committed = time.monotonic()
     assert leaving.result() == []
     assert leaving.returned_at - committed < 1.0  # woken by the job, it looked and left
+    assert len(notify_engine.poll("other", ["work"], 1)) == 1
+
+
+def test_a_stop_that_lands_as_the_wait_subscribes_is_seen_before_its_claim(
+    notify_engine: Engine, wakeups: JobWakeups, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stop and the next job both commit just as the wait's subscription is in place (a
+    worker stopping with its poll out, on a loaded machine): the wait looks at the stop after
+    subscribing and before it claims, so the job is not leased to the worker that left."""
+    notify_engine.register_definition(one_step("flow"))
+    subscribe = wakeups.subscribe
+
+    @contextmanager
+    def stop_on_subscribing(types: Sequence[str], also: Sequence[str] = ()) -> Iterator[Any]:
+        with subscribe(types, also) as sub:
+            notify_engine.stop_worker("leaving")
+            notify_engine.start_instance(definition_name="flow")
+            yield sub
+
+    monkeypatch.setattr(wakeups, "subscribe", stop_on_subscribing)
+    assert notify_engine.poll("leaving", ["work"], 1, wait_seconds=10) == []
+    monkeypatch.undo()
     assert len(notify_engine.poll("other", ["work"], 1)) == 1
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from baton.scripting import Sandbox, SandboxLimits, ScriptFailed
@@ -104,6 +105,23 @@ def test_a_result_past_the_output_cap_is_refused() -> None:
         with pytest.raises(ScriptFailed) as failed:
             box.javascript("'x'.repeat(5000)", {})
         assert failed.value.kind == "output"
+    finally:
+        box.close()
+
+
+def test_a_child_is_ready_with_both_interpreters_loaded_before_its_first_program() -> None:
+    """A program's time limit is the program's alone: a cold child's imports of QuickJS and jq
+    (slow on a loaded machine, or in a Lambda's cold start) happen before its ready frame,
+    under the start deadline, not inside the first script's second."""
+    box = Sandbox(size=1)
+    try:
+        child = box._take()
+        try:
+            maps = Path(f"/proc/{child.process.pid}/maps").read_text()
+        finally:
+            box._give_back(child)
+        assert "_quickjs" in maps
+        assert "jq.cpython" in maps
     finally:
         box.close()
 

@@ -61,13 +61,17 @@ def wait_for_jobs(
     if rows or clock() >= deadline:
         return rows
     client_left = gone or _never
-    if client_left():  # (a watch on the worker's stop signal takes its baseline here)
-        return []
     if wakeups is None:
+        if client_left():  # (a watch on the worker's stop signal takes its baseline here)
+            return []
         return _reclaim_loop(claim, deadline, clock, sleep, client_left)
     with wakeups.subscribe(job_types, also) as sub:
-        # Subscribed (listening, types registered): a job committed from now on is notified;
-        # one committed before is found by this claim.
+        # Subscribed (listening, types and ``also`` registered): a job or a stop committed from
+        # now on is notified; a job committed before is found by this claim, and a stop by this
+        # look (where a watch on the worker's stop signal takes its baseline), which comes after
+        # the subscription so that a stop in between cannot be missed by both.
+        if client_left():
+            return []
         while True:
             rows = claim()
             if rows:

@@ -223,6 +223,13 @@ def main() -> None:
     if ceiling:
         resource.setrlimit(resource.RLIMIT_AS, (ceiling, ceiling))
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    # Both interpreters are loaded and a context made before the ready frame, within the
+    # parent's start deadline: a first call's program time is the program's alone (a cold
+    # import on a loaded machine, or a Lambda's cold start, took more than a script's second).
+    import jq  # noqa: F401
+    import quickjs  # noqa: F401
+
+    _prepare()
     _write(stdout, {"ok": True, "value": "null"})  # ready
     while (request := _read(stdin)) is not None:
         try:
