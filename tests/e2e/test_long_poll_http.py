@@ -39,7 +39,7 @@ def test_idle_long_poll_answers_empty_at_its_deadline(baton_server: CheckedServe
     r = _poll(baton_server, unique("idle"), 1)
     took = time.monotonic() - started
     assert r.status_code == 200 and r.json() == {"jobs": []}
-    assert 1.0 <= took < 1.3, took
+    assert 1.0 <= took < 1.6, took  # at its deadline, not a backstop (1 s) past it
 
 
 def test_long_poll_answers_as_soon_as_an_instance_creates_a_job(

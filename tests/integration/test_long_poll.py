@@ -101,7 +101,7 @@ def test_idle_long_poll_returns_empty_at_its_deadline_and_counts_one_empty_poll(
     started = time.monotonic()
     assert notify_engine.poll("w", ["idle"], 1, wait_seconds=1.5) == []
     took = time.monotonic() - started
-    assert 1.5 <= took < 1.7, took
+    assert 1.5 <= took < 1.9, took  # not a backstop (1 s) past it
     metrics = notify_engine.metrics
     assert isinstance(metrics, CountingMetrics)
     assert metrics.totals["JobPollEmpty"] == 1  # one per poll, not one per re-claim
@@ -198,10 +198,10 @@ def test_reclaim_mode_finds_a_new_job_within_its_backoff_cap(engine: Engine) -> 
     engine.start_instance(definition_name="flow")
     committed = time.monotonic()
     assert len(poll.result()) == 1
-    assert poll.returned_at - committed < 1.1
+    assert poll.returned_at - committed < 1.4  # the cap is 1 s; a loaded machine adds a little
     started = time.monotonic()
     assert engine.poll("w", ["idle"], 1, wait_seconds=1) == []
-    assert 1.0 <= time.monotonic() - started < 1.2
+    assert 1.0 <= time.monotonic() - started < 1.4
 
 
 def test_listener_reconnects_after_its_connection_is_killed(
