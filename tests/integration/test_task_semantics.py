@@ -14,6 +14,7 @@ import pytest
 from baton.engine.service import Engine
 from baton.errors import AttemptNotCurrent, Conflict, ValidationFailed
 from baton.metrics import CountingMetrics
+from baton.store import job_sql
 
 from tests.support.helpers import one_step, wait_until
 
@@ -442,6 +443,53 @@ def test_rate_limit_per_frequency_caps_claims_per_clock_window(
     assert max(per_window) <= 5, per_window  # never more than the limit in a window
     inner = per_window[1:-1]  # the first and the last are cut by the run's start and end
     assert len(inner) >= 3 and sum(inner) >= 5 * len(inner) - 5, per_window  # and it was used
+
+
+def test_claims_granted_in_one_rate_window_and_made_in_the_next_count_in_the_next(
+    engine: Engine, database_url: str
+) -> None:
+    """A claim reads its rate window when it is granted, and writes its jobs a moment later (on
+    a loaded machine, past a window's end): the jobs count in the window their dispatch is
+    stamped in, so no window holds more dispatches than the limit by the audit log's clock."""
+    engine.put_task_def("metered", {"rateLimitPerFrequency": 5, "rateLimitFrequencyInSeconds": 2})
+    engine.register_definition(one_step("flow", "metered"))
+    for _ in range(12):
+        engine.start_instance(definition_name="flow")
+    params = {
+        "worker_id": "w",
+        "job_types": ["metered"],
+        "max_jobs": 5,
+        "max_bytes": 1 << 20,
+    }
+    window = "floor(extract(epoch FROM clock_timestamp()) / 2)::bigint"
+    with psycopg.connect(database_url) as conn:  # one transaction, as the engine's claim
+        conn.execute(job_sql.LOCK_LIMITS, params)
+        (grant,) = conn.execute(job_sql.GRANT, params).fetchall()
+        assert grant[1] == 5
+        granted_in = conn.execute(f"SELECT {window}").fetchone()
+        assert granted_in is not None
+        # The grant's window ends before the claim writes its jobs.
+        wait_until(
+            lambda: conn.execute(f"SELECT {window}").fetchone() != granted_in,
+            timeout=5,
+            interval=0.02,
+        )
+        claimed = conn.execute(job_sql.claim_limited_sql(1), params).fetchall()
+        assert len(claimed) == 5
+    with psycopg.connect(database_url) as conn:
+        stamped = conn.execute(
+            "SELECT DISTINCT floor(extract(epoch FROM at) / 2)::bigint FROM audit_log"
+            " WHERE event = 'JOB_DISPATCHED'"
+        ).fetchall()
+        limit = conn.execute(
+            "SELECT window_id, window_claims FROM job_type_limit WHERE job_type = 'metered'"
+        ).fetchone()
+    assert len(stamped) == 1 and stamped[0][0] == granted_in[0] + 1
+    assert limit == (granted_in[0] + 1, 5)  # counted where stamped: the new window is full
+    before = time.time()
+    more = engine.poll("w", ["metered"], 5)
+    if int(time.time() // 2) == granted_in[0] + 1 == int(before // 2):
+        assert more == []  # still that window: nothing more
 
 
 def test_a_task_definition_read_back_can_be_put_again_as_it_is(engine: Engine) -> None:

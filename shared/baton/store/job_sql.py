@@ -96,7 +96,8 @@ _CLAIM_TAKE = """), claimed AS (
        SET status = 'IN_PROGRESS', attempt = claimed.attempt,
            started_at = coalesce(s.started_at, now()), updated_at = now()
       FROM claimed
-     WHERE s.id = claimed.step_execution_id
+     WHERE s.id = ANY(ARRAY(SELECT step_execution_id FROM claimed))
+       AND s.id = claimed.step_execution_id
     RETURNING s.id, s.step_id, s.scope
 ), audited AS (
     INSERT INTO audit_log (instance_id, job_id, event, detail)
@@ -722,19 +723,31 @@ _CLAIM_LIMITED_TAKE = """), claimed AS (
        SET status = 'IN_PROGRESS', attempt = claimed.attempt,
            started_at = coalesce(s.started_at, now()), updated_at = now()
       FROM claimed
-     WHERE s.id = claimed.step_execution_id
+     WHERE s.id = ANY(ARRAY(SELECT step_execution_id FROM claimed))
+       AND s.id = claimed.step_execution_id
     RETURNING s.id, s.step_id
+), stamp AS MATERIALIZED (
+    -- One clock for the dispatches of this claim: their audit time, and the rate window they
+    -- are counted in. The grant read the window a moment earlier; should a window have begun
+    -- since, the claims open the new one (fewer than its limit, as they are at most the grant),
+    -- rather than count in the window that ended and exceed the new one's limit by the audit's
+    -- clock.
+    SELECT clock_timestamp() AS at
 ), audited AS (
-    -- Stamped with the clock the grant was counted by, so the audit log shows each dispatch in
-    -- the rate window it was counted in.
     INSERT INTO audit_log (instance_id, job_id, event, detail, at)
     SELECT instance_id, id, 'JOB_DISPATCHED',
            jsonb_build_object('workerId', %(worker_id)s::text, 'attempt', attempt),
-           clock_timestamp()
+           (SELECT at FROM stamp)
       FROM claimed
 ), counted AS (
-    UPDATE job_type_limit l SET window_claims = l.window_claims + c.n
-      FROM (SELECT job_type, count(*) AS n FROM claimed GROUP BY job_type) c
+    UPDATE job_type_limit l
+       SET window_id = coalesce(floor(extract(epoch FROM stamp.at) / l.rate_window_seconds)::bigint,
+                                l.window_id),
+           window_claims = CASE WHEN l.rate_window_seconds IS NULL
+                                  OR l.window_id = floor(extract(epoch FROM stamp.at)
+                                                         / l.rate_window_seconds)::bigint
+                                THEN l.window_claims ELSE 0 END + c.n
+      FROM (SELECT job_type, count(*) AS n FROM claimed GROUP BY job_type) c, stamp
      WHERE l.job_type = c.job_type
 )
 SELECT c.*, s.step_id
