@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/baton-dev/baton/sdk/go/workflowv1"
 )
@@ -25,7 +28,7 @@ var (
 // into out.
 func (c *Client) callProto(ctx context.Context, r request, in proto.Message, pathFields []string, out proto.Message) error {
 	if in != nil {
-		body, err := protoOut.Marshal(in)
+		body, err := protoOut.Marshal(withoutLegacy(in))
 		if err != nil {
 			return fmt.Errorf("baton: encoding %s: %w", in.ProtoReflect().Descriptor().Name(), err)
 		}
@@ -48,6 +51,74 @@ func (c *Client) callProto(ctx context.Context, r request, in proto.Message, pat
 		return err
 	}
 	return c.decodeProto(r, answer, out)
+}
+
+// withoutLegacy is in, or a copy of it with each deprecated legacy_<name> field set moved into
+// <name> (when that is unset), in the messages within too: REST knows only <name> (see
+// foldLegacy). Code that still sets an old field (a step's LegacyInput) registers what it meant.
+func withoutLegacy(in proto.Message) proto.Message {
+	if !reachesLegacy(in.ProtoReflect().Descriptor(), map[protoreflect.FullName]bool{}) {
+		return in
+	}
+	out := proto.Clone(in)
+	moveLegacy(out.ProtoReflect())
+	return out
+}
+
+// reachesLegacy is whether a message of desc may hold a legacy field (a Definition's steps do).
+func reachesLegacy(desc protoreflect.MessageDescriptor, seen map[protoreflect.FullName]bool) bool {
+	if seen[desc.FullName()] || strings.HasPrefix(string(desc.FullName()), "google.protobuf.") {
+		return false
+	}
+	seen[desc.FullName()] = true
+	fields := desc.Fields()
+	for i := range fields.Len() {
+		f := fields.Get(i)
+		if legacyTarget(fields, f) != nil || (f.Message() != nil && reachesLegacy(f.Message(), seen)) {
+			return true
+		}
+	}
+	return false
+}
+
+func moveLegacy(m protoreflect.Message) {
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		f := fields.Get(i)
+		if f.Kind() == protoreflect.MessageKind && !f.IsMap() {
+			if f.IsList() {
+				list := m.Get(f).List()
+				for j := range list.Len() {
+					moveLegacy(list.Get(j).Message())
+				}
+			} else if m.Has(f) {
+				moveLegacy(m.Mutable(f).Message())
+			}
+		}
+		next := legacyTarget(fields, f)
+		if next == nil || !m.Has(f) {
+			continue
+		}
+		if !m.Has(next) {
+			m.Set(next, protoreflect.ValueOfMessage(legacyValue(f, m.Get(f)).ProtoReflect()))
+		}
+		m.Clear(f)
+	}
+}
+
+// legacyValue is an old field's value (a Struct, a bool or an integer) as the Value it widened to.
+func legacyValue(f protoreflect.FieldDescriptor, v protoreflect.Value) *structpb.Value {
+	switch f.Kind() {
+	case protoreflect.MessageKind:
+		if s, ok := v.Message().Interface().(*structpb.Struct); ok {
+			return structpb.NewStructValue(s)
+		}
+	case protoreflect.BoolKind:
+		return structpb.NewBoolValue(v.Bool())
+	case protoreflect.Int32Kind, protoreflect.Int64Kind, protoreflect.Sint32Kind, protoreflect.Sint64Kind:
+		return structpb.NewNumberValue(float64(v.Int()))
+	}
+	return structpb.NewNullValue()
 }
 
 // decodeProto decodes a 2xx answer into out (fields this SDK does not know are skipped).

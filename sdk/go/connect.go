@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/baton-dev/baton/sdk/go/workflowv1"
@@ -307,7 +308,37 @@ func messageJSON(m protoreflect.Message) any {
 			out[f.JSONName()] = scalarJSON(f, m.Get(f))
 		}
 	}
+	foldLegacy(fields, out)
 	return out
+}
+
+// foldLegacy keeps a deprecated legacy_<name> field out of REST JSON. Such a field holds, under
+// its old number and narrower type, a value whose field <name> widened (a step's input, a
+// Struct, became a Value as it may be one ${...}): the engine sets both, and an engine older
+// than this proto only the old one, whose value then stands for <name>.
+func foldLegacy(fields protoreflect.FieldDescriptors, out map[string]any) {
+	for i := range fields.Len() {
+		f := fields.Get(i)
+		next := legacyTarget(fields, f)
+		if next == nil {
+			continue
+		}
+		value, set := out[f.JSONName()]
+		delete(out, f.JSONName())
+		if _, given := out[next.JSONName()]; set && !given {
+			out[next.JSONName()] = value
+		}
+	}
+}
+
+// legacyTarget is the field a deprecated legacy_<name> field f stands for, else nil.
+func legacyTarget(fields protoreflect.FieldDescriptors, f protoreflect.FieldDescriptor) protoreflect.FieldDescriptor {
+	name := string(f.Name())
+	options, _ := f.Options().(*descriptorpb.FieldOptions)
+	if !strings.HasPrefix(name, "legacy_") || !options.GetDeprecated() {
+		return nil
+	}
+	return fields.ByName(protoreflect.Name(strings.TrimPrefix(name, "legacy_")))
 }
 
 func scalarJSON(f protoreflect.FieldDescriptor, v protoreflect.Value) any {

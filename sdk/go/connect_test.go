@@ -234,3 +234,48 @@ func TestTheRPCTableIsTheEngines(t *testing.T) {
 		t.Fatalf("the SDK's table differs from the engine's:\nsdk    %v\nengine %v", sdk, engine)
 	}
 }
+
+// A step's four widened fields kept their old numbers as deprecated legacy_* fields: they never
+// show in REST JSON, and an engine older than this proto, which sets only them, still reads.
+func TestAStepsLegacyFieldsNeverShowInRESTJSON(t *testing.T) {
+	old, _ := structpb.NewStruct(map[string]any{"n": 1})
+	steps := []*workflowv1.Step{
+		{ // today's engine: both, the new field wins
+			Id:             "a",
+			Input:          structpb.NewStringValue("${workflow.input}"),
+			Optional:       structpb.NewBoolValue(true),
+			LegacyInput:    old,
+			LegacyOptional: proto.Bool(true),
+		},
+		{ // an older engine: the old fields alone
+			Id:                      "b",
+			LegacyInput:             old,
+			LegacyDefinitionVersion: proto.Int32(2),
+			LegacyPermissive:        proto.Bool(false),
+		},
+	}
+	want := []map[string]any{
+		{"id": "a", "input": "${workflow.input}", "optional": true},
+		{"id": "b", "input": map[string]any{"n": float64(1)}, "definitionVersion": float64(2), "permissive": false},
+	}
+	for i, step := range steps {
+		text, err := encodeJSON(messageJSON(step.ProtoReflect()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(text, &got); err != nil {
+			t.Fatal(err)
+		}
+		for key := range got {
+			if strings.HasPrefix(key, "legacy") {
+				t.Fatalf("%s shows %s", text, key)
+			}
+		}
+		for key, value := range want[i] {
+			if !reflect.DeepEqual(got[key], value) {
+				t.Fatalf("%s: %s is %v, want %v", text, key, got[key], value)
+			}
+		}
+	}
+}

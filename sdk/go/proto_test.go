@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/baton-dev/baton/sdk/go/workflowv1"
@@ -136,5 +137,38 @@ func TestTypedCallsSendTheProtoJSONWithoutPathFields(t *testing.T) {
 	}
 	if !reflect.DeepEqual(f.requests, want) {
 		t.Fatalf("requests %+v", f.requests)
+	}
+}
+
+// Code that still sets a step's deprecated legacy field registers what it meant: REST knows only
+// the widened field, so the typed call sends the old value under its name (the caller's message
+// is left as it was).
+func TestATypedDefinitionWithLegacyFieldsSendsTheirValuesUnderTheNewNames(t *testing.T) {
+	f := newFake(t)
+	f.hook = func(w http.ResponseWriter, r *http.Request, body map[string]any) bool {
+		writeJSON(w, 201, map[string]any{"name": "order", "version": 1})
+		return true
+	}
+	c := f.client(t)
+	old, _ := structpb.NewStruct(map[string]any{"n": 1})
+	def := &workflowv1.Definition{Name: "order", Steps: []*workflowv1.Step{
+		{Id: "a", Type: "SUB_WORKFLOW", LegacyInput: old, LegacyDefinitionVersion: proto.Int32(2), Steps: []*workflowv1.Step{
+			{Id: "b", LegacyOptional: proto.Bool(true), Optional: structpb.NewStringValue("${x}")},
+		}},
+	}}
+	if _, err := c.RegisterDefinition(context.Background(), def); err != nil {
+		t.Fatal(err)
+	}
+	if def.Steps[0].LegacyInput == nil || def.Steps[0].Input != nil {
+		t.Fatal("the caller's definition was changed")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	want := map[string]any{"name": "order", "steps": []any{map[string]any{
+		"id": "a", "type": "SUB_WORKFLOW", "input": map[string]any{"n": float64(1)}, "definitionVersion": float64(2),
+		"steps": []any{map[string]any{"id": "b", "optional": "${x}"}},
+	}}}
+	if got := f.requests[len(f.requests)-1].Body; !reflect.DeepEqual(got, want) {
+		t.Fatalf("sent %v", got)
 	}
 }

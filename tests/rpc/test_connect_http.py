@@ -11,10 +11,9 @@ from typing import Any
 
 import httpx
 import pytest
-from baton.rpc import methods, schema
+from baton.rpc import convert, methods, schema
 
 from tests.rpc.connect_client import JSON, PROTO, SERVICE, Answer, call
-from tests.support.servers import LocalServer
 
 pytestmark = pytest.mark.e2e
 
@@ -453,24 +452,75 @@ def test_the_system_step_types_cross_connect_in_both_encodings(
         assert [{k: b.get(k) for k in sent} for sent, b in zip(steps, back, strict=True)] == steps
 
 
-def test_a_definition_the_proto_cannot_carry_is_refused_plainly_not_a_500(
+def test_a_steps_expressions_travel_over_rpc_both_ways(
     client: httpx.Client, baton_server: Any
 ) -> None:
-    """A step's input, optional or permissive given as one ${…} (as every Conductor dynamic fork
-    is translated) has no shape in the proto's Step: the read says so and where to read it."""
-    for name, step in (
-        ("rpc-input-expr", {"input": "${workflow.input}"}),
-        ("rpc-optional-expr", {"optional": "${workflow.input.optional}"}),
-    ):
+    """A step's input, optional, permissive and definitionVersion may each be one ${…} (every
+    Conductor dynamic fork's steps are translated so): registered over RPC and read back over
+    RPC as REST reads them, in either encoding."""
+    for codec in (PROTO, JSON):
+        name = f"rpc-expressions-{'proto' if codec == PROTO else 'json'}"
         sent = {
             "name": name,
-            "steps": [{"id": "a", "type": "SERVICE_TASK", "jobType": "j", **step}],
+            "steps": [
+                {
+                    "id": "a",
+                    "type": "SERVICE_TASK",
+                    "jobType": "j",
+                    "input": "${workflow.input}",
+                    "optional": "${workflow.input.optional}",
+                    "permissive": True,
+                },
+                {
+                    "id": "b",
+                    "type": "SUB_WORKFLOW",
+                    "definitionName": "child",
+                    "definitionVersion": "${workflow.input.v}",
+                    "input": {"n": 1},
+                },
+            ],
         }
-        # Unchecked: this REST answer is what the proto cannot carry.
-        r = LocalServer.request(baton_server, "POST", "/v1/definitions", json=sent)
-        assert r.status_code == 201, r.text
-        for codec in (PROTO, JSON):
-            got = call(client, "GetDefinition", {"name": name}, codec, baton_server.api_key)
-            assert got.status == 400, got.body
-            assert got.body["code"] == "failed_precondition", got.body
-            assert "read it over REST: GET /v1/definitions/" in got.body["message"], got.body
+        got = call(client, "RegisterDefinition", sent, codec, baton_server.api_key)
+        assert got.status == 200, got.body
+        rest = baton_server.request("GET", f"/v1/definitions/{name}").json()
+        assert [s["input"] for s in rest["steps"]] == ["${workflow.input}", {"n": 1}]
+        got = call(client, "GetDefinition", {"name": name}, codec, baton_server.api_key)
+        assert got.status == 200, got.body
+        assert got.body["steps"] == rest["steps"]
+
+
+def test_code_generated_from_the_older_proto_registers_and_reads_the_old_fields(
+    client: httpx.Client, baton_server: Any
+) -> None:
+    """The four widened fields kept their old numbers as deprecated legacy_* fields: a client
+    built from the older proto (which knows only those) registers a definition that loses
+    nothing, and reads back each value its old types can hold."""
+    definition = schema.message_class("workflow.v1.Definition")(name="rpc-older-proto")
+    step = definition.steps.add(id="a", type="SUB_WORKFLOW", definition_name="child")
+    step.legacy_input.update({"n": 1, "s": "${workflow.input.s}"})
+    step.legacy_optional = True
+    step.legacy_permissive = False
+    step.legacy_definition_version = 2
+    r = client.post(
+        f"/rpc/{SERVICE}/RegisterDefinition",
+        content=definition.SerializeToString(),
+        headers={
+            "Content-Type": PROTO,
+            "Connect-Protocol-Version": "1",
+            "x-api-key": baton_server.api_key,
+        },
+    )
+    assert r.status_code == 200, r.text
+    (rest,) = baton_server.request("GET", "/v1/definitions/rpc-older-proto").json()["steps"]
+    assert rest["input"] == {"n": 1, "s": "${workflow.input.s}"}
+    assert (rest["optional"], rest["permissive"], rest["definitionVersion"]) == (True, False, 2)
+    got = call(client, "GetDefinition", {"name": "rpc-older-proto"}, PROTO, baton_server.api_key)
+    answer = schema.message_class("workflow.v1.Definition")()
+    answer.ParseFromString(got.raw.content)
+    (read,) = answer.steps
+    assert convert.to_json(read.legacy_input) == {"n": 1, "s": "${workflow.input.s}"}
+    assert (read.legacy_optional, read.legacy_permissive, read.legacy_definition_version) == (
+        True,
+        False,
+        2,
+    )

@@ -54,6 +54,7 @@ VIEWS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("workflow.v1.StopWorkerResponse", {"workerId": "w", "stoppedAt": "2026-11-26T11:00:00Z"}),
     ("workflow.v1.PollJobsRequest", {"workerId": "w", "jobTypes": ["a", "b"], "maxJobs": 3}),
     ("workflow.v1.QueueStats", {"pending": 2**40, "processing": "7", "completed": 0}),
+    ("workflow.v1.Definition", {"name": "d", "steps": [{"id": "a", "steps": [{"id": "b"}]}]}),
 )
 
 
@@ -99,3 +100,77 @@ def test_to_json_writes_the_rest_shapes() -> None:
     stats = schema.message_class("workflow.v1.QueueStats")(pending=5)
     assert convert.to_json(stats) == {"pending": 5}
     assert convert.to_json(stats, int64_as_string=True) == {"pending": "5"}
+
+
+# A definition whose steps use each widened field both ways: a value the old type holds, and one
+# ${…} it cannot (as a translated Conductor dynamic fork's steps do).
+WIDENED = {
+    "name": "d",
+    "steps": [
+        {
+            "id": "a",
+            "type": "SERVICE_TASK",
+            "jobType": "w",
+            "input": {"x": 1, "deep": {"l": [1, "t"]}},
+            "optional": True,
+            "permissive": "${a.input.p}",
+        },
+        {
+            "id": "b",
+            "type": "SUB_WORKFLOW",
+            "definitionName": "c",
+            "definitionVersion": 3,
+            "input": "${workflow.input.m}",
+            "optional": "${workflow.input.o}",
+            "permissive": False,
+            "steps": [{"id": "n", "type": "NOOP", "input": {}}],
+        },
+        {"id": "c", "type": "SUB_WORKFLOW", "definitionVersion": "${workflow.input.v}"},
+    ],
+}
+
+
+@pytest.mark.parametrize("make", [convert.from_json, convert.from_view])
+def test_widened_fields_carry_expressions_and_set_their_old_fields_where_the_value_fits(
+    make: Any,
+) -> None:
+    definition = make(schema.message_class("workflow.v1.Definition"), WIDENED)
+    a, b, c = definition.steps
+    # Code generated from the older proto reads the old numbers: set wherever the value fits.
+    assert convert.to_json(a.legacy_input) == {"x": 1, "deep": {"l": [1, "t"]}}
+    assert a.HasField("legacy_optional") and a.legacy_optional is True
+    assert not a.HasField("legacy_permissive")
+    assert not b.HasField("legacy_input") and not b.HasField("legacy_optional")
+    assert b.legacy_definition_version == 3 and b.HasField("legacy_permissive")
+    assert b.steps[0].HasField("legacy_input")  # {} is a value, nested steps too
+    assert not c.HasField("legacy_definition_version")
+    # REST JSON never shows the old fields, in either encoding's reading.
+    again = type(definition).FromString(definition.SerializeToString())
+    assert convert.to_json(again) == WIDENED
+    assert convert.to_json(again, int64_as_string=True) == WIDENED
+
+
+def test_a_request_from_code_generated_from_the_older_proto_reads_as_its_new_fields() -> None:
+    step = schema.message_class("workflow.v1.Step")(
+        id="x", type="SUB_WORKFLOW", legacy_optional=False, legacy_definition_version=2
+    )
+    step.legacy_input.update({"k": "v"})
+    step.legacy_permissive = True
+    step.permissive.string_value = "${workflow.input.p}"  # the new field wins when both are set
+    assert convert.to_json(step) == {
+        "id": "x",
+        "type": "SUB_WORKFLOW",
+        "input": {"k": "v"},
+        "definitionVersion": 2,
+        "optional": False,
+        "permissive": "${workflow.input.p}",
+    }
+
+
+def test_a_value_past_the_old_types_range_sets_no_old_field() -> None:
+    step = convert.from_view(
+        schema.message_class("workflow.v1.Step"),
+        {"id": "x", "definitionVersion": 2**31, "optional": 1, "input": [1]},
+    )
+    assert not step.HasField("legacy_definition_version")
+    assert not step.HasField("legacy_optional") and not step.HasField("legacy_input")

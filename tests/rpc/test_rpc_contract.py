@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from baton.routes import ROUTES, SERVED_ROUTES
-from baton.rpc import convert, methods, schema
-from baton.rpc.connect import CODE_STATUS, code_for
+from baton.rpc import bridge, convert, methods, schema
+from baton.rpc.connect import CODE_STATUS, ConnectError, code_for
 from google.protobuf.descriptor import FieldDescriptor
 
 from tests.support.proto_contract import RESPONSES
@@ -142,3 +142,35 @@ def test_the_python_sdk_maps_each_rest_operation_to_the_same_rpc() -> None:
     sdk = {(m, t): (rpc, body) for m, t, rpc, body in _TWINS}
     server = {(t.method, p): (t.rpc, t.body) for t in methods.TWINS for p in t.paths}
     assert sdk == server
+
+
+def test_a_rest_answer_the_response_message_cannot_hold_is_a_plain_failed_precondition() -> None:
+    """Should REST ever answer what the proto has no shape for, the call did what it asked: the
+    RPC says so and names the REST read, rather than an internal error."""
+    rpc = bridge.find("GetDefinition")
+    assert rpc is not None
+    with pytest.raises(ConnectError) as raised:
+        bridge.answer(rpc, 200, {}, b'{"name": "d", "steps": "not a list"}')
+    assert raised.value.code == "failed_precondition"
+    assert "read it over REST: GET /v1/definitions/" in raised.value.message
+
+
+def test_the_python_sdk_reads_a_steps_legacy_fields_as_their_new_ones_and_never_shows_them() -> (
+    None
+):
+    """What the engine answers (both fields where the value fits), and what an engine older than
+    the widened fields answers (the old ones alone), read as the same REST JSON over Connect."""
+    from baton_worker.connect import ConnectCodec, RpcRequest
+
+    codec = ConnectCodec()
+    step = schema.message_class("workflow.v1.Step")
+    today = convert.from_view(
+        step, {"id": "a", "input": {"n": 1}, "optional": True, "definitionVersion": 2}
+    )
+    older = step(id="a", legacy_optional=True, legacy_definition_version=2)
+    older.legacy_input.update({"n": 1})
+    expected = {"id": "a", "input": {"n": 1}, "optional": True, "definitionVersion": 2}
+    request = RpcRequest("GetDefinition", "", b"", "workflow.v1.Step")
+    for message in (today, older):
+        read = codec.response(request, message.SerializeToString())
+        assert {k: v for k, v in read.items() if v != []} == expected

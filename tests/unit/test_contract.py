@@ -96,7 +96,13 @@ def _json_fields(model: type[BaseModel]) -> set[str]:
 
 
 def _proto_fields(name: str) -> set[str]:
-    return {f.json_name for f in message(name).DESCRIPTOR.fields}
+    """A message's JSON fields, less the deprecated ``legacy_*`` ones (old numbers of widened
+    fields, which REST JSON never shows: see baton.rpc.convert)."""
+    return {
+        f.json_name
+        for f in message(name).DESCRIPTOR.fields
+        if not (f.name.startswith("legacy_") and f.GetOptions().deprecated)
+    }
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids=[p[1] for p in PAIRS])

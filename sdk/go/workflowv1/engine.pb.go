@@ -224,9 +224,11 @@ type Step struct {
 	// START_WORKFLOW | SET_VARIABLE | TERMINATE | NOOP | SCRIPT |
 	// JQ | HTTP | HTTP_POLL | EVENT | EXCLUSIVE_JOIN | SWITCH |
 	// PARALLEL | MAP | DO_WHILE
-	Name        string           `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
-	Description string           `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
-	Input       *structpb.Struct `protobuf:"bytes,5,opt,name=input,proto3" json:"input,omitempty"`
+	Name        string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// The step's input: an object of values and ${...} expressions, or one ${...} expression (a
+	// string) giving the object when the step starts (as a Conductor dynamic fork's tasks take it)
+	Input *structpb.Value `protobuf:"bytes,57,opt,name=input,proto3" json:"input,omitempty"`
 	// SERVICE_TASK (the retry and timeout settings below apply to HTTP too); job_type may be one
 	// ${...} expression giving it when the step starts (Conductor's DYNAMIC)
 	JobType                string   `protobuf:"bytes,6,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
@@ -247,8 +249,9 @@ type Step struct {
 	// SUB_WORKFLOW: a stored definition by name (and version), or one inline: the definition
 	// itself, or one ${...} giving it when the child starts (read as definition_dialect says;
 	// when it gives nothing, definition_name runs); retryCount above
-	DefinitionName    string          `protobuf:"bytes,19,opt,name=definition_name,json=definitionName,proto3" json:"definition_name,omitempty"`
-	DefinitionVersion *int32          `protobuf:"varint,20,opt,name=definition_version,json=definitionVersion,proto3,oneof" json:"definition_version,omitempty"`
+	DefinitionName string `protobuf:"bytes,19,opt,name=definition_name,json=definitionName,proto3" json:"definition_name,omitempty"`
+	// A version, or one ${...} giving it when the child starts
+	DefinitionVersion *structpb.Value `protobuf:"bytes,58,opt,name=definition_version,json=definitionVersion,proto3" json:"definition_version,omitempty"`
 	Definition        *structpb.Value `protobuf:"bytes,21,opt,name=definition,proto3" json:"definition,omitempty"`
 	// SET_VARIABLE
 	Variables *structpb.Struct `protobuf:"bytes,22,opt,name=variables,proto3" json:"variables,omitempty"`
@@ -286,8 +289,9 @@ type Step struct {
 	// input, correlationId}, or one ${...} giving it); output {workflowId, instanceId}
 	Request *structpb.Value `protobuf:"bytes,40,opt,name=request,proto3" json:"request,omitempty"`
 	// Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
-	// a TIME_OUT_WF timeout still times the instance out (as Conductor's)
-	Optional *bool `protobuf:"varint,41,opt,name=optional,proto3,oneof" json:"optional,omitempty"`
+	// a TIME_OUT_WF timeout still times the instance out (as Conductor's). true or false, or one
+	// ${...} read when the step fails (true, or the text "true", makes it optional)
+	Optional *structpb.Value `protobuf:"bytes,59,opt,name=optional,proto3" json:"optional,omitempty"`
 	// SERVICE_TASK: the job is claimable this many seconds after the step starts
 	StartDelaySeconds *int32 `protobuf:"varint,42,opt,name=start_delay_seconds,json=startDelaySeconds,proto3,oneof" json:"start_delay_seconds,omitempty"`
 	// MAP: a text template resolved for each item from ${map.item...} and ${map.index}; the output
@@ -302,8 +306,9 @@ type Step struct {
 	// item that is no object is {input: item}): Conductor's dynamic fork's __index
 	IndexAs string `protobuf:"bytes,46,opt,name=index_as,json=indexAs,proto3" json:"index_as,omitempty"`
 	// Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
-	// the instance fails when nothing is left to run (Conductor's permissive; optional wins)
-	Permissive *bool `protobuf:"varint,47,opt,name=permissive,proto3,oneof" json:"permissive,omitempty"`
+	// the instance fails when nothing is left to run (Conductor's permissive; optional wins).
+	// true or false, or one ${...} read when the step fails, as optional's
+	Permissive *structpb.Value `protobuf:"bytes,60,opt,name=permissive,proto3" json:"permissive,omitempty"`
 	// EXCLUSIVE_JOIN: the output of the first of join_on that ran, else of default_join_on
 	JoinOn        []string `protobuf:"bytes,48,rep,name=join_on,json=joinOn,proto3" json:"join_on,omitempty"`
 	DefaultJoinOn []string `protobuf:"bytes,49,rep,name=default_join_on,json=defaultJoinOn,proto3" json:"default_join_on,omitempty"`
@@ -320,8 +325,22 @@ type Step struct {
 	// keep_last_iterations iterations if given
 	IterationOutputs   *bool  `protobuf:"varint,55,opt,name=iteration_outputs,json=iterationOutputs,proto3,oneof" json:"iteration_outputs,omitempty"`
 	KeepLastIterations *int32 `protobuf:"varint,56,opt,name=keep_last_iterations,json=keepLastIterations,proto3,oneof" json:"keep_last_iterations,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The four fields above that became a Value (each may be one ${...}) had narrower types under
+	// these numbers. They stay, deprecated, for code generated from the older proto: a request
+	// that sets one (and not its Value) is read as if it set the Value, and an answer sets one
+	// too wherever the value fits it. Code generated from this proto leaves them alone; the
+	// SDKs' REST JSON never shows them.
+	//
+	// Deprecated: Marked as deprecated in workflow/v1/engine.proto.
+	LegacyInput *structpb.Struct `protobuf:"bytes,5,opt,name=legacy_input,json=legacyInput,proto3" json:"legacy_input,omitempty"`
+	// Deprecated: Marked as deprecated in workflow/v1/engine.proto.
+	LegacyDefinitionVersion *int32 `protobuf:"varint,20,opt,name=legacy_definition_version,json=legacyDefinitionVersion,proto3,oneof" json:"legacy_definition_version,omitempty"`
+	// Deprecated: Marked as deprecated in workflow/v1/engine.proto.
+	LegacyOptional *bool `protobuf:"varint,41,opt,name=legacy_optional,json=legacyOptional,proto3,oneof" json:"legacy_optional,omitempty"`
+	// Deprecated: Marked as deprecated in workflow/v1/engine.proto.
+	LegacyPermissive *bool `protobuf:"varint,47,opt,name=legacy_permissive,json=legacyPermissive,proto3,oneof" json:"legacy_permissive,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Step) Reset() {
@@ -382,7 +401,7 @@ func (x *Step) GetDescription() string {
 	return ""
 }
 
-func (x *Step) GetInput() *structpb.Struct {
+func (x *Step) GetInput() *structpb.Value {
 	if x != nil {
 		return x.Input
 	}
@@ -487,11 +506,11 @@ func (x *Step) GetDefinitionName() string {
 	return ""
 }
 
-func (x *Step) GetDefinitionVersion() int32 {
-	if x != nil && x.DefinitionVersion != nil {
-		return *x.DefinitionVersion
+func (x *Step) GetDefinitionVersion() *structpb.Value {
+	if x != nil {
+		return x.DefinitionVersion
 	}
-	return 0
+	return nil
 }
 
 func (x *Step) GetDefinition() *structpb.Value {
@@ -634,11 +653,11 @@ func (x *Step) GetRequest() *structpb.Value {
 	return nil
 }
 
-func (x *Step) GetOptional() bool {
-	if x != nil && x.Optional != nil {
-		return *x.Optional
+func (x *Step) GetOptional() *structpb.Value {
+	if x != nil {
+		return x.Optional
 	}
-	return false
+	return nil
 }
 
 func (x *Step) GetStartDelaySeconds() int32 {
@@ -676,11 +695,11 @@ func (x *Step) GetIndexAs() string {
 	return ""
 }
 
-func (x *Step) GetPermissive() bool {
-	if x != nil && x.Permissive != nil {
-		return *x.Permissive
+func (x *Step) GetPermissive() *structpb.Value {
+	if x != nil {
+		return x.Permissive
 	}
-	return false
+	return nil
 }
 
 func (x *Step) GetJoinOn() []string {
@@ -744,6 +763,38 @@ func (x *Step) GetKeepLastIterations() int32 {
 		return *x.KeepLastIterations
 	}
 	return 0
+}
+
+// Deprecated: Marked as deprecated in workflow/v1/engine.proto.
+func (x *Step) GetLegacyInput() *structpb.Struct {
+	if x != nil {
+		return x.LegacyInput
+	}
+	return nil
+}
+
+// Deprecated: Marked as deprecated in workflow/v1/engine.proto.
+func (x *Step) GetLegacyDefinitionVersion() int32 {
+	if x != nil && x.LegacyDefinitionVersion != nil {
+		return *x.LegacyDefinitionVersion
+	}
+	return 0
+}
+
+// Deprecated: Marked as deprecated in workflow/v1/engine.proto.
+func (x *Step) GetLegacyOptional() bool {
+	if x != nil && x.LegacyOptional != nil {
+		return *x.LegacyOptional
+	}
+	return false
+}
+
+// Deprecated: Marked as deprecated in workflow/v1/engine.proto.
+func (x *Step) GetLegacyPermissive() bool {
+	if x != nil && x.LegacyPermissive != nil {
+		return *x.LegacyPermissive
+	}
+	return false
 }
 
 // Start one instance per task of a named queue.
@@ -7259,13 +7310,13 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x19_response_timeout_secondsB\x18\n" +
 	"\x16_concurrent_exec_limitB\x1b\n" +
 	"\x19_rate_limit_per_frequencyB\"\n" +
-	" _rate_limit_frequency_in_seconds\"\x83\x14\n" +
+	" _rate_limit_frequency_in_seconds\"\xbd\x16\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12 \n" +
-	"\vdescription\x18\x04 \x01(\tR\vdescription\x12-\n" +
-	"\x05input\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x05input\x12\x19\n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12,\n" +
+	"\x05input\x189 \x01(\v2\x16.google.protobuf.ValueR\x05input\x12\x19\n" +
 	"\bjob_type\x18\x06 \x01(\tR\ajobType\x12$\n" +
 	"\vretry_count\x18\a \x01(\x05H\x00R\n" +
 	"retryCount\x88\x01\x01\x12\x1f\n" +
@@ -7282,8 +7333,8 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\bassignee\x18\x10 \x01(\tR\bassignee\x122\n" +
 	"\bduration\x18\x11 \x01(\v2\x16.google.protobuf.ValueR\bduration\x12\x14\n" +
 	"\x05until\x18\x12 \x01(\tR\x05until\x12'\n" +
-	"\x0fdefinition_name\x18\x13 \x01(\tR\x0edefinitionName\x122\n" +
-	"\x12definition_version\x18\x14 \x01(\x05H\x06R\x11definitionVersion\x88\x01\x01\x126\n" +
+	"\x0fdefinition_name\x18\x13 \x01(\tR\x0edefinitionName\x12E\n" +
+	"\x12definition_version\x18: \x01(\v2\x16.google.protobuf.ValueR\x11definitionVersion\x126\n" +
 	"\n" +
 	"definition\x18\x15 \x01(\v2\x16.google.protobuf.ValueR\n" +
 	"definition\x125\n" +
@@ -7295,54 +7346,58 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x05cases\x18\x1b \x01(\v2\x16.google.protobuf.ValueR\x05cases\x12+\n" +
 	"\adefault\x18\x1c \x03(\v2\x11.workflow.v1.StepR\adefault\x126\n" +
 	"\bbranches\x18\x1d \x03(\v2\x1a.google.protobuf.ListValueR\bbranches\x12 \n" +
-	"\tfail_fast\x18\x1e \x01(\bH\aR\bfailFast\x88\x01\x01\x12'\n" +
+	"\tfail_fast\x18\x1e \x01(\bH\x06R\bfailFast\x88\x01\x01\x12'\n" +
 	"\x05steps\x18\x1f \x03(\v2\x11.workflow.v1.StepR\x05steps\x12\x14\n" +
 	"\x05items\x18  \x01(\tR\x05items\x12,\n" +
-	"\x0fmax_concurrency\x18! \x01(\x05H\bR\x0emaxConcurrency\x88\x01\x01\x12\x14\n" +
+	"\x0fmax_concurrency\x18! \x01(\x05H\aR\x0emaxConcurrency\x88\x01\x01\x12\x14\n" +
 	"\x05while\x18\" \x01(\tR\x05while\x12*\n" +
-	"\x0emax_iterations\x18# \x01(\x05H\tR\rmaxIterations\x88\x01\x01\x12\x1a\n" +
+	"\x0emax_iterations\x18# \x01(\x05H\bR\rmaxIterations\x88\x01\x01\x12\x1a\n" +
 	"\blanguage\x18$ \x01(\tR\blanguage\x12\x16\n" +
 	"\x06script\x18% \x01(\tR\x06script\x12\x14\n" +
 	"\x05query\x18& \x01(\tR\x05query\x12%\n" +
 	"\x0ewhile_language\x18' \x01(\tR\rwhileLanguage\x120\n" +
-	"\arequest\x18( \x01(\v2\x16.google.protobuf.ValueR\arequest\x12\x1f\n" +
-	"\boptional\x18) \x01(\bH\n" +
-	"R\boptional\x88\x01\x01\x123\n" +
-	"\x13start_delay_seconds\x18* \x01(\x05H\vR\x11startDelaySeconds\x88\x01\x01\x12\x10\n" +
+	"\arequest\x18( \x01(\v2\x16.google.protobuf.ValueR\arequest\x122\n" +
+	"\boptional\x18; \x01(\v2\x16.google.protobuf.ValueR\boptional\x123\n" +
+	"\x13start_delay_seconds\x18* \x01(\x05H\tR\x11startDelaySeconds\x88\x01\x01\x12\x10\n" +
 	"\x03key\x18+ \x01(\tR\x03key\x12.\n" +
 	"\x06inputs\x18, \x01(\v2\x16.google.protobuf.ValueR\x06inputs\x12-\n" +
 	"\x12definition_dialect\x18- \x01(\tR\x11definitionDialect\x12\x19\n" +
-	"\bindex_as\x18. \x01(\tR\aindexAs\x12#\n" +
+	"\bindex_as\x18. \x01(\tR\aindexAs\x126\n" +
 	"\n" +
-	"permissive\x18/ \x01(\bH\fR\n" +
-	"permissive\x88\x01\x01\x12\x17\n" +
+	"permissive\x18< \x01(\v2\x16.google.protobuf.ValueR\n" +
+	"permissive\x12\x17\n" +
 	"\ajoin_on\x180 \x03(\tR\x06joinOn\x12&\n" +
 	"\x0fdefault_join_on\x181 \x03(\tR\rdefaultJoinOn\x123\n" +
 	"\x15termination_condition\x182 \x01(\tR\x14terminationCondition\x12=\n" +
-	"\x18polling_interval_seconds\x183 \x01(\x05H\rR\x16pollingIntervalSeconds\x88\x01\x01\x12)\n" +
+	"\x18polling_interval_seconds\x183 \x01(\x05H\n" +
+	"R\x16pollingIntervalSeconds\x88\x01\x01\x12)\n" +
 	"\x10polling_strategy\x184 \x01(\tR\x0fpollingStrategy\x12)\n" +
-	"\x0emax_poll_count\x185 \x01(\x05H\x0eR\fmaxPollCount\x88\x01\x01\x12\x12\n" +
+	"\x0emax_poll_count\x185 \x01(\x05H\vR\fmaxPollCount\x88\x01\x01\x12\x12\n" +
 	"\x04sink\x186 \x01(\tR\x04sink\x120\n" +
-	"\x11iteration_outputs\x187 \x01(\bH\x0fR\x10iterationOutputs\x88\x01\x01\x125\n" +
-	"\x14keep_last_iterations\x188 \x01(\x05H\x10R\x12keepLastIterations\x88\x01\x01B\x0e\n" +
+	"\x11iteration_outputs\x187 \x01(\bH\fR\x10iterationOutputs\x88\x01\x01\x125\n" +
+	"\x14keep_last_iterations\x188 \x01(\x05H\rR\x12keepLastIterations\x88\x01\x01\x12>\n" +
+	"\flegacy_input\x18\x05 \x01(\v2\x17.google.protobuf.StructB\x02\x18\x01R\vlegacyInput\x12C\n" +
+	"\x19legacy_definition_version\x18\x14 \x01(\x05B\x02\x18\x01H\x0eR\x17legacyDefinitionVersion\x88\x01\x01\x120\n" +
+	"\x0flegacy_optional\x18) \x01(\bB\x02\x18\x01H\x0fR\x0elegacyOptional\x88\x01\x01\x124\n" +
+	"\x11legacy_permissive\x18/ \x01(\bB\x02\x18\x01H\x10R\x10legacyPermissive\x88\x01\x01B\x0e\n" +
 	"\f_retry_countB\x16\n" +
 	"\x14_retry_delay_secondsB\x1a\n" +
 	"\x18_max_retry_delay_secondsB\x12\n" +
 	"\x10_timeout_secondsB\x17\n" +
 	"\x15_poll_timeout_secondsB\x1b\n" +
-	"\x19_response_timeout_secondsB\x15\n" +
-	"\x13_definition_versionB\f\n" +
+	"\x19_response_timeout_secondsB\f\n" +
 	"\n" +
 	"_fail_fastB\x12\n" +
 	"\x10_max_concurrencyB\x11\n" +
-	"\x0f_max_iterationsB\v\n" +
-	"\t_optionalB\x16\n" +
-	"\x14_start_delay_secondsB\r\n" +
-	"\v_permissiveB\x1b\n" +
+	"\x0f_max_iterationsB\x16\n" +
+	"\x14_start_delay_secondsB\x1b\n" +
 	"\x19_polling_interval_secondsB\x11\n" +
 	"\x0f_max_poll_countB\x14\n" +
 	"\x12_iteration_outputsB\x17\n" +
-	"\x15_keep_last_iterations\"\x8b\x02\n" +
+	"\x15_keep_last_iterationsB\x1c\n" +
+	"\x1a_legacy_definition_versionB\x12\n" +
+	"\x10_legacy_optionalB\x14\n" +
+	"\x12_legacy_permissive\"\x8b\x02\n" +
 	"\fQueueTrigger\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x1d\n" +
 	"\n" +
@@ -8117,217 +8172,221 @@ var file_workflow_v1_engine_proto_depIdxs = []int32{
 	97,  // 0: workflow.v1.TaskDef.input_template:type_name -> google.protobuf.Struct
 	98,  // 1: workflow.v1.TaskDef.created_at:type_name -> google.protobuf.Timestamp
 	98,  // 2: workflow.v1.TaskDef.updated_at:type_name -> google.protobuf.Timestamp
-	97,  // 3: workflow.v1.Step.input:type_name -> google.protobuf.Struct
+	99,  // 3: workflow.v1.Step.input:type_name -> google.protobuf.Value
 	0,   // 4: workflow.v1.Step.task_def:type_name -> workflow.v1.TaskDef
 	99,  // 5: workflow.v1.Step.duration:type_name -> google.protobuf.Value
-	99,  // 6: workflow.v1.Step.definition:type_name -> google.protobuf.Value
-	97,  // 7: workflow.v1.Step.variables:type_name -> google.protobuf.Struct
-	99,  // 8: workflow.v1.Step.output:type_name -> google.protobuf.Value
-	99,  // 9: workflow.v1.Step.cases:type_name -> google.protobuf.Value
-	1,   // 10: workflow.v1.Step.default:type_name -> workflow.v1.Step
-	100, // 11: workflow.v1.Step.branches:type_name -> google.protobuf.ListValue
-	1,   // 12: workflow.v1.Step.steps:type_name -> workflow.v1.Step
-	99,  // 13: workflow.v1.Step.request:type_name -> google.protobuf.Value
-	99,  // 14: workflow.v1.Step.inputs:type_name -> google.protobuf.Value
-	1,   // 15: workflow.v1.Definition.steps:type_name -> workflow.v1.Step
-	99,  // 16: workflow.v1.Definition.output_parameters:type_name -> google.protobuf.Value
-	98,  // 17: workflow.v1.Definition.created_at:type_name -> google.protobuf.Timestamp
-	2,   // 18: workflow.v1.Definition.trigger:type_name -> workflow.v1.QueueTrigger
-	97,  // 19: workflow.v1.Definition.input_template:type_name -> google.protobuf.Struct
-	3,   // 20: workflow.v1.DefinitionPage.definitions:type_name -> workflow.v1.Definition
-	0,   // 21: workflow.v1.PutTaskDefRequest.task_def:type_name -> workflow.v1.TaskDef
-	0,   // 22: workflow.v1.TaskDefPage.task_defs:type_name -> workflow.v1.TaskDef
-	3,   // 23: workflow.v1.StartInstanceRequest.definition:type_name -> workflow.v1.Definition
-	97,  // 24: workflow.v1.StartInstanceRequest.input:type_name -> google.protobuf.Struct
-	12,  // 25: workflow.v1.StartInstancesRequest.instances:type_name -> workflow.v1.StartInstanceRequest
-	17,  // 26: workflow.v1.StartOutcome.instance:type_name -> workflow.v1.Instance
-	82,  // 27: workflow.v1.StartOutcome.problem:type_name -> workflow.v1.Problem
-	14,  // 28: workflow.v1.StartInstancesResponse.results:type_name -> workflow.v1.StartOutcome
-	99,  // 29: workflow.v1.StepExecution.input:type_name -> google.protobuf.Value
-	99,  // 30: workflow.v1.StepExecution.output:type_name -> google.protobuf.Value
-	98,  // 31: workflow.v1.StepExecution.created_at:type_name -> google.protobuf.Timestamp
-	98,  // 32: workflow.v1.StepExecution.started_at:type_name -> google.protobuf.Timestamp
-	98,  // 33: workflow.v1.StepExecution.completed_at:type_name -> google.protobuf.Timestamp
-	98,  // 34: workflow.v1.StepExecution.wake_at:type_name -> google.protobuf.Timestamp
-	97,  // 35: workflow.v1.Instance.input:type_name -> google.protobuf.Struct
-	97,  // 36: workflow.v1.Instance.variables:type_name -> google.protobuf.Struct
-	99,  // 37: workflow.v1.Instance.output:type_name -> google.protobuf.Value
-	98,  // 38: workflow.v1.Instance.created_at:type_name -> google.protobuf.Timestamp
-	98,  // 39: workflow.v1.Instance.updated_at:type_name -> google.protobuf.Timestamp
-	98,  // 40: workflow.v1.Instance.completed_at:type_name -> google.protobuf.Timestamp
-	98,  // 41: workflow.v1.Instance.timeout_at:type_name -> google.protobuf.Timestamp
-	16,  // 42: workflow.v1.Instance.steps:type_name -> workflow.v1.StepExecution
-	98,  // 43: workflow.v1.Instance.archived_at:type_name -> google.protobuf.Timestamp
-	16,  // 44: workflow.v1.StepExecutionPage.steps:type_name -> workflow.v1.StepExecution
-	98,  // 45: workflow.v1.HistoryEvent.at:type_name -> google.protobuf.Timestamp
-	97,  // 46: workflow.v1.HistoryEvent.detail:type_name -> google.protobuf.Struct
-	22,  // 47: workflow.v1.HistoryPage.events:type_name -> workflow.v1.HistoryEvent
-	98,  // 48: workflow.v1.SearchInstancesRequest.created_after:type_name -> google.protobuf.Timestamp
-	98,  // 49: workflow.v1.SearchInstancesRequest.created_before:type_name -> google.protobuf.Timestamp
-	98,  // 50: workflow.v1.SearchInstancesRequest.from:type_name -> google.protobuf.Timestamp
-	98,  // 51: workflow.v1.SearchInstancesRequest.to:type_name -> google.protobuf.Timestamp
-	17,  // 52: workflow.v1.InstancePage.instances:type_name -> workflow.v1.Instance
-	97,  // 53: workflow.v1.CompleteUserTaskRequest.variables_to_set:type_name -> google.protobuf.Struct
-	99,  // 54: workflow.v1.SignalRequest.payload:type_name -> google.protobuf.Value
-	98,  // 55: workflow.v1.Job.lock_expires_at:type_name -> google.protobuf.Timestamp
-	99,  // 56: workflow.v1.Job.input:type_name -> google.protobuf.Value
-	32,  // 57: workflow.v1.PollJobsResponse.jobs:type_name -> workflow.v1.Job
-	97,  // 58: workflow.v1.CompleteJobRequest.variables_to_set:type_name -> google.protobuf.Struct
-	97,  // 59: workflow.v1.BatchResultItem.variables_to_set:type_name -> google.protobuf.Struct
-	36,  // 60: workflow.v1.BatchResultItem.failure:type_name -> workflow.v1.BatchFailure
-	37,  // 61: workflow.v1.CompleteBatchRequest.results:type_name -> workflow.v1.BatchResultItem
-	98,  // 62: workflow.v1.BatchOutcome.next_attempt_at:type_name -> google.protobuf.Timestamp
-	39,  // 63: workflow.v1.CompleteBatchResponse.results:type_name -> workflow.v1.BatchOutcome
-	98,  // 64: workflow.v1.FailJobResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
-	98,  // 65: workflow.v1.HeartbeatResponse.lock_expires_at:type_name -> google.protobuf.Timestamp
-	98,  // 66: workflow.v1.StopWorkerResponse.stopped_at:type_name -> google.protobuf.Timestamp
-	98,  // 67: workflow.v1.PushResponse.created_at:type_name -> google.protobuf.Timestamp
-	98,  // 68: workflow.v1.QueueTask.created_at:type_name -> google.protobuf.Timestamp
-	98,  // 69: workflow.v1.QueueTask.visible_at:type_name -> google.protobuf.Timestamp
-	52,  // 70: workflow.v1.QueueTaskList.tasks:type_name -> workflow.v1.QueueTask
-	60,  // 71: workflow.v1.QueuePage.queues:type_name -> workflow.v1.QueueSummary
-	98,  // 72: workflow.v1.QueueTaskDetail.visible_at:type_name -> google.protobuf.Timestamp
-	98,  // 73: workflow.v1.QueueTaskDetail.created_at:type_name -> google.protobuf.Timestamp
-	98,  // 74: workflow.v1.QueueTaskDetail.updated_at:type_name -> google.protobuf.Timestamp
-	98,  // 75: workflow.v1.QueueTaskDetail.completed_at:type_name -> google.protobuf.Timestamp
-	63,  // 76: workflow.v1.QueueTaskPage.tasks:type_name -> workflow.v1.QueueTaskDetail
-	66,  // 77: workflow.v1.RedriveResponse.skipped:type_name -> workflow.v1.RedriveSkipped
-	68,  // 78: workflow.v1.ScheduleSpec.interval:type_name -> workflow.v1.ScheduleInterval
-	98,  // 79: workflow.v1.ScheduleSpec.start_at:type_name -> google.protobuf.Timestamp
-	98,  // 80: workflow.v1.ScheduleSpec.end_at:type_name -> google.protobuf.Timestamp
-	97,  // 81: workflow.v1.ScheduleRequest.input:type_name -> google.protobuf.Struct
-	69,  // 82: workflow.v1.ScheduleRequest.spec:type_name -> workflow.v1.ScheduleSpec
-	98,  // 83: workflow.v1.ScheduleAction.slot_time:type_name -> google.protobuf.Timestamp
-	98,  // 84: workflow.v1.ScheduleAction.at:type_name -> google.protobuf.Timestamp
-	97,  // 85: workflow.v1.Schedule.input:type_name -> google.protobuf.Struct
-	69,  // 86: workflow.v1.Schedule.spec:type_name -> workflow.v1.ScheduleSpec
-	98,  // 87: workflow.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	98,  // 88: workflow.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	98,  // 89: workflow.v1.Schedule.next_fire_times:type_name -> google.protobuf.Timestamp
-	71,  // 90: workflow.v1.Schedule.recent_actions:type_name -> workflow.v1.ScheduleAction
-	72,  // 91: workflow.v1.SchedulePage.schedules:type_name -> workflow.v1.Schedule
-	98,  // 92: workflow.v1.ScheduleTriggered.slot_times:type_name -> google.protobuf.Timestamp
-	98,  // 93: workflow.v1.BackfillRequest.from:type_name -> google.protobuf.Timestamp
-	98,  // 94: workflow.v1.BackfillRequest.to:type_name -> google.protobuf.Timestamp
-	98,  // 95: workflow.v1.BackfillResponse.slot_times:type_name -> google.protobuf.Timestamp
-	81,  // 96: workflow.v1.Problem.errors:type_name -> workflow.v1.ProblemItem
-	88,  // 97: workflow.v1.Health.database:type_name -> workflow.v1.HealthCheck
-	88,  // 98: workflow.v1.Health.s3:type_name -> workflow.v1.HealthCheck
-	91,  // 99: workflow.v1.PayloadLimits.workflow_input:type_name -> workflow.v1.PayloadLimit
-	91,  // 100: workflow.v1.PayloadLimits.step_input:type_name -> workflow.v1.PayloadLimit
-	91,  // 101: workflow.v1.PayloadLimits.step_output:type_name -> workflow.v1.PayloadLimit
-	92,  // 102: workflow.v1.ServerConfig.payload_limits:type_name -> workflow.v1.PayloadLimits
-	98,  // 103: workflow.v1.PayloadUpload.expires_at:type_name -> google.protobuf.Timestamp
-	96,  // 104: workflow.v1.PayloadUpload.upload_headers:type_name -> workflow.v1.PayloadUpload.UploadHeadersEntry
-	90,  // 105: workflow.v1.WorkflowEngine.GetConfig:input_type -> workflow.v1.GetConfigRequest
-	94,  // 106: workflow.v1.WorkflowEngine.CreatePayload:input_type -> workflow.v1.CreatePayloadRequest
-	83,  // 107: workflow.v1.WorkflowEngine.GetOpenApi:input_type -> workflow.v1.GetOpenApiRequest
-	87,  // 108: workflow.v1.WorkflowEngine.GetHealth:input_type -> workflow.v1.GetHealthRequest
-	84,  // 109: workflow.v1.WorkflowEngine.DeleteDefinition:input_type -> workflow.v1.DeleteDefinitionRequest
-	85,  // 110: workflow.v1.WorkflowEngine.DeleteInstance:input_type -> workflow.v1.DeleteInstanceRequest
-	3,   // 111: workflow.v1.WorkflowEngine.RegisterDefinition:input_type -> workflow.v1.Definition
-	4,   // 112: workflow.v1.WorkflowEngine.ListDefinitions:input_type -> workflow.v1.ListDefinitionsRequest
-	6,   // 113: workflow.v1.WorkflowEngine.GetDefinition:input_type -> workflow.v1.GetDefinitionRequest
-	10,  // 114: workflow.v1.WorkflowEngine.ListTaskDefs:input_type -> workflow.v1.ListTaskDefsRequest
-	7,   // 115: workflow.v1.WorkflowEngine.PutTaskDef:input_type -> workflow.v1.PutTaskDefRequest
-	8,   // 116: workflow.v1.WorkflowEngine.GetTaskDef:input_type -> workflow.v1.GetTaskDefRequest
-	9,   // 117: workflow.v1.WorkflowEngine.DeleteTaskDef:input_type -> workflow.v1.DeleteTaskDefRequest
-	12,  // 118: workflow.v1.WorkflowEngine.StartInstance:input_type -> workflow.v1.StartInstanceRequest
-	13,  // 119: workflow.v1.WorkflowEngine.StartInstances:input_type -> workflow.v1.StartInstancesRequest
-	24,  // 120: workflow.v1.WorkflowEngine.SearchInstances:input_type -> workflow.v1.SearchInstancesRequest
-	18,  // 121: workflow.v1.WorkflowEngine.GetInstance:input_type -> workflow.v1.GetInstanceRequest
-	19,  // 122: workflow.v1.WorkflowEngine.ListSteps:input_type -> workflow.v1.ListStepsRequest
-	21,  // 123: workflow.v1.WorkflowEngine.GetHistory:input_type -> workflow.v1.GetHistoryRequest
-	26,  // 124: workflow.v1.WorkflowEngine.CancelInstance:input_type -> workflow.v1.CancelInstanceRequest
-	27,  // 125: workflow.v1.WorkflowEngine.CompleteUserTask:input_type -> workflow.v1.CompleteUserTaskRequest
-	28,  // 126: workflow.v1.WorkflowEngine.Signal:input_type -> workflow.v1.SignalRequest
-	29,  // 127: workflow.v1.WorkflowEngine.RetryInstance:input_type -> workflow.v1.InstanceOperationRequest
-	30,  // 128: workflow.v1.WorkflowEngine.RestartInstance:input_type -> workflow.v1.RestartInstanceRequest
-	29,  // 129: workflow.v1.WorkflowEngine.PauseInstance:input_type -> workflow.v1.InstanceOperationRequest
-	29,  // 130: workflow.v1.WorkflowEngine.ResumeInstance:input_type -> workflow.v1.InstanceOperationRequest
-	31,  // 131: workflow.v1.WorkflowEngine.PollJobs:input_type -> workflow.v1.PollJobsRequest
-	34,  // 132: workflow.v1.WorkflowEngine.CompleteJob:input_type -> workflow.v1.CompleteJobRequest
-	38,  // 133: workflow.v1.WorkflowEngine.CompleteBatch:input_type -> workflow.v1.CompleteBatchRequest
-	41,  // 134: workflow.v1.WorkflowEngine.FailJob:input_type -> workflow.v1.FailJobRequest
-	43,  // 135: workflow.v1.WorkflowEngine.Heartbeat:input_type -> workflow.v1.HeartbeatRequest
-	44,  // 136: workflow.v1.WorkflowEngine.ClaimJob:input_type -> workflow.v1.ClaimJobRequest
-	46,  // 137: workflow.v1.WorkflowEngine.StopWorker:input_type -> workflow.v1.StopWorkerRequest
-	48,  // 138: workflow.v1.WorkflowEngine.Push:input_type -> workflow.v1.PushRequest
-	50,  // 139: workflow.v1.WorkflowEngine.Stats:input_type -> workflow.v1.QueueRequest
-	50,  // 140: workflow.v1.WorkflowEngine.Peek:input_type -> workflow.v1.QueueRequest
-	50,  // 141: workflow.v1.WorkflowEngine.Purge:input_type -> workflow.v1.QueueRequest
-	55,  // 142: workflow.v1.WorkflowEngine.Dequeue:input_type -> workflow.v1.DequeueRequest
-	56,  // 143: workflow.v1.WorkflowEngine.Ack:input_type -> workflow.v1.AckRequest
-	57,  // 144: workflow.v1.WorkflowEngine.Nack:input_type -> workflow.v1.NackRequest
-	59,  // 145: workflow.v1.WorkflowEngine.ListQueues:input_type -> workflow.v1.ListQueuesRequest
-	62,  // 146: workflow.v1.WorkflowEngine.ListQueueTasks:input_type -> workflow.v1.ListQueueTasksRequest
-	65,  // 147: workflow.v1.WorkflowEngine.Redrive:input_type -> workflow.v1.RedriveRequest
-	70,  // 148: workflow.v1.WorkflowEngine.CreateSchedule:input_type -> workflow.v1.ScheduleRequest
-	75,  // 149: workflow.v1.WorkflowEngine.ListSchedules:input_type -> workflow.v1.ListSchedulesRequest
-	74,  // 150: workflow.v1.WorkflowEngine.GetSchedule:input_type -> workflow.v1.ScheduleIdRequest
-	70,  // 151: workflow.v1.WorkflowEngine.ReplaceSchedule:input_type -> workflow.v1.ScheduleRequest
-	74,  // 152: workflow.v1.WorkflowEngine.DeleteSchedule:input_type -> workflow.v1.ScheduleIdRequest
-	76,  // 153: workflow.v1.WorkflowEngine.PauseSchedule:input_type -> workflow.v1.PauseScheduleRequest
-	74,  // 154: workflow.v1.WorkflowEngine.UnpauseSchedule:input_type -> workflow.v1.ScheduleIdRequest
-	74,  // 155: workflow.v1.WorkflowEngine.TriggerSchedule:input_type -> workflow.v1.ScheduleIdRequest
-	78,  // 156: workflow.v1.WorkflowEngine.BackfillSchedule:input_type -> workflow.v1.BackfillRequest
-	93,  // 157: workflow.v1.WorkflowEngine.GetConfig:output_type -> workflow.v1.ServerConfig
-	95,  // 158: workflow.v1.WorkflowEngine.CreatePayload:output_type -> workflow.v1.PayloadUpload
-	97,  // 159: workflow.v1.WorkflowEngine.GetOpenApi:output_type -> google.protobuf.Struct
-	89,  // 160: workflow.v1.WorkflowEngine.GetHealth:output_type -> workflow.v1.Health
-	3,   // 161: workflow.v1.WorkflowEngine.DeleteDefinition:output_type -> workflow.v1.Definition
-	86,  // 162: workflow.v1.WorkflowEngine.DeleteInstance:output_type -> workflow.v1.DeletedInstance
-	3,   // 163: workflow.v1.WorkflowEngine.RegisterDefinition:output_type -> workflow.v1.Definition
-	5,   // 164: workflow.v1.WorkflowEngine.ListDefinitions:output_type -> workflow.v1.DefinitionPage
-	3,   // 165: workflow.v1.WorkflowEngine.GetDefinition:output_type -> workflow.v1.Definition
-	11,  // 166: workflow.v1.WorkflowEngine.ListTaskDefs:output_type -> workflow.v1.TaskDefPage
-	0,   // 167: workflow.v1.WorkflowEngine.PutTaskDef:output_type -> workflow.v1.TaskDef
-	0,   // 168: workflow.v1.WorkflowEngine.GetTaskDef:output_type -> workflow.v1.TaskDef
-	0,   // 169: workflow.v1.WorkflowEngine.DeleteTaskDef:output_type -> workflow.v1.TaskDef
-	17,  // 170: workflow.v1.WorkflowEngine.StartInstance:output_type -> workflow.v1.Instance
-	15,  // 171: workflow.v1.WorkflowEngine.StartInstances:output_type -> workflow.v1.StartInstancesResponse
-	25,  // 172: workflow.v1.WorkflowEngine.SearchInstances:output_type -> workflow.v1.InstancePage
-	17,  // 173: workflow.v1.WorkflowEngine.GetInstance:output_type -> workflow.v1.Instance
-	20,  // 174: workflow.v1.WorkflowEngine.ListSteps:output_type -> workflow.v1.StepExecutionPage
-	23,  // 175: workflow.v1.WorkflowEngine.GetHistory:output_type -> workflow.v1.HistoryPage
-	17,  // 176: workflow.v1.WorkflowEngine.CancelInstance:output_type -> workflow.v1.Instance
-	17,  // 177: workflow.v1.WorkflowEngine.CompleteUserTask:output_type -> workflow.v1.Instance
-	17,  // 178: workflow.v1.WorkflowEngine.Signal:output_type -> workflow.v1.Instance
-	17,  // 179: workflow.v1.WorkflowEngine.RetryInstance:output_type -> workflow.v1.Instance
-	17,  // 180: workflow.v1.WorkflowEngine.RestartInstance:output_type -> workflow.v1.Instance
-	17,  // 181: workflow.v1.WorkflowEngine.PauseInstance:output_type -> workflow.v1.Instance
-	17,  // 182: workflow.v1.WorkflowEngine.ResumeInstance:output_type -> workflow.v1.Instance
-	33,  // 183: workflow.v1.WorkflowEngine.PollJobs:output_type -> workflow.v1.PollJobsResponse
-	35,  // 184: workflow.v1.WorkflowEngine.CompleteJob:output_type -> workflow.v1.CompleteJobResponse
-	40,  // 185: workflow.v1.WorkflowEngine.CompleteBatch:output_type -> workflow.v1.CompleteBatchResponse
-	42,  // 186: workflow.v1.WorkflowEngine.FailJob:output_type -> workflow.v1.FailJobResponse
-	45,  // 187: workflow.v1.WorkflowEngine.Heartbeat:output_type -> workflow.v1.HeartbeatResponse
-	32,  // 188: workflow.v1.WorkflowEngine.ClaimJob:output_type -> workflow.v1.Job
-	47,  // 189: workflow.v1.WorkflowEngine.StopWorker:output_type -> workflow.v1.StopWorkerResponse
-	49,  // 190: workflow.v1.WorkflowEngine.Push:output_type -> workflow.v1.PushResponse
-	51,  // 191: workflow.v1.WorkflowEngine.Stats:output_type -> workflow.v1.QueueStats
-	53,  // 192: workflow.v1.WorkflowEngine.Peek:output_type -> workflow.v1.QueueTaskList
-	54,  // 193: workflow.v1.WorkflowEngine.Purge:output_type -> workflow.v1.PurgeResponse
-	53,  // 194: workflow.v1.WorkflowEngine.Dequeue:output_type -> workflow.v1.QueueTaskList
-	58,  // 195: workflow.v1.WorkflowEngine.Ack:output_type -> workflow.v1.SettleResponse
-	58,  // 196: workflow.v1.WorkflowEngine.Nack:output_type -> workflow.v1.SettleResponse
-	61,  // 197: workflow.v1.WorkflowEngine.ListQueues:output_type -> workflow.v1.QueuePage
-	64,  // 198: workflow.v1.WorkflowEngine.ListQueueTasks:output_type -> workflow.v1.QueueTaskPage
-	67,  // 199: workflow.v1.WorkflowEngine.Redrive:output_type -> workflow.v1.RedriveResponse
-	72,  // 200: workflow.v1.WorkflowEngine.CreateSchedule:output_type -> workflow.v1.Schedule
-	73,  // 201: workflow.v1.WorkflowEngine.ListSchedules:output_type -> workflow.v1.SchedulePage
-	72,  // 202: workflow.v1.WorkflowEngine.GetSchedule:output_type -> workflow.v1.Schedule
-	72,  // 203: workflow.v1.WorkflowEngine.ReplaceSchedule:output_type -> workflow.v1.Schedule
-	80,  // 204: workflow.v1.WorkflowEngine.DeleteSchedule:output_type -> workflow.v1.DeletedSchedule
-	72,  // 205: workflow.v1.WorkflowEngine.PauseSchedule:output_type -> workflow.v1.Schedule
-	72,  // 206: workflow.v1.WorkflowEngine.UnpauseSchedule:output_type -> workflow.v1.Schedule
-	77,  // 207: workflow.v1.WorkflowEngine.TriggerSchedule:output_type -> workflow.v1.ScheduleTriggered
-	79,  // 208: workflow.v1.WorkflowEngine.BackfillSchedule:output_type -> workflow.v1.BackfillResponse
-	157, // [157:209] is the sub-list for method output_type
-	105, // [105:157] is the sub-list for method input_type
-	105, // [105:105] is the sub-list for extension type_name
-	105, // [105:105] is the sub-list for extension extendee
-	0,   // [0:105] is the sub-list for field type_name
+	99,  // 6: workflow.v1.Step.definition_version:type_name -> google.protobuf.Value
+	99,  // 7: workflow.v1.Step.definition:type_name -> google.protobuf.Value
+	97,  // 8: workflow.v1.Step.variables:type_name -> google.protobuf.Struct
+	99,  // 9: workflow.v1.Step.output:type_name -> google.protobuf.Value
+	99,  // 10: workflow.v1.Step.cases:type_name -> google.protobuf.Value
+	1,   // 11: workflow.v1.Step.default:type_name -> workflow.v1.Step
+	100, // 12: workflow.v1.Step.branches:type_name -> google.protobuf.ListValue
+	1,   // 13: workflow.v1.Step.steps:type_name -> workflow.v1.Step
+	99,  // 14: workflow.v1.Step.request:type_name -> google.protobuf.Value
+	99,  // 15: workflow.v1.Step.optional:type_name -> google.protobuf.Value
+	99,  // 16: workflow.v1.Step.inputs:type_name -> google.protobuf.Value
+	99,  // 17: workflow.v1.Step.permissive:type_name -> google.protobuf.Value
+	97,  // 18: workflow.v1.Step.legacy_input:type_name -> google.protobuf.Struct
+	1,   // 19: workflow.v1.Definition.steps:type_name -> workflow.v1.Step
+	99,  // 20: workflow.v1.Definition.output_parameters:type_name -> google.protobuf.Value
+	98,  // 21: workflow.v1.Definition.created_at:type_name -> google.protobuf.Timestamp
+	2,   // 22: workflow.v1.Definition.trigger:type_name -> workflow.v1.QueueTrigger
+	97,  // 23: workflow.v1.Definition.input_template:type_name -> google.protobuf.Struct
+	3,   // 24: workflow.v1.DefinitionPage.definitions:type_name -> workflow.v1.Definition
+	0,   // 25: workflow.v1.PutTaskDefRequest.task_def:type_name -> workflow.v1.TaskDef
+	0,   // 26: workflow.v1.TaskDefPage.task_defs:type_name -> workflow.v1.TaskDef
+	3,   // 27: workflow.v1.StartInstanceRequest.definition:type_name -> workflow.v1.Definition
+	97,  // 28: workflow.v1.StartInstanceRequest.input:type_name -> google.protobuf.Struct
+	12,  // 29: workflow.v1.StartInstancesRequest.instances:type_name -> workflow.v1.StartInstanceRequest
+	17,  // 30: workflow.v1.StartOutcome.instance:type_name -> workflow.v1.Instance
+	82,  // 31: workflow.v1.StartOutcome.problem:type_name -> workflow.v1.Problem
+	14,  // 32: workflow.v1.StartInstancesResponse.results:type_name -> workflow.v1.StartOutcome
+	99,  // 33: workflow.v1.StepExecution.input:type_name -> google.protobuf.Value
+	99,  // 34: workflow.v1.StepExecution.output:type_name -> google.protobuf.Value
+	98,  // 35: workflow.v1.StepExecution.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 36: workflow.v1.StepExecution.started_at:type_name -> google.protobuf.Timestamp
+	98,  // 37: workflow.v1.StepExecution.completed_at:type_name -> google.protobuf.Timestamp
+	98,  // 38: workflow.v1.StepExecution.wake_at:type_name -> google.protobuf.Timestamp
+	97,  // 39: workflow.v1.Instance.input:type_name -> google.protobuf.Struct
+	97,  // 40: workflow.v1.Instance.variables:type_name -> google.protobuf.Struct
+	99,  // 41: workflow.v1.Instance.output:type_name -> google.protobuf.Value
+	98,  // 42: workflow.v1.Instance.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 43: workflow.v1.Instance.updated_at:type_name -> google.protobuf.Timestamp
+	98,  // 44: workflow.v1.Instance.completed_at:type_name -> google.protobuf.Timestamp
+	98,  // 45: workflow.v1.Instance.timeout_at:type_name -> google.protobuf.Timestamp
+	16,  // 46: workflow.v1.Instance.steps:type_name -> workflow.v1.StepExecution
+	98,  // 47: workflow.v1.Instance.archived_at:type_name -> google.protobuf.Timestamp
+	16,  // 48: workflow.v1.StepExecutionPage.steps:type_name -> workflow.v1.StepExecution
+	98,  // 49: workflow.v1.HistoryEvent.at:type_name -> google.protobuf.Timestamp
+	97,  // 50: workflow.v1.HistoryEvent.detail:type_name -> google.protobuf.Struct
+	22,  // 51: workflow.v1.HistoryPage.events:type_name -> workflow.v1.HistoryEvent
+	98,  // 52: workflow.v1.SearchInstancesRequest.created_after:type_name -> google.protobuf.Timestamp
+	98,  // 53: workflow.v1.SearchInstancesRequest.created_before:type_name -> google.protobuf.Timestamp
+	98,  // 54: workflow.v1.SearchInstancesRequest.from:type_name -> google.protobuf.Timestamp
+	98,  // 55: workflow.v1.SearchInstancesRequest.to:type_name -> google.protobuf.Timestamp
+	17,  // 56: workflow.v1.InstancePage.instances:type_name -> workflow.v1.Instance
+	97,  // 57: workflow.v1.CompleteUserTaskRequest.variables_to_set:type_name -> google.protobuf.Struct
+	99,  // 58: workflow.v1.SignalRequest.payload:type_name -> google.protobuf.Value
+	98,  // 59: workflow.v1.Job.lock_expires_at:type_name -> google.protobuf.Timestamp
+	99,  // 60: workflow.v1.Job.input:type_name -> google.protobuf.Value
+	32,  // 61: workflow.v1.PollJobsResponse.jobs:type_name -> workflow.v1.Job
+	97,  // 62: workflow.v1.CompleteJobRequest.variables_to_set:type_name -> google.protobuf.Struct
+	97,  // 63: workflow.v1.BatchResultItem.variables_to_set:type_name -> google.protobuf.Struct
+	36,  // 64: workflow.v1.BatchResultItem.failure:type_name -> workflow.v1.BatchFailure
+	37,  // 65: workflow.v1.CompleteBatchRequest.results:type_name -> workflow.v1.BatchResultItem
+	98,  // 66: workflow.v1.BatchOutcome.next_attempt_at:type_name -> google.protobuf.Timestamp
+	39,  // 67: workflow.v1.CompleteBatchResponse.results:type_name -> workflow.v1.BatchOutcome
+	98,  // 68: workflow.v1.FailJobResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
+	98,  // 69: workflow.v1.HeartbeatResponse.lock_expires_at:type_name -> google.protobuf.Timestamp
+	98,  // 70: workflow.v1.StopWorkerResponse.stopped_at:type_name -> google.protobuf.Timestamp
+	98,  // 71: workflow.v1.PushResponse.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 72: workflow.v1.QueueTask.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 73: workflow.v1.QueueTask.visible_at:type_name -> google.protobuf.Timestamp
+	52,  // 74: workflow.v1.QueueTaskList.tasks:type_name -> workflow.v1.QueueTask
+	60,  // 75: workflow.v1.QueuePage.queues:type_name -> workflow.v1.QueueSummary
+	98,  // 76: workflow.v1.QueueTaskDetail.visible_at:type_name -> google.protobuf.Timestamp
+	98,  // 77: workflow.v1.QueueTaskDetail.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 78: workflow.v1.QueueTaskDetail.updated_at:type_name -> google.protobuf.Timestamp
+	98,  // 79: workflow.v1.QueueTaskDetail.completed_at:type_name -> google.protobuf.Timestamp
+	63,  // 80: workflow.v1.QueueTaskPage.tasks:type_name -> workflow.v1.QueueTaskDetail
+	66,  // 81: workflow.v1.RedriveResponse.skipped:type_name -> workflow.v1.RedriveSkipped
+	68,  // 82: workflow.v1.ScheduleSpec.interval:type_name -> workflow.v1.ScheduleInterval
+	98,  // 83: workflow.v1.ScheduleSpec.start_at:type_name -> google.protobuf.Timestamp
+	98,  // 84: workflow.v1.ScheduleSpec.end_at:type_name -> google.protobuf.Timestamp
+	97,  // 85: workflow.v1.ScheduleRequest.input:type_name -> google.protobuf.Struct
+	69,  // 86: workflow.v1.ScheduleRequest.spec:type_name -> workflow.v1.ScheduleSpec
+	98,  // 87: workflow.v1.ScheduleAction.slot_time:type_name -> google.protobuf.Timestamp
+	98,  // 88: workflow.v1.ScheduleAction.at:type_name -> google.protobuf.Timestamp
+	97,  // 89: workflow.v1.Schedule.input:type_name -> google.protobuf.Struct
+	69,  // 90: workflow.v1.Schedule.spec:type_name -> workflow.v1.ScheduleSpec
+	98,  // 91: workflow.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 92: workflow.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	98,  // 93: workflow.v1.Schedule.next_fire_times:type_name -> google.protobuf.Timestamp
+	71,  // 94: workflow.v1.Schedule.recent_actions:type_name -> workflow.v1.ScheduleAction
+	72,  // 95: workflow.v1.SchedulePage.schedules:type_name -> workflow.v1.Schedule
+	98,  // 96: workflow.v1.ScheduleTriggered.slot_times:type_name -> google.protobuf.Timestamp
+	98,  // 97: workflow.v1.BackfillRequest.from:type_name -> google.protobuf.Timestamp
+	98,  // 98: workflow.v1.BackfillRequest.to:type_name -> google.protobuf.Timestamp
+	98,  // 99: workflow.v1.BackfillResponse.slot_times:type_name -> google.protobuf.Timestamp
+	81,  // 100: workflow.v1.Problem.errors:type_name -> workflow.v1.ProblemItem
+	88,  // 101: workflow.v1.Health.database:type_name -> workflow.v1.HealthCheck
+	88,  // 102: workflow.v1.Health.s3:type_name -> workflow.v1.HealthCheck
+	91,  // 103: workflow.v1.PayloadLimits.workflow_input:type_name -> workflow.v1.PayloadLimit
+	91,  // 104: workflow.v1.PayloadLimits.step_input:type_name -> workflow.v1.PayloadLimit
+	91,  // 105: workflow.v1.PayloadLimits.step_output:type_name -> workflow.v1.PayloadLimit
+	92,  // 106: workflow.v1.ServerConfig.payload_limits:type_name -> workflow.v1.PayloadLimits
+	98,  // 107: workflow.v1.PayloadUpload.expires_at:type_name -> google.protobuf.Timestamp
+	96,  // 108: workflow.v1.PayloadUpload.upload_headers:type_name -> workflow.v1.PayloadUpload.UploadHeadersEntry
+	90,  // 109: workflow.v1.WorkflowEngine.GetConfig:input_type -> workflow.v1.GetConfigRequest
+	94,  // 110: workflow.v1.WorkflowEngine.CreatePayload:input_type -> workflow.v1.CreatePayloadRequest
+	83,  // 111: workflow.v1.WorkflowEngine.GetOpenApi:input_type -> workflow.v1.GetOpenApiRequest
+	87,  // 112: workflow.v1.WorkflowEngine.GetHealth:input_type -> workflow.v1.GetHealthRequest
+	84,  // 113: workflow.v1.WorkflowEngine.DeleteDefinition:input_type -> workflow.v1.DeleteDefinitionRequest
+	85,  // 114: workflow.v1.WorkflowEngine.DeleteInstance:input_type -> workflow.v1.DeleteInstanceRequest
+	3,   // 115: workflow.v1.WorkflowEngine.RegisterDefinition:input_type -> workflow.v1.Definition
+	4,   // 116: workflow.v1.WorkflowEngine.ListDefinitions:input_type -> workflow.v1.ListDefinitionsRequest
+	6,   // 117: workflow.v1.WorkflowEngine.GetDefinition:input_type -> workflow.v1.GetDefinitionRequest
+	10,  // 118: workflow.v1.WorkflowEngine.ListTaskDefs:input_type -> workflow.v1.ListTaskDefsRequest
+	7,   // 119: workflow.v1.WorkflowEngine.PutTaskDef:input_type -> workflow.v1.PutTaskDefRequest
+	8,   // 120: workflow.v1.WorkflowEngine.GetTaskDef:input_type -> workflow.v1.GetTaskDefRequest
+	9,   // 121: workflow.v1.WorkflowEngine.DeleteTaskDef:input_type -> workflow.v1.DeleteTaskDefRequest
+	12,  // 122: workflow.v1.WorkflowEngine.StartInstance:input_type -> workflow.v1.StartInstanceRequest
+	13,  // 123: workflow.v1.WorkflowEngine.StartInstances:input_type -> workflow.v1.StartInstancesRequest
+	24,  // 124: workflow.v1.WorkflowEngine.SearchInstances:input_type -> workflow.v1.SearchInstancesRequest
+	18,  // 125: workflow.v1.WorkflowEngine.GetInstance:input_type -> workflow.v1.GetInstanceRequest
+	19,  // 126: workflow.v1.WorkflowEngine.ListSteps:input_type -> workflow.v1.ListStepsRequest
+	21,  // 127: workflow.v1.WorkflowEngine.GetHistory:input_type -> workflow.v1.GetHistoryRequest
+	26,  // 128: workflow.v1.WorkflowEngine.CancelInstance:input_type -> workflow.v1.CancelInstanceRequest
+	27,  // 129: workflow.v1.WorkflowEngine.CompleteUserTask:input_type -> workflow.v1.CompleteUserTaskRequest
+	28,  // 130: workflow.v1.WorkflowEngine.Signal:input_type -> workflow.v1.SignalRequest
+	29,  // 131: workflow.v1.WorkflowEngine.RetryInstance:input_type -> workflow.v1.InstanceOperationRequest
+	30,  // 132: workflow.v1.WorkflowEngine.RestartInstance:input_type -> workflow.v1.RestartInstanceRequest
+	29,  // 133: workflow.v1.WorkflowEngine.PauseInstance:input_type -> workflow.v1.InstanceOperationRequest
+	29,  // 134: workflow.v1.WorkflowEngine.ResumeInstance:input_type -> workflow.v1.InstanceOperationRequest
+	31,  // 135: workflow.v1.WorkflowEngine.PollJobs:input_type -> workflow.v1.PollJobsRequest
+	34,  // 136: workflow.v1.WorkflowEngine.CompleteJob:input_type -> workflow.v1.CompleteJobRequest
+	38,  // 137: workflow.v1.WorkflowEngine.CompleteBatch:input_type -> workflow.v1.CompleteBatchRequest
+	41,  // 138: workflow.v1.WorkflowEngine.FailJob:input_type -> workflow.v1.FailJobRequest
+	43,  // 139: workflow.v1.WorkflowEngine.Heartbeat:input_type -> workflow.v1.HeartbeatRequest
+	44,  // 140: workflow.v1.WorkflowEngine.ClaimJob:input_type -> workflow.v1.ClaimJobRequest
+	46,  // 141: workflow.v1.WorkflowEngine.StopWorker:input_type -> workflow.v1.StopWorkerRequest
+	48,  // 142: workflow.v1.WorkflowEngine.Push:input_type -> workflow.v1.PushRequest
+	50,  // 143: workflow.v1.WorkflowEngine.Stats:input_type -> workflow.v1.QueueRequest
+	50,  // 144: workflow.v1.WorkflowEngine.Peek:input_type -> workflow.v1.QueueRequest
+	50,  // 145: workflow.v1.WorkflowEngine.Purge:input_type -> workflow.v1.QueueRequest
+	55,  // 146: workflow.v1.WorkflowEngine.Dequeue:input_type -> workflow.v1.DequeueRequest
+	56,  // 147: workflow.v1.WorkflowEngine.Ack:input_type -> workflow.v1.AckRequest
+	57,  // 148: workflow.v1.WorkflowEngine.Nack:input_type -> workflow.v1.NackRequest
+	59,  // 149: workflow.v1.WorkflowEngine.ListQueues:input_type -> workflow.v1.ListQueuesRequest
+	62,  // 150: workflow.v1.WorkflowEngine.ListQueueTasks:input_type -> workflow.v1.ListQueueTasksRequest
+	65,  // 151: workflow.v1.WorkflowEngine.Redrive:input_type -> workflow.v1.RedriveRequest
+	70,  // 152: workflow.v1.WorkflowEngine.CreateSchedule:input_type -> workflow.v1.ScheduleRequest
+	75,  // 153: workflow.v1.WorkflowEngine.ListSchedules:input_type -> workflow.v1.ListSchedulesRequest
+	74,  // 154: workflow.v1.WorkflowEngine.GetSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	70,  // 155: workflow.v1.WorkflowEngine.ReplaceSchedule:input_type -> workflow.v1.ScheduleRequest
+	74,  // 156: workflow.v1.WorkflowEngine.DeleteSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	76,  // 157: workflow.v1.WorkflowEngine.PauseSchedule:input_type -> workflow.v1.PauseScheduleRequest
+	74,  // 158: workflow.v1.WorkflowEngine.UnpauseSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	74,  // 159: workflow.v1.WorkflowEngine.TriggerSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	78,  // 160: workflow.v1.WorkflowEngine.BackfillSchedule:input_type -> workflow.v1.BackfillRequest
+	93,  // 161: workflow.v1.WorkflowEngine.GetConfig:output_type -> workflow.v1.ServerConfig
+	95,  // 162: workflow.v1.WorkflowEngine.CreatePayload:output_type -> workflow.v1.PayloadUpload
+	97,  // 163: workflow.v1.WorkflowEngine.GetOpenApi:output_type -> google.protobuf.Struct
+	89,  // 164: workflow.v1.WorkflowEngine.GetHealth:output_type -> workflow.v1.Health
+	3,   // 165: workflow.v1.WorkflowEngine.DeleteDefinition:output_type -> workflow.v1.Definition
+	86,  // 166: workflow.v1.WorkflowEngine.DeleteInstance:output_type -> workflow.v1.DeletedInstance
+	3,   // 167: workflow.v1.WorkflowEngine.RegisterDefinition:output_type -> workflow.v1.Definition
+	5,   // 168: workflow.v1.WorkflowEngine.ListDefinitions:output_type -> workflow.v1.DefinitionPage
+	3,   // 169: workflow.v1.WorkflowEngine.GetDefinition:output_type -> workflow.v1.Definition
+	11,  // 170: workflow.v1.WorkflowEngine.ListTaskDefs:output_type -> workflow.v1.TaskDefPage
+	0,   // 171: workflow.v1.WorkflowEngine.PutTaskDef:output_type -> workflow.v1.TaskDef
+	0,   // 172: workflow.v1.WorkflowEngine.GetTaskDef:output_type -> workflow.v1.TaskDef
+	0,   // 173: workflow.v1.WorkflowEngine.DeleteTaskDef:output_type -> workflow.v1.TaskDef
+	17,  // 174: workflow.v1.WorkflowEngine.StartInstance:output_type -> workflow.v1.Instance
+	15,  // 175: workflow.v1.WorkflowEngine.StartInstances:output_type -> workflow.v1.StartInstancesResponse
+	25,  // 176: workflow.v1.WorkflowEngine.SearchInstances:output_type -> workflow.v1.InstancePage
+	17,  // 177: workflow.v1.WorkflowEngine.GetInstance:output_type -> workflow.v1.Instance
+	20,  // 178: workflow.v1.WorkflowEngine.ListSteps:output_type -> workflow.v1.StepExecutionPage
+	23,  // 179: workflow.v1.WorkflowEngine.GetHistory:output_type -> workflow.v1.HistoryPage
+	17,  // 180: workflow.v1.WorkflowEngine.CancelInstance:output_type -> workflow.v1.Instance
+	17,  // 181: workflow.v1.WorkflowEngine.CompleteUserTask:output_type -> workflow.v1.Instance
+	17,  // 182: workflow.v1.WorkflowEngine.Signal:output_type -> workflow.v1.Instance
+	17,  // 183: workflow.v1.WorkflowEngine.RetryInstance:output_type -> workflow.v1.Instance
+	17,  // 184: workflow.v1.WorkflowEngine.RestartInstance:output_type -> workflow.v1.Instance
+	17,  // 185: workflow.v1.WorkflowEngine.PauseInstance:output_type -> workflow.v1.Instance
+	17,  // 186: workflow.v1.WorkflowEngine.ResumeInstance:output_type -> workflow.v1.Instance
+	33,  // 187: workflow.v1.WorkflowEngine.PollJobs:output_type -> workflow.v1.PollJobsResponse
+	35,  // 188: workflow.v1.WorkflowEngine.CompleteJob:output_type -> workflow.v1.CompleteJobResponse
+	40,  // 189: workflow.v1.WorkflowEngine.CompleteBatch:output_type -> workflow.v1.CompleteBatchResponse
+	42,  // 190: workflow.v1.WorkflowEngine.FailJob:output_type -> workflow.v1.FailJobResponse
+	45,  // 191: workflow.v1.WorkflowEngine.Heartbeat:output_type -> workflow.v1.HeartbeatResponse
+	32,  // 192: workflow.v1.WorkflowEngine.ClaimJob:output_type -> workflow.v1.Job
+	47,  // 193: workflow.v1.WorkflowEngine.StopWorker:output_type -> workflow.v1.StopWorkerResponse
+	49,  // 194: workflow.v1.WorkflowEngine.Push:output_type -> workflow.v1.PushResponse
+	51,  // 195: workflow.v1.WorkflowEngine.Stats:output_type -> workflow.v1.QueueStats
+	53,  // 196: workflow.v1.WorkflowEngine.Peek:output_type -> workflow.v1.QueueTaskList
+	54,  // 197: workflow.v1.WorkflowEngine.Purge:output_type -> workflow.v1.PurgeResponse
+	53,  // 198: workflow.v1.WorkflowEngine.Dequeue:output_type -> workflow.v1.QueueTaskList
+	58,  // 199: workflow.v1.WorkflowEngine.Ack:output_type -> workflow.v1.SettleResponse
+	58,  // 200: workflow.v1.WorkflowEngine.Nack:output_type -> workflow.v1.SettleResponse
+	61,  // 201: workflow.v1.WorkflowEngine.ListQueues:output_type -> workflow.v1.QueuePage
+	64,  // 202: workflow.v1.WorkflowEngine.ListQueueTasks:output_type -> workflow.v1.QueueTaskPage
+	67,  // 203: workflow.v1.WorkflowEngine.Redrive:output_type -> workflow.v1.RedriveResponse
+	72,  // 204: workflow.v1.WorkflowEngine.CreateSchedule:output_type -> workflow.v1.Schedule
+	73,  // 205: workflow.v1.WorkflowEngine.ListSchedules:output_type -> workflow.v1.SchedulePage
+	72,  // 206: workflow.v1.WorkflowEngine.GetSchedule:output_type -> workflow.v1.Schedule
+	72,  // 207: workflow.v1.WorkflowEngine.ReplaceSchedule:output_type -> workflow.v1.Schedule
+	80,  // 208: workflow.v1.WorkflowEngine.DeleteSchedule:output_type -> workflow.v1.DeletedSchedule
+	72,  // 209: workflow.v1.WorkflowEngine.PauseSchedule:output_type -> workflow.v1.Schedule
+	72,  // 210: workflow.v1.WorkflowEngine.UnpauseSchedule:output_type -> workflow.v1.Schedule
+	77,  // 211: workflow.v1.WorkflowEngine.TriggerSchedule:output_type -> workflow.v1.ScheduleTriggered
+	79,  // 212: workflow.v1.WorkflowEngine.BackfillSchedule:output_type -> workflow.v1.BackfillResponse
+	161, // [161:213] is the sub-list for method output_type
+	109, // [109:161] is the sub-list for method input_type
+	109, // [109:109] is the sub-list for extension type_name
+	109, // [109:109] is the sub-list for extension extendee
+	0,   // [0:109] is the sub-list for field type_name
 }
 
 func init() { file_workflow_v1_engine_proto_init() }

@@ -229,7 +229,21 @@ def _to_json(message: Any) -> Any:
             out[field.json_name] = [_scalar(field, v) for v in value]
         else:
             out[field.json_name] = _scalar(field, value)
+    _fold_legacy(message.DESCRIPTOR, out)
     return out
+
+
+def _fold_legacy(descriptor: Any, out: dict[str, Any]) -> None:
+    """A deprecated ``legacy_<name>`` field (its old number and narrower type, kept for code
+    generated from an older proto) never shows in REST JSON: its value stands for ``<name>``
+    when that is unset (an engine older than this proto sets only the old field)."""
+    for field in descriptor.fields:
+        if not (field.name.startswith("legacy_") and field.GetOptions().deprecated):
+            continue
+        new = descriptor.fields_by_name.get(field.name.removeprefix("legacy_"))
+        value = out.pop(field.json_name, None)
+        if new is not None and value is not None and new.json_name not in out:
+            out[new.json_name] = value
 
 
 def _scalar(field: Any, value: Any) -> Any:

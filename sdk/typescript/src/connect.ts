@@ -237,7 +237,28 @@ function reshape(schema: DescMessage, json: JsonValue): JsonValue {
     }
     json[field.jsonName] = reshapeField(field, value);
   }
+  foldLegacy(schema, json);
   return json;
+}
+
+const LEGACY = "legacy_";
+
+/**
+ * Keeps each deprecated `legacy_<name>` field out of REST JSON. Such a field holds, under its
+ * old number and narrower type, a value whose field `<name>` widened (a step's input, a Struct,
+ * became a Value as it may be one `${...}`): the engine sets both, and an engine older than
+ * this proto only the old one, whose value then stands for `<name>`.
+ */
+function foldLegacy(schema: DescMessage, json: { [key: string]: JsonValue }): void {
+  for (const field of schema.fields) {
+    if (!field.name.startsWith(LEGACY) || !field.deprecated) continue;
+    const value = json[field.jsonName];
+    delete json[field.jsonName];
+    const next = schema.fields.find((f) => f.name === field.name.slice(LEGACY.length));
+    if (value !== undefined && next !== undefined && json[next.jsonName] === undefined) {
+      json[next.jsonName] = value;
+    }
+  }
 }
 
 function reshapeField(field: DescField, value: JsonValue): JsonValue {

@@ -343,3 +343,41 @@ test("a false retryable crosses binary protobuf as false (the proto gives it pre
   ]);
   client.close();
 });
+
+test("a step's legacy fields never show in REST JSON; an older engine's alone still read", async () => {
+  const expression = ["$", "{workflow.input}"].join(""); // a Baton expression, not a template
+  on(
+    ...rpcRoute("GetDefinition", () => ({
+      name: "d",
+      steps: [
+        // today's engine: both, the new field wins
+        {
+          id: "a",
+          input: expression,
+          legacyInput: { n: 1 },
+          optional: true,
+          legacyOptional: true,
+        },
+        // an older engine: the old fields alone
+        {
+          id: "b",
+          legacyInput: { n: 1 },
+          legacyDefinitionVersion: 2,
+          legacyPermissive: false,
+          steps: [{ id: "c", legacyInput: { n: 2 } }],
+        },
+      ],
+    })),
+  );
+  const client = connect();
+  const def = await client.getDefinition("d");
+  assert.equal(JSON.stringify(def).includes("legacy"), false, JSON.stringify(def));
+  const [a, b] = def.steps ?? [];
+  assert.equal(a?.input, expression);
+  assert.equal(a?.optional, true);
+  assert.deepEqual(b?.input, { n: 1 });
+  assert.equal(b?.definitionVersion, 2);
+  assert.equal(b?.permissive, false);
+  assert.deepEqual(b?.steps?.[0]?.input, { n: 2 });
+  client.close();
+});

@@ -96,9 +96,9 @@ def answer(rpc: Rpc, status: int, headers: Mapping[str, str], body: bytes) -> Me
         try:
             return convert.from_json(rpc.response, data)
         except json_format.ParseError as e:
-            # REST's answer holds what the proto has no shape for (a definition whose step input,
-            # optional or permissive is one ${…}: the proto's Step gives those a Struct and
-            # bools). The call did what it asked; its answer is there to read over REST.
+            # REST's answer holds what the proto has no shape for (none is known: the proto's
+            # Step once typed a step's input as a Struct, which a ${…} does not fit). The call
+            # did what it asked; its answer is there to read over REST.
             raise ConnectError(
                 "failed_precondition",
                 f"{rpc.name}'s answer holds what {rpc.response.DESCRIPTOR.name} cannot carry "

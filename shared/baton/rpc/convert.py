@@ -6,6 +6,12 @@ numbers (the mapping allows numbers or strings; REST's strict validation wants n
 ``Struct`` as a double: ``3`` would come back as ``3.0``, which JSON does not distinguish but
 Python, jsonb and the workers do). ``int64_as_string`` gives the canonical mapping (strings), as
 the Connect protocol's JSON answers use it.
+
+A field whose type had to widen (a Step's ``input``, a Struct, became a Value, as it may be one
+``${…}``) gets a new number; the old one stays as ``legacy_<name>``, deprecated, for code
+generated from the older proto. REST JSON never shows it: a message read as JSON takes a legacy
+field's value for its field when that is unset, and a message made from JSON sets the legacy
+field too wherever the value fits its old type.
 """
 
 from __future__ import annotations
@@ -51,6 +57,8 @@ def from_json(cls: type[Message], data: Any) -> Message:
     engine newer than this copy of the proto may answer with more)."""
     message = cls()
     json_format.ParseDict(data, message, ignore_unknown_fields=True)
+    if _reaches_legacy(message.DESCRIPTOR):
+        _fill_legacy(message)
     return message
 
 
@@ -118,7 +126,85 @@ def _plan(descriptor: Any) -> _Plan:
         )
         setter = _setter(field)
         others.extend((key, field.name, setter, nullable) for key in keys)
+    for old, new in _legacy(descriptor):
+        keys = dict.fromkeys((new.json_name, new.name))
+        others.extend((key, old.name, _legacy_setter(old), False) for key in keys)
     return _Plan(plain, tuple(converted), tuple(others))
+
+
+LEGACY_PREFIX = "legacy_"
+_INT32_RANGE = range(-(2**31), 2**31)
+
+
+@functools.cache
+def _legacy(descriptor: Any) -> tuple[tuple[FieldDescriptor, FieldDescriptor], ...]:
+    """The (old, new) field pairs of a message type: each deprecated ``legacy_<name>`` field
+    and the field ``<name>`` that took its place under a wider type."""
+    pairs = []
+    for field in descriptor.fields:
+        if field.name.startswith(LEGACY_PREFIX) and field.GetOptions().deprecated:
+            new = descriptor.fields_by_name.get(field.name.removeprefix(LEGACY_PREFIX))
+            if new is not None:
+                pairs.append((field, new))
+    return tuple(pairs)
+
+
+def _fits(old: FieldDescriptor, value: Any) -> bool:
+    """Whether a JSON value fits a legacy field's old type (a Struct, a bool or an int32)."""
+    if old.message_type is not None:
+        return isinstance(value, dict)
+    if old.type == FieldDescriptor.TYPE_BOOL:
+        return isinstance(value, bool)
+    return isinstance(value, int) and not isinstance(value, bool) and value in _INT32_RANGE
+
+
+def _legacy_setter(old: FieldDescriptor) -> _Setter:
+    """Sets ``old`` from its new field's JSON value when the value fits it."""
+
+    def set_old(message: Message, name: str, value: Any) -> None:
+        if not _fits(old, value):
+            return
+        if old.message_type is not None:
+            _present(getattr(message, name)).update(value)
+        else:
+            setattr(message, name, value)
+
+    return set_old
+
+
+@functools.cache
+def _reaches_legacy(descriptor: Any, _seen: frozenset[str] = frozenset()) -> bool:
+    """Whether a message of ``descriptor`` may hold one with legacy fields (a Definition's
+    steps do; a poll's jobs do not)."""
+    if _legacy(descriptor):
+        return True
+    seen = _seen | {descriptor.full_name}
+    return any(
+        field.message_type is not None
+        and field.message_type.full_name not in seen
+        and not field.message_type.full_name.startswith("google.protobuf.")
+        and _reaches_legacy(field.message_type, seen)
+        for field in descriptor.fields
+    )
+
+
+def _fill_legacy(message: Any) -> None:
+    """Set each legacy field of ``message`` and the messages within it from its new field,
+    where the value fits (see the module's docstring)."""
+    descriptor = message.DESCRIPTOR
+    for old, new in _legacy(descriptor):
+        if message.HasField(new.name):
+            value = _value(getattr(message, new.name))
+            if _fits(old, value):
+                _legacy_setter(old)(message, old.name, value)
+    for field, value in message.ListFields():
+        sub = field.message_type
+        if sub is None or sub.full_name.startswith("google.protobuf.") or not _reaches_legacy(sub):
+            continue
+        if sub.GetOptions().map_entry:
+            continue
+        for each in value if _repeated(field) else (value,):
+            _fill_legacy(each)
 
 
 def _converter(field: FieldDescriptor) -> Callable[[Any], Any] | None:
@@ -141,8 +227,9 @@ def _setter(field: FieldDescriptor) -> _Setter:
     if _repeated(field):
         if field.message_type is None:
             return lambda m, name, v: getattr(m, name).extend(_scalar(field, x) for x in v)
-        plan = _plan(field.message_type)
-        return lambda m, name, v: _each(getattr(m, name), plan, v)
+        # Looked up at each call (cached): a message type may contain itself (a Step's steps).
+        sub = field.message_type
+        return lambda m, name, v: _each(getattr(m, name), _plan(sub), v)
     if kind == "google.protobuf.Timestamp":
         return lambda m, name, v: _set_time(getattr(m, name), v)
     if kind == "google.protobuf.Duration":
@@ -154,8 +241,10 @@ def _setter(field: FieldDescriptor) -> _Setter:
     if kind == "google.protobuf.ListValue":
         return lambda m, name, v: _present(getattr(m, name)).extend(v)
     assert field.message_type is not None
-    plan = _plan(field.message_type)
-    return lambda m, name, v: getattr(m, name).CopyFrom(_build(type(getattr(m, name)), plan, v))
+    sub = field.message_type
+    return lambda m, name, v: getattr(m, name).CopyFrom(
+        _build(type(getattr(m, name)), _plan(sub), v)
+    )
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -256,6 +345,7 @@ def _reader(descriptor: Any, int64_as_string: bool) -> _Reader:
         field: (field.json_name, _field_reader(field, int64_as_string))
         for field in descriptor.fields
     }
+    pairs = _legacy(descriptor)
 
     def read(message: Message) -> Any:
         out: dict[str, Any] = {}
@@ -264,7 +354,20 @@ def _reader(descriptor: Any, int64_as_string: bool) -> _Reader:
             out[json_name] = value if convert is None else convert(value)
         return out
 
-    return read
+    if not pairs:
+        return read
+    legacy = {old: new.json_name for old, new in pairs}
+
+    def read_folding(message: Message) -> Any:
+        """``read``, a legacy field's value under its new field's name unless that is set."""
+        out = read(message)
+        for old, json_name in legacy.items():
+            value = out.pop(old.json_name, None)
+            if value is not None and json_name not in out:
+                out[json_name] = value
+        return out
+
+    return read_folding
 
 
 def _field_reader(field: FieldDescriptor, int64_as_string: bool) -> _Reader | None:

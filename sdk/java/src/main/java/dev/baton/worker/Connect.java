@@ -296,6 +296,7 @@ final class Connect {
         out.set(field.getJsonName(), scalar(field, value));
       }
     }
+    ProtoJson.foldLegacy(type, out, false); // the messages within were read by this, folded
     return out;
   }
 

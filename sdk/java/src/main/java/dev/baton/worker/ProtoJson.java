@@ -3,6 +3,8 @@ package dev.baton.worker;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.google.protobuf.Descriptors.Descriptor;
+import com.google.protobuf.Descriptors.FieldDescriptor;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.Message;
 import com.google.protobuf.MessageOrBuilder;
@@ -30,9 +32,47 @@ public final class ProtoJson {
    */
   public static ObjectNode toJson(MessageOrBuilder message) {
     try {
-      return (ObjectNode) wholeNumbers(ApiHttp.JSON.readTree(PRINTER.print(message)));
+      ObjectNode json = (ObjectNode) wholeNumbers(ApiHttp.JSON.readTree(PRINTER.print(message)));
+      foldLegacy(message.getDescriptorForType(), json, true);
+      return json;
     } catch (InvalidProtocolBufferException | JsonProcessingException e) {
       throw new IllegalArgumentException("cannot print " + message.getClass().getSimpleName(), e);
+    }
+  }
+
+  private static final String LEGACY = "legacy_";
+
+  /**
+   * Keeps each deprecated {@code legacy_<name>} field out of REST JSON. Such a field holds, under
+   * its old number and narrower type, a value whose field {@code <name>} widened (a step's input,
+   * a Struct, became a Value as it may be one {@code ${...}}): the engine sets both, an engine
+   * older than this proto only the old one, whose value then stands for {@code <name>} (as it
+   * does when code sets the deprecated field). With {@code deep}, the messages within too.
+   */
+  static void foldLegacy(Descriptor type, ObjectNode json, boolean deep) {
+    for (FieldDescriptor field : type.getFields()) {
+      String name = field.getName();
+      if (deep && field.getJavaType() == FieldDescriptor.JavaType.MESSAGE && !field.isMapField()
+          && !field.getMessageType().getFullName().startsWith("google.protobuf.")) {
+        JsonNode child = json.get(field.getJsonName());
+        if (child != null && child.isObject()) {
+          foldLegacy(field.getMessageType(), (ObjectNode) child, true);
+        } else if (child != null && child.isArray()) {
+          for (JsonNode item : child) {
+            if (item.isObject()) {
+              foldLegacy(field.getMessageType(), (ObjectNode) item, true);
+            }
+          }
+        }
+      }
+      if (!name.startsWith(LEGACY) || !field.getOptions().getDeprecated()) {
+        continue;
+      }
+      JsonNode value = json.remove(field.getJsonName());
+      FieldDescriptor next = type.findFieldByName(name.substring(LEGACY.length()));
+      if (value != null && next != null && !json.has(next.getJsonName())) {
+        json.set(next.getJsonName(), value);
+      }
     }
   }
 

@@ -9,8 +9,10 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.google.protobuf.Struct;
 import com.google.protobuf.Value;
+import dev.baton.workflow.v1.Definition;
 import dev.baton.workflow.v1.Job;
 import dev.baton.workflow.v1.PollJobsResponse;
+import dev.baton.workflow.v1.Step;
 import java.security.MessageDigest;
 import java.time.Clock;
 import java.time.Duration;
@@ -164,5 +166,41 @@ class ConnectTest {
     assertEquals(sha, poll.header("x-amz-content-sha256"), "the signature covers the protobuf bytes sent");
     String authorization = poll.header("authorization");
     assertTrue(authorization.contains("SignedHeaders=connect-protocol-version;content-type;host;"), authorization);
+  }
+
+  /**
+   * A step's four widened fields kept their old numbers as deprecated legacy_* fields: they never
+   * show in REST JSON, and an engine older than this proto, which sets only them, still reads.
+   */
+  @Test
+  @SuppressWarnings("deprecation")
+  void aStepsLegacyFieldsNeverShowInRestJson() throws Exception {
+    Struct old = Struct.newBuilder().putFields("n", Value.newBuilder().setNumberValue(1).build()).build();
+    Definition definition = Definition.newBuilder()
+        .setName("d")
+        .addSteps(Step.newBuilder().setId("a") // today's engine: both, the new field wins
+            .setInput(Value.newBuilder().setStringValue("${workflow.input}"))
+            .setLegacyInput(old)
+            .setOptional(Value.newBuilder().setBoolValue(true))
+            .setLegacyOptional(true))
+        .addSteps(Step.newBuilder().setId("b") // an older engine: the old fields alone
+            .setLegacyInput(old)
+            .setLegacyDefinitionVersion(2)
+            .setLegacyPermissive(false)
+            .addSteps(Step.newBuilder().setId("c").setLegacyInput(old)))
+        .build();
+    JsonNode read = Connect.response("GET", "/v1/definitions/d", definition.toByteArray());
+    JsonNode typed = ProtoJson.toJson(definition); // what the typed API sends
+    for (JsonNode json : List.of(read, typed)) {
+      assertFalse(json.toString().contains("legacy"), json.toString());
+      JsonNode a = json.path("steps").get(0);
+      JsonNode b = json.path("steps").get(1);
+      assertEquals("${workflow.input}", a.path("input").asText(), json.toString());
+      assertTrue(a.path("optional").asBoolean(), json.toString());
+      assertEquals(1, b.path("input").path("n").asInt(), json.toString());
+      assertEquals(2, b.path("definitionVersion").asInt(), json.toString());
+      assertTrue(b.path("permissive").isBoolean() && !b.path("permissive").asBoolean(), json.toString());
+      assertEquals(1, b.path("steps").get(0).path("input").path("n").asInt(), json.toString());
+    }
   }
 }

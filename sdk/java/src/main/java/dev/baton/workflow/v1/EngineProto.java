@@ -543,457 +543,463 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       "eout_secondsB\027\n\025_poll_timeout_secondsB\033\n" +
       "\031_response_timeout_secondsB\030\n\026_concurren" +
       "t_exec_limitB\033\n\031_rate_limit_per_frequenc" +
-      "yB\"\n _rate_limit_frequency_in_seconds\"\345\016" +
+      "yB\"\n _rate_limit_frequency_in_seconds\"\327\020" +
       "\n\004Step\022\n\n\002id\030\001 \001(\t\022\014\n\004type\030\002 \001(\t\022\014\n\004name" +
-      "\030\003 \001(\t\022\023\n\013description\030\004 \001(\t\022&\n\005input\030\005 \001" +
-      "(\0132\027.google.protobuf.Struct\022\020\n\010job_type\030" +
-      "\006 \001(\t\022\030\n\013retry_count\030\007 \001(\005H\000\210\001\001\022\023\n\013retry" +
-      "_logic\030\010 \001(\t\022 \n\023retry_delay_seconds\030\t \001(" +
-      "\005H\001\210\001\001\022$\n\027max_retry_delay_seconds\030\n \001(\005H" +
-      "\002\210\001\001\022\034\n\017timeout_seconds\030\013 \001(\005H\003\210\001\001\022!\n\024po" +
-      "ll_timeout_seconds\030\014 \001(\005H\004\210\001\001\022%\n\030respons" +
-      "e_timeout_seconds\030\r \001(\005H\005\210\001\001\022\026\n\016timeout_" +
-      "policy\030\016 \001(\t\022&\n\010task_def\030\017 \001(\0132\024.workflo" +
-      "w.v1.TaskDef\022\020\n\010assignee\030\020 \001(\t\022(\n\010durati" +
-      "on\030\021 \001(\0132\026.google.protobuf.Value\022\r\n\005unti" +
-      "l\030\022 \001(\t\022\027\n\017definition_name\030\023 \001(\t\022\037\n\022defi" +
-      "nition_version\030\024 \001(\005H\006\210\001\001\022*\n\ndefinition\030" +
-      "\025 \001(\0132\026.google.protobuf.Value\022*\n\tvariabl" +
-      "es\030\026 \001(\0132\027.google.protobuf.Struct\022\016\n\006sta" +
-      "tus\030\027 \001(\t\022\016\n\006reason\030\030 \001(\t\022&\n\006output\030\031 \001(" +
-      "\0132\026.google.protobuf.Value\022\n\n\002on\030\032 \001(\t\022%\n" +
-      "\005cases\030\033 \001(\0132\026.google.protobuf.Value\022\"\n\007" +
-      "default\030\034 \003(\0132\021.workflow.v1.Step\022,\n\010bran" +
-      "ches\030\035 \003(\0132\032.google.protobuf.ListValue\022\026" +
-      "\n\tfail_fast\030\036 \001(\010H\007\210\001\001\022 \n\005steps\030\037 \003(\0132\021." +
-      "workflow.v1.Step\022\r\n\005items\030  \001(\t\022\034\n\017max_c" +
-      "oncurrency\030! \001(\005H\010\210\001\001\022\r\n\005while\030\" \001(\t\022\033\n\016" +
-      "max_iterations\030# \001(\005H\t\210\001\001\022\020\n\010language\030$ " +
-      "\001(\t\022\016\n\006script\030% \001(\t\022\r\n\005query\030& \001(\t\022\026\n\016wh" +
-      "ile_language\030\' \001(\t\022\'\n\007request\030( \001(\0132\026.go" +
-      "ogle.protobuf.Value\022\025\n\010optional\030) \001(\010H\n\210" +
-      "\001\001\022 \n\023start_delay_seconds\030* \001(\005H\013\210\001\001\022\013\n\003" +
-      "key\030+ \001(\t\022&\n\006inputs\030, \001(\0132\026.google.proto" +
-      "buf.Value\022\032\n\022definition_dialect\030- \001(\t\022\020\n" +
-      "\010index_as\030. \001(\t\022\027\n\npermissive\030/ \001(\010H\014\210\001\001" +
-      "\022\017\n\007join_on\0300 \003(\t\022\027\n\017default_join_on\0301 \003" +
-      "(\t\022\035\n\025termination_condition\0302 \001(\t\022%\n\030pol" +
-      "ling_interval_seconds\0303 \001(\005H\r\210\001\001\022\030\n\020poll" +
-      "ing_strategy\0304 \001(\t\022\033\n\016max_poll_count\0305 \001" +
-      "(\005H\016\210\001\001\022\014\n\004sink\0306 \001(\t\022\036\n\021iteration_outpu" +
-      "ts\0307 \001(\010H\017\210\001\001\022!\n\024keep_last_iterations\0308 " +
-      "\001(\005H\020\210\001\001B\016\n\014_retry_countB\026\n\024_retry_delay" +
-      "_secondsB\032\n\030_max_retry_delay_secondsB\022\n\020" +
-      "_timeout_secondsB\027\n\025_poll_timeout_second" +
-      "sB\033\n\031_response_timeout_secondsB\025\n\023_defin" +
-      "ition_versionB\014\n\n_fail_fastB\022\n\020_max_conc" +
-      "urrencyB\021\n\017_max_iterationsB\013\n\t_optionalB" +
-      "\026\n\024_start_delay_secondsB\r\n\013_permissiveB\033" +
-      "\n\031_polling_interval_secondsB\021\n\017_max_poll" +
-      "_countB\024\n\022_iteration_outputsB\027\n\025_keep_la" +
-      "st_iterations\"\254\001\n\014QueueTrigger\022\014\n\004type\030\001" +
-      " \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\032\n\022poll_interva" +
-      "l_secs\030\003 \001(\005\022\037\n\027visibility_timeout_secs\030" +
-      "\004 \001(\005\022\023\n\013max_retries\030\005 \001(\005\022\027\n\017max_concur" +
-      "rency\030\006 \001(\005\022\017\n\007enabled\030\007 \001(\010\"\264\003\n\nDefinit" +
-      "ion\022\014\n\004name\030\001 \001(\t\022\024\n\007version\030\002 \001(\005H\000\210\001\001\022" +
-      "\023\n\013description\030\003 \001(\t\022 \n\005steps\030\004 \003(\0132\021.wo" +
-      "rkflow.v1.Step\0221\n\021output_parameters\030\005 \001(" +
-      "\0132\026.google.protobuf.Value\022\027\n\017timeout_sec" +
-      "onds\030\006 \001(\005\022\026\n\016timeout_policy\030\007 \001(\t\022.\n\ncr" +
-      "eated_at\030\010 \001(\0132\032.google.protobuf.Timesta" +
-      "mp\022*\n\007trigger\030\t \001(\0132\031.workflow.v1.QueueT" +
-      "rigger\022/\n\016input_template\030\n \001(\0132\027.google." +
-      "protobuf.Struct\022\030\n\020failure_workflow\030\013 \001(" +
-      "\t\022\036\n\021retention_seconds\030\014 \001(\005H\001\210\001\001B\n\n\010_ve" +
-      "rsionB\024\n\022_retention_seconds\";\n\026ListDefin" +
-      "itionsRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_tok" +
-      "en\030\002 \001(\t\"W\n\016DefinitionPage\022,\n\013definition" +
-      "s\030\001 \003(\0132\027.workflow.v1.Definition\022\027\n\017next" +
-      "_page_token\030\002 \001(\t\"F\n\024GetDefinitionReques" +
-      "t\022\014\n\004name\030\001 \001(\t\022\024\n\007version\030\002 \001(\005H\000\210\001\001B\n\n" +
-      "\010_version\"I\n\021PutTaskDefRequest\022\014\n\004name\030\001" +
-      " \001(\t\022&\n\010task_def\030\002 \001(\0132\024.workflow.v1.Tas" +
-      "kDef\"!\n\021GetTaskDefRequest\022\014\n\004name\030\001 \001(\t\"" +
-      "$\n\024DeleteTaskDefRequest\022\014\n\004name\030\001 \001(\t\"8\n" +
-      "\023ListTaskDefsRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\np" +
-      "age_token\030\002 \001(\t\"O\n\013TaskDefPage\022\'\n\ttask_d" +
-      "efs\030\001 \003(\0132\024.workflow.v1.TaskDef\022\027\n\017next_" +
-      "page_token\030\002 \001(\t\"\211\002\n\024StartInstanceReques" +
-      "t\022\027\n\017definition_name\030\001 \001(\t\022\037\n\022definition" +
-      "_version\030\002 \001(\005H\000\210\001\001\022+\n\ndefinition\030\003 \001(\0132" +
-      "\027.workflow.v1.Definition\022&\n\005input\030\004 \001(\0132" +
-      "\027.google.protobuf.Struct\022\026\n\016correlation_" +
-      "id\030\005 \001(\t\022\027\n\017idempotency_key\030\006 \001(\t\022\032\n\022inp" +
-      "ut_payload_path\030\007 \001(\tB\025\n\023_definition_ver" +
-      "sion\"M\n\025StartInstancesRequest\0224\n\tinstanc" +
-      "es\030\001 \003(\0132!.workflow.v1.StartInstanceRequ" +
-      "est\"\215\001\n\014StartOutcome\022\r\n\005index\030\001 \001(\005\022\017\n\007o" +
-      "utcome\030\002 \001(\t\022\'\n\010instance\030\003 \001(\0132\025.workflo" +
-      "w.v1.Instance\022\r\n\005error\030\004 \001(\t\022%\n\007problem\030" +
-      "\005 \001(\0132\024.workflow.v1.Problem\"D\n\026StartInst" +
-      "ancesResponse\022*\n\007results\030\001 \003(\0132\031.workflo" +
-      "w.v1.StartOutcome\"\374\004\n\rStepExecution\022\n\n\002i" +
-      "d\030\001 \001(\t\022\017\n\007step_id\030\002 \001(\t\022\014\n\004type\030\003 \001(\t\022\016" +
-      "\n\006status\030\004 \001(\t\022\017\n\007attempt\030\005 \001(\005\022%\n\005input" +
-      "\030\006 \001(\0132\026.google.protobuf.Value\022&\n\006output" +
-      "\030\007 \001(\0132\026.google.protobuf.Value\022\r\n\005error\030" +
-      "\010 \001(\t\022\016\n\006job_id\030\t \001(\t\022\020\n\010job_type\030\n \001(\t\022" +
-      "\021\n\tworker_id\030\013 \001(\t\022.\n\ncreated_at\030\014 \001(\0132\032" +
-      ".google.protobuf.Timestamp\022.\n\nstarted_at" +
-      "\030\r \001(\0132\032.google.protobuf.Timestamp\0220\n\014co" +
-      "mpleted_at\030\016 \001(\0132\032.google.protobuf.Times" +
-      "tamp\022 \n\030parent_step_execution_id\030\017 \001(\t\022\023" +
-      "\n\006branch\030\020 \001(\005H\000\210\001\001\022\027\n\nitem_index\030\021 \001(\005H" +
-      "\001\210\001\001\022\026\n\titeration\030\022 \001(\005H\002\210\001\001\022+\n\007wake_at\030" +
-      "\023 \001(\0132\032.google.protobuf.Timestamp\022\031\n\021chi" +
-      "ld_instance_id\030\024 \001(\t\022\025\n\010attempts\030\025 \001(\005H\003" +
-      "\210\001\001B\t\n\007_branchB\r\n\013_item_indexB\014\n\n_iterat" +
-      "ionB\013\n\t_attempts\"\204\006\n\010Instance\022\n\n\002id\030\001 \001(" +
-      "\t\022\027\n\017definition_name\030\002 \001(\t\022\037\n\022definition" +
-      "_version\030\003 \001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022&\n\005i" +
-      "nput\030\005 \001(\0132\027.google.protobuf.Struct\022*\n\tv" +
-      "ariables\030\006 \001(\0132\027.google.protobuf.Struct\022" +
-      "&\n\006output\030\007 \001(\0132\026.google.protobuf.Value\022" +
-      "\016\n\006reason\030\010 \001(\t\022\017\n\007version\030\t \001(\003\022\026\n\016corr" +
-      "elation_id\030\n \001(\t\022\027\n\017idempotency_key\030\013 \001(" +
-      "\t\022\032\n\022parent_instance_id\030\014 \001(\t\022.\n\ncreated" +
-      "_at\030\r \001(\0132\032.google.protobuf.Timestamp\022.\n" +
-      "\nupdated_at\030\016 \001(\0132\032.google.protobuf.Time" +
-      "stamp\0220\n\014completed_at\030\017 \001(\0132\032.google.pro" +
-      "tobuf.Timestamp\022.\n\ntimeout_at\030\020 \001(\0132\032.go" +
-      "ogle.protobuf.Timestamp\022)\n\005steps\030\021 \003(\0132\032" +
-      ".workflow.v1.StepExecution\022 \n\030parent_ste" +
-      "p_execution_id\030\022 \001(\t\022\013\n\003run\030\023 \001(\005\022\034\n\017ste" +
-      "ps_truncated\030\024 \001(\010H\001\210\001\001\022\025\n\010archived\030\025 \001(" +
-      "\010H\002\210\001\001\022/\n\013archived_at\030\026 \001(\0132\032.google.pro" +
-      "tobuf.TimestampB\025\n\023_definition_versionB\022" +
-      "\n\020_steps_truncatedB\013\n\t_archived\"N\n\022GetIn" +
-      "stanceRequest\022\n\n\002id\030\001 \001(\t\022\032\n\rinclude_ste" +
-      "ps\030\002 \001(\010H\000\210\001\001B\020\n\016_include_steps\"A\n\020ListS" +
-      "tepsRequest\022\n\n\002id\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\022\022" +
-      "\n\npage_token\030\003 \001(\t\"{\n\021StepExecutionPage\022" +
-      ")\n\005steps\030\001 \003(\0132\032.workflow.v1.StepExecuti" +
-      "on\022\027\n\017next_page_token\030\002 \001(\t\022\025\n\010archived\030" +
-      "\003 \001(\010H\000\210\001\001B\013\n\t_archived\"B\n\021GetHistoryReq" +
-      "uest\022\n\n\002id\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\022\022\n\npage_" +
-      "token\030\003 \001(\t\"\374\001\n\014HistoryEvent\022\013\n\003seq\030\001 \001(" +
-      "\003\022&\n\002at\030\002 \001(\0132\032.google.protobuf.Timestam" +
-      "p\022\014\n\004type\030\003 \001(\t\022\017\n\007step_id\030\004 \001(\t\022\031\n\021step" +
-      "_execution_id\030\005 \001(\t\022\016\n\006job_id\030\006 \001(\t\022\024\n\007a" +
-      "ttempt\030\007 \001(\005H\000\210\001\001\022\021\n\tworker_id\030\010 \001(\t\022\017\n\007" +
-      "message\030\t \001(\t\022\'\n\006detail\030\n \001(\0132\027.google.p" +
-      "rotobuf.StructB\n\n\010_attempt\"u\n\013HistoryPag" +
-      "e\022)\n\006events\030\001 \003(\0132\031.workflow.v1.HistoryE" +
-      "vent\022\027\n\017next_page_token\030\002 \001(\t\022\025\n\010archive" +
-      "d\030\003 \001(\010H\000\210\001\001B\013\n\t_archived\"\331\002\n\026SearchInst" +
-      "ancesRequest\022\016\n\006status\030\001 \001(\t\022\027\n\017definiti" +
-      "on_name\030\002 \001(\t\022\026\n\016correlation_id\030\003 \001(\t\022\r\n" +
-      "\005limit\030\004 \001(\005\022\022\n\npage_token\030\005 \001(\t\0221\n\rcrea" +
-      "ted_after\030\006 \001(\0132\032.google.protobuf.Timest" +
-      "amp\0222\n\016created_before\030\007 \001(\0132\032.google.pro" +
-      "tobuf.Timestamp\022\025\n\010archived\030\010 \001(\010H\000\210\001\001\022(" +
-      "\n\004from\030\t \001(\0132\032.google.protobuf.Timestamp" +
-      "\022&\n\002to\030\n \001(\0132\032.google.protobuf.Timestamp" +
-      "B\013\n\t_archived\"Q\n\014InstancePage\022(\n\tinstanc" +
-      "es\030\001 \003(\0132\025.workflow.v1.Instance\022\027\n\017next_" +
-      "page_token\030\002 \001(\t\"3\n\025CancelInstanceReques" +
-      "t\022\n\n\002id\030\001 \001(\t\022\016\n\006reason\030\002 \001(\t\"\204\001\n\027Comple" +
-      "teUserTaskRequest\022\n\n\002id\030\001 \001(\t\022\017\n\007step_id" +
-      "\030\002 \001(\t\0221\n\020variables_to_set\030\003 \001(\0132\027.googl" +
-      "e.protobuf.Struct\022\031\n\021step_execution_id\030\004" +
-      " \001(\t\"p\n\rSignalRequest\022\n\n\002id\030\001 \001(\t\022\017\n\007ste" +
-      "p_id\030\002 \001(\t\022\'\n\007payload\030\003 \001(\0132\026.google.pro" +
-      "tobuf.Value\022\031\n\021step_execution_id\030\004 \001(\t\"&" +
-      "\n\030InstanceOperationRequest\022\n\n\002id\030\001 \001(\t\"C" +
-      "\n\026RestartInstanceRequest\022\n\n\002id\030\001 \001(\t\022\035\n\025" +
-      "use_latest_definition\030\002 \001(\010\"_\n\017PollJobsR" +
-      "equest\022\021\n\tworker_id\030\001 \001(\t\022\021\n\tjob_types\030\002" +
-      " \003(\t\022\020\n\010max_jobs\030\003 \001(\005\022\024\n\014wait_seconds\030\004" +
-      " \001(\001\"\244\002\n\003Job\022\n\n\002id\030\001 \001(\t\022\023\n\013instance_id\030" +
-      "\002 \001(\t\022\017\n\007step_id\030\003 \001(\t\022\031\n\021step_execution" +
-      "_id\030\004 \001(\t\022\020\n\010job_type\030\005 \001(\t\022\017\n\007attempt\030\006" +
-      " \001(\005\022\031\n\021retries_remaining\030\007 \001(\005\0223\n\017lock_" +
-      "expires_at\030\010 \001(\0132\032.google.protobuf.Times" +
-      "tamp\022%\n\005input\030\t \001(\0132\026.google.protobuf.Va" +
-      "lue\022\032\n\022input_payload_path\030\n \001(\t\022\032\n\022input" +
-      "_download_url\030\013 \001(\t\"2\n\020PollJobsResponse\022" +
-      "\036\n\004jobs\030\001 \003(\0132\020.workflow.v1.Job\"\251\001\n\022Comp" +
-      "leteJobRequest\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker" +
-      "_id\030\002 \001(\t\0221\n\020variables_to_set\030\003 \001(\0132\027.go" +
-      "ogle.protobuf.Struct\022\024\n\007attempt\030\004 \001(\005H\000\210" +
-      "\001\001\022\033\n\023output_payload_path\030\005 \001(\tB\n\n\010_atte" +
-      "mpt\"F\n\023CompleteJobResponse\022\016\n\006job_id\030\001 \001" +
-      "(\t\022\016\n\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\"\217\001\n\014" +
-      "BatchFailure\022\025\n\rerror_message\030\001 \001(\t\022\026\n\tr" +
-      "etryable\030\002 \001(\010H\000\210\001\001\022%\n\030next_retry_delay_" +
-      "seconds\030\003 \001(\001H\001\210\001\001B\014\n\n_retryableB\033\n\031_nex" +
-      "t_retry_delay_seconds\"\322\001\n\017BatchResultIte" +
-      "m\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007" +
-      "attempt\030\003 \001(\005H\000\210\001\001\0221\n\020variables_to_set\030\004" +
-      " \001(\0132\027.google.protobuf.Struct\022\033\n\023output_" +
-      "payload_path\030\005 \001(\t\022*\n\007failure\030\006 \001(\0132\031.wo" +
-      "rkflow.v1.BatchFailureB\n\n\010_attempt\"E\n\024Co" +
-      "mpleteBatchRequest\022-\n\007results\030\001 \003(\0132\034.wo" +
-      "rkflow.v1.BatchResultItem\"\203\001\n\014BatchOutco" +
-      "me\022\016\n\006job_id\030\001 \001(\t\022\017\n\007outcome\030\002 \001(\t\022\016\n\006s" +
-      "tatus\030\003 \001(\t\0223\n\017next_attempt_at\030\004 \001(\0132\032.g" +
-      "oogle.protobuf.Timestamp\022\r\n\005error\030\005 \001(\t\"" +
-      "C\n\025CompleteBatchResponse\022*\n\007results\030\001 \003(" +
-      "\0132\031.workflow.v1.BatchOutcome\"\326\001\n\016FailJob" +
-      "Request\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001" +
-      "(\t\022\025\n\rerror_message\030\003 \001(\t\022\026\n\tretryable\030\004" +
-      " \001(\010H\000\210\001\001\022%\n\030next_retry_delay_seconds\030\005 " +
-      "\001(\001H\001\210\001\001\022\024\n\007attempt\030\006 \001(\005H\002\210\001\001B\014\n\n_retry" +
-      "ableB\033\n\031_next_retry_delay_secondsB\n\n\010_at" +
-      "tempt\"w\n\017FailJobResponse\022\016\n\006job_id\030\001 \001(\t" +
-      "\022\016\n\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\0223\n\017nex" +
-      "t_attempt_at\030\004 \001(\0132\032.google.protobuf.Tim" +
-      "estamp\"W\n\020HeartbeatRequest\022\016\n\006job_id\030\001 \001" +
-      "(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000" +
-      "\210\001\001B\n\n\010_attempt\"R\n\017ClaimJobRequest\022\n\n\002id" +
-      "\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001" +
-      "(\005H\000\210\001\001B\n\n\010_attempt\"X\n\021HeartbeatResponse" +
-      "\022\016\n\006job_id\030\001 \001(\t\0223\n\017lock_expires_at\030\002 \001(" +
-      "\0132\032.google.protobuf.Timestamp\"&\n\021StopWor" +
-      "kerRequest\022\021\n\tworker_id\030\001 \001(\t\"W\n\022StopWor" +
-      "kerResponse\022\021\n\tworker_id\030\001 \001(\t\022.\n\nstoppe" +
-      "d_at\030\002 \001(\0132\032.google.protobuf.Timestamp\"_" +
-      "\n\013PushRequest\022\014\n\004name\030\001 \001(\t\022\r\n\005title\030\002 \001" +
-      "(\t\022\014\n\004body\030\003 \001(\t\022\020\n\010priority\030\004 \001(\005\022\023\n\013ma" +
-      "x_retries\030\005 \001(\005\"\200\001\n\014PushResponse\022\n\n\002id\030\001" +
-      " \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\016\n\006status\030\003 \001(\t" +
-      "\022\020\n\010priority\030\004 \001(\005\022.\n\ncreated_at\030\005 \001(\0132\032" +
-      ".google.protobuf.Timestamp\"+\n\014QueueReque" +
-      "st\022\014\n\004name\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\"b\n\nQueue" +
-      "Stats\022\017\n\007pending\030\001 \001(\003\022\022\n\nprocessing\030\002 \001" +
-      "(\003\022\021\n\tcompleted\030\003 \001(\003\022\016\n\006failed\030\004 \001(\003\022\014\n" +
-      "\004dead\030\005 \001(\003\"\365\001\n\tQueueTask\022\n\n\002id\030\001 \001(\t\022\022\n" +
-      "\nqueue_name\030\002 \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004body" +
-      "\030\004 \001(\t\022\020\n\010priority\030\005 \001(\005\022\023\n\013retry_count\030" +
-      "\006 \001(\005\022\023\n\013max_retries\030\007 \001(\005\022.\n\ncreated_at" +
-      "\030\010 \001(\0132\032.google.protobuf.Timestamp\022\017\n\007re" +
-      "ceipt\030\t \001(\t\022.\n\nvisible_at\030\n \001(\0132\032.google" +
-      ".protobuf.Timestamp\"6\n\rQueueTaskList\022%\n\005" +
-      "tasks\030\001 \003(\0132\026.workflow.v1.QueueTask\" \n\rP" +
-      "urgeResponse\022\017\n\007deleted\030\001 \001(\003\"g\n\016Dequeue" +
-      "Request\022\014\n\004name\030\001 \001(\t\022\023\n\013consumer_id\030\002 \001" +
-      "(\t\022\037\n\027visibility_timeout_secs\030\003 \001(\005\022\021\n\tm" +
-      "ax_tasks\030\004 \001(\005\"<\n\nAckRequest\022\014\n\004name\030\001 \001" +
-      "(\t\022\017\n\007task_id\030\002 \001(\t\022\017\n\007receipt\030\003 \001(\t\"r\n\013" +
-      "NackRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007task_id\030\002 \001" +
-      "(\t\022\017\n\007receipt\030\003 \001(\t\022\r\n\005error\030\004 \001(\t\022\026\n\tre" +
-      "tryable\030\005 \001(\010H\000\210\001\001B\014\n\n_retryable\"x\n\016Sett" +
-      "leResponse\022\n\n\002id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\024" +
-      "\n\007applied\030\003 \001(\010H\000\210\001\001\022\030\n\013retry_count\030\004 \001(" +
-      "\005H\001\210\001\001B\n\n\010_appliedB\016\n\014_retry_count\"6\n\021Li" +
-      "stQueuesRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_t" +
-      "oken\030\002 \001(\t\"r\n\014QueueSummary\022\014\n\004name\030\001 \001(\t" +
-      "\022\017\n\007pending\030\002 \001(\003\022\022\n\nprocessing\030\003 \001(\003\022\021\n" +
-      "\tcompleted\030\004 \001(\003\022\016\n\006failed\030\005 \001(\003\022\014\n\004dead" +
-      "\030\006 \001(\003\"O\n\tQueuePage\022)\n\006queues\030\001 \003(\0132\031.wo" +
-      "rkflow.v1.QueueSummary\022\027\n\017next_page_toke" +
-      "n\030\002 \001(\t\"X\n\025ListQueueTasksRequest\022\014\n\004name" +
-      "\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\r\n\005limit\030\003 \001(\005\022\022\n" +
-      "\npage_token\030\004 \001(\t\"\235\003\n\017QueueTaskDetail\022\n\n" +
-      "\002id\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\r\n\005title\030\003" +
-      " \001(\t\022\014\n\004body\030\004 \001(\t\022\026\n\016body_truncated\030\005 \001" +
-      "(\010\022\020\n\010priority\030\006 \001(\005\022\016\n\006status\030\007 \001(\t\022\023\n\013" +
-      "retry_count\030\010 \001(\005\022\023\n\013max_retries\030\t \001(\005\022\022" +
-      "\n\nlast_error\030\n \001(\t\022\023\n\013instance_id\030\013 \001(\t\022" +
-      ".\n\nvisible_at\030\014 \001(\0132\032.google.protobuf.Ti" +
-      "mestamp\022.\n\ncreated_at\030\r \001(\0132\032.google.pro" +
-      "tobuf.Timestamp\022.\n\nupdated_at\030\016 \001(\0132\032.go" +
-      "ogle.protobuf.Timestamp\0220\n\014completed_at\030" +
-      "\017 \001(\0132\032.google.protobuf.Timestamp\"U\n\rQue" +
-      "ueTaskPage\022+\n\005tasks\030\001 \003(\0132\034.workflow.v1." +
-      "QueueTaskDetail\022\027\n\017next_page_token\030\002 \001(\t" +
-      "\"0\n\016RedriveRequest\022\014\n\004name\030\001 \001(\t\022\020\n\010task" +
-      "_ids\030\002 \003(\t\"<\n\016RedriveSkipped\022\n\n\002id\030\001 \001(\t" +
-      "\022\016\n\006status\030\002 \001(\t\022\016\n\006reason\030\003 \001(\t\"v\n\017Redr" +
-      "iveResponse\022\020\n\010redriven\030\001 \001(\003\022\020\n\010task_id" +
-      "s\030\002 \003(\t\022,\n\007skipped\030\003 \003(\0132\033.workflow.v1.R" +
-      "edriveSkipped\022\021\n\tremaining\030\004 \001(\003\"A\n\020Sche" +
-      "duleInterval\022\025\n\revery_seconds\030\001 \001(\003\022\026\n\016o" +
-      "ffset_seconds\030\002 \001(\003\"\322\001\n\014ScheduleSpec\022\014\n\004" +
-      "cron\030\001 \003(\t\022/\n\010interval\030\002 \001(\0132\035.workflow." +
-      "v1.ScheduleInterval\022\021\n\ttime_zone\030\003 \001(\t\022\026" +
-      "\n\016jitter_seconds\030\004 \001(\005\022,\n\010start_at\030\005 \001(\013" +
-      "2\032.google.protobuf.Timestamp\022*\n\006end_at\030\006" +
-      " \001(\0132\032.google.protobuf.Timestamp\"\304\002\n\017Sch" +
-      "eduleRequest\022\n\n\002id\030\001 \001(\t\022\027\n\017definition_n" +
-      "ame\030\002 \001(\t\022\032\n\022definition_version\030\003 \001(\005\022&\n" +
-      "\005input\030\004 \001(\0132\027.google.protobuf.Struct\022\'\n" +
-      "\004spec\030\005 \001(\0132\031.workflow.v1.ScheduleSpec\022\026" +
-      "\n\016overlap_policy\030\006 \001(\t\022#\n\026catchup_window" +
-      "_seconds\030\007 \001(\005H\000\210\001\001\022\030\n\020pause_on_failure\030" +
-      "\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n \001(\t\022\017\n\007d" +
-      "ry_run\030\013 \001(\010B\031\n\027_catchup_window_seconds\"" +
-      "\253\001\n\016ScheduleAction\022-\n\tslot_time\030\001 \001(\0132\032." +
-      "google.protobuf.Timestamp\022\014\n\004kind\030\002 \001(\t\022" +
-      "\017\n\007outcome\030\003 \001(\t\022\023\n\013instance_id\030\004 \001(\t\022\016\n" +
-      "\006detail\030\005 \001(\t\022&\n\002at\030\006 \001(\0132\032.google.proto" +
-      "buf.Timestamp\"\326\003\n\010Schedule\022\n\n\002id\030\001 \001(\t\022\027" +
-      "\n\017definition_name\030\002 \001(\t\022\032\n\022definition_ve" +
-      "rsion\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.google.prot" +
-      "obuf.Struct\022\'\n\004spec\030\005 \001(\0132\031.workflow.v1." +
-      "ScheduleSpec\022\026\n\016overlap_policy\030\006 \001(\t\022\036\n\026" +
-      "catchup_window_seconds\030\007 \001(\005\022\030\n\020pause_on" +
-      "_failure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n" +
-      " \001(\t\022.\n\ncreated_at\030\013 \001(\0132\032.google.protob" +
-      "uf.Timestamp\022.\n\nupdated_at\030\014 \001(\0132\032.googl" +
-      "e.protobuf.Timestamp\0223\n\017next_fire_times\030" +
-      "\r \003(\0132\032.google.protobuf.Timestamp\0223\n\016rec" +
-      "ent_actions\030\016 \003(\0132\033.workflow.v1.Schedule" +
-      "Action\"Q\n\014SchedulePage\022(\n\tschedules\030\001 \003(" +
-      "\0132\025.workflow.v1.Schedule\022\027\n\017next_page_to" +
-      "ken\030\002 \001(\t\"\037\n\021ScheduleIdRequest\022\n\n\002id\030\001 \001" +
-      "(\t\"9\n\024ListSchedulesRequest\022\r\n\005limit\030\001 \001(" +
-      "\005\022\022\n\npage_token\030\002 \001(\t\"0\n\024PauseScheduleRe" +
-      "quest\022\n\n\002id\030\001 \001(\t\022\014\n\004note\030\002 \001(\t\"O\n\021Sched" +
-      "uleTriggered\022\n\n\002id\030\001 \001(\t\022.\n\nslot_times\030\002" +
-      " \003(\0132\032.google.protobuf.Timestamp\"o\n\017Back" +
-      "fillRequest\022\n\n\002id\030\001 \001(\t\022(\n\004from\030\002 \001(\0132\032." +
-      "google.protobuf.Timestamp\022&\n\002to\030\003 \001(\0132\032." +
-      "google.protobuf.Timestamp\"l\n\020BackfillRes" +
-      "ponse\022\n\n\002id\030\001 \001(\t\022\r\n\005slots\030\002 \001(\003\022\r\n\005adde" +
-      "d\030\003 \001(\003\022.\n\nslot_times\030\004 \003(\0132\032.google.pro" +
-      "tobuf.Timestamp\".\n\017DeletedSchedule\022\n\n\002id" +
-      "\030\001 \001(\t\022\017\n\007deleted\030\002 \001(\010\",\n\013ProblemItem\022\014" +
-      "\n\004path\030\001 \001(\t\022\017\n\007message\030\002 \001(\t\"\202\001\n\007Proble" +
-      "m\022\014\n\004type\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\016\n\006status" +
-      "\030\003 \001(\005\022\016\n\006detail\030\004 \001(\t\022\020\n\010instance\030\005 \001(\t" +
-      "\022(\n\006errors\030\006 \003(\0132\030.workflow.v1.ProblemIt" +
-      "em\"\023\n\021GetOpenApiRequest\"8\n\027DeleteDefinit" +
-      "ionRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007version\030\002 \001(" +
-      "\005\"#\n\025DeleteInstanceRequest\022\n\n\002id\030\001 \001(\t\"\341" +
-      "\001\n\017DeletedInstance\022\n\n\002id\030\001 \001(\t\022\027\n\017defini" +
-      "tion_name\030\002 \001(\t\022\037\n\022definition_version\030\003 " +
-      "\001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022\027\n\017step_executi" +
-      "ons\030\005 \001(\003\022\014\n\004jobs\030\006 \001(\003\022\026\n\016history_event" +
-      "s\030\007 \001(\003\022\025\n\010archived\030\010 \001(\010H\001\210\001\001B\025\n\023_defin" +
-      "ition_versionB\013\n\t_archived\"\022\n\020GetHealthR" +
-      "equest\"d\n\013HealthCheck\022\016\n\006status\030\001 \001(\t\022\027\n" +
-      "\nlatency_ms\030\002 \001(\001H\000\210\001\001\022\r\n\005error\030\003 \001(\t\022\016\n" +
-      "\006bucket\030\004 \001(\tB\r\n\013_latency_ms\"{\n\006Health\022\016" +
-      "\n\006status\030\001 \001(\t\022\017\n\007version\030\002 \001(\t\022*\n\010datab" +
-      "ase\030\003 \001(\0132\030.workflow.v1.HealthCheck\022$\n\002s" +
-      "3\030\004 \001(\0132\030.workflow.v1.HealthCheck\"\022\n\020Get" +
-      "ConfigRequest\"B\n\014PayloadLimit\022\030\n\020soft_li" +
-      "mit_bytes\030\001 \001(\003\022\030\n\020hard_limit_bytes\030\002 \001(" +
-      "\003\"\241\001\n\rPayloadLimits\0221\n\016workflow_input\030\001 " +
-      "\001(\0132\031.workflow.v1.PayloadLimit\022-\n\nstep_i" +
-      "nput\030\002 \001(\0132\031.workflow.v1.PayloadLimit\022.\n" +
-      "\013step_output\030\003 \001(\0132\031.workflow.v1.Payload" +
-      "Limit\"[\n\014ServerConfig\0222\n\016payload_limits\030" +
-      "\001 \001(\0132\032.workflow.v1.PayloadLimits\022\027\n\017pre" +
-      "sign_seconds\030\002 \001(\005\"h\n\024CreatePayloadReque" +
-      "st\022\014\n\004kind\030\001 \001(\t\022\022\n\nsize_bytes\030\002 \001(\003\022\033\n\016" +
-      "content_sha256\030\003 \001(\tH\000\210\001\001B\021\n\017_content_sh" +
-      "a256\"\336\001\n\rPayloadUpload\022\014\n\004path\030\001 \001(\t\022\022\n\n" +
-      "upload_url\030\002 \001(\t\022.\n\nexpires_at\030\003 \001(\0132\032.g" +
-      "oogle.protobuf.Timestamp\022E\n\016upload_heade" +
-      "rs\030\004 \003(\0132-.workflow.v1.PayloadUpload.Upl" +
-      "oadHeadersEntry\0324\n\022UploadHeadersEntry\022\013\n" +
-      "\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\0012\236\036\n\016Workfl" +
-      "owEngine\022E\n\tGetConfig\022\035.workflow.v1.GetC" +
-      "onfigRequest\032\031.workflow.v1.ServerConfig\022" +
-      "N\n\rCreatePayload\022!.workflow.v1.CreatePay" +
-      "loadRequest\032\032.workflow.v1.PayloadUpload\022" +
-      "E\n\nGetOpenApi\022\036.workflow.v1.GetOpenApiRe" +
-      "quest\032\027.google.protobuf.Struct\022?\n\tGetHea" +
-      "lth\022\035.workflow.v1.GetHealthRequest\032\023.wor" +
-      "kflow.v1.Health\022Q\n\020DeleteDefinition\022$.wo" +
-      "rkflow.v1.DeleteDefinitionRequest\032\027.work" +
-      "flow.v1.Definition\022R\n\016DeleteInstance\022\".w" +
-      "orkflow.v1.DeleteInstanceRequest\032\034.workf" +
-      "low.v1.DeletedInstance\022F\n\022RegisterDefini" +
-      "tion\022\027.workflow.v1.Definition\032\027.workflow" +
-      ".v1.Definition\022S\n\017ListDefinitions\022#.work" +
-      "flow.v1.ListDefinitionsRequest\032\033.workflo" +
-      "w.v1.DefinitionPage\022K\n\rGetDefinition\022!.w" +
-      "orkflow.v1.GetDefinitionRequest\032\027.workfl" +
-      "ow.v1.Definition\022J\n\014ListTaskDefs\022 .workf" +
-      "low.v1.ListTaskDefsRequest\032\030.workflow.v1" +
-      ".TaskDefPage\022B\n\nPutTaskDef\022\036.workflow.v1" +
-      ".PutTaskDefRequest\032\024.workflow.v1.TaskDef" +
-      "\022B\n\nGetTaskDef\022\036.workflow.v1.GetTaskDefR" +
-      "equest\032\024.workflow.v1.TaskDef\022H\n\rDeleteTa" +
-      "skDef\022!.workflow.v1.DeleteTaskDefRequest",
-      "\032\024.workflow.v1.TaskDef\022I\n\rStartInstance\022" +
-      "!.workflow.v1.StartInstanceRequest\032\025.wor" +
-      "kflow.v1.Instance\022Y\n\016StartInstances\022\".wo" +
-      "rkflow.v1.StartInstancesRequest\032#.workfl" +
-      "ow.v1.StartInstancesResponse\022Q\n\017SearchIn" +
-      "stances\022#.workflow.v1.SearchInstancesReq" +
-      "uest\032\031.workflow.v1.InstancePage\022E\n\013GetIn" +
-      "stance\022\037.workflow.v1.GetInstanceRequest\032" +
-      "\025.workflow.v1.Instance\022J\n\tListSteps\022\035.wo" +
-      "rkflow.v1.ListStepsRequest\032\036.workflow.v1" +
-      ".StepExecutionPage\022F\n\nGetHistory\022\036.workf" +
-      "low.v1.GetHistoryRequest\032\030.workflow.v1.H" +
-      "istoryPage\022K\n\016CancelInstance\022\".workflow." +
-      "v1.CancelInstanceRequest\032\025.workflow.v1.I" +
-      "nstance\022O\n\020CompleteUserTask\022$.workflow.v" +
-      "1.CompleteUserTaskRequest\032\025.workflow.v1." +
-      "Instance\022;\n\006Signal\022\032.workflow.v1.SignalR" +
-      "equest\032\025.workflow.v1.Instance\022M\n\rRetryIn" +
+      "\030\003 \001(\t\022\023\n\013description\030\004 \001(\t\022%\n\005input\0309 \001" +
+      "(\0132\026.google.protobuf.Value\022\020\n\010job_type\030\006" +
+      " \001(\t\022\030\n\013retry_count\030\007 \001(\005H\000\210\001\001\022\023\n\013retry_" +
+      "logic\030\010 \001(\t\022 \n\023retry_delay_seconds\030\t \001(\005" +
+      "H\001\210\001\001\022$\n\027max_retry_delay_seconds\030\n \001(\005H\002" +
+      "\210\001\001\022\034\n\017timeout_seconds\030\013 \001(\005H\003\210\001\001\022!\n\024pol" +
+      "l_timeout_seconds\030\014 \001(\005H\004\210\001\001\022%\n\030response" +
+      "_timeout_seconds\030\r \001(\005H\005\210\001\001\022\026\n\016timeout_p" +
+      "olicy\030\016 \001(\t\022&\n\010task_def\030\017 \001(\0132\024.workflow" +
+      ".v1.TaskDef\022\020\n\010assignee\030\020 \001(\t\022(\n\010duratio" +
+      "n\030\021 \001(\0132\026.google.protobuf.Value\022\r\n\005until" +
+      "\030\022 \001(\t\022\027\n\017definition_name\030\023 \001(\t\0222\n\022defin" +
+      "ition_version\030: \001(\0132\026.google.protobuf.Va" +
+      "lue\022*\n\ndefinition\030\025 \001(\0132\026.google.protobu" +
+      "f.Value\022*\n\tvariables\030\026 \001(\0132\027.google.prot" +
+      "obuf.Struct\022\016\n\006status\030\027 \001(\t\022\016\n\006reason\030\030 " +
+      "\001(\t\022&\n\006output\030\031 \001(\0132\026.google.protobuf.Va" +
+      "lue\022\n\n\002on\030\032 \001(\t\022%\n\005cases\030\033 \001(\0132\026.google." +
+      "protobuf.Value\022\"\n\007default\030\034 \003(\0132\021.workfl" +
+      "ow.v1.Step\022,\n\010branches\030\035 \003(\0132\032.google.pr" +
+      "otobuf.ListValue\022\026\n\tfail_fast\030\036 \001(\010H\006\210\001\001" +
+      "\022 \n\005steps\030\037 \003(\0132\021.workflow.v1.Step\022\r\n\005it" +
+      "ems\030  \001(\t\022\034\n\017max_concurrency\030! \001(\005H\007\210\001\001\022" +
+      "\r\n\005while\030\" \001(\t\022\033\n\016max_iterations\030# \001(\005H\010" +
+      "\210\001\001\022\020\n\010language\030$ \001(\t\022\016\n\006script\030% \001(\t\022\r\n" +
+      "\005query\030& \001(\t\022\026\n\016while_language\030\' \001(\t\022\'\n\007" +
+      "request\030( \001(\0132\026.google.protobuf.Value\022(\n" +
+      "\010optional\030; \001(\0132\026.google.protobuf.Value\022" +
+      " \n\023start_delay_seconds\030* \001(\005H\t\210\001\001\022\013\n\003key" +
+      "\030+ \001(\t\022&\n\006inputs\030, \001(\0132\026.google.protobuf" +
+      ".Value\022\032\n\022definition_dialect\030- \001(\t\022\020\n\010in" +
+      "dex_as\030. \001(\t\022*\n\npermissive\030< \001(\0132\026.googl" +
+      "e.protobuf.Value\022\017\n\007join_on\0300 \003(\t\022\027\n\017def" +
+      "ault_join_on\0301 \003(\t\022\035\n\025termination_condit" +
+      "ion\0302 \001(\t\022%\n\030polling_interval_seconds\0303 " +
+      "\001(\005H\n\210\001\001\022\030\n\020polling_strategy\0304 \001(\t\022\033\n\016ma" +
+      "x_poll_count\0305 \001(\005H\013\210\001\001\022\014\n\004sink\0306 \001(\t\022\036\n" +
+      "\021iteration_outputs\0307 \001(\010H\014\210\001\001\022!\n\024keep_la" +
+      "st_iterations\0308 \001(\005H\r\210\001\001\0221\n\014legacy_input" +
+      "\030\005 \001(\0132\027.google.protobuf.StructB\002\030\001\022*\n\031l" +
+      "egacy_definition_version\030\024 \001(\005B\002\030\001H\016\210\001\001\022" +
+      " \n\017legacy_optional\030) \001(\010B\002\030\001H\017\210\001\001\022\"\n\021leg" +
+      "acy_permissive\030/ \001(\010B\002\030\001H\020\210\001\001B\016\n\014_retry_" +
+      "countB\026\n\024_retry_delay_secondsB\032\n\030_max_re" +
+      "try_delay_secondsB\022\n\020_timeout_secondsB\027\n" +
+      "\025_poll_timeout_secondsB\033\n\031_response_time" +
+      "out_secondsB\014\n\n_fail_fastB\022\n\020_max_concur" +
+      "rencyB\021\n\017_max_iterationsB\026\n\024_start_delay" +
+      "_secondsB\033\n\031_polling_interval_secondsB\021\n" +
+      "\017_max_poll_countB\024\n\022_iteration_outputsB\027" +
+      "\n\025_keep_last_iterationsB\034\n\032_legacy_defin" +
+      "ition_versionB\022\n\020_legacy_optionalB\024\n\022_le" +
+      "gacy_permissive\"\254\001\n\014QueueTrigger\022\014\n\004type" +
+      "\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\032\n\022poll_inter" +
+      "val_secs\030\003 \001(\005\022\037\n\027visibility_timeout_sec" +
+      "s\030\004 \001(\005\022\023\n\013max_retries\030\005 \001(\005\022\027\n\017max_conc" +
+      "urrency\030\006 \001(\005\022\017\n\007enabled\030\007 \001(\010\"\264\003\n\nDefin" +
+      "ition\022\014\n\004name\030\001 \001(\t\022\024\n\007version\030\002 \001(\005H\000\210\001" +
+      "\001\022\023\n\013description\030\003 \001(\t\022 \n\005steps\030\004 \003(\0132\021." +
+      "workflow.v1.Step\0221\n\021output_parameters\030\005 " +
+      "\001(\0132\026.google.protobuf.Value\022\027\n\017timeout_s" +
+      "econds\030\006 \001(\005\022\026\n\016timeout_policy\030\007 \001(\t\022.\n\n" +
+      "created_at\030\010 \001(\0132\032.google.protobuf.Times" +
+      "tamp\022*\n\007trigger\030\t \001(\0132\031.workflow.v1.Queu" +
+      "eTrigger\022/\n\016input_template\030\n \001(\0132\027.googl" +
+      "e.protobuf.Struct\022\030\n\020failure_workflow\030\013 " +
+      "\001(\t\022\036\n\021retention_seconds\030\014 \001(\005H\001\210\001\001B\n\n\010_" +
+      "versionB\024\n\022_retention_seconds\";\n\026ListDef" +
+      "initionsRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_t" +
+      "oken\030\002 \001(\t\"W\n\016DefinitionPage\022,\n\013definiti" +
+      "ons\030\001 \003(\0132\027.workflow.v1.Definition\022\027\n\017ne" +
+      "xt_page_token\030\002 \001(\t\"F\n\024GetDefinitionRequ" +
+      "est\022\014\n\004name\030\001 \001(\t\022\024\n\007version\030\002 \001(\005H\000\210\001\001B" +
+      "\n\n\010_version\"I\n\021PutTaskDefRequest\022\014\n\004name" +
+      "\030\001 \001(\t\022&\n\010task_def\030\002 \001(\0132\024.workflow.v1.T" +
+      "askDef\"!\n\021GetTaskDefRequest\022\014\n\004name\030\001 \001(" +
+      "\t\"$\n\024DeleteTaskDefRequest\022\014\n\004name\030\001 \001(\t\"" +
+      "8\n\023ListTaskDefsRequest\022\r\n\005limit\030\001 \001(\005\022\022\n" +
+      "\npage_token\030\002 \001(\t\"O\n\013TaskDefPage\022\'\n\ttask" +
+      "_defs\030\001 \003(\0132\024.workflow.v1.TaskDef\022\027\n\017nex" +
+      "t_page_token\030\002 \001(\t\"\211\002\n\024StartInstanceRequ" +
+      "est\022\027\n\017definition_name\030\001 \001(\t\022\037\n\022definiti" +
+      "on_version\030\002 \001(\005H\000\210\001\001\022+\n\ndefinition\030\003 \001(" +
+      "\0132\027.workflow.v1.Definition\022&\n\005input\030\004 \001(" +
+      "\0132\027.google.protobuf.Struct\022\026\n\016correlatio" +
+      "n_id\030\005 \001(\t\022\027\n\017idempotency_key\030\006 \001(\t\022\032\n\022i" +
+      "nput_payload_path\030\007 \001(\tB\025\n\023_definition_v" +
+      "ersion\"M\n\025StartInstancesRequest\0224\n\tinsta" +
+      "nces\030\001 \003(\0132!.workflow.v1.StartInstanceRe" +
+      "quest\"\215\001\n\014StartOutcome\022\r\n\005index\030\001 \001(\005\022\017\n" +
+      "\007outcome\030\002 \001(\t\022\'\n\010instance\030\003 \001(\0132\025.workf" +
+      "low.v1.Instance\022\r\n\005error\030\004 \001(\t\022%\n\007proble" +
+      "m\030\005 \001(\0132\024.workflow.v1.Problem\"D\n\026StartIn" +
+      "stancesResponse\022*\n\007results\030\001 \003(\0132\031.workf" +
+      "low.v1.StartOutcome\"\374\004\n\rStepExecution\022\n\n" +
+      "\002id\030\001 \001(\t\022\017\n\007step_id\030\002 \001(\t\022\014\n\004type\030\003 \001(\t" +
+      "\022\016\n\006status\030\004 \001(\t\022\017\n\007attempt\030\005 \001(\005\022%\n\005inp" +
+      "ut\030\006 \001(\0132\026.google.protobuf.Value\022&\n\006outp" +
+      "ut\030\007 \001(\0132\026.google.protobuf.Value\022\r\n\005erro" +
+      "r\030\010 \001(\t\022\016\n\006job_id\030\t \001(\t\022\020\n\010job_type\030\n \001(" +
+      "\t\022\021\n\tworker_id\030\013 \001(\t\022.\n\ncreated_at\030\014 \001(\013" +
+      "2\032.google.protobuf.Timestamp\022.\n\nstarted_" +
+      "at\030\r \001(\0132\032.google.protobuf.Timestamp\0220\n\014" +
+      "completed_at\030\016 \001(\0132\032.google.protobuf.Tim" +
+      "estamp\022 \n\030parent_step_execution_id\030\017 \001(\t" +
+      "\022\023\n\006branch\030\020 \001(\005H\000\210\001\001\022\027\n\nitem_index\030\021 \001(" +
+      "\005H\001\210\001\001\022\026\n\titeration\030\022 \001(\005H\002\210\001\001\022+\n\007wake_a" +
+      "t\030\023 \001(\0132\032.google.protobuf.Timestamp\022\031\n\021c" +
+      "hild_instance_id\030\024 \001(\t\022\025\n\010attempts\030\025 \001(\005" +
+      "H\003\210\001\001B\t\n\007_branchB\r\n\013_item_indexB\014\n\n_iter" +
+      "ationB\013\n\t_attempts\"\204\006\n\010Instance\022\n\n\002id\030\001 " +
+      "\001(\t\022\027\n\017definition_name\030\002 \001(\t\022\037\n\022definiti" +
+      "on_version\030\003 \001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022&\n" +
+      "\005input\030\005 \001(\0132\027.google.protobuf.Struct\022*\n" +
+      "\tvariables\030\006 \001(\0132\027.google.protobuf.Struc" +
+      "t\022&\n\006output\030\007 \001(\0132\026.google.protobuf.Valu" +
+      "e\022\016\n\006reason\030\010 \001(\t\022\017\n\007version\030\t \001(\003\022\026\n\016co" +
+      "rrelation_id\030\n \001(\t\022\027\n\017idempotency_key\030\013 " +
+      "\001(\t\022\032\n\022parent_instance_id\030\014 \001(\t\022.\n\ncreat" +
+      "ed_at\030\r \001(\0132\032.google.protobuf.Timestamp\022" +
+      ".\n\nupdated_at\030\016 \001(\0132\032.google.protobuf.Ti" +
+      "mestamp\0220\n\014completed_at\030\017 \001(\0132\032.google.p" +
+      "rotobuf.Timestamp\022.\n\ntimeout_at\030\020 \001(\0132\032." +
+      "google.protobuf.Timestamp\022)\n\005steps\030\021 \003(\013" +
+      "2\032.workflow.v1.StepExecution\022 \n\030parent_s" +
+      "tep_execution_id\030\022 \001(\t\022\013\n\003run\030\023 \001(\005\022\034\n\017s" +
+      "teps_truncated\030\024 \001(\010H\001\210\001\001\022\025\n\010archived\030\025 " +
+      "\001(\010H\002\210\001\001\022/\n\013archived_at\030\026 \001(\0132\032.google.p" +
+      "rotobuf.TimestampB\025\n\023_definition_version" +
+      "B\022\n\020_steps_truncatedB\013\n\t_archived\"N\n\022Get" +
+      "InstanceRequest\022\n\n\002id\030\001 \001(\t\022\032\n\rinclude_s" +
+      "teps\030\002 \001(\010H\000\210\001\001B\020\n\016_include_steps\"A\n\020Lis" +
+      "tStepsRequest\022\n\n\002id\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005" +
+      "\022\022\n\npage_token\030\003 \001(\t\"{\n\021StepExecutionPag" +
+      "e\022)\n\005steps\030\001 \003(\0132\032.workflow.v1.StepExecu" +
+      "tion\022\027\n\017next_page_token\030\002 \001(\t\022\025\n\010archive" +
+      "d\030\003 \001(\010H\000\210\001\001B\013\n\t_archived\"B\n\021GetHistoryR" +
+      "equest\022\n\n\002id\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\022\022\n\npag" +
+      "e_token\030\003 \001(\t\"\374\001\n\014HistoryEvent\022\013\n\003seq\030\001 " +
+      "\001(\003\022&\n\002at\030\002 \001(\0132\032.google.protobuf.Timest" +
+      "amp\022\014\n\004type\030\003 \001(\t\022\017\n\007step_id\030\004 \001(\t\022\031\n\021st" +
+      "ep_execution_id\030\005 \001(\t\022\016\n\006job_id\030\006 \001(\t\022\024\n" +
+      "\007attempt\030\007 \001(\005H\000\210\001\001\022\021\n\tworker_id\030\010 \001(\t\022\017" +
+      "\n\007message\030\t \001(\t\022\'\n\006detail\030\n \001(\0132\027.google" +
+      ".protobuf.StructB\n\n\010_attempt\"u\n\013HistoryP" +
+      "age\022)\n\006events\030\001 \003(\0132\031.workflow.v1.Histor" +
+      "yEvent\022\027\n\017next_page_token\030\002 \001(\t\022\025\n\010archi" +
+      "ved\030\003 \001(\010H\000\210\001\001B\013\n\t_archived\"\331\002\n\026SearchIn" +
+      "stancesRequest\022\016\n\006status\030\001 \001(\t\022\027\n\017defini" +
+      "tion_name\030\002 \001(\t\022\026\n\016correlation_id\030\003 \001(\t\022" +
+      "\r\n\005limit\030\004 \001(\005\022\022\n\npage_token\030\005 \001(\t\0221\n\rcr" +
+      "eated_after\030\006 \001(\0132\032.google.protobuf.Time" +
+      "stamp\0222\n\016created_before\030\007 \001(\0132\032.google.p" +
+      "rotobuf.Timestamp\022\025\n\010archived\030\010 \001(\010H\000\210\001\001" +
+      "\022(\n\004from\030\t \001(\0132\032.google.protobuf.Timesta" +
+      "mp\022&\n\002to\030\n \001(\0132\032.google.protobuf.Timesta" +
+      "mpB\013\n\t_archived\"Q\n\014InstancePage\022(\n\tinsta" +
+      "nces\030\001 \003(\0132\025.workflow.v1.Instance\022\027\n\017nex" +
+      "t_page_token\030\002 \001(\t\"3\n\025CancelInstanceRequ" +
+      "est\022\n\n\002id\030\001 \001(\t\022\016\n\006reason\030\002 \001(\t\"\204\001\n\027Comp" +
+      "leteUserTaskRequest\022\n\n\002id\030\001 \001(\t\022\017\n\007step_" +
+      "id\030\002 \001(\t\0221\n\020variables_to_set\030\003 \001(\0132\027.goo" +
+      "gle.protobuf.Struct\022\031\n\021step_execution_id" +
+      "\030\004 \001(\t\"p\n\rSignalRequest\022\n\n\002id\030\001 \001(\t\022\017\n\007s" +
+      "tep_id\030\002 \001(\t\022\'\n\007payload\030\003 \001(\0132\026.google.p" +
+      "rotobuf.Value\022\031\n\021step_execution_id\030\004 \001(\t" +
+      "\"&\n\030InstanceOperationRequest\022\n\n\002id\030\001 \001(\t" +
+      "\"C\n\026RestartInstanceRequest\022\n\n\002id\030\001 \001(\t\022\035" +
+      "\n\025use_latest_definition\030\002 \001(\010\"_\n\017PollJob" +
+      "sRequest\022\021\n\tworker_id\030\001 \001(\t\022\021\n\tjob_types" +
+      "\030\002 \003(\t\022\020\n\010max_jobs\030\003 \001(\005\022\024\n\014wait_seconds" +
+      "\030\004 \001(\001\"\244\002\n\003Job\022\n\n\002id\030\001 \001(\t\022\023\n\013instance_i" +
+      "d\030\002 \001(\t\022\017\n\007step_id\030\003 \001(\t\022\031\n\021step_executi" +
+      "on_id\030\004 \001(\t\022\020\n\010job_type\030\005 \001(\t\022\017\n\007attempt" +
+      "\030\006 \001(\005\022\031\n\021retries_remaining\030\007 \001(\005\0223\n\017loc" +
+      "k_expires_at\030\010 \001(\0132\032.google.protobuf.Tim" +
+      "estamp\022%\n\005input\030\t \001(\0132\026.google.protobuf." +
+      "Value\022\032\n\022input_payload_path\030\n \001(\t\022\032\n\022inp" +
+      "ut_download_url\030\013 \001(\t\"2\n\020PollJobsRespons" +
+      "e\022\036\n\004jobs\030\001 \003(\0132\020.workflow.v1.Job\"\251\001\n\022Co" +
+      "mpleteJobRequest\022\016\n\006job_id\030\001 \001(\t\022\021\n\twork" +
+      "er_id\030\002 \001(\t\0221\n\020variables_to_set\030\003 \001(\0132\027." +
+      "google.protobuf.Struct\022\024\n\007attempt\030\004 \001(\005H" +
+      "\000\210\001\001\022\033\n\023output_payload_path\030\005 \001(\tB\n\n\010_at" +
+      "tempt\"F\n\023CompleteJobResponse\022\016\n\006job_id\030\001" +
+      " \001(\t\022\016\n\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\"\217\001" +
+      "\n\014BatchFailure\022\025\n\rerror_message\030\001 \001(\t\022\026\n" +
+      "\tretryable\030\002 \001(\010H\000\210\001\001\022%\n\030next_retry_dela" +
+      "y_seconds\030\003 \001(\001H\001\210\001\001B\014\n\n_retryableB\033\n\031_n" +
+      "ext_retry_delay_seconds\"\322\001\n\017BatchResultI" +
+      "tem\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024" +
+      "\n\007attempt\030\003 \001(\005H\000\210\001\001\0221\n\020variables_to_set" +
+      "\030\004 \001(\0132\027.google.protobuf.Struct\022\033\n\023outpu" +
+      "t_payload_path\030\005 \001(\t\022*\n\007failure\030\006 \001(\0132\031." +
+      "workflow.v1.BatchFailureB\n\n\010_attempt\"E\n\024" +
+      "CompleteBatchRequest\022-\n\007results\030\001 \003(\0132\034." +
+      "workflow.v1.BatchResultItem\"\203\001\n\014BatchOut" +
+      "come\022\016\n\006job_id\030\001 \001(\t\022\017\n\007outcome\030\002 \001(\t\022\016\n" +
+      "\006status\030\003 \001(\t\0223\n\017next_attempt_at\030\004 \001(\0132\032" +
+      ".google.protobuf.Timestamp\022\r\n\005error\030\005 \001(" +
+      "\t\"C\n\025CompleteBatchResponse\022*\n\007results\030\001 " +
+      "\003(\0132\031.workflow.v1.BatchOutcome\"\326\001\n\016FailJ" +
+      "obRequest\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002" +
+      " \001(\t\022\025\n\rerror_message\030\003 \001(\t\022\026\n\tretryable" +
+      "\030\004 \001(\010H\000\210\001\001\022%\n\030next_retry_delay_seconds\030" +
+      "\005 \001(\001H\001\210\001\001\022\024\n\007attempt\030\006 \001(\005H\002\210\001\001B\014\n\n_ret" +
+      "ryableB\033\n\031_next_retry_delay_secondsB\n\n\010_" +
+      "attempt\"w\n\017FailJobResponse\022\016\n\006job_id\030\001 \001" +
+      "(\t\022\016\n\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\0223\n\017n" +
+      "ext_attempt_at\030\004 \001(\0132\032.google.protobuf.T" +
+      "imestamp\"W\n\020HeartbeatRequest\022\016\n\006job_id\030\001" +
+      " \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005" +
+      "H\000\210\001\001B\n\n\010_attempt\"R\n\017ClaimJobRequest\022\n\n\002" +
+      "id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003" +
+      " \001(\005H\000\210\001\001B\n\n\010_attempt\"X\n\021HeartbeatRespon" +
+      "se\022\016\n\006job_id\030\001 \001(\t\0223\n\017lock_expires_at\030\002 " +
+      "\001(\0132\032.google.protobuf.Timestamp\"&\n\021StopW" +
+      "orkerRequest\022\021\n\tworker_id\030\001 \001(\t\"W\n\022StopW" +
+      "orkerResponse\022\021\n\tworker_id\030\001 \001(\t\022.\n\nstop" +
+      "ped_at\030\002 \001(\0132\032.google.protobuf.Timestamp" +
+      "\"_\n\013PushRequest\022\014\n\004name\030\001 \001(\t\022\r\n\005title\030\002" +
+      " \001(\t\022\014\n\004body\030\003 \001(\t\022\020\n\010priority\030\004 \001(\005\022\023\n\013" +
+      "max_retries\030\005 \001(\005\"\200\001\n\014PushResponse\022\n\n\002id" +
+      "\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\016\n\006status\030\003 \001" +
+      "(\t\022\020\n\010priority\030\004 \001(\005\022.\n\ncreated_at\030\005 \001(\013" +
+      "2\032.google.protobuf.Timestamp\"+\n\014QueueReq" +
+      "uest\022\014\n\004name\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\"b\n\nQue" +
+      "ueStats\022\017\n\007pending\030\001 \001(\003\022\022\n\nprocessing\030\002" +
+      " \001(\003\022\021\n\tcompleted\030\003 \001(\003\022\016\n\006failed\030\004 \001(\003\022" +
+      "\014\n\004dead\030\005 \001(\003\"\365\001\n\tQueueTask\022\n\n\002id\030\001 \001(\t\022" +
+      "\022\n\nqueue_name\030\002 \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004bo" +
+      "dy\030\004 \001(\t\022\020\n\010priority\030\005 \001(\005\022\023\n\013retry_coun" +
+      "t\030\006 \001(\005\022\023\n\013max_retries\030\007 \001(\005\022.\n\ncreated_" +
+      "at\030\010 \001(\0132\032.google.protobuf.Timestamp\022\017\n\007" +
+      "receipt\030\t \001(\t\022.\n\nvisible_at\030\n \001(\0132\032.goog" +
+      "le.protobuf.Timestamp\"6\n\rQueueTaskList\022%" +
+      "\n\005tasks\030\001 \003(\0132\026.workflow.v1.QueueTask\" \n" +
+      "\rPurgeResponse\022\017\n\007deleted\030\001 \001(\003\"g\n\016Deque" +
+      "ueRequest\022\014\n\004name\030\001 \001(\t\022\023\n\013consumer_id\030\002" +
+      " \001(\t\022\037\n\027visibility_timeout_secs\030\003 \001(\005\022\021\n" +
+      "\tmax_tasks\030\004 \001(\005\"<\n\nAckRequest\022\014\n\004name\030\001" +
+      " \001(\t\022\017\n\007task_id\030\002 \001(\t\022\017\n\007receipt\030\003 \001(\t\"r" +
+      "\n\013NackRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007task_id\030\002" +
+      " \001(\t\022\017\n\007receipt\030\003 \001(\t\022\r\n\005error\030\004 \001(\t\022\026\n\t" +
+      "retryable\030\005 \001(\010H\000\210\001\001B\014\n\n_retryable\"x\n\016Se" +
+      "ttleResponse\022\n\n\002id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t" +
+      "\022\024\n\007applied\030\003 \001(\010H\000\210\001\001\022\030\n\013retry_count\030\004 " +
+      "\001(\005H\001\210\001\001B\n\n\010_appliedB\016\n\014_retry_count\"6\n\021" +
+      "ListQueuesRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage" +
+      "_token\030\002 \001(\t\"r\n\014QueueSummary\022\014\n\004name\030\001 \001" +
+      "(\t\022\017\n\007pending\030\002 \001(\003\022\022\n\nprocessing\030\003 \001(\003\022" +
+      "\021\n\tcompleted\030\004 \001(\003\022\016\n\006failed\030\005 \001(\003\022\014\n\004de" +
+      "ad\030\006 \001(\003\"O\n\tQueuePage\022)\n\006queues\030\001 \003(\0132\031." +
+      "workflow.v1.QueueSummary\022\027\n\017next_page_to" +
+      "ken\030\002 \001(\t\"X\n\025ListQueueTasksRequest\022\014\n\004na" +
+      "me\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\r\n\005limit\030\003 \001(\005\022" +
+      "\022\n\npage_token\030\004 \001(\t\"\235\003\n\017QueueTaskDetail\022" +
+      "\n\n\002id\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\r\n\005title" +
+      "\030\003 \001(\t\022\014\n\004body\030\004 \001(\t\022\026\n\016body_truncated\030\005" +
+      " \001(\010\022\020\n\010priority\030\006 \001(\005\022\016\n\006status\030\007 \001(\t\022\023" +
+      "\n\013retry_count\030\010 \001(\005\022\023\n\013max_retries\030\t \001(\005" +
+      "\022\022\n\nlast_error\030\n \001(\t\022\023\n\013instance_id\030\013 \001(" +
+      "\t\022.\n\nvisible_at\030\014 \001(\0132\032.google.protobuf." +
+      "Timestamp\022.\n\ncreated_at\030\r \001(\0132\032.google.p" +
+      "rotobuf.Timestamp\022.\n\nupdated_at\030\016 \001(\0132\032." +
+      "google.protobuf.Timestamp\0220\n\014completed_a" +
+      "t\030\017 \001(\0132\032.google.protobuf.Timestamp\"U\n\rQ" +
+      "ueueTaskPage\022+\n\005tasks\030\001 \003(\0132\034.workflow.v" +
+      "1.QueueTaskDetail\022\027\n\017next_page_token\030\002 \001" +
+      "(\t\"0\n\016RedriveRequest\022\014\n\004name\030\001 \001(\t\022\020\n\010ta" +
+      "sk_ids\030\002 \003(\t\"<\n\016RedriveSkipped\022\n\n\002id\030\001 \001" +
+      "(\t\022\016\n\006status\030\002 \001(\t\022\016\n\006reason\030\003 \001(\t\"v\n\017Re" +
+      "driveResponse\022\020\n\010redriven\030\001 \001(\003\022\020\n\010task_" +
+      "ids\030\002 \003(\t\022,\n\007skipped\030\003 \003(\0132\033.workflow.v1" +
+      ".RedriveSkipped\022\021\n\tremaining\030\004 \001(\003\"A\n\020Sc" +
+      "heduleInterval\022\025\n\revery_seconds\030\001 \001(\003\022\026\n" +
+      "\016offset_seconds\030\002 \001(\003\"\322\001\n\014ScheduleSpec\022\014" +
+      "\n\004cron\030\001 \003(\t\022/\n\010interval\030\002 \001(\0132\035.workflo" +
+      "w.v1.ScheduleInterval\022\021\n\ttime_zone\030\003 \001(\t" +
+      "\022\026\n\016jitter_seconds\030\004 \001(\005\022,\n\010start_at\030\005 \001" +
+      "(\0132\032.google.protobuf.Timestamp\022*\n\006end_at" +
+      "\030\006 \001(\0132\032.google.protobuf.Timestamp\"\304\002\n\017S" +
+      "cheduleRequest\022\n\n\002id\030\001 \001(\t\022\027\n\017definition" +
+      "_name\030\002 \001(\t\022\032\n\022definition_version\030\003 \001(\005\022" +
+      "&\n\005input\030\004 \001(\0132\027.google.protobuf.Struct\022" +
+      "\'\n\004spec\030\005 \001(\0132\031.workflow.v1.ScheduleSpec" +
+      "\022\026\n\016overlap_policy\030\006 \001(\t\022#\n\026catchup_wind" +
+      "ow_seconds\030\007 \001(\005H\000\210\001\001\022\030\n\020pause_on_failur" +
+      "e\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n \001(\t\022\017\n" +
+      "\007dry_run\030\013 \001(\010B\031\n\027_catchup_window_second" +
+      "s\"\253\001\n\016ScheduleAction\022-\n\tslot_time\030\001 \001(\0132" +
+      "\032.google.protobuf.Timestamp\022\014\n\004kind\030\002 \001(" +
+      "\t\022\017\n\007outcome\030\003 \001(\t\022\023\n\013instance_id\030\004 \001(\t\022" +
+      "\016\n\006detail\030\005 \001(\t\022&\n\002at\030\006 \001(\0132\032.google.pro" +
+      "tobuf.Timestamp\"\326\003\n\010Schedule\022\n\n\002id\030\001 \001(\t" +
+      "\022\027\n\017definition_name\030\002 \001(\t\022\032\n\022definition_" +
+      "version\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.google.pr" +
+      "otobuf.Struct\022\'\n\004spec\030\005 \001(\0132\031.workflow.v" +
+      "1.ScheduleSpec\022\026\n\016overlap_policy\030\006 \001(\t\022\036" +
+      "\n\026catchup_window_seconds\030\007 \001(\005\022\030\n\020pause_" +
+      "on_failure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note" +
+      "\030\n \001(\t\022.\n\ncreated_at\030\013 \001(\0132\032.google.prot" +
+      "obuf.Timestamp\022.\n\nupdated_at\030\014 \001(\0132\032.goo" +
+      "gle.protobuf.Timestamp\0223\n\017next_fire_time" +
+      "s\030\r \003(\0132\032.google.protobuf.Timestamp\0223\n\016r" +
+      "ecent_actions\030\016 \003(\0132\033.workflow.v1.Schedu" +
+      "leAction\"Q\n\014SchedulePage\022(\n\tschedules\030\001 " +
+      "\003(\0132\025.workflow.v1.Schedule\022\027\n\017next_page_" +
+      "token\030\002 \001(\t\"\037\n\021ScheduleIdRequest\022\n\n\002id\030\001" +
+      " \001(\t\"9\n\024ListSchedulesRequest\022\r\n\005limit\030\001 " +
+      "\001(\005\022\022\n\npage_token\030\002 \001(\t\"0\n\024PauseSchedule" +
+      "Request\022\n\n\002id\030\001 \001(\t\022\014\n\004note\030\002 \001(\t\"O\n\021Sch" +
+      "eduleTriggered\022\n\n\002id\030\001 \001(\t\022.\n\nslot_times" +
+      "\030\002 \003(\0132\032.google.protobuf.Timestamp\"o\n\017Ba" +
+      "ckfillRequest\022\n\n\002id\030\001 \001(\t\022(\n\004from\030\002 \001(\0132" +
+      "\032.google.protobuf.Timestamp\022&\n\002to\030\003 \001(\0132" +
+      "\032.google.protobuf.Timestamp\"l\n\020BackfillR" +
+      "esponse\022\n\n\002id\030\001 \001(\t\022\r\n\005slots\030\002 \001(\003\022\r\n\005ad" +
+      "ded\030\003 \001(\003\022.\n\nslot_times\030\004 \003(\0132\032.google.p" +
+      "rotobuf.Timestamp\".\n\017DeletedSchedule\022\n\n\002" +
+      "id\030\001 \001(\t\022\017\n\007deleted\030\002 \001(\010\",\n\013ProblemItem" +
+      "\022\014\n\004path\030\001 \001(\t\022\017\n\007message\030\002 \001(\t\"\202\001\n\007Prob" +
+      "lem\022\014\n\004type\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\016\n\006stat" +
+      "us\030\003 \001(\005\022\016\n\006detail\030\004 \001(\t\022\020\n\010instance\030\005 \001" +
+      "(\t\022(\n\006errors\030\006 \003(\0132\030.workflow.v1.Problem" +
+      "Item\"\023\n\021GetOpenApiRequest\"8\n\027DeleteDefin" +
+      "itionRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007version\030\002 " +
+      "\001(\005\"#\n\025DeleteInstanceRequest\022\n\n\002id\030\001 \001(\t" +
+      "\"\341\001\n\017DeletedInstance\022\n\n\002id\030\001 \001(\t\022\027\n\017defi" +
+      "nition_name\030\002 \001(\t\022\037\n\022definition_version\030" +
+      "\003 \001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022\027\n\017step_execu" +
+      "tions\030\005 \001(\003\022\014\n\004jobs\030\006 \001(\003\022\026\n\016history_eve" +
+      "nts\030\007 \001(\003\022\025\n\010archived\030\010 \001(\010H\001\210\001\001B\025\n\023_def" +
+      "inition_versionB\013\n\t_archived\"\022\n\020GetHealt" +
+      "hRequest\"d\n\013HealthCheck\022\016\n\006status\030\001 \001(\t\022" +
+      "\027\n\nlatency_ms\030\002 \001(\001H\000\210\001\001\022\r\n\005error\030\003 \001(\t\022" +
+      "\016\n\006bucket\030\004 \001(\tB\r\n\013_latency_ms\"{\n\006Health" +
+      "\022\016\n\006status\030\001 \001(\t\022\017\n\007version\030\002 \001(\t\022*\n\010dat" +
+      "abase\030\003 \001(\0132\030.workflow.v1.HealthCheck\022$\n" +
+      "\002s3\030\004 \001(\0132\030.workflow.v1.HealthCheck\"\022\n\020G" +
+      "etConfigRequest\"B\n\014PayloadLimit\022\030\n\020soft_" +
+      "limit_bytes\030\001 \001(\003\022\030\n\020hard_limit_bytes\030\002 " +
+      "\001(\003\"\241\001\n\rPayloadLimits\0221\n\016workflow_input\030" +
+      "\001 \001(\0132\031.workflow.v1.PayloadLimit\022-\n\nstep" +
+      "_input\030\002 \001(\0132\031.workflow.v1.PayloadLimit\022" +
+      ".\n\013step_output\030\003 \001(\0132\031.workflow.v1.Paylo" +
+      "adLimit\"[\n\014ServerConfig\0222\n\016payload_limit" +
+      "s\030\001 \001(\0132\032.workflow.v1.PayloadLimits\022\027\n\017p" +
+      "resign_seconds\030\002 \001(\005\"h\n\024CreatePayloadReq" +
+      "uest\022\014\n\004kind\030\001 \001(\t\022\022\n\nsize_bytes\030\002 \001(\003\022\033" +
+      "\n\016content_sha256\030\003 \001(\tH\000\210\001\001B\021\n\017_content_" +
+      "sha256\"\336\001\n\rPayloadUpload\022\014\n\004path\030\001 \001(\t\022\022" +
+      "\n\nupload_url\030\002 \001(\t\022.\n\nexpires_at\030\003 \001(\0132\032" +
+      ".google.protobuf.Timestamp\022E\n\016upload_hea" +
+      "ders\030\004 \003(\0132-.workflow.v1.PayloadUpload.U" +
+      "ploadHeadersEntry\0324\n\022UploadHeadersEntry\022" +
+      "\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\0012\236\036\n\016Work" +
+      "flowEngine\022E\n\tGetConfig\022\035.workflow.v1.Ge" +
+      "tConfigRequest\032\031.workflow.v1.ServerConfi" +
+      "g\022N\n\rCreatePayload\022!.workflow.v1.CreateP" +
+      "ayloadRequest\032\032.workflow.v1.PayloadUploa" +
+      "d\022E\n\nGetOpenApi\022\036.workflow.v1.GetOpenApi" +
+      "Request\032\027.google.protobuf.Struct\022?\n\tGetH" +
+      "ealth\022\035.workflow.v1.GetHealthRequest\032\023.w" +
+      "orkflow.v1.Health\022Q\n\020DeleteDefinition\022$." +
+      "workflow.v1.DeleteDefinitionRequest\032\027.wo" +
+      "rkflow.v1.Definition\022R\n\016DeleteInstance\022\"" +
+      ".workflow.v1.DeleteInstanceRequest\032\034.wor" +
+      "kflow.v1.DeletedInstance\022F\n\022RegisterDefi" +
+      "nition\022\027.workflow.v1.Definition\032\027.workfl" +
+      "ow.v1.Definition\022S\n\017ListDefinitions\022#.wo" +
+      "rkflow.v1.ListDefinitionsRequest\032\033.workf" +
+      "low.v1.DefinitionPage\022K\n\rGetDefinition\022!" +
+      ".workflow.v1.GetDefinitionRequest\032\027.work" +
+      "flow.v1.Definition\022J\n\014ListTaskDefs\022 .wor",
+      "kflow.v1.ListTaskDefsRequest\032\030.workflow." +
+      "v1.TaskDefPage\022B\n\nPutTaskDef\022\036.workflow." +
+      "v1.PutTaskDefRequest\032\024.workflow.v1.TaskD" +
+      "ef\022B\n\nGetTaskDef\022\036.workflow.v1.GetTaskDe" +
+      "fRequest\032\024.workflow.v1.TaskDef\022H\n\rDelete" +
+      "TaskDef\022!.workflow.v1.DeleteTaskDefReque" +
+      "st\032\024.workflow.v1.TaskDef\022I\n\rStartInstanc" +
+      "e\022!.workflow.v1.StartInstanceRequest\032\025.w" +
+      "orkflow.v1.Instance\022Y\n\016StartInstances\022\"." +
+      "workflow.v1.StartInstancesRequest\032#.work" +
+      "flow.v1.StartInstancesResponse\022Q\n\017Search" +
+      "Instances\022#.workflow.v1.SearchInstancesR" +
+      "equest\032\031.workflow.v1.InstancePage\022E\n\013Get" +
+      "Instance\022\037.workflow.v1.GetInstanceReques" +
+      "t\032\025.workflow.v1.Instance\022J\n\tListSteps\022\035." +
+      "workflow.v1.ListStepsRequest\032\036.workflow." +
+      "v1.StepExecutionPage\022F\n\nGetHistory\022\036.wor" +
+      "kflow.v1.GetHistoryRequest\032\030.workflow.v1" +
+      ".HistoryPage\022K\n\016CancelInstance\022\".workflo" +
+      "w.v1.CancelInstanceRequest\032\025.workflow.v1" +
+      ".Instance\022O\n\020CompleteUserTask\022$.workflow" +
+      ".v1.CompleteUserTaskRequest\032\025.workflow.v" +
+      "1.Instance\022;\n\006Signal\022\032.workflow.v1.Signa" +
+      "lRequest\032\025.workflow.v1.Instance\022M\n\rRetry" +
+      "Instance\022%.workflow.v1.InstanceOperation" +
+      "Request\032\025.workflow.v1.Instance\022M\n\017Restar" +
+      "tInstance\022#.workflow.v1.RestartInstanceR" +
+      "equest\032\025.workflow.v1.Instance\022M\n\rPauseIn" +
       "stance\022%.workflow.v1.InstanceOperationRe" +
-      "quest\032\025.workflow.v1.Instance\022M\n\017RestartI" +
-      "nstance\022#.workflow.v1.RestartInstanceReq" +
-      "uest\032\025.workflow.v1.Instance\022M\n\rPauseInst" +
-      "ance\022%.workflow.v1.InstanceOperationRequ" +
-      "est\032\025.workflow.v1.Instance\022N\n\016ResumeInst" +
-      "ance\022%.workflow.v1.InstanceOperationRequ" +
-      "est\032\025.workflow.v1.Instance\022G\n\010PollJobs\022\034" +
-      ".workflow.v1.PollJobsRequest\032\035.workflow." +
-      "v1.PollJobsResponse\022P\n\013CompleteJob\022\037.wor" +
-      "kflow.v1.CompleteJobRequest\032 .workflow.v" +
-      "1.CompleteJobResponse\022V\n\rCompleteBatch\022!" +
-      ".workflow.v1.CompleteBatchRequest\032\".work" +
-      "flow.v1.CompleteBatchResponse\022D\n\007FailJob" +
-      "\022\033.workflow.v1.FailJobRequest\032\034.workflow" +
-      ".v1.FailJobResponse\022J\n\tHeartbeat\022\035.workf" +
-      "low.v1.HeartbeatRequest\032\036.workflow.v1.He" +
-      "artbeatResponse\022:\n\010ClaimJob\022\034.workflow.v" +
-      "1.ClaimJobRequest\032\020.workflow.v1.Job\022M\n\nS" +
-      "topWorker\022\036.workflow.v1.StopWorkerReques" +
-      "t\032\037.workflow.v1.StopWorkerResponse\022;\n\004Pu" +
-      "sh\022\030.workflow.v1.PushRequest\032\031.workflow." +
-      "v1.PushResponse\022;\n\005Stats\022\031.workflow.v1.Q" +
-      "ueueRequest\032\027.workflow.v1.QueueStats\022=\n\004" +
-      "Peek\022\031.workflow.v1.QueueRequest\032\032.workfl" +
-      "ow.v1.QueueTaskList\022>\n\005Purge\022\031.workflow." +
-      "v1.QueueRequest\032\032.workflow.v1.PurgeRespo" +
-      "nse\022B\n\007Dequeue\022\033.workflow.v1.DequeueRequ" +
-      "est\032\032.workflow.v1.QueueTaskList\022;\n\003Ack\022\027" +
-      ".workflow.v1.AckRequest\032\033.workflow.v1.Se" +
-      "ttleResponse\022=\n\004Nack\022\030.workflow.v1.NackR" +
-      "equest\032\033.workflow.v1.SettleResponse\022D\n\nL" +
-      "istQueues\022\036.workflow.v1.ListQueuesReques" +
-      "t\032\026.workflow.v1.QueuePage\022P\n\016ListQueueTa" +
-      "sks\022\".workflow.v1.ListQueueTasksRequest\032" +
-      "\032.workflow.v1.QueueTaskPage\022D\n\007Redrive\022\033" +
-      ".workflow.v1.RedriveRequest\032\034.workflow.v" +
-      "1.RedriveResponse\022E\n\016CreateSchedule\022\034.wo" +
-      "rkflow.v1.ScheduleRequest\032\025.workflow.v1." +
-      "Schedule\022M\n\rListSchedules\022!.workflow.v1." +
-      "ListSchedulesRequest\032\031.workflow.v1.Sched" +
-      "ulePage\022D\n\013GetSchedule\022\036.workflow.v1.Sch" +
-      "eduleIdRequest\032\025.workflow.v1.Schedule\022F\n" +
-      "\017ReplaceSchedule\022\034.workflow.v1.ScheduleR" +
-      "equest\032\025.workflow.v1.Schedule\022N\n\016DeleteS" +
-      "chedule\022\036.workflow.v1.ScheduleIdRequest\032" +
-      "\034.workflow.v1.DeletedSchedule\022I\n\rPauseSc" +
-      "hedule\022!.workflow.v1.PauseScheduleReques" +
-      "t\032\025.workflow.v1.Schedule\022H\n\017UnpauseSched" +
-      "ule\022\036.workflow.v1.ScheduleIdRequest\032\025.wo" +
-      "rkflow.v1.Schedule\022Q\n\017TriggerSchedule\022\036." +
-      "workflow.v1.ScheduleIdRequest\032\036.workflow" +
-      ".v1.ScheduleTriggered\022O\n\020BackfillSchedul" +
-      "e\022\034.workflow.v1.BackfillRequest\032\035.workfl" +
-      "ow.v1.BackfillResponseB&\n\025dev.baton.work" +
-      "flow.v1B\013EngineProtoP\001b\006proto3"
+      "quest\032\025.workflow.v1.Instance\022N\n\016ResumeIn" +
+      "stance\022%.workflow.v1.InstanceOperationRe" +
+      "quest\032\025.workflow.v1.Instance\022G\n\010PollJobs" +
+      "\022\034.workflow.v1.PollJobsRequest\032\035.workflo" +
+      "w.v1.PollJobsResponse\022P\n\013CompleteJob\022\037.w" +
+      "orkflow.v1.CompleteJobRequest\032 .workflow" +
+      ".v1.CompleteJobResponse\022V\n\rCompleteBatch" +
+      "\022!.workflow.v1.CompleteBatchRequest\032\".wo" +
+      "rkflow.v1.CompleteBatchResponse\022D\n\007FailJ" +
+      "ob\022\033.workflow.v1.FailJobRequest\032\034.workfl" +
+      "ow.v1.FailJobResponse\022J\n\tHeartbeat\022\035.wor" +
+      "kflow.v1.HeartbeatRequest\032\036.workflow.v1." +
+      "HeartbeatResponse\022:\n\010ClaimJob\022\034.workflow" +
+      ".v1.ClaimJobRequest\032\020.workflow.v1.Job\022M\n" +
+      "\nStopWorker\022\036.workflow.v1.StopWorkerRequ" +
+      "est\032\037.workflow.v1.StopWorkerResponse\022;\n\004" +
+      "Push\022\030.workflow.v1.PushRequest\032\031.workflo" +
+      "w.v1.PushResponse\022;\n\005Stats\022\031.workflow.v1" +
+      ".QueueRequest\032\027.workflow.v1.QueueStats\022=" +
+      "\n\004Peek\022\031.workflow.v1.QueueRequest\032\032.work" +
+      "flow.v1.QueueTaskList\022>\n\005Purge\022\031.workflo" +
+      "w.v1.QueueRequest\032\032.workflow.v1.PurgeRes" +
+      "ponse\022B\n\007Dequeue\022\033.workflow.v1.DequeueRe" +
+      "quest\032\032.workflow.v1.QueueTaskList\022;\n\003Ack" +
+      "\022\027.workflow.v1.AckRequest\032\033.workflow.v1." +
+      "SettleResponse\022=\n\004Nack\022\030.workflow.v1.Nac" +
+      "kRequest\032\033.workflow.v1.SettleResponse\022D\n" +
+      "\nListQueues\022\036.workflow.v1.ListQueuesRequ" +
+      "est\032\026.workflow.v1.QueuePage\022P\n\016ListQueue" +
+      "Tasks\022\".workflow.v1.ListQueueTasksReques" +
+      "t\032\032.workflow.v1.QueueTaskPage\022D\n\007Redrive" +
+      "\022\033.workflow.v1.RedriveRequest\032\034.workflow" +
+      ".v1.RedriveResponse\022E\n\016CreateSchedule\022\034." +
+      "workflow.v1.ScheduleRequest\032\025.workflow.v" +
+      "1.Schedule\022M\n\rListSchedules\022!.workflow.v" +
+      "1.ListSchedulesRequest\032\031.workflow.v1.Sch" +
+      "edulePage\022D\n\013GetSchedule\022\036.workflow.v1.S" +
+      "cheduleIdRequest\032\025.workflow.v1.Schedule\022" +
+      "F\n\017ReplaceSchedule\022\034.workflow.v1.Schedul" +
+      "eRequest\032\025.workflow.v1.Schedule\022N\n\016Delet" +
+      "eSchedule\022\036.workflow.v1.ScheduleIdReques" +
+      "t\032\034.workflow.v1.DeletedSchedule\022I\n\rPause" +
+      "Schedule\022!.workflow.v1.PauseScheduleRequ" +
+      "est\032\025.workflow.v1.Schedule\022H\n\017UnpauseSch" +
+      "edule\022\036.workflow.v1.ScheduleIdRequest\032\025." +
+      "workflow.v1.Schedule\022Q\n\017TriggerSchedule\022" +
+      "\036.workflow.v1.ScheduleIdRequest\032\036.workfl" +
+      "ow.v1.ScheduleTriggered\022O\n\020BackfillSched" +
+      "ule\022\034.workflow.v1.BackfillRequest\032\035.work" +
+      "flow.v1.BackfillResponseB&\n\025dev.baton.wo" +
+      "rkflow.v1B\013EngineProtoP\001b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -1012,7 +1018,7 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
     internal_static_workflow_v1_Step_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_Step_descriptor,
-        new java.lang.String[] { "Id", "Type", "Name", "Description", "Input", "JobType", "RetryCount", "RetryLogic", "RetryDelaySeconds", "MaxRetryDelaySeconds", "TimeoutSeconds", "PollTimeoutSeconds", "ResponseTimeoutSeconds", "TimeoutPolicy", "TaskDef", "Assignee", "Duration", "Until", "DefinitionName", "DefinitionVersion", "Definition", "Variables", "Status", "Reason", "Output", "On", "Cases", "Default", "Branches", "FailFast", "Steps", "Items", "MaxConcurrency", "While", "MaxIterations", "Language", "Script", "Query", "WhileLanguage", "Request", "Optional", "StartDelaySeconds", "Key", "Inputs", "DefinitionDialect", "IndexAs", "Permissive", "JoinOn", "DefaultJoinOn", "TerminationCondition", "PollingIntervalSeconds", "PollingStrategy", "MaxPollCount", "Sink", "IterationOutputs", "KeepLastIterations", });
+        new java.lang.String[] { "Id", "Type", "Name", "Description", "Input", "JobType", "RetryCount", "RetryLogic", "RetryDelaySeconds", "MaxRetryDelaySeconds", "TimeoutSeconds", "PollTimeoutSeconds", "ResponseTimeoutSeconds", "TimeoutPolicy", "TaskDef", "Assignee", "Duration", "Until", "DefinitionName", "DefinitionVersion", "Definition", "Variables", "Status", "Reason", "Output", "On", "Cases", "Default", "Branches", "FailFast", "Steps", "Items", "MaxConcurrency", "While", "MaxIterations", "Language", "Script", "Query", "WhileLanguage", "Request", "Optional", "StartDelaySeconds", "Key", "Inputs", "DefinitionDialect", "IndexAs", "Permissive", "JoinOn", "DefaultJoinOn", "TerminationCondition", "PollingIntervalSeconds", "PollingStrategy", "MaxPollCount", "Sink", "IterationOutputs", "KeepLastIterations", "LegacyInput", "LegacyDefinitionVersion", "LegacyOptional", "LegacyPermissive", });
     internal_static_workflow_v1_QueueTrigger_descriptor =
       getDescriptor().getMessageType(2);
     internal_static_workflow_v1_QueueTrigger_fieldAccessorTable = new

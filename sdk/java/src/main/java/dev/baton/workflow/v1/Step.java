@@ -261,10 +261,15 @@ private static final long serialVersionUID = 0L;
     }
   }
 
-  public static final int INPUT_FIELD_NUMBER = 5;
-  private com.google.protobuf.Struct input_;
+  public static final int INPUT_FIELD_NUMBER = 57;
+  private com.google.protobuf.Value input_;
   /**
-   * <code>.google.protobuf.Struct input = 5;</code>
+   * <pre>
+   * The step's input: an object of values and ${...} expressions, or one ${...} expression (a
+   * string) giving the object when the step starts (as a Conductor dynamic fork's tasks take it)
+   * </pre>
+   *
+   * <code>.google.protobuf.Value input = 57;</code>
    * @return Whether the input field is set.
    */
   @java.lang.Override
@@ -272,19 +277,29 @@ private static final long serialVersionUID = 0L;
     return ((bitField0_ & 0x00000001) != 0);
   }
   /**
-   * <code>.google.protobuf.Struct input = 5;</code>
+   * <pre>
+   * The step's input: an object of values and ${...} expressions, or one ${...} expression (a
+   * string) giving the object when the step starts (as a Conductor dynamic fork's tasks take it)
+   * </pre>
+   *
+   * <code>.google.protobuf.Value input = 57;</code>
    * @return The input.
    */
   @java.lang.Override
-  public com.google.protobuf.Struct getInput() {
-    return input_ == null ? com.google.protobuf.Struct.getDefaultInstance() : input_;
+  public com.google.protobuf.Value getInput() {
+    return input_ == null ? com.google.protobuf.Value.getDefaultInstance() : input_;
   }
   /**
-   * <code>.google.protobuf.Struct input = 5;</code>
+   * <pre>
+   * The step's input: an object of values and ${...} expressions, or one ${...} expression (a
+   * string) giving the object when the step starts (as a Conductor dynamic fork's tasks take it)
+   * </pre>
+   *
+   * <code>.google.protobuf.Value input = 57;</code>
    */
   @java.lang.Override
-  public com.google.protobuf.StructOrBuilder getInputOrBuilder() {
-    return input_ == null ? com.google.protobuf.Struct.getDefaultInstance() : input_;
+  public com.google.protobuf.ValueOrBuilder getInputOrBuilder() {
+    return input_ == null ? com.google.protobuf.Value.getDefaultInstance() : input_;
   }
 
   public static final int JOB_TYPE_FIELD_NUMBER = 6;
@@ -729,10 +744,14 @@ private static final long serialVersionUID = 0L;
     }
   }
 
-  public static final int DEFINITION_VERSION_FIELD_NUMBER = 20;
-  private int definitionVersion_ = 0;
+  public static final int DEFINITION_VERSION_FIELD_NUMBER = 58;
+  private com.google.protobuf.Value definitionVersion_;
   /**
-   * <code>optional int32 definition_version = 20;</code>
+   * <pre>
+   * A version, or one ${...} giving it when the child starts
+   * </pre>
+   *
+   * <code>.google.protobuf.Value definition_version = 58;</code>
    * @return Whether the definitionVersion field is set.
    */
   @java.lang.Override
@@ -740,12 +759,27 @@ private static final long serialVersionUID = 0L;
     return ((bitField0_ & 0x00000200) != 0);
   }
   /**
-   * <code>optional int32 definition_version = 20;</code>
+   * <pre>
+   * A version, or one ${...} giving it when the child starts
+   * </pre>
+   *
+   * <code>.google.protobuf.Value definition_version = 58;</code>
    * @return The definitionVersion.
    */
   @java.lang.Override
-  public int getDefinitionVersion() {
-    return definitionVersion_;
+  public com.google.protobuf.Value getDefinitionVersion() {
+    return definitionVersion_ == null ? com.google.protobuf.Value.getDefaultInstance() : definitionVersion_;
+  }
+  /**
+   * <pre>
+   * A version, or one ${...} giving it when the child starts
+   * </pre>
+   *
+   * <code>.google.protobuf.Value definition_version = 58;</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.ValueOrBuilder getDefinitionVersionOrBuilder() {
+    return definitionVersion_ == null ? com.google.protobuf.Value.getDefaultInstance() : definitionVersion_;
   }
 
   public static final int DEFINITION_FIELD_NUMBER = 21;
@@ -1536,15 +1570,16 @@ private static final long serialVersionUID = 0L;
     return request_ == null ? com.google.protobuf.Value.getDefaultInstance() : request_;
   }
 
-  public static final int OPTIONAL_FIELD_NUMBER = 41;
-  private boolean optional_ = false;
+  public static final int OPTIONAL_FIELD_NUMBER = 59;
+  private com.google.protobuf.Value optional_;
   /**
    * <pre>
    * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
-   * a TIME_OUT_WF timeout still times the instance out (as Conductor's)
+   * a TIME_OUT_WF timeout still times the instance out (as Conductor's). true or false, or one
+   * ${...} read when the step fails (true, or the text "true", makes it optional)
    * </pre>
    *
-   * <code>optional bool optional = 41;</code>
+   * <code>.google.protobuf.Value optional = 59;</code>
    * @return Whether the optional field is set.
    */
   @java.lang.Override
@@ -1554,15 +1589,29 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
-   * a TIME_OUT_WF timeout still times the instance out (as Conductor's)
+   * a TIME_OUT_WF timeout still times the instance out (as Conductor's). true or false, or one
+   * ${...} read when the step fails (true, or the text "true", makes it optional)
    * </pre>
    *
-   * <code>optional bool optional = 41;</code>
+   * <code>.google.protobuf.Value optional = 59;</code>
    * @return The optional.
    */
   @java.lang.Override
-  public boolean getOptional() {
-    return optional_;
+  public com.google.protobuf.Value getOptional() {
+    return optional_ == null ? com.google.protobuf.Value.getDefaultInstance() : optional_;
+  }
+  /**
+   * <pre>
+   * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
+   * a TIME_OUT_WF timeout still times the instance out (as Conductor's). true or false, or one
+   * ${...} read when the step fails (true, or the text "true", makes it optional)
+   * </pre>
+   *
+   * <code>.google.protobuf.Value optional = 59;</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.ValueOrBuilder getOptionalOrBuilder() {
+    return optional_ == null ? com.google.protobuf.Value.getDefaultInstance() : optional_;
   }
 
   public static final int START_DELAY_SECONDS_FIELD_NUMBER = 42;
@@ -1777,15 +1826,16 @@ private static final long serialVersionUID = 0L;
     }
   }
 
-  public static final int PERMISSIVE_FIELD_NUMBER = 47;
-  private boolean permissive_ = false;
+  public static final int PERMISSIVE_FIELD_NUMBER = 60;
+  private com.google.protobuf.Value permissive_;
   /**
    * <pre>
    * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
-   * the instance fails when nothing is left to run (Conductor's permissive; optional wins)
+   * the instance fails when nothing is left to run (Conductor's permissive; optional wins).
+   * true or false, or one ${...} read when the step fails, as optional's
    * </pre>
    *
-   * <code>optional bool permissive = 47;</code>
+   * <code>.google.protobuf.Value permissive = 60;</code>
    * @return Whether the permissive field is set.
    */
   @java.lang.Override
@@ -1795,15 +1845,29 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
-   * the instance fails when nothing is left to run (Conductor's permissive; optional wins)
+   * the instance fails when nothing is left to run (Conductor's permissive; optional wins).
+   * true or false, or one ${...} read when the step fails, as optional's
    * </pre>
    *
-   * <code>optional bool permissive = 47;</code>
+   * <code>.google.protobuf.Value permissive = 60;</code>
    * @return The permissive.
    */
   @java.lang.Override
-  public boolean getPermissive() {
-    return permissive_;
+  public com.google.protobuf.Value getPermissive() {
+    return permissive_ == null ? com.google.protobuf.Value.getDefaultInstance() : permissive_;
+  }
+  /**
+   * <pre>
+   * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
+   * the instance fails when nothing is left to run (Conductor's permissive; optional wins).
+   * true or false, or one ${...} read when the step fails, as optional's
+   * </pre>
+   *
+   * <code>.google.protobuf.Value permissive = 60;</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.ValueOrBuilder getPermissiveOrBuilder() {
+    return permissive_ == null ? com.google.protobuf.Value.getDefaultInstance() : permissive_;
   }
 
   public static final int JOIN_ON_FIELD_NUMBER = 48;
@@ -2119,6 +2183,129 @@ private static final long serialVersionUID = 0L;
     return keepLastIterations_;
   }
 
+  public static final int LEGACY_INPUT_FIELD_NUMBER = 5;
+  private com.google.protobuf.Struct legacyInput_;
+  /**
+   * <pre>
+   * The four fields above that became a Value (each may be one ${...}) had narrower types under
+   * these numbers. They stay, deprecated, for code generated from the older proto: a request
+   * that sets one (and not its Value) is read as if it set the Value, and an answer sets one
+   * too wherever the value fits it. Code generated from this proto leaves them alone; the
+   * SDKs' REST JSON never shows them.
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
+   * @deprecated workflow.v1.Step.legacy_input is deprecated.
+   *     See workflow/v1/engine.proto;l=153
+   * @return Whether the legacyInput field is set.
+   */
+  @java.lang.Override
+  @java.lang.Deprecated public boolean hasLegacyInput() {
+    return ((bitField0_ & 0x04000000) != 0);
+  }
+  /**
+   * <pre>
+   * The four fields above that became a Value (each may be one ${...}) had narrower types under
+   * these numbers. They stay, deprecated, for code generated from the older proto: a request
+   * that sets one (and not its Value) is read as if it set the Value, and an answer sets one
+   * too wherever the value fits it. Code generated from this proto leaves them alone; the
+   * SDKs' REST JSON never shows them.
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
+   * @deprecated workflow.v1.Step.legacy_input is deprecated.
+   *     See workflow/v1/engine.proto;l=153
+   * @return The legacyInput.
+   */
+  @java.lang.Override
+  @java.lang.Deprecated public com.google.protobuf.Struct getLegacyInput() {
+    return legacyInput_ == null ? com.google.protobuf.Struct.getDefaultInstance() : legacyInput_;
+  }
+  /**
+   * <pre>
+   * The four fields above that became a Value (each may be one ${...}) had narrower types under
+   * these numbers. They stay, deprecated, for code generated from the older proto: a request
+   * that sets one (and not its Value) is read as if it set the Value, and an answer sets one
+   * too wherever the value fits it. Code generated from this proto leaves them alone; the
+   * SDKs' REST JSON never shows them.
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
+   */
+  @java.lang.Override
+  @java.lang.Deprecated public com.google.protobuf.StructOrBuilder getLegacyInputOrBuilder() {
+    return legacyInput_ == null ? com.google.protobuf.Struct.getDefaultInstance() : legacyInput_;
+  }
+
+  public static final int LEGACY_DEFINITION_VERSION_FIELD_NUMBER = 20;
+  private int legacyDefinitionVersion_ = 0;
+  /**
+   * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
+   * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
+   *     See workflow/v1/engine.proto;l=154
+   * @return Whether the legacyDefinitionVersion field is set.
+   */
+  @java.lang.Override
+  @java.lang.Deprecated public boolean hasLegacyDefinitionVersion() {
+    return ((bitField0_ & 0x08000000) != 0);
+  }
+  /**
+   * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
+   * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
+   *     See workflow/v1/engine.proto;l=154
+   * @return The legacyDefinitionVersion.
+   */
+  @java.lang.Override
+  @java.lang.Deprecated public int getLegacyDefinitionVersion() {
+    return legacyDefinitionVersion_;
+  }
+
+  public static final int LEGACY_OPTIONAL_FIELD_NUMBER = 41;
+  private boolean legacyOptional_ = false;
+  /**
+   * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
+   * @deprecated workflow.v1.Step.legacy_optional is deprecated.
+   *     See workflow/v1/engine.proto;l=155
+   * @return Whether the legacyOptional field is set.
+   */
+  @java.lang.Override
+  @java.lang.Deprecated public boolean hasLegacyOptional() {
+    return ((bitField0_ & 0x10000000) != 0);
+  }
+  /**
+   * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
+   * @deprecated workflow.v1.Step.legacy_optional is deprecated.
+   *     See workflow/v1/engine.proto;l=155
+   * @return The legacyOptional.
+   */
+  @java.lang.Override
+  @java.lang.Deprecated public boolean getLegacyOptional() {
+    return legacyOptional_;
+  }
+
+  public static final int LEGACY_PERMISSIVE_FIELD_NUMBER = 47;
+  private boolean legacyPermissive_ = false;
+  /**
+   * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
+   * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
+   *     See workflow/v1/engine.proto;l=156
+   * @return Whether the legacyPermissive field is set.
+   */
+  @java.lang.Override
+  @java.lang.Deprecated public boolean hasLegacyPermissive() {
+    return ((bitField0_ & 0x20000000) != 0);
+  }
+  /**
+   * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
+   * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
+   *     See workflow/v1/engine.proto;l=156
+   * @return The legacyPermissive.
+   */
+  @java.lang.Override
+  @java.lang.Deprecated public boolean getLegacyPermissive() {
+    return legacyPermissive_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -2145,8 +2332,8 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(description_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 4, description_);
     }
-    if (((bitField0_ & 0x00000001) != 0)) {
-      output.writeMessage(5, getInput());
+    if (((bitField0_ & 0x04000000) != 0)) {
+      output.writeMessage(5, getLegacyInput());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(jobType_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 6, jobType_);
@@ -2190,8 +2377,8 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(definitionName_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 19, definitionName_);
     }
-    if (((bitField0_ & 0x00000200) != 0)) {
-      output.writeInt32(20, definitionVersion_);
+    if (((bitField0_ & 0x08000000) != 0)) {
+      output.writeInt32(20, legacyDefinitionVersion_);
     }
     if (((bitField0_ & 0x00000400) != 0)) {
       output.writeMessage(21, getDefinition());
@@ -2253,8 +2440,8 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00020000) != 0)) {
       output.writeMessage(40, getRequest());
     }
-    if (((bitField0_ & 0x00040000) != 0)) {
-      output.writeBool(41, optional_);
+    if (((bitField0_ & 0x10000000) != 0)) {
+      output.writeBool(41, legacyOptional_);
     }
     if (((bitField0_ & 0x00080000) != 0)) {
       output.writeInt32(42, startDelaySeconds_);
@@ -2271,8 +2458,8 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(indexAs_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 46, indexAs_);
     }
-    if (((bitField0_ & 0x00200000) != 0)) {
-      output.writeBool(47, permissive_);
+    if (((bitField0_ & 0x20000000) != 0)) {
+      output.writeBool(47, legacyPermissive_);
     }
     for (int i = 0; i < joinOn_.size(); i++) {
       com.google.protobuf.GeneratedMessage.writeString(output, 48, joinOn_.getRaw(i));
@@ -2301,6 +2488,18 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x02000000) != 0)) {
       output.writeInt32(56, keepLastIterations_);
     }
+    if (((bitField0_ & 0x00000001) != 0)) {
+      output.writeMessage(57, getInput());
+    }
+    if (((bitField0_ & 0x00000200) != 0)) {
+      output.writeMessage(58, getDefinitionVersion());
+    }
+    if (((bitField0_ & 0x00040000) != 0)) {
+      output.writeMessage(59, getOptional());
+    }
+    if (((bitField0_ & 0x00200000) != 0)) {
+      output.writeMessage(60, getPermissive());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -2317,9 +2516,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(description_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(4, description_);
     }
-    if (((bitField0_ & 0x00000001) != 0)) {
+    if (((bitField0_ & 0x04000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
-        .computeMessageSize(5, getInput());
+        .computeMessageSize(5, getLegacyInput());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(jobType_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(6, jobType_);
@@ -2371,9 +2570,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(definitionName_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(19, definitionName_);
     }
-    if (((bitField0_ & 0x00000200) != 0)) {
+    if (((bitField0_ & 0x08000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
-        .computeInt32Size(20, definitionVersion_);
+        .computeInt32Size(20, legacyDefinitionVersion_);
     }
     if (((bitField0_ & 0x00000400) != 0)) {
       size += com.google.protobuf.CodedOutputStream
@@ -2465,9 +2664,9 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(40, getRequest());
     }
-    if (((bitField0_ & 0x00040000) != 0)) {
+    if (((bitField0_ & 0x10000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
-        .computeBoolSize(41, optional_);
+        .computeBoolSize(41, legacyOptional_);
     }
     if (((bitField0_ & 0x00080000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
@@ -2486,9 +2685,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(indexAs_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(46, indexAs_);
     }
-    if (((bitField0_ & 0x00200000) != 0)) {
+    if (((bitField0_ & 0x20000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
-        .computeBoolSize(47, permissive_);
+        .computeBoolSize(47, legacyPermissive_);
     }
     {
       int dataSize = 0;
@@ -2530,6 +2729,22 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x02000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(56, keepLastIterations_);
+    }
+    if (((bitField0_ & 0x00000001) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(57, getInput());
+    }
+    if (((bitField0_ & 0x00000200) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(58, getDefinitionVersion());
+    }
+    if (((bitField0_ & 0x00040000) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(59, getOptional());
+    }
+    if (((bitField0_ & 0x00200000) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(60, getPermissive());
     }
     return size;
   }
@@ -2623,8 +2838,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getDefinitionName())) return false;
     if (hasDefinitionVersion() != other.hasDefinitionVersion()) return false;
     if (hasDefinitionVersion()) {
-      if (getDefinitionVersion()
-          != other.getDefinitionVersion()) return false;
+      if (!getDefinitionVersion()
+          .equals(other.getDefinitionVersion())) return false;
     }
     if (hasDefinition() != other.hasDefinition()) return false;
     if (hasDefinition()) {
@@ -2692,8 +2907,8 @@ private static final long serialVersionUID = 0L;
     }
     if (hasOptional() != other.hasOptional()) return false;
     if (hasOptional()) {
-      if (getOptional()
-          != other.getOptional()) return false;
+      if (!getOptional()
+          .equals(other.getOptional())) return false;
     }
     if (hasStartDelaySeconds() != other.hasStartDelaySeconds()) return false;
     if (hasStartDelaySeconds()) {
@@ -2713,8 +2928,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getIndexAs())) return false;
     if (hasPermissive() != other.hasPermissive()) return false;
     if (hasPermissive()) {
-      if (getPermissive()
-          != other.getPermissive()) return false;
+      if (!getPermissive()
+          .equals(other.getPermissive())) return false;
     }
     if (!getJoinOnList()
         .equals(other.getJoinOnList())) return false;
@@ -2745,6 +2960,26 @@ private static final long serialVersionUID = 0L;
     if (hasKeepLastIterations()) {
       if (getKeepLastIterations()
           != other.getKeepLastIterations()) return false;
+    }
+    if (hasLegacyInput() != other.hasLegacyInput()) return false;
+    if (hasLegacyInput()) {
+      if (!getLegacyInput()
+          .equals(other.getLegacyInput())) return false;
+    }
+    if (hasLegacyDefinitionVersion() != other.hasLegacyDefinitionVersion()) return false;
+    if (hasLegacyDefinitionVersion()) {
+      if (getLegacyDefinitionVersion()
+          != other.getLegacyDefinitionVersion()) return false;
+    }
+    if (hasLegacyOptional() != other.hasLegacyOptional()) return false;
+    if (hasLegacyOptional()) {
+      if (getLegacyOptional()
+          != other.getLegacyOptional()) return false;
+    }
+    if (hasLegacyPermissive() != other.hasLegacyPermissive()) return false;
+    if (hasLegacyPermissive()) {
+      if (getLegacyPermissive()
+          != other.getLegacyPermissive()) return false;
     }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
@@ -2815,7 +3050,7 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getDefinitionName().hashCode();
     if (hasDefinitionVersion()) {
       hash = (37 * hash) + DEFINITION_VERSION_FIELD_NUMBER;
-      hash = (53 * hash) + getDefinitionVersion();
+      hash = (53 * hash) + getDefinitionVersion().hashCode();
     }
     if (hasDefinition()) {
       hash = (37 * hash) + DEFINITION_FIELD_NUMBER;
@@ -2882,8 +3117,7 @@ private static final long serialVersionUID = 0L;
     }
     if (hasOptional()) {
       hash = (37 * hash) + OPTIONAL_FIELD_NUMBER;
-      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
-          getOptional());
+      hash = (53 * hash) + getOptional().hashCode();
     }
     if (hasStartDelaySeconds()) {
       hash = (37 * hash) + START_DELAY_SECONDS_FIELD_NUMBER;
@@ -2901,8 +3135,7 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getIndexAs().hashCode();
     if (hasPermissive()) {
       hash = (37 * hash) + PERMISSIVE_FIELD_NUMBER;
-      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
-          getPermissive());
+      hash = (53 * hash) + getPermissive().hashCode();
     }
     if (getJoinOnCount() > 0) {
       hash = (37 * hash) + JOIN_ON_FIELD_NUMBER;
@@ -2934,6 +3167,24 @@ private static final long serialVersionUID = 0L;
     if (hasKeepLastIterations()) {
       hash = (37 * hash) + KEEP_LAST_ITERATIONS_FIELD_NUMBER;
       hash = (53 * hash) + getKeepLastIterations();
+    }
+    if (hasLegacyInput()) {
+      hash = (37 * hash) + LEGACY_INPUT_FIELD_NUMBER;
+      hash = (53 * hash) + getLegacyInput().hashCode();
+    }
+    if (hasLegacyDefinitionVersion()) {
+      hash = (37 * hash) + LEGACY_DEFINITION_VERSION_FIELD_NUMBER;
+      hash = (53 * hash) + getLegacyDefinitionVersion();
+    }
+    if (hasLegacyOptional()) {
+      hash = (37 * hash) + LEGACY_OPTIONAL_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getLegacyOptional());
+    }
+    if (hasLegacyPermissive()) {
+      hash = (37 * hash) + LEGACY_PERMISSIVE_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getLegacyPermissive());
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -3072,6 +3323,7 @@ private static final long serialVersionUID = 0L;
         internalGetInputFieldBuilder();
         internalGetTaskDefFieldBuilder();
         internalGetDurationFieldBuilder();
+        internalGetDefinitionVersionFieldBuilder();
         internalGetDefinitionFieldBuilder();
         internalGetVariablesFieldBuilder();
         internalGetOutputFieldBuilder();
@@ -3080,7 +3332,10 @@ private static final long serialVersionUID = 0L;
         internalGetBranchesFieldBuilder();
         internalGetStepsFieldBuilder();
         internalGetRequestFieldBuilder();
+        internalGetOptionalFieldBuilder();
         internalGetInputsFieldBuilder();
+        internalGetPermissiveFieldBuilder();
+        internalGetLegacyInputFieldBuilder();
       }
     }
     @java.lang.Override
@@ -3119,7 +3374,11 @@ private static final long serialVersionUID = 0L;
       }
       until_ = "";
       definitionName_ = "";
-      definitionVersion_ = 0;
+      definitionVersion_ = null;
+      if (definitionVersionBuilder_ != null) {
+        definitionVersionBuilder_.dispose();
+        definitionVersionBuilder_ = null;
+      }
       definition_ = null;
       if (definitionBuilder_ != null) {
         definitionBuilder_.dispose();
@@ -3178,7 +3437,11 @@ private static final long serialVersionUID = 0L;
         requestBuilder_.dispose();
         requestBuilder_ = null;
       }
-      optional_ = false;
+      optional_ = null;
+      if (optionalBuilder_ != null) {
+        optionalBuilder_.dispose();
+        optionalBuilder_ = null;
+      }
       startDelaySeconds_ = 0;
       key_ = "";
       inputs_ = null;
@@ -3188,7 +3451,11 @@ private static final long serialVersionUID = 0L;
       }
       definitionDialect_ = "";
       indexAs_ = "";
-      permissive_ = false;
+      permissive_ = null;
+      if (permissiveBuilder_ != null) {
+        permissiveBuilder_.dispose();
+        permissiveBuilder_ = null;
+      }
       joinOn_ =
           com.google.protobuf.LazyStringArrayList.emptyList();
       defaultJoinOn_ =
@@ -3200,6 +3467,14 @@ private static final long serialVersionUID = 0L;
       sink_ = "";
       iterationOutputs_ = false;
       keepLastIterations_ = 0;
+      legacyInput_ = null;
+      if (legacyInputBuilder_ != null) {
+        legacyInputBuilder_.dispose();
+        legacyInputBuilder_ = null;
+      }
+      legacyDefinitionVersion_ = 0;
+      legacyOptional_ = false;
+      legacyPermissive_ = false;
       return this;
     }
 
@@ -3339,7 +3614,9 @@ private static final long serialVersionUID = 0L;
         result.definitionName_ = definitionName_;
       }
       if (((from_bitField0_ & 0x00080000) != 0)) {
-        result.definitionVersion_ = definitionVersion_;
+        result.definitionVersion_ = definitionVersionBuilder_ == null
+            ? definitionVersion_
+            : definitionVersionBuilder_.build();
         to_bitField0_ |= 0x00000200;
       }
       if (((from_bitField0_ & 0x00100000) != 0)) {
@@ -3418,7 +3695,9 @@ private static final long serialVersionUID = 0L;
         to_bitField0_ |= 0x00020000;
       }
       if (((from_bitField1_ & 0x00000100) != 0)) {
-        result.optional_ = optional_;
+        result.optional_ = optionalBuilder_ == null
+            ? optional_
+            : optionalBuilder_.build();
         to_bitField0_ |= 0x00040000;
       }
       if (((from_bitField1_ & 0x00000200) != 0)) {
@@ -3441,7 +3720,9 @@ private static final long serialVersionUID = 0L;
         result.indexAs_ = indexAs_;
       }
       if (((from_bitField1_ & 0x00004000) != 0)) {
-        result.permissive_ = permissive_;
+        result.permissive_ = permissiveBuilder_ == null
+            ? permissive_
+            : permissiveBuilder_.build();
         to_bitField0_ |= 0x00200000;
       }
       if (((from_bitField1_ & 0x00008000) != 0)) {
@@ -3476,6 +3757,24 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField1_ & 0x00800000) != 0)) {
         result.keepLastIterations_ = keepLastIterations_;
         to_bitField0_ |= 0x02000000;
+      }
+      if (((from_bitField1_ & 0x01000000) != 0)) {
+        result.legacyInput_ = legacyInputBuilder_ == null
+            ? legacyInput_
+            : legacyInputBuilder_.build();
+        to_bitField0_ |= 0x04000000;
+      }
+      if (((from_bitField1_ & 0x02000000) != 0)) {
+        result.legacyDefinitionVersion_ = legacyDefinitionVersion_;
+        to_bitField0_ |= 0x08000000;
+      }
+      if (((from_bitField1_ & 0x04000000) != 0)) {
+        result.legacyOptional_ = legacyOptional_;
+        to_bitField0_ |= 0x10000000;
+      }
+      if (((from_bitField1_ & 0x08000000) != 0)) {
+        result.legacyPermissive_ = legacyPermissive_;
+        to_bitField0_ |= 0x20000000;
       }
       result.bitField0_ |= to_bitField0_;
     }
@@ -3570,7 +3869,7 @@ private static final long serialVersionUID = 0L;
         onChanged();
       }
       if (other.hasDefinitionVersion()) {
-        setDefinitionVersion(other.getDefinitionVersion());
+        mergeDefinitionVersion(other.getDefinitionVersion());
       }
       if (other.hasDefinition()) {
         mergeDefinition(other.getDefinition());
@@ -3720,7 +4019,7 @@ private static final long serialVersionUID = 0L;
         mergeRequest(other.getRequest());
       }
       if (other.hasOptional()) {
-        setOptional(other.getOptional());
+        mergeOptional(other.getOptional());
       }
       if (other.hasStartDelaySeconds()) {
         setStartDelaySeconds(other.getStartDelaySeconds());
@@ -3744,7 +4043,7 @@ private static final long serialVersionUID = 0L;
         onChanged();
       }
       if (other.hasPermissive()) {
-        setPermissive(other.getPermissive());
+        mergePermissive(other.getPermissive());
       }
       if (!other.joinOn_.isEmpty()) {
         if (joinOn_.isEmpty()) {
@@ -3793,6 +4092,18 @@ private static final long serialVersionUID = 0L;
       if (other.hasKeepLastIterations()) {
         setKeepLastIterations(other.getKeepLastIterations());
       }
+      if (other.hasLegacyInput()) {
+        mergeLegacyInput(other.getLegacyInput());
+      }
+      if (other.hasLegacyDefinitionVersion()) {
+        setLegacyDefinitionVersion(other.getLegacyDefinitionVersion());
+      }
+      if (other.hasLegacyOptional()) {
+        setLegacyOptional(other.getLegacyOptional());
+      }
+      if (other.hasLegacyPermissive()) {
+        setLegacyPermissive(other.getLegacyPermissive());
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -3839,9 +4150,9 @@ private static final long serialVersionUID = 0L;
             } // case 34
             case 42: {
               input.readMessage(
-                  internalGetInputFieldBuilder().getBuilder(),
+                  internalGetLegacyInputFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField0_ |= 0x00000010;
+              bitField1_ |= 0x01000000;
               break;
             } // case 42
             case 50: {
@@ -3919,8 +4230,8 @@ private static final long serialVersionUID = 0L;
               break;
             } // case 154
             case 160: {
-              definitionVersion_ = input.readInt32();
-              bitField0_ |= 0x00080000;
+              legacyDefinitionVersion_ = input.readInt32();
+              bitField1_ |= 0x02000000;
               break;
             } // case 160
             case 170: {
@@ -4058,8 +4369,8 @@ private static final long serialVersionUID = 0L;
               break;
             } // case 322
             case 328: {
-              optional_ = input.readBool();
-              bitField1_ |= 0x00000100;
+              legacyOptional_ = input.readBool();
+              bitField1_ |= 0x04000000;
               break;
             } // case 328
             case 336: {
@@ -4090,8 +4401,8 @@ private static final long serialVersionUID = 0L;
               break;
             } // case 370
             case 376: {
-              permissive_ = input.readBool();
-              bitField1_ |= 0x00004000;
+              legacyPermissive_ = input.readBool();
+              bitField1_ |= 0x08000000;
               break;
             } // case 376
             case 386: {
@@ -4139,6 +4450,34 @@ private static final long serialVersionUID = 0L;
               bitField1_ |= 0x00800000;
               break;
             } // case 448
+            case 458: {
+              input.readMessage(
+                  internalGetInputFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 458
+            case 466: {
+              input.readMessage(
+                  internalGetDefinitionVersionFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00080000;
+              break;
+            } // case 466
+            case 474: {
+              input.readMessage(
+                  internalGetOptionalFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField1_ |= 0x00000100;
+              break;
+            } // case 474
+            case 482: {
+              input.readMessage(
+                  internalGetPermissiveFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField1_ |= 0x00004000;
+              break;
+            } // case 482
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -4495,31 +4834,46 @@ private static final long serialVersionUID = 0L;
       return this;
     }
 
-    private com.google.protobuf.Struct input_;
+    private com.google.protobuf.Value input_;
     private com.google.protobuf.SingleFieldBuilder<
-        com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder> inputBuilder_;
+        com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder> inputBuilder_;
     /**
-     * <code>.google.protobuf.Struct input = 5;</code>
+     * <pre>
+     * The step's input: an object of values and ${...} expressions, or one ${...} expression (a
+     * string) giving the object when the step starts (as a Conductor dynamic fork's tasks take it)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value input = 57;</code>
      * @return Whether the input field is set.
      */
     public boolean hasInput() {
       return ((bitField0_ & 0x00000010) != 0);
     }
     /**
-     * <code>.google.protobuf.Struct input = 5;</code>
+     * <pre>
+     * The step's input: an object of values and ${...} expressions, or one ${...} expression (a
+     * string) giving the object when the step starts (as a Conductor dynamic fork's tasks take it)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value input = 57;</code>
      * @return The input.
      */
-    public com.google.protobuf.Struct getInput() {
+    public com.google.protobuf.Value getInput() {
       if (inputBuilder_ == null) {
-        return input_ == null ? com.google.protobuf.Struct.getDefaultInstance() : input_;
+        return input_ == null ? com.google.protobuf.Value.getDefaultInstance() : input_;
       } else {
         return inputBuilder_.getMessage();
       }
     }
     /**
-     * <code>.google.protobuf.Struct input = 5;</code>
+     * <pre>
+     * The step's input: an object of values and ${...} expressions, or one ${...} expression (a
+     * string) giving the object when the step starts (as a Conductor dynamic fork's tasks take it)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value input = 57;</code>
      */
-    public Builder setInput(com.google.protobuf.Struct value) {
+    public Builder setInput(com.google.protobuf.Value value) {
       if (inputBuilder_ == null) {
         java.util.Objects.requireNonNull(value);
         input_ = value;
@@ -4531,10 +4885,15 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
-     * <code>.google.protobuf.Struct input = 5;</code>
+     * <pre>
+     * The step's input: an object of values and ${...} expressions, or one ${...} expression (a
+     * string) giving the object when the step starts (as a Conductor dynamic fork's tasks take it)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value input = 57;</code>
      */
     public Builder setInput(
-        com.google.protobuf.Struct.Builder builderForValue) {
+        com.google.protobuf.Value.Builder builderForValue) {
       if (inputBuilder_ == null) {
         input_ = builderForValue.build();
       } else {
@@ -4545,13 +4904,18 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
-     * <code>.google.protobuf.Struct input = 5;</code>
+     * <pre>
+     * The step's input: an object of values and ${...} expressions, or one ${...} expression (a
+     * string) giving the object when the step starts (as a Conductor dynamic fork's tasks take it)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value input = 57;</code>
      */
-    public Builder mergeInput(com.google.protobuf.Struct value) {
+    public Builder mergeInput(com.google.protobuf.Value value) {
       if (inputBuilder_ == null) {
         if (((bitField0_ & 0x00000010) != 0) &&
           input_ != null &&
-          input_ != com.google.protobuf.Struct.getDefaultInstance()) {
+          input_ != com.google.protobuf.Value.getDefaultInstance()) {
           getInputBuilder().mergeFrom(value);
         } else {
           input_ = value;
@@ -4566,7 +4930,12 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
-     * <code>.google.protobuf.Struct input = 5;</code>
+     * <pre>
+     * The step's input: an object of values and ${...} expressions, or one ${...} expression (a
+     * string) giving the object when the step starts (as a Conductor dynamic fork's tasks take it)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value input = 57;</code>
      */
     public Builder clearInput() {
       bitField0_ = (bitField0_ & ~0x00000010);
@@ -4579,33 +4948,48 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
-     * <code>.google.protobuf.Struct input = 5;</code>
+     * <pre>
+     * The step's input: an object of values and ${...} expressions, or one ${...} expression (a
+     * string) giving the object when the step starts (as a Conductor dynamic fork's tasks take it)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value input = 57;</code>
      */
-    public com.google.protobuf.Struct.Builder getInputBuilder() {
+    public com.google.protobuf.Value.Builder getInputBuilder() {
       bitField0_ |= 0x00000010;
       onChanged();
       return internalGetInputFieldBuilder().getBuilder();
     }
     /**
-     * <code>.google.protobuf.Struct input = 5;</code>
+     * <pre>
+     * The step's input: an object of values and ${...} expressions, or one ${...} expression (a
+     * string) giving the object when the step starts (as a Conductor dynamic fork's tasks take it)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value input = 57;</code>
      */
-    public com.google.protobuf.StructOrBuilder getInputOrBuilder() {
+    public com.google.protobuf.ValueOrBuilder getInputOrBuilder() {
       if (inputBuilder_ != null) {
         return inputBuilder_.getMessageOrBuilder();
       } else {
         return input_ == null ?
-            com.google.protobuf.Struct.getDefaultInstance() : input_;
+            com.google.protobuf.Value.getDefaultInstance() : input_;
       }
     }
     /**
-     * <code>.google.protobuf.Struct input = 5;</code>
+     * <pre>
+     * The step's input: an object of values and ${...} expressions, or one ${...} expression (a
+     * string) giving the object when the step starts (as a Conductor dynamic fork's tasks take it)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value input = 57;</code>
      */
     private com.google.protobuf.SingleFieldBuilder<
-        com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder> 
+        com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder> 
         internalGetInputFieldBuilder() {
       if (inputBuilder_ == null) {
         inputBuilder_ = new com.google.protobuf.SingleFieldBuilder<
-            com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder>(
+            com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder>(
                 getInput(),
                 getParentForChildren(),
                 isClean());
@@ -5635,44 +6019,159 @@ private static final long serialVersionUID = 0L;
       return this;
     }
 
-    private int definitionVersion_ ;
+    private com.google.protobuf.Value definitionVersion_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder> definitionVersionBuilder_;
     /**
-     * <code>optional int32 definition_version = 20;</code>
+     * <pre>
+     * A version, or one ${...} giving it when the child starts
+     * </pre>
+     *
+     * <code>.google.protobuf.Value definition_version = 58;</code>
      * @return Whether the definitionVersion field is set.
      */
-    @java.lang.Override
     public boolean hasDefinitionVersion() {
       return ((bitField0_ & 0x00080000) != 0);
     }
     /**
-     * <code>optional int32 definition_version = 20;</code>
+     * <pre>
+     * A version, or one ${...} giving it when the child starts
+     * </pre>
+     *
+     * <code>.google.protobuf.Value definition_version = 58;</code>
      * @return The definitionVersion.
      */
-    @java.lang.Override
-    public int getDefinitionVersion() {
-      return definitionVersion_;
+    public com.google.protobuf.Value getDefinitionVersion() {
+      if (definitionVersionBuilder_ == null) {
+        return definitionVersion_ == null ? com.google.protobuf.Value.getDefaultInstance() : definitionVersion_;
+      } else {
+        return definitionVersionBuilder_.getMessage();
+      }
     }
     /**
-     * <code>optional int32 definition_version = 20;</code>
-     * @param value The definitionVersion to set.
-     * @return This builder for chaining.
+     * <pre>
+     * A version, or one ${...} giving it when the child starts
+     * </pre>
+     *
+     * <code>.google.protobuf.Value definition_version = 58;</code>
      */
-    public Builder setDefinitionVersion(int value) {
-
-      definitionVersion_ = value;
+    public Builder setDefinitionVersion(com.google.protobuf.Value value) {
+      if (definitionVersionBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        definitionVersion_ = value;
+      } else {
+        definitionVersionBuilder_.setMessage(value);
+      }
       bitField0_ |= 0x00080000;
       onChanged();
       return this;
     }
     /**
-     * <code>optional int32 definition_version = 20;</code>
-     * @return This builder for chaining.
+     * <pre>
+     * A version, or one ${...} giving it when the child starts
+     * </pre>
+     *
+     * <code>.google.protobuf.Value definition_version = 58;</code>
+     */
+    public Builder setDefinitionVersion(
+        com.google.protobuf.Value.Builder builderForValue) {
+      if (definitionVersionBuilder_ == null) {
+        definitionVersion_ = builderForValue.build();
+      } else {
+        definitionVersionBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00080000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * A version, or one ${...} giving it when the child starts
+     * </pre>
+     *
+     * <code>.google.protobuf.Value definition_version = 58;</code>
+     */
+    public Builder mergeDefinitionVersion(com.google.protobuf.Value value) {
+      if (definitionVersionBuilder_ == null) {
+        if (((bitField0_ & 0x00080000) != 0) &&
+          definitionVersion_ != null &&
+          definitionVersion_ != com.google.protobuf.Value.getDefaultInstance()) {
+          getDefinitionVersionBuilder().mergeFrom(value);
+        } else {
+          definitionVersion_ = value;
+        }
+      } else {
+        definitionVersionBuilder_.mergeFrom(value);
+      }
+      if (definitionVersion_ != null) {
+        bitField0_ |= 0x00080000;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * A version, or one ${...} giving it when the child starts
+     * </pre>
+     *
+     * <code>.google.protobuf.Value definition_version = 58;</code>
      */
     public Builder clearDefinitionVersion() {
       bitField0_ = (bitField0_ & ~0x00080000);
-      definitionVersion_ = 0;
+      definitionVersion_ = null;
+      if (definitionVersionBuilder_ != null) {
+        definitionVersionBuilder_.dispose();
+        definitionVersionBuilder_ = null;
+      }
       onChanged();
       return this;
+    }
+    /**
+     * <pre>
+     * A version, or one ${...} giving it when the child starts
+     * </pre>
+     *
+     * <code>.google.protobuf.Value definition_version = 58;</code>
+     */
+    public com.google.protobuf.Value.Builder getDefinitionVersionBuilder() {
+      bitField0_ |= 0x00080000;
+      onChanged();
+      return internalGetDefinitionVersionFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * A version, or one ${...} giving it when the child starts
+     * </pre>
+     *
+     * <code>.google.protobuf.Value definition_version = 58;</code>
+     */
+    public com.google.protobuf.ValueOrBuilder getDefinitionVersionOrBuilder() {
+      if (definitionVersionBuilder_ != null) {
+        return definitionVersionBuilder_.getMessageOrBuilder();
+      } else {
+        return definitionVersion_ == null ?
+            com.google.protobuf.Value.getDefaultInstance() : definitionVersion_;
+      }
+    }
+    /**
+     * <pre>
+     * A version, or one ${...} giving it when the child starts
+     * </pre>
+     *
+     * <code>.google.protobuf.Value definition_version = 58;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder> 
+        internalGetDefinitionVersionFieldBuilder() {
+      if (definitionVersionBuilder_ == null) {
+        definitionVersionBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder>(
+                getDefinitionVersion(),
+                getParentForChildren(),
+                isClean());
+        definitionVersion_ = null;
+      }
+      return definitionVersionBuilder_;
     }
 
     private com.google.protobuf.Value definition_;
@@ -8118,46 +8617,55 @@ private static final long serialVersionUID = 0L;
       return requestBuilder_;
     }
 
-    private boolean optional_ ;
+    private com.google.protobuf.Value optional_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder> optionalBuilder_;
     /**
      * <pre>
      * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
-     * a TIME_OUT_WF timeout still times the instance out (as Conductor's)
+     * a TIME_OUT_WF timeout still times the instance out (as Conductor's). true or false, or one
+     * ${...} read when the step fails (true, or the text "true", makes it optional)
      * </pre>
      *
-     * <code>optional bool optional = 41;</code>
+     * <code>.google.protobuf.Value optional = 59;</code>
      * @return Whether the optional field is set.
      */
-    @java.lang.Override
     public boolean hasOptional() {
       return ((bitField1_ & 0x00000100) != 0);
     }
     /**
      * <pre>
      * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
-     * a TIME_OUT_WF timeout still times the instance out (as Conductor's)
+     * a TIME_OUT_WF timeout still times the instance out (as Conductor's). true or false, or one
+     * ${...} read when the step fails (true, or the text "true", makes it optional)
      * </pre>
      *
-     * <code>optional bool optional = 41;</code>
+     * <code>.google.protobuf.Value optional = 59;</code>
      * @return The optional.
      */
-    @java.lang.Override
-    public boolean getOptional() {
-      return optional_;
+    public com.google.protobuf.Value getOptional() {
+      if (optionalBuilder_ == null) {
+        return optional_ == null ? com.google.protobuf.Value.getDefaultInstance() : optional_;
+      } else {
+        return optionalBuilder_.getMessage();
+      }
     }
     /**
      * <pre>
      * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
-     * a TIME_OUT_WF timeout still times the instance out (as Conductor's)
+     * a TIME_OUT_WF timeout still times the instance out (as Conductor's). true or false, or one
+     * ${...} read when the step fails (true, or the text "true", makes it optional)
      * </pre>
      *
-     * <code>optional bool optional = 41;</code>
-     * @param value The optional to set.
-     * @return This builder for chaining.
+     * <code>.google.protobuf.Value optional = 59;</code>
      */
-    public Builder setOptional(boolean value) {
-
-      optional_ = value;
+    public Builder setOptional(com.google.protobuf.Value value) {
+      if (optionalBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        optional_ = value;
+      } else {
+        optionalBuilder_.setMessage(value);
+      }
       bitField1_ |= 0x00000100;
       onChanged();
       return this;
@@ -8165,17 +8673,121 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
-     * a TIME_OUT_WF timeout still times the instance out (as Conductor's)
+     * a TIME_OUT_WF timeout still times the instance out (as Conductor's). true or false, or one
+     * ${...} read when the step fails (true, or the text "true", makes it optional)
      * </pre>
      *
-     * <code>optional bool optional = 41;</code>
-     * @return This builder for chaining.
+     * <code>.google.protobuf.Value optional = 59;</code>
+     */
+    public Builder setOptional(
+        com.google.protobuf.Value.Builder builderForValue) {
+      if (optionalBuilder_ == null) {
+        optional_ = builderForValue.build();
+      } else {
+        optionalBuilder_.setMessage(builderForValue.build());
+      }
+      bitField1_ |= 0x00000100;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
+     * a TIME_OUT_WF timeout still times the instance out (as Conductor's). true or false, or one
+     * ${...} read when the step fails (true, or the text "true", makes it optional)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value optional = 59;</code>
+     */
+    public Builder mergeOptional(com.google.protobuf.Value value) {
+      if (optionalBuilder_ == null) {
+        if (((bitField1_ & 0x00000100) != 0) &&
+          optional_ != null &&
+          optional_ != com.google.protobuf.Value.getDefaultInstance()) {
+          getOptionalBuilder().mergeFrom(value);
+        } else {
+          optional_ = value;
+        }
+      } else {
+        optionalBuilder_.mergeFrom(value);
+      }
+      if (optional_ != null) {
+        bitField1_ |= 0x00000100;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
+     * a TIME_OUT_WF timeout still times the instance out (as Conductor's). true or false, or one
+     * ${...} read when the step fails (true, or the text "true", makes it optional)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value optional = 59;</code>
      */
     public Builder clearOptional() {
       bitField1_ = (bitField1_ & ~0x00000100);
-      optional_ = false;
+      optional_ = null;
+      if (optionalBuilder_ != null) {
+        optionalBuilder_.dispose();
+        optionalBuilder_ = null;
+      }
       onChanged();
       return this;
+    }
+    /**
+     * <pre>
+     * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
+     * a TIME_OUT_WF timeout still times the instance out (as Conductor's). true or false, or one
+     * ${...} read when the step fails (true, or the text "true", makes it optional)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value optional = 59;</code>
+     */
+    public com.google.protobuf.Value.Builder getOptionalBuilder() {
+      bitField1_ |= 0x00000100;
+      onChanged();
+      return internalGetOptionalFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
+     * a TIME_OUT_WF timeout still times the instance out (as Conductor's). true or false, or one
+     * ${...} read when the step fails (true, or the text "true", makes it optional)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value optional = 59;</code>
+     */
+    public com.google.protobuf.ValueOrBuilder getOptionalOrBuilder() {
+      if (optionalBuilder_ != null) {
+        return optionalBuilder_.getMessageOrBuilder();
+      } else {
+        return optional_ == null ?
+            com.google.protobuf.Value.getDefaultInstance() : optional_;
+      }
+    }
+    /**
+     * <pre>
+     * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
+     * a TIME_OUT_WF timeout still times the instance out (as Conductor's). true or false, or one
+     * ${...} read when the step fails (true, or the text "true", makes it optional)
+     * </pre>
+     *
+     * <code>.google.protobuf.Value optional = 59;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder> 
+        internalGetOptionalFieldBuilder() {
+      if (optionalBuilder_ == null) {
+        optionalBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder>(
+                getOptional(),
+                getParentForChildren(),
+                isClean());
+        optional_ = null;
+      }
+      return optionalBuilder_;
     }
 
     private int startDelaySeconds_ ;
@@ -8680,46 +9292,55 @@ private static final long serialVersionUID = 0L;
       return this;
     }
 
-    private boolean permissive_ ;
+    private com.google.protobuf.Value permissive_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder> permissiveBuilder_;
     /**
      * <pre>
      * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
-     * the instance fails when nothing is left to run (Conductor's permissive; optional wins)
+     * the instance fails when nothing is left to run (Conductor's permissive; optional wins).
+     * true or false, or one ${...} read when the step fails, as optional's
      * </pre>
      *
-     * <code>optional bool permissive = 47;</code>
+     * <code>.google.protobuf.Value permissive = 60;</code>
      * @return Whether the permissive field is set.
      */
-    @java.lang.Override
     public boolean hasPermissive() {
       return ((bitField1_ & 0x00004000) != 0);
     }
     /**
      * <pre>
      * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
-     * the instance fails when nothing is left to run (Conductor's permissive; optional wins)
+     * the instance fails when nothing is left to run (Conductor's permissive; optional wins).
+     * true or false, or one ${...} read when the step fails, as optional's
      * </pre>
      *
-     * <code>optional bool permissive = 47;</code>
+     * <code>.google.protobuf.Value permissive = 60;</code>
      * @return The permissive.
      */
-    @java.lang.Override
-    public boolean getPermissive() {
-      return permissive_;
+    public com.google.protobuf.Value getPermissive() {
+      if (permissiveBuilder_ == null) {
+        return permissive_ == null ? com.google.protobuf.Value.getDefaultInstance() : permissive_;
+      } else {
+        return permissiveBuilder_.getMessage();
+      }
     }
     /**
      * <pre>
      * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
-     * the instance fails when nothing is left to run (Conductor's permissive; optional wins)
+     * the instance fails when nothing is left to run (Conductor's permissive; optional wins).
+     * true or false, or one ${...} read when the step fails, as optional's
      * </pre>
      *
-     * <code>optional bool permissive = 47;</code>
-     * @param value The permissive to set.
-     * @return This builder for chaining.
+     * <code>.google.protobuf.Value permissive = 60;</code>
      */
-    public Builder setPermissive(boolean value) {
-
-      permissive_ = value;
+    public Builder setPermissive(com.google.protobuf.Value value) {
+      if (permissiveBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        permissive_ = value;
+      } else {
+        permissiveBuilder_.setMessage(value);
+      }
       bitField1_ |= 0x00004000;
       onChanged();
       return this;
@@ -8727,17 +9348,121 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
-     * the instance fails when nothing is left to run (Conductor's permissive; optional wins)
+     * the instance fails when nothing is left to run (Conductor's permissive; optional wins).
+     * true or false, or one ${...} read when the step fails, as optional's
      * </pre>
      *
-     * <code>optional bool permissive = 47;</code>
-     * @return This builder for chaining.
+     * <code>.google.protobuf.Value permissive = 60;</code>
+     */
+    public Builder setPermissive(
+        com.google.protobuf.Value.Builder builderForValue) {
+      if (permissiveBuilder_ == null) {
+        permissive_ = builderForValue.build();
+      } else {
+        permissiveBuilder_.setMessage(builderForValue.build());
+      }
+      bitField1_ |= 0x00004000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
+     * the instance fails when nothing is left to run (Conductor's permissive; optional wins).
+     * true or false, or one ${...} read when the step fails, as optional's
+     * </pre>
+     *
+     * <code>.google.protobuf.Value permissive = 60;</code>
+     */
+    public Builder mergePermissive(com.google.protobuf.Value value) {
+      if (permissiveBuilder_ == null) {
+        if (((bitField1_ & 0x00004000) != 0) &&
+          permissive_ != null &&
+          permissive_ != com.google.protobuf.Value.getDefaultInstance()) {
+          getPermissiveBuilder().mergeFrom(value);
+        } else {
+          permissive_ = value;
+        }
+      } else {
+        permissiveBuilder_.mergeFrom(value);
+      }
+      if (permissive_ != null) {
+        bitField1_ |= 0x00004000;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
+     * the instance fails when nothing is left to run (Conductor's permissive; optional wins).
+     * true or false, or one ${...} read when the step fails, as optional's
+     * </pre>
+     *
+     * <code>.google.protobuf.Value permissive = 60;</code>
      */
     public Builder clearPermissive() {
       bitField1_ = (bitField1_ & ~0x00004000);
-      permissive_ = false;
+      permissive_ = null;
+      if (permissiveBuilder_ != null) {
+        permissiveBuilder_.dispose();
+        permissiveBuilder_ = null;
+      }
       onChanged();
       return this;
+    }
+    /**
+     * <pre>
+     * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
+     * the instance fails when nothing is left to run (Conductor's permissive; optional wins).
+     * true or false, or one ${...} read when the step fails, as optional's
+     * </pre>
+     *
+     * <code>.google.protobuf.Value permissive = 60;</code>
+     */
+    public com.google.protobuf.Value.Builder getPermissiveBuilder() {
+      bitField1_ |= 0x00004000;
+      onChanged();
+      return internalGetPermissiveFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
+     * the instance fails when nothing is left to run (Conductor's permissive; optional wins).
+     * true or false, or one ${...} read when the step fails, as optional's
+     * </pre>
+     *
+     * <code>.google.protobuf.Value permissive = 60;</code>
+     */
+    public com.google.protobuf.ValueOrBuilder getPermissiveOrBuilder() {
+      if (permissiveBuilder_ != null) {
+        return permissiveBuilder_.getMessageOrBuilder();
+      } else {
+        return permissive_ == null ?
+            com.google.protobuf.Value.getDefaultInstance() : permissive_;
+      }
+    }
+    /**
+     * <pre>
+     * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
+     * the instance fails when nothing is left to run (Conductor's permissive; optional wins).
+     * true or false, or one ${...} read when the step fails, as optional's
+     * </pre>
+     *
+     * <code>.google.protobuf.Value permissive = 60;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder> 
+        internalGetPermissiveFieldBuilder() {
+      if (permissiveBuilder_ == null) {
+        permissiveBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Value, com.google.protobuf.Value.Builder, com.google.protobuf.ValueOrBuilder>(
+                getPermissive(),
+                getParentForChildren(),
+                isClean());
+        permissive_ = null;
+      }
+      return permissiveBuilder_;
     }
 
     private com.google.protobuf.LazyStringArrayList joinOn_ =
@@ -9440,6 +10165,345 @@ private static final long serialVersionUID = 0L;
     public Builder clearKeepLastIterations() {
       bitField1_ = (bitField1_ & ~0x00800000);
       keepLastIterations_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private com.google.protobuf.Struct legacyInput_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder> legacyInputBuilder_;
+    /**
+     * <pre>
+     * The four fields above that became a Value (each may be one ${...}) had narrower types under
+     * these numbers. They stay, deprecated, for code generated from the older proto: a request
+     * that sets one (and not its Value) is read as if it set the Value, and an answer sets one
+     * too wherever the value fits it. Code generated from this proto leaves them alone; the
+     * SDKs' REST JSON never shows them.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
+     * @deprecated workflow.v1.Step.legacy_input is deprecated.
+     *     See workflow/v1/engine.proto;l=153
+     * @return Whether the legacyInput field is set.
+     */
+    @java.lang.Deprecated public boolean hasLegacyInput() {
+      return ((bitField1_ & 0x01000000) != 0);
+    }
+    /**
+     * <pre>
+     * The four fields above that became a Value (each may be one ${...}) had narrower types under
+     * these numbers. They stay, deprecated, for code generated from the older proto: a request
+     * that sets one (and not its Value) is read as if it set the Value, and an answer sets one
+     * too wherever the value fits it. Code generated from this proto leaves them alone; the
+     * SDKs' REST JSON never shows them.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
+     * @deprecated workflow.v1.Step.legacy_input is deprecated.
+     *     See workflow/v1/engine.proto;l=153
+     * @return The legacyInput.
+     */
+    @java.lang.Deprecated public com.google.protobuf.Struct getLegacyInput() {
+      if (legacyInputBuilder_ == null) {
+        return legacyInput_ == null ? com.google.protobuf.Struct.getDefaultInstance() : legacyInput_;
+      } else {
+        return legacyInputBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * The four fields above that became a Value (each may be one ${...}) had narrower types under
+     * these numbers. They stay, deprecated, for code generated from the older proto: a request
+     * that sets one (and not its Value) is read as if it set the Value, and an answer sets one
+     * too wherever the value fits it. Code generated from this proto leaves them alone; the
+     * SDKs' REST JSON never shows them.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
+     */
+    @java.lang.Deprecated public Builder setLegacyInput(com.google.protobuf.Struct value) {
+      if (legacyInputBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        legacyInput_ = value;
+      } else {
+        legacyInputBuilder_.setMessage(value);
+      }
+      bitField1_ |= 0x01000000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The four fields above that became a Value (each may be one ${...}) had narrower types under
+     * these numbers. They stay, deprecated, for code generated from the older proto: a request
+     * that sets one (and not its Value) is read as if it set the Value, and an answer sets one
+     * too wherever the value fits it. Code generated from this proto leaves them alone; the
+     * SDKs' REST JSON never shows them.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
+     */
+    @java.lang.Deprecated public Builder setLegacyInput(
+        com.google.protobuf.Struct.Builder builderForValue) {
+      if (legacyInputBuilder_ == null) {
+        legacyInput_ = builderForValue.build();
+      } else {
+        legacyInputBuilder_.setMessage(builderForValue.build());
+      }
+      bitField1_ |= 0x01000000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The four fields above that became a Value (each may be one ${...}) had narrower types under
+     * these numbers. They stay, deprecated, for code generated from the older proto: a request
+     * that sets one (and not its Value) is read as if it set the Value, and an answer sets one
+     * too wherever the value fits it. Code generated from this proto leaves them alone; the
+     * SDKs' REST JSON never shows them.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
+     */
+    @java.lang.Deprecated public Builder mergeLegacyInput(com.google.protobuf.Struct value) {
+      if (legacyInputBuilder_ == null) {
+        if (((bitField1_ & 0x01000000) != 0) &&
+          legacyInput_ != null &&
+          legacyInput_ != com.google.protobuf.Struct.getDefaultInstance()) {
+          getLegacyInputBuilder().mergeFrom(value);
+        } else {
+          legacyInput_ = value;
+        }
+      } else {
+        legacyInputBuilder_.mergeFrom(value);
+      }
+      if (legacyInput_ != null) {
+        bitField1_ |= 0x01000000;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The four fields above that became a Value (each may be one ${...}) had narrower types under
+     * these numbers. They stay, deprecated, for code generated from the older proto: a request
+     * that sets one (and not its Value) is read as if it set the Value, and an answer sets one
+     * too wherever the value fits it. Code generated from this proto leaves them alone; the
+     * SDKs' REST JSON never shows them.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
+     */
+    @java.lang.Deprecated public Builder clearLegacyInput() {
+      bitField1_ = (bitField1_ & ~0x01000000);
+      legacyInput_ = null;
+      if (legacyInputBuilder_ != null) {
+        legacyInputBuilder_.dispose();
+        legacyInputBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The four fields above that became a Value (each may be one ${...}) had narrower types under
+     * these numbers. They stay, deprecated, for code generated from the older proto: a request
+     * that sets one (and not its Value) is read as if it set the Value, and an answer sets one
+     * too wherever the value fits it. Code generated from this proto leaves them alone; the
+     * SDKs' REST JSON never shows them.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
+     */
+    @java.lang.Deprecated public com.google.protobuf.Struct.Builder getLegacyInputBuilder() {
+      bitField1_ |= 0x01000000;
+      onChanged();
+      return internalGetLegacyInputFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * The four fields above that became a Value (each may be one ${...}) had narrower types under
+     * these numbers. They stay, deprecated, for code generated from the older proto: a request
+     * that sets one (and not its Value) is read as if it set the Value, and an answer sets one
+     * too wherever the value fits it. Code generated from this proto leaves them alone; the
+     * SDKs' REST JSON never shows them.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
+     */
+    @java.lang.Deprecated public com.google.protobuf.StructOrBuilder getLegacyInputOrBuilder() {
+      if (legacyInputBuilder_ != null) {
+        return legacyInputBuilder_.getMessageOrBuilder();
+      } else {
+        return legacyInput_ == null ?
+            com.google.protobuf.Struct.getDefaultInstance() : legacyInput_;
+      }
+    }
+    /**
+     * <pre>
+     * The four fields above that became a Value (each may be one ${...}) had narrower types under
+     * these numbers. They stay, deprecated, for code generated from the older proto: a request
+     * that sets one (and not its Value) is read as if it set the Value, and an answer sets one
+     * too wherever the value fits it. Code generated from this proto leaves them alone; the
+     * SDKs' REST JSON never shows them.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder> 
+        internalGetLegacyInputFieldBuilder() {
+      if (legacyInputBuilder_ == null) {
+        legacyInputBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder>(
+                getLegacyInput(),
+                getParentForChildren(),
+                isClean());
+        legacyInput_ = null;
+      }
+      return legacyInputBuilder_;
+    }
+
+    private int legacyDefinitionVersion_ ;
+    /**
+     * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
+     * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
+     *     See workflow/v1/engine.proto;l=154
+     * @return Whether the legacyDefinitionVersion field is set.
+     */
+    @java.lang.Override
+    @java.lang.Deprecated public boolean hasLegacyDefinitionVersion() {
+      return ((bitField1_ & 0x02000000) != 0);
+    }
+    /**
+     * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
+     * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
+     *     See workflow/v1/engine.proto;l=154
+     * @return The legacyDefinitionVersion.
+     */
+    @java.lang.Override
+    @java.lang.Deprecated public int getLegacyDefinitionVersion() {
+      return legacyDefinitionVersion_;
+    }
+    /**
+     * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
+     * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
+     *     See workflow/v1/engine.proto;l=154
+     * @param value The legacyDefinitionVersion to set.
+     * @return This builder for chaining.
+     */
+    @java.lang.Deprecated public Builder setLegacyDefinitionVersion(int value) {
+
+      legacyDefinitionVersion_ = value;
+      bitField1_ |= 0x02000000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
+     * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
+     *     See workflow/v1/engine.proto;l=154
+     * @return This builder for chaining.
+     */
+    @java.lang.Deprecated public Builder clearLegacyDefinitionVersion() {
+      bitField1_ = (bitField1_ & ~0x02000000);
+      legacyDefinitionVersion_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private boolean legacyOptional_ ;
+    /**
+     * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
+     * @deprecated workflow.v1.Step.legacy_optional is deprecated.
+     *     See workflow/v1/engine.proto;l=155
+     * @return Whether the legacyOptional field is set.
+     */
+    @java.lang.Override
+    @java.lang.Deprecated public boolean hasLegacyOptional() {
+      return ((bitField1_ & 0x04000000) != 0);
+    }
+    /**
+     * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
+     * @deprecated workflow.v1.Step.legacy_optional is deprecated.
+     *     See workflow/v1/engine.proto;l=155
+     * @return The legacyOptional.
+     */
+    @java.lang.Override
+    @java.lang.Deprecated public boolean getLegacyOptional() {
+      return legacyOptional_;
+    }
+    /**
+     * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
+     * @deprecated workflow.v1.Step.legacy_optional is deprecated.
+     *     See workflow/v1/engine.proto;l=155
+     * @param value The legacyOptional to set.
+     * @return This builder for chaining.
+     */
+    @java.lang.Deprecated public Builder setLegacyOptional(boolean value) {
+
+      legacyOptional_ = value;
+      bitField1_ |= 0x04000000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
+     * @deprecated workflow.v1.Step.legacy_optional is deprecated.
+     *     See workflow/v1/engine.proto;l=155
+     * @return This builder for chaining.
+     */
+    @java.lang.Deprecated public Builder clearLegacyOptional() {
+      bitField1_ = (bitField1_ & ~0x04000000);
+      legacyOptional_ = false;
+      onChanged();
+      return this;
+    }
+
+    private boolean legacyPermissive_ ;
+    /**
+     * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
+     * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
+     *     See workflow/v1/engine.proto;l=156
+     * @return Whether the legacyPermissive field is set.
+     */
+    @java.lang.Override
+    @java.lang.Deprecated public boolean hasLegacyPermissive() {
+      return ((bitField1_ & 0x08000000) != 0);
+    }
+    /**
+     * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
+     * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
+     *     See workflow/v1/engine.proto;l=156
+     * @return The legacyPermissive.
+     */
+    @java.lang.Override
+    @java.lang.Deprecated public boolean getLegacyPermissive() {
+      return legacyPermissive_;
+    }
+    /**
+     * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
+     * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
+     *     See workflow/v1/engine.proto;l=156
+     * @param value The legacyPermissive to set.
+     * @return This builder for chaining.
+     */
+    @java.lang.Deprecated public Builder setLegacyPermissive(boolean value) {
+
+      legacyPermissive_ = value;
+      bitField1_ |= 0x08000000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
+     * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
+     *     See workflow/v1/engine.proto;l=156
+     * @return This builder for chaining.
+     */
+    @java.lang.Deprecated public Builder clearLegacyPermissive() {
+      bitField1_ = (bitField1_ & ~0x08000000);
+      legacyPermissive_ = false;
       onChanged();
       return this;
     }

@@ -79,19 +79,34 @@ public interface StepOrBuilder extends
       getDescriptionBytes();
 
   /**
-   * <code>.google.protobuf.Struct input = 5;</code>
+   * <pre>
+   * The step's input: an object of values and ${...} expressions, or one ${...} expression (a
+   * string) giving the object when the step starts (as a Conductor dynamic fork's tasks take it)
+   * </pre>
+   *
+   * <code>.google.protobuf.Value input = 57;</code>
    * @return Whether the input field is set.
    */
   boolean hasInput();
   /**
-   * <code>.google.protobuf.Struct input = 5;</code>
+   * <pre>
+   * The step's input: an object of values and ${...} expressions, or one ${...} expression (a
+   * string) giving the object when the step starts (as a Conductor dynamic fork's tasks take it)
+   * </pre>
+   *
+   * <code>.google.protobuf.Value input = 57;</code>
    * @return The input.
    */
-  com.google.protobuf.Struct getInput();
+  com.google.protobuf.Value getInput();
   /**
-   * <code>.google.protobuf.Struct input = 5;</code>
+   * <pre>
+   * The step's input: an object of values and ${...} expressions, or one ${...} expression (a
+   * string) giving the object when the step starts (as a Conductor dynamic fork's tasks take it)
+   * </pre>
+   *
+   * <code>.google.protobuf.Value input = 57;</code>
    */
-  com.google.protobuf.StructOrBuilder getInputOrBuilder();
+  com.google.protobuf.ValueOrBuilder getInputOrBuilder();
 
   /**
    * <pre>
@@ -304,15 +319,31 @@ public interface StepOrBuilder extends
       getDefinitionNameBytes();
 
   /**
-   * <code>optional int32 definition_version = 20;</code>
+   * <pre>
+   * A version, or one ${...} giving it when the child starts
+   * </pre>
+   *
+   * <code>.google.protobuf.Value definition_version = 58;</code>
    * @return Whether the definitionVersion field is set.
    */
   boolean hasDefinitionVersion();
   /**
-   * <code>optional int32 definition_version = 20;</code>
+   * <pre>
+   * A version, or one ${...} giving it when the child starts
+   * </pre>
+   *
+   * <code>.google.protobuf.Value definition_version = 58;</code>
    * @return The definitionVersion.
    */
-  int getDefinitionVersion();
+  com.google.protobuf.Value getDefinitionVersion();
+  /**
+   * <pre>
+   * A version, or one ${...} giving it when the child starts
+   * </pre>
+   *
+   * <code>.google.protobuf.Value definition_version = 58;</code>
+   */
+  com.google.protobuf.ValueOrBuilder getDefinitionVersionOrBuilder();
 
   /**
    * <code>.google.protobuf.Value definition = 21;</code>
@@ -732,23 +763,35 @@ public interface StepOrBuilder extends
   /**
    * <pre>
    * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
-   * a TIME_OUT_WF timeout still times the instance out (as Conductor's)
+   * a TIME_OUT_WF timeout still times the instance out (as Conductor's). true or false, or one
+   * ${...} read when the step fails (true, or the text "true", makes it optional)
    * </pre>
    *
-   * <code>optional bool optional = 41;</code>
+   * <code>.google.protobuf.Value optional = 59;</code>
    * @return Whether the optional field is set.
    */
   boolean hasOptional();
   /**
    * <pre>
    * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
-   * a TIME_OUT_WF timeout still times the instance out (as Conductor's)
+   * a TIME_OUT_WF timeout still times the instance out (as Conductor's). true or false, or one
+   * ${...} read when the step fails (true, or the text "true", makes it optional)
    * </pre>
    *
-   * <code>optional bool optional = 41;</code>
+   * <code>.google.protobuf.Value optional = 59;</code>
    * @return The optional.
    */
-  boolean getOptional();
+  com.google.protobuf.Value getOptional();
+  /**
+   * <pre>
+   * Any step: a failure is recorded (the step COMPLETED with its error) and its list goes on;
+   * a TIME_OUT_WF timeout still times the instance out (as Conductor's). true or false, or one
+   * ${...} read when the step fails (true, or the text "true", makes it optional)
+   * </pre>
+   *
+   * <code>.google.protobuf.Value optional = 59;</code>
+   */
+  com.google.protobuf.ValueOrBuilder getOptionalOrBuilder();
 
   /**
    * <pre>
@@ -865,23 +908,35 @@ public interface StepOrBuilder extends
   /**
    * <pre>
    * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
-   * the instance fails when nothing is left to run (Conductor's permissive; optional wins)
+   * the instance fails when nothing is left to run (Conductor's permissive; optional wins).
+   * true or false, or one ${...} read when the step fails, as optional's
    * </pre>
    *
-   * <code>optional bool permissive = 47;</code>
+   * <code>.google.protobuf.Value permissive = 60;</code>
    * @return Whether the permissive field is set.
    */
   boolean hasPermissive();
   /**
    * <pre>
    * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
-   * the instance fails when nothing is left to run (Conductor's permissive; optional wins)
+   * the instance fails when nothing is left to run (Conductor's permissive; optional wins).
+   * true or false, or one ${...} read when the step fails, as optional's
    * </pre>
    *
-   * <code>optional bool permissive = 47;</code>
+   * <code>.google.protobuf.Value permissive = 60;</code>
    * @return The permissive.
    */
-  boolean getPermissive();
+  com.google.protobuf.Value getPermissive();
+  /**
+   * <pre>
+   * Any step: a failure (its retries exhausted) is kept, the step FAILED, and its list goes on;
+   * the instance fails when nothing is left to run (Conductor's permissive; optional wins).
+   * true or false, or one ${...} read when the step fails, as optional's
+   * </pre>
+   *
+   * <code>.google.protobuf.Value permissive = 60;</code>
+   */
+  com.google.protobuf.ValueOrBuilder getPermissiveOrBuilder();
 
   /**
    * <pre>
@@ -1058,4 +1113,92 @@ public interface StepOrBuilder extends
    * @return The keepLastIterations.
    */
   int getKeepLastIterations();
+
+  /**
+   * <pre>
+   * The four fields above that became a Value (each may be one ${...}) had narrower types under
+   * these numbers. They stay, deprecated, for code generated from the older proto: a request
+   * that sets one (and not its Value) is read as if it set the Value, and an answer sets one
+   * too wherever the value fits it. Code generated from this proto leaves them alone; the
+   * SDKs' REST JSON never shows them.
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
+   * @deprecated workflow.v1.Step.legacy_input is deprecated.
+   *     See workflow/v1/engine.proto;l=153
+   * @return Whether the legacyInput field is set.
+   */
+  @java.lang.Deprecated boolean hasLegacyInput();
+  /**
+   * <pre>
+   * The four fields above that became a Value (each may be one ${...}) had narrower types under
+   * these numbers. They stay, deprecated, for code generated from the older proto: a request
+   * that sets one (and not its Value) is read as if it set the Value, and an answer sets one
+   * too wherever the value fits it. Code generated from this proto leaves them alone; the
+   * SDKs' REST JSON never shows them.
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
+   * @deprecated workflow.v1.Step.legacy_input is deprecated.
+   *     See workflow/v1/engine.proto;l=153
+   * @return The legacyInput.
+   */
+  @java.lang.Deprecated com.google.protobuf.Struct getLegacyInput();
+  /**
+   * <pre>
+   * The four fields above that became a Value (each may be one ${...}) had narrower types under
+   * these numbers. They stay, deprecated, for code generated from the older proto: a request
+   * that sets one (and not its Value) is read as if it set the Value, and an answer sets one
+   * too wherever the value fits it. Code generated from this proto leaves them alone; the
+   * SDKs' REST JSON never shows them.
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
+   */
+  @java.lang.Deprecated com.google.protobuf.StructOrBuilder getLegacyInputOrBuilder();
+
+  /**
+   * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
+   * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
+   *     See workflow/v1/engine.proto;l=154
+   * @return Whether the legacyDefinitionVersion field is set.
+   */
+  @java.lang.Deprecated boolean hasLegacyDefinitionVersion();
+  /**
+   * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
+   * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
+   *     See workflow/v1/engine.proto;l=154
+   * @return The legacyDefinitionVersion.
+   */
+  @java.lang.Deprecated int getLegacyDefinitionVersion();
+
+  /**
+   * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
+   * @deprecated workflow.v1.Step.legacy_optional is deprecated.
+   *     See workflow/v1/engine.proto;l=155
+   * @return Whether the legacyOptional field is set.
+   */
+  @java.lang.Deprecated boolean hasLegacyOptional();
+  /**
+   * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
+   * @deprecated workflow.v1.Step.legacy_optional is deprecated.
+   *     See workflow/v1/engine.proto;l=155
+   * @return The legacyOptional.
+   */
+  @java.lang.Deprecated boolean getLegacyOptional();
+
+  /**
+   * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
+   * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
+   *     See workflow/v1/engine.proto;l=156
+   * @return Whether the legacyPermissive field is set.
+   */
+  @java.lang.Deprecated boolean hasLegacyPermissive();
+  /**
+   * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
+   * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
+   *     See workflow/v1/engine.proto;l=156
+   * @return The legacyPermissive.
+   */
+  @java.lang.Deprecated boolean getLegacyPermissive();
 }
