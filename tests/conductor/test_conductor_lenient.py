@@ -361,6 +361,7 @@ def test_conductor_s_keep_last_n_example_keeps_18_tasks(conductor_server: LocalS
     _register(conductor_server, definition)
     wid = _start(conductor_server, definition["name"])
     seen: list[dict[str, Any]] = []
+    polled: list[dict[str, Any]] = []
 
     def work_done() -> bool:
         for kind in ("simple", "simple_1", "simple_2"):
@@ -371,6 +372,7 @@ def test_conductor_s_keep_last_n_example_keeps_18_tasks(conductor_server: LocalS
             for task in r.json():
                 if task["workflowInstanceId"] != wid:
                     continue
+                polled.append(task)
                 update = {
                     "workflowInstanceId": wid,
                     "taskId": task["taskId"],
@@ -410,6 +412,13 @@ def test_conductor_s_keep_last_n_example_keeps_18_tasks(conductor_server: LocalS
         for t in wf["tasks"]
         if "__" in t["referenceTaskName"]
     )
+    # A worker polls a loop's task by the same name and iteration.
+    named = sorted((t["referenceTaskName"], t["iteration"]) for t in polled)
+    assert named == sorted(
+        (f"{r}__{k}", k)
+        for r in ("simple_ref", "simple_ref_1", "simple_ref_2")
+        for k in range(1, 6)
+    ), named
     # While the loops ran, no read showed more than the kept iterations of either.
     for read in seen:
         for loop, keep in (("simple_ref", 4), ("simple_ref_2", 2)):

@@ -120,7 +120,7 @@ def _round(engine: Engine, n: int) -> None:
             break
         ids = [j["id"] for j in jobs]
         engine.lease_for_conductor(ids[:3], "w")
-        engine.forked_references(ids[:3])
+        engine.task_references(ids[:3])
         engine.heartbeat(ids[0], "w")
         if jobs[0]["attempt"] == 1 and len(jobs) > 2:
             engine.fail_job(ids[0], "w", "again", True, next_retry_delay_seconds=0)

@@ -116,17 +116,25 @@ def data_of(value: Any) -> tuple[dict[str, Any], str | None]:
 
 
 def polled_task(
-    job: dict[str, Any], worker_id: str, response_timeout: int, reference: str | None = None
+    job: dict[str, Any],
+    worker_id: str,
+    response_timeout: int,
+    reference: str | None = None,
+    iteration: int | None = None,
 ) -> dict[str, Any]:
     """A job claimed through ``/v1``'s poll (wire form) as the Task a Conductor worker gets;
-    ``reference``: a dynamic fork's task's own reference name (else the step's id)."""
+    ``reference``: a dynamic fork's task's own reference name (else the step's id);
+    ``iteration``: the innermost DO_WHILE's it runs in, named ``<ref>__<iteration>`` as the
+    workflow's read names it."""
     now_ms = ms(job.get("lockExpiresAt")) - response_timeout * 1000
     data, path = data_of(job.get("input"))
+    name = reference or job["stepId"]
     task = {
         "taskId": task_id(job["id"], job["attempt"]),
         "taskType": job["jobType"],
         "taskDefName": job["jobType"],
-        "referenceTaskName": reference or job["stepId"],
+        "referenceTaskName": name if iteration is None else f"{name}{LOOP_DELIMITER}{iteration}",
+        "iteration": iteration or 0,
         "workflowInstanceId": job["instanceId"],
         "status": "IN_PROGRESS",
         "inputData": data,

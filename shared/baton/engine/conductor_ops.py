@@ -69,17 +69,18 @@ class ConductorOps(EngineCore):
         )
         return {str(r["id"]): r["lock_expires_at"] for r in rows}
 
-    def forked_references(self, job_ids: list[str]) -> dict[str, str]:
-        """The reference names of the jobs that are tasks of a dynamic fork (a keyed MAP's
-        item, possibly chosen by a SWITCH): their item's key, by job id."""
+    def task_references(self, job_ids: list[str]) -> dict[str, tuple[str | None, int | None]]:
+        """How Conductor names each job's task, by job id: a dynamic fork's task's reference
+        (its item's key; None: the step's id) and the iteration of the innermost DO_WHILE it
+        runs in (None: in none)."""
         if not job_ids:
             return {}
         rows = self.db.autocommit(
             lambda c: c.execute(
-                conductor_sql.FORKED_REFERENCES, {"ids": job_sql.uuid_text_array(job_ids)}
+                conductor_sql.TASK_REFERENCES, {"ids": job_sql.uuid_text_array(job_ids)}
             ).fetchall()
         )
-        return {str(r["id"]): r["reference"] for r in rows if r["reference"] is not None}
+        return {str(r["id"]): (r["reference"], r["iteration"]) for r in rows}
 
     def job_state(self, job_id: str) -> dict[str, Any]:
         """A job's status, attempt and lease holder with its instance's status."""

@@ -19,24 +19,34 @@ UPDATE job
 RETURNING id, lock_expires_at
 """
 
-# A dynamic fork's task (a job inside a keyed MAP's item, directly or in the SWITCH choosing
-# the task by its type) is Conductor's task of its item's key: its referenceTaskName.
-FORKED_REFERENCES = (
-    """
+# A job's task as Conductor names it: a dynamic fork's task (a job inside a keyed MAP's item,
+# directly or in the SWITCH choosing the task by its type) is its item's key, and a task inside
+# a DO_WHILE carries the iteration of the innermost loop it runs in (``<ref>__<iteration>``):
+# the first step execution up the job's that has one (a loop's body steps do).
+TASK_REFERENCES = """
 SELECT j.id,
        CASE WHEN p.step_type = 'MAP' THEN p.input -> 'keys' ->> s.item_index
             WHEN p.step_type = 'SWITCH' AND g.step_type = 'MAP'
                  THEN g.input -> 'keys' ->> p.item_index
-       END AS reference
+       END AS reference,
+       coalesce(s.iteration, p.iteration, g.iteration, CASE WHEN g.parent_step_execution_id
+                IS NOT NULL THEN (
+            WITH RECURSIVE up (parent, iteration, depth) AS (
+                SELECT g.parent_step_execution_id, NULL::integer, 0
+                UNION ALL
+                SELECT x.parent_step_execution_id, x.iteration, up.depth + 1
+                  FROM up JOIN step_execution x ON x.id = up.parent
+                 WHERE up.iteration IS NULL AND up.depth < 1000
+            )
+            SELECT iteration
+              FROM up WHERE iteration IS NOT NULL LIMIT 1
+       ) END) AS iteration
   FROM job j
   JOIN step_execution s ON s.id = j.step_execution_id
-  JOIN step_execution p ON p.id = s.parent_step_execution_id
+  LEFT JOIN step_execution p ON p.id = s.parent_step_execution_id
   LEFT JOIN step_execution g ON g.id = p.parent_step_execution_id
- WHERE j.id = ANY("""
-    + unsized_array("ids", "uuid")
-    + """)
-"""
-)
+ WHERE j.id = ANY(%(ids_unsized)s)
+""".replace("%(ids_unsized)s", unsized_array("ids", "uuid"))
 
 # IN_PROGRESS with callbackAfterSeconds: the same attempt is handed out again once due.
 POSTPONE = """

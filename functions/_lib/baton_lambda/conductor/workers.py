@@ -69,13 +69,15 @@ class WorkerRoutes(Routes):
     def _tasks(self, engine: Any, jobs: list[dict[str, Any]], worker: str) -> list[dict[str, Any]]:
         """Claimed jobs as Conductor tasks, leased as Conductor workers expect (no heartbeats)."""
         extended = engine.lease_for_conductor([j["id"] for j in jobs], worker)
-        refs = engine.forked_references([j["id"] for j in jobs])  # a dynamic fork's tasks
+        # A dynamic fork's task's own reference; a loop's task's iteration.
+        refs = engine.task_references([j["id"] for j in jobs])
         out = []
         for j in _inline_offloaded(engine, jobs):
             expires = extended.get(j["id"])
             until = expires.timestamp() if expires else cviews.ms(j.get("lockExpiresAt")) / 1000
             left = max(1, round(until - time.time()))
-            out.append(cviews.polled_task(j, worker, left, refs.get(j["id"])))
+            reference, iteration = refs.get(j["id"], (None, None))
+            out.append(cviews.polled_task(j, worker, left, reference, iteration))
         return out
 
     def poll_batch(self, taskType: str) -> Any:
