@@ -109,7 +109,7 @@ def test_the_next_start_after_a_kill_9_stops_the_database_left_running_and_owns_
     assert psutil.pid_exists(orphan)
 
     second = start_server(data_dir=data_dir, functions_dir=fake_functions_dir)
-    assert f"PostgreSQL (pid {orphan}) was still running" in second.output()
+    assert f"PostgreSQL (pid {orphan}) was still running" in second.log()
     assert _gone(orphan)
     own = _postmaster_pid(data_dir)
     assert own != orphan
@@ -188,7 +188,7 @@ def test_two_servers_started_at_once_on_new_data_directories_both_come_up(
             started = list(pool.map(LocalServer.start, servers))  # a failed start fails the test
         for server in started:
             assert server.request("GET", "/v1/definitions").status_code == 200
-            assert "Traceback" not in server.output()
+            assert "Traceback" not in server.log()
     finally:
         codes = [s.stop() if s.process is not None else 0 for s in servers]
     assert codes == [0, 0], [s.output() for s in servers]
@@ -253,7 +253,7 @@ def test_a_key_chosen_with_baton_api_key_replaces_the_kept_one_in_the_key_file(
     )
     assert key_file.read_text().strip() == "dev-key" != generated
     assert key_file.stat().st_mode & 0o777 == 0o600
-    assert f"written to {key_file}" in second.output()  # the banner says so
+    assert f"written to {key_file}" in second.log()  # the banner says so
     # A client given no key reads the file, and sends the key the server accepts.
     monkeypatch.delenv("BATON_API_KEY", raising=False)
     monkeypatch.setenv("BATON_URL", second.base_url)

@@ -491,7 +491,7 @@ def test_generated_key_is_kept_in_the_data_directory_across_restarts(
     key_file = data_dir / "api-key"
     assert key_file.stat().st_mode & 0o777 == 0o600
     key = first.api_key
-    assert key and key in first.output()  # printed at the start
+    assert key and key in first.log()  # printed at the start
     assert first.request("GET", "/v1/definitions").status_code == 200
     assert first.stop() == 0, first.output()
 
@@ -500,7 +500,7 @@ def test_generated_key_is_kept_in_the_data_directory_across_restarts(
     )
     assert second.api_key == key
     assert second.request("GET", "/v1/definitions").status_code == 200
-    assert key in second.output()  # printed again
+    assert key in second.log()  # printed again
 
     # A client given no key finds the local server's own, by BATON_DATA_DIR or by default in
     # .baton/data under the working directory, as `baton dev` itself does.

@@ -182,9 +182,9 @@ def test_baton_worker_run_finds_baton_devs_own_queue_with_no_aws_configuration(
         worker = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         kept = json.loads((tmp_path / "data" / "dispatch-queue.json").read_text())
-        assert kept["mode"] == "outbox" and kept["queueUrl"] in server.output()
-        assert "dispatch   outbox: relay every 0.1 s -> SQS FIFO" in server.output()
-        assert "scheduled  reaper, sweeper, queue_dispatcher every" in server.output()
+        assert kept["mode"] == "outbox" and kept["queueUrl"] in server.log()
+        assert "dispatch   outbox: relay every 0.1 s -> SQS FIFO" in server.log()
+        assert "scheduled  reaper, sweeper, queue_dispatcher every" in server.log()
         client = BatonClient(server.base_url, api_key=server.api_key)
         step = {"id": "s", "type": "SERVICE_TASK", "jobType": job_type}
         step["input"] = {"n": "${workflow.input.n}"}

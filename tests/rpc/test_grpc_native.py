@@ -137,4 +137,4 @@ def test_grpc_port_zero_serves_no_grpc(tmp_path: Path, start_server: Any) -> Non
     # The test servers run with BATON_GRPC_PORT=0 (tests/support/servers.py): their banner says
     # Connect only.
     server = start_server(data_dir=tmp_path / "data", functions_dir=None)
-    assert "gRPC on" not in server.output() and "Connect at" in server.output()
+    assert "gRPC on" not in server.log() and "Connect at" in server.log()

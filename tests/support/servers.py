@@ -141,7 +141,12 @@ class LocalServer:
             self.process.wait()
 
     def output(self) -> str:
+        """The log's last 5,000 characters: for a failed assertion's message."""
         return self.log_path.read_text(errors="replace")[-5000:]
+
+    def log(self) -> str:
+        """The whole log, to look for a line in (its start's banner precedes many more)."""
+        return self.log_path.read_text(errors="replace")
 
     def register_one_step(self, name: str) -> None:
         """A definition ``name`` of one SERVICE_TASK whose jobs have type ``name``."""
