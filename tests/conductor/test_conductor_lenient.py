@@ -274,6 +274,10 @@ def test_a_loop_reads_its_output_so_far_and_a_blank_loop_condition_runs_once(
         "2": {"seen": {"result": second}},
     }
     assert _outputs(wf, "body") == [{"result": 1}]
+    # A DO_WHILE task's inputData: its inputParameters as they stood when it started.
+    loops = {t["referenceTaskName"]: t for t in wf["tasks"] if t["taskType"] == "DO_WHILE"}
+    assert loops["loop"]["inputData"] == {}
+    assert loops["once"]["inputData"] == {"items": [1, 2], "keepLastN": 2}
 
 
 def test_a_dynamic_fork_over_a_literal_list(conductor_server: LocalServer, p: str) -> None:

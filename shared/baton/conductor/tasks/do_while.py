@@ -74,6 +74,10 @@ def to_step(task: dict[str, Any], path: str) -> dict[str, Any]:
     keep = params.get("keepLastN")
     if isinstance(keep, int) and not isinstance(keep, bool) and keep >= 1:
         step["keepLastIterations"] = min(keep, DO_WHILE_MAX_ITERATIONS)
+    if params:
+        # Read by a JavaScript loopCondition (resolved after each iteration); shown, as it
+        # stood when the loop started, as the DO_WHILE task's inputData.
+        step["input"] = task_input(task, path)
     given = task.get("loopCondition")
     if given is None or (isinstance(given, str) and not given.strip()):
         # Conductor's DoWhile evaluates an absent or blank loopCondition as false (its
@@ -84,8 +88,6 @@ def to_step(task: dict[str, Any], path: str) -> dict[str, Any]:
     # JavaScript over the loop's inputParameters (resolved after each iteration), its tasks'
     # outputs and its own iteration, as Conductor runs it.
     step.update({"while": script, "whileLanguage": "javascript"})
-    if params:
-        step["input"] = task_input(task, path)
     return step
 
 

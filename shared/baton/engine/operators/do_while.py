@@ -27,7 +27,7 @@ from baton.engine.operators.protocol import list_done
 from baton.engine.operators.script import failure
 from baton.engine.operators.switch import joined
 from baton.engine.plan import nested
-from baton.engine.records import InputNotObject, child_scope
+from baton.engine.records import InputNotObject, OverLimit, child_scope
 from baton.scripting import ScriptFailed
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import DoWhileStep
@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 class DoWhile:
     def schedule(self, d: Decision, step: Step, scope: str) -> None:
         assert isinstance(step, DoWhileStep)
-        new = d.add_step(step, StepStatus.IN_PROGRESS, None, scope, state={"iteration": 1})
+        shown = _input_at_start(d, step, scope)
+        new = d.add_step(step, StepStatus.IN_PROGRESS, shown, scope, state={"iteration": 1})
         self._iterate(d, step, d.execution(new.id), 1)
 
     def _iterate(self, d: Decision, step: DoWhileStep, owner: Exec, k: int) -> None:
@@ -108,6 +109,19 @@ class DoWhile:
             d.later(lambda: d.list_ended(scope, last.output))
         else:
             rerun(last)
+
+
+def _input_at_start(d: Decision, step: DoWhileStep, scope: str) -> Any:
+    """The loop's input as it stands when the loop starts, kept on its execution to be read
+    (Conductor shows it as the DO_WHILE task's inputData). Only read: a JavaScript ``while``
+    resolves the input again after each iteration. None when the loop has none, or when it is
+    no object or past the hard limit (the condition meets that, as before)."""
+    if not step.input:
+        return None
+    try:
+        return d.stored(d.resolve_input(step, scope), "STEP_INPUT")
+    except (InputNotObject, OverLimit):
+        return None
 
 
 def _javascript_holds(d: Decision, step: DoWhileStep, point: str, body_scope: str, k: int) -> bool:
