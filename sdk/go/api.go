@@ -71,10 +71,12 @@ func reachesLegacy(desc protoreflect.MessageDescriptor, seen map[protoreflect.Fu
 		return false
 	}
 	seen[desc.FullName()] = true
+	if len(legacyPairs(desc)) > 0 {
+		return true
+	}
 	fields := desc.Fields()
 	for i := range fields.Len() {
-		f := fields.Get(i)
-		if legacyTarget(fields, f) != nil || (f.Message() != nil && reachesLegacy(f.Message(), seen)) {
+		if f := fields.Get(i); f.Message() != nil && reachesLegacy(f.Message(), seen) {
 			return true
 		}
 	}
@@ -85,24 +87,26 @@ func moveLegacy(m protoreflect.Message) {
 	fields := m.Descriptor().Fields()
 	for i := range fields.Len() {
 		f := fields.Get(i)
-		if f.Kind() == protoreflect.MessageKind && !f.IsMap() {
-			if f.IsList() {
-				list := m.Get(f).List()
-				for j := range list.Len() {
-					moveLegacy(list.Get(j).Message())
-				}
-			} else if m.Has(f) {
-				moveLegacy(m.Mutable(f).Message())
-			}
-		}
-		next := legacyTarget(fields, f)
-		if next == nil || !m.Has(f) {
+		if f.Kind() != protoreflect.MessageKind || f.IsMap() {
 			continue
 		}
-		if !m.Has(next) {
-			m.Set(next, protoreflect.ValueOfMessage(legacyValue(f, m.Get(f)).ProtoReflect()))
+		if f.IsList() {
+			list := m.Get(f).List()
+			for j := range list.Len() {
+				moveLegacy(list.Get(j).Message())
+			}
+		} else if m.Has(f) {
+			moveLegacy(m.Mutable(f).Message())
 		}
-		m.Clear(f)
+	}
+	for _, pair := range legacyPairs(m.Descriptor()) {
+		if !m.Has(pair.old) {
+			continue
+		}
+		if !m.Has(pair.new) {
+			m.Set(pair.new, protoreflect.ValueOfMessage(legacyValue(pair.old, m.Get(pair.old)).ProtoReflect()))
+		}
+		m.Clear(pair.old)
 	}
 }
 

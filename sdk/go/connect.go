@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -308,7 +309,7 @@ func messageJSON(m protoreflect.Message) any {
 			out[f.JSONName()] = scalarJSON(f, m.Get(f))
 		}
 	}
-	foldLegacy(fields, out)
+	foldLegacy(m.Descriptor(), out)
 	return out
 }
 
@@ -316,29 +317,42 @@ func messageJSON(m protoreflect.Message) any {
 // its old number and narrower type, a value whose field <name> widened (a step's input, a
 // Struct, became a Value as it may be one ${...}): the engine sets both, and an engine older
 // than this proto only the old one, whose value then stands for <name>.
-func foldLegacy(fields protoreflect.FieldDescriptors, out map[string]any) {
-	for i := range fields.Len() {
-		f := fields.Get(i)
-		next := legacyTarget(fields, f)
-		if next == nil {
-			continue
-		}
-		value, set := out[f.JSONName()]
-		delete(out, f.JSONName())
-		if _, given := out[next.JSONName()]; set && !given {
-			out[next.JSONName()] = value
+func foldLegacy(desc protoreflect.MessageDescriptor, out map[string]any) {
+	for _, pair := range legacyPairs(desc) {
+		value, set := out[pair.old.JSONName()]
+		delete(out, pair.old.JSONName())
+		if _, given := out[pair.new.JSONName()]; set && !given {
+			out[pair.new.JSONName()] = value
 		}
 	}
 }
 
-// legacyTarget is the field a deprecated legacy_<name> field f stands for, else nil.
-func legacyTarget(fields protoreflect.FieldDescriptors, f protoreflect.FieldDescriptor) protoreflect.FieldDescriptor {
-	name := string(f.Name())
-	options, _ := f.Options().(*descriptorpb.FieldOptions)
-	if !strings.HasPrefix(name, "legacy_") || !options.GetDeprecated() {
-		return nil
+// legacyPair is a deprecated legacy_<name> field and the field <name> it stands for.
+type legacyPair struct{ old, new protoreflect.FieldDescriptor }
+
+// legacyCache holds each message type's legacy pairs, found once per type: most have none,
+// and a poll's answer reads one message per job.
+var legacyCache sync.Map // protoreflect.FullName -> []legacyPair
+
+func legacyPairs(desc protoreflect.MessageDescriptor) []legacyPair {
+	if found, ok := legacyCache.Load(desc.FullName()); ok {
+		return found.([]legacyPair)
 	}
-	return fields.ByName(protoreflect.Name(strings.TrimPrefix(name, "legacy_")))
+	var pairs []legacyPair
+	fields := desc.Fields()
+	for i := range fields.Len() {
+		f := fields.Get(i)
+		name := string(f.Name())
+		options, _ := f.Options().(*descriptorpb.FieldOptions)
+		if !strings.HasPrefix(name, "legacy_") || !options.GetDeprecated() {
+			continue
+		}
+		if next := fields.ByName(protoreflect.Name(strings.TrimPrefix(name, "legacy_"))); next != nil {
+			pairs = append(pairs, legacyPair{f, next})
+		}
+	}
+	legacyCache.Store(desc.FullName(), pairs)
+	return pairs
 }
 
 func scalarJSON(f protoreflect.FieldDescriptor, v protoreflect.Value) any {

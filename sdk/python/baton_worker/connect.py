@@ -237,13 +237,23 @@ def _fold_legacy(descriptor: Any, out: dict[str, Any]) -> None:
     """A deprecated ``legacy_<name>`` field (its old number and narrower type, kept for code
     generated from an older proto) never shows in REST JSON: its value stands for ``<name>``
     when that is unset (an engine older than this proto sets only the old field)."""
+    for old, new in _legacy_pairs(descriptor):
+        value = out.pop(old, None)
+        if value is not None and new not in out:
+            out[new] = value
+
+
+@functools.cache
+def _legacy_pairs(descriptor: Any) -> tuple[tuple[str, str], ...]:
+    """The JSON names of a message type's legacy fields and of the fields they stand for (found
+    once per type: most have none, and a poll's answer reads one per job)."""
+    pairs = []
     for field in descriptor.fields:
-        if not (field.name.startswith("legacy_") and field.GetOptions().deprecated):
-            continue
-        new = descriptor.fields_by_name.get(field.name.removeprefix("legacy_"))
-        value = out.pop(field.json_name, None)
-        if new is not None and value is not None and new.json_name not in out:
-            out[new.json_name] = value
+        if field.name.startswith("legacy_") and field.GetOptions().deprecated:
+            new = descriptor.fields_by_name.get(field.name.removeprefix("legacy_"))
+            if new is not None:
+                pairs.append((field.json_name, new.json_name))
+    return tuple(pairs)
 
 
 def _scalar(field: Any, value: Any) -> Any:

@@ -250,15 +250,28 @@ const LEGACY = "legacy_";
  * this proto only the old one, whose value then stands for `<name>`.
  */
 function foldLegacy(schema: DescMessage, json: { [key: string]: JsonValue }): void {
-  for (const field of schema.fields) {
-    if (!field.name.startsWith(LEGACY) || !field.deprecated) continue;
-    const value = json[field.jsonName];
-    delete json[field.jsonName];
-    const next = schema.fields.find((f) => f.name === field.name.slice(LEGACY.length));
-    if (value !== undefined && next !== undefined && json[next.jsonName] === undefined) {
-      json[next.jsonName] = value;
-    }
+  for (const [old, next] of legacyPairs(schema)) {
+    const value = json[old];
+    delete json[old];
+    if (value !== undefined && json[next] === undefined) json[next] = value;
   }
+}
+
+/** Each message type's legacy fields' JSON names with their fields', found once per type. */
+const LEGACY_PAIRS = new WeakMap<DescMessage, Array<[string, string]>>();
+
+function legacyPairs(schema: DescMessage): Array<[string, string]> {
+  let pairs = LEGACY_PAIRS.get(schema);
+  if (pairs === undefined) {
+    pairs = [];
+    for (const field of schema.fields) {
+      if (!field.name.startsWith(LEGACY) || !field.deprecated) continue;
+      const next = schema.fields.find((f) => f.name === field.name.slice(LEGACY.length));
+      if (next !== undefined) pairs.push([field.jsonName, next.jsonName]);
+    }
+    LEGACY_PAIRS.set(schema, pairs);
+  }
+  return pairs;
 }
 
 function reshapeField(field: DescField, value: JsonValue): JsonValue {

@@ -10,6 +10,10 @@ import com.google.protobuf.Message;
 import com.google.protobuf.MessageOrBuilder;
 import com.google.protobuf.util.JsonFormat;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The REST bodies are the proto3 JSON mapping of {@code engine.proto}'s messages: this converts
@@ -50,10 +54,12 @@ public final class ProtoJson {
    * does when code sets the deprecated field). With {@code deep}, the messages within too.
    */
   static void foldLegacy(Descriptor type, ObjectNode json, boolean deep) {
-    for (FieldDescriptor field : type.getFields()) {
-      String name = field.getName();
-      if (deep && field.getJavaType() == FieldDescriptor.JavaType.MESSAGE && !field.isMapField()
-          && !field.getMessageType().getFullName().startsWith("google.protobuf.")) {
+    if (deep) {
+      for (FieldDescriptor field : type.getFields()) {
+        if (field.getJavaType() != FieldDescriptor.JavaType.MESSAGE || field.isMapField()
+            || field.getMessageType().getFullName().startsWith("google.protobuf.")) {
+          continue;
+        }
         JsonNode child = json.get(field.getJsonName());
         if (child != null && child.isObject()) {
           foldLegacy(field.getMessageType(), (ObjectNode) child, true);
@@ -65,15 +71,32 @@ public final class ProtoJson {
           }
         }
       }
-      if (!name.startsWith(LEGACY) || !field.getOptions().getDeprecated()) {
-        continue;
-      }
-      JsonNode value = json.remove(field.getJsonName());
-      FieldDescriptor next = type.findFieldByName(name.substring(LEGACY.length()));
-      if (value != null && next != null && !json.has(next.getJsonName())) {
-        json.set(next.getJsonName(), value);
+    }
+    for (FieldDescriptor[] pair : legacyPairs(type)) {
+      JsonNode value = json.remove(pair[0].getJsonName());
+      if (value != null && !json.has(pair[1].getJsonName())) {
+        json.set(pair[1].getJsonName(), value);
       }
     }
+  }
+
+  /** Each message type's legacy fields with the fields they stand for, found once per type. */
+  private static final Map<Descriptor, List<FieldDescriptor[]>> LEGACY_PAIRS = new ConcurrentHashMap<>();
+
+  private static List<FieldDescriptor[]> legacyPairs(Descriptor type) {
+    return LEGACY_PAIRS.computeIfAbsent(type, t -> {
+      List<FieldDescriptor[]> pairs = new ArrayList<>();
+      for (FieldDescriptor field : t.getFields()) {
+        String name = field.getName();
+        if (name.startsWith(LEGACY) && field.getOptions().getDeprecated()) {
+          FieldDescriptor next = t.findFieldByName(name.substring(LEGACY.length()));
+          if (next != null) {
+            pairs.add(new FieldDescriptor[] {field, next});
+          }
+        }
+      }
+      return List.copyOf(pairs);
+    });
   }
 
   private static final double EXACT = 9007199254740992.0; // 2^53: beyond it doubles skip integers
