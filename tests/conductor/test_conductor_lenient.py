@@ -280,6 +280,54 @@ def test_a_loop_reads_its_output_so_far_and_a_blank_loop_condition_runs_once(
     assert loops["once"]["inputData"] == {"items": [1, 2], "keepLastN": 2}
 
 
+def test_a_join_in_a_loop_names_its_outputs_by_the_iteration(
+    conductor_server: LocalServer, p: str
+) -> None:
+    """Conductor's JOIN inside a DO_WHILE waits on its joinOn in its own iteration
+    (``TaskUtils.appendIteration``) and keys its output by those names; its inputData keeps the
+    joinOn as written."""
+    definition = {
+        "name": f"{p}_loop_fork",
+        "version": 1,
+        "tasks": [
+            {
+                "name": "loop",
+                "taskReferenceName": "loop",
+                "type": "DO_WHILE",
+                "inputParameters": {},
+                "loopCondition": "if ($.loop['iteration'] < 2) { true; } else { false; }",
+                "loopOver": [
+                    {
+                        "name": "fork",
+                        "taskReferenceName": "fork",
+                        "type": "FORK_JOIN",
+                        "forkTasks": [
+                            [_inline("a", "$.k", k="${loop.output.iteration}")],
+                            [_inline("b", "$.k * 10", k="${loop.output.iteration}")],
+                        ],
+                    },
+                    {
+                        "name": "join",
+                        "taskReferenceName": "join",
+                        "type": "JOIN",
+                        "joinOn": ["a", "b"],
+                    },
+                ],
+            }
+        ],
+    }
+    _register(conductor_server, definition)
+    wf = _ended(conductor_server, _start(conductor_server, f"{p}_loop_fork"))
+    assert wf["status"] == "COMPLETED", wf.get("reasonForIncompletion")
+    joins = {t["referenceTaskName"]: t for t in wf["tasks"] if t["taskType"] == "JOIN"}
+    assert sorted(joins) == ["join__1", "join__2"]
+    for k in (1, 2):
+        join = joins[f"join__{k}"]
+        assert (join["status"], join["iteration"]) == ("COMPLETED", k)
+        assert join["inputData"] == {"joinOn": ["a", "b"]}
+        assert join["outputData"] == {f"a__{k}": {"result": k}, f"b__{k}": {"result": k * 10}}
+
+
 def test_a_dynamic_fork_over_a_literal_list(conductor_server: LocalServer, p: str) -> None:
     child = {
         "name": f"{p}_double",

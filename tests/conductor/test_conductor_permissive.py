@@ -221,3 +221,36 @@ def test_a_join_over_a_failed_permissive_task_waits_for_the_other_fork_then_fail
     assert refs["t2"].output_data == {"sawT1": "FAILED_WITH_TERMINAL_ERROR"}
     assert "t3" not in refs
     assert "cannot be processed" in (wf.reason_for_incompletion or "")
+    # Conductor's JOIN fails over a permissive task of its joinOn, naming that task's reason.
+    join = refs["fanouttask_join"]
+    assert (join.task_type, join.status) == ("JOIN", "FAILED")
+    assert join.reason_for_incompletion == refs["t1"].reason_for_incompletion
+    assert join.output_data == {"t2": {"sawT1": "FAILED_WITH_TERMINAL_ERROR"}}
+
+
+def test_a_required_task_failing_in_a_fork_cancels_the_join_with_the_workflow(
+    clients: OrkesClients, prefix: str, workers: subprocess.Popen[bytes]
+) -> None:
+    """A forked task that is neither optional nor permissive fails the workflow as it fails:
+    Conductor's decider terminates it, which cancels every task still open (the other branch's
+    and the JOIN), and the JOIN never fails itself."""
+    definition = _fan_in_out_permissive(prefix)
+    definition["name"] = f"{prefix}_FanInOutRequired"
+    fork = definition["tasks"][0]
+    fork["forkTasks"][0][0]["permissive"] = False
+    # The other branch's task has no worker: it is still waiting when t1 fails.
+    fork["forkTasks"][1][0].update(name=f"{prefix}_nobody", permissive=False)
+    clients.get_metadata_client().register_workflow_def(
+        _model(definition, "WorkflowDef"), overwrite=True
+    )
+    wf_client = clients.get_workflow_client()
+    wid = wf_client.start_workflow(StartWorkflowRequest(name=definition["name"], input={}))
+    wf = _wait_terminal(clients, [wid])[wid]
+    assert wf.status == "FAILED"
+    refs = {t.reference_task_name: t for t in wf.tasks}
+    assert refs["t1"].status == "FAILED_WITH_TERMINAL_ERROR"
+    assert refs["t2"].status == "CANCELED"
+    join = refs["fanouttask_join"]
+    assert (join.task_type, join.status) == ("JOIN", "CANCELED")
+    assert not join.reason_for_incompletion
+    assert "t3" not in refs

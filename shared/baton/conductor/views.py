@@ -263,6 +263,8 @@ def tasks_of(instance: dict[str, Any], audit: list[dict[str, Any]]) -> list[dict
             t["iteration"] = iteration
         if t["taskType"] == "DO_WHILE" and sid in loops.count:
             t["iteration"] = loops.count[sid]  # a DO_WHILE's own task: its running iteration
+        if t["taskType"] == "JOIN" and sid in joins.forks:
+            joins.finish(sid, t, iteration)
         tasks.append(t)
     for n, t in enumerate(tasks, start=1):
         t["seq"] = n
@@ -271,6 +273,9 @@ def tasks_of(instance: dict[str, Any], audit: list[dict[str, Any]]) -> list[dict
 
 # What Conductor appends to the reference name of a task inside a DO_WHILE, before its iteration.
 LOOP_DELIMITER = "__"
+
+# A task's ends that are not a success (Conductor's ``Status.isSuccessful()`` false, terminal).
+_UNSUCCESSFUL = ("FAILED", "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT", "CANCELED")
 
 
 def without_iteration(reference: str) -> str:
@@ -349,6 +354,10 @@ class _Joins:
             )
         # Each fork's JOIN's output, filled as its forked tasks are seen (after it is placed).
         self._outputs: dict[str, dict[str, Any]] = {sid: {} for sid in self.forks}
+        # The reasons of its forked tasks that failed (filled by ``seen``, for a JOIN that
+        # fails), and the forks that failed once all their branches or items had ended.
+        self._reasons: dict[str, list[str]] = {sid: [] for sid in self.forks}
+        self._failed_at_join = {str(x) for x in instance.get("failedAtJoin") or ()}
 
     def seen(self, step: dict[str, Any], shown: list[dict[str, Any]]) -> None:
         """Note a step's tasks: a FORK's ends as it starts; a forked task's output is kept for
@@ -365,13 +374,24 @@ class _Joins:
             parent = self._steps.get(str(parent.get("parentStepExecutionId")))  # a chosen task
         task = shown[-1]
         fork = str(parent["id"]) if parent is not None else ""
-        if (
-            fork in self.forks
-            and task["referenceTaskName"] in self._join_on[fork]
-            and task["status"] in ("COMPLETED", "COMPLETED_WITH_ERRORS")
-            and task["outputData"]
-        ):
+        if fork not in self.forks or task["referenceTaskName"] not in self._join_on[fork]:
+            return
+        if task["status"] in ("COMPLETED", "COMPLETED_WITH_ERRORS") and task["outputData"]:
             self._outputs[fork][task["referenceTaskName"]] = task["outputData"]
+        elif task["status"] in _UNSUCCESSFUL and task.get("reasonForIncompletion"):
+            self._reasons[fork].append(str(task["reasonForIncompletion"]))
+
+    def finish(self, fork_id: str, join: dict[str, Any], iteration: int | None) -> None:
+        """Complete ``join`` (the JOIN of ``fork_id``) once every task is seen: in a loop, its
+        output keys are its forked tasks' names in that iteration (Conductor's JOIN appends
+        the iteration to each of its ``joinOn``); a JOIN that failed names why its forked tasks
+        did."""
+        if iteration is not None:
+            join["outputData"] = {
+                f"{ref}{LOOP_DELIMITER}{iteration}": out for ref, out in join["outputData"].items()
+            }
+        if join["status"] == "FAILED" and self._reasons[fork_id]:
+            join["reasonForIncompletion"] = " ".join(self._reasons[fork_id])
 
     def after(self, sid: str) -> list[tuple[str, dict[str, Any]]]:
         """The JOIN tasks that go after the tasks of step execution ``sid``."""
@@ -384,6 +404,11 @@ class _Joins:
         status = task_status(fork.get("status"))
         if status == "SCHEDULED":
             status = "IN_PROGRESS"
+        elif status in _UNSUCCESSFUL:
+            # Conductor's JOIN fails only over a permissive task of its joinOn that failed
+            # (waiting for the other forked tasks first); any other failure of a forked task
+            # fails (or times out) the workflow at once, which cancels the JOIN still waiting.
+            status = "FAILED" if fork_id in self._failed_at_join else "CANCELED"
         t: dict[str, Any] = {
             "taskId": str(uuid.uuid5(uuid.UUID(fork_id), "join")),
             "taskType": "JOIN",
@@ -395,11 +420,11 @@ class _Joins:
             "status": status,
             "inputData": {"joinOn": self._join_on[fork_id]},
             "outputData": self._outputs[fork_id],  # filled by ``seen`` as the list goes on
-            "reasonForIncompletion": None if status == "COMPLETED" else fork.get("error"),
+            "reasonForIncompletion": fork.get("error") if status == "FAILED" else None,
             "retryCount": 0,
             "pollCount": 0,
             "retried": False,
-            "executed": status not in ("SCHEDULED", "IN_PROGRESS"),
+            "executed": status not in ("SCHEDULED", "IN_PROGRESS", "CANCELED"),
             "iteration": 0,
             "scheduledTime": ms(fork.get("createdAt")),
             "startTime": ms(fork.get("startedAt") or fork.get("createdAt")),

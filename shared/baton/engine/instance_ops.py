@@ -19,6 +19,8 @@ from baton.engine.core import log
 from baton.engine.decide import AuditEvent, Decider, Exec, InstanceState
 from baton.engine.ids import parse_uuid, path_uuid
 from baton.engine.operators.do_while import kept_iterations
+from baton.engine.operators.map import failed_at_join as map_failed_at_join
+from baton.engine.operators.parallel import failed_at_join as parallel_failed_at_join
 from baton.engine.plan import Plan, task_def_names
 from baton.engine.reads import exec_from_row
 from baton.engine.retention_ops import RetentionOps
@@ -234,7 +236,9 @@ class InstanceOps(RetentionOps, ArchiveReads):
         longer keeps, as Conductor deletes a ``keepLastN`` loop's older tasks (before the byte
         budget, which counts only those kept), and with ``forks``: for each PARALLEL and MAP
         step of the definition by id, its ``description`` and the id of each branch's last
-        step (``joinOn``), for the JOIN task Conductor shows after a fork."""
+        step (``joinOn``), for the JOIN task Conductor shows after a fork, and
+        ``failedAtJoin``: the executions of those that failed once all their branches or items
+        had ended (over a permissive failure), not at once."""
         iid = path_uuid(instance_id, InstanceNotFound)
         forks: dict[str, Any] = {}
 
@@ -249,14 +253,17 @@ class InstanceOps(RetentionOps, ArchiveReads):
                 plan = self.snapshots.plan(conn, row["snapshot_id"])
                 rows = kept_iterations(plan, rows)
                 forks.update(_forks(plan))
+                joined.extend(_failed_at_join(plan, rows))
             return row, rows
 
+        joined: list[str] = []
         row, step_rows = self.db.autocommit(work)
         if row is None:  # archived (its retention passed), or never was
             return self.archived_view(iid, instance_id, include_steps=include_steps)
         out = self._instance_view(row, step_rows, instance_id)
         if forks:
             out["forks"] = forks
+            out["failedAtJoin"] = joined
         return out
 
     @staticmethod
@@ -830,4 +837,22 @@ def _forks(plan: Plan) -> dict[str, Any]:
             }
         elif isinstance(step, MapStep):
             out[step.id] = {"description": step.description, "joinOn": [step.steps[-1].id]}
+    return out
+
+
+def _failed_at_join(plan: Plan, rows: list[dict[str, Any]]) -> list[str]:
+    """The FAILED PARALLEL and MAP executions among ``rows`` that failed once every branch or
+    item had ended (Conductor's JOIN fails then; a fork failed at once by a required task has
+    its JOIN cancelled with the workflow)."""
+    out: list[str] = []
+    for r in rows:
+        if r["status"] != StepStatus.FAILED or r["step_type"] not in ("PARALLEL", "MAP"):
+            continue
+        step = plan.step(r["step_id"])
+        if isinstance(step, ParallelStep):
+            joined = parallel_failed_at_join(step, r.get("state"))
+        else:
+            joined = map_failed_at_join(r.get("state"))
+        if joined:
+            out.append(str(r["id"]))
     return out

@@ -178,6 +178,12 @@ class Map:
         d.fail_operator(owner, reason, instance_status)
 
 
+def failed_at_join(state: Any) -> bool:
+    """Did a FAILED MAP execution (its ``state``) fail once every item had ended (an item
+    ending on a permissive failure), not at once (a required failure)?"""
+    return isinstance(state, dict) and state.get("ended") == state.get("total")
+
+
 def map_items(stored: Any) -> list[Any]:
     """A MAP's items from its stored input (the list, or a keyed MAP's ``{items, …}``)."""
     if isinstance(stored, dict):

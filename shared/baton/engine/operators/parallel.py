@@ -117,3 +117,10 @@ def branch_outputs(
 def _index_of(key_path: str) -> int:
     key = key_path.split("/", 1)[0]
     return int(key[1:])
+
+
+def failed_at_join(step: ParallelStep, state: Any) -> bool:
+    """Did a FAILED execution of ``step`` (its ``state``) fail once every branch had ended (a
+    branch ending on a permissive failure, or any failure without ``failFast``), not at once?"""
+    ended = state.get("ended") if isinstance(state, dict) else None
+    return isinstance(ended, list) and len(ended) == len(step.branches)
