@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 from baton.engine import long_poll
+from baton.engine.job_ops import JobOps, _StopWatch
 from baton.engine.service import Engine
 from baton.metrics import CountingMetrics
 from baton.store.db import Database
@@ -288,6 +289,35 @@ def test_a_stop_that_lands_as_the_wait_subscribes_is_seen_before_its_claim(
     assert len(notify_engine.poll("other", ["work"], 1)) == 1
 
 
+@pytest.mark.parametrize("limited", [False, True], ids=["plain type", "limited type"])
+def test_a_stop_that_lands_between_the_look_and_the_claim_is_seen_by_the_claim(
+    notify_engine: Engine, monkeypatch: pytest.MonkeyPatch, limited: bool
+) -> None:
+    """The wait woke (a backstop, another job), looked at the worker's stop signal and found
+    none; the stop and the next job commit before its claim runs. The claim itself sees the
+    stop (it carries the count of stops that look saw), so the job stays with the queue."""
+    if limited:
+        notify_engine.put_task_def("work", {"concurrentExecLimit": 5})
+    notify_engine.register_definition(one_step("flow"))
+    claim = JobOps._claim
+    calls: list[int | None] = []
+
+    def stop_before_the_second_claim(
+        ops: JobOps, worker_id: str, types: list[str], max_jobs: int, stops_seen: int | None = None
+    ) -> list[dict[str, Any]]:
+        calls.append(stops_seen)
+        if len(calls) == 2:  # after the first, empty claim and the look that found no stop
+            notify_engine.stop_worker("leaving")
+            notify_engine.start_instance(definition_name="flow")
+        return claim(ops, worker_id, types, max_jobs, stops_seen)
+
+    monkeypatch.setattr(JobOps, "_claim", stop_before_the_second_claim)
+    assert notify_engine.poll("leaving", ["work"], 1, wait_seconds=10) == []
+    assert calls[:2] == [None, 0]  # the first claim before any look; then the count it saw
+    monkeypatch.undo()
+    assert len(notify_engine.poll("other", ["work"], 1)) == 1
+
+
 def test_a_stop_signal_wakes_the_workers_waiting_poll_at_once(
     notify_engine: Engine,
     wakeups: JobWakeups,
@@ -322,13 +352,13 @@ def test_a_poll_sent_after_the_stop_claims_as_usual(notify_engine: Engine) -> No
 def test_the_stop_watch_sees_only_stops_after_its_first_look(engine: Engine) -> None:
     """As in the re-claim loop behind RDS Proxy (no NOTIFY): the watch a long-poll keeps."""
     engine.stop_worker("w")  # before the poll: not its business
-    watch = engine._stop_watch("w")
+    watch = _StopWatch(engine, "w")
     assert watch() is False  # the first look takes the baseline
     engine.stop_worker("someone else")
     assert watch() is False
     engine.stop_worker("w")
     assert watch() is True
-    fresh = engine._stop_watch("w")
+    fresh = _StopWatch(engine, "w")
     assert fresh() is False and fresh() is False
 
 
@@ -338,13 +368,13 @@ def test_a_stop_sent_while_the_polls_first_claim_ran_counts(engine: Engine) -> N
     after the poll arrived. A stop older than the poll does not."""
     engine.stop_worker("w")
     arrived = time.time()
-    watch = engine._stop_watch("w", since=arrived)
+    watch = _StopWatch(engine, "w", since=arrived)
     assert watch() is False  # stopped before this poll arrived: a restarted worker's poll
     engine.stop_worker("w")
     assert watch() is True
     arrived = time.time()
     engine.stop_worker("w")  # between the poll's arrival and its first look
-    late = engine._stop_watch("w", since=arrived)
+    late = _StopWatch(engine, "w", since=arrived)
     assert late() is True
 
 

@@ -61,21 +61,23 @@ class JobOps(EngineCore):
         max_jobs = max(1, min(max_jobs, self.settings.max_jobs_per_poll))
         types = list(dict.fromkeys(job_types))
 
-        def claim() -> list[dict[str, Any]]:
-            return self._claim(worker_id, types, max_jobs)
-
         if wait_seconds > 0:
-            left = _either(gone, self._stop_watch(worker_id, since=time.time()))
+            watch = _StopWatch(self, worker_id, since=time.time())
+
+            def claim() -> list[dict[str, Any]]:
+                # After its first look, each claim takes nothing once the worker stopped.
+                return self._claim(worker_id, types, max_jobs, stops_seen=watch.baseline)
+
             rows = long_poll.wait_for_jobs(
                 claim,
                 types,
                 wait_seconds,
                 self.wakeups,
-                gone=left,
+                gone=_either(gone, watch),
                 also=(long_poll.worker_wakeup(worker_id),),
             )
         else:
-            rows = claim()
+            rows = self._claim(worker_id, types, max_jobs)
         if not rows:  # (a claim that found jobs reported them: once per poll)
             self.metrics.add("JobPollEmpty", 1)
         return rows
@@ -93,28 +95,11 @@ class JobOps(EngineCore):
         log.info("worker stopped", extra={"worker_id": worker_id, "stops": row["stops"]})
         return {"workerId": worker_id, "stoppedAt": views.ts(row["stopped_at"])}
 
-    def _stop_watch(self, worker_id: str, since: float | None = None) -> Callable[[], bool]:
-        """Whether ``worker_id`` sent a stop signal since ``since`` (the poll's arrival, epoch
-        seconds) or since the first time this is asked (a long-poll asks first just after its
-        first, empty claim, then before each claim). ``since`` covers the signal that came
-        while that first claim ran: a runner stopping with this poll out sends it at once."""
-        baseline: int | None = None
-
-        def stopped() -> bool:
-            nonlocal baseline
-            row = self.db.autocommit(
-                lambda c: c.execute(job_sql.WORKER_STOPS, {"worker_id": worker_id}).fetchone()
-            )
-            stops = 0 if row is None else int(row["stops"])
-            if baseline is None:
-                baseline = stops
-                return row is not None and since is not None and float(row["at"]) >= since
-            return stops != baseline
-
-        return stopped
-
-    def _claim(self, worker_id: str, types: list[str], max_jobs: int) -> list[dict[str, Any]]:
-        """The jobs of one claim, as the poll answers them (their metrics reported)."""
+    def _claim(
+        self, worker_id: str, types: list[str], max_jobs: int, stops_seen: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The jobs of one claim, as the poll answers them (their metrics reported); with
+        ``stops_seen``, none once the worker's count of stop signals differs from it."""
         limited = self._limited_types()
         plain = [t for t in types if t not in limited]
         capped = [t for t in types if t in limited]
@@ -132,6 +117,7 @@ class JobOps(EngineCore):
                     max_jobs=max_jobs,
                     max_bytes=budget,
                     with_state=keep,
+                    stops_seen=stops_seen,
                 )
             )
             if jobs:
@@ -150,6 +136,7 @@ class JobOps(EngineCore):
                     job_types=capped,
                     max_jobs=left,
                     max_bytes=max(1, budget - used),
+                    stops_seen=stops_seen,
                 )
             )
             answers += views.claimed_jobs(more)
@@ -411,6 +398,30 @@ def attempt_ends(conn: Conn, row: dict[str, Any]) -> Callable[[], AttemptEnds]:
 def _latencies_ms(rows: list[dict[str, Any]]) -> list[float]:
     """How long each claimed job (a typed row) waited to be claimed, in milliseconds."""
     return [r["dispatch_latency"].total_seconds() * 1000 for r in rows]
+
+
+class _StopWatch:
+    """Whether ``worker_id`` sent a stop signal since ``since`` (the poll's arrival, epoch
+    seconds) or since the first time this is asked (a long-poll asks first just after its
+    first, empty claim, then before each claim). ``since`` covers the signal that came while
+    that first claim ran: a runner stopping with this poll out sends it at once. ``baseline``:
+    the worker's count of stops at that first look (None before it), which the poll's later
+    claims carry, so that a stop landing between a look and a claim is seen by the claim."""
+
+    def __init__(self, ops: JobOps, worker_id: str, since: float | None = None) -> None:
+        self._ops, self._worker_id, self._since = ops, worker_id, since
+        self.baseline: int | None = None
+
+    def __call__(self) -> bool:
+        worker_id = self._worker_id
+        row = self._ops.db.autocommit(
+            lambda c: c.execute(job_sql.WORKER_STOPS, {"worker_id": worker_id}).fetchone()
+        )
+        stops = 0 if row is None else int(row["stops"])
+        if self.baseline is None:
+            self.baseline = stops
+            return row is not None and self._since is not None and float(row["at"]) >= self._since
+        return stops != self.baseline
 
 
 def _either(first: Callable[[], bool] | None, second: Callable[[], bool]) -> Callable[[], bool]:

@@ -70,6 +70,27 @@ WITH types AS (
      WHERE n <= %(max_jobs)s AND (n = 1 OR running_bytes <= %(max_bytes)s)
 """
 
+# What both claims pick from their ranked candidates.
+_PICKED_WHERE = "WHERE n <= %(max_jobs)s AND (n = 1 OR running_bytes <= %(max_bytes)s)"
+
+# A long-poll's claims after its first look at the worker's stop signal take nothing once the
+# worker's count of stops is no longer the one that look saw (``stops_seen``): a stop committed
+# before the claim's snapshot is seen by the claim itself, not only by a look before it (a stop
+# landing between that look and the claim would otherwise hand the stopping worker a job).
+_UNLESS_STOPPED = """WHERE n <= %(max_jobs)s AND (n = 1 OR running_bytes <= %(max_bytes)s)
+       AND NOT EXISTS (SELECT 1 FROM worker_stop w
+                        WHERE w.worker_id = %(worker_id)s AND w.stops <> %(stops_seen)s)"""
+
+
+def _guarded(claim: str, guarded: bool) -> str:
+    """``claim`` taking nothing once its worker's stops moved past ``stops_seen`` (``guarded``),
+    else as it is."""
+    if not guarded:
+        return claim
+    assert claim.count(_PICKED_WHERE) == 1, "a claim picks its candidates in one place"
+    return claim.replace(_PICKED_WHERE, _UNLESS_STOPPED)
+
+
 # Taking the lease on what the find picked: shared by the poll's claim and the claim by id.
 _CLAIM_TAKE = """), claimed AS (
     UPDATE job
@@ -545,25 +566,30 @@ def claim(
     max_jobs: int,
     max_bytes: int,
     with_state: bool = False,
+    stops_seen: int | None = None,
 ) -> tuple[str, list[list[Any]]]:
     """Claim jobs of types without limits: one statement, committed on its own. The claim's
     clock (``now()``, as JSON writes it) and each job as a list of ``CLAIMED_KEYS``' values,
     then its state (``CLAIMED_STATE_KEYS``' values, or None; always None without
-    ``with_state``), oldest first."""
+    ``with_state``), oldest first. With ``stops_seen``, nothing once the worker's count of stop
+    signals differs from it."""
     params: dict[str, Any] = {
         "worker_id": worker_id,
         "job_types": job_types,
         "max_bytes": max_bytes,
         "state_max_bytes": CLAIMED_STATE_MAX_BYTES if with_state else -1,
     }
-    now, jobs = _raw_claim(max_jobs, len(job_types)).scalar(conn, params)
+    if stops_seen is not None:
+        params["stops_seen"] = stops_seen
+    statement = _raw_claim(max_jobs, len(job_types), stops_seen is not None)
+    now, jobs = statement.scalar(conn, params)
     return now, jobs or []
 
 
 @functools.lru_cache(maxsize=256)
-def _raw_claim(max_jobs: int, n_types: int) -> RawStatement:
+def _raw_claim(max_jobs: int, n_types: int, guarded: bool = False) -> RawStatement:
     """``claim_sql`` converted once (longer than psycopg caches its conversions for)."""
-    return RawStatement(claim_sql(max_jobs, n_types))
+    return RawStatement(claim_sql(max_jobs, n_types, guarded))
 
 
 # Largest batch a claim's text is written for (the engine caps a poll far below it).
@@ -573,7 +599,7 @@ MAX_CLAIM_TYPES = 1_000
 
 
 @functools.lru_cache(maxsize=256)
-def claim_sql(max_jobs: int, n_types: int = 1) -> str:
+def claim_sql(max_jobs: int, n_types: int = 1, guarded: bool = False) -> str:
     """CLAIM_AS_JSON with the batch size and the number of job types written into its text.
 
     A parameter there (``LIMIT $n``) leaves a prepared statement's generic plan guessing a tenth
@@ -584,33 +610,45 @@ def claim_sql(max_jobs: int, n_types: int = 1) -> str:
     ~380 with 200,000 finished workflows in the tables) made PostgreSQL choose a custom plan, made
     anew, at every poll. With both numbers in the text, each batch size and number of types a
     process polls with is one prepared statement whose generic plan is the custom one, planned
-    once per connection."""
+    once per connection. ``guarded``: a long-poll's claim after its look at the stop signal
+    (``_UNLESS_STOPPED``)."""
     if not 1 <= max_jobs <= MAX_CLAIM_BATCH:
         raise ValueError(f"a claim takes 1 to {MAX_CLAIM_BATCH} jobs, not {max_jobs}")
-    return _with_types_count(CLAIM_AS_JSON.replace("%(max_jobs)s", str(int(max_jobs))), n_types)
+    claim = _guarded(CLAIM_AS_JSON, guarded)
+    return _with_types_count(claim.replace("%(max_jobs)s", str(int(max_jobs))), n_types)
 
 
 def claim_limited(
-    conn: Conn, *, worker_id: str, job_types: list[str], max_jobs: int, max_bytes: int
+    conn: Conn,
+    *,
+    worker_id: str,
+    job_types: list[str],
+    max_jobs: int,
+    max_bytes: int,
+    stops_seen: int | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Claim jobs of limited types, on an autocommit connection: one transaction in one round
-    trip. Returns (claimed rows, each type's grant and what capped it)."""
-    params = {
+    trip. Returns (claimed rows, each type's grant and what capped it). With ``stops_seen``,
+    nothing once the worker's count of stop signals differs from it."""
+    params: dict[str, Any] = {
         "worker_id": worker_id,
         "job_types": job_types,
         "max_jobs": max_jobs,
         "max_bytes": max_bytes,
     }
-    return _claim_counted(conn, claim_limited_sql(len(job_types)), params)
+    if stops_seen is not None:
+        params["stops_seen"] = stops_seen
+    claim = claim_limited_sql(len(job_types), stops_seen is not None)
+    return _claim_counted(conn, claim, params)
 
 
 @functools.lru_cache(maxsize=128)
-def claim_limited_sql(n_types: int) -> str:
+def claim_limited_sql(n_types: int, guarded: bool = False) -> str:
     """CLAIM_LIMITED with the number of job types written into its text, as ``claim_sql`` does
     for the unlimited claim: ``unnest($1)`` is guessed at ten types, and with a long history in
     the tables that guess made its generic plan dearer than a poll's, so PostgreSQL planned it
-    anew at every poll."""
-    return _with_types_count(CLAIM_LIMITED, n_types)
+    anew at every poll. ``guarded``: as ``claim_sql``'s."""
+    return _with_types_count(_guarded(CLAIM_LIMITED, guarded), n_types)
 
 
 def _with_types_count(claim: str, n_types: int) -> str:
