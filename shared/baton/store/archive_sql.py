@@ -117,11 +117,14 @@ SELECT DISTINCT i.input ->> '$payload' AS path FROM instance i
 """)
 
 # The delete transaction's first statement: the claimed instances, locked (one another
-# archiver or a retry holds is skipped; it is not ours to delete now).
+# archiver or a retry holds is skipped; it is not ours to delete now). The claim's token is read
+# through an InitPlan, as the ids are: a batch's claims share a token, so the token is among the
+# most common values of archive_claim's statistics, and a custom plan for a token that is not
+# (a new batch's) always looked cheaper than the generic plan, which was then never kept.
 LOCK_CLAIMED = _unsized("""
 SELECT i.id, i.version, i.status
   FROM instance i JOIN archive_claim c ON c.instance_id = i.id
- WHERE i.id = ANY(%(ids)s::uuid[]) AND c.token = %(token)s
+ WHERE i.id = ANY(%(ids)s::uuid[]) AND c.token = (SELECT %(token)s::uuid)
  ORDER BY i.id
    FOR UPDATE OF i, c SKIP LOCKED
 """)
@@ -150,7 +153,8 @@ DELETE_ROWS = tuple(
 )
 
 RELEASE_CLAIMS = _unsized("""
-DELETE FROM archive_claim WHERE instance_id = ANY(%(ids)s::uuid[]) AND token = %(token)s
+DELETE FROM archive_claim
+ WHERE instance_id = ANY(%(ids)s::uuid[]) AND token = (SELECT %(token)s::uuid)
 """)
 
 # --- reading the index ---------------------------------------------------------------------
