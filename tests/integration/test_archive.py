@@ -140,6 +140,62 @@ def test_an_instance_past_its_retention_is_archived_and_reads_back(
     )
 
 
+def test_conductors_read_of_an_archived_run_is_the_one_before(engine: Engine, db: Database) -> None:
+    """What Conductor's surface reads besides the steps (the forks for its JOIN tasks, a fork
+    that failed at its join, a keepLastN loop's trimmed iterations) is worked out from the rows'
+    state, which the document does not hold: the archiver stores it (``conductor``), and the
+    read of the archived run is the read before."""
+    engine.register_definition(
+        {
+            "name": "arch_forks",
+            "steps": [
+                {
+                    "id": "loop",
+                    "type": "DO_WHILE",
+                    "while": "loop.iteration < 4",
+                    "maxIterations": 10,
+                    "keepLastIterations": 2,
+                    "steps": [{"id": "seen", "type": "SCRIPT", "script": "1"}],
+                },
+                {
+                    "id": "fan",
+                    "type": "PARALLEL",
+                    "branches": [
+                        [{"id": "a", "type": "SCRIPT", "script": "2"}],
+                        [service_step("p", "arch-p", permissive=True, retryCount=0)],
+                    ],
+                },
+            ],
+        }
+    )
+    iid = str(engine.start_instance(definition_name="arch_forks")[0]["id"])
+    (job,) = engine.poll("w", ["arch-p"], 1)
+    engine.fail_job(job["id"], "w", "no stock", retryable=False, attempt=job["attempt"])
+    age(db, RETENTION + 60)
+    before = engine.get_instance(iid, conductor_view=True)
+    assert before["status"] == "FAILED"
+    (fan,) = [s for s in before["steps"] if s["stepId"] == "fan"]
+    assert before["failedAtJoin"] == [fan["id"]]  # every branch ended, then it failed
+    assert sorted(before["forks"]) == ["fan"]
+    kept = [s["iteration"] for s in before["steps"] if s["stepId"] == "seen"]
+    assert kept == [3, 4]  # of four iterations, the last two
+    everything = engine.get_instance(iid)
+    assert len(everything["steps"]) == len(before["steps"]) + 2
+    audit = engine.audit_trail(iid)
+
+    assert engine.archive_expired() == 1
+
+    after = engine.get_instance(iid, conductor_view=True)
+    assert after.pop("archived") is True and after.pop("archivedAt")
+    assert after == before
+    assert cviews.workflow(after, engine.audit_trail(iid)) == cviews.workflow(before, audit)
+    joins = [t for t in cviews.tasks_of(after, audit) if t["taskType"] == "JOIN"]
+    assert [(j["status"], j["reasonForIncompletion"]) for j in joins] == [("FAILED", "no stock")]
+    # Baton's own read of it keeps every step, as before.
+    plain = engine.get_instance(iid)
+    assert len(plain["steps"]) == len(everything["steps"]) and "forks" not in plain
+
+
 def _rewritten(value: Any, moved: dict[str, str]) -> Any:
     from baton.engine.archive_store import rewrite_refs
 

@@ -44,7 +44,9 @@ from baton.engine.archive_store import (
     payload_key,
     rewrite_refs,
 )
+from baton.engine.conductor_view import conductor_extras
 from baton.engine.core import log
+from baton.engine.plan import Plan
 from baton.engine.retention_ops import RetentionOps
 from baton.errors import Unavailable
 from baton.store import archive_sql, retention_sql
@@ -139,6 +141,8 @@ class ArchiveOps(RetentionOps):
         """Read the claimed instances and store one document each (with their payloads)."""
         params = {"ids": ids, "default": default}
 
+        plans: dict[int, Plan] = {}
+
         def read(conn: Conn) -> tuple[list[dict[str, Any]], ...]:
             with conn.pipeline():
                 cursors = [
@@ -151,15 +155,19 @@ class ArchiveOps(RetentionOps):
                         retention_sql.PATHS_OF,
                     )
                 ]
-            return tuple(c.fetchall() for c in cursors)
+            rows = tuple(c.fetchall() for c in cursors)
+            for sid in {r["snapshot_id"] for r in rows[0]}:  # (kept by the process)
+                plans[sid] = self.snapshots.plan(conn, sid)
+            return rows
 
         instances, steps, jobs, history, paths = self.db.autocommit(read)
         if not instances:
             return {}
         by: dict[str, defaultdict[uuid.UUID, list[Any]]] = {
-            k: defaultdict(list) for k in ("steps", "jobs", "history", "paths")
+            k: defaultdict(list) for k in ("steps", "rows", "jobs", "history", "paths")
         }
         for r in steps:
+            by["rows"][r["instance_id"]].append(r)
             by["steps"][r["instance_id"]].append(views.step(r))
         for r in jobs:
             by["jobs"][r["instance_id"]].append(r["job"])
@@ -169,7 +177,14 @@ class ArchiveOps(RetentionOps):
             by["paths"][r["instance_id"]].append(r["path"])
         moved = self._copy_payloads(archive, by["paths"])
         docs = [
-            _document(r, by["steps"][r["id"]], by["jobs"][r["id"]], by["history"][r["id"]], moved)
+            _document(
+                r,
+                by["steps"][r["id"]],
+                by["jobs"][r["id"]],
+                by["history"][r["id"]],
+                moved,
+                conductor=_conductor_part(plans[r["snapshot_id"]], by["rows"][r["id"]]),
+            )
             for r in instances
         ]
 
@@ -292,16 +307,31 @@ class _Written:
         self.lag_seconds = max(0.0, row["now"].timestamp() - due)
 
 
+def _conductor_part(plan: Plan, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What Conductor's surface reads of the instance besides its steps (``forks`` and
+    ``failedAtJoin``), and ``notKept``: the ids of the executions of iterations its keepLastN
+    loops no longer keep; None when there is none of it (the rows' state, which they are
+    worked out from, is not in the document)."""
+    kept, part = conductor_extras(plan, rows)
+    if len(kept) < len(rows):
+        shown = {id(r) for r in kept}
+        part["notKept"] = [str(r["id"]) for r in rows if id(r) not in shown]
+    return part or None
+
+
 def _document(
     row: dict[str, Any],
     steps: list[dict[str, Any]],
     jobs: list[dict[str, Any]],
     history: list[dict[str, Any]],
     moved: dict[uuid.UUID, dict[str, str]],
+    *,
+    conductor: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], _Written]:
     """The archive document of one instance (format ``FORMAT``): top-level fields for queries
     (Athena), the instance as ``GET /v1/instances/{id}`` showed it, its steps, its jobs as
-    stored, its history; payload references point into the archive."""
+    stored, its history, and what Conductor's surface reads besides (``conductor``, only for
+    an instance with forks or trimmed loops); payload references point into the archive."""
     mine = moved.get(row["id"], {})
     instance = views.instance(row)
     doc = {
@@ -322,6 +352,8 @@ def _document(
         "history": history,
         "payloads": mine,
     }
+    if conductor is not None:
+        doc["conductor"] = conductor
     doc = rewrite_refs(doc, mine)
     key = document_key(row["definition_name"], row["completed_at"], row["id"])
     return doc, _Written(row, key, encode(doc), mine)

@@ -45,13 +45,26 @@ class ArchiveReads(EngineCore):
         return doc
 
     def archived_view(
-        self, iid: uuid.UUID, instance_id: str, *, include_steps: bool = True
+        self,
+        iid: uuid.UUID,
+        instance_id: str,
+        *,
+        include_steps: bool = True,
+        conductor_view: bool = False,
     ) -> dict[str, Any]:
-        """An archived instance as ``GET /v1/instances/{id}`` shows it, ``archived: true``."""
+        """An archived instance as ``GET /v1/instances/{id}`` shows it, ``archived: true``;
+        ``conductor_view``: as ``get_instance`` reads it for Conductor's surface, from the
+        document's ``conductor`` part (a document written before it had one reads as before)."""
         doc = self._archived_document(iid, instance_id)
         out = _view(doc)
+        part = doc.get("conductor") if conductor_view else None
+        part = part if isinstance(part, dict) else {}
+        for key in ("forks", "failedAtJoin"):
+            if key in part:
+                out[key] = part[key]
         if include_steps:
-            steps = list(doc["steps"])
+            dropped = set(part.get("notKept") or ())
+            steps = [s for s in doc["steps"] if s["id"] not in dropped]
             fit = paging.within_budget(steps, paging.PAGE_BUDGET_BYTES - paging.json_size(out))
             out["steps"] = steps[:fit]
             if fit < len(steps):

@@ -15,12 +15,10 @@ from psycopg.types.json import Jsonb
 from baton.definitions import WorkflowDefinition, parse_definition
 from baton.engine import paging, views, writer
 from baton.engine.archive_reads import ArchiveReads
+from baton.engine.conductor_view import conductor_extras
 from baton.engine.core import log
 from baton.engine.decide import AuditEvent, Decider, Exec, InstanceState
 from baton.engine.ids import parse_uuid, path_uuid
-from baton.engine.operators.do_while import kept_iterations
-from baton.engine.operators.map import failed_at_join as map_failed_at_join
-from baton.engine.operators.parallel import failed_at_join as parallel_failed_at_join
 from baton.engine.plan import Plan, task_def_names
 from baton.engine.reads import exec_from_row
 from baton.engine.retention_ops import RetentionOps
@@ -34,7 +32,6 @@ from baton.errors import (
 )
 from baton.payload_ref import is_payload_ref
 from baton.status import InstanceStatus, StepStatus
-from baton.steps import MapStep, ParallelStep
 from baton.store import definition_sql, instance_sql
 from baton.store.db import Conn, first_in_transaction
 
@@ -232,15 +229,12 @@ class InstanceOps(RetentionOps, ArchiveReads):
         ``GET …/steps`` pages through them all); ``include_steps=False`` leaves them out.
 
         ``conductor_view``: as Conductor's surface reads an instance, from its definition's
-        plan: without the executions of the iterations a DO_WHILE's ``keepLastIterations`` no
-        longer keeps, as Conductor deletes a ``keepLastN`` loop's older tasks (before the byte
-        budget, which counts only those kept), and with ``forks``: for each PARALLEL and MAP
-        step of the definition by id, its ``description`` and the id of each branch's last
-        step (``joinOn``), for the JOIN task Conductor shows after a fork, and
-        ``failedAtJoin``: the executions of those that failed once all their branches or items
-        had ended (over a permissive failure), not at once."""
+        plan (``engine.conductor_view``): without the executions of the iterations a DO_WHILE's
+        ``keepLastIterations`` no longer keeps, as Conductor deletes a ``keepLastN`` loop's
+        older tasks (before the byte budget, which counts only those kept), and with ``forks``
+        and ``failedAtJoin`` for the JOIN task Conductor shows after a fork; an archived
+        instance alike, from what its document kept of it."""
         iid = path_uuid(instance_id, InstanceNotFound)
-        forks: dict[str, Any] = {}
 
         def work(conn: Conn) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
             if not include_steps:
@@ -251,19 +245,18 @@ class InstanceOps(RetentionOps, ArchiveReads):
             row, rows = head.fetchone(), steps.fetchall()
             if conductor_view and row is not None and rows:
                 plan = self.snapshots.plan(conn, row["snapshot_id"])
-                rows = kept_iterations(plan, rows)
-                forks.update(_forks(plan))
-                joined.extend(_failed_at_join(plan, rows))
+                rows, found = conductor_extras(plan, rows)
+                extras.update(found)
             return row, rows
 
-        joined: list[str] = []
+        extras: dict[str, Any] = {}
         row, step_rows = self.db.autocommit(work)
         if row is None:  # archived (its retention passed), or never was
-            return self.archived_view(iid, instance_id, include_steps=include_steps)
+            return self.archived_view(
+                iid, instance_id, include_steps=include_steps, conductor_view=conductor_view
+            )
         out = self._instance_view(row, step_rows, instance_id)
-        if forks:
-            out["forks"] = forks
-            out["failedAtJoin"] = joined
+        out.update(extras)
         return out
 
     @staticmethod
@@ -823,36 +816,3 @@ def _timestamp(value: str | None, field: str) -> datetime | None:
             [Problem(field, f"an ISO-8601 time such as 2026-01-31T12:00:00Z, not {shown!r}")]
         )
     return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
-
-
-def _forks(plan: Plan) -> dict[str, Any]:
-    """Each PARALLEL and MAP step of ``plan`` by id: its description and the id of each
-    branch's last step (a MAP's one list's)."""
-    out: dict[str, Any] = {}
-    for step in plan.steps():
-        if isinstance(step, ParallelStep):
-            out[step.id] = {
-                "description": step.description,
-                "joinOn": [b[-1].id for b in step.branches],
-            }
-        elif isinstance(step, MapStep):
-            out[step.id] = {"description": step.description, "joinOn": [step.steps[-1].id]}
-    return out
-
-
-def _failed_at_join(plan: Plan, rows: list[dict[str, Any]]) -> list[str]:
-    """The FAILED PARALLEL and MAP executions among ``rows`` that failed once every branch or
-    item had ended (Conductor's JOIN fails then; a fork failed at once by a required task has
-    its JOIN cancelled with the workflow)."""
-    out: list[str] = []
-    for r in rows:
-        if r["status"] != StepStatus.FAILED or r["step_type"] not in ("PARALLEL", "MAP"):
-            continue
-        step = plan.step(r["step_id"])
-        if isinstance(step, ParallelStep):
-            joined = parallel_failed_at_join(step, r.get("state"))
-        else:
-            joined = map_failed_at_join(r.get("state"))
-        if joined:
-            out.append(str(r["id"]))
-    return out

@@ -73,7 +73,7 @@ INSTANCES_OF = _unsized("""
 SELECT i.id, i.definition_name, i.definition_version, i.status, i.input, i.variables, i.output,
        i.reason, i.version, i.correlation_id, i.idempotency_key, i.parent_instance_id,
        i.parent_step_execution_id, i.created_at, i.updated_at, i.completed_at, i.timeout_at,
-       i.run, i.depth, i.queue_task_id,
+       i.run, i.depth, i.queue_task_id, i.snapshot_id,
        coalesce((s.body ->> 'retentionSeconds')::bigint, %(default)s) AS retention_seconds,
        now() AS now
   FROM instance i JOIN definition_snapshot s ON s.id = i.snapshot_id
