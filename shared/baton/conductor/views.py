@@ -358,6 +358,8 @@ class _Joins:
         # fails), and the forks that failed once all their branches or items had ended.
         self._reasons: dict[str, list[str]] = {sid: [] for sid in self.forks}
         self._failed_at_join = {str(x) for x in instance.get("failedAtJoin") or ()}
+        # Its optional forked tasks that failed (COMPLETED_WITH_ERRORS), as ``<name>/<taskId>``.
+        self._with_errors: dict[str, list[str]] = {sid: [] for sid in self.forks}
 
     def seen(self, step: dict[str, Any], shown: list[dict[str, Any]]) -> None:
         """Note a step's tasks: a FORK's ends as it starts; a forked task's output is kept for
@@ -380,18 +382,26 @@ class _Joins:
             self._outputs[fork][task["referenceTaskName"]] = task["outputData"]
         elif task["status"] in _UNSUCCESSFUL and task.get("reasonForIncompletion"):
             self._reasons[fork].append(str(task["reasonForIncompletion"]))
+        if task["status"] == "COMPLETED_WITH_ERRORS":
+            self._with_errors[fork].append(f"{task['taskDefName']}/{task['taskId']}")
 
     def finish(self, fork_id: str, join: dict[str, Any], iteration: int | None) -> None:
         """Complete ``join`` (the JOIN of ``fork_id``) once every task is seen: in a loop, its
         output keys are its forked tasks' names in that iteration (Conductor's JOIN appends
         the iteration to each of its ``joinOn``); a JOIN that failed names why its forked tasks
-        did."""
+        did; one over an optional task that failed is COMPLETED_WITH_ERRORS, naming it."""
         if iteration is not None:
             join["outputData"] = {
                 f"{ref}{LOOP_DELIMITER}{iteration}": out for ref, out in join["outputData"].items()
             }
         if join["status"] == "FAILED" and self._reasons[fork_id]:
             join["reasonForIncompletion"] = " ".join(self._reasons[fork_id])
+        elif join["status"] == "COMPLETED" and self._with_errors[fork_id]:
+            # Conductor's JOIN over an optional task that failed (since 3.9).
+            join["status"] = "COMPLETED_WITH_ERRORS"
+            join["reasonForIncompletion"] = " ".join(
+                [*self._with_errors[fork_id], "completed with errors"]
+            )
 
     def after(self, sid: str) -> list[tuple[str, dict[str, Any]]]:
         """The JOIN tasks that go after the tasks of step execution ``sid``."""
