@@ -34,6 +34,19 @@ def _inline(ref: str, expression: str, **params: Any) -> dict[str, Any]:
     }
 
 
+def _do_while(
+    ref: str, condition: str, loop_over: list[dict[str, Any]], **params: Any
+) -> dict[str, Any]:
+    return {
+        "name": ref,
+        "taskReferenceName": ref,
+        "type": "DO_WHILE",
+        "inputParameters": params,
+        "loopCondition": condition,
+        "loopOver": loop_over,
+    }
+
+
 def _register(server: LocalServer, *definitions: dict[str, Any]) -> None:
     r = server.request("PUT", "/api/metadata/workflow", json=list(definitions))
     assert r.status_code == 200, r.text
@@ -244,22 +257,18 @@ def test_a_loop_reads_its_output_so_far_and_a_blank_loop_condition_runs_once(
         "name": f"{p}_loops",
         "version": 1,
         "tasks": [
-            {
-                "name": "loop",
-                "taskReferenceName": "loop",
-                "type": "DO_WHILE",
-                "inputParameters": {},
-                "loopCondition": "if ($.loop['iteration'] < 3) { true; } else { false; }",
-                "loopOver": [_inline("seen", "$.so_far", so_far="${loop.output}")],
-            },
-            {
-                "name": "once",
-                "taskReferenceName": "once",
-                "type": "DO_WHILE",
-                "inputParameters": {"items": "${workflow.input.batch}", "keepLastN": 2},
-                "loopCondition": "",
-                "loopOver": [_inline("body", "$.i", i="${once.output.iteration}")],
-            },
+            _do_while(
+                "loop",
+                "if ($.loop['iteration'] < 3) { true; } else { false; }",
+                [_inline("seen", "$.so_far", so_far="${loop.output}")],
+            ),
+            _do_while(
+                "once",
+                "",
+                [_inline("body", "$.i", i="${once.output.iteration}")],
+                items="${workflow.input.batch}",
+                keepLastN=2,
+            ),
         ],
     }
     _register(conductor_server, definition)
@@ -290,13 +299,10 @@ def test_a_join_in_a_loop_names_its_outputs_by_the_iteration(
         "name": f"{p}_loop_fork",
         "version": 1,
         "tasks": [
-            {
-                "name": "loop",
-                "taskReferenceName": "loop",
-                "type": "DO_WHILE",
-                "inputParameters": {},
-                "loopCondition": "if ($.loop['iteration'] < 2) { true; } else { false; }",
-                "loopOver": [
+            _do_while(
+                "loop",
+                "if ($.loop['iteration'] < 2) { true; } else { false; }",
+                [
                     {
                         "name": "fork",
                         "taskReferenceName": "fork",
@@ -313,7 +319,7 @@ def test_a_join_in_a_loop_names_its_outputs_by_the_iteration(
                         "joinOn": ["a", "b"],
                     },
                 ],
-            }
+            )
         ],
     }
     _register(conductor_server, definition)

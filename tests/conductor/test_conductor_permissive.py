@@ -203,10 +203,11 @@ def test_a_permissive_task_fails_the_workflow_at_its_end_and_a_retry_reruns_it_a
     assert wf.output["o3"] == "task completed"
 
 
-def test_a_join_over_a_failed_permissive_task_waits_for_the_other_fork_then_fails(
-    clients: OrkesClients, prefix: str, workers: subprocess.Popen[bytes]
-) -> None:
-    definition = _fan_in_out_permissive(prefix)
+def _run_to_failure(
+    clients: OrkesClients, definition: dict[str, Any]
+) -> tuple[Any, dict[str, Any]]:
+    """Register and run ``definition`` (its t1 fails for good), until it FAILED: the workflow
+    and its tasks by reference name."""
     clients.get_metadata_client().register_workflow_def(
         _model(definition, "WorkflowDef"), overwrite=True
     )
@@ -216,6 +217,13 @@ def test_a_join_over_a_failed_permissive_task_waits_for_the_other_fork_then_fail
     assert wf.status == "FAILED"
     refs = {t.reference_task_name: t for t in wf.tasks}
     assert refs["t1"].status == "FAILED_WITH_TERMINAL_ERROR"
+    return wf, refs
+
+
+def test_a_join_over_a_failed_permissive_task_waits_for_the_other_fork_then_fails(
+    clients: OrkesClients, prefix: str, workers: subprocess.Popen[bytes]
+) -> None:
+    wf, refs = _run_to_failure(clients, _fan_in_out_permissive(prefix))
     # t2 finished although t1 had failed: the JOIN waited for it, then failed; t3 never ran.
     assert refs["t2"].status == "COMPLETED"
     assert refs["t2"].output_data == {"sawT1": "FAILED_WITH_TERMINAL_ERROR"}
@@ -240,15 +248,7 @@ def test_a_required_task_failing_in_a_fork_cancels_the_join_with_the_workflow(
     fork["forkTasks"][0][0]["permissive"] = False
     # The other branch's task has no worker: it is still waiting when t1 fails.
     fork["forkTasks"][1][0].update(name=f"{prefix}_nobody", permissive=False)
-    clients.get_metadata_client().register_workflow_def(
-        _model(definition, "WorkflowDef"), overwrite=True
-    )
-    wf_client = clients.get_workflow_client()
-    wid = wf_client.start_workflow(StartWorkflowRequest(name=definition["name"], input={}))
-    wf = _wait_terminal(clients, [wid])[wid]
-    assert wf.status == "FAILED"
-    refs = {t.reference_task_name: t for t in wf.tasks}
-    assert refs["t1"].status == "FAILED_WITH_TERMINAL_ERROR"
+    _, refs = _run_to_failure(clients, definition)
     assert refs["t2"].status == "CANCELED"
     join = refs["fanouttask_join"]
     assert (join.task_type, join.status) == ("JOIN", "CANCELED")
