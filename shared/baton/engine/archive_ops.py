@@ -314,8 +314,8 @@ def _conductor_part(plan: Plan, rows: list[dict[str, Any]]) -> dict[str, Any] | 
     worked out from, is not in the document)."""
     kept, part = conductor_extras(plan, rows)
     if len(kept) < len(rows):
-        shown = {id(r) for r in kept}
-        part["notKept"] = [str(r["id"]) for r in rows if id(r) not in shown]
+        shown = {r["id"] for r in kept}
+        part["notKept"] = [str(r["id"]) for r in rows if r["id"] not in shown]
     return part or None
 
 

@@ -68,27 +68,24 @@ WITH types AS (
     SELECT id
       FROM ranked
      WHERE n <= %(max_jobs)s AND (n = 1 OR running_bytes <= %(max_bytes)s)
+       /* stop guard */
 """
 
-# What both claims pick from their ranked candidates.
-_PICKED_WHERE = "WHERE n <= %(max_jobs)s AND (n = 1 OR running_bytes <= %(max_bytes)s)"
+# Where both claims' ``picked`` takes the long-poll's stop guard (``_guarded``).
+_STOP_GUARD = "/* stop guard */"
 
 # A long-poll's claims after its first look at the worker's stop signal take nothing once the
 # worker's count of stops is no longer the one that look saw (``stops_seen``): a stop committed
 # before the claim's snapshot is seen by the claim itself, not only by a look before it (a stop
 # landing between that look and the claim would otherwise hand the stopping worker a job).
-_UNLESS_STOPPED = """WHERE n <= %(max_jobs)s AND (n = 1 OR running_bytes <= %(max_bytes)s)
-       AND NOT EXISTS (SELECT 1 FROM worker_stop w
+_UNLESS_STOPPED = """AND NOT EXISTS (SELECT 1 FROM worker_stop w
                         WHERE w.worker_id = %(worker_id)s AND w.stops <> %(stops_seen)s)"""
 
 
 def _guarded(claim: str, guarded: bool) -> str:
     """``claim`` taking nothing once its worker's stops moved past ``stops_seen`` (``guarded``),
     else as it is."""
-    if not guarded:
-        return claim
-    assert claim.count(_PICKED_WHERE) == 1, "a claim picks its candidates in one place"
-    return claim.replace(_PICKED_WHERE, _UNLESS_STOPPED)
+    return claim.replace(_STOP_GUARD, _UNLESS_STOPPED) if guarded else claim
 
 
 # Taking the lease on what the find picked: shared by the poll's claim and the claim by id.
@@ -741,6 +738,7 @@ WITH ready AS (
 ), picked AS (
     SELECT id FROM ranked
      WHERE n <= %(max_jobs)s AND (n = 1 OR running_bytes <= %(max_bytes)s)
+       /* stop guard */
 """
 
 _CLAIM_LIMITED_TAKE = """), claimed AS (
