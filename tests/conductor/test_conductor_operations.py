@@ -349,3 +349,51 @@ def test_a_late_task_update_counts_and_the_next_attempt_s_is_ignored(
     (completed,) = [e for e in history if e["type"] == "JOB_COMPLETED"]
     assert (completed["attempt"], completed["workerId"]) == (1, "slow-worker")
     assert completed["detail"]["late"] is True
+
+
+def _reads(clients: OrkesClients, wid: str) -> list[str | None]:
+    """The workflow's reasonForIncompletion as each read answers it: with its tasks, without."""
+    wc = clients.get_workflow_client()
+    return [wc.get_workflow(wid, include_tasks=b).reason_for_incompletion for b in (True, False)]
+
+
+def test_a_failed_or_terminated_workflow_gives_conductors_reason(clients: OrkesClients) -> None:
+    """The reasons Conductor's harness asserts (``SimpleWorkflowSpec``: a task failed with a
+    terminal error; ``LambdaAndTerminateTaskSpec``: a TERMINATE without a reason), whether the
+    workflow is read with its tasks or without."""
+    said = (
+        "NON TRANSIENT ERROR OCCURRED: An integration point required to complete the task is down"
+    )
+    task_type = f"ops_{uuid.uuid4().hex[:6]}"
+    name = _register(clients, [_simple("t1", task_type, retryCount=2), _simple("t2", task_type)])
+    wid = clients.get_workflow_client().start_workflow_by_name(name, {})
+    task = _poll(clients, task_type)
+    _done(clients, task, "FAILED_WITH_TERMINAL_ERROR", reason_for_incompletion=said)
+    failed = _until_status(clients, wid, "FAILED")
+    t1 = next(t for t in failed.tasks if t.reference_task_name == "t1")
+    want = f"Task {t1.task_id} failed with status: FAILED and reason: '{said}'"
+    assert _reads(clients, wid) == [want, want]
+
+    # Retries exhausted: the last attempt's task and what its worker said, not Baton's count.
+    wid = clients.get_workflow_client().start_workflow_by_name(name, {})
+    for n in range(3):
+        _done(clients, _poll(clients, task_type), "FAILED", reason_for_incompletion=f"try {n}")
+    failed = _until_status(clients, wid, "FAILED")
+    last = [t for t in failed.tasks if t.reference_task_name == "t1"][-1]
+    assert last.retry_count == 2
+    want = f"Task {last.task_id} failed with status: FAILED and reason: 'try 2'"
+    assert _reads(clients, wid) == [want, want]
+
+    for status in ("COMPLETED", "FAILED", "TERMINATED"):
+        terminate = {
+            "name": "terminate",
+            "taskReferenceName": "stop",
+            "type": "TERMINATE",
+            "inputParameters": {"terminationStatus": status},
+        }
+        wid = clients.get_workflow_client().start_workflow_by_name(
+            _register(clients, [terminate]), {}
+        )
+        ended = _until_status(clients, wid, status)
+        want = f"Workflow is {status} by TERMINATE task: {ended.tasks[0].task_id}"
+        assert _reads(clients, wid) == [want, want]

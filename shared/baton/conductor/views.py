@@ -163,10 +163,14 @@ def workflow(
     *,
     include_tasks: bool = True,
 ) -> dict[str, Any]:
-    """A Baton instance (wire form, with its steps) as a Conductor Workflow."""
+    """A Baton instance (wire form, with its steps) as a Conductor Workflow; ``audit``: its
+    history, for the tasks of earlier attempts and what a worker said failing one (a failed
+    workflow's reason names its task, so pass it for one even without ``include_tasks``)."""
     status = workflow_status(instance["status"])
-    tasks = tasks_of(instance, audit or []) if include_tasks else []
-    failed = [
+    failed = status in ("FAILED", "TIMED_OUT") and instance.get("reason") is not None
+    shown = tasks_of(instance, audit or []) if include_tasks or failed else []
+    tasks = shown if include_tasks else []
+    failed_tasks = [
         t
         for t in tasks
         if t["status"] in ("FAILED", "FAILED_WITH_TERMINAL_ERROR", "TIMED_OUT") and not t["retried"]
@@ -178,15 +182,15 @@ def workflow(
         "workflowVersion": instance.get("definitionVersion") or 1,
         "status": status,
         "correlationId": instance.get("correlationId"),
-        "reasonForIncompletion": instance.get("reason"),
+        "reasonForIncompletion": reason(instance, shown),
         "input": data_of(instance.get("input"))[0],
         "output": data_of(instance.get("output"))[0],
         "externalInputPayloadStoragePath": data_of(instance.get("input"))[1],
         "externalOutputPayloadStoragePath": data_of(instance.get("output"))[1],
         "variables": instance.get("variables") or {},
         "tasks": tasks,
-        "failedReferenceTaskNames": sorted({t["referenceTaskName"] for t in failed}),
-        "failedTaskNames": sorted({t["taskDefName"] for t in failed}),
+        "failedReferenceTaskNames": sorted({t["referenceTaskName"] for t in failed_tasks}),
+        "failedTaskNames": sorted({t["taskDefName"] for t in failed_tasks}),
         "createTime": ms(instance.get("createdAt")),
         "startTime": ms(instance.get("createdAt")),
         "updateTime": ms(instance.get("updatedAt")),
@@ -197,6 +201,51 @@ def workflow(
         "taskToDomain": {},
     }
     return {k: v for k, v in out.items() if v is not None}
+
+
+def reason(instance: dict[str, Any], tasks: list[dict[str, Any]]) -> str | None:
+    """The workflow's ``reasonForIncompletion`` as Conductor words it, given its ``tasks``
+    (``tasks_of``): for a workflow a task's failure ended, ``Task <taskId> failed with status:
+    <workflow status> and reason: '<the task's reason>'`` (``DeciderService.retry``), or the
+    task's own reason when its timeout timed the workflow out (TIME_OUT_WF); for one a
+    TERMINATE without a ``terminationReason`` ended, ``Workflow is <status> by TERMINATE task:
+    <taskId>`` (``WorkflowExecutorOps.endExecution``), whatever that status. Baton's reason
+    otherwise, and when the step execution it names is not among the steps read."""
+    said = instance.get("reason")
+    status = workflow_status(instance["status"])
+    steps = instance.get("steps") or []
+    if status in {"RUNNING", "PAUSED"}:
+        return said
+    if said is None:
+        for step in steps:
+            if step.get("type") == "TERMINATE" and step.get("status") == "COMPLETED":
+                return f"Workflow is {status} by TERMINATE task: {step['id']}"
+        return None
+    if status not in ("FAILED", "TIMED_OUT"):
+        return said
+    for step in reversed(steps):
+        error = step.get("error")
+        # Baton's reason for a step's failure names the step and says its error: the step
+        # execution whose failure ended the workflow is the one it was made from.
+        if step.get("status") not in ("FAILED", "TIMED_OUT") or error is None:
+            continue
+        if said not in (
+            f"step {step['stepId']!r} failed: {error}",
+            f"step {step['stepId']!r} {error}",
+        ):
+            continue
+        tid = (
+            task_id(step["jobId"], int(step.get("attempt") or 1))
+            if step.get("jobId")
+            else step["id"]
+        )
+        task = next((t for t in tasks if t["taskId"] == tid), None)
+        why = task.get("reasonForIncompletion") if task is not None else error
+        why = "null" if why is None else why  # as Java's String.format writes it
+        if status == "TIMED_OUT" and step["status"] == "TIMED_OUT":
+            return str(why)  # TIME_OUT_WF: Conductor terminates the workflow with it
+        return f"Task {tid} failed with status: {status} and reason: '{why}'"
+    return said
 
 
 def summary(instance: dict[str, Any]) -> dict[str, Any]:

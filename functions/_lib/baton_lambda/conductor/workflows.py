@@ -191,7 +191,9 @@ class WorkflowRoutes(Routes):
         wid = self.api.path(workflow)
         include = self.query_bool("includeTasks", True)
         instance = engine.get_instance(wid, conductor_view=True)
-        audit = engine.audit_trail(wid) if include else []
+        # A failed workflow's reason names its task as the tasks show it, from the history.
+        failed = instance["status"] in ("FAILED", "TIMED_OUT")
+        audit = engine.audit_trail(wid) if include or failed else []
         return json_answer(cviews.workflow(instance, audit, include_tasks=include))
 
     def workflow_status(self, workflow: str) -> Any:
