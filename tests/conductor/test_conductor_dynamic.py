@@ -342,3 +342,31 @@ def test_a_permissive_task_of_a_dynamic_fork_lets_the_others_finish_then_fails_t
     assert refs["p1"].status == "FAILED_WITH_TERMINAL_ERROR"
     assert refs["fan_join"].status == "FAILED"
     assert refs["fan_join"].reason_for_incompletion == "no"
+
+
+@pytest.mark.parametrize(
+    ("tasks", "inputs", "said"),
+    [
+        # conductor-oss's e2e DynamicForkTests.testTaskDynamicForkNullTaskReferenceName
+        ([{"type": "SUB_WORKFLOW", "subWorkflowParam": {"name": "http"}}], {}, "gave None"),
+        ([{"name": "x", "taskReferenceName": "a"}], "no map", "not an object"),
+        ("no list", {}, "not a list"),
+        ([{"name": "x", "taskReferenceName": "a"}] * 2, {}, "gave 'a' twice"),
+    ],
+)
+def test_a_dynamic_fork_given_a_bad_task_list_fails_before_forking(
+    clients: OrkesClients, tasks: Any, inputs: Any, said: str
+) -> None:
+    """The workflow fails, and shows no FORK or JOIN task, as Conductor's mapper refuses such a
+    fork before scheduling either."""
+    prep = f"dyn_{uuid.uuid4().hex[:6]}"
+    name = _register(clients, _definition(prep)[:3])
+    wid = clients.get_workflow_client().start_workflow_by_name(name, {})
+    _done(
+        clients, _poll(clients, prep), output={"dynamicTasks": tasks, "dynamicTasksInput": inputs}
+    )
+    wf = _until_status(clients, wid, "FAILED")
+    assert [(t.reference_task_name, t.status) for t in wf.tasks] == [("prep", "COMPLETED")]
+    assert not wf.failed_reference_task_names
+    assert wf.reason_for_incompletion.startswith("step 'fan' failed: ")
+    assert said in wf.reason_for_incompletion

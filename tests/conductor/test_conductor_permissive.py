@@ -248,7 +248,11 @@ def test_a_required_task_failing_in_a_fork_cancels_the_join_with_the_workflow(
     fork["forkTasks"][0][0]["permissive"] = False
     # The other branch's task has no worker: it is still waiting when t1 fails.
     fork["forkTasks"][1][0].update(name=f"{prefix}_nobody", permissive=False)
-    _, refs = _run_to_failure(clients, definition)
+    wf, refs = _run_to_failure(clients, definition)
+    t1 = refs["t1"]
+    assert wf.reason_for_incompletion == (
+        f"Task {t1.task_id} failed with status: FAILED and reason: '{t1.reason_for_incompletion}'"
+    )
     assert refs["t2"].status == "CANCELED"
     join = refs["fanouttask_join"]
     assert (join.task_type, join.status) == ("JOIN", "CANCELED")

@@ -240,7 +240,11 @@ def reason(instance: dict[str, Any], tasks: list[dict[str, Any]]) -> str | None:
             else step["id"]
         )
         task = next((t for t in tasks if t["taskId"] == tid), None)
-        why = task.get("reasonForIncompletion") if task is not None else error
+        if task is None or task["status"] not in _UNSUCCESSFUL:
+            # Not a task Conductor shows failed (a fork that failed to fork, which Conductor's
+            # mapper refuses in its own words before scheduling any task): Baton's reason.
+            return said
+        why = task.get("reasonForIncompletion")
         why = "null" if why is None else why  # as Java's String.format writes it
         if status == "TIMED_OUT" and step["status"] == "TIMED_OUT":
             return str(why)  # TIME_OUT_WF: Conductor terminates the workflow with it
@@ -295,6 +299,8 @@ def tasks_of(instance: dict[str, Any], audit: list[dict[str, Any]]) -> list[dict
     placed: list[tuple[str, dict[str, Any]]] = []  # (the step execution's id, its task)
     for step in steps:
         sid = str(step["id"])
+        if sid in joins.unforked:
+            continue
         if sid in hidden:
             placed.extend(joins.after(sid))
             continue
@@ -378,6 +384,17 @@ class _Joins:
             if s["type"] in ("PARALLEL", "MAP") and s["stepId"] in forks
         }
         self._steps = {str(s["id"]): s for s in steps}
+        # A fork that failed before forking anything (its task list or inputs not what it
+        # takes) shows no task: Conductor's mapper refuses it before scheduling the FORK or
+        # its JOIN.
+        parents = {str(s.get("parentStepExecutionId")) for s in steps}
+        self.unforked = {
+            sid
+            for sid in self.forks
+            if self._steps[sid].get("status") == "FAILED" and sid not in parents
+        }
+        for sid in self.unforked:
+            del self.forks[sid]
         # Where each JOIN goes: after the last task of a branch's first step (or its FORK's).
         self._at: dict[str, str] = {sid: sid for sid in self.forks}
         firsts: set[tuple[str, Any]] = set()
