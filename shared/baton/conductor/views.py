@@ -211,7 +211,7 @@ def reason(instance: dict[str, Any], tasks: list[dict[str, Any]]) -> str | None:
     TERMINATE without a ``terminationReason`` ended, ``Workflow is <status> by TERMINATE task:
     <taskId>`` (``WorkflowExecutorOps.endExecution``), whatever that status. Baton's reason
     otherwise, and when the step execution it names is not among the steps read."""
-    said = instance.get("reason")
+    said: str | None = instance.get("reason")
     status = workflow_status(instance["status"])
     steps = instance.get("steps") or []
     if status in {"RUNNING", "PAUSED"}:
