@@ -4,8 +4,10 @@ retry and restart, search, sub-workflows, timers."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -397,3 +399,72 @@ def test_a_failed_or_terminated_workflow_gives_conductors_reason(clients: OrkesC
         ended = _until_status(clients, wid, status)
         want = f"Workflow is {status} by TERMINATE task: {ended.tasks[0].task_id}"
         assert _reads(clients, wid) == [want, want]
+
+
+def test_a_failed_task_keeps_its_output_and_the_failed_workflow_gets_its_output(
+    clients: OrkesClients,
+) -> None:
+    """Conductor's ``SimpleWorkflowSpec`` "terminal error condition", on its own definition: the
+    output a worker gives failing its task is the task's, and the failed workflow's output is
+    its outputParameters over what ran (``DeciderService.updateWorkflowOutput``)."""
+    corpus = Path(__file__).parent / "corpus"
+    source = corpus / "test-harness__simple_workflow_1_integration_test__integration_test_wf.json"
+    definition = json.loads(source.read_text())
+    task_type = f"ops_{uuid.uuid4().hex[:6]}"
+    for t in definition["tasks"]:
+        t["name"] = task_type
+    definition["outputParameters"]["validationErrors"] = "${t1.output.ErrorMessage}"
+    name = _register(
+        clients, definition.pop("tasks"), outputParameters=definition["outputParameters"]
+    )
+    wid = clients.get_workflow_client().start_workflow_by_name(
+        name, {"param1": "p1 value", "param2": "p2 value"}
+    )
+    said = (
+        "NON TRANSIENT ERROR OCCURRED: An integration point required to complete the task is down"
+    )
+    output = {
+        "TERMINAL_ERROR": "Integration endpoint down: FOOBAR",
+        "ErrorMessage": "There was a terminal error",
+    }
+    task = _poll(clients, task_type)
+    _done(clients, task, "FAILED_WITH_TERMINAL_ERROR", reason_for_incompletion=said, output=output)
+    wf = _until_status(clients, wid, "FAILED")
+    (t1,) = wf.tasks
+    assert (t1.reference_task_name, t1.retry_count, t1.output_data) == ("t1", 0, output)
+    assert (
+        wf.reason_for_incompletion
+        == f"Task {t1.task_id} failed with status: FAILED and reason: '{said}'"
+    )
+    assert wf.output == {
+        "o1": "p1 value",
+        "o2": None,
+        "o3": None,
+        "validationErrors": "There was a terminal error",
+    }
+    assert set(wf.failed_reference_task_names) == {"t1"}
+
+    # An optional task's failure output is read by the task after it.
+    name = _register(
+        clients,
+        [
+            _simple("t1", task_type, optional=True, retryCount=0),
+            _simple("t2", task_type, inputParameters={"code": "${t1.output.code}"}),
+        ],
+    )
+    wid = clients.get_workflow_client().start_workflow_by_name(name, {})
+    _done(
+        clients,
+        _poll(clients, task_type),
+        "FAILED",
+        reason_for_incompletion="no",
+        output={"code": 7},
+    )
+    t2 = _poll(clients, task_type)
+    assert t2.reference_task_name == "t2" and t2.input_data == {"code": 7}
+    _done(clients, t2)
+    wf = _until_status(clients, wid, "COMPLETED")
+    assert [(t.status, t.output_data) for t in wf.tasks] == [
+        ("COMPLETED_WITH_ERRORS", {"code": 7}),
+        ("COMPLETED", {"ok": True}),
+    ]

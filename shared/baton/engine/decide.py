@@ -121,9 +121,11 @@ class Decider(DecisionFlow):
         error: str,
         retryable: bool,
         delay_override: float | None = None,
+        output: Any = None,
     ) -> datetime | None:
         """A worker reported a failure: schedule a retry (returns when it is due) or fail the
-        step (returns None)."""
+        step (returns None), keeping ``output`` (what the worker gave with it) as the failed
+        step's."""
         self.changes.audit.append(
             AuditEvent(
                 "JOB_FAILED",
@@ -140,7 +142,7 @@ class Decider(DecisionFlow):
             return self._retry(job, error, delay_override)
         tries = f"{job.attempt} attempt{'s' if job.attempt != 1 else ''}"
         why = error if not retryable else f"{error} (retries exhausted after {tries})"
-        self._fail_job(job, why, JobStatus.FAILED, StepStatus.FAILED)
+        self._fail_job(job, why, JobStatus.FAILED, StepStatus.FAILED, output=output)
         self.run()
         return None
 
@@ -320,10 +322,11 @@ class Decider(DecisionFlow):
         step_status: StepStatus,
         *,
         instance_status: InstanceStatus = InstanceStatus.FAILED,
+        output: Any = None,
     ) -> None:
         if job_status == JobStatus.TIMED_OUT:
             self.changes.timed_out_jobs.append(job)
         else:
             self.changes.failed_jobs.append(job)
             self.changes.count("JobsFailed")
-        self.fail(self._job_exec(job), why, step_status, instance_status)
+        self.fail(self._job_exec(job), why, step_status, instance_status, output=output)

@@ -244,20 +244,29 @@ class DecisionFlow(DecisionState):
         why: str,
         status: StepStatus = StepStatus.FAILED,
         instance_status: InstanceStatus = InstanceStatus.FAILED,
+        *,
+        output: Any = None,
     ) -> None:
-        """Step execution ``e`` failed; its operator (or, at the root, the instance) decides.
+        """Step execution ``e`` failed (``output``: what its worker gave with the failure, kept
+        as the step's, as Conductor keeps a failed task's ``outputData``; dropped above the
+        step output's hard limit); its operator (or, at the root, the instance) decides.
         An ``optional`` step's failure is recorded and its list goes on: the step is COMPLETED
         with its error kept, and no output. A ``permissive`` step stays failed and its list goes
         on (``engine.permissive``). Neither holds back a TIME_OUT_WF timeout (``instance_status``
         TIMED_OUT): it times the instance out, as Conductor's decider does before it looks at
         ``optional``."""
         said = why if status == StepStatus.TIMED_OUT else f"failed: {why}"  # "timed out: ..."
+        if output is not None:
+            try:
+                output = self.stored(output, "STEP_OUTPUT")
+            except OverLimit:
+                output = None  # the failure stands; what came with it is over the limit
         if (
             self._optional(e)
             and instance_status == InstanceStatus.FAILED  # TIME_OUT_WF times the instance out
             and not self.closed(e.scope)
         ):
-            self.update_step(e.id, StepStatus.COMPLETED, error=said, scope=e.scope)
+            self.update_step(e.id, StepStatus.COMPLETED, output=output, error=said, scope=e.scope)
             self.changes.instance_changed = True
             self.changes.audit.append(
                 AuditEvent(
@@ -266,8 +275,8 @@ class DecisionFlow(DecisionState):
                     {"stepId": e.step_id, "stepExecutionId": str(e.id), "error": said},
                 )
             )
-            self._done_here.append((e.step_id, e.scope, None))
-            self.advance(e, None)
+            self._done_here.append((e.step_id, e.scope, output))
+            self.advance(e, output)
             return
         if (
             e.step_id in self.plan.permissive
@@ -276,7 +285,7 @@ class DecisionFlow(DecisionState):
             and not self.closed(e.scope)
             and not self.plan.loops(f"step:{e.step_id}")  # a DO_WHILE fails on it at once
         ):
-            self.update_step(e.id, status, error=why, scope=e.scope)
+            self.update_step(e.id, status, output=output, error=why, scope=e.scope)
             self.changes.instance_changed = True
             self.changes.audit.append(
                 AuditEvent(
@@ -289,8 +298,12 @@ class DecisionFlow(DecisionState):
                 self._list_failures[e.scope] = f"step {e.step_id!r} {said}"
             self.advance(e, None)
             return
-        self.update_step(e.id, status, error=why, scope=e.scope)
+        self.update_step(e.id, status, output=output, error=why, scope=e.scope)
         self.changes.instance_changed = True
+        if output is not None:
+            # Read by the output the failure leaves the instance (``_output_as_it_ended``),
+            # as Conductor's reads its failed task's; later reads take completed steps only.
+            self._done_here.append((e.step_id, e.scope, output))
         self.fail_scope(e.scope, f"step {e.step_id!r} {said}", instance_status)
 
     def _optional(self, e: Exec | NewStep) -> bool:
@@ -389,6 +402,19 @@ class DecisionFlow(DecisionState):
             return
         self.finish(InstanceStatus.COMPLETED, None)
 
+    def _output_as_it_ended(self) -> Any:
+        """An instance ending unsuccessfully keeps what its ``outputParameters`` give of what
+        ran (``${…}`` of what did not is null), as Conductor's ``updateWorkflowOutput`` sets a
+        failed, timed-out or terminated workflow's output; None when it has none, or when they
+        cannot be resolved (the instance ends all the same)."""
+        params = self.plan.definition.output_parameters
+        if params is None:
+            return None
+        try:
+            return self.stored(self.resolve(params, "output", ""), "WORKFLOW_OUTPUT")
+        except (ExpressionError, OverLimit):
+            return None
+
     def finish(
         self,
         status: InstanceStatus,
@@ -403,6 +429,8 @@ class DecisionFlow(DecisionState):
         if not self.active:
             return
         inst = self.instance
+        if status != InstanceStatus.COMPLETED and inst.output is None:
+            inst.output = self._output_as_it_ended()
         inst.status = status
         inst.reason = reason
         self.changes.instance_changed = True

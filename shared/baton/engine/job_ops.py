@@ -262,9 +262,14 @@ class JobOps(EngineCore):
         *,
         attempt: int | None = None,
         next_retry_delay_seconds: float | None = None,
+        output: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Fail a claimed job: a retry is scheduled while retries remain, else the step fails."""
+        """Fail a claimed job: a retry is scheduled while retries remain, else the step fails.
+        ``output``: what the worker gave with the failure (Conductor's failed task's
+        ``outputData``), kept as the step's output when this attempt fails the step."""
         key = job_id if job_id in self.claimed else str(parse_uuid(job_id, "jobId"))
+        if output:
+            self._check_size(output, "job output")
 
         def decide(conn: Conn, row: dict[str, Any], optimistic: bool) -> dict[str, Any]:
             if failure_verdict(row, worker_id, attempt, attempt_ends(conn, row)) == "duplicate":
@@ -278,6 +283,7 @@ class JobOps(EngineCore):
                     error=error_message,
                     retryable=retryable,
                     delay_override=next_retry_delay_seconds,
+                    output=output or None,
                 ),
                 optimistic=optimistic,
             )

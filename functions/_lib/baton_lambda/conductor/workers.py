@@ -137,6 +137,7 @@ class WorkerRoutes(Routes):
                     str(reason) if reason else f"task {tid} failed",
                     retryable=status == "FAILED",
                     attempt=attempt,
+                    output=output,
                 )
             elif result.get("extendLease"):
                 engine.extend_lease(job_id, worker)

@@ -116,8 +116,11 @@ class Decision(Protocol):
         why: str,
         status: StepStatus = StepStatus.FAILED,
         instance_status: InstanceStatus = InstanceStatus.FAILED,
+        *,
+        output: Any = None,
     ) -> None:
-        """Step execution ``e`` failed; its operator (or, at the root, the instance) decides."""
+        """Step execution ``e`` failed (``output``: what came with the failure, kept as the
+        step's); its operator (or, at the root, the instance) decides."""
 
     def fail_operator(
         self, owner: Exec, reason: str, instance_status: InstanceStatus = InstanceStatus.FAILED

@@ -198,7 +198,8 @@ def child_ended(d: Decision, e: Exec, status: str, output: Any, reason: str | No
     if e.attempt <= step.retry_count:
         SubWorkflow().start_child(d, step, e, e.input, attempt=e.attempt + 1)
         return
-    d.fail(e, why)
+    # The child's output as it ended is the step's, as Conductor's SUB_WORKFLOW task's.
+    d.fail(e, why, output=output)
 
 
 def start_failure_workflow(d: Decision, name: str) -> None:
