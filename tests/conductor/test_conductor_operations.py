@@ -468,3 +468,58 @@ def test_a_failed_task_keeps_its_output_and_the_failed_workflow_gets_its_output(
         ("COMPLETED_WITH_ERRORS", {"code": 7}),
         ("COMPLETED", {"ok": True}),
     ]
+
+
+def test_a_task_update_by_its_id_applies_whoever_sends_it(clients: OrkesClients) -> None:
+    """As Conductor's (its e2e tests update tasks nobody polled): an update to a task no
+    worker polled, to one another worker holds, or to one waiting out its retry delay is that
+    task's result; a stale attempt's is ignored."""
+    task_type = f"ops_{uuid.uuid4().hex[:6]}"
+    name = _register(
+        clients,
+        [
+            _simple("one", task_type, retryCount=1, retryDelaySeconds=600),
+            _simple("two", task_type),
+            _simple("three", task_type),
+        ],
+    )
+    wid = clients.get_workflow_client().start_workflow_by_name(name, {})
+    tc = clients.get_task_client()
+
+    def current(ref: str) -> Any:
+        return [t for t in _status(clients, wid).tasks if t.reference_task_name == ref][-1]
+
+    def update(task: Any, status: str, worker: str, **extra: Any) -> None:
+        tc.update_task(
+            TaskResult(
+                workflow_instance_id=wid,
+                task_id=task.task_id,
+                worker_id=worker,
+                status=status,
+                output_data=extra.pop("output", {}),
+                **extra,
+            )
+        )
+
+    # Never polled: its failure schedules the retry, 600 s away.
+    first = current("one")
+    assert first.status == "SCHEDULED"
+    update(first, "FAILED", "someone", reason_for_incompletion="boom")
+    retry = wait_until(
+        lambda: (t := current("one")).retry_count == 1 and t, timeout=15, what="the retry"
+    )
+    assert retry.status == "SCHEDULED"
+    # The retry, waiting out its delay, completed by its id; the failed attempt's is stale.
+    update(retry, "COMPLETED", "someone", output={"n": 1})
+    update(first, "COMPLETED", "someone", output={"n": 0})
+    assert wait_until(lambda: current("two").status == "SCHEDULED", timeout=15, what="two")
+    assert [t.output_data for t in _status(clients, wid).tasks][:2] == [{}, {"n": 1}]
+
+    # Held by worker A, completed by B.
+    held = _poll(clients, task_type)
+    assert held.reference_task_name == "two"
+    update(held, "COMPLETED", "worker-b", output={"by": "b"})
+    assert wait_until(lambda: current("three").status == "SCHEDULED", timeout=15, what="three")
+    assert current("two").output_data == {"by": "b"}
+    update(current("three"), "COMPLETED", "someone")
+    assert _until_status(clients, wid, "COMPLETED").output == {}

@@ -58,6 +58,27 @@ class Publisher(Protocol):
 
 
 class DispatchOps(JobOps):
+    def take_job(self, job_id: str, worker_id: str, *, attempt: int | None = None) -> bool:
+        """Lease a waiting job to ``worker_id`` for a result it gives without having polled
+        (Conductor applies an update to a task by its id, polled or not), due or not; a job
+        of a type with limits is claimed as a poll claims it, only when due
+        (``JobThrottled`` at its limit). False when it could not be taken: not waiting (taken
+        or ended meanwhile: the caller reads it again), or limited and not due."""
+        jid = parse_uuid(job_id, "jobId")
+        rows = self.db.autocommit(
+            lambda c: c.execute(
+                job_sql.TAKE_BY_ID, {"job_id": jid, "worker_id": worker_id, "attempt": attempt}
+            ).fetchall()
+        )
+        if rows:
+            self._report_claimed_rows(rows)
+            return True
+        try:
+            self.claim_job(job_id, worker_id, attempt=attempt)
+        except JobNotClaimable:
+            return False
+        return True
+
     def claim_job(
         self, job_id: str, worker_id: str, *, attempt: int | None = None
     ) -> dict[str, Any]:

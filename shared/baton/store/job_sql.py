@@ -814,6 +814,14 @@ WITH expired AS (
 
 CLAIM_BY_ID = _BY_ID_FIND + _CLAIM_TAKE + _CLAIMED
 
+# A job taken by id for a result given without a poll (Conductor's update of a task by its id,
+# whoever holds it): due or not, as Conductor applies an update to a task still waiting out
+# its retry delay (the claim by id without its due condition). Types with limits are claimed as
+# a poll's claim is, counted.
+_DUE = " AND job.run_at <= now()"
+assert _DUE in _BY_ID_FIND
+TAKE_BY_ID = _BY_ID_FIND.replace(_DUE, "") + _CLAIM_TAKE + _CLAIMED
+
 _LIMITED_BY_ID_FIND = """
 WITH picked AS (
     SELECT job.id

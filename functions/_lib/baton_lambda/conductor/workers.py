@@ -13,7 +13,14 @@ from baton.conductor import auth
 from baton.conductor import views as cviews
 from baton.conductor.errors import Unauthorized
 from baton.engine.long_poll import MAX_WAIT_SECONDS
-from baton.errors import AttemptNotCurrent, JobNotFound, LeaseNotHeld, Problem, ValidationFailed
+from baton.errors import (
+    AttemptNotCurrent,
+    Conflict,
+    JobNotFound,
+    LeaseNotHeld,
+    Problem,
+    ValidationFailed,
+)
 from baton.payload_ref import SIZE_KEY, is_payload_ref
 
 from baton_lambda.conductor.common import (
@@ -121,33 +128,67 @@ class WorkerRoutes(Routes):
         output = result.get("outputData")
         output = output if isinstance(output, dict) else {}
         job_type = str(state.get("job_type") or "")
-        if state["status"] not in ("LOCKED", "UNLOCKED") or state["instance_status"] not in (
-            "RUNNING",
-            "PAUSED",
-        ):
-            return tid, job_type, worker  # a late update for a finished task: ignored
-        try:
-            if status == "COMPLETED":
-                engine.complete_job(job_id, worker, output, attempt=attempt)
-            elif status in ("FAILED", "FAILED_WITH_TERMINAL_ERROR"):
-                reason = result.get("reasonForIncompletion")
-                engine.fail_job(
-                    job_id,
-                    worker,
-                    str(reason) if reason else f"task {tid} failed",
-                    retryable=status == "FAILED",
-                    attempt=attempt,
-                    output=output,
-                )
-            elif result.get("extendLease"):
-                engine.extend_lease(job_id, worker)
-            else:
-                seconds = result.get("callbackAfterSeconds")
-                seconds = seconds if isinstance(seconds, int) and seconds >= 0 else 0
-                engine.postpone_job(job_id, worker, seconds, attempt=attempt)
-        except (AttemptNotCurrent, LeaseNotHeld):
-            pass  # a stale attempt's update: Conductor ignores it with 200
-        return tid, job_type, worker
+        for _ in range(3):
+            if state["status"] not in ("LOCKED", "UNLOCKED") or state["instance_status"] not in (
+                "RUNNING",
+                "PAUSED",
+            ):
+                return tid, job_type, worker  # a late update for a finished task: ignored
+            if attempt is not None and attempt != state["attempt"]:
+                return tid, job_type, worker  # a stale attempt's: Conductor ignores it with 200
+            # Conductor applies an update to a task by its id whoever sends it: one nobody
+            # polled (or whose lease lapsed) is leased to the sender first; one another worker
+            # holds is that attempt's result all the same (the attempt, not the worker, fences
+            # it: a retried task has another id).
+            holder = state.get("worker_id") if state["status"] == "LOCKED" else worker
+            if state["status"] == "UNLOCKED" and not engine.take_job(
+                job_id, worker, attempt=state["attempt"]
+            ):
+                state = engine.job_state(job_id)
+                continue
+            try:
+                self._result(engine, result, status, tid, worker=str(holder), output=output)
+            except AttemptNotCurrent:
+                return tid, job_type, worker  # a stale attempt's: Conductor ignores it with 200
+            except LeaseNotHeld:
+                state = engine.job_state(job_id)  # it changed hands meanwhile: again
+                continue
+            return tid, job_type, worker
+        raise Conflict(
+            f"task {tid} could not be taken for this update: its type's concurrency or rate "
+            "limit holds it back, or it kept changing hands; poll it, then update it"
+        )
+
+    @staticmethod
+    def _result(
+        engine: Any,
+        result: dict[str, Any],
+        status: str,
+        tid: str,
+        *,
+        worker: str,
+        output: dict[str, Any],
+    ) -> None:
+        """Apply ``result`` to the job of task ``tid`` as ``worker``, its lease holder."""
+        job_id, attempt = cviews.parse_task_id(tid)
+        if status == "COMPLETED":
+            engine.complete_job(job_id, worker, output, attempt=attempt)
+        elif status in ("FAILED", "FAILED_WITH_TERMINAL_ERROR"):
+            reason = result.get("reasonForIncompletion")
+            engine.fail_job(
+                job_id,
+                worker,
+                str(reason) if reason else f"task {tid} failed",
+                retryable=status == "FAILED",
+                attempt=attempt,
+                output=output,
+            )
+        elif result.get("extendLease"):
+            engine.extend_lease(job_id, worker)
+        else:
+            seconds = result.get("callbackAfterSeconds")
+            seconds = seconds if isinstance(seconds, int) and seconds >= 0 else 0
+            engine.postpone_job(job_id, worker, seconds, attempt=attempt)
 
     def _complete_waiting(self, result: dict[str, Any], tid: str, status: str) -> None:
         wid = result.get("workflowInstanceId")
