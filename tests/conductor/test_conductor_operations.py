@@ -523,3 +523,29 @@ def test_a_task_update_by_its_id_applies_whoever_sends_it(clients: OrkesClients)
     assert current("two").output_data == {"by": "b"}
     update(current("three"), "COMPLETED", "someone")
     assert _until_status(clients, wid, "COMPLETED").output == {}
+
+
+def test_a_task_past_its_response_timeout_times_out_and_so_does_its_workflow(
+    clients: OrkesClients,
+) -> None:
+    """conductor-oss's e2e TaskTimeoutTests.testTaskResponseTimeout: a polled task nobody
+    answers within responseTimeoutSeconds is TIMED_OUT, and with no retry left its workflow."""
+    task_type = f"ops_{uuid.uuid4().hex[:6]}"
+    definition = {
+        "name": task_type,
+        "retryCount": 0,
+        "timeoutSeconds": 60,
+        "responseTimeoutSeconds": 1,
+        "timeoutPolicy": "TIME_OUT_WF",
+    }
+    name = _register(clients, [_simple("t1", task_type, taskDefinition=definition)])
+    wid = clients.get_workflow_client().start_workflow_by_name(name, {})
+    polled = _poll(clients, task_type)
+    wf = _until_status(clients, wid, "TIMED_OUT")
+    (t1,) = wf.tasks
+    assert (t1.task_id, t1.status) == (polled.task_id, "TIMED_OUT")
+    assert wf.reason_for_incompletion == (
+        f"Task {t1.task_id} failed with status: TIMED_OUT and reason: "
+        f"'{t1.reason_for_incompletion}'"
+    )
+    assert "responseTimeoutSeconds" in t1.reason_for_incompletion

@@ -176,16 +176,19 @@ def test_a_worker_chosen_delay_replaces_the_retry_policy() -> None:
     assert due == NOW + timedelta(seconds=2.5)
 
 
-def test_a_lease_that_lapses_with_no_retries_left_fails_the_step_and_the_instance() -> None:
+def test_a_lease_that_lapses_with_no_retries_left_times_the_step_and_the_instance_out() -> None:
     d = _decider({"name": "d", "steps": [{"id": "a", "type": "SERVICE_TASK", "jobType": "j"}]})
     job = _job("a", attempt=4, retries_remaining=0)
     d.lease_exhausted(job, 30)
     assert d.changes.failed_jobs == [job]
-    assert d.instance.status == InstanceStatus.FAILED
+    # As Conductor's task on its responseTimeoutSeconds, and its workflow once no retry is left.
+    assert d.instance.status == InstanceStatus.TIMED_OUT
     assert d.instance.reason == (
-        "step 'a' failed: no result within the 30s lease (responseTimeoutSeconds) "
+        "step 'a' timed out: no result within the 30s lease (responseTimeoutSeconds) "
         "on any of 4 attempts"
     )
+    (update,) = d.changes.step_updates.values()
+    assert update.status == StepStatus.TIMED_OUT
 
 
 def test_a_step_whose_resolved_input_is_too_large_fails_when_scheduled() -> None:

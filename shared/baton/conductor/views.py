@@ -206,8 +206,7 @@ def workflow(
 def reason(instance: dict[str, Any], tasks: list[dict[str, Any]]) -> str | None:
     """The workflow's ``reasonForIncompletion`` as Conductor words it, given its ``tasks``
     (``tasks_of``): for a workflow a task's failure ended, ``Task <taskId> failed with status:
-    <workflow status> and reason: '<the task's reason>'`` (``DeciderService.retry``), or the
-    task's own reason when its timeout timed the workflow out (TIME_OUT_WF); for one a
+    <workflow status> and reason: '<the task's reason>'`` (``DeciderService.retry``); for one a
     TERMINATE without a ``terminationReason`` ended, ``Workflow is <status> by TERMINATE task:
     <taskId>`` (``WorkflowExecutorOps.endExecution``), whatever that status. Baton's reason
     otherwise, and when the step execution it names is not among the steps read."""
@@ -246,8 +245,6 @@ def reason(instance: dict[str, Any], tasks: list[dict[str, Any]]) -> str | None:
             return said
         why = task.get("reasonForIncompletion")
         why = "null" if why is None else why  # as Java's String.format writes it
-        if status == "TIMED_OUT" and step["status"] == "TIMED_OUT":
-            return str(why)  # TIME_OUT_WF: Conductor terminates the workflow with it
         return f"Task {tid} failed with status: {status} and reason: '{why}'"
     return said
 

@@ -154,10 +154,11 @@ class Decider(DecisionFlow):
             )
         )
         why = (
-            f"no result within the {lease_seconds}s lease (responseTimeoutSeconds) "
+            f"timed out: no result within the {lease_seconds}s lease (responseTimeoutSeconds) "
             f"on {'its one attempt' if job.attempt == 1 else f'any of {job.attempt} attempts'}"
         )
-        self._fail_job(job, why, JobStatus.FAILED, StepStatus.FAILED)
+        # The step times out, as Conductor's task does on its responseTimeoutSeconds.
+        self._fail_job(job, why, JobStatus.FAILED, StepStatus.TIMED_OUT)
         self.run()
 
     def job_timed_out(self, job: JobRef, *, waiting: bool) -> datetime | None:

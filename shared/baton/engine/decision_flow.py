@@ -251,7 +251,8 @@ class DecisionFlow(DecisionState):
         as the step's, as Conductor keeps a failed task's ``outputData``; dropped above the
         step output's hard limit); its operator (or, at the root, the instance) decides.
         An ``optional`` step's failure is recorded and its list goes on: the step is COMPLETED
-        with its error kept, and no output. A ``permissive`` step stays failed and its list goes
+        with its error (and that output) kept. A required step that timed out for good times
+        the instance out. A ``permissive`` step stays failed and its list goes
         on (``engine.permissive``). Neither holds back a TIME_OUT_WF timeout (``instance_status``
         TIMED_OUT): it times the instance out, as Conductor's decider does before it looks at
         ``optional``."""
@@ -300,6 +301,10 @@ class DecisionFlow(DecisionState):
             return
         self.update_step(e.id, status, output=output, error=why, scope=e.scope)
         self.changes.instance_changed = True
+        if status == StepStatus.TIMED_OUT:
+            # A required step that timed out for good times the instance out (Conductor's
+            # decider: a TIMED_OUT task with no retry left ends its workflow TIMED_OUT).
+            instance_status = InstanceStatus.TIMED_OUT
         if output is not None:
             # Read by the output the failure leaves the instance (``_output_as_it_ended``),
             # as Conductor's reads its failed task's; later reads take completed steps only.
