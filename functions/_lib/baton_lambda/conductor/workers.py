@@ -5,6 +5,7 @@ within its budget."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from typing import Any
@@ -135,7 +136,12 @@ class WorkerRoutes(Routes):
             ):
                 return tid, job_type, worker  # a late update for a finished task: ignored
             if attempt is not None and attempt != state["attempt"]:
-                return tid, job_type, worker  # a stale attempt's: Conductor ignores it with 200
+                # An earlier attempt's, from the worker that held it: a late completion still
+                # counts while the job is not settled (the engine's rule); anything else is
+                # stale, and Conductor ignores it with 200.
+                with contextlib.suppress(AttemptNotCurrent, LeaseNotHeld):
+                    self._result(engine, result, status, tid, worker=worker, output=output)
+                return tid, job_type, worker
             # Conductor applies an update to a task by its id whoever sends it: one nobody
             # polled (or whose lease lapsed) is leased to the sender first; one another worker
             # holds is that attempt's result all the same (the attempt, not the worker, fences
