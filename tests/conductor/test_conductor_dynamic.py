@@ -295,6 +295,16 @@ def test_an_optional_task_of_a_dynamic_fork_fails_and_the_fork_goes_on(
             _poll(clients, prep),
             output={"dynamicTasks": forks, "dynamicTasksInput": inputs},
         )
+        # Conductor's order (its e2e test reads them by position): the forked tasks, then
+        # the JOIN waiting for them.
+        shown = [(t.reference_task_name, t.status) for t in _status(clients, wid).tasks]
+        assert shown == [
+            ("prep", "COMPLETED"),
+            ("fan", "COMPLETED"),
+            ("xdt1", "SCHEDULED"),
+            ("xdt2", "SCHEDULED"),
+            ("fan_join", "IN_PROGRESS"),
+        ]
         for _ in forks:
             task = _poll(clients, work)
             if task.reference_task_name == "xdt2":

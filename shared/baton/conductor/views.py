@@ -292,7 +292,7 @@ def tasks_of(instance: dict[str, Any], audit: list[dict[str, Any]]) -> list[dict
     steps = instance.get("steps") or []
     refs, hidden = _forked(steps)
     loops = _Loops(steps)
-    joins = _Joins(instance, steps)
+    joins = _Joins(instance, steps, hidden)
     placed: list[tuple[str, dict[str, Any]]] = []  # (the step execution's id, its task)
     for step in steps:
         sid = str(step["id"])
@@ -372,7 +372,9 @@ class _Joins:
     with ``joinOn`` as its input and, as output, the output of each of those that has one. The
     JOIN's reference name is the one registered (``tasks.common.join_note``)."""
 
-    def __init__(self, instance: dict[str, Any], steps: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, instance: dict[str, Any], steps: list[dict[str, Any]], hidden: set[str]
+    ) -> None:
         self.instance = instance
         forks = instance.get("forks") or {}
         self.forks = {
@@ -392,8 +394,16 @@ class _Joins:
         }
         for sid in self.unforked:
             del self.forks[sid]
-        # Where each JOIN goes: after the last task of a branch's first step (or its FORK's).
+        # Where each JOIN goes: after the last task of a branch's first step (or its FORK's),
+        # the latest in the list. A dynamic fork's item that chooses its task by type (a
+        # hidden SWITCH) begins with the task it chose.
         self._at: dict[str, str] = {sid: sid for sid in self.forks}
+        position = {str(s["id"]): n for n, s in enumerate(steps)}
+        chosen: dict[str, str] = {}
+        for s in steps:
+            parent = str(s.get("parentStepExecutionId"))
+            if parent in hidden:
+                chosen.setdefault(parent, str(s["id"]))
         firsts: set[tuple[str, Any]] = set()
         for s in steps:
             parent = str(s.get("parentStepExecutionId"))
@@ -403,7 +413,9 @@ class _Joins:
             )
             if parent in self.forks and branch not in firsts:
                 firsts.add(branch)
-                self._at[parent] = str(s["id"])
+                at = chosen.get(str(s["id"]), str(s["id"]))
+                if position[at] > position[self._at[parent]]:
+                    self._at[parent] = at
         self._joins_at: dict[str, list[str]] = {}
         for fork, at in self._at.items():
             self._joins_at.setdefault(at, []).append(fork)
