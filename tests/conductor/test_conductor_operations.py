@@ -549,3 +549,39 @@ def test_a_task_past_its_response_timeout_times_out_and_so_does_its_workflow(
         f"'{t1.reason_for_incompletion}'"
     )
     assert "responseTimeoutSeconds" in t1.reason_for_incompletion
+
+
+def test_tasks_update_by_reference_name_and_workflows_in_bulk(clients: OrkesClients) -> None:
+    """The client's updateTask by reference name (plain and sync), the bulk operations (each
+    id its own result) and runDecider (a no-op: Baton decides at once)."""
+    from conductor.client.http.api.workflow_bulk_resource_api import WorkflowBulkResourceApi
+    from conductor.client.http.rest import ApiException
+
+    task_type = f"ops_{uuid.uuid4().hex[:6]}"
+    name = _register(clients, [_simple("t1", task_type), _simple("t2", task_type)])
+    wc, tc = clients.get_workflow_client(), clients.get_task_client()
+    wid = wc.start_workflow_by_name(name, {})
+    t1 = _status(clients, wid).tasks[0]
+    assert tc.update_task_by_ref_name(wid, "t1", "COMPLETED", {"a": 1}) == t1.task_id
+    wait_until(lambda: len(_status(clients, wid).tasks) == 2, timeout=15, what="t2")
+    wf = tc.update_task_sync(wid, "t2", "COMPLETED", {"b": 2})
+    assert wf.status == "COMPLETED"
+    assert [t.output_data for t in wf.tasks] == [{"result": {"a": 1}}, {"b": 2}]
+    with pytest.raises(ApiException) as refused:
+        tc.update_task_by_ref_name(wid, "t1", "COMPLETED", {})
+    assert refused.value.status == 404
+
+    ids = [wc.start_workflow_by_name(name, {}) for _ in range(3)]
+    bulk = WorkflowBulkResourceApi(wc.api_client)
+    wc.api_client.call_api(f"/workflow/decide/{ids[0]}", "PUT", auth_settings=[])
+    answer = bulk.terminate([*ids, "not-a-workflow"], reason="enough")
+    assert answer.bulk_successful_results == ids
+    assert list(answer.bulk_error_results) == ["not-a-workflow"]
+    assert {_status(clients, i).status for i in ids} == {"TERMINATED"}
+    assert bulk.restart(ids).bulk_successful_results == ids
+    assert {_status(clients, i).status for i in ids} == {"RUNNING"}
+    assert bulk.pause_workflow(ids).bulk_successful_results == ids
+    assert bulk.resume_workflow(ids[:2]).bulk_successful_results == ids[:2]
+    assert [_status(clients, i).status for i in ids] == ["RUNNING", "RUNNING", "PAUSED"]
+    failed = bulk.retry(ids[:1])  # a running workflow cannot be retried
+    assert failed.bulk_successful_results == [] and "RUNNING" in failed.bulk_error_results[ids[0]]

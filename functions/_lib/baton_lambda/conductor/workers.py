@@ -19,6 +19,7 @@ from baton.errors import (
     Conflict,
     JobNotFound,
     LeaseNotHeld,
+    NotFound,
     Problem,
     ValidationFailed,
 )
@@ -47,6 +48,10 @@ class WorkerRoutes(Routes):
         self.route("POST", "/api/tasks", self.update_task)
         self.route("POST", "/api/tasks/update-v2", self.update_task_v2)
         self.route("GET", "/api/tasks/{taskId}", self.get_task)
+        self.route("POST", "/api/tasks/{taskId}/{taskRefName}/{status}", self.update_by_ref)
+        self.route(
+            "POST", "/api/tasks/{taskId}/{taskRefName}/{status}/sync", self.update_by_ref_sync
+        )
         self.route("GET", "/api/tasks/{taskId}/log", self.get_logs)
         self.route("POST", "/api/tasks/{taskId}/log", self.add_log)
 
@@ -234,6 +239,50 @@ class WorkerRoutes(Routes):
         if not jobs:
             return empty_answer(204)
         return json_answer(self._tasks(engine, jobs, worker)[0])
+
+    def update_by_ref(self, taskId: str, taskRefName: str, status: str) -> Any:
+        """Conductor's updateTask(workflowId, taskRefName, status, output): the workflow's
+        pending task of that reference name (``taskId`` is the workflow's id here) gets
+        ``status`` with the body as its output; answers its task id."""
+        return text_answer(self._update_by_ref(taskId, taskRefName, status)[0])
+
+    def update_by_ref_sync(self, taskId: str, taskRefName: str, status: str) -> Any:
+        """The same, answering the workflow as it stands after the update (Conductor's
+        updateTaskSync)."""
+        _, wid = self._update_by_ref(taskId, taskRefName, status)
+        engine = self.api.engine()
+        instance = engine.get_instance(wid, conductor_view=True)
+        return json_answer(cviews.workflow(instance, engine.audit_trail(wid)))
+
+    def _update_by_ref(self, workflow: str, reference: str, status: str) -> tuple[str, str]:
+        api = self.api
+        wid, ref, said = api.path(workflow), api.path(reference), api.path(status)
+        output = api.json()  # empty is {}
+        if not isinstance(output, dict):
+            raise ValidationFailed([Problem("$", "the request body must be a JSON object")])
+        engine = api.engine()
+        instance = engine.get_instance(wid, conductor_view=True)
+        tasks = cviews.workflow(instance, engine.audit_trail(wid))["tasks"]
+        pending = [t for t in tasks if t["status"] in ("SCHEDULED", "IN_PROGRESS")]
+        # By its name as shown (``ref__2`` in a loop), or, as only one can be pending, without.
+        found = [t for t in pending if t["referenceTaskName"] == ref] or [
+            t for t in pending if cviews.without_iteration(t["referenceTaskName"]) == ref
+        ]
+        if not found:
+            raise NotFound(
+                "task",
+                ref,
+                f"workflow {wid} has no pending task {ref!r} (SCHEDULED or IN_PROGRESS)",
+            )
+        result = {
+            "taskId": found[-1]["taskId"],
+            "workflowInstanceId": wid,
+            "status": said,
+            "outputData": output,
+            "workerId": api.query("workerid"),
+        }
+        tid, _, _ = self._apply_result(result)
+        return tid, wid
 
     # --- tasks and logs ----------------------------------------------------------------------
 

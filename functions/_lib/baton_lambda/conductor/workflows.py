@@ -1,6 +1,6 @@
 """Conductor's workflow routes: start (by request or by name, with the definition's
 ``inputTemplate`` defaults), synchronous execution, get, status, search, terminate, pause,
-resume, retry, restart and remove."""
+resume, retry, restart and remove, each of those five in bulk, and the decider (a no-op)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ from baton_lambda.conductor.common import (
 )
 from baton_lambda.http import Api
 
+# Conductor's bulk operations take at most this many workflows.
+MAX_BULK = 1000
+
 
 class WorkflowRoutes(Routes):
     def __init__(self, api: Api) -> None:
@@ -29,6 +32,15 @@ class WorkflowRoutes(Routes):
         self.route("POST", "/api/workflow", self.start)
         self.route("POST", "/api/workflow/execute/{name}/{version}", self.execute)
         self.route("GET", "/api/workflow/search", self.search)
+        for method, action in (
+            ("PUT", "pause"),
+            ("PUT", "resume"),
+            ("POST", "retry"),
+            ("POST", "restart"),
+            ("POST", "terminate"),
+        ):
+            self.route(method, f"/api/workflow/bulk/{action}", self._bulk(action))
+        self.route("PUT", "/api/workflow/decide/{workflow}", self.decide)
         self.route("POST", "/api/workflow/{workflow}", self.start_by_name)
         self.route("GET", "/api/workflow/{workflow}/correlated/{correlationId}", self.correlated)
         self.route("GET", "/api/workflow/{workflow}", self.get_workflow)
@@ -238,6 +250,52 @@ class WorkflowRoutes(Routes):
         latest = self.query_bool("useLatestDefinitions", False)
         self.api.engine().restart_instance(self.api.path(workflow), use_latest_definition=latest)
         return empty_answer()
+
+    def decide(self, workflow: str) -> Any:
+        """Conductor's runDecider: Baton decides as each event lands, so there is nothing to
+        run; the workflow must exist."""
+        self.api.engine().get_instance(self.api.path(workflow), include_steps=False)
+        return empty_answer()
+
+    def _bulk(self, action: str) -> Any:
+        """Conductor's bulk operation ``action`` over a list of workflow ids (at most 1000, as
+        Conductor's): a BulkResponse of the ids it succeeded for and, by id, why it did not
+        for the others (each id is its own operation, as in Conductor)."""
+
+        def view() -> Any:
+            ids = self.api.json()
+            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+                raise ValidationFailed([Problem("$", "the request body must be a list of ids")])
+            if len(ids) > MAX_BULK:
+                message = f"at most {MAX_BULK} workflows at once, not {len(ids)}"
+                raise ValidationFailed([Problem("$", message)])
+            engine = self.api.engine()
+            reason = self.api.query("reason")
+            latest = self.query_bool("useLatestDefinitions", False)
+            done: list[str] = []
+            errors: dict[str, str] = {}
+            for wid in dict.fromkeys(ids):
+                try:
+                    if action == "pause":
+                        engine.pause_instance(wid)
+                    elif action == "resume":
+                        engine.resume_instance(wid)
+                    elif action == "retry":
+                        engine.retry_instance(wid)
+                    elif action == "restart":
+                        engine.restart_instance(wid, use_latest_definition=latest)
+                    elif engine.get_instance(wid, include_steps=False)["status"] in (
+                        "RUNNING",
+                        "PAUSED",
+                    ):
+                        engine.cancel_instance(wid, reason.replace("+", " ") if reason else None)
+                except BatonError as e:
+                    errors[wid] = str(e)
+                else:
+                    done.append(wid)
+            return json_answer({"bulkSuccessfulResults": done, "bulkErrorResults": errors})
+
+        return view
 
     def remove(self, workflow: str) -> Any:
         self.api.engine().delete_instance(self.api.path(workflow))
