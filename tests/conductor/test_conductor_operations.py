@@ -585,3 +585,26 @@ def test_tasks_update_by_reference_name_and_workflows_in_bulk(clients: OrkesClie
     assert [_status(clients, i).status for i in ids] == ["RUNNING", "RUNNING", "PAUSED"]
     failed = bulk.retry(ids[:1])  # a running workflow cannot be retried
     assert failed.bulk_successful_results == [] and "RUNNING" in failed.bulk_error_results[ids[0]]
+
+
+def test_each_attempt_of_a_retried_task_has_its_own_times(clients: OrkesClients) -> None:
+    """As Conductor's retried tasks (its e2e RetryPolicyTests read them): each attempt is
+    scheduled when its retry is decided, with the delay as ``callbackAfterSeconds``, starts
+    when polled, and a retry not yet polled has no start time and no reason of its own."""
+    task_type = f"ops_{uuid.uuid4().hex[:6]}"
+    task = _simple("t1", task_type, retryCount=1, retryDelaySeconds=1, retryLogic="FIXED")
+    wid = clients.get_workflow_client().start_workflow_by_name(_register(clients, [task]), {})
+    _done(clients, _poll(clients, task_type), "FAILED", reason_for_incompletion="first")
+    first, retry = wait_until(
+        lambda: len(ts := _status(clients, wid).tasks) == 2 and ts, timeout=15, what="the retry"
+    )
+    assert (retry.status, retry.callback_after_seconds) == ("SCHEDULED", 1)
+    assert not retry.start_time and not retry.reason_for_incompletion
+    assert first.end_time <= retry.scheduled_time
+    polled = _poll(clients, task_type)
+    assert polled.task_id == retry.task_id
+    _done(clients, polled)
+    first, second = _until_status(clients, wid, "COMPLETED").tasks
+    assert first.scheduled_time <= first.start_time <= first.end_time <= second.scheduled_time
+    assert second.start_time - second.scheduled_time >= 900  # polled once its delay was over
+    assert (first.reason_for_incompletion, second.reason_for_incompletion) == ("first", None)

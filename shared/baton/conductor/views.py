@@ -288,6 +288,7 @@ def tasks_of(instance: dict[str, Any], audit: list[dict[str, Any]]) -> list[dict
                     "retryable": detail.get("retryable"),
                 },
             )
+    begun = _attempts_begun(audit)
     tasks: list[dict[str, Any]] = []
     steps = instance.get("steps") or []
     refs, hidden = _forked(steps)
@@ -301,7 +302,7 @@ def tasks_of(instance: dict[str, Any], audit: list[dict[str, Any]]) -> list[dict
         if sid in hidden:
             placed.extend(joins.after(sid))
             continue
-        shown = _step_tasks(instance, step, ended)
+        shown = _step_tasks(instance, step, ended, begun)
         # A dynamic fork's task is shown by its own reference name (the item's key).
         for t in shown if sid in refs else []:
             t["referenceTaskName"] = refs[sid]
@@ -550,8 +551,48 @@ def _forked(steps: list[dict[str, Any]]) -> tuple[dict[str, str], set[str]]:
     return refs, hidden
 
 
+def _attempts_begun(audit: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
+    """When each attempt of a job was scheduled (a retry when it was decided, with its delay:
+    Conductor's ``callbackAfterSeconds``; the next attempt of a lapsed lease when it lapsed)
+    and first handed to a worker, by (job id, attempt), from the audit log."""
+    begun: dict[tuple[str, int], dict[str, Any]] = {}
+    for row in audit:
+        detail = row.get("detail") or {}
+        job, n, event = row.get("jobId"), detail.get("attempt"), row.get("event")
+        if not job or not isinstance(n, int):
+            continue
+        if event == "JOB_DISPATCHED":
+            begun.setdefault((job, n), {}).setdefault("started", row.get("at"))
+        elif event == "JOB_RETRY_SCHEDULED":
+            delay = detail.get("delaySeconds")
+            at = begun.setdefault((job, n), {})
+            at.setdefault("scheduled", row.get("at"))
+            if isinstance(delay, (int, float)):
+                at["callback"] = round(delay)
+        elif event == "JOB_LEASE_EXPIRED":
+            begun.setdefault((job, n + 1), {}).setdefault("scheduled", row.get("at"))
+    return begun
+
+
+def _attempt_times(task: dict[str, Any], begun: dict[str, Any]) -> None:
+    """Give ``task`` (one attempt) its own times: when it was scheduled and polled, and the
+    delay its retry waited; an attempt not yet polled has no start and no reason yet."""
+    if begun.get("scheduled"):
+        task["scheduledTime"] = ms(begun["scheduled"])
+    if begun.get("started") and task["status"] != "SCHEDULED":
+        task["startTime"] = ms(begun["started"])
+    if task["status"] == "SCHEDULED":
+        task.pop("startTime", None)
+    if task["status"] in ("SCHEDULED", "IN_PROGRESS"):
+        task.pop("reasonForIncompletion", None)  # the step's is an earlier attempt's
+    task["callbackAfterSeconds"] = begun.get("callback", 0)
+
+
 def _step_tasks(
-    instance: dict[str, Any], step: dict[str, Any], ended: dict[tuple[str, int], dict[str, Any]]
+    instance: dict[str, Any],
+    step: dict[str, Any],
+    ended: dict[tuple[str, int], dict[str, Any]],
+    begun: dict[tuple[str, int], dict[str, Any]],
 ) -> list[dict[str, Any]]:
     job_id = step.get("jobId")
     attempt = int(step.get("attempt") or 1)
@@ -562,6 +603,7 @@ def _step_tasks(
     if not job_id:
         return [current]
     current["taskId"] = task_id(job_id, attempt)
+    _attempt_times(current, begun.get((job_id, attempt), {}))
     earlier = []
     for n in range(1, attempt):
         end = ended.get((job_id, n), {"status": "FAILED", "reason": None, "at": None})
@@ -571,6 +613,8 @@ def _step_tasks(
         t["reasonForIncompletion"] = end["reason"]
         t["outputData"] = {}
         t["endTime"] = ms(end["at"])
+        t["updateTime"] = ms(end["at"]) or t.get("updateTime")
+        _attempt_times(t, begun.get((job_id, n), {}))
         earlier.append({k: v for k, v in t.items() if v is not None})
     last = ended.get((job_id, attempt), {})
     if status == "FAILED" and last.get("status") == "FAILED" and last.get("reason") is not None:
