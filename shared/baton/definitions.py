@@ -142,13 +142,6 @@ def _setting_problems(path: str, s: dict[str, Any], *, task_def: bool = False) -
             f"responseTimeoutSeconds ({response}) must not exceed timeoutSeconds ({timeout}): "
             "a lease longer than the attempt may run is never reached",
         )
-    delay = _field(s, "retryDelaySeconds")
-    cap = _field(s, "maxRetryDelaySeconds")
-    if isinstance(delay, int) and isinstance(cap, int) and cap < delay:
-        yield Problem(
-            f"{_join(path, 'maxRetryDelaySeconds')}",
-            f"maxRetryDelaySeconds ({cap}) is below retryDelaySeconds ({delay})",
-        )
 
 
 def _join(path: str, name: str) -> str:

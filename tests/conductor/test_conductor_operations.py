@@ -608,3 +608,34 @@ def test_each_attempt_of_a_retried_task_has_its_own_times(clients: OrkesClients)
     assert first.scheduled_time <= first.start_time <= first.end_time <= second.scheduled_time
     assert second.start_time - second.scheduled_time >= 900  # polled once its delay was over
     assert (first.reason_for_incompletion, second.reason_for_incompletion) == ("first", None)
+
+
+def test_max_retry_delay_seconds_caps_a_retry_even_below_its_delay(clients: OrkesClients) -> None:
+    """conductor-oss's e2e RetryPolicyTests: ``maxRetryDelaySeconds`` caps every retry's delay,
+    even one below ``retryDelaySeconds`` (its 0 is no cap), and reads back (conductor-python
+    2.0.0's TaskDef predates the field: the definition goes as JSON)."""
+    task_type = f"ops_{uuid.uuid4().hex[:6]}"
+    api = clients.get_metadata_client().api_client
+
+    def put(cap: int) -> Any:
+        body = {"name": task_type, "retryCount": 1, "retryDelaySeconds": 5, "retryLogic": "FIXED"}
+        api.call_api("/metadata/taskdefs", "PUT", body={**body, "maxRetryDelaySeconds": cap})
+        read = api.call_api(
+            f"/metadata/taskdefs/{task_type}",
+            "GET",
+            response_type="object",
+            _return_http_data_only=True,
+        )
+        return read.get("maxRetryDelaySeconds")
+
+    api.call_api("/metadata/taskdefs", "POST", body=[{"name": task_type}])
+    assert put(0) is None
+    assert put(2) == 2
+    wid = clients.get_workflow_client().start_workflow_by_name(
+        _register(clients, [_simple("t1", task_type)]), {}
+    )
+    _done(clients, _poll(clients, task_type), "FAILED", reason_for_incompletion="again")
+    _, retry = wait_until(
+        lambda: len(ts := _status(clients, wid).tasks) == 2 and ts, timeout=15, what="the retry"
+    )
+    assert retry.callback_after_seconds == 2

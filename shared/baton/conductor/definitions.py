@@ -105,8 +105,9 @@ def to_baton_task_def(raw: Any) -> dict[str, Any]:
     if not out.get("rateLimitPerFrequency") or not out.get("rateLimitFrequencyInSeconds"):
         out.pop("rateLimitPerFrequency", None)
         out.pop("rateLimitFrequencyInSeconds", None)
-    if out.get("responseTimeoutSeconds") == 0:
-        del out["responseTimeoutSeconds"]
+    for unset in ("responseTimeoutSeconds", "maxRetryDelaySeconds"):  # Conductor's 0: none
+        if out.get(unset) == 0:
+            del out[unset]
     return out
 
 

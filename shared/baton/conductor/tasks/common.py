@@ -35,6 +35,7 @@ TASK_SETTINGS = (
     "retryCount",
     "retryLogic",
     "retryDelaySeconds",
+    "maxRetryDelaySeconds",
     "timeoutSeconds",
     "pollTimeoutSeconds",
     "responseTimeoutSeconds",
@@ -181,8 +182,9 @@ def worker_settings(task: dict[str, Any], step: dict[str, Any], path: str) -> No
     inline = task.get("taskDefinition")
     if isinstance(inline, dict):
         step.update({k: inline[k] for k in TASK_SETTINGS if inline.get(k) is not None})
-        if step.get("responseTimeoutSeconds") == 0:
-            del step["responseTimeoutSeconds"]
+        for unset in ("responseTimeoutSeconds", "maxRetryDelaySeconds"):  # Conductor's 0: none
+            if step.get(unset) == 0:
+                del step[unset]
         timeout, response = step.get("timeoutSeconds"), step.get("responseTimeoutSeconds")
         if isinstance(timeout, int) and isinstance(response, int) and 0 < timeout < response:
             # Conductor does not validate an inline definition (its own test harness's have
