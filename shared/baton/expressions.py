@@ -33,7 +33,7 @@ from baton.jsonpath import Query, QueryError, parse_query
 
 _EXPR = re.compile(r"(?<!\$)\$\{([^}]*)\}")
 # A key (a name, or digits: a PARALLEL's output is keyed by branch index).
-_KEY = r"[A-Za-z_][A-Za-z0-9_-]*|\d+"
+_KEY = r"[A-Za-z0-9_][A-Za-z0-9_-]*"
 # One step of a path after the first key: ``.key``, ``[0]``, ``['key']`` or ``["key"]``.
 _STEP = re.compile(
     r"\.(?P<key>" + _KEY + r")"

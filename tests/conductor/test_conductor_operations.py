@@ -639,3 +639,15 @@ def test_max_retry_delay_seconds_caps_a_retry_even_below_its_delay(clients: Orke
         lambda: len(ts := _status(clients, wid).tasks) == 2 and ts, timeout=15, what="the retry"
     )
     assert retry.callback_after_seconds == 2
+
+
+def test_a_reference_name_may_begin_with_a_digit(clients: OrkesClients) -> None:
+    """Conductor takes any reference name (its e2e tests use random alphanumeric ones, such as
+    ``93YWU``): one beginning with a digit registers, runs and is read by ``${…}``."""
+    task_type = f"ops_{uuid.uuid4().hex[:6]}"
+    second = _simple("2ND", task_type, inputParameters={"v": "${1ST.output.v}"})
+    name = _register(clients, [_simple("1ST", task_type), second])
+    clients.get_workflow_client().start_workflow_by_name(name, {})
+    _done(clients, _poll(clients, task_type), output={"v": 42})
+    polled = _poll(clients, task_type)
+    assert (polled.reference_task_name, polled.input_data) == ("2ND", {"v": 42})

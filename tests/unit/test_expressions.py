@@ -62,7 +62,7 @@ def test_interpolation_indexes_and_missing_values() -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["", "workflow", "workflow.secret", "step1", "step1.input", "a..b", "1abc.output"]
+    "text", ["", "workflow", "workflow.secret", "step1", "step1.input", "a..b", "-abc.output"]
 )
 def test_malformed_expressions_are_refused(text: str) -> None:
     with pytest.raises(ex.ExpressionError):

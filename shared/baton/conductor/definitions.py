@@ -178,7 +178,7 @@ def _failure_workflow(name: Any) -> Any:
     return "${workflow.input['" + parts[2] + "']}"
 
 
-_REFERENCE = re.compile(r"(?<!\$)\$\{\s*([A-Za-z_][\w-]*|\d+)?[^}]*\}")
+_REFERENCE = re.compile(r"(?<!\$)\$\{\s*(\w[\w-]*)?[^}]*\}")
 # Step fields that hold programs, not templates: their ${…} is the script's own.
 _PROGRAMS = ("description", "script", "while", "query")
 
@@ -230,7 +230,7 @@ def _unknown_to_null(out: dict[str, Any]) -> dict[str, Any]:
 
 # Steps run as jobs: their Conductor task id is their job's and attempt.
 _JOB_STEPS = ("SERVICE_TASK", "HTTP", "HTTP_POLL", "EVENT")
-_TASK_ID = re.compile(r"\$\{\s*([A-Za-z_][\w-]*)\.taskId\s*\}")
+_TASK_ID = re.compile(r"\$\{\s*(\w[\w-]*)\.taskId\s*\}")
 
 
 def _task_ids(out: dict[str, Any]) -> dict[str, Any]:

@@ -150,8 +150,8 @@ def base(task: dict[str, Any], path: str) -> dict[str, Any]:
     if not isinstance(ref, str) or not STEP_ID.fullmatch(ref):
         raise fail(
             label(task, path),
-            "taskReferenceName must start with a letter or _ and hold only letters, digits, "
-            "_ and - (at most 64 characters)",
+            "taskReferenceName must hold only letters, digits, _ and - (not first), at most "
+            "64 characters",
         )
     # asyncComplete, rateLimited/rateLimitConfig, and startDelay on a task no worker claims,
     # are accepted without effect (docs/architecture.md, "Conductor-compatible surface", says
