@@ -204,6 +204,29 @@ def test_sub_workflows_run_and_report_their_output(clients: OrkesClients) -> Non
     sub = wf.tasks[0]
     assert sub.task_type == "SUB_WORKFLOW" and sub.sub_workflow_id
 
+    # A SUB_WORKFLOW task completed by its id (conductor-oss's e2e SubWorkflowInlineTests):
+    # the parent goes on with that output; the child runs on by itself.
+    wid = clients.get_workflow_client().start_workflow_by_name(parent, {"v": 1})
+    sub = wait_until(
+        lambda: (t := _status(clients, wid).tasks) and t[0].sub_workflow_id and t[0],
+        timeout=15,
+        what="the child to start",
+    )
+    clients.get_task_client().update_task(
+        TaskResult(
+            workflow_instance_id=wid,
+            task_id=sub.task_id,
+            status="COMPLETED",
+            output_data={"got": "by hand"},
+        )
+    )
+    wf = _until_status(clients, wid, "COMPLETED")
+    assert wf.output == {"child": "by hand"}
+    assert _status(clients, sub.sub_workflow_id).status == "RUNNING"
+    _done(clients, _poll(clients, task_type), output={"got": 2})
+    _until_status(clients, sub.sub_workflow_id, "COMPLETED")
+    assert _status(clients, wid).output == {"child": "by hand"}
+
 
 def test_every_task_and_workflow_definition_is_listed(clients: OrkesClients) -> None:
     from conductor.client.http.models.task_def import TaskDef

@@ -647,7 +647,27 @@ class InstanceOps(RetentionOps, ArchiveReads):
             step_execution_id,
         )
 
-    def _resume_waiting(  # noqa: PLR0917 (the two public callers name their arguments)
+    def complete_sub_workflow(
+        self,
+        instance_id: str,
+        step_id: str,
+        output: dict[str, Any] | None = None,
+        *,
+        step_execution_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Complete a running SUB_WORKFLOW step from outside with ``output`` (Conductor lets a
+        SUB_WORKFLOW task be completed by its id): the instance goes on; the child runs on by
+        itself, and its end no longer reaches the step."""
+        return self._resume_waiting(
+            instance_id,
+            step_id,
+            "SUB_WORKFLOW",
+            output or {},
+            "SUB_WORKFLOW_COMPLETED",
+            step_execution_id,
+        )
+
+    def _resume_waiting(  # noqa: PLR0917 (the public callers name their arguments)
         self,
         instance_id: str,
         step_id: str,

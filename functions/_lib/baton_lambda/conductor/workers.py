@@ -208,7 +208,7 @@ class WorkerRoutes(Routes):
         engine = self.api.engine()
         steps = engine.get_instance(wid).get("steps", [])
         step = next((s for s in steps if s["id"] == tid), None)
-        if step is None or step["type"] not in ("USER_TASK", "SIGNAL"):
+        if step is None or step["type"] not in ("USER_TASK", "SIGNAL", "SUB_WORKFLOW"):
             raise JobNotFound(tid)
         if step["status"] not in ("SCHEDULED", "IN_PROGRESS"):
             return  # a late update for a finished task: ignored, as Conductor does
@@ -223,6 +223,8 @@ class WorkerRoutes(Routes):
         output = result.get("outputData") if isinstance(result.get("outputData"), dict) else {}
         if step["type"] == "USER_TASK":
             engine.complete_user_task(wid, step["stepId"], output, step_execution_id=tid)
+        elif step["type"] == "SUB_WORKFLOW":
+            engine.complete_sub_workflow(wid, step["stepId"], output, step_execution_id=tid)
         else:
             engine.signal(wid, step["stepId"], output, step_execution_id=tid)
 
