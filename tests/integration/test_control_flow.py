@@ -681,7 +681,12 @@ def test_a_failed_instance_starts_its_failure_workflow(engine: Engine) -> None:
         "instanceId": inst["id"],
         "workflowId": inst["id"],
         "reason": "step 'risky' failed: declined",
+        "failureStatus": "FAILED",
         "input": {"order": 7},
+    }
+    # The failed instance names it in its output, as Conductor's workflow does.
+    assert engine.get_instance(inst["id"])["output"] == {
+        "conductor.failure_workflow": cleanup["id"]
     }
 
 

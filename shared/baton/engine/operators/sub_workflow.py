@@ -28,6 +28,7 @@ from baton.engine.records import (
 )
 from baton.errors import ValidationFailed, listed
 from baton.model import NAME_PATTERN
+from baton.payload_ref import is_payload_ref
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import SubWorkflowStep
 
@@ -202,9 +203,17 @@ def child_ended(d: Decision, e: Exec, status: str, output: Any, reason: str | No
     d.fail(e, why, output=output)
 
 
+# How Conductor names the status a failure workflow is told of (``failureStatus``).
+_FAILURE_STATUS = {"CANCELLED": "TERMINATED"}
+# The key of the failed instance's output naming its failure workflow, as Conductor's.
+FAILURE_WORKFLOW_KEY = "conductor.failure_workflow"
+
+
 def start_failure_workflow(d: Decision, name: str) -> None:
-    """Start ``name`` with the failed instance's id, reason and input (Conductor's
-    ``failureWorkflow``); an audit row says so, or that no such definition exists."""
+    """Start ``name`` with the failed instance's id, reason, status (``failureStatus``, as
+    Conductor names it) and input (Conductor's ``failureWorkflow``), and name it in the failed
+    instance's output (``conductor.failure_workflow``, as Conductor does; not in an output
+    stored in the payload bucket); an audit row says so, or that no such definition exists."""
     child = d.reader.child_plan(name, None, None)
     if child is None:
         d.changes.audit.append(AuditEvent("FAILURE_WORKFLOW_NOT_FOUND", None, {"name": name}))
@@ -217,6 +226,7 @@ def start_failure_workflow(d: Decision, name: str) -> None:
             "instanceId": str(inst.id),
             "workflowId": str(inst.id),
             "reason": inst.reason,
+            "failureStatus": _FAILURE_STATUS.get(inst.status, inst.status),
             "input": inst.input,
         },
         parent_step=None,
@@ -224,3 +234,5 @@ def start_failure_workflow(d: Decision, name: str) -> None:
     d.changes.audit.append(
         AuditEvent("FAILURE_WORKFLOW_STARTED", None, {"name": name, "instanceId": str(started)})
     )
+    if inst.output is None or (isinstance(inst.output, dict) and not is_payload_ref(inst.output)):
+        inst.output = {**(inst.output or {}), FAILURE_WORKFLOW_KEY: str(started)}
