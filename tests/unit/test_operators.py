@@ -530,6 +530,7 @@ def test_a_failed_instance_starts_its_failure_workflow() -> None:
         "instanceId": str(run.state.id),
         "workflowId": str(run.state.id),
         "reason": "step 'a' failed: broke",
+        "failureStatus": "FAILED",
         "input": {"order": 1},
     }
 

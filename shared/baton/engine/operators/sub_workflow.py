@@ -226,7 +226,7 @@ def start_failure_workflow(d: Decision, name: str) -> None:
             "instanceId": str(inst.id),
             "workflowId": str(inst.id),
             "reason": inst.reason,
-            "failureStatus": _FAILURE_STATUS.get(inst.status, inst.status),
+            "failureStatus": _FAILURE_STATUS.get(str(inst.status), str(inst.status)),
             "input": inst.input,
         },
         parent_step=None,
