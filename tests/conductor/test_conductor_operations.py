@@ -251,9 +251,10 @@ def test_an_offloaded_task_input_reaches_a_conductor_worker_inline(clients: Orke
     task = _poll(clients, task_type)
     # conductor-python does not fetch external payloads: the server inlined it.
     assert task.input_data == {"blob": blob}
+    # A workflow read inlines it too (within its budget), as Conductor keeps it inline.
     view = _status(clients, wid).tasks[0]
-    assert view.input_data == {}
-    assert view.external_input_payload_storage_path.startswith("payloads/step-input/")
+    assert view.input_data == {"blob": blob}
+    assert not view.external_input_payload_storage_path
     _done(clients, task, output={"n": len(task.input_data["blob"])})
     assert _until_status(clients, wid, "COMPLETED").tasks[0].output_data == {"n": 400_000}
 
@@ -674,3 +675,40 @@ def test_a_reference_name_may_begin_with_a_digit(clients: OrkesClients) -> None:
     _done(clients, _poll(clients, task_type), output={"v": 42})
     polled = _poll(clients, task_type)
     assert (polled.reference_task_name, polled.input_data) == ("2ND", {"v": 42})
+
+
+def test_an_output_baton_offloads_reads_back_inline_within_the_read_budget(
+    clients: OrkesClients, conductor_server: LocalServer
+) -> None:
+    """Baton stores an operator's or a workflow's output above 256 KB in its payload bucket,
+    where Conductor keeps it inline up to megabytes and its clients fetch no external payload:
+    a workflow read inlines it (conductor-oss's e2e DoWhileEdgeCasesTests reads a 650 KB loop
+    output), up to its budget; beyond it only its externalOutputPayloadStoragePath is shown."""
+    task_type = f"ops_{uuid.uuid4().hex[:6]}"
+
+    def run(branches: int, size: int) -> tuple[Any, dict[str, Any]]:
+        fork = {
+            "name": "fork",
+            "taskReferenceName": "fork",
+            "type": "FORK_JOIN",
+            "forkTasks": [[_simple(f"b{n}", task_type)] for n in range(branches)],
+        }
+        join = {"name": "join", "taskReferenceName": "join", "type": "JOIN"}
+        wid = clients.get_workflow_client().start_workflow_by_name(
+            _register(clients, [fork, join]), {}
+        )
+        for _ in range(branches):
+            task = _poll(clients, task_type)
+            _done(clients, task, output={"blob": task.reference_task_name * size})
+        wf = _until_status(clients, wid, "COMPLETED")
+        return wf, conductor_server.request("GET", f"/v1/instances/{wid}").json()
+
+    wf, raw = run(2, 100_000)  # two 200 KB outputs: the fork's and the workflow's 400 KB
+    assert "$payload" in raw["output"]
+    # The JOIN's output, by the forked tasks' reference names, as Conductor's.
+    assert wf.output == {f"b{n}": {"blob": f"b{n}" * 100_000} for n in range(2)}
+    assert not wf.external_output_payload_storage_path
+
+    wf, raw = run(4, 225_000)  # 1.8 MB, beyond what a read inlines
+    assert "$payload" in raw["output"]
+    assert not wf.output and wf.external_output_payload_storage_path

@@ -270,9 +270,14 @@ def _task_ids(out: dict[str, Any]) -> dict[str, Any]:
 
 def _alias_joins(out: dict[str, Any]) -> dict[str, Any]:
     """A JOIN is no step of its own: ``${join.output.<task>…}`` reads that task's output
-    (``${<task>.output…}``) and ``${join.output}`` the fork's (a PARALLEL's by branch, a MAP's
-    list in item order)."""
+    (``${<task>.output…}``) and ``${join.output}`` the fork's (a MAP's by its tasks' reference
+    names); a FORK_JOIN's JOIN output, given whole, is its forked tasks' outputs by reference
+    name (each branch's last task), as Conductor's JOIN gives it, and so is the workflow's
+    output when the workflow ends with that JOIN and has no outputParameters."""
     aliases: list[tuple[re.Pattern[str], str]] = []
+    # "${<join>.output}" (and "${<fork>.output}", the default output of a workflow ending with
+    # it) of each PARALLEL: its branches' last steps' outputs by id.
+    whole: dict[str, dict[str, str]] = {}
 
     def collect(value: Any) -> None:
         if isinstance(value, list):
@@ -283,6 +288,13 @@ def _alias_joins(out: dict[str, Any]) -> dict[str, Any]:
             if note and value.get("type") in ("PARALLEL", "MAP"):
                 join = re.escape(note.group(1))
                 if value["type"] == "PARALLEL":
+                    lasts = [b[-1]["id"] for b in value.get("branches") or [] if b]
+                    joined = {ref: "${" + ref + ".output}" for ref in lasts}
+                    whole["${" + note.group(1) + ".output}"] = joined
+                    if value is out["steps"][-1] and out.get("outputParameters") == (
+                        "${" + value["id"] + ".output}"
+                    ):
+                        out["outputParameters"] = dict(joined)
                     aliases.append(
                         (
                             re.compile(r"\$\{" + join + r"\.output\.([A-Za-z_][\w-]*)"),
@@ -298,6 +310,8 @@ def _alias_joins(out: dict[str, Any]) -> dict[str, Any]:
 
     def rewrite(value: Any, key: str = "") -> Any:
         if isinstance(value, str) and key != "description" and "${" in value:
+            if value.strip() in whole:
+                return dict(whole[value.strip()])
             for pattern, replacement in aliases:
                 value = pattern.sub(replacement, value)
             return value

@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from baton.conductor import auth
 from baton.conductor.errors import Unauthorized, error_body, from_error
 from baton.errors import BatonError, Problem, Unavailable, ValidationFailed
+from baton.payload_ref import SIZE_KEY, is_payload_ref
 from baton.routes import declared_methods
 
 from baton_lambda import runtime
@@ -161,3 +162,38 @@ def api_key() -> str:
     if not key:
         raise Unauthorized("this deployment has no API key for the /api surface", status=403)
     return key
+
+
+# How many bytes of offloaded payloads a workflow read inlines (its JOINs may repeat the forked
+# tasks' outputs, and the answer must stay under Lambda's 6 MB).
+INLINE_READ_BYTES = 1_500_000
+
+
+def inline_payloads(engine: Any, instance: dict[str, Any]) -> dict[str, Any]:
+    """``instance`` (its wire form, with its steps) with its offloaded payloads read and inlined,
+    its output and input first, then its steps' in order, while they fit
+    ``INLINE_READ_BYTES``: Conductor keeps a task's output inline up to megabytes (where Baton
+    offloads above 256 KB) and its clients do not fetch external payloads, so a read shows
+    what Conductor's would; one beyond the budget keeps only its external storage path, as
+    Conductor's server does beyond its thresholds."""
+    if engine.payloads is None:
+        return instance
+    budget = INLINE_READ_BYTES
+
+    def inlined(value: Any) -> Any:
+        nonlocal budget
+        if not is_payload_ref(value) or not 0 < value[SIZE_KEY] <= budget:
+            return value
+        budget -= value[SIZE_KEY]
+        return engine.payloads(value)
+
+    out = {**instance, "output": inlined(instance.get("output"))}
+    out["input"] = inlined(instance.get("input"))
+    steps = []
+    for step in instance.get("steps") or []:
+        if is_payload_ref(step.get("output")) or is_payload_ref(step.get("input")):
+            step = {**step, "output": inlined(step.get("output"))}  # noqa: PLW2901
+            step["input"] = inlined(step.get("input"))
+        steps.append(step)
+    out["steps"] = steps
+    return out
