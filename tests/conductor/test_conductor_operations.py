@@ -712,3 +712,34 @@ def test_an_output_baton_offloads_reads_back_inline_within_the_read_budget(
     wf, raw = run(4, 225_000)  # 1.8 MB, beyond what a read inlines
     assert "$payload" in raw["output"]
     assert not wf.output and wf.external_output_payload_storage_path
+
+
+def test_each_task_carries_its_workflow_task_and_definition_name(clients: OrkesClients) -> None:
+    """As Conductor's task (its e2e WaitTaskTest and SubWorkflowTests read
+    ``getWorkflowTask()``): the WorkflowTask as registered, and a system task's definition
+    name is that WorkflowTask's name (a SWITCH's is SWITCH, as its mapper gives it)."""
+    task_type = f"ops_{uuid.uuid4().hex[:6]}"
+    switch = {
+        "name": "route",
+        "taskReferenceName": "route",
+        "type": "SWITCH",
+        "evaluatorType": "value-param",
+        "expression": "k",
+        "inputParameters": {"k": "${workflow.input.k}"},
+        "decisionCases": {"a": [_simple("work", task_type)]},
+    }
+    wait = {"name": "hold_on", "taskReferenceName": "hold", "type": "WAIT"}
+    name = _register(clients, [switch, wait])
+    wid = clients.get_workflow_client().start_workflow_by_name(name, {"k": "a"})
+    _done(clients, _poll(clients, task_type))
+    tasks = wait_until(
+        lambda: len(ts := _status(clients, wid).tasks) == 3 and ts, timeout=15, what="the WAIT"
+    )
+    shown = [(t.reference_task_name, t.task_def_name, t.workflow_task.name) for t in tasks]
+    assert shown == [
+        ("route", "SWITCH", "route"),
+        ("work", task_type, task_type),
+        ("hold", "hold_on", "hold_on"),
+    ]
+    assert tasks[0].workflow_task.decision_cases["a"][0].task_reference_name == "work"
+    clients.get_workflow_client().terminate_workflow(wid, "done")

@@ -203,6 +203,40 @@ def workflow(
     return {k: v for k, v in out.items() if v is not None}
 
 
+# The task definition name Conductor's own mappers give these task types.
+_OWN_DEF_NAMES = {
+    "SWITCH": "SWITCH",
+    "DECISION": "DECISION",
+    "FORK": "FORK",
+    "FORK_JOIN_DYNAMIC": "FORK",
+    "EXCLUSIVE_JOIN": "EXCLUSIVE_JOIN",
+}
+
+
+def workflow_tasks(source: Any) -> dict[str, dict[str, Any]]:
+    """The WorkflowTasks of a Conductor definition as registered (``source``), by reference
+    name, nested ones too (a SWITCH's cases, a FORK's branches, a DO_WHILE's loop): what
+    Conductor's task shows as its ``workflowTask``."""
+    out: dict[str, dict[str, Any]] = {}
+
+    def walk(items: Any) -> None:
+        for t in items if isinstance(items, list) else []:
+            if not isinstance(t, dict):
+                continue
+            if isinstance(t.get("taskReferenceName"), str):
+                out.setdefault(t["taskReferenceName"], t)
+            for branch in (t.get("decisionCases") or {}).values():
+                walk(branch)
+            walk(t.get("defaultCase"))
+            for branch in t.get("forkTasks") or []:
+                walk(branch)
+            walk(t.get("loopOver"))
+
+    if isinstance(source, dict):
+        walk(source.get("tasks"))
+    return out
+
+
 def reason(instance: dict[str, Any], tasks: list[dict[str, Any]]) -> str | None:
     """The workflow's ``reasonForIncompletion`` as Conductor words it, given its ``tasks``
     (``tasks_of``): for a workflow a task's failure ended, ``Task <taskId> failed with status:
@@ -289,6 +323,7 @@ def tasks_of(instance: dict[str, Any], audit: list[dict[str, Any]]) -> list[dict
                 },
             )
     begun = _attempts_begun(audit)
+    defined = instance.get("workflowTasks") or {}
     tasks: list[dict[str, Any]] = []
     steps = instance.get("steps") or []
     refs, hidden = _forked(steps)
@@ -303,6 +338,13 @@ def tasks_of(instance: dict[str, Any], audit: list[dict[str, Any]]) -> list[dict
             placed.extend(joins.after(sid))
             continue
         shown = _step_tasks(instance, step, ended, begun)
+        given: dict[str, Any] = defined.get(step["stepId"]) or {}
+        for t in shown if given else []:
+            t["workflowTask"] = given
+            # A system task's definition name: its WorkflowTask's name, but a few mappers'
+            # own (Conductor's TaskMapperContext and its FORK, JOIN and SWITCH mappers).
+            if t["taskDefName"] == step["stepId"] and isinstance(given.get("name"), str):
+                t["taskDefName"] = _OWN_DEF_NAMES.get(t["taskType"], given["name"])
         # A dynamic fork's task is shown by its own reference name (the item's key).
         for t in shown if sid in refs else []:
             t["referenceTaskName"] = refs[sid]
@@ -518,6 +560,7 @@ class _Joins:
             "updateTime": ms(fork.get("completedAt") or fork.get("createdAt")),
             "callbackAfterSeconds": 0,
             "workflowPriority": 0,
+            "workflowTask": (self.instance.get("workflowTasks") or {}).get(ref),
         }
         return {k: v for k, v in t.items() if v is not None}
 

@@ -10,8 +10,9 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from baton.conductor import auth
+from baton.conductor import views as cviews
 from baton.conductor.errors import Unauthorized, error_body, from_error
-from baton.errors import BatonError, Problem, Unavailable, ValidationFailed
+from baton.errors import BatonError, NotFound, Problem, Unavailable, ValidationFailed
 from baton.payload_ref import SIZE_KEY, is_payload_ref
 from baton.routes import declared_methods
 
@@ -167,6 +168,21 @@ def api_key() -> str:
 # How many bytes of offloaded payloads a workflow read inlines (its JOINs may repeat the forked
 # tasks' outputs, and the answer must stay under Lambda's 6 MB).
 INLINE_READ_BYTES = 1_500_000
+
+
+def for_conductor(engine: Any, instance: dict[str, Any]) -> dict[str, Any]:
+    """``instance`` (``get_instance(conductor_view=True)``'s) as a Conductor read shows it: its
+    offloaded payloads inlined (:func:`inline_payloads`) and, for a definition registered on
+    ``/api``, its WorkflowTasks by reference name (each task's ``workflowTask``)."""
+    out = inline_payloads(engine, instance)
+    version = instance.get("definitionVersion")
+    if isinstance(version, int):
+        try:
+            _, source = engine.get_definition_source(instance["definitionName"], version)
+        except NotFound:
+            source = None  # deleted since: its tasks show none
+        out["workflowTasks"] = cviews.workflow_tasks(source)
+    return out
 
 
 def inline_payloads(engine: Any, instance: dict[str, Any]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from baton_lambda.conductor.common import (
     Routes,
     api_key,
     empty_answer,
-    inline_payloads,
+    for_conductor,
     json_answer,
     text_answer,
 )
@@ -254,7 +254,7 @@ class WorkerRoutes(Routes):
         updateTaskSync)."""
         _, wid = self._update_by_ref(taskId, taskRefName, status)
         engine = self.api.engine()
-        instance = inline_payloads(engine, engine.get_instance(wid, conductor_view=True))
+        instance = for_conductor(engine, engine.get_instance(wid, conductor_view=True))
         return json_answer(cviews.workflow(instance, engine.audit_trail(wid)))
 
     def _update_by_ref(self, workflow: str, reference: str, status: str) -> tuple[str, str]:
@@ -295,7 +295,7 @@ class WorkerRoutes(Routes):
         engine = api.engine()
         state = engine.job_state(job_id)
         instance = engine.get_instance(str(state["instance_id"]), conductor_view=True)
-        instance = inline_payloads(engine, instance)
+        instance = for_conductor(engine, instance)
         wf = cviews.workflow(instance, engine.audit_trail(str(state["instance_id"])))
         matches = [t for t in wf["tasks"] if t["taskId"] == api.path(taskId)]
         matches = matches or [t for t in wf["tasks"] if t["taskId"].startswith(job_id)]

@@ -17,7 +17,7 @@ from baton_lambda.conductor.common import (
     MAX_TIMEOUT_MS,
     Routes,
     empty_answer,
-    inline_payloads,
+    for_conductor,
     json_answer,
     text_answer,
 )
@@ -152,7 +152,7 @@ class WorkflowRoutes(Routes):
             engine.wakeups,
             gone=api.client_gone(),
         )
-        instance = inline_payloads(engine, instance)
+        instance = for_conductor(engine, instance)
         run = csync.workflow_run(instance, engine.audit_trail(wid), api.query("requestId"))
         return json_answer(run)
 
@@ -204,7 +204,7 @@ class WorkflowRoutes(Routes):
         engine = self.api.engine()
         wid = self.api.path(workflow)
         include = self.query_bool("includeTasks", True)
-        instance = inline_payloads(engine, engine.get_instance(wid, conductor_view=True))
+        instance = for_conductor(engine, engine.get_instance(wid, conductor_view=True))
         # A failed workflow's reason names its task as the tasks show it, from the history.
         failed = instance["status"] in ("FAILED", "TIMED_OUT")
         audit = engine.audit_trail(wid) if include or failed else []
