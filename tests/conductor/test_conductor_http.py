@@ -163,3 +163,54 @@ def test_the_task_definition_of_an_http_tasks_name_sets_its_retries_and_headers_
     for task in wf.tasks:
         assert "s3cr3t" not in repr(task.input_data), task.input_data
         assert task.input_data["request"]["headers"] == {"Authorization": "[redacted]"}
+
+
+def test_an_http_task_without_a_task_definition_is_not_retried(
+    clients: OrkesClients, prefix: str, target: Target
+) -> None:
+    """Conductor starts a system task with no TaskDef on an ad-hoc one of retryCount 0
+    (``MetadataMapperService``; its e2e FailureWorkflowTests expect FAILED within seconds): one
+    call, then the workflow fails, where Baton's own default would retry 3 times a minute
+    apart. A WorkflowTask's own retryCount still holds."""
+    name = f"{prefix}_http_adhoc"
+
+    def call(ref: str, **extra: Any) -> dict[str, Any]:
+        request = {"uri": "${workflow.input.base}/fail", "method": "GET"}
+        return {
+            "name": f"{prefix}_no_def_{ref}",
+            "taskReferenceName": ref,
+            "type": "HTTP",
+            "inputParameters": {"http_request": request},
+            **extra,
+        }
+
+    meta = clients.get_metadata_client()
+    meta.register_workflow_def(
+        _model({"name": name, "version": 1, "tasks": [call("once")]}, "WorkflowDef"),
+        overwrite=True,
+    )
+    wid = clients.get_workflow_client().start_workflow(
+        StartWorkflowRequest(name=name, input={"base": target.url("")})
+    )
+    wf = _wait_terminal(clients, [wid], timeout=30)[wid]
+    assert wf.status == "FAILED"
+    assert [t.status for t in wf.tasks] == ["FAILED"]
+    assert target.hits["/fail"] == 1
+
+    meta.register_workflow_def(
+        _model(
+            {
+                "name": name,
+                "version": 2,
+                "tasks": [call("twice", retryCount=1, taskDefinition={"retryDelaySeconds": 0})],
+            },
+            "WorkflowDef",
+        ),
+        overwrite=True,
+    )
+    wid = clients.get_workflow_client().start_workflow(
+        StartWorkflowRequest(name=name, version=2, input={"base": target.url("")})
+    )
+    wf = _wait_terminal(clients, [wid], timeout=30)[wid]
+    assert [t.status for t in wf.tasks] == ["FAILED", "FAILED"]
+    assert target.hits["/fail"] == 3

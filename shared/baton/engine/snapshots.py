@@ -26,12 +26,18 @@ class Snapshots:
 
     def __init__(self) -> None:
         self._plans = PlanCache()
-        # (definition body text, task definitions text) -> (snapshot id, plan)
-        self._by_text: dict[tuple[str, str | None], tuple[int, Plan]] = {}
+        # (definition body text, task definitions text, registered on /api) -> (id, plan)
+        self._by_text: dict[tuple[str, str | None, bool], tuple[int, Plan]] = {}
 
     def of_stored(self, conn: Conn, stored: dict[str, Any]) -> tuple[int, Plan]:
         """The snapshot of a stored definition row (``DEFINITION_WITH_TASK_DEFS``)."""
-        return self._snapshot(conn, stored["body"], stored["task_defs"], None)
+        return self._snapshot(
+            conn,
+            stored["body"],
+            stored["task_defs"],
+            None,
+            from_conductor=bool(stored.get("from_conductor")),
+        )
 
     def of_inline(
         self, conn: Conn, definition: WorkflowDefinition, task_defs_text: str | None
@@ -55,13 +61,20 @@ class Snapshots:
         body_text: str,
         task_defs_text: str | None,
         parsed: WorkflowDefinition | None,
+        *,
+        from_conductor: bool = False,
     ) -> tuple[int, Plan]:
         """Embed task definitions and store the immutable snapshot (deduplicated by digest).
+        A definition registered on ``/api`` (``from_conductor``) gets Conductor's ad-hoc task
+        definition for a system task with none: an HTTP, HTTP_POLL or EVENT step without a
+        task definition or a ``retryCount`` of its own is not retried (Conductor's
+        ``MetadataMapperService`` gives such tasks retryCount 0 at start, where a SIMPLE
+        task's ad-hoc definition keeps the defaults Baton's has).
 
         Cached by (definition, task definitions) text: a repeated start of the same definition
         costs no snapshot round trip and no parsing.
         """
-        key = (body_text, task_defs_text)
+        key = (body_text, task_defs_text, from_conductor)
         hit = self._by_text.get(key)
         if hit is not None:
             return hit
@@ -74,12 +87,14 @@ class Snapshots:
         for node in walk(raw["steps"]):  # every SERVICE_TASK and HTTP(_POLL), however nested
             if node.type == "SERVICE_TASK":
                 named = node.step.get("jobType")
-            elif node.type in ("HTTP", "HTTP_POLL"):
+            elif node.type in ("HTTP", "HTTP_POLL", "EVENT"):
                 named = http_task_def_name(node.step.get("name"), node.step["id"])
             else:
                 continue
-            if named in task_defs:
+            if named in task_defs and node.type != "EVENT":
                 node.step["taskDef"] = task_defs[named]
+            elif from_conductor and node.type != "SERVICE_TASK":
+                node.step.setdefault("retryCount", 0)
         embedded = WorkflowDefinition.model_validate(raw)
         body = embedded.model_dump_json(by_alias=True, exclude_none=True)
         params = {"digest": embedded.digest(), "body": body}

@@ -64,7 +64,7 @@ SELECT name, body, created_at, updated_at FROM task_def
 # ``strict $.**.jobType`` finds job types at any depth of nested step lists; an HTTP step's task
 # definition is its name's (its id's without one: baton.engine.plan.http_task_def_name).
 DEFINITION_WITH_TASK_DEFS = """
-SELECT d.name, d.version, d.body::text AS body,
+SELECT d.name, d.version, d.body::text AS body, d.conductor IS NOT NULL AS from_conductor,
        (SELECT jsonb_object_agg(t.name, t.body ORDER BY t.name)::text
           FROM task_def t
          WHERE t.name IN (SELECT jsonb_path_query(d.body, 'strict $.**.jobType') #>> '{}'
