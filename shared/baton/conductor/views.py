@@ -308,21 +308,7 @@ def tasks_of(instance: dict[str, Any], audit: list[dict[str, Any]]) -> list[dict
     """Every step execution as Conductor tasks, earlier attempts of a job first; a task inside
     a DO_WHILE is named ``<reference>__<iteration>`` with that ``iteration`` (Conductor's
     ``TaskUtils.appendIteration``), and a DO_WHILE's own task has its running iteration."""
-    ended: dict[tuple[str, int], dict[str, Any]] = {}
-    for row in audit:
-        kind = _ATTEMPT_ENDS.get(row.get("event", ""))
-        detail = row.get("detail") or {}
-        if kind and row.get("jobId") and isinstance(detail.get("attempt"), int):
-            ended.setdefault(
-                (row["jobId"], detail["attempt"]),
-                {
-                    "status": kind,
-                    "reason": detail.get("error"),
-                    "at": row.get("at"),
-                    "retryable": detail.get("retryable"),
-                },
-            )
-    begun = _attempts_begun(audit)
+    ended, begun = _attempts(audit)
     defined = instance.get("workflowTasks") or {}
     tasks: list[dict[str, Any]] = []
     steps = instance.get("steps") or []
@@ -594,16 +580,31 @@ def _forked(steps: list[dict[str, Any]]) -> tuple[dict[str, str], set[str]]:
     return refs, hidden
 
 
-def _attempts_begun(audit: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
-    """When each attempt of a job was scheduled (a retry when it was decided, with its delay:
-    Conductor's ``callbackAfterSeconds``; the next attempt of a lapsed lease when it lapsed)
-    and first handed to a worker, by (job id, attempt), from the audit log."""
+def _attempts(
+    audit: list[dict[str, Any]],
+) -> tuple[dict[tuple[str, int], dict[str, Any]], dict[tuple[str, int], dict[str, Any]]]:
+    """From the audit log, by (job id, attempt), in one pass: how each attempt ended (its
+    status, what its worker said, when, whether retryable), and when it was scheduled (a retry
+    when it was decided, with its delay: Conductor's ``callbackAfterSeconds``; the next attempt
+    of a lapsed lease when it lapsed) and first handed to a worker."""
+    ended: dict[tuple[str, int], dict[str, Any]] = {}
     begun: dict[tuple[str, int], dict[str, Any]] = {}
     for row in audit:
         detail = row.get("detail") or {}
-        job, n, event = row.get("jobId"), detail.get("attempt"), row.get("event")
+        job, n, event = row.get("jobId"), detail.get("attempt"), row.get("event", "")
         if not job or not isinstance(n, int):
             continue
+        kind = _ATTEMPT_ENDS.get(event)
+        if kind:
+            ended.setdefault(
+                (job, n),
+                {
+                    "status": kind,
+                    "reason": detail.get("error"),
+                    "at": row.get("at"),
+                    "retryable": detail.get("retryable"),
+                },
+            )
         if event == "JOB_DISPATCHED":
             begun.setdefault((job, n), {}).setdefault("started", row.get("at"))
         elif event == "JOB_RETRY_SCHEDULED":
@@ -614,7 +615,7 @@ def _attempts_begun(audit: list[dict[str, Any]]) -> dict[tuple[str, int], dict[s
                 at["callback"] = round(delay)
         elif event == "JOB_LEASE_EXPIRED":
             begun.setdefault((job, n + 1), {}).setdefault("scheduled", row.get("at"))
-    return begun
+    return ended, begun
 
 
 def _attempt_times(task: dict[str, Any], begun: dict[str, Any]) -> None:

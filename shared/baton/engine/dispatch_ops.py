@@ -60,34 +60,32 @@ class Publisher(Protocol):
 class DispatchOps(JobOps):
     def take_job(self, job_id: str, worker_id: str, *, attempt: int | None = None) -> bool:
         """Lease a waiting job to ``worker_id`` for a result it gives without having polled
-        (Conductor applies an update to a task by its id, polled or not), due or not; a job
-        of a type with limits is claimed as a poll claims it, only when due
-        (``JobThrottled`` at its limit). False when it could not be taken: not waiting (taken
-        or ended meanwhile: the caller reads it again), or limited and not due."""
-        jid = parse_uuid(job_id, "jobId")
-        rows = self.db.autocommit(
-            lambda c: c.execute(
-                job_sql.TAKE_BY_ID, {"job_id": jid, "worker_id": worker_id, "attempt": attempt}
-            ).fetchall()
-        )
-        if rows:
-            self._report_claimed_rows(rows)
-            return True
+        (Conductor applies an update to a task by its id, polled or not): ``claim_job`` due or
+        not (a job of a type with limits only when due; ``JobThrottled`` at its limit). False
+        when it could not be taken (taken or ended meanwhile: the caller reads it again)."""
         try:
-            self.claim_job(job_id, worker_id, attempt=attempt)
+            self.claim_job(job_id, worker_id, attempt=attempt, due_only=False)
         except JobNotClaimable:
             return False
         return True
 
     def claim_job(
-        self, job_id: str, worker_id: str, *, attempt: int | None = None
+        self,
+        job_id: str,
+        worker_id: str,
+        *,
+        attempt: int | None = None,
+        due_only: bool = True,
     ) -> dict[str, Any]:
         """Take the lease on one job by id, if it is still claimable (at ``attempt``, when
         given): the job in a poll's wire form. A duplicate or stale delivery raises
-        ``JobNotClaimable``; a job type at its limit raises ``JobThrottled``."""
+        ``JobNotClaimable``; a job type at its limit raises ``JobThrottled``. ``due_only``
+        False takes a job of a type without limits before it is due too (``take_job``)."""
         jid = parse_uuid(job_id, "jobId")
         rows = self.db.autocommit(
-            lambda c: job_sql.claim_by_id(c, job_id=jid, worker_id=worker_id, attempt=attempt)
+            lambda c: job_sql.claim_by_id(
+                c, job_id=jid, worker_id=worker_id, attempt=attempt, due_only=due_only
+            )
         )
         if not rows:
             state = self.db.autocommit(

@@ -84,14 +84,16 @@ class Snapshots:
             for n, b in json.loads(task_defs_text or "{}").items()
         }
         raw = definition.wire()
-        for node in walk(raw["steps"]):  # every SERVICE_TASK and HTTP(_POLL), however nested
+        for node in walk(raw["steps"]):  # every SERVICE_TASK, HTTP(_POLL) and EVENT
             if node.type == "SERVICE_TASK":
                 named = node.step.get("jobType")
-            elif node.type in ("HTTP", "HTTP_POLL", "EVENT"):
+            elif node.type in ("HTTP", "HTTP_POLL"):
                 named = http_task_def_name(node.step.get("name"), node.step["id"])
+            elif node.type == "EVENT":
+                named = None  # its settings are its own: no task definition
             else:
                 continue
-            if named in task_defs and node.type != "EVENT":
+            if named in task_defs:
                 node.step["taskDef"] = task_defs[named]
             elif from_conductor and node.type != "SERVICE_TASK":
                 node.step.setdefault("retryCount", 0)

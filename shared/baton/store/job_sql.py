@@ -843,11 +843,12 @@ SELECT j.status, j.attempt, j.run_at > now() AS not_due, j.job_type,
 
 
 def claim_by_id(
-    conn: Conn, *, job_id: Any, worker_id: str, attempt: int | None
+    conn: Conn, *, job_id: Any, worker_id: str, attempt: int | None, due_only: bool = True
 ) -> list[dict[str, Any]]:
-    """Claim one job of a type without limits by id (one statement, committed on its own)."""
+    """Claim one job of a type without limits by id (one statement, committed on its own);
+    ``due_only`` False: before it is due too (``TAKE_BY_ID``)."""
     params = {"job_id": job_id, "worker_id": worker_id, "attempt": attempt}
-    return conn.execute(CLAIM_BY_ID, params).fetchall()
+    return conn.execute(CLAIM_BY_ID if due_only else TAKE_BY_ID, params).fetchall()
 
 
 def claim_limited_by_id(
