@@ -293,6 +293,11 @@ CONDUCTOR_ROUTES: tuple[Route, ...] = (
     _c("PUT", "/workflow/{workflow}/resume", "Resume a workflow"),
     _c("POST", "/workflow/{workflow}/retry", "Retry a failed workflow"),
     _c("POST", "/workflow/{workflow}/restart", "Restart an ended workflow"),
+    _c(
+        "POST",
+        "/workflow/{workflow}/rerun",
+        "Rerun an ended workflow from a task (RerunWorkflowRequest); answers its id",
+    ),
     _c("DELETE", "/workflow/{workflow}/remove", "Remove an ended workflow"),
 )
 

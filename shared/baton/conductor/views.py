@@ -97,6 +97,11 @@ def task_id(job_id: str, attempt: int) -> str:
     return f"{job_id}.{attempt}"
 
 
+def join_task_id(fork_id: str) -> str:
+    """The id of the JOIN task a view gives the fork (PARALLEL or MAP) execution ``fork_id``."""
+    return str(uuid.uuid5(uuid.UUID(fork_id), "join"))
+
+
 def parse_task_id(value: str) -> tuple[str, int | None]:
     """(job id, attempt) of a task id; a bare job id has no attempt."""
     job, dot, attempt = value.rpartition(".")
@@ -524,7 +529,7 @@ class _Joins:
             # fails (or times out) the workflow at once, which cancels the JOIN still waiting.
             status = "FAILED" if fork_id in self._failed_at_join else "CANCELED"
         t: dict[str, Any] = {
-            "taskId": str(uuid.uuid5(uuid.UUID(fork_id), "join")),
+            "taskId": join_task_id(fork_id),
             "taskType": "JOIN",
             "taskDefName": "JOIN",
             "referenceTaskName": ref,

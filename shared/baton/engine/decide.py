@@ -46,7 +46,7 @@ from baton.engine.records import (
     segments,
     truncate,
 )
-from baton.engine.reopen import reopen_instance
+from baton.engine.reopen import reopen_instance, rewind
 from baton.engine.retry import retry_delay_seconds
 from baton.model import TimeoutPolicy
 from baton.status import InstanceStatus, JobStatus, StepStatus
@@ -239,16 +239,34 @@ class Decider(DecisionFlow):
         """A FAILED or TIMED_OUT instance runs again from what failed, keeping what completed;
         ``latest`` is, by scope, the latest execution of each step there (see
         ``engine.reopen``)."""
+        self._running_again(AuditEvent("INSTANCE_RETRIED"))
+        reopen_instance(self, latest)
+        self.run()
+
+    def rerun_from(
+        self,
+        latest: Mapping[str, Mapping[str, Exec]],
+        target: Exec | None,
+        *,
+        wait: bool = False,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        """An ended instance runs again from ``target`` (see ``engine.reopen.rewind``)."""
+        self._running_again(AuditEvent("INSTANCE_RERUN", None, detail))
+        rewind(self, latest, target, wait=wait)
+        self.run()
+
+    def _running_again(self, event: AuditEvent) -> None:
+        """The instance runs again (a retry or a rerun): RUNNING, its reason, output and
+        timeout reset."""
         inst = self.instance
         inst.status = InstanceStatus.RUNNING
         inst.reason = None
         inst.output = None
         inst.reset_timeout = self.plan.definition.timeout_seconds
         self.changes.instance_changed = True
-        self.changes.audit.append(AuditEvent("INSTANCE_RETRIED"))
+        self.changes.audit.append(event)
         self.changes.count("InstancesRetried")
-        reopen_instance(self, latest)
-        self.run()
 
     def pause(self) -> None:
         """No new work until resumed; work in flight finishes, its continuation waits."""

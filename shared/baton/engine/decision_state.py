@@ -78,6 +78,9 @@ class DecisionState:
         self.changes = Changes()
         self._work: deque[Callable[[], None]] = deque()
         self._outputs: dict[tuple[str, str], Any] = {}
+        # A rerun's input for the step it runs again, by (step id, scope): used once, in place
+        # of the step's own input (Conductor's rerun ``taskInput``).
+        self.rerun_inputs: dict[tuple[str, str], dict[str, Any]] = {}
         self._done_here: list[tuple[str, str, Any]] = []  # (step_id, scope, output) this decision
         self._execs: dict[uuid.UUID, Exec] = {}
         # Lists (by scope) whose last step failed permissively in this decision: the reason.
@@ -129,6 +132,10 @@ class DecisionState:
         """``step``'s input resolved where it is scheduled: an object (an input given as one
         ``${…}`` expression must give one), else :class:`InputNotObject`. ``own``: the record
         of the execution being scheduled (``${<step>.executionId}`` and the like read it)."""
+        if self.rerun_inputs:
+            given = self.rerun_inputs.pop((step.id, scope), None)
+            if given is not None:
+                return given
         point = f"step:{step.id}"
         where = self.expression_scope(point, scope)
         if own is not None:

@@ -21,6 +21,7 @@ from baton.engine.decide import AuditEvent, Decider, Exec, InstanceState
 from baton.engine.ids import parse_uuid, path_uuid
 from baton.engine.plan import Plan, task_def_names
 from baton.engine.reads import exec_from_row
+from baton.engine.rerun_ops import RerunOps
 from baton.engine.retention_ops import RetentionOps
 from baton.errors import (
     Conflict,
@@ -46,7 +47,7 @@ class Started(NamedTuple):
     read: tuple[dict[str, Any] | None, list[dict[str, Any]]] | None = None
 
 
-class InstanceOps(RetentionOps, ArchiveReads):
+class InstanceOps(RetentionOps, ArchiveReads, RerunOps):
     def start_instance(
         self,
         *,
@@ -547,17 +548,63 @@ class InstanceOps(RetentionOps, ArchiveReads):
 
         self.db.transaction(work, explicit_begin=True)
         self.revive_payloads(iid)  # its objects may have been tagged for expiry when it ended
+        self._reopen_parents(iid)
         self.deliver_pending()
         log.info("instance retried", extra={"instance_id": instance_id})
         return self.get_instance(instance_id)
 
-    def restart_instance(
-        self, instance_id: str, *, use_latest_definition: bool = False
+    def rerun_instance(
+        self,
+        instance_id: str,
+        *,
+        from_step_execution: str | None = None,
+        input: dict[str, Any] | None = None,
+        step_input: dict[str, Any] | None = None,
+        correlation_id: str | None = None,
+        at_join: bool = False,
     ) -> dict[str, Any]:
-        """Run an ended instance again from the start with the same input, as the next run of
-        the same id: the previous run's steps and jobs are replaced (its audit trail stays).
-        ``use_latest_definition`` runs the newest version of its definition instead of the one
-        it ran."""
+        """Run an ended instance again from one of its step executions (Conductor's rerun; see
+        ``engine.rerun_ops``), or from its start without one (a restart); ``input`` and
+        ``correlation_id`` replace the instance's, ``step_input`` the input of the execution
+        run again. ``at_join``: the execution, a PARALLEL or MAP, keeps its lists as they ended
+        and joins them again (those that did not complete run again first)."""
+        iid = path_uuid(instance_id, InstanceNotFound)
+        if input is not None:
+            self._check_size(input, "instance input")
+        if step_input is not None:
+            self._check_size(step_input, "step input")
+        if from_step_execution is None:
+            return self.restart_instance(instance_id, input=input, correlation_id=correlation_id)
+        target = parse_uuid(from_step_execution, "fromStepExecutionId")
+        self._rerun_from(
+            iid,
+            target,
+            input=input,
+            step_input=step_input,
+            correlation_id=correlation_id,
+            at_join=at_join,
+        )
+        self.revive_payloads(iid)
+        self._reopen_parents(iid)
+        self.deliver_pending()
+        log.info(
+            "instance rerun",
+            extra={"instance_id": instance_id, "step_execution_id": from_step_execution},
+        )
+        return self.get_instance(instance_id)
+
+    def restart_instance(
+        self,
+        instance_id: str,
+        *,
+        use_latest_definition: bool = False,
+        input: dict[str, Any] | None = None,
+        correlation_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Run an ended instance again from the start with the same input (or ``input``), as
+        the next run of the same id: the previous run's steps and jobs are replaced (its audit
+        trail stays). ``use_latest_definition`` runs the newest version of its definition
+        instead of the one it ran; ``correlation_id`` replaces its own."""
         iid = path_uuid(instance_id, InstanceNotFound)
 
         def work(conn: Conn) -> None:
@@ -578,6 +625,12 @@ class InstanceOps(RetentionOps, ArchiveReads):
                     raise DefinitionNotFound(row["definition_name"], None)
                 snapshot_id, plan = self.snapshots.of_stored(conn, stored)
                 version = stored["version"]
+            if input is not None or correlation_id is not None:
+                row = {
+                    **row,
+                    "input": row["input"] if input is None else input,
+                    "correlation_id": correlation_id or row["correlation_id"],
+                }
             with conn.pipeline():
                 conn.execute(instance_sql.CLEAR_RUN, {"id": iid})
                 conn.execute(
@@ -588,6 +641,8 @@ class InstanceOps(RetentionOps, ArchiveReads):
                         "snapshot_id": snapshot_id,
                         "definition_version": version,
                         "timeout_seconds": plan.definition.timeout_seconds,
+                        "input": None if input is None else Jsonb(input),
+                        "correlation_id": correlation_id,
                     },
                 )
             state = writer.state_from_row(
@@ -607,6 +662,7 @@ class InstanceOps(RetentionOps, ArchiveReads):
 
         self.db.transaction(work, explicit_begin=True)
         self.revive_payloads(iid)  # its input's object may have been tagged for expiry
+        self._reopen_parents(iid)
         self.deliver_pending()
         log.info("instance restarted", extra={"instance_id": instance_id})
         return self.get_instance(instance_id)

@@ -16,7 +16,7 @@ whose latest execution failed in a list that went past it runs again too, on its
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from baton.engine import permissive
 from baton.engine.operators import OPERATORS
@@ -29,6 +29,7 @@ class Lists:
     """The last execution of each list of each operator execution, by owner and key."""
 
     def __init__(self, lasts: Mapping[str, Exec]) -> None:
+        self.root = lasts[""]
         self.by_owner: dict[uuid.UUID, dict[str, Exec]] = {}
         for scope, e in lasts.items():
             owner = parent_of(scope)
@@ -48,13 +49,12 @@ def reopen_instance(d: Decision, latest: Mapping[str, Mapping[str, Exec]]) -> No
         # in this decision waits for them (``engine.permissive``).
         for e in permissive.candidates(d, latest):
             _again(d, e)
-    lists = Lists(lasts)
-    root = lasts.get("")
-    if root is None:  # nothing ran at all
+    if "" not in lasts:  # nothing ran at all
         first = d.plan.first()
         d.later(lambda: d.schedule(first, ""))
         return
-    rerun(d, lists, root)
+    lists = Lists(lasts)
+    rerun(d, lists, lists.root)
 
 
 def _again(d: Decision, e: Exec) -> None:
@@ -63,8 +63,33 @@ def _again(d: Decision, e: Exec) -> None:
     d.later(lambda: d.schedule(step, e.scope))
 
 
-def rerun(d: Decision, lists: Lists, e: Exec) -> None:
-    """Carry on the list ``e`` is the last execution of."""
+def rewind(
+    d: Decision, latest: Mapping[str, Mapping[str, Exec]], target: Exec | None, *, wait: bool
+) -> None:
+    """An ended instance runs again from ``target`` (Conductor's rerun from a task): ``latest``
+    is, by scope, the latest execution of each step there, with what came after ``target`` in
+    its list and in each list holding it gone, and ``target`` and the operator executions
+    holding it given as unfinished. ``target`` runs again as a new execution in its place, or,
+    ``wait``, waits again in place (a SUB_WORKFLOW whose child runs again); None: the operator
+    executions given as unfinished are reopened and carry on from their lists (a JOIN's rerun).
+    Unfinished lists of the operators reopened on the way run again, as in a retry."""
+    lists = Lists(permissive.furthest(d, latest))
+
+    def carry(e: Exec) -> None:
+        if target is not None and e.id == target.id:
+            if wait:
+                d.reopen(e, e.state)
+            else:
+                _again(d, e)
+            return
+        rerun(d, lists, e, carry)
+
+    carry(lists.root)
+
+
+def rerun(d: Decision, lists: Lists, e: Exec, carry: Callable[[Exec], None] | None = None) -> None:
+    """Carry on the list ``e`` is the last execution of (``carry``: how each unfinished list of
+    a reopened operator is carried on; this function by default)."""
     if e.status == StepStatus.COMPLETED:
         nxt = d.plan.next_after(e.step_id)
         if nxt is not None:
@@ -75,6 +100,6 @@ def rerun(d: Decision, lists: Lists, e: Exec) -> None:
     step = d.plan.step(e.step_id)
     inside = lists.of(e)
     if inside:
-        OPERATORS[step.type].reopen(d, e, inside, lambda last: rerun(d, lists, last))
+        OPERATORS[step.type].reopen(d, e, inside, carry or (lambda last: rerun(d, lists, last)))
         return
     d.later(lambda: d.schedule(step, e.scope))

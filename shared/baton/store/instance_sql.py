@@ -492,6 +492,65 @@ SELECT id FROM instance
 """
 
 # A restart: the previous run's steps and jobs go (the audit log keeps its history).
+# --- a rerun from a step execution (engine.rerun_ops) -------------------------------------------
+
+# Every step execution of an instance, as a rerun places them.
+RUN_EXECUTIONS = """
+SELECT id, step_id, step_type, scope, status, seq, child_instance_id
+  FROM step_execution WHERE instance_id = %(id)s
+"""
+
+# Some executions of an instance, as a decision reads them.
+EXECUTIONS_BY_ID = _EXECUTION + " WHERE id = ANY(%(ids)s::uuid[])"
+
+# Where an id a rerun names sits in an instance or its descendants: a step execution's, or its
+# job's; else (``forks``) every execution with lists there, whose JOIN a view may name.
+_TREE = """
+WITH RECURSIVE tree AS (
+    SELECT %(id)s::uuid AS id
+    UNION ALL
+    SELECT i.id FROM instance i JOIN tree t ON i.parent_instance_id = t.id
+)
+"""
+FIND_EXECUTION = _TREE + (  # noqa: S608 (constant SQL only)
+    """
+SELECT s.instance_id, s.id FROM step_execution s
+ WHERE s.id = %(key)s AND s.instance_id IN (SELECT id FROM tree)
+UNION ALL
+SELECT j.instance_id, j.step_execution_id FROM job j
+ WHERE j.id = %(key)s AND j.instance_id IN (SELECT id FROM tree)
+LIMIT 1
+"""
+)
+FORKS_OF_TREE = _TREE + (  # noqa: S608 (constant SQL only)
+    """
+SELECT s.instance_id, s.id FROM step_execution s
+ WHERE s.instance_id IN (SELECT id FROM tree) AND s.step_type IN ('PARALLEL', 'MAP')
+"""
+)
+
+# What a rerun removes: the executions after the one it runs again from (their jobs with them).
+DELETE_EXECUTIONS = """
+DELETE FROM step_execution WHERE instance_id = %(id)s AND id = ANY(%(ids)s::uuid[])
+"""
+
+# A rerun's new input and correlation id (either kept when not given), fenced as every update.
+SET_INPUT = """
+UPDATE instance
+   SET input = coalesce(%(input)s, input),
+       correlation_id = coalesce(%(correlation_id)s, correlation_id),
+       version = %(expected)s::bigint + 1
+ WHERE id = %(id)s
+"""
+
+# The parent of an instance, locked, and the instance as its parent's step waits on it.
+LOCK_PARENT_OF = _INSTANCE_STATE + (  # noqa: S608 (constant SQL only)
+    " WHERE id = (SELECT parent_instance_id FROM instance WHERE id = %(child)s) FOR UPDATE"
+)
+CHILD_AS_ENDED = """
+SELECT status, output, reason, parent_step_execution_id FROM instance WHERE id = %(child)s
+"""
+
 CLEAR_RUN = """
 WITH jobs AS (DELETE FROM job WHERE instance_id = %(id)s RETURNING 1),
      steps AS (DELETE FROM step_execution WHERE instance_id = %(id)s RETURNING 1),
@@ -505,6 +564,8 @@ UPDATE instance
        version = %(expected)s::bigint + 1, updated_at = now(), completed_at = NULL,
        step_count = 0, run = run + 1, snapshot_id = %(snapshot_id)s,
        definition_version = %(definition_version)s,
+       input = coalesce(%(input)s, input),
+       correlation_id = coalesce(%(correlation_id)s, correlation_id),
        timeout_at = CASE WHEN %(timeout_seconds)s::int > 0
                          THEN now() + make_interval(secs => %(timeout_seconds)s::int) END
  WHERE id = %(id)s

@@ -51,6 +51,7 @@ class WorkflowRoutes(Routes):
         self.route("PUT", "/api/workflow/{workflow}/resume", self.resume)
         self.route("POST", "/api/workflow/{workflow}/retry", self.retry)
         self.route("POST", "/api/workflow/{workflow}/restart", self.restart)
+        self.route("POST", "/api/workflow/{workflow}/rerun", self.rerun)
         self.route("DELETE", "/api/workflow/{workflow}/remove", self.remove)
 
     # --- starting ----------------------------------------------------------------------------
@@ -252,6 +253,66 @@ class WorkflowRoutes(Routes):
         latest = self.query_bool("useLatestDefinitions", False)
         self.api.engine().restart_instance(self.api.path(workflow), use_latest_definition=latest)
         return empty_answer()
+
+    def rerun(self, workflow: str) -> Any:
+        """Conductor's rerun (a RerunWorkflowRequest): an ended workflow runs again from the
+        task ``reRunFromTaskId`` names, in it or in one of its sub-workflows (that one runs
+        again, and its parents with it), with ``taskInput`` as that task's input; without a
+        task, from its start. ``workflowInput`` and ``correlationId`` replace the workflow's
+        (not a parent's, when the task is in a sub-workflow: its parents wait on it again as
+        they were). The path's workflow is the one rerun, as in Conductor
+        (``reRunFromWorkflowId`` is ignored). Answers the workflow's id."""
+        req = self.object_body()
+        wid = self.api.path(workflow)
+        fields: dict[str, Any] = {}
+        for key in ("workflowInput", "taskInput"):
+            value = req.get(key)
+            if value is not None and not isinstance(value, dict):
+                raise ValidationFailed([Problem(key, "must be an object")])
+            fields[key] = value
+        correlation_id = req.get("correlationId")
+        if correlation_id is not None and not isinstance(correlation_id, str):
+            raise ValidationFailed([Problem("correlationId", "must be a string")])
+        task = req.get("reRunFromTaskId")
+        if task is not None and not isinstance(task, str):
+            raise ValidationFailed([Problem("reRunFromTaskId", "must be a string")])
+        engine = self.api.engine()
+        if not task:
+            engine.rerun_instance(wid, input=fields["workflowInput"], correlation_id=correlation_id)
+            return text_answer(wid)
+        where, at_join = self._rerun_target(wid, task)
+        owner, execution = where
+        self.api.log_keys(instance_id=owner)
+        engine.rerun_instance(
+            owner,
+            from_step_execution=execution,
+            # The workflow's own input and correlation id are the path's workflow's.
+            input=fields["workflowInput"] if owner == wid else None,
+            step_input=fields["taskInput"],
+            correlation_id=correlation_id if owner == wid else None,
+            at_join=at_join,
+        )
+        return text_answer(wid)
+
+    def _rerun_target(self, wid: str, task: str) -> tuple[tuple[str, str], bool]:
+        """(workflow, step execution) of the task a rerun names, and whether it is a JOIN (the
+        fork's execution then rejoins its branches as they ended)."""
+        engine = self.api.engine()
+        key, _ = cviews.parse_task_id(task)
+        found = engine.find_execution(wid, key)
+        if found is not None:
+            return found, False
+        for owner, fork in engine.forks_of(wid):
+            if cviews.join_task_id(fork) == task:
+                return (owner, fork), True
+        raise ValidationFailed(
+            [
+                Problem(
+                    "reRunFromTaskId",
+                    f"Task {task} not found in workflow {wid} or its sub-workflows",
+                )
+            ]
+        )
 
     def decide(self, workflow: str) -> Any:
         """Conductor's runDecider: Baton decides as each event lands, so there is nothing to
