@@ -10,16 +10,31 @@ from typing import Any
 
 import httpx
 import pytest
+from conductor.client.configuration.configuration import Configuration
+from conductor.client.configuration.settings.authentication_settings import (
+    AuthenticationSettings,
+)
 from conductor.client.http.models.rerun_workflow_request import RerunWorkflowRequest
 from conductor.client.http.models.start_workflow_request import StartWorkflowRequest
 from conductor.client.orkes_clients import OrkesClients
 
 from tests.conductor.test_conductor_operations import _done, _poll, _register, _simple, _status
-from tests.conductor.test_conductor_operations import clients as clients  # noqa: F401 (fixture)
 from tests.support.helpers import wait_until
 from tests.support.servers import LocalServer
 
 pytestmark = [pytest.mark.e2e]
+
+
+@pytest.fixture(scope="module")
+def clients(conductor_server: LocalServer) -> OrkesClients:
+    return OrkesClients(
+        Configuration(
+            server_api_url=f"{conductor_server.base_url}/api",
+            authentication_settings=AuthenticationSettings(
+                key_id="rerun", key_secret=conductor_server.api_key or ""
+            ),
+        )
+    )
 
 
 def _start(clients: OrkesClients, name: str, **input: Any) -> str:
@@ -57,7 +72,12 @@ def test_rerun_from_a_failed_task_and_from_a_completed_one_with_new_input(
     )
     wid = _start(clients, name, x=1)
     _done(clients, _poll(clients, t1))
-    _done(clients, _poll(clients, t2), status="FAILED_WITH_TERMINAL_ERROR", reason_for_incompletion="no")
+    _done(
+        clients,
+        _poll(clients, t2),
+        status="FAILED_WITH_TERMINAL_ERROR",
+        reason_for_incompletion="no",
+    )
     failed = _until(clients, wid, "FAILED")
     second = failed.tasks[1]
 
@@ -192,3 +212,44 @@ def test_rerun_refusals(clients: OrkesClients, conductor_server: LocalServer) ->
     assert post(f"{wid}/rerun", [1]).status_code == 400
     assert post(f"{uuid.uuid4()}/rerun", {}).status_code == 404
     assert post("not-an-id/rerun", {}).status_code == 404
+
+
+def test_retry_a_terminated_workflow_and_a_failed_sub_workflow_in_place(
+    clients: OrkesClients,
+) -> None:
+    t = f"rr_t_{uuid.uuid4().hex[:6]}"
+    name = _register(clients, [_simple("one", t)])
+    wid = _start(clients, name)
+    wc = clients.get_workflow_client()
+    _poll(clients, t)
+    wc.terminate_workflow(wid, reason="stop")
+    _until(clients, wid, "TERMINATED")
+    wc.retry_workflow(wid)
+    _done(clients, _poll(clients, t))
+    _until(clients, wid, "COMPLETED")
+
+    # resumeSubworkflowTasks: the failed child is retried, not replaced by a new one
+    s = f"rr_s_{uuid.uuid4().hex[:6]}"
+    child = _register(clients, [_simple("inner", s)])
+    parent = _register(
+        clients,
+        [
+            {
+                "name": "sub",
+                "taskReferenceName": "sub",
+                "type": "SUB_WORKFLOW",
+                "subWorkflowParam": {"name": child, "version": 1},
+            }
+        ],
+    )
+    wid = _start(clients, parent)
+    task = _poll(clients, s)
+    kid = task.workflow_instance_id
+    _done(clients, task, status="FAILED_WITH_TERMINAL_ERROR", reason_for_incompletion="bad")
+    _until(clients, wid, "FAILED")
+    wc.retry_workflow(wid, resume_subworkflow_tasks=True)
+    assert _status(clients, kid).status == "RUNNING"
+    wf = _until(clients, wid, "RUNNING")
+    assert [t.sub_workflow_id for t in wf.tasks] == [kid]
+    _done(clients, _poll(clients, s))
+    _until(clients, wid, "COMPLETED")

@@ -40,7 +40,6 @@ def _send(server: LocalServer, method: str, path: str, headers: dict[str, str]) 
 UNSERVED = [
     ("POST", "/api/workflow/execute/hello/1/more"),
     ("GET", "/api/workflow/running/hello"),
-    ("POST", "/api/workflow/00000000-0000-4000-8000-000000000000/rerun"),
     ("GET", "/api/nothing/here/at/all"),
     ("PUT", "/api/workflow/00000000-0000-4000-8000-000000000000/skiptask/t1"),
 ]

@@ -599,7 +599,7 @@ def test_retry_resumes_from_the_failed_branch_keeping_completed_work(engine: Eng
     assert failed["status"] == "FAILED" and "shaky broke" in failed["reason"]
     assert steps_of(engine, inst["id"], "slow1")[0]["status"] == "CANCELLED"
     running, _ = engine.start_instance(definition_name="flaky")
-    with pytest.raises(Conflict, match="is RUNNING, not FAILED or TIMED_OUT"):
+    with pytest.raises(Conflict, match="is RUNNING, not FAILED or TIMED_OUT or CANCELLED"):
         engine.retry_instance(running["id"])
 
     retried = engine.retry_instance(inst["id"])

@@ -243,3 +243,28 @@ def test_a_rerun_without_a_step_restarts_with_the_new_input(engine: Engine) -> N
     assert [j["input"] for j in jobs] == [{"v": 7}]
     got = engine.get_instance(inst["id"])
     assert got["input"] == {"v": 7} and got["correlationId"] == "c7"
+
+
+def test_a_cancelled_instance_is_retried_from_what_its_cancel_stopped(engine: Engine) -> None:
+    engine.register_definition(
+        {
+            "name": "stopped",
+            "steps": [
+                task("a"),
+                {"id": "fan", "type": "PARALLEL", "branches": [[task("ok")], [task("b")]]},
+                task("last"),
+            ],
+        }
+    )
+    inst, _ = engine.start_instance(definition_name="stopped")
+    runs: dict[str, int] = {}
+    handlers = _counting(runs)
+    drain(engine, {"a": handlers["a"], "ok": handlers["ok"]})
+    engine.cancel_instance(inst["id"], "enough")
+    assert [s["status"] for s in steps_of(engine, inst["id"], "b")] == ["CANCELLED"]
+    retried = engine.retry_instance(inst["id"])
+    assert retried["status"] == "RUNNING"
+    drain(engine, handlers)
+    assert engine.get_instance(inst["id"])["status"] == "COMPLETED"
+    assert runs == {"a": 1, "ok": 1, "b": 1, "last": 1}
+    assert [s["status"] for s in steps_of(engine, inst["id"], "b")] == ["CANCELLED", "COMPLETED"]

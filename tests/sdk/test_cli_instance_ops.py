@@ -42,7 +42,7 @@ def test_pause_resume_retry_and_restart(baton: Baton, tmp_path: Path) -> None:  
 
     refused = baton("instances", "retry", instance["id"])
     assert refused.code == 1
-    assert "is RUNNING, not FAILED or TIMED_OUT" in refused.err
+    assert "is RUNNING, not FAILED or TIMED_OUT or CANCELLED" in refused.err
 
     polled = baton("jobs", "poll", "--type", job_type, "--worker", "w", "--json").json()
     (job,) = polled["jobs"] if isinstance(polled, dict) else polled

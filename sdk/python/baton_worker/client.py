@@ -450,7 +450,8 @@ class BatonClient:
         return cast(Instance, self._call("POST", path, json=_params(reason=reason)))
 
     def retry_instance(self, instance_id: str) -> Instance:
-        """Run a FAILED or TIMED_OUT instance again from what failed, keeping what completed."""
+        """Run a FAILED, TIMED_OUT or CANCELLED instance again from what did not complete,
+        keeping what completed."""
         path = f"/v1/instances/{_segment(instance_id)}/retry"
         return cast(Instance, self._call("POST", path, json={}))
 

@@ -236,7 +236,7 @@ class Decider(DecisionFlow):
         self.finish(InstanceStatus.CANCELLED, reason, cancel=True)
 
     def retry(self, latest: Mapping[str, Mapping[str, Exec]]) -> None:
-        """A FAILED or TIMED_OUT instance runs again from what failed, keeping what completed;
+        """A FAILED, TIMED_OUT or CANCELLED instance runs again from what did not complete;
         ``latest`` is, by scope, the latest execution of each step there (see
         ``engine.reopen``)."""
         self._running_again(AuditEvent("INSTANCE_RETRIED"))

@@ -510,8 +510,9 @@ class InstanceOps(RetentionOps, ArchiveReads, RerunOps):
         return self.get_instance(instance_id)
 
     def retry_instance(self, instance_id: str) -> dict[str, Any]:
-        """Run a FAILED or TIMED_OUT instance again from what failed, keeping what completed
-        (see ``engine.reopen``)."""
+        """Run a FAILED, TIMED_OUT or CANCELLED instance again from what failed or was
+        cancelled, keeping what completed (see ``engine.reopen``), as Conductor retries a
+        TERMINATED workflow too."""
         iid = path_uuid(instance_id, InstanceNotFound)
 
         def work(conn: Conn) -> None:
@@ -519,9 +520,11 @@ class InstanceOps(RetentionOps, ArchiveReads, RerunOps):
             _expect(
                 row,
                 instance_id,
-                "only a failed or timed-out instance can be retried (restart runs any ended one)",
+                "only a failed, timed-out or cancelled instance can be retried (restart runs "
+                "any ended one)",
                 InstanceStatus.FAILED,
                 InstanceStatus.TIMED_OUT,
+                InstanceStatus.CANCELLED,
             )
             with conn.pipeline():
                 last = conn.execute(instance_sql.LATEST_BY_STEP, {"id": iid})

@@ -246,8 +246,33 @@ class WorkflowRoutes(Routes):
         return empty_answer()
 
     def retry(self, workflow: str) -> Any:
-        self.api.engine().retry_instance(self.api.path(workflow))
+        """Retry an ended workflow; ``resumeSubworkflowTasks=true`` retries, in its place, the
+        sub-workflow its first unsuccessful task waited on (and that one's, down the chain),
+        and its parents wait on it again, as Conductor does; without it a failed SUB_WORKFLOW
+        task starts a new child."""
+        engine = self.api.engine()
+        wid = self.api.path(workflow)
+        if self.query_bool("resumeSubworkflowTasks", False):
+            wid = self._last_failed_child(wid)
+        engine.retry_instance(wid)
         return empty_answer()
+
+    def _last_failed_child(self, wid: str) -> str:
+        """The workflow whose first unsuccessful task is not a SUB_WORKFLOW, going down from
+        ``wid`` through each first unsuccessful SUB_WORKFLOW task's child (Conductor's
+        findLastFailedSubWorkflowIfAny)."""
+        engine = self.api.engine()
+        seen = {wid}
+        while True:
+            steps = engine.get_instance(wid)["steps"]
+            first = next(
+                (s for s in steps if s["status"] in ("FAILED", "TIMED_OUT", "CANCELLED")), None
+            )
+            child = first.get("childInstanceId") if first is not None else None
+            if first is None or first["type"] != "SUB_WORKFLOW" or not child or child in seen:
+                return wid
+            seen.add(child)
+            wid = child
 
     def restart(self, workflow: str) -> Any:
         latest = self.query_bool("useLatestDefinitions", False)
