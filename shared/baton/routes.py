@@ -256,6 +256,16 @@ CONDUCTOR_ROUTES: tuple[Route, ...] = (
     ),
     _c(
         "POST",
+        "/tasks/{taskId}/{taskRefName}/signal",
+        "Signal a workflow's blocked WAIT task ({taskRefName} is the status; the body its output)",
+    ),
+    _c(
+        "POST",
+        "/tasks/{taskId}/{taskRefName}/signal/sync",
+        "Signal a workflow's blocked WAIT task; answers a SignalResponse once it blocks or ends",
+    ),
+    _c(
+        "POST",
         "/tasks/{taskId}/{taskRefName}/{status}/sync",
         "Update a workflow's pending task by reference name; answers the workflow",
     ),

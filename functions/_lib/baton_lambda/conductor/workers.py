@@ -8,12 +8,14 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+import uuid
 from typing import Any
 
 from baton.conductor import auth
+from baton.conductor import sync as csync
 from baton.conductor import views as cviews
 from baton.conductor.errors import Unauthorized
-from baton.engine.long_poll import MAX_WAIT_SECONDS
+from baton.engine.long_poll import MAX_INSTANCE_WAIT_SECONDS, MAX_WAIT_SECONDS, wait_for_instance
 from baton.errors import (
     AttemptNotCurrent,
     Conflict,
@@ -49,6 +51,11 @@ class WorkerRoutes(Routes):
         self.route("POST", "/api/tasks", self.update_task)
         self.route("POST", "/api/tasks/update-v2", self.update_task_v2)
         self.route("GET", "/api/tasks/{taskId}", self.get_task)
+        # ({taskId} is the workflow's id, {taskRefName} the status: API Gateway names a path
+        # segment once per level.) Registered before the update by reference name, whose
+        # {status} the resolver would otherwise match "signal" with.
+        self.route("POST", "/api/tasks/{taskId}/{taskRefName}/signal", self.signal)
+        self.route("POST", "/api/tasks/{taskId}/{taskRefName}/signal/sync", self.signal_sync)
         self.route("POST", "/api/tasks/{taskId}/{taskRefName}/{status}", self.update_by_ref)
         self.route(
             "POST", "/api/tasks/{taskId}/{taskRefName}/{status}/sync", self.update_by_ref_sync
@@ -287,6 +294,126 @@ class WorkerRoutes(Routes):
         tid, _, _ = self._apply_result(result)
         return tid, wid
 
+    # --- signals -----------------------------------------------------------------------------
+
+    def signal(self, taskId: str, taskRefName: str) -> Any:
+        """Conductor's signalTask: the workflow's blocked task (its first WAIT task not ended,
+        else that of each running sub-workflow in turn, depth first) gets the status with the
+        body as its output. A workflow with nothing blocked answers 200 all the same, as
+        Conductor's; an unknown one 404."""
+        self._signal(taskId, taskRefName)
+        return empty_answer()
+
+    def signal_sync(self, taskId: str, taskRefName: str) -> Any:
+        """The same, then Conductor's SignalResponse once the workflow is blocked again (a WAIT
+        task not ended, in it or a running sub-workflow) or has ended, or after
+        ``timeoutMillis`` (default 5000; ``signalTimeout`` then says so), shaped by
+        ``returnStrategy``: TARGET_WORKFLOW (the default) or BLOCKING_WORKFLOW, a WorkflowRun;
+        BLOCKING_TASK or BLOCKING_TASK_INPUT, a TaskRun of the blocking task (nothing when
+        none). No blocked task to signal: 404."""
+        api = self.api
+        strategy = (api.query("returnStrategy") or "TARGET_WORKFLOW").upper()
+        if strategy not in SIGNAL_STRATEGIES:
+            message = f"one of {', '.join(SIGNAL_STRATEGIES)}, not {strategy!r}"
+            raise ValidationFailed([Problem("returnStrategy", message)])
+        wait_ms = self.query_int("timeoutMillis", 5000, 0, MAX_TIMEOUT_MS)
+        wid = api.path(taskId)
+        if self._signal(taskId, taskRefName) is None:
+            raise NotFound("task", wid, f"Found no blocked task in workflow {wid} to signal")
+        engine = api.engine()
+        blocked: list[tuple[dict[str, Any], str] | None] = [None]
+
+        def settled(instance: dict[str, Any]) -> bool:
+            blocked[0] = self._blocked(instance["id"], instance)
+            return blocked[0] is not None or instance["status"] not in ("RUNNING", "PAUSED")
+
+        instance = wait_for_instance(
+            lambda: engine.get_instance(wid, conductor_view=True),
+            settled,
+            wid,
+            min(wait_ms / 1000, MAX_INSTANCE_WAIT_SECONDS),
+            engine.wakeups,
+            gone=api.client_gone(),
+        )
+        timed_out = not settled(instance)
+        target = self._run(instance)
+        answer: dict[str, Any] | None
+        if strategy in ("TARGET_WORKFLOW", "BLOCKING_WORKFLOW"):
+            owner = blocked[0][1] if blocked[0] and strategy == "BLOCKING_WORKFLOW" else wid
+            answer = (
+                target
+                if owner == wid
+                else self._run(engine.get_instance(owner, conductor_view=True))
+            )
+            answer = {**answer}
+        elif blocked[0] is not None:
+            answer = _task_run(blocked[0][0])
+        else:
+            answer = None
+        if answer is None:
+            return empty_answer()
+        answer.update(
+            responseType=strategy,
+            targetWorkflowId=wid,
+            targetWorkflowStatus=target["status"],
+            requestId=api.query("requestId") or str(uuid.uuid4()),
+            signalTimeout=timed_out,
+        )
+        return json_answer(answer)
+
+    def _run(self, instance: dict[str, Any]) -> dict[str, Any]:
+        engine = self.api.engine()
+        wid = str(instance["id"])
+        return csync.workflow_run(for_conductor(engine, instance), engine.audit_trail(wid), None)
+
+    def _signal(self, workflow: str, status: str) -> tuple[str, str] | None:
+        """Signal the workflow's blocked task: (its task id, its workflow), or None."""
+        api = self.api
+        wid, said = api.path(workflow), api.path(status)
+        if said not in RESULT_STATUSES:
+            raise ValidationFailed([Problem("status", f"one of {', '.join(RESULT_STATUSES)}")])
+        output = api.json()  # empty is {}
+        if not isinstance(output, dict):
+            raise ValidationFailed([Problem("$", "the request body must be a JSON object")])
+        found = self._blocked(wid)
+        if found is None:
+            return None
+        task, owner = found
+        result = {
+            "taskId": task["taskId"],
+            "workflowInstanceId": owner,
+            "status": said,
+            "outputData": output,
+        }
+        tid, _, _ = self._apply_result(result)
+        return tid, owner
+
+    def _blocked(
+        self, wid: str, instance: dict[str, Any] | None = None, seen: frozenset[str] = frozenset()
+    ) -> tuple[dict[str, Any], str] | None:
+        """The first WAIT task not ended of workflow ``wid`` (``instance``: as read already),
+        else of its running sub-workflows in turn, depth first, with its workflow's id; None
+        when nothing is blocked."""
+        engine = self.api.engine()
+        if instance is None:
+            instance = engine.get_instance(wid, conductor_view=True)
+        tasks = cviews.tasks_of(instance, engine.audit_trail(wid))
+        for t in tasks:
+            if t["taskType"] == "WAIT" and t["status"] in ("SCHEDULED", "IN_PROGRESS"):
+                return t, wid
+        for t in tasks:
+            child = t.get("subWorkflowId")
+            if (
+                t["taskType"] == "SUB_WORKFLOW"
+                and t["status"] in ("SCHEDULED", "IN_PROGRESS")
+                and child
+                and child not in seen
+            ):
+                found = self._blocked(child, None, seen | {wid})
+                if found is not None:
+                    return found
+        return None
+
     # --- tasks and logs ----------------------------------------------------------------------
 
     def get_task(self, taskId: str) -> Any:
@@ -338,3 +465,31 @@ def _inline_offloaded(engine: Any, jobs: list[dict[str, Any]]) -> list[dict[str,
             j = {**j, "input": engine.payloads(value)}  # noqa: PLW2901 (the job, inlined)
         out.append(j)
     return out
+
+
+# Conductor's WorkflowSignalReturnStrategy.
+SIGNAL_STRATEGIES = ("TARGET_WORKFLOW", "BLOCKING_WORKFLOW", "BLOCKING_TASK", "BLOCKING_TASK_INPUT")
+
+
+def _task_run(task: dict[str, Any]) -> dict[str, Any]:
+    """Conductor's TaskRun of a task as its view gives it."""
+    run = {
+        "taskType": task.get("taskType"),
+        "taskId": task.get("taskId"),
+        "referenceTaskName": task.get("referenceTaskName"),
+        "retryCount": task.get("retryCount", 0),
+        "taskDefName": task.get("taskDefName"),
+        "retriedTaskId": task.get("retriedTaskId"),
+        "workflowType": task.get("workflowType"),
+        "reasonForIncompletion": task.get("reasonForIncompletion"),
+        "priority": task.get("workflowPriority", 0),
+        "workflowId": task.get("workflowInstanceId"),
+        "correlationId": task.get("correlationId"),
+        "status": task.get("status"),
+        "input": task.get("inputData") or {},
+        "output": task.get("outputData") or {},
+        "createdBy": task.get("workerId"),
+        "createTime": task.get("startTime", 0),
+        "updateTime": task.get("updateTime", 0),
+    }
+    return {k: v for k, v in run.items() if v is not None}

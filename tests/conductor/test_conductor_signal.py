@@ -1,0 +1,150 @@
+"""Conductor's signal routes (``POST /api/tasks/{workflowId}/{status}/signal`` and its ``/sync``
+form), as conductor-oss's e2e SignalTaskTest drives them: the blocked WAIT task of a workflow or
+of its running sub-workflow gets the status and the body as its output; the sync form answers a
+SignalResponse by its return strategy once the workflow blocks again or ends."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.helpers import wait_until
+from tests.support.servers import LocalServer
+
+pytestmark = [pytest.mark.e2e]
+
+
+@pytest.fixture(scope="module")
+def api(conductor_server: LocalServer) -> httpx.Client:
+    return httpx.Client(
+        base_url=f"{conductor_server.base_url}/api",
+        headers={"x-api-key": conductor_server.api_key or ""},
+        timeout=30,
+    )
+
+
+def _wait(ref: str) -> dict[str, Any]:
+    return {"name": "wait", "taskReferenceName": ref, "type": "WAIT"}
+
+
+def _register(api: httpx.Client, tasks: list[dict[str, Any]]) -> str:
+    name = f"sig_{uuid.uuid4().hex[:8]}"
+    body = [{"name": name, "version": 1, "tasks": tasks, "schemaVersion": 2}]
+    assert api.put("/metadata/workflow", json=body).status_code == 200
+    return name
+
+
+def _start(api: httpx.Client, name: str) -> str:
+    answer = api.post(f"/workflow/{name}", json={})
+    assert answer.status_code == 200, answer.text
+    return answer.text
+
+
+def _workflow(api: httpx.Client, wid: str) -> dict[str, Any]:
+    return dict(api.get(f"/workflow/{wid}", params={"includeTasks": "true"}).json())
+
+
+def _blocked(api: httpx.Client, wid: str) -> dict[str, Any]:
+    return wait_until(
+        lambda: (
+            (wf := _workflow(api, wid))["tasks"]
+            and wf["tasks"][-1]["status"] == "IN_PROGRESS"
+            and wf
+        ),
+        timeout=15,
+        interval=0.05,
+        what=f"workflow {wid} blocked",
+    )
+
+
+def test_an_async_signal_completes_the_wait_task(api: httpx.Client) -> None:
+    name = _register(api, [_wait("w1"), _wait("w2")])
+    wid = _start(api, name)
+    _blocked(api, wid)
+    answer = api.post(f"/tasks/{wid}/COMPLETED/signal", json={"said": 1})
+    assert answer.status_code == 200, answer.text
+    wf = _workflow(api, wid)
+    assert [(t["referenceTaskName"], t["status"]) for t in wf["tasks"]] == [
+        ("w1", "COMPLETED"),
+        ("w2", "IN_PROGRESS"),
+    ]
+    assert wf["tasks"][0]["outputData"] == {"said": 1}
+
+
+def test_a_sync_signal_answers_by_its_return_strategy(api: httpx.Client) -> None:
+    name = _register(api, [_wait("w1"), _wait("w2"), _wait("w3")])
+    wid = _start(api, name)
+    _blocked(api, wid)
+    run = api.post(f"/tasks/{wid}/COMPLETED/signal/sync", json={}).json()
+    assert run["targetWorkflowId"] == wid and run["workflowId"] == wid
+    assert run["responseType"] == "TARGET_WORKFLOW" and run["signalTimeout"] is False
+    assert run["status"] == "RUNNING" and run["tasks"][-1]["referenceTaskName"] == "w2"
+
+    task = api.post(
+        f"/tasks/{wid}/COMPLETED/signal/sync",
+        params={"returnStrategy": "BLOCKING_TASK"},
+        json={"n": 2},
+    ).json()
+    assert task["responseType"] == "BLOCKING_TASK"
+    assert task["referenceTaskName"] == "w3" and task["status"] == "IN_PROGRESS"
+    assert task["targetWorkflowId"] == wid and task["workflowId"] == wid
+
+    done = api.post(f"/tasks/{wid}/COMPLETED/signal/sync", json={}).json()
+    assert done["status"] == "COMPLETED" and done["targetWorkflowStatus"] == "COMPLETED"
+    # nothing blocked any more
+    assert api.post(f"/tasks/{wid}/COMPLETED/signal", json={}).status_code == 200
+    nothing = api.post(f"/tasks/{wid}/COMPLETED/signal/sync", json={})
+    assert nothing.status_code == 404 and "no blocked task" in nothing.json()["message"]
+
+
+def test_a_signal_reaches_the_wait_task_of_a_running_sub_workflow(api: httpx.Client) -> None:
+    child = _register(api, [_wait("inner")])
+    parent = _register(
+        api,
+        [
+            {
+                "name": "sub",
+                "taskReferenceName": "sub",
+                "type": "SUB_WORKFLOW",
+                "subWorkflowParam": {"name": child, "version": 1},
+            },
+            _wait("outer"),
+        ],
+    )
+    wid = _start(api, parent)
+    kid = wait_until(
+        lambda: (wf := _workflow(api, wid))["tasks"] and wf["tasks"][0].get("subWorkflowId"),
+        timeout=15,
+        interval=0.05,
+        what="the child",
+    )
+    _blocked(api, kid)
+    run = api.post(
+        f"/tasks/{wid}/COMPLETED/signal/sync",
+        params={"returnStrategy": "BLOCKING_WORKFLOW"},
+        json={"from": "parent"},
+    ).json()
+    # the child completed, the parent blocks on its own WAIT next
+    assert run["workflowId"] == wid and run["targetWorkflowId"] == wid
+    assert _workflow(api, kid)["status"] == "COMPLETED"
+    assert _workflow(api, kid)["tasks"][0]["outputData"] == {"from": "parent"}
+    assert run["tasks"][-1]["referenceTaskName"] == "outer"
+
+
+def test_signal_refusals(api: httpx.Client) -> None:
+    unknown = str(uuid.uuid4())
+    assert api.post(f"/tasks/{unknown}/COMPLETED/signal", json={}).status_code == 404
+    assert api.post(f"/tasks/{unknown}/COMPLETED/signal/sync", json={}).status_code == 404
+    name = _register(api, [_wait("w1")])
+    wid = _start(api, name)
+    _blocked(api, wid)
+    assert api.post(f"/tasks/{wid}/DONE/signal", json={}).status_code == 400
+    assert api.post(f"/tasks/{wid}/COMPLETED/signal", json=[1]).status_code == 400
+    bad = api.post(
+        f"/tasks/{wid}/COMPLETED/signal/sync", params={"returnStrategy": "NOPE"}, json={}
+    )
+    assert bad.status_code == 400
+    assert _workflow(api, wid)["tasks"][0]["status"] == "IN_PROGRESS"  # nothing was applied
