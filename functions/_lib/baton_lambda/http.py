@@ -292,6 +292,14 @@ class Api:
         check_string(value, name)
         return value
 
+    def query_all(self, name: str) -> list[str]:
+        """Every value of a query parameter given more than once, in order (none: empty)."""
+        multi = self.resolver.current_event.multi_value_query_string_parameters or {}
+        values = multi.get(name) or []
+        for value in values:
+            check_string(value, name)
+        return [v for v in values if v != ""]
+
     def query_int(self, name: str, default: int, *, low: int = 1, high: int = 1000) -> int:
         """An integer query parameter between ``low`` and ``high``, or ``default``."""
         raw = self.query(name)

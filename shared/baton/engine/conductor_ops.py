@@ -5,6 +5,7 @@ kept with their job in the audit log."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -25,28 +26,21 @@ class ConductorOps(EngineCore):
     def search_for_conductor(
         self,
         *,
-        status: str | None,
-        definition_name: str | None,
-        correlation_id: str | None,
+        conditions: Sequence[conductor_sql.Condition] = (),
         free_text: str | None,
         start: int,
         size: int,
+        sort: Sequence[tuple[str, str]] = (),
     ) -> tuple[int, list[dict[str, Any]]]:
         """Conductor's workflow search: the total hits (up to ``SEARCH_CAP``) and the instances
-        from ``start``, newest first (``free_text``: a workflow id or a correlation id)."""
-        params = {
-            "status": status,
-            "definition_name": definition_name,
-            "correlation_id": correlation_id,
-            "free": free_text,
-            "start": min(start, SEARCH_CAP),
-            "size": size,
-            "cap": SEARCH_CAP,
-        }
+        from ``start`` that meet every condition, in ``sort``'s order (column, ASC or DESC),
+        then newest first (``free_text``: a workflow id or a correlation id)."""
+        count, page, params = conductor_sql.search_sql(conditions, sort)
+        params.update(free=free_text, start=min(start, SEARCH_CAP), size=size, cap=SEARCH_CAP)
 
         def work(conn: Any) -> tuple[int, list[dict[str, Any]]]:
-            total = conn.execute(conductor_sql.SEARCH_COUNT, params).fetchone()
-            rows = conn.execute(conductor_sql.SEARCH_PAGE, params).fetchall()
+            total = conn.execute(count, params).fetchone()
+            rows = conn.execute(page, params).fetchall()
             return int(total["n"]) if total else 0, [views.instance(r) for r in rows]
 
         return self.db.autocommit(work)

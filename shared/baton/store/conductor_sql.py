@@ -3,6 +3,9 @@ IN_PROGRESS callback, and task logs kept in the audit log with their job."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
 from baton.store.raw_sql import unsized_array
 
 # Conductor workers never heartbeat: a job whose lease is Baton's default (no task definition
@@ -102,30 +105,76 @@ SELECT detail FROM audit_log
 """
 
 
-# Conductor's search: offset paging (start, size) and a total, over the instance filters.
-_SEARCH_WHERE = """
- WHERE (%(status)s::text IS NULL OR i.status = %(status)s)
-   AND (%(definition_name)s::text IS NULL OR i.definition_name = %(definition_name)s)
-   AND (%(correlation_id)s::text IS NULL OR i.correlation_id = %(correlation_id)s)
-   AND (%(free)s::text IS NULL OR i.id::text = %(free)s OR i.correlation_id = %(free)s)
-"""
+# Conductor's search: offset paging (start, size) and a total, over conditions on the instance's
+# columns (Conductor's query: ``field = v``, ``field IN (a,b)``, ``field > v``, ``field < v``, a
+# ``*`` in a single value matching anything) and its free text (an id or a correlation id).
+SEARCH_COLUMNS = frozenset(
+    {
+        "id",
+        "correlation_id",
+        "definition_name",
+        "status",
+        "created_at",
+        "completed_at",
+        "updated_at",
+        "parent_instance_id",
+    }
+)
+SEARCH_OPERATORS = frozenset({"=", ">", "<", "IN", "LIKE"})
+SEARCH_ORDERS = frozenset({"ASC", "DESC"})
 
-SEARCH_PAGE = (
-    """
+_SEARCH_COLUMNS_READ = """
 SELECT i.id, i.definition_name, i.definition_version, i.status, i.input, i.variables, i.output,
        i.reason, i.version, i.correlation_id, i.idempotency_key, i.parent_instance_id,
        i.parent_step_execution_id, i.created_at, i.updated_at, i.completed_at, i.timeout_at,
        i.run
   FROM instance i"""
-    + _SEARCH_WHERE
-    + """ ORDER BY i.created_at DESC, i.id DESC
- OFFSET %(start)s LIMIT %(size)s
-"""
-)
 
-# The total, counted up to a cap (a search engine's totalHits is an estimate past it too).
-SEARCH_COUNT = (
-    "SELECT count(*) AS n FROM (SELECT 1 FROM instance i"  # noqa: S608 (constant SQL only)
-    + _SEARCH_WHERE
-    + " LIMIT %(cap)s) AS hits"
-)
+
+class Condition(NamedTuple):
+    """One condition of a search: ``column`` (of SEARCH_COLUMNS) ``operator`` (of
+    SEARCH_OPERATORS) its ``values`` (IN: any of them; the others: the first)."""
+
+    column: str
+    operator: str
+    values: tuple[Any, ...]
+
+
+def search_sql(
+    conditions: Sequence[Condition], sort: Sequence[tuple[str, str]]
+) -> tuple[str, str, dict[str, Any]]:
+    """(count, page, their parameters besides start, size, cap and free): the statements of a
+    search. Columns, operators and orders come from their sets only; values are parameters."""
+    where = ["(%(free)s::text IS NULL OR i.id::text = %(free)s OR i.correlation_id = %(free)s)"]
+    params: dict[str, Any] = {}
+    for k, c in enumerate(conditions):
+        if c.column not in SEARCH_COLUMNS or c.operator not in SEARCH_OPERATORS:
+            raise ValueError(f"not a search condition: {c}")
+        name = f"c{k}"
+        if c.operator == "IN":
+            where.append(f"i.{c.column} = ANY(%({name})s)")
+            params[name] = list(c.values)
+        else:
+            where.append(f"i.{c.column} {c.operator} %({name})s")
+            params[name] = c.values[0]
+    order = []
+    for column, direction in sort:
+        if column not in SEARCH_COLUMNS or direction not in SEARCH_ORDERS:
+            raise ValueError(f"not a search order: {column} {direction}")
+        order.append(f"i.{column} {direction}")
+    order += ["i.created_at DESC", "i.id DESC"]
+    filters = " WHERE " + " AND ".join(where)
+    # (Columns, operators and orders from their sets only: checked above.)
+    count = (
+        "SELECT count(*) AS n FROM (SELECT 1 FROM instance i"  # noqa: S608
+        + filters
+        + " LIMIT %(cap)s) AS hits"
+    )
+    page = (
+        _SEARCH_COLUMNS_READ
+        + filters
+        + " ORDER BY "
+        + ", ".join(order)
+        + " OFFSET %(start)s LIMIT %(size)s"
+    )
+    return count, page, params

@@ -5,6 +5,8 @@ resume, retry, restart and remove, each of those five in bulk, and the decider (
 from __future__ import annotations
 
 import re
+import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from baton.conductor import definitions as cdefs
@@ -12,6 +14,7 @@ from baton.conductor import sync as csync
 from baton.conductor import views as cviews
 from baton.engine.long_poll import MAX_INSTANCE_WAIT_SECONDS, wait_for_instance
 from baton.errors import BatonError, Problem, ValidationFailed
+from baton.store import conductor_sql
 
 from baton_lambda.conductor.common import (
     MAX_TIMEOUT_MS,
@@ -160,35 +163,24 @@ class WorkflowRoutes(Routes):
     # --- reading -----------------------------------------------------------------------------
 
     def search(self) -> Any:
+        """Conductor's workflow search: ``query`` (conditions joined by AND: ``field = v``,
+        ``field IN (a,b)``, ``field > v``, ``field < v``, a ``*`` in a value matching anything;
+        fields workflowId, correlationId, workflowType, status, startTime, endTime, updateTime
+        (epoch ms), parentWorkflowId), ``freeText`` (an id or a correlation id; ``*``: any),
+        ``sort`` (``field:ASC|DESC``, repeatable), ``start`` and ``size`` (at most 100)."""
         api = self.api
         size = self.query_int("size", 100, 1, 100)
         # Conductor's server form-decodes queries: a "+" is a space.
         query = (api.query("query") or "").replace("+", " ")
-        status = None
-        name = None
-        correlation = None
-        for clause in re.split(r"\s+AND\s+", query):
-            key, _, value = clause.partition("=")
-            key, value = key.strip(), value.strip().strip("'\"")
-            if key == "status" and value:
-                status = "CANCELLED" if value == "TERMINATED" else value
-            elif key == "workflowType" and value:
-                name = value
-            elif key == "correlationId" and value:
-                correlation = value
-            elif clause.strip():
-                message = f"only status=… and workflowType=… are supported, not {clause!r}"
-                raise ValidationFailed([Problem("query", message)])
-        if status is not None and status not in cviews.WORKFLOW_STATUS:
-            raise ValidationFailed([Problem("query", f"unknown status {status!r}")])
+        conditions = [c for clause in re.split(r"\s+AND\s+", query) for c in _condition(clause)]
+        sort = [_order(s) for s in api.query_all("sort") for s in s.split(",") if s.strip()]
         free = (api.query("freeText") or "").strip()
         total, found = api.engine().search_for_conductor(
-            status=status,
-            definition_name=name,
-            correlation_id=correlation,
+            conditions=conditions,
             free_text=None if free in ("", "*") else free,
             start=self.query_int("start", 0, 0, 10_000),
             size=size,
+            sort=sort,
         )
         return json_answer({"totalHits": total, "results": [cviews.summary(i) for i in found]})
 
@@ -388,3 +380,87 @@ class WorkflowRoutes(Routes):
     def remove(self, workflow: str) -> Any:
         self.api.engine().delete_instance(self.api.path(workflow))
         return empty_answer()
+
+
+# The fields of Conductor's workflow search, as the instance's columns.
+SEARCH_FIELDS = {
+    "workflowId": "id",
+    "correlationId": "correlation_id",
+    "workflowType": "definition_name",
+    "status": "status",
+    "startTime": "created_at",
+    "endTime": "completed_at",
+    "updateTime": "updated_at",
+    "parentWorkflowId": "parent_instance_id",
+}
+_TIMES = ("created_at", "completed_at", "updated_at")
+_IDS = ("id", "parent_instance_id")
+_CLAUSE = re.compile(r"\s*([A-Za-z]+)\s*(=|>|<|\bIN\b)\s*(.*?)\s*", re.IGNORECASE | re.DOTALL)
+
+
+def _condition(clause: str) -> list[conductor_sql.Condition]:
+    """A clause of a search query as its condition (none for an empty clause), as Conductor's
+    query builder reads it: quotes and parentheses dropped, values split at commas."""
+    if not clause.strip():
+        return []
+    m = _CLAUSE.fullmatch(clause)
+    if m is None:
+        message = f"{clause.strip()!r} is not a condition (field = value, field IN (a,b), >, <)"
+        raise ValidationFailed([Problem("query", message)])
+    field, op, raw = m.group(1), m.group(2).upper(), m.group(3)
+    column = SEARCH_FIELDS.get(field)
+    if column is None:
+        message = f"unknown field {field!r}: one of {', '.join(SEARCH_FIELDS)}"
+        raise ValidationFailed([Problem("query", message)])
+    values = [v.strip() for v in re.sub(r"[\"'()]", "", raw).split(",") if v.strip()]
+    if not values:
+        raise ValidationFailed([Problem("query", f"{field} has no value")])
+    if op in (">", "<") and column not in _TIMES:
+        raise ValidationFailed([Problem("query", f"{field} takes = or IN, not {op}")])
+    if op != "IN" and len(values) > 1:
+        raise ValidationFailed([Problem("query", f"{field} {op} takes one value")])
+    typed = [_search_value(field, column, v) for v in values]
+    if op == "=" and isinstance(typed[0], str) and "*" in typed[0] and column not in _IDS:
+        pattern = typed[0].replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return [conductor_sql.Condition(column, "LIKE", (pattern.replace("*", "%"),))]
+    if op == "=" or (op == "IN" and len(typed) == 1):
+        op = "IN"  # one form: = ANY(...), typed alike
+    kept = tuple(v for v in typed if v is not None)
+    if op == "IN" and not kept:
+        kept = (None,)  # ids that are no UUIDs: nothing matches
+    return [conductor_sql.Condition(column, op, kept)]
+
+
+def _search_value(field: str, column: str, value: str) -> Any:
+    """A query value as its column holds it: a time from epoch milliseconds, a UUID (None for
+    anything else: no workflow has that id), a status in Baton's words."""
+    if column in _TIMES:
+        try:
+            return datetime.fromtimestamp(int(value) / 1000, UTC)
+        except (ValueError, OverflowError, OSError):
+            raise ValidationFailed(
+                [Problem("query", f"{field} takes epoch milliseconds, not {value!r}")]
+            ) from None
+    if column in _IDS:
+        try:
+            return uuid.UUID(value)
+        except ValueError:
+            return None
+    if column == "status":
+        status = "CANCELLED" if value == "TERMINATED" else value
+        if status not in cviews.WORKFLOW_STATUS:
+            raise ValidationFailed([Problem("query", f"unknown status {value!r}")])
+        return status
+    return value
+
+
+def _order(spec: str) -> tuple[str, str]:
+    """A ``sort`` value (``field:ASC``, ``field:DESC``, or ``field``: ascending) as (column,
+    order)."""
+    field, _, order = spec.strip().partition(":")
+    column = SEARCH_FIELDS.get(field.strip())
+    direction = (order.strip() or "ASC").upper()
+    if column is None or direction not in conductor_sql.SEARCH_ORDERS:
+        message = f"{spec.strip()!r}: sort by one of {', '.join(SEARCH_FIELDS)}, :ASC or :DESC"
+        raise ValidationFailed([Problem("sort", message)])
+    return column, direction
