@@ -164,6 +164,22 @@ def retry(id: str) -> Any:
     return api.ok(api.engine().retry_instance(api.path(id)))
 
 
+@api.route("POST", "/v1/instances/{id}/rerun")
+def rerun(id: str) -> Any:
+    req = api.body(m.RerunInstanceRequest)
+    api.log_keys(instance_id=id)
+    return api.ok(
+        api.engine().rerun_instance(
+            api.path(id),
+            from_step_execution=req.from_step_execution_id,
+            input=req.input,
+            step_input=req.step_input,
+            correlation_id=req.correlation_id,
+            at_join=req.at_join,
+        )
+    )
+
+
 @api.route("POST", "/v1/instances/{id}/restart")
 def restart(id: str) -> Any:
     req = api.body(m.RestartInstanceRequest)

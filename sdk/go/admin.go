@@ -156,8 +156,8 @@ func (c *Client) instanceOp(ctx context.Context, id, op string, body proto.Messa
 	return out, c.callProto(ctx, r, body, []string{"id"}, out)
 }
 
-// RetryInstance runs a FAILED or TIMED_OUT instance again from what failed, keeping what
-// completed.
+// RetryInstance runs a FAILED, TIMED_OUT or CANCELLED instance again from what did not
+// complete, keeping what completed.
 func (c *Client) RetryInstance(ctx context.Context, id string) (*workflowv1.Instance, error) {
 	return c.instanceOp(ctx, id, "retry", &workflowv1.InstanceOperationRequest{Id: id})
 }
@@ -166,6 +166,18 @@ func (c *Client) RetryInstance(ctx context.Context, id string) (*workflowv1.Inst
 // id, its next run); useLatestDefinition runs its definition's newest version.
 func (c *Client) RestartInstance(ctx context.Context, id string, useLatestDefinition bool) (*workflowv1.Instance, error) {
 	return c.instanceOp(ctx, id, "restart", &workflowv1.RestartInstanceRequest{Id: id, UseLatestDefinition: useLatestDefinition})
+}
+
+// RerunInstance runs an ended instance again from one of its step executions (req's
+// FromStepExecutionId; empty: from the start): what came after it is removed and it runs again
+// in its place, with req's StepInput if given; req's Input and CorrelationId replace the
+// instance's. req.Id is set from id.
+func (c *Client) RerunInstance(ctx context.Context, id string, req *workflowv1.RerunInstanceRequest) (*workflowv1.Instance, error) {
+	if req == nil {
+		req = &workflowv1.RerunInstanceRequest{}
+	}
+	req.Id = id
+	return c.instanceOp(ctx, id, "rerun", req)
 }
 
 // PauseInstance pauses a running instance: no new work until resumed (jobs in flight may

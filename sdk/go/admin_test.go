@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/baton-dev/baton/sdk/go/workflowv1"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Each typed call of the rest of the API: its method, path, query and body, and the answer
@@ -62,6 +63,14 @@ func TestAdminAndQueueCallsSendTheirRoutes(t *testing.T) {
 			func(c *Client) (any, error) { return c.RestartInstance(ctx, "i-1", true) },
 			func(o any) bool { return o.(*workflowv1.Instance).Id == "i-1" },
 			"POST", "/v1/instances/i-1/restart", "", map[string]any{"useLatestDefinition": true}},
+		{"rerun instance", map[string]any{"id": "i-1", "status": "RUNNING"},
+			func(c *Client) (any, error) {
+				in, _ := structpb.NewStruct(map[string]any{"k": "v"})
+				return c.RerunInstance(ctx, "i-1", &workflowv1.RerunInstanceRequest{FromStepExecutionId: "s-1", StepInput: in, AtJoin: true})
+			},
+			func(o any) bool { return o.(*workflowv1.Instance).Status == "RUNNING" },
+			"POST", "/v1/instances/i-1/rerun", "",
+			map[string]any{"fromStepExecutionId": "s-1", "stepInput": map[string]any{"k": "v"}, "atJoin": true}},
 		{"pause instance", map[string]any{"id": "i-1", "status": "PAUSED"},
 			func(c *Client) (any, error) { return c.PauseInstance(ctx, "i-1") },
 			func(o any) bool { return o.(*workflowv1.Instance).Status == "PAUSED" },

@@ -76,6 +76,7 @@ var connectTwins = []struct{ method, path, rpc, bodyField string }{
 	{"POST", "/v1/instances/{id}/user-tasks/{stepId}/complete", "CompleteUserTask", ""},
 	{"POST", "/v1/instances/{id}/signals/{stepId}", "Signal", ""},
 	{"POST", "/v1/instances/{id}/retry", "RetryInstance", ""},
+	{"POST", "/v1/instances/{id}/rerun", "RerunInstance", ""},
 	{"POST", "/v1/instances/{id}/restart", "RestartInstance", ""},
 	{"POST", "/v1/instances/{id}/pause", "PauseInstance", ""},
 	{"POST", "/v1/instances/{id}/resume", "ResumeInstance", ""},

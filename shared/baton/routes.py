@@ -150,6 +150,12 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "POST",
+        "/v1/instances/{id}/rerun",
+        "instances",
+        summary="Run an ended instance again from one of its step executions",
+    ),
+    Route(
+        "POST",
         "/v1/instances/{id}/restart",
         "instances",
         summary="Run an ended instance again from the start",

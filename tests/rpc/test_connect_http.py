@@ -150,9 +150,18 @@ SCENARIO: tuple[Step, ...] = (
     Step("PauseInstance", lambda c: {"id": c["second"]}, _status("PAUSED")),
     Step("ResumeInstance", lambda c: {"id": c["second"]}, _status("RUNNING")),
     Step("CancelInstance", lambda c: {"id": c["second"], "reason": "r"}, _status("CANCELLED")),
-    # Only a failed instance is retried: a cancelled one is a conflict (409 on REST).
+    # A cancelled instance is retried (as Conductor retries a TERMINATED workflow); a running
+    # one is a conflict (409 on REST).
+    Step("RetryInstance", lambda c: {"id": c["second"]}, _status("RUNNING")),
     Step("RetryInstance", lambda c: {"id": c["second"]}, code="failed_precondition"),
     Step("RestartInstance", lambda c: {"id": c["instance"]}, _status("RUNNING")),
+    Step("RerunInstance", lambda c: {"id": c["instance"]}, code="failed_precondition"),
+    Step("CancelInstance", lambda c: {"id": c["instance"]}, _status("CANCELLED")),
+    Step(
+        "RerunInstance",
+        lambda c: {"id": c["instance"], "input": {"again": True}, "correlationId": "rerun"},
+        lambda c, b: b["status"] == "RUNNING" and b["input"] == {"again": True},
+    ),
     Step("CancelInstance", lambda c: {"id": c["instance"]}, _status("CANCELLED")),
     Step("DeleteInstance", lambda c: {"id": c["instance"]}),
     Step("StopWorker", lambda c: {"workerId": "w"}),

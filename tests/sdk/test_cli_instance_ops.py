@@ -1,5 +1,5 @@
-"""``baton instances pause | resume | retry | restart`` and waiting steps by execution, against
-``baton dev``; the tree of a control-flow run as ``instances get`` prints it."""
+"""``baton instances pause | resume | retry | rerun | restart`` and waiting steps by execution,
+against ``baton dev``; the tree of a control-flow run as ``instances get`` prints it."""
 
 from __future__ import annotations
 
@@ -62,6 +62,31 @@ def test_pause_resume_retry_and_restart(baton: Baton, tmp_path: Path) -> None:  
         "RUNNING",
     )
     assert re.search(r"^run: +2$", baton("instances", "get", instance["id"]).out, re.M)
+
+    # rerun from the step, with its own input and the instance's new correlation id
+    baton("instances", "cancel", instance["id"])
+    (step,) = baton("instances", "get", instance["id"], "--json").json()["steps"]
+    again = baton(
+        "instances",
+        "rerun",
+        instance["id"],
+        step["id"],
+        "--step-input",
+        '{"mine": 1}',
+        "--correlation-id",
+        "again",
+        "--json",
+    )
+    assert again.code == 0, again.err
+    rerun = again.json()
+    assert (rerun["status"], rerun["correlationId"]) == ("RUNNING", "again")
+    (fresh,) = rerun["steps"]
+    assert fresh["id"] != step["id"] and fresh["status"] == "SCHEDULED"
+    polled = baton("jobs", "poll", "--type", job_type, "--worker", "w", "--json").json()
+    (job,) = polled["jobs"] if isinstance(polled, dict) else polled
+    assert job["input"] == {"mine": 1}
+    running = baton("instances", "rerun", instance["id"])
+    assert running.code == 1 and "only an ended instance can be" in running.err
 
 
 def test_get_prints_the_tree_of_a_control_flow_run(baton: Baton, tmp_path: Path) -> None:  # noqa: F811

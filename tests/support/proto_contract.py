@@ -45,6 +45,7 @@ RESPONSES: dict[tuple[str, str], str] = {
     ("POST", "/v1/instances/{id}/user-tasks/{stepId}/complete"): "Instance",
     ("POST", "/v1/instances/{id}/signals/{stepId}"): "Instance",
     ("POST", "/v1/instances/{id}/retry"): "Instance",
+    ("POST", "/v1/instances/{id}/rerun"): "Instance",
     ("POST", "/v1/instances/{id}/restart"): "Instance",
     ("POST", "/v1/instances/{id}/pause"): "Instance",
     ("POST", "/v1/instances/{id}/resume"): "Instance",

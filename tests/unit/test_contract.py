@@ -56,6 +56,7 @@ PAIRS: list[Any] = [
     (m.SignalRequest, "SignalRequest", {"id", "stepId"}),
     (m.InstanceOperationRequest, "InstanceOperationRequest", {"id"}),
     (m.RestartInstanceRequest, "RestartInstanceRequest", {"id"}),
+    (m.RerunInstanceRequest, "RerunInstanceRequest", {"id"}),
     (m.Health, "Health"),
     (m.DeletedInstance, "DeletedInstance"),
     (m.QueueSummary, "QueueSummary"),

@@ -464,6 +464,30 @@ class BatonClient:
         body = {"useLatestDefinition": True} if use_latest_definition else {}
         return cast(Instance, self._call("POST", path, json=body))
 
+    def rerun_instance(
+        self,
+        instance_id: str,
+        *,
+        from_step_execution_id: str | None = None,
+        input: dict[str, Any] | None = None,
+        step_input: dict[str, Any] | None = None,
+        correlation_id: str | None = None,
+        at_join: bool = False,
+    ) -> Instance:
+        """Run an ended instance again from one of its step executions (none: from the start):
+        what came after it is removed and it runs again in its place, with ``step_input`` if
+        given; ``input`` and ``correlation_id`` replace the instance's; ``at_join`` rejoins a
+        PARALLEL or MAP over its branches or items as they ended."""
+        path = f"/v1/instances/{_segment(instance_id)}/rerun"
+        body = _params(
+            fromStepExecutionId=from_step_execution_id,
+            input=input,
+            stepInput=step_input,
+            correlationId=correlation_id,
+            atJoin=at_join or None,
+        )
+        return cast(Instance, self._call("POST", path, json=body))
+
     def pause_instance(self, instance_id: str) -> Instance:
         """Pause a running instance: no new work until resumed (jobs in flight may finish)."""
         path = f"/v1/instances/{_segment(instance_id)}/pause"

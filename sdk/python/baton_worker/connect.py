@@ -51,6 +51,7 @@ _TWINS: tuple[tuple[str, str, str, str | None], ...] = (
     ("POST", "/v1/instances/{id}/user-tasks/{stepId}/complete", "CompleteUserTask", None),
     ("POST", "/v1/instances/{id}/signals/{stepId}", "Signal", None),
     ("POST", "/v1/instances/{id}/retry", "RetryInstance", None),
+    ("POST", "/v1/instances/{id}/rerun", "RerunInstance", None),
     ("POST", "/v1/instances/{id}/restart", "RestartInstance", None),
     ("POST", "/v1/instances/{id}/pause", "PauseInstance", None),
     ("POST", "/v1/instances/{id}/resume", "ResumeInstance", None),

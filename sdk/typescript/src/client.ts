@@ -263,6 +263,30 @@ export class BatonClient extends AdminClient {
     return this.request("POST", `/v1/instances/${seg(id)}/restart`, { ...options, body });
   }
 
+  /**
+   * Run an ended instance again from one of its step executions (`fromStepExecutionId`;
+   * none: from the start): what came after it is removed and it runs again in its place, with
+   * `stepInput` if given; `input` and `correlationId` replace the instance's; `atJoin` rejoins
+   * a PARALLEL or MAP over its branches as they ended.
+   */
+  rerunInstance(
+    id: string,
+    params: {
+      fromStepExecutionId?: string;
+      input?: Record<string, unknown>;
+      stepInput?: Record<string, unknown>;
+      correlationId?: string;
+      atJoin?: boolean;
+    } = {},
+    options?: CallOptions,
+  ): Promise<InstanceJson> {
+    const body: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(params)) {
+      if (value !== undefined && value !== false) body[key] = value;
+    }
+    return this.request("POST", `/v1/instances/${seg(id)}/rerun`, { ...options, body });
+  }
+
   pauseInstance(id: string, options?: CallOptions): Promise<InstanceJson> {
     return this.request("POST", `/v1/instances/${seg(id)}/pause`, { ...options, body: {} });
   }

@@ -247,3 +247,18 @@ test("instances: delete is not repeated on a 500, restart can take the latest de
   });
   assert.deepEqual(await client.restartInstance("i1"), {});
 });
+
+test("instances: rerun sends only what it is given", async () => {
+  fake.on("POST /v1/instances/i1/rerun", echo);
+  assert.deepEqual(
+    await client.rerunInstance("i1", {
+      fromStepExecutionId: "s1",
+      stepInput: { k: 1 },
+      correlationId: "c",
+      atJoin: true,
+    }),
+    { fromStepExecutionId: "s1", stepInput: { k: 1 }, correlationId: "c", atJoin: true },
+  );
+  assert.deepEqual(await client.rerunInstance("i1"), {});
+  assert.deepEqual(await client.rerunInstance("i1", { atJoin: false, input: {} }), { input: {} });
+});

@@ -127,6 +127,28 @@ class RestartInstanceRequest(ApiModel):
     )
 
 
+class RerunInstanceRequest(ApiModel):
+    from_step_execution_id: Annotated[str, Field(max_length=64)] | None = Field(
+        default=None,
+        description="The step execution to run again from (its id, as the instance's steps "
+        "show it): what came after it in its list, and after each operator holding it, is "
+        "removed, and it runs again as a new execution in its place. None: from the start, as "
+        "a restart.",
+    )
+    input: Variables | None = Field(default=None, description="Replaces the instance's input.")
+    step_input: Variables | None = Field(
+        default=None, description="The input of the step execution run again, in place of its own."
+    )
+    correlation_id: Annotated[str, Field(max_length=256)] | None = Field(
+        default=None, description="Replaces the instance's correlation id."
+    )
+    at_join: bool = Field(
+        default=False,
+        description="The step execution, a PARALLEL or MAP, keeps its branches or items as they "
+        "ended and joins them again (those that did not complete run again first).",
+    )
+
+
 class PollRequest(ApiModel):
     worker_id: WorkerId
     job_types: Annotated[list[JobType], Field(min_length=1, max_length=50)]

@@ -44,6 +44,7 @@ OPERATIONS: dict[tuple[str, str], tuple[type[BaseModel] | None, int, type[BaseMo
     ),
     ("POST", "/v1/instances/{id}/signals/{stepId}"): (m.SignalRequest, 200, m.Instance),
     ("POST", "/v1/instances/{id}/retry"): (m.InstanceOperationRequest, 200, m.Instance),
+    ("POST", "/v1/instances/{id}/rerun"): (m.RerunInstanceRequest, 200, m.Instance),
     ("POST", "/v1/instances/{id}/restart"): (m.RestartInstanceRequest, 200, m.Instance),
     ("POST", "/v1/instances/{id}/pause"): (m.InstanceOperationRequest, 200, m.Instance),
     ("POST", "/v1/instances/{id}/resume"): (m.InstanceOperationRequest, 200, m.Instance),

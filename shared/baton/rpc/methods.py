@@ -76,6 +76,7 @@ TWINS: tuple[RestTwin, ...] = (
     _t("CompleteUserTask", "POST", "/v1/instances/{id}/user-tasks/{stepId}/complete"),
     _t("Signal", "POST", "/v1/instances/{id}/signals/{stepId}"),
     _t("RetryInstance", "POST", "/v1/instances/{id}/retry"),
+    _t("RerunInstance", "POST", "/v1/instances/{id}/rerun"),
     _t("RestartInstance", "POST", "/v1/instances/{id}/restart"),
     _t("PauseInstance", "POST", "/v1/instances/{id}/pause"),
     _t("ResumeInstance", "POST", "/v1/instances/{id}/resume"),

@@ -1,5 +1,5 @@
-"""``baton instances``: start, inspect (with its history), list, cancel, retry, restart, pause
-and resume workflow instances; user tasks, signals."""
+"""``baton instances``: start, inspect (with its history), list, cancel, retry, rerun, restart,
+pause and resume workflow instances; user tasks, signals."""
 
 from __future__ import annotations
 
@@ -224,6 +224,18 @@ def _restart(client: BatonClient, args: argparse.Namespace) -> None:
     show(args, restarted, _render_instance)
 
 
+def _rerun(client: BatonClient, args: argparse.Namespace) -> None:
+    again = client.rerun_instance(
+        args.id,
+        from_step_execution_id=args.step_execution,
+        input=json_object_arg(args.input, "--input"),
+        step_input=json_object_arg(args.step_input, "--step-input"),
+        correlation_id=args.correlation_id,
+        at_join=args.at_join,
+    )
+    show(args, again, _render_instance)
+
+
 def _pause(client: BatonClient, args: argparse.Namespace) -> None:
     show(args, client.pause_instance(args.id), _render_instance)
 
@@ -267,7 +279,7 @@ def add_commands(commands: Subparsers) -> None:
     sub = group(
         commands,
         "instances",
-        "start, inspect, history, list, cancel, retry, restart, pause, resume, delete",
+        "start, inspect, history, list, cancel, retry, rerun, restart, pause, resume, delete",
     )
     p = leaf(sub, "start", "start an instance of a definition (or many: --batch)", _start)
     p.add_argument("name", metavar="NAME", nargs="?", help="the definition's name")
@@ -312,11 +324,27 @@ def add_commands(commands: Subparsers) -> None:
         _delete,
     )
     p.add_argument("id", metavar="ID")
-    p = leaf(sub, "retry", "run a failed instance again from what failed", _retry)
+    p = leaf(sub, "retry", "run a failed or cancelled instance again from what did not end", _retry)
     p.add_argument("id", metavar="ID")
     p = leaf(sub, "restart", "run an ended instance again from the start", _restart)
     p.add_argument("id", metavar="ID")
     p.add_argument("--latest", action="store_true", help="run the newest version of its definition")
+    p = leaf(sub, "rerun", "run an ended instance again from one of its steps", _rerun)
+    p.add_argument("id", metavar="ID")
+    p.add_argument(
+        "step_execution",
+        metavar="STEP_EXECUTION_ID",
+        nargs="?",
+        help="the step execution to run again from (default: the start)",
+    )
+    p.add_argument("--input", metavar="JSON", help="the instance's new input (or @file.json)")
+    p.add_argument("--step-input", metavar="JSON", help="the step's input (or @file.json)")
+    p.add_argument("--correlation-id", metavar="ID", help="the instance's new correlation id")
+    p.add_argument(
+        "--at-join",
+        action="store_true",
+        help="a PARALLEL or MAP keeps its branches as they ended and joins them again",
+    )
     p = leaf(sub, "pause", "pause a running instance (no new work until resumed)", _pause)
     p.add_argument("id", metavar="ID")
     p = leaf(sub, "resume", "resume a paused instance", _resume)

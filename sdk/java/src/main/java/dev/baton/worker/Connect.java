@@ -97,6 +97,7 @@ final class Connect {
           new Twin("POST", "/v1/instances/{id}/user-tasks/{stepId}/complete", "CompleteUserTask", null),
           new Twin("POST", "/v1/instances/{id}/signals/{stepId}", "Signal", null),
           new Twin("POST", "/v1/instances/{id}/retry", "RetryInstance", null),
+          new Twin("POST", "/v1/instances/{id}/rerun", "RerunInstance", null),
           new Twin("POST", "/v1/instances/{id}/restart", "RestartInstance", null),
           new Twin("POST", "/v1/instances/{id}/pause", "PauseInstance", null),
           new Twin("POST", "/v1/instances/{id}/resume", "ResumeInstance", null),

@@ -182,6 +182,11 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_workflow_v1_RestartInstanceRequest_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_workflow_v1_RerunInstanceRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_workflow_v1_RerunInstanceRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_workflow_v1_PollJobsRequest_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -713,293 +718,300 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       "rotobuf.Value\022\031\n\021step_execution_id\030\004 \001(\t" +
       "\"&\n\030InstanceOperationRequest\022\n\n\002id\030\001 \001(\t" +
       "\"C\n\026RestartInstanceRequest\022\n\n\002id\030\001 \001(\t\022\035" +
-      "\n\025use_latest_definition\030\002 \001(\010\"_\n\017PollJob" +
-      "sRequest\022\021\n\tworker_id\030\001 \001(\t\022\021\n\tjob_types" +
-      "\030\002 \003(\t\022\020\n\010max_jobs\030\003 \001(\005\022\024\n\014wait_seconds" +
-      "\030\004 \001(\001\"\244\002\n\003Job\022\n\n\002id\030\001 \001(\t\022\023\n\013instance_i" +
-      "d\030\002 \001(\t\022\017\n\007step_id\030\003 \001(\t\022\031\n\021step_executi" +
-      "on_id\030\004 \001(\t\022\020\n\010job_type\030\005 \001(\t\022\017\n\007attempt" +
-      "\030\006 \001(\005\022\031\n\021retries_remaining\030\007 \001(\005\0223\n\017loc" +
-      "k_expires_at\030\010 \001(\0132\032.google.protobuf.Tim" +
-      "estamp\022%\n\005input\030\t \001(\0132\026.google.protobuf." +
-      "Value\022\032\n\022input_payload_path\030\n \001(\t\022\032\n\022inp" +
-      "ut_download_url\030\013 \001(\t\"2\n\020PollJobsRespons" +
-      "e\022\036\n\004jobs\030\001 \003(\0132\020.workflow.v1.Job\"\251\001\n\022Co" +
-      "mpleteJobRequest\022\016\n\006job_id\030\001 \001(\t\022\021\n\twork" +
-      "er_id\030\002 \001(\t\0221\n\020variables_to_set\030\003 \001(\0132\027." +
-      "google.protobuf.Struct\022\024\n\007attempt\030\004 \001(\005H" +
-      "\000\210\001\001\022\033\n\023output_payload_path\030\005 \001(\tB\n\n\010_at" +
-      "tempt\"F\n\023CompleteJobResponse\022\016\n\006job_id\030\001" +
-      " \001(\t\022\016\n\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\"\217\001" +
-      "\n\014BatchFailure\022\025\n\rerror_message\030\001 \001(\t\022\026\n" +
-      "\tretryable\030\002 \001(\010H\000\210\001\001\022%\n\030next_retry_dela" +
-      "y_seconds\030\003 \001(\001H\001\210\001\001B\014\n\n_retryableB\033\n\031_n" +
-      "ext_retry_delay_seconds\"\322\001\n\017BatchResultI" +
-      "tem\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024" +
-      "\n\007attempt\030\003 \001(\005H\000\210\001\001\0221\n\020variables_to_set" +
-      "\030\004 \001(\0132\027.google.protobuf.Struct\022\033\n\023outpu" +
-      "t_payload_path\030\005 \001(\t\022*\n\007failure\030\006 \001(\0132\031." +
-      "workflow.v1.BatchFailureB\n\n\010_attempt\"E\n\024" +
-      "CompleteBatchRequest\022-\n\007results\030\001 \003(\0132\034." +
-      "workflow.v1.BatchResultItem\"\203\001\n\014BatchOut" +
-      "come\022\016\n\006job_id\030\001 \001(\t\022\017\n\007outcome\030\002 \001(\t\022\016\n" +
-      "\006status\030\003 \001(\t\0223\n\017next_attempt_at\030\004 \001(\0132\032" +
-      ".google.protobuf.Timestamp\022\r\n\005error\030\005 \001(" +
-      "\t\"C\n\025CompleteBatchResponse\022*\n\007results\030\001 " +
-      "\003(\0132\031.workflow.v1.BatchOutcome\"\326\001\n\016FailJ" +
-      "obRequest\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002" +
-      " \001(\t\022\025\n\rerror_message\030\003 \001(\t\022\026\n\tretryable" +
-      "\030\004 \001(\010H\000\210\001\001\022%\n\030next_retry_delay_seconds\030" +
-      "\005 \001(\001H\001\210\001\001\022\024\n\007attempt\030\006 \001(\005H\002\210\001\001B\014\n\n_ret" +
-      "ryableB\033\n\031_next_retry_delay_secondsB\n\n\010_" +
-      "attempt\"w\n\017FailJobResponse\022\016\n\006job_id\030\001 \001" +
-      "(\t\022\016\n\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\0223\n\017n" +
-      "ext_attempt_at\030\004 \001(\0132\032.google.protobuf.T" +
-      "imestamp\"W\n\020HeartbeatRequest\022\016\n\006job_id\030\001" +
-      " \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005" +
-      "H\000\210\001\001B\n\n\010_attempt\"R\n\017ClaimJobRequest\022\n\n\002" +
-      "id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003" +
-      " \001(\005H\000\210\001\001B\n\n\010_attempt\"X\n\021HeartbeatRespon" +
-      "se\022\016\n\006job_id\030\001 \001(\t\0223\n\017lock_expires_at\030\002 " +
-      "\001(\0132\032.google.protobuf.Timestamp\"&\n\021StopW" +
-      "orkerRequest\022\021\n\tworker_id\030\001 \001(\t\"W\n\022StopW" +
-      "orkerResponse\022\021\n\tworker_id\030\001 \001(\t\022.\n\nstop" +
-      "ped_at\030\002 \001(\0132\032.google.protobuf.Timestamp" +
-      "\"_\n\013PushRequest\022\014\n\004name\030\001 \001(\t\022\r\n\005title\030\002" +
-      " \001(\t\022\014\n\004body\030\003 \001(\t\022\020\n\010priority\030\004 \001(\005\022\023\n\013" +
-      "max_retries\030\005 \001(\005\"\200\001\n\014PushResponse\022\n\n\002id" +
-      "\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\016\n\006status\030\003 \001" +
-      "(\t\022\020\n\010priority\030\004 \001(\005\022.\n\ncreated_at\030\005 \001(\013" +
-      "2\032.google.protobuf.Timestamp\"+\n\014QueueReq" +
-      "uest\022\014\n\004name\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\"b\n\nQue" +
-      "ueStats\022\017\n\007pending\030\001 \001(\003\022\022\n\nprocessing\030\002" +
-      " \001(\003\022\021\n\tcompleted\030\003 \001(\003\022\016\n\006failed\030\004 \001(\003\022" +
-      "\014\n\004dead\030\005 \001(\003\"\365\001\n\tQueueTask\022\n\n\002id\030\001 \001(\t\022" +
-      "\022\n\nqueue_name\030\002 \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004bo" +
-      "dy\030\004 \001(\t\022\020\n\010priority\030\005 \001(\005\022\023\n\013retry_coun" +
-      "t\030\006 \001(\005\022\023\n\013max_retries\030\007 \001(\005\022.\n\ncreated_" +
-      "at\030\010 \001(\0132\032.google.protobuf.Timestamp\022\017\n\007" +
-      "receipt\030\t \001(\t\022.\n\nvisible_at\030\n \001(\0132\032.goog" +
-      "le.protobuf.Timestamp\"6\n\rQueueTaskList\022%" +
-      "\n\005tasks\030\001 \003(\0132\026.workflow.v1.QueueTask\" \n" +
-      "\rPurgeResponse\022\017\n\007deleted\030\001 \001(\003\"g\n\016Deque" +
-      "ueRequest\022\014\n\004name\030\001 \001(\t\022\023\n\013consumer_id\030\002" +
-      " \001(\t\022\037\n\027visibility_timeout_secs\030\003 \001(\005\022\021\n" +
-      "\tmax_tasks\030\004 \001(\005\"<\n\nAckRequest\022\014\n\004name\030\001" +
-      " \001(\t\022\017\n\007task_id\030\002 \001(\t\022\017\n\007receipt\030\003 \001(\t\"r" +
-      "\n\013NackRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007task_id\030\002" +
-      " \001(\t\022\017\n\007receipt\030\003 \001(\t\022\r\n\005error\030\004 \001(\t\022\026\n\t" +
-      "retryable\030\005 \001(\010H\000\210\001\001B\014\n\n_retryable\"x\n\016Se" +
-      "ttleResponse\022\n\n\002id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t" +
-      "\022\024\n\007applied\030\003 \001(\010H\000\210\001\001\022\030\n\013retry_count\030\004 " +
-      "\001(\005H\001\210\001\001B\n\n\010_appliedB\016\n\014_retry_count\"6\n\021" +
-      "ListQueuesRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage" +
-      "_token\030\002 \001(\t\"r\n\014QueueSummary\022\014\n\004name\030\001 \001" +
-      "(\t\022\017\n\007pending\030\002 \001(\003\022\022\n\nprocessing\030\003 \001(\003\022" +
-      "\021\n\tcompleted\030\004 \001(\003\022\016\n\006failed\030\005 \001(\003\022\014\n\004de" +
-      "ad\030\006 \001(\003\"O\n\tQueuePage\022)\n\006queues\030\001 \003(\0132\031." +
-      "workflow.v1.QueueSummary\022\027\n\017next_page_to" +
-      "ken\030\002 \001(\t\"X\n\025ListQueueTasksRequest\022\014\n\004na" +
-      "me\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\r\n\005limit\030\003 \001(\005\022" +
-      "\022\n\npage_token\030\004 \001(\t\"\235\003\n\017QueueTaskDetail\022" +
-      "\n\n\002id\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\r\n\005title" +
-      "\030\003 \001(\t\022\014\n\004body\030\004 \001(\t\022\026\n\016body_truncated\030\005" +
-      " \001(\010\022\020\n\010priority\030\006 \001(\005\022\016\n\006status\030\007 \001(\t\022\023" +
-      "\n\013retry_count\030\010 \001(\005\022\023\n\013max_retries\030\t \001(\005" +
-      "\022\022\n\nlast_error\030\n \001(\t\022\023\n\013instance_id\030\013 \001(" +
-      "\t\022.\n\nvisible_at\030\014 \001(\0132\032.google.protobuf." +
-      "Timestamp\022.\n\ncreated_at\030\r \001(\0132\032.google.p" +
-      "rotobuf.Timestamp\022.\n\nupdated_at\030\016 \001(\0132\032." +
-      "google.protobuf.Timestamp\0220\n\014completed_a" +
-      "t\030\017 \001(\0132\032.google.protobuf.Timestamp\"U\n\rQ" +
-      "ueueTaskPage\022+\n\005tasks\030\001 \003(\0132\034.workflow.v" +
-      "1.QueueTaskDetail\022\027\n\017next_page_token\030\002 \001" +
-      "(\t\"0\n\016RedriveRequest\022\014\n\004name\030\001 \001(\t\022\020\n\010ta" +
-      "sk_ids\030\002 \003(\t\"<\n\016RedriveSkipped\022\n\n\002id\030\001 \001" +
-      "(\t\022\016\n\006status\030\002 \001(\t\022\016\n\006reason\030\003 \001(\t\"v\n\017Re" +
-      "driveResponse\022\020\n\010redriven\030\001 \001(\003\022\020\n\010task_" +
-      "ids\030\002 \003(\t\022,\n\007skipped\030\003 \003(\0132\033.workflow.v1" +
-      ".RedriveSkipped\022\021\n\tremaining\030\004 \001(\003\"A\n\020Sc" +
-      "heduleInterval\022\025\n\revery_seconds\030\001 \001(\003\022\026\n" +
-      "\016offset_seconds\030\002 \001(\003\"\322\001\n\014ScheduleSpec\022\014" +
-      "\n\004cron\030\001 \003(\t\022/\n\010interval\030\002 \001(\0132\035.workflo" +
-      "w.v1.ScheduleInterval\022\021\n\ttime_zone\030\003 \001(\t" +
-      "\022\026\n\016jitter_seconds\030\004 \001(\005\022,\n\010start_at\030\005 \001" +
-      "(\0132\032.google.protobuf.Timestamp\022*\n\006end_at" +
-      "\030\006 \001(\0132\032.google.protobuf.Timestamp\"\304\002\n\017S" +
-      "cheduleRequest\022\n\n\002id\030\001 \001(\t\022\027\n\017definition" +
-      "_name\030\002 \001(\t\022\032\n\022definition_version\030\003 \001(\005\022" +
-      "&\n\005input\030\004 \001(\0132\027.google.protobuf.Struct\022" +
-      "\'\n\004spec\030\005 \001(\0132\031.workflow.v1.ScheduleSpec" +
-      "\022\026\n\016overlap_policy\030\006 \001(\t\022#\n\026catchup_wind" +
-      "ow_seconds\030\007 \001(\005H\000\210\001\001\022\030\n\020pause_on_failur" +
-      "e\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n \001(\t\022\017\n" +
-      "\007dry_run\030\013 \001(\010B\031\n\027_catchup_window_second" +
-      "s\"\253\001\n\016ScheduleAction\022-\n\tslot_time\030\001 \001(\0132" +
-      "\032.google.protobuf.Timestamp\022\014\n\004kind\030\002 \001(" +
-      "\t\022\017\n\007outcome\030\003 \001(\t\022\023\n\013instance_id\030\004 \001(\t\022" +
-      "\016\n\006detail\030\005 \001(\t\022&\n\002at\030\006 \001(\0132\032.google.pro" +
-      "tobuf.Timestamp\"\326\003\n\010Schedule\022\n\n\002id\030\001 \001(\t" +
-      "\022\027\n\017definition_name\030\002 \001(\t\022\032\n\022definition_" +
-      "version\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.google.pr" +
-      "otobuf.Struct\022\'\n\004spec\030\005 \001(\0132\031.workflow.v" +
-      "1.ScheduleSpec\022\026\n\016overlap_policy\030\006 \001(\t\022\036" +
-      "\n\026catchup_window_seconds\030\007 \001(\005\022\030\n\020pause_" +
-      "on_failure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note" +
-      "\030\n \001(\t\022.\n\ncreated_at\030\013 \001(\0132\032.google.prot" +
-      "obuf.Timestamp\022.\n\nupdated_at\030\014 \001(\0132\032.goo" +
-      "gle.protobuf.Timestamp\0223\n\017next_fire_time" +
-      "s\030\r \003(\0132\032.google.protobuf.Timestamp\0223\n\016r" +
-      "ecent_actions\030\016 \003(\0132\033.workflow.v1.Schedu" +
-      "leAction\"Q\n\014SchedulePage\022(\n\tschedules\030\001 " +
-      "\003(\0132\025.workflow.v1.Schedule\022\027\n\017next_page_" +
-      "token\030\002 \001(\t\"\037\n\021ScheduleIdRequest\022\n\n\002id\030\001" +
-      " \001(\t\"9\n\024ListSchedulesRequest\022\r\n\005limit\030\001 " +
-      "\001(\005\022\022\n\npage_token\030\002 \001(\t\"0\n\024PauseSchedule" +
-      "Request\022\n\n\002id\030\001 \001(\t\022\014\n\004note\030\002 \001(\t\"O\n\021Sch" +
-      "eduleTriggered\022\n\n\002id\030\001 \001(\t\022.\n\nslot_times" +
-      "\030\002 \003(\0132\032.google.protobuf.Timestamp\"o\n\017Ba" +
-      "ckfillRequest\022\n\n\002id\030\001 \001(\t\022(\n\004from\030\002 \001(\0132" +
-      "\032.google.protobuf.Timestamp\022&\n\002to\030\003 \001(\0132" +
-      "\032.google.protobuf.Timestamp\"l\n\020BackfillR" +
-      "esponse\022\n\n\002id\030\001 \001(\t\022\r\n\005slots\030\002 \001(\003\022\r\n\005ad" +
-      "ded\030\003 \001(\003\022.\n\nslot_times\030\004 \003(\0132\032.google.p" +
-      "rotobuf.Timestamp\".\n\017DeletedSchedule\022\n\n\002" +
-      "id\030\001 \001(\t\022\017\n\007deleted\030\002 \001(\010\",\n\013ProblemItem" +
-      "\022\014\n\004path\030\001 \001(\t\022\017\n\007message\030\002 \001(\t\"\202\001\n\007Prob" +
-      "lem\022\014\n\004type\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\016\n\006stat" +
-      "us\030\003 \001(\005\022\016\n\006detail\030\004 \001(\t\022\020\n\010instance\030\005 \001" +
-      "(\t\022(\n\006errors\030\006 \003(\0132\030.workflow.v1.Problem" +
-      "Item\"\023\n\021GetOpenApiRequest\"8\n\027DeleteDefin" +
-      "itionRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007version\030\002 " +
-      "\001(\005\"#\n\025DeleteInstanceRequest\022\n\n\002id\030\001 \001(\t" +
-      "\"\341\001\n\017DeletedInstance\022\n\n\002id\030\001 \001(\t\022\027\n\017defi" +
-      "nition_name\030\002 \001(\t\022\037\n\022definition_version\030" +
-      "\003 \001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022\027\n\017step_execu" +
-      "tions\030\005 \001(\003\022\014\n\004jobs\030\006 \001(\003\022\026\n\016history_eve" +
-      "nts\030\007 \001(\003\022\025\n\010archived\030\010 \001(\010H\001\210\001\001B\025\n\023_def" +
-      "inition_versionB\013\n\t_archived\"\022\n\020GetHealt" +
-      "hRequest\"d\n\013HealthCheck\022\016\n\006status\030\001 \001(\t\022" +
-      "\027\n\nlatency_ms\030\002 \001(\001H\000\210\001\001\022\r\n\005error\030\003 \001(\t\022" +
-      "\016\n\006bucket\030\004 \001(\tB\r\n\013_latency_ms\"{\n\006Health" +
-      "\022\016\n\006status\030\001 \001(\t\022\017\n\007version\030\002 \001(\t\022*\n\010dat" +
-      "abase\030\003 \001(\0132\030.workflow.v1.HealthCheck\022$\n" +
-      "\002s3\030\004 \001(\0132\030.workflow.v1.HealthCheck\"\022\n\020G" +
-      "etConfigRequest\"B\n\014PayloadLimit\022\030\n\020soft_" +
-      "limit_bytes\030\001 \001(\003\022\030\n\020hard_limit_bytes\030\002 " +
-      "\001(\003\"\241\001\n\rPayloadLimits\0221\n\016workflow_input\030" +
-      "\001 \001(\0132\031.workflow.v1.PayloadLimit\022-\n\nstep" +
-      "_input\030\002 \001(\0132\031.workflow.v1.PayloadLimit\022" +
-      ".\n\013step_output\030\003 \001(\0132\031.workflow.v1.Paylo" +
-      "adLimit\"[\n\014ServerConfig\0222\n\016payload_limit" +
-      "s\030\001 \001(\0132\032.workflow.v1.PayloadLimits\022\027\n\017p" +
-      "resign_seconds\030\002 \001(\005\"h\n\024CreatePayloadReq" +
-      "uest\022\014\n\004kind\030\001 \001(\t\022\022\n\nsize_bytes\030\002 \001(\003\022\033" +
-      "\n\016content_sha256\030\003 \001(\tH\000\210\001\001B\021\n\017_content_" +
-      "sha256\"\336\001\n\rPayloadUpload\022\014\n\004path\030\001 \001(\t\022\022" +
-      "\n\nupload_url\030\002 \001(\t\022.\n\nexpires_at\030\003 \001(\0132\032" +
-      ".google.protobuf.Timestamp\022E\n\016upload_hea" +
-      "ders\030\004 \003(\0132-.workflow.v1.PayloadUpload.U" +
-      "ploadHeadersEntry\0324\n\022UploadHeadersEntry\022" +
-      "\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\0012\236\036\n\016Work" +
-      "flowEngine\022E\n\tGetConfig\022\035.workflow.v1.Ge" +
-      "tConfigRequest\032\031.workflow.v1.ServerConfi" +
-      "g\022N\n\rCreatePayload\022!.workflow.v1.CreateP" +
-      "ayloadRequest\032\032.workflow.v1.PayloadUploa" +
-      "d\022E\n\nGetOpenApi\022\036.workflow.v1.GetOpenApi" +
-      "Request\032\027.google.protobuf.Struct\022?\n\tGetH" +
-      "ealth\022\035.workflow.v1.GetHealthRequest\032\023.w" +
-      "orkflow.v1.Health\022Q\n\020DeleteDefinition\022$." +
-      "workflow.v1.DeleteDefinitionRequest\032\027.wo" +
-      "rkflow.v1.Definition\022R\n\016DeleteInstance\022\"" +
-      ".workflow.v1.DeleteInstanceRequest\032\034.wor" +
-      "kflow.v1.DeletedInstance\022F\n\022RegisterDefi" +
-      "nition\022\027.workflow.v1.Definition\032\027.workfl" +
-      "ow.v1.Definition\022S\n\017ListDefinitions\022#.wo" +
-      "rkflow.v1.ListDefinitionsRequest\032\033.workf" +
-      "low.v1.DefinitionPage\022K\n\rGetDefinition\022!" +
-      ".workflow.v1.GetDefinitionRequest\032\027.work" +
-      "flow.v1.Definition\022J\n\014ListTaskDefs\022 .wor",
-      "kflow.v1.ListTaskDefsRequest\032\030.workflow." +
-      "v1.TaskDefPage\022B\n\nPutTaskDef\022\036.workflow." +
-      "v1.PutTaskDefRequest\032\024.workflow.v1.TaskD" +
-      "ef\022B\n\nGetTaskDef\022\036.workflow.v1.GetTaskDe" +
-      "fRequest\032\024.workflow.v1.TaskDef\022H\n\rDelete" +
-      "TaskDef\022!.workflow.v1.DeleteTaskDefReque" +
-      "st\032\024.workflow.v1.TaskDef\022I\n\rStartInstanc" +
-      "e\022!.workflow.v1.StartInstanceRequest\032\025.w" +
-      "orkflow.v1.Instance\022Y\n\016StartInstances\022\"." +
-      "workflow.v1.StartInstancesRequest\032#.work" +
-      "flow.v1.StartInstancesResponse\022Q\n\017Search" +
-      "Instances\022#.workflow.v1.SearchInstancesR" +
-      "equest\032\031.workflow.v1.InstancePage\022E\n\013Get" +
-      "Instance\022\037.workflow.v1.GetInstanceReques" +
-      "t\032\025.workflow.v1.Instance\022J\n\tListSteps\022\035." +
-      "workflow.v1.ListStepsRequest\032\036.workflow." +
-      "v1.StepExecutionPage\022F\n\nGetHistory\022\036.wor" +
-      "kflow.v1.GetHistoryRequest\032\030.workflow.v1" +
-      ".HistoryPage\022K\n\016CancelInstance\022\".workflo" +
-      "w.v1.CancelInstanceRequest\032\025.workflow.v1" +
-      ".Instance\022O\n\020CompleteUserTask\022$.workflow" +
-      ".v1.CompleteUserTaskRequest\032\025.workflow.v" +
-      "1.Instance\022;\n\006Signal\022\032.workflow.v1.Signa" +
-      "lRequest\032\025.workflow.v1.Instance\022M\n\rRetry" +
-      "Instance\022%.workflow.v1.InstanceOperation" +
-      "Request\032\025.workflow.v1.Instance\022M\n\017Restar" +
-      "tInstance\022#.workflow.v1.RestartInstanceR" +
-      "equest\032\025.workflow.v1.Instance\022M\n\rPauseIn" +
-      "stance\022%.workflow.v1.InstanceOperationRe" +
-      "quest\032\025.workflow.v1.Instance\022N\n\016ResumeIn" +
-      "stance\022%.workflow.v1.InstanceOperationRe" +
-      "quest\032\025.workflow.v1.Instance\022G\n\010PollJobs" +
-      "\022\034.workflow.v1.PollJobsRequest\032\035.workflo" +
-      "w.v1.PollJobsResponse\022P\n\013CompleteJob\022\037.w" +
-      "orkflow.v1.CompleteJobRequest\032 .workflow" +
-      ".v1.CompleteJobResponse\022V\n\rCompleteBatch" +
-      "\022!.workflow.v1.CompleteBatchRequest\032\".wo" +
-      "rkflow.v1.CompleteBatchResponse\022D\n\007FailJ" +
-      "ob\022\033.workflow.v1.FailJobRequest\032\034.workfl" +
-      "ow.v1.FailJobResponse\022J\n\tHeartbeat\022\035.wor" +
-      "kflow.v1.HeartbeatRequest\032\036.workflow.v1." +
-      "HeartbeatResponse\022:\n\010ClaimJob\022\034.workflow" +
-      ".v1.ClaimJobRequest\032\020.workflow.v1.Job\022M\n" +
-      "\nStopWorker\022\036.workflow.v1.StopWorkerRequ" +
-      "est\032\037.workflow.v1.StopWorkerResponse\022;\n\004" +
-      "Push\022\030.workflow.v1.PushRequest\032\031.workflo" +
-      "w.v1.PushResponse\022;\n\005Stats\022\031.workflow.v1" +
-      ".QueueRequest\032\027.workflow.v1.QueueStats\022=" +
-      "\n\004Peek\022\031.workflow.v1.QueueRequest\032\032.work" +
-      "flow.v1.QueueTaskList\022>\n\005Purge\022\031.workflo" +
-      "w.v1.QueueRequest\032\032.workflow.v1.PurgeRes" +
-      "ponse\022B\n\007Dequeue\022\033.workflow.v1.DequeueRe" +
-      "quest\032\032.workflow.v1.QueueTaskList\022;\n\003Ack" +
-      "\022\027.workflow.v1.AckRequest\032\033.workflow.v1." +
-      "SettleResponse\022=\n\004Nack\022\030.workflow.v1.Nac" +
-      "kRequest\032\033.workflow.v1.SettleResponse\022D\n" +
-      "\nListQueues\022\036.workflow.v1.ListQueuesRequ" +
-      "est\032\026.workflow.v1.QueuePage\022P\n\016ListQueue" +
-      "Tasks\022\".workflow.v1.ListQueueTasksReques" +
-      "t\032\032.workflow.v1.QueueTaskPage\022D\n\007Redrive" +
-      "\022\033.workflow.v1.RedriveRequest\032\034.workflow" +
-      ".v1.RedriveResponse\022E\n\016CreateSchedule\022\034." +
-      "workflow.v1.ScheduleRequest\032\025.workflow.v" +
-      "1.Schedule\022M\n\rListSchedules\022!.workflow.v" +
-      "1.ListSchedulesRequest\032\031.workflow.v1.Sch" +
-      "edulePage\022D\n\013GetSchedule\022\036.workflow.v1.S" +
-      "cheduleIdRequest\032\025.workflow.v1.Schedule\022" +
-      "F\n\017ReplaceSchedule\022\034.workflow.v1.Schedul" +
-      "eRequest\032\025.workflow.v1.Schedule\022N\n\016Delet" +
-      "eSchedule\022\036.workflow.v1.ScheduleIdReques" +
-      "t\032\034.workflow.v1.DeletedSchedule\022I\n\rPause" +
-      "Schedule\022!.workflow.v1.PauseScheduleRequ" +
-      "est\032\025.workflow.v1.Schedule\022H\n\017UnpauseSch" +
-      "edule\022\036.workflow.v1.ScheduleIdRequest\032\025." +
-      "workflow.v1.Schedule\022Q\n\017TriggerSchedule\022" +
-      "\036.workflow.v1.ScheduleIdRequest\032\036.workfl" +
-      "ow.v1.ScheduleTriggered\022O\n\020BackfillSched" +
-      "ule\022\034.workflow.v1.BackfillRequest\032\035.work" +
-      "flow.v1.BackfillResponseB&\n\025dev.baton.wo" +
-      "rkflow.v1B\013EngineProtoP\001b\006proto3"
+      "\n\025use_latest_definition\030\002 \001(\010\"\300\001\n\024RerunI" +
+      "nstanceRequest\022\n\n\002id\030\001 \001(\t\022\036\n\026from_step_" +
+      "execution_id\030\002 \001(\t\022&\n\005input\030\003 \001(\0132\027.goog" +
+      "le.protobuf.Struct\022+\n\nstep_input\030\004 \001(\0132\027" +
+      ".google.protobuf.Struct\022\026\n\016correlation_i" +
+      "d\030\005 \001(\t\022\017\n\007at_join\030\006 \001(\010\"_\n\017PollJobsRequ" +
+      "est\022\021\n\tworker_id\030\001 \001(\t\022\021\n\tjob_types\030\002 \003(" +
+      "\t\022\020\n\010max_jobs\030\003 \001(\005\022\024\n\014wait_seconds\030\004 \001(" +
+      "\001\"\244\002\n\003Job\022\n\n\002id\030\001 \001(\t\022\023\n\013instance_id\030\002 \001" +
+      "(\t\022\017\n\007step_id\030\003 \001(\t\022\031\n\021step_execution_id" +
+      "\030\004 \001(\t\022\020\n\010job_type\030\005 \001(\t\022\017\n\007attempt\030\006 \001(" +
+      "\005\022\031\n\021retries_remaining\030\007 \001(\005\0223\n\017lock_exp" +
+      "ires_at\030\010 \001(\0132\032.google.protobuf.Timestam" +
+      "p\022%\n\005input\030\t \001(\0132\026.google.protobuf.Value" +
+      "\022\032\n\022input_payload_path\030\n \001(\t\022\032\n\022input_do" +
+      "wnload_url\030\013 \001(\t\"2\n\020PollJobsResponse\022\036\n\004" +
+      "jobs\030\001 \003(\0132\020.workflow.v1.Job\"\251\001\n\022Complet" +
+      "eJobRequest\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id" +
+      "\030\002 \001(\t\0221\n\020variables_to_set\030\003 \001(\0132\027.googl" +
+      "e.protobuf.Struct\022\024\n\007attempt\030\004 \001(\005H\000\210\001\001\022" +
+      "\033\n\023output_payload_path\030\005 \001(\tB\n\n\010_attempt" +
+      "\"F\n\023CompleteJobResponse\022\016\n\006job_id\030\001 \001(\t\022" +
+      "\016\n\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\"\217\001\n\014Bat" +
+      "chFailure\022\025\n\rerror_message\030\001 \001(\t\022\026\n\tretr" +
+      "yable\030\002 \001(\010H\000\210\001\001\022%\n\030next_retry_delay_sec" +
+      "onds\030\003 \001(\001H\001\210\001\001B\014\n\n_retryableB\033\n\031_next_r" +
+      "etry_delay_seconds\"\322\001\n\017BatchResultItem\022\016" +
+      "\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007att" +
+      "empt\030\003 \001(\005H\000\210\001\001\0221\n\020variables_to_set\030\004 \001(" +
+      "\0132\027.google.protobuf.Struct\022\033\n\023output_pay" +
+      "load_path\030\005 \001(\t\022*\n\007failure\030\006 \001(\0132\031.workf" +
+      "low.v1.BatchFailureB\n\n\010_attempt\"E\n\024Compl" +
+      "eteBatchRequest\022-\n\007results\030\001 \003(\0132\034.workf" +
+      "low.v1.BatchResultItem\"\203\001\n\014BatchOutcome\022" +
+      "\016\n\006job_id\030\001 \001(\t\022\017\n\007outcome\030\002 \001(\t\022\016\n\006stat" +
+      "us\030\003 \001(\t\0223\n\017next_attempt_at\030\004 \001(\0132\032.goog" +
+      "le.protobuf.Timestamp\022\r\n\005error\030\005 \001(\t\"C\n\025" +
+      "CompleteBatchResponse\022*\n\007results\030\001 \003(\0132\031" +
+      ".workflow.v1.BatchOutcome\"\326\001\n\016FailJobReq" +
+      "uest\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022" +
+      "\025\n\rerror_message\030\003 \001(\t\022\026\n\tretryable\030\004 \001(" +
+      "\010H\000\210\001\001\022%\n\030next_retry_delay_seconds\030\005 \001(\001" +
+      "H\001\210\001\001\022\024\n\007attempt\030\006 \001(\005H\002\210\001\001B\014\n\n_retryabl" +
+      "eB\033\n\031_next_retry_delay_secondsB\n\n\010_attem" +
+      "pt\"w\n\017FailJobResponse\022\016\n\006job_id\030\001 \001(\t\022\016\n" +
+      "\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\0223\n\017next_a" +
+      "ttempt_at\030\004 \001(\0132\032.google.protobuf.Timest" +
+      "amp\"W\n\020HeartbeatRequest\022\016\n\006job_id\030\001 \001(\t\022" +
+      "\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001" +
+      "B\n\n\010_attempt\"R\n\017ClaimJobRequest\022\n\n\002id\030\001 " +
+      "\001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H" +
+      "\000\210\001\001B\n\n\010_attempt\"X\n\021HeartbeatResponse\022\016\n" +
+      "\006job_id\030\001 \001(\t\0223\n\017lock_expires_at\030\002 \001(\0132\032" +
+      ".google.protobuf.Timestamp\"&\n\021StopWorker" +
+      "Request\022\021\n\tworker_id\030\001 \001(\t\"W\n\022StopWorker" +
+      "Response\022\021\n\tworker_id\030\001 \001(\t\022.\n\nstopped_a" +
+      "t\030\002 \001(\0132\032.google.protobuf.Timestamp\"_\n\013P" +
+      "ushRequest\022\014\n\004name\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022" +
+      "\014\n\004body\030\003 \001(\t\022\020\n\010priority\030\004 \001(\005\022\023\n\013max_r" +
+      "etries\030\005 \001(\005\"\200\001\n\014PushResponse\022\n\n\002id\030\001 \001(" +
+      "\t\022\022\n\nqueue_name\030\002 \001(\t\022\016\n\006status\030\003 \001(\t\022\020\n" +
+      "\010priority\030\004 \001(\005\022.\n\ncreated_at\030\005 \001(\0132\032.go" +
+      "ogle.protobuf.Timestamp\"+\n\014QueueRequest\022" +
+      "\014\n\004name\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\"b\n\nQueueSta" +
+      "ts\022\017\n\007pending\030\001 \001(\003\022\022\n\nprocessing\030\002 \001(\003\022" +
+      "\021\n\tcompleted\030\003 \001(\003\022\016\n\006failed\030\004 \001(\003\022\014\n\004de" +
+      "ad\030\005 \001(\003\"\365\001\n\tQueueTask\022\n\n\002id\030\001 \001(\t\022\022\n\nqu" +
+      "eue_name\030\002 \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004body\030\004 " +
+      "\001(\t\022\020\n\010priority\030\005 \001(\005\022\023\n\013retry_count\030\006 \001" +
+      "(\005\022\023\n\013max_retries\030\007 \001(\005\022.\n\ncreated_at\030\010 " +
+      "\001(\0132\032.google.protobuf.Timestamp\022\017\n\007recei" +
+      "pt\030\t \001(\t\022.\n\nvisible_at\030\n \001(\0132\032.google.pr" +
+      "otobuf.Timestamp\"6\n\rQueueTaskList\022%\n\005tas" +
+      "ks\030\001 \003(\0132\026.workflow.v1.QueueTask\" \n\rPurg" +
+      "eResponse\022\017\n\007deleted\030\001 \001(\003\"g\n\016DequeueReq" +
+      "uest\022\014\n\004name\030\001 \001(\t\022\023\n\013consumer_id\030\002 \001(\t\022" +
+      "\037\n\027visibility_timeout_secs\030\003 \001(\005\022\021\n\tmax_" +
+      "tasks\030\004 \001(\005\"<\n\nAckRequest\022\014\n\004name\030\001 \001(\t\022" +
+      "\017\n\007task_id\030\002 \001(\t\022\017\n\007receipt\030\003 \001(\t\"r\n\013Nac" +
+      "kRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007task_id\030\002 \001(\t\022" +
+      "\017\n\007receipt\030\003 \001(\t\022\r\n\005error\030\004 \001(\t\022\026\n\tretry" +
+      "able\030\005 \001(\010H\000\210\001\001B\014\n\n_retryable\"x\n\016SettleR" +
+      "esponse\022\n\n\002id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\024\n\007a" +
+      "pplied\030\003 \001(\010H\000\210\001\001\022\030\n\013retry_count\030\004 \001(\005H\001" +
+      "\210\001\001B\n\n\010_appliedB\016\n\014_retry_count\"6\n\021ListQ" +
+      "ueuesRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_toke" +
+      "n\030\002 \001(\t\"r\n\014QueueSummary\022\014\n\004name\030\001 \001(\t\022\017\n" +
+      "\007pending\030\002 \001(\003\022\022\n\nprocessing\030\003 \001(\003\022\021\n\tco" +
+      "mpleted\030\004 \001(\003\022\016\n\006failed\030\005 \001(\003\022\014\n\004dead\030\006 " +
+      "\001(\003\"O\n\tQueuePage\022)\n\006queues\030\001 \003(\0132\031.workf" +
+      "low.v1.QueueSummary\022\027\n\017next_page_token\030\002" +
+      " \001(\t\"X\n\025ListQueueTasksRequest\022\014\n\004name\030\001 " +
+      "\001(\t\022\016\n\006status\030\002 \001(\t\022\r\n\005limit\030\003 \001(\005\022\022\n\npa" +
+      "ge_token\030\004 \001(\t\"\235\003\n\017QueueTaskDetail\022\n\n\002id" +
+      "\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\r\n\005title\030\003 \001(" +
+      "\t\022\014\n\004body\030\004 \001(\t\022\026\n\016body_truncated\030\005 \001(\010\022" +
+      "\020\n\010priority\030\006 \001(\005\022\016\n\006status\030\007 \001(\t\022\023\n\013ret" +
+      "ry_count\030\010 \001(\005\022\023\n\013max_retries\030\t \001(\005\022\022\n\nl" +
+      "ast_error\030\n \001(\t\022\023\n\013instance_id\030\013 \001(\t\022.\n\n" +
+      "visible_at\030\014 \001(\0132\032.google.protobuf.Times" +
+      "tamp\022.\n\ncreated_at\030\r \001(\0132\032.google.protob" +
+      "uf.Timestamp\022.\n\nupdated_at\030\016 \001(\0132\032.googl" +
+      "e.protobuf.Timestamp\0220\n\014completed_at\030\017 \001" +
+      "(\0132\032.google.protobuf.Timestamp\"U\n\rQueueT" +
+      "askPage\022+\n\005tasks\030\001 \003(\0132\034.workflow.v1.Que" +
+      "ueTaskDetail\022\027\n\017next_page_token\030\002 \001(\t\"0\n" +
+      "\016RedriveRequest\022\014\n\004name\030\001 \001(\t\022\020\n\010task_id" +
+      "s\030\002 \003(\t\"<\n\016RedriveSkipped\022\n\n\002id\030\001 \001(\t\022\016\n" +
+      "\006status\030\002 \001(\t\022\016\n\006reason\030\003 \001(\t\"v\n\017Redrive" +
+      "Response\022\020\n\010redriven\030\001 \001(\003\022\020\n\010task_ids\030\002" +
+      " \003(\t\022,\n\007skipped\030\003 \003(\0132\033.workflow.v1.Redr" +
+      "iveSkipped\022\021\n\tremaining\030\004 \001(\003\"A\n\020Schedul" +
+      "eInterval\022\025\n\revery_seconds\030\001 \001(\003\022\026\n\016offs" +
+      "et_seconds\030\002 \001(\003\"\322\001\n\014ScheduleSpec\022\014\n\004cro" +
+      "n\030\001 \003(\t\022/\n\010interval\030\002 \001(\0132\035.workflow.v1." +
+      "ScheduleInterval\022\021\n\ttime_zone\030\003 \001(\t\022\026\n\016j" +
+      "itter_seconds\030\004 \001(\005\022,\n\010start_at\030\005 \001(\0132\032." +
+      "google.protobuf.Timestamp\022*\n\006end_at\030\006 \001(" +
+      "\0132\032.google.protobuf.Timestamp\"\304\002\n\017Schedu" +
+      "leRequest\022\n\n\002id\030\001 \001(\t\022\027\n\017definition_name" +
+      "\030\002 \001(\t\022\032\n\022definition_version\030\003 \001(\005\022&\n\005in" +
+      "put\030\004 \001(\0132\027.google.protobuf.Struct\022\'\n\004sp" +
+      "ec\030\005 \001(\0132\031.workflow.v1.ScheduleSpec\022\026\n\016o" +
+      "verlap_policy\030\006 \001(\t\022#\n\026catchup_window_se" +
+      "conds\030\007 \001(\005H\000\210\001\001\022\030\n\020pause_on_failure\030\010 \001" +
+      "(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n \001(\t\022\017\n\007dry_" +
+      "run\030\013 \001(\010B\031\n\027_catchup_window_seconds\"\253\001\n" +
+      "\016ScheduleAction\022-\n\tslot_time\030\001 \001(\0132\032.goo" +
+      "gle.protobuf.Timestamp\022\014\n\004kind\030\002 \001(\t\022\017\n\007" +
+      "outcome\030\003 \001(\t\022\023\n\013instance_id\030\004 \001(\t\022\016\n\006de" +
+      "tail\030\005 \001(\t\022&\n\002at\030\006 \001(\0132\032.google.protobuf" +
+      ".Timestamp\"\326\003\n\010Schedule\022\n\n\002id\030\001 \001(\t\022\027\n\017d" +
+      "efinition_name\030\002 \001(\t\022\032\n\022definition_versi" +
+      "on\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.google.protobu" +
+      "f.Struct\022\'\n\004spec\030\005 \001(\0132\031.workflow.v1.Sch" +
+      "eduleSpec\022\026\n\016overlap_policy\030\006 \001(\t\022\036\n\026cat" +
+      "chup_window_seconds\030\007 \001(\005\022\030\n\020pause_on_fa" +
+      "ilure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n \001(" +
+      "\t\022.\n\ncreated_at\030\013 \001(\0132\032.google.protobuf." +
+      "Timestamp\022.\n\nupdated_at\030\014 \001(\0132\032.google.p" +
+      "rotobuf.Timestamp\0223\n\017next_fire_times\030\r \003" +
+      "(\0132\032.google.protobuf.Timestamp\0223\n\016recent" +
+      "_actions\030\016 \003(\0132\033.workflow.v1.ScheduleAct" +
+      "ion\"Q\n\014SchedulePage\022(\n\tschedules\030\001 \003(\0132\025" +
+      ".workflow.v1.Schedule\022\027\n\017next_page_token" +
+      "\030\002 \001(\t\"\037\n\021ScheduleIdRequest\022\n\n\002id\030\001 \001(\t\"" +
+      "9\n\024ListSchedulesRequest\022\r\n\005limit\030\001 \001(\005\022\022" +
+      "\n\npage_token\030\002 \001(\t\"0\n\024PauseScheduleReque" +
+      "st\022\n\n\002id\030\001 \001(\t\022\014\n\004note\030\002 \001(\t\"O\n\021Schedule" +
+      "Triggered\022\n\n\002id\030\001 \001(\t\022.\n\nslot_times\030\002 \003(" +
+      "\0132\032.google.protobuf.Timestamp\"o\n\017Backfil" +
+      "lRequest\022\n\n\002id\030\001 \001(\t\022(\n\004from\030\002 \001(\0132\032.goo" +
+      "gle.protobuf.Timestamp\022&\n\002to\030\003 \001(\0132\032.goo" +
+      "gle.protobuf.Timestamp\"l\n\020BackfillRespon" +
+      "se\022\n\n\002id\030\001 \001(\t\022\r\n\005slots\030\002 \001(\003\022\r\n\005added\030\003" +
+      " \001(\003\022.\n\nslot_times\030\004 \003(\0132\032.google.protob" +
+      "uf.Timestamp\".\n\017DeletedSchedule\022\n\n\002id\030\001 " +
+      "\001(\t\022\017\n\007deleted\030\002 \001(\010\",\n\013ProblemItem\022\014\n\004p" +
+      "ath\030\001 \001(\t\022\017\n\007message\030\002 \001(\t\"\202\001\n\007Problem\022\014" +
+      "\n\004type\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\016\n\006status\030\003 " +
+      "\001(\005\022\016\n\006detail\030\004 \001(\t\022\020\n\010instance\030\005 \001(\t\022(\n" +
+      "\006errors\030\006 \003(\0132\030.workflow.v1.ProblemItem\"" +
+      "\023\n\021GetOpenApiRequest\"8\n\027DeleteDefinition" +
+      "Request\022\014\n\004name\030\001 \001(\t\022\017\n\007version\030\002 \001(\005\"#" +
+      "\n\025DeleteInstanceRequest\022\n\n\002id\030\001 \001(\t\"\341\001\n\017" +
+      "DeletedInstance\022\n\n\002id\030\001 \001(\t\022\027\n\017definitio" +
+      "n_name\030\002 \001(\t\022\037\n\022definition_version\030\003 \001(\005" +
+      "H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022\027\n\017step_executions" +
+      "\030\005 \001(\003\022\014\n\004jobs\030\006 \001(\003\022\026\n\016history_events\030\007" +
+      " \001(\003\022\025\n\010archived\030\010 \001(\010H\001\210\001\001B\025\n\023_definiti" +
+      "on_versionB\013\n\t_archived\"\022\n\020GetHealthRequ" +
+      "est\"d\n\013HealthCheck\022\016\n\006status\030\001 \001(\t\022\027\n\nla" +
+      "tency_ms\030\002 \001(\001H\000\210\001\001\022\r\n\005error\030\003 \001(\t\022\016\n\006bu" +
+      "cket\030\004 \001(\tB\r\n\013_latency_ms\"{\n\006Health\022\016\n\006s" +
+      "tatus\030\001 \001(\t\022\017\n\007version\030\002 \001(\t\022*\n\010database" +
+      "\030\003 \001(\0132\030.workflow.v1.HealthCheck\022$\n\002s3\030\004" +
+      " \001(\0132\030.workflow.v1.HealthCheck\"\022\n\020GetCon" +
+      "figRequest\"B\n\014PayloadLimit\022\030\n\020soft_limit" +
+      "_bytes\030\001 \001(\003\022\030\n\020hard_limit_bytes\030\002 \001(\003\"\241" +
+      "\001\n\rPayloadLimits\0221\n\016workflow_input\030\001 \001(\013" +
+      "2\031.workflow.v1.PayloadLimit\022-\n\nstep_inpu" +
+      "t\030\002 \001(\0132\031.workflow.v1.PayloadLimit\022.\n\013st" +
+      "ep_output\030\003 \001(\0132\031.workflow.v1.PayloadLim" +
+      "it\"[\n\014ServerConfig\0222\n\016payload_limits\030\001 \001" +
+      "(\0132\032.workflow.v1.PayloadLimits\022\027\n\017presig" +
+      "n_seconds\030\002 \001(\005\"h\n\024CreatePayloadRequest\022" +
+      "\014\n\004kind\030\001 \001(\t\022\022\n\nsize_bytes\030\002 \001(\003\022\033\n\016con" +
+      "tent_sha256\030\003 \001(\tH\000\210\001\001B\021\n\017_content_sha25" +
+      "6\"\336\001\n\rPayloadUpload\022\014\n\004path\030\001 \001(\t\022\022\n\nupl" +
+      "oad_url\030\002 \001(\t\022.\n\nexpires_at\030\003 \001(\0132\032.goog" +
+      "le.protobuf.Timestamp\022E\n\016upload_headers\030" +
+      "\004 \003(\0132-.workflow.v1.PayloadUpload.Upload" +
+      "HeadersEntry\0324\n\022UploadHeadersEntry\022\013\n\003ke" +
+      "y\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\0012\351\036\n\016WorkflowE" +
+      "ngine\022E\n\tGetConfig\022\035.workflow.v1.GetConf" +
+      "igRequest\032\031.workflow.v1.ServerConfig\022N\n\r" +
+      "CreatePayload\022!.workflow.v1.CreatePayloa" +
+      "dRequest\032\032.workflow.v1.PayloadUpload\022E\n\n" +
+      "GetOpenApi\022\036.workflow.v1.GetOpenApiReque" +
+      "st\032\027.google.protobuf.Struct\022?\n\tGetHealth" +
+      "\022\035.workflow.v1.GetHealthRequest\032\023.workfl" +
+      "ow.v1.Health\022Q\n\020DeleteDefinition\022$.workf" +
+      "low.v1.DeleteDefinitionRequest\032\027.workflo" +
+      "w.v1.Definition\022R\n\016DeleteInstance\022\".work" +
+      "flow.v1.DeleteInstanceRequest\032\034.workflow" +
+      ".v1.DeletedInstance\022F\n\022RegisterDefinitio" +
+      "n\022\027.workflow.v1.Definition\032\027.workflow.v1",
+      ".Definition\022S\n\017ListDefinitions\022#.workflo" +
+      "w.v1.ListDefinitionsRequest\032\033.workflow.v" +
+      "1.DefinitionPage\022K\n\rGetDefinition\022!.work" +
+      "flow.v1.GetDefinitionRequest\032\027.workflow." +
+      "v1.Definition\022J\n\014ListTaskDefs\022 .workflow" +
+      ".v1.ListTaskDefsRequest\032\030.workflow.v1.Ta" +
+      "skDefPage\022B\n\nPutTaskDef\022\036.workflow.v1.Pu" +
+      "tTaskDefRequest\032\024.workflow.v1.TaskDef\022B\n" +
+      "\nGetTaskDef\022\036.workflow.v1.GetTaskDefRequ" +
+      "est\032\024.workflow.v1.TaskDef\022H\n\rDeleteTaskD" +
+      "ef\022!.workflow.v1.DeleteTaskDefRequest\032\024." +
+      "workflow.v1.TaskDef\022I\n\rStartInstance\022!.w" +
+      "orkflow.v1.StartInstanceRequest\032\025.workfl" +
+      "ow.v1.Instance\022Y\n\016StartInstances\022\".workf" +
+      "low.v1.StartInstancesRequest\032#.workflow." +
+      "v1.StartInstancesResponse\022Q\n\017SearchInsta" +
+      "nces\022#.workflow.v1.SearchInstancesReques" +
+      "t\032\031.workflow.v1.InstancePage\022E\n\013GetInsta" +
+      "nce\022\037.workflow.v1.GetInstanceRequest\032\025.w" +
+      "orkflow.v1.Instance\022J\n\tListSteps\022\035.workf" +
+      "low.v1.ListStepsRequest\032\036.workflow.v1.St" +
+      "epExecutionPage\022F\n\nGetHistory\022\036.workflow" +
+      ".v1.GetHistoryRequest\032\030.workflow.v1.Hist" +
+      "oryPage\022K\n\016CancelInstance\022\".workflow.v1." +
+      "CancelInstanceRequest\032\025.workflow.v1.Inst" +
+      "ance\022O\n\020CompleteUserTask\022$.workflow.v1.C" +
+      "ompleteUserTaskRequest\032\025.workflow.v1.Ins" +
+      "tance\022;\n\006Signal\022\032.workflow.v1.SignalRequ" +
+      "est\032\025.workflow.v1.Instance\022M\n\rRetryInsta" +
+      "nce\022%.workflow.v1.InstanceOperationReque" +
+      "st\032\025.workflow.v1.Instance\022I\n\rRerunInstan" +
+      "ce\022!.workflow.v1.RerunInstanceRequest\032\025." +
+      "workflow.v1.Instance\022M\n\017RestartInstance\022" +
+      "#.workflow.v1.RestartInstanceRequest\032\025.w" +
+      "orkflow.v1.Instance\022M\n\rPauseInstance\022%.w" +
+      "orkflow.v1.InstanceOperationRequest\032\025.wo" +
+      "rkflow.v1.Instance\022N\n\016ResumeInstance\022%.w" +
+      "orkflow.v1.InstanceOperationRequest\032\025.wo" +
+      "rkflow.v1.Instance\022G\n\010PollJobs\022\034.workflo" +
+      "w.v1.PollJobsRequest\032\035.workflow.v1.PollJ" +
+      "obsResponse\022P\n\013CompleteJob\022\037.workflow.v1" +
+      ".CompleteJobRequest\032 .workflow.v1.Comple" +
+      "teJobResponse\022V\n\rCompleteBatch\022!.workflo" +
+      "w.v1.CompleteBatchRequest\032\".workflow.v1." +
+      "CompleteBatchResponse\022D\n\007FailJob\022\033.workf" +
+      "low.v1.FailJobRequest\032\034.workflow.v1.Fail" +
+      "JobResponse\022J\n\tHeartbeat\022\035.workflow.v1.H" +
+      "eartbeatRequest\032\036.workflow.v1.HeartbeatR" +
+      "esponse\022:\n\010ClaimJob\022\034.workflow.v1.ClaimJ" +
+      "obRequest\032\020.workflow.v1.Job\022M\n\nStopWorke" +
+      "r\022\036.workflow.v1.StopWorkerRequest\032\037.work" +
+      "flow.v1.StopWorkerResponse\022;\n\004Push\022\030.wor" +
+      "kflow.v1.PushRequest\032\031.workflow.v1.PushR" +
+      "esponse\022;\n\005Stats\022\031.workflow.v1.QueueRequ" +
+      "est\032\027.workflow.v1.QueueStats\022=\n\004Peek\022\031.w" +
+      "orkflow.v1.QueueRequest\032\032.workflow.v1.Qu" +
+      "eueTaskList\022>\n\005Purge\022\031.workflow.v1.Queue" +
+      "Request\032\032.workflow.v1.PurgeResponse\022B\n\007D" +
+      "equeue\022\033.workflow.v1.DequeueRequest\032\032.wo" +
+      "rkflow.v1.QueueTaskList\022;\n\003Ack\022\027.workflo" +
+      "w.v1.AckRequest\032\033.workflow.v1.SettleResp" +
+      "onse\022=\n\004Nack\022\030.workflow.v1.NackRequest\032\033" +
+      ".workflow.v1.SettleResponse\022D\n\nListQueue" +
+      "s\022\036.workflow.v1.ListQueuesRequest\032\026.work" +
+      "flow.v1.QueuePage\022P\n\016ListQueueTasks\022\".wo" +
+      "rkflow.v1.ListQueueTasksRequest\032\032.workfl" +
+      "ow.v1.QueueTaskPage\022D\n\007Redrive\022\033.workflo" +
+      "w.v1.RedriveRequest\032\034.workflow.v1.Redriv" +
+      "eResponse\022E\n\016CreateSchedule\022\034.workflow.v" +
+      "1.ScheduleRequest\032\025.workflow.v1.Schedule" +
+      "\022M\n\rListSchedules\022!.workflow.v1.ListSche" +
+      "dulesRequest\032\031.workflow.v1.SchedulePage\022" +
+      "D\n\013GetSchedule\022\036.workflow.v1.ScheduleIdR" +
+      "equest\032\025.workflow.v1.Schedule\022F\n\017Replace" +
+      "Schedule\022\034.workflow.v1.ScheduleRequest\032\025" +
+      ".workflow.v1.Schedule\022N\n\016DeleteSchedule\022" +
+      "\036.workflow.v1.ScheduleIdRequest\032\034.workfl" +
+      "ow.v1.DeletedSchedule\022I\n\rPauseSchedule\022!" +
+      ".workflow.v1.PauseScheduleRequest\032\025.work" +
+      "flow.v1.Schedule\022H\n\017UnpauseSchedule\022\036.wo" +
+      "rkflow.v1.ScheduleIdRequest\032\025.workflow.v" +
+      "1.Schedule\022Q\n\017TriggerSchedule\022\036.workflow" +
+      ".v1.ScheduleIdRequest\032\036.workflow.v1.Sche" +
+      "duleTriggered\022O\n\020BackfillSchedule\022\034.work" +
+      "flow.v1.BackfillRequest\032\035.workflow.v1.Ba" +
+      "ckfillResponseB&\n\025dev.baton.workflow.v1B" +
+      "\013EngineProtoP\001b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -1193,392 +1205,398 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_RestartInstanceRequest_descriptor,
         new java.lang.String[] { "Id", "UseLatestDefinition", });
-    internal_static_workflow_v1_PollJobsRequest_descriptor =
+    internal_static_workflow_v1_RerunInstanceRequest_descriptor =
       getDescriptor().getMessageType(31);
+    internal_static_workflow_v1_RerunInstanceRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_workflow_v1_RerunInstanceRequest_descriptor,
+        new java.lang.String[] { "Id", "FromStepExecutionId", "Input", "StepInput", "CorrelationId", "AtJoin", });
+    internal_static_workflow_v1_PollJobsRequest_descriptor =
+      getDescriptor().getMessageType(32);
     internal_static_workflow_v1_PollJobsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_PollJobsRequest_descriptor,
         new java.lang.String[] { "WorkerId", "JobTypes", "MaxJobs", "WaitSeconds", });
     internal_static_workflow_v1_Job_descriptor =
-      getDescriptor().getMessageType(32);
+      getDescriptor().getMessageType(33);
     internal_static_workflow_v1_Job_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_Job_descriptor,
         new java.lang.String[] { "Id", "InstanceId", "StepId", "StepExecutionId", "JobType", "Attempt", "RetriesRemaining", "LockExpiresAt", "Input", "InputPayloadPath", "InputDownloadUrl", });
     internal_static_workflow_v1_PollJobsResponse_descriptor =
-      getDescriptor().getMessageType(33);
+      getDescriptor().getMessageType(34);
     internal_static_workflow_v1_PollJobsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_PollJobsResponse_descriptor,
         new java.lang.String[] { "Jobs", });
     internal_static_workflow_v1_CompleteJobRequest_descriptor =
-      getDescriptor().getMessageType(34);
+      getDescriptor().getMessageType(35);
     internal_static_workflow_v1_CompleteJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_CompleteJobRequest_descriptor,
         new java.lang.String[] { "JobId", "WorkerId", "VariablesToSet", "Attempt", "OutputPayloadPath", });
     internal_static_workflow_v1_CompleteJobResponse_descriptor =
-      getDescriptor().getMessageType(35);
+      getDescriptor().getMessageType(36);
     internal_static_workflow_v1_CompleteJobResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_CompleteJobResponse_descriptor,
         new java.lang.String[] { "JobId", "Status", "Applied", });
     internal_static_workflow_v1_BatchFailure_descriptor =
-      getDescriptor().getMessageType(36);
+      getDescriptor().getMessageType(37);
     internal_static_workflow_v1_BatchFailure_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_BatchFailure_descriptor,
         new java.lang.String[] { "ErrorMessage", "Retryable", "NextRetryDelaySeconds", });
     internal_static_workflow_v1_BatchResultItem_descriptor =
-      getDescriptor().getMessageType(37);
+      getDescriptor().getMessageType(38);
     internal_static_workflow_v1_BatchResultItem_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_BatchResultItem_descriptor,
         new java.lang.String[] { "JobId", "WorkerId", "Attempt", "VariablesToSet", "OutputPayloadPath", "Failure", });
     internal_static_workflow_v1_CompleteBatchRequest_descriptor =
-      getDescriptor().getMessageType(38);
+      getDescriptor().getMessageType(39);
     internal_static_workflow_v1_CompleteBatchRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_CompleteBatchRequest_descriptor,
         new java.lang.String[] { "Results", });
     internal_static_workflow_v1_BatchOutcome_descriptor =
-      getDescriptor().getMessageType(39);
+      getDescriptor().getMessageType(40);
     internal_static_workflow_v1_BatchOutcome_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_BatchOutcome_descriptor,
         new java.lang.String[] { "JobId", "Outcome", "Status", "NextAttemptAt", "Error", });
     internal_static_workflow_v1_CompleteBatchResponse_descriptor =
-      getDescriptor().getMessageType(40);
+      getDescriptor().getMessageType(41);
     internal_static_workflow_v1_CompleteBatchResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_CompleteBatchResponse_descriptor,
         new java.lang.String[] { "Results", });
     internal_static_workflow_v1_FailJobRequest_descriptor =
-      getDescriptor().getMessageType(41);
+      getDescriptor().getMessageType(42);
     internal_static_workflow_v1_FailJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_FailJobRequest_descriptor,
         new java.lang.String[] { "JobId", "WorkerId", "ErrorMessage", "Retryable", "NextRetryDelaySeconds", "Attempt", });
     internal_static_workflow_v1_FailJobResponse_descriptor =
-      getDescriptor().getMessageType(42);
+      getDescriptor().getMessageType(43);
     internal_static_workflow_v1_FailJobResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_FailJobResponse_descriptor,
         new java.lang.String[] { "JobId", "Status", "Applied", "NextAttemptAt", });
     internal_static_workflow_v1_HeartbeatRequest_descriptor =
-      getDescriptor().getMessageType(43);
+      getDescriptor().getMessageType(44);
     internal_static_workflow_v1_HeartbeatRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_HeartbeatRequest_descriptor,
         new java.lang.String[] { "JobId", "WorkerId", "Attempt", });
     internal_static_workflow_v1_ClaimJobRequest_descriptor =
-      getDescriptor().getMessageType(44);
+      getDescriptor().getMessageType(45);
     internal_static_workflow_v1_ClaimJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ClaimJobRequest_descriptor,
         new java.lang.String[] { "Id", "WorkerId", "Attempt", });
     internal_static_workflow_v1_HeartbeatResponse_descriptor =
-      getDescriptor().getMessageType(45);
+      getDescriptor().getMessageType(46);
     internal_static_workflow_v1_HeartbeatResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_HeartbeatResponse_descriptor,
         new java.lang.String[] { "JobId", "LockExpiresAt", });
     internal_static_workflow_v1_StopWorkerRequest_descriptor =
-      getDescriptor().getMessageType(46);
+      getDescriptor().getMessageType(47);
     internal_static_workflow_v1_StopWorkerRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_StopWorkerRequest_descriptor,
         new java.lang.String[] { "WorkerId", });
     internal_static_workflow_v1_StopWorkerResponse_descriptor =
-      getDescriptor().getMessageType(47);
+      getDescriptor().getMessageType(48);
     internal_static_workflow_v1_StopWorkerResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_StopWorkerResponse_descriptor,
         new java.lang.String[] { "WorkerId", "StoppedAt", });
     internal_static_workflow_v1_PushRequest_descriptor =
-      getDescriptor().getMessageType(48);
+      getDescriptor().getMessageType(49);
     internal_static_workflow_v1_PushRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_PushRequest_descriptor,
         new java.lang.String[] { "Name", "Title", "Body", "Priority", "MaxRetries", });
     internal_static_workflow_v1_PushResponse_descriptor =
-      getDescriptor().getMessageType(49);
+      getDescriptor().getMessageType(50);
     internal_static_workflow_v1_PushResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_PushResponse_descriptor,
         new java.lang.String[] { "Id", "QueueName", "Status", "Priority", "CreatedAt", });
     internal_static_workflow_v1_QueueRequest_descriptor =
-      getDescriptor().getMessageType(50);
+      getDescriptor().getMessageType(51);
     internal_static_workflow_v1_QueueRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_QueueRequest_descriptor,
         new java.lang.String[] { "Name", "Limit", });
     internal_static_workflow_v1_QueueStats_descriptor =
-      getDescriptor().getMessageType(51);
+      getDescriptor().getMessageType(52);
     internal_static_workflow_v1_QueueStats_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_QueueStats_descriptor,
         new java.lang.String[] { "Pending", "Processing", "Completed", "Failed", "Dead", });
     internal_static_workflow_v1_QueueTask_descriptor =
-      getDescriptor().getMessageType(52);
+      getDescriptor().getMessageType(53);
     internal_static_workflow_v1_QueueTask_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_QueueTask_descriptor,
         new java.lang.String[] { "Id", "QueueName", "Title", "Body", "Priority", "RetryCount", "MaxRetries", "CreatedAt", "Receipt", "VisibleAt", });
     internal_static_workflow_v1_QueueTaskList_descriptor =
-      getDescriptor().getMessageType(53);
+      getDescriptor().getMessageType(54);
     internal_static_workflow_v1_QueueTaskList_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_QueueTaskList_descriptor,
         new java.lang.String[] { "Tasks", });
     internal_static_workflow_v1_PurgeResponse_descriptor =
-      getDescriptor().getMessageType(54);
+      getDescriptor().getMessageType(55);
     internal_static_workflow_v1_PurgeResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_PurgeResponse_descriptor,
         new java.lang.String[] { "Deleted", });
     internal_static_workflow_v1_DequeueRequest_descriptor =
-      getDescriptor().getMessageType(55);
+      getDescriptor().getMessageType(56);
     internal_static_workflow_v1_DequeueRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_DequeueRequest_descriptor,
         new java.lang.String[] { "Name", "ConsumerId", "VisibilityTimeoutSecs", "MaxTasks", });
     internal_static_workflow_v1_AckRequest_descriptor =
-      getDescriptor().getMessageType(56);
+      getDescriptor().getMessageType(57);
     internal_static_workflow_v1_AckRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_AckRequest_descriptor,
         new java.lang.String[] { "Name", "TaskId", "Receipt", });
     internal_static_workflow_v1_NackRequest_descriptor =
-      getDescriptor().getMessageType(57);
+      getDescriptor().getMessageType(58);
     internal_static_workflow_v1_NackRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_NackRequest_descriptor,
         new java.lang.String[] { "Name", "TaskId", "Receipt", "Error", "Retryable", });
     internal_static_workflow_v1_SettleResponse_descriptor =
-      getDescriptor().getMessageType(58);
+      getDescriptor().getMessageType(59);
     internal_static_workflow_v1_SettleResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_SettleResponse_descriptor,
         new java.lang.String[] { "Id", "Status", "Applied", "RetryCount", });
     internal_static_workflow_v1_ListQueuesRequest_descriptor =
-      getDescriptor().getMessageType(59);
+      getDescriptor().getMessageType(60);
     internal_static_workflow_v1_ListQueuesRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ListQueuesRequest_descriptor,
         new java.lang.String[] { "Limit", "PageToken", });
     internal_static_workflow_v1_QueueSummary_descriptor =
-      getDescriptor().getMessageType(60);
+      getDescriptor().getMessageType(61);
     internal_static_workflow_v1_QueueSummary_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_QueueSummary_descriptor,
         new java.lang.String[] { "Name", "Pending", "Processing", "Completed", "Failed", "Dead", });
     internal_static_workflow_v1_QueuePage_descriptor =
-      getDescriptor().getMessageType(61);
+      getDescriptor().getMessageType(62);
     internal_static_workflow_v1_QueuePage_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_QueuePage_descriptor,
         new java.lang.String[] { "Queues", "NextPageToken", });
     internal_static_workflow_v1_ListQueueTasksRequest_descriptor =
-      getDescriptor().getMessageType(62);
+      getDescriptor().getMessageType(63);
     internal_static_workflow_v1_ListQueueTasksRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ListQueueTasksRequest_descriptor,
         new java.lang.String[] { "Name", "Status", "Limit", "PageToken", });
     internal_static_workflow_v1_QueueTaskDetail_descriptor =
-      getDescriptor().getMessageType(63);
+      getDescriptor().getMessageType(64);
     internal_static_workflow_v1_QueueTaskDetail_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_QueueTaskDetail_descriptor,
         new java.lang.String[] { "Id", "QueueName", "Title", "Body", "BodyTruncated", "Priority", "Status", "RetryCount", "MaxRetries", "LastError", "InstanceId", "VisibleAt", "CreatedAt", "UpdatedAt", "CompletedAt", });
     internal_static_workflow_v1_QueueTaskPage_descriptor =
-      getDescriptor().getMessageType(64);
+      getDescriptor().getMessageType(65);
     internal_static_workflow_v1_QueueTaskPage_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_QueueTaskPage_descriptor,
         new java.lang.String[] { "Tasks", "NextPageToken", });
     internal_static_workflow_v1_RedriveRequest_descriptor =
-      getDescriptor().getMessageType(65);
+      getDescriptor().getMessageType(66);
     internal_static_workflow_v1_RedriveRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_RedriveRequest_descriptor,
         new java.lang.String[] { "Name", "TaskIds", });
     internal_static_workflow_v1_RedriveSkipped_descriptor =
-      getDescriptor().getMessageType(66);
+      getDescriptor().getMessageType(67);
     internal_static_workflow_v1_RedriveSkipped_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_RedriveSkipped_descriptor,
         new java.lang.String[] { "Id", "Status", "Reason", });
     internal_static_workflow_v1_RedriveResponse_descriptor =
-      getDescriptor().getMessageType(67);
+      getDescriptor().getMessageType(68);
     internal_static_workflow_v1_RedriveResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_RedriveResponse_descriptor,
         new java.lang.String[] { "Redriven", "TaskIds", "Skipped", "Remaining", });
     internal_static_workflow_v1_ScheduleInterval_descriptor =
-      getDescriptor().getMessageType(68);
+      getDescriptor().getMessageType(69);
     internal_static_workflow_v1_ScheduleInterval_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ScheduleInterval_descriptor,
         new java.lang.String[] { "EverySeconds", "OffsetSeconds", });
     internal_static_workflow_v1_ScheduleSpec_descriptor =
-      getDescriptor().getMessageType(69);
+      getDescriptor().getMessageType(70);
     internal_static_workflow_v1_ScheduleSpec_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ScheduleSpec_descriptor,
         new java.lang.String[] { "Cron", "Interval", "TimeZone", "JitterSeconds", "StartAt", "EndAt", });
     internal_static_workflow_v1_ScheduleRequest_descriptor =
-      getDescriptor().getMessageType(70);
+      getDescriptor().getMessageType(71);
     internal_static_workflow_v1_ScheduleRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ScheduleRequest_descriptor,
         new java.lang.String[] { "Id", "DefinitionName", "DefinitionVersion", "Input", "Spec", "OverlapPolicy", "CatchupWindowSeconds", "PauseOnFailure", "Paused", "Note", "DryRun", });
     internal_static_workflow_v1_ScheduleAction_descriptor =
-      getDescriptor().getMessageType(71);
+      getDescriptor().getMessageType(72);
     internal_static_workflow_v1_ScheduleAction_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ScheduleAction_descriptor,
         new java.lang.String[] { "SlotTime", "Kind", "Outcome", "InstanceId", "Detail", "At", });
     internal_static_workflow_v1_Schedule_descriptor =
-      getDescriptor().getMessageType(72);
+      getDescriptor().getMessageType(73);
     internal_static_workflow_v1_Schedule_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_Schedule_descriptor,
         new java.lang.String[] { "Id", "DefinitionName", "DefinitionVersion", "Input", "Spec", "OverlapPolicy", "CatchupWindowSeconds", "PauseOnFailure", "Paused", "Note", "CreatedAt", "UpdatedAt", "NextFireTimes", "RecentActions", });
     internal_static_workflow_v1_SchedulePage_descriptor =
-      getDescriptor().getMessageType(73);
+      getDescriptor().getMessageType(74);
     internal_static_workflow_v1_SchedulePage_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_SchedulePage_descriptor,
         new java.lang.String[] { "Schedules", "NextPageToken", });
     internal_static_workflow_v1_ScheduleIdRequest_descriptor =
-      getDescriptor().getMessageType(74);
+      getDescriptor().getMessageType(75);
     internal_static_workflow_v1_ScheduleIdRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ScheduleIdRequest_descriptor,
         new java.lang.String[] { "Id", });
     internal_static_workflow_v1_ListSchedulesRequest_descriptor =
-      getDescriptor().getMessageType(75);
+      getDescriptor().getMessageType(76);
     internal_static_workflow_v1_ListSchedulesRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ListSchedulesRequest_descriptor,
         new java.lang.String[] { "Limit", "PageToken", });
     internal_static_workflow_v1_PauseScheduleRequest_descriptor =
-      getDescriptor().getMessageType(76);
+      getDescriptor().getMessageType(77);
     internal_static_workflow_v1_PauseScheduleRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_PauseScheduleRequest_descriptor,
         new java.lang.String[] { "Id", "Note", });
     internal_static_workflow_v1_ScheduleTriggered_descriptor =
-      getDescriptor().getMessageType(77);
+      getDescriptor().getMessageType(78);
     internal_static_workflow_v1_ScheduleTriggered_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ScheduleTriggered_descriptor,
         new java.lang.String[] { "Id", "SlotTimes", });
     internal_static_workflow_v1_BackfillRequest_descriptor =
-      getDescriptor().getMessageType(78);
+      getDescriptor().getMessageType(79);
     internal_static_workflow_v1_BackfillRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_BackfillRequest_descriptor,
         new java.lang.String[] { "Id", "From", "To", });
     internal_static_workflow_v1_BackfillResponse_descriptor =
-      getDescriptor().getMessageType(79);
+      getDescriptor().getMessageType(80);
     internal_static_workflow_v1_BackfillResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_BackfillResponse_descriptor,
         new java.lang.String[] { "Id", "Slots", "Added", "SlotTimes", });
     internal_static_workflow_v1_DeletedSchedule_descriptor =
-      getDescriptor().getMessageType(80);
+      getDescriptor().getMessageType(81);
     internal_static_workflow_v1_DeletedSchedule_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_DeletedSchedule_descriptor,
         new java.lang.String[] { "Id", "Deleted", });
     internal_static_workflow_v1_ProblemItem_descriptor =
-      getDescriptor().getMessageType(81);
+      getDescriptor().getMessageType(82);
     internal_static_workflow_v1_ProblemItem_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ProblemItem_descriptor,
         new java.lang.String[] { "Path", "Message", });
     internal_static_workflow_v1_Problem_descriptor =
-      getDescriptor().getMessageType(82);
+      getDescriptor().getMessageType(83);
     internal_static_workflow_v1_Problem_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_Problem_descriptor,
         new java.lang.String[] { "Type", "Title", "Status", "Detail", "Instance", "Errors", });
     internal_static_workflow_v1_GetOpenApiRequest_descriptor =
-      getDescriptor().getMessageType(83);
+      getDescriptor().getMessageType(84);
     internal_static_workflow_v1_GetOpenApiRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_GetOpenApiRequest_descriptor,
         new java.lang.String[] { });
     internal_static_workflow_v1_DeleteDefinitionRequest_descriptor =
-      getDescriptor().getMessageType(84);
+      getDescriptor().getMessageType(85);
     internal_static_workflow_v1_DeleteDefinitionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_DeleteDefinitionRequest_descriptor,
         new java.lang.String[] { "Name", "Version", });
     internal_static_workflow_v1_DeleteInstanceRequest_descriptor =
-      getDescriptor().getMessageType(85);
+      getDescriptor().getMessageType(86);
     internal_static_workflow_v1_DeleteInstanceRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_DeleteInstanceRequest_descriptor,
         new java.lang.String[] { "Id", });
     internal_static_workflow_v1_DeletedInstance_descriptor =
-      getDescriptor().getMessageType(86);
+      getDescriptor().getMessageType(87);
     internal_static_workflow_v1_DeletedInstance_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_DeletedInstance_descriptor,
         new java.lang.String[] { "Id", "DefinitionName", "DefinitionVersion", "Status", "StepExecutions", "Jobs", "HistoryEvents", "Archived", });
     internal_static_workflow_v1_GetHealthRequest_descriptor =
-      getDescriptor().getMessageType(87);
+      getDescriptor().getMessageType(88);
     internal_static_workflow_v1_GetHealthRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_GetHealthRequest_descriptor,
         new java.lang.String[] { });
     internal_static_workflow_v1_HealthCheck_descriptor =
-      getDescriptor().getMessageType(88);
+      getDescriptor().getMessageType(89);
     internal_static_workflow_v1_HealthCheck_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_HealthCheck_descriptor,
         new java.lang.String[] { "Status", "LatencyMs", "Error", "Bucket", });
     internal_static_workflow_v1_Health_descriptor =
-      getDescriptor().getMessageType(89);
+      getDescriptor().getMessageType(90);
     internal_static_workflow_v1_Health_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_Health_descriptor,
         new java.lang.String[] { "Status", "Version", "Database", "S3", });
     internal_static_workflow_v1_GetConfigRequest_descriptor =
-      getDescriptor().getMessageType(90);
+      getDescriptor().getMessageType(91);
     internal_static_workflow_v1_GetConfigRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_GetConfigRequest_descriptor,
         new java.lang.String[] { });
     internal_static_workflow_v1_PayloadLimit_descriptor =
-      getDescriptor().getMessageType(91);
+      getDescriptor().getMessageType(92);
     internal_static_workflow_v1_PayloadLimit_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_PayloadLimit_descriptor,
         new java.lang.String[] { "SoftLimitBytes", "HardLimitBytes", });
     internal_static_workflow_v1_PayloadLimits_descriptor =
-      getDescriptor().getMessageType(92);
+      getDescriptor().getMessageType(93);
     internal_static_workflow_v1_PayloadLimits_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_PayloadLimits_descriptor,
         new java.lang.String[] { "WorkflowInput", "StepInput", "StepOutput", });
     internal_static_workflow_v1_ServerConfig_descriptor =
-      getDescriptor().getMessageType(93);
+      getDescriptor().getMessageType(94);
     internal_static_workflow_v1_ServerConfig_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_ServerConfig_descriptor,
         new java.lang.String[] { "PayloadLimits", "PresignSeconds", });
     internal_static_workflow_v1_CreatePayloadRequest_descriptor =
-      getDescriptor().getMessageType(94);
+      getDescriptor().getMessageType(95);
     internal_static_workflow_v1_CreatePayloadRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_CreatePayloadRequest_descriptor,
         new java.lang.String[] { "Kind", "SizeBytes", "ContentSha256", });
     internal_static_workflow_v1_PayloadUpload_descriptor =
-      getDescriptor().getMessageType(95);
+      getDescriptor().getMessageType(96);
     internal_static_workflow_v1_PayloadUpload_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_PayloadUpload_descriptor,
