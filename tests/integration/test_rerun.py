@@ -268,3 +268,57 @@ def test_a_cancelled_instance_is_retried_from_what_its_cancel_stopped(engine: En
     assert engine.get_instance(inst["id"])["status"] == "COMPLETED"
     assert runs == {"a": 1, "ok": 1, "b": 1, "last": 1}
     assert [s["status"] for s in steps_of(engine, inst["id"], "b")] == ["CANCELLED", "COMPLETED"]
+
+
+def test_a_parent_running_again_resumes_its_other_children_in_place(engine: Engine) -> None:
+    """Conductor's updateAndPushParents: the parent's sibling sub-workflows that its failure
+    cancelled are retried in place (what they completed stays), and a cancelled sibling task
+    is reset in place (its old execution gone)."""
+    engine.register_definition({"name": "bad-kid", "steps": [task("x")]})
+    engine.register_definition({"name": "slow-kid", "steps": [task("a"), task("b")]})
+    engine.register_definition(
+        {
+            "name": "family",
+            "steps": [
+                {
+                    "id": "fan",
+                    "type": "PARALLEL",
+                    "branches": [
+                        [{"id": "one", "type": "SUB_WORKFLOW", "definitionName": "bad-kid"}],
+                        [{"id": "two", "type": "SUB_WORKFLOW", "definitionName": "slow-kid"}],
+                        [task("shaky")],
+                    ],
+                },
+                task("last"),
+            ],
+        }
+    )
+    inst, _ = engine.start_instance(definition_name="family")
+    mom = inst["id"]
+    first = steps_of(engine, mom, "one")[0]["childInstanceId"]
+    second = steps_of(engine, mom, "two")[0]["childInstanceId"]
+    runs: dict[str, int] = {}
+    handlers = _counting(runs, "x")
+    drain(engine, {"a": handlers["a"]})  # the second child completes its first step only
+    drain(engine, {"x": handlers["x"]})
+    engine.deliver_pending()
+    assert engine.get_instance(mom)["status"] == "FAILED"
+    assert engine.get_instance(second)["status"] == "CANCELLED"
+    assert [s["status"] for s in steps_of(engine, mom, "shaky")] == ["CANCELLED"]
+
+    (x,) = steps_of(engine, first, "x")
+    engine.rerun_instance(first, from_step_execution=x["id"])
+    assert engine.get_instance(mom)["status"] == "RUNNING"
+    # the cancelled sibling child is retried in place, the cancelled task reset in place
+    assert [(s["status"], s["childInstanceId"]) for s in steps_of(engine, mom, "two")] == [
+        ("IN_PROGRESS", second)
+    ]
+    assert engine.get_instance(second)["status"] == "RUNNING"
+    assert [s["status"] for s in steps_of(engine, mom, "shaky")] == ["SCHEDULED"]
+    drain(engine, handlers)
+    engine.deliver_pending()
+    drain(engine, handlers)
+    engine.deliver_pending()
+    assert engine.get_instance(mom)["status"] == "COMPLETED"
+    assert [s["childInstanceId"] for s in steps_of(engine, mom, "two")] == [second]
+    assert runs == {"a": 1, "x": 2, "b": 1, "shaky": 1, "last": 1}

@@ -14,6 +14,7 @@ operation). The records it reads and writes are in ``engine.records``, re-export
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -250,10 +251,11 @@ class Decider(DecisionFlow):
         *,
         wait: bool = False,
         detail: dict[str, Any] | None = None,
+        waits: frozenset[uuid.UUID] = frozenset(),
     ) -> None:
         """An ended instance runs again from ``target`` (see ``engine.reopen.rewind``)."""
         self._running_again(AuditEvent("INSTANCE_RERUN", None, detail))
-        rewind(self, latest, target, wait=wait)
+        rewind(self, latest, target, wait=wait, waits=waits)
         self.run()
 
     def _running_again(self, event: AuditEvent) -> None:

@@ -556,6 +556,9 @@ class InstanceOps(RetentionOps, ArchiveReads, RerunOps):
         log.info("instance retried", extra={"instance_id": instance_id})
         return self.get_instance(instance_id)
 
+    def _retry_in_place(self, child: uuid.UUID) -> None:
+        self.retry_instance(str(child))
+
     def rerun_instance(
         self,
         instance_id: str,

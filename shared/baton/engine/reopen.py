@@ -64,7 +64,12 @@ def _again(d: Decision, e: Exec) -> None:
 
 
 def rewind(
-    d: Decision, latest: Mapping[str, Mapping[str, Exec]], target: Exec | None, *, wait: bool
+    d: Decision,
+    latest: Mapping[str, Mapping[str, Exec]],
+    target: Exec | None,
+    *,
+    wait: bool,
+    waits: frozenset[uuid.UUID] = frozenset(),
 ) -> None:
     """An ended instance runs again from ``target`` (Conductor's rerun from a task): ``latest``
     is, by scope, the latest execution of each step there, with what came after ``target`` in
@@ -72,17 +77,18 @@ def rewind(
     holding it given as unfinished. ``target`` runs again as a new execution in its place, or,
     ``wait``, waits again in place (a SUB_WORKFLOW whose child runs again); None: the operator
     executions given as unfinished are reopened and carry on from their lists (a JOIN's rerun).
-    Unfinished lists of the operators reopened on the way run again, as in a retry."""
+    Unfinished lists of the operators reopened on the way run again, as in a retry, but for the
+    SUB_WORKFLOW executions in ``waits``, which wait again in place on their child (retried in
+    place after this decision)."""
     lists = Lists(permissive.furthest(d, latest))
 
     def carry(e: Exec) -> None:
-        if target is not None and e.id == target.id:
-            if wait:
-                d.reopen(e, e.state)
-            else:
-                _again(d, e)
-            return
-        rerun(d, lists, e, carry)
+        if e.id in waits or (target is not None and e.id == target.id and wait):
+            d.reopen(e, e.state)
+        elif target is not None and e.id == target.id:
+            _again(d, e)
+        else:
+            rerun(d, lists, e, carry)
 
     carry(lists.root)
 

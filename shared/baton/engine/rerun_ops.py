@@ -33,7 +33,7 @@ from baton.engine.ids import path_uuid
 from baton.engine.plan import Plan
 from baton.engine.reads import exec_from_row
 from baton.engine.records import NewEvent, key_of, parent_of
-from baton.errors import Conflict, InstanceNotFound, StepNotFound
+from baton.errors import BatonError, Conflict, InstanceNotFound, StepNotFound
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import SubWorkflowStep
 from baton.store import instance_sql
@@ -87,6 +87,50 @@ def rewound(
     return gone, chain
 
 
+# A sibling SUB_WORKFLOW's child its parent waits on again: one still running (a rerun of its
+# own is under way), or one that ended unsuccessfully (retried in place).
+LIVE_CHILD = frozenset({InstanceStatus.RUNNING, InstanceStatus.PAUSED})
+RESUMABLE_CHILD = LIVE_CHILD | {
+    InstanceStatus.FAILED,
+    InstanceStatus.TIMED_OUT,
+    InstanceStatus.CANCELLED,
+}
+# Step types with lists of their own (a retry reopens them over their lists).
+LIST_TYPES = frozenset({"PARALLEL", "MAP", "DO_WHILE", "SWITCH"})
+UNFINISHED = frozenset({StepStatus.FAILED, StepStatus.TIMED_OUT, StepStatus.CANCELLED})
+
+
+def run_again(
+    plan: Plan, runs: list[dict[str, Any]], gone: set[uuid.UUID], chain: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The executions a rewind runs again besides its target: inside the operator executions
+    holding the target, the last execution of each list when it is a step without lists that
+    did not complete (a sibling its failure cancelled, another failure): what the reopened
+    operators run again. A rerun resets these in place, as Conductor's does: their old
+    executions go, and each runs again as a new one."""
+    owners = tuple(f"{o['scope']}{o['id']}#" for o in chain[1:])
+    if not owners:
+        return []
+    skip = {m["id"] for m in chain}
+
+    def place(r: dict[str, Any]) -> tuple[int, int]:
+        step_id = r["step_id"]
+        return (plan.position(step_id).index if plan.has_step(step_id) else -1, r["seq"] or 0)
+
+    lasts: dict[str, dict[str, Any]] = {}
+    for r in runs:
+        if r["id"] in gone or not r["scope"].startswith(owners):
+            continue
+        now = lasts.get(r["scope"])
+        if now is None or place(r) > place(now):
+            lasts[r["scope"]] = r
+    return [
+        r
+        for r in lasts.values()
+        if r["id"] not in skip and r["step_type"] not in LIST_TYPES and r["status"] in UNFINISHED
+    ]
+
+
 class RerunOps(EngineCore):
     def _rewind(
         self,
@@ -99,13 +143,17 @@ class RerunOps(EngineCore):
         step_input: dict[str, Any] | None = None,
         child_ended: dict[str, Any] | None = None,
         runs: list[dict[str, Any]] | None = None,
-    ) -> None:
+    ) -> list[uuid.UUID]:
         """Run the instance locked in ``row`` again from its execution ``target_id`` (see the
         module), ``how``: ``fresh``, a new execution in its place (given ``step_input`` as its
         input, if any); ``wait``, waiting again in place on its child; ``join``, an operator
         execution reopened over its lists as they ended (its JOIN run again).
         ``child_ended``: the event to leave the instance when the child it waits on again has
-        ended already."""
+        ended already. The other executions it runs again are reset in place (``run_again``);
+        with ``wait`` (a parent running again with its child), a SUB_WORKFLOW among them whose
+        child ended unsuccessfully or still runs waits on that child again instead, as
+        Conductor's parent resumes its sibling sub-workflows: returns the ended children, to be
+        retried in place once this transaction commits."""
         iid = row["id"]
         plan = self.snapshots.plan(conn, row["snapshot_id"])
         if runs is None:
@@ -114,10 +162,31 @@ class RerunOps(EngineCore):
         if target is None:
             raise StepNotFound(str(iid), str(target_id))
         gone, chain = rewound(plan, runs, target, fresh=how == "fresh")
+        again = run_again(plan, runs, gone, chain)
+        children: dict[uuid.UUID, str] = {}
+        if how == "wait":
+            kids = [r["child_instance_id"] for r in again if r["step_type"] == "SUB_WORKFLOW"]
+            if kids:
+                children = {
+                    c["id"]: c["status"]
+                    for c in conn.execute(instance_sql.STATUSES, {"ids": kids}).fetchall()
+                }
+        waits = {
+            r["id"]: r["child_instance_id"]
+            for r in again
+            if r["step_type"] == "SUB_WORKFLOW"
+            and children.get(r["child_instance_id"]) in RESUMABLE_CHILD
+        }
+        resets = {r["id"] for r in again if r["id"] not in waits}
         with conn.pipeline():
-            held = conn.execute(instance_sql.EXECUTIONS_BY_ID, {"ids": [m["id"] for m in chain]})
-            if gone:
-                conn.execute(instance_sql.DELETE_EXECUTIONS, {"id": iid, "ids": list(gone)})
+            held = conn.execute(
+                instance_sql.EXECUTIONS_BY_ID,
+                {"ids": [m["id"] for m in chain] + [r["id"] for r in again]},
+            )
+            if gone or resets:
+                conn.execute(
+                    instance_sql.DELETE_EXECUTIONS, {"id": iid, "ids": list(gone | resets)}
+                )
             last = conn.execute(instance_sql.LATEST_BY_STEP, {"id": iid})
             waiting = conn.execute(
                 instance_sql.EVENTS_OF_INSTANCE,
@@ -126,7 +195,8 @@ class RerunOps(EngineCore):
         latest: dict[str, dict[str, Exec]] = {}
         for r in last.fetchall():
             latest.setdefault(r["scope"], {})[r["step_id"]] = exec_from_row(r)
-        # The target and what holds it, given as unfinished, are the last of their lists.
+        # The target, what holds it and what runs again, given as unfinished, are the last of
+        # their lists.
         for r in held.fetchall():
             e = replace(exec_from_row(r), status=StepStatus.FAILED)
             latest.setdefault(e.scope, {})[e.step_id] = e
@@ -138,29 +208,77 @@ class RerunOps(EngineCore):
             if step_input is not None:
                 d.rerun_inputs[(target["step_id"], target["scope"])] = step_input
             d.rerun_from(
-                latest, None if how == "join" else unfinished, wait=how == "wait", detail=detail
+                latest,
+                None if how == "join" else unfinished,
+                wait=how == "wait",
+                detail=detail,
+                waits=frozenset(waits),
             )
             if child_ended is not None:
                 d.changes.events.append(NewEvent(iid, "CHILD_ENDED", target_id, child_ended))
 
         self._decide(conn, row, act)
+        return [c for c in waits.values() if children[c] not in LIVE_CHILD]
 
     def _reopen_parents(self, child_id: uuid.UUID) -> None:
         """The parent whose step waited on ``child_id`` and ended runs again, waiting on it once
         more; then its own parent, and so on up."""
         while True:
-            parent = self.db.transaction(
+            reopened = self.db.transaction(
                 functools.partial(self._reopen_parent, child_id=child_id), explicit_begin=True
             )
-            if parent is None:
+            if reopened is None:
                 return
+            parent, siblings = reopened
             log.info(
                 "parent runs again with its child",
                 extra={"instance_id": str(parent), "child_id": str(child_id)},
             )
+            for sibling in siblings:
+                self._resume_child(parent, sibling)
             child_id = parent
 
-    def _reopen_parent(self, conn: Conn, child_id: uuid.UUID) -> uuid.UUID | None:
+    def _resume_child(self, parent: uuid.UUID, child: uuid.UUID) -> None:
+        """Retry, in place, a child its parent waits on again; one that cannot be retried (a
+        TERMINATE step ended it, it is archived) is handed back to its parent as it ended."""
+        try:
+            self._retry_in_place(child)
+        except BatonError as refused:
+            log.info(
+                "a sibling child could not be retried: its parent is told it ended",
+                extra={"instance_id": str(parent), "child_id": str(child), "why": str(refused)},
+            )
+            self.db.transaction(
+                functools.partial(self._hand_back, parent=parent, child=child),
+                explicit_begin=True,
+            )
+
+    def _hand_back(self, conn: Conn, parent: uuid.UUID, child: uuid.UUID) -> None:
+        """Leave ``parent`` the end of ``child`` (an event, delivered as any child's end)."""
+        row = first_in_transaction(conn, instance_sql.LOCK_INSTANCE, {"id": parent})
+        ended = conn.execute(instance_sql.CHILD_AS_ENDED, {"child": child}).fetchone()
+        if row is None or ended is None or ended["parent_step_execution_id"] is None:
+            return
+        payload = {
+            "childId": str(child),
+            "status": ended["status"],
+            "output": ended["output"],
+            "reason": ended["reason"],
+        }
+        event = NewEvent(parent, "CHILD_ENDED", ended["parent_step_execution_id"], payload)
+
+        def act(d: Decider) -> None:
+            d.changes.events.append(event)
+
+        self._decide(conn, row, act)
+
+    def _retry_in_place(self, child: uuid.UUID) -> None:
+        """A retry of ``child`` (InstanceOps.retry_instance)."""
+        raise NotImplementedError
+
+    def _reopen_parent(
+        self, conn: Conn, child_id: uuid.UUID
+    ) -> tuple[uuid.UUID, list[uuid.UUID]] | None:
         row = first_in_transaction(conn, instance_sql.LOCK_PARENT_OF, {"child": child_id})
         if row is None or not InstanceStatus(row["status"]).terminal:
             return None  # no parent, or one still running (its step waits, or moved on)
@@ -191,7 +309,7 @@ class RerunOps(EngineCore):
                 "output": child["output"],
                 "reason": child["reason"],
             }
-        self._rewind(
+        siblings = self._rewind(
             conn,
             row,
             exec_id,
@@ -200,7 +318,7 @@ class RerunOps(EngineCore):
             child_ended=ended,
             runs=runs,
         )
-        return uuid.UUID(str(row["id"]))
+        return uuid.UUID(str(row["id"])), siblings
 
     def _rerun_from(
         self,

@@ -529,6 +529,9 @@ SELECT s.instance_id, s.id FROM step_execution s
 """
 )
 
+# The statuses of some instances.
+STATUSES = "SELECT id, status FROM instance WHERE id = ANY(%(ids)s::uuid[])"
+
 # What a rerun removes: the executions after the one it runs again from (their jobs with them).
 DELETE_EXECUTIONS = """
 DELETE FROM step_execution WHERE instance_id = %(id)s AND id = ANY(%(ids)s::uuid[])

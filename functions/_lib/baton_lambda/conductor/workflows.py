@@ -257,8 +257,15 @@ class WorkflowRoutes(Routes):
         seen = {wid}
         while True:
             steps = engine.get_instance(wid)["steps"]
+            # Conductor's tasks: an operator's own execution (a fork, a loop) is no task there.
             first = next(
-                (s for s in steps if s["status"] in ("FAILED", "TIMED_OUT", "CANCELLED")), None
+                (
+                    s
+                    for s in steps
+                    if s["status"] in ("FAILED", "TIMED_OUT", "CANCELLED")
+                    and s["type"] not in ("PARALLEL", "MAP", "DO_WHILE", "SWITCH")
+                ),
+                None,
             )
             child = first.get("childInstanceId") if first is not None else None
             if first is None or first["type"] != "SUB_WORKFLOW" or not child or child in seen:
