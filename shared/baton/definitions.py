@@ -104,7 +104,7 @@ class WorkflowDefinition(Model):
 PATTERN_RULES = {
     NAME_PATTERN: "names are 1-128 characters: letters, digits, '_', '.' and '-', starting "
     "with a letter or a digit",
-    STEP_ID_PATTERN: "step ids are 1-64 characters: letters, digits, '_' and '-', not starting "
+    STEP_ID_PATTERN: "step ids are 1-128 characters: letters, digits, '_' and '-', not starting "
     "with '-'",
     JOB_TYPE_PATTERN: "job types are 1-128 characters: letters, digits, '_', '.', ':' and '-', "
     "starting with a letter or a digit",

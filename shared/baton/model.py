@@ -16,7 +16,7 @@ NAME_OR_EXPRESSION_PATTERN = NAME_PATTERN + r"|^\$\{[^}]+\}$"
 WHOLE_EXPRESSION_PATTERN = r"^\$\{[^}]+\}$"
 QUEUE_NAME_PATTERN = r"^[A-Za-z0-9-]{1,64}$"
 QUEUE_NAME_RULE = "queue names are 1-64 characters: letters, digits and hyphens"
-STEP_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$"
+STEP_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,127}$"
 JOB_TYPE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
 # A job type, or one ${…} expression giving one when the step starts (Conductor's DYNAMIC).
 JOB_TYPE_OR_EXPRESSION_PATTERN = JOB_TYPE_PATTERN + r"|^\$\{[^}]+\}$"

@@ -201,3 +201,14 @@ def test_a_retry_count_conductor_allows_is_accepted_up_to_batons_bound() -> None
     assert [p.message for p in e.value.problems] == [
         "retryCount must be at most 100000, not 100001"
     ]
+
+
+def test_a_long_reference_name_is_kept_up_to_128_characters() -> None:
+    """Conductor sets no bound on reference names; its own e2e tests use 70 characters."""
+    ref = "fork_retry-resume-fork-parent-FAILED_WITH_TERMINAL_ERROR-1795787852968"
+    longest = "r" * 128
+    got = _translate([simple(ref), simple(longest, "other")])["steps"]
+    assert [s["id"] for s in got] == [ref, longest]
+    parse_definition(_translate([simple(ref)]))
+    with pytest.raises(Untranslatable, match="128 characters"):
+        _translate([simple("r" * 129)])

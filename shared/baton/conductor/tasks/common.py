@@ -151,7 +151,7 @@ def base(task: dict[str, Any], path: str) -> dict[str, Any]:
         raise fail(
             label(task, path),
             "taskReferenceName must hold only letters, digits, _ and - (not first), at most "
-            "64 characters",
+            "128 characters",
         )
     # asyncComplete, rateLimited/rateLimitConfig, and startDelay on a task no worker claims,
     # are accepted without effect (docs/architecture.md, "Conductor-compatible surface", says
