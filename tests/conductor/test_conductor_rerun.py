@@ -224,7 +224,9 @@ def test_retry_a_terminated_workflow_and_a_failed_sub_workflow_in_place(
     _poll(clients, t)
     wc.terminate_workflow(wid, reason="stop")
     _until(clients, wid, "TERMINATED")
+    assert _status(clients, wid).last_retried_time == 0
     wc.retry_workflow(wid)
+    assert _status(clients, wid).last_retried_time > 0
     _done(clients, _poll(clients, t))
     _until(clients, wid, "COMPLETED")
 

@@ -204,8 +204,21 @@ def workflow(
         "parentWorkflowId": instance.get("parentInstanceId"),
         "idempotencyKey": instance.get("idempotencyKey"),
         "taskToDomain": {},
+        "lastRetriedTime": _last_retried(audit),
     }
     return {k: v for k, v in out.items() if v is not None}
+
+
+# The history rows of a run made to run again, as Conductor's lastRetriedTime counts them.
+_RUN_AGAIN = frozenset({"INSTANCE_RETRIED", "INSTANCE_RERUN"})
+
+
+def _last_retried(audit: list[dict[str, Any]] | None) -> int | None:
+    """When the workflow was last retried or rerun (epoch ms; 0 never), from its history; None
+    when the history was not read."""
+    if audit is None:
+        return None
+    return max((ms(r.get("at")) for r in audit if r.get("event") in _RUN_AGAIN), default=0)
 
 
 # The task definition name Conductor's own mappers give these task types.

@@ -200,7 +200,7 @@ class WorkflowRoutes(Routes):
         instance = for_conductor(engine, engine.get_instance(wid, conductor_view=True))
         # A failed workflow's reason names its task as the tasks show it, from the history.
         failed = instance["status"] in ("FAILED", "TIMED_OUT")
-        audit = engine.audit_trail(wid) if include or failed else []
+        audit = engine.audit_trail(wid) if include or failed else None
         return json_answer(cviews.workflow(instance, audit, include_tasks=include))
 
     def workflow_status(self, workflow: str) -> Any:
