@@ -148,3 +148,41 @@ def test_signal_refusals(api: httpx.Client) -> None:
     )
     assert bad.status_code == 400
     assert _workflow(api, wid)["tasks"][0]["status"] == "IN_PROGRESS"  # nothing was applied
+
+
+def test_a_wait_task_shows_how_long_it_waits(api: httpx.Client) -> None:
+    timed = {**_wait("t"), "inputParameters": {"duration": "30 seconds"}}
+    name = _register(api, [timed, _wait("forever")])
+    wid = _start(api, name)
+    (task,) = _blocked(api, wid)["tasks"]
+    assert task["callbackAfterSeconds"] == 30
+    assert abs(task["waitTimeout"] - task["startTime"] - 30_000) < 1_000
+    signalled = api.post(f"/tasks/{wid}/COMPLETED/signal", json={})  # the timer is blocked
+    assert signalled.status_code == 200, signalled.text
+    wf = _blocked(api, wid)
+    assert wf["tasks"][0]["status"] == "COMPLETED"  # a timer ends early when updated
+    assert wf["tasks"][-1]["callbackAfterSeconds"] == 2**31 - 1  # Conductor's "forever"
+
+
+def test_a_waiting_task_updated_failed_fails_its_workflow(api: httpx.Client) -> None:
+    for kind in ("WAIT", "HUMAN"):
+        name = _register(api, [{**_wait("w"), "type": kind}])
+        wid = _start(api, name)
+        (task,) = _blocked(api, wid)["tasks"]
+        answer = api.post(
+            "/tasks",
+            json={
+                "workflowInstanceId": wid,
+                "taskId": task["taskId"],
+                "status": "FAILED",
+                "reasonForIncompletion": "declined",
+                "outputData": {"why": "no"},
+            },
+        )
+        assert answer.status_code == 200, answer.text
+        wf = _workflow(api, wid)
+        assert wf["status"] == "FAILED", wf
+        assert wf["tasks"][0]["status"] == "FAILED"
+        assert wf["tasks"][0]["reasonForIncompletion"] == "declined"
+        assert wf["tasks"][0]["outputData"] == {"why": "no"}
+        assert "declined" in wf["reasonForIncompletion"]

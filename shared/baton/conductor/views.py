@@ -724,4 +724,17 @@ def _task(
         "callbackAfterSeconds": 0,
         "workflowPriority": 0,
     }
+    if step["type"] == "TIMER" and step.get("wakeAt"):
+        # Conductor's WAIT with a duration or an until: its due time, and how long it waits
+        # from its start (WaitTaskMapper).
+        due = ms(step["wakeAt"])
+        began = ms(step.get("startedAt") or step.get("createdAt"))
+        t["waitTimeout"] = due
+        t["callbackAfterSeconds"] = max(0, (due - began) // 1000) if began else 0
+    elif step["type"] == "SIGNAL":
+        t["callbackAfterSeconds"] = WAIT_FOREVER_SECONDS
     return {k: v for k, v in t.items() if v is not None}
+
+
+# What Conductor's WAIT without a duration shows as its callbackAfterSeconds (Integer.MAX_VALUE).
+WAIT_FOREVER_SECONDS = 2**31 - 1

@@ -199,11 +199,18 @@ class Decider(DecisionFlow):
         self.run()
         return None
 
-    def resume_waiting(self, e: Exec, output: Any, event: str) -> None:
-        """A waiting step (USER_TASK, SIGNAL) was completed through the API with ``output``."""
-        where = {"stepId": e.step_id, "stepExecutionId": str(e.id)}
+    def resume_waiting(self, e: Exec, output: Any, event: str, failure: str | None = None) -> None:
+        """A waiting step (USER_TASK, SIGNAL, TIMER, SUB_WORKFLOW) was completed through the
+        API with ``output``, or failed with ``failure`` as its reason (the output kept as the
+        step's)."""
+        where: dict[str, Any] = {"stepId": e.step_id, "stepExecutionId": str(e.id)}
+        if failure is not None:
+            where["reason"] = failure
         self.changes.audit.append(AuditEvent(event, None, where))
-        self.complete(e, output)
+        if failure is None:
+            self.complete(e, output)
+        else:
+            self.fail(e, failure, output=output)
         self.run()
 
     def timer_fired(self, e: Exec) -> None:

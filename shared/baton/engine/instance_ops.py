@@ -729,17 +729,56 @@ class InstanceOps(RetentionOps, ArchiveReads, RerunOps):
             step_execution_id,
         )
 
+    def complete_timer(
+        self,
+        instance_id: str,
+        step_id: str,
+        output: dict[str, Any] | None = None,
+        *,
+        step_execution_id: str | None = None,
+    ) -> dict[str, Any]:
+        """End a waiting TIMER before its due time with ``output`` (Conductor completes a WAIT
+        task with a duration through a task update, as one without)."""
+        return self._resume_waiting(
+            instance_id, step_id, "TIMER", output or {}, "TIMER_COMPLETED", step_execution_id
+        )
+
+    def fail_waiting(
+        self,
+        instance_id: str,
+        step_id: str,
+        reason: str,
+        output: dict[str, Any] | None = None,
+        *,
+        step_execution_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Fail a waiting USER_TASK, SIGNAL, TIMER or SUB_WORKFLOW execution from outside, with
+        ``reason`` and ``output`` kept as the step's (Conductor's task update with FAILED): it
+        fails as a failed task does, its retries and ``optional`` applied."""
+        return self._resume_waiting(
+            instance_id,
+            step_id,
+            WAITING_TYPES,
+            output or {},
+            "WAITING_STEP_FAILED",
+            step_execution_id,
+            failure=reason,
+        )
+
     def _resume_waiting(  # noqa: PLR0917 (the public callers name their arguments)
         self,
         instance_id: str,
         step_id: str,
-        step_type: str,
+        step_type: str | tuple[str, ...],
         output: Any,
         event: str,
         step_execution_id: str | None,
+        *,
+        failure: str | None = None,
     ) -> dict[str, Any]:
         """Complete a waiting execution of ``step_id``: the one named, else the oldest waiting
-        (a step inside a MAP or a loop may wait in several executions at once)."""
+        (a step inside a MAP or a loop may wait in several executions at once); ``failure``:
+        fail it with that reason instead."""
         iid = path_uuid(instance_id, InstanceNotFound)
         exec_id = (
             None if step_execution_id is None else parse_uuid(step_execution_id, "stepExecutionId")
@@ -752,8 +791,9 @@ class InstanceOps(RetentionOps, ArchiveReads, RerunOps):
             if not plan.has_step(step_id):
                 raise StepNotFound(instance_id, step_id)
             actual = plan.step(step_id).type
-            if actual != step_type:
-                raise Conflict(f"step {step_id!r} is a {actual}, not a {step_type}")
+            wanted = (step_type,) if isinstance(step_type, str) else step_type
+            if actual not in wanted:
+                raise Conflict(f"step {step_id!r} is a {actual}, not a {' or a '.join(wanted)}")
             _expect(
                 row,
                 instance_id,
@@ -771,11 +811,15 @@ class InstanceOps(RetentionOps, ArchiveReads, RerunOps):
                 where = "has not started" if found is None else f"is {found['status']}"
                 raise Conflict(f"step {step_id!r} {where}; it is not waiting")
             e = exec_from_row(found)
-            self._decide(conn, row, lambda d: d.resume_waiting(e, output, event))
+            self._decide(conn, row, lambda d: d.resume_waiting(e, output, event, failure))
 
         self.db.transaction(work, explicit_begin=True)
         self.deliver_pending()
         return self.get_instance(instance_id)
+
+
+# The step types that wait for something from outside (or a due time) in one execution.
+WAITING_TYPES = ("USER_TASK", "SIGNAL", "TIMER", "SUB_WORKFLOW")
 
 
 def _expect(row: dict[str, Any], instance_id: str, what: str, *allowed: InstanceStatus) -> None:

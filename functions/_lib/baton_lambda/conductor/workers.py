@@ -216,20 +216,33 @@ class WorkerRoutes(Routes):
         engine = self.api.engine()
         steps = engine.get_instance(wid).get("steps", [])
         step = next((s for s in steps if s["id"] == tid), None)
-        if step is None or step["type"] not in ("USER_TASK", "SIGNAL", "SUB_WORKFLOW"):
+        if step is None or step["type"] not in ("USER_TASK", "SIGNAL", "TIMER", "SUB_WORKFLOW"):
             raise JobNotFound(tid)
         if step["status"] not in ("SCHEDULED", "IN_PROGRESS"):
             return  # a late update for a finished task: ignored, as Conductor does
-        if status != "COMPLETED":
+        if status == "IN_PROGRESS":
             raise ValidationFailed(
                 [
                     Problem(
-                        "status", f"a {step['type']} task is completed with COMPLETED, not {status}"
+                        "status",
+                        f"a {cviews.TASK_TYPE[step['type']]} task is updated with COMPLETED, "
+                        "FAILED or FAILED_WITH_TERMINAL_ERROR, not IN_PROGRESS",
                     )
                 ]
             )
         output = result.get("outputData") if isinstance(result.get("outputData"), dict) else {}
-        if step["type"] == "USER_TASK":
+        if status != "COMPLETED":
+            reason = result.get("reasonForIncompletion")
+            engine.fail_waiting(
+                wid,
+                step["stepId"],
+                reason if isinstance(reason, str) and reason else f"the task was updated {status}",
+                output,
+                step_execution_id=tid,
+            )
+        elif step["type"] == "TIMER":
+            engine.complete_timer(wid, step["stepId"], output, step_execution_id=tid)
+        elif step["type"] == "USER_TASK":
             engine.complete_user_task(wid, step["stepId"], output, step_execution_id=tid)
         elif step["type"] == "SUB_WORKFLOW":
             engine.complete_sub_workflow(wid, step["stepId"], output, step_execution_id=tid)
