@@ -322,3 +322,38 @@ def test_a_parent_running_again_resumes_its_other_children_in_place(engine: Engi
     assert engine.get_instance(mom)["status"] == "COMPLETED"
     assert [s["childInstanceId"] for s in steps_of(engine, mom, "two")] == [second]
     assert runs == {"a": 1, "x": 2, "b": 1, "shaky": 1, "last": 1}
+
+
+def test_a_cancelled_child_cancels_its_step_and_its_parent(engine: Engine) -> None:
+    """Conductor: a SUB_WORKFLOW whose child was TERMINATED is CANCELED, is not retried, and a
+    required CANCELED task terminates its workflow; an optional one is passed over."""
+    engine.register_definition({"name": "kid2", "steps": [task("x")]})
+    engine.register_definition(
+        {
+            "name": "mom2",
+            "steps": [
+                {"id": "c", "type": "SUB_WORKFLOW", "definitionName": "kid2", "retryCount": 2},
+                task("after"),
+            ],
+        }
+    )
+    engine.register_definition(
+        {
+            "name": "mom3",
+            "steps": [
+                {"id": "c", "type": "SUB_WORKFLOW", "definitionName": "kid2", "optional": True},
+                task("after"),
+            ],
+        }
+    )
+    required, _ = engine.start_instance(definition_name="mom2")
+    optional, _ = engine.start_instance(definition_name="mom3")
+    for parent in (required, optional):
+        kid = steps_of(engine, parent["id"], "c")[0]["childInstanceId"]
+        engine.cancel_instance(kid, "stop it")
+        engine.deliver_pending()
+    got = engine.get_instance(required["id"])
+    assert got["status"] == "CANCELLED" and "ended CANCELLED: stop it" in got["reason"]
+    assert [s["status"] for s in steps_of(engine, required["id"], "c")] == ["CANCELLED"]
+    assert engine.get_instance(optional["id"])["status"] == "RUNNING"
+    assert [s["status"] for s in steps_of(engine, optional["id"], "after")] == ["SCHEDULED"]

@@ -48,6 +48,11 @@ _ACTIVE = frozenset({InstanceStatus.RUNNING, InstanceStatus.PAUSED})
 MERGED_OUTPUTS = frozenset({"SERVICE_TASK", "USER_TASK", "SIGNAL", "SUB_WORKFLOW"})
 
 
+# The ends of a step an ``optional`` or ``permissive`` flag passes over: a failure, or a cancel
+# (a cancelled child's SUB_WORKFLOW); not a TIME_OUT_WF timeout of the whole instance.
+_PASSED_OVER = (InstanceStatus.FAILED, InstanceStatus.CANCELLED)
+
+
 class DecisionFlow(DecisionState):
     """Scheduling, completing, failing and cancelling within one decision (the mechanics the
     decider's events and the operators drive)."""
@@ -264,7 +269,7 @@ class DecisionFlow(DecisionState):
                 output = None  # the failure stands; what came with it is over the limit
         if (
             self._optional(e)
-            and instance_status == InstanceStatus.FAILED  # TIME_OUT_WF times the instance out
+            and instance_status in _PASSED_OVER  # TIME_OUT_WF times the instance out
             and not self.closed(e.scope)
         ):
             self.update_step(e.id, StepStatus.COMPLETED, output=output, error=said, scope=e.scope)
@@ -282,7 +287,7 @@ class DecisionFlow(DecisionState):
         if (
             e.step_id in self.plan.permissive
             and self._flag(self.plan.step(e.step_id).permissive, e)
-            and instance_status == InstanceStatus.FAILED  # TIME_OUT_WF times the instance out
+            and instance_status in _PASSED_OVER  # TIME_OUT_WF times the instance out
             and not self.closed(e.scope)
             and not self.plan.loops(f"step:{e.step_id}")  # a DO_WHILE fails on it at once
         ):

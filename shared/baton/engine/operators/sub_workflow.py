@@ -196,6 +196,18 @@ def child_ended(d: Decision, e: Exec, status: str, output: Any, reason: str | No
         d.complete(e, output)
         return
     why = f"child instance {e.child_instance_id} ended {status}" + (f": {reason}" if reason else "")
+    if status == InstanceStatus.CANCELLED:
+        # A cancelled child cancels its step, which is not retried, and a required step's
+        # cancel cancels the instance: Conductor's SUB_WORKFLOW task is CANCELED when its
+        # child is TERMINATED, and a CANCELED task terminates its workflow.
+        d.fail(
+            e,
+            why,
+            StepStatus.CANCELLED,
+            InstanceStatus.CANCELLED,
+            output=output,
+        )
+        return
     if e.attempt <= step.retry_count:
         SubWorkflow().start_child(d, step, e, e.input, attempt=e.attempt + 1)
         return
