@@ -92,7 +92,7 @@ def _batch_item(engine: Any, r: m.BatchResultItem) -> BatchResult:
             [Problem("results", "give one of variablesToSet, outputPayloadPath or failure")]
         )
     f = r.failure
-    failure = Failure(f.error_message, f.retryable, f.next_retry_delay_seconds)
+    failure = Failure(f.error_message, f.retryable, f.next_retry_delay_seconds, f.output)
     return BatchResult(r.job_id, r.worker_id, r.attempt, failure=failure)
 
 
@@ -107,6 +107,7 @@ def fail() -> Any:
         req.retryable,
         attempt=req.attempt,
         next_retry_delay_seconds=req.next_retry_delay_seconds,
+        output=req.output,
     )
     return api.ok(result)
 

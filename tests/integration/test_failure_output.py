@@ -135,3 +135,43 @@ def test_a_failed_sub_workflow_step_keeps_the_child_s_output(engine: Engine) -> 
     assert got["output"] == {"child": {"got": 9}}
     (c,) = steps_of(engine, parent["id"], "c")
     assert (c["status"], c["output"]) == ("FAILED", {"got": 9})
+
+
+def test_a_batch_failure_keeps_its_output_when_it_ends_the_step(engine: Engine) -> None:
+    """POST /v1/jobs/complete-batch's failure.output, as /v1/jobs/fail's output: kept by the
+    failure that ends the step (an optional step's successors read it), not by one a retry
+    follows; refused above the inline limit, item by item."""
+    from baton.engine.batch_ops import BatchResult, Failure
+
+    engine.register_definition(
+        {
+            "name": "batchfail",
+            "steps": [
+                task("a", "bf_a", retryCount=1, retryDelaySeconds=0, optional=True),
+                task("b", "bf_b", input={"saw": "${a.output.code}"}),
+            ],
+        }
+    )
+    inst, _ = engine.start_instance(definition_name="batchfail")
+    job = _job(engine, "bf_a")
+    retried = engine.complete_batch(
+        [BatchResult(job["id"], "w", job["attempt"], failure=Failure("first", output={"code": 1}))]
+    )
+    assert retried[0]["outcome"] == "APPLIED" and retried[0]["status"] == "RETRY_SCHEDULED"
+    job = wait_until(lambda: (engine.poll("w", ["bf_a"], 1) or [None])[0], timeout=10)
+    big = {"x": "y" * (engine.settings.max_payload_bytes + 10)}
+    (refused,) = engine.complete_batch(
+        [BatchResult(job["id"], "w", job["attempt"], failure=Failure("big", output=big))]
+    )
+    assert refused["outcome"] == "INVALID"
+    (ended,) = engine.complete_batch(
+        [
+            BatchResult(
+                job["id"], "w", job["attempt"], failure=Failure("last", False, output={"code": 2})
+            )
+        ]
+    )
+    assert ended["outcome"] == "APPLIED"
+    (a,) = steps_of(engine, inst["id"], "a")
+    assert a["output"] == {"code": 2}
+    assert _job(engine, "bf_b")["input"] == {"saw": 2}

@@ -3433,6 +3433,7 @@ type BatchFailure struct {
 	ErrorMessage          string                 `protobuf:"bytes,1,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
 	Retryable             *bool                  `protobuf:"varint,2,opt,name=retryable,proto3,oneof" json:"retryable,omitempty"` // default true
 	NextRetryDelaySeconds *float64               `protobuf:"fixed64,3,opt,name=next_retry_delay_seconds,json=nextRetryDelaySeconds,proto3,oneof" json:"next_retry_delay_seconds,omitempty"`
+	Output                *structpb.Struct       `protobuf:"bytes,4,opt,name=output,proto3" json:"output,omitempty"` // kept as the step's output when the failure ends the step
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -3486,6 +3487,13 @@ func (x *BatchFailure) GetNextRetryDelaySeconds() float64 {
 		return *x.NextRetryDelaySeconds
 	}
 	return 0
+}
+
+func (x *BatchFailure) GetOutput() *structpb.Struct {
+	if x != nil {
+		return x.Output
+	}
+	return nil
 }
 
 type BatchResultItem struct {
@@ -3747,8 +3755,11 @@ type FailJobRequest struct {
 	// rate-limited API's Retry-After). Ignored when no retry follows.
 	NextRetryDelaySeconds *float64 `protobuf:"fixed64,5,opt,name=next_retry_delay_seconds,json=nextRetryDelaySeconds,proto3,oneof" json:"next_retry_delay_seconds,omitempty"`
 	Attempt               *int32   `protobuf:"varint,6,opt,name=attempt,proto3,oneof" json:"attempt,omitempty"` // as on CompleteJobRequest
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// What the worker gives with the failure (Conductor's failed task's outputData): kept as the
+	// step's output when this failure ends the step (no retry follows).
+	Output        *structpb.Struct `protobuf:"bytes,7,opt,name=output,proto3" json:"output,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FailJobRequest) Reset() {
@@ -3821,6 +3832,13 @@ func (x *FailJobRequest) GetAttempt() int32 {
 		return *x.Attempt
 	}
 	return 0
+}
+
+func (x *FailJobRequest) GetOutput() *structpb.Struct {
+	if x != nil {
+		return x.Output
+	}
+	return nil
 }
 
 type FailJobResponse struct {
@@ -7736,11 +7754,12 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x13CompleteJobResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x18\n" +
-	"\aapplied\x18\x03 \x01(\bR\aapplied\"\xbf\x01\n" +
+	"\aapplied\x18\x03 \x01(\bR\aapplied\"\xf0\x01\n" +
 	"\fBatchFailure\x12#\n" +
 	"\rerror_message\x18\x01 \x01(\tR\ferrorMessage\x12!\n" +
 	"\tretryable\x18\x02 \x01(\bH\x00R\tretryable\x88\x01\x01\x12<\n" +
-	"\x18next_retry_delay_seconds\x18\x03 \x01(\x01H\x01R\x15nextRetryDelaySeconds\x88\x01\x01B\f\n" +
+	"\x18next_retry_delay_seconds\x18\x03 \x01(\x01H\x01R\x15nextRetryDelaySeconds\x88\x01\x01\x12/\n" +
+	"\x06output\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x06outputB\f\n" +
 	"\n" +
 	"_retryableB\x1b\n" +
 	"\x19_next_retry_delay_seconds\"\x98\x02\n" +
@@ -7762,14 +7781,15 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x0fnext_attempt_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\rnextAttemptAt\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\"L\n" +
 	"\x15CompleteBatchResponse\x123\n" +
-	"\aresults\x18\x01 \x03(\v2\x19.workflow.v1.BatchOutcomeR\aresults\"\xa0\x02\n" +
+	"\aresults\x18\x01 \x03(\v2\x19.workflow.v1.BatchOutcomeR\aresults\"\xd1\x02\n" +
 	"\x0eFailJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12#\n" +
 	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x12!\n" +
 	"\tretryable\x18\x04 \x01(\bH\x00R\tretryable\x88\x01\x01\x12<\n" +
 	"\x18next_retry_delay_seconds\x18\x05 \x01(\x01H\x01R\x15nextRetryDelaySeconds\x88\x01\x01\x12\x1d\n" +
-	"\aattempt\x18\x06 \x01(\x05H\x02R\aattempt\x88\x01\x01B\f\n" +
+	"\aattempt\x18\x06 \x01(\x05H\x02R\aattempt\x88\x01\x01\x12/\n" +
+	"\x06output\x18\a \x01(\v2\x17.google.protobuf.StructR\x06outputB\f\n" +
 	"\n" +
 	"_retryableB\x1b\n" +
 	"\x19_next_retry_delay_secondsB\n" +
@@ -8331,163 +8351,165 @@ var file_workflow_v1_engine_proto_depIdxs = []int32{
 	100, // 62: workflow.v1.Job.input:type_name -> google.protobuf.Value
 	33,  // 63: workflow.v1.PollJobsResponse.jobs:type_name -> workflow.v1.Job
 	98,  // 64: workflow.v1.CompleteJobRequest.variables_to_set:type_name -> google.protobuf.Struct
-	98,  // 65: workflow.v1.BatchResultItem.variables_to_set:type_name -> google.protobuf.Struct
-	37,  // 66: workflow.v1.BatchResultItem.failure:type_name -> workflow.v1.BatchFailure
-	38,  // 67: workflow.v1.CompleteBatchRequest.results:type_name -> workflow.v1.BatchResultItem
-	99,  // 68: workflow.v1.BatchOutcome.next_attempt_at:type_name -> google.protobuf.Timestamp
-	40,  // 69: workflow.v1.CompleteBatchResponse.results:type_name -> workflow.v1.BatchOutcome
-	99,  // 70: workflow.v1.FailJobResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
-	99,  // 71: workflow.v1.HeartbeatResponse.lock_expires_at:type_name -> google.protobuf.Timestamp
-	99,  // 72: workflow.v1.StopWorkerResponse.stopped_at:type_name -> google.protobuf.Timestamp
-	99,  // 73: workflow.v1.PushResponse.created_at:type_name -> google.protobuf.Timestamp
-	99,  // 74: workflow.v1.QueueTask.created_at:type_name -> google.protobuf.Timestamp
-	99,  // 75: workflow.v1.QueueTask.visible_at:type_name -> google.protobuf.Timestamp
-	53,  // 76: workflow.v1.QueueTaskList.tasks:type_name -> workflow.v1.QueueTask
-	61,  // 77: workflow.v1.QueuePage.queues:type_name -> workflow.v1.QueueSummary
-	99,  // 78: workflow.v1.QueueTaskDetail.visible_at:type_name -> google.protobuf.Timestamp
-	99,  // 79: workflow.v1.QueueTaskDetail.created_at:type_name -> google.protobuf.Timestamp
-	99,  // 80: workflow.v1.QueueTaskDetail.updated_at:type_name -> google.protobuf.Timestamp
-	99,  // 81: workflow.v1.QueueTaskDetail.completed_at:type_name -> google.protobuf.Timestamp
-	64,  // 82: workflow.v1.QueueTaskPage.tasks:type_name -> workflow.v1.QueueTaskDetail
-	67,  // 83: workflow.v1.RedriveResponse.skipped:type_name -> workflow.v1.RedriveSkipped
-	69,  // 84: workflow.v1.ScheduleSpec.interval:type_name -> workflow.v1.ScheduleInterval
-	99,  // 85: workflow.v1.ScheduleSpec.start_at:type_name -> google.protobuf.Timestamp
-	99,  // 86: workflow.v1.ScheduleSpec.end_at:type_name -> google.protobuf.Timestamp
-	98,  // 87: workflow.v1.ScheduleRequest.input:type_name -> google.protobuf.Struct
-	70,  // 88: workflow.v1.ScheduleRequest.spec:type_name -> workflow.v1.ScheduleSpec
-	99,  // 89: workflow.v1.ScheduleAction.slot_time:type_name -> google.protobuf.Timestamp
-	99,  // 90: workflow.v1.ScheduleAction.at:type_name -> google.protobuf.Timestamp
-	98,  // 91: workflow.v1.Schedule.input:type_name -> google.protobuf.Struct
-	70,  // 92: workflow.v1.Schedule.spec:type_name -> workflow.v1.ScheduleSpec
-	99,  // 93: workflow.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	99,  // 94: workflow.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	99,  // 95: workflow.v1.Schedule.next_fire_times:type_name -> google.protobuf.Timestamp
-	72,  // 96: workflow.v1.Schedule.recent_actions:type_name -> workflow.v1.ScheduleAction
-	73,  // 97: workflow.v1.SchedulePage.schedules:type_name -> workflow.v1.Schedule
-	99,  // 98: workflow.v1.ScheduleTriggered.slot_times:type_name -> google.protobuf.Timestamp
-	99,  // 99: workflow.v1.BackfillRequest.from:type_name -> google.protobuf.Timestamp
-	99,  // 100: workflow.v1.BackfillRequest.to:type_name -> google.protobuf.Timestamp
-	99,  // 101: workflow.v1.BackfillResponse.slot_times:type_name -> google.protobuf.Timestamp
-	82,  // 102: workflow.v1.Problem.errors:type_name -> workflow.v1.ProblemItem
-	89,  // 103: workflow.v1.Health.database:type_name -> workflow.v1.HealthCheck
-	89,  // 104: workflow.v1.Health.s3:type_name -> workflow.v1.HealthCheck
-	92,  // 105: workflow.v1.PayloadLimits.workflow_input:type_name -> workflow.v1.PayloadLimit
-	92,  // 106: workflow.v1.PayloadLimits.step_input:type_name -> workflow.v1.PayloadLimit
-	92,  // 107: workflow.v1.PayloadLimits.step_output:type_name -> workflow.v1.PayloadLimit
-	93,  // 108: workflow.v1.ServerConfig.payload_limits:type_name -> workflow.v1.PayloadLimits
-	99,  // 109: workflow.v1.PayloadUpload.expires_at:type_name -> google.protobuf.Timestamp
-	97,  // 110: workflow.v1.PayloadUpload.upload_headers:type_name -> workflow.v1.PayloadUpload.UploadHeadersEntry
-	91,  // 111: workflow.v1.WorkflowEngine.GetConfig:input_type -> workflow.v1.GetConfigRequest
-	95,  // 112: workflow.v1.WorkflowEngine.CreatePayload:input_type -> workflow.v1.CreatePayloadRequest
-	84,  // 113: workflow.v1.WorkflowEngine.GetOpenApi:input_type -> workflow.v1.GetOpenApiRequest
-	88,  // 114: workflow.v1.WorkflowEngine.GetHealth:input_type -> workflow.v1.GetHealthRequest
-	85,  // 115: workflow.v1.WorkflowEngine.DeleteDefinition:input_type -> workflow.v1.DeleteDefinitionRequest
-	86,  // 116: workflow.v1.WorkflowEngine.DeleteInstance:input_type -> workflow.v1.DeleteInstanceRequest
-	3,   // 117: workflow.v1.WorkflowEngine.RegisterDefinition:input_type -> workflow.v1.Definition
-	4,   // 118: workflow.v1.WorkflowEngine.ListDefinitions:input_type -> workflow.v1.ListDefinitionsRequest
-	6,   // 119: workflow.v1.WorkflowEngine.GetDefinition:input_type -> workflow.v1.GetDefinitionRequest
-	10,  // 120: workflow.v1.WorkflowEngine.ListTaskDefs:input_type -> workflow.v1.ListTaskDefsRequest
-	7,   // 121: workflow.v1.WorkflowEngine.PutTaskDef:input_type -> workflow.v1.PutTaskDefRequest
-	8,   // 122: workflow.v1.WorkflowEngine.GetTaskDef:input_type -> workflow.v1.GetTaskDefRequest
-	9,   // 123: workflow.v1.WorkflowEngine.DeleteTaskDef:input_type -> workflow.v1.DeleteTaskDefRequest
-	12,  // 124: workflow.v1.WorkflowEngine.StartInstance:input_type -> workflow.v1.StartInstanceRequest
-	13,  // 125: workflow.v1.WorkflowEngine.StartInstances:input_type -> workflow.v1.StartInstancesRequest
-	24,  // 126: workflow.v1.WorkflowEngine.SearchInstances:input_type -> workflow.v1.SearchInstancesRequest
-	18,  // 127: workflow.v1.WorkflowEngine.GetInstance:input_type -> workflow.v1.GetInstanceRequest
-	19,  // 128: workflow.v1.WorkflowEngine.ListSteps:input_type -> workflow.v1.ListStepsRequest
-	21,  // 129: workflow.v1.WorkflowEngine.GetHistory:input_type -> workflow.v1.GetHistoryRequest
-	26,  // 130: workflow.v1.WorkflowEngine.CancelInstance:input_type -> workflow.v1.CancelInstanceRequest
-	27,  // 131: workflow.v1.WorkflowEngine.CompleteUserTask:input_type -> workflow.v1.CompleteUserTaskRequest
-	28,  // 132: workflow.v1.WorkflowEngine.Signal:input_type -> workflow.v1.SignalRequest
-	29,  // 133: workflow.v1.WorkflowEngine.RetryInstance:input_type -> workflow.v1.InstanceOperationRequest
-	31,  // 134: workflow.v1.WorkflowEngine.RerunInstance:input_type -> workflow.v1.RerunInstanceRequest
-	30,  // 135: workflow.v1.WorkflowEngine.RestartInstance:input_type -> workflow.v1.RestartInstanceRequest
-	29,  // 136: workflow.v1.WorkflowEngine.PauseInstance:input_type -> workflow.v1.InstanceOperationRequest
-	29,  // 137: workflow.v1.WorkflowEngine.ResumeInstance:input_type -> workflow.v1.InstanceOperationRequest
-	32,  // 138: workflow.v1.WorkflowEngine.PollJobs:input_type -> workflow.v1.PollJobsRequest
-	35,  // 139: workflow.v1.WorkflowEngine.CompleteJob:input_type -> workflow.v1.CompleteJobRequest
-	39,  // 140: workflow.v1.WorkflowEngine.CompleteBatch:input_type -> workflow.v1.CompleteBatchRequest
-	42,  // 141: workflow.v1.WorkflowEngine.FailJob:input_type -> workflow.v1.FailJobRequest
-	44,  // 142: workflow.v1.WorkflowEngine.Heartbeat:input_type -> workflow.v1.HeartbeatRequest
-	45,  // 143: workflow.v1.WorkflowEngine.ClaimJob:input_type -> workflow.v1.ClaimJobRequest
-	47,  // 144: workflow.v1.WorkflowEngine.StopWorker:input_type -> workflow.v1.StopWorkerRequest
-	49,  // 145: workflow.v1.WorkflowEngine.Push:input_type -> workflow.v1.PushRequest
-	51,  // 146: workflow.v1.WorkflowEngine.Stats:input_type -> workflow.v1.QueueRequest
-	51,  // 147: workflow.v1.WorkflowEngine.Peek:input_type -> workflow.v1.QueueRequest
-	51,  // 148: workflow.v1.WorkflowEngine.Purge:input_type -> workflow.v1.QueueRequest
-	56,  // 149: workflow.v1.WorkflowEngine.Dequeue:input_type -> workflow.v1.DequeueRequest
-	57,  // 150: workflow.v1.WorkflowEngine.Ack:input_type -> workflow.v1.AckRequest
-	58,  // 151: workflow.v1.WorkflowEngine.Nack:input_type -> workflow.v1.NackRequest
-	60,  // 152: workflow.v1.WorkflowEngine.ListQueues:input_type -> workflow.v1.ListQueuesRequest
-	63,  // 153: workflow.v1.WorkflowEngine.ListQueueTasks:input_type -> workflow.v1.ListQueueTasksRequest
-	66,  // 154: workflow.v1.WorkflowEngine.Redrive:input_type -> workflow.v1.RedriveRequest
-	71,  // 155: workflow.v1.WorkflowEngine.CreateSchedule:input_type -> workflow.v1.ScheduleRequest
-	76,  // 156: workflow.v1.WorkflowEngine.ListSchedules:input_type -> workflow.v1.ListSchedulesRequest
-	75,  // 157: workflow.v1.WorkflowEngine.GetSchedule:input_type -> workflow.v1.ScheduleIdRequest
-	71,  // 158: workflow.v1.WorkflowEngine.ReplaceSchedule:input_type -> workflow.v1.ScheduleRequest
-	75,  // 159: workflow.v1.WorkflowEngine.DeleteSchedule:input_type -> workflow.v1.ScheduleIdRequest
-	77,  // 160: workflow.v1.WorkflowEngine.PauseSchedule:input_type -> workflow.v1.PauseScheduleRequest
-	75,  // 161: workflow.v1.WorkflowEngine.UnpauseSchedule:input_type -> workflow.v1.ScheduleIdRequest
-	75,  // 162: workflow.v1.WorkflowEngine.TriggerSchedule:input_type -> workflow.v1.ScheduleIdRequest
-	79,  // 163: workflow.v1.WorkflowEngine.BackfillSchedule:input_type -> workflow.v1.BackfillRequest
-	94,  // 164: workflow.v1.WorkflowEngine.GetConfig:output_type -> workflow.v1.ServerConfig
-	96,  // 165: workflow.v1.WorkflowEngine.CreatePayload:output_type -> workflow.v1.PayloadUpload
-	98,  // 166: workflow.v1.WorkflowEngine.GetOpenApi:output_type -> google.protobuf.Struct
-	90,  // 167: workflow.v1.WorkflowEngine.GetHealth:output_type -> workflow.v1.Health
-	3,   // 168: workflow.v1.WorkflowEngine.DeleteDefinition:output_type -> workflow.v1.Definition
-	87,  // 169: workflow.v1.WorkflowEngine.DeleteInstance:output_type -> workflow.v1.DeletedInstance
-	3,   // 170: workflow.v1.WorkflowEngine.RegisterDefinition:output_type -> workflow.v1.Definition
-	5,   // 171: workflow.v1.WorkflowEngine.ListDefinitions:output_type -> workflow.v1.DefinitionPage
-	3,   // 172: workflow.v1.WorkflowEngine.GetDefinition:output_type -> workflow.v1.Definition
-	11,  // 173: workflow.v1.WorkflowEngine.ListTaskDefs:output_type -> workflow.v1.TaskDefPage
-	0,   // 174: workflow.v1.WorkflowEngine.PutTaskDef:output_type -> workflow.v1.TaskDef
-	0,   // 175: workflow.v1.WorkflowEngine.GetTaskDef:output_type -> workflow.v1.TaskDef
-	0,   // 176: workflow.v1.WorkflowEngine.DeleteTaskDef:output_type -> workflow.v1.TaskDef
-	17,  // 177: workflow.v1.WorkflowEngine.StartInstance:output_type -> workflow.v1.Instance
-	15,  // 178: workflow.v1.WorkflowEngine.StartInstances:output_type -> workflow.v1.StartInstancesResponse
-	25,  // 179: workflow.v1.WorkflowEngine.SearchInstances:output_type -> workflow.v1.InstancePage
-	17,  // 180: workflow.v1.WorkflowEngine.GetInstance:output_type -> workflow.v1.Instance
-	20,  // 181: workflow.v1.WorkflowEngine.ListSteps:output_type -> workflow.v1.StepExecutionPage
-	23,  // 182: workflow.v1.WorkflowEngine.GetHistory:output_type -> workflow.v1.HistoryPage
-	17,  // 183: workflow.v1.WorkflowEngine.CancelInstance:output_type -> workflow.v1.Instance
-	17,  // 184: workflow.v1.WorkflowEngine.CompleteUserTask:output_type -> workflow.v1.Instance
-	17,  // 185: workflow.v1.WorkflowEngine.Signal:output_type -> workflow.v1.Instance
-	17,  // 186: workflow.v1.WorkflowEngine.RetryInstance:output_type -> workflow.v1.Instance
-	17,  // 187: workflow.v1.WorkflowEngine.RerunInstance:output_type -> workflow.v1.Instance
-	17,  // 188: workflow.v1.WorkflowEngine.RestartInstance:output_type -> workflow.v1.Instance
-	17,  // 189: workflow.v1.WorkflowEngine.PauseInstance:output_type -> workflow.v1.Instance
-	17,  // 190: workflow.v1.WorkflowEngine.ResumeInstance:output_type -> workflow.v1.Instance
-	34,  // 191: workflow.v1.WorkflowEngine.PollJobs:output_type -> workflow.v1.PollJobsResponse
-	36,  // 192: workflow.v1.WorkflowEngine.CompleteJob:output_type -> workflow.v1.CompleteJobResponse
-	41,  // 193: workflow.v1.WorkflowEngine.CompleteBatch:output_type -> workflow.v1.CompleteBatchResponse
-	43,  // 194: workflow.v1.WorkflowEngine.FailJob:output_type -> workflow.v1.FailJobResponse
-	46,  // 195: workflow.v1.WorkflowEngine.Heartbeat:output_type -> workflow.v1.HeartbeatResponse
-	33,  // 196: workflow.v1.WorkflowEngine.ClaimJob:output_type -> workflow.v1.Job
-	48,  // 197: workflow.v1.WorkflowEngine.StopWorker:output_type -> workflow.v1.StopWorkerResponse
-	50,  // 198: workflow.v1.WorkflowEngine.Push:output_type -> workflow.v1.PushResponse
-	52,  // 199: workflow.v1.WorkflowEngine.Stats:output_type -> workflow.v1.QueueStats
-	54,  // 200: workflow.v1.WorkflowEngine.Peek:output_type -> workflow.v1.QueueTaskList
-	55,  // 201: workflow.v1.WorkflowEngine.Purge:output_type -> workflow.v1.PurgeResponse
-	54,  // 202: workflow.v1.WorkflowEngine.Dequeue:output_type -> workflow.v1.QueueTaskList
-	59,  // 203: workflow.v1.WorkflowEngine.Ack:output_type -> workflow.v1.SettleResponse
-	59,  // 204: workflow.v1.WorkflowEngine.Nack:output_type -> workflow.v1.SettleResponse
-	62,  // 205: workflow.v1.WorkflowEngine.ListQueues:output_type -> workflow.v1.QueuePage
-	65,  // 206: workflow.v1.WorkflowEngine.ListQueueTasks:output_type -> workflow.v1.QueueTaskPage
-	68,  // 207: workflow.v1.WorkflowEngine.Redrive:output_type -> workflow.v1.RedriveResponse
-	73,  // 208: workflow.v1.WorkflowEngine.CreateSchedule:output_type -> workflow.v1.Schedule
-	74,  // 209: workflow.v1.WorkflowEngine.ListSchedules:output_type -> workflow.v1.SchedulePage
-	73,  // 210: workflow.v1.WorkflowEngine.GetSchedule:output_type -> workflow.v1.Schedule
-	73,  // 211: workflow.v1.WorkflowEngine.ReplaceSchedule:output_type -> workflow.v1.Schedule
-	81,  // 212: workflow.v1.WorkflowEngine.DeleteSchedule:output_type -> workflow.v1.DeletedSchedule
-	73,  // 213: workflow.v1.WorkflowEngine.PauseSchedule:output_type -> workflow.v1.Schedule
-	73,  // 214: workflow.v1.WorkflowEngine.UnpauseSchedule:output_type -> workflow.v1.Schedule
-	78,  // 215: workflow.v1.WorkflowEngine.TriggerSchedule:output_type -> workflow.v1.ScheduleTriggered
-	80,  // 216: workflow.v1.WorkflowEngine.BackfillSchedule:output_type -> workflow.v1.BackfillResponse
-	164, // [164:217] is the sub-list for method output_type
-	111, // [111:164] is the sub-list for method input_type
-	111, // [111:111] is the sub-list for extension type_name
-	111, // [111:111] is the sub-list for extension extendee
-	0,   // [0:111] is the sub-list for field type_name
+	98,  // 65: workflow.v1.BatchFailure.output:type_name -> google.protobuf.Struct
+	98,  // 66: workflow.v1.BatchResultItem.variables_to_set:type_name -> google.protobuf.Struct
+	37,  // 67: workflow.v1.BatchResultItem.failure:type_name -> workflow.v1.BatchFailure
+	38,  // 68: workflow.v1.CompleteBatchRequest.results:type_name -> workflow.v1.BatchResultItem
+	99,  // 69: workflow.v1.BatchOutcome.next_attempt_at:type_name -> google.protobuf.Timestamp
+	40,  // 70: workflow.v1.CompleteBatchResponse.results:type_name -> workflow.v1.BatchOutcome
+	98,  // 71: workflow.v1.FailJobRequest.output:type_name -> google.protobuf.Struct
+	99,  // 72: workflow.v1.FailJobResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
+	99,  // 73: workflow.v1.HeartbeatResponse.lock_expires_at:type_name -> google.protobuf.Timestamp
+	99,  // 74: workflow.v1.StopWorkerResponse.stopped_at:type_name -> google.protobuf.Timestamp
+	99,  // 75: workflow.v1.PushResponse.created_at:type_name -> google.protobuf.Timestamp
+	99,  // 76: workflow.v1.QueueTask.created_at:type_name -> google.protobuf.Timestamp
+	99,  // 77: workflow.v1.QueueTask.visible_at:type_name -> google.protobuf.Timestamp
+	53,  // 78: workflow.v1.QueueTaskList.tasks:type_name -> workflow.v1.QueueTask
+	61,  // 79: workflow.v1.QueuePage.queues:type_name -> workflow.v1.QueueSummary
+	99,  // 80: workflow.v1.QueueTaskDetail.visible_at:type_name -> google.protobuf.Timestamp
+	99,  // 81: workflow.v1.QueueTaskDetail.created_at:type_name -> google.protobuf.Timestamp
+	99,  // 82: workflow.v1.QueueTaskDetail.updated_at:type_name -> google.protobuf.Timestamp
+	99,  // 83: workflow.v1.QueueTaskDetail.completed_at:type_name -> google.protobuf.Timestamp
+	64,  // 84: workflow.v1.QueueTaskPage.tasks:type_name -> workflow.v1.QueueTaskDetail
+	67,  // 85: workflow.v1.RedriveResponse.skipped:type_name -> workflow.v1.RedriveSkipped
+	69,  // 86: workflow.v1.ScheduleSpec.interval:type_name -> workflow.v1.ScheduleInterval
+	99,  // 87: workflow.v1.ScheduleSpec.start_at:type_name -> google.protobuf.Timestamp
+	99,  // 88: workflow.v1.ScheduleSpec.end_at:type_name -> google.protobuf.Timestamp
+	98,  // 89: workflow.v1.ScheduleRequest.input:type_name -> google.protobuf.Struct
+	70,  // 90: workflow.v1.ScheduleRequest.spec:type_name -> workflow.v1.ScheduleSpec
+	99,  // 91: workflow.v1.ScheduleAction.slot_time:type_name -> google.protobuf.Timestamp
+	99,  // 92: workflow.v1.ScheduleAction.at:type_name -> google.protobuf.Timestamp
+	98,  // 93: workflow.v1.Schedule.input:type_name -> google.protobuf.Struct
+	70,  // 94: workflow.v1.Schedule.spec:type_name -> workflow.v1.ScheduleSpec
+	99,  // 95: workflow.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	99,  // 96: workflow.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	99,  // 97: workflow.v1.Schedule.next_fire_times:type_name -> google.protobuf.Timestamp
+	72,  // 98: workflow.v1.Schedule.recent_actions:type_name -> workflow.v1.ScheduleAction
+	73,  // 99: workflow.v1.SchedulePage.schedules:type_name -> workflow.v1.Schedule
+	99,  // 100: workflow.v1.ScheduleTriggered.slot_times:type_name -> google.protobuf.Timestamp
+	99,  // 101: workflow.v1.BackfillRequest.from:type_name -> google.protobuf.Timestamp
+	99,  // 102: workflow.v1.BackfillRequest.to:type_name -> google.protobuf.Timestamp
+	99,  // 103: workflow.v1.BackfillResponse.slot_times:type_name -> google.protobuf.Timestamp
+	82,  // 104: workflow.v1.Problem.errors:type_name -> workflow.v1.ProblemItem
+	89,  // 105: workflow.v1.Health.database:type_name -> workflow.v1.HealthCheck
+	89,  // 106: workflow.v1.Health.s3:type_name -> workflow.v1.HealthCheck
+	92,  // 107: workflow.v1.PayloadLimits.workflow_input:type_name -> workflow.v1.PayloadLimit
+	92,  // 108: workflow.v1.PayloadLimits.step_input:type_name -> workflow.v1.PayloadLimit
+	92,  // 109: workflow.v1.PayloadLimits.step_output:type_name -> workflow.v1.PayloadLimit
+	93,  // 110: workflow.v1.ServerConfig.payload_limits:type_name -> workflow.v1.PayloadLimits
+	99,  // 111: workflow.v1.PayloadUpload.expires_at:type_name -> google.protobuf.Timestamp
+	97,  // 112: workflow.v1.PayloadUpload.upload_headers:type_name -> workflow.v1.PayloadUpload.UploadHeadersEntry
+	91,  // 113: workflow.v1.WorkflowEngine.GetConfig:input_type -> workflow.v1.GetConfigRequest
+	95,  // 114: workflow.v1.WorkflowEngine.CreatePayload:input_type -> workflow.v1.CreatePayloadRequest
+	84,  // 115: workflow.v1.WorkflowEngine.GetOpenApi:input_type -> workflow.v1.GetOpenApiRequest
+	88,  // 116: workflow.v1.WorkflowEngine.GetHealth:input_type -> workflow.v1.GetHealthRequest
+	85,  // 117: workflow.v1.WorkflowEngine.DeleteDefinition:input_type -> workflow.v1.DeleteDefinitionRequest
+	86,  // 118: workflow.v1.WorkflowEngine.DeleteInstance:input_type -> workflow.v1.DeleteInstanceRequest
+	3,   // 119: workflow.v1.WorkflowEngine.RegisterDefinition:input_type -> workflow.v1.Definition
+	4,   // 120: workflow.v1.WorkflowEngine.ListDefinitions:input_type -> workflow.v1.ListDefinitionsRequest
+	6,   // 121: workflow.v1.WorkflowEngine.GetDefinition:input_type -> workflow.v1.GetDefinitionRequest
+	10,  // 122: workflow.v1.WorkflowEngine.ListTaskDefs:input_type -> workflow.v1.ListTaskDefsRequest
+	7,   // 123: workflow.v1.WorkflowEngine.PutTaskDef:input_type -> workflow.v1.PutTaskDefRequest
+	8,   // 124: workflow.v1.WorkflowEngine.GetTaskDef:input_type -> workflow.v1.GetTaskDefRequest
+	9,   // 125: workflow.v1.WorkflowEngine.DeleteTaskDef:input_type -> workflow.v1.DeleteTaskDefRequest
+	12,  // 126: workflow.v1.WorkflowEngine.StartInstance:input_type -> workflow.v1.StartInstanceRequest
+	13,  // 127: workflow.v1.WorkflowEngine.StartInstances:input_type -> workflow.v1.StartInstancesRequest
+	24,  // 128: workflow.v1.WorkflowEngine.SearchInstances:input_type -> workflow.v1.SearchInstancesRequest
+	18,  // 129: workflow.v1.WorkflowEngine.GetInstance:input_type -> workflow.v1.GetInstanceRequest
+	19,  // 130: workflow.v1.WorkflowEngine.ListSteps:input_type -> workflow.v1.ListStepsRequest
+	21,  // 131: workflow.v1.WorkflowEngine.GetHistory:input_type -> workflow.v1.GetHistoryRequest
+	26,  // 132: workflow.v1.WorkflowEngine.CancelInstance:input_type -> workflow.v1.CancelInstanceRequest
+	27,  // 133: workflow.v1.WorkflowEngine.CompleteUserTask:input_type -> workflow.v1.CompleteUserTaskRequest
+	28,  // 134: workflow.v1.WorkflowEngine.Signal:input_type -> workflow.v1.SignalRequest
+	29,  // 135: workflow.v1.WorkflowEngine.RetryInstance:input_type -> workflow.v1.InstanceOperationRequest
+	31,  // 136: workflow.v1.WorkflowEngine.RerunInstance:input_type -> workflow.v1.RerunInstanceRequest
+	30,  // 137: workflow.v1.WorkflowEngine.RestartInstance:input_type -> workflow.v1.RestartInstanceRequest
+	29,  // 138: workflow.v1.WorkflowEngine.PauseInstance:input_type -> workflow.v1.InstanceOperationRequest
+	29,  // 139: workflow.v1.WorkflowEngine.ResumeInstance:input_type -> workflow.v1.InstanceOperationRequest
+	32,  // 140: workflow.v1.WorkflowEngine.PollJobs:input_type -> workflow.v1.PollJobsRequest
+	35,  // 141: workflow.v1.WorkflowEngine.CompleteJob:input_type -> workflow.v1.CompleteJobRequest
+	39,  // 142: workflow.v1.WorkflowEngine.CompleteBatch:input_type -> workflow.v1.CompleteBatchRequest
+	42,  // 143: workflow.v1.WorkflowEngine.FailJob:input_type -> workflow.v1.FailJobRequest
+	44,  // 144: workflow.v1.WorkflowEngine.Heartbeat:input_type -> workflow.v1.HeartbeatRequest
+	45,  // 145: workflow.v1.WorkflowEngine.ClaimJob:input_type -> workflow.v1.ClaimJobRequest
+	47,  // 146: workflow.v1.WorkflowEngine.StopWorker:input_type -> workflow.v1.StopWorkerRequest
+	49,  // 147: workflow.v1.WorkflowEngine.Push:input_type -> workflow.v1.PushRequest
+	51,  // 148: workflow.v1.WorkflowEngine.Stats:input_type -> workflow.v1.QueueRequest
+	51,  // 149: workflow.v1.WorkflowEngine.Peek:input_type -> workflow.v1.QueueRequest
+	51,  // 150: workflow.v1.WorkflowEngine.Purge:input_type -> workflow.v1.QueueRequest
+	56,  // 151: workflow.v1.WorkflowEngine.Dequeue:input_type -> workflow.v1.DequeueRequest
+	57,  // 152: workflow.v1.WorkflowEngine.Ack:input_type -> workflow.v1.AckRequest
+	58,  // 153: workflow.v1.WorkflowEngine.Nack:input_type -> workflow.v1.NackRequest
+	60,  // 154: workflow.v1.WorkflowEngine.ListQueues:input_type -> workflow.v1.ListQueuesRequest
+	63,  // 155: workflow.v1.WorkflowEngine.ListQueueTasks:input_type -> workflow.v1.ListQueueTasksRequest
+	66,  // 156: workflow.v1.WorkflowEngine.Redrive:input_type -> workflow.v1.RedriveRequest
+	71,  // 157: workflow.v1.WorkflowEngine.CreateSchedule:input_type -> workflow.v1.ScheduleRequest
+	76,  // 158: workflow.v1.WorkflowEngine.ListSchedules:input_type -> workflow.v1.ListSchedulesRequest
+	75,  // 159: workflow.v1.WorkflowEngine.GetSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	71,  // 160: workflow.v1.WorkflowEngine.ReplaceSchedule:input_type -> workflow.v1.ScheduleRequest
+	75,  // 161: workflow.v1.WorkflowEngine.DeleteSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	77,  // 162: workflow.v1.WorkflowEngine.PauseSchedule:input_type -> workflow.v1.PauseScheduleRequest
+	75,  // 163: workflow.v1.WorkflowEngine.UnpauseSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	75,  // 164: workflow.v1.WorkflowEngine.TriggerSchedule:input_type -> workflow.v1.ScheduleIdRequest
+	79,  // 165: workflow.v1.WorkflowEngine.BackfillSchedule:input_type -> workflow.v1.BackfillRequest
+	94,  // 166: workflow.v1.WorkflowEngine.GetConfig:output_type -> workflow.v1.ServerConfig
+	96,  // 167: workflow.v1.WorkflowEngine.CreatePayload:output_type -> workflow.v1.PayloadUpload
+	98,  // 168: workflow.v1.WorkflowEngine.GetOpenApi:output_type -> google.protobuf.Struct
+	90,  // 169: workflow.v1.WorkflowEngine.GetHealth:output_type -> workflow.v1.Health
+	3,   // 170: workflow.v1.WorkflowEngine.DeleteDefinition:output_type -> workflow.v1.Definition
+	87,  // 171: workflow.v1.WorkflowEngine.DeleteInstance:output_type -> workflow.v1.DeletedInstance
+	3,   // 172: workflow.v1.WorkflowEngine.RegisterDefinition:output_type -> workflow.v1.Definition
+	5,   // 173: workflow.v1.WorkflowEngine.ListDefinitions:output_type -> workflow.v1.DefinitionPage
+	3,   // 174: workflow.v1.WorkflowEngine.GetDefinition:output_type -> workflow.v1.Definition
+	11,  // 175: workflow.v1.WorkflowEngine.ListTaskDefs:output_type -> workflow.v1.TaskDefPage
+	0,   // 176: workflow.v1.WorkflowEngine.PutTaskDef:output_type -> workflow.v1.TaskDef
+	0,   // 177: workflow.v1.WorkflowEngine.GetTaskDef:output_type -> workflow.v1.TaskDef
+	0,   // 178: workflow.v1.WorkflowEngine.DeleteTaskDef:output_type -> workflow.v1.TaskDef
+	17,  // 179: workflow.v1.WorkflowEngine.StartInstance:output_type -> workflow.v1.Instance
+	15,  // 180: workflow.v1.WorkflowEngine.StartInstances:output_type -> workflow.v1.StartInstancesResponse
+	25,  // 181: workflow.v1.WorkflowEngine.SearchInstances:output_type -> workflow.v1.InstancePage
+	17,  // 182: workflow.v1.WorkflowEngine.GetInstance:output_type -> workflow.v1.Instance
+	20,  // 183: workflow.v1.WorkflowEngine.ListSteps:output_type -> workflow.v1.StepExecutionPage
+	23,  // 184: workflow.v1.WorkflowEngine.GetHistory:output_type -> workflow.v1.HistoryPage
+	17,  // 185: workflow.v1.WorkflowEngine.CancelInstance:output_type -> workflow.v1.Instance
+	17,  // 186: workflow.v1.WorkflowEngine.CompleteUserTask:output_type -> workflow.v1.Instance
+	17,  // 187: workflow.v1.WorkflowEngine.Signal:output_type -> workflow.v1.Instance
+	17,  // 188: workflow.v1.WorkflowEngine.RetryInstance:output_type -> workflow.v1.Instance
+	17,  // 189: workflow.v1.WorkflowEngine.RerunInstance:output_type -> workflow.v1.Instance
+	17,  // 190: workflow.v1.WorkflowEngine.RestartInstance:output_type -> workflow.v1.Instance
+	17,  // 191: workflow.v1.WorkflowEngine.PauseInstance:output_type -> workflow.v1.Instance
+	17,  // 192: workflow.v1.WorkflowEngine.ResumeInstance:output_type -> workflow.v1.Instance
+	34,  // 193: workflow.v1.WorkflowEngine.PollJobs:output_type -> workflow.v1.PollJobsResponse
+	36,  // 194: workflow.v1.WorkflowEngine.CompleteJob:output_type -> workflow.v1.CompleteJobResponse
+	41,  // 195: workflow.v1.WorkflowEngine.CompleteBatch:output_type -> workflow.v1.CompleteBatchResponse
+	43,  // 196: workflow.v1.WorkflowEngine.FailJob:output_type -> workflow.v1.FailJobResponse
+	46,  // 197: workflow.v1.WorkflowEngine.Heartbeat:output_type -> workflow.v1.HeartbeatResponse
+	33,  // 198: workflow.v1.WorkflowEngine.ClaimJob:output_type -> workflow.v1.Job
+	48,  // 199: workflow.v1.WorkflowEngine.StopWorker:output_type -> workflow.v1.StopWorkerResponse
+	50,  // 200: workflow.v1.WorkflowEngine.Push:output_type -> workflow.v1.PushResponse
+	52,  // 201: workflow.v1.WorkflowEngine.Stats:output_type -> workflow.v1.QueueStats
+	54,  // 202: workflow.v1.WorkflowEngine.Peek:output_type -> workflow.v1.QueueTaskList
+	55,  // 203: workflow.v1.WorkflowEngine.Purge:output_type -> workflow.v1.PurgeResponse
+	54,  // 204: workflow.v1.WorkflowEngine.Dequeue:output_type -> workflow.v1.QueueTaskList
+	59,  // 205: workflow.v1.WorkflowEngine.Ack:output_type -> workflow.v1.SettleResponse
+	59,  // 206: workflow.v1.WorkflowEngine.Nack:output_type -> workflow.v1.SettleResponse
+	62,  // 207: workflow.v1.WorkflowEngine.ListQueues:output_type -> workflow.v1.QueuePage
+	65,  // 208: workflow.v1.WorkflowEngine.ListQueueTasks:output_type -> workflow.v1.QueueTaskPage
+	68,  // 209: workflow.v1.WorkflowEngine.Redrive:output_type -> workflow.v1.RedriveResponse
+	73,  // 210: workflow.v1.WorkflowEngine.CreateSchedule:output_type -> workflow.v1.Schedule
+	74,  // 211: workflow.v1.WorkflowEngine.ListSchedules:output_type -> workflow.v1.SchedulePage
+	73,  // 212: workflow.v1.WorkflowEngine.GetSchedule:output_type -> workflow.v1.Schedule
+	73,  // 213: workflow.v1.WorkflowEngine.ReplaceSchedule:output_type -> workflow.v1.Schedule
+	81,  // 214: workflow.v1.WorkflowEngine.DeleteSchedule:output_type -> workflow.v1.DeletedSchedule
+	73,  // 215: workflow.v1.WorkflowEngine.PauseSchedule:output_type -> workflow.v1.Schedule
+	73,  // 216: workflow.v1.WorkflowEngine.UnpauseSchedule:output_type -> workflow.v1.Schedule
+	78,  // 217: workflow.v1.WorkflowEngine.TriggerSchedule:output_type -> workflow.v1.ScheduleTriggered
+	80,  // 218: workflow.v1.WorkflowEngine.BackfillSchedule:output_type -> workflow.v1.BackfillResponse
+	166, // [166:219] is the sub-list for method output_type
+	113, // [113:166] is the sub-list for method input_type
+	113, // [113:113] is the sub-list for extension type_name
+	113, // [113:113] is the sub-list for extension extendee
+	0,   // [0:113] is the sub-list for field type_name
 }
 
 func init() { file_workflow_v1_engine_proto_init() }

@@ -199,12 +199,23 @@ class FailJobRequest(ApiModel):
         description="Wait this long before the retry instead of the definition's retry delay.",
     )
     attempt: Attempt = None
+    output: Variables | None = Field(
+        default=None,
+        description="What the worker gives with the failure (Conductor's failed task's "
+        "outputData): kept as the step's output when this failure ends the step (no retry "
+        "follows), where an optional step's successors read it.",
+    )
 
 
 class BatchFailure(ApiModel):
     error_message: Annotated[str, Field(min_length=1, max_length=10_000)]
     retryable: bool = True
     next_retry_delay_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS)] | None = None
+    output: Variables | None = Field(
+        default=None,
+        description="Kept as the step's output when this failure ends the step (as on "
+        "POST /v1/jobs/fail).",
+    )
 
 
 class BatchResultItem(ApiModel):

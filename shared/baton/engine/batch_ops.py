@@ -66,6 +66,7 @@ class Failure:
     error_message: str
     retryable: bool = True
     next_retry_delay_seconds: float | None = None
+    output: dict[str, Any] | None = None  # kept as the step's when the failure ends the step
 
 
 @dataclass(slots=True)
@@ -108,6 +109,8 @@ class BatchOps(JobOps):
                 ids[k] = jid if jid in kept else _canonical(jid)
                 if item.failure is None:
                     self._check_size(item.output or {}, "job output")
+                elif item.failure.output:
+                    self._check_size(item.failure.output, "job output")
             except ValueError:
                 answers[k] = _answer(item, "NOT_FOUND", error=f"{item.job_id!r} is not a job id")
                 ids.pop(k, None)
@@ -342,6 +345,7 @@ class BatchOps(JobOps):
                 error=failure.error_message,
                 retryable=failure.retryable,
                 delay_override=failure.next_retry_delay_seconds,
+                output=failure.output or None,
             )
 
         return failed_event
@@ -361,6 +365,7 @@ class BatchOps(JobOps):
                     item.failure.retryable,
                     attempt=item.attempt,
                     next_retry_delay_seconds=item.failure.next_retry_delay_seconds,
+                    output=item.failure.output,
                 )
         except JobNotFound as e:
             return _answer(item, "NOT_FOUND", error=e.detail)

@@ -140,6 +140,44 @@ private static final long serialVersionUID = 0L;
     return nextRetryDelaySeconds_;
   }
 
+  public static final int OUTPUT_FIELD_NUMBER = 4;
+  private com.google.protobuf.Struct output_;
+  /**
+   * <pre>
+   * kept as the step's output when the failure ends the step
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct output = 4;</code>
+   * @return Whether the output field is set.
+   */
+  @java.lang.Override
+  public boolean hasOutput() {
+    return ((bitField0_ & 0x00000004) != 0);
+  }
+  /**
+   * <pre>
+   * kept as the step's output when the failure ends the step
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct output = 4;</code>
+   * @return The output.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Struct getOutput() {
+    return output_ == null ? com.google.protobuf.Struct.getDefaultInstance() : output_;
+  }
+  /**
+   * <pre>
+   * kept as the step's output when the failure ends the step
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct output = 4;</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.StructOrBuilder getOutputOrBuilder() {
+    return output_ == null ? com.google.protobuf.Struct.getDefaultInstance() : output_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -163,6 +201,9 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000002) != 0)) {
       output.writeDouble(3, nextRetryDelaySeconds_);
     }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      output.writeMessage(4, getOutput());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -177,6 +218,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000002) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeDoubleSize(3, nextRetryDelaySeconds_);
+    }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(4, getOutput());
     }
     return size;
   }
@@ -215,6 +260,11 @@ private static final long serialVersionUID = 0L;
           != java.lang.Double.doubleToLongBits(
               other.getNextRetryDelaySeconds())) return false;
     }
+    if (hasOutput() != other.hasOutput()) return false;
+    if (hasOutput()) {
+      if (!getOutput()
+          .equals(other.getOutput())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -237,6 +287,10 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + NEXT_RETRY_DELAY_SECONDS_FIELD_NUMBER;
       hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
           java.lang.Double.doubleToLongBits(getNextRetryDelaySeconds()));
+    }
+    if (hasOutput()) {
+      hash = (37 * hash) + OUTPUT_FIELD_NUMBER;
+      hash = (53 * hash) + getOutput().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -362,13 +416,19 @@ private static final long serialVersionUID = 0L;
 
     // Construct using dev.baton.workflow.v1.BatchFailure.newBuilder()
     private Builder() {
-
+      maybeForceBuilderInitialization();
     }
 
     private Builder(
         com.google.protobuf.GeneratedMessage.BuilderParent parent) {
       super(parent);
-
+      maybeForceBuilderInitialization();
+    }
+    private void maybeForceBuilderInitialization() {
+      if (com.google.protobuf.GeneratedMessage
+              .alwaysUseFieldBuilders) {
+        internalGetOutputFieldBuilder();
+      }
     }
     @java.lang.Override
     public Builder clear() {
@@ -377,6 +437,11 @@ private static final long serialVersionUID = 0L;
       errorMessage_ = "";
       retryable_ = false;
       nextRetryDelaySeconds_ = 0D;
+      output_ = null;
+      if (outputBuilder_ != null) {
+        outputBuilder_.dispose();
+        outputBuilder_ = null;
+      }
       return this;
     }
 
@@ -422,6 +487,12 @@ private static final long serialVersionUID = 0L;
         result.nextRetryDelaySeconds_ = nextRetryDelaySeconds_;
         to_bitField0_ |= 0x00000002;
       }
+      if (((from_bitField0_ & 0x00000008) != 0)) {
+        result.output_ = outputBuilder_ == null
+            ? output_
+            : outputBuilder_.build();
+        to_bitField0_ |= 0x00000004;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -447,6 +518,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasNextRetryDelaySeconds()) {
         setNextRetryDelaySeconds(other.getNextRetryDelaySeconds());
+      }
+      if (other.hasOutput()) {
+        mergeOutput(other.getOutput());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -487,6 +561,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000004;
               break;
             } // case 25
+            case 34: {
+              input.readMessage(
+                  internalGetOutputFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000008;
+              break;
+            } // case 34
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -670,6 +751,161 @@ private static final long serialVersionUID = 0L;
       nextRetryDelaySeconds_ = 0D;
       onChanged();
       return this;
+    }
+
+    private com.google.protobuf.Struct output_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder> outputBuilder_;
+    /**
+     * <pre>
+     * kept as the step's output when the failure ends the step
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct output = 4;</code>
+     * @return Whether the output field is set.
+     */
+    public boolean hasOutput() {
+      return ((bitField0_ & 0x00000008) != 0);
+    }
+    /**
+     * <pre>
+     * kept as the step's output when the failure ends the step
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct output = 4;</code>
+     * @return The output.
+     */
+    public com.google.protobuf.Struct getOutput() {
+      if (outputBuilder_ == null) {
+        return output_ == null ? com.google.protobuf.Struct.getDefaultInstance() : output_;
+      } else {
+        return outputBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * kept as the step's output when the failure ends the step
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct output = 4;</code>
+     */
+    public Builder setOutput(com.google.protobuf.Struct value) {
+      if (outputBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        output_ = value;
+      } else {
+        outputBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * kept as the step's output when the failure ends the step
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct output = 4;</code>
+     */
+    public Builder setOutput(
+        com.google.protobuf.Struct.Builder builderForValue) {
+      if (outputBuilder_ == null) {
+        output_ = builderForValue.build();
+      } else {
+        outputBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * kept as the step's output when the failure ends the step
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct output = 4;</code>
+     */
+    public Builder mergeOutput(com.google.protobuf.Struct value) {
+      if (outputBuilder_ == null) {
+        if (((bitField0_ & 0x00000008) != 0) &&
+          output_ != null &&
+          output_ != com.google.protobuf.Struct.getDefaultInstance()) {
+          getOutputBuilder().mergeFrom(value);
+        } else {
+          output_ = value;
+        }
+      } else {
+        outputBuilder_.mergeFrom(value);
+      }
+      if (output_ != null) {
+        bitField0_ |= 0x00000008;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * kept as the step's output when the failure ends the step
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct output = 4;</code>
+     */
+    public Builder clearOutput() {
+      bitField0_ = (bitField0_ & ~0x00000008);
+      output_ = null;
+      if (outputBuilder_ != null) {
+        outputBuilder_.dispose();
+        outputBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * kept as the step's output when the failure ends the step
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct output = 4;</code>
+     */
+    public com.google.protobuf.Struct.Builder getOutputBuilder() {
+      bitField0_ |= 0x00000008;
+      onChanged();
+      return internalGetOutputFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * kept as the step's output when the failure ends the step
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct output = 4;</code>
+     */
+    public com.google.protobuf.StructOrBuilder getOutputOrBuilder() {
+      if (outputBuilder_ != null) {
+        return outputBuilder_.getMessageOrBuilder();
+      } else {
+        return output_ == null ?
+            com.google.protobuf.Struct.getDefaultInstance() : output_;
+      }
+    }
+    /**
+     * <pre>
+     * kept as the step's output when the failure ends the step
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct output = 4;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder> 
+        internalGetOutputFieldBuilder() {
+      if (outputBuilder_ == null) {
+        outputBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder>(
+                getOutput(),
+                getParentForChildren(),
+                isClean());
+        output_ = null;
+      }
+      return outputBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:workflow.v1.BatchFailure)

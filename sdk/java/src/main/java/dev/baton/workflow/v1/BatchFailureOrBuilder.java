@@ -51,4 +51,31 @@ public interface BatchFailureOrBuilder extends
    * @return The nextRetryDelaySeconds.
    */
   double getNextRetryDelaySeconds();
+
+  /**
+   * <pre>
+   * kept as the step's output when the failure ends the step
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct output = 4;</code>
+   * @return Whether the output field is set.
+   */
+  boolean hasOutput();
+  /**
+   * <pre>
+   * kept as the step's output when the failure ends the step
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct output = 4;</code>
+   * @return The output.
+   */
+  com.google.protobuf.Struct getOutput();
+  /**
+   * <pre>
+   * kept as the step's output when the failure ends the step
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct output = 4;</code>
+   */
+  com.google.protobuf.StructOrBuilder getOutputOrBuilder();
 }

@@ -740,278 +740,280 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       "e.protobuf.Struct\022\024\n\007attempt\030\004 \001(\005H\000\210\001\001\022" +
       "\033\n\023output_payload_path\030\005 \001(\tB\n\n\010_attempt" +
       "\"F\n\023CompleteJobResponse\022\016\n\006job_id\030\001 \001(\t\022" +
-      "\016\n\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\"\217\001\n\014Bat" +
+      "\016\n\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\"\270\001\n\014Bat" +
       "chFailure\022\025\n\rerror_message\030\001 \001(\t\022\026\n\tretr" +
       "yable\030\002 \001(\010H\000\210\001\001\022%\n\030next_retry_delay_sec" +
-      "onds\030\003 \001(\001H\001\210\001\001B\014\n\n_retryableB\033\n\031_next_r" +
-      "etry_delay_seconds\"\322\001\n\017BatchResultItem\022\016" +
-      "\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007att" +
-      "empt\030\003 \001(\005H\000\210\001\001\0221\n\020variables_to_set\030\004 \001(" +
-      "\0132\027.google.protobuf.Struct\022\033\n\023output_pay" +
-      "load_path\030\005 \001(\t\022*\n\007failure\030\006 \001(\0132\031.workf" +
-      "low.v1.BatchFailureB\n\n\010_attempt\"E\n\024Compl" +
-      "eteBatchRequest\022-\n\007results\030\001 \003(\0132\034.workf" +
-      "low.v1.BatchResultItem\"\203\001\n\014BatchOutcome\022" +
-      "\016\n\006job_id\030\001 \001(\t\022\017\n\007outcome\030\002 \001(\t\022\016\n\006stat" +
-      "us\030\003 \001(\t\0223\n\017next_attempt_at\030\004 \001(\0132\032.goog" +
-      "le.protobuf.Timestamp\022\r\n\005error\030\005 \001(\t\"C\n\025" +
-      "CompleteBatchResponse\022*\n\007results\030\001 \003(\0132\031" +
-      ".workflow.v1.BatchOutcome\"\326\001\n\016FailJobReq" +
-      "uest\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022" +
-      "\025\n\rerror_message\030\003 \001(\t\022\026\n\tretryable\030\004 \001(" +
-      "\010H\000\210\001\001\022%\n\030next_retry_delay_seconds\030\005 \001(\001" +
-      "H\001\210\001\001\022\024\n\007attempt\030\006 \001(\005H\002\210\001\001B\014\n\n_retryabl" +
-      "eB\033\n\031_next_retry_delay_secondsB\n\n\010_attem" +
-      "pt\"w\n\017FailJobResponse\022\016\n\006job_id\030\001 \001(\t\022\016\n" +
-      "\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\0223\n\017next_a" +
-      "ttempt_at\030\004 \001(\0132\032.google.protobuf.Timest" +
-      "amp\"W\n\020HeartbeatRequest\022\016\n\006job_id\030\001 \001(\t\022" +
-      "\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001" +
-      "B\n\n\010_attempt\"R\n\017ClaimJobRequest\022\n\n\002id\030\001 " +
-      "\001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H" +
-      "\000\210\001\001B\n\n\010_attempt\"X\n\021HeartbeatResponse\022\016\n" +
-      "\006job_id\030\001 \001(\t\0223\n\017lock_expires_at\030\002 \001(\0132\032" +
-      ".google.protobuf.Timestamp\"&\n\021StopWorker" +
-      "Request\022\021\n\tworker_id\030\001 \001(\t\"W\n\022StopWorker" +
-      "Response\022\021\n\tworker_id\030\001 \001(\t\022.\n\nstopped_a" +
-      "t\030\002 \001(\0132\032.google.protobuf.Timestamp\"_\n\013P" +
-      "ushRequest\022\014\n\004name\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022" +
-      "\014\n\004body\030\003 \001(\t\022\020\n\010priority\030\004 \001(\005\022\023\n\013max_r" +
-      "etries\030\005 \001(\005\"\200\001\n\014PushResponse\022\n\n\002id\030\001 \001(" +
-      "\t\022\022\n\nqueue_name\030\002 \001(\t\022\016\n\006status\030\003 \001(\t\022\020\n" +
-      "\010priority\030\004 \001(\005\022.\n\ncreated_at\030\005 \001(\0132\032.go" +
-      "ogle.protobuf.Timestamp\"+\n\014QueueRequest\022" +
-      "\014\n\004name\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\"b\n\nQueueSta" +
-      "ts\022\017\n\007pending\030\001 \001(\003\022\022\n\nprocessing\030\002 \001(\003\022" +
-      "\021\n\tcompleted\030\003 \001(\003\022\016\n\006failed\030\004 \001(\003\022\014\n\004de" +
-      "ad\030\005 \001(\003\"\365\001\n\tQueueTask\022\n\n\002id\030\001 \001(\t\022\022\n\nqu" +
-      "eue_name\030\002 \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004body\030\004 " +
-      "\001(\t\022\020\n\010priority\030\005 \001(\005\022\023\n\013retry_count\030\006 \001" +
-      "(\005\022\023\n\013max_retries\030\007 \001(\005\022.\n\ncreated_at\030\010 " +
-      "\001(\0132\032.google.protobuf.Timestamp\022\017\n\007recei" +
-      "pt\030\t \001(\t\022.\n\nvisible_at\030\n \001(\0132\032.google.pr" +
-      "otobuf.Timestamp\"6\n\rQueueTaskList\022%\n\005tas" +
-      "ks\030\001 \003(\0132\026.workflow.v1.QueueTask\" \n\rPurg" +
-      "eResponse\022\017\n\007deleted\030\001 \001(\003\"g\n\016DequeueReq" +
-      "uest\022\014\n\004name\030\001 \001(\t\022\023\n\013consumer_id\030\002 \001(\t\022" +
-      "\037\n\027visibility_timeout_secs\030\003 \001(\005\022\021\n\tmax_" +
-      "tasks\030\004 \001(\005\"<\n\nAckRequest\022\014\n\004name\030\001 \001(\t\022" +
-      "\017\n\007task_id\030\002 \001(\t\022\017\n\007receipt\030\003 \001(\t\"r\n\013Nac" +
-      "kRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007task_id\030\002 \001(\t\022" +
-      "\017\n\007receipt\030\003 \001(\t\022\r\n\005error\030\004 \001(\t\022\026\n\tretry" +
-      "able\030\005 \001(\010H\000\210\001\001B\014\n\n_retryable\"x\n\016SettleR" +
-      "esponse\022\n\n\002id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\024\n\007a" +
-      "pplied\030\003 \001(\010H\000\210\001\001\022\030\n\013retry_count\030\004 \001(\005H\001" +
-      "\210\001\001B\n\n\010_appliedB\016\n\014_retry_count\"6\n\021ListQ" +
-      "ueuesRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_toke" +
-      "n\030\002 \001(\t\"r\n\014QueueSummary\022\014\n\004name\030\001 \001(\t\022\017\n" +
-      "\007pending\030\002 \001(\003\022\022\n\nprocessing\030\003 \001(\003\022\021\n\tco" +
-      "mpleted\030\004 \001(\003\022\016\n\006failed\030\005 \001(\003\022\014\n\004dead\030\006 " +
-      "\001(\003\"O\n\tQueuePage\022)\n\006queues\030\001 \003(\0132\031.workf" +
-      "low.v1.QueueSummary\022\027\n\017next_page_token\030\002" +
-      " \001(\t\"X\n\025ListQueueTasksRequest\022\014\n\004name\030\001 " +
-      "\001(\t\022\016\n\006status\030\002 \001(\t\022\r\n\005limit\030\003 \001(\005\022\022\n\npa" +
-      "ge_token\030\004 \001(\t\"\235\003\n\017QueueTaskDetail\022\n\n\002id" +
-      "\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\r\n\005title\030\003 \001(" +
-      "\t\022\014\n\004body\030\004 \001(\t\022\026\n\016body_truncated\030\005 \001(\010\022" +
-      "\020\n\010priority\030\006 \001(\005\022\016\n\006status\030\007 \001(\t\022\023\n\013ret" +
-      "ry_count\030\010 \001(\005\022\023\n\013max_retries\030\t \001(\005\022\022\n\nl" +
-      "ast_error\030\n \001(\t\022\023\n\013instance_id\030\013 \001(\t\022.\n\n" +
-      "visible_at\030\014 \001(\0132\032.google.protobuf.Times" +
-      "tamp\022.\n\ncreated_at\030\r \001(\0132\032.google.protob" +
-      "uf.Timestamp\022.\n\nupdated_at\030\016 \001(\0132\032.googl" +
-      "e.protobuf.Timestamp\0220\n\014completed_at\030\017 \001" +
-      "(\0132\032.google.protobuf.Timestamp\"U\n\rQueueT" +
-      "askPage\022+\n\005tasks\030\001 \003(\0132\034.workflow.v1.Que" +
-      "ueTaskDetail\022\027\n\017next_page_token\030\002 \001(\t\"0\n" +
-      "\016RedriveRequest\022\014\n\004name\030\001 \001(\t\022\020\n\010task_id" +
-      "s\030\002 \003(\t\"<\n\016RedriveSkipped\022\n\n\002id\030\001 \001(\t\022\016\n" +
-      "\006status\030\002 \001(\t\022\016\n\006reason\030\003 \001(\t\"v\n\017Redrive" +
-      "Response\022\020\n\010redriven\030\001 \001(\003\022\020\n\010task_ids\030\002" +
-      " \003(\t\022,\n\007skipped\030\003 \003(\0132\033.workflow.v1.Redr" +
-      "iveSkipped\022\021\n\tremaining\030\004 \001(\003\"A\n\020Schedul" +
-      "eInterval\022\025\n\revery_seconds\030\001 \001(\003\022\026\n\016offs" +
-      "et_seconds\030\002 \001(\003\"\322\001\n\014ScheduleSpec\022\014\n\004cro" +
-      "n\030\001 \003(\t\022/\n\010interval\030\002 \001(\0132\035.workflow.v1." +
-      "ScheduleInterval\022\021\n\ttime_zone\030\003 \001(\t\022\026\n\016j" +
-      "itter_seconds\030\004 \001(\005\022,\n\010start_at\030\005 \001(\0132\032." +
-      "google.protobuf.Timestamp\022*\n\006end_at\030\006 \001(" +
-      "\0132\032.google.protobuf.Timestamp\"\304\002\n\017Schedu" +
-      "leRequest\022\n\n\002id\030\001 \001(\t\022\027\n\017definition_name" +
-      "\030\002 \001(\t\022\032\n\022definition_version\030\003 \001(\005\022&\n\005in" +
-      "put\030\004 \001(\0132\027.google.protobuf.Struct\022\'\n\004sp" +
-      "ec\030\005 \001(\0132\031.workflow.v1.ScheduleSpec\022\026\n\016o" +
-      "verlap_policy\030\006 \001(\t\022#\n\026catchup_window_se" +
-      "conds\030\007 \001(\005H\000\210\001\001\022\030\n\020pause_on_failure\030\010 \001" +
-      "(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n \001(\t\022\017\n\007dry_" +
-      "run\030\013 \001(\010B\031\n\027_catchup_window_seconds\"\253\001\n" +
-      "\016ScheduleAction\022-\n\tslot_time\030\001 \001(\0132\032.goo" +
-      "gle.protobuf.Timestamp\022\014\n\004kind\030\002 \001(\t\022\017\n\007" +
-      "outcome\030\003 \001(\t\022\023\n\013instance_id\030\004 \001(\t\022\016\n\006de" +
-      "tail\030\005 \001(\t\022&\n\002at\030\006 \001(\0132\032.google.protobuf" +
-      ".Timestamp\"\326\003\n\010Schedule\022\n\n\002id\030\001 \001(\t\022\027\n\017d" +
-      "efinition_name\030\002 \001(\t\022\032\n\022definition_versi" +
-      "on\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.google.protobu" +
-      "f.Struct\022\'\n\004spec\030\005 \001(\0132\031.workflow.v1.Sch" +
-      "eduleSpec\022\026\n\016overlap_policy\030\006 \001(\t\022\036\n\026cat" +
-      "chup_window_seconds\030\007 \001(\005\022\030\n\020pause_on_fa" +
-      "ilure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n \001(" +
-      "\t\022.\n\ncreated_at\030\013 \001(\0132\032.google.protobuf." +
-      "Timestamp\022.\n\nupdated_at\030\014 \001(\0132\032.google.p" +
-      "rotobuf.Timestamp\0223\n\017next_fire_times\030\r \003" +
-      "(\0132\032.google.protobuf.Timestamp\0223\n\016recent" +
-      "_actions\030\016 \003(\0132\033.workflow.v1.ScheduleAct" +
-      "ion\"Q\n\014SchedulePage\022(\n\tschedules\030\001 \003(\0132\025" +
-      ".workflow.v1.Schedule\022\027\n\017next_page_token" +
-      "\030\002 \001(\t\"\037\n\021ScheduleIdRequest\022\n\n\002id\030\001 \001(\t\"" +
-      "9\n\024ListSchedulesRequest\022\r\n\005limit\030\001 \001(\005\022\022" +
-      "\n\npage_token\030\002 \001(\t\"0\n\024PauseScheduleReque" +
-      "st\022\n\n\002id\030\001 \001(\t\022\014\n\004note\030\002 \001(\t\"O\n\021Schedule" +
-      "Triggered\022\n\n\002id\030\001 \001(\t\022.\n\nslot_times\030\002 \003(" +
-      "\0132\032.google.protobuf.Timestamp\"o\n\017Backfil" +
-      "lRequest\022\n\n\002id\030\001 \001(\t\022(\n\004from\030\002 \001(\0132\032.goo" +
-      "gle.protobuf.Timestamp\022&\n\002to\030\003 \001(\0132\032.goo" +
-      "gle.protobuf.Timestamp\"l\n\020BackfillRespon" +
-      "se\022\n\n\002id\030\001 \001(\t\022\r\n\005slots\030\002 \001(\003\022\r\n\005added\030\003" +
-      " \001(\003\022.\n\nslot_times\030\004 \003(\0132\032.google.protob" +
-      "uf.Timestamp\".\n\017DeletedSchedule\022\n\n\002id\030\001 " +
-      "\001(\t\022\017\n\007deleted\030\002 \001(\010\",\n\013ProblemItem\022\014\n\004p" +
-      "ath\030\001 \001(\t\022\017\n\007message\030\002 \001(\t\"\202\001\n\007Problem\022\014" +
-      "\n\004type\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\016\n\006status\030\003 " +
-      "\001(\005\022\016\n\006detail\030\004 \001(\t\022\020\n\010instance\030\005 \001(\t\022(\n" +
-      "\006errors\030\006 \003(\0132\030.workflow.v1.ProblemItem\"" +
-      "\023\n\021GetOpenApiRequest\"8\n\027DeleteDefinition" +
-      "Request\022\014\n\004name\030\001 \001(\t\022\017\n\007version\030\002 \001(\005\"#" +
-      "\n\025DeleteInstanceRequest\022\n\n\002id\030\001 \001(\t\"\341\001\n\017" +
-      "DeletedInstance\022\n\n\002id\030\001 \001(\t\022\027\n\017definitio" +
-      "n_name\030\002 \001(\t\022\037\n\022definition_version\030\003 \001(\005" +
-      "H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022\027\n\017step_executions" +
-      "\030\005 \001(\003\022\014\n\004jobs\030\006 \001(\003\022\026\n\016history_events\030\007" +
-      " \001(\003\022\025\n\010archived\030\010 \001(\010H\001\210\001\001B\025\n\023_definiti" +
-      "on_versionB\013\n\t_archived\"\022\n\020GetHealthRequ" +
-      "est\"d\n\013HealthCheck\022\016\n\006status\030\001 \001(\t\022\027\n\nla" +
-      "tency_ms\030\002 \001(\001H\000\210\001\001\022\r\n\005error\030\003 \001(\t\022\016\n\006bu" +
-      "cket\030\004 \001(\tB\r\n\013_latency_ms\"{\n\006Health\022\016\n\006s" +
-      "tatus\030\001 \001(\t\022\017\n\007version\030\002 \001(\t\022*\n\010database" +
-      "\030\003 \001(\0132\030.workflow.v1.HealthCheck\022$\n\002s3\030\004" +
-      " \001(\0132\030.workflow.v1.HealthCheck\"\022\n\020GetCon" +
-      "figRequest\"B\n\014PayloadLimit\022\030\n\020soft_limit" +
-      "_bytes\030\001 \001(\003\022\030\n\020hard_limit_bytes\030\002 \001(\003\"\241" +
-      "\001\n\rPayloadLimits\0221\n\016workflow_input\030\001 \001(\013" +
-      "2\031.workflow.v1.PayloadLimit\022-\n\nstep_inpu" +
-      "t\030\002 \001(\0132\031.workflow.v1.PayloadLimit\022.\n\013st" +
-      "ep_output\030\003 \001(\0132\031.workflow.v1.PayloadLim" +
-      "it\"[\n\014ServerConfig\0222\n\016payload_limits\030\001 \001" +
-      "(\0132\032.workflow.v1.PayloadLimits\022\027\n\017presig" +
-      "n_seconds\030\002 \001(\005\"h\n\024CreatePayloadRequest\022" +
-      "\014\n\004kind\030\001 \001(\t\022\022\n\nsize_bytes\030\002 \001(\003\022\033\n\016con" +
-      "tent_sha256\030\003 \001(\tH\000\210\001\001B\021\n\017_content_sha25" +
-      "6\"\336\001\n\rPayloadUpload\022\014\n\004path\030\001 \001(\t\022\022\n\nupl" +
-      "oad_url\030\002 \001(\t\022.\n\nexpires_at\030\003 \001(\0132\032.goog" +
-      "le.protobuf.Timestamp\022E\n\016upload_headers\030" +
-      "\004 \003(\0132-.workflow.v1.PayloadUpload.Upload" +
-      "HeadersEntry\0324\n\022UploadHeadersEntry\022\013\n\003ke" +
-      "y\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\0012\351\036\n\016WorkflowE" +
-      "ngine\022E\n\tGetConfig\022\035.workflow.v1.GetConf" +
-      "igRequest\032\031.workflow.v1.ServerConfig\022N\n\r" +
-      "CreatePayload\022!.workflow.v1.CreatePayloa" +
-      "dRequest\032\032.workflow.v1.PayloadUpload\022E\n\n" +
-      "GetOpenApi\022\036.workflow.v1.GetOpenApiReque" +
-      "st\032\027.google.protobuf.Struct\022?\n\tGetHealth" +
-      "\022\035.workflow.v1.GetHealthRequest\032\023.workfl" +
-      "ow.v1.Health\022Q\n\020DeleteDefinition\022$.workf" +
-      "low.v1.DeleteDefinitionRequest\032\027.workflo" +
-      "w.v1.Definition\022R\n\016DeleteInstance\022\".work" +
-      "flow.v1.DeleteInstanceRequest\032\034.workflow" +
-      ".v1.DeletedInstance\022F\n\022RegisterDefinitio" +
-      "n\022\027.workflow.v1.Definition\032\027.workflow.v1",
-      ".Definition\022S\n\017ListDefinitions\022#.workflo" +
-      "w.v1.ListDefinitionsRequest\032\033.workflow.v" +
-      "1.DefinitionPage\022K\n\rGetDefinition\022!.work" +
-      "flow.v1.GetDefinitionRequest\032\027.workflow." +
-      "v1.Definition\022J\n\014ListTaskDefs\022 .workflow" +
-      ".v1.ListTaskDefsRequest\032\030.workflow.v1.Ta" +
-      "skDefPage\022B\n\nPutTaskDef\022\036.workflow.v1.Pu" +
-      "tTaskDefRequest\032\024.workflow.v1.TaskDef\022B\n" +
-      "\nGetTaskDef\022\036.workflow.v1.GetTaskDefRequ" +
-      "est\032\024.workflow.v1.TaskDef\022H\n\rDeleteTaskD" +
-      "ef\022!.workflow.v1.DeleteTaskDefRequest\032\024." +
-      "workflow.v1.TaskDef\022I\n\rStartInstance\022!.w" +
-      "orkflow.v1.StartInstanceRequest\032\025.workfl" +
-      "ow.v1.Instance\022Y\n\016StartInstances\022\".workf" +
-      "low.v1.StartInstancesRequest\032#.workflow." +
-      "v1.StartInstancesResponse\022Q\n\017SearchInsta" +
-      "nces\022#.workflow.v1.SearchInstancesReques" +
-      "t\032\031.workflow.v1.InstancePage\022E\n\013GetInsta" +
-      "nce\022\037.workflow.v1.GetInstanceRequest\032\025.w" +
-      "orkflow.v1.Instance\022J\n\tListSteps\022\035.workf" +
-      "low.v1.ListStepsRequest\032\036.workflow.v1.St" +
-      "epExecutionPage\022F\n\nGetHistory\022\036.workflow" +
-      ".v1.GetHistoryRequest\032\030.workflow.v1.Hist" +
-      "oryPage\022K\n\016CancelInstance\022\".workflow.v1." +
-      "CancelInstanceRequest\032\025.workflow.v1.Inst" +
-      "ance\022O\n\020CompleteUserTask\022$.workflow.v1.C" +
-      "ompleteUserTaskRequest\032\025.workflow.v1.Ins" +
-      "tance\022;\n\006Signal\022\032.workflow.v1.SignalRequ" +
-      "est\032\025.workflow.v1.Instance\022M\n\rRetryInsta" +
-      "nce\022%.workflow.v1.InstanceOperationReque" +
-      "st\032\025.workflow.v1.Instance\022I\n\rRerunInstan" +
-      "ce\022!.workflow.v1.RerunInstanceRequest\032\025." +
-      "workflow.v1.Instance\022M\n\017RestartInstance\022" +
-      "#.workflow.v1.RestartInstanceRequest\032\025.w" +
-      "orkflow.v1.Instance\022M\n\rPauseInstance\022%.w" +
-      "orkflow.v1.InstanceOperationRequest\032\025.wo" +
-      "rkflow.v1.Instance\022N\n\016ResumeInstance\022%.w" +
-      "orkflow.v1.InstanceOperationRequest\032\025.wo" +
-      "rkflow.v1.Instance\022G\n\010PollJobs\022\034.workflo" +
-      "w.v1.PollJobsRequest\032\035.workflow.v1.PollJ" +
-      "obsResponse\022P\n\013CompleteJob\022\037.workflow.v1" +
-      ".CompleteJobRequest\032 .workflow.v1.Comple" +
-      "teJobResponse\022V\n\rCompleteBatch\022!.workflo" +
-      "w.v1.CompleteBatchRequest\032\".workflow.v1." +
-      "CompleteBatchResponse\022D\n\007FailJob\022\033.workf" +
-      "low.v1.FailJobRequest\032\034.workflow.v1.Fail" +
-      "JobResponse\022J\n\tHeartbeat\022\035.workflow.v1.H" +
-      "eartbeatRequest\032\036.workflow.v1.HeartbeatR" +
-      "esponse\022:\n\010ClaimJob\022\034.workflow.v1.ClaimJ" +
-      "obRequest\032\020.workflow.v1.Job\022M\n\nStopWorke" +
-      "r\022\036.workflow.v1.StopWorkerRequest\032\037.work" +
-      "flow.v1.StopWorkerResponse\022;\n\004Push\022\030.wor" +
-      "kflow.v1.PushRequest\032\031.workflow.v1.PushR" +
-      "esponse\022;\n\005Stats\022\031.workflow.v1.QueueRequ" +
-      "est\032\027.workflow.v1.QueueStats\022=\n\004Peek\022\031.w" +
-      "orkflow.v1.QueueRequest\032\032.workflow.v1.Qu" +
-      "eueTaskList\022>\n\005Purge\022\031.workflow.v1.Queue" +
-      "Request\032\032.workflow.v1.PurgeResponse\022B\n\007D" +
-      "equeue\022\033.workflow.v1.DequeueRequest\032\032.wo" +
-      "rkflow.v1.QueueTaskList\022;\n\003Ack\022\027.workflo" +
-      "w.v1.AckRequest\032\033.workflow.v1.SettleResp" +
-      "onse\022=\n\004Nack\022\030.workflow.v1.NackRequest\032\033" +
-      ".workflow.v1.SettleResponse\022D\n\nListQueue" +
-      "s\022\036.workflow.v1.ListQueuesRequest\032\026.work" +
-      "flow.v1.QueuePage\022P\n\016ListQueueTasks\022\".wo" +
-      "rkflow.v1.ListQueueTasksRequest\032\032.workfl" +
-      "ow.v1.QueueTaskPage\022D\n\007Redrive\022\033.workflo" +
-      "w.v1.RedriveRequest\032\034.workflow.v1.Redriv" +
-      "eResponse\022E\n\016CreateSchedule\022\034.workflow.v" +
-      "1.ScheduleRequest\032\025.workflow.v1.Schedule" +
-      "\022M\n\rListSchedules\022!.workflow.v1.ListSche" +
-      "dulesRequest\032\031.workflow.v1.SchedulePage\022" +
-      "D\n\013GetSchedule\022\036.workflow.v1.ScheduleIdR" +
-      "equest\032\025.workflow.v1.Schedule\022F\n\017Replace" +
-      "Schedule\022\034.workflow.v1.ScheduleRequest\032\025" +
-      ".workflow.v1.Schedule\022N\n\016DeleteSchedule\022" +
-      "\036.workflow.v1.ScheduleIdRequest\032\034.workfl" +
-      "ow.v1.DeletedSchedule\022I\n\rPauseSchedule\022!" +
-      ".workflow.v1.PauseScheduleRequest\032\025.work" +
-      "flow.v1.Schedule\022H\n\017UnpauseSchedule\022\036.wo" +
-      "rkflow.v1.ScheduleIdRequest\032\025.workflow.v" +
-      "1.Schedule\022Q\n\017TriggerSchedule\022\036.workflow" +
-      ".v1.ScheduleIdRequest\032\036.workflow.v1.Sche" +
-      "duleTriggered\022O\n\020BackfillSchedule\022\034.work" +
-      "flow.v1.BackfillRequest\032\035.workflow.v1.Ba" +
-      "ckfillResponseB&\n\025dev.baton.workflow.v1B" +
-      "\013EngineProtoP\001b\006proto3"
+      "onds\030\003 \001(\001H\001\210\001\001\022\'\n\006output\030\004 \001(\0132\027.google" +
+      ".protobuf.StructB\014\n\n_retryableB\033\n\031_next_" +
+      "retry_delay_seconds\"\322\001\n\017BatchResultItem\022" +
+      "\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007at" +
+      "tempt\030\003 \001(\005H\000\210\001\001\0221\n\020variables_to_set\030\004 \001" +
+      "(\0132\027.google.protobuf.Struct\022\033\n\023output_pa" +
+      "yload_path\030\005 \001(\t\022*\n\007failure\030\006 \001(\0132\031.work" +
+      "flow.v1.BatchFailureB\n\n\010_attempt\"E\n\024Comp" +
+      "leteBatchRequest\022-\n\007results\030\001 \003(\0132\034.work" +
+      "flow.v1.BatchResultItem\"\203\001\n\014BatchOutcome" +
+      "\022\016\n\006job_id\030\001 \001(\t\022\017\n\007outcome\030\002 \001(\t\022\016\n\006sta" +
+      "tus\030\003 \001(\t\0223\n\017next_attempt_at\030\004 \001(\0132\032.goo" +
+      "gle.protobuf.Timestamp\022\r\n\005error\030\005 \001(\t\"C\n" +
+      "\025CompleteBatchResponse\022*\n\007results\030\001 \003(\0132" +
+      "\031.workflow.v1.BatchOutcome\"\377\001\n\016FailJobRe" +
+      "quest\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t" +
+      "\022\025\n\rerror_message\030\003 \001(\t\022\026\n\tretryable\030\004 \001" +
+      "(\010H\000\210\001\001\022%\n\030next_retry_delay_seconds\030\005 \001(" +
+      "\001H\001\210\001\001\022\024\n\007attempt\030\006 \001(\005H\002\210\001\001\022\'\n\006output\030\007" +
+      " \001(\0132\027.google.protobuf.StructB\014\n\n_retrya" +
+      "bleB\033\n\031_next_retry_delay_secondsB\n\n\010_att" +
+      "empt\"w\n\017FailJobResponse\022\016\n\006job_id\030\001 \001(\t\022" +
+      "\016\n\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\0223\n\017next" +
+      "_attempt_at\030\004 \001(\0132\032.google.protobuf.Time" +
+      "stamp\"W\n\020HeartbeatRequest\022\016\n\006job_id\030\001 \001(" +
+      "\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210" +
+      "\001\001B\n\n\010_attempt\"R\n\017ClaimJobRequest\022\n\n\002id\030" +
+      "\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(" +
+      "\005H\000\210\001\001B\n\n\010_attempt\"X\n\021HeartbeatResponse\022" +
+      "\016\n\006job_id\030\001 \001(\t\0223\n\017lock_expires_at\030\002 \001(\013" +
+      "2\032.google.protobuf.Timestamp\"&\n\021StopWork" +
+      "erRequest\022\021\n\tworker_id\030\001 \001(\t\"W\n\022StopWork" +
+      "erResponse\022\021\n\tworker_id\030\001 \001(\t\022.\n\nstopped" +
+      "_at\030\002 \001(\0132\032.google.protobuf.Timestamp\"_\n" +
+      "\013PushRequest\022\014\n\004name\030\001 \001(\t\022\r\n\005title\030\002 \001(" +
+      "\t\022\014\n\004body\030\003 \001(\t\022\020\n\010priority\030\004 \001(\005\022\023\n\013max" +
+      "_retries\030\005 \001(\005\"\200\001\n\014PushResponse\022\n\n\002id\030\001 " +
+      "\001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\016\n\006status\030\003 \001(\t\022" +
+      "\020\n\010priority\030\004 \001(\005\022.\n\ncreated_at\030\005 \001(\0132\032." +
+      "google.protobuf.Timestamp\"+\n\014QueueReques" +
+      "t\022\014\n\004name\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\"b\n\nQueueS" +
+      "tats\022\017\n\007pending\030\001 \001(\003\022\022\n\nprocessing\030\002 \001(" +
+      "\003\022\021\n\tcompleted\030\003 \001(\003\022\016\n\006failed\030\004 \001(\003\022\014\n\004" +
+      "dead\030\005 \001(\003\"\365\001\n\tQueueTask\022\n\n\002id\030\001 \001(\t\022\022\n\n" +
+      "queue_name\030\002 \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004body\030" +
+      "\004 \001(\t\022\020\n\010priority\030\005 \001(\005\022\023\n\013retry_count\030\006" +
+      " \001(\005\022\023\n\013max_retries\030\007 \001(\005\022.\n\ncreated_at\030" +
+      "\010 \001(\0132\032.google.protobuf.Timestamp\022\017\n\007rec" +
+      "eipt\030\t \001(\t\022.\n\nvisible_at\030\n \001(\0132\032.google." +
+      "protobuf.Timestamp\"6\n\rQueueTaskList\022%\n\005t" +
+      "asks\030\001 \003(\0132\026.workflow.v1.QueueTask\" \n\rPu" +
+      "rgeResponse\022\017\n\007deleted\030\001 \001(\003\"g\n\016DequeueR" +
+      "equest\022\014\n\004name\030\001 \001(\t\022\023\n\013consumer_id\030\002 \001(" +
+      "\t\022\037\n\027visibility_timeout_secs\030\003 \001(\005\022\021\n\tma" +
+      "x_tasks\030\004 \001(\005\"<\n\nAckRequest\022\014\n\004name\030\001 \001(" +
+      "\t\022\017\n\007task_id\030\002 \001(\t\022\017\n\007receipt\030\003 \001(\t\"r\n\013N" +
+      "ackRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007task_id\030\002 \001(" +
+      "\t\022\017\n\007receipt\030\003 \001(\t\022\r\n\005error\030\004 \001(\t\022\026\n\tret" +
+      "ryable\030\005 \001(\010H\000\210\001\001B\014\n\n_retryable\"x\n\016Settl" +
+      "eResponse\022\n\n\002id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\024\n" +
+      "\007applied\030\003 \001(\010H\000\210\001\001\022\030\n\013retry_count\030\004 \001(\005" +
+      "H\001\210\001\001B\n\n\010_appliedB\016\n\014_retry_count\"6\n\021Lis" +
+      "tQueuesRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_to" +
+      "ken\030\002 \001(\t\"r\n\014QueueSummary\022\014\n\004name\030\001 \001(\t\022" +
+      "\017\n\007pending\030\002 \001(\003\022\022\n\nprocessing\030\003 \001(\003\022\021\n\t" +
+      "completed\030\004 \001(\003\022\016\n\006failed\030\005 \001(\003\022\014\n\004dead\030" +
+      "\006 \001(\003\"O\n\tQueuePage\022)\n\006queues\030\001 \003(\0132\031.wor" +
+      "kflow.v1.QueueSummary\022\027\n\017next_page_token" +
+      "\030\002 \001(\t\"X\n\025ListQueueTasksRequest\022\014\n\004name\030" +
+      "\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\r\n\005limit\030\003 \001(\005\022\022\n\n" +
+      "page_token\030\004 \001(\t\"\235\003\n\017QueueTaskDetail\022\n\n\002" +
+      "id\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\r\n\005title\030\003 " +
+      "\001(\t\022\014\n\004body\030\004 \001(\t\022\026\n\016body_truncated\030\005 \001(" +
+      "\010\022\020\n\010priority\030\006 \001(\005\022\016\n\006status\030\007 \001(\t\022\023\n\013r" +
+      "etry_count\030\010 \001(\005\022\023\n\013max_retries\030\t \001(\005\022\022\n" +
+      "\nlast_error\030\n \001(\t\022\023\n\013instance_id\030\013 \001(\t\022." +
+      "\n\nvisible_at\030\014 \001(\0132\032.google.protobuf.Tim" +
+      "estamp\022.\n\ncreated_at\030\r \001(\0132\032.google.prot" +
+      "obuf.Timestamp\022.\n\nupdated_at\030\016 \001(\0132\032.goo" +
+      "gle.protobuf.Timestamp\0220\n\014completed_at\030\017" +
+      " \001(\0132\032.google.protobuf.Timestamp\"U\n\rQueu" +
+      "eTaskPage\022+\n\005tasks\030\001 \003(\0132\034.workflow.v1.Q" +
+      "ueueTaskDetail\022\027\n\017next_page_token\030\002 \001(\t\"" +
+      "0\n\016RedriveRequest\022\014\n\004name\030\001 \001(\t\022\020\n\010task_" +
+      "ids\030\002 \003(\t\"<\n\016RedriveSkipped\022\n\n\002id\030\001 \001(\t\022" +
+      "\016\n\006status\030\002 \001(\t\022\016\n\006reason\030\003 \001(\t\"v\n\017Redri" +
+      "veResponse\022\020\n\010redriven\030\001 \001(\003\022\020\n\010task_ids" +
+      "\030\002 \003(\t\022,\n\007skipped\030\003 \003(\0132\033.workflow.v1.Re" +
+      "driveSkipped\022\021\n\tremaining\030\004 \001(\003\"A\n\020Sched" +
+      "uleInterval\022\025\n\revery_seconds\030\001 \001(\003\022\026\n\016of" +
+      "fset_seconds\030\002 \001(\003\"\322\001\n\014ScheduleSpec\022\014\n\004c" +
+      "ron\030\001 \003(\t\022/\n\010interval\030\002 \001(\0132\035.workflow.v" +
+      "1.ScheduleInterval\022\021\n\ttime_zone\030\003 \001(\t\022\026\n" +
+      "\016jitter_seconds\030\004 \001(\005\022,\n\010start_at\030\005 \001(\0132" +
+      "\032.google.protobuf.Timestamp\022*\n\006end_at\030\006 " +
+      "\001(\0132\032.google.protobuf.Timestamp\"\304\002\n\017Sche" +
+      "duleRequest\022\n\n\002id\030\001 \001(\t\022\027\n\017definition_na" +
+      "me\030\002 \001(\t\022\032\n\022definition_version\030\003 \001(\005\022&\n\005" +
+      "input\030\004 \001(\0132\027.google.protobuf.Struct\022\'\n\004" +
+      "spec\030\005 \001(\0132\031.workflow.v1.ScheduleSpec\022\026\n" +
+      "\016overlap_policy\030\006 \001(\t\022#\n\026catchup_window_" +
+      "seconds\030\007 \001(\005H\000\210\001\001\022\030\n\020pause_on_failure\030\010" +
+      " \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n \001(\t\022\017\n\007dr" +
+      "y_run\030\013 \001(\010B\031\n\027_catchup_window_seconds\"\253" +
+      "\001\n\016ScheduleAction\022-\n\tslot_time\030\001 \001(\0132\032.g" +
+      "oogle.protobuf.Timestamp\022\014\n\004kind\030\002 \001(\t\022\017" +
+      "\n\007outcome\030\003 \001(\t\022\023\n\013instance_id\030\004 \001(\t\022\016\n\006" +
+      "detail\030\005 \001(\t\022&\n\002at\030\006 \001(\0132\032.google.protob" +
+      "uf.Timestamp\"\326\003\n\010Schedule\022\n\n\002id\030\001 \001(\t\022\027\n" +
+      "\017definition_name\030\002 \001(\t\022\032\n\022definition_ver" +
+      "sion\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.google.proto" +
+      "buf.Struct\022\'\n\004spec\030\005 \001(\0132\031.workflow.v1.S" +
+      "cheduleSpec\022\026\n\016overlap_policy\030\006 \001(\t\022\036\n\026c" +
+      "atchup_window_seconds\030\007 \001(\005\022\030\n\020pause_on_" +
+      "failure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n " +
+      "\001(\t\022.\n\ncreated_at\030\013 \001(\0132\032.google.protobu" +
+      "f.Timestamp\022.\n\nupdated_at\030\014 \001(\0132\032.google" +
+      ".protobuf.Timestamp\0223\n\017next_fire_times\030\r" +
+      " \003(\0132\032.google.protobuf.Timestamp\0223\n\016rece" +
+      "nt_actions\030\016 \003(\0132\033.workflow.v1.ScheduleA" +
+      "ction\"Q\n\014SchedulePage\022(\n\tschedules\030\001 \003(\013" +
+      "2\025.workflow.v1.Schedule\022\027\n\017next_page_tok" +
+      "en\030\002 \001(\t\"\037\n\021ScheduleIdRequest\022\n\n\002id\030\001 \001(" +
+      "\t\"9\n\024ListSchedulesRequest\022\r\n\005limit\030\001 \001(\005" +
+      "\022\022\n\npage_token\030\002 \001(\t\"0\n\024PauseScheduleReq" +
+      "uest\022\n\n\002id\030\001 \001(\t\022\014\n\004note\030\002 \001(\t\"O\n\021Schedu" +
+      "leTriggered\022\n\n\002id\030\001 \001(\t\022.\n\nslot_times\030\002 " +
+      "\003(\0132\032.google.protobuf.Timestamp\"o\n\017Backf" +
+      "illRequest\022\n\n\002id\030\001 \001(\t\022(\n\004from\030\002 \001(\0132\032.g" +
+      "oogle.protobuf.Timestamp\022&\n\002to\030\003 \001(\0132\032.g" +
+      "oogle.protobuf.Timestamp\"l\n\020BackfillResp" +
+      "onse\022\n\n\002id\030\001 \001(\t\022\r\n\005slots\030\002 \001(\003\022\r\n\005added" +
+      "\030\003 \001(\003\022.\n\nslot_times\030\004 \003(\0132\032.google.prot" +
+      "obuf.Timestamp\".\n\017DeletedSchedule\022\n\n\002id\030" +
+      "\001 \001(\t\022\017\n\007deleted\030\002 \001(\010\",\n\013ProblemItem\022\014\n" +
+      "\004path\030\001 \001(\t\022\017\n\007message\030\002 \001(\t\"\202\001\n\007Problem" +
+      "\022\014\n\004type\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\016\n\006status\030" +
+      "\003 \001(\005\022\016\n\006detail\030\004 \001(\t\022\020\n\010instance\030\005 \001(\t\022" +
+      "(\n\006errors\030\006 \003(\0132\030.workflow.v1.ProblemIte" +
+      "m\"\023\n\021GetOpenApiRequest\"8\n\027DeleteDefiniti" +
+      "onRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007version\030\002 \001(\005" +
+      "\"#\n\025DeleteInstanceRequest\022\n\n\002id\030\001 \001(\t\"\341\001" +
+      "\n\017DeletedInstance\022\n\n\002id\030\001 \001(\t\022\027\n\017definit" +
+      "ion_name\030\002 \001(\t\022\037\n\022definition_version\030\003 \001" +
+      "(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022\027\n\017step_executio" +
+      "ns\030\005 \001(\003\022\014\n\004jobs\030\006 \001(\003\022\026\n\016history_events" +
+      "\030\007 \001(\003\022\025\n\010archived\030\010 \001(\010H\001\210\001\001B\025\n\023_defini" +
+      "tion_versionB\013\n\t_archived\"\022\n\020GetHealthRe" +
+      "quest\"d\n\013HealthCheck\022\016\n\006status\030\001 \001(\t\022\027\n\n" +
+      "latency_ms\030\002 \001(\001H\000\210\001\001\022\r\n\005error\030\003 \001(\t\022\016\n\006" +
+      "bucket\030\004 \001(\tB\r\n\013_latency_ms\"{\n\006Health\022\016\n" +
+      "\006status\030\001 \001(\t\022\017\n\007version\030\002 \001(\t\022*\n\010databa" +
+      "se\030\003 \001(\0132\030.workflow.v1.HealthCheck\022$\n\002s3" +
+      "\030\004 \001(\0132\030.workflow.v1.HealthCheck\"\022\n\020GetC" +
+      "onfigRequest\"B\n\014PayloadLimit\022\030\n\020soft_lim" +
+      "it_bytes\030\001 \001(\003\022\030\n\020hard_limit_bytes\030\002 \001(\003" +
+      "\"\241\001\n\rPayloadLimits\0221\n\016workflow_input\030\001 \001" +
+      "(\0132\031.workflow.v1.PayloadLimit\022-\n\nstep_in" +
+      "put\030\002 \001(\0132\031.workflow.v1.PayloadLimit\022.\n\013" +
+      "step_output\030\003 \001(\0132\031.workflow.v1.PayloadL" +
+      "imit\"[\n\014ServerConfig\0222\n\016payload_limits\030\001" +
+      " \001(\0132\032.workflow.v1.PayloadLimits\022\027\n\017pres" +
+      "ign_seconds\030\002 \001(\005\"h\n\024CreatePayloadReques" +
+      "t\022\014\n\004kind\030\001 \001(\t\022\022\n\nsize_bytes\030\002 \001(\003\022\033\n\016c" +
+      "ontent_sha256\030\003 \001(\tH\000\210\001\001B\021\n\017_content_sha" +
+      "256\"\336\001\n\rPayloadUpload\022\014\n\004path\030\001 \001(\t\022\022\n\nu" +
+      "pload_url\030\002 \001(\t\022.\n\nexpires_at\030\003 \001(\0132\032.go" +
+      "ogle.protobuf.Timestamp\022E\n\016upload_header" +
+      "s\030\004 \003(\0132-.workflow.v1.PayloadUpload.Uplo" +
+      "adHeadersEntry\0324\n\022UploadHeadersEntry\022\013\n\003" +
+      "key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\0012\351\036\n\016Workflo" +
+      "wEngine\022E\n\tGetConfig\022\035.workflow.v1.GetCo" +
+      "nfigRequest\032\031.workflow.v1.ServerConfig\022N" +
+      "\n\rCreatePayload\022!.workflow.v1.CreatePayl" +
+      "oadRequest\032\032.workflow.v1.PayloadUpload\022E" +
+      "\n\nGetOpenApi\022\036.workflow.v1.GetOpenApiReq" +
+      "uest\032\027.google.protobuf.Struct\022?\n\tGetHeal" +
+      "th\022\035.workflow.v1.GetHealthRequest\032\023.work" +
+      "flow.v1.Health\022Q\n\020DeleteDefinition\022$.wor" +
+      "kflow.v1.DeleteDefinitionRequest\032\027.workf" +
+      "low.v1.Definition\022R\n\016DeleteInstance\022\".wo" +
+      "rkflow.v1.DeleteInstanceRequest\032\034.workfl",
+      "ow.v1.DeletedInstance\022F\n\022RegisterDefinit" +
+      "ion\022\027.workflow.v1.Definition\032\027.workflow." +
+      "v1.Definition\022S\n\017ListDefinitions\022#.workf" +
+      "low.v1.ListDefinitionsRequest\032\033.workflow" +
+      ".v1.DefinitionPage\022K\n\rGetDefinition\022!.wo" +
+      "rkflow.v1.GetDefinitionRequest\032\027.workflo" +
+      "w.v1.Definition\022J\n\014ListTaskDefs\022 .workfl" +
+      "ow.v1.ListTaskDefsRequest\032\030.workflow.v1." +
+      "TaskDefPage\022B\n\nPutTaskDef\022\036.workflow.v1." +
+      "PutTaskDefRequest\032\024.workflow.v1.TaskDef\022" +
+      "B\n\nGetTaskDef\022\036.workflow.v1.GetTaskDefRe" +
+      "quest\032\024.workflow.v1.TaskDef\022H\n\rDeleteTas" +
+      "kDef\022!.workflow.v1.DeleteTaskDefRequest\032" +
+      "\024.workflow.v1.TaskDef\022I\n\rStartInstance\022!" +
+      ".workflow.v1.StartInstanceRequest\032\025.work" +
+      "flow.v1.Instance\022Y\n\016StartInstances\022\".wor" +
+      "kflow.v1.StartInstancesRequest\032#.workflo" +
+      "w.v1.StartInstancesResponse\022Q\n\017SearchIns" +
+      "tances\022#.workflow.v1.SearchInstancesRequ" +
+      "est\032\031.workflow.v1.InstancePage\022E\n\013GetIns" +
+      "tance\022\037.workflow.v1.GetInstanceRequest\032\025" +
+      ".workflow.v1.Instance\022J\n\tListSteps\022\035.wor" +
+      "kflow.v1.ListStepsRequest\032\036.workflow.v1." +
+      "StepExecutionPage\022F\n\nGetHistory\022\036.workfl" +
+      "ow.v1.GetHistoryRequest\032\030.workflow.v1.Hi" +
+      "storyPage\022K\n\016CancelInstance\022\".workflow.v" +
+      "1.CancelInstanceRequest\032\025.workflow.v1.In" +
+      "stance\022O\n\020CompleteUserTask\022$.workflow.v1" +
+      ".CompleteUserTaskRequest\032\025.workflow.v1.I" +
+      "nstance\022;\n\006Signal\022\032.workflow.v1.SignalRe" +
+      "quest\032\025.workflow.v1.Instance\022M\n\rRetryIns" +
+      "tance\022%.workflow.v1.InstanceOperationReq" +
+      "uest\032\025.workflow.v1.Instance\022I\n\rRerunInst" +
+      "ance\022!.workflow.v1.RerunInstanceRequest\032" +
+      "\025.workflow.v1.Instance\022M\n\017RestartInstanc" +
+      "e\022#.workflow.v1.RestartInstanceRequest\032\025" +
+      ".workflow.v1.Instance\022M\n\rPauseInstance\022%" +
+      ".workflow.v1.InstanceOperationRequest\032\025." +
+      "workflow.v1.Instance\022N\n\016ResumeInstance\022%" +
+      ".workflow.v1.InstanceOperationRequest\032\025." +
+      "workflow.v1.Instance\022G\n\010PollJobs\022\034.workf" +
+      "low.v1.PollJobsRequest\032\035.workflow.v1.Pol" +
+      "lJobsResponse\022P\n\013CompleteJob\022\037.workflow." +
+      "v1.CompleteJobRequest\032 .workflow.v1.Comp" +
+      "leteJobResponse\022V\n\rCompleteBatch\022!.workf" +
+      "low.v1.CompleteBatchRequest\032\".workflow.v" +
+      "1.CompleteBatchResponse\022D\n\007FailJob\022\033.wor" +
+      "kflow.v1.FailJobRequest\032\034.workflow.v1.Fa" +
+      "ilJobResponse\022J\n\tHeartbeat\022\035.workflow.v1" +
+      ".HeartbeatRequest\032\036.workflow.v1.Heartbea" +
+      "tResponse\022:\n\010ClaimJob\022\034.workflow.v1.Clai" +
+      "mJobRequest\032\020.workflow.v1.Job\022M\n\nStopWor" +
+      "ker\022\036.workflow.v1.StopWorkerRequest\032\037.wo" +
+      "rkflow.v1.StopWorkerResponse\022;\n\004Push\022\030.w" +
+      "orkflow.v1.PushRequest\032\031.workflow.v1.Pus" +
+      "hResponse\022;\n\005Stats\022\031.workflow.v1.QueueRe" +
+      "quest\032\027.workflow.v1.QueueStats\022=\n\004Peek\022\031" +
+      ".workflow.v1.QueueRequest\032\032.workflow.v1." +
+      "QueueTaskList\022>\n\005Purge\022\031.workflow.v1.Que" +
+      "ueRequest\032\032.workflow.v1.PurgeResponse\022B\n" +
+      "\007Dequeue\022\033.workflow.v1.DequeueRequest\032\032." +
+      "workflow.v1.QueueTaskList\022;\n\003Ack\022\027.workf" +
+      "low.v1.AckRequest\032\033.workflow.v1.SettleRe" +
+      "sponse\022=\n\004Nack\022\030.workflow.v1.NackRequest" +
+      "\032\033.workflow.v1.SettleResponse\022D\n\nListQue" +
+      "ues\022\036.workflow.v1.ListQueuesRequest\032\026.wo" +
+      "rkflow.v1.QueuePage\022P\n\016ListQueueTasks\022\"." +
+      "workflow.v1.ListQueueTasksRequest\032\032.work" +
+      "flow.v1.QueueTaskPage\022D\n\007Redrive\022\033.workf" +
+      "low.v1.RedriveRequest\032\034.workflow.v1.Redr" +
+      "iveResponse\022E\n\016CreateSchedule\022\034.workflow" +
+      ".v1.ScheduleRequest\032\025.workflow.v1.Schedu" +
+      "le\022M\n\rListSchedules\022!.workflow.v1.ListSc" +
+      "hedulesRequest\032\031.workflow.v1.SchedulePag" +
+      "e\022D\n\013GetSchedule\022\036.workflow.v1.ScheduleI" +
+      "dRequest\032\025.workflow.v1.Schedule\022F\n\017Repla" +
+      "ceSchedule\022\034.workflow.v1.ScheduleRequest" +
+      "\032\025.workflow.v1.Schedule\022N\n\016DeleteSchedul" +
+      "e\022\036.workflow.v1.ScheduleIdRequest\032\034.work" +
+      "flow.v1.DeletedSchedule\022I\n\rPauseSchedule" +
+      "\022!.workflow.v1.PauseScheduleRequest\032\025.wo" +
+      "rkflow.v1.Schedule\022H\n\017UnpauseSchedule\022\036." +
+      "workflow.v1.ScheduleIdRequest\032\025.workflow" +
+      ".v1.Schedule\022Q\n\017TriggerSchedule\022\036.workfl" +
+      "ow.v1.ScheduleIdRequest\032\036.workflow.v1.Sc" +
+      "heduleTriggered\022O\n\020BackfillSchedule\022\034.wo" +
+      "rkflow.v1.BackfillRequest\032\035.workflow.v1." +
+      "BackfillResponseB&\n\025dev.baton.workflow.v" +
+      "1B\013EngineProtoP\001b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -1246,7 +1248,7 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
     internal_static_workflow_v1_BatchFailure_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_BatchFailure_descriptor,
-        new java.lang.String[] { "ErrorMessage", "Retryable", "NextRetryDelaySeconds", });
+        new java.lang.String[] { "ErrorMessage", "Retryable", "NextRetryDelaySeconds", "Output", });
     internal_static_workflow_v1_BatchResultItem_descriptor =
       getDescriptor().getMessageType(38);
     internal_static_workflow_v1_BatchResultItem_fieldAccessorTable = new
@@ -1276,7 +1278,7 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
     internal_static_workflow_v1_FailJobRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_FailJobRequest_descriptor,
-        new java.lang.String[] { "JobId", "WorkerId", "ErrorMessage", "Retryable", "NextRetryDelaySeconds", "Attempt", });
+        new java.lang.String[] { "JobId", "WorkerId", "ErrorMessage", "Retryable", "NextRetryDelaySeconds", "Attempt", "Output", });
     internal_static_workflow_v1_FailJobResponse_descriptor =
       getDescriptor().getMessageType(43);
     internal_static_workflow_v1_FailJobResponse_fieldAccessorTable = new

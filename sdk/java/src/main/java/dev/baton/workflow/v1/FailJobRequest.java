@@ -252,6 +252,47 @@ private static final long serialVersionUID = 0L;
     return attempt_;
   }
 
+  public static final int OUTPUT_FIELD_NUMBER = 7;
+  private com.google.protobuf.Struct output_;
+  /**
+   * <pre>
+   * What the worker gives with the failure (Conductor's failed task's outputData): kept as the
+   * step's output when this failure ends the step (no retry follows).
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct output = 7;</code>
+   * @return Whether the output field is set.
+   */
+  @java.lang.Override
+  public boolean hasOutput() {
+    return ((bitField0_ & 0x00000008) != 0);
+  }
+  /**
+   * <pre>
+   * What the worker gives with the failure (Conductor's failed task's outputData): kept as the
+   * step's output when this failure ends the step (no retry follows).
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct output = 7;</code>
+   * @return The output.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Struct getOutput() {
+    return output_ == null ? com.google.protobuf.Struct.getDefaultInstance() : output_;
+  }
+  /**
+   * <pre>
+   * What the worker gives with the failure (Conductor's failed task's outputData): kept as the
+   * step's output when this failure ends the step (no retry follows).
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct output = 7;</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.StructOrBuilder getOutputOrBuilder() {
+    return output_ == null ? com.google.protobuf.Struct.getDefaultInstance() : output_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -284,6 +325,9 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000004) != 0)) {
       output.writeInt32(6, attempt_);
     }
+    if (((bitField0_ & 0x00000008) != 0)) {
+      output.writeMessage(7, getOutput());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -308,6 +352,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000004) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(6, attempt_);
+    }
+    if (((bitField0_ & 0x00000008) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(7, getOutput());
     }
     return size;
   }
@@ -355,6 +403,11 @@ private static final long serialVersionUID = 0L;
       if (getAttempt()
           != other.getAttempt()) return false;
     }
+    if (hasOutput() != other.hasOutput()) return false;
+    if (hasOutput()) {
+      if (!getOutput()
+          .equals(other.getOutput())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -385,6 +438,10 @@ private static final long serialVersionUID = 0L;
     if (hasAttempt()) {
       hash = (37 * hash) + ATTEMPT_FIELD_NUMBER;
       hash = (53 * hash) + getAttempt();
+    }
+    if (hasOutput()) {
+      hash = (37 * hash) + OUTPUT_FIELD_NUMBER;
+      hash = (53 * hash) + getOutput().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -505,13 +562,19 @@ private static final long serialVersionUID = 0L;
 
     // Construct using dev.baton.workflow.v1.FailJobRequest.newBuilder()
     private Builder() {
-
+      maybeForceBuilderInitialization();
     }
 
     private Builder(
         com.google.protobuf.GeneratedMessage.BuilderParent parent) {
       super(parent);
-
+      maybeForceBuilderInitialization();
+    }
+    private void maybeForceBuilderInitialization() {
+      if (com.google.protobuf.GeneratedMessage
+              .alwaysUseFieldBuilders) {
+        internalGetOutputFieldBuilder();
+      }
     }
     @java.lang.Override
     public Builder clear() {
@@ -523,6 +586,11 @@ private static final long serialVersionUID = 0L;
       retryable_ = false;
       nextRetryDelaySeconds_ = 0D;
       attempt_ = 0;
+      output_ = null;
+      if (outputBuilder_ != null) {
+        outputBuilder_.dispose();
+        outputBuilder_ = null;
+      }
       return this;
     }
 
@@ -578,6 +646,12 @@ private static final long serialVersionUID = 0L;
         result.attempt_ = attempt_;
         to_bitField0_ |= 0x00000004;
       }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
+        result.output_ = outputBuilder_ == null
+            ? output_
+            : outputBuilder_.build();
+        to_bitField0_ |= 0x00000008;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -616,6 +690,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasAttempt()) {
         setAttempt(other.getAttempt());
+      }
+      if (other.hasOutput()) {
+        mergeOutput(other.getOutput());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -671,6 +748,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000020;
               break;
             } // case 48
+            case 58: {
+              input.readMessage(
+                  internalGetOutputFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 58
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1074,6 +1158,170 @@ private static final long serialVersionUID = 0L;
       attempt_ = 0;
       onChanged();
       return this;
+    }
+
+    private com.google.protobuf.Struct output_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder> outputBuilder_;
+    /**
+     * <pre>
+     * What the worker gives with the failure (Conductor's failed task's outputData): kept as the
+     * step's output when this failure ends the step (no retry follows).
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct output = 7;</code>
+     * @return Whether the output field is set.
+     */
+    public boolean hasOutput() {
+      return ((bitField0_ & 0x00000040) != 0);
+    }
+    /**
+     * <pre>
+     * What the worker gives with the failure (Conductor's failed task's outputData): kept as the
+     * step's output when this failure ends the step (no retry follows).
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct output = 7;</code>
+     * @return The output.
+     */
+    public com.google.protobuf.Struct getOutput() {
+      if (outputBuilder_ == null) {
+        return output_ == null ? com.google.protobuf.Struct.getDefaultInstance() : output_;
+      } else {
+        return outputBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * What the worker gives with the failure (Conductor's failed task's outputData): kept as the
+     * step's output when this failure ends the step (no retry follows).
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct output = 7;</code>
+     */
+    public Builder setOutput(com.google.protobuf.Struct value) {
+      if (outputBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        output_ = value;
+      } else {
+        outputBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * What the worker gives with the failure (Conductor's failed task's outputData): kept as the
+     * step's output when this failure ends the step (no retry follows).
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct output = 7;</code>
+     */
+    public Builder setOutput(
+        com.google.protobuf.Struct.Builder builderForValue) {
+      if (outputBuilder_ == null) {
+        output_ = builderForValue.build();
+      } else {
+        outputBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * What the worker gives with the failure (Conductor's failed task's outputData): kept as the
+     * step's output when this failure ends the step (no retry follows).
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct output = 7;</code>
+     */
+    public Builder mergeOutput(com.google.protobuf.Struct value) {
+      if (outputBuilder_ == null) {
+        if (((bitField0_ & 0x00000040) != 0) &&
+          output_ != null &&
+          output_ != com.google.protobuf.Struct.getDefaultInstance()) {
+          getOutputBuilder().mergeFrom(value);
+        } else {
+          output_ = value;
+        }
+      } else {
+        outputBuilder_.mergeFrom(value);
+      }
+      if (output_ != null) {
+        bitField0_ |= 0x00000040;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * What the worker gives with the failure (Conductor's failed task's outputData): kept as the
+     * step's output when this failure ends the step (no retry follows).
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct output = 7;</code>
+     */
+    public Builder clearOutput() {
+      bitField0_ = (bitField0_ & ~0x00000040);
+      output_ = null;
+      if (outputBuilder_ != null) {
+        outputBuilder_.dispose();
+        outputBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * What the worker gives with the failure (Conductor's failed task's outputData): kept as the
+     * step's output when this failure ends the step (no retry follows).
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct output = 7;</code>
+     */
+    public com.google.protobuf.Struct.Builder getOutputBuilder() {
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return internalGetOutputFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * What the worker gives with the failure (Conductor's failed task's outputData): kept as the
+     * step's output when this failure ends the step (no retry follows).
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct output = 7;</code>
+     */
+    public com.google.protobuf.StructOrBuilder getOutputOrBuilder() {
+      if (outputBuilder_ != null) {
+        return outputBuilder_.getMessageOrBuilder();
+      } else {
+        return output_ == null ?
+            com.google.protobuf.Struct.getDefaultInstance() : output_;
+      }
+    }
+    /**
+     * <pre>
+     * What the worker gives with the failure (Conductor's failed task's outputData): kept as the
+     * step's output when this failure ends the step (no retry follows).
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct output = 7;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder> 
+        internalGetOutputFieldBuilder() {
+      if (outputBuilder_ == null) {
+        outputBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder>(
+                getOutput(),
+                getParentForChildren(),
+                isClean());
+        output_ = null;
+      }
+      return outputBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:workflow.v1.FailJobRequest)

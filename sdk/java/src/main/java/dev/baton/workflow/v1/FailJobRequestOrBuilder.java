@@ -104,4 +104,34 @@ public interface FailJobRequestOrBuilder extends
    * @return The attempt.
    */
   int getAttempt();
+
+  /**
+   * <pre>
+   * What the worker gives with the failure (Conductor's failed task's outputData): kept as the
+   * step's output when this failure ends the step (no retry follows).
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct output = 7;</code>
+   * @return Whether the output field is set.
+   */
+  boolean hasOutput();
+  /**
+   * <pre>
+   * What the worker gives with the failure (Conductor's failed task's outputData): kept as the
+   * step's output when this failure ends the step (no retry follows).
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct output = 7;</code>
+   * @return The output.
+   */
+  com.google.protobuf.Struct getOutput();
+  /**
+   * <pre>
+   * What the worker gives with the failure (Conductor's failed task's outputData): kept as the
+   * step's output when this failure ends the step (no retry follows).
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct output = 7;</code>
+   */
+  com.google.protobuf.StructOrBuilder getOutputOrBuilder();
 }
