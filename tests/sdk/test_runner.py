@@ -300,6 +300,28 @@ def test_job_error_sends_its_next_retry_delay(api: FakeApi, make_runner: Any) ->
     assert delays == {"soon": 0.0, "later": 90.0, "never": None, "plain": None}
 
 
+def test_a_job_error_sends_its_output_when_it_can(api: FakeApi, make_runner: Any) -> None:
+    registry = Registry()
+    outputs: dict[str, Any] = {
+        "kept": {"code": 42, "detail": ["a", "b"]},
+        "not-json": {"ratio": float("nan")},
+        "too-big": {"blob": "x" * (300 * 1024)},
+    }
+    for name, output in outputs.items():
+        registry.handler(name)(
+            lambda ctx, o=output: (_ for _ in ()).throw(NonRetryableError("no", output=o))
+        )
+    registry.handler("none")(lambda ctx: (_ for _ in ()).throw(JobError("no")))
+    ids = {t: api.add(job_type=t)[0] for t in (*outputs, "none")}
+    make_runner(registry).start()
+    eventually(lambda: all(i in api.failed for i in ids.values()))
+    sent = {t: api.fail_bodies[i].get("output") for t, i in ids.items()}
+    # The failure goes whatever its output; one the server could not take is left out.
+    assert sent == {"kept": outputs["kept"], "not-json": None, "too-big": None, "none": None}
+    with pytest.raises(TypeError, match="output is an object"):
+        JobError("no", output=["not", "an", "object"])  # type: ignore[arg-type]
+
+
 def test_a_result_that_is_not_a_mapping_fails_non_retryable(api: FakeApi, make_runner: Any) -> None:
     registry = Registry()
     registry.handler("t")(lambda ctx: ["not", "a", "dict"])  # type: ignore[arg-type,return-value]

@@ -15,6 +15,7 @@ lapsed lease): the outcome is logged and dropped.
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import threading
 import time
@@ -57,6 +58,10 @@ def notify(hook: MetricsHook, name: str, **kwargs: Any) -> None:
         log.exception("metrics hook failed", extra={"hook": name})
 
 
+# The largest failure output sent when the server's soft limit is not known.
+MAX_FAILURE_OUTPUT_BYTES = 256 * 1024
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What a handler's call came to: variables to complete with, or an error to fail with."""
@@ -66,6 +71,7 @@ class Outcome:
     retryable: bool = True
     next_retry_delay_seconds: float | None = None  # None: the step's own retry delay
     seconds: float = 0.0
+    failure_output: Mapping[str, Any] | None = None  # what goes with the failure
 
 
 class JobExecutor:
@@ -172,6 +178,7 @@ class JobExecutor:
                 retryable=not e.non_retryable,
                 next_retry_delay_seconds=delay,
                 seconds=seconds,
+                failure_output=self._failure_output(ctx, e.output, handler.name),
             )
         except BaseException as e:  # anything else fails the job as retryable, with its trace
             seconds = time.perf_counter() - started
@@ -187,6 +194,28 @@ class JobExecutor:
             ctx.logger.error("handler returned a bad result", extra={"error": problem})
             return Outcome(error=problem, retryable=False, seconds=seconds)
         return Outcome(variables=result, seconds=seconds)
+
+    def _failure_output(
+        self, ctx: JobContext, output: Mapping[str, Any] | None, handler_name: str
+    ) -> Mapping[str, Any] | None:
+        """A failure's output as it can be sent: left out (and said why) when it is not
+        storable JSON or above the step output's soft limit, so that the failure still goes."""
+        if output is None:
+            return None
+        problem = result_problem(output, handler_name)
+        if problem is None:
+            size = len(json.dumps(output, separators=(",", ":")))
+            # Under the step output's soft limit (the server's inline limit is above it), and
+            # never more than what any server takes inline when the limit is unknown.
+            limit = min(self.client.soft_limit("stepOutput"), MAX_FAILURE_OUTPUT_BYTES)
+            if size > limit:
+                problem = f"its failure output is {size} bytes, above the {limit}-byte limit"
+        if problem is not None:
+            ctx.logger.warning(
+                "failure output left out", extra={"error": problem, "handler": handler_name}
+            )
+            return None
+        return output
 
     # --- the report ------------------------------------------------------------------------------
 
@@ -262,6 +291,7 @@ class JobExecutor:
                 retryable=outcome.retryable,
                 next_retry_delay_seconds=outcome.next_retry_delay_seconds,
                 attempt=ctx.attempt,
+                output=outcome.failure_output,
             ),
             lambda answer: self._failed(ctx, outcome, answer),
             lambda error: self._unreported(ctx, error),
@@ -318,6 +348,7 @@ class JobExecutor:
                 next_retry_delay_seconds=outcome.next_retry_delay_seconds,
                 attempt=ctx.attempt,
                 retry=self.report_retry,
+                output=outcome.failure_output,
             )
         except BatonError as e:
             self._unreported(ctx, e)

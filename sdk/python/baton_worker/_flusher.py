@@ -185,6 +185,7 @@ class ResultFlusher:
                     next_retry_delay_seconds=f.get("nextRetryDelaySeconds"),
                     attempt=item.get("attempt"),
                     retry=self.retry,
+                    output=f.get("output"),
                 )
             else:
                 done = self.client.send_completion(item, retry=self.retry)

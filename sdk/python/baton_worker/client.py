@@ -642,12 +642,15 @@ class BatonClient:
         retryable: bool = True,
         next_retry_delay_seconds: float | None = None,
         attempt: int | None = None,
+        output: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """One failure as an item of :meth:`complete_batch`."""
+        """One failure as an item of :meth:`complete_batch` (``output``: kept as the step's
+        when the failure ends the step)."""
         failure = _params(
             errorMessage=error_message,
             retryable=retryable,
             nextRetryDelaySeconds=next_retry_delay_seconds,
+            output=None if output is None else dict(output),
         )
         return _params(jobId=job_id, workerId=worker_id, attempt=attempt, failure=failure)
 
@@ -744,10 +747,12 @@ class BatonClient:
         next_retry_delay_seconds: float | None = None,
         attempt: int | None = None,
         retry: RetryArg = CLIENT_POLICY,
+        output: Mapping[str, Any] | None = None,
     ) -> FailJobResult:
         """Fail a claimed job; the engine retries it per the step's policy when ``retryable``,
         after ``next_retry_delay_seconds`` instead of the step's delay when that is given.
-        ``attempt`` as for :meth:`complete_job` (a re-sent fail is then a harmless repeat)."""
+        ``attempt`` as for :meth:`complete_job` (a re-sent fail is then a harmless repeat).
+        ``output``: kept as the step's output when this failure ends the step."""
         body = _params(
             jobId=job_id,
             workerId=worker_id,
@@ -755,6 +760,7 @@ class BatonClient:
             retryable=retryable,
             nextRetryDelaySeconds=next_retry_delay_seconds,
             attempt=attempt,
+            output=None if output is None else dict(output),
         )
         result = self._call("POST", "/v1/jobs/fail", json=body, idempotent=True, retry=retry)
         return cast(FailJobResult, result)

@@ -39,6 +39,12 @@ class JobError(BatonError):
     waits before that retry, instead of the step's ``retryDelaySeconds`` and backoff: ``0`` to
     retry at once, or the delay a rate-limited service asked for. It applies to this one retry
     only, and means nothing for a non-retryable failure.
+
+    ``output`` (an object) goes with the failure: the step keeps it as its output when this
+    failure ends the step (no retry follows), as Conductor keeps a failed task's
+    ``outputData``; an ``optional`` step's successors read it. One that is not storable JSON,
+    or above the step output's soft limit, is left out (the failure still goes, and the runner
+    logs why).
     """
 
     def __init__(
@@ -47,11 +53,15 @@ class JobError(BatonError):
         *,
         non_retryable: bool = False,
         next_retry_delay: float | timedelta | None = None,
+        output: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.non_retryable = non_retryable
         self.next_retry_delay = _retry_delay(next_retry_delay)
+        if output is not None and not isinstance(output, Mapping):
+            raise TypeError(f"output is an object (a Mapping), not {type(output).__name__}")
+        self.output = output
 
     @property
     def next_retry_delay_seconds(self) -> float | None:
@@ -76,8 +86,8 @@ def _retry_delay(value: float | timedelta | None) -> timedelta | None:
 class NonRetryableError(JobError):
     """Fail the current job at once: the engine ignores the step's remaining retries."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message, non_retryable=True)
+    def __init__(self, message: str, *, output: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message, non_retryable=True, output=output)
 
 
 # --- API errors ---------------------------------------------------------------------------------
