@@ -186,3 +186,40 @@ def test_a_waiting_task_updated_failed_fails_its_workflow(api: httpx.Client) -> 
         assert wf["tasks"][0]["reasonForIncompletion"] == "declined"
         assert wf["tasks"][0]["outputData"] == {"why": "no"}
         assert "declined" in wf["reasonForIncompletion"]
+
+
+def test_a_sub_workflow_task_is_completed_by_its_id_whatever_workflow_is_named(
+    api: httpx.Client,
+) -> None:
+    """Conductor finds the task by its id alone; SubWorkflowInlineTests sends the child's id
+    as workflowInstanceId with its parent's SUB_WORKFLOW task."""
+    child = _register(api, [_wait("inner")])
+    parent = _register(
+        api,
+        [
+            {
+                "name": "sub",
+                "taskReferenceName": "sub",
+                "type": "SUB_WORKFLOW",
+                "subWorkflowParam": {"name": child, "version": 1},
+            }
+        ],
+    )
+    for named in ("child", None):
+        wid = _start(api, parent)
+        task = wait_until(
+            lambda w=wid: (t := _workflow(api, w)["tasks"]) and t[0].get("subWorkflowId") and t[0],
+            timeout=15,
+            what="the SUB_WORKFLOW task",
+        )
+        body = {"taskId": task["taskId"], "status": "COMPLETED", "outputData": {"by": "id"}}
+        if named:
+            body["workflowInstanceId"] = task["subWorkflowId"]
+        answer = api.post("/tasks", json=body)
+        assert answer.status_code == 200, answer.text
+        wf = _workflow(api, wid)
+        assert wf["status"] == "COMPLETED" and wf["tasks"][0]["outputData"] == {"by": "id"}
+    assert (
+        api.post("/tasks", json={"taskId": str(uuid.uuid4()), "status": "COMPLETED"}).status_code
+        == 404
+    )

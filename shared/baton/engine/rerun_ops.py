@@ -378,6 +378,16 @@ class RerunOps(EngineCore):
         )
         return None if row is None else (str(row["instance_id"]), str(row["id"]))
 
+    def instance_of_execution(self, execution_id: str) -> str | None:
+        """The instance a step execution belongs to (its id alone), or None."""
+        eid = _as_uuid(execution_id)
+        if eid is None:
+            return None
+        row = self.db.autocommit(
+            lambda conn: conn.execute(instance_sql.INSTANCE_OF_EXECUTION, {"id": eid}).fetchone()
+        )
+        return None if row is None else str(row["instance_id"])
+
     def forks_of(self, instance_id: str) -> list[tuple[str, str]]:
         """(instance id, step execution id) of every PARALLEL and MAP execution of the instance
         and its descendants."""

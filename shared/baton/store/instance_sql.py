@@ -529,6 +529,9 @@ SELECT s.instance_id, s.id FROM step_execution s
 """
 )
 
+# The instance of a step execution (found by its id alone).
+INSTANCE_OF_EXECUTION = "SELECT instance_id FROM step_execution WHERE id = %(id)s"
+
 # The statuses of some instances.
 STATUSES = "SELECT id, status FROM instance WHERE id = ANY(%(ids)s::uuid[])"
 

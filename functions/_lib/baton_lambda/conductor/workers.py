@@ -210,10 +210,12 @@ class WorkerRoutes(Routes):
             engine.postpone_job(job_id, worker, seconds, attempt=attempt)
 
     def _complete_waiting(self, result: dict[str, Any], tid: str, status: str) -> None:
-        wid = result.get("workflowInstanceId")
-        if not isinstance(wid, str) or not wid:
-            raise JobNotFound(tid)
         engine = self.api.engine()
+        # Conductor finds a task by its id alone: the workflowInstanceId sent may be another's
+        # (a client that sends the child's id with its parent's SUB_WORKFLOW task), or none.
+        wid = engine.instance_of_execution(tid)
+        if wid is None:
+            raise JobNotFound(tid)
         steps = engine.get_instance(wid).get("steps", [])
         step = next((s for s in steps if s["id"] == tid), None)
         if step is None or step["type"] not in ("USER_TASK", "SIGNAL", "TIMER", "SUB_WORKFLOW"):
