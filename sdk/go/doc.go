@@ -18,7 +18,8 @@
 //
 // A handler's outcome: a map (or nil) completes the job with those variables; an error wrapped
 // with [NonRetryable] fails it at once; any other error fails it and the engine retries it per
-// the step's policy ([WithNextRetryDelay] picks the delay of that one retry).
+// the step's policy ([WithNextRetryDelay] picks the delay of that one retry). [WithOutput] gives
+// a failure an output, which the step keeps when that failure ends it.
 //
 // The [Client] also covers the rest of the API (definitions, instances, signals, user tasks)
 // with types generated from the canonical proto (package workflowv1). It speaks REST JSON, or

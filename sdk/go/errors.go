@@ -58,6 +58,44 @@ func WithNextRetryDelay(err error, delay time.Duration) error {
 	return &RetryDelayError{Err: err, Delay: min(max(delay, 0), MaxRetryDelay)}
 }
 
+// MaxFailureOutputBytes caps the JSON of a failure's output when the server's step output
+// soft limit (GET /v1/config) is not known or is larger.
+const MaxFailureOutputBytes = 256 * 1024
+
+// OutputError gives a failure an output: the variables the step keeps as its output when this
+// failure ends the step (no retry follows), as Conductor keeps a failed task's outputData; an
+// optional step's successors read it. A failure a retry follows does not keep it. Return it
+// (or any error wrapping it) from a handler, usually through [WithOutput]; it combines with
+// [NonRetryable] and [WithNextRetryDelay] in either order.
+type OutputError struct {
+	Err    error
+	Output map[string]any
+}
+
+func (e *OutputError) Error() string {
+	if e.Err == nil {
+		return "failed with an output"
+	}
+	return e.Err.Error()
+}
+
+func (e *OutputError) Unwrap() error { return e.Err }
+
+// WithOutput wraps err so that the job's failure carries output (see [OutputError]):
+//
+//	return nil, baton.NonRetryable(baton.WithOutput(errors.New("card declined"), map[string]any{"code": 42}))
+//
+// The runner sends the output with the failure. One that is not JSON Baton can store (NaN, a
+// channel, a NUL character...) or whose JSON is larger than the step output's soft limit (at
+// most [MaxFailureOutputBytes]) is left out, with a warning in the job's log saying why: the
+// failure itself is sent all the same. WithOutput(nil, output) is nil; a nil output sends none.
+func WithOutput(err error, output map[string]any) error {
+	if err == nil {
+		return nil
+	}
+	return &OutputError{Err: err, Output: output}
+}
+
 // ProblemItem is one entry of a problem's errors list: where (a JSON path) and what.
 type ProblemItem struct {
 	Path    string `json:"path"`

@@ -33,6 +33,17 @@ func ExampleRegistry_Register() {
 	// Output: [charge-card]
 }
 
+func ExampleWithOutput() {
+	registry := baton.NewRegistry()
+	registry.Register("charge-card", func(ctx context.Context, job *baton.Job) (map[string]any, error) {
+		// The step fails, and keeps this as its output: an optional step's successors read it.
+		declined := map[string]any{"code": "card_declined", "retryable": false}
+		return nil, baton.NonRetryable(baton.WithOutput(errors.New("card declined"), declined))
+	})
+	fmt.Println(registry.JobTypes())
+	// Output: [charge-card]
+}
+
 func ExampleRunner_Run() {
 	registry := baton.NewRegistry()
 	registry.Register("ship-parcel", func(ctx context.Context, job *baton.Job) (map[string]any, error) {

@@ -120,6 +120,10 @@ func (r *Runner) call(ctx context.Context, handler HandlerFunc, job *Job) (out o
 			seconds := min(max(delayed.Delay, 0), MaxRetryDelay).Seconds()
 			f.NextRetryDelaySeconds = &seconds
 		}
+		var withOutput *OutputError
+		if errors.As(err, &withOutput) {
+			f.Output = r.failureOutput(ctx, job, withOutput.Output)
+		}
 		job.Logger.Warn("handler failed", "error", f.ErrorMessage, "retryable", f.Retryable, "handler_s", took.Seconds())
 		return outcome{failure: f, took: took}
 	}
@@ -129,6 +133,24 @@ func (r *Runner) call(ctx context.Context, handler HandlerFunc, job *Job) (out o
 		return outcome{failure: &Failure{ErrorMessage: problem}, took: took}
 	}
 	return outcome{variables: encoded, took: took}
+}
+
+// failureOutput is a failure's output as it can be sent, or nil: one that is not JSON Baton
+// can store, or above the step output's soft limit (at most MaxFailureOutputBytes; the server
+// would refuse the whole failure), is left out with a warning, so that the failure still goes.
+func (r *Runner) failureOutput(ctx context.Context, job *Job, output map[string]any) json.RawMessage {
+	encoded, problem := encodeVariables(output)
+	if problem == "" && encoded != nil {
+		limit := min(r.client.SoftLimit(ctx, "stepOutput"), MaxFailureOutputBytes)
+		if n := int64(len(encoded)); n > limit {
+			problem = fmt.Sprintf("its JSON is %d bytes, above the %d-byte limit", n, limit)
+		}
+	}
+	if problem != "" {
+		job.Logger.Warn("the failure's output is left out; the failure is sent without it", "error", problem)
+		return nil
+	}
+	return encoded
 }
 
 // report sends the outcome: through the flusher (batching) or at once. Only failures that may
@@ -180,18 +202,32 @@ func (r *Runner) complete(ctx context.Context, job *Job, out outcome) *outcome {
 func (r *Runner) fail(job *Job, out outcome) {
 	f := *out.failure
 	f.ErrorMessage = storable(f.ErrorMessage)
+	out.failure = &f
 	if r.flusher != nil {
 		item := ResultItem{JobID: job.ID, WorkerID: r.opts.workerID, Attempt: intPtr(job.Attempt), Failure: &f}
-		r.flusher.submit(item, func(answer BatchOutcome) { r.failed(job, f, out.took, answer) }, func(err error) { r.unreported(job, err) })
+		r.flusher.submit(item, func(answer BatchOutcome) { r.failed(job, out, answer) }, func(err error) { r.unreported(job, err) })
 		return
 	}
 	result, err := r.client.failJob(context.Background(), job.ID, r.opts.workerID, job.Attempt, f, &r.opts.reportRetry)
 	if err != nil {
+		if f.Output != nil && refusedResult(err) {
+			r.withoutOutput(job, out, summary(err))
+			return
+		}
 		r.unreported(job, err)
 		return
 	}
 	r.notify(func(m Metrics) { m.JobFailed(job.Type, out.took, f.Retryable) })
 	job.Logger.Info("job failed", "error", f.ErrorMessage, "retryable", f.Retryable, "status", result.Status)
+}
+
+// withoutOutput sends a failure the server refused with its output again without it (a server
+// older than failure outputs refuses the field): the failure must not be lost for its output.
+func (r *Runner) withoutOutput(job *Job, out outcome, reason string) {
+	job.Logger.Warn("the server refused the failure with its output; sending it without the output", "error", reason)
+	f := *out.failure
+	f.Output = nil
+	r.fail(job, outcome{failure: &f, took: out.took})
 }
 
 // completed handles a batched completion's answer.
@@ -208,12 +244,17 @@ func (r *Runner) completed(job *Job, out outcome, answer BatchOutcome) {
 }
 
 // failed handles a batched failure's answer.
-func (r *Runner) failed(job *Job, f Failure, took time.Duration, answer BatchOutcome) {
+func (r *Runner) failed(job *Job, out outcome, answer BatchOutcome) {
+	f, took := out.failure, out.took
 	switch answer.Outcome {
 	case "APPLIED", "DUPLICATE":
 		r.notify(func(m Metrics) { m.JobFailed(job.Type, took, f.Retryable) })
 		job.Logger.Info("job failed", "error", f.ErrorMessage, "retryable", f.Retryable, "status", answer.Status, "next_attempt_at", answer.NextAttemptAt)
 	case "INVALID":
+		if f.Output != nil {
+			r.withoutOutput(job, out, answer.Error)
+			return
+		}
 		r.notify(func(m Metrics) { m.OutcomeUnreported(job.Type, errors.New(answer.Error)) })
 		job.Logger.Error("the server refused the job's outcome; it will be delivered again after its lease", "error", answer.Error)
 	default:

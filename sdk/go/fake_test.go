@@ -170,7 +170,9 @@ func (f *fakeBaton) serve(w http.ResponseWriter, r *http.Request) {
 		var item ResultItem
 		_ = json.Unmarshal(raw, &item)
 		if r.URL.Path == "/v1/jobs/fail" {
-			item.Failure = &Failure{ErrorMessage: fmt.Sprint(body["errorMessage"]), Retryable: body["retryable"] == true}
+			var failure Failure
+			_ = json.Unmarshal(raw, &failure)
+			item.Failure = &failure
 		}
 		f.mu.Lock()
 		f.results[item.JobID] = item

@@ -63,6 +63,9 @@ func (f *flusher) signal() {
 
 func (f *flusher) submit(item ResultItem, onAnswer func(BatchOutcome), onUnreported func(error)) {
 	size := len(item.VariablesToSet) + 200
+	if item.Failure != nil {
+		size += len(item.Failure.Output)
+	}
 	f.mu.Lock()
 	if f.stopped {
 		f.mu.Unlock()

@@ -39,11 +39,14 @@ type PollRequest struct {
 	Wait     time.Duration
 }
 
-// Failure is the failure of a job in a [ResultItem] (the proto's BatchFailure).
+// Failure is the failure of a job in a [ResultItem] (the proto's BatchFailure). Output, a JSON
+// object (nil: none), is kept as the step's output when this failure ends the step (no retry
+// follows); the server refuses one above its inline limit.
 type Failure struct {
-	ErrorMessage          string   `json:"errorMessage"`
-	Retryable             bool     `json:"retryable"`
-	NextRetryDelaySeconds *float64 `json:"nextRetryDelaySeconds,omitempty"`
+	ErrorMessage          string          `json:"errorMessage"`
+	Retryable             bool            `json:"retryable"`
+	NextRetryDelaySeconds *float64        `json:"nextRetryDelaySeconds,omitempty"`
+	Output                json.RawMessage `json:"output,omitempty"`
 }
 
 // ResultItem completes (VariablesToSet or OutputPayloadPath) or fails (Failure) one claimed
@@ -135,7 +138,8 @@ func (c *Client) completeJob(ctx context.Context, item ResultItem, policy *Retry
 }
 
 // FailJob fails a claimed job: the engine retries it per the step's policy when
-// failure.Retryable, after NextRetryDelaySeconds when given. attempt 0: not sent.
+// failure.Retryable, after NextRetryDelaySeconds when given; failure.Output, when given, is
+// kept as the step's output if no retry follows. attempt 0: not sent.
 func (c *Client) FailJob(ctx context.Context, jobID, workerID string, attempt int, failure Failure) (*JobResult, error) {
 	return c.failJob(ctx, jobID, workerID, attempt, failure, nil)
 }
@@ -144,6 +148,9 @@ func (c *Client) failJob(ctx context.Context, jobID, workerID string, attempt in
 	body := map[string]any{"jobId": jobID, "workerId": workerID, "errorMessage": f.ErrorMessage, "retryable": f.Retryable}
 	if f.NextRetryDelaySeconds != nil {
 		body["nextRetryDelaySeconds"] = *f.NextRetryDelaySeconds
+	}
+	if len(f.Output) > 0 {
+		body["output"] = f.Output
 	}
 	if attempt > 0 {
 		body["attempt"] = attempt

@@ -68,7 +68,8 @@ func TestACompletionBatchRoundTripsThroughTheProto(t *testing.T) {
 	items := []ResultItem{
 		{JobID: "j1", WorkerID: "w", Attempt: intPtr(2), VariablesToSet: vars},
 		{JobID: "j2", WorkerID: "w", Attempt: intPtr(1), OutputPayloadPath: "payloads/STEP_OUTPUT/x"},
-		{JobID: "j3", WorkerID: "w", Attempt: intPtr(3), Failure: &Failure{ErrorMessage: "rate limited", Retryable: true, NextRetryDelaySeconds: &delay}},
+		{JobID: "j3", WorkerID: "w", Attempt: intPtr(3), Failure: &Failure{ErrorMessage: "rate limited", Retryable: true, NextRetryDelaySeconds: &delay,
+			Output: json.RawMessage(`{"code":42,"input":{"k":"v"}}`)}},
 	}
 	body, err := encodeJSON(struct {
 		Results []ResultItem `json:"results"`
@@ -82,7 +83,8 @@ func TestACompletionBatchRoundTripsThroughTheProto(t *testing.T) {
 	}
 	r := msg.Results
 	if r[0].GetAttempt() != 2 || r[0].VariablesToSet.AsMap()["receipt"] != "R-1" || r[1].OutputPayloadPath != "payloads/STEP_OUTPUT/x" ||
-		r[2].Failure.GetErrorMessage() != "rate limited" || !r[2].Failure.GetRetryable() || r[2].Failure.GetNextRetryDelaySeconds() != 30 {
+		r[2].Failure.GetErrorMessage() != "rate limited" || !r[2].Failure.GetRetryable() || r[2].Failure.GetNextRetryDelaySeconds() != 30 ||
+		r[2].Failure.GetOutput().AsMap()["code"] != float64(42) {
 		t.Fatalf("read as %v", &msg)
 	}
 	again, err := protojson.Marshal(&msg)

@@ -10,7 +10,8 @@ import (
 
 // HandlerFunc runs one job. It returns the variables to set on the instance (nil for none),
 // or an error: wrapped with [NonRetryable] the job fails at once, any other error fails it and
-// the engine retries it per the step's policy ([WithNextRetryDelay] picks that retry's delay).
+// the engine retries it per the step's policy ([WithNextRetryDelay] picks that retry's delay;
+// [WithOutput] gives the failure an output, kept as the step's when no retry follows).
 //
 // ctx is cancelled when the job's lease is lost (the instance was cancelled, or the lease
 // lapsed and another worker took the job); context.Cause(ctx) is then [ErrLeaseLost]. It is

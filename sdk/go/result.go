@@ -16,6 +16,16 @@ import (
 // cannot ("$.ratio is NaN, which is not JSON"): a bug in the handler, which retrying would not
 // fix.
 func encodeResult(variables map[string]any) (json.RawMessage, string) {
+	encoded, problem := encodeVariables(variables)
+	if problem != "" {
+		return nil, "the handler's result cannot be sent: " + problem
+	}
+	return encoded, ""
+}
+
+// encodeVariables encodes variables (nil: nil) as strict JSON Baton can store, or says why it
+// cannot ("$.ratio is NaN, which is not JSON").
+func encodeVariables(variables map[string]any) (json.RawMessage, string) {
 	if variables == nil {
 		return nil, ""
 	}
@@ -31,7 +41,7 @@ func encodeResult(variables map[string]any) (json.RawMessage, string) {
 			problem = "it contains a NUL character (\\u0000), which Baton cannot store"
 		}
 	}
-	return nil, "the handler's result cannot be sent: " + problem
+	return nil, problem
 }
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

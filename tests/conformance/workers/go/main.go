@@ -77,6 +77,10 @@ var handlers = map[string]baton.HandlerFunc{
 	"non-retryable": func(context.Context, *baton.Job) (map[string]any, error) {
 		return nil, baton.NonRetryable(errors.New("non-retryable: refused"))
 	},
+	"fail-with-output": func(_ context.Context, job *baton.Job) (map[string]any, error) {
+		output := map[string]any{"code": 42, "input": inputOf(job)}
+		return nil, baton.NonRetryable(baton.WithOutput(errors.New("fail-with-output: refused"), output))
+	},
 	"retry-delay": func(_ context.Context, job *baton.Job) (map[string]any, error) {
 		if job.Attempt == 1 {
 			delay := time.Duration(number(job, "delaySeconds") * float64(time.Second))
