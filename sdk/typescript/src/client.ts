@@ -389,7 +389,10 @@ export class BatonClient extends AdminClient {
     return item;
   }
 
-  /** One failure as an item of {@link completeBatch}. */
+  /**
+   * One failure as an item of {@link completeBatch}. `output` (a JSON object) is kept as the
+   * step's output when this failure ends the step (no retry follows).
+   */
   static failure(request: {
     jobId: string;
     workerId: string;
@@ -397,6 +400,7 @@ export class BatonClient extends AdminClient {
     retryable?: boolean;
     nextRetryDelaySeconds?: number | undefined;
     attempt?: number | undefined;
+    output?: JsonObject | undefined;
   }): BatchResultItemJson {
     const item: BatchResultItemJson = {
       jobId: request.jobId,
@@ -407,6 +411,7 @@ export class BatonClient extends AdminClient {
         ...(request.nextRetryDelaySeconds === undefined
           ? {}
           : { nextRetryDelaySeconds: request.nextRetryDelaySeconds }),
+        ...(request.output === undefined ? {} : { output: request.output }),
       },
     };
     if (request.attempt !== undefined) item.attempt = request.attempt;
@@ -426,7 +431,11 @@ export class BatonClient extends AdminClient {
     return answer.results ?? [];
   }
 
-  /** Fail a claimed job: retried per the step's policy when `retryable` (default true). */
+  /**
+   * Fail a claimed job: retried per the step's policy when `retryable` (default true). `output`
+   * (a JSON object) is kept as the step's output when this failure ends the step (no retry
+   * follows); one that is not strict JSON is a TypeError before anything is sent.
+   */
   failJob(
     request: {
       jobId: string;
@@ -435,6 +444,7 @@ export class BatonClient extends AdminClient {
       retryable?: boolean;
       nextRetryDelaySeconds?: number;
       attempt?: number;
+      output?: JsonObject;
     },
     options?: CallOptions,
   ): Promise<FailJobResponseJson> {

@@ -3,8 +3,9 @@
  *
  * - {@link JobError} is what a handler throws to fail its job on purpose: `nonRetryable` skips
  *   the step's remaining retries, `nextRetryDelaySeconds` replaces the step's delay for the one
- *   retry it schedules. {@link NonRetryableError} is the short spelling of a non-retryable one.
- *   Anything else a handler throws fails the job as retryable.
+ *   retry it schedules, `output` goes with the failure (the step keeps it when the failure ends
+ *   it). {@link NonRetryableError} is the short spelling of a non-retryable one. Anything else a
+ *   handler throws fails the job as retryable.
  * - {@link BatonApiError} is what the client throws when the API answers with an error (an RFC
  *   9457 problem: `status`, `title`, `detail`, `errors[]`), with one subclass per status family.
  *   {@link TransportError} covers requests that got no answer at all.
@@ -23,18 +24,50 @@ export interface JobErrorOptions {
   nonRetryable?: boolean;
   /** Seconds (0 to 365 days) before the retry this failure schedules, instead of the step's. */
   nextRetryDelaySeconds?: number;
+  /**
+   * What goes with the failure, a JSON object: the step keeps it as its output when this failure
+   * ends the step (no retry follows), as Conductor keeps a failed task's `outputData`, so that an
+   * `optional` step's successors can read it. The runner leaves out (with a warning naming why,
+   * and still sends the failure) an output that is not strict JSON (NaN, Infinity, a BigInt, a
+   * cycle, a function, a class instance...) or whose JSON is above the step output's soft limit
+   * (`GET /v1/config`), and never more than {@link MAX_FAILURE_OUTPUT_BYTES}.
+   */
+  output?: Record<string, unknown>;
   cause?: unknown;
 }
 
-/** Fail the current job with `message`; retried by the engine unless `nonRetryable`. */
+/**
+ * The largest failure output the runner sends (bytes of its JSON), or the server's soft limit for
+ * step outputs when that is lower: a failure's output goes inline, it is never uploaded.
+ */
+export const MAX_FAILURE_OUTPUT_BYTES = 256 * 1024;
+
+/**
+ * Fail the current job with `message`; retried by the engine unless `nonRetryable`.
+ *
+ * ```ts
+ * throw new JobError("gateway busy", { nextRetryDelaySeconds: 30 });
+ * throw new JobError("card declined", { nonRetryable: true, output: { code: "declined" } });
+ * ```
+ */
 export class JobError extends BatonError {
   override name = "JobError";
   readonly nonRetryable: boolean;
   readonly nextRetryDelaySeconds: number | undefined;
+  /** What goes with the failure (see {@link JobErrorOptions.output}), or undefined. */
+  readonly output: Record<string, unknown> | undefined;
 
   constructor(message: string, options: JobErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.nonRetryable = options.nonRetryable ?? false;
+    const output = options.output;
+    if (output !== undefined && output !== null) {
+      if (typeof output !== "object" || Array.isArray(output)) {
+        const kind = Array.isArray(output) ? "an array" : `a ${typeof output}`;
+        throw new TypeError(`output must be an object (a Record<string, unknown>), not ${kind}`);
+      }
+    }
+    this.output = output ?? undefined; // null (from JavaScript): none
     const delay = options.nextRetryDelaySeconds;
     if (delay !== undefined) {
       if (typeof delay !== "number" || !Number.isFinite(delay)) {
@@ -48,11 +81,18 @@ export class JobError extends BatonError {
   }
 }
 
-/** Fail the current job at once: the engine ignores the step's remaining retries. */
+/**
+ * Fail the current job at once: the engine ignores the step's remaining retries. `output` goes
+ * with the failure and is kept as the step's output (see {@link JobErrorOptions.output}).
+ *
+ * ```ts
+ * throw new NonRetryableError("card declined", { output: { code: "declined", amount } });
+ * ```
+ */
 export class NonRetryableError extends JobError {
   override name = "NonRetryableError";
 
-  constructor(message: string, options: { cause?: unknown } = {}) {
+  constructor(message: string, options: Pick<JobErrorOptions, "output" | "cause"> = {}) {
     super(message, { ...options, nonRetryable: true });
   }
 }

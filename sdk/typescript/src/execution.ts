@@ -8,6 +8,10 @@
  * JSON fails the job at once, non-retryable, without being sent; a completion the server refuses
  * with a 4xx does the same with the server's reason. A 404/409 means the job is no longer this
  * worker's (cancelled, or settled by another after a lapsed lease): logged and dropped.
+ *
+ * A {@link JobError}'s `output` goes with its failure unless it is not strict JSON or too large:
+ * then it is left out, with a warning, and the failure goes without it; so does a failure the
+ * server refuses with its output. A failure is never lost for its output.
  */
 import type { RetryPolicy } from "./backoff.js";
 import { BatonClient, type JsonObject, type JsonValue } from "./client.js";
@@ -17,6 +21,7 @@ import {
   BatonError,
   ConflictError,
   JobError,
+  MAX_FAILURE_OUTPUT_BYTES,
   NotFoundError,
   PermissionDeniedError,
 } from "./errors.js";
@@ -24,7 +29,7 @@ import type { ResultFlusher } from "./flusher.js";
 import type { BatchOutcomeJson, JobJson } from "./gen/workflow/v1/engine_pb.js";
 import { Heartbeater } from "./heartbeat.js";
 import { RunningJob } from "./job.js";
-import { resultProblem } from "./json.js";
+import { jsonProblem, resultProblem } from "./json.js";
 import { type Logger, withFields } from "./log.js";
 import { type MetricsHook, notify } from "./metrics.js";
 import type { Registry } from "./registry.js";
@@ -37,6 +42,8 @@ interface Outcome {
   error?: string;
   retryable?: boolean;
   nextRetryDelaySeconds?: number | undefined;
+  /** What goes with the failure (a JobError's output, once found sendable). */
+  output?: JsonObject | undefined;
   seconds: number;
 }
 
@@ -146,6 +153,7 @@ export class JobExecutor {
           error: error.message || error.name,
           retryable: !error.nonRetryable,
           nextRetryDelaySeconds: delay,
+          output: await this.#failureOutput(job, error.output),
           seconds,
         };
       }
@@ -164,6 +172,43 @@ export class JobExecutor {
       return { error: problem, retryable: false, seconds };
     }
     return { variables: (result ?? undefined) as JsonObject | undefined, seconds };
+  }
+
+  /**
+   * A failure's output as it can be sent, or undefined: one that is not strict JSON, or whose JSON
+   * is above the step output's soft limit (and {@link MAX_FAILURE_OUTPUT_BYTES}), is left out with
+   * a warning saying why, so that the failure itself still goes.
+   */
+  async #failureOutput(job: RunningJob, output: unknown): Promise<JsonObject | undefined> {
+    if (output === undefined || output === null) return undefined;
+    let problem: string | undefined;
+    if (typeof output !== "object" || Array.isArray(output)) {
+      problem = `it is ${Array.isArray(output) ? "an array" : `a ${typeof output}`}, not an object`;
+    } else {
+      problem = jsonProblem(output);
+    }
+    let encoded = "";
+    if (problem === undefined) {
+      try {
+        encoded = JSON.stringify(output);
+        const size = Buffer.byteLength(encoded, "utf8");
+        // Under the step output's soft limit (the server's inline limit is above it), and never
+        // more than any server takes inline when that limit is not known.
+        const soft = await this.#o.client.softLimit("stepOutput");
+        const limit = Math.min(soft, MAX_FAILURE_OUTPUT_BYTES);
+        if (size > limit) problem = `its JSON is ${size} bytes, above the ${limit}-byte limit`;
+      } catch (error) {
+        problem = `it cannot be encoded: ${message(error)}`; // e.g. a toJSON that throws
+      }
+    }
+    if (problem !== undefined) {
+      job.logger.warn("failure output left out; the failure is sent without it", {
+        error: problem,
+      });
+      return undefined;
+    }
+    // A copy, as checked: the handler may still change the object it threw with.
+    return JSON.parse(encoded) as JsonObject;
   }
 
   // --- the report --------------------------------------------------------------------------
@@ -229,6 +274,7 @@ export class JobExecutor {
       retryable: outcome.retryable ?? true,
       nextRetryDelaySeconds: outcome.nextRetryDelaySeconds,
       attempt: job.attempt,
+      output: outcome.output,
     };
   }
 
@@ -249,13 +295,26 @@ export class JobExecutor {
           ...(item.nextRetryDelaySeconds === undefined
             ? {}
             : { nextRetryDelaySeconds: item.nextRetryDelaySeconds }),
+          ...(item.output === undefined ? {} : { output: item.output }),
         },
         { retry: this.#o.reportRetry },
       );
       this.#noteFailed(job, outcome, done.status, done.nextAttemptAt);
     } catch (error) {
+      if (outcome.output !== undefined && error instanceof BatonApiError && refused(error)) {
+        this.#withoutOutput(job, error.summary());
+        await this.#fail(job, { ...outcome, output: undefined });
+        return;
+      }
       this.#unreported(job, error instanceof BatonError ? error : new BatonError(String(error)));
     }
+  }
+
+  /** The server refused a failure with its output: it goes again without (never lost for it). */
+  #withoutOutput(job: RunningJob, why: string): void {
+    job.logger.warn("the server refused the failure with its output; sending it without", {
+      error: why,
+    });
   }
 
   #completed(job: RunningJob, outcome: Outcome, answer: BatchOutcomeJson): void {
@@ -276,6 +335,9 @@ export class JobExecutor {
   #failed(job: RunningJob, outcome: Outcome, answer: BatchOutcomeJson): void {
     if (answer.outcome === "APPLIED" || answer.outcome === "DUPLICATE") {
       this.#noteFailed(job, outcome, answer.status, answer.nextAttemptAt);
+    } else if (answer.outcome === "INVALID" && outcome.output !== undefined && this.#o.flusher) {
+      this.#withoutOutput(job, answer.error ?? "INVALID");
+      this.#submitFailure(job, { ...outcome, output: undefined }, this.#o.flusher);
     } else if (answer.outcome === "INVALID") {
       this.#notifyUnreported(job, new BatonError(answer.error ?? "INVALID"));
       job.logger.error(

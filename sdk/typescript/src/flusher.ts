@@ -9,7 +9,7 @@
  * sent again one result at a time, and a server without the route (404, 405) gets single calls.
  */
 import type { RetryPolicy } from "./backoff.js";
-import type { BatonClient } from "./client.js";
+import type { BatonClient, JsonObject } from "./client.js";
 import { BatonApiError, BatonError, TransportError } from "./errors.js";
 import type { BatchOutcomeJson, BatchResultItemJson } from "./gen/workflow/v1/engine_pb.js";
 import type { Logger } from "./log.js";
@@ -173,6 +173,7 @@ export class ResultFlusher {
               ? {}
               : { nextRetryDelaySeconds: Number(f.nextRetryDelaySeconds) }),
             ...(item.attempt === undefined ? {} : { attempt: item.attempt }),
+            ...(f.output === undefined ? {} : { output: f.output as JsonObject }),
           },
           { retry: this.retry },
         );

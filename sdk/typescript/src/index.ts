@@ -55,6 +55,7 @@ export {
   isTransient,
   JobError,
   type JobErrorOptions,
+  MAX_FAILURE_OUTPUT_BYTES,
   MAX_RETRY_DELAY_SECONDS,
   NonRetryableError,
   NotFoundError,

@@ -8,7 +8,8 @@ export type HandlerResult = Record<string, unknown> | null | undefined | void;
 /**
  * A handler gets the {@link Job} and resolves to the variables to set on the instance (an
  * object, or nothing). Throwing `NonRetryableError` fails the job at once; a `JobError` may ask
- * for a retry delay; anything else thrown fails it as retryable.
+ * for a retry delay, and either may carry an `output` the failed step keeps; anything else
+ * thrown fails it as retryable.
  */
 export type Handler = (job: Job) => Promise<HandlerResult> | HandlerResult;
 

@@ -13,6 +13,7 @@ import {
   AwsSigV4Auth,
   BatonClient,
   ConflictError,
+  NonRetryableError,
   NotFoundError,
   RateLimitedError,
   Registry,
@@ -342,6 +343,69 @@ test("a false retryable crosses binary protobuf as false (the proto gives it pre
     { jobId: "j1", workerId: "w1", errorMessage: "again", retryable: true },
   ]);
   client.close();
+});
+
+test("a failure's output crosses binary protobuf: FailJob, and the runner's CompleteBatch", async () => {
+  const output = { code: 42, input: { k: "v", n: [1, 2.5, null, true] } };
+  const got: unknown[] = [];
+  on(
+    ...rpcRoute("FailJob", (m) => {
+      got.push(m);
+      return { jobId: "j1", status: "FAILED", applied: true };
+    }),
+  );
+  const client = connect();
+  await client.failJob({
+    jobId: "j1",
+    workerId: "w1",
+    errorMessage: "no",
+    retryable: false,
+    output,
+  });
+  assert.deepEqual(got, [
+    { jobId: "j1", workerId: "w1", errorMessage: "no", retryable: false, output },
+  ]);
+  client.close();
+
+  const queue = [job("f1", { jobType: "fails" })];
+  on(
+    ...rpcRoute("PollJobs", (m) => ({ jobs: queue.splice(0, (m as { maxJobs: number }).maxJobs) })),
+  );
+  const failures: unknown[] = [];
+  on(
+    ...rpcRoute("CompleteBatch", (m) => {
+      const items = (m as { results: { jobId: string; failure?: unknown }[] }).results;
+      failures.push(...items.map((i) => i.failure));
+      return {
+        results: items.map((r) => ({ jobId: r.jobId, outcome: "APPLIED", status: "FAILED" })),
+      };
+    }),
+  );
+  on(...rpcRoute("StopWorker", (m) => ({ workerId: (m as { workerId: string }).workerId })));
+  on(...rpcRoute("GetConfig", () => ({})));
+  const registry = new Registry();
+  registry.register("fails", async (j) => {
+    throw new NonRetryableError("refused", { output: { code: 42, input: j.input } });
+  });
+  const runner = new Runner(registry, {
+    url: fake.url,
+    apiKey: "k",
+    protocol: "connect",
+    workerId: "w1",
+    pollInterval: 0.01,
+    maxPollInterval: 0.02,
+    longPollWait: 0,
+    flushInterval: 0.01,
+    logger: silentLogger,
+  });
+  const stop = new AbortController();
+  const done = runner.run({ signal: stop.signal });
+  await waitUntil(() => failures.length === 1, 5, "the failure");
+  stop.abort();
+  await done;
+  assert.deepEqual(failures, [
+    { errorMessage: "refused", retryable: false, output: { code: 42, input: { n: 1 } } },
+  ]);
 });
 
 test("a step's legacy fields never show in REST JSON; an older engine's alone still read", async () => {

@@ -72,13 +72,22 @@ test("the completions, failures and polls the SDK sends are valid proto3 JSON", 
     errorMessage: "rate limited",
     nextRetryDelaySeconds: 30,
     attempt: 1,
+    output: { code: 42, detail: { retryAfter: 30 } },
   });
   const batch = { results: [done, failed] };
   const parsed = fromJson(CompleteBatchRequestSchema, j(batch), strict);
   assert.equal(parsed.results[1]?.failure?.nextRetryDelaySeconds, 30);
   assert.equal(parsed.results[1]?.failure?.retryable, true);
+  assert.deepEqual(parsed.results[1]?.failure?.output, { code: 42, detail: { retryAfter: 30 } });
   assert.deepEqual(toJson(CompleteBatchRequestSchema, parsed), batch);
-  const fail = { jobId: "j2", workerId: "w", errorMessage: "x", retryable: false, attempt: 1 };
+  const fail = {
+    jobId: "j2",
+    workerId: "w",
+    errorMessage: "x",
+    retryable: false,
+    attempt: 1,
+    output: { code: 42 },
+  };
   assert.deepEqual(
     toJson(FailJobRequestSchema, fromJson(FailJobRequestSchema, fail, strict), {
       alwaysEmitImplicit: true,

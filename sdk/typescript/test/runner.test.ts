@@ -134,6 +134,216 @@ test("outcomes: non-retryable, retry delay, any other error, and an output that 
   });
 });
 
+/** A logger keeping each warning as `message: fields.error`. */
+function warnings(): { logger: typeof silentLogger; warned: string[] } {
+  const warned: string[] = [];
+  const logger = {
+    ...silentLogger,
+    warn: (m: string, f?: Record<string, unknown>) => warned.push(`${m}: ${f?.error}`),
+  };
+  return { logger, warned };
+}
+
+const LEFT_OUT = "failure output left out; the failure is sent without it";
+
+test("a JobError's output goes with its failure; one that cannot go is left out, with a warning", async () => {
+  const cycle: Record<string, unknown> = { a: 1 };
+  cycle.self = cycle;
+  const outputs: Record<string, Record<string, unknown> | undefined> = {
+    kept: { code: 42, detail: ["a", { b: null }], when: new Date(0) },
+    retryable: { code: 7 },
+    nan: { ratio: Number.NaN },
+    infinity: { n: [1, Number.POSITIVE_INFINITY] },
+    bigint: { n: 10n },
+    cycle,
+    fn: { f: () => 1 },
+    big: { blob: "x".repeat(100_001) }, // the fake server's soft limit is 100 000 bytes
+    none: undefined,
+  };
+  for (const id of Object.keys(outputs)) queue.push(job(id));
+  const registry = new Registry();
+  registry.register("t", async (j) => {
+    const output = outputs[j.jobId];
+    if (j.jobId === "retryable") throw new JobError("busy", { nextRetryDelaySeconds: 5, output });
+    if (j.jobId === "none") throw new JobError("no output");
+    throw new NonRetryableError(`refused ${j.jobId}`, output === undefined ? {} : { output });
+  });
+  const { logger, warned } = warnings();
+  const stop = new AbortController();
+  const done = runner(registry, { logger }).run({ signal: stop.signal });
+  await waitUntil(() => items().length === 9, 5, "9 failures");
+  stop.abort();
+  await done;
+  const failure = (id: string) => items().find((i) => i.jobId === id)?.failure;
+  assert.deepEqual(failure("kept"), {
+    errorMessage: "refused kept",
+    retryable: false,
+    output: { code: 42, detail: ["a", { b: null }], when: "1970-01-01T00:00:00.000Z" },
+  });
+  assert.deepEqual(failure("retryable"), {
+    errorMessage: "busy",
+    retryable: true,
+    nextRetryDelaySeconds: 5,
+    output: { code: 7 },
+  });
+  // The failure goes whatever its output; an output the server could not take is left out.
+  for (const id of ["nan", "infinity", "bigint", "cycle", "fn", "big"]) {
+    assert.deepEqual(failure(id), { errorMessage: `refused ${id}`, retryable: false }, id);
+  }
+  assert.deepEqual(failure("none"), { errorMessage: "no output", retryable: true });
+  assert.deepEqual(warned.filter((w) => w.startsWith(LEFT_OUT)).sort(), [
+    `${LEFT_OUT}: $.f is a function, which is not JSON`,
+    `${LEFT_OUT}: $.n is a BigInt, which is not JSON (convert it to a string or a number)`,
+    `${LEFT_OUT}: $.n[1] is Infinity, which is not JSON`,
+    `${LEFT_OUT}: $.ratio is NaN, which is not JSON`,
+    `${LEFT_OUT}: $.self contains itself (a circular reference), which is not JSON`,
+    `${LEFT_OUT}: its JSON is 100012 bytes, above the 100000-byte limit`,
+  ]);
+});
+
+test("a failure's output goes on /v1/jobs/fail too, at most 256 KiB when the server sets no limit", async () => {
+  fake.on("GET /v1/config", () => ({ body: {} })); // no soft limit known
+  const fails: Seen[] = [];
+  fake.on("POST /v1/jobs/fail", (req) => {
+    fails.push(req);
+    return { body: { jobId: req.body.jobId, status: "FAILED", applied: true } };
+  });
+  const under = "x".repeat(256 * 1024 - 20); // {"blob":"..."} is 11 bytes more
+  const outputs: Record<string, Record<string, unknown>> = {
+    small: { code: 42 },
+    under: { blob: under },
+    over: { blob: `${under}${"x".repeat(10)}` },
+  };
+  for (const id of Object.keys(outputs)) queue.push(job(id));
+  queue.push(job("none"));
+  const registry = new Registry();
+  registry.register("t", async (j) => {
+    const output = outputs[j.jobId];
+    throw new NonRetryableError(`refused ${j.jobId}`, output === undefined ? {} : { output });
+  });
+  const { logger, warned } = warnings();
+  const stop = new AbortController();
+  const done = runner(registry, { batchResults: false, logger }).run({ signal: stop.signal });
+  await waitUntil(() => fails.length === 4, 5, "4 failures");
+  stop.abort();
+  await done;
+  assert.equal(fake.calls("/v1/jobs/complete-batch").length, 0);
+  const sent = (id: string) => fails.find((f) => f.body.jobId === id)?.body;
+  assert.deepEqual(sent("small"), {
+    jobId: "small",
+    workerId: "w1",
+    errorMessage: "refused small",
+    retryable: false,
+    attempt: 1,
+    output: { code: 42 },
+  });
+  assert.deepEqual(sent("under")?.output, { blob: under });
+  assert.equal(sent("over")?.output, undefined);
+  assert.equal(sent("over")?.errorMessage, "refused over");
+  assert.equal("output" in (sent("none") ?? {}), false);
+  assert.deepEqual(
+    warned.filter((w) => w.startsWith(LEFT_OUT)),
+    [`${LEFT_OUT}: its JSON is 262145 bytes, above the 262144-byte limit`],
+  );
+});
+
+test("a server without batches gets each failure on /v1/jobs/fail with its output", async () => {
+  fake.on("POST /v1/jobs/complete-batch", () => ({ status: 404, body: { title: "Not found" } }));
+  const fails: Seen[] = [];
+  fake.on("POST /v1/jobs/fail", (req) => {
+    fails.push(req);
+    return { body: { jobId: req.body.jobId, status: "FAILED", applied: true } };
+  });
+  queue.push(job("a"), job("b"));
+  const registry = new Registry();
+  registry.register("t", async (j) => {
+    if (j.jobId === "a") throw new NonRetryableError("no", { output: { code: 42, n: j.input.n } });
+    throw new JobError("no output", { nextRetryDelaySeconds: 1 });
+  });
+  const stop = new AbortController();
+  const done = runner(registry).run({ signal: stop.signal });
+  await waitUntil(() => fails.length === 2, 5, "2 failures");
+  stop.abort();
+  await done;
+  const sent = (id: string) => fails.find((f) => f.body.jobId === id)?.body;
+  assert.deepEqual(sent("a"), {
+    jobId: "a",
+    workerId: "w1",
+    errorMessage: "no",
+    retryable: false,
+    attempt: 1,
+    output: { code: 42, n: 1 },
+  });
+  assert.deepEqual(sent("b"), {
+    jobId: "b",
+    workerId: "w1",
+    errorMessage: "no output",
+    retryable: true,
+    nextRetryDelaySeconds: 1,
+    attempt: 1,
+  });
+});
+
+test("a failure the server refuses for its output goes again without it", async () => {
+  // As the engine does with an output it cannot keep (above its inline limit, say).
+  const refuse = (body: { output?: unknown }) => body.output !== undefined;
+  fake.on("POST /v1/jobs/complete-batch", (req) => ({
+    body: {
+      results: req.body.results.map((r: { jobId: string; failure: { output?: unknown } }) =>
+        refuse(r.failure)
+          ? { jobId: r.jobId, outcome: "INVALID", error: "results[0].failure.output: too deep" }
+          : { jobId: r.jobId, outcome: "APPLIED", status: "FAILED" },
+      ),
+    },
+  }));
+  const fails: Seen[] = [];
+  fake.on("POST /v1/jobs/fail", (req) => {
+    fails.push(req);
+    if (refuse(req.body)) {
+      return { status: 422, body: { title: "Unprocessable", status: 422, detail: "too deep" } };
+    }
+    return { body: { jobId: req.body.jobId, status: "FAILED", applied: true } };
+  });
+  const registry = new Registry();
+  registry.register("t", async (j) => {
+    throw new NonRetryableError(`refused ${j.jobId}`, { output: { deep: [[[[1]]]] } });
+  });
+  for (const batchResults of [true, false]) {
+    queue.push(job(batchResults ? "batched" : "single"));
+    const { logger, warned } = warnings();
+    const stop = new AbortController();
+    const done = runner(registry, { batchResults, logger }).run({ signal: stop.signal });
+    if (batchResults) await waitUntil(() => items().length === 2, 5, "the failure twice");
+    else await waitUntil(() => fails.length === 2, 5, "the failure twice");
+    stop.abort();
+    await done;
+    const sent = batchResults ? items().map((i) => i.failure) : fails.map((f) => f.body);
+    assert.deepEqual(
+      sent.map((f) => f?.output),
+      [{ deep: [[[[1]]]] }, undefined],
+    );
+    assert.equal(sent[1]?.errorMessage, batchResults ? "refused batched" : "refused single");
+    const resent = warned.filter((w) => w.startsWith("the server refused the failure"));
+    assert.equal(resent.length, 1);
+    assert.match(
+      resent[0] ?? "",
+      /^the server refused the failure with its output; sending it without: .*too deep/,
+    );
+  }
+});
+
+test("a JobError's output is an object (or nothing)", () => {
+  assert.deepEqual(new NonRetryableError("no", { output: { code: 1 } }).output, { code: 1 });
+  assert.equal(new NonRetryableError("no", { output: { code: 1 } }).nonRetryable, true);
+  assert.equal(new JobError("no").output, undefined);
+  for (const output of [[1, 2], "text", 42]) {
+    assert.throws(
+      () => new JobError("no", { output: output as unknown as Record<string, unknown> }),
+      /output must be an object \(a Record<string, unknown>\), not (an array|a string|a number)/,
+    );
+  }
+});
+
 test("a long handler is heartbeaten at half its lease, with its attempt; a lost lease aborts its signal", async () => {
   queue.push(job("long", { attempt: 3, lockExpiresAt: new Date(Date.now() + 400).toISOString() }));
   const beats: Seen[] = [];

@@ -21,6 +21,9 @@ on("fail-once", async (job) => {
 on("non-retryable", async () => {
   throw new NonRetryableError("non-retryable: refused");
 });
+on("fail-with-output", async (job) => {
+  throw new NonRetryableError("fail-with-output: refused", { output: { code: 42, input: job.input } });
+});
 on("retry-delay", async (job) => {
   if (job.attempt === 1) {
     throw new JobError("retry-delay: attempt 1", { nextRetryDelaySeconds: Number(job.input.delaySeconds) });
