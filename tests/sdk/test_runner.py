@@ -75,6 +75,8 @@ class FakeApi:
         self.batch_calls = 0
         self.batch_script: list[int] = []  # statuses answered to whole batches first
         self.invalid_jobs: set[str] = set()  # completions answered INVALID
+        self.refuse_outputs = False  # answer 422 to a failure that carries an output
+        self.refused_outputs = 0
 
     def add(self, n: int = 1, job_type: str = "t", input: Any = None) -> list[str]:
         ids = []
@@ -117,6 +119,9 @@ class FakeApi:
             if path == "/v1/jobs/fail":
                 if self.fail_status != 200:
                     return _problem(self.fail_status, detail=self.problem_detail)
+                if self.refuse_outputs and "output" in body:
+                    self.refused_outputs += 1
+                    return _problem(422, detail="output: not this one")
                 self.locked.pop(body["jobId"], None)
                 self.failed[body["jobId"]] = (body["errorMessage"], body["retryable"])
                 self.fail_bodies[body["jobId"]] = body
@@ -318,6 +323,11 @@ def test_a_job_error_sends_its_output_when_it_can(api: FakeApi, make_runner: Any
     sent = {t: api.fail_bodies[i].get("output") for t, i in ids.items()}
     # The failure goes whatever its output; one the server could not take is left out.
     assert sent == {"kept": outputs["kept"], "not-json": None, "too-big": None, "none": None}
+    # A failure the server refuses with its output goes again without it.
+    api.refuse_outputs = True
+    (again,) = api.add(job_type="kept")
+    eventually(lambda: again in api.failed)
+    assert api.refused_outputs == 1 and "output" not in api.fail_bodies[again]
     with pytest.raises(TypeError, match="output is an object"):
         JobError("no", output=["not", "an", "object"])  # type: ignore[arg-type]
 

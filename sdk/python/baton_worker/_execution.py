@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -317,6 +317,8 @@ class JobExecutor:
         """A batched failure's answer."""
         if answer["outcome"] in ("APPLIED", "DUPLICATE"):
             self._note_failed(ctx, outcome, answer.get("status"), answer.get("nextAttemptAt"))
+        elif answer["outcome"] == "INVALID" and outcome.failure_output is not None:
+            self._without_output(ctx, outcome, str(answer.get("error") or "INVALID"))
         elif answer["outcome"] == "INVALID":
             error = BatonError(str(answer.get("error") or "INVALID"))
             notify(self.metrics, "outcome_unreported", job_type=ctx.job_type, error=error)
@@ -326,6 +328,15 @@ class JobExecutor:
             )
         else:
             self._gone(ctx, answer)
+
+    def _without_output(self, ctx: JobContext, outcome: Outcome, why: str) -> None:
+        """The server refused a failure with its output: the failure goes again without it (a
+        failure is never lost over what came with it)."""
+        ctx.logger.warning(
+            "the server refused the failure's output; the failure is sent without it",
+            extra={"error": why},
+        )
+        self._fail(ctx, replace(outcome, failure_output=None))
 
     def _gone(self, ctx: JobContext, answer: BatchOutcome) -> None:
         """CONFLICT or NOT_FOUND: the job is no longer this worker's."""
@@ -350,6 +361,12 @@ class JobExecutor:
                 retry=self.report_retry,
                 output=outcome.failure_output,
             )
+        except BatonApiError as e:
+            if outcome.failure_output is not None and e.status in (400, 413, 422):
+                self._without_output(ctx, outcome, str(e))
+            else:
+                self._unreported(ctx, e)
+            return
         except BatonError as e:
             self._unreported(ctx, e)
             return
