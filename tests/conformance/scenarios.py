@@ -188,6 +188,7 @@ def test_every_handler_ends_its_instance_as_the_table_says(conformance: Conforma
         "echo": c.define("echo"),
         "fail-once": c.define("fail-once", retryCount=2, retryDelaySeconds=0),
         "non-retryable": c.define("non-retryable", retryCount=3, retryDelaySeconds=0),
+        "fail-with-output": c.define("fail-with-output", retryCount=3, retryDelaySeconds=0),
         # The step would wait 60 s before its retry; the handler asks for 1 s.
         "retry-delay": c.define("retry-delay", retryCount=1, retryDelaySeconds=60),
         "job-info": c.define("job-info", retryCount=0),
@@ -201,6 +202,7 @@ def test_every_handler_ends_its_instance_as_the_table_says(conformance: Conforma
         "echo": c.start(names["echo"], {"n": 7, "nested": {"s": "é✓"}}),
         "fail-once": c.start(names["fail-once"]),
         "non-retryable": c.start(names["non-retryable"]),
+        "fail-with-output": c.start(names["fail-with-output"], {"k": "v"}),
         "retry-delay": c.start(names["retry-delay"], {"delaySeconds": 1}),
         "job-info": c.start(names["job-info"]),
         "heartbeat": c.start(names["heartbeat"], {"sleepSeconds": 5}),
@@ -214,6 +216,7 @@ def test_every_handler_ends_its_instance_as_the_table_says(conformance: Conforma
         "echo": "COMPLETED",
         "fail-once": "COMPLETED",
         "non-retryable": "FAILED",
+        "fail-with-output": "FAILED",
         "retry-delay": "COMPLETED",
         "job-info": "COMPLETED",
         "heartbeat": "COMPLETED",
@@ -244,6 +247,10 @@ def test_every_handler_ends_its_instance_as_the_table_says(conformance: Conforma
     failed = c.step(ids["non-retryable"])
     assert "non-retryable: refused" in (failed.get("error") or "")
     assert failed["attempts"] == 1
+    with_output = c.step(ids["fail-with-output"])
+    assert "fail-with-output: refused" in (with_output.get("error") or "")
+    assert with_output["attempts"] == 1
+    assert with_output["output"] == {"code": 42, "input": {"k": "v"}}, "a failure's output is kept"
     bad = c.step(ids["bad-output"])
     assert bad["attempts"] == 1, "an output the server cannot store is not retried"
     assert bad.get("error"), "the failure says why"
@@ -256,6 +263,7 @@ def test_every_handler_ends_its_instance_as_the_table_says(conformance: Conforma
         + ran(2, "JOB_COMPLETED")
         + [("INSTANCE_COMPLETED", None)],
         "non-retryable": START + ran(1, "JOB_FAILED") + [("INSTANCE_FAILED", None)],
+        "fail-with-output": START + ran(1, "JOB_FAILED") + [("INSTANCE_FAILED", None)],
         "heartbeat": START + ran(1, "JOB_COMPLETED") + [("INSTANCE_COMPLETED", None)],
         "bad-output": START + ran(1, "JOB_FAILED") + [("INSTANCE_FAILED", None)],
     }

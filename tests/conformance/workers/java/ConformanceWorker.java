@@ -29,6 +29,9 @@ public final class ConformanceWorker {
     registry.register(prefix + "non-retryable", job -> {
       throw new NonRetryableException("non-retryable: refused");
     });
+    registry.register(prefix + "fail-with-output", job -> {
+      throw new NonRetryableException("fail-with-output: refused", Map.of("code", 42, "input", job.input()));
+    });
     registry.register(prefix + "retry-delay", job -> {
       if (job.attempt() == 1) {
         double seconds = ((Number) job.input().get("delaySeconds")).doubleValue();

@@ -45,6 +45,11 @@ def non_retryable(ctx: JobContext) -> dict[str, Any]:
     raise NonRetryableError("non-retryable: refused")
 
 
+@handler("fail-with-output")
+def fail_with_output(ctx: JobContext) -> dict[str, Any]:
+    raise NonRetryableError("fail-with-output: refused", output={"code": 42, "input": ctx.input})
+
+
 @handler("retry-delay")
 def retry_delay(ctx: JobContext) -> dict[str, Any]:
     if ctx.attempt == 1:

@@ -186,6 +186,21 @@ public final class BatonClient implements AutoCloseable {
       boolean retryable,
       Double nextRetryDelaySeconds,
       Integer attempt) {
+    return failure(jobId, workerId, errorMessage, retryable, nextRetryDelaySeconds, attempt, null);
+  }
+
+  /**
+   * One failure as an item of {@link #completeBatch}, with the {@code output} (a JSON object, or
+   * null for none) the step keeps as its output when this failure ends it (no retry follows).
+   */
+  public static ObjectNode failure(
+      String jobId,
+      String workerId,
+      String errorMessage,
+      boolean retryable,
+      Double nextRetryDelaySeconds,
+      Integer attempt,
+      JsonNode output) {
     ObjectNode body = ApiHttp.JSON.createObjectNode();
     body.put("jobId", jobId).put("workerId", workerId);
     if (attempt != null) {
@@ -195,6 +210,12 @@ public final class BatonClient implements AutoCloseable {
     f.put("errorMessage", errorMessage).put("retryable", retryable);
     if (nextRetryDelaySeconds != null) {
       f.put("nextRetryDelaySeconds", nextRetryDelaySeconds);
+    }
+    if (output != null && !output.isNull()) {
+      if (!output.isObject()) {
+        throw new IllegalArgumentException("a failure's output is a JSON object, not " + output.getNodeType());
+      }
+      f.set("output", output);
     }
     return body;
   }
@@ -228,7 +249,23 @@ public final class BatonClient implements AutoCloseable {
       Double nextRetryDelaySeconds,
       Integer attempt,
       RetryPolicy retry) {
-    ObjectNode body = failure(jobId, workerId, errorMessage, retryable, nextRetryDelaySeconds, attempt);
+    return failJob(jobId, workerId, errorMessage, retryable, nextRetryDelaySeconds, attempt, null, retry);
+  }
+
+  /**
+   * {@code POST /v1/jobs/fail} with an {@code output} (a JSON object, or null for none): the step
+   * keeps it as its output when this failure ends the step (no retry follows).
+   */
+  public JsonNode failJob(
+      String jobId,
+      String workerId,
+      String errorMessage,
+      boolean retryable,
+      Double nextRetryDelaySeconds,
+      Integer attempt,
+      JsonNode output,
+      RetryPolicy retry) {
+    ObjectNode body = failure(jobId, workerId, errorMessage, retryable, nextRetryDelaySeconds, attempt, output);
     ObjectNode flat = (ObjectNode) body.remove("failure");
     body.setAll(flat);
     return http.call("POST", "/v1/jobs/fail", body, true, retry, null);

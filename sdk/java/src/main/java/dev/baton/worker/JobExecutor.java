@@ -21,22 +21,38 @@ import org.slf4j.MDC;
  * JSON Baton can store fails the job at once, non-retryably, without being sent; a completion the
  * server refuses with a 4xx does the same, with the server's reason. A 409 or 404 means the job is
  * no longer this worker's: the outcome is logged and dropped.
+ *
+ * <p>The output a {@link JobException} carries goes with its failure, unless it is not strict JSON
+ * Baton can store or is above {@link #MAX_FAILURE_OUTPUT_BYTES} (or the step output's soft limit,
+ * when lower): then, or when the server refuses the failure with it, the failure goes without it,
+ * and a warning says why. A failure is never lost for its output.
  */
 final class JobExecutor {
   private static final Logger log = LoggerFactory.getLogger("dev.baton.worker.runner");
   static final int MAX_ERROR_MESSAGE = 10_000;
+  /** The largest failure output sent (its JSON), whatever the step output's soft limit. */
+  static final long MAX_FAILURE_OUTPUT_BYTES = 256 * 1024;
   private static final String[] MDC_KEYS = {
     "job_id", "job_type", "instance_id", "step_id", "attempt", "worker_id"
   };
 
-  /** What a handler's call came to. */
-  record Outcome(JsonNode variables, String error, boolean retryable, Double nextRetryDelaySeconds, double seconds) {
+  /** What a handler's call came to; {@code output}: what goes with a failure (null: nothing). */
+  record Outcome(
+      JsonNode variables, String error, boolean retryable, Double nextRetryDelaySeconds, double seconds, JsonNode output) {
     static Outcome completed(JsonNode variables, double seconds) {
-      return new Outcome(variables, null, true, null, seconds);
+      return new Outcome(variables, null, true, null, seconds, null);
     }
 
     static Outcome failed(String error, boolean retryable, Double delay, double seconds) {
-      return new Outcome(null, error, retryable, delay, seconds);
+      return failed(error, retryable, delay, seconds, null);
+    }
+
+    static Outcome failed(String error, boolean retryable, Double delay, double seconds, JsonNode output) {
+      return new Outcome(null, error, retryable, delay, seconds, output);
+    }
+
+    Outcome withoutOutput() {
+      return new Outcome(variables, error, retryable, nextRetryDelaySeconds, seconds, null);
     }
   }
 
@@ -121,16 +137,13 @@ final class JobExecutor {
 
   private Outcome call(Handler handler, Job job) {
     long started = System.nanoTime();
-    Map<String, ?> result;
+    Map<String, ?> result = null;
+    JobException failure = null;
     job.enter();
     try {
       result = handler.handle(job);
     } catch (JobException e) {
-      double seconds = (System.nanoTime() - started) / 1e9;
-      String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
-      Double delay = e.nextRetryDelay() == null ? null : e.nextRetryDelay().toNanos() / 1e9;
-      log.warn("handler failed (retryable: {}): {}", !e.isNonRetryable(), message);
-      return Outcome.failed(message, !e.isNonRetryable(), delay, seconds);
+      failure = e;
     } catch (Throwable e) { // anything else fails the job as retryable
       double seconds = (System.nanoTime() - started) / 1e9;
       log.warn("handler threw", e);
@@ -139,6 +152,12 @@ final class JobExecutor {
       job.exit();
     }
     double seconds = (System.nanoTime() - started) / 1e9;
+    if (failure != null) { // its output checked once the handler is out (no interrupt reaches it)
+      String message = failure.getMessage() == null ? failure.getClass().getSimpleName() : failure.getMessage();
+      Double delay = failure.nextRetryDelay() == null ? null : failure.nextRetryDelay().toNanos() / 1e9;
+      log.warn("handler failed (retryable: {}): {}", !failure.isNonRetryable(), message);
+      return Outcome.failed(message, !failure.isNonRetryable(), delay, seconds, failureOutput(failure.output()));
+    }
     if (result == null) {
       return Outcome.completed(null, seconds);
     }
@@ -148,6 +167,35 @@ final class JobExecutor {
       log.error("handler returned a bad result: {}", p.getMessage());
       return Outcome.failed(p.getMessage(), false, null, seconds);
     }
+  }
+
+  /**
+   * A failure's output as it can be sent: null, with a warning saying why, when it is not strict
+   * JSON Baton can store or its JSON is above min(the step output's soft limit, 256 KiB), so that
+   * the failure itself still goes.
+   */
+  private JsonNode failureOutput(Map<String, Object> output) {
+    if (output == null) {
+      return null;
+    }
+    String problem;
+    try {
+      JsonNode tree = Results.toJson(output, "the failure's output");
+      long size = ApiHttp.encode(tree).length;
+      // Under the step output's soft limit (the server's inline limit is above it), and never more
+      // than any server takes inline when that limit is not known.
+      long limit = Math.min(client.softLimit("stepOutput"), MAX_FAILURE_OUTPUT_BYTES);
+      if (size <= limit) {
+        return tree;
+      }
+      problem = "the failure's output cannot be sent: it is " + size + " bytes of JSON, above the " + limit + "-byte limit";
+    } catch (Results.Problem p) {
+      problem = p.getMessage();
+    } catch (RuntimeException | StackOverflowError e) { // whatever it is, it must not cost the failure
+      problem = "the failure's output cannot be sent: " + describe(e);
+    }
+    log.warn("{}; the failure is sent without it", problem);
+    return null;
   }
 
   // --- the report ----------------------------------------------------------------------------
@@ -196,7 +244,8 @@ final class JobExecutor {
   private void submitFailure(Job job, Outcome outcome) {
     ObjectNode item =
         BatonClient.failure(
-            job.id(), workerId, clip(outcome.error()), outcome.retryable(), outcome.nextRetryDelaySeconds(), job.attempt());
+            job.id(), workerId, clip(outcome.error()), outcome.retryable(), outcome.nextRetryDelaySeconds(), job.attempt(),
+            outcome.output());
     flusher.submit(item, answer -> failed(job, outcome, answer), error -> unreported(job, error));
   }
 
@@ -204,8 +253,16 @@ final class JobExecutor {
     try {
       JsonNode answer =
           client.failJob(
-              job.id(), workerId, clip(outcome.error()), outcome.retryable(), outcome.nextRetryDelaySeconds(), job.attempt(), reportRetry);
+              job.id(), workerId, clip(outcome.error()), outcome.retryable(), outcome.nextRetryDelaySeconds(), job.attempt(),
+              outcome.output(), reportRetry);
       noteFailed(job, outcome, answer.path("status").asText(null));
+    } catch (BatonApiException e) {
+      if (outcome.output() != null && refused(e)) { // e.g. a server that does not take it: not the failure
+        log.warn("the server refused the failure with its output; sending it without: {}", e.summary());
+        fail(job, outcome.withoutOutput());
+      } else {
+        unreported(job, e);
+      }
     } catch (BatonException e) {
       unreported(job, e);
     }
@@ -234,6 +291,9 @@ final class JobExecutor {
       String verdict = answer.path("outcome").asText();
       if (verdict.equals("APPLIED") || verdict.equals("DUPLICATE")) {
         noteFailed(job, outcome, answer.path("status").asText(null));
+      } else if (verdict.equals("INVALID") && outcome.output() != null) { // not the failure: send it without
+        log.warn("the server refused the failure with its output; sending it without: {}", answer.path("error").asText());
+        submitFailure(job, outcome.withoutOutput());
       } else if (verdict.equals("INVALID")) {
         log.error("the server refused the job's outcome; it will be delivered again after its lease: {}", answer.path("error").asText());
       } else {

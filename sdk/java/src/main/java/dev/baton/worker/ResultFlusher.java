@@ -229,6 +229,7 @@ final class ResultFlusher {
                 f.path("retryable").asBoolean(true),
                 f.hasNonNull("nextRetryDelaySeconds") ? f.get("nextRetryDelaySeconds").asDouble() : null,
                 item.hasNonNull("attempt") ? item.get("attempt").asInt() : null,
+                f.get("output"),
                 retry);
       } else {
         done = client.sendCompletion(item, retry);

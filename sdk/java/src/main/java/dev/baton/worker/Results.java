@@ -8,7 +8,8 @@ import java.util.regex.Pattern;
 /**
  * What a handler may return: a map of variables (or null) that encodes as strict JSON Baton can
  * store. A result that breaks these rules is a bug in the handler: retrying cannot help, so the
- * runner fails the job at once, saying where the problem is.
+ * runner fails the job at once, saying where the problem is. The output a {@link JobException}
+ * carries is held to the same rules (one that breaks them is left out of the failure).
  */
 final class Results {
   private static final Pattern IDENTIFIER = Pattern.compile("^[A-Za-z_][A-Za-z0-9_]*$");
@@ -17,19 +18,27 @@ final class Results {
 
   /** The result as a JSON tree, or a {@link Problem} saying why it cannot be sent. */
   static JsonNode toJson(Map<String, ?> result) {
+    return toJson(result, "the handler's result");
+  }
+
+  /**
+   * {@code value} (what: e.g. "the handler's result", "the failure's output") as a JSON tree, or a
+   * {@link Problem} saying why it cannot be sent.
+   */
+  static JsonNode toJson(Map<String, ?> value, String what) {
     JsonNode tree;
     try {
-      tree = ApiHttp.JSON.valueToTree(result);
+      tree = ApiHttp.JSON.valueToTree(value);
     } catch (IllegalArgumentException e) {
       Throwable cause = e.getCause() == null ? e : e.getCause();
-      throw new Problem("the handler's result cannot be sent: it does not serialise to JSON ("
+      throw new Problem(what + " cannot be sent: it does not serialise to JSON ("
           + cause.getMessage() + ")");
     } catch (StackOverflowError e) {
-      throw new Problem("the handler's result cannot be sent: it is nested too deeply (or contains itself)");
+      throw new Problem(what + " cannot be sent: it is nested too deeply (or contains itself)");
     }
     String problem = find(tree, "$");
     if (problem != null) {
-      throw new Problem("the handler's result cannot be sent: " + problem);
+      throw new Problem(what + " cannot be sent: " + problem);
     }
     return tree;
   }

@@ -6,8 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -229,6 +233,220 @@ class RunnerTest {
         assertFalse(f.path("retryable").asBoolean());
       }
     }
+  }
+
+  /** The item of {@code jobId} among the batch items sent. */
+  private JsonNode itemOf(String jobId) {
+    return fake.batchItems().stream().filter(i -> i.path("jobId").asText().equals(jobId)).findFirst()
+        .orElseThrow(() -> new AssertionError("no item for " + jobId + ": " + fake.batchItems()));
+  }
+
+  /** The /v1/jobs/fail body of {@code jobId}. */
+  private JsonNode failOf(String jobId) {
+    return fake.requests("/v1/jobs/fail").stream().map(FakeBaton.Request::body)
+        .filter(b -> b.path("jobId").asText().equals(jobId)).findFirst()
+        .orElseThrow(() -> new AssertionError("no /v1/jobs/fail for " + jobId));
+  }
+
+  /** What the SDK logged (slf4j-simple writes to System.err) while {@code body} ran. */
+  private static String logged(ThrowingRunnable body) throws Exception {
+    PrintStream saved = System.err;
+    ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+    System.setErr(new PrintStream(buffer, true, StandardCharsets.UTF_8));
+    try {
+      body.run();
+    } finally {
+      System.setErr(saved);
+    }
+    String text = buffer.toString(StandardCharsets.UTF_8);
+    saved.print(text);
+    return text;
+  }
+
+  interface ThrowingRunnable {
+    void run() throws Exception;
+  }
+
+  @Test
+  void aFailureCarriesItsOutputInTheBatch() throws Exception {
+    String refused = fake.addJob("refused", Map.of("k", "v"));
+    String delayed = fake.addJob("delayed", Map.of());
+    String plain = fake.addJob("plain", Map.of());
+    Registry registry = new Registry()
+        .register("refused", job -> { throw new NonRetryableException("refused", Map.of("code", 42, "input", job.input())); })
+        .register("delayed", job -> { throw new JobException("later", Duration.ofSeconds(2), Map.of("partial", List.of(1, 2))); })
+        .register("plain", job -> { throw new NonRetryableException("no output"); });
+    try (Runner runner = runner(registry, RunnerOptions.builder())) {
+      runner.start();
+      FakeBaton.waitFor(() -> fake.batchItems().size() == 3, WAIT, "three failures");
+    }
+    JsonNode f = itemOf(refused).path("failure");
+    assertEquals("refused", f.path("errorMessage").asText());
+    assertFalse(f.path("retryable").asBoolean(true));
+    assertEquals(42, f.path("output").path("code").asInt());
+    assertEquals("v", f.path("output").path("input").path("k").asText());
+    f = itemOf(delayed).path("failure");
+    assertTrue(f.path("retryable").asBoolean());
+    assertEquals(2.0, f.path("nextRetryDelaySeconds").asDouble());
+    assertEquals(2, f.path("output").path("partial").get(1).asInt());
+    f = itemOf(plain).path("failure");
+    assertFalse(f.has("output"), "no output when none was given: " + f);
+    assertEquals(0, fake.requests("/v1/jobs/fail").size());
+  }
+
+  @Test
+  void withoutBatchingAFailureCarriesItsOutputOnTheFailRoute() throws Exception {
+    String with = fake.addJob("with", Map.of("k", "v"));
+    String without = fake.addJob("without", Map.of());
+    Registry registry = new Registry()
+        .register("with", job -> { throw new NonRetryableException("refused", Map.of("code", 42, "input", job.input())); })
+        .register("without", job -> { throw new JobException("plain"); });
+    try (Runner runner = runner(registry, RunnerOptions.builder().batchResults(false))) {
+      runner.start();
+      FakeBaton.waitFor(() -> fake.requests("/v1/jobs/fail").size() == 2, WAIT, "two failures");
+    }
+    JsonNode body = failOf(with);
+    assertEquals("refused", body.path("errorMessage").asText());
+    assertFalse(body.path("retryable").asBoolean(true));
+    assertEquals(42, body.path("output").path("code").asInt());
+    assertEquals("v", body.path("output").path("input").path("k").asText());
+    assertFalse(failOf(without).has("output"), "no output when none was given");
+    assertEquals(0, fake.requests("/v1/jobs/complete-batch").size());
+  }
+
+  @Test
+  void aServerWithoutTheBatchRouteGetsTheFailureOutputOnTheFailRoute() throws Exception {
+    fake.routes.put("/v1/jobs/complete-batch", r -> FakeBaton.Answer.of(404, FakeBaton.problem(404, "Not Found", "no route")));
+    String id = fake.addJob("with", Map.of());
+    Registry registry = new Registry()
+        .register("with", job -> { throw new JobException("retry me", Map.of("code", 42)); });
+    try (Runner runner = runner(registry, RunnerOptions.builder())) {
+      runner.start();
+      FakeBaton.waitFor(() -> fake.requests("/v1/jobs/fail").size() == 1, WAIT, "the failure, alone");
+    }
+    JsonNode body = failOf(id);
+    assertTrue(body.path("retryable").asBoolean());
+    assertEquals(42, body.path("output").path("code").asInt());
+  }
+
+  @Test
+  void aFailureOutputThatIsNotJsonIsLeftOutAndTheFailureStillGoes() throws Exception {
+    String nan = fake.addJob("nan", Map.of());
+    String object = fake.addJob("object", Map.of());
+    String time = fake.addJob("time", Map.of());
+    String cycle = fake.addJob("cycle", Map.of());
+    Map<String, Object> itself = new HashMap<>();
+    itself.put("me", itself);
+    Registry registry = new Registry()
+        .register("cycle", job -> { throw new NonRetryableException("cycle", itself); })
+        .register("nan", job -> { throw new NonRetryableException("nan", Map.of("value", List.of(1, Double.NaN))); })
+        .register("object", job -> { throw new NonRetryableException("object", Map.of("thing", new Object())); })
+        .register("time", job -> { throw new JobException("time", Duration.ZERO, Map.of("at", Instant.now())); });
+    String log = logged(() -> {
+      try (Runner runner = runner(registry, RunnerOptions.builder())) {
+        runner.start();
+        FakeBaton.waitFor(() -> fake.batchItems().size() == 4, WAIT, "four failures");
+      }
+    });
+    for (String id : List.of(nan, object, time, cycle)) {
+      JsonNode f = itemOf(id).path("failure");
+      assertFalse(f.has("output"), "the output is left out: " + f);
+      assertTrue(f.has("errorMessage") && f.has("retryable"), "the failure goes: " + f);
+    }
+    assertEquals("nan", itemOf(nan).path("failure").path("errorMessage").asText());
+    assertFalse(itemOf(nan).path("failure").path("retryable").asBoolean(true));
+    assertEquals(0.0, itemOf(time).path("failure").path("nextRetryDelaySeconds").asDouble(-1));
+    assertTrue(log.contains("the failure's output cannot be sent: $.value[1] is NaN, which is not JSON; the failure is sent without it"), log);
+    assertTrue(log.contains("the failure's output cannot be sent: it does not serialise to JSON (No serializer found for class java.lang.Object"), log);
+    assertTrue(log.contains("java.time.Instant"), log);
+    assertTrue(log.contains("the failure's output cannot be sent: it is nested too deeply (or contains itself)"), log);
+  }
+
+  @Test
+  void aFailureOutputAboveTheStepOutputSoftLimitIsLeftOut() throws Exception {
+    // The fake's stepOutput soft limit is 100 000 bytes.
+    String big = fake.addJob("big", Map.of());
+    String small = fake.addJob("small", Map.of());
+    Registry registry = new Registry()
+        .register("big", job -> { throw new NonRetryableException("big", Map.of("blob", "x".repeat(100_000))); })
+        .register("small", job -> { throw new NonRetryableException("small", Map.of("blob", "x".repeat(99_000))); });
+    String log = logged(() -> {
+      try (Runner runner = runner(registry, RunnerOptions.builder())) {
+        runner.start();
+        FakeBaton.waitFor(() -> fake.batchItems().size() == 2, WAIT, "two failures");
+      }
+    });
+    assertFalse(itemOf(big).path("failure").has("output"));
+    assertEquals("big", itemOf(big).path("failure").path("errorMessage").asText());
+    assertEquals(99_000, itemOf(small).path("failure").path("output").path("blob").asText().length());
+    assertTrue(log.contains("the failure's output cannot be sent: it is 100011 bytes of JSON, above the 100000-byte limit"), log);
+    assertEquals(0, fake.requests("/v1/payloads").size(), "a failure's output is never offloaded");
+  }
+
+  @Test
+  void aFailureOutputIsNeverAbove256KiBWhateverTheSoftLimit() throws Exception {
+    fake.routes.put("/v1/config", r -> FakeBaton.Answer.of(200,
+        Map.of("payloadLimits", Map.of("stepOutput", Map.of("softLimitBytes", 10_000_000, "hardLimitBytes", 100_000_000)))));
+    String big = fake.addJob("big", Map.of());
+    String small = fake.addJob("small", Map.of());
+    Registry registry = new Registry()
+        .register("big", job -> { throw new NonRetryableException("big", Map.of("blob", "x".repeat(300_000))); })
+        .register("small", job -> { throw new NonRetryableException("small", Map.of("blob", "x".repeat(200_000))); });
+    String log = logged(() -> {
+      try (Runner runner = runner(registry, RunnerOptions.builder())) {
+        runner.start();
+        FakeBaton.waitFor(() -> fake.batchItems().size() == 2, WAIT, "two failures");
+      }
+    });
+    assertFalse(itemOf(big).path("failure").has("output"));
+    assertEquals(200_000, itemOf(small).path("failure").path("output").path("blob").asText().length());
+    assertTrue(log.contains("above the 262144-byte limit"), log);
+  }
+
+  @Test
+  void aFailureRefusedWithItsOutputIsSentAgainWithout() throws Exception {
+    fake.routes.put("/v1/jobs/complete-batch", r -> {
+      JsonNode item = r.body().path("results").get(0);
+      if (!item.path("failure").has("output")) {
+        return null;
+      }
+      return FakeBaton.Answer.of(200, Map.of("results", List.of(Map.of("jobId", item.path("jobId").asText(), "outcome", "INVALID", "error", "failure.output: unknown field"))));
+    });
+    fake.addJob("with", Map.of());
+    Registry registry = new Registry()
+        .register("with", job -> { throw new NonRetryableException("refused", Map.of("code", 42)); });
+    try (Runner runner = runner(registry, RunnerOptions.builder())) {
+      runner.start();
+      FakeBaton.waitFor(() -> fake.batchItems().size() == 2, WAIT, "the failure, then again without its output");
+      Thread.sleep(100);
+    }
+    List<JsonNode> items = fake.batchItems();
+    assertEquals(2, items.size(), "sent again once: " + items);
+    assertTrue(items.get(0).path("failure").has("output"));
+    JsonNode again = items.get(1).path("failure");
+    assertFalse(again.has("output"));
+    assertEquals("refused", again.path("errorMessage").asText());
+    assertFalse(again.path("retryable").asBoolean(true));
+  }
+
+  @Test
+  void withoutBatchingAFailureRefusedWithItsOutputIsSentAgainWithout() throws Exception {
+    fake.routes.put("/v1/jobs/fail", r -> r.body().has("output")
+        ? FakeBaton.Answer.of(400, FakeBaton.problem(400, "Bad Request", "output: unknown field"))
+        : null);
+    fake.addJob("with", Map.of());
+    Registry registry = new Registry()
+        .register("with", job -> { throw new NonRetryableException("refused", Map.of("code", 42)); });
+    try (Runner runner = runner(registry, RunnerOptions.builder().batchResults(false))) {
+      runner.start();
+      FakeBaton.waitFor(() -> fake.requests("/v1/jobs/fail").size() == 2, WAIT, "the failure, then again without its output");
+      Thread.sleep(100);
+    }
+    List<FakeBaton.Request> fails = fake.requests("/v1/jobs/fail");
+    assertEquals(2, fails.size(), "sent again once");
+    assertTrue(fails.get(0).body().has("output"));
+    assertFalse(fails.get(1).body().has("output"));
+    assertEquals("refused", fails.get(1).body().path("errorMessage").asText());
   }
 
   @Test
