@@ -67,6 +67,10 @@ class TaskSettings(Model):
     retry_logic: RetryLogic | None = None
     retry_delay_seconds: Seconds | None = None
     max_retry_delay_seconds: Annotated[int, Field(ge=1, le=MAX_SECONDS)] | None = None
+    # LINEAR_BACKOFF waits retryDelaySeconds x backoffScaleFactor x the retry number (Conductor's
+    # TaskDef; default 1); each retry waits up to backoffJitterMs more, at random.
+    backoff_scale_factor: Annotated[int, Field(ge=1, le=10_000)] | None = None
+    backoff_jitter_ms: Annotated[int, Field(ge=0, le=MAX_SECONDS * 1000)] | None = None
     timeout_seconds: Seconds | None = None
     poll_timeout_seconds: Seconds | None = None
     response_timeout_seconds: Annotated[int, Field(ge=1, le=MAX_SECONDS)] | None = None

@@ -743,3 +743,40 @@ def test_each_task_carries_its_workflow_task_and_definition_name(clients: OrkesC
     ]
     assert tasks[0].workflow_task.decision_cases["a"][0].task_reference_name == "work"
     clients.get_workflow_client().terminate_workflow(wid, "done")
+
+
+def test_backoff_scale_factor_and_jitter_are_kept_and_honoured(clients: OrkesClients) -> None:
+    """conductor-oss's e2e RetryPolicyTests: LINEAR_BACKOFF waits retryDelaySeconds x
+    backoffScaleFactor x the retry number; both backoff fields read back (the factor's default
+    1 as Conductor shows it)."""
+    task_type = f"ops_{uuid.uuid4().hex[:6]}"
+    api = clients.get_metadata_client().api_client
+
+    def read() -> Any:
+        return api.call_api(
+            f"/metadata/taskdefs/{task_type}",
+            "GET",
+            response_type="object",
+            _return_http_data_only=True,
+        )
+
+    api.call_api("/metadata/taskdefs", "POST", body=[{"name": task_type}])
+    assert read()["backoffScaleFactor"] == 1
+    body = {
+        "name": task_type,
+        "retryCount": 2,
+        "retryDelaySeconds": 1,
+        "retryLogic": "LINEAR_BACKOFF",
+        "backoffScaleFactor": 2,
+        "backoffJitterMs": 0,
+    }
+    api.call_api("/metadata/taskdefs", "PUT", body=body)
+    assert (read()["backoffScaleFactor"], read().get("backoffJitterMs")) == (2, 0)
+    wid = clients.get_workflow_client().start_workflow_by_name(
+        _register(clients, [_simple("t1", task_type)]), {}
+    )
+    _done(clients, _poll(clients, task_type), "FAILED", reason_for_incompletion="again")
+    _, retry = wait_until(
+        lambda: len(ts := _status(clients, wid).tasks) == 2 and ts, timeout=15, what="the retry"
+    )
+    assert retry.callback_after_seconds == 2

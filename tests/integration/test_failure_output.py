@@ -175,3 +175,25 @@ def test_a_batch_failure_keeps_its_output_when_it_ends_the_step(engine: Engine) 
     (a,) = steps_of(engine, inst["id"], "a")
     assert a["output"] == {"code": 2}
     assert _job(engine, "bf_b")["input"] == {"saw": 2}
+
+
+def test_backoff_scale_factor_and_jitter_set_the_retry_delay(engine: Engine) -> None:
+    """A task definition's backoffScaleFactor (LINEAR_BACKOFF) and backoffJitterMs, and a
+    step's own, decide when a retry falls due."""
+    engine.put_task_def(
+        "scaled",
+        {
+            "retryCount": 2,
+            "retryLogic": "LINEAR_BACKOFF",
+            "retryDelaySeconds": 1,
+            "backoffScaleFactor": 3,
+            "backoffJitterMs": 400,
+        },
+    )
+    engine.register_definition({"name": "scaledwf", "steps": [task("a", "scaled")]})
+    inst, _ = engine.start_instance(definition_name="scaledwf")
+    job = _job(engine, "scaled")
+    engine.fail_job(job["id"], "w", "first", attempt=job["attempt"])
+    (retry,) = [e for e in engine.audit_trail(inst["id"]) if e["event"] == "JOB_RETRY_SCHEDULED"]
+    assert 3 <= retry["detail"]["delaySeconds"] <= 3.4
+    assert engine.get_task_def("scaled")["backoffScaleFactor"] == 3

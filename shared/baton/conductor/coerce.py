@@ -32,6 +32,7 @@ _INTEGERS = frozenset(
         "rateLimitPerFrequency",
         "rateLimitFrequencyInSeconds",
         "backoffScaleFactor",
+        "backoffJitterMs",
     }
 )
 _BOOLEANS = frozenset(

@@ -115,6 +115,7 @@ def to_conductor_task_def(body: dict[str, Any]) -> dict[str, Any]:
     """A Baton task definition (wire form) as a Conductor TaskDef."""
     out = {k: body[k] for k in ("name", *_TASK_DEF_FIELDS) if body.get(k) is not None}
     out.setdefault("timeoutSeconds", 0)
+    out.setdefault("backoffScaleFactor", 1)  # Conductor's TaskDef shows its default
     out.setdefault("ownerEmail", None)
     for src, dst in (("createdAt", "createTime"), ("updatedAt", "updateTime")):
         if body.get(src):

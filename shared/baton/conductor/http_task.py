@@ -29,6 +29,8 @@ SETTINGS = (
     "retryLogic",
     "retryDelaySeconds",
     "maxRetryDelaySeconds",
+    "backoffScaleFactor",
+    "backoffJitterMs",
     "timeoutSeconds",
     "responseTimeoutSeconds",
     "timeoutPolicy",

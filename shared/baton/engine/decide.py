@@ -14,6 +14,7 @@ operation). The records it reads and writes are in ``engine.records``, re-export
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -319,9 +320,14 @@ class Decider(DecisionFlow):
             policy.retry_delay_seconds,
             job.attempt,  # attempt 1 failed: the first retry
             policy.max_retry_delay_seconds,
+            policy.backoff_scale_factor,
         )
         if delay_override is not None:  # the worker asked for its own delay
             delay = delay_override
+        elif policy.backoff_jitter_ms:
+            # Conductor's backoffJitterMs: up to that much more, at random, so that the retries
+            # of many tasks that failed together do not all fall due at once.
+            delay += random.randint(0, policy.backoff_jitter_ms) / 1000
         run_at = self.now + timedelta(seconds=delay)
         self.changes.instance_changed = True
         self.changes.retried_jobs.append(JobRetry(job, run_at))

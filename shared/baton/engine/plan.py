@@ -54,6 +54,8 @@ class TaskPolicy:
     retry_logic: RetryLogic
     retry_delay_seconds: int
     max_retry_delay_seconds: int | None
+    backoff_scale_factor: int
+    backoff_jitter_ms: int
     lease_seconds: int
     timeout_seconds: int
     poll_timeout_seconds: int
@@ -86,6 +88,8 @@ def task_policy(step: ServiceTaskStep | HttpCall | EventStep) -> TaskPolicy:
         retry_logic=RetryLogic(pick("retry_logic", DEFAULT_RETRY_LOGIC)),
         retry_delay_seconds=pick("retry_delay_seconds", DEFAULT_RETRY_DELAY_SECONDS),
         max_retry_delay_seconds=pick("max_retry_delay_seconds", None),
+        backoff_scale_factor=pick("backoff_scale_factor", 1),
+        backoff_jitter_ms=pick("backoff_jitter_ms", 0),
         lease_seconds=pick("response_timeout_seconds", lease_default),
         timeout_seconds=pick("timeout_seconds", 0),
         poll_timeout_seconds=pick("poll_timeout_seconds", 0),

@@ -36,6 +36,8 @@ TASK_SETTINGS = (
     "retryLogic",
     "retryDelaySeconds",
     "maxRetryDelaySeconds",
+    "backoffScaleFactor",
+    "backoffJitterMs",
     "timeoutSeconds",
     "pollTimeoutSeconds",
     "responseTimeoutSeconds",

@@ -527,7 +527,7 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
     java.lang.String[] descriptorData = {
       "\n\030workflow/v1/engine.proto\022\013workflow.v1\032" +
       "\034google/protobuf/struct.proto\032\037google/pr" +
-      "otobuf/timestamp.proto\"\324\006\n\007TaskDef\022\014\n\004na" +
+      "otobuf/timestamp.proto\"\306\007\n\007TaskDef\022\014\n\004na" +
       "me\030\001 \001(\t\022\023\n\013description\030\002 \001(\t\022\030\n\013retry_c" +
       "ount\030\003 \001(\005H\000\210\001\001\022\023\n\013retry_logic\030\004 \001(\t\022 \n\023" +
       "retry_delay_seconds\030\005 \001(\005H\001\210\001\001\022$\n\027max_re" +
@@ -543,477 +543,483 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       "(\005H\010\210\001\001\022\023\n\013owner_email\030\021 \001(\t\022.\n\ncreated_" +
       "at\030\022 \001(\0132\032.google.protobuf.Timestamp\022.\n\n" +
       "updated_at\030\023 \001(\0132\032.google.protobuf.Times" +
-      "tampB\016\n\014_retry_countB\026\n\024_retry_delay_sec" +
-      "ondsB\032\n\030_max_retry_delay_secondsB\022\n\020_tim" +
-      "eout_secondsB\027\n\025_poll_timeout_secondsB\033\n" +
-      "\031_response_timeout_secondsB\030\n\026_concurren" +
-      "t_exec_limitB\033\n\031_rate_limit_per_frequenc" +
-      "yB\"\n _rate_limit_frequency_in_seconds\"\327\020" +
-      "\n\004Step\022\n\n\002id\030\001 \001(\t\022\014\n\004type\030\002 \001(\t\022\014\n\004name" +
-      "\030\003 \001(\t\022\023\n\013description\030\004 \001(\t\022%\n\005input\0309 \001" +
-      "(\0132\026.google.protobuf.Value\022\020\n\010job_type\030\006" +
-      " \001(\t\022\030\n\013retry_count\030\007 \001(\005H\000\210\001\001\022\023\n\013retry_" +
-      "logic\030\010 \001(\t\022 \n\023retry_delay_seconds\030\t \001(\005" +
-      "H\001\210\001\001\022$\n\027max_retry_delay_seconds\030\n \001(\005H\002" +
-      "\210\001\001\022\034\n\017timeout_seconds\030\013 \001(\005H\003\210\001\001\022!\n\024pol" +
-      "l_timeout_seconds\030\014 \001(\005H\004\210\001\001\022%\n\030response" +
-      "_timeout_seconds\030\r \001(\005H\005\210\001\001\022\026\n\016timeout_p" +
-      "olicy\030\016 \001(\t\022&\n\010task_def\030\017 \001(\0132\024.workflow" +
-      ".v1.TaskDef\022\020\n\010assignee\030\020 \001(\t\022(\n\010duratio" +
-      "n\030\021 \001(\0132\026.google.protobuf.Value\022\r\n\005until" +
-      "\030\022 \001(\t\022\027\n\017definition_name\030\023 \001(\t\0222\n\022defin" +
-      "ition_version\030: \001(\0132\026.google.protobuf.Va" +
-      "lue\022*\n\ndefinition\030\025 \001(\0132\026.google.protobu" +
-      "f.Value\022*\n\tvariables\030\026 \001(\0132\027.google.prot" +
-      "obuf.Struct\022\016\n\006status\030\027 \001(\t\022\016\n\006reason\030\030 " +
-      "\001(\t\022&\n\006output\030\031 \001(\0132\026.google.protobuf.Va" +
-      "lue\022\n\n\002on\030\032 \001(\t\022%\n\005cases\030\033 \001(\0132\026.google." +
-      "protobuf.Value\022\"\n\007default\030\034 \003(\0132\021.workfl" +
-      "ow.v1.Step\022,\n\010branches\030\035 \003(\0132\032.google.pr" +
-      "otobuf.ListValue\022\026\n\tfail_fast\030\036 \001(\010H\006\210\001\001" +
-      "\022 \n\005steps\030\037 \003(\0132\021.workflow.v1.Step\022\r\n\005it" +
-      "ems\030  \001(\t\022\034\n\017max_concurrency\030! \001(\005H\007\210\001\001\022" +
-      "\r\n\005while\030\" \001(\t\022\033\n\016max_iterations\030# \001(\005H\010" +
-      "\210\001\001\022\020\n\010language\030$ \001(\t\022\016\n\006script\030% \001(\t\022\r\n" +
-      "\005query\030& \001(\t\022\026\n\016while_language\030\' \001(\t\022\'\n\007" +
-      "request\030( \001(\0132\026.google.protobuf.Value\022(\n" +
-      "\010optional\030; \001(\0132\026.google.protobuf.Value\022" +
-      " \n\023start_delay_seconds\030* \001(\005H\t\210\001\001\022\013\n\003key" +
-      "\030+ \001(\t\022&\n\006inputs\030, \001(\0132\026.google.protobuf" +
-      ".Value\022\032\n\022definition_dialect\030- \001(\t\022\020\n\010in" +
-      "dex_as\030. \001(\t\022*\n\npermissive\030< \001(\0132\026.googl" +
-      "e.protobuf.Value\022\017\n\007join_on\0300 \003(\t\022\027\n\017def" +
-      "ault_join_on\0301 \003(\t\022\035\n\025termination_condit" +
-      "ion\0302 \001(\t\022%\n\030polling_interval_seconds\0303 " +
-      "\001(\005H\n\210\001\001\022\030\n\020polling_strategy\0304 \001(\t\022\033\n\016ma" +
-      "x_poll_count\0305 \001(\005H\013\210\001\001\022\014\n\004sink\0306 \001(\t\022\036\n" +
-      "\021iteration_outputs\0307 \001(\010H\014\210\001\001\022!\n\024keep_la" +
-      "st_iterations\0308 \001(\005H\r\210\001\001\0221\n\014legacy_input" +
-      "\030\005 \001(\0132\027.google.protobuf.StructB\002\030\001\022*\n\031l" +
-      "egacy_definition_version\030\024 \001(\005B\002\030\001H\016\210\001\001\022" +
-      " \n\017legacy_optional\030) \001(\010B\002\030\001H\017\210\001\001\022\"\n\021leg" +
-      "acy_permissive\030/ \001(\010B\002\030\001H\020\210\001\001B\016\n\014_retry_" +
-      "countB\026\n\024_retry_delay_secondsB\032\n\030_max_re" +
-      "try_delay_secondsB\022\n\020_timeout_secondsB\027\n" +
-      "\025_poll_timeout_secondsB\033\n\031_response_time" +
-      "out_secondsB\014\n\n_fail_fastB\022\n\020_max_concur" +
-      "rencyB\021\n\017_max_iterationsB\026\n\024_start_delay" +
-      "_secondsB\033\n\031_polling_interval_secondsB\021\n" +
-      "\017_max_poll_countB\024\n\022_iteration_outputsB\027" +
-      "\n\025_keep_last_iterationsB\034\n\032_legacy_defin" +
-      "ition_versionB\022\n\020_legacy_optionalB\024\n\022_le" +
-      "gacy_permissive\"\254\001\n\014QueueTrigger\022\014\n\004type" +
-      "\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\032\n\022poll_inter" +
-      "val_secs\030\003 \001(\005\022\037\n\027visibility_timeout_sec" +
-      "s\030\004 \001(\005\022\023\n\013max_retries\030\005 \001(\005\022\027\n\017max_conc" +
-      "urrency\030\006 \001(\005\022\017\n\007enabled\030\007 \001(\010\"\264\003\n\nDefin" +
-      "ition\022\014\n\004name\030\001 \001(\t\022\024\n\007version\030\002 \001(\005H\000\210\001" +
-      "\001\022\023\n\013description\030\003 \001(\t\022 \n\005steps\030\004 \003(\0132\021." +
-      "workflow.v1.Step\0221\n\021output_parameters\030\005 " +
-      "\001(\0132\026.google.protobuf.Value\022\027\n\017timeout_s" +
-      "econds\030\006 \001(\005\022\026\n\016timeout_policy\030\007 \001(\t\022.\n\n" +
-      "created_at\030\010 \001(\0132\032.google.protobuf.Times" +
-      "tamp\022*\n\007trigger\030\t \001(\0132\031.workflow.v1.Queu" +
-      "eTrigger\022/\n\016input_template\030\n \001(\0132\027.googl" +
-      "e.protobuf.Struct\022\030\n\020failure_workflow\030\013 " +
-      "\001(\t\022\036\n\021retention_seconds\030\014 \001(\005H\001\210\001\001B\n\n\010_" +
-      "versionB\024\n\022_retention_seconds\";\n\026ListDef" +
-      "initionsRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_t" +
-      "oken\030\002 \001(\t\"W\n\016DefinitionPage\022,\n\013definiti" +
-      "ons\030\001 \003(\0132\027.workflow.v1.Definition\022\027\n\017ne" +
-      "xt_page_token\030\002 \001(\t\"F\n\024GetDefinitionRequ" +
-      "est\022\014\n\004name\030\001 \001(\t\022\024\n\007version\030\002 \001(\005H\000\210\001\001B" +
-      "\n\n\010_version\"I\n\021PutTaskDefRequest\022\014\n\004name" +
-      "\030\001 \001(\t\022&\n\010task_def\030\002 \001(\0132\024.workflow.v1.T" +
-      "askDef\"!\n\021GetTaskDefRequest\022\014\n\004name\030\001 \001(" +
-      "\t\"$\n\024DeleteTaskDefRequest\022\014\n\004name\030\001 \001(\t\"" +
-      "8\n\023ListTaskDefsRequest\022\r\n\005limit\030\001 \001(\005\022\022\n" +
-      "\npage_token\030\002 \001(\t\"O\n\013TaskDefPage\022\'\n\ttask" +
-      "_defs\030\001 \003(\0132\024.workflow.v1.TaskDef\022\027\n\017nex" +
-      "t_page_token\030\002 \001(\t\"\211\002\n\024StartInstanceRequ" +
-      "est\022\027\n\017definition_name\030\001 \001(\t\022\037\n\022definiti" +
-      "on_version\030\002 \001(\005H\000\210\001\001\022+\n\ndefinition\030\003 \001(" +
-      "\0132\027.workflow.v1.Definition\022&\n\005input\030\004 \001(" +
-      "\0132\027.google.protobuf.Struct\022\026\n\016correlatio" +
-      "n_id\030\005 \001(\t\022\027\n\017idempotency_key\030\006 \001(\t\022\032\n\022i" +
-      "nput_payload_path\030\007 \001(\tB\025\n\023_definition_v" +
-      "ersion\"M\n\025StartInstancesRequest\0224\n\tinsta" +
-      "nces\030\001 \003(\0132!.workflow.v1.StartInstanceRe" +
-      "quest\"\215\001\n\014StartOutcome\022\r\n\005index\030\001 \001(\005\022\017\n" +
-      "\007outcome\030\002 \001(\t\022\'\n\010instance\030\003 \001(\0132\025.workf" +
-      "low.v1.Instance\022\r\n\005error\030\004 \001(\t\022%\n\007proble" +
-      "m\030\005 \001(\0132\024.workflow.v1.Problem\"D\n\026StartIn" +
-      "stancesResponse\022*\n\007results\030\001 \003(\0132\031.workf" +
-      "low.v1.StartOutcome\"\374\004\n\rStepExecution\022\n\n" +
-      "\002id\030\001 \001(\t\022\017\n\007step_id\030\002 \001(\t\022\014\n\004type\030\003 \001(\t" +
-      "\022\016\n\006status\030\004 \001(\t\022\017\n\007attempt\030\005 \001(\005\022%\n\005inp" +
-      "ut\030\006 \001(\0132\026.google.protobuf.Value\022&\n\006outp" +
-      "ut\030\007 \001(\0132\026.google.protobuf.Value\022\r\n\005erro" +
-      "r\030\010 \001(\t\022\016\n\006job_id\030\t \001(\t\022\020\n\010job_type\030\n \001(" +
-      "\t\022\021\n\tworker_id\030\013 \001(\t\022.\n\ncreated_at\030\014 \001(\013" +
-      "2\032.google.protobuf.Timestamp\022.\n\nstarted_" +
-      "at\030\r \001(\0132\032.google.protobuf.Timestamp\0220\n\014" +
-      "completed_at\030\016 \001(\0132\032.google.protobuf.Tim" +
-      "estamp\022 \n\030parent_step_execution_id\030\017 \001(\t" +
-      "\022\023\n\006branch\030\020 \001(\005H\000\210\001\001\022\027\n\nitem_index\030\021 \001(" +
-      "\005H\001\210\001\001\022\026\n\titeration\030\022 \001(\005H\002\210\001\001\022+\n\007wake_a" +
-      "t\030\023 \001(\0132\032.google.protobuf.Timestamp\022\031\n\021c" +
-      "hild_instance_id\030\024 \001(\t\022\025\n\010attempts\030\025 \001(\005" +
-      "H\003\210\001\001B\t\n\007_branchB\r\n\013_item_indexB\014\n\n_iter" +
-      "ationB\013\n\t_attempts\"\204\006\n\010Instance\022\n\n\002id\030\001 " +
-      "\001(\t\022\027\n\017definition_name\030\002 \001(\t\022\037\n\022definiti" +
-      "on_version\030\003 \001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022&\n" +
-      "\005input\030\005 \001(\0132\027.google.protobuf.Struct\022*\n" +
-      "\tvariables\030\006 \001(\0132\027.google.protobuf.Struc" +
-      "t\022&\n\006output\030\007 \001(\0132\026.google.protobuf.Valu" +
-      "e\022\016\n\006reason\030\010 \001(\t\022\017\n\007version\030\t \001(\003\022\026\n\016co" +
-      "rrelation_id\030\n \001(\t\022\027\n\017idempotency_key\030\013 " +
-      "\001(\t\022\032\n\022parent_instance_id\030\014 \001(\t\022.\n\ncreat" +
-      "ed_at\030\r \001(\0132\032.google.protobuf.Timestamp\022" +
-      ".\n\nupdated_at\030\016 \001(\0132\032.google.protobuf.Ti" +
-      "mestamp\0220\n\014completed_at\030\017 \001(\0132\032.google.p" +
-      "rotobuf.Timestamp\022.\n\ntimeout_at\030\020 \001(\0132\032." +
-      "google.protobuf.Timestamp\022)\n\005steps\030\021 \003(\013" +
-      "2\032.workflow.v1.StepExecution\022 \n\030parent_s" +
-      "tep_execution_id\030\022 \001(\t\022\013\n\003run\030\023 \001(\005\022\034\n\017s" +
-      "teps_truncated\030\024 \001(\010H\001\210\001\001\022\025\n\010archived\030\025 " +
-      "\001(\010H\002\210\001\001\022/\n\013archived_at\030\026 \001(\0132\032.google.p" +
-      "rotobuf.TimestampB\025\n\023_definition_version" +
-      "B\022\n\020_steps_truncatedB\013\n\t_archived\"N\n\022Get" +
-      "InstanceRequest\022\n\n\002id\030\001 \001(\t\022\032\n\rinclude_s" +
-      "teps\030\002 \001(\010H\000\210\001\001B\020\n\016_include_steps\"A\n\020Lis" +
-      "tStepsRequest\022\n\n\002id\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005" +
-      "\022\022\n\npage_token\030\003 \001(\t\"{\n\021StepExecutionPag" +
-      "e\022)\n\005steps\030\001 \003(\0132\032.workflow.v1.StepExecu" +
-      "tion\022\027\n\017next_page_token\030\002 \001(\t\022\025\n\010archive" +
-      "d\030\003 \001(\010H\000\210\001\001B\013\n\t_archived\"B\n\021GetHistoryR" +
-      "equest\022\n\n\002id\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\022\022\n\npag" +
-      "e_token\030\003 \001(\t\"\374\001\n\014HistoryEvent\022\013\n\003seq\030\001 " +
-      "\001(\003\022&\n\002at\030\002 \001(\0132\032.google.protobuf.Timest" +
-      "amp\022\014\n\004type\030\003 \001(\t\022\017\n\007step_id\030\004 \001(\t\022\031\n\021st" +
-      "ep_execution_id\030\005 \001(\t\022\016\n\006job_id\030\006 \001(\t\022\024\n" +
-      "\007attempt\030\007 \001(\005H\000\210\001\001\022\021\n\tworker_id\030\010 \001(\t\022\017" +
-      "\n\007message\030\t \001(\t\022\'\n\006detail\030\n \001(\0132\027.google" +
-      ".protobuf.StructB\n\n\010_attempt\"u\n\013HistoryP" +
-      "age\022)\n\006events\030\001 \003(\0132\031.workflow.v1.Histor" +
-      "yEvent\022\027\n\017next_page_token\030\002 \001(\t\022\025\n\010archi" +
-      "ved\030\003 \001(\010H\000\210\001\001B\013\n\t_archived\"\331\002\n\026SearchIn" +
-      "stancesRequest\022\016\n\006status\030\001 \001(\t\022\027\n\017defini" +
-      "tion_name\030\002 \001(\t\022\026\n\016correlation_id\030\003 \001(\t\022" +
-      "\r\n\005limit\030\004 \001(\005\022\022\n\npage_token\030\005 \001(\t\0221\n\rcr" +
-      "eated_after\030\006 \001(\0132\032.google.protobuf.Time" +
-      "stamp\0222\n\016created_before\030\007 \001(\0132\032.google.p" +
-      "rotobuf.Timestamp\022\025\n\010archived\030\010 \001(\010H\000\210\001\001" +
-      "\022(\n\004from\030\t \001(\0132\032.google.protobuf.Timesta" +
-      "mp\022&\n\002to\030\n \001(\0132\032.google.protobuf.Timesta" +
-      "mpB\013\n\t_archived\"Q\n\014InstancePage\022(\n\tinsta" +
-      "nces\030\001 \003(\0132\025.workflow.v1.Instance\022\027\n\017nex" +
-      "t_page_token\030\002 \001(\t\"3\n\025CancelInstanceRequ" +
-      "est\022\n\n\002id\030\001 \001(\t\022\016\n\006reason\030\002 \001(\t\"\204\001\n\027Comp" +
-      "leteUserTaskRequest\022\n\n\002id\030\001 \001(\t\022\017\n\007step_" +
-      "id\030\002 \001(\t\0221\n\020variables_to_set\030\003 \001(\0132\027.goo" +
-      "gle.protobuf.Struct\022\031\n\021step_execution_id" +
-      "\030\004 \001(\t\"p\n\rSignalRequest\022\n\n\002id\030\001 \001(\t\022\017\n\007s" +
-      "tep_id\030\002 \001(\t\022\'\n\007payload\030\003 \001(\0132\026.google.p" +
-      "rotobuf.Value\022\031\n\021step_execution_id\030\004 \001(\t" +
-      "\"&\n\030InstanceOperationRequest\022\n\n\002id\030\001 \001(\t" +
-      "\"C\n\026RestartInstanceRequest\022\n\n\002id\030\001 \001(\t\022\035" +
-      "\n\025use_latest_definition\030\002 \001(\010\"\300\001\n\024RerunI" +
-      "nstanceRequest\022\n\n\002id\030\001 \001(\t\022\036\n\026from_step_" +
-      "execution_id\030\002 \001(\t\022&\n\005input\030\003 \001(\0132\027.goog" +
-      "le.protobuf.Struct\022+\n\nstep_input\030\004 \001(\0132\027" +
-      ".google.protobuf.Struct\022\026\n\016correlation_i" +
-      "d\030\005 \001(\t\022\017\n\007at_join\030\006 \001(\010\"_\n\017PollJobsRequ" +
-      "est\022\021\n\tworker_id\030\001 \001(\t\022\021\n\tjob_types\030\002 \003(" +
-      "\t\022\020\n\010max_jobs\030\003 \001(\005\022\024\n\014wait_seconds\030\004 \001(" +
-      "\001\"\244\002\n\003Job\022\n\n\002id\030\001 \001(\t\022\023\n\013instance_id\030\002 \001" +
-      "(\t\022\017\n\007step_id\030\003 \001(\t\022\031\n\021step_execution_id" +
-      "\030\004 \001(\t\022\020\n\010job_type\030\005 \001(\t\022\017\n\007attempt\030\006 \001(" +
-      "\005\022\031\n\021retries_remaining\030\007 \001(\005\0223\n\017lock_exp" +
-      "ires_at\030\010 \001(\0132\032.google.protobuf.Timestam" +
-      "p\022%\n\005input\030\t \001(\0132\026.google.protobuf.Value" +
-      "\022\032\n\022input_payload_path\030\n \001(\t\022\032\n\022input_do" +
-      "wnload_url\030\013 \001(\t\"2\n\020PollJobsResponse\022\036\n\004" +
-      "jobs\030\001 \003(\0132\020.workflow.v1.Job\"\251\001\n\022Complet" +
-      "eJobRequest\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id" +
-      "\030\002 \001(\t\0221\n\020variables_to_set\030\003 \001(\0132\027.googl" +
-      "e.protobuf.Struct\022\024\n\007attempt\030\004 \001(\005H\000\210\001\001\022" +
-      "\033\n\023output_payload_path\030\005 \001(\tB\n\n\010_attempt" +
-      "\"F\n\023CompleteJobResponse\022\016\n\006job_id\030\001 \001(\t\022" +
-      "\016\n\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\"\270\001\n\014Bat" +
-      "chFailure\022\025\n\rerror_message\030\001 \001(\t\022\026\n\tretr" +
-      "yable\030\002 \001(\010H\000\210\001\001\022%\n\030next_retry_delay_sec" +
-      "onds\030\003 \001(\001H\001\210\001\001\022\'\n\006output\030\004 \001(\0132\027.google" +
-      ".protobuf.StructB\014\n\n_retryableB\033\n\031_next_" +
-      "retry_delay_seconds\"\322\001\n\017BatchResultItem\022" +
-      "\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007at" +
-      "tempt\030\003 \001(\005H\000\210\001\001\0221\n\020variables_to_set\030\004 \001" +
-      "(\0132\027.google.protobuf.Struct\022\033\n\023output_pa" +
-      "yload_path\030\005 \001(\t\022*\n\007failure\030\006 \001(\0132\031.work" +
-      "flow.v1.BatchFailureB\n\n\010_attempt\"E\n\024Comp" +
-      "leteBatchRequest\022-\n\007results\030\001 \003(\0132\034.work" +
-      "flow.v1.BatchResultItem\"\203\001\n\014BatchOutcome" +
-      "\022\016\n\006job_id\030\001 \001(\t\022\017\n\007outcome\030\002 \001(\t\022\016\n\006sta" +
-      "tus\030\003 \001(\t\0223\n\017next_attempt_at\030\004 \001(\0132\032.goo" +
-      "gle.protobuf.Timestamp\022\r\n\005error\030\005 \001(\t\"C\n" +
-      "\025CompleteBatchResponse\022*\n\007results\030\001 \003(\0132" +
-      "\031.workflow.v1.BatchOutcome\"\377\001\n\016FailJobRe" +
-      "quest\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t" +
-      "\022\025\n\rerror_message\030\003 \001(\t\022\026\n\tretryable\030\004 \001" +
-      "(\010H\000\210\001\001\022%\n\030next_retry_delay_seconds\030\005 \001(" +
-      "\001H\001\210\001\001\022\024\n\007attempt\030\006 \001(\005H\002\210\001\001\022\'\n\006output\030\007" +
-      " \001(\0132\027.google.protobuf.StructB\014\n\n_retrya" +
-      "bleB\033\n\031_next_retry_delay_secondsB\n\n\010_att" +
-      "empt\"w\n\017FailJobResponse\022\016\n\006job_id\030\001 \001(\t\022" +
-      "\016\n\006status\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\0223\n\017next" +
-      "_attempt_at\030\004 \001(\0132\032.google.protobuf.Time" +
-      "stamp\"W\n\020HeartbeatRequest\022\016\n\006job_id\030\001 \001(" +
-      "\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210" +
-      "\001\001B\n\n\010_attempt\"R\n\017ClaimJobRequest\022\n\n\002id\030" +
-      "\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(" +
-      "\005H\000\210\001\001B\n\n\010_attempt\"X\n\021HeartbeatResponse\022" +
-      "\016\n\006job_id\030\001 \001(\t\0223\n\017lock_expires_at\030\002 \001(\013" +
-      "2\032.google.protobuf.Timestamp\"&\n\021StopWork" +
-      "erRequest\022\021\n\tworker_id\030\001 \001(\t\"W\n\022StopWork" +
-      "erResponse\022\021\n\tworker_id\030\001 \001(\t\022.\n\nstopped" +
-      "_at\030\002 \001(\0132\032.google.protobuf.Timestamp\"_\n" +
-      "\013PushRequest\022\014\n\004name\030\001 \001(\t\022\r\n\005title\030\002 \001(" +
-      "\t\022\014\n\004body\030\003 \001(\t\022\020\n\010priority\030\004 \001(\005\022\023\n\013max" +
-      "_retries\030\005 \001(\005\"\200\001\n\014PushResponse\022\n\n\002id\030\001 " +
-      "\001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\016\n\006status\030\003 \001(\t\022" +
-      "\020\n\010priority\030\004 \001(\005\022.\n\ncreated_at\030\005 \001(\0132\032." +
-      "google.protobuf.Timestamp\"+\n\014QueueReques" +
-      "t\022\014\n\004name\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\"b\n\nQueueS" +
-      "tats\022\017\n\007pending\030\001 \001(\003\022\022\n\nprocessing\030\002 \001(" +
-      "\003\022\021\n\tcompleted\030\003 \001(\003\022\016\n\006failed\030\004 \001(\003\022\014\n\004" +
-      "dead\030\005 \001(\003\"\365\001\n\tQueueTask\022\n\n\002id\030\001 \001(\t\022\022\n\n" +
+      "tamp\022!\n\024backoff_scale_factor\030\024 \001(\005H\t\210\001\001\022" +
+      "\036\n\021backoff_jitter_ms\030\025 \001(\005H\n\210\001\001B\016\n\014_retr" +
+      "y_countB\026\n\024_retry_delay_secondsB\032\n\030_max_" +
+      "retry_delay_secondsB\022\n\020_timeout_secondsB" +
+      "\027\n\025_poll_timeout_secondsB\033\n\031_response_ti" +
+      "meout_secondsB\030\n\026_concurrent_exec_limitB" +
+      "\033\n\031_rate_limit_per_frequencyB\"\n _rate_li" +
+      "mit_frequency_in_secondsB\027\n\025_backoff_sca" +
+      "le_factorB\024\n\022_backoff_jitter_ms\"\311\021\n\004Step" +
+      "\022\n\n\002id\030\001 \001(\t\022\014\n\004type\030\002 \001(\t\022\014\n\004name\030\003 \001(\t" +
+      "\022\023\n\013description\030\004 \001(\t\022%\n\005input\0309 \001(\0132\026.g" +
+      "oogle.protobuf.Value\022\020\n\010job_type\030\006 \001(\t\022\030" +
+      "\n\013retry_count\030\007 \001(\005H\000\210\001\001\022\023\n\013retry_logic\030" +
+      "\010 \001(\t\022 \n\023retry_delay_seconds\030\t \001(\005H\001\210\001\001\022" +
+      "$\n\027max_retry_delay_seconds\030\n \001(\005H\002\210\001\001\022\034\n" +
+      "\017timeout_seconds\030\013 \001(\005H\003\210\001\001\022!\n\024poll_time" +
+      "out_seconds\030\014 \001(\005H\004\210\001\001\022%\n\030response_timeo" +
+      "ut_seconds\030\r \001(\005H\005\210\001\001\022\026\n\016timeout_policy\030" +
+      "\016 \001(\t\022!\n\024backoff_scale_factor\030= \001(\005H\006\210\001\001" +
+      "\022\036\n\021backoff_jitter_ms\030> \001(\005H\007\210\001\001\022&\n\010task" +
+      "_def\030\017 \001(\0132\024.workflow.v1.TaskDef\022\020\n\010assi" +
+      "gnee\030\020 \001(\t\022(\n\010duration\030\021 \001(\0132\026.google.pr" +
+      "otobuf.Value\022\r\n\005until\030\022 \001(\t\022\027\n\017definitio" +
+      "n_name\030\023 \001(\t\0222\n\022definition_version\030: \001(\013" +
+      "2\026.google.protobuf.Value\022*\n\ndefinition\030\025" +
+      " \001(\0132\026.google.protobuf.Value\022*\n\tvariable" +
+      "s\030\026 \001(\0132\027.google.protobuf.Struct\022\016\n\006stat" +
+      "us\030\027 \001(\t\022\016\n\006reason\030\030 \001(\t\022&\n\006output\030\031 \001(\013" +
+      "2\026.google.protobuf.Value\022\n\n\002on\030\032 \001(\t\022%\n\005" +
+      "cases\030\033 \001(\0132\026.google.protobuf.Value\022\"\n\007d" +
+      "efault\030\034 \003(\0132\021.workflow.v1.Step\022,\n\010branc" +
+      "hes\030\035 \003(\0132\032.google.protobuf.ListValue\022\026\n" +
+      "\tfail_fast\030\036 \001(\010H\010\210\001\001\022 \n\005steps\030\037 \003(\0132\021.w" +
+      "orkflow.v1.Step\022\r\n\005items\030  \001(\t\022\034\n\017max_co" +
+      "ncurrency\030! \001(\005H\t\210\001\001\022\r\n\005while\030\" \001(\t\022\033\n\016m" +
+      "ax_iterations\030# \001(\005H\n\210\001\001\022\020\n\010language\030$ \001" +
+      "(\t\022\016\n\006script\030% \001(\t\022\r\n\005query\030& \001(\t\022\026\n\016whi" +
+      "le_language\030\' \001(\t\022\'\n\007request\030( \001(\0132\026.goo" +
+      "gle.protobuf.Value\022(\n\010optional\030; \001(\0132\026.g" +
+      "oogle.protobuf.Value\022 \n\023start_delay_seco" +
+      "nds\030* \001(\005H\013\210\001\001\022\013\n\003key\030+ \001(\t\022&\n\006inputs\030, " +
+      "\001(\0132\026.google.protobuf.Value\022\032\n\022definitio" +
+      "n_dialect\030- \001(\t\022\020\n\010index_as\030. \001(\t\022*\n\nper" +
+      "missive\030< \001(\0132\026.google.protobuf.Value\022\017\n" +
+      "\007join_on\0300 \003(\t\022\027\n\017default_join_on\0301 \003(\t\022" +
+      "\035\n\025termination_condition\0302 \001(\t\022%\n\030pollin" +
+      "g_interval_seconds\0303 \001(\005H\014\210\001\001\022\030\n\020polling" +
+      "_strategy\0304 \001(\t\022\033\n\016max_poll_count\0305 \001(\005H" +
+      "\r\210\001\001\022\014\n\004sink\0306 \001(\t\022\036\n\021iteration_outputs\030" +
+      "7 \001(\010H\016\210\001\001\022!\n\024keep_last_iterations\0308 \001(\005" +
+      "H\017\210\001\001\0221\n\014legacy_input\030\005 \001(\0132\027.google.pro" +
+      "tobuf.StructB\002\030\001\022*\n\031legacy_definition_ve" +
+      "rsion\030\024 \001(\005B\002\030\001H\020\210\001\001\022 \n\017legacy_optional\030" +
+      ") \001(\010B\002\030\001H\021\210\001\001\022\"\n\021legacy_permissive\030/ \001(" +
+      "\010B\002\030\001H\022\210\001\001B\016\n\014_retry_countB\026\n\024_retry_del" +
+      "ay_secondsB\032\n\030_max_retry_delay_secondsB\022" +
+      "\n\020_timeout_secondsB\027\n\025_poll_timeout_seco" +
+      "ndsB\033\n\031_response_timeout_secondsB\027\n\025_bac" +
+      "koff_scale_factorB\024\n\022_backoff_jitter_msB" +
+      "\014\n\n_fail_fastB\022\n\020_max_concurrencyB\021\n\017_ma" +
+      "x_iterationsB\026\n\024_start_delay_secondsB\033\n\031" +
+      "_polling_interval_secondsB\021\n\017_max_poll_c" +
+      "ountB\024\n\022_iteration_outputsB\027\n\025_keep_last" +
+      "_iterationsB\034\n\032_legacy_definition_versio" +
+      "nB\022\n\020_legacy_optionalB\024\n\022_legacy_permiss" +
+      "ive\"\254\001\n\014QueueTrigger\022\014\n\004type\030\001 \001(\t\022\022\n\nqu" +
+      "eue_name\030\002 \001(\t\022\032\n\022poll_interval_secs\030\003 \001" +
+      "(\005\022\037\n\027visibility_timeout_secs\030\004 \001(\005\022\023\n\013m" +
+      "ax_retries\030\005 \001(\005\022\027\n\017max_concurrency\030\006 \001(" +
+      "\005\022\017\n\007enabled\030\007 \001(\010\"\264\003\n\nDefinition\022\014\n\004nam" +
+      "e\030\001 \001(\t\022\024\n\007version\030\002 \001(\005H\000\210\001\001\022\023\n\013descrip" +
+      "tion\030\003 \001(\t\022 \n\005steps\030\004 \003(\0132\021.workflow.v1." +
+      "Step\0221\n\021output_parameters\030\005 \001(\0132\026.google" +
+      ".protobuf.Value\022\027\n\017timeout_seconds\030\006 \001(\005" +
+      "\022\026\n\016timeout_policy\030\007 \001(\t\022.\n\ncreated_at\030\010" +
+      " \001(\0132\032.google.protobuf.Timestamp\022*\n\007trig" +
+      "ger\030\t \001(\0132\031.workflow.v1.QueueTrigger\022/\n\016" +
+      "input_template\030\n \001(\0132\027.google.protobuf.S" +
+      "truct\022\030\n\020failure_workflow\030\013 \001(\t\022\036\n\021reten" +
+      "tion_seconds\030\014 \001(\005H\001\210\001\001B\n\n\010_versionB\024\n\022_" +
+      "retention_seconds\";\n\026ListDefinitionsRequ" +
+      "est\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"W" +
+      "\n\016DefinitionPage\022,\n\013definitions\030\001 \003(\0132\027." +
+      "workflow.v1.Definition\022\027\n\017next_page_toke" +
+      "n\030\002 \001(\t\"F\n\024GetDefinitionRequest\022\014\n\004name\030" +
+      "\001 \001(\t\022\024\n\007version\030\002 \001(\005H\000\210\001\001B\n\n\010_version\"" +
+      "I\n\021PutTaskDefRequest\022\014\n\004name\030\001 \001(\t\022&\n\010ta" +
+      "sk_def\030\002 \001(\0132\024.workflow.v1.TaskDef\"!\n\021Ge" +
+      "tTaskDefRequest\022\014\n\004name\030\001 \001(\t\"$\n\024DeleteT" +
+      "askDefRequest\022\014\n\004name\030\001 \001(\t\"8\n\023ListTaskD" +
+      "efsRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_token\030" +
+      "\002 \001(\t\"O\n\013TaskDefPage\022\'\n\ttask_defs\030\001 \003(\0132" +
+      "\024.workflow.v1.TaskDef\022\027\n\017next_page_token" +
+      "\030\002 \001(\t\"\211\002\n\024StartInstanceRequest\022\027\n\017defin" +
+      "ition_name\030\001 \001(\t\022\037\n\022definition_version\030\002" +
+      " \001(\005H\000\210\001\001\022+\n\ndefinition\030\003 \001(\0132\027.workflow" +
+      ".v1.Definition\022&\n\005input\030\004 \001(\0132\027.google.p" +
+      "rotobuf.Struct\022\026\n\016correlation_id\030\005 \001(\t\022\027" +
+      "\n\017idempotency_key\030\006 \001(\t\022\032\n\022input_payload" +
+      "_path\030\007 \001(\tB\025\n\023_definition_version\"M\n\025St" +
+      "artInstancesRequest\0224\n\tinstances\030\001 \003(\0132!" +
+      ".workflow.v1.StartInstanceRequest\"\215\001\n\014St" +
+      "artOutcome\022\r\n\005index\030\001 \001(\005\022\017\n\007outcome\030\002 \001" +
+      "(\t\022\'\n\010instance\030\003 \001(\0132\025.workflow.v1.Insta" +
+      "nce\022\r\n\005error\030\004 \001(\t\022%\n\007problem\030\005 \001(\0132\024.wo" +
+      "rkflow.v1.Problem\"D\n\026StartInstancesRespo" +
+      "nse\022*\n\007results\030\001 \003(\0132\031.workflow.v1.Start" +
+      "Outcome\"\374\004\n\rStepExecution\022\n\n\002id\030\001 \001(\t\022\017\n" +
+      "\007step_id\030\002 \001(\t\022\014\n\004type\030\003 \001(\t\022\016\n\006status\030\004" +
+      " \001(\t\022\017\n\007attempt\030\005 \001(\005\022%\n\005input\030\006 \001(\0132\026.g" +
+      "oogle.protobuf.Value\022&\n\006output\030\007 \001(\0132\026.g" +
+      "oogle.protobuf.Value\022\r\n\005error\030\010 \001(\t\022\016\n\006j" +
+      "ob_id\030\t \001(\t\022\020\n\010job_type\030\n \001(\t\022\021\n\tworker_" +
+      "id\030\013 \001(\t\022.\n\ncreated_at\030\014 \001(\0132\032.google.pr" +
+      "otobuf.Timestamp\022.\n\nstarted_at\030\r \001(\0132\032.g" +
+      "oogle.protobuf.Timestamp\0220\n\014completed_at" +
+      "\030\016 \001(\0132\032.google.protobuf.Timestamp\022 \n\030pa" +
+      "rent_step_execution_id\030\017 \001(\t\022\023\n\006branch\030\020" +
+      " \001(\005H\000\210\001\001\022\027\n\nitem_index\030\021 \001(\005H\001\210\001\001\022\026\n\tit" +
+      "eration\030\022 \001(\005H\002\210\001\001\022+\n\007wake_at\030\023 \001(\0132\032.go" +
+      "ogle.protobuf.Timestamp\022\031\n\021child_instanc" +
+      "e_id\030\024 \001(\t\022\025\n\010attempts\030\025 \001(\005H\003\210\001\001B\t\n\007_br" +
+      "anchB\r\n\013_item_indexB\014\n\n_iterationB\013\n\t_at" +
+      "tempts\"\204\006\n\010Instance\022\n\n\002id\030\001 \001(\t\022\027\n\017defin" +
+      "ition_name\030\002 \001(\t\022\037\n\022definition_version\030\003" +
+      " \001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022&\n\005input\030\005 \001(\013" +
+      "2\027.google.protobuf.Struct\022*\n\tvariables\030\006" +
+      " \001(\0132\027.google.protobuf.Struct\022&\n\006output\030" +
+      "\007 \001(\0132\026.google.protobuf.Value\022\016\n\006reason\030" +
+      "\010 \001(\t\022\017\n\007version\030\t \001(\003\022\026\n\016correlation_id" +
+      "\030\n \001(\t\022\027\n\017idempotency_key\030\013 \001(\t\022\032\n\022paren" +
+      "t_instance_id\030\014 \001(\t\022.\n\ncreated_at\030\r \001(\0132" +
+      "\032.google.protobuf.Timestamp\022.\n\nupdated_a" +
+      "t\030\016 \001(\0132\032.google.protobuf.Timestamp\0220\n\014c" +
+      "ompleted_at\030\017 \001(\0132\032.google.protobuf.Time" +
+      "stamp\022.\n\ntimeout_at\030\020 \001(\0132\032.google.proto" +
+      "buf.Timestamp\022)\n\005steps\030\021 \003(\0132\032.workflow." +
+      "v1.StepExecution\022 \n\030parent_step_executio" +
+      "n_id\030\022 \001(\t\022\013\n\003run\030\023 \001(\005\022\034\n\017steps_truncat" +
+      "ed\030\024 \001(\010H\001\210\001\001\022\025\n\010archived\030\025 \001(\010H\002\210\001\001\022/\n\013" +
+      "archived_at\030\026 \001(\0132\032.google.protobuf.Time" +
+      "stampB\025\n\023_definition_versionB\022\n\020_steps_t" +
+      "runcatedB\013\n\t_archived\"N\n\022GetInstanceRequ" +
+      "est\022\n\n\002id\030\001 \001(\t\022\032\n\rinclude_steps\030\002 \001(\010H\000" +
+      "\210\001\001B\020\n\016_include_steps\"A\n\020ListStepsReques" +
+      "t\022\n\n\002id\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\022\022\n\npage_tok" +
+      "en\030\003 \001(\t\"{\n\021StepExecutionPage\022)\n\005steps\030\001" +
+      " \003(\0132\032.workflow.v1.StepExecution\022\027\n\017next" +
+      "_page_token\030\002 \001(\t\022\025\n\010archived\030\003 \001(\010H\000\210\001\001" +
+      "B\013\n\t_archived\"B\n\021GetHistoryRequest\022\n\n\002id" +
+      "\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\022\022\n\npage_token\030\003 \001(" +
+      "\t\"\374\001\n\014HistoryEvent\022\013\n\003seq\030\001 \001(\003\022&\n\002at\030\002 " +
+      "\001(\0132\032.google.protobuf.Timestamp\022\014\n\004type\030" +
+      "\003 \001(\t\022\017\n\007step_id\030\004 \001(\t\022\031\n\021step_execution" +
+      "_id\030\005 \001(\t\022\016\n\006job_id\030\006 \001(\t\022\024\n\007attempt\030\007 \001" +
+      "(\005H\000\210\001\001\022\021\n\tworker_id\030\010 \001(\t\022\017\n\007message\030\t " +
+      "\001(\t\022\'\n\006detail\030\n \001(\0132\027.google.protobuf.St" +
+      "ructB\n\n\010_attempt\"u\n\013HistoryPage\022)\n\006event" +
+      "s\030\001 \003(\0132\031.workflow.v1.HistoryEvent\022\027\n\017ne" +
+      "xt_page_token\030\002 \001(\t\022\025\n\010archived\030\003 \001(\010H\000\210" +
+      "\001\001B\013\n\t_archived\"\331\002\n\026SearchInstancesReque" +
+      "st\022\016\n\006status\030\001 \001(\t\022\027\n\017definition_name\030\002 " +
+      "\001(\t\022\026\n\016correlation_id\030\003 \001(\t\022\r\n\005limit\030\004 \001" +
+      "(\005\022\022\n\npage_token\030\005 \001(\t\0221\n\rcreated_after\030" +
+      "\006 \001(\0132\032.google.protobuf.Timestamp\0222\n\016cre" +
+      "ated_before\030\007 \001(\0132\032.google.protobuf.Time" +
+      "stamp\022\025\n\010archived\030\010 \001(\010H\000\210\001\001\022(\n\004from\030\t \001" +
+      "(\0132\032.google.protobuf.Timestamp\022&\n\002to\030\n \001" +
+      "(\0132\032.google.protobuf.TimestampB\013\n\t_archi" +
+      "ved\"Q\n\014InstancePage\022(\n\tinstances\030\001 \003(\0132\025" +
+      ".workflow.v1.Instance\022\027\n\017next_page_token" +
+      "\030\002 \001(\t\"3\n\025CancelInstanceRequest\022\n\n\002id\030\001 " +
+      "\001(\t\022\016\n\006reason\030\002 \001(\t\"\204\001\n\027CompleteUserTask" +
+      "Request\022\n\n\002id\030\001 \001(\t\022\017\n\007step_id\030\002 \001(\t\0221\n\020" +
+      "variables_to_set\030\003 \001(\0132\027.google.protobuf" +
+      ".Struct\022\031\n\021step_execution_id\030\004 \001(\t\"p\n\rSi" +
+      "gnalRequest\022\n\n\002id\030\001 \001(\t\022\017\n\007step_id\030\002 \001(\t" +
+      "\022\'\n\007payload\030\003 \001(\0132\026.google.protobuf.Valu" +
+      "e\022\031\n\021step_execution_id\030\004 \001(\t\"&\n\030Instance" +
+      "OperationRequest\022\n\n\002id\030\001 \001(\t\"C\n\026RestartI" +
+      "nstanceRequest\022\n\n\002id\030\001 \001(\t\022\035\n\025use_latest" +
+      "_definition\030\002 \001(\010\"\300\001\n\024RerunInstanceReque" +
+      "st\022\n\n\002id\030\001 \001(\t\022\036\n\026from_step_execution_id" +
+      "\030\002 \001(\t\022&\n\005input\030\003 \001(\0132\027.google.protobuf." +
+      "Struct\022+\n\nstep_input\030\004 \001(\0132\027.google.prot" +
+      "obuf.Struct\022\026\n\016correlation_id\030\005 \001(\t\022\017\n\007a" +
+      "t_join\030\006 \001(\010\"_\n\017PollJobsRequest\022\021\n\tworke" +
+      "r_id\030\001 \001(\t\022\021\n\tjob_types\030\002 \003(\t\022\020\n\010max_job" +
+      "s\030\003 \001(\005\022\024\n\014wait_seconds\030\004 \001(\001\"\244\002\n\003Job\022\n\n" +
+      "\002id\030\001 \001(\t\022\023\n\013instance_id\030\002 \001(\t\022\017\n\007step_i" +
+      "d\030\003 \001(\t\022\031\n\021step_execution_id\030\004 \001(\t\022\020\n\010jo" +
+      "b_type\030\005 \001(\t\022\017\n\007attempt\030\006 \001(\005\022\031\n\021retries" +
+      "_remaining\030\007 \001(\005\0223\n\017lock_expires_at\030\010 \001(" +
+      "\0132\032.google.protobuf.Timestamp\022%\n\005input\030\t" +
+      " \001(\0132\026.google.protobuf.Value\022\032\n\022input_pa" +
+      "yload_path\030\n \001(\t\022\032\n\022input_download_url\030\013" +
+      " \001(\t\"2\n\020PollJobsResponse\022\036\n\004jobs\030\001 \003(\0132\020" +
+      ".workflow.v1.Job\"\251\001\n\022CompleteJobRequest\022" +
+      "\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\0221\n\020va" +
+      "riables_to_set\030\003 \001(\0132\027.google.protobuf.S" +
+      "truct\022\024\n\007attempt\030\004 \001(\005H\000\210\001\001\022\033\n\023output_pa" +
+      "yload_path\030\005 \001(\tB\n\n\010_attempt\"F\n\023Complete" +
+      "JobResponse\022\016\n\006job_id\030\001 \001(\t\022\016\n\006status\030\002 " +
+      "\001(\t\022\017\n\007applied\030\003 \001(\010\"\270\001\n\014BatchFailure\022\025\n" +
+      "\rerror_message\030\001 \001(\t\022\026\n\tretryable\030\002 \001(\010H" +
+      "\000\210\001\001\022%\n\030next_retry_delay_seconds\030\003 \001(\001H\001" +
+      "\210\001\001\022\'\n\006output\030\004 \001(\0132\027.google.protobuf.St" +
+      "ructB\014\n\n_retryableB\033\n\031_next_retry_delay_" +
+      "seconds\"\322\001\n\017BatchResultItem\022\016\n\006job_id\030\001 " +
+      "\001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H" +
+      "\000\210\001\001\0221\n\020variables_to_set\030\004 \001(\0132\027.google." +
+      "protobuf.Struct\022\033\n\023output_payload_path\030\005" +
+      " \001(\t\022*\n\007failure\030\006 \001(\0132\031.workflow.v1.Batc" +
+      "hFailureB\n\n\010_attempt\"E\n\024CompleteBatchReq" +
+      "uest\022-\n\007results\030\001 \003(\0132\034.workflow.v1.Batc" +
+      "hResultItem\"\203\001\n\014BatchOutcome\022\016\n\006job_id\030\001" +
+      " \001(\t\022\017\n\007outcome\030\002 \001(\t\022\016\n\006status\030\003 \001(\t\0223\n" +
+      "\017next_attempt_at\030\004 \001(\0132\032.google.protobuf" +
+      ".Timestamp\022\r\n\005error\030\005 \001(\t\"C\n\025CompleteBat" +
+      "chResponse\022*\n\007results\030\001 \003(\0132\031.workflow.v" +
+      "1.BatchOutcome\"\377\001\n\016FailJobRequest\022\016\n\006job" +
+      "_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\025\n\rerror_me" +
+      "ssage\030\003 \001(\t\022\026\n\tretryable\030\004 \001(\010H\000\210\001\001\022%\n\030n" +
+      "ext_retry_delay_seconds\030\005 \001(\001H\001\210\001\001\022\024\n\007at" +
+      "tempt\030\006 \001(\005H\002\210\001\001\022\'\n\006output\030\007 \001(\0132\027.googl" +
+      "e.protobuf.StructB\014\n\n_retryableB\033\n\031_next" +
+      "_retry_delay_secondsB\n\n\010_attempt\"w\n\017Fail" +
+      "JobResponse\022\016\n\006job_id\030\001 \001(\t\022\016\n\006status\030\002 " +
+      "\001(\t\022\017\n\007applied\030\003 \001(\010\0223\n\017next_attempt_at\030" +
+      "\004 \001(\0132\032.google.protobuf.Timestamp\"W\n\020Hea" +
+      "rtbeatRequest\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_" +
+      "id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001B\n\n\010_attem" +
+      "pt\"R\n\017ClaimJobRequest\022\n\n\002id\030\001 \001(\t\022\021\n\twor" +
+      "ker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001B\n\n\010_a" +
+      "ttempt\"X\n\021HeartbeatResponse\022\016\n\006job_id\030\001 " +
+      "\001(\t\0223\n\017lock_expires_at\030\002 \001(\0132\032.google.pr" +
+      "otobuf.Timestamp\"&\n\021StopWorkerRequest\022\021\n" +
+      "\tworker_id\030\001 \001(\t\"W\n\022StopWorkerResponse\022\021" +
+      "\n\tworker_id\030\001 \001(\t\022.\n\nstopped_at\030\002 \001(\0132\032." +
+      "google.protobuf.Timestamp\"_\n\013PushRequest" +
+      "\022\014\n\004name\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\014\n\004body\030\003 " +
+      "\001(\t\022\020\n\010priority\030\004 \001(\005\022\023\n\013max_retries\030\005 \001" +
+      "(\005\"\200\001\n\014PushResponse\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue" +
+      "_name\030\002 \001(\t\022\016\n\006status\030\003 \001(\t\022\020\n\010priority\030" +
+      "\004 \001(\005\022.\n\ncreated_at\030\005 \001(\0132\032.google.proto" +
+      "buf.Timestamp\"+\n\014QueueRequest\022\014\n\004name\030\001 " +
+      "\001(\t\022\r\n\005limit\030\002 \001(\005\"b\n\nQueueStats\022\017\n\007pend" +
+      "ing\030\001 \001(\003\022\022\n\nprocessing\030\002 \001(\003\022\021\n\tcomplet" +
+      "ed\030\003 \001(\003\022\016\n\006failed\030\004 \001(\003\022\014\n\004dead\030\005 \001(\003\"\365" +
+      "\001\n\tQueueTask\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_name\030\002" +
+      " \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004body\030\004 \001(\t\022\020\n\010pri" +
+      "ority\030\005 \001(\005\022\023\n\013retry_count\030\006 \001(\005\022\023\n\013max_" +
+      "retries\030\007 \001(\005\022.\n\ncreated_at\030\010 \001(\0132\032.goog" +
+      "le.protobuf.Timestamp\022\017\n\007receipt\030\t \001(\t\022." +
+      "\n\nvisible_at\030\n \001(\0132\032.google.protobuf.Tim" +
+      "estamp\"6\n\rQueueTaskList\022%\n\005tasks\030\001 \003(\0132\026" +
+      ".workflow.v1.QueueTask\" \n\rPurgeResponse\022" +
+      "\017\n\007deleted\030\001 \001(\003\"g\n\016DequeueRequest\022\014\n\004na" +
+      "me\030\001 \001(\t\022\023\n\013consumer_id\030\002 \001(\t\022\037\n\027visibil" +
+      "ity_timeout_secs\030\003 \001(\005\022\021\n\tmax_tasks\030\004 \001(" +
+      "\005\"<\n\nAckRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007task_id" +
+      "\030\002 \001(\t\022\017\n\007receipt\030\003 \001(\t\"r\n\013NackRequest\022\014" +
+      "\n\004name\030\001 \001(\t\022\017\n\007task_id\030\002 \001(\t\022\017\n\007receipt" +
+      "\030\003 \001(\t\022\r\n\005error\030\004 \001(\t\022\026\n\tretryable\030\005 \001(\010" +
+      "H\000\210\001\001B\014\n\n_retryable\"x\n\016SettleResponse\022\n\n" +
+      "\002id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\024\n\007applied\030\003 \001" +
+      "(\010H\000\210\001\001\022\030\n\013retry_count\030\004 \001(\005H\001\210\001\001B\n\n\010_ap" +
+      "pliedB\016\n\014_retry_count\"6\n\021ListQueuesReque" +
+      "st\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"r\n" +
+      "\014QueueSummary\022\014\n\004name\030\001 \001(\t\022\017\n\007pending\030\002" +
+      " \001(\003\022\022\n\nprocessing\030\003 \001(\003\022\021\n\tcompleted\030\004 " +
+      "\001(\003\022\016\n\006failed\030\005 \001(\003\022\014\n\004dead\030\006 \001(\003\"O\n\tQue" +
+      "uePage\022)\n\006queues\030\001 \003(\0132\031.workflow.v1.Que" +
+      "ueSummary\022\027\n\017next_page_token\030\002 \001(\t\"X\n\025Li" +
+      "stQueueTasksRequest\022\014\n\004name\030\001 \001(\t\022\016\n\006sta" +
+      "tus\030\002 \001(\t\022\r\n\005limit\030\003 \001(\005\022\022\n\npage_token\030\004" +
+      " \001(\t\"\235\003\n\017QueueTaskDetail\022\n\n\002id\030\001 \001(\t\022\022\n\n" +
       "queue_name\030\002 \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004body\030" +
-      "\004 \001(\t\022\020\n\010priority\030\005 \001(\005\022\023\n\013retry_count\030\006" +
-      " \001(\005\022\023\n\013max_retries\030\007 \001(\005\022.\n\ncreated_at\030" +
-      "\010 \001(\0132\032.google.protobuf.Timestamp\022\017\n\007rec" +
-      "eipt\030\t \001(\t\022.\n\nvisible_at\030\n \001(\0132\032.google." +
-      "protobuf.Timestamp\"6\n\rQueueTaskList\022%\n\005t" +
-      "asks\030\001 \003(\0132\026.workflow.v1.QueueTask\" \n\rPu" +
-      "rgeResponse\022\017\n\007deleted\030\001 \001(\003\"g\n\016DequeueR" +
-      "equest\022\014\n\004name\030\001 \001(\t\022\023\n\013consumer_id\030\002 \001(" +
-      "\t\022\037\n\027visibility_timeout_secs\030\003 \001(\005\022\021\n\tma" +
-      "x_tasks\030\004 \001(\005\"<\n\nAckRequest\022\014\n\004name\030\001 \001(" +
-      "\t\022\017\n\007task_id\030\002 \001(\t\022\017\n\007receipt\030\003 \001(\t\"r\n\013N" +
-      "ackRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007task_id\030\002 \001(" +
-      "\t\022\017\n\007receipt\030\003 \001(\t\022\r\n\005error\030\004 \001(\t\022\026\n\tret" +
-      "ryable\030\005 \001(\010H\000\210\001\001B\014\n\n_retryable\"x\n\016Settl" +
-      "eResponse\022\n\n\002id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\024\n" +
-      "\007applied\030\003 \001(\010H\000\210\001\001\022\030\n\013retry_count\030\004 \001(\005" +
-      "H\001\210\001\001B\n\n\010_appliedB\016\n\014_retry_count\"6\n\021Lis" +
-      "tQueuesRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_to" +
-      "ken\030\002 \001(\t\"r\n\014QueueSummary\022\014\n\004name\030\001 \001(\t\022" +
-      "\017\n\007pending\030\002 \001(\003\022\022\n\nprocessing\030\003 \001(\003\022\021\n\t" +
-      "completed\030\004 \001(\003\022\016\n\006failed\030\005 \001(\003\022\014\n\004dead\030" +
-      "\006 \001(\003\"O\n\tQueuePage\022)\n\006queues\030\001 \003(\0132\031.wor" +
-      "kflow.v1.QueueSummary\022\027\n\017next_page_token" +
-      "\030\002 \001(\t\"X\n\025ListQueueTasksRequest\022\014\n\004name\030" +
-      "\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\r\n\005limit\030\003 \001(\005\022\022\n\n" +
-      "page_token\030\004 \001(\t\"\235\003\n\017QueueTaskDetail\022\n\n\002" +
-      "id\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\r\n\005title\030\003 " +
-      "\001(\t\022\014\n\004body\030\004 \001(\t\022\026\n\016body_truncated\030\005 \001(" +
-      "\010\022\020\n\010priority\030\006 \001(\005\022\016\n\006status\030\007 \001(\t\022\023\n\013r" +
-      "etry_count\030\010 \001(\005\022\023\n\013max_retries\030\t \001(\005\022\022\n" +
-      "\nlast_error\030\n \001(\t\022\023\n\013instance_id\030\013 \001(\t\022." +
-      "\n\nvisible_at\030\014 \001(\0132\032.google.protobuf.Tim" +
-      "estamp\022.\n\ncreated_at\030\r \001(\0132\032.google.prot" +
-      "obuf.Timestamp\022.\n\nupdated_at\030\016 \001(\0132\032.goo" +
-      "gle.protobuf.Timestamp\0220\n\014completed_at\030\017" +
-      " \001(\0132\032.google.protobuf.Timestamp\"U\n\rQueu" +
-      "eTaskPage\022+\n\005tasks\030\001 \003(\0132\034.workflow.v1.Q" +
-      "ueueTaskDetail\022\027\n\017next_page_token\030\002 \001(\t\"" +
-      "0\n\016RedriveRequest\022\014\n\004name\030\001 \001(\t\022\020\n\010task_" +
-      "ids\030\002 \003(\t\"<\n\016RedriveSkipped\022\n\n\002id\030\001 \001(\t\022" +
-      "\016\n\006status\030\002 \001(\t\022\016\n\006reason\030\003 \001(\t\"v\n\017Redri" +
-      "veResponse\022\020\n\010redriven\030\001 \001(\003\022\020\n\010task_ids" +
-      "\030\002 \003(\t\022,\n\007skipped\030\003 \003(\0132\033.workflow.v1.Re" +
-      "driveSkipped\022\021\n\tremaining\030\004 \001(\003\"A\n\020Sched" +
-      "uleInterval\022\025\n\revery_seconds\030\001 \001(\003\022\026\n\016of" +
-      "fset_seconds\030\002 \001(\003\"\322\001\n\014ScheduleSpec\022\014\n\004c" +
-      "ron\030\001 \003(\t\022/\n\010interval\030\002 \001(\0132\035.workflow.v" +
-      "1.ScheduleInterval\022\021\n\ttime_zone\030\003 \001(\t\022\026\n" +
-      "\016jitter_seconds\030\004 \001(\005\022,\n\010start_at\030\005 \001(\0132" +
-      "\032.google.protobuf.Timestamp\022*\n\006end_at\030\006 " +
-      "\001(\0132\032.google.protobuf.Timestamp\"\304\002\n\017Sche" +
-      "duleRequest\022\n\n\002id\030\001 \001(\t\022\027\n\017definition_na" +
-      "me\030\002 \001(\t\022\032\n\022definition_version\030\003 \001(\005\022&\n\005" +
-      "input\030\004 \001(\0132\027.google.protobuf.Struct\022\'\n\004" +
-      "spec\030\005 \001(\0132\031.workflow.v1.ScheduleSpec\022\026\n" +
-      "\016overlap_policy\030\006 \001(\t\022#\n\026catchup_window_" +
-      "seconds\030\007 \001(\005H\000\210\001\001\022\030\n\020pause_on_failure\030\010" +
-      " \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n \001(\t\022\017\n\007dr" +
-      "y_run\030\013 \001(\010B\031\n\027_catchup_window_seconds\"\253" +
-      "\001\n\016ScheduleAction\022-\n\tslot_time\030\001 \001(\0132\032.g" +
-      "oogle.protobuf.Timestamp\022\014\n\004kind\030\002 \001(\t\022\017" +
-      "\n\007outcome\030\003 \001(\t\022\023\n\013instance_id\030\004 \001(\t\022\016\n\006" +
-      "detail\030\005 \001(\t\022&\n\002at\030\006 \001(\0132\032.google.protob" +
-      "uf.Timestamp\"\326\003\n\010Schedule\022\n\n\002id\030\001 \001(\t\022\027\n" +
-      "\017definition_name\030\002 \001(\t\022\032\n\022definition_ver" +
-      "sion\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.google.proto" +
-      "buf.Struct\022\'\n\004spec\030\005 \001(\0132\031.workflow.v1.S" +
-      "cheduleSpec\022\026\n\016overlap_policy\030\006 \001(\t\022\036\n\026c" +
-      "atchup_window_seconds\030\007 \001(\005\022\030\n\020pause_on_" +
-      "failure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n " +
-      "\001(\t\022.\n\ncreated_at\030\013 \001(\0132\032.google.protobu" +
-      "f.Timestamp\022.\n\nupdated_at\030\014 \001(\0132\032.google" +
-      ".protobuf.Timestamp\0223\n\017next_fire_times\030\r" +
-      " \003(\0132\032.google.protobuf.Timestamp\0223\n\016rece" +
-      "nt_actions\030\016 \003(\0132\033.workflow.v1.ScheduleA" +
-      "ction\"Q\n\014SchedulePage\022(\n\tschedules\030\001 \003(\013" +
-      "2\025.workflow.v1.Schedule\022\027\n\017next_page_tok" +
-      "en\030\002 \001(\t\"\037\n\021ScheduleIdRequest\022\n\n\002id\030\001 \001(" +
-      "\t\"9\n\024ListSchedulesRequest\022\r\n\005limit\030\001 \001(\005" +
-      "\022\022\n\npage_token\030\002 \001(\t\"0\n\024PauseScheduleReq" +
-      "uest\022\n\n\002id\030\001 \001(\t\022\014\n\004note\030\002 \001(\t\"O\n\021Schedu" +
-      "leTriggered\022\n\n\002id\030\001 \001(\t\022.\n\nslot_times\030\002 " +
-      "\003(\0132\032.google.protobuf.Timestamp\"o\n\017Backf" +
-      "illRequest\022\n\n\002id\030\001 \001(\t\022(\n\004from\030\002 \001(\0132\032.g" +
-      "oogle.protobuf.Timestamp\022&\n\002to\030\003 \001(\0132\032.g" +
-      "oogle.protobuf.Timestamp\"l\n\020BackfillResp" +
-      "onse\022\n\n\002id\030\001 \001(\t\022\r\n\005slots\030\002 \001(\003\022\r\n\005added" +
-      "\030\003 \001(\003\022.\n\nslot_times\030\004 \003(\0132\032.google.prot" +
-      "obuf.Timestamp\".\n\017DeletedSchedule\022\n\n\002id\030" +
-      "\001 \001(\t\022\017\n\007deleted\030\002 \001(\010\",\n\013ProblemItem\022\014\n" +
-      "\004path\030\001 \001(\t\022\017\n\007message\030\002 \001(\t\"\202\001\n\007Problem" +
-      "\022\014\n\004type\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\016\n\006status\030" +
-      "\003 \001(\005\022\016\n\006detail\030\004 \001(\t\022\020\n\010instance\030\005 \001(\t\022" +
-      "(\n\006errors\030\006 \003(\0132\030.workflow.v1.ProblemIte" +
-      "m\"\023\n\021GetOpenApiRequest\"8\n\027DeleteDefiniti" +
-      "onRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007version\030\002 \001(\005" +
-      "\"#\n\025DeleteInstanceRequest\022\n\n\002id\030\001 \001(\t\"\341\001" +
-      "\n\017DeletedInstance\022\n\n\002id\030\001 \001(\t\022\027\n\017definit" +
-      "ion_name\030\002 \001(\t\022\037\n\022definition_version\030\003 \001" +
-      "(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022\027\n\017step_executio" +
-      "ns\030\005 \001(\003\022\014\n\004jobs\030\006 \001(\003\022\026\n\016history_events" +
-      "\030\007 \001(\003\022\025\n\010archived\030\010 \001(\010H\001\210\001\001B\025\n\023_defini" +
-      "tion_versionB\013\n\t_archived\"\022\n\020GetHealthRe" +
-      "quest\"d\n\013HealthCheck\022\016\n\006status\030\001 \001(\t\022\027\n\n" +
-      "latency_ms\030\002 \001(\001H\000\210\001\001\022\r\n\005error\030\003 \001(\t\022\016\n\006" +
-      "bucket\030\004 \001(\tB\r\n\013_latency_ms\"{\n\006Health\022\016\n" +
-      "\006status\030\001 \001(\t\022\017\n\007version\030\002 \001(\t\022*\n\010databa" +
-      "se\030\003 \001(\0132\030.workflow.v1.HealthCheck\022$\n\002s3" +
-      "\030\004 \001(\0132\030.workflow.v1.HealthCheck\"\022\n\020GetC" +
-      "onfigRequest\"B\n\014PayloadLimit\022\030\n\020soft_lim" +
-      "it_bytes\030\001 \001(\003\022\030\n\020hard_limit_bytes\030\002 \001(\003" +
-      "\"\241\001\n\rPayloadLimits\0221\n\016workflow_input\030\001 \001" +
-      "(\0132\031.workflow.v1.PayloadLimit\022-\n\nstep_in" +
-      "put\030\002 \001(\0132\031.workflow.v1.PayloadLimit\022.\n\013" +
-      "step_output\030\003 \001(\0132\031.workflow.v1.PayloadL" +
-      "imit\"[\n\014ServerConfig\0222\n\016payload_limits\030\001" +
-      " \001(\0132\032.workflow.v1.PayloadLimits\022\027\n\017pres" +
-      "ign_seconds\030\002 \001(\005\"h\n\024CreatePayloadReques" +
-      "t\022\014\n\004kind\030\001 \001(\t\022\022\n\nsize_bytes\030\002 \001(\003\022\033\n\016c" +
-      "ontent_sha256\030\003 \001(\tH\000\210\001\001B\021\n\017_content_sha" +
-      "256\"\336\001\n\rPayloadUpload\022\014\n\004path\030\001 \001(\t\022\022\n\nu" +
-      "pload_url\030\002 \001(\t\022.\n\nexpires_at\030\003 \001(\0132\032.go" +
-      "ogle.protobuf.Timestamp\022E\n\016upload_header" +
-      "s\030\004 \003(\0132-.workflow.v1.PayloadUpload.Uplo" +
-      "adHeadersEntry\0324\n\022UploadHeadersEntry\022\013\n\003" +
-      "key\030\001 \001(\t\022\r\n\005value\030\002 \001(\t:\0028\0012\351\036\n\016Workflo" +
-      "wEngine\022E\n\tGetConfig\022\035.workflow.v1.GetCo" +
-      "nfigRequest\032\031.workflow.v1.ServerConfig\022N" +
-      "\n\rCreatePayload\022!.workflow.v1.CreatePayl" +
-      "oadRequest\032\032.workflow.v1.PayloadUpload\022E" +
-      "\n\nGetOpenApi\022\036.workflow.v1.GetOpenApiReq" +
-      "uest\032\027.google.protobuf.Struct\022?\n\tGetHeal" +
-      "th\022\035.workflow.v1.GetHealthRequest\032\023.work" +
-      "flow.v1.Health\022Q\n\020DeleteDefinition\022$.wor" +
-      "kflow.v1.DeleteDefinitionRequest\032\027.workf" +
-      "low.v1.Definition\022R\n\016DeleteInstance\022\".wo" +
-      "rkflow.v1.DeleteInstanceRequest\032\034.workfl",
-      "ow.v1.DeletedInstance\022F\n\022RegisterDefinit" +
-      "ion\022\027.workflow.v1.Definition\032\027.workflow." +
-      "v1.Definition\022S\n\017ListDefinitions\022#.workf" +
-      "low.v1.ListDefinitionsRequest\032\033.workflow" +
-      ".v1.DefinitionPage\022K\n\rGetDefinition\022!.wo" +
-      "rkflow.v1.GetDefinitionRequest\032\027.workflo" +
-      "w.v1.Definition\022J\n\014ListTaskDefs\022 .workfl" +
-      "ow.v1.ListTaskDefsRequest\032\030.workflow.v1." +
-      "TaskDefPage\022B\n\nPutTaskDef\022\036.workflow.v1." +
-      "PutTaskDefRequest\032\024.workflow.v1.TaskDef\022" +
-      "B\n\nGetTaskDef\022\036.workflow.v1.GetTaskDefRe" +
-      "quest\032\024.workflow.v1.TaskDef\022H\n\rDeleteTas" +
-      "kDef\022!.workflow.v1.DeleteTaskDefRequest\032" +
-      "\024.workflow.v1.TaskDef\022I\n\rStartInstance\022!" +
-      ".workflow.v1.StartInstanceRequest\032\025.work" +
-      "flow.v1.Instance\022Y\n\016StartInstances\022\".wor" +
-      "kflow.v1.StartInstancesRequest\032#.workflo" +
-      "w.v1.StartInstancesResponse\022Q\n\017SearchIns" +
-      "tances\022#.workflow.v1.SearchInstancesRequ" +
-      "est\032\031.workflow.v1.InstancePage\022E\n\013GetIns" +
-      "tance\022\037.workflow.v1.GetInstanceRequest\032\025" +
-      ".workflow.v1.Instance\022J\n\tListSteps\022\035.wor" +
-      "kflow.v1.ListStepsRequest\032\036.workflow.v1." +
-      "StepExecutionPage\022F\n\nGetHistory\022\036.workfl" +
-      "ow.v1.GetHistoryRequest\032\030.workflow.v1.Hi" +
-      "storyPage\022K\n\016CancelInstance\022\".workflow.v" +
-      "1.CancelInstanceRequest\032\025.workflow.v1.In" +
-      "stance\022O\n\020CompleteUserTask\022$.workflow.v1" +
-      ".CompleteUserTaskRequest\032\025.workflow.v1.I" +
-      "nstance\022;\n\006Signal\022\032.workflow.v1.SignalRe" +
-      "quest\032\025.workflow.v1.Instance\022M\n\rRetryIns" +
-      "tance\022%.workflow.v1.InstanceOperationReq" +
-      "uest\032\025.workflow.v1.Instance\022I\n\rRerunInst" +
-      "ance\022!.workflow.v1.RerunInstanceRequest\032" +
-      "\025.workflow.v1.Instance\022M\n\017RestartInstanc" +
-      "e\022#.workflow.v1.RestartInstanceRequest\032\025" +
-      ".workflow.v1.Instance\022M\n\rPauseInstance\022%" +
-      ".workflow.v1.InstanceOperationRequest\032\025." +
-      "workflow.v1.Instance\022N\n\016ResumeInstance\022%" +
-      ".workflow.v1.InstanceOperationRequest\032\025." +
-      "workflow.v1.Instance\022G\n\010PollJobs\022\034.workf" +
-      "low.v1.PollJobsRequest\032\035.workflow.v1.Pol" +
-      "lJobsResponse\022P\n\013CompleteJob\022\037.workflow." +
-      "v1.CompleteJobRequest\032 .workflow.v1.Comp" +
-      "leteJobResponse\022V\n\rCompleteBatch\022!.workf" +
-      "low.v1.CompleteBatchRequest\032\".workflow.v" +
-      "1.CompleteBatchResponse\022D\n\007FailJob\022\033.wor" +
-      "kflow.v1.FailJobRequest\032\034.workflow.v1.Fa" +
-      "ilJobResponse\022J\n\tHeartbeat\022\035.workflow.v1" +
-      ".HeartbeatRequest\032\036.workflow.v1.Heartbea" +
-      "tResponse\022:\n\010ClaimJob\022\034.workflow.v1.Clai" +
-      "mJobRequest\032\020.workflow.v1.Job\022M\n\nStopWor" +
-      "ker\022\036.workflow.v1.StopWorkerRequest\032\037.wo" +
-      "rkflow.v1.StopWorkerResponse\022;\n\004Push\022\030.w" +
-      "orkflow.v1.PushRequest\032\031.workflow.v1.Pus" +
-      "hResponse\022;\n\005Stats\022\031.workflow.v1.QueueRe" +
-      "quest\032\027.workflow.v1.QueueStats\022=\n\004Peek\022\031" +
-      ".workflow.v1.QueueRequest\032\032.workflow.v1." +
-      "QueueTaskList\022>\n\005Purge\022\031.workflow.v1.Que" +
-      "ueRequest\032\032.workflow.v1.PurgeResponse\022B\n" +
-      "\007Dequeue\022\033.workflow.v1.DequeueRequest\032\032." +
-      "workflow.v1.QueueTaskList\022;\n\003Ack\022\027.workf" +
-      "low.v1.AckRequest\032\033.workflow.v1.SettleRe" +
-      "sponse\022=\n\004Nack\022\030.workflow.v1.NackRequest" +
-      "\032\033.workflow.v1.SettleResponse\022D\n\nListQue" +
-      "ues\022\036.workflow.v1.ListQueuesRequest\032\026.wo" +
-      "rkflow.v1.QueuePage\022P\n\016ListQueueTasks\022\"." +
-      "workflow.v1.ListQueueTasksRequest\032\032.work" +
-      "flow.v1.QueueTaskPage\022D\n\007Redrive\022\033.workf" +
-      "low.v1.RedriveRequest\032\034.workflow.v1.Redr" +
-      "iveResponse\022E\n\016CreateSchedule\022\034.workflow" +
-      ".v1.ScheduleRequest\032\025.workflow.v1.Schedu" +
-      "le\022M\n\rListSchedules\022!.workflow.v1.ListSc" +
-      "hedulesRequest\032\031.workflow.v1.SchedulePag" +
-      "e\022D\n\013GetSchedule\022\036.workflow.v1.ScheduleI" +
-      "dRequest\032\025.workflow.v1.Schedule\022F\n\017Repla" +
-      "ceSchedule\022\034.workflow.v1.ScheduleRequest" +
-      "\032\025.workflow.v1.Schedule\022N\n\016DeleteSchedul" +
-      "e\022\036.workflow.v1.ScheduleIdRequest\032\034.work" +
-      "flow.v1.DeletedSchedule\022I\n\rPauseSchedule" +
-      "\022!.workflow.v1.PauseScheduleRequest\032\025.wo" +
-      "rkflow.v1.Schedule\022H\n\017UnpauseSchedule\022\036." +
-      "workflow.v1.ScheduleIdRequest\032\025.workflow" +
-      ".v1.Schedule\022Q\n\017TriggerSchedule\022\036.workfl" +
-      "ow.v1.ScheduleIdRequest\032\036.workflow.v1.Sc" +
-      "heduleTriggered\022O\n\020BackfillSchedule\022\034.wo" +
-      "rkflow.v1.BackfillRequest\032\035.workflow.v1." +
-      "BackfillResponseB&\n\025dev.baton.workflow.v" +
-      "1B\013EngineProtoP\001b\006proto3"
+      "\004 \001(\t\022\026\n\016body_truncated\030\005 \001(\010\022\020\n\010priorit" +
+      "y\030\006 \001(\005\022\016\n\006status\030\007 \001(\t\022\023\n\013retry_count\030\010" +
+      " \001(\005\022\023\n\013max_retries\030\t \001(\005\022\022\n\nlast_error\030" +
+      "\n \001(\t\022\023\n\013instance_id\030\013 \001(\t\022.\n\nvisible_at" +
+      "\030\014 \001(\0132\032.google.protobuf.Timestamp\022.\n\ncr" +
+      "eated_at\030\r \001(\0132\032.google.protobuf.Timesta" +
+      "mp\022.\n\nupdated_at\030\016 \001(\0132\032.google.protobuf" +
+      ".Timestamp\0220\n\014completed_at\030\017 \001(\0132\032.googl" +
+      "e.protobuf.Timestamp\"U\n\rQueueTaskPage\022+\n" +
+      "\005tasks\030\001 \003(\0132\034.workflow.v1.QueueTaskDeta" +
+      "il\022\027\n\017next_page_token\030\002 \001(\t\"0\n\016RedriveRe" +
+      "quest\022\014\n\004name\030\001 \001(\t\022\020\n\010task_ids\030\002 \003(\t\"<\n" +
+      "\016RedriveSkipped\022\n\n\002id\030\001 \001(\t\022\016\n\006status\030\002 " +
+      "\001(\t\022\016\n\006reason\030\003 \001(\t\"v\n\017RedriveResponse\022\020" +
+      "\n\010redriven\030\001 \001(\003\022\020\n\010task_ids\030\002 \003(\t\022,\n\007sk" +
+      "ipped\030\003 \003(\0132\033.workflow.v1.RedriveSkipped" +
+      "\022\021\n\tremaining\030\004 \001(\003\"A\n\020ScheduleInterval\022" +
+      "\025\n\revery_seconds\030\001 \001(\003\022\026\n\016offset_seconds" +
+      "\030\002 \001(\003\"\322\001\n\014ScheduleSpec\022\014\n\004cron\030\001 \003(\t\022/\n" +
+      "\010interval\030\002 \001(\0132\035.workflow.v1.ScheduleIn" +
+      "terval\022\021\n\ttime_zone\030\003 \001(\t\022\026\n\016jitter_seco" +
+      "nds\030\004 \001(\005\022,\n\010start_at\030\005 \001(\0132\032.google.pro" +
+      "tobuf.Timestamp\022*\n\006end_at\030\006 \001(\0132\032.google" +
+      ".protobuf.Timestamp\"\304\002\n\017ScheduleRequest\022" +
+      "\n\n\002id\030\001 \001(\t\022\027\n\017definition_name\030\002 \001(\t\022\032\n\022" +
+      "definition_version\030\003 \001(\005\022&\n\005input\030\004 \001(\0132" +
+      "\027.google.protobuf.Struct\022\'\n\004spec\030\005 \001(\0132\031" +
+      ".workflow.v1.ScheduleSpec\022\026\n\016overlap_pol" +
+      "icy\030\006 \001(\t\022#\n\026catchup_window_seconds\030\007 \001(" +
+      "\005H\000\210\001\001\022\030\n\020pause_on_failure\030\010 \001(\010\022\016\n\006paus" +
+      "ed\030\t \001(\010\022\014\n\004note\030\n \001(\t\022\017\n\007dry_run\030\013 \001(\010B" +
+      "\031\n\027_catchup_window_seconds\"\253\001\n\016ScheduleA" +
+      "ction\022-\n\tslot_time\030\001 \001(\0132\032.google.protob" +
+      "uf.Timestamp\022\014\n\004kind\030\002 \001(\t\022\017\n\007outcome\030\003 " +
+      "\001(\t\022\023\n\013instance_id\030\004 \001(\t\022\016\n\006detail\030\005 \001(\t" +
+      "\022&\n\002at\030\006 \001(\0132\032.google.protobuf.Timestamp" +
+      "\"\326\003\n\010Schedule\022\n\n\002id\030\001 \001(\t\022\027\n\017definition_" +
+      "name\030\002 \001(\t\022\032\n\022definition_version\030\003 \001(\005\022&" +
+      "\n\005input\030\004 \001(\0132\027.google.protobuf.Struct\022\'" +
+      "\n\004spec\030\005 \001(\0132\031.workflow.v1.ScheduleSpec\022" +
+      "\026\n\016overlap_policy\030\006 \001(\t\022\036\n\026catchup_windo" +
+      "w_seconds\030\007 \001(\005\022\030\n\020pause_on_failure\030\010 \001(" +
+      "\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n \001(\t\022.\n\ncreat" +
+      "ed_at\030\013 \001(\0132\032.google.protobuf.Timestamp\022" +
+      ".\n\nupdated_at\030\014 \001(\0132\032.google.protobuf.Ti" +
+      "mestamp\0223\n\017next_fire_times\030\r \003(\0132\032.googl" +
+      "e.protobuf.Timestamp\0223\n\016recent_actions\030\016" +
+      " \003(\0132\033.workflow.v1.ScheduleAction\"Q\n\014Sch" +
+      "edulePage\022(\n\tschedules\030\001 \003(\0132\025.workflow." +
+      "v1.Schedule\022\027\n\017next_page_token\030\002 \001(\t\"\037\n\021" +
+      "ScheduleIdRequest\022\n\n\002id\030\001 \001(\t\"9\n\024ListSch" +
+      "edulesRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_tok" +
+      "en\030\002 \001(\t\"0\n\024PauseScheduleRequest\022\n\n\002id\030\001" +
+      " \001(\t\022\014\n\004note\030\002 \001(\t\"O\n\021ScheduleTriggered\022" +
+      "\n\n\002id\030\001 \001(\t\022.\n\nslot_times\030\002 \003(\0132\032.google" +
+      ".protobuf.Timestamp\"o\n\017BackfillRequest\022\n" +
+      "\n\002id\030\001 \001(\t\022(\n\004from\030\002 \001(\0132\032.google.protob" +
+      "uf.Timestamp\022&\n\002to\030\003 \001(\0132\032.google.protob" +
+      "uf.Timestamp\"l\n\020BackfillResponse\022\n\n\002id\030\001" +
+      " \001(\t\022\r\n\005slots\030\002 \001(\003\022\r\n\005added\030\003 \001(\003\022.\n\nsl" +
+      "ot_times\030\004 \003(\0132\032.google.protobuf.Timesta" +
+      "mp\".\n\017DeletedSchedule\022\n\n\002id\030\001 \001(\t\022\017\n\007del" +
+      "eted\030\002 \001(\010\",\n\013ProblemItem\022\014\n\004path\030\001 \001(\t\022" +
+      "\017\n\007message\030\002 \001(\t\"\202\001\n\007Problem\022\014\n\004type\030\001 \001" +
+      "(\t\022\r\n\005title\030\002 \001(\t\022\016\n\006status\030\003 \001(\005\022\016\n\006det" +
+      "ail\030\004 \001(\t\022\020\n\010instance\030\005 \001(\t\022(\n\006errors\030\006 " +
+      "\003(\0132\030.workflow.v1.ProblemItem\"\023\n\021GetOpen" +
+      "ApiRequest\"8\n\027DeleteDefinitionRequest\022\014\n" +
+      "\004name\030\001 \001(\t\022\017\n\007version\030\002 \001(\005\"#\n\025DeleteIn" +
+      "stanceRequest\022\n\n\002id\030\001 \001(\t\"\341\001\n\017DeletedIns" +
+      "tance\022\n\n\002id\030\001 \001(\t\022\027\n\017definition_name\030\002 \001" +
+      "(\t\022\037\n\022definition_version\030\003 \001(\005H\000\210\001\001\022\016\n\006s" +
+      "tatus\030\004 \001(\t\022\027\n\017step_executions\030\005 \001(\003\022\014\n\004" +
+      "jobs\030\006 \001(\003\022\026\n\016history_events\030\007 \001(\003\022\025\n\010ar" +
+      "chived\030\010 \001(\010H\001\210\001\001B\025\n\023_definition_version" +
+      "B\013\n\t_archived\"\022\n\020GetHealthRequest\"d\n\013Hea" +
+      "lthCheck\022\016\n\006status\030\001 \001(\t\022\027\n\nlatency_ms\030\002" +
+      " \001(\001H\000\210\001\001\022\r\n\005error\030\003 \001(\t\022\016\n\006bucket\030\004 \001(\t" +
+      "B\r\n\013_latency_ms\"{\n\006Health\022\016\n\006status\030\001 \001(" +
+      "\t\022\017\n\007version\030\002 \001(\t\022*\n\010database\030\003 \001(\0132\030.w" +
+      "orkflow.v1.HealthCheck\022$\n\002s3\030\004 \001(\0132\030.wor" +
+      "kflow.v1.HealthCheck\"\022\n\020GetConfigRequest" +
+      "\"B\n\014PayloadLimit\022\030\n\020soft_limit_bytes\030\001 \001" +
+      "(\003\022\030\n\020hard_limit_bytes\030\002 \001(\003\"\241\001\n\rPayload" +
+      "Limits\0221\n\016workflow_input\030\001 \001(\0132\031.workflo" +
+      "w.v1.PayloadLimit\022-\n\nstep_input\030\002 \001(\0132\031." +
+      "workflow.v1.PayloadLimit\022.\n\013step_output\030" +
+      "\003 \001(\0132\031.workflow.v1.PayloadLimit\"[\n\014Serv" +
+      "erConfig\0222\n\016payload_limits\030\001 \001(\0132\032.workf" +
+      "low.v1.PayloadLimits\022\027\n\017presign_seconds\030" +
+      "\002 \001(\005\"h\n\024CreatePayloadRequest\022\014\n\004kind\030\001 " +
+      "\001(\t\022\022\n\nsize_bytes\030\002 \001(\003\022\033\n\016content_sha25" +
+      "6\030\003 \001(\tH\000\210\001\001B\021\n\017_content_sha256\"\336\001\n\rPayl" +
+      "oadUpload\022\014\n\004path\030\001 \001(\t\022\022\n\nupload_url\030\002 " +
+      "\001(\t\022.\n\nexpires_at\030\003 \001(\0132\032.google.protobu" +
+      "f.Timestamp\022E\n\016upload_headers\030\004 \003(\0132-.wo" +
+      "rkflow.v1.PayloadUpload.UploadHeadersEnt" +
+      "ry\0324\n\022UploadHeadersEntry\022\013\n\003key\030\001 \001(\t\022\r\n" +
+      "\005value\030\002 \001(\t:\0028\0012\351\036\n\016WorkflowEngine\022E\n\tG" +
+      "etConfig\022\035.workflow.v1.GetConfigRequest\032" +
+      "\031.workflow.v1.ServerConfig\022N\n\rCreatePayl" +
+      "oad\022!.workflow.v1.CreatePayloadRequest\032\032" +
+      ".workflow.v1.PayloadUpload\022E\n\nGetOpenApi" +
+      "\022\036.workflow.v1.GetOpenApiRequest\032\027.googl",
+      "e.protobuf.Struct\022?\n\tGetHealth\022\035.workflo" +
+      "w.v1.GetHealthRequest\032\023.workflow.v1.Heal" +
+      "th\022Q\n\020DeleteDefinition\022$.workflow.v1.Del" +
+      "eteDefinitionRequest\032\027.workflow.v1.Defin" +
+      "ition\022R\n\016DeleteInstance\022\".workflow.v1.De" +
+      "leteInstanceRequest\032\034.workflow.v1.Delete" +
+      "dInstance\022F\n\022RegisterDefinition\022\027.workfl" +
+      "ow.v1.Definition\032\027.workflow.v1.Definitio" +
+      "n\022S\n\017ListDefinitions\022#.workflow.v1.ListD" +
+      "efinitionsRequest\032\033.workflow.v1.Definiti" +
+      "onPage\022K\n\rGetDefinition\022!.workflow.v1.Ge" +
+      "tDefinitionRequest\032\027.workflow.v1.Definit" +
+      "ion\022J\n\014ListTaskDefs\022 .workflow.v1.ListTa" +
+      "skDefsRequest\032\030.workflow.v1.TaskDefPage\022" +
+      "B\n\nPutTaskDef\022\036.workflow.v1.PutTaskDefRe" +
+      "quest\032\024.workflow.v1.TaskDef\022B\n\nGetTaskDe" +
+      "f\022\036.workflow.v1.GetTaskDefRequest\032\024.work" +
+      "flow.v1.TaskDef\022H\n\rDeleteTaskDef\022!.workf" +
+      "low.v1.DeleteTaskDefRequest\032\024.workflow.v" +
+      "1.TaskDef\022I\n\rStartInstance\022!.workflow.v1" +
+      ".StartInstanceRequest\032\025.workflow.v1.Inst" +
+      "ance\022Y\n\016StartInstances\022\".workflow.v1.Sta" +
+      "rtInstancesRequest\032#.workflow.v1.StartIn" +
+      "stancesResponse\022Q\n\017SearchInstances\022#.wor" +
+      "kflow.v1.SearchInstancesRequest\032\031.workfl" +
+      "ow.v1.InstancePage\022E\n\013GetInstance\022\037.work" +
+      "flow.v1.GetInstanceRequest\032\025.workflow.v1" +
+      ".Instance\022J\n\tListSteps\022\035.workflow.v1.Lis" +
+      "tStepsRequest\032\036.workflow.v1.StepExecutio" +
+      "nPage\022F\n\nGetHistory\022\036.workflow.v1.GetHis" +
+      "toryRequest\032\030.workflow.v1.HistoryPage\022K\n" +
+      "\016CancelInstance\022\".workflow.v1.CancelInst" +
+      "anceRequest\032\025.workflow.v1.Instance\022O\n\020Co" +
+      "mpleteUserTask\022$.workflow.v1.CompleteUse" +
+      "rTaskRequest\032\025.workflow.v1.Instance\022;\n\006S" +
+      "ignal\022\032.workflow.v1.SignalRequest\032\025.work" +
+      "flow.v1.Instance\022M\n\rRetryInstance\022%.work" +
+      "flow.v1.InstanceOperationRequest\032\025.workf" +
+      "low.v1.Instance\022I\n\rRerunInstance\022!.workf" +
+      "low.v1.RerunInstanceRequest\032\025.workflow.v" +
+      "1.Instance\022M\n\017RestartInstance\022#.workflow" +
+      ".v1.RestartInstanceRequest\032\025.workflow.v1" +
+      ".Instance\022M\n\rPauseInstance\022%.workflow.v1" +
+      ".InstanceOperationRequest\032\025.workflow.v1." +
+      "Instance\022N\n\016ResumeInstance\022%.workflow.v1" +
+      ".InstanceOperationRequest\032\025.workflow.v1." +
+      "Instance\022G\n\010PollJobs\022\034.workflow.v1.PollJ" +
+      "obsRequest\032\035.workflow.v1.PollJobsRespons" +
+      "e\022P\n\013CompleteJob\022\037.workflow.v1.CompleteJ" +
+      "obRequest\032 .workflow.v1.CompleteJobRespo" +
+      "nse\022V\n\rCompleteBatch\022!.workflow.v1.Compl" +
+      "eteBatchRequest\032\".workflow.v1.CompleteBa" +
+      "tchResponse\022D\n\007FailJob\022\033.workflow.v1.Fai" +
+      "lJobRequest\032\034.workflow.v1.FailJobRespons" +
+      "e\022J\n\tHeartbeat\022\035.workflow.v1.HeartbeatRe" +
+      "quest\032\036.workflow.v1.HeartbeatResponse\022:\n" +
+      "\010ClaimJob\022\034.workflow.v1.ClaimJobRequest\032" +
+      "\020.workflow.v1.Job\022M\n\nStopWorker\022\036.workfl" +
+      "ow.v1.StopWorkerRequest\032\037.workflow.v1.St" +
+      "opWorkerResponse\022;\n\004Push\022\030.workflow.v1.P" +
+      "ushRequest\032\031.workflow.v1.PushResponse\022;\n" +
+      "\005Stats\022\031.workflow.v1.QueueRequest\032\027.work" +
+      "flow.v1.QueueStats\022=\n\004Peek\022\031.workflow.v1" +
+      ".QueueRequest\032\032.workflow.v1.QueueTaskLis" +
+      "t\022>\n\005Purge\022\031.workflow.v1.QueueRequest\032\032." +
+      "workflow.v1.PurgeResponse\022B\n\007Dequeue\022\033.w" +
+      "orkflow.v1.DequeueRequest\032\032.workflow.v1." +
+      "QueueTaskList\022;\n\003Ack\022\027.workflow.v1.AckRe" +
+      "quest\032\033.workflow.v1.SettleResponse\022=\n\004Na" +
+      "ck\022\030.workflow.v1.NackRequest\032\033.workflow." +
+      "v1.SettleResponse\022D\n\nListQueues\022\036.workfl" +
+      "ow.v1.ListQueuesRequest\032\026.workflow.v1.Qu" +
+      "euePage\022P\n\016ListQueueTasks\022\".workflow.v1." +
+      "ListQueueTasksRequest\032\032.workflow.v1.Queu" +
+      "eTaskPage\022D\n\007Redrive\022\033.workflow.v1.Redri" +
+      "veRequest\032\034.workflow.v1.RedriveResponse\022" +
+      "E\n\016CreateSchedule\022\034.workflow.v1.Schedule" +
+      "Request\032\025.workflow.v1.Schedule\022M\n\rListSc" +
+      "hedules\022!.workflow.v1.ListSchedulesReque" +
+      "st\032\031.workflow.v1.SchedulePage\022D\n\013GetSche" +
+      "dule\022\036.workflow.v1.ScheduleIdRequest\032\025.w" +
+      "orkflow.v1.Schedule\022F\n\017ReplaceSchedule\022\034" +
+      ".workflow.v1.ScheduleRequest\032\025.workflow." +
+      "v1.Schedule\022N\n\016DeleteSchedule\022\036.workflow" +
+      ".v1.ScheduleIdRequest\032\034.workflow.v1.Dele" +
+      "tedSchedule\022I\n\rPauseSchedule\022!.workflow." +
+      "v1.PauseScheduleRequest\032\025.workflow.v1.Sc" +
+      "hedule\022H\n\017UnpauseSchedule\022\036.workflow.v1." +
+      "ScheduleIdRequest\032\025.workflow.v1.Schedule" +
+      "\022Q\n\017TriggerSchedule\022\036.workflow.v1.Schedu" +
+      "leIdRequest\032\036.workflow.v1.ScheduleTrigge" +
+      "red\022O\n\020BackfillSchedule\022\034.workflow.v1.Ba" +
+      "ckfillRequest\032\035.workflow.v1.BackfillResp" +
+      "onseB&\n\025dev.baton.workflow.v1B\013EnginePro" +
+      "toP\001b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -1026,13 +1032,13 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
     internal_static_workflow_v1_TaskDef_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_TaskDef_descriptor,
-        new java.lang.String[] { "Name", "Description", "RetryCount", "RetryLogic", "RetryDelaySeconds", "MaxRetryDelaySeconds", "TimeoutSeconds", "PollTimeoutSeconds", "ResponseTimeoutSeconds", "TimeoutPolicy", "InputKeys", "OutputKeys", "InputTemplate", "ConcurrentExecLimit", "RateLimitPerFrequency", "RateLimitFrequencyInSeconds", "OwnerEmail", "CreatedAt", "UpdatedAt", });
+        new java.lang.String[] { "Name", "Description", "RetryCount", "RetryLogic", "RetryDelaySeconds", "MaxRetryDelaySeconds", "TimeoutSeconds", "PollTimeoutSeconds", "ResponseTimeoutSeconds", "TimeoutPolicy", "InputKeys", "OutputKeys", "InputTemplate", "ConcurrentExecLimit", "RateLimitPerFrequency", "RateLimitFrequencyInSeconds", "OwnerEmail", "CreatedAt", "UpdatedAt", "BackoffScaleFactor", "BackoffJitterMs", });
     internal_static_workflow_v1_Step_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_workflow_v1_Step_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_Step_descriptor,
-        new java.lang.String[] { "Id", "Type", "Name", "Description", "Input", "JobType", "RetryCount", "RetryLogic", "RetryDelaySeconds", "MaxRetryDelaySeconds", "TimeoutSeconds", "PollTimeoutSeconds", "ResponseTimeoutSeconds", "TimeoutPolicy", "TaskDef", "Assignee", "Duration", "Until", "DefinitionName", "DefinitionVersion", "Definition", "Variables", "Status", "Reason", "Output", "On", "Cases", "Default", "Branches", "FailFast", "Steps", "Items", "MaxConcurrency", "While", "MaxIterations", "Language", "Script", "Query", "WhileLanguage", "Request", "Optional", "StartDelaySeconds", "Key", "Inputs", "DefinitionDialect", "IndexAs", "Permissive", "JoinOn", "DefaultJoinOn", "TerminationCondition", "PollingIntervalSeconds", "PollingStrategy", "MaxPollCount", "Sink", "IterationOutputs", "KeepLastIterations", "LegacyInput", "LegacyDefinitionVersion", "LegacyOptional", "LegacyPermissive", });
+        new java.lang.String[] { "Id", "Type", "Name", "Description", "Input", "JobType", "RetryCount", "RetryLogic", "RetryDelaySeconds", "MaxRetryDelaySeconds", "TimeoutSeconds", "PollTimeoutSeconds", "ResponseTimeoutSeconds", "TimeoutPolicy", "BackoffScaleFactor", "BackoffJitterMs", "TaskDef", "Assignee", "Duration", "Until", "DefinitionName", "DefinitionVersion", "Definition", "Variables", "Status", "Reason", "Output", "On", "Cases", "Default", "Branches", "FailFast", "Steps", "Items", "MaxConcurrency", "While", "MaxIterations", "Language", "Script", "Query", "WhileLanguage", "Request", "Optional", "StartDelaySeconds", "Key", "Inputs", "DefinitionDialect", "IndexAs", "Permissive", "JoinOn", "DefaultJoinOn", "TerminationCondition", "PollingIntervalSeconds", "PollingStrategy", "MaxPollCount", "Sink", "IterationOutputs", "KeepLastIterations", "LegacyInput", "LegacyDefinitionVersion", "LegacyOptional", "LegacyPermissive", });
     internal_static_workflow_v1_QueueTrigger_descriptor =
       getDescriptor().getMessageType(2);
     internal_static_workflow_v1_QueueTrigger_fieldAccessorTable = new

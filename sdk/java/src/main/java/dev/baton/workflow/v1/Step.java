@@ -543,6 +543,60 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int BACKOFF_SCALE_FACTOR_FIELD_NUMBER = 61;
+  private int backoffScaleFactor_ = 0;
+  /**
+   * <pre>
+   * as on TaskDef
+   * </pre>
+   *
+   * <code>optional int32 backoff_scale_factor = 61;</code>
+   * @return Whether the backoffScaleFactor field is set.
+   */
+  @java.lang.Override
+  public boolean hasBackoffScaleFactor() {
+    return ((bitField0_ & 0x00000080) != 0);
+  }
+  /**
+   * <pre>
+   * as on TaskDef
+   * </pre>
+   *
+   * <code>optional int32 backoff_scale_factor = 61;</code>
+   * @return The backoffScaleFactor.
+   */
+  @java.lang.Override
+  public int getBackoffScaleFactor() {
+    return backoffScaleFactor_;
+  }
+
+  public static final int BACKOFF_JITTER_MS_FIELD_NUMBER = 62;
+  private int backoffJitterMs_ = 0;
+  /**
+   * <pre>
+   * as on TaskDef
+   * </pre>
+   *
+   * <code>optional int32 backoff_jitter_ms = 62;</code>
+   * @return Whether the backoffJitterMs field is set.
+   */
+  @java.lang.Override
+  public boolean hasBackoffJitterMs() {
+    return ((bitField0_ & 0x00000100) != 0);
+  }
+  /**
+   * <pre>
+   * as on TaskDef
+   * </pre>
+   *
+   * <code>optional int32 backoff_jitter_ms = 62;</code>
+   * @return The backoffJitterMs.
+   */
+  @java.lang.Override
+  public int getBackoffJitterMs() {
+    return backoffJitterMs_;
+  }
+
   public static final int TASK_DEF_FIELD_NUMBER = 15;
   private dev.baton.workflow.v1.TaskDef taskDef_;
   /**
@@ -551,7 +605,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasTaskDef() {
-    return ((bitField0_ & 0x00000080) != 0);
+    return ((bitField0_ & 0x00000200) != 0);
   }
   /**
    * <code>.workflow.v1.TaskDef task_def = 15;</code>
@@ -628,7 +682,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasDuration() {
-    return ((bitField0_ & 0x00000100) != 0);
+    return ((bitField0_ & 0x00000400) != 0);
   }
   /**
    * <pre>
@@ -756,7 +810,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasDefinitionVersion() {
-    return ((bitField0_ & 0x00000200) != 0);
+    return ((bitField0_ & 0x00000800) != 0);
   }
   /**
    * <pre>
@@ -790,7 +844,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasDefinition() {
-    return ((bitField0_ & 0x00000400) != 0);
+    return ((bitField0_ & 0x00001000) != 0);
   }
   /**
    * <code>.google.protobuf.Value definition = 21;</code>
@@ -820,7 +874,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasVariables() {
-    return ((bitField0_ & 0x00000800) != 0);
+    return ((bitField0_ & 0x00002000) != 0);
   }
   /**
    * <pre>
@@ -940,7 +994,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasOutput() {
-    return ((bitField0_ & 0x00001000) != 0);
+    return ((bitField0_ & 0x00004000) != 0);
   }
   /**
    * <code>.google.protobuf.Value output = 25;</code>
@@ -1015,7 +1069,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasCases() {
-    return ((bitField0_ & 0x00002000) != 0);
+    return ((bitField0_ & 0x00008000) != 0);
   }
   /**
    * <code>.google.protobuf.Value cases = 27;</code>
@@ -1143,7 +1197,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasFailFast() {
-    return ((bitField0_ & 0x00004000) != 0);
+    return ((bitField0_ & 0x00010000) != 0);
   }
   /**
    * <code>optional bool fail_fast = 30;</code>
@@ -1272,7 +1326,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasMaxConcurrency() {
-    return ((bitField0_ & 0x00008000) != 0);
+    return ((bitField0_ & 0x00020000) != 0);
   }
   /**
    * <code>optional int32 max_concurrency = 33;</code>
@@ -1330,7 +1384,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasMaxIterations() {
-    return ((bitField0_ & 0x00010000) != 0);
+    return ((bitField0_ & 0x00040000) != 0);
   }
   /**
    * <code>optional int32 max_iterations = 35;</code>
@@ -1538,7 +1592,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasRequest() {
-    return ((bitField0_ & 0x00020000) != 0);
+    return ((bitField0_ & 0x00080000) != 0);
   }
   /**
    * <pre>
@@ -1584,7 +1638,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasOptional() {
-    return ((bitField0_ & 0x00040000) != 0);
+    return ((bitField0_ & 0x00100000) != 0);
   }
   /**
    * <pre>
@@ -1626,7 +1680,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasStartDelaySeconds() {
-    return ((bitField0_ & 0x00080000) != 0);
+    return ((bitField0_ & 0x00200000) != 0);
   }
   /**
    * <pre>
@@ -1702,7 +1756,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasInputs() {
-    return ((bitField0_ & 0x00100000) != 0);
+    return ((bitField0_ & 0x00400000) != 0);
   }
   /**
    * <pre>
@@ -1840,7 +1894,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasPermissive() {
-    return ((bitField0_ & 0x00200000) != 0);
+    return ((bitField0_ & 0x00800000) != 0);
   }
   /**
    * <pre>
@@ -2019,7 +2073,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasPollingIntervalSeconds() {
-    return ((bitField0_ & 0x00400000) != 0);
+    return ((bitField0_ & 0x01000000) != 0);
   }
   /**
    * <code>optional int32 polling_interval_seconds = 51;</code>
@@ -2077,7 +2131,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasMaxPollCount() {
-    return ((bitField0_ & 0x00800000) != 0);
+    return ((bitField0_ & 0x02000000) != 0);
   }
   /**
    * <code>optional int32 max_poll_count = 53;</code>
@@ -2148,7 +2202,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasIterationOutputs() {
-    return ((bitField0_ & 0x01000000) != 0);
+    return ((bitField0_ & 0x04000000) != 0);
   }
   /**
    * <pre>
@@ -2172,7 +2226,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasKeepLastIterations() {
-    return ((bitField0_ & 0x02000000) != 0);
+    return ((bitField0_ & 0x08000000) != 0);
   }
   /**
    * <code>optional int32 keep_last_iterations = 56;</code>
@@ -2196,12 +2250,12 @@ private static final long serialVersionUID = 0L;
    *
    * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_input is deprecated.
-   *     See workflow/v1/engine.proto;l=153
+   *     See workflow/v1/engine.proto;l=157
    * @return Whether the legacyInput field is set.
    */
   @java.lang.Override
   @java.lang.Deprecated public boolean hasLegacyInput() {
-    return ((bitField0_ & 0x04000000) != 0);
+    return ((bitField0_ & 0x10000000) != 0);
   }
   /**
    * <pre>
@@ -2214,7 +2268,7 @@ private static final long serialVersionUID = 0L;
    *
    * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_input is deprecated.
-   *     See workflow/v1/engine.proto;l=153
+   *     See workflow/v1/engine.proto;l=157
    * @return The legacyInput.
    */
   @java.lang.Override
@@ -2242,17 +2296,17 @@ private static final long serialVersionUID = 0L;
   /**
    * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
-   *     See workflow/v1/engine.proto;l=154
+   *     See workflow/v1/engine.proto;l=158
    * @return Whether the legacyDefinitionVersion field is set.
    */
   @java.lang.Override
   @java.lang.Deprecated public boolean hasLegacyDefinitionVersion() {
-    return ((bitField0_ & 0x08000000) != 0);
+    return ((bitField0_ & 0x20000000) != 0);
   }
   /**
    * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
-   *     See workflow/v1/engine.proto;l=154
+   *     See workflow/v1/engine.proto;l=158
    * @return The legacyDefinitionVersion.
    */
   @java.lang.Override
@@ -2265,17 +2319,17 @@ private static final long serialVersionUID = 0L;
   /**
    * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_optional is deprecated.
-   *     See workflow/v1/engine.proto;l=155
+   *     See workflow/v1/engine.proto;l=159
    * @return Whether the legacyOptional field is set.
    */
   @java.lang.Override
   @java.lang.Deprecated public boolean hasLegacyOptional() {
-    return ((bitField0_ & 0x10000000) != 0);
+    return ((bitField0_ & 0x40000000) != 0);
   }
   /**
    * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_optional is deprecated.
-   *     See workflow/v1/engine.proto;l=155
+   *     See workflow/v1/engine.proto;l=159
    * @return The legacyOptional.
    */
   @java.lang.Override
@@ -2288,17 +2342,17 @@ private static final long serialVersionUID = 0L;
   /**
    * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
-   *     See workflow/v1/engine.proto;l=156
+   *     See workflow/v1/engine.proto;l=160
    * @return Whether the legacyPermissive field is set.
    */
   @java.lang.Override
   @java.lang.Deprecated public boolean hasLegacyPermissive() {
-    return ((bitField0_ & 0x20000000) != 0);
+    return ((bitField0_ & 0x80000000) != 0);
   }
   /**
    * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
-   *     See workflow/v1/engine.proto;l=156
+   *     See workflow/v1/engine.proto;l=160
    * @return The legacyPermissive.
    */
   @java.lang.Override
@@ -2332,7 +2386,7 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(description_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 4, description_);
     }
-    if (((bitField0_ & 0x04000000) != 0)) {
+    if (((bitField0_ & 0x10000000) != 0)) {
       output.writeMessage(5, getLegacyInput());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(jobType_)) {
@@ -2362,13 +2416,13 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(timeoutPolicy_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 14, timeoutPolicy_);
     }
-    if (((bitField0_ & 0x00000080) != 0)) {
+    if (((bitField0_ & 0x00000200) != 0)) {
       output.writeMessage(15, getTaskDef());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(assignee_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 16, assignee_);
     }
-    if (((bitField0_ & 0x00000100) != 0)) {
+    if (((bitField0_ & 0x00000400) != 0)) {
       output.writeMessage(17, getDuration());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(until_)) {
@@ -2377,13 +2431,13 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(definitionName_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 19, definitionName_);
     }
-    if (((bitField0_ & 0x08000000) != 0)) {
+    if (((bitField0_ & 0x20000000) != 0)) {
       output.writeInt32(20, legacyDefinitionVersion_);
     }
-    if (((bitField0_ & 0x00000400) != 0)) {
+    if (((bitField0_ & 0x00001000) != 0)) {
       output.writeMessage(21, getDefinition());
     }
-    if (((bitField0_ & 0x00000800) != 0)) {
+    if (((bitField0_ & 0x00002000) != 0)) {
       output.writeMessage(22, getVariables());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(status_)) {
@@ -2392,13 +2446,13 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(reason_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 24, reason_);
     }
-    if (((bitField0_ & 0x00001000) != 0)) {
+    if (((bitField0_ & 0x00004000) != 0)) {
       output.writeMessage(25, getOutput());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(on_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 26, on_);
     }
-    if (((bitField0_ & 0x00002000) != 0)) {
+    if (((bitField0_ & 0x00008000) != 0)) {
       output.writeMessage(27, getCases());
     }
     for (int i = 0; i < default_.size(); i++) {
@@ -2407,7 +2461,7 @@ private static final long serialVersionUID = 0L;
     for (int i = 0; i < branches_.size(); i++) {
       output.writeMessage(29, branches_.get(i));
     }
-    if (((bitField0_ & 0x00004000) != 0)) {
+    if (((bitField0_ & 0x00010000) != 0)) {
       output.writeBool(30, failFast_);
     }
     for (int i = 0; i < steps_.size(); i++) {
@@ -2416,13 +2470,13 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(items_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 32, items_);
     }
-    if (((bitField0_ & 0x00008000) != 0)) {
+    if (((bitField0_ & 0x00020000) != 0)) {
       output.writeInt32(33, maxConcurrency_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(while_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 34, while_);
     }
-    if (((bitField0_ & 0x00010000) != 0)) {
+    if (((bitField0_ & 0x00040000) != 0)) {
       output.writeInt32(35, maxIterations_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(language_)) {
@@ -2437,19 +2491,19 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(whileLanguage_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 39, whileLanguage_);
     }
-    if (((bitField0_ & 0x00020000) != 0)) {
+    if (((bitField0_ & 0x00080000) != 0)) {
       output.writeMessage(40, getRequest());
     }
-    if (((bitField0_ & 0x10000000) != 0)) {
+    if (((bitField0_ & 0x40000000) != 0)) {
       output.writeBool(41, legacyOptional_);
     }
-    if (((bitField0_ & 0x00080000) != 0)) {
+    if (((bitField0_ & 0x00200000) != 0)) {
       output.writeInt32(42, startDelaySeconds_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(key_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 43, key_);
     }
-    if (((bitField0_ & 0x00100000) != 0)) {
+    if (((bitField0_ & 0x00400000) != 0)) {
       output.writeMessage(44, getInputs());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(definitionDialect_)) {
@@ -2458,7 +2512,7 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(indexAs_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 46, indexAs_);
     }
-    if (((bitField0_ & 0x20000000) != 0)) {
+    if (((bitField0_ & 0x80000000) != 0)) {
       output.writeBool(47, legacyPermissive_);
     }
     for (int i = 0; i < joinOn_.size(); i++) {
@@ -2470,35 +2524,41 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(terminationCondition_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 50, terminationCondition_);
     }
-    if (((bitField0_ & 0x00400000) != 0)) {
+    if (((bitField0_ & 0x01000000) != 0)) {
       output.writeInt32(51, pollingIntervalSeconds_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(pollingStrategy_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 52, pollingStrategy_);
     }
-    if (((bitField0_ & 0x00800000) != 0)) {
+    if (((bitField0_ & 0x02000000) != 0)) {
       output.writeInt32(53, maxPollCount_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(sink_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 54, sink_);
     }
-    if (((bitField0_ & 0x01000000) != 0)) {
+    if (((bitField0_ & 0x04000000) != 0)) {
       output.writeBool(55, iterationOutputs_);
     }
-    if (((bitField0_ & 0x02000000) != 0)) {
+    if (((bitField0_ & 0x08000000) != 0)) {
       output.writeInt32(56, keepLastIterations_);
     }
     if (((bitField0_ & 0x00000001) != 0)) {
       output.writeMessage(57, getInput());
     }
-    if (((bitField0_ & 0x00000200) != 0)) {
+    if (((bitField0_ & 0x00000800) != 0)) {
       output.writeMessage(58, getDefinitionVersion());
     }
-    if (((bitField0_ & 0x00040000) != 0)) {
+    if (((bitField0_ & 0x00100000) != 0)) {
       output.writeMessage(59, getOptional());
     }
-    if (((bitField0_ & 0x00200000) != 0)) {
+    if (((bitField0_ & 0x00800000) != 0)) {
       output.writeMessage(60, getPermissive());
+    }
+    if (((bitField0_ & 0x00000080) != 0)) {
+      output.writeInt32(61, backoffScaleFactor_);
+    }
+    if (((bitField0_ & 0x00000100) != 0)) {
+      output.writeInt32(62, backoffJitterMs_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -2516,7 +2576,7 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(description_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(4, description_);
     }
-    if (((bitField0_ & 0x04000000) != 0)) {
+    if (((bitField0_ & 0x10000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(5, getLegacyInput());
     }
@@ -2553,14 +2613,14 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(timeoutPolicy_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(14, timeoutPolicy_);
     }
-    if (((bitField0_ & 0x00000080) != 0)) {
+    if (((bitField0_ & 0x00000200) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(15, getTaskDef());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(assignee_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(16, assignee_);
     }
-    if (((bitField0_ & 0x00000100) != 0)) {
+    if (((bitField0_ & 0x00000400) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(17, getDuration());
     }
@@ -2570,15 +2630,15 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(definitionName_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(19, definitionName_);
     }
-    if (((bitField0_ & 0x08000000) != 0)) {
+    if (((bitField0_ & 0x20000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(20, legacyDefinitionVersion_);
     }
-    if (((bitField0_ & 0x00000400) != 0)) {
+    if (((bitField0_ & 0x00001000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(21, getDefinition());
     }
-    if (((bitField0_ & 0x00000800) != 0)) {
+    if (((bitField0_ & 0x00002000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(22, getVariables());
     }
@@ -2588,14 +2648,14 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(reason_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(24, reason_);
     }
-    if (((bitField0_ & 0x00001000) != 0)) {
+    if (((bitField0_ & 0x00004000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(25, getOutput());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(on_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(26, on_);
     }
-    if (((bitField0_ & 0x00002000) != 0)) {
+    if (((bitField0_ & 0x00008000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(27, getCases());
     }
@@ -2617,7 +2677,7 @@ private static final long serialVersionUID = 0L;
           }
           size += 2 * count;
         }
-    if (((bitField0_ & 0x00004000) != 0)) {
+    if (((bitField0_ & 0x00010000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(30, failFast_);
     }
@@ -2637,14 +2697,14 @@ private static final long serialVersionUID = 0L;
   }
   private int computeSerializedSize_1() {
     int size = 0;
-    if (((bitField0_ & 0x00008000) != 0)) {
+    if (((bitField0_ & 0x00020000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(33, maxConcurrency_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(while_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(34, while_);
     }
-    if (((bitField0_ & 0x00010000) != 0)) {
+    if (((bitField0_ & 0x00040000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(35, maxIterations_);
     }
@@ -2660,22 +2720,22 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(whileLanguage_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(39, whileLanguage_);
     }
-    if (((bitField0_ & 0x00020000) != 0)) {
+    if (((bitField0_ & 0x00080000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(40, getRequest());
     }
-    if (((bitField0_ & 0x10000000) != 0)) {
+    if (((bitField0_ & 0x40000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(41, legacyOptional_);
     }
-    if (((bitField0_ & 0x00080000) != 0)) {
+    if (((bitField0_ & 0x00200000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(42, startDelaySeconds_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(key_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(43, key_);
     }
-    if (((bitField0_ & 0x00100000) != 0)) {
+    if (((bitField0_ & 0x00400000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(44, getInputs());
     }
@@ -2685,7 +2745,7 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(indexAs_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(46, indexAs_);
     }
-    if (((bitField0_ & 0x20000000) != 0)) {
+    if (((bitField0_ & 0x80000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(47, legacyPermissive_);
     }
@@ -2708,25 +2768,25 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(terminationCondition_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(50, terminationCondition_);
     }
-    if (((bitField0_ & 0x00400000) != 0)) {
+    if (((bitField0_ & 0x01000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(51, pollingIntervalSeconds_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(pollingStrategy_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(52, pollingStrategy_);
     }
-    if (((bitField0_ & 0x00800000) != 0)) {
+    if (((bitField0_ & 0x02000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(53, maxPollCount_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(sink_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(54, sink_);
     }
-    if (((bitField0_ & 0x01000000) != 0)) {
+    if (((bitField0_ & 0x04000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(55, iterationOutputs_);
     }
-    if (((bitField0_ & 0x02000000) != 0)) {
+    if (((bitField0_ & 0x08000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(56, keepLastIterations_);
     }
@@ -2734,17 +2794,25 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(57, getInput());
     }
-    if (((bitField0_ & 0x00000200) != 0)) {
+    if (((bitField0_ & 0x00000800) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(58, getDefinitionVersion());
     }
-    if (((bitField0_ & 0x00040000) != 0)) {
+    if (((bitField0_ & 0x00100000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(59, getOptional());
     }
-    if (((bitField0_ & 0x00200000) != 0)) {
+    if (((bitField0_ & 0x00800000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(60, getPermissive());
+    }
+    if (((bitField0_ & 0x00000080) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(61, backoffScaleFactor_);
+    }
+    if (((bitField0_ & 0x00000100) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(62, backoffJitterMs_);
     }
     return size;
   }
@@ -2820,6 +2888,16 @@ private static final long serialVersionUID = 0L;
     }
     if (!getTimeoutPolicy()
         .equals(other.getTimeoutPolicy())) return false;
+    if (hasBackoffScaleFactor() != other.hasBackoffScaleFactor()) return false;
+    if (hasBackoffScaleFactor()) {
+      if (getBackoffScaleFactor()
+          != other.getBackoffScaleFactor()) return false;
+    }
+    if (hasBackoffJitterMs() != other.hasBackoffJitterMs()) return false;
+    if (hasBackoffJitterMs()) {
+      if (getBackoffJitterMs()
+          != other.getBackoffJitterMs()) return false;
+    }
     if (hasTaskDef() != other.hasTaskDef()) return false;
     if (hasTaskDef()) {
       if (!getTaskDef()
@@ -3034,6 +3112,14 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + TIMEOUT_POLICY_FIELD_NUMBER;
     hash = (53 * hash) + getTimeoutPolicy().hashCode();
+    if (hasBackoffScaleFactor()) {
+      hash = (37 * hash) + BACKOFF_SCALE_FACTOR_FIELD_NUMBER;
+      hash = (53 * hash) + getBackoffScaleFactor();
+    }
+    if (hasBackoffJitterMs()) {
+      hash = (37 * hash) + BACKOFF_JITTER_MS_FIELD_NUMBER;
+      hash = (53 * hash) + getBackoffJitterMs();
+    }
     if (hasTaskDef()) {
       hash = (37 * hash) + TASK_DEF_FIELD_NUMBER;
       hash = (53 * hash) + getTaskDef().hashCode();
@@ -3361,6 +3447,8 @@ private static final long serialVersionUID = 0L;
       pollTimeoutSeconds_ = 0;
       responseTimeoutSeconds_ = 0;
       timeoutPolicy_ = "";
+      backoffScaleFactor_ = 0;
+      backoffJitterMs_ = 0;
       taskDef_ = null;
       if (taskDefBuilder_ != null) {
         taskDefBuilder_.dispose();
@@ -3408,14 +3496,14 @@ private static final long serialVersionUID = 0L;
         default_ = null;
         defaultBuilder_.clear();
       }
-      bitField0_ = (bitField0_ & ~0x08000000);
+      bitField0_ = (bitField0_ & ~0x20000000);
       if (branchesBuilder_ == null) {
         branches_ = java.util.Collections.emptyList();
       } else {
         branches_ = null;
         branchesBuilder_.clear();
       }
-      bitField0_ = (bitField0_ & ~0x10000000);
+      bitField0_ = (bitField0_ & ~0x40000000);
       failFast_ = false;
       if (stepsBuilder_ == null) {
         steps_ = java.util.Collections.emptyList();
@@ -3423,7 +3511,7 @@ private static final long serialVersionUID = 0L;
         steps_ = null;
         stepsBuilder_.clear();
       }
-      bitField0_ = (bitField0_ & ~0x40000000);
+      bitField1_ = (bitField1_ & ~0x00000001);
       items_ = "";
       maxConcurrency_ = 0;
       while_ = "";
@@ -3510,27 +3598,27 @@ private static final long serialVersionUID = 0L;
 
     private void buildPartialRepeatedFields(dev.baton.workflow.v1.Step result) {
       if (defaultBuilder_ == null) {
-        if (((bitField0_ & 0x08000000) != 0)) {
+        if (((bitField0_ & 0x20000000) != 0)) {
           default_ = java.util.Collections.unmodifiableList(default_);
-          bitField0_ = (bitField0_ & ~0x08000000);
+          bitField0_ = (bitField0_ & ~0x20000000);
         }
         result.default_ = default_;
       } else {
         result.default_ = defaultBuilder_.build();
       }
       if (branchesBuilder_ == null) {
-        if (((bitField0_ & 0x10000000) != 0)) {
+        if (((bitField0_ & 0x40000000) != 0)) {
           branches_ = java.util.Collections.unmodifiableList(branches_);
-          bitField0_ = (bitField0_ & ~0x10000000);
+          bitField0_ = (bitField0_ & ~0x40000000);
         }
         result.branches_ = branches_;
       } else {
         result.branches_ = branchesBuilder_.build();
       }
       if (stepsBuilder_ == null) {
-        if (((bitField0_ & 0x40000000) != 0)) {
+        if (((bitField1_ & 0x00000001) != 0)) {
           steps_ = java.util.Collections.unmodifiableList(steps_);
-          bitField0_ = (bitField0_ & ~0x40000000);
+          bitField1_ = (bitField1_ & ~0x00000001);
         }
         result.steps_ = steps_;
       } else {
@@ -3593,188 +3681,196 @@ private static final long serialVersionUID = 0L;
         result.timeoutPolicy_ = timeoutPolicy_;
       }
       if (((from_bitField0_ & 0x00004000) != 0)) {
-        result.taskDef_ = taskDefBuilder_ == null
-            ? taskDef_
-            : taskDefBuilder_.build();
+        result.backoffScaleFactor_ = backoffScaleFactor_;
         to_bitField0_ |= 0x00000080;
       }
       if (((from_bitField0_ & 0x00008000) != 0)) {
-        result.assignee_ = assignee_;
+        result.backoffJitterMs_ = backoffJitterMs_;
+        to_bitField0_ |= 0x00000100;
       }
       if (((from_bitField0_ & 0x00010000) != 0)) {
+        result.taskDef_ = taskDefBuilder_ == null
+            ? taskDef_
+            : taskDefBuilder_.build();
+        to_bitField0_ |= 0x00000200;
+      }
+      if (((from_bitField0_ & 0x00020000) != 0)) {
+        result.assignee_ = assignee_;
+      }
+      if (((from_bitField0_ & 0x00040000) != 0)) {
         result.duration_ = durationBuilder_ == null
             ? duration_
             : durationBuilder_.build();
-        to_bitField0_ |= 0x00000100;
-      }
-      if (((from_bitField0_ & 0x00020000) != 0)) {
-        result.until_ = until_;
-      }
-      if (((from_bitField0_ & 0x00040000) != 0)) {
-        result.definitionName_ = definitionName_;
+        to_bitField0_ |= 0x00000400;
       }
       if (((from_bitField0_ & 0x00080000) != 0)) {
+        result.until_ = until_;
+      }
+      if (((from_bitField0_ & 0x00100000) != 0)) {
+        result.definitionName_ = definitionName_;
+      }
+      if (((from_bitField0_ & 0x00200000) != 0)) {
         result.definitionVersion_ = definitionVersionBuilder_ == null
             ? definitionVersion_
             : definitionVersionBuilder_.build();
-        to_bitField0_ |= 0x00000200;
-      }
-      if (((from_bitField0_ & 0x00100000) != 0)) {
-        result.definition_ = definitionBuilder_ == null
-            ? definition_
-            : definitionBuilder_.build();
-        to_bitField0_ |= 0x00000400;
-      }
-      if (((from_bitField0_ & 0x00200000) != 0)) {
-        result.variables_ = variablesBuilder_ == null
-            ? variables_
-            : variablesBuilder_.build();
         to_bitField0_ |= 0x00000800;
       }
       if (((from_bitField0_ & 0x00400000) != 0)) {
-        result.status_ = status_;
+        result.definition_ = definitionBuilder_ == null
+            ? definition_
+            : definitionBuilder_.build();
+        to_bitField0_ |= 0x00001000;
       }
       if (((from_bitField0_ & 0x00800000) != 0)) {
-        result.reason_ = reason_;
+        result.variables_ = variablesBuilder_ == null
+            ? variables_
+            : variablesBuilder_.build();
+        to_bitField0_ |= 0x00002000;
       }
       if (((from_bitField0_ & 0x01000000) != 0)) {
+        result.status_ = status_;
+      }
+      if (((from_bitField0_ & 0x02000000) != 0)) {
+        result.reason_ = reason_;
+      }
+      if (((from_bitField0_ & 0x04000000) != 0)) {
         result.output_ = outputBuilder_ == null
             ? output_
             : outputBuilder_.build();
-        to_bitField0_ |= 0x00001000;
+        to_bitField0_ |= 0x00004000;
       }
-      if (((from_bitField0_ & 0x02000000) != 0)) {
+      if (((from_bitField0_ & 0x08000000) != 0)) {
         result.on_ = on_;
       }
-      if (((from_bitField0_ & 0x04000000) != 0)) {
+      if (((from_bitField0_ & 0x10000000) != 0)) {
         result.cases_ = casesBuilder_ == null
             ? cases_
             : casesBuilder_.build();
-        to_bitField0_ |= 0x00002000;
-      }
-      if (((from_bitField0_ & 0x20000000) != 0)) {
-        result.failFast_ = failFast_;
-        to_bitField0_ |= 0x00004000;
+        to_bitField0_ |= 0x00008000;
       }
       if (((from_bitField0_ & 0x80000000) != 0)) {
-        result.items_ = items_;
+        result.failFast_ = failFast_;
+        to_bitField0_ |= 0x00010000;
       }
       result.bitField0_ |= to_bitField0_;
     }
 
     private void buildPartial1(dev.baton.workflow.v1.Step result) {
       int from_bitField1_ = bitField1_;
-      int to_bitField0_ = 0;
-      if (((from_bitField1_ & 0x00000001) != 0)) {
-        result.maxConcurrency_ = maxConcurrency_;
-        to_bitField0_ |= 0x00008000;
-      }
       if (((from_bitField1_ & 0x00000002) != 0)) {
-        result.while_ = while_;
+        result.items_ = items_;
       }
+      int to_bitField0_ = 0;
       if (((from_bitField1_ & 0x00000004) != 0)) {
-        result.maxIterations_ = maxIterations_;
-        to_bitField0_ |= 0x00010000;
+        result.maxConcurrency_ = maxConcurrency_;
+        to_bitField0_ |= 0x00020000;
       }
       if (((from_bitField1_ & 0x00000008) != 0)) {
-        result.language_ = language_;
+        result.while_ = while_;
       }
       if (((from_bitField1_ & 0x00000010) != 0)) {
-        result.script_ = script_;
+        result.maxIterations_ = maxIterations_;
+        to_bitField0_ |= 0x00040000;
       }
       if (((from_bitField1_ & 0x00000020) != 0)) {
-        result.query_ = query_;
+        result.language_ = language_;
       }
       if (((from_bitField1_ & 0x00000040) != 0)) {
-        result.whileLanguage_ = whileLanguage_;
+        result.script_ = script_;
       }
       if (((from_bitField1_ & 0x00000080) != 0)) {
+        result.query_ = query_;
+      }
+      if (((from_bitField1_ & 0x00000100) != 0)) {
+        result.whileLanguage_ = whileLanguage_;
+      }
+      if (((from_bitField1_ & 0x00000200) != 0)) {
         result.request_ = requestBuilder_ == null
             ? request_
             : requestBuilder_.build();
-        to_bitField0_ |= 0x00020000;
-      }
-      if (((from_bitField1_ & 0x00000100) != 0)) {
-        result.optional_ = optionalBuilder_ == null
-            ? optional_
-            : optionalBuilder_.build();
-        to_bitField0_ |= 0x00040000;
-      }
-      if (((from_bitField1_ & 0x00000200) != 0)) {
-        result.startDelaySeconds_ = startDelaySeconds_;
         to_bitField0_ |= 0x00080000;
       }
       if (((from_bitField1_ & 0x00000400) != 0)) {
-        result.key_ = key_;
+        result.optional_ = optionalBuilder_ == null
+            ? optional_
+            : optionalBuilder_.build();
+        to_bitField0_ |= 0x00100000;
       }
       if (((from_bitField1_ & 0x00000800) != 0)) {
+        result.startDelaySeconds_ = startDelaySeconds_;
+        to_bitField0_ |= 0x00200000;
+      }
+      if (((from_bitField1_ & 0x00001000) != 0)) {
+        result.key_ = key_;
+      }
+      if (((from_bitField1_ & 0x00002000) != 0)) {
         result.inputs_ = inputsBuilder_ == null
             ? inputs_
             : inputsBuilder_.build();
-        to_bitField0_ |= 0x00100000;
-      }
-      if (((from_bitField1_ & 0x00001000) != 0)) {
-        result.definitionDialect_ = definitionDialect_;
-      }
-      if (((from_bitField1_ & 0x00002000) != 0)) {
-        result.indexAs_ = indexAs_;
+        to_bitField0_ |= 0x00400000;
       }
       if (((from_bitField1_ & 0x00004000) != 0)) {
+        result.definitionDialect_ = definitionDialect_;
+      }
+      if (((from_bitField1_ & 0x00008000) != 0)) {
+        result.indexAs_ = indexAs_;
+      }
+      if (((from_bitField1_ & 0x00010000) != 0)) {
         result.permissive_ = permissiveBuilder_ == null
             ? permissive_
             : permissiveBuilder_.build();
-        to_bitField0_ |= 0x00200000;
+        to_bitField0_ |= 0x00800000;
       }
-      if (((from_bitField1_ & 0x00008000) != 0)) {
+      if (((from_bitField1_ & 0x00020000) != 0)) {
         joinOn_.makeImmutable();
         result.joinOn_ = joinOn_;
       }
-      if (((from_bitField1_ & 0x00010000) != 0)) {
+      if (((from_bitField1_ & 0x00040000) != 0)) {
         defaultJoinOn_.makeImmutable();
         result.defaultJoinOn_ = defaultJoinOn_;
       }
-      if (((from_bitField1_ & 0x00020000) != 0)) {
+      if (((from_bitField1_ & 0x00080000) != 0)) {
         result.terminationCondition_ = terminationCondition_;
       }
-      if (((from_bitField1_ & 0x00040000) != 0)) {
-        result.pollingIntervalSeconds_ = pollingIntervalSeconds_;
-        to_bitField0_ |= 0x00400000;
-      }
-      if (((from_bitField1_ & 0x00080000) != 0)) {
-        result.pollingStrategy_ = pollingStrategy_;
-      }
       if (((from_bitField1_ & 0x00100000) != 0)) {
-        result.maxPollCount_ = maxPollCount_;
-        to_bitField0_ |= 0x00800000;
-      }
-      if (((from_bitField1_ & 0x00200000) != 0)) {
-        result.sink_ = sink_;
-      }
-      if (((from_bitField1_ & 0x00400000) != 0)) {
-        result.iterationOutputs_ = iterationOutputs_;
+        result.pollingIntervalSeconds_ = pollingIntervalSeconds_;
         to_bitField0_ |= 0x01000000;
       }
-      if (((from_bitField1_ & 0x00800000) != 0)) {
-        result.keepLastIterations_ = keepLastIterations_;
+      if (((from_bitField1_ & 0x00200000) != 0)) {
+        result.pollingStrategy_ = pollingStrategy_;
+      }
+      if (((from_bitField1_ & 0x00400000) != 0)) {
+        result.maxPollCount_ = maxPollCount_;
         to_bitField0_ |= 0x02000000;
       }
+      if (((from_bitField1_ & 0x00800000) != 0)) {
+        result.sink_ = sink_;
+      }
       if (((from_bitField1_ & 0x01000000) != 0)) {
-        result.legacyInput_ = legacyInputBuilder_ == null
-            ? legacyInput_
-            : legacyInputBuilder_.build();
+        result.iterationOutputs_ = iterationOutputs_;
         to_bitField0_ |= 0x04000000;
       }
       if (((from_bitField1_ & 0x02000000) != 0)) {
-        result.legacyDefinitionVersion_ = legacyDefinitionVersion_;
+        result.keepLastIterations_ = keepLastIterations_;
         to_bitField0_ |= 0x08000000;
       }
       if (((from_bitField1_ & 0x04000000) != 0)) {
-        result.legacyOptional_ = legacyOptional_;
+        result.legacyInput_ = legacyInputBuilder_ == null
+            ? legacyInput_
+            : legacyInputBuilder_.build();
         to_bitField0_ |= 0x10000000;
       }
       if (((from_bitField1_ & 0x08000000) != 0)) {
-        result.legacyPermissive_ = legacyPermissive_;
+        result.legacyDefinitionVersion_ = legacyDefinitionVersion_;
         to_bitField0_ |= 0x20000000;
+      }
+      if (((from_bitField1_ & 0x10000000) != 0)) {
+        result.legacyOptional_ = legacyOptional_;
+        to_bitField0_ |= 0x40000000;
+      }
+      if (((from_bitField1_ & 0x20000000) != 0)) {
+        result.legacyPermissive_ = legacyPermissive_;
+        to_bitField0_ |= 0x80000000;
       }
       result.bitField0_ |= to_bitField0_;
     }
@@ -3847,12 +3943,18 @@ private static final long serialVersionUID = 0L;
         bitField0_ |= 0x00002000;
         onChanged();
       }
+      if (other.hasBackoffScaleFactor()) {
+        setBackoffScaleFactor(other.getBackoffScaleFactor());
+      }
+      if (other.hasBackoffJitterMs()) {
+        setBackoffJitterMs(other.getBackoffJitterMs());
+      }
       if (other.hasTaskDef()) {
         mergeTaskDef(other.getTaskDef());
       }
       if (!other.getAssignee().isEmpty()) {
         assignee_ = other.assignee_;
-        bitField0_ |= 0x00008000;
+        bitField0_ |= 0x00020000;
         onChanged();
       }
       if (other.hasDuration()) {
@@ -3860,12 +3962,12 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getUntil().isEmpty()) {
         until_ = other.until_;
-        bitField0_ |= 0x00020000;
+        bitField0_ |= 0x00080000;
         onChanged();
       }
       if (!other.getDefinitionName().isEmpty()) {
         definitionName_ = other.definitionName_;
-        bitField0_ |= 0x00040000;
+        bitField0_ |= 0x00100000;
         onChanged();
       }
       if (other.hasDefinitionVersion()) {
@@ -3879,12 +3981,12 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getStatus().isEmpty()) {
         status_ = other.status_;
-        bitField0_ |= 0x00400000;
+        bitField0_ |= 0x01000000;
         onChanged();
       }
       if (!other.getReason().isEmpty()) {
         reason_ = other.reason_;
-        bitField0_ |= 0x00800000;
+        bitField0_ |= 0x02000000;
         onChanged();
       }
       if (other.hasOutput()) {
@@ -3892,7 +3994,7 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getOn().isEmpty()) {
         on_ = other.on_;
-        bitField0_ |= 0x02000000;
+        bitField0_ |= 0x08000000;
         onChanged();
       }
       if (other.hasCases()) {
@@ -3902,7 +4004,7 @@ private static final long serialVersionUID = 0L;
         if (!other.default_.isEmpty()) {
           if (default_.isEmpty()) {
             default_ = other.default_;
-            bitField0_ = (bitField0_ & ~0x08000000);
+            bitField0_ = (bitField0_ & ~0x20000000);
           } else {
             ensureDefaultIsMutable();
             default_.addAll(other.default_);
@@ -3915,7 +4017,7 @@ private static final long serialVersionUID = 0L;
             defaultBuilder_.dispose();
             defaultBuilder_ = null;
             default_ = other.default_;
-            bitField0_ = (bitField0_ & ~0x08000000);
+            bitField0_ = (bitField0_ & ~0x20000000);
             defaultBuilder_ = 
               com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
                  internalGetDefaultFieldBuilder() : null;
@@ -3928,7 +4030,7 @@ private static final long serialVersionUID = 0L;
         if (!other.branches_.isEmpty()) {
           if (branches_.isEmpty()) {
             branches_ = other.branches_;
-            bitField0_ = (bitField0_ & ~0x10000000);
+            bitField0_ = (bitField0_ & ~0x40000000);
           } else {
             ensureBranchesIsMutable();
             branches_.addAll(other.branches_);
@@ -3941,7 +4043,7 @@ private static final long serialVersionUID = 0L;
             branchesBuilder_.dispose();
             branchesBuilder_ = null;
             branches_ = other.branches_;
-            bitField0_ = (bitField0_ & ~0x10000000);
+            bitField0_ = (bitField0_ & ~0x40000000);
             branchesBuilder_ = 
               com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
                  internalGetBranchesFieldBuilder() : null;
@@ -3957,7 +4059,7 @@ private static final long serialVersionUID = 0L;
         if (!other.steps_.isEmpty()) {
           if (steps_.isEmpty()) {
             steps_ = other.steps_;
-            bitField0_ = (bitField0_ & ~0x40000000);
+            bitField1_ = (bitField1_ & ~0x00000001);
           } else {
             ensureStepsIsMutable();
             steps_.addAll(other.steps_);
@@ -3970,7 +4072,7 @@ private static final long serialVersionUID = 0L;
             stepsBuilder_.dispose();
             stepsBuilder_ = null;
             steps_ = other.steps_;
-            bitField0_ = (bitField0_ & ~0x40000000);
+            bitField1_ = (bitField1_ & ~0x00000001);
             stepsBuilder_ = 
               com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
                  internalGetStepsFieldBuilder() : null;
@@ -3981,7 +4083,7 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getItems().isEmpty()) {
         items_ = other.items_;
-        bitField0_ |= 0x80000000;
+        bitField1_ |= 0x00000002;
         onChanged();
       }
       if (other.hasMaxConcurrency()) {
@@ -3989,7 +4091,7 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getWhile().isEmpty()) {
         while_ = other.while_;
-        bitField1_ |= 0x00000002;
+        bitField1_ |= 0x00000008;
         onChanged();
       }
       if (other.hasMaxIterations()) {
@@ -3997,22 +4099,22 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getLanguage().isEmpty()) {
         language_ = other.language_;
-        bitField1_ |= 0x00000008;
+        bitField1_ |= 0x00000020;
         onChanged();
       }
       if (!other.getScript().isEmpty()) {
         script_ = other.script_;
-        bitField1_ |= 0x00000010;
+        bitField1_ |= 0x00000040;
         onChanged();
       }
       if (!other.getQuery().isEmpty()) {
         query_ = other.query_;
-        bitField1_ |= 0x00000020;
+        bitField1_ |= 0x00000080;
         onChanged();
       }
       if (!other.getWhileLanguage().isEmpty()) {
         whileLanguage_ = other.whileLanguage_;
-        bitField1_ |= 0x00000040;
+        bitField1_ |= 0x00000100;
         onChanged();
       }
       if (other.hasRequest()) {
@@ -4026,7 +4128,7 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getKey().isEmpty()) {
         key_ = other.key_;
-        bitField1_ |= 0x00000400;
+        bitField1_ |= 0x00001000;
         onChanged();
       }
       if (other.hasInputs()) {
@@ -4034,12 +4136,12 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getDefinitionDialect().isEmpty()) {
         definitionDialect_ = other.definitionDialect_;
-        bitField1_ |= 0x00001000;
+        bitField1_ |= 0x00004000;
         onChanged();
       }
       if (!other.getIndexAs().isEmpty()) {
         indexAs_ = other.indexAs_;
-        bitField1_ |= 0x00002000;
+        bitField1_ |= 0x00008000;
         onChanged();
       }
       if (other.hasPermissive()) {
@@ -4048,7 +4150,7 @@ private static final long serialVersionUID = 0L;
       if (!other.joinOn_.isEmpty()) {
         if (joinOn_.isEmpty()) {
           joinOn_ = other.joinOn_;
-          bitField1_ |= 0x00008000;
+          bitField1_ |= 0x00020000;
         } else {
           ensureJoinOnIsMutable();
           joinOn_.addAll(other.joinOn_);
@@ -4058,7 +4160,7 @@ private static final long serialVersionUID = 0L;
       if (!other.defaultJoinOn_.isEmpty()) {
         if (defaultJoinOn_.isEmpty()) {
           defaultJoinOn_ = other.defaultJoinOn_;
-          bitField1_ |= 0x00010000;
+          bitField1_ |= 0x00040000;
         } else {
           ensureDefaultJoinOnIsMutable();
           defaultJoinOn_.addAll(other.defaultJoinOn_);
@@ -4067,7 +4169,7 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getTerminationCondition().isEmpty()) {
         terminationCondition_ = other.terminationCondition_;
-        bitField1_ |= 0x00020000;
+        bitField1_ |= 0x00080000;
         onChanged();
       }
       if (other.hasPollingIntervalSeconds()) {
@@ -4075,7 +4177,7 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getPollingStrategy().isEmpty()) {
         pollingStrategy_ = other.pollingStrategy_;
-        bitField1_ |= 0x00080000;
+        bitField1_ |= 0x00200000;
         onChanged();
       }
       if (other.hasMaxPollCount()) {
@@ -4083,7 +4185,7 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getSink().isEmpty()) {
         sink_ = other.sink_;
-        bitField1_ |= 0x00200000;
+        bitField1_ |= 0x00800000;
         onChanged();
       }
       if (other.hasIterationOutputs()) {
@@ -4152,7 +4254,7 @@ private static final long serialVersionUID = 0L;
               input.readMessage(
                   internalGetLegacyInputFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField1_ |= 0x01000000;
+              bitField1_ |= 0x04000000;
               break;
             } // case 42
             case 50: {
@@ -4204,77 +4306,77 @@ private static final long serialVersionUID = 0L;
               input.readMessage(
                   internalGetTaskDefFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField0_ |= 0x00004000;
+              bitField0_ |= 0x00010000;
               break;
             } // case 122
             case 130: {
               assignee_ = input.readStringRequireUtf8();
-              bitField0_ |= 0x00008000;
+              bitField0_ |= 0x00020000;
               break;
             } // case 130
             case 138: {
               input.readMessage(
                   internalGetDurationFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField0_ |= 0x00010000;
+              bitField0_ |= 0x00040000;
               break;
             } // case 138
             case 146: {
               until_ = input.readStringRequireUtf8();
-              bitField0_ |= 0x00020000;
+              bitField0_ |= 0x00080000;
               break;
             } // case 146
             case 154: {
               definitionName_ = input.readStringRequireUtf8();
-              bitField0_ |= 0x00040000;
+              bitField0_ |= 0x00100000;
               break;
             } // case 154
             case 160: {
               legacyDefinitionVersion_ = input.readInt32();
-              bitField1_ |= 0x02000000;
+              bitField1_ |= 0x08000000;
               break;
             } // case 160
             case 170: {
               input.readMessage(
                   internalGetDefinitionFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField0_ |= 0x00100000;
+              bitField0_ |= 0x00400000;
               break;
             } // case 170
             case 178: {
               input.readMessage(
                   internalGetVariablesFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField0_ |= 0x00200000;
+              bitField0_ |= 0x00800000;
               break;
             } // case 178
             case 186: {
               status_ = input.readStringRequireUtf8();
-              bitField0_ |= 0x00400000;
+              bitField0_ |= 0x01000000;
               break;
             } // case 186
             case 194: {
               reason_ = input.readStringRequireUtf8();
-              bitField0_ |= 0x00800000;
+              bitField0_ |= 0x02000000;
               break;
             } // case 194
             case 202: {
               input.readMessage(
                   internalGetOutputFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField0_ |= 0x01000000;
+              bitField0_ |= 0x04000000;
               break;
             } // case 202
             case 210: {
               on_ = input.readStringRequireUtf8();
-              bitField0_ |= 0x02000000;
+              bitField0_ |= 0x08000000;
               break;
             } // case 210
             case 218: {
               input.readMessage(
                   internalGetCasesFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField0_ |= 0x04000000;
+              bitField0_ |= 0x10000000;
               break;
             } // case 218
             case 226: {
@@ -4305,7 +4407,7 @@ private static final long serialVersionUID = 0L;
             } // case 234
             case 240: {
               failFast_ = input.readBool();
-              bitField0_ |= 0x20000000;
+              bitField0_ |= 0x80000000;
               break;
             } // case 240
             case 250: {
@@ -4323,86 +4425,86 @@ private static final long serialVersionUID = 0L;
             } // case 250
             case 258: {
               items_ = input.readStringRequireUtf8();
-              bitField0_ |= 0x80000000;
+              bitField1_ |= 0x00000002;
               break;
             } // case 258
             case 264: {
               maxConcurrency_ = input.readInt32();
-              bitField1_ |= 0x00000001;
+              bitField1_ |= 0x00000004;
               break;
             } // case 264
             case 274: {
               while_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00000002;
+              bitField1_ |= 0x00000008;
               break;
             } // case 274
             case 280: {
               maxIterations_ = input.readInt32();
-              bitField1_ |= 0x00000004;
+              bitField1_ |= 0x00000010;
               break;
             } // case 280
             case 290: {
               language_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00000008;
+              bitField1_ |= 0x00000020;
               break;
             } // case 290
             case 298: {
               script_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00000010;
+              bitField1_ |= 0x00000040;
               break;
             } // case 298
             case 306: {
               query_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00000020;
+              bitField1_ |= 0x00000080;
               break;
             } // case 306
             case 314: {
               whileLanguage_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00000040;
+              bitField1_ |= 0x00000100;
               break;
             } // case 314
             case 322: {
               input.readMessage(
                   internalGetRequestFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField1_ |= 0x00000080;
+              bitField1_ |= 0x00000200;
               break;
             } // case 322
             case 328: {
               legacyOptional_ = input.readBool();
-              bitField1_ |= 0x04000000;
+              bitField1_ |= 0x10000000;
               break;
             } // case 328
             case 336: {
               startDelaySeconds_ = input.readInt32();
-              bitField1_ |= 0x00000200;
+              bitField1_ |= 0x00000800;
               break;
             } // case 336
             case 346: {
               key_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00000400;
+              bitField1_ |= 0x00001000;
               break;
             } // case 346
             case 354: {
               input.readMessage(
                   internalGetInputsFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField1_ |= 0x00000800;
+              bitField1_ |= 0x00002000;
               break;
             } // case 354
             case 362: {
               definitionDialect_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00001000;
+              bitField1_ |= 0x00004000;
               break;
             } // case 362
             case 370: {
               indexAs_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00002000;
+              bitField1_ |= 0x00008000;
               break;
             } // case 370
             case 376: {
               legacyPermissive_ = input.readBool();
-              bitField1_ |= 0x08000000;
+              bitField1_ |= 0x20000000;
               break;
             } // case 376
             case 386: {
@@ -4417,37 +4519,37 @@ private static final long serialVersionUID = 0L;
             } // case 394
             case 402: {
               terminationCondition_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00020000;
+              bitField1_ |= 0x00080000;
               break;
             } // case 402
             case 408: {
               pollingIntervalSeconds_ = input.readInt32();
-              bitField1_ |= 0x00040000;
+              bitField1_ |= 0x00100000;
               break;
             } // case 408
             case 418: {
               pollingStrategy_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00080000;
+              bitField1_ |= 0x00200000;
               break;
             } // case 418
             case 424: {
               maxPollCount_ = input.readInt32();
-              bitField1_ |= 0x00100000;
+              bitField1_ |= 0x00400000;
               break;
             } // case 424
             case 434: {
               sink_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00200000;
+              bitField1_ |= 0x00800000;
               break;
             } // case 434
             case 440: {
               iterationOutputs_ = input.readBool();
-              bitField1_ |= 0x00400000;
+              bitField1_ |= 0x01000000;
               break;
             } // case 440
             case 448: {
               keepLastIterations_ = input.readInt32();
-              bitField1_ |= 0x00800000;
+              bitField1_ |= 0x02000000;
               break;
             } // case 448
             case 458: {
@@ -4461,23 +4563,33 @@ private static final long serialVersionUID = 0L;
               input.readMessage(
                   internalGetDefinitionVersionFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField0_ |= 0x00080000;
+              bitField0_ |= 0x00200000;
               break;
             } // case 466
             case 474: {
               input.readMessage(
                   internalGetOptionalFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField1_ |= 0x00000100;
+              bitField1_ |= 0x00000400;
               break;
             } // case 474
             case 482: {
               input.readMessage(
                   internalGetPermissiveFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField1_ |= 0x00004000;
+              bitField1_ |= 0x00010000;
               break;
             } // case 482
+            case 488: {
+              backoffScaleFactor_ = input.readInt32();
+              bitField0_ |= 0x00004000;
+              break;
+            } // case 488
+            case 496: {
+              backoffJitterMs_ = input.readInt32();
+              bitField0_ |= 0x00008000;
+              break;
+            } // case 496
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -5479,6 +5591,118 @@ private static final long serialVersionUID = 0L;
       return this;
     }
 
+    private int backoffScaleFactor_ ;
+    /**
+     * <pre>
+     * as on TaskDef
+     * </pre>
+     *
+     * <code>optional int32 backoff_scale_factor = 61;</code>
+     * @return Whether the backoffScaleFactor field is set.
+     */
+    @java.lang.Override
+    public boolean hasBackoffScaleFactor() {
+      return ((bitField0_ & 0x00004000) != 0);
+    }
+    /**
+     * <pre>
+     * as on TaskDef
+     * </pre>
+     *
+     * <code>optional int32 backoff_scale_factor = 61;</code>
+     * @return The backoffScaleFactor.
+     */
+    @java.lang.Override
+    public int getBackoffScaleFactor() {
+      return backoffScaleFactor_;
+    }
+    /**
+     * <pre>
+     * as on TaskDef
+     * </pre>
+     *
+     * <code>optional int32 backoff_scale_factor = 61;</code>
+     * @param value The backoffScaleFactor to set.
+     * @return This builder for chaining.
+     */
+    public Builder setBackoffScaleFactor(int value) {
+
+      backoffScaleFactor_ = value;
+      bitField0_ |= 0x00004000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * as on TaskDef
+     * </pre>
+     *
+     * <code>optional int32 backoff_scale_factor = 61;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearBackoffScaleFactor() {
+      bitField0_ = (bitField0_ & ~0x00004000);
+      backoffScaleFactor_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int backoffJitterMs_ ;
+    /**
+     * <pre>
+     * as on TaskDef
+     * </pre>
+     *
+     * <code>optional int32 backoff_jitter_ms = 62;</code>
+     * @return Whether the backoffJitterMs field is set.
+     */
+    @java.lang.Override
+    public boolean hasBackoffJitterMs() {
+      return ((bitField0_ & 0x00008000) != 0);
+    }
+    /**
+     * <pre>
+     * as on TaskDef
+     * </pre>
+     *
+     * <code>optional int32 backoff_jitter_ms = 62;</code>
+     * @return The backoffJitterMs.
+     */
+    @java.lang.Override
+    public int getBackoffJitterMs() {
+      return backoffJitterMs_;
+    }
+    /**
+     * <pre>
+     * as on TaskDef
+     * </pre>
+     *
+     * <code>optional int32 backoff_jitter_ms = 62;</code>
+     * @param value The backoffJitterMs to set.
+     * @return This builder for chaining.
+     */
+    public Builder setBackoffJitterMs(int value) {
+
+      backoffJitterMs_ = value;
+      bitField0_ |= 0x00008000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * as on TaskDef
+     * </pre>
+     *
+     * <code>optional int32 backoff_jitter_ms = 62;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearBackoffJitterMs() {
+      bitField0_ = (bitField0_ & ~0x00008000);
+      backoffJitterMs_ = 0;
+      onChanged();
+      return this;
+    }
+
     private dev.baton.workflow.v1.TaskDef taskDef_;
     private com.google.protobuf.SingleFieldBuilder<
         dev.baton.workflow.v1.TaskDef, dev.baton.workflow.v1.TaskDef.Builder, dev.baton.workflow.v1.TaskDefOrBuilder> taskDefBuilder_;
@@ -5487,7 +5711,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the taskDef field is set.
      */
     public boolean hasTaskDef() {
-      return ((bitField0_ & 0x00004000) != 0);
+      return ((bitField0_ & 0x00010000) != 0);
     }
     /**
      * <code>.workflow.v1.TaskDef task_def = 15;</code>
@@ -5510,7 +5734,7 @@ private static final long serialVersionUID = 0L;
       } else {
         taskDefBuilder_.setMessage(value);
       }
-      bitField0_ |= 0x00004000;
+      bitField0_ |= 0x00010000;
       onChanged();
       return this;
     }
@@ -5524,7 +5748,7 @@ private static final long serialVersionUID = 0L;
       } else {
         taskDefBuilder_.setMessage(builderForValue.build());
       }
-      bitField0_ |= 0x00004000;
+      bitField0_ |= 0x00010000;
       onChanged();
       return this;
     }
@@ -5533,7 +5757,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeTaskDef(dev.baton.workflow.v1.TaskDef value) {
       if (taskDefBuilder_ == null) {
-        if (((bitField0_ & 0x00004000) != 0) &&
+        if (((bitField0_ & 0x00010000) != 0) &&
           taskDef_ != null &&
           taskDef_ != dev.baton.workflow.v1.TaskDef.getDefaultInstance()) {
           getTaskDefBuilder().mergeFrom(value);
@@ -5544,7 +5768,7 @@ private static final long serialVersionUID = 0L;
         taskDefBuilder_.mergeFrom(value);
       }
       if (taskDef_ != null) {
-        bitField0_ |= 0x00004000;
+        bitField0_ |= 0x00010000;
         onChanged();
       }
       return this;
@@ -5553,7 +5777,7 @@ private static final long serialVersionUID = 0L;
      * <code>.workflow.v1.TaskDef task_def = 15;</code>
      */
     public Builder clearTaskDef() {
-      bitField0_ = (bitField0_ & ~0x00004000);
+      bitField0_ = (bitField0_ & ~0x00010000);
       taskDef_ = null;
       if (taskDefBuilder_ != null) {
         taskDefBuilder_.dispose();
@@ -5566,7 +5790,7 @@ private static final long serialVersionUID = 0L;
      * <code>.workflow.v1.TaskDef task_def = 15;</code>
      */
     public dev.baton.workflow.v1.TaskDef.Builder getTaskDefBuilder() {
-      bitField0_ |= 0x00004000;
+      bitField0_ |= 0x00010000;
       onChanged();
       return internalGetTaskDefFieldBuilder().getBuilder();
     }
@@ -5653,7 +5877,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       assignee_ = value;
-      bitField0_ |= 0x00008000;
+      bitField0_ |= 0x00020000;
       onChanged();
       return this;
     }
@@ -5667,7 +5891,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearAssignee() {
       assignee_ = getDefaultInstance().getAssignee();
-      bitField0_ = (bitField0_ & ~0x00008000);
+      bitField0_ = (bitField0_ & ~0x00020000);
       onChanged();
       return this;
     }
@@ -5685,7 +5909,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       assignee_ = value;
-      bitField0_ |= 0x00008000;
+      bitField0_ |= 0x00020000;
       onChanged();
       return this;
     }
@@ -5702,7 +5926,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the duration field is set.
      */
     public boolean hasDuration() {
-      return ((bitField0_ & 0x00010000) != 0);
+      return ((bitField0_ & 0x00040000) != 0);
     }
     /**
      * <pre>
@@ -5733,7 +5957,7 @@ private static final long serialVersionUID = 0L;
       } else {
         durationBuilder_.setMessage(value);
       }
-      bitField0_ |= 0x00010000;
+      bitField0_ |= 0x00040000;
       onChanged();
       return this;
     }
@@ -5751,7 +5975,7 @@ private static final long serialVersionUID = 0L;
       } else {
         durationBuilder_.setMessage(builderForValue.build());
       }
-      bitField0_ |= 0x00010000;
+      bitField0_ |= 0x00040000;
       onChanged();
       return this;
     }
@@ -5764,7 +5988,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeDuration(com.google.protobuf.Value value) {
       if (durationBuilder_ == null) {
-        if (((bitField0_ & 0x00010000) != 0) &&
+        if (((bitField0_ & 0x00040000) != 0) &&
           duration_ != null &&
           duration_ != com.google.protobuf.Value.getDefaultInstance()) {
           getDurationBuilder().mergeFrom(value);
@@ -5775,7 +5999,7 @@ private static final long serialVersionUID = 0L;
         durationBuilder_.mergeFrom(value);
       }
       if (duration_ != null) {
-        bitField0_ |= 0x00010000;
+        bitField0_ |= 0x00040000;
         onChanged();
       }
       return this;
@@ -5788,7 +6012,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value duration = 17;</code>
      */
     public Builder clearDuration() {
-      bitField0_ = (bitField0_ & ~0x00010000);
+      bitField0_ = (bitField0_ & ~0x00040000);
       duration_ = null;
       if (durationBuilder_ != null) {
         durationBuilder_.dispose();
@@ -5805,7 +6029,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value duration = 17;</code>
      */
     public com.google.protobuf.Value.Builder getDurationBuilder() {
-      bitField0_ |= 0x00010000;
+      bitField0_ |= 0x00040000;
       onChanged();
       return internalGetDurationFieldBuilder().getBuilder();
     }
@@ -5888,7 +6112,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       until_ = value;
-      bitField0_ |= 0x00020000;
+      bitField0_ |= 0x00080000;
       onChanged();
       return this;
     }
@@ -5898,7 +6122,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearUntil() {
       until_ = getDefaultInstance().getUntil();
-      bitField0_ = (bitField0_ & ~0x00020000);
+      bitField0_ = (bitField0_ & ~0x00080000);
       onChanged();
       return this;
     }
@@ -5912,7 +6136,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       until_ = value;
-      bitField0_ |= 0x00020000;
+      bitField0_ |= 0x00080000;
       onChanged();
       return this;
     }
@@ -5978,7 +6202,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       definitionName_ = value;
-      bitField0_ |= 0x00040000;
+      bitField0_ |= 0x00100000;
       onChanged();
       return this;
     }
@@ -5994,7 +6218,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearDefinitionName() {
       definitionName_ = getDefaultInstance().getDefinitionName();
-      bitField0_ = (bitField0_ & ~0x00040000);
+      bitField0_ = (bitField0_ & ~0x00100000);
       onChanged();
       return this;
     }
@@ -6014,7 +6238,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       definitionName_ = value;
-      bitField0_ |= 0x00040000;
+      bitField0_ |= 0x00100000;
       onChanged();
       return this;
     }
@@ -6031,7 +6255,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the definitionVersion field is set.
      */
     public boolean hasDefinitionVersion() {
-      return ((bitField0_ & 0x00080000) != 0);
+      return ((bitField0_ & 0x00200000) != 0);
     }
     /**
      * <pre>
@@ -6062,7 +6286,7 @@ private static final long serialVersionUID = 0L;
       } else {
         definitionVersionBuilder_.setMessage(value);
       }
-      bitField0_ |= 0x00080000;
+      bitField0_ |= 0x00200000;
       onChanged();
       return this;
     }
@@ -6080,7 +6304,7 @@ private static final long serialVersionUID = 0L;
       } else {
         definitionVersionBuilder_.setMessage(builderForValue.build());
       }
-      bitField0_ |= 0x00080000;
+      bitField0_ |= 0x00200000;
       onChanged();
       return this;
     }
@@ -6093,7 +6317,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeDefinitionVersion(com.google.protobuf.Value value) {
       if (definitionVersionBuilder_ == null) {
-        if (((bitField0_ & 0x00080000) != 0) &&
+        if (((bitField0_ & 0x00200000) != 0) &&
           definitionVersion_ != null &&
           definitionVersion_ != com.google.protobuf.Value.getDefaultInstance()) {
           getDefinitionVersionBuilder().mergeFrom(value);
@@ -6104,7 +6328,7 @@ private static final long serialVersionUID = 0L;
         definitionVersionBuilder_.mergeFrom(value);
       }
       if (definitionVersion_ != null) {
-        bitField0_ |= 0x00080000;
+        bitField0_ |= 0x00200000;
         onChanged();
       }
       return this;
@@ -6117,7 +6341,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value definition_version = 58;</code>
      */
     public Builder clearDefinitionVersion() {
-      bitField0_ = (bitField0_ & ~0x00080000);
+      bitField0_ = (bitField0_ & ~0x00200000);
       definitionVersion_ = null;
       if (definitionVersionBuilder_ != null) {
         definitionVersionBuilder_.dispose();
@@ -6134,7 +6358,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value definition_version = 58;</code>
      */
     public com.google.protobuf.Value.Builder getDefinitionVersionBuilder() {
-      bitField0_ |= 0x00080000;
+      bitField0_ |= 0x00200000;
       onChanged();
       return internalGetDefinitionVersionFieldBuilder().getBuilder();
     }
@@ -6182,7 +6406,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the definition field is set.
      */
     public boolean hasDefinition() {
-      return ((bitField0_ & 0x00100000) != 0);
+      return ((bitField0_ & 0x00400000) != 0);
     }
     /**
      * <code>.google.protobuf.Value definition = 21;</code>
@@ -6205,7 +6429,7 @@ private static final long serialVersionUID = 0L;
       } else {
         definitionBuilder_.setMessage(value);
       }
-      bitField0_ |= 0x00100000;
+      bitField0_ |= 0x00400000;
       onChanged();
       return this;
     }
@@ -6219,7 +6443,7 @@ private static final long serialVersionUID = 0L;
       } else {
         definitionBuilder_.setMessage(builderForValue.build());
       }
-      bitField0_ |= 0x00100000;
+      bitField0_ |= 0x00400000;
       onChanged();
       return this;
     }
@@ -6228,7 +6452,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeDefinition(com.google.protobuf.Value value) {
       if (definitionBuilder_ == null) {
-        if (((bitField0_ & 0x00100000) != 0) &&
+        if (((bitField0_ & 0x00400000) != 0) &&
           definition_ != null &&
           definition_ != com.google.protobuf.Value.getDefaultInstance()) {
           getDefinitionBuilder().mergeFrom(value);
@@ -6239,7 +6463,7 @@ private static final long serialVersionUID = 0L;
         definitionBuilder_.mergeFrom(value);
       }
       if (definition_ != null) {
-        bitField0_ |= 0x00100000;
+        bitField0_ |= 0x00400000;
         onChanged();
       }
       return this;
@@ -6248,7 +6472,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value definition = 21;</code>
      */
     public Builder clearDefinition() {
-      bitField0_ = (bitField0_ & ~0x00100000);
+      bitField0_ = (bitField0_ & ~0x00400000);
       definition_ = null;
       if (definitionBuilder_ != null) {
         definitionBuilder_.dispose();
@@ -6261,7 +6485,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value definition = 21;</code>
      */
     public com.google.protobuf.Value.Builder getDefinitionBuilder() {
-      bitField0_ |= 0x00100000;
+      bitField0_ |= 0x00400000;
       onChanged();
       return internalGetDefinitionFieldBuilder().getBuilder();
     }
@@ -6305,7 +6529,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the variables field is set.
      */
     public boolean hasVariables() {
-      return ((bitField0_ & 0x00200000) != 0);
+      return ((bitField0_ & 0x00800000) != 0);
     }
     /**
      * <pre>
@@ -6336,7 +6560,7 @@ private static final long serialVersionUID = 0L;
       } else {
         variablesBuilder_.setMessage(value);
       }
-      bitField0_ |= 0x00200000;
+      bitField0_ |= 0x00800000;
       onChanged();
       return this;
     }
@@ -6354,7 +6578,7 @@ private static final long serialVersionUID = 0L;
       } else {
         variablesBuilder_.setMessage(builderForValue.build());
       }
-      bitField0_ |= 0x00200000;
+      bitField0_ |= 0x00800000;
       onChanged();
       return this;
     }
@@ -6367,7 +6591,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeVariables(com.google.protobuf.Struct value) {
       if (variablesBuilder_ == null) {
-        if (((bitField0_ & 0x00200000) != 0) &&
+        if (((bitField0_ & 0x00800000) != 0) &&
           variables_ != null &&
           variables_ != com.google.protobuf.Struct.getDefaultInstance()) {
           getVariablesBuilder().mergeFrom(value);
@@ -6378,7 +6602,7 @@ private static final long serialVersionUID = 0L;
         variablesBuilder_.mergeFrom(value);
       }
       if (variables_ != null) {
-        bitField0_ |= 0x00200000;
+        bitField0_ |= 0x00800000;
         onChanged();
       }
       return this;
@@ -6391,7 +6615,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Struct variables = 22;</code>
      */
     public Builder clearVariables() {
-      bitField0_ = (bitField0_ & ~0x00200000);
+      bitField0_ = (bitField0_ & ~0x00800000);
       variables_ = null;
       if (variablesBuilder_ != null) {
         variablesBuilder_.dispose();
@@ -6408,7 +6632,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Struct variables = 22;</code>
      */
     public com.google.protobuf.Struct.Builder getVariablesBuilder() {
-      bitField0_ |= 0x00200000;
+      bitField0_ |= 0x00800000;
       onChanged();
       return internalGetVariablesFieldBuilder().getBuilder();
     }
@@ -6503,7 +6727,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       status_ = value;
-      bitField0_ |= 0x00400000;
+      bitField0_ |= 0x01000000;
       onChanged();
       return this;
     }
@@ -6517,7 +6741,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearStatus() {
       status_ = getDefaultInstance().getStatus();
-      bitField0_ = (bitField0_ & ~0x00400000);
+      bitField0_ = (bitField0_ & ~0x01000000);
       onChanged();
       return this;
     }
@@ -6535,7 +6759,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       status_ = value;
-      bitField0_ |= 0x00400000;
+      bitField0_ |= 0x01000000;
       onChanged();
       return this;
     }
@@ -6583,7 +6807,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       reason_ = value;
-      bitField0_ |= 0x00800000;
+      bitField0_ |= 0x02000000;
       onChanged();
       return this;
     }
@@ -6593,7 +6817,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearReason() {
       reason_ = getDefaultInstance().getReason();
-      bitField0_ = (bitField0_ & ~0x00800000);
+      bitField0_ = (bitField0_ & ~0x02000000);
       onChanged();
       return this;
     }
@@ -6607,7 +6831,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       reason_ = value;
-      bitField0_ |= 0x00800000;
+      bitField0_ |= 0x02000000;
       onChanged();
       return this;
     }
@@ -6620,7 +6844,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the output field is set.
      */
     public boolean hasOutput() {
-      return ((bitField0_ & 0x01000000) != 0);
+      return ((bitField0_ & 0x04000000) != 0);
     }
     /**
      * <code>.google.protobuf.Value output = 25;</code>
@@ -6643,7 +6867,7 @@ private static final long serialVersionUID = 0L;
       } else {
         outputBuilder_.setMessage(value);
       }
-      bitField0_ |= 0x01000000;
+      bitField0_ |= 0x04000000;
       onChanged();
       return this;
     }
@@ -6657,7 +6881,7 @@ private static final long serialVersionUID = 0L;
       } else {
         outputBuilder_.setMessage(builderForValue.build());
       }
-      bitField0_ |= 0x01000000;
+      bitField0_ |= 0x04000000;
       onChanged();
       return this;
     }
@@ -6666,7 +6890,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeOutput(com.google.protobuf.Value value) {
       if (outputBuilder_ == null) {
-        if (((bitField0_ & 0x01000000) != 0) &&
+        if (((bitField0_ & 0x04000000) != 0) &&
           output_ != null &&
           output_ != com.google.protobuf.Value.getDefaultInstance()) {
           getOutputBuilder().mergeFrom(value);
@@ -6677,7 +6901,7 @@ private static final long serialVersionUID = 0L;
         outputBuilder_.mergeFrom(value);
       }
       if (output_ != null) {
-        bitField0_ |= 0x01000000;
+        bitField0_ |= 0x04000000;
         onChanged();
       }
       return this;
@@ -6686,7 +6910,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value output = 25;</code>
      */
     public Builder clearOutput() {
-      bitField0_ = (bitField0_ & ~0x01000000);
+      bitField0_ = (bitField0_ & ~0x04000000);
       output_ = null;
       if (outputBuilder_ != null) {
         outputBuilder_.dispose();
@@ -6699,7 +6923,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value output = 25;</code>
      */
     public com.google.protobuf.Value.Builder getOutputBuilder() {
-      bitField0_ |= 0x01000000;
+      bitField0_ |= 0x04000000;
       onChanged();
       return internalGetOutputFieldBuilder().getBuilder();
     }
@@ -6789,7 +7013,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       on_ = value;
-      bitField0_ |= 0x02000000;
+      bitField0_ |= 0x08000000;
       onChanged();
       return this;
     }
@@ -6804,7 +7028,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearOn() {
       on_ = getDefaultInstance().getOn();
-      bitField0_ = (bitField0_ & ~0x02000000);
+      bitField0_ = (bitField0_ & ~0x08000000);
       onChanged();
       return this;
     }
@@ -6823,7 +7047,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       on_ = value;
-      bitField0_ |= 0x02000000;
+      bitField0_ |= 0x08000000;
       onChanged();
       return this;
     }
@@ -6836,7 +7060,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the cases field is set.
      */
     public boolean hasCases() {
-      return ((bitField0_ & 0x04000000) != 0);
+      return ((bitField0_ & 0x10000000) != 0);
     }
     /**
      * <code>.google.protobuf.Value cases = 27;</code>
@@ -6859,7 +7083,7 @@ private static final long serialVersionUID = 0L;
       } else {
         casesBuilder_.setMessage(value);
       }
-      bitField0_ |= 0x04000000;
+      bitField0_ |= 0x10000000;
       onChanged();
       return this;
     }
@@ -6873,7 +7097,7 @@ private static final long serialVersionUID = 0L;
       } else {
         casesBuilder_.setMessage(builderForValue.build());
       }
-      bitField0_ |= 0x04000000;
+      bitField0_ |= 0x10000000;
       onChanged();
       return this;
     }
@@ -6882,7 +7106,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeCases(com.google.protobuf.Value value) {
       if (casesBuilder_ == null) {
-        if (((bitField0_ & 0x04000000) != 0) &&
+        if (((bitField0_ & 0x10000000) != 0) &&
           cases_ != null &&
           cases_ != com.google.protobuf.Value.getDefaultInstance()) {
           getCasesBuilder().mergeFrom(value);
@@ -6893,7 +7117,7 @@ private static final long serialVersionUID = 0L;
         casesBuilder_.mergeFrom(value);
       }
       if (cases_ != null) {
-        bitField0_ |= 0x04000000;
+        bitField0_ |= 0x10000000;
         onChanged();
       }
       return this;
@@ -6902,7 +7126,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value cases = 27;</code>
      */
     public Builder clearCases() {
-      bitField0_ = (bitField0_ & ~0x04000000);
+      bitField0_ = (bitField0_ & ~0x10000000);
       cases_ = null;
       if (casesBuilder_ != null) {
         casesBuilder_.dispose();
@@ -6915,7 +7139,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value cases = 27;</code>
      */
     public com.google.protobuf.Value.Builder getCasesBuilder() {
-      bitField0_ |= 0x04000000;
+      bitField0_ |= 0x10000000;
       onChanged();
       return internalGetCasesFieldBuilder().getBuilder();
     }
@@ -6950,9 +7174,9 @@ private static final long serialVersionUID = 0L;
     private java.util.List<dev.baton.workflow.v1.Step> default_ =
       java.util.Collections.emptyList();
     private void ensureDefaultIsMutable() {
-      if (!((bitField0_ & 0x08000000) != 0)) {
+      if (!((bitField0_ & 0x20000000) != 0)) {
         default_ = new java.util.ArrayList<dev.baton.workflow.v1.Step>(default_);
-        bitField0_ |= 0x08000000;
+        bitField0_ |= 0x20000000;
        }
     }
 
@@ -7096,7 +7320,7 @@ private static final long serialVersionUID = 0L;
     public Builder clearDefault() {
       if (defaultBuilder_ == null) {
         default_ = java.util.Collections.emptyList();
-        bitField0_ = (bitField0_ & ~0x08000000);
+        bitField0_ = (bitField0_ & ~0x20000000);
         onChanged();
       } else {
         defaultBuilder_.clear();
@@ -7173,7 +7397,7 @@ private static final long serialVersionUID = 0L;
         defaultBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
             dev.baton.workflow.v1.Step, dev.baton.workflow.v1.Step.Builder, dev.baton.workflow.v1.StepOrBuilder>(
                 default_,
-                ((bitField0_ & 0x08000000) != 0),
+                ((bitField0_ & 0x20000000) != 0),
                 getParentForChildren(),
                 isClean());
         default_ = null;
@@ -7184,9 +7408,9 @@ private static final long serialVersionUID = 0L;
     private java.util.List<com.google.protobuf.ListValue> branches_ =
       java.util.Collections.emptyList();
     private void ensureBranchesIsMutable() {
-      if (!((bitField0_ & 0x10000000) != 0)) {
+      if (!((bitField0_ & 0x40000000) != 0)) {
         branches_ = new java.util.ArrayList<com.google.protobuf.ListValue>(branches_);
-        bitField0_ |= 0x10000000;
+        bitField0_ |= 0x40000000;
        }
     }
 
@@ -7374,7 +7598,7 @@ private static final long serialVersionUID = 0L;
     public Builder clearBranches() {
       if (branchesBuilder_ == null) {
         branches_ = java.util.Collections.emptyList();
-        bitField0_ = (bitField0_ & ~0x10000000);
+        bitField0_ = (bitField0_ & ~0x40000000);
         onChanged();
       } else {
         branchesBuilder_.clear();
@@ -7479,7 +7703,7 @@ private static final long serialVersionUID = 0L;
         branchesBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
             com.google.protobuf.ListValue, com.google.protobuf.ListValue.Builder, com.google.protobuf.ListValueOrBuilder>(
                 branches_,
-                ((bitField0_ & 0x10000000) != 0),
+                ((bitField0_ & 0x40000000) != 0),
                 getParentForChildren(),
                 isClean());
         branches_ = null;
@@ -7494,7 +7718,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Override
     public boolean hasFailFast() {
-      return ((bitField0_ & 0x20000000) != 0);
+      return ((bitField0_ & 0x80000000) != 0);
     }
     /**
      * <code>optional bool fail_fast = 30;</code>
@@ -7512,7 +7736,7 @@ private static final long serialVersionUID = 0L;
     public Builder setFailFast(boolean value) {
 
       failFast_ = value;
-      bitField0_ |= 0x20000000;
+      bitField0_ |= 0x80000000;
       onChanged();
       return this;
     }
@@ -7521,7 +7745,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearFailFast() {
-      bitField0_ = (bitField0_ & ~0x20000000);
+      bitField0_ = (bitField0_ & ~0x80000000);
       failFast_ = false;
       onChanged();
       return this;
@@ -7530,9 +7754,9 @@ private static final long serialVersionUID = 0L;
     private java.util.List<dev.baton.workflow.v1.Step> steps_ =
       java.util.Collections.emptyList();
     private void ensureStepsIsMutable() {
-      if (!((bitField0_ & 0x40000000) != 0)) {
+      if (!((bitField1_ & 0x00000001) != 0)) {
         steps_ = new java.util.ArrayList<dev.baton.workflow.v1.Step>(steps_);
-        bitField0_ |= 0x40000000;
+        bitField1_ |= 0x00000001;
        }
     }
 
@@ -7720,7 +7944,7 @@ private static final long serialVersionUID = 0L;
     public Builder clearSteps() {
       if (stepsBuilder_ == null) {
         steps_ = java.util.Collections.emptyList();
-        bitField0_ = (bitField0_ & ~0x40000000);
+        bitField1_ = (bitField1_ & ~0x00000001);
         onChanged();
       } else {
         stepsBuilder_.clear();
@@ -7825,7 +8049,7 @@ private static final long serialVersionUID = 0L;
         stepsBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
             dev.baton.workflow.v1.Step, dev.baton.workflow.v1.Step.Builder, dev.baton.workflow.v1.StepOrBuilder>(
                 steps_,
-                ((bitField0_ & 0x40000000) != 0),
+                ((bitField1_ & 0x00000001) != 0),
                 getParentForChildren(),
                 isClean());
         steps_ = null;
@@ -7891,7 +8115,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       items_ = value;
-      bitField0_ |= 0x80000000;
+      bitField1_ |= 0x00000002;
       onChanged();
       return this;
     }
@@ -7906,7 +8130,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearItems() {
       items_ = getDefaultInstance().getItems();
-      bitField0_ = (bitField0_ & ~0x80000000);
+      bitField1_ = (bitField1_ & ~0x00000002);
       onChanged();
       return this;
     }
@@ -7925,7 +8149,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       items_ = value;
-      bitField0_ |= 0x80000000;
+      bitField1_ |= 0x00000002;
       onChanged();
       return this;
     }
@@ -7937,7 +8161,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Override
     public boolean hasMaxConcurrency() {
-      return ((bitField1_ & 0x00000001) != 0);
+      return ((bitField1_ & 0x00000004) != 0);
     }
     /**
      * <code>optional int32 max_concurrency = 33;</code>
@@ -7955,7 +8179,7 @@ private static final long serialVersionUID = 0L;
     public Builder setMaxConcurrency(int value) {
 
       maxConcurrency_ = value;
-      bitField1_ |= 0x00000001;
+      bitField1_ |= 0x00000004;
       onChanged();
       return this;
     }
@@ -7964,7 +8188,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearMaxConcurrency() {
-      bitField1_ = (bitField1_ & ~0x00000001);
+      bitField1_ = (bitField1_ & ~0x00000004);
       maxConcurrency_ = 0;
       onChanged();
       return this;
@@ -8013,7 +8237,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       while_ = value;
-      bitField1_ |= 0x00000002;
+      bitField1_ |= 0x00000008;
       onChanged();
       return this;
     }
@@ -8023,7 +8247,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearWhile() {
       while_ = getDefaultInstance().getWhile();
-      bitField1_ = (bitField1_ & ~0x00000002);
+      bitField1_ = (bitField1_ & ~0x00000008);
       onChanged();
       return this;
     }
@@ -8037,7 +8261,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       while_ = value;
-      bitField1_ |= 0x00000002;
+      bitField1_ |= 0x00000008;
       onChanged();
       return this;
     }
@@ -8049,7 +8273,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Override
     public boolean hasMaxIterations() {
-      return ((bitField1_ & 0x00000004) != 0);
+      return ((bitField1_ & 0x00000010) != 0);
     }
     /**
      * <code>optional int32 max_iterations = 35;</code>
@@ -8067,7 +8291,7 @@ private static final long serialVersionUID = 0L;
     public Builder setMaxIterations(int value) {
 
       maxIterations_ = value;
-      bitField1_ |= 0x00000004;
+      bitField1_ |= 0x00000010;
       onChanged();
       return this;
     }
@@ -8076,7 +8300,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearMaxIterations() {
-      bitField1_ = (bitField1_ & ~0x00000004);
+      bitField1_ = (bitField1_ & ~0x00000010);
       maxIterations_ = 0;
       onChanged();
       return this;
@@ -8140,7 +8364,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       language_ = value;
-      bitField1_ |= 0x00000008;
+      bitField1_ |= 0x00000020;
       onChanged();
       return this;
     }
@@ -8155,7 +8379,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearLanguage() {
       language_ = getDefaultInstance().getLanguage();
-      bitField1_ = (bitField1_ & ~0x00000008);
+      bitField1_ = (bitField1_ & ~0x00000020);
       onChanged();
       return this;
     }
@@ -8174,7 +8398,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       language_ = value;
-      bitField1_ |= 0x00000008;
+      bitField1_ |= 0x00000020;
       onChanged();
       return this;
     }
@@ -8222,7 +8446,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       script_ = value;
-      bitField1_ |= 0x00000010;
+      bitField1_ |= 0x00000040;
       onChanged();
       return this;
     }
@@ -8232,7 +8456,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearScript() {
       script_ = getDefaultInstance().getScript();
-      bitField1_ = (bitField1_ & ~0x00000010);
+      bitField1_ = (bitField1_ & ~0x00000040);
       onChanged();
       return this;
     }
@@ -8246,7 +8470,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       script_ = value;
-      bitField1_ |= 0x00000010;
+      bitField1_ |= 0x00000040;
       onChanged();
       return this;
     }
@@ -8306,7 +8530,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       query_ = value;
-      bitField1_ |= 0x00000020;
+      bitField1_ |= 0x00000080;
       onChanged();
       return this;
     }
@@ -8320,7 +8544,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearQuery() {
       query_ = getDefaultInstance().getQuery();
-      bitField1_ = (bitField1_ & ~0x00000020);
+      bitField1_ = (bitField1_ & ~0x00000080);
       onChanged();
       return this;
     }
@@ -8338,7 +8562,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       query_ = value;
-      bitField1_ |= 0x00000020;
+      bitField1_ |= 0x00000080;
       onChanged();
       return this;
     }
@@ -8398,7 +8622,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       whileLanguage_ = value;
-      bitField1_ |= 0x00000040;
+      bitField1_ |= 0x00000100;
       onChanged();
       return this;
     }
@@ -8412,7 +8636,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearWhileLanguage() {
       whileLanguage_ = getDefaultInstance().getWhileLanguage();
-      bitField1_ = (bitField1_ & ~0x00000040);
+      bitField1_ = (bitField1_ & ~0x00000100);
       onChanged();
       return this;
     }
@@ -8430,7 +8654,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       whileLanguage_ = value;
-      bitField1_ |= 0x00000040;
+      bitField1_ |= 0x00000100;
       onChanged();
       return this;
     }
@@ -8450,7 +8674,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the request field is set.
      */
     public boolean hasRequest() {
-      return ((bitField1_ & 0x00000080) != 0);
+      return ((bitField1_ & 0x00000200) != 0);
     }
     /**
      * <pre>
@@ -8487,7 +8711,7 @@ private static final long serialVersionUID = 0L;
       } else {
         requestBuilder_.setMessage(value);
       }
-      bitField1_ |= 0x00000080;
+      bitField1_ |= 0x00000200;
       onChanged();
       return this;
     }
@@ -8508,7 +8732,7 @@ private static final long serialVersionUID = 0L;
       } else {
         requestBuilder_.setMessage(builderForValue.build());
       }
-      bitField1_ |= 0x00000080;
+      bitField1_ |= 0x00000200;
       onChanged();
       return this;
     }
@@ -8524,7 +8748,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeRequest(com.google.protobuf.Value value) {
       if (requestBuilder_ == null) {
-        if (((bitField1_ & 0x00000080) != 0) &&
+        if (((bitField1_ & 0x00000200) != 0) &&
           request_ != null &&
           request_ != com.google.protobuf.Value.getDefaultInstance()) {
           getRequestBuilder().mergeFrom(value);
@@ -8535,7 +8759,7 @@ private static final long serialVersionUID = 0L;
         requestBuilder_.mergeFrom(value);
       }
       if (request_ != null) {
-        bitField1_ |= 0x00000080;
+        bitField1_ |= 0x00000200;
         onChanged();
       }
       return this;
@@ -8551,7 +8775,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value request = 40;</code>
      */
     public Builder clearRequest() {
-      bitField1_ = (bitField1_ & ~0x00000080);
+      bitField1_ = (bitField1_ & ~0x00000200);
       request_ = null;
       if (requestBuilder_ != null) {
         requestBuilder_.dispose();
@@ -8571,7 +8795,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value request = 40;</code>
      */
     public com.google.protobuf.Value.Builder getRequestBuilder() {
-      bitField1_ |= 0x00000080;
+      bitField1_ |= 0x00000200;
       onChanged();
       return internalGetRequestFieldBuilder().getBuilder();
     }
@@ -8631,7 +8855,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the optional field is set.
      */
     public boolean hasOptional() {
-      return ((bitField1_ & 0x00000100) != 0);
+      return ((bitField1_ & 0x00000400) != 0);
     }
     /**
      * <pre>
@@ -8666,7 +8890,7 @@ private static final long serialVersionUID = 0L;
       } else {
         optionalBuilder_.setMessage(value);
       }
-      bitField1_ |= 0x00000100;
+      bitField1_ |= 0x00000400;
       onChanged();
       return this;
     }
@@ -8686,7 +8910,7 @@ private static final long serialVersionUID = 0L;
       } else {
         optionalBuilder_.setMessage(builderForValue.build());
       }
-      bitField1_ |= 0x00000100;
+      bitField1_ |= 0x00000400;
       onChanged();
       return this;
     }
@@ -8701,7 +8925,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeOptional(com.google.protobuf.Value value) {
       if (optionalBuilder_ == null) {
-        if (((bitField1_ & 0x00000100) != 0) &&
+        if (((bitField1_ & 0x00000400) != 0) &&
           optional_ != null &&
           optional_ != com.google.protobuf.Value.getDefaultInstance()) {
           getOptionalBuilder().mergeFrom(value);
@@ -8712,7 +8936,7 @@ private static final long serialVersionUID = 0L;
         optionalBuilder_.mergeFrom(value);
       }
       if (optional_ != null) {
-        bitField1_ |= 0x00000100;
+        bitField1_ |= 0x00000400;
         onChanged();
       }
       return this;
@@ -8727,7 +8951,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value optional = 59;</code>
      */
     public Builder clearOptional() {
-      bitField1_ = (bitField1_ & ~0x00000100);
+      bitField1_ = (bitField1_ & ~0x00000400);
       optional_ = null;
       if (optionalBuilder_ != null) {
         optionalBuilder_.dispose();
@@ -8746,7 +8970,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value optional = 59;</code>
      */
     public com.google.protobuf.Value.Builder getOptionalBuilder() {
-      bitField1_ |= 0x00000100;
+      bitField1_ |= 0x00000400;
       onChanged();
       return internalGetOptionalFieldBuilder().getBuilder();
     }
@@ -8801,7 +9025,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Override
     public boolean hasStartDelaySeconds() {
-      return ((bitField1_ & 0x00000200) != 0);
+      return ((bitField1_ & 0x00000800) != 0);
     }
     /**
      * <pre>
@@ -8827,7 +9051,7 @@ private static final long serialVersionUID = 0L;
     public Builder setStartDelaySeconds(int value) {
 
       startDelaySeconds_ = value;
-      bitField1_ |= 0x00000200;
+      bitField1_ |= 0x00000800;
       onChanged();
       return this;
     }
@@ -8840,7 +9064,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearStartDelaySeconds() {
-      bitField1_ = (bitField1_ & ~0x00000200);
+      bitField1_ = (bitField1_ & ~0x00000800);
       startDelaySeconds_ = 0;
       onChanged();
       return this;
@@ -8904,7 +9128,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       key_ = value;
-      bitField1_ |= 0x00000400;
+      bitField1_ |= 0x00001000;
       onChanged();
       return this;
     }
@@ -8919,7 +9143,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearKey() {
       key_ = getDefaultInstance().getKey();
-      bitField1_ = (bitField1_ & ~0x00000400);
+      bitField1_ = (bitField1_ & ~0x00001000);
       onChanged();
       return this;
     }
@@ -8938,7 +9162,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       key_ = value;
-      bitField1_ |= 0x00000400;
+      bitField1_ |= 0x00001000;
       onChanged();
       return this;
     }
@@ -8955,7 +9179,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the inputs field is set.
      */
     public boolean hasInputs() {
-      return ((bitField1_ & 0x00000800) != 0);
+      return ((bitField1_ & 0x00002000) != 0);
     }
     /**
      * <pre>
@@ -8986,7 +9210,7 @@ private static final long serialVersionUID = 0L;
       } else {
         inputsBuilder_.setMessage(value);
       }
-      bitField1_ |= 0x00000800;
+      bitField1_ |= 0x00002000;
       onChanged();
       return this;
     }
@@ -9004,7 +9228,7 @@ private static final long serialVersionUID = 0L;
       } else {
         inputsBuilder_.setMessage(builderForValue.build());
       }
-      bitField1_ |= 0x00000800;
+      bitField1_ |= 0x00002000;
       onChanged();
       return this;
     }
@@ -9017,7 +9241,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeInputs(com.google.protobuf.Value value) {
       if (inputsBuilder_ == null) {
-        if (((bitField1_ & 0x00000800) != 0) &&
+        if (((bitField1_ & 0x00002000) != 0) &&
           inputs_ != null &&
           inputs_ != com.google.protobuf.Value.getDefaultInstance()) {
           getInputsBuilder().mergeFrom(value);
@@ -9028,7 +9252,7 @@ private static final long serialVersionUID = 0L;
         inputsBuilder_.mergeFrom(value);
       }
       if (inputs_ != null) {
-        bitField1_ |= 0x00000800;
+        bitField1_ |= 0x00002000;
         onChanged();
       }
       return this;
@@ -9041,7 +9265,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value inputs = 44;</code>
      */
     public Builder clearInputs() {
-      bitField1_ = (bitField1_ & ~0x00000800);
+      bitField1_ = (bitField1_ & ~0x00002000);
       inputs_ = null;
       if (inputsBuilder_ != null) {
         inputsBuilder_.dispose();
@@ -9058,7 +9282,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value inputs = 44;</code>
      */
     public com.google.protobuf.Value.Builder getInputsBuilder() {
-      bitField1_ |= 0x00000800;
+      bitField1_ |= 0x00002000;
       onChanged();
       return internalGetInputsFieldBuilder().getBuilder();
     }
@@ -9156,7 +9380,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       definitionDialect_ = value;
-      bitField1_ |= 0x00001000;
+      bitField1_ |= 0x00004000;
       onChanged();
       return this;
     }
@@ -9171,7 +9395,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearDefinitionDialect() {
       definitionDialect_ = getDefaultInstance().getDefinitionDialect();
-      bitField1_ = (bitField1_ & ~0x00001000);
+      bitField1_ = (bitField1_ & ~0x00004000);
       onChanged();
       return this;
     }
@@ -9190,7 +9414,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       definitionDialect_ = value;
-      bitField1_ |= 0x00001000;
+      bitField1_ |= 0x00004000;
       onChanged();
       return this;
     }
@@ -9253,7 +9477,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       indexAs_ = value;
-      bitField1_ |= 0x00002000;
+      bitField1_ |= 0x00008000;
       onChanged();
       return this;
     }
@@ -9268,7 +9492,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearIndexAs() {
       indexAs_ = getDefaultInstance().getIndexAs();
-      bitField1_ = (bitField1_ & ~0x00002000);
+      bitField1_ = (bitField1_ & ~0x00008000);
       onChanged();
       return this;
     }
@@ -9287,7 +9511,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       indexAs_ = value;
-      bitField1_ |= 0x00002000;
+      bitField1_ |= 0x00008000;
       onChanged();
       return this;
     }
@@ -9306,7 +9530,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the permissive field is set.
      */
     public boolean hasPermissive() {
-      return ((bitField1_ & 0x00004000) != 0);
+      return ((bitField1_ & 0x00010000) != 0);
     }
     /**
      * <pre>
@@ -9341,7 +9565,7 @@ private static final long serialVersionUID = 0L;
       } else {
         permissiveBuilder_.setMessage(value);
       }
-      bitField1_ |= 0x00004000;
+      bitField1_ |= 0x00010000;
       onChanged();
       return this;
     }
@@ -9361,7 +9585,7 @@ private static final long serialVersionUID = 0L;
       } else {
         permissiveBuilder_.setMessage(builderForValue.build());
       }
-      bitField1_ |= 0x00004000;
+      bitField1_ |= 0x00010000;
       onChanged();
       return this;
     }
@@ -9376,7 +9600,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergePermissive(com.google.protobuf.Value value) {
       if (permissiveBuilder_ == null) {
-        if (((bitField1_ & 0x00004000) != 0) &&
+        if (((bitField1_ & 0x00010000) != 0) &&
           permissive_ != null &&
           permissive_ != com.google.protobuf.Value.getDefaultInstance()) {
           getPermissiveBuilder().mergeFrom(value);
@@ -9387,7 +9611,7 @@ private static final long serialVersionUID = 0L;
         permissiveBuilder_.mergeFrom(value);
       }
       if (permissive_ != null) {
-        bitField1_ |= 0x00004000;
+        bitField1_ |= 0x00010000;
         onChanged();
       }
       return this;
@@ -9402,7 +9626,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value permissive = 60;</code>
      */
     public Builder clearPermissive() {
-      bitField1_ = (bitField1_ & ~0x00004000);
+      bitField1_ = (bitField1_ & ~0x00010000);
       permissive_ = null;
       if (permissiveBuilder_ != null) {
         permissiveBuilder_.dispose();
@@ -9421,7 +9645,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value permissive = 60;</code>
      */
     public com.google.protobuf.Value.Builder getPermissiveBuilder() {
-      bitField1_ |= 0x00004000;
+      bitField1_ |= 0x00010000;
       onChanged();
       return internalGetPermissiveFieldBuilder().getBuilder();
     }
@@ -9471,7 +9695,7 @@ private static final long serialVersionUID = 0L;
       if (!joinOn_.isModifiable()) {
         joinOn_ = new com.google.protobuf.LazyStringArrayList(joinOn_);
       }
-      bitField1_ |= 0x00008000;
+      bitField1_ |= 0x00020000;
     }
     /**
      * <pre>
@@ -9537,7 +9761,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       ensureJoinOnIsMutable();
       joinOn_.set(index, value);
-      bitField1_ |= 0x00008000;
+      bitField1_ |= 0x00020000;
       onChanged();
       return this;
     }
@@ -9555,7 +9779,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       ensureJoinOnIsMutable();
       joinOn_.add(value);
-      bitField1_ |= 0x00008000;
+      bitField1_ |= 0x00020000;
       onChanged();
       return this;
     }
@@ -9573,7 +9797,7 @@ private static final long serialVersionUID = 0L;
       ensureJoinOnIsMutable();
       com.google.protobuf.AbstractMessageLite.Builder.addAll(
           values, joinOn_);
-      bitField1_ |= 0x00008000;
+      bitField1_ |= 0x00020000;
       onChanged();
       return this;
     }
@@ -9588,7 +9812,7 @@ private static final long serialVersionUID = 0L;
     public Builder clearJoinOn() {
       joinOn_ =
         com.google.protobuf.LazyStringArrayList.emptyList();
-      bitField1_ = (bitField1_ & ~0x00008000);;
+      bitField1_ = (bitField1_ & ~0x00020000);;
       onChanged();
       return this;
     }
@@ -9607,7 +9831,7 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       ensureJoinOnIsMutable();
       joinOn_.add(value);
-      bitField1_ |= 0x00008000;
+      bitField1_ |= 0x00020000;
       onChanged();
       return this;
     }
@@ -9618,7 +9842,7 @@ private static final long serialVersionUID = 0L;
       if (!defaultJoinOn_.isModifiable()) {
         defaultJoinOn_ = new com.google.protobuf.LazyStringArrayList(defaultJoinOn_);
       }
-      bitField1_ |= 0x00010000;
+      bitField1_ |= 0x00040000;
     }
     /**
      * <code>repeated string default_join_on = 49;</code>
@@ -9664,7 +9888,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       ensureDefaultJoinOnIsMutable();
       defaultJoinOn_.set(index, value);
-      bitField1_ |= 0x00010000;
+      bitField1_ |= 0x00040000;
       onChanged();
       return this;
     }
@@ -9678,7 +9902,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       ensureDefaultJoinOnIsMutable();
       defaultJoinOn_.add(value);
-      bitField1_ |= 0x00010000;
+      bitField1_ |= 0x00040000;
       onChanged();
       return this;
     }
@@ -9692,7 +9916,7 @@ private static final long serialVersionUID = 0L;
       ensureDefaultJoinOnIsMutable();
       com.google.protobuf.AbstractMessageLite.Builder.addAll(
           values, defaultJoinOn_);
-      bitField1_ |= 0x00010000;
+      bitField1_ |= 0x00040000;
       onChanged();
       return this;
     }
@@ -9703,7 +9927,7 @@ private static final long serialVersionUID = 0L;
     public Builder clearDefaultJoinOn() {
       defaultJoinOn_ =
         com.google.protobuf.LazyStringArrayList.emptyList();
-      bitField1_ = (bitField1_ & ~0x00010000);;
+      bitField1_ = (bitField1_ & ~0x00040000);;
       onChanged();
       return this;
     }
@@ -9718,7 +9942,7 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       ensureDefaultJoinOnIsMutable();
       defaultJoinOn_.add(value);
-      bitField1_ |= 0x00010000;
+      bitField1_ |= 0x00040000;
       onChanged();
       return this;
     }
@@ -9784,7 +10008,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       terminationCondition_ = value;
-      bitField1_ |= 0x00020000;
+      bitField1_ |= 0x00080000;
       onChanged();
       return this;
     }
@@ -9800,7 +10024,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearTerminationCondition() {
       terminationCondition_ = getDefaultInstance().getTerminationCondition();
-      bitField1_ = (bitField1_ & ~0x00020000);
+      bitField1_ = (bitField1_ & ~0x00080000);
       onChanged();
       return this;
     }
@@ -9820,7 +10044,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       terminationCondition_ = value;
-      bitField1_ |= 0x00020000;
+      bitField1_ |= 0x00080000;
       onChanged();
       return this;
     }
@@ -9832,7 +10056,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Override
     public boolean hasPollingIntervalSeconds() {
-      return ((bitField1_ & 0x00040000) != 0);
+      return ((bitField1_ & 0x00100000) != 0);
     }
     /**
      * <code>optional int32 polling_interval_seconds = 51;</code>
@@ -9850,7 +10074,7 @@ private static final long serialVersionUID = 0L;
     public Builder setPollingIntervalSeconds(int value) {
 
       pollingIntervalSeconds_ = value;
-      bitField1_ |= 0x00040000;
+      bitField1_ |= 0x00100000;
       onChanged();
       return this;
     }
@@ -9859,7 +10083,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearPollingIntervalSeconds() {
-      bitField1_ = (bitField1_ & ~0x00040000);
+      bitField1_ = (bitField1_ & ~0x00100000);
       pollingIntervalSeconds_ = 0;
       onChanged();
       return this;
@@ -9908,7 +10132,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       pollingStrategy_ = value;
-      bitField1_ |= 0x00080000;
+      bitField1_ |= 0x00200000;
       onChanged();
       return this;
     }
@@ -9918,7 +10142,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearPollingStrategy() {
       pollingStrategy_ = getDefaultInstance().getPollingStrategy();
-      bitField1_ = (bitField1_ & ~0x00080000);
+      bitField1_ = (bitField1_ & ~0x00200000);
       onChanged();
       return this;
     }
@@ -9932,7 +10156,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       pollingStrategy_ = value;
-      bitField1_ |= 0x00080000;
+      bitField1_ |= 0x00200000;
       onChanged();
       return this;
     }
@@ -9944,7 +10168,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Override
     public boolean hasMaxPollCount() {
-      return ((bitField1_ & 0x00100000) != 0);
+      return ((bitField1_ & 0x00400000) != 0);
     }
     /**
      * <code>optional int32 max_poll_count = 53;</code>
@@ -9962,7 +10186,7 @@ private static final long serialVersionUID = 0L;
     public Builder setMaxPollCount(int value) {
 
       maxPollCount_ = value;
-      bitField1_ |= 0x00100000;
+      bitField1_ |= 0x00400000;
       onChanged();
       return this;
     }
@@ -9971,7 +10195,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearMaxPollCount() {
-      bitField1_ = (bitField1_ & ~0x00100000);
+      bitField1_ = (bitField1_ & ~0x00400000);
       maxPollCount_ = 0;
       onChanged();
       return this;
@@ -10032,7 +10256,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       sink_ = value;
-      bitField1_ |= 0x00200000;
+      bitField1_ |= 0x00800000;
       onChanged();
       return this;
     }
@@ -10046,7 +10270,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearSink() {
       sink_ = getDefaultInstance().getSink();
-      bitField1_ = (bitField1_ & ~0x00200000);
+      bitField1_ = (bitField1_ & ~0x00800000);
       onChanged();
       return this;
     }
@@ -10064,7 +10288,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       sink_ = value;
-      bitField1_ |= 0x00200000;
+      bitField1_ |= 0x00800000;
       onChanged();
       return this;
     }
@@ -10081,7 +10305,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Override
     public boolean hasIterationOutputs() {
-      return ((bitField1_ & 0x00400000) != 0);
+      return ((bitField1_ & 0x01000000) != 0);
     }
     /**
      * <pre>
@@ -10109,7 +10333,7 @@ private static final long serialVersionUID = 0L;
     public Builder setIterationOutputs(boolean value) {
 
       iterationOutputs_ = value;
-      bitField1_ |= 0x00400000;
+      bitField1_ |= 0x01000000;
       onChanged();
       return this;
     }
@@ -10123,7 +10347,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearIterationOutputs() {
-      bitField1_ = (bitField1_ & ~0x00400000);
+      bitField1_ = (bitField1_ & ~0x01000000);
       iterationOutputs_ = false;
       onChanged();
       return this;
@@ -10136,7 +10360,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Override
     public boolean hasKeepLastIterations() {
-      return ((bitField1_ & 0x00800000) != 0);
+      return ((bitField1_ & 0x02000000) != 0);
     }
     /**
      * <code>optional int32 keep_last_iterations = 56;</code>
@@ -10154,7 +10378,7 @@ private static final long serialVersionUID = 0L;
     public Builder setKeepLastIterations(int value) {
 
       keepLastIterations_ = value;
-      bitField1_ |= 0x00800000;
+      bitField1_ |= 0x02000000;
       onChanged();
       return this;
     }
@@ -10163,7 +10387,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearKeepLastIterations() {
-      bitField1_ = (bitField1_ & ~0x00800000);
+      bitField1_ = (bitField1_ & ~0x02000000);
       keepLastIterations_ = 0;
       onChanged();
       return this;
@@ -10183,11 +10407,11 @@ private static final long serialVersionUID = 0L;
      *
      * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_input is deprecated.
-     *     See workflow/v1/engine.proto;l=153
+     *     See workflow/v1/engine.proto;l=157
      * @return Whether the legacyInput field is set.
      */
     @java.lang.Deprecated public boolean hasLegacyInput() {
-      return ((bitField1_ & 0x01000000) != 0);
+      return ((bitField1_ & 0x04000000) != 0);
     }
     /**
      * <pre>
@@ -10200,7 +10424,7 @@ private static final long serialVersionUID = 0L;
      *
      * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_input is deprecated.
-     *     See workflow/v1/engine.proto;l=153
+     *     See workflow/v1/engine.proto;l=157
      * @return The legacyInput.
      */
     @java.lang.Deprecated public com.google.protobuf.Struct getLegacyInput() {
@@ -10228,7 +10452,7 @@ private static final long serialVersionUID = 0L;
       } else {
         legacyInputBuilder_.setMessage(value);
       }
-      bitField1_ |= 0x01000000;
+      bitField1_ |= 0x04000000;
       onChanged();
       return this;
     }
@@ -10250,7 +10474,7 @@ private static final long serialVersionUID = 0L;
       } else {
         legacyInputBuilder_.setMessage(builderForValue.build());
       }
-      bitField1_ |= 0x01000000;
+      bitField1_ |= 0x04000000;
       onChanged();
       return this;
     }
@@ -10267,7 +10491,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Deprecated public Builder mergeLegacyInput(com.google.protobuf.Struct value) {
       if (legacyInputBuilder_ == null) {
-        if (((bitField1_ & 0x01000000) != 0) &&
+        if (((bitField1_ & 0x04000000) != 0) &&
           legacyInput_ != null &&
           legacyInput_ != com.google.protobuf.Struct.getDefaultInstance()) {
           getLegacyInputBuilder().mergeFrom(value);
@@ -10278,7 +10502,7 @@ private static final long serialVersionUID = 0L;
         legacyInputBuilder_.mergeFrom(value);
       }
       if (legacyInput_ != null) {
-        bitField1_ |= 0x01000000;
+        bitField1_ |= 0x04000000;
         onChanged();
       }
       return this;
@@ -10295,7 +10519,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
      */
     @java.lang.Deprecated public Builder clearLegacyInput() {
-      bitField1_ = (bitField1_ & ~0x01000000);
+      bitField1_ = (bitField1_ & ~0x04000000);
       legacyInput_ = null;
       if (legacyInputBuilder_ != null) {
         legacyInputBuilder_.dispose();
@@ -10316,7 +10540,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
      */
     @java.lang.Deprecated public com.google.protobuf.Struct.Builder getLegacyInputBuilder() {
-      bitField1_ |= 0x01000000;
+      bitField1_ |= 0x04000000;
       onChanged();
       return internalGetLegacyInputFieldBuilder().getBuilder();
     }
@@ -10368,17 +10592,17 @@ private static final long serialVersionUID = 0L;
     /**
      * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
-     *     See workflow/v1/engine.proto;l=154
+     *     See workflow/v1/engine.proto;l=158
      * @return Whether the legacyDefinitionVersion field is set.
      */
     @java.lang.Override
     @java.lang.Deprecated public boolean hasLegacyDefinitionVersion() {
-      return ((bitField1_ & 0x02000000) != 0);
+      return ((bitField1_ & 0x08000000) != 0);
     }
     /**
      * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
-     *     See workflow/v1/engine.proto;l=154
+     *     See workflow/v1/engine.proto;l=158
      * @return The legacyDefinitionVersion.
      */
     @java.lang.Override
@@ -10388,25 +10612,25 @@ private static final long serialVersionUID = 0L;
     /**
      * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
-     *     See workflow/v1/engine.proto;l=154
+     *     See workflow/v1/engine.proto;l=158
      * @param value The legacyDefinitionVersion to set.
      * @return This builder for chaining.
      */
     @java.lang.Deprecated public Builder setLegacyDefinitionVersion(int value) {
 
       legacyDefinitionVersion_ = value;
-      bitField1_ |= 0x02000000;
+      bitField1_ |= 0x08000000;
       onChanged();
       return this;
     }
     /**
      * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
-     *     See workflow/v1/engine.proto;l=154
+     *     See workflow/v1/engine.proto;l=158
      * @return This builder for chaining.
      */
     @java.lang.Deprecated public Builder clearLegacyDefinitionVersion() {
-      bitField1_ = (bitField1_ & ~0x02000000);
+      bitField1_ = (bitField1_ & ~0x08000000);
       legacyDefinitionVersion_ = 0;
       onChanged();
       return this;
@@ -10416,17 +10640,17 @@ private static final long serialVersionUID = 0L;
     /**
      * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_optional is deprecated.
-     *     See workflow/v1/engine.proto;l=155
+     *     See workflow/v1/engine.proto;l=159
      * @return Whether the legacyOptional field is set.
      */
     @java.lang.Override
     @java.lang.Deprecated public boolean hasLegacyOptional() {
-      return ((bitField1_ & 0x04000000) != 0);
+      return ((bitField1_ & 0x10000000) != 0);
     }
     /**
      * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_optional is deprecated.
-     *     See workflow/v1/engine.proto;l=155
+     *     See workflow/v1/engine.proto;l=159
      * @return The legacyOptional.
      */
     @java.lang.Override
@@ -10436,25 +10660,25 @@ private static final long serialVersionUID = 0L;
     /**
      * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_optional is deprecated.
-     *     See workflow/v1/engine.proto;l=155
+     *     See workflow/v1/engine.proto;l=159
      * @param value The legacyOptional to set.
      * @return This builder for chaining.
      */
     @java.lang.Deprecated public Builder setLegacyOptional(boolean value) {
 
       legacyOptional_ = value;
-      bitField1_ |= 0x04000000;
+      bitField1_ |= 0x10000000;
       onChanged();
       return this;
     }
     /**
      * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_optional is deprecated.
-     *     See workflow/v1/engine.proto;l=155
+     *     See workflow/v1/engine.proto;l=159
      * @return This builder for chaining.
      */
     @java.lang.Deprecated public Builder clearLegacyOptional() {
-      bitField1_ = (bitField1_ & ~0x04000000);
+      bitField1_ = (bitField1_ & ~0x10000000);
       legacyOptional_ = false;
       onChanged();
       return this;
@@ -10464,17 +10688,17 @@ private static final long serialVersionUID = 0L;
     /**
      * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
-     *     See workflow/v1/engine.proto;l=156
+     *     See workflow/v1/engine.proto;l=160
      * @return Whether the legacyPermissive field is set.
      */
     @java.lang.Override
     @java.lang.Deprecated public boolean hasLegacyPermissive() {
-      return ((bitField1_ & 0x08000000) != 0);
+      return ((bitField1_ & 0x20000000) != 0);
     }
     /**
      * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
-     *     See workflow/v1/engine.proto;l=156
+     *     See workflow/v1/engine.proto;l=160
      * @return The legacyPermissive.
      */
     @java.lang.Override
@@ -10484,25 +10708,25 @@ private static final long serialVersionUID = 0L;
     /**
      * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
-     *     See workflow/v1/engine.proto;l=156
+     *     See workflow/v1/engine.proto;l=160
      * @param value The legacyPermissive to set.
      * @return This builder for chaining.
      */
     @java.lang.Deprecated public Builder setLegacyPermissive(boolean value) {
 
       legacyPermissive_ = value;
-      bitField1_ |= 0x08000000;
+      bitField1_ |= 0x20000000;
       onChanged();
       return this;
     }
     /**
      * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
-     *     See workflow/v1/engine.proto;l=156
+     *     See workflow/v1/engine.proto;l=160
      * @return This builder for chaining.
      */
     @java.lang.Deprecated public Builder clearLegacyPermissive() {
-      bitField1_ = (bitField1_ & ~0x08000000);
+      bitField1_ = (bitField1_ & ~0x20000000);
       legacyPermissive_ = false;
       onChanged();
       return this;

@@ -221,6 +221,44 @@ public interface StepOrBuilder extends
       getTimeoutPolicyBytes();
 
   /**
+   * <pre>
+   * as on TaskDef
+   * </pre>
+   *
+   * <code>optional int32 backoff_scale_factor = 61;</code>
+   * @return Whether the backoffScaleFactor field is set.
+   */
+  boolean hasBackoffScaleFactor();
+  /**
+   * <pre>
+   * as on TaskDef
+   * </pre>
+   *
+   * <code>optional int32 backoff_scale_factor = 61;</code>
+   * @return The backoffScaleFactor.
+   */
+  int getBackoffScaleFactor();
+
+  /**
+   * <pre>
+   * as on TaskDef
+   * </pre>
+   *
+   * <code>optional int32 backoff_jitter_ms = 62;</code>
+   * @return Whether the backoffJitterMs field is set.
+   */
+  boolean hasBackoffJitterMs();
+  /**
+   * <pre>
+   * as on TaskDef
+   * </pre>
+   *
+   * <code>optional int32 backoff_jitter_ms = 62;</code>
+   * @return The backoffJitterMs.
+   */
+  int getBackoffJitterMs();
+
+  /**
    * <code>.workflow.v1.TaskDef task_def = 15;</code>
    * @return Whether the taskDef field is set.
    */
@@ -1125,7 +1163,7 @@ public interface StepOrBuilder extends
    *
    * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_input is deprecated.
-   *     See workflow/v1/engine.proto;l=153
+   *     See workflow/v1/engine.proto;l=157
    * @return Whether the legacyInput field is set.
    */
   @java.lang.Deprecated boolean hasLegacyInput();
@@ -1140,7 +1178,7 @@ public interface StepOrBuilder extends
    *
    * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_input is deprecated.
-   *     See workflow/v1/engine.proto;l=153
+   *     See workflow/v1/engine.proto;l=157
    * @return The legacyInput.
    */
   @java.lang.Deprecated com.google.protobuf.Struct getLegacyInput();
@@ -1160,14 +1198,14 @@ public interface StepOrBuilder extends
   /**
    * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
-   *     See workflow/v1/engine.proto;l=154
+   *     See workflow/v1/engine.proto;l=158
    * @return Whether the legacyDefinitionVersion field is set.
    */
   @java.lang.Deprecated boolean hasLegacyDefinitionVersion();
   /**
    * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
-   *     See workflow/v1/engine.proto;l=154
+   *     See workflow/v1/engine.proto;l=158
    * @return The legacyDefinitionVersion.
    */
   @java.lang.Deprecated int getLegacyDefinitionVersion();
@@ -1175,14 +1213,14 @@ public interface StepOrBuilder extends
   /**
    * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_optional is deprecated.
-   *     See workflow/v1/engine.proto;l=155
+   *     See workflow/v1/engine.proto;l=159
    * @return Whether the legacyOptional field is set.
    */
   @java.lang.Deprecated boolean hasLegacyOptional();
   /**
    * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_optional is deprecated.
-   *     See workflow/v1/engine.proto;l=155
+   *     See workflow/v1/engine.proto;l=159
    * @return The legacyOptional.
    */
   @java.lang.Deprecated boolean getLegacyOptional();
@@ -1190,14 +1228,14 @@ public interface StepOrBuilder extends
   /**
    * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
-   *     See workflow/v1/engine.proto;l=156
+   *     See workflow/v1/engine.proto;l=160
    * @return Whether the legacyPermissive field is set.
    */
   @java.lang.Deprecated boolean hasLegacyPermissive();
   /**
    * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
-   *     See workflow/v1/engine.proto;l=156
+   *     See workflow/v1/engine.proto;l=160
    * @return The legacyPermissive.
    */
   @java.lang.Deprecated boolean getLegacyPermissive();

@@ -592,6 +592,60 @@ private static final long serialVersionUID = 0L;
     return updatedAt_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : updatedAt_;
   }
 
+  public static final int BACKOFF_SCALE_FACTOR_FIELD_NUMBER = 20;
+  private int backoffScaleFactor_ = 0;
+  /**
+   * <pre>
+   * LINEAR_BACKOFF: delay x factor x retry (default 1)
+   * </pre>
+   *
+   * <code>optional int32 backoff_scale_factor = 20;</code>
+   * @return Whether the backoffScaleFactor field is set.
+   */
+  @java.lang.Override
+  public boolean hasBackoffScaleFactor() {
+    return ((bitField0_ & 0x00001000) != 0);
+  }
+  /**
+   * <pre>
+   * LINEAR_BACKOFF: delay x factor x retry (default 1)
+   * </pre>
+   *
+   * <code>optional int32 backoff_scale_factor = 20;</code>
+   * @return The backoffScaleFactor.
+   */
+  @java.lang.Override
+  public int getBackoffScaleFactor() {
+    return backoffScaleFactor_;
+  }
+
+  public static final int BACKOFF_JITTER_MS_FIELD_NUMBER = 21;
+  private int backoffJitterMs_ = 0;
+  /**
+   * <pre>
+   * each retry waits up to this much more, at random
+   * </pre>
+   *
+   * <code>optional int32 backoff_jitter_ms = 21;</code>
+   * @return Whether the backoffJitterMs field is set.
+   */
+  @java.lang.Override
+  public boolean hasBackoffJitterMs() {
+    return ((bitField0_ & 0x00002000) != 0);
+  }
+  /**
+   * <pre>
+   * each retry waits up to this much more, at random
+   * </pre>
+   *
+   * <code>optional int32 backoff_jitter_ms = 21;</code>
+   * @return The backoffJitterMs.
+   */
+  @java.lang.Override
+  public int getBackoffJitterMs() {
+    return backoffJitterMs_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -662,6 +716,12 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000800) != 0)) {
       output.writeMessage(19, getUpdatedAt());
+    }
+    if (((bitField0_ & 0x00001000) != 0)) {
+      output.writeInt32(20, backoffScaleFactor_);
+    }
+    if (((bitField0_ & 0x00002000) != 0)) {
+      output.writeInt32(21, backoffJitterMs_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -745,6 +805,14 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000800) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(19, getUpdatedAt());
+    }
+    if (((bitField0_ & 0x00001000) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(20, backoffScaleFactor_);
+    }
+    if (((bitField0_ & 0x00002000) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(21, backoffJitterMs_);
     }
     return size;
   }
@@ -844,6 +912,16 @@ private static final long serialVersionUID = 0L;
       if (!getUpdatedAt()
           .equals(other.getUpdatedAt())) return false;
     }
+    if (hasBackoffScaleFactor() != other.hasBackoffScaleFactor()) return false;
+    if (hasBackoffScaleFactor()) {
+      if (getBackoffScaleFactor()
+          != other.getBackoffScaleFactor()) return false;
+    }
+    if (hasBackoffJitterMs() != other.hasBackoffJitterMs()) return false;
+    if (hasBackoffJitterMs()) {
+      if (getBackoffJitterMs()
+          != other.getBackoffJitterMs()) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -920,6 +998,14 @@ private static final long serialVersionUID = 0L;
     if (hasUpdatedAt()) {
       hash = (37 * hash) + UPDATED_AT_FIELD_NUMBER;
       hash = (53 * hash) + getUpdatedAt().hashCode();
+    }
+    if (hasBackoffScaleFactor()) {
+      hash = (37 * hash) + BACKOFF_SCALE_FACTOR_FIELD_NUMBER;
+      hash = (53 * hash) + getBackoffScaleFactor();
+    }
+    if (hasBackoffJitterMs()) {
+      hash = (37 * hash) + BACKOFF_JITTER_MS_FIELD_NUMBER;
+      hash = (53 * hash) + getBackoffJitterMs();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -1093,6 +1179,8 @@ private static final long serialVersionUID = 0L;
         updatedAtBuilder_.dispose();
         updatedAtBuilder_ = null;
       }
+      backoffScaleFactor_ = 0;
+      backoffJitterMs_ = 0;
       return this;
     }
 
@@ -1204,6 +1292,14 @@ private static final long serialVersionUID = 0L;
             : updatedAtBuilder_.build();
         to_bitField0_ |= 0x00000800;
       }
+      if (((from_bitField0_ & 0x00080000) != 0)) {
+        result.backoffScaleFactor_ = backoffScaleFactor_;
+        to_bitField0_ |= 0x00001000;
+      }
+      if (((from_bitField0_ & 0x00100000) != 0)) {
+        result.backoffJitterMs_ = backoffJitterMs_;
+        to_bitField0_ |= 0x00002000;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1299,6 +1395,12 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasUpdatedAt()) {
         mergeUpdatedAt(other.getUpdatedAt());
+      }
+      if (other.hasBackoffScaleFactor()) {
+        setBackoffScaleFactor(other.getBackoffScaleFactor());
+      }
+      if (other.hasBackoffJitterMs()) {
+        setBackoffJitterMs(other.getBackoffJitterMs());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1425,6 +1527,16 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00040000;
               break;
             } // case 154
+            case 160: {
+              backoffScaleFactor_ = input.readInt32();
+              bitField0_ |= 0x00080000;
+              break;
+            } // case 160
+            case 168: {
+              backoffJitterMs_ = input.readInt32();
+              bitField0_ |= 0x00100000;
+              break;
+            } // case 168
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2779,6 +2891,118 @@ private static final long serialVersionUID = 0L;
         updatedAt_ = null;
       }
       return updatedAtBuilder_;
+    }
+
+    private int backoffScaleFactor_ ;
+    /**
+     * <pre>
+     * LINEAR_BACKOFF: delay x factor x retry (default 1)
+     * </pre>
+     *
+     * <code>optional int32 backoff_scale_factor = 20;</code>
+     * @return Whether the backoffScaleFactor field is set.
+     */
+    @java.lang.Override
+    public boolean hasBackoffScaleFactor() {
+      return ((bitField0_ & 0x00080000) != 0);
+    }
+    /**
+     * <pre>
+     * LINEAR_BACKOFF: delay x factor x retry (default 1)
+     * </pre>
+     *
+     * <code>optional int32 backoff_scale_factor = 20;</code>
+     * @return The backoffScaleFactor.
+     */
+    @java.lang.Override
+    public int getBackoffScaleFactor() {
+      return backoffScaleFactor_;
+    }
+    /**
+     * <pre>
+     * LINEAR_BACKOFF: delay x factor x retry (default 1)
+     * </pre>
+     *
+     * <code>optional int32 backoff_scale_factor = 20;</code>
+     * @param value The backoffScaleFactor to set.
+     * @return This builder for chaining.
+     */
+    public Builder setBackoffScaleFactor(int value) {
+
+      backoffScaleFactor_ = value;
+      bitField0_ |= 0x00080000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * LINEAR_BACKOFF: delay x factor x retry (default 1)
+     * </pre>
+     *
+     * <code>optional int32 backoff_scale_factor = 20;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearBackoffScaleFactor() {
+      bitField0_ = (bitField0_ & ~0x00080000);
+      backoffScaleFactor_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int backoffJitterMs_ ;
+    /**
+     * <pre>
+     * each retry waits up to this much more, at random
+     * </pre>
+     *
+     * <code>optional int32 backoff_jitter_ms = 21;</code>
+     * @return Whether the backoffJitterMs field is set.
+     */
+    @java.lang.Override
+    public boolean hasBackoffJitterMs() {
+      return ((bitField0_ & 0x00100000) != 0);
+    }
+    /**
+     * <pre>
+     * each retry waits up to this much more, at random
+     * </pre>
+     *
+     * <code>optional int32 backoff_jitter_ms = 21;</code>
+     * @return The backoffJitterMs.
+     */
+    @java.lang.Override
+    public int getBackoffJitterMs() {
+      return backoffJitterMs_;
+    }
+    /**
+     * <pre>
+     * each retry waits up to this much more, at random
+     * </pre>
+     *
+     * <code>optional int32 backoff_jitter_ms = 21;</code>
+     * @param value The backoffJitterMs to set.
+     * @return This builder for chaining.
+     */
+    public Builder setBackoffJitterMs(int value) {
+
+      backoffJitterMs_ = value;
+      bitField0_ |= 0x00100000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * each retry waits up to this much more, at random
+     * </pre>
+     *
+     * <code>optional int32 backoff_jitter_ms = 21;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearBackoffJitterMs() {
+      bitField0_ = (bitField0_ & ~0x00100000);
+      backoffJitterMs_ = 0;
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:workflow.v1.TaskDef)

@@ -279,4 +279,42 @@ public interface TaskDefOrBuilder extends
    * <code>.google.protobuf.Timestamp updated_at = 19;</code>
    */
   com.google.protobuf.TimestampOrBuilder getUpdatedAtOrBuilder();
+
+  /**
+   * <pre>
+   * LINEAR_BACKOFF: delay x factor x retry (default 1)
+   * </pre>
+   *
+   * <code>optional int32 backoff_scale_factor = 20;</code>
+   * @return Whether the backoffScaleFactor field is set.
+   */
+  boolean hasBackoffScaleFactor();
+  /**
+   * <pre>
+   * LINEAR_BACKOFF: delay x factor x retry (default 1)
+   * </pre>
+   *
+   * <code>optional int32 backoff_scale_factor = 20;</code>
+   * @return The backoffScaleFactor.
+   */
+  int getBackoffScaleFactor();
+
+  /**
+   * <pre>
+   * each retry waits up to this much more, at random
+   * </pre>
+   *
+   * <code>optional int32 backoff_jitter_ms = 21;</code>
+   * @return Whether the backoffJitterMs field is set.
+   */
+  boolean hasBackoffJitterMs();
+  /**
+   * <pre>
+   * each retry waits up to this much more, at random
+   * </pre>
+   *
+   * <code>optional int32 backoff_jitter_ms = 21;</code>
+   * @return The backoffJitterMs.
+   */
+  int getBackoffJitterMs();
 }
