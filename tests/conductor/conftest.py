@@ -8,6 +8,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 
+import httpx
 import pytest
 from conductor.client.configuration.configuration import Configuration
 from conductor.client.configuration.settings.authentication_settings import (
@@ -45,6 +46,17 @@ def config(conductor_server: LocalServer) -> Configuration:
 @pytest.fixture(scope="module")
 def clients(config: Configuration) -> OrkesClients:
     return OrkesClients(config)
+
+
+@pytest.fixture(scope="module")
+def api(conductor_server: LocalServer) -> Iterator[httpx.Client]:
+    """Plain HTTP to the server's ``/api``, with its key."""
+    with httpx.Client(
+        base_url=f"{conductor_server.base_url}/api",
+        headers={"x-api-key": conductor_server.api_key or ""},
+        timeout=30,
+    ) as client:
+        yield client
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,6 @@ from typing import Any
 
 import httpx
 import pytest
-from conductor.client.configuration.configuration import Configuration
-from conductor.client.configuration.settings.authentication_settings import (
-    AuthenticationSettings,
-)
 from conductor.client.http.models.rerun_workflow_request import RerunWorkflowRequest
 from conductor.client.http.models.start_workflow_request import StartWorkflowRequest
 from conductor.client.orkes_clients import OrkesClients
@@ -23,18 +19,6 @@ from tests.support.helpers import wait_until
 from tests.support.servers import LocalServer
 
 pytestmark = [pytest.mark.e2e]
-
-
-@pytest.fixture(scope="module")
-def clients(conductor_server: LocalServer) -> OrkesClients:
-    return OrkesClients(
-        Configuration(
-            server_api_url=f"{conductor_server.base_url}/api",
-            authentication_settings=AuthenticationSettings(
-                key_id="rerun", key_secret=conductor_server.api_key or ""
-            ),
-        )
-    )
 
 
 def _start(clients: OrkesClients, name: str, **input: Any) -> str:
@@ -52,6 +36,15 @@ def _until(clients: OrkesClients, wid: str, status: str) -> Any:
         interval=0.05,
         what=f"workflow {wid} {status}",
     )
+
+
+def _sub_workflow(child: str) -> dict[str, Any]:
+    return {
+        "name": "sub",
+        "taskReferenceName": "sub",
+        "type": "SUB_WORKFLOW",
+        "subWorkflowParam": {"name": child, "version": 1},
+    }
 
 
 def _rerun(clients: OrkesClients, wid: str, **fields: Any) -> str:
@@ -118,14 +111,7 @@ def test_rerun_a_sub_workflow_task_runs_the_parent_again(
     child = _register(clients, [_simple("inner", t)])
     parent = _register(
         clients,
-        [
-            {
-                "name": "sub",
-                "taskReferenceName": "sub",
-                "type": "SUB_WORKFLOW",
-                "subWorkflowParam": {"name": child, "version": 1},
-            }
-        ],
+        [_sub_workflow(child)],
     )
     wid = _start(clients, parent)
     task = _poll(clients, t)
@@ -235,14 +221,7 @@ def test_retry_a_terminated_workflow_and_a_failed_sub_workflow_in_place(
     child = _register(clients, [_simple("inner", s)])
     parent = _register(
         clients,
-        [
-            {
-                "name": "sub",
-                "taskReferenceName": "sub",
-                "type": "SUB_WORKFLOW",
-                "subWorkflowParam": {"name": child, "version": 1},
-            }
-        ],
+        [_sub_workflow(child)],
     )
     wid = _start(clients, parent)
     task = _poll(clients, s)

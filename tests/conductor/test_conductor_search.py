@@ -12,18 +12,8 @@ import httpx
 import pytest
 
 from tests.support.helpers import wait_until
-from tests.support.servers import LocalServer
 
 pytestmark = [pytest.mark.e2e]
-
-
-@pytest.fixture(scope="module")
-def api(conductor_server: LocalServer) -> httpx.Client:
-    return httpx.Client(
-        base_url=f"{conductor_server.base_url}/api",
-        headers={"x-api-key": conductor_server.api_key or ""},
-        timeout=30,
-    )
 
 
 def _register(api: httpx.Client, name: str) -> None:
