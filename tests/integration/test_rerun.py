@@ -357,3 +357,48 @@ def test_a_cancelled_child_cancels_its_step_and_its_parent(engine: Engine) -> No
     assert [s["status"] for s in steps_of(engine, required["id"], "c")] == ["CANCELLED"]
     assert engine.get_instance(optional["id"])["status"] == "RUNNING"
     assert [s["status"] for s in steps_of(engine, optional["id"], "after")] == ["SCHEDULED"]
+
+
+def test_a_sibling_child_that_cannot_be_retried_is_handed_back_as_it_ended(
+    engine: Engine,
+) -> None:
+    """The parent waits again on a failed sibling child, but that child was ended by its
+    TERMINATE step and refuses a retry: the parent is told it ended, and fails again."""
+    engine.register_definition(
+        {
+            "name": "stopper",
+            "steps": [{"id": "end", "type": "TERMINATE", "status": "FAILED", "reason": "no"}],
+        }
+    )
+    engine.register_definition({"name": "worker-kid", "steps": [task("x")]})
+    engine.register_definition(
+        {
+            "name": "pair",
+            "steps": [
+                {
+                    "id": "fan",
+                    "type": "PARALLEL",
+                    "branches": [
+                        [{"id": "s", "type": "SUB_WORKFLOW", "definitionName": "stopper"}],
+                        [{"id": "w", "type": "SUB_WORKFLOW", "definitionName": "worker-kid"}],
+                    ],
+                },
+            ],
+        }
+    )
+    inst, _ = engine.start_instance(definition_name="pair")
+    mom = inst["id"]
+    engine.deliver_pending()
+    assert engine.get_instance(mom)["status"] == "FAILED"
+    kid = steps_of(engine, mom, "w")[0]["childInstanceId"]
+    assert engine.get_instance(kid)["status"] == "CANCELLED"
+    (x,) = steps_of(engine, kid, "x")
+    engine.rerun_instance(kid, from_step_execution=x["id"])
+    engine.deliver_pending()
+    got = engine.get_instance(mom)
+    assert got["status"] == "FAILED" and "no" in got["reason"]
+    assert [s["status"] for s in steps_of(engine, mom, "s")] == ["FAILED"]
+    assert [s["status"] for s in steps_of(engine, mom, "w")] == ["CANCELLED"]
+    ended = [a for a in engine.audit_trail(mom) if a["event"] == "CHILD_ENDED"]
+    # the stopper's end reached the parent twice: when it ended, and handed back
+    assert [a["detail"]["stepId"] for a in ended].count("s") == 2
