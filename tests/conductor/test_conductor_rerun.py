@@ -190,6 +190,8 @@ def test_rerun_refusals(clients: OrkesClients, conductor_server: LocalServer) ->
 
     running = post(f"{wid}/rerun", {"reRunFromWorkflowId": wid})
     assert running.status_code == 409, running.text
+    # refused as running before its task is looked for, as Conductor does
+    assert post(f"{wid}/rerun", {"reRunFromTaskId": "nope"}).status_code == 409
     _done(clients, _poll(clients, t))
     _until(clients, wid, "COMPLETED")
     missing = post(f"{wid}/rerun", {"reRunFromTaskId": str(uuid.uuid4())})

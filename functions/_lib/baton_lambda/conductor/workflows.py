@@ -13,7 +13,7 @@ from baton.conductor import definitions as cdefs
 from baton.conductor import sync as csync
 from baton.conductor import views as cviews
 from baton.engine.long_poll import MAX_INSTANCE_WAIT_SECONDS, wait_for_instance
-from baton.errors import BatonError, Problem, ValidationFailed
+from baton.errors import BatonError, Conflict, Problem, ValidationFailed
 from baton.store import conductor_sql
 
 from baton_lambda.conductor.common import (
@@ -301,6 +301,10 @@ class WorkflowRoutes(Routes):
         if task is not None and not isinstance(task, str):
             raise ValidationFailed([Problem("reRunFromTaskId", "must be a string")])
         engine = self.api.engine()
+        status = engine.get_instance(wid, include_steps=False)["status"]
+        if status in ("RUNNING", "PAUSED"):
+            # Conductor refuses a workflow still running before it looks for the task.
+            raise Conflict(f"workflow {wid} is {status}; only an ended workflow can be rerun")
         if not task:
             engine.rerun_instance(wid, input=fields["workflowInput"], correlation_id=correlation_id)
             return text_answer(wid)
