@@ -71,6 +71,9 @@ class TaskSettings(Model):
     # TaskDef; default 1); each retry waits up to backoffJitterMs more, at random.
     backoff_scale_factor: Annotated[int, Field(ge=1, le=10_000)] | None = None
     backoff_jitter_ms: Annotated[int, Field(ge=0, le=MAX_SECONDS * 1000)] | None = None
+    # A budget over every attempt of a step (Conductor's totalTimeoutSeconds; 0: none): once
+    # that long has passed since its first attempt started, a failure is not retried.
+    total_timeout_seconds: Seconds | None = None
     timeout_seconds: Seconds | None = None
     poll_timeout_seconds: Seconds | None = None
     response_timeout_seconds: Annotated[int, Field(ge=1, le=MAX_SECONDS)] | None = None

@@ -197,3 +197,25 @@ def test_backoff_scale_factor_and_jitter_set_the_retry_delay(engine: Engine) -> 
     (retry,) = [e for e in engine.audit_trail(inst["id"]) if e["event"] == "JOB_RETRY_SCHEDULED"]
     assert 3 <= retry["detail"]["delaySeconds"] <= 3.4
     assert engine.get_task_def("scaled")["backoffScaleFactor"] == 3
+
+
+def test_total_timeout_seconds_ends_the_retries(engine: Engine) -> None:
+    """Conductor's totalTimeoutSeconds: once that long has passed since a step's first attempt
+    began, a failure is not retried, whatever retries are left."""
+    import time
+
+    engine.put_task_def(
+        "budgeted", {"retryCount": 5, "retryDelaySeconds": 0, "totalTimeoutSeconds": 1}
+    )
+    engine.register_definition({"name": "budgetwf", "steps": [task("a", "budgeted")]})
+    inst, _ = engine.start_instance(definition_name="budgetwf")
+    job = _job(engine, "budgeted")
+    began = time.monotonic()
+    engine.fail_job(job["id"], "w", "first", attempt=job["attempt"])
+    job = wait_until(lambda: (engine.poll("w", ["budgeted"], 1) or [None])[0], timeout=10)
+    wait_until(lambda: time.monotonic() - began > 1.2, timeout=5, what="the budget to pass")
+    engine.fail_job(job["id"], "w", "second", attempt=job["attempt"])
+    got = engine.get_instance(inst["id"])
+    assert got["status"] == "FAILED"
+    assert "totalTimeoutSeconds of 1" in got["reason"] and "second" in got["reason"]
+    assert engine.get_task_def("budgeted")["totalTimeoutSeconds"] == 1

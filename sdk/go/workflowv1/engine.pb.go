@@ -49,8 +49,9 @@ type TaskDef struct {
 	OwnerEmail                  string                 `protobuf:"bytes,17,opt,name=owner_email,json=ownerEmail,proto3" json:"owner_email,omitempty"`
 	CreatedAt                   *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	UpdatedAt                   *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	BackoffScaleFactor          *int32                 `protobuf:"varint,20,opt,name=backoff_scale_factor,json=backoffScaleFactor,proto3,oneof" json:"backoff_scale_factor,omitempty"` // LINEAR_BACKOFF: delay x factor x retry (default 1)
-	BackoffJitterMs             *int32                 `protobuf:"varint,21,opt,name=backoff_jitter_ms,json=backoffJitterMs,proto3,oneof" json:"backoff_jitter_ms,omitempty"`          // each retry waits up to this much more, at random
+	BackoffScaleFactor          *int32                 `protobuf:"varint,20,opt,name=backoff_scale_factor,json=backoffScaleFactor,proto3,oneof" json:"backoff_scale_factor,omitempty"`    // LINEAR_BACKOFF: delay x factor x retry (default 1)
+	BackoffJitterMs             *int32                 `protobuf:"varint,21,opt,name=backoff_jitter_ms,json=backoffJitterMs,proto3,oneof" json:"backoff_jitter_ms,omitempty"`             // each retry waits up to this much more, at random
+	TotalTimeoutSeconds         *int32                 `protobuf:"varint,22,opt,name=total_timeout_seconds,json=totalTimeoutSeconds,proto3,oneof" json:"total_timeout_seconds,omitempty"` // no retry once this long after the first attempt
 	unknownFields               protoimpl.UnknownFields
 	sizeCache                   protoimpl.SizeCache
 }
@@ -232,6 +233,13 @@ func (x *TaskDef) GetBackoffJitterMs() int32 {
 	return 0
 }
 
+func (x *TaskDef) GetTotalTimeoutSeconds() int32 {
+	if x != nil && x.TotalTimeoutSeconds != nil {
+		return *x.TotalTimeoutSeconds
+	}
+	return 0
+}
+
 // One step of a definition. Fields beyond id/type apply to the step types that use them.
 type Step struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -256,8 +264,9 @@ type Step struct {
 	PollTimeoutSeconds     *int32   `protobuf:"varint,12,opt,name=poll_timeout_seconds,json=pollTimeoutSeconds,proto3,oneof" json:"poll_timeout_seconds,omitempty"`
 	ResponseTimeoutSeconds *int32   `protobuf:"varint,13,opt,name=response_timeout_seconds,json=responseTimeoutSeconds,proto3,oneof" json:"response_timeout_seconds,omitempty"`
 	TimeoutPolicy          string   `protobuf:"bytes,14,opt,name=timeout_policy,json=timeoutPolicy,proto3" json:"timeout_policy,omitempty"`
-	BackoffScaleFactor     *int32   `protobuf:"varint,61,opt,name=backoff_scale_factor,json=backoffScaleFactor,proto3,oneof" json:"backoff_scale_factor,omitempty"` // as on TaskDef
-	BackoffJitterMs        *int32   `protobuf:"varint,62,opt,name=backoff_jitter_ms,json=backoffJitterMs,proto3,oneof" json:"backoff_jitter_ms,omitempty"`          // as on TaskDef
+	BackoffScaleFactor     *int32   `protobuf:"varint,61,opt,name=backoff_scale_factor,json=backoffScaleFactor,proto3,oneof" json:"backoff_scale_factor,omitempty"`    // as on TaskDef
+	BackoffJitterMs        *int32   `protobuf:"varint,62,opt,name=backoff_jitter_ms,json=backoffJitterMs,proto3,oneof" json:"backoff_jitter_ms,omitempty"`             // as on TaskDef
+	TotalTimeoutSeconds    *int32   `protobuf:"varint,63,opt,name=total_timeout_seconds,json=totalTimeoutSeconds,proto3,oneof" json:"total_timeout_seconds,omitempty"` // as on TaskDef
 	TaskDef                *TaskDef `protobuf:"bytes,15,opt,name=task_def,json=taskDef,proto3" json:"task_def,omitempty"`
 	// USER_TASK
 	Assignee string `protobuf:"bytes,16,opt,name=assignee,proto3" json:"assignee,omitempty"`
@@ -499,6 +508,13 @@ func (x *Step) GetBackoffScaleFactor() int32 {
 func (x *Step) GetBackoffJitterMs() int32 {
 	if x != nil && x.BackoffJitterMs != nil {
 		return *x.BackoffJitterMs
+	}
+	return 0
+}
+
+func (x *Step) GetTotalTimeoutSeconds() int32 {
+	if x != nil && x.TotalTimeoutSeconds != nil {
+		return *x.TotalTimeoutSeconds
 	}
 	return 0
 }
@@ -7410,7 +7426,7 @@ var File_workflow_v1_engine_proto protoreflect.FileDescriptor
 
 const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\n" +
-	"\x18workflow/v1/engine.proto\x12\vworkflow.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9b\n" +
+	"\x18workflow/v1/engine.proto\x12\vworkflow.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xee\n" +
 	"\n" +
 	"\aTaskDef\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
@@ -7442,7 +7458,8 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"updated_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x125\n" +
 	"\x14backoff_scale_factor\x18\x14 \x01(\x05H\tR\x12backoffScaleFactor\x88\x01\x01\x12/\n" +
 	"\x11backoff_jitter_ms\x18\x15 \x01(\x05H\n" +
-	"R\x0fbackoffJitterMs\x88\x01\x01B\x0e\n" +
+	"R\x0fbackoffJitterMs\x88\x01\x01\x127\n" +
+	"\x15total_timeout_seconds\x18\x16 \x01(\x05H\vR\x13totalTimeoutSeconds\x88\x01\x01B\x0e\n" +
 	"\f_retry_countB\x16\n" +
 	"\x14_retry_delay_secondsB\x1a\n" +
 	"\x18_max_retry_delay_secondsB\x12\n" +
@@ -7453,7 +7470,8 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x19_rate_limit_per_frequencyB\"\n" +
 	" _rate_limit_frequency_in_secondsB\x17\n" +
 	"\x15_backoff_scale_factorB\x14\n" +
-	"\x12_backoff_jitter_ms\"\xd4\x17\n" +
+	"\x12_backoff_jitter_msB\x18\n" +
+	"\x16_total_timeout_seconds\"\xa7\x18\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
@@ -7473,7 +7491,8 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x18response_timeout_seconds\x18\r \x01(\x05H\x05R\x16responseTimeoutSeconds\x88\x01\x01\x12%\n" +
 	"\x0etimeout_policy\x18\x0e \x01(\tR\rtimeoutPolicy\x125\n" +
 	"\x14backoff_scale_factor\x18= \x01(\x05H\x06R\x12backoffScaleFactor\x88\x01\x01\x12/\n" +
-	"\x11backoff_jitter_ms\x18> \x01(\x05H\aR\x0fbackoffJitterMs\x88\x01\x01\x12/\n" +
+	"\x11backoff_jitter_ms\x18> \x01(\x05H\aR\x0fbackoffJitterMs\x88\x01\x01\x127\n" +
+	"\x15total_timeout_seconds\x18? \x01(\x05H\bR\x13totalTimeoutSeconds\x88\x01\x01\x12/\n" +
 	"\btask_def\x18\x0f \x01(\v2\x14.workflow.v1.TaskDefR\ataskDef\x12\x1a\n" +
 	"\bassignee\x18\x10 \x01(\tR\bassignee\x122\n" +
 	"\bduration\x18\x11 \x01(\v2\x16.google.protobuf.ValueR\bduration\x12\x14\n" +
@@ -7491,20 +7510,20 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x05cases\x18\x1b \x01(\v2\x16.google.protobuf.ValueR\x05cases\x12+\n" +
 	"\adefault\x18\x1c \x03(\v2\x11.workflow.v1.StepR\adefault\x126\n" +
 	"\bbranches\x18\x1d \x03(\v2\x1a.google.protobuf.ListValueR\bbranches\x12 \n" +
-	"\tfail_fast\x18\x1e \x01(\bH\bR\bfailFast\x88\x01\x01\x12'\n" +
+	"\tfail_fast\x18\x1e \x01(\bH\tR\bfailFast\x88\x01\x01\x12'\n" +
 	"\x05steps\x18\x1f \x03(\v2\x11.workflow.v1.StepR\x05steps\x12\x14\n" +
 	"\x05items\x18  \x01(\tR\x05items\x12,\n" +
-	"\x0fmax_concurrency\x18! \x01(\x05H\tR\x0emaxConcurrency\x88\x01\x01\x12\x14\n" +
+	"\x0fmax_concurrency\x18! \x01(\x05H\n" +
+	"R\x0emaxConcurrency\x88\x01\x01\x12\x14\n" +
 	"\x05while\x18\" \x01(\tR\x05while\x12*\n" +
-	"\x0emax_iterations\x18# \x01(\x05H\n" +
-	"R\rmaxIterations\x88\x01\x01\x12\x1a\n" +
+	"\x0emax_iterations\x18# \x01(\x05H\vR\rmaxIterations\x88\x01\x01\x12\x1a\n" +
 	"\blanguage\x18$ \x01(\tR\blanguage\x12\x16\n" +
 	"\x06script\x18% \x01(\tR\x06script\x12\x14\n" +
 	"\x05query\x18& \x01(\tR\x05query\x12%\n" +
 	"\x0ewhile_language\x18' \x01(\tR\rwhileLanguage\x120\n" +
 	"\arequest\x18( \x01(\v2\x16.google.protobuf.ValueR\arequest\x122\n" +
 	"\boptional\x18; \x01(\v2\x16.google.protobuf.ValueR\boptional\x123\n" +
-	"\x13start_delay_seconds\x18* \x01(\x05H\vR\x11startDelaySeconds\x88\x01\x01\x12\x10\n" +
+	"\x13start_delay_seconds\x18* \x01(\x05H\fR\x11startDelaySeconds\x88\x01\x01\x12\x10\n" +
 	"\x03key\x18+ \x01(\tR\x03key\x12.\n" +
 	"\x06inputs\x18, \x01(\v2\x16.google.protobuf.ValueR\x06inputs\x12-\n" +
 	"\x12definition_dialect\x18- \x01(\tR\x11definitionDialect\x12\x19\n" +
@@ -7515,16 +7534,16 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\ajoin_on\x180 \x03(\tR\x06joinOn\x12&\n" +
 	"\x0fdefault_join_on\x181 \x03(\tR\rdefaultJoinOn\x123\n" +
 	"\x15termination_condition\x182 \x01(\tR\x14terminationCondition\x12=\n" +
-	"\x18polling_interval_seconds\x183 \x01(\x05H\fR\x16pollingIntervalSeconds\x88\x01\x01\x12)\n" +
+	"\x18polling_interval_seconds\x183 \x01(\x05H\rR\x16pollingIntervalSeconds\x88\x01\x01\x12)\n" +
 	"\x10polling_strategy\x184 \x01(\tR\x0fpollingStrategy\x12)\n" +
-	"\x0emax_poll_count\x185 \x01(\x05H\rR\fmaxPollCount\x88\x01\x01\x12\x12\n" +
+	"\x0emax_poll_count\x185 \x01(\x05H\x0eR\fmaxPollCount\x88\x01\x01\x12\x12\n" +
 	"\x04sink\x186 \x01(\tR\x04sink\x120\n" +
-	"\x11iteration_outputs\x187 \x01(\bH\x0eR\x10iterationOutputs\x88\x01\x01\x125\n" +
-	"\x14keep_last_iterations\x188 \x01(\x05H\x0fR\x12keepLastIterations\x88\x01\x01\x12>\n" +
+	"\x11iteration_outputs\x187 \x01(\bH\x0fR\x10iterationOutputs\x88\x01\x01\x125\n" +
+	"\x14keep_last_iterations\x188 \x01(\x05H\x10R\x12keepLastIterations\x88\x01\x01\x12>\n" +
 	"\flegacy_input\x18\x05 \x01(\v2\x17.google.protobuf.StructB\x02\x18\x01R\vlegacyInput\x12C\n" +
-	"\x19legacy_definition_version\x18\x14 \x01(\x05B\x02\x18\x01H\x10R\x17legacyDefinitionVersion\x88\x01\x01\x120\n" +
-	"\x0flegacy_optional\x18) \x01(\bB\x02\x18\x01H\x11R\x0elegacyOptional\x88\x01\x01\x124\n" +
-	"\x11legacy_permissive\x18/ \x01(\bB\x02\x18\x01H\x12R\x10legacyPermissive\x88\x01\x01B\x0e\n" +
+	"\x19legacy_definition_version\x18\x14 \x01(\x05B\x02\x18\x01H\x11R\x17legacyDefinitionVersion\x88\x01\x01\x120\n" +
+	"\x0flegacy_optional\x18) \x01(\bB\x02\x18\x01H\x12R\x0elegacyOptional\x88\x01\x01\x124\n" +
+	"\x11legacy_permissive\x18/ \x01(\bB\x02\x18\x01H\x13R\x10legacyPermissive\x88\x01\x01B\x0e\n" +
 	"\f_retry_countB\x16\n" +
 	"\x14_retry_delay_secondsB\x1a\n" +
 	"\x18_max_retry_delay_secondsB\x12\n" +
@@ -7532,7 +7551,8 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x15_poll_timeout_secondsB\x1b\n" +
 	"\x19_response_timeout_secondsB\x17\n" +
 	"\x15_backoff_scale_factorB\x14\n" +
-	"\x12_backoff_jitter_msB\f\n" +
+	"\x12_backoff_jitter_msB\x18\n" +
+	"\x16_total_timeout_secondsB\f\n" +
 	"\n" +
 	"_fail_fastB\x12\n" +
 	"\x10_max_concurrencyB\x11\n" +

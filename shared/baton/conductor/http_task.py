@@ -31,6 +31,7 @@ SETTINGS = (
     "maxRetryDelaySeconds",
     "backoffScaleFactor",
     "backoffJitterMs",
+    "totalTimeoutSeconds",
     "timeoutSeconds",
     "responseTimeoutSeconds",
     "timeoutPolicy",

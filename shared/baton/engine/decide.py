@@ -140,10 +140,13 @@ class Decider(DecisionFlow):
                 },
             )
         )
-        if retryable and job.retries_remaining > 0:
+        spent = self._budget_spent(job) if retryable and job.retries_remaining > 0 else None
+        if retryable and job.retries_remaining > 0 and spent is None:
             return self._retry(job, error, delay_override)
         tries = f"{job.attempt} attempt{'s' if job.attempt != 1 else ''}"
         why = error if not retryable else f"{error} (retries exhausted after {tries})"
+        if spent is not None:
+            why = f"{error} ({spent})"
         self._fail_job(job, why, JobStatus.FAILED, StepStatus.FAILED, output=output)
         self.run()
         return None
@@ -182,10 +185,16 @@ class Decider(DecisionFlow):
             self.changes.audit.append(AuditEvent("JOB_TIMEOUT_ALERT", job.id, detail))
             return None
         self.changes.audit.append(AuditEvent("JOB_TIMED_OUT", job.id, detail))
-        if policy.timeout_policy == TimeoutPolicy.RETRY and job.retries_remaining > 0:
+        retrying = policy.timeout_policy == TimeoutPolicy.RETRY and job.retries_remaining > 0
+        spent = self._budget_spent(job) if retrying else None
+        if retrying and spent is None:
             return self._retry(job, why, None)
         self.changes.count("JobsTimedOut")
-        if policy.timeout_policy == TimeoutPolicy.RETRY:
+        if spent is not None:
+            self._fail_job(
+                job, f"timed out: {why} ({spent})", JobStatus.TIMED_OUT, StepStatus.TIMED_OUT
+            )
+        elif policy.timeout_policy == TimeoutPolicy.RETRY:
             self._fail_job(
                 job, f"timed out on every attempt: {why}", JobStatus.TIMED_OUT, StepStatus.TIMED_OUT
             )
@@ -311,6 +320,24 @@ class Decider(DecisionFlow):
     def _job_exec(self, job: JobRef) -> Exec:
         return Exec(
             job.step_execution_id, job.step_id, job.scope, StepStatus.IN_PROGRESS, job.attempt
+        )
+
+    def _budget_spent(self, job: JobRef) -> str | None:
+        """Why ``job``'s step may not be retried any more for its ``totalTimeoutSeconds`` (a
+        budget over all its attempts, from its first attempt's start, as Conductor's), or None."""
+        total = self.plan.policy(job.step_id).total_timeout_seconds
+        if not total:
+            return None
+        record = self.reader.record(job.step_id, job.scope)
+        began = record.get("started_at") if record else None
+        if not isinstance(began, datetime):
+            return None
+        elapsed = (self.now - began).total_seconds()
+        if elapsed < total:
+            return None
+        return (
+            f"no retry: {int(elapsed)}s since its first attempt began, past its "
+            f"totalTimeoutSeconds of {total}"
         )
 
     def _retry(self, job: JobRef, error: str, delay_override: float | None) -> datetime:

@@ -56,6 +56,7 @@ class TaskPolicy:
     max_retry_delay_seconds: int | None
     backoff_scale_factor: int
     backoff_jitter_ms: int
+    total_timeout_seconds: int
     lease_seconds: int
     timeout_seconds: int
     poll_timeout_seconds: int
@@ -90,6 +91,7 @@ def task_policy(step: ServiceTaskStep | HttpCall | EventStep) -> TaskPolicy:
         max_retry_delay_seconds=pick("max_retry_delay_seconds", None),
         backoff_scale_factor=pick("backoff_scale_factor", 1),
         backoff_jitter_ms=pick("backoff_jitter_ms", 0),
+        total_timeout_seconds=pick("total_timeout_seconds", 0),
         lease_seconds=pick("response_timeout_seconds", lease_default),
         timeout_seconds=pick("timeout_seconds", 0),
         poll_timeout_seconds=pick("poll_timeout_seconds", 0),

@@ -38,6 +38,7 @@ TASK_SETTINGS = (
     "maxRetryDelaySeconds",
     "backoffScaleFactor",
     "backoffJitterMs",
+    "totalTimeoutSeconds",
     "timeoutSeconds",
     "pollTimeoutSeconds",
     "responseTimeoutSeconds",

@@ -85,6 +85,7 @@ private static final long serialVersionUID = 0L;
   }
 
   private int bitField0_;
+  private int bitField1_;
   public static final int ID_FIELD_NUMBER = 1;
   @SuppressWarnings("serial")
   private volatile java.lang.Object id_ = "";
@@ -597,6 +598,33 @@ private static final long serialVersionUID = 0L;
     return backoffJitterMs_;
   }
 
+  public static final int TOTAL_TIMEOUT_SECONDS_FIELD_NUMBER = 63;
+  private int totalTimeoutSeconds_ = 0;
+  /**
+   * <pre>
+   * as on TaskDef
+   * </pre>
+   *
+   * <code>optional int32 total_timeout_seconds = 63;</code>
+   * @return Whether the totalTimeoutSeconds field is set.
+   */
+  @java.lang.Override
+  public boolean hasTotalTimeoutSeconds() {
+    return ((bitField0_ & 0x00000200) != 0);
+  }
+  /**
+   * <pre>
+   * as on TaskDef
+   * </pre>
+   *
+   * <code>optional int32 total_timeout_seconds = 63;</code>
+   * @return The totalTimeoutSeconds.
+   */
+  @java.lang.Override
+  public int getTotalTimeoutSeconds() {
+    return totalTimeoutSeconds_;
+  }
+
   public static final int TASK_DEF_FIELD_NUMBER = 15;
   private dev.baton.workflow.v1.TaskDef taskDef_;
   /**
@@ -605,7 +633,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasTaskDef() {
-    return ((bitField0_ & 0x00000200) != 0);
+    return ((bitField0_ & 0x00000400) != 0);
   }
   /**
    * <code>.workflow.v1.TaskDef task_def = 15;</code>
@@ -682,7 +710,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasDuration() {
-    return ((bitField0_ & 0x00000400) != 0);
+    return ((bitField0_ & 0x00000800) != 0);
   }
   /**
    * <pre>
@@ -810,7 +838,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasDefinitionVersion() {
-    return ((bitField0_ & 0x00000800) != 0);
+    return ((bitField0_ & 0x00001000) != 0);
   }
   /**
    * <pre>
@@ -844,7 +872,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasDefinition() {
-    return ((bitField0_ & 0x00001000) != 0);
+    return ((bitField0_ & 0x00002000) != 0);
   }
   /**
    * <code>.google.protobuf.Value definition = 21;</code>
@@ -874,7 +902,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasVariables() {
-    return ((bitField0_ & 0x00002000) != 0);
+    return ((bitField0_ & 0x00004000) != 0);
   }
   /**
    * <pre>
@@ -994,7 +1022,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasOutput() {
-    return ((bitField0_ & 0x00004000) != 0);
+    return ((bitField0_ & 0x00008000) != 0);
   }
   /**
    * <code>.google.protobuf.Value output = 25;</code>
@@ -1069,7 +1097,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasCases() {
-    return ((bitField0_ & 0x00008000) != 0);
+    return ((bitField0_ & 0x00010000) != 0);
   }
   /**
    * <code>.google.protobuf.Value cases = 27;</code>
@@ -1197,7 +1225,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasFailFast() {
-    return ((bitField0_ & 0x00010000) != 0);
+    return ((bitField0_ & 0x00020000) != 0);
   }
   /**
    * <code>optional bool fail_fast = 30;</code>
@@ -1326,7 +1354,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasMaxConcurrency() {
-    return ((bitField0_ & 0x00020000) != 0);
+    return ((bitField0_ & 0x00040000) != 0);
   }
   /**
    * <code>optional int32 max_concurrency = 33;</code>
@@ -1384,7 +1412,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasMaxIterations() {
-    return ((bitField0_ & 0x00040000) != 0);
+    return ((bitField0_ & 0x00080000) != 0);
   }
   /**
    * <code>optional int32 max_iterations = 35;</code>
@@ -1592,7 +1620,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasRequest() {
-    return ((bitField0_ & 0x00080000) != 0);
+    return ((bitField0_ & 0x00100000) != 0);
   }
   /**
    * <pre>
@@ -1638,7 +1666,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasOptional() {
-    return ((bitField0_ & 0x00100000) != 0);
+    return ((bitField0_ & 0x00200000) != 0);
   }
   /**
    * <pre>
@@ -1680,7 +1708,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasStartDelaySeconds() {
-    return ((bitField0_ & 0x00200000) != 0);
+    return ((bitField0_ & 0x00400000) != 0);
   }
   /**
    * <pre>
@@ -1756,7 +1784,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasInputs() {
-    return ((bitField0_ & 0x00400000) != 0);
+    return ((bitField0_ & 0x00800000) != 0);
   }
   /**
    * <pre>
@@ -1894,7 +1922,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasPermissive() {
-    return ((bitField0_ & 0x00800000) != 0);
+    return ((bitField0_ & 0x01000000) != 0);
   }
   /**
    * <pre>
@@ -2073,7 +2101,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasPollingIntervalSeconds() {
-    return ((bitField0_ & 0x01000000) != 0);
+    return ((bitField0_ & 0x02000000) != 0);
   }
   /**
    * <code>optional int32 polling_interval_seconds = 51;</code>
@@ -2131,7 +2159,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasMaxPollCount() {
-    return ((bitField0_ & 0x02000000) != 0);
+    return ((bitField0_ & 0x04000000) != 0);
   }
   /**
    * <code>optional int32 max_poll_count = 53;</code>
@@ -2202,7 +2230,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasIterationOutputs() {
-    return ((bitField0_ & 0x04000000) != 0);
+    return ((bitField0_ & 0x08000000) != 0);
   }
   /**
    * <pre>
@@ -2226,7 +2254,7 @@ private static final long serialVersionUID = 0L;
    */
   @java.lang.Override
   public boolean hasKeepLastIterations() {
-    return ((bitField0_ & 0x08000000) != 0);
+    return ((bitField0_ & 0x10000000) != 0);
   }
   /**
    * <code>optional int32 keep_last_iterations = 56;</code>
@@ -2250,12 +2278,12 @@ private static final long serialVersionUID = 0L;
    *
    * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_input is deprecated.
-   *     See workflow/v1/engine.proto;l=157
+   *     See workflow/v1/engine.proto;l=159
    * @return Whether the legacyInput field is set.
    */
   @java.lang.Override
   @java.lang.Deprecated public boolean hasLegacyInput() {
-    return ((bitField0_ & 0x10000000) != 0);
+    return ((bitField0_ & 0x20000000) != 0);
   }
   /**
    * <pre>
@@ -2268,7 +2296,7 @@ private static final long serialVersionUID = 0L;
    *
    * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_input is deprecated.
-   *     See workflow/v1/engine.proto;l=157
+   *     See workflow/v1/engine.proto;l=159
    * @return The legacyInput.
    */
   @java.lang.Override
@@ -2296,17 +2324,17 @@ private static final long serialVersionUID = 0L;
   /**
    * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
-   *     See workflow/v1/engine.proto;l=158
+   *     See workflow/v1/engine.proto;l=160
    * @return Whether the legacyDefinitionVersion field is set.
    */
   @java.lang.Override
   @java.lang.Deprecated public boolean hasLegacyDefinitionVersion() {
-    return ((bitField0_ & 0x20000000) != 0);
+    return ((bitField0_ & 0x40000000) != 0);
   }
   /**
    * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
-   *     See workflow/v1/engine.proto;l=158
+   *     See workflow/v1/engine.proto;l=160
    * @return The legacyDefinitionVersion.
    */
   @java.lang.Override
@@ -2319,17 +2347,17 @@ private static final long serialVersionUID = 0L;
   /**
    * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_optional is deprecated.
-   *     See workflow/v1/engine.proto;l=159
+   *     See workflow/v1/engine.proto;l=161
    * @return Whether the legacyOptional field is set.
    */
   @java.lang.Override
   @java.lang.Deprecated public boolean hasLegacyOptional() {
-    return ((bitField0_ & 0x40000000) != 0);
+    return ((bitField0_ & 0x80000000) != 0);
   }
   /**
    * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_optional is deprecated.
-   *     See workflow/v1/engine.proto;l=159
+   *     See workflow/v1/engine.proto;l=161
    * @return The legacyOptional.
    */
   @java.lang.Override
@@ -2342,17 +2370,17 @@ private static final long serialVersionUID = 0L;
   /**
    * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
-   *     See workflow/v1/engine.proto;l=160
+   *     See workflow/v1/engine.proto;l=162
    * @return Whether the legacyPermissive field is set.
    */
   @java.lang.Override
   @java.lang.Deprecated public boolean hasLegacyPermissive() {
-    return ((bitField0_ & 0x80000000) != 0);
+    return ((bitField1_ & 0x00000001) != 0);
   }
   /**
    * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
-   *     See workflow/v1/engine.proto;l=160
+   *     See workflow/v1/engine.proto;l=162
    * @return The legacyPermissive.
    */
   @java.lang.Override
@@ -2386,7 +2414,7 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(description_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 4, description_);
     }
-    if (((bitField0_ & 0x10000000) != 0)) {
+    if (((bitField0_ & 0x20000000) != 0)) {
       output.writeMessage(5, getLegacyInput());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(jobType_)) {
@@ -2416,13 +2444,13 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(timeoutPolicy_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 14, timeoutPolicy_);
     }
-    if (((bitField0_ & 0x00000200) != 0)) {
+    if (((bitField0_ & 0x00000400) != 0)) {
       output.writeMessage(15, getTaskDef());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(assignee_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 16, assignee_);
     }
-    if (((bitField0_ & 0x00000400) != 0)) {
+    if (((bitField0_ & 0x00000800) != 0)) {
       output.writeMessage(17, getDuration());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(until_)) {
@@ -2431,13 +2459,13 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(definitionName_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 19, definitionName_);
     }
-    if (((bitField0_ & 0x20000000) != 0)) {
+    if (((bitField0_ & 0x40000000) != 0)) {
       output.writeInt32(20, legacyDefinitionVersion_);
     }
-    if (((bitField0_ & 0x00001000) != 0)) {
+    if (((bitField0_ & 0x00002000) != 0)) {
       output.writeMessage(21, getDefinition());
     }
-    if (((bitField0_ & 0x00002000) != 0)) {
+    if (((bitField0_ & 0x00004000) != 0)) {
       output.writeMessage(22, getVariables());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(status_)) {
@@ -2446,13 +2474,13 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(reason_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 24, reason_);
     }
-    if (((bitField0_ & 0x00004000) != 0)) {
+    if (((bitField0_ & 0x00008000) != 0)) {
       output.writeMessage(25, getOutput());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(on_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 26, on_);
     }
-    if (((bitField0_ & 0x00008000) != 0)) {
+    if (((bitField0_ & 0x00010000) != 0)) {
       output.writeMessage(27, getCases());
     }
     for (int i = 0; i < default_.size(); i++) {
@@ -2461,7 +2489,7 @@ private static final long serialVersionUID = 0L;
     for (int i = 0; i < branches_.size(); i++) {
       output.writeMessage(29, branches_.get(i));
     }
-    if (((bitField0_ & 0x00010000) != 0)) {
+    if (((bitField0_ & 0x00020000) != 0)) {
       output.writeBool(30, failFast_);
     }
     for (int i = 0; i < steps_.size(); i++) {
@@ -2470,13 +2498,13 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(items_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 32, items_);
     }
-    if (((bitField0_ & 0x00020000) != 0)) {
+    if (((bitField0_ & 0x00040000) != 0)) {
       output.writeInt32(33, maxConcurrency_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(while_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 34, while_);
     }
-    if (((bitField0_ & 0x00040000) != 0)) {
+    if (((bitField0_ & 0x00080000) != 0)) {
       output.writeInt32(35, maxIterations_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(language_)) {
@@ -2491,19 +2519,19 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(whileLanguage_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 39, whileLanguage_);
     }
-    if (((bitField0_ & 0x00080000) != 0)) {
+    if (((bitField0_ & 0x00100000) != 0)) {
       output.writeMessage(40, getRequest());
     }
-    if (((bitField0_ & 0x40000000) != 0)) {
+    if (((bitField0_ & 0x80000000) != 0)) {
       output.writeBool(41, legacyOptional_);
     }
-    if (((bitField0_ & 0x00200000) != 0)) {
+    if (((bitField0_ & 0x00400000) != 0)) {
       output.writeInt32(42, startDelaySeconds_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(key_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 43, key_);
     }
-    if (((bitField0_ & 0x00400000) != 0)) {
+    if (((bitField0_ & 0x00800000) != 0)) {
       output.writeMessage(44, getInputs());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(definitionDialect_)) {
@@ -2512,7 +2540,7 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(indexAs_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 46, indexAs_);
     }
-    if (((bitField0_ & 0x80000000) != 0)) {
+    if (((bitField1_ & 0x00000001) != 0)) {
       output.writeBool(47, legacyPermissive_);
     }
     for (int i = 0; i < joinOn_.size(); i++) {
@@ -2524,34 +2552,34 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(terminationCondition_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 50, terminationCondition_);
     }
-    if (((bitField0_ & 0x01000000) != 0)) {
+    if (((bitField0_ & 0x02000000) != 0)) {
       output.writeInt32(51, pollingIntervalSeconds_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(pollingStrategy_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 52, pollingStrategy_);
     }
-    if (((bitField0_ & 0x02000000) != 0)) {
+    if (((bitField0_ & 0x04000000) != 0)) {
       output.writeInt32(53, maxPollCount_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(sink_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 54, sink_);
     }
-    if (((bitField0_ & 0x04000000) != 0)) {
+    if (((bitField0_ & 0x08000000) != 0)) {
       output.writeBool(55, iterationOutputs_);
     }
-    if (((bitField0_ & 0x08000000) != 0)) {
+    if (((bitField0_ & 0x10000000) != 0)) {
       output.writeInt32(56, keepLastIterations_);
     }
     if (((bitField0_ & 0x00000001) != 0)) {
       output.writeMessage(57, getInput());
     }
-    if (((bitField0_ & 0x00000800) != 0)) {
+    if (((bitField0_ & 0x00001000) != 0)) {
       output.writeMessage(58, getDefinitionVersion());
     }
-    if (((bitField0_ & 0x00100000) != 0)) {
+    if (((bitField0_ & 0x00200000) != 0)) {
       output.writeMessage(59, getOptional());
     }
-    if (((bitField0_ & 0x00800000) != 0)) {
+    if (((bitField0_ & 0x01000000) != 0)) {
       output.writeMessage(60, getPermissive());
     }
     if (((bitField0_ & 0x00000080) != 0)) {
@@ -2559,6 +2587,9 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000100) != 0)) {
       output.writeInt32(62, backoffJitterMs_);
+    }
+    if (((bitField0_ & 0x00000200) != 0)) {
+      output.writeInt32(63, totalTimeoutSeconds_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -2576,7 +2607,7 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(description_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(4, description_);
     }
-    if (((bitField0_ & 0x10000000) != 0)) {
+    if (((bitField0_ & 0x20000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(5, getLegacyInput());
     }
@@ -2613,14 +2644,14 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(timeoutPolicy_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(14, timeoutPolicy_);
     }
-    if (((bitField0_ & 0x00000200) != 0)) {
+    if (((bitField0_ & 0x00000400) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(15, getTaskDef());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(assignee_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(16, assignee_);
     }
-    if (((bitField0_ & 0x00000400) != 0)) {
+    if (((bitField0_ & 0x00000800) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(17, getDuration());
     }
@@ -2630,15 +2661,15 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(definitionName_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(19, definitionName_);
     }
-    if (((bitField0_ & 0x20000000) != 0)) {
+    if (((bitField0_ & 0x40000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(20, legacyDefinitionVersion_);
     }
-    if (((bitField0_ & 0x00001000) != 0)) {
+    if (((bitField0_ & 0x00002000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(21, getDefinition());
     }
-    if (((bitField0_ & 0x00002000) != 0)) {
+    if (((bitField0_ & 0x00004000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(22, getVariables());
     }
@@ -2648,14 +2679,14 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(reason_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(24, reason_);
     }
-    if (((bitField0_ & 0x00004000) != 0)) {
+    if (((bitField0_ & 0x00008000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(25, getOutput());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(on_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(26, on_);
     }
-    if (((bitField0_ & 0x00008000) != 0)) {
+    if (((bitField0_ & 0x00010000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(27, getCases());
     }
@@ -2677,7 +2708,7 @@ private static final long serialVersionUID = 0L;
           }
           size += 2 * count;
         }
-    if (((bitField0_ & 0x00010000) != 0)) {
+    if (((bitField0_ & 0x00020000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(30, failFast_);
     }
@@ -2697,14 +2728,14 @@ private static final long serialVersionUID = 0L;
   }
   private int computeSerializedSize_1() {
     int size = 0;
-    if (((bitField0_ & 0x00020000) != 0)) {
+    if (((bitField0_ & 0x00040000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(33, maxConcurrency_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(while_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(34, while_);
     }
-    if (((bitField0_ & 0x00040000) != 0)) {
+    if (((bitField0_ & 0x00080000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(35, maxIterations_);
     }
@@ -2720,22 +2751,22 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(whileLanguage_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(39, whileLanguage_);
     }
-    if (((bitField0_ & 0x00080000) != 0)) {
+    if (((bitField0_ & 0x00100000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(40, getRequest());
     }
-    if (((bitField0_ & 0x40000000) != 0)) {
+    if (((bitField0_ & 0x80000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(41, legacyOptional_);
     }
-    if (((bitField0_ & 0x00200000) != 0)) {
+    if (((bitField0_ & 0x00400000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(42, startDelaySeconds_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(key_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(43, key_);
     }
-    if (((bitField0_ & 0x00400000) != 0)) {
+    if (((bitField0_ & 0x00800000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(44, getInputs());
     }
@@ -2745,7 +2776,7 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(indexAs_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(46, indexAs_);
     }
-    if (((bitField0_ & 0x80000000) != 0)) {
+    if (((bitField1_ & 0x00000001) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(47, legacyPermissive_);
     }
@@ -2768,25 +2799,25 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(terminationCondition_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(50, terminationCondition_);
     }
-    if (((bitField0_ & 0x01000000) != 0)) {
+    if (((bitField0_ & 0x02000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(51, pollingIntervalSeconds_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(pollingStrategy_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(52, pollingStrategy_);
     }
-    if (((bitField0_ & 0x02000000) != 0)) {
+    if (((bitField0_ & 0x04000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(53, maxPollCount_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(sink_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(54, sink_);
     }
-    if (((bitField0_ & 0x04000000) != 0)) {
+    if (((bitField0_ & 0x08000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(55, iterationOutputs_);
     }
-    if (((bitField0_ & 0x08000000) != 0)) {
+    if (((bitField0_ & 0x10000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(56, keepLastIterations_);
     }
@@ -2794,15 +2825,15 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(57, getInput());
     }
-    if (((bitField0_ & 0x00000800) != 0)) {
+    if (((bitField0_ & 0x00001000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(58, getDefinitionVersion());
     }
-    if (((bitField0_ & 0x00100000) != 0)) {
+    if (((bitField0_ & 0x00200000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(59, getOptional());
     }
-    if (((bitField0_ & 0x00800000) != 0)) {
+    if (((bitField0_ & 0x01000000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(60, getPermissive());
     }
@@ -2813,6 +2844,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000100) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(62, backoffJitterMs_);
+    }
+    if (((bitField0_ & 0x00000200) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(63, totalTimeoutSeconds_);
     }
     return size;
   }
@@ -2897,6 +2932,11 @@ private static final long serialVersionUID = 0L;
     if (hasBackoffJitterMs()) {
       if (getBackoffJitterMs()
           != other.getBackoffJitterMs()) return false;
+    }
+    if (hasTotalTimeoutSeconds() != other.hasTotalTimeoutSeconds()) return false;
+    if (hasTotalTimeoutSeconds()) {
+      if (getTotalTimeoutSeconds()
+          != other.getTotalTimeoutSeconds()) return false;
     }
     if (hasTaskDef() != other.hasTaskDef()) return false;
     if (hasTaskDef()) {
@@ -3119,6 +3159,10 @@ private static final long serialVersionUID = 0L;
     if (hasBackoffJitterMs()) {
       hash = (37 * hash) + BACKOFF_JITTER_MS_FIELD_NUMBER;
       hash = (53 * hash) + getBackoffJitterMs();
+    }
+    if (hasTotalTimeoutSeconds()) {
+      hash = (37 * hash) + TOTAL_TIMEOUT_SECONDS_FIELD_NUMBER;
+      hash = (53 * hash) + getTotalTimeoutSeconds();
     }
     if (hasTaskDef()) {
       hash = (37 * hash) + TASK_DEF_FIELD_NUMBER;
@@ -3449,6 +3493,7 @@ private static final long serialVersionUID = 0L;
       timeoutPolicy_ = "";
       backoffScaleFactor_ = 0;
       backoffJitterMs_ = 0;
+      totalTimeoutSeconds_ = 0;
       taskDef_ = null;
       if (taskDefBuilder_ != null) {
         taskDefBuilder_.dispose();
@@ -3496,14 +3541,14 @@ private static final long serialVersionUID = 0L;
         default_ = null;
         defaultBuilder_.clear();
       }
-      bitField0_ = (bitField0_ & ~0x20000000);
+      bitField0_ = (bitField0_ & ~0x40000000);
       if (branchesBuilder_ == null) {
         branches_ = java.util.Collections.emptyList();
       } else {
         branches_ = null;
         branchesBuilder_.clear();
       }
-      bitField0_ = (bitField0_ & ~0x40000000);
+      bitField0_ = (bitField0_ & ~0x80000000);
       failFast_ = false;
       if (stepsBuilder_ == null) {
         steps_ = java.util.Collections.emptyList();
@@ -3511,7 +3556,7 @@ private static final long serialVersionUID = 0L;
         steps_ = null;
         stepsBuilder_.clear();
       }
-      bitField1_ = (bitField1_ & ~0x00000001);
+      bitField1_ = (bitField1_ & ~0x00000002);
       items_ = "";
       maxConcurrency_ = 0;
       while_ = "";
@@ -3598,27 +3643,27 @@ private static final long serialVersionUID = 0L;
 
     private void buildPartialRepeatedFields(dev.baton.workflow.v1.Step result) {
       if (defaultBuilder_ == null) {
-        if (((bitField0_ & 0x20000000) != 0)) {
+        if (((bitField0_ & 0x40000000) != 0)) {
           default_ = java.util.Collections.unmodifiableList(default_);
-          bitField0_ = (bitField0_ & ~0x20000000);
+          bitField0_ = (bitField0_ & ~0x40000000);
         }
         result.default_ = default_;
       } else {
         result.default_ = defaultBuilder_.build();
       }
       if (branchesBuilder_ == null) {
-        if (((bitField0_ & 0x40000000) != 0)) {
+        if (((bitField0_ & 0x80000000) != 0)) {
           branches_ = java.util.Collections.unmodifiableList(branches_);
-          bitField0_ = (bitField0_ & ~0x40000000);
+          bitField0_ = (bitField0_ & ~0x80000000);
         }
         result.branches_ = branches_;
       } else {
         result.branches_ = branchesBuilder_.build();
       }
       if (stepsBuilder_ == null) {
-        if (((bitField1_ & 0x00000001) != 0)) {
+        if (((bitField1_ & 0x00000002) != 0)) {
           steps_ = java.util.Collections.unmodifiableList(steps_);
-          bitField1_ = (bitField1_ & ~0x00000001);
+          bitField1_ = (bitField1_ & ~0x00000002);
         }
         result.steps_ = steps_;
       } else {
@@ -3689,67 +3734,67 @@ private static final long serialVersionUID = 0L;
         to_bitField0_ |= 0x00000100;
       }
       if (((from_bitField0_ & 0x00010000) != 0)) {
-        result.taskDef_ = taskDefBuilder_ == null
-            ? taskDef_
-            : taskDefBuilder_.build();
+        result.totalTimeoutSeconds_ = totalTimeoutSeconds_;
         to_bitField0_ |= 0x00000200;
       }
       if (((from_bitField0_ & 0x00020000) != 0)) {
-        result.assignee_ = assignee_;
+        result.taskDef_ = taskDefBuilder_ == null
+            ? taskDef_
+            : taskDefBuilder_.build();
+        to_bitField0_ |= 0x00000400;
       }
       if (((from_bitField0_ & 0x00040000) != 0)) {
+        result.assignee_ = assignee_;
+      }
+      if (((from_bitField0_ & 0x00080000) != 0)) {
         result.duration_ = durationBuilder_ == null
             ? duration_
             : durationBuilder_.build();
-        to_bitField0_ |= 0x00000400;
-      }
-      if (((from_bitField0_ & 0x00080000) != 0)) {
-        result.until_ = until_;
+        to_bitField0_ |= 0x00000800;
       }
       if (((from_bitField0_ & 0x00100000) != 0)) {
-        result.definitionName_ = definitionName_;
+        result.until_ = until_;
       }
       if (((from_bitField0_ & 0x00200000) != 0)) {
+        result.definitionName_ = definitionName_;
+      }
+      if (((from_bitField0_ & 0x00400000) != 0)) {
         result.definitionVersion_ = definitionVersionBuilder_ == null
             ? definitionVersion_
             : definitionVersionBuilder_.build();
-        to_bitField0_ |= 0x00000800;
-      }
-      if (((from_bitField0_ & 0x00400000) != 0)) {
-        result.definition_ = definitionBuilder_ == null
-            ? definition_
-            : definitionBuilder_.build();
         to_bitField0_ |= 0x00001000;
       }
       if (((from_bitField0_ & 0x00800000) != 0)) {
-        result.variables_ = variablesBuilder_ == null
-            ? variables_
-            : variablesBuilder_.build();
+        result.definition_ = definitionBuilder_ == null
+            ? definition_
+            : definitionBuilder_.build();
         to_bitField0_ |= 0x00002000;
       }
       if (((from_bitField0_ & 0x01000000) != 0)) {
-        result.status_ = status_;
+        result.variables_ = variablesBuilder_ == null
+            ? variables_
+            : variablesBuilder_.build();
+        to_bitField0_ |= 0x00004000;
       }
       if (((from_bitField0_ & 0x02000000) != 0)) {
-        result.reason_ = reason_;
+        result.status_ = status_;
       }
       if (((from_bitField0_ & 0x04000000) != 0)) {
+        result.reason_ = reason_;
+      }
+      if (((from_bitField0_ & 0x08000000) != 0)) {
         result.output_ = outputBuilder_ == null
             ? output_
             : outputBuilder_.build();
-        to_bitField0_ |= 0x00004000;
-      }
-      if (((from_bitField0_ & 0x08000000) != 0)) {
-        result.on_ = on_;
+        to_bitField0_ |= 0x00008000;
       }
       if (((from_bitField0_ & 0x10000000) != 0)) {
+        result.on_ = on_;
+      }
+      if (((from_bitField0_ & 0x20000000) != 0)) {
         result.cases_ = casesBuilder_ == null
             ? cases_
             : casesBuilder_.build();
-        to_bitField0_ |= 0x00008000;
-      }
-      if (((from_bitField0_ & 0x80000000) != 0)) {
-        result.failFast_ = failFast_;
         to_bitField0_ |= 0x00010000;
       }
       result.bitField0_ |= to_bitField0_;
@@ -3757,122 +3802,128 @@ private static final long serialVersionUID = 0L;
 
     private void buildPartial1(dev.baton.workflow.v1.Step result) {
       int from_bitField1_ = bitField1_;
-      if (((from_bitField1_ & 0x00000002) != 0)) {
-        result.items_ = items_;
-      }
       int to_bitField0_ = 0;
-      if (((from_bitField1_ & 0x00000004) != 0)) {
-        result.maxConcurrency_ = maxConcurrency_;
+      if (((from_bitField1_ & 0x00000001) != 0)) {
+        result.failFast_ = failFast_;
         to_bitField0_ |= 0x00020000;
       }
-      if (((from_bitField1_ & 0x00000008) != 0)) {
-        result.while_ = while_;
+      if (((from_bitField1_ & 0x00000004) != 0)) {
+        result.items_ = items_;
       }
-      if (((from_bitField1_ & 0x00000010) != 0)) {
-        result.maxIterations_ = maxIterations_;
+      if (((from_bitField1_ & 0x00000008) != 0)) {
+        result.maxConcurrency_ = maxConcurrency_;
         to_bitField0_ |= 0x00040000;
       }
+      if (((from_bitField1_ & 0x00000010) != 0)) {
+        result.while_ = while_;
+      }
       if (((from_bitField1_ & 0x00000020) != 0)) {
-        result.language_ = language_;
+        result.maxIterations_ = maxIterations_;
+        to_bitField0_ |= 0x00080000;
       }
       if (((from_bitField1_ & 0x00000040) != 0)) {
-        result.script_ = script_;
+        result.language_ = language_;
       }
       if (((from_bitField1_ & 0x00000080) != 0)) {
-        result.query_ = query_;
+        result.script_ = script_;
       }
       if (((from_bitField1_ & 0x00000100) != 0)) {
-        result.whileLanguage_ = whileLanguage_;
+        result.query_ = query_;
       }
       if (((from_bitField1_ & 0x00000200) != 0)) {
+        result.whileLanguage_ = whileLanguage_;
+      }
+      if (((from_bitField1_ & 0x00000400) != 0)) {
         result.request_ = requestBuilder_ == null
             ? request_
             : requestBuilder_.build();
-        to_bitField0_ |= 0x00080000;
-      }
-      if (((from_bitField1_ & 0x00000400) != 0)) {
-        result.optional_ = optionalBuilder_ == null
-            ? optional_
-            : optionalBuilder_.build();
         to_bitField0_ |= 0x00100000;
       }
       if (((from_bitField1_ & 0x00000800) != 0)) {
-        result.startDelaySeconds_ = startDelaySeconds_;
+        result.optional_ = optionalBuilder_ == null
+            ? optional_
+            : optionalBuilder_.build();
         to_bitField0_ |= 0x00200000;
       }
       if (((from_bitField1_ & 0x00001000) != 0)) {
-        result.key_ = key_;
+        result.startDelaySeconds_ = startDelaySeconds_;
+        to_bitField0_ |= 0x00400000;
       }
       if (((from_bitField1_ & 0x00002000) != 0)) {
+        result.key_ = key_;
+      }
+      if (((from_bitField1_ & 0x00004000) != 0)) {
         result.inputs_ = inputsBuilder_ == null
             ? inputs_
             : inputsBuilder_.build();
-        to_bitField0_ |= 0x00400000;
-      }
-      if (((from_bitField1_ & 0x00004000) != 0)) {
-        result.definitionDialect_ = definitionDialect_;
+        to_bitField0_ |= 0x00800000;
       }
       if (((from_bitField1_ & 0x00008000) != 0)) {
-        result.indexAs_ = indexAs_;
+        result.definitionDialect_ = definitionDialect_;
       }
       if (((from_bitField1_ & 0x00010000) != 0)) {
+        result.indexAs_ = indexAs_;
+      }
+      if (((from_bitField1_ & 0x00020000) != 0)) {
         result.permissive_ = permissiveBuilder_ == null
             ? permissive_
             : permissiveBuilder_.build();
-        to_bitField0_ |= 0x00800000;
+        to_bitField0_ |= 0x01000000;
       }
-      if (((from_bitField1_ & 0x00020000) != 0)) {
+      if (((from_bitField1_ & 0x00040000) != 0)) {
         joinOn_.makeImmutable();
         result.joinOn_ = joinOn_;
       }
-      if (((from_bitField1_ & 0x00040000) != 0)) {
+      if (((from_bitField1_ & 0x00080000) != 0)) {
         defaultJoinOn_.makeImmutable();
         result.defaultJoinOn_ = defaultJoinOn_;
       }
-      if (((from_bitField1_ & 0x00080000) != 0)) {
+      if (((from_bitField1_ & 0x00100000) != 0)) {
         result.terminationCondition_ = terminationCondition_;
       }
-      if (((from_bitField1_ & 0x00100000) != 0)) {
-        result.pollingIntervalSeconds_ = pollingIntervalSeconds_;
-        to_bitField0_ |= 0x01000000;
-      }
       if (((from_bitField1_ & 0x00200000) != 0)) {
-        result.pollingStrategy_ = pollingStrategy_;
-      }
-      if (((from_bitField1_ & 0x00400000) != 0)) {
-        result.maxPollCount_ = maxPollCount_;
+        result.pollingIntervalSeconds_ = pollingIntervalSeconds_;
         to_bitField0_ |= 0x02000000;
       }
-      if (((from_bitField1_ & 0x00800000) != 0)) {
-        result.sink_ = sink_;
+      if (((from_bitField1_ & 0x00400000) != 0)) {
+        result.pollingStrategy_ = pollingStrategy_;
       }
-      if (((from_bitField1_ & 0x01000000) != 0)) {
-        result.iterationOutputs_ = iterationOutputs_;
+      if (((from_bitField1_ & 0x00800000) != 0)) {
+        result.maxPollCount_ = maxPollCount_;
         to_bitField0_ |= 0x04000000;
       }
+      if (((from_bitField1_ & 0x01000000) != 0)) {
+        result.sink_ = sink_;
+      }
       if (((from_bitField1_ & 0x02000000) != 0)) {
-        result.keepLastIterations_ = keepLastIterations_;
+        result.iterationOutputs_ = iterationOutputs_;
         to_bitField0_ |= 0x08000000;
       }
       if (((from_bitField1_ & 0x04000000) != 0)) {
-        result.legacyInput_ = legacyInputBuilder_ == null
-            ? legacyInput_
-            : legacyInputBuilder_.build();
+        result.keepLastIterations_ = keepLastIterations_;
         to_bitField0_ |= 0x10000000;
       }
       if (((from_bitField1_ & 0x08000000) != 0)) {
-        result.legacyDefinitionVersion_ = legacyDefinitionVersion_;
+        result.legacyInput_ = legacyInputBuilder_ == null
+            ? legacyInput_
+            : legacyInputBuilder_.build();
         to_bitField0_ |= 0x20000000;
       }
       if (((from_bitField1_ & 0x10000000) != 0)) {
-        result.legacyOptional_ = legacyOptional_;
+        result.legacyDefinitionVersion_ = legacyDefinitionVersion_;
         to_bitField0_ |= 0x40000000;
       }
       if (((from_bitField1_ & 0x20000000) != 0)) {
-        result.legacyPermissive_ = legacyPermissive_;
+        result.legacyOptional_ = legacyOptional_;
         to_bitField0_ |= 0x80000000;
       }
+      int to_bitField1_ = 0;
+      if (((from_bitField1_ & 0x40000000) != 0)) {
+        result.legacyPermissive_ = legacyPermissive_;
+        to_bitField1_ |= 0x00000001;
+      }
       result.bitField0_ |= to_bitField0_;
+      result.bitField1_ |= to_bitField1_;
     }
 
     @java.lang.Override
@@ -3949,12 +4000,15 @@ private static final long serialVersionUID = 0L;
       if (other.hasBackoffJitterMs()) {
         setBackoffJitterMs(other.getBackoffJitterMs());
       }
+      if (other.hasTotalTimeoutSeconds()) {
+        setTotalTimeoutSeconds(other.getTotalTimeoutSeconds());
+      }
       if (other.hasTaskDef()) {
         mergeTaskDef(other.getTaskDef());
       }
       if (!other.getAssignee().isEmpty()) {
         assignee_ = other.assignee_;
-        bitField0_ |= 0x00020000;
+        bitField0_ |= 0x00040000;
         onChanged();
       }
       if (other.hasDuration()) {
@@ -3962,12 +4016,12 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getUntil().isEmpty()) {
         until_ = other.until_;
-        bitField0_ |= 0x00080000;
+        bitField0_ |= 0x00100000;
         onChanged();
       }
       if (!other.getDefinitionName().isEmpty()) {
         definitionName_ = other.definitionName_;
-        bitField0_ |= 0x00100000;
+        bitField0_ |= 0x00200000;
         onChanged();
       }
       if (other.hasDefinitionVersion()) {
@@ -3981,12 +4035,12 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getStatus().isEmpty()) {
         status_ = other.status_;
-        bitField0_ |= 0x01000000;
+        bitField0_ |= 0x02000000;
         onChanged();
       }
       if (!other.getReason().isEmpty()) {
         reason_ = other.reason_;
-        bitField0_ |= 0x02000000;
+        bitField0_ |= 0x04000000;
         onChanged();
       }
       if (other.hasOutput()) {
@@ -3994,7 +4048,7 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getOn().isEmpty()) {
         on_ = other.on_;
-        bitField0_ |= 0x08000000;
+        bitField0_ |= 0x10000000;
         onChanged();
       }
       if (other.hasCases()) {
@@ -4004,7 +4058,7 @@ private static final long serialVersionUID = 0L;
         if (!other.default_.isEmpty()) {
           if (default_.isEmpty()) {
             default_ = other.default_;
-            bitField0_ = (bitField0_ & ~0x20000000);
+            bitField0_ = (bitField0_ & ~0x40000000);
           } else {
             ensureDefaultIsMutable();
             default_.addAll(other.default_);
@@ -4017,7 +4071,7 @@ private static final long serialVersionUID = 0L;
             defaultBuilder_.dispose();
             defaultBuilder_ = null;
             default_ = other.default_;
-            bitField0_ = (bitField0_ & ~0x20000000);
+            bitField0_ = (bitField0_ & ~0x40000000);
             defaultBuilder_ = 
               com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
                  internalGetDefaultFieldBuilder() : null;
@@ -4030,7 +4084,7 @@ private static final long serialVersionUID = 0L;
         if (!other.branches_.isEmpty()) {
           if (branches_.isEmpty()) {
             branches_ = other.branches_;
-            bitField0_ = (bitField0_ & ~0x40000000);
+            bitField0_ = (bitField0_ & ~0x80000000);
           } else {
             ensureBranchesIsMutable();
             branches_.addAll(other.branches_);
@@ -4043,7 +4097,7 @@ private static final long serialVersionUID = 0L;
             branchesBuilder_.dispose();
             branchesBuilder_ = null;
             branches_ = other.branches_;
-            bitField0_ = (bitField0_ & ~0x40000000);
+            bitField0_ = (bitField0_ & ~0x80000000);
             branchesBuilder_ = 
               com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
                  internalGetBranchesFieldBuilder() : null;
@@ -4059,7 +4113,7 @@ private static final long serialVersionUID = 0L;
         if (!other.steps_.isEmpty()) {
           if (steps_.isEmpty()) {
             steps_ = other.steps_;
-            bitField1_ = (bitField1_ & ~0x00000001);
+            bitField1_ = (bitField1_ & ~0x00000002);
           } else {
             ensureStepsIsMutable();
             steps_.addAll(other.steps_);
@@ -4072,7 +4126,7 @@ private static final long serialVersionUID = 0L;
             stepsBuilder_.dispose();
             stepsBuilder_ = null;
             steps_ = other.steps_;
-            bitField1_ = (bitField1_ & ~0x00000001);
+            bitField1_ = (bitField1_ & ~0x00000002);
             stepsBuilder_ = 
               com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
                  internalGetStepsFieldBuilder() : null;
@@ -4083,7 +4137,7 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getItems().isEmpty()) {
         items_ = other.items_;
-        bitField1_ |= 0x00000002;
+        bitField1_ |= 0x00000004;
         onChanged();
       }
       if (other.hasMaxConcurrency()) {
@@ -4091,7 +4145,7 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getWhile().isEmpty()) {
         while_ = other.while_;
-        bitField1_ |= 0x00000008;
+        bitField1_ |= 0x00000010;
         onChanged();
       }
       if (other.hasMaxIterations()) {
@@ -4099,22 +4153,22 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getLanguage().isEmpty()) {
         language_ = other.language_;
-        bitField1_ |= 0x00000020;
+        bitField1_ |= 0x00000040;
         onChanged();
       }
       if (!other.getScript().isEmpty()) {
         script_ = other.script_;
-        bitField1_ |= 0x00000040;
+        bitField1_ |= 0x00000080;
         onChanged();
       }
       if (!other.getQuery().isEmpty()) {
         query_ = other.query_;
-        bitField1_ |= 0x00000080;
+        bitField1_ |= 0x00000100;
         onChanged();
       }
       if (!other.getWhileLanguage().isEmpty()) {
         whileLanguage_ = other.whileLanguage_;
-        bitField1_ |= 0x00000100;
+        bitField1_ |= 0x00000200;
         onChanged();
       }
       if (other.hasRequest()) {
@@ -4128,7 +4182,7 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getKey().isEmpty()) {
         key_ = other.key_;
-        bitField1_ |= 0x00001000;
+        bitField1_ |= 0x00002000;
         onChanged();
       }
       if (other.hasInputs()) {
@@ -4136,12 +4190,12 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getDefinitionDialect().isEmpty()) {
         definitionDialect_ = other.definitionDialect_;
-        bitField1_ |= 0x00004000;
+        bitField1_ |= 0x00008000;
         onChanged();
       }
       if (!other.getIndexAs().isEmpty()) {
         indexAs_ = other.indexAs_;
-        bitField1_ |= 0x00008000;
+        bitField1_ |= 0x00010000;
         onChanged();
       }
       if (other.hasPermissive()) {
@@ -4150,7 +4204,7 @@ private static final long serialVersionUID = 0L;
       if (!other.joinOn_.isEmpty()) {
         if (joinOn_.isEmpty()) {
           joinOn_ = other.joinOn_;
-          bitField1_ |= 0x00020000;
+          bitField1_ |= 0x00040000;
         } else {
           ensureJoinOnIsMutable();
           joinOn_.addAll(other.joinOn_);
@@ -4160,7 +4214,7 @@ private static final long serialVersionUID = 0L;
       if (!other.defaultJoinOn_.isEmpty()) {
         if (defaultJoinOn_.isEmpty()) {
           defaultJoinOn_ = other.defaultJoinOn_;
-          bitField1_ |= 0x00040000;
+          bitField1_ |= 0x00080000;
         } else {
           ensureDefaultJoinOnIsMutable();
           defaultJoinOn_.addAll(other.defaultJoinOn_);
@@ -4169,7 +4223,7 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getTerminationCondition().isEmpty()) {
         terminationCondition_ = other.terminationCondition_;
-        bitField1_ |= 0x00080000;
+        bitField1_ |= 0x00100000;
         onChanged();
       }
       if (other.hasPollingIntervalSeconds()) {
@@ -4177,7 +4231,7 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getPollingStrategy().isEmpty()) {
         pollingStrategy_ = other.pollingStrategy_;
-        bitField1_ |= 0x00200000;
+        bitField1_ |= 0x00400000;
         onChanged();
       }
       if (other.hasMaxPollCount()) {
@@ -4185,7 +4239,7 @@ private static final long serialVersionUID = 0L;
       }
       if (!other.getSink().isEmpty()) {
         sink_ = other.sink_;
-        bitField1_ |= 0x00800000;
+        bitField1_ |= 0x01000000;
         onChanged();
       }
       if (other.hasIterationOutputs()) {
@@ -4254,7 +4308,7 @@ private static final long serialVersionUID = 0L;
               input.readMessage(
                   internalGetLegacyInputFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField1_ |= 0x04000000;
+              bitField1_ |= 0x08000000;
               break;
             } // case 42
             case 50: {
@@ -4306,77 +4360,77 @@ private static final long serialVersionUID = 0L;
               input.readMessage(
                   internalGetTaskDefFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField0_ |= 0x00010000;
+              bitField0_ |= 0x00020000;
               break;
             } // case 122
             case 130: {
               assignee_ = input.readStringRequireUtf8();
-              bitField0_ |= 0x00020000;
+              bitField0_ |= 0x00040000;
               break;
             } // case 130
             case 138: {
               input.readMessage(
                   internalGetDurationFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField0_ |= 0x00040000;
+              bitField0_ |= 0x00080000;
               break;
             } // case 138
             case 146: {
               until_ = input.readStringRequireUtf8();
-              bitField0_ |= 0x00080000;
+              bitField0_ |= 0x00100000;
               break;
             } // case 146
             case 154: {
               definitionName_ = input.readStringRequireUtf8();
-              bitField0_ |= 0x00100000;
+              bitField0_ |= 0x00200000;
               break;
             } // case 154
             case 160: {
               legacyDefinitionVersion_ = input.readInt32();
-              bitField1_ |= 0x08000000;
+              bitField1_ |= 0x10000000;
               break;
             } // case 160
             case 170: {
               input.readMessage(
                   internalGetDefinitionFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField0_ |= 0x00400000;
+              bitField0_ |= 0x00800000;
               break;
             } // case 170
             case 178: {
               input.readMessage(
                   internalGetVariablesFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField0_ |= 0x00800000;
+              bitField0_ |= 0x01000000;
               break;
             } // case 178
             case 186: {
               status_ = input.readStringRequireUtf8();
-              bitField0_ |= 0x01000000;
+              bitField0_ |= 0x02000000;
               break;
             } // case 186
             case 194: {
               reason_ = input.readStringRequireUtf8();
-              bitField0_ |= 0x02000000;
+              bitField0_ |= 0x04000000;
               break;
             } // case 194
             case 202: {
               input.readMessage(
                   internalGetOutputFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField0_ |= 0x04000000;
+              bitField0_ |= 0x08000000;
               break;
             } // case 202
             case 210: {
               on_ = input.readStringRequireUtf8();
-              bitField0_ |= 0x08000000;
+              bitField0_ |= 0x10000000;
               break;
             } // case 210
             case 218: {
               input.readMessage(
                   internalGetCasesFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField0_ |= 0x10000000;
+              bitField0_ |= 0x20000000;
               break;
             } // case 218
             case 226: {
@@ -4407,7 +4461,7 @@ private static final long serialVersionUID = 0L;
             } // case 234
             case 240: {
               failFast_ = input.readBool();
-              bitField0_ |= 0x80000000;
+              bitField1_ |= 0x00000001;
               break;
             } // case 240
             case 250: {
@@ -4425,86 +4479,86 @@ private static final long serialVersionUID = 0L;
             } // case 250
             case 258: {
               items_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00000002;
+              bitField1_ |= 0x00000004;
               break;
             } // case 258
             case 264: {
               maxConcurrency_ = input.readInt32();
-              bitField1_ |= 0x00000004;
+              bitField1_ |= 0x00000008;
               break;
             } // case 264
             case 274: {
               while_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00000008;
+              bitField1_ |= 0x00000010;
               break;
             } // case 274
             case 280: {
               maxIterations_ = input.readInt32();
-              bitField1_ |= 0x00000010;
+              bitField1_ |= 0x00000020;
               break;
             } // case 280
             case 290: {
               language_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00000020;
+              bitField1_ |= 0x00000040;
               break;
             } // case 290
             case 298: {
               script_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00000040;
+              bitField1_ |= 0x00000080;
               break;
             } // case 298
             case 306: {
               query_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00000080;
+              bitField1_ |= 0x00000100;
               break;
             } // case 306
             case 314: {
               whileLanguage_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00000100;
+              bitField1_ |= 0x00000200;
               break;
             } // case 314
             case 322: {
               input.readMessage(
                   internalGetRequestFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField1_ |= 0x00000200;
+              bitField1_ |= 0x00000400;
               break;
             } // case 322
             case 328: {
               legacyOptional_ = input.readBool();
-              bitField1_ |= 0x10000000;
+              bitField1_ |= 0x20000000;
               break;
             } // case 328
             case 336: {
               startDelaySeconds_ = input.readInt32();
-              bitField1_ |= 0x00000800;
+              bitField1_ |= 0x00001000;
               break;
             } // case 336
             case 346: {
               key_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00001000;
+              bitField1_ |= 0x00002000;
               break;
             } // case 346
             case 354: {
               input.readMessage(
                   internalGetInputsFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField1_ |= 0x00002000;
+              bitField1_ |= 0x00004000;
               break;
             } // case 354
             case 362: {
               definitionDialect_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00004000;
+              bitField1_ |= 0x00008000;
               break;
             } // case 362
             case 370: {
               indexAs_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00008000;
+              bitField1_ |= 0x00010000;
               break;
             } // case 370
             case 376: {
               legacyPermissive_ = input.readBool();
-              bitField1_ |= 0x20000000;
+              bitField1_ |= 0x40000000;
               break;
             } // case 376
             case 386: {
@@ -4519,37 +4573,37 @@ private static final long serialVersionUID = 0L;
             } // case 394
             case 402: {
               terminationCondition_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00080000;
+              bitField1_ |= 0x00100000;
               break;
             } // case 402
             case 408: {
               pollingIntervalSeconds_ = input.readInt32();
-              bitField1_ |= 0x00100000;
+              bitField1_ |= 0x00200000;
               break;
             } // case 408
             case 418: {
               pollingStrategy_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00200000;
+              bitField1_ |= 0x00400000;
               break;
             } // case 418
             case 424: {
               maxPollCount_ = input.readInt32();
-              bitField1_ |= 0x00400000;
+              bitField1_ |= 0x00800000;
               break;
             } // case 424
             case 434: {
               sink_ = input.readStringRequireUtf8();
-              bitField1_ |= 0x00800000;
+              bitField1_ |= 0x01000000;
               break;
             } // case 434
             case 440: {
               iterationOutputs_ = input.readBool();
-              bitField1_ |= 0x01000000;
+              bitField1_ |= 0x02000000;
               break;
             } // case 440
             case 448: {
               keepLastIterations_ = input.readInt32();
-              bitField1_ |= 0x02000000;
+              bitField1_ |= 0x04000000;
               break;
             } // case 448
             case 458: {
@@ -4563,21 +4617,21 @@ private static final long serialVersionUID = 0L;
               input.readMessage(
                   internalGetDefinitionVersionFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField0_ |= 0x00200000;
+              bitField0_ |= 0x00400000;
               break;
             } // case 466
             case 474: {
               input.readMessage(
                   internalGetOptionalFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField1_ |= 0x00000400;
+              bitField1_ |= 0x00000800;
               break;
             } // case 474
             case 482: {
               input.readMessage(
                   internalGetPermissiveFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField1_ |= 0x00010000;
+              bitField1_ |= 0x00020000;
               break;
             } // case 482
             case 488: {
@@ -4590,6 +4644,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00008000;
               break;
             } // case 496
+            case 504: {
+              totalTimeoutSeconds_ = input.readInt32();
+              bitField0_ |= 0x00010000;
+              break;
+            } // case 504
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -5703,6 +5762,62 @@ private static final long serialVersionUID = 0L;
       return this;
     }
 
+    private int totalTimeoutSeconds_ ;
+    /**
+     * <pre>
+     * as on TaskDef
+     * </pre>
+     *
+     * <code>optional int32 total_timeout_seconds = 63;</code>
+     * @return Whether the totalTimeoutSeconds field is set.
+     */
+    @java.lang.Override
+    public boolean hasTotalTimeoutSeconds() {
+      return ((bitField0_ & 0x00010000) != 0);
+    }
+    /**
+     * <pre>
+     * as on TaskDef
+     * </pre>
+     *
+     * <code>optional int32 total_timeout_seconds = 63;</code>
+     * @return The totalTimeoutSeconds.
+     */
+    @java.lang.Override
+    public int getTotalTimeoutSeconds() {
+      return totalTimeoutSeconds_;
+    }
+    /**
+     * <pre>
+     * as on TaskDef
+     * </pre>
+     *
+     * <code>optional int32 total_timeout_seconds = 63;</code>
+     * @param value The totalTimeoutSeconds to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTotalTimeoutSeconds(int value) {
+
+      totalTimeoutSeconds_ = value;
+      bitField0_ |= 0x00010000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * as on TaskDef
+     * </pre>
+     *
+     * <code>optional int32 total_timeout_seconds = 63;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearTotalTimeoutSeconds() {
+      bitField0_ = (bitField0_ & ~0x00010000);
+      totalTimeoutSeconds_ = 0;
+      onChanged();
+      return this;
+    }
+
     private dev.baton.workflow.v1.TaskDef taskDef_;
     private com.google.protobuf.SingleFieldBuilder<
         dev.baton.workflow.v1.TaskDef, dev.baton.workflow.v1.TaskDef.Builder, dev.baton.workflow.v1.TaskDefOrBuilder> taskDefBuilder_;
@@ -5711,7 +5826,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the taskDef field is set.
      */
     public boolean hasTaskDef() {
-      return ((bitField0_ & 0x00010000) != 0);
+      return ((bitField0_ & 0x00020000) != 0);
     }
     /**
      * <code>.workflow.v1.TaskDef task_def = 15;</code>
@@ -5734,7 +5849,7 @@ private static final long serialVersionUID = 0L;
       } else {
         taskDefBuilder_.setMessage(value);
       }
-      bitField0_ |= 0x00010000;
+      bitField0_ |= 0x00020000;
       onChanged();
       return this;
     }
@@ -5748,7 +5863,7 @@ private static final long serialVersionUID = 0L;
       } else {
         taskDefBuilder_.setMessage(builderForValue.build());
       }
-      bitField0_ |= 0x00010000;
+      bitField0_ |= 0x00020000;
       onChanged();
       return this;
     }
@@ -5757,7 +5872,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeTaskDef(dev.baton.workflow.v1.TaskDef value) {
       if (taskDefBuilder_ == null) {
-        if (((bitField0_ & 0x00010000) != 0) &&
+        if (((bitField0_ & 0x00020000) != 0) &&
           taskDef_ != null &&
           taskDef_ != dev.baton.workflow.v1.TaskDef.getDefaultInstance()) {
           getTaskDefBuilder().mergeFrom(value);
@@ -5768,7 +5883,7 @@ private static final long serialVersionUID = 0L;
         taskDefBuilder_.mergeFrom(value);
       }
       if (taskDef_ != null) {
-        bitField0_ |= 0x00010000;
+        bitField0_ |= 0x00020000;
         onChanged();
       }
       return this;
@@ -5777,7 +5892,7 @@ private static final long serialVersionUID = 0L;
      * <code>.workflow.v1.TaskDef task_def = 15;</code>
      */
     public Builder clearTaskDef() {
-      bitField0_ = (bitField0_ & ~0x00010000);
+      bitField0_ = (bitField0_ & ~0x00020000);
       taskDef_ = null;
       if (taskDefBuilder_ != null) {
         taskDefBuilder_.dispose();
@@ -5790,7 +5905,7 @@ private static final long serialVersionUID = 0L;
      * <code>.workflow.v1.TaskDef task_def = 15;</code>
      */
     public dev.baton.workflow.v1.TaskDef.Builder getTaskDefBuilder() {
-      bitField0_ |= 0x00010000;
+      bitField0_ |= 0x00020000;
       onChanged();
       return internalGetTaskDefFieldBuilder().getBuilder();
     }
@@ -5877,7 +5992,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       assignee_ = value;
-      bitField0_ |= 0x00020000;
+      bitField0_ |= 0x00040000;
       onChanged();
       return this;
     }
@@ -5891,7 +6006,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearAssignee() {
       assignee_ = getDefaultInstance().getAssignee();
-      bitField0_ = (bitField0_ & ~0x00020000);
+      bitField0_ = (bitField0_ & ~0x00040000);
       onChanged();
       return this;
     }
@@ -5909,7 +6024,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       assignee_ = value;
-      bitField0_ |= 0x00020000;
+      bitField0_ |= 0x00040000;
       onChanged();
       return this;
     }
@@ -5926,7 +6041,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the duration field is set.
      */
     public boolean hasDuration() {
-      return ((bitField0_ & 0x00040000) != 0);
+      return ((bitField0_ & 0x00080000) != 0);
     }
     /**
      * <pre>
@@ -5957,7 +6072,7 @@ private static final long serialVersionUID = 0L;
       } else {
         durationBuilder_.setMessage(value);
       }
-      bitField0_ |= 0x00040000;
+      bitField0_ |= 0x00080000;
       onChanged();
       return this;
     }
@@ -5975,7 +6090,7 @@ private static final long serialVersionUID = 0L;
       } else {
         durationBuilder_.setMessage(builderForValue.build());
       }
-      bitField0_ |= 0x00040000;
+      bitField0_ |= 0x00080000;
       onChanged();
       return this;
     }
@@ -5988,7 +6103,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeDuration(com.google.protobuf.Value value) {
       if (durationBuilder_ == null) {
-        if (((bitField0_ & 0x00040000) != 0) &&
+        if (((bitField0_ & 0x00080000) != 0) &&
           duration_ != null &&
           duration_ != com.google.protobuf.Value.getDefaultInstance()) {
           getDurationBuilder().mergeFrom(value);
@@ -5999,7 +6114,7 @@ private static final long serialVersionUID = 0L;
         durationBuilder_.mergeFrom(value);
       }
       if (duration_ != null) {
-        bitField0_ |= 0x00040000;
+        bitField0_ |= 0x00080000;
         onChanged();
       }
       return this;
@@ -6012,7 +6127,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value duration = 17;</code>
      */
     public Builder clearDuration() {
-      bitField0_ = (bitField0_ & ~0x00040000);
+      bitField0_ = (bitField0_ & ~0x00080000);
       duration_ = null;
       if (durationBuilder_ != null) {
         durationBuilder_.dispose();
@@ -6029,7 +6144,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value duration = 17;</code>
      */
     public com.google.protobuf.Value.Builder getDurationBuilder() {
-      bitField0_ |= 0x00040000;
+      bitField0_ |= 0x00080000;
       onChanged();
       return internalGetDurationFieldBuilder().getBuilder();
     }
@@ -6112,7 +6227,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       until_ = value;
-      bitField0_ |= 0x00080000;
+      bitField0_ |= 0x00100000;
       onChanged();
       return this;
     }
@@ -6122,7 +6237,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearUntil() {
       until_ = getDefaultInstance().getUntil();
-      bitField0_ = (bitField0_ & ~0x00080000);
+      bitField0_ = (bitField0_ & ~0x00100000);
       onChanged();
       return this;
     }
@@ -6136,7 +6251,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       until_ = value;
-      bitField0_ |= 0x00080000;
+      bitField0_ |= 0x00100000;
       onChanged();
       return this;
     }
@@ -6202,7 +6317,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       definitionName_ = value;
-      bitField0_ |= 0x00100000;
+      bitField0_ |= 0x00200000;
       onChanged();
       return this;
     }
@@ -6218,7 +6333,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearDefinitionName() {
       definitionName_ = getDefaultInstance().getDefinitionName();
-      bitField0_ = (bitField0_ & ~0x00100000);
+      bitField0_ = (bitField0_ & ~0x00200000);
       onChanged();
       return this;
     }
@@ -6238,7 +6353,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       definitionName_ = value;
-      bitField0_ |= 0x00100000;
+      bitField0_ |= 0x00200000;
       onChanged();
       return this;
     }
@@ -6255,7 +6370,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the definitionVersion field is set.
      */
     public boolean hasDefinitionVersion() {
-      return ((bitField0_ & 0x00200000) != 0);
+      return ((bitField0_ & 0x00400000) != 0);
     }
     /**
      * <pre>
@@ -6286,7 +6401,7 @@ private static final long serialVersionUID = 0L;
       } else {
         definitionVersionBuilder_.setMessage(value);
       }
-      bitField0_ |= 0x00200000;
+      bitField0_ |= 0x00400000;
       onChanged();
       return this;
     }
@@ -6304,7 +6419,7 @@ private static final long serialVersionUID = 0L;
       } else {
         definitionVersionBuilder_.setMessage(builderForValue.build());
       }
-      bitField0_ |= 0x00200000;
+      bitField0_ |= 0x00400000;
       onChanged();
       return this;
     }
@@ -6317,7 +6432,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeDefinitionVersion(com.google.protobuf.Value value) {
       if (definitionVersionBuilder_ == null) {
-        if (((bitField0_ & 0x00200000) != 0) &&
+        if (((bitField0_ & 0x00400000) != 0) &&
           definitionVersion_ != null &&
           definitionVersion_ != com.google.protobuf.Value.getDefaultInstance()) {
           getDefinitionVersionBuilder().mergeFrom(value);
@@ -6328,7 +6443,7 @@ private static final long serialVersionUID = 0L;
         definitionVersionBuilder_.mergeFrom(value);
       }
       if (definitionVersion_ != null) {
-        bitField0_ |= 0x00200000;
+        bitField0_ |= 0x00400000;
         onChanged();
       }
       return this;
@@ -6341,7 +6456,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value definition_version = 58;</code>
      */
     public Builder clearDefinitionVersion() {
-      bitField0_ = (bitField0_ & ~0x00200000);
+      bitField0_ = (bitField0_ & ~0x00400000);
       definitionVersion_ = null;
       if (definitionVersionBuilder_ != null) {
         definitionVersionBuilder_.dispose();
@@ -6358,7 +6473,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value definition_version = 58;</code>
      */
     public com.google.protobuf.Value.Builder getDefinitionVersionBuilder() {
-      bitField0_ |= 0x00200000;
+      bitField0_ |= 0x00400000;
       onChanged();
       return internalGetDefinitionVersionFieldBuilder().getBuilder();
     }
@@ -6406,7 +6521,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the definition field is set.
      */
     public boolean hasDefinition() {
-      return ((bitField0_ & 0x00400000) != 0);
+      return ((bitField0_ & 0x00800000) != 0);
     }
     /**
      * <code>.google.protobuf.Value definition = 21;</code>
@@ -6429,7 +6544,7 @@ private static final long serialVersionUID = 0L;
       } else {
         definitionBuilder_.setMessage(value);
       }
-      bitField0_ |= 0x00400000;
+      bitField0_ |= 0x00800000;
       onChanged();
       return this;
     }
@@ -6443,7 +6558,7 @@ private static final long serialVersionUID = 0L;
       } else {
         definitionBuilder_.setMessage(builderForValue.build());
       }
-      bitField0_ |= 0x00400000;
+      bitField0_ |= 0x00800000;
       onChanged();
       return this;
     }
@@ -6452,7 +6567,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeDefinition(com.google.protobuf.Value value) {
       if (definitionBuilder_ == null) {
-        if (((bitField0_ & 0x00400000) != 0) &&
+        if (((bitField0_ & 0x00800000) != 0) &&
           definition_ != null &&
           definition_ != com.google.protobuf.Value.getDefaultInstance()) {
           getDefinitionBuilder().mergeFrom(value);
@@ -6463,7 +6578,7 @@ private static final long serialVersionUID = 0L;
         definitionBuilder_.mergeFrom(value);
       }
       if (definition_ != null) {
-        bitField0_ |= 0x00400000;
+        bitField0_ |= 0x00800000;
         onChanged();
       }
       return this;
@@ -6472,7 +6587,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value definition = 21;</code>
      */
     public Builder clearDefinition() {
-      bitField0_ = (bitField0_ & ~0x00400000);
+      bitField0_ = (bitField0_ & ~0x00800000);
       definition_ = null;
       if (definitionBuilder_ != null) {
         definitionBuilder_.dispose();
@@ -6485,7 +6600,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value definition = 21;</code>
      */
     public com.google.protobuf.Value.Builder getDefinitionBuilder() {
-      bitField0_ |= 0x00400000;
+      bitField0_ |= 0x00800000;
       onChanged();
       return internalGetDefinitionFieldBuilder().getBuilder();
     }
@@ -6529,7 +6644,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the variables field is set.
      */
     public boolean hasVariables() {
-      return ((bitField0_ & 0x00800000) != 0);
+      return ((bitField0_ & 0x01000000) != 0);
     }
     /**
      * <pre>
@@ -6560,7 +6675,7 @@ private static final long serialVersionUID = 0L;
       } else {
         variablesBuilder_.setMessage(value);
       }
-      bitField0_ |= 0x00800000;
+      bitField0_ |= 0x01000000;
       onChanged();
       return this;
     }
@@ -6578,7 +6693,7 @@ private static final long serialVersionUID = 0L;
       } else {
         variablesBuilder_.setMessage(builderForValue.build());
       }
-      bitField0_ |= 0x00800000;
+      bitField0_ |= 0x01000000;
       onChanged();
       return this;
     }
@@ -6591,7 +6706,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeVariables(com.google.protobuf.Struct value) {
       if (variablesBuilder_ == null) {
-        if (((bitField0_ & 0x00800000) != 0) &&
+        if (((bitField0_ & 0x01000000) != 0) &&
           variables_ != null &&
           variables_ != com.google.protobuf.Struct.getDefaultInstance()) {
           getVariablesBuilder().mergeFrom(value);
@@ -6602,7 +6717,7 @@ private static final long serialVersionUID = 0L;
         variablesBuilder_.mergeFrom(value);
       }
       if (variables_ != null) {
-        bitField0_ |= 0x00800000;
+        bitField0_ |= 0x01000000;
         onChanged();
       }
       return this;
@@ -6615,7 +6730,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Struct variables = 22;</code>
      */
     public Builder clearVariables() {
-      bitField0_ = (bitField0_ & ~0x00800000);
+      bitField0_ = (bitField0_ & ~0x01000000);
       variables_ = null;
       if (variablesBuilder_ != null) {
         variablesBuilder_.dispose();
@@ -6632,7 +6747,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Struct variables = 22;</code>
      */
     public com.google.protobuf.Struct.Builder getVariablesBuilder() {
-      bitField0_ |= 0x00800000;
+      bitField0_ |= 0x01000000;
       onChanged();
       return internalGetVariablesFieldBuilder().getBuilder();
     }
@@ -6727,7 +6842,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       status_ = value;
-      bitField0_ |= 0x01000000;
+      bitField0_ |= 0x02000000;
       onChanged();
       return this;
     }
@@ -6741,7 +6856,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearStatus() {
       status_ = getDefaultInstance().getStatus();
-      bitField0_ = (bitField0_ & ~0x01000000);
+      bitField0_ = (bitField0_ & ~0x02000000);
       onChanged();
       return this;
     }
@@ -6759,7 +6874,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       status_ = value;
-      bitField0_ |= 0x01000000;
+      bitField0_ |= 0x02000000;
       onChanged();
       return this;
     }
@@ -6807,7 +6922,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       reason_ = value;
-      bitField0_ |= 0x02000000;
+      bitField0_ |= 0x04000000;
       onChanged();
       return this;
     }
@@ -6817,7 +6932,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearReason() {
       reason_ = getDefaultInstance().getReason();
-      bitField0_ = (bitField0_ & ~0x02000000);
+      bitField0_ = (bitField0_ & ~0x04000000);
       onChanged();
       return this;
     }
@@ -6831,7 +6946,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       reason_ = value;
-      bitField0_ |= 0x02000000;
+      bitField0_ |= 0x04000000;
       onChanged();
       return this;
     }
@@ -6844,7 +6959,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the output field is set.
      */
     public boolean hasOutput() {
-      return ((bitField0_ & 0x04000000) != 0);
+      return ((bitField0_ & 0x08000000) != 0);
     }
     /**
      * <code>.google.protobuf.Value output = 25;</code>
@@ -6867,7 +6982,7 @@ private static final long serialVersionUID = 0L;
       } else {
         outputBuilder_.setMessage(value);
       }
-      bitField0_ |= 0x04000000;
+      bitField0_ |= 0x08000000;
       onChanged();
       return this;
     }
@@ -6881,7 +6996,7 @@ private static final long serialVersionUID = 0L;
       } else {
         outputBuilder_.setMessage(builderForValue.build());
       }
-      bitField0_ |= 0x04000000;
+      bitField0_ |= 0x08000000;
       onChanged();
       return this;
     }
@@ -6890,7 +7005,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeOutput(com.google.protobuf.Value value) {
       if (outputBuilder_ == null) {
-        if (((bitField0_ & 0x04000000) != 0) &&
+        if (((bitField0_ & 0x08000000) != 0) &&
           output_ != null &&
           output_ != com.google.protobuf.Value.getDefaultInstance()) {
           getOutputBuilder().mergeFrom(value);
@@ -6901,7 +7016,7 @@ private static final long serialVersionUID = 0L;
         outputBuilder_.mergeFrom(value);
       }
       if (output_ != null) {
-        bitField0_ |= 0x04000000;
+        bitField0_ |= 0x08000000;
         onChanged();
       }
       return this;
@@ -6910,7 +7025,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value output = 25;</code>
      */
     public Builder clearOutput() {
-      bitField0_ = (bitField0_ & ~0x04000000);
+      bitField0_ = (bitField0_ & ~0x08000000);
       output_ = null;
       if (outputBuilder_ != null) {
         outputBuilder_.dispose();
@@ -6923,7 +7038,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value output = 25;</code>
      */
     public com.google.protobuf.Value.Builder getOutputBuilder() {
-      bitField0_ |= 0x04000000;
+      bitField0_ |= 0x08000000;
       onChanged();
       return internalGetOutputFieldBuilder().getBuilder();
     }
@@ -7013,7 +7128,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       on_ = value;
-      bitField0_ |= 0x08000000;
+      bitField0_ |= 0x10000000;
       onChanged();
       return this;
     }
@@ -7028,7 +7143,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearOn() {
       on_ = getDefaultInstance().getOn();
-      bitField0_ = (bitField0_ & ~0x08000000);
+      bitField0_ = (bitField0_ & ~0x10000000);
       onChanged();
       return this;
     }
@@ -7047,7 +7162,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       on_ = value;
-      bitField0_ |= 0x08000000;
+      bitField0_ |= 0x10000000;
       onChanged();
       return this;
     }
@@ -7060,7 +7175,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the cases field is set.
      */
     public boolean hasCases() {
-      return ((bitField0_ & 0x10000000) != 0);
+      return ((bitField0_ & 0x20000000) != 0);
     }
     /**
      * <code>.google.protobuf.Value cases = 27;</code>
@@ -7083,7 +7198,7 @@ private static final long serialVersionUID = 0L;
       } else {
         casesBuilder_.setMessage(value);
       }
-      bitField0_ |= 0x10000000;
+      bitField0_ |= 0x20000000;
       onChanged();
       return this;
     }
@@ -7097,7 +7212,7 @@ private static final long serialVersionUID = 0L;
       } else {
         casesBuilder_.setMessage(builderForValue.build());
       }
-      bitField0_ |= 0x10000000;
+      bitField0_ |= 0x20000000;
       onChanged();
       return this;
     }
@@ -7106,7 +7221,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeCases(com.google.protobuf.Value value) {
       if (casesBuilder_ == null) {
-        if (((bitField0_ & 0x10000000) != 0) &&
+        if (((bitField0_ & 0x20000000) != 0) &&
           cases_ != null &&
           cases_ != com.google.protobuf.Value.getDefaultInstance()) {
           getCasesBuilder().mergeFrom(value);
@@ -7117,7 +7232,7 @@ private static final long serialVersionUID = 0L;
         casesBuilder_.mergeFrom(value);
       }
       if (cases_ != null) {
-        bitField0_ |= 0x10000000;
+        bitField0_ |= 0x20000000;
         onChanged();
       }
       return this;
@@ -7126,7 +7241,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value cases = 27;</code>
      */
     public Builder clearCases() {
-      bitField0_ = (bitField0_ & ~0x10000000);
+      bitField0_ = (bitField0_ & ~0x20000000);
       cases_ = null;
       if (casesBuilder_ != null) {
         casesBuilder_.dispose();
@@ -7139,7 +7254,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value cases = 27;</code>
      */
     public com.google.protobuf.Value.Builder getCasesBuilder() {
-      bitField0_ |= 0x10000000;
+      bitField0_ |= 0x20000000;
       onChanged();
       return internalGetCasesFieldBuilder().getBuilder();
     }
@@ -7174,9 +7289,9 @@ private static final long serialVersionUID = 0L;
     private java.util.List<dev.baton.workflow.v1.Step> default_ =
       java.util.Collections.emptyList();
     private void ensureDefaultIsMutable() {
-      if (!((bitField0_ & 0x20000000) != 0)) {
+      if (!((bitField0_ & 0x40000000) != 0)) {
         default_ = new java.util.ArrayList<dev.baton.workflow.v1.Step>(default_);
-        bitField0_ |= 0x20000000;
+        bitField0_ |= 0x40000000;
        }
     }
 
@@ -7320,7 +7435,7 @@ private static final long serialVersionUID = 0L;
     public Builder clearDefault() {
       if (defaultBuilder_ == null) {
         default_ = java.util.Collections.emptyList();
-        bitField0_ = (bitField0_ & ~0x20000000);
+        bitField0_ = (bitField0_ & ~0x40000000);
         onChanged();
       } else {
         defaultBuilder_.clear();
@@ -7397,7 +7512,7 @@ private static final long serialVersionUID = 0L;
         defaultBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
             dev.baton.workflow.v1.Step, dev.baton.workflow.v1.Step.Builder, dev.baton.workflow.v1.StepOrBuilder>(
                 default_,
-                ((bitField0_ & 0x20000000) != 0),
+                ((bitField0_ & 0x40000000) != 0),
                 getParentForChildren(),
                 isClean());
         default_ = null;
@@ -7408,9 +7523,9 @@ private static final long serialVersionUID = 0L;
     private java.util.List<com.google.protobuf.ListValue> branches_ =
       java.util.Collections.emptyList();
     private void ensureBranchesIsMutable() {
-      if (!((bitField0_ & 0x40000000) != 0)) {
+      if (!((bitField0_ & 0x80000000) != 0)) {
         branches_ = new java.util.ArrayList<com.google.protobuf.ListValue>(branches_);
-        bitField0_ |= 0x40000000;
+        bitField0_ |= 0x80000000;
        }
     }
 
@@ -7598,7 +7713,7 @@ private static final long serialVersionUID = 0L;
     public Builder clearBranches() {
       if (branchesBuilder_ == null) {
         branches_ = java.util.Collections.emptyList();
-        bitField0_ = (bitField0_ & ~0x40000000);
+        bitField0_ = (bitField0_ & ~0x80000000);
         onChanged();
       } else {
         branchesBuilder_.clear();
@@ -7703,7 +7818,7 @@ private static final long serialVersionUID = 0L;
         branchesBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
             com.google.protobuf.ListValue, com.google.protobuf.ListValue.Builder, com.google.protobuf.ListValueOrBuilder>(
                 branches_,
-                ((bitField0_ & 0x40000000) != 0),
+                ((bitField0_ & 0x80000000) != 0),
                 getParentForChildren(),
                 isClean());
         branches_ = null;
@@ -7718,7 +7833,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Override
     public boolean hasFailFast() {
-      return ((bitField0_ & 0x80000000) != 0);
+      return ((bitField1_ & 0x00000001) != 0);
     }
     /**
      * <code>optional bool fail_fast = 30;</code>
@@ -7736,7 +7851,7 @@ private static final long serialVersionUID = 0L;
     public Builder setFailFast(boolean value) {
 
       failFast_ = value;
-      bitField0_ |= 0x80000000;
+      bitField1_ |= 0x00000001;
       onChanged();
       return this;
     }
@@ -7745,7 +7860,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearFailFast() {
-      bitField0_ = (bitField0_ & ~0x80000000);
+      bitField1_ = (bitField1_ & ~0x00000001);
       failFast_ = false;
       onChanged();
       return this;
@@ -7754,9 +7869,9 @@ private static final long serialVersionUID = 0L;
     private java.util.List<dev.baton.workflow.v1.Step> steps_ =
       java.util.Collections.emptyList();
     private void ensureStepsIsMutable() {
-      if (!((bitField1_ & 0x00000001) != 0)) {
+      if (!((bitField1_ & 0x00000002) != 0)) {
         steps_ = new java.util.ArrayList<dev.baton.workflow.v1.Step>(steps_);
-        bitField1_ |= 0x00000001;
+        bitField1_ |= 0x00000002;
        }
     }
 
@@ -7944,7 +8059,7 @@ private static final long serialVersionUID = 0L;
     public Builder clearSteps() {
       if (stepsBuilder_ == null) {
         steps_ = java.util.Collections.emptyList();
-        bitField1_ = (bitField1_ & ~0x00000001);
+        bitField1_ = (bitField1_ & ~0x00000002);
         onChanged();
       } else {
         stepsBuilder_.clear();
@@ -8049,7 +8164,7 @@ private static final long serialVersionUID = 0L;
         stepsBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
             dev.baton.workflow.v1.Step, dev.baton.workflow.v1.Step.Builder, dev.baton.workflow.v1.StepOrBuilder>(
                 steps_,
-                ((bitField1_ & 0x00000001) != 0),
+                ((bitField1_ & 0x00000002) != 0),
                 getParentForChildren(),
                 isClean());
         steps_ = null;
@@ -8115,7 +8230,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       items_ = value;
-      bitField1_ |= 0x00000002;
+      bitField1_ |= 0x00000004;
       onChanged();
       return this;
     }
@@ -8130,7 +8245,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearItems() {
       items_ = getDefaultInstance().getItems();
-      bitField1_ = (bitField1_ & ~0x00000002);
+      bitField1_ = (bitField1_ & ~0x00000004);
       onChanged();
       return this;
     }
@@ -8149,7 +8264,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       items_ = value;
-      bitField1_ |= 0x00000002;
+      bitField1_ |= 0x00000004;
       onChanged();
       return this;
     }
@@ -8161,7 +8276,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Override
     public boolean hasMaxConcurrency() {
-      return ((bitField1_ & 0x00000004) != 0);
+      return ((bitField1_ & 0x00000008) != 0);
     }
     /**
      * <code>optional int32 max_concurrency = 33;</code>
@@ -8179,7 +8294,7 @@ private static final long serialVersionUID = 0L;
     public Builder setMaxConcurrency(int value) {
 
       maxConcurrency_ = value;
-      bitField1_ |= 0x00000004;
+      bitField1_ |= 0x00000008;
       onChanged();
       return this;
     }
@@ -8188,7 +8303,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearMaxConcurrency() {
-      bitField1_ = (bitField1_ & ~0x00000004);
+      bitField1_ = (bitField1_ & ~0x00000008);
       maxConcurrency_ = 0;
       onChanged();
       return this;
@@ -8237,7 +8352,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       while_ = value;
-      bitField1_ |= 0x00000008;
+      bitField1_ |= 0x00000010;
       onChanged();
       return this;
     }
@@ -8247,7 +8362,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearWhile() {
       while_ = getDefaultInstance().getWhile();
-      bitField1_ = (bitField1_ & ~0x00000008);
+      bitField1_ = (bitField1_ & ~0x00000010);
       onChanged();
       return this;
     }
@@ -8261,7 +8376,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       while_ = value;
-      bitField1_ |= 0x00000008;
+      bitField1_ |= 0x00000010;
       onChanged();
       return this;
     }
@@ -8273,7 +8388,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Override
     public boolean hasMaxIterations() {
-      return ((bitField1_ & 0x00000010) != 0);
+      return ((bitField1_ & 0x00000020) != 0);
     }
     /**
      * <code>optional int32 max_iterations = 35;</code>
@@ -8291,7 +8406,7 @@ private static final long serialVersionUID = 0L;
     public Builder setMaxIterations(int value) {
 
       maxIterations_ = value;
-      bitField1_ |= 0x00000010;
+      bitField1_ |= 0x00000020;
       onChanged();
       return this;
     }
@@ -8300,7 +8415,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearMaxIterations() {
-      bitField1_ = (bitField1_ & ~0x00000010);
+      bitField1_ = (bitField1_ & ~0x00000020);
       maxIterations_ = 0;
       onChanged();
       return this;
@@ -8364,7 +8479,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       language_ = value;
-      bitField1_ |= 0x00000020;
+      bitField1_ |= 0x00000040;
       onChanged();
       return this;
     }
@@ -8379,7 +8494,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearLanguage() {
       language_ = getDefaultInstance().getLanguage();
-      bitField1_ = (bitField1_ & ~0x00000020);
+      bitField1_ = (bitField1_ & ~0x00000040);
       onChanged();
       return this;
     }
@@ -8398,7 +8513,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       language_ = value;
-      bitField1_ |= 0x00000020;
+      bitField1_ |= 0x00000040;
       onChanged();
       return this;
     }
@@ -8446,7 +8561,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       script_ = value;
-      bitField1_ |= 0x00000040;
+      bitField1_ |= 0x00000080;
       onChanged();
       return this;
     }
@@ -8456,7 +8571,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearScript() {
       script_ = getDefaultInstance().getScript();
-      bitField1_ = (bitField1_ & ~0x00000040);
+      bitField1_ = (bitField1_ & ~0x00000080);
       onChanged();
       return this;
     }
@@ -8470,7 +8585,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       script_ = value;
-      bitField1_ |= 0x00000040;
+      bitField1_ |= 0x00000080;
       onChanged();
       return this;
     }
@@ -8530,7 +8645,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       query_ = value;
-      bitField1_ |= 0x00000080;
+      bitField1_ |= 0x00000100;
       onChanged();
       return this;
     }
@@ -8544,7 +8659,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearQuery() {
       query_ = getDefaultInstance().getQuery();
-      bitField1_ = (bitField1_ & ~0x00000080);
+      bitField1_ = (bitField1_ & ~0x00000100);
       onChanged();
       return this;
     }
@@ -8562,7 +8677,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       query_ = value;
-      bitField1_ |= 0x00000080;
+      bitField1_ |= 0x00000100;
       onChanged();
       return this;
     }
@@ -8622,7 +8737,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       whileLanguage_ = value;
-      bitField1_ |= 0x00000100;
+      bitField1_ |= 0x00000200;
       onChanged();
       return this;
     }
@@ -8636,7 +8751,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearWhileLanguage() {
       whileLanguage_ = getDefaultInstance().getWhileLanguage();
-      bitField1_ = (bitField1_ & ~0x00000100);
+      bitField1_ = (bitField1_ & ~0x00000200);
       onChanged();
       return this;
     }
@@ -8654,7 +8769,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       whileLanguage_ = value;
-      bitField1_ |= 0x00000100;
+      bitField1_ |= 0x00000200;
       onChanged();
       return this;
     }
@@ -8674,7 +8789,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the request field is set.
      */
     public boolean hasRequest() {
-      return ((bitField1_ & 0x00000200) != 0);
+      return ((bitField1_ & 0x00000400) != 0);
     }
     /**
      * <pre>
@@ -8711,7 +8826,7 @@ private static final long serialVersionUID = 0L;
       } else {
         requestBuilder_.setMessage(value);
       }
-      bitField1_ |= 0x00000200;
+      bitField1_ |= 0x00000400;
       onChanged();
       return this;
     }
@@ -8732,7 +8847,7 @@ private static final long serialVersionUID = 0L;
       } else {
         requestBuilder_.setMessage(builderForValue.build());
       }
-      bitField1_ |= 0x00000200;
+      bitField1_ |= 0x00000400;
       onChanged();
       return this;
     }
@@ -8748,7 +8863,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeRequest(com.google.protobuf.Value value) {
       if (requestBuilder_ == null) {
-        if (((bitField1_ & 0x00000200) != 0) &&
+        if (((bitField1_ & 0x00000400) != 0) &&
           request_ != null &&
           request_ != com.google.protobuf.Value.getDefaultInstance()) {
           getRequestBuilder().mergeFrom(value);
@@ -8759,7 +8874,7 @@ private static final long serialVersionUID = 0L;
         requestBuilder_.mergeFrom(value);
       }
       if (request_ != null) {
-        bitField1_ |= 0x00000200;
+        bitField1_ |= 0x00000400;
         onChanged();
       }
       return this;
@@ -8775,7 +8890,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value request = 40;</code>
      */
     public Builder clearRequest() {
-      bitField1_ = (bitField1_ & ~0x00000200);
+      bitField1_ = (bitField1_ & ~0x00000400);
       request_ = null;
       if (requestBuilder_ != null) {
         requestBuilder_.dispose();
@@ -8795,7 +8910,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value request = 40;</code>
      */
     public com.google.protobuf.Value.Builder getRequestBuilder() {
-      bitField1_ |= 0x00000200;
+      bitField1_ |= 0x00000400;
       onChanged();
       return internalGetRequestFieldBuilder().getBuilder();
     }
@@ -8855,7 +8970,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the optional field is set.
      */
     public boolean hasOptional() {
-      return ((bitField1_ & 0x00000400) != 0);
+      return ((bitField1_ & 0x00000800) != 0);
     }
     /**
      * <pre>
@@ -8890,7 +9005,7 @@ private static final long serialVersionUID = 0L;
       } else {
         optionalBuilder_.setMessage(value);
       }
-      bitField1_ |= 0x00000400;
+      bitField1_ |= 0x00000800;
       onChanged();
       return this;
     }
@@ -8910,7 +9025,7 @@ private static final long serialVersionUID = 0L;
       } else {
         optionalBuilder_.setMessage(builderForValue.build());
       }
-      bitField1_ |= 0x00000400;
+      bitField1_ |= 0x00000800;
       onChanged();
       return this;
     }
@@ -8925,7 +9040,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeOptional(com.google.protobuf.Value value) {
       if (optionalBuilder_ == null) {
-        if (((bitField1_ & 0x00000400) != 0) &&
+        if (((bitField1_ & 0x00000800) != 0) &&
           optional_ != null &&
           optional_ != com.google.protobuf.Value.getDefaultInstance()) {
           getOptionalBuilder().mergeFrom(value);
@@ -8936,7 +9051,7 @@ private static final long serialVersionUID = 0L;
         optionalBuilder_.mergeFrom(value);
       }
       if (optional_ != null) {
-        bitField1_ |= 0x00000400;
+        bitField1_ |= 0x00000800;
         onChanged();
       }
       return this;
@@ -8951,7 +9066,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value optional = 59;</code>
      */
     public Builder clearOptional() {
-      bitField1_ = (bitField1_ & ~0x00000400);
+      bitField1_ = (bitField1_ & ~0x00000800);
       optional_ = null;
       if (optionalBuilder_ != null) {
         optionalBuilder_.dispose();
@@ -8970,7 +9085,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value optional = 59;</code>
      */
     public com.google.protobuf.Value.Builder getOptionalBuilder() {
-      bitField1_ |= 0x00000400;
+      bitField1_ |= 0x00000800;
       onChanged();
       return internalGetOptionalFieldBuilder().getBuilder();
     }
@@ -9025,7 +9140,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Override
     public boolean hasStartDelaySeconds() {
-      return ((bitField1_ & 0x00000800) != 0);
+      return ((bitField1_ & 0x00001000) != 0);
     }
     /**
      * <pre>
@@ -9051,7 +9166,7 @@ private static final long serialVersionUID = 0L;
     public Builder setStartDelaySeconds(int value) {
 
       startDelaySeconds_ = value;
-      bitField1_ |= 0x00000800;
+      bitField1_ |= 0x00001000;
       onChanged();
       return this;
     }
@@ -9064,7 +9179,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearStartDelaySeconds() {
-      bitField1_ = (bitField1_ & ~0x00000800);
+      bitField1_ = (bitField1_ & ~0x00001000);
       startDelaySeconds_ = 0;
       onChanged();
       return this;
@@ -9128,7 +9243,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       key_ = value;
-      bitField1_ |= 0x00001000;
+      bitField1_ |= 0x00002000;
       onChanged();
       return this;
     }
@@ -9143,7 +9258,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearKey() {
       key_ = getDefaultInstance().getKey();
-      bitField1_ = (bitField1_ & ~0x00001000);
+      bitField1_ = (bitField1_ & ~0x00002000);
       onChanged();
       return this;
     }
@@ -9162,7 +9277,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       key_ = value;
-      bitField1_ |= 0x00001000;
+      bitField1_ |= 0x00002000;
       onChanged();
       return this;
     }
@@ -9179,7 +9294,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the inputs field is set.
      */
     public boolean hasInputs() {
-      return ((bitField1_ & 0x00002000) != 0);
+      return ((bitField1_ & 0x00004000) != 0);
     }
     /**
      * <pre>
@@ -9210,7 +9325,7 @@ private static final long serialVersionUID = 0L;
       } else {
         inputsBuilder_.setMessage(value);
       }
-      bitField1_ |= 0x00002000;
+      bitField1_ |= 0x00004000;
       onChanged();
       return this;
     }
@@ -9228,7 +9343,7 @@ private static final long serialVersionUID = 0L;
       } else {
         inputsBuilder_.setMessage(builderForValue.build());
       }
-      bitField1_ |= 0x00002000;
+      bitField1_ |= 0x00004000;
       onChanged();
       return this;
     }
@@ -9241,7 +9356,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergeInputs(com.google.protobuf.Value value) {
       if (inputsBuilder_ == null) {
-        if (((bitField1_ & 0x00002000) != 0) &&
+        if (((bitField1_ & 0x00004000) != 0) &&
           inputs_ != null &&
           inputs_ != com.google.protobuf.Value.getDefaultInstance()) {
           getInputsBuilder().mergeFrom(value);
@@ -9252,7 +9367,7 @@ private static final long serialVersionUID = 0L;
         inputsBuilder_.mergeFrom(value);
       }
       if (inputs_ != null) {
-        bitField1_ |= 0x00002000;
+        bitField1_ |= 0x00004000;
         onChanged();
       }
       return this;
@@ -9265,7 +9380,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value inputs = 44;</code>
      */
     public Builder clearInputs() {
-      bitField1_ = (bitField1_ & ~0x00002000);
+      bitField1_ = (bitField1_ & ~0x00004000);
       inputs_ = null;
       if (inputsBuilder_ != null) {
         inputsBuilder_.dispose();
@@ -9282,7 +9397,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value inputs = 44;</code>
      */
     public com.google.protobuf.Value.Builder getInputsBuilder() {
-      bitField1_ |= 0x00002000;
+      bitField1_ |= 0x00004000;
       onChanged();
       return internalGetInputsFieldBuilder().getBuilder();
     }
@@ -9380,7 +9495,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       definitionDialect_ = value;
-      bitField1_ |= 0x00004000;
+      bitField1_ |= 0x00008000;
       onChanged();
       return this;
     }
@@ -9395,7 +9510,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearDefinitionDialect() {
       definitionDialect_ = getDefaultInstance().getDefinitionDialect();
-      bitField1_ = (bitField1_ & ~0x00004000);
+      bitField1_ = (bitField1_ & ~0x00008000);
       onChanged();
       return this;
     }
@@ -9414,7 +9529,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       definitionDialect_ = value;
-      bitField1_ |= 0x00004000;
+      bitField1_ |= 0x00008000;
       onChanged();
       return this;
     }
@@ -9477,7 +9592,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       indexAs_ = value;
-      bitField1_ |= 0x00008000;
+      bitField1_ |= 0x00010000;
       onChanged();
       return this;
     }
@@ -9492,7 +9607,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearIndexAs() {
       indexAs_ = getDefaultInstance().getIndexAs();
-      bitField1_ = (bitField1_ & ~0x00008000);
+      bitField1_ = (bitField1_ & ~0x00010000);
       onChanged();
       return this;
     }
@@ -9511,7 +9626,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       indexAs_ = value;
-      bitField1_ |= 0x00008000;
+      bitField1_ |= 0x00010000;
       onChanged();
       return this;
     }
@@ -9530,7 +9645,7 @@ private static final long serialVersionUID = 0L;
      * @return Whether the permissive field is set.
      */
     public boolean hasPermissive() {
-      return ((bitField1_ & 0x00010000) != 0);
+      return ((bitField1_ & 0x00020000) != 0);
     }
     /**
      * <pre>
@@ -9565,7 +9680,7 @@ private static final long serialVersionUID = 0L;
       } else {
         permissiveBuilder_.setMessage(value);
       }
-      bitField1_ |= 0x00010000;
+      bitField1_ |= 0x00020000;
       onChanged();
       return this;
     }
@@ -9585,7 +9700,7 @@ private static final long serialVersionUID = 0L;
       } else {
         permissiveBuilder_.setMessage(builderForValue.build());
       }
-      bitField1_ |= 0x00010000;
+      bitField1_ |= 0x00020000;
       onChanged();
       return this;
     }
@@ -9600,7 +9715,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder mergePermissive(com.google.protobuf.Value value) {
       if (permissiveBuilder_ == null) {
-        if (((bitField1_ & 0x00010000) != 0) &&
+        if (((bitField1_ & 0x00020000) != 0) &&
           permissive_ != null &&
           permissive_ != com.google.protobuf.Value.getDefaultInstance()) {
           getPermissiveBuilder().mergeFrom(value);
@@ -9611,7 +9726,7 @@ private static final long serialVersionUID = 0L;
         permissiveBuilder_.mergeFrom(value);
       }
       if (permissive_ != null) {
-        bitField1_ |= 0x00010000;
+        bitField1_ |= 0x00020000;
         onChanged();
       }
       return this;
@@ -9626,7 +9741,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value permissive = 60;</code>
      */
     public Builder clearPermissive() {
-      bitField1_ = (bitField1_ & ~0x00010000);
+      bitField1_ = (bitField1_ & ~0x00020000);
       permissive_ = null;
       if (permissiveBuilder_ != null) {
         permissiveBuilder_.dispose();
@@ -9645,7 +9760,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Value permissive = 60;</code>
      */
     public com.google.protobuf.Value.Builder getPermissiveBuilder() {
-      bitField1_ |= 0x00010000;
+      bitField1_ |= 0x00020000;
       onChanged();
       return internalGetPermissiveFieldBuilder().getBuilder();
     }
@@ -9695,7 +9810,7 @@ private static final long serialVersionUID = 0L;
       if (!joinOn_.isModifiable()) {
         joinOn_ = new com.google.protobuf.LazyStringArrayList(joinOn_);
       }
-      bitField1_ |= 0x00020000;
+      bitField1_ |= 0x00040000;
     }
     /**
      * <pre>
@@ -9761,7 +9876,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       ensureJoinOnIsMutable();
       joinOn_.set(index, value);
-      bitField1_ |= 0x00020000;
+      bitField1_ |= 0x00040000;
       onChanged();
       return this;
     }
@@ -9779,7 +9894,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       ensureJoinOnIsMutable();
       joinOn_.add(value);
-      bitField1_ |= 0x00020000;
+      bitField1_ |= 0x00040000;
       onChanged();
       return this;
     }
@@ -9797,7 +9912,7 @@ private static final long serialVersionUID = 0L;
       ensureJoinOnIsMutable();
       com.google.protobuf.AbstractMessageLite.Builder.addAll(
           values, joinOn_);
-      bitField1_ |= 0x00020000;
+      bitField1_ |= 0x00040000;
       onChanged();
       return this;
     }
@@ -9812,7 +9927,7 @@ private static final long serialVersionUID = 0L;
     public Builder clearJoinOn() {
       joinOn_ =
         com.google.protobuf.LazyStringArrayList.emptyList();
-      bitField1_ = (bitField1_ & ~0x00020000);;
+      bitField1_ = (bitField1_ & ~0x00040000);;
       onChanged();
       return this;
     }
@@ -9831,7 +9946,7 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       ensureJoinOnIsMutable();
       joinOn_.add(value);
-      bitField1_ |= 0x00020000;
+      bitField1_ |= 0x00040000;
       onChanged();
       return this;
     }
@@ -9842,7 +9957,7 @@ private static final long serialVersionUID = 0L;
       if (!defaultJoinOn_.isModifiable()) {
         defaultJoinOn_ = new com.google.protobuf.LazyStringArrayList(defaultJoinOn_);
       }
-      bitField1_ |= 0x00040000;
+      bitField1_ |= 0x00080000;
     }
     /**
      * <code>repeated string default_join_on = 49;</code>
@@ -9888,7 +10003,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       ensureDefaultJoinOnIsMutable();
       defaultJoinOn_.set(index, value);
-      bitField1_ |= 0x00040000;
+      bitField1_ |= 0x00080000;
       onChanged();
       return this;
     }
@@ -9902,7 +10017,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       ensureDefaultJoinOnIsMutable();
       defaultJoinOn_.add(value);
-      bitField1_ |= 0x00040000;
+      bitField1_ |= 0x00080000;
       onChanged();
       return this;
     }
@@ -9916,7 +10031,7 @@ private static final long serialVersionUID = 0L;
       ensureDefaultJoinOnIsMutable();
       com.google.protobuf.AbstractMessageLite.Builder.addAll(
           values, defaultJoinOn_);
-      bitField1_ |= 0x00040000;
+      bitField1_ |= 0x00080000;
       onChanged();
       return this;
     }
@@ -9927,7 +10042,7 @@ private static final long serialVersionUID = 0L;
     public Builder clearDefaultJoinOn() {
       defaultJoinOn_ =
         com.google.protobuf.LazyStringArrayList.emptyList();
-      bitField1_ = (bitField1_ & ~0x00040000);;
+      bitField1_ = (bitField1_ & ~0x00080000);;
       onChanged();
       return this;
     }
@@ -9942,7 +10057,7 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       ensureDefaultJoinOnIsMutable();
       defaultJoinOn_.add(value);
-      bitField1_ |= 0x00040000;
+      bitField1_ |= 0x00080000;
       onChanged();
       return this;
     }
@@ -10008,7 +10123,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       terminationCondition_ = value;
-      bitField1_ |= 0x00080000;
+      bitField1_ |= 0x00100000;
       onChanged();
       return this;
     }
@@ -10024,7 +10139,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearTerminationCondition() {
       terminationCondition_ = getDefaultInstance().getTerminationCondition();
-      bitField1_ = (bitField1_ & ~0x00080000);
+      bitField1_ = (bitField1_ & ~0x00100000);
       onChanged();
       return this;
     }
@@ -10044,7 +10159,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       terminationCondition_ = value;
-      bitField1_ |= 0x00080000;
+      bitField1_ |= 0x00100000;
       onChanged();
       return this;
     }
@@ -10056,7 +10171,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Override
     public boolean hasPollingIntervalSeconds() {
-      return ((bitField1_ & 0x00100000) != 0);
+      return ((bitField1_ & 0x00200000) != 0);
     }
     /**
      * <code>optional int32 polling_interval_seconds = 51;</code>
@@ -10074,7 +10189,7 @@ private static final long serialVersionUID = 0L;
     public Builder setPollingIntervalSeconds(int value) {
 
       pollingIntervalSeconds_ = value;
-      bitField1_ |= 0x00100000;
+      bitField1_ |= 0x00200000;
       onChanged();
       return this;
     }
@@ -10083,7 +10198,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearPollingIntervalSeconds() {
-      bitField1_ = (bitField1_ & ~0x00100000);
+      bitField1_ = (bitField1_ & ~0x00200000);
       pollingIntervalSeconds_ = 0;
       onChanged();
       return this;
@@ -10132,7 +10247,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       pollingStrategy_ = value;
-      bitField1_ |= 0x00200000;
+      bitField1_ |= 0x00400000;
       onChanged();
       return this;
     }
@@ -10142,7 +10257,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearPollingStrategy() {
       pollingStrategy_ = getDefaultInstance().getPollingStrategy();
-      bitField1_ = (bitField1_ & ~0x00200000);
+      bitField1_ = (bitField1_ & ~0x00400000);
       onChanged();
       return this;
     }
@@ -10156,7 +10271,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       pollingStrategy_ = value;
-      bitField1_ |= 0x00200000;
+      bitField1_ |= 0x00400000;
       onChanged();
       return this;
     }
@@ -10168,7 +10283,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Override
     public boolean hasMaxPollCount() {
-      return ((bitField1_ & 0x00400000) != 0);
+      return ((bitField1_ & 0x00800000) != 0);
     }
     /**
      * <code>optional int32 max_poll_count = 53;</code>
@@ -10186,7 +10301,7 @@ private static final long serialVersionUID = 0L;
     public Builder setMaxPollCount(int value) {
 
       maxPollCount_ = value;
-      bitField1_ |= 0x00400000;
+      bitField1_ |= 0x00800000;
       onChanged();
       return this;
     }
@@ -10195,7 +10310,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearMaxPollCount() {
-      bitField1_ = (bitField1_ & ~0x00400000);
+      bitField1_ = (bitField1_ & ~0x00800000);
       maxPollCount_ = 0;
       onChanged();
       return this;
@@ -10256,7 +10371,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       sink_ = value;
-      bitField1_ |= 0x00800000;
+      bitField1_ |= 0x01000000;
       onChanged();
       return this;
     }
@@ -10270,7 +10385,7 @@ private static final long serialVersionUID = 0L;
      */
     public Builder clearSink() {
       sink_ = getDefaultInstance().getSink();
-      bitField1_ = (bitField1_ & ~0x00800000);
+      bitField1_ = (bitField1_ & ~0x01000000);
       onChanged();
       return this;
     }
@@ -10288,7 +10403,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       sink_ = value;
-      bitField1_ |= 0x00800000;
+      bitField1_ |= 0x01000000;
       onChanged();
       return this;
     }
@@ -10305,7 +10420,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Override
     public boolean hasIterationOutputs() {
-      return ((bitField1_ & 0x01000000) != 0);
+      return ((bitField1_ & 0x02000000) != 0);
     }
     /**
      * <pre>
@@ -10333,7 +10448,7 @@ private static final long serialVersionUID = 0L;
     public Builder setIterationOutputs(boolean value) {
 
       iterationOutputs_ = value;
-      bitField1_ |= 0x01000000;
+      bitField1_ |= 0x02000000;
       onChanged();
       return this;
     }
@@ -10347,7 +10462,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearIterationOutputs() {
-      bitField1_ = (bitField1_ & ~0x01000000);
+      bitField1_ = (bitField1_ & ~0x02000000);
       iterationOutputs_ = false;
       onChanged();
       return this;
@@ -10360,7 +10475,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Override
     public boolean hasKeepLastIterations() {
-      return ((bitField1_ & 0x02000000) != 0);
+      return ((bitField1_ & 0x04000000) != 0);
     }
     /**
      * <code>optional int32 keep_last_iterations = 56;</code>
@@ -10378,7 +10493,7 @@ private static final long serialVersionUID = 0L;
     public Builder setKeepLastIterations(int value) {
 
       keepLastIterations_ = value;
-      bitField1_ |= 0x02000000;
+      bitField1_ |= 0x04000000;
       onChanged();
       return this;
     }
@@ -10387,7 +10502,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearKeepLastIterations() {
-      bitField1_ = (bitField1_ & ~0x02000000);
+      bitField1_ = (bitField1_ & ~0x04000000);
       keepLastIterations_ = 0;
       onChanged();
       return this;
@@ -10407,11 +10522,11 @@ private static final long serialVersionUID = 0L;
      *
      * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_input is deprecated.
-     *     See workflow/v1/engine.proto;l=157
+     *     See workflow/v1/engine.proto;l=159
      * @return Whether the legacyInput field is set.
      */
     @java.lang.Deprecated public boolean hasLegacyInput() {
-      return ((bitField1_ & 0x04000000) != 0);
+      return ((bitField1_ & 0x08000000) != 0);
     }
     /**
      * <pre>
@@ -10424,7 +10539,7 @@ private static final long serialVersionUID = 0L;
      *
      * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_input is deprecated.
-     *     See workflow/v1/engine.proto;l=157
+     *     See workflow/v1/engine.proto;l=159
      * @return The legacyInput.
      */
     @java.lang.Deprecated public com.google.protobuf.Struct getLegacyInput() {
@@ -10452,7 +10567,7 @@ private static final long serialVersionUID = 0L;
       } else {
         legacyInputBuilder_.setMessage(value);
       }
-      bitField1_ |= 0x04000000;
+      bitField1_ |= 0x08000000;
       onChanged();
       return this;
     }
@@ -10474,7 +10589,7 @@ private static final long serialVersionUID = 0L;
       } else {
         legacyInputBuilder_.setMessage(builderForValue.build());
       }
-      bitField1_ |= 0x04000000;
+      bitField1_ |= 0x08000000;
       onChanged();
       return this;
     }
@@ -10491,7 +10606,7 @@ private static final long serialVersionUID = 0L;
      */
     @java.lang.Deprecated public Builder mergeLegacyInput(com.google.protobuf.Struct value) {
       if (legacyInputBuilder_ == null) {
-        if (((bitField1_ & 0x04000000) != 0) &&
+        if (((bitField1_ & 0x08000000) != 0) &&
           legacyInput_ != null &&
           legacyInput_ != com.google.protobuf.Struct.getDefaultInstance()) {
           getLegacyInputBuilder().mergeFrom(value);
@@ -10502,7 +10617,7 @@ private static final long serialVersionUID = 0L;
         legacyInputBuilder_.mergeFrom(value);
       }
       if (legacyInput_ != null) {
-        bitField1_ |= 0x04000000;
+        bitField1_ |= 0x08000000;
         onChanged();
       }
       return this;
@@ -10519,7 +10634,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
      */
     @java.lang.Deprecated public Builder clearLegacyInput() {
-      bitField1_ = (bitField1_ & ~0x04000000);
+      bitField1_ = (bitField1_ & ~0x08000000);
       legacyInput_ = null;
       if (legacyInputBuilder_ != null) {
         legacyInputBuilder_.dispose();
@@ -10540,7 +10655,7 @@ private static final long serialVersionUID = 0L;
      * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
      */
     @java.lang.Deprecated public com.google.protobuf.Struct.Builder getLegacyInputBuilder() {
-      bitField1_ |= 0x04000000;
+      bitField1_ |= 0x08000000;
       onChanged();
       return internalGetLegacyInputFieldBuilder().getBuilder();
     }
@@ -10592,17 +10707,17 @@ private static final long serialVersionUID = 0L;
     /**
      * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
-     *     See workflow/v1/engine.proto;l=158
+     *     See workflow/v1/engine.proto;l=160
      * @return Whether the legacyDefinitionVersion field is set.
      */
     @java.lang.Override
     @java.lang.Deprecated public boolean hasLegacyDefinitionVersion() {
-      return ((bitField1_ & 0x08000000) != 0);
+      return ((bitField1_ & 0x10000000) != 0);
     }
     /**
      * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
-     *     See workflow/v1/engine.proto;l=158
+     *     See workflow/v1/engine.proto;l=160
      * @return The legacyDefinitionVersion.
      */
     @java.lang.Override
@@ -10612,25 +10727,25 @@ private static final long serialVersionUID = 0L;
     /**
      * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
-     *     See workflow/v1/engine.proto;l=158
+     *     See workflow/v1/engine.proto;l=160
      * @param value The legacyDefinitionVersion to set.
      * @return This builder for chaining.
      */
     @java.lang.Deprecated public Builder setLegacyDefinitionVersion(int value) {
 
       legacyDefinitionVersion_ = value;
-      bitField1_ |= 0x08000000;
+      bitField1_ |= 0x10000000;
       onChanged();
       return this;
     }
     /**
      * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
-     *     See workflow/v1/engine.proto;l=158
+     *     See workflow/v1/engine.proto;l=160
      * @return This builder for chaining.
      */
     @java.lang.Deprecated public Builder clearLegacyDefinitionVersion() {
-      bitField1_ = (bitField1_ & ~0x08000000);
+      bitField1_ = (bitField1_ & ~0x10000000);
       legacyDefinitionVersion_ = 0;
       onChanged();
       return this;
@@ -10640,17 +10755,17 @@ private static final long serialVersionUID = 0L;
     /**
      * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_optional is deprecated.
-     *     See workflow/v1/engine.proto;l=159
+     *     See workflow/v1/engine.proto;l=161
      * @return Whether the legacyOptional field is set.
      */
     @java.lang.Override
     @java.lang.Deprecated public boolean hasLegacyOptional() {
-      return ((bitField1_ & 0x10000000) != 0);
+      return ((bitField1_ & 0x20000000) != 0);
     }
     /**
      * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_optional is deprecated.
-     *     See workflow/v1/engine.proto;l=159
+     *     See workflow/v1/engine.proto;l=161
      * @return The legacyOptional.
      */
     @java.lang.Override
@@ -10660,25 +10775,25 @@ private static final long serialVersionUID = 0L;
     /**
      * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_optional is deprecated.
-     *     See workflow/v1/engine.proto;l=159
+     *     See workflow/v1/engine.proto;l=161
      * @param value The legacyOptional to set.
      * @return This builder for chaining.
      */
     @java.lang.Deprecated public Builder setLegacyOptional(boolean value) {
 
       legacyOptional_ = value;
-      bitField1_ |= 0x10000000;
+      bitField1_ |= 0x20000000;
       onChanged();
       return this;
     }
     /**
      * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_optional is deprecated.
-     *     See workflow/v1/engine.proto;l=159
+     *     See workflow/v1/engine.proto;l=161
      * @return This builder for chaining.
      */
     @java.lang.Deprecated public Builder clearLegacyOptional() {
-      bitField1_ = (bitField1_ & ~0x10000000);
+      bitField1_ = (bitField1_ & ~0x20000000);
       legacyOptional_ = false;
       onChanged();
       return this;
@@ -10688,17 +10803,17 @@ private static final long serialVersionUID = 0L;
     /**
      * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
-     *     See workflow/v1/engine.proto;l=160
+     *     See workflow/v1/engine.proto;l=162
      * @return Whether the legacyPermissive field is set.
      */
     @java.lang.Override
     @java.lang.Deprecated public boolean hasLegacyPermissive() {
-      return ((bitField1_ & 0x20000000) != 0);
+      return ((bitField1_ & 0x40000000) != 0);
     }
     /**
      * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
-     *     See workflow/v1/engine.proto;l=160
+     *     See workflow/v1/engine.proto;l=162
      * @return The legacyPermissive.
      */
     @java.lang.Override
@@ -10708,25 +10823,25 @@ private static final long serialVersionUID = 0L;
     /**
      * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
-     *     See workflow/v1/engine.proto;l=160
+     *     See workflow/v1/engine.proto;l=162
      * @param value The legacyPermissive to set.
      * @return This builder for chaining.
      */
     @java.lang.Deprecated public Builder setLegacyPermissive(boolean value) {
 
       legacyPermissive_ = value;
-      bitField1_ |= 0x20000000;
+      bitField1_ |= 0x40000000;
       onChanged();
       return this;
     }
     /**
      * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
      * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
-     *     See workflow/v1/engine.proto;l=160
+     *     See workflow/v1/engine.proto;l=162
      * @return This builder for chaining.
      */
     @java.lang.Deprecated public Builder clearLegacyPermissive() {
-      bitField1_ = (bitField1_ & ~0x20000000);
+      bitField1_ = (bitField1_ & ~0x40000000);
       legacyPermissive_ = false;
       onChanged();
       return this;

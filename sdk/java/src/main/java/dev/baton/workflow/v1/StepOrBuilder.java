@@ -259,6 +259,25 @@ public interface StepOrBuilder extends
   int getBackoffJitterMs();
 
   /**
+   * <pre>
+   * as on TaskDef
+   * </pre>
+   *
+   * <code>optional int32 total_timeout_seconds = 63;</code>
+   * @return Whether the totalTimeoutSeconds field is set.
+   */
+  boolean hasTotalTimeoutSeconds();
+  /**
+   * <pre>
+   * as on TaskDef
+   * </pre>
+   *
+   * <code>optional int32 total_timeout_seconds = 63;</code>
+   * @return The totalTimeoutSeconds.
+   */
+  int getTotalTimeoutSeconds();
+
+  /**
    * <code>.workflow.v1.TaskDef task_def = 15;</code>
    * @return Whether the taskDef field is set.
    */
@@ -1163,7 +1182,7 @@ public interface StepOrBuilder extends
    *
    * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_input is deprecated.
-   *     See workflow/v1/engine.proto;l=157
+   *     See workflow/v1/engine.proto;l=159
    * @return Whether the legacyInput field is set.
    */
   @java.lang.Deprecated boolean hasLegacyInput();
@@ -1178,7 +1197,7 @@ public interface StepOrBuilder extends
    *
    * <code>.google.protobuf.Struct legacy_input = 5 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_input is deprecated.
-   *     See workflow/v1/engine.proto;l=157
+   *     See workflow/v1/engine.proto;l=159
    * @return The legacyInput.
    */
   @java.lang.Deprecated com.google.protobuf.Struct getLegacyInput();
@@ -1198,14 +1217,14 @@ public interface StepOrBuilder extends
   /**
    * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
-   *     See workflow/v1/engine.proto;l=158
+   *     See workflow/v1/engine.proto;l=160
    * @return Whether the legacyDefinitionVersion field is set.
    */
   @java.lang.Deprecated boolean hasLegacyDefinitionVersion();
   /**
    * <code>optional int32 legacy_definition_version = 20 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_definition_version is deprecated.
-   *     See workflow/v1/engine.proto;l=158
+   *     See workflow/v1/engine.proto;l=160
    * @return The legacyDefinitionVersion.
    */
   @java.lang.Deprecated int getLegacyDefinitionVersion();
@@ -1213,14 +1232,14 @@ public interface StepOrBuilder extends
   /**
    * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_optional is deprecated.
-   *     See workflow/v1/engine.proto;l=159
+   *     See workflow/v1/engine.proto;l=161
    * @return Whether the legacyOptional field is set.
    */
   @java.lang.Deprecated boolean hasLegacyOptional();
   /**
    * <code>optional bool legacy_optional = 41 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_optional is deprecated.
-   *     See workflow/v1/engine.proto;l=159
+   *     See workflow/v1/engine.proto;l=161
    * @return The legacyOptional.
    */
   @java.lang.Deprecated boolean getLegacyOptional();
@@ -1228,14 +1247,14 @@ public interface StepOrBuilder extends
   /**
    * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
-   *     See workflow/v1/engine.proto;l=160
+   *     See workflow/v1/engine.proto;l=162
    * @return Whether the legacyPermissive field is set.
    */
   @java.lang.Deprecated boolean hasLegacyPermissive();
   /**
    * <code>optional bool legacy_permissive = 47 [deprecated = true];</code>
    * @deprecated workflow.v1.Step.legacy_permissive is deprecated.
-   *     See workflow/v1/engine.proto;l=160
+   *     See workflow/v1/engine.proto;l=162
    * @return The legacyPermissive.
    */
   @java.lang.Deprecated boolean getLegacyPermissive();

@@ -646,6 +646,33 @@ private static final long serialVersionUID = 0L;
     return backoffJitterMs_;
   }
 
+  public static final int TOTAL_TIMEOUT_SECONDS_FIELD_NUMBER = 22;
+  private int totalTimeoutSeconds_ = 0;
+  /**
+   * <pre>
+   * no retry once this long after the first attempt
+   * </pre>
+   *
+   * <code>optional int32 total_timeout_seconds = 22;</code>
+   * @return Whether the totalTimeoutSeconds field is set.
+   */
+  @java.lang.Override
+  public boolean hasTotalTimeoutSeconds() {
+    return ((bitField0_ & 0x00004000) != 0);
+  }
+  /**
+   * <pre>
+   * no retry once this long after the first attempt
+   * </pre>
+   *
+   * <code>optional int32 total_timeout_seconds = 22;</code>
+   * @return The totalTimeoutSeconds.
+   */
+  @java.lang.Override
+  public int getTotalTimeoutSeconds() {
+    return totalTimeoutSeconds_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -722,6 +749,9 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00002000) != 0)) {
       output.writeInt32(21, backoffJitterMs_);
+    }
+    if (((bitField0_ & 0x00004000) != 0)) {
+      output.writeInt32(22, totalTimeoutSeconds_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -813,6 +843,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00002000) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(21, backoffJitterMs_);
+    }
+    if (((bitField0_ & 0x00004000) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(22, totalTimeoutSeconds_);
     }
     return size;
   }
@@ -922,6 +956,11 @@ private static final long serialVersionUID = 0L;
       if (getBackoffJitterMs()
           != other.getBackoffJitterMs()) return false;
     }
+    if (hasTotalTimeoutSeconds() != other.hasTotalTimeoutSeconds()) return false;
+    if (hasTotalTimeoutSeconds()) {
+      if (getTotalTimeoutSeconds()
+          != other.getTotalTimeoutSeconds()) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -1006,6 +1045,10 @@ private static final long serialVersionUID = 0L;
     if (hasBackoffJitterMs()) {
       hash = (37 * hash) + BACKOFF_JITTER_MS_FIELD_NUMBER;
       hash = (53 * hash) + getBackoffJitterMs();
+    }
+    if (hasTotalTimeoutSeconds()) {
+      hash = (37 * hash) + TOTAL_TIMEOUT_SECONDS_FIELD_NUMBER;
+      hash = (53 * hash) + getTotalTimeoutSeconds();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -1181,6 +1224,7 @@ private static final long serialVersionUID = 0L;
       }
       backoffScaleFactor_ = 0;
       backoffJitterMs_ = 0;
+      totalTimeoutSeconds_ = 0;
       return this;
     }
 
@@ -1300,6 +1344,10 @@ private static final long serialVersionUID = 0L;
         result.backoffJitterMs_ = backoffJitterMs_;
         to_bitField0_ |= 0x00002000;
       }
+      if (((from_bitField0_ & 0x00200000) != 0)) {
+        result.totalTimeoutSeconds_ = totalTimeoutSeconds_;
+        to_bitField0_ |= 0x00004000;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1401,6 +1449,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasBackoffJitterMs()) {
         setBackoffJitterMs(other.getBackoffJitterMs());
+      }
+      if (other.hasTotalTimeoutSeconds()) {
+        setTotalTimeoutSeconds(other.getTotalTimeoutSeconds());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1537,6 +1588,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00100000;
               break;
             } // case 168
+            case 176: {
+              totalTimeoutSeconds_ = input.readInt32();
+              bitField0_ |= 0x00200000;
+              break;
+            } // case 176
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -3001,6 +3057,62 @@ private static final long serialVersionUID = 0L;
     public Builder clearBackoffJitterMs() {
       bitField0_ = (bitField0_ & ~0x00100000);
       backoffJitterMs_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int totalTimeoutSeconds_ ;
+    /**
+     * <pre>
+     * no retry once this long after the first attempt
+     * </pre>
+     *
+     * <code>optional int32 total_timeout_seconds = 22;</code>
+     * @return Whether the totalTimeoutSeconds field is set.
+     */
+    @java.lang.Override
+    public boolean hasTotalTimeoutSeconds() {
+      return ((bitField0_ & 0x00200000) != 0);
+    }
+    /**
+     * <pre>
+     * no retry once this long after the first attempt
+     * </pre>
+     *
+     * <code>optional int32 total_timeout_seconds = 22;</code>
+     * @return The totalTimeoutSeconds.
+     */
+    @java.lang.Override
+    public int getTotalTimeoutSeconds() {
+      return totalTimeoutSeconds_;
+    }
+    /**
+     * <pre>
+     * no retry once this long after the first attempt
+     * </pre>
+     *
+     * <code>optional int32 total_timeout_seconds = 22;</code>
+     * @param value The totalTimeoutSeconds to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTotalTimeoutSeconds(int value) {
+
+      totalTimeoutSeconds_ = value;
+      bitField0_ |= 0x00200000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * no retry once this long after the first attempt
+     * </pre>
+     *
+     * <code>optional int32 total_timeout_seconds = 22;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearTotalTimeoutSeconds() {
+      bitField0_ = (bitField0_ & ~0x00200000);
+      totalTimeoutSeconds_ = 0;
       onChanged();
       return this;
     }

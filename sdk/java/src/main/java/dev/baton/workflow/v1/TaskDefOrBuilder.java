@@ -317,4 +317,23 @@ public interface TaskDefOrBuilder extends
    * @return The backoffJitterMs.
    */
   int getBackoffJitterMs();
+
+  /**
+   * <pre>
+   * no retry once this long after the first attempt
+   * </pre>
+   *
+   * <code>optional int32 total_timeout_seconds = 22;</code>
+   * @return Whether the totalTimeoutSeconds field is set.
+   */
+  boolean hasTotalTimeoutSeconds();
+  /**
+   * <pre>
+   * no retry once this long after the first attempt
+   * </pre>
+   *
+   * <code>optional int32 total_timeout_seconds = 22;</code>
+   * @return The totalTimeoutSeconds.
+   */
+  int getTotalTimeoutSeconds();
 }
