@@ -213,3 +213,18 @@ def test_a_sub_workflow_task_is_completed_by_its_id_whatever_workflow_is_named(
         api.post("/tasks", json={"taskId": str(uuid.uuid4()), "status": "COMPLETED"}).status_code
         == 404
     )
+
+
+def test_a_workflow_started_with_its_definition_inline_shows_its_workflow_tasks(
+    api: httpx.Client,
+) -> None:
+    """A StartWorkflowRequest's workflowDef is kept with the run, so its tasks read back their
+    workflowTask, as a registered definition's do."""
+    name = f"inline_{uuid.uuid4().hex[:8]}"
+    wait = {**_wait("w"), "description": "waits here"}
+    body = {"name": name, "workflowDef": {"name": name, "version": 1, "tasks": [wait]}}
+    answer = api.post("/workflow", json=body)
+    assert answer.status_code == 200, answer.text
+    (task,) = _blocked(api, answer.text)["tasks"]
+    assert task["workflowTask"]["description"] == "waits here"
+    assert task["workflowTask"]["taskReferenceName"] == "w"

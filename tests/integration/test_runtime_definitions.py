@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from baton import dialects
+from baton.conductor import definitions as cdefs
 from baton.conductor import dialect as conductor_dialect
 from baton.engine.service import Engine
 from baton.errors import ValidationFailed
@@ -221,3 +222,40 @@ def test_an_inline_definition_object_takes_no_name(engine: Engine) -> None:
     with pytest.raises(ValidationFailed) as e:
         engine.register_definition(parent)
     assert "an inline definition names its child itself" in str(e.value.problems)
+
+
+def test_an_inline_conductor_definition_is_snapshotted_as_a_registered_one(
+    engine: Engine,
+) -> None:
+    """Given its Conductor source, an inline start keeps it with its snapshot, and a system
+    task with no task definition is not retried, as Conductor's ad-hoc definition says; the
+    same definition inline on /v1 keeps Baton's default retries."""
+    source = {
+        "name": "inline-http",
+        "version": 1,
+        "tasks": [
+            {
+                "name": "call",
+                "taskReferenceName": "call",
+                "type": "HTTP",
+                "inputParameters": {
+                    "http_request": {"uri": "http://127.0.0.1:9/x", "method": "GET"}
+                },
+            }
+        ],
+    }
+    definition = cdefs.to_baton_workflow(source)
+    from_api, _ = engine.start_instance(definition=definition, conductor_source=source)
+    from_v1, _ = engine.start_instance(definition=definition)
+    assert engine.instance_conductor_source(from_api["id"]) == source
+    assert engine.instance_conductor_source(from_v1["id"]) is None
+
+    def retries(instance_id: str) -> int:
+        with engine.db.source.connection() as conn:
+            row = conn.execute(
+                "SELECT snapshot_id FROM instance WHERE id = %(id)s", {"id": instance_id}
+            ).fetchone()
+            assert row is not None
+            return engine.snapshots.plan(conn, row["snapshot_id"]).policy("call").retry_count
+
+    assert (retries(from_api["id"]), retries(from_v1["id"])) == (0, 3)

@@ -57,8 +57,12 @@ class InstanceOps(RetentionOps, ArchiveReads, RerunOps):
         input: dict[str, Any] | None = None,
         correlation_id: str | None = None,
         idempotency_key: str | None = None,
+        conductor_source: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], bool]:
-        """Start an instance; returns (instance, created). A repeated idempotency key returns
+        """Start an instance; returns (instance, created). ``conductor_source``: the Conductor
+        WorkflowDef an inline ``definition`` was translated from (kept with its snapshot, whose
+        system tasks without a task definition are not retried, as Conductor's). A repeated
+        idempotency key returns
         the instance it first created, with ``created`` False.
 
         Round trips: the definition with its task definitions (and the BEGIN), then the
@@ -78,6 +82,9 @@ class InstanceOps(RetentionOps, ArchiveReads, RerunOps):
                 [Problem("definitionName", "give definitionName or an inline definition")]
             )
 
+        source_text = None
+        if inline is not None and conductor_source is not None:
+            source_text = json.dumps(conductor_source, separators=(",", ":"))
         fingerprint = None
         if idempotency_key is not None:
             # An offloaded input is matched by its content, not its path (a retried start
@@ -95,7 +102,10 @@ class InstanceOps(RetentionOps, ArchiveReads, RerunOps):
                     {"names": sorted(task_def_names(inline))},
                 )
                 snapshot_id, plan = self.snapshots.of_inline(
-                    conn, inline, row["task_defs"] if row else None
+                    conn,
+                    inline,
+                    row["task_defs"] if row else None,
+                    conductor_source=source_text,
                 )
                 name, version = inline.name, None
             else:
@@ -555,6 +565,17 @@ class InstanceOps(RetentionOps, ArchiveReads, RerunOps):
         self.deliver_pending()
         log.info("instance retried", extra={"instance_id": instance_id})
         return self.get_instance(instance_id)
+
+    def instance_conductor_source(self, instance_id: str) -> Any:
+        """The Conductor WorkflowDef an instance started inline on ``/api`` runs (None for any
+        other, and for an archived one)."""
+        iid = path_uuid(instance_id, InstanceNotFound)
+        row = self.db.autocommit(
+            lambda conn: conn.execute(
+                instance_sql.INSTANCE_CONDUCTOR_SOURCE, {"id": iid}
+            ).fetchone()
+        )
+        return None if row is None else row["conductor"]
 
     def _retry_in_place(self, child: uuid.UUID) -> None:
         self.retry_instance(str(child))

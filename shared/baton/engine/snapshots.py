@@ -26,8 +26,9 @@ class Snapshots:
 
     def __init__(self) -> None:
         self._plans = PlanCache()
-        # (definition body text, task definitions text, registered on /api) -> (id, plan)
-        self._by_text: dict[tuple[str, str | None, bool], tuple[int, Plan]] = {}
+        # (definition body text, task definitions text, registered on /api, the Conductor
+        # source of an inline start) -> (id, plan)
+        self._by_text: dict[tuple[str, str | None, bool, str | None], tuple[int, Plan]] = {}
 
     def of_stored(self, conn: Conn, stored: dict[str, Any]) -> tuple[int, Plan]:
         """The snapshot of a stored definition row (``DEFINITION_WITH_TASK_DEFS``)."""
@@ -40,11 +41,26 @@ class Snapshots:
         )
 
     def of_inline(
-        self, conn: Conn, definition: WorkflowDefinition, task_defs_text: str | None
+        self,
+        conn: Conn,
+        definition: WorkflowDefinition,
+        task_defs_text: str | None,
+        *,
+        conductor_source: str | None = None,
     ) -> tuple[int, Plan]:
-        """The snapshot of an inline definition (a dynamic workflow) with its task defs."""
+        """The snapshot of an inline definition (a dynamic workflow) with its task defs;
+        ``conductor_source``: the Conductor WorkflowDef (JSON text) it was translated from (an
+        inline start on ``/api``), kept with the snapshot and snapshotted as a definition
+        registered on ``/api`` is."""
         body = definition.model_dump_json(by_alias=True, exclude_none=True)
-        return self._snapshot(conn, body, task_defs_text, definition)
+        return self._snapshot(
+            conn,
+            body,
+            task_defs_text,
+            definition,
+            from_conductor=conductor_source is not None,
+            conductor_source=conductor_source,
+        )
 
     def plan(self, conn: Conn, snapshot_id: int) -> Plan:
         """The compiled plan of a snapshot; the first time a process sees it, one extra read."""
@@ -63,6 +79,7 @@ class Snapshots:
         parsed: WorkflowDefinition | None,
         *,
         from_conductor: bool = False,
+        conductor_source: str | None = None,
     ) -> tuple[int, Plan]:
         """Embed task definitions and store the immutable snapshot (deduplicated by digest).
         A definition registered on ``/api`` (``from_conductor``) gets Conductor's ad-hoc task
@@ -74,7 +91,7 @@ class Snapshots:
         Cached by (definition, task definitions) text: a repeated start of the same definition
         costs no snapshot round trip and no parsing.
         """
-        key = (body_text, task_defs_text, from_conductor)
+        key = (body_text, task_defs_text, from_conductor, conductor_source)
         hit = self._by_text.get(key)
         if hit is not None:
             return hit
@@ -106,6 +123,11 @@ class Snapshots:
             # was taken; a new statement sees its committed row.
             row = conn.execute(instance_sql.SNAPSHOT_BY_DIGEST, params).fetchone()
         assert row is not None
+        if conductor_source is not None:
+            conn.execute(
+                instance_sql.SET_SNAPSHOT_CONDUCTOR,
+                {"id": row["id"], "conductor": conductor_source},
+            )
         result = (int(row["id"]), self._plans.compile(row["id"], body))
         # Cache only a row that was committed before this transaction: one inserted here could
         # still roll back, and a cached id would then point at nothing.

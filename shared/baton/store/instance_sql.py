@@ -27,6 +27,19 @@ SNAPSHOT_BY_DIGEST = "SELECT id FROM definition_snapshot WHERE digest = %(digest
 
 SNAPSHOT_BODY = "SELECT body::text AS body FROM definition_snapshot WHERE id = %(id)s"
 
+# The Conductor WorkflowDef a snapshot was translated from (an inline start on /api): the first
+# given is kept.
+SET_SNAPSHOT_CONDUCTOR = """
+UPDATE definition_snapshot SET conductor = %(conductor)s::json
+ WHERE id = %(id)s AND conductor IS NULL
+"""
+
+# The Conductor WorkflowDef an instance's snapshot was translated from, if any.
+INSTANCE_CONDUCTOR_SOURCE = """
+SELECT s.conductor FROM instance i JOIN definition_snapshot s ON s.id = i.snapshot_id
+ WHERE i.id = %(id)s
+"""
+
 # A new instance with what its first decision made of it (a start may run to its end at once).
 INSERT_INSTANCE = """
 INSERT INTO instance (id, definition_name, definition_version, snapshot_id, status, input,

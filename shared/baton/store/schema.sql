@@ -34,7 +34,9 @@ CREATE TABLE definition_snapshot (
     id          bigserial   PRIMARY KEY,
     digest      text        NOT NULL UNIQUE,
     body        jsonb       NOT NULL,
-    created_at  timestamptz NOT NULL DEFAULT now()
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    -- The Conductor WorkflowDef an inline start on /api gave (migration 0022), else NULL.
+    conductor   json
 );
 
 CREATE TABLE instance (

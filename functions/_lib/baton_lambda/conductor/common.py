@@ -173,7 +173,8 @@ INLINE_READ_BYTES = 1_500_000
 def for_conductor(engine: Any, instance: dict[str, Any]) -> dict[str, Any]:
     """``instance`` (``get_instance(conductor_view=True)``'s) as a Conductor read shows it: its
     offloaded payloads inlined (:func:`inline_payloads`) and, for a definition registered on
-    ``/api``, its WorkflowTasks by reference name (each task's ``workflowTask``)."""
+    ``/api`` or given inline there, its WorkflowTasks by reference name (each task's
+    ``workflowTask``)."""
     out = inline_payloads(engine, instance)
     version = instance.get("definitionVersion")
     if isinstance(version, int):
@@ -182,6 +183,10 @@ def for_conductor(engine: Any, instance: dict[str, Any]) -> dict[str, Any]:
         except NotFound:
             source = None  # deleted since: its tasks show none
         out["workflowTasks"] = cviews.workflow_tasks(source)
+    else:
+        source = engine.instance_conductor_source(str(instance["id"]))
+        if source is not None:
+            out["workflowTasks"] = cviews.workflow_tasks(source)
     return out
 
 

@@ -85,6 +85,7 @@ class WorkflowRoutes(Routes):
             input=self._with_defaults(input or {}, inline, name, wanted),
             correlation_id=correlation_id if isinstance(correlation_id, str) else None,
             idempotency_key=idempotency_key if isinstance(idempotency_key, str) else None,
+            conductor_source=inline if definition is not None else None,
         )
         self.api.log_keys(instance_id=instance["id"])
         return str(instance["id"])
