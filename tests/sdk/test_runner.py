@@ -756,6 +756,9 @@ def test_in_memory_metrics_count_what_happened(api: FakeApi, make_runner: Any) -
     metrics = InMemoryMetrics()
     make_runner(registry, metrics=metrics).start()
     eventually(lambda: all(i in api.completed for i in ok) and bad[0] in api.failed)
+    # The runner counts an outcome once the server's answer is back, after the fake saw it.
+    eventually(lambda: metrics.snapshot()["jobsFailed"] and metrics.snapshot()["jobsCompleted"])
+    eventually(lambda: sum(metrics.snapshot()["jobsCompleted"].values()) == 3)
     snap = metrics.snapshot()
     assert snap["jobsStarted"] == {"ok": 3, "bad": 1}
     assert snap["jobsCompleted"] == {"ok": 3}
