@@ -197,6 +197,15 @@ def test_a_sub_workflow_task_is_completed_by_its_id_whatever_workflow_is_named(
     )
     for named in ("child", None):
         wid = _start(api, parent)
+        shown = wait_until(
+            lambda w=wid: (t := _workflow(api, w)["tasks"]) and t[0].get("subWorkflowId") and t[0],
+            timeout=15,
+            what="the SUB_WORKFLOW task",
+        )
+        # Conductor's SUB_WORKFLOW task input names the child's definition
+        assert shown["inputData"]["subWorkflowName"] == child
+        assert shown["inputData"]["subWorkflowVersion"] == 1
+        assert shown["inputData"]["workflowInput"] == {}
         task = wait_until(
             lambda w=wid: (t := _workflow(api, w)["tasks"]) and t[0].get("subWorkflowId") and t[0],
             timeout=15,

@@ -724,6 +724,17 @@ def _task(
         "callbackAfterSeconds": 0,
         "workflowPriority": 0,
     }
+    child = (instance.get("childDefinitions") or {}).get(str(step.get("childInstanceId")))
+    if step["type"] == "SUB_WORKFLOW" and child is not None:
+        # Conductor's SubWorkflowTaskMapper: the task's input, the child's definition, and
+        # the input again as the child's workflowInput.
+        given = t["inputData"]
+        t["inputData"] = {
+            **given,
+            "subWorkflowName": child[0],
+            "subWorkflowVersion": child[1],
+            "workflowInput": given,
+        }
     if step["type"] == "TIMER" and step.get("wakeAt"):
         # Conductor's WAIT with a duration or an until: its due time, and how long it waits
         # from its start (WaitTaskMapper).
