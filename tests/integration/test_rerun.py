@@ -359,6 +359,30 @@ def test_a_cancelled_child_cancels_its_step_and_its_parent(engine: Engine) -> No
     assert [s["status"] for s in steps_of(engine, optional["id"], "after")] == ["SCHEDULED"]
 
 
+def test_a_parent_cancelled_by_its_child_starts_its_failure_workflow(engine: Engine) -> None:
+    """Conductor's terminateWorkflow starts the failure workflow for a TERMINATED end its
+    decider made (a required task CANCELED); a cancel asked for through the API does not."""
+    engine.register_definition({"name": "kid4", "steps": [task("x")]})
+    engine.register_definition({"name": "tidy", "steps": [task("tidy")]})
+    engine.register_definition(
+        {
+            "name": "mom4",
+            "failureWorkflow": "tidy",
+            "steps": [{"id": "c", "type": "SUB_WORKFLOW", "definitionName": "kid4"}],
+        }
+    )
+    by_child, _ = engine.start_instance(definition_name="mom4")
+    by_api, _ = engine.start_instance(definition_name="mom4")
+    kid = steps_of(engine, by_child["id"], "c")[0]["childInstanceId"]
+    engine.cancel_instance(kid, "stop it")
+    engine.cancel_instance(by_api["id"], "not needed")
+    engine.deliver_pending()
+    assert engine.get_instance(by_child["id"])["status"] == "CANCELLED"
+    (tidy,) = engine.poll("w", ["tidy"], 10)
+    started = engine.get_instance(tidy["instanceId"])["input"]
+    assert (started["workflowId"], started["failureStatus"]) == (by_child["id"], "TERMINATED")
+
+
 def test_a_sibling_child_that_cannot_be_retried_is_handed_back_as_it_ended(
     engine: Engine,
 ) -> None:

@@ -338,7 +338,14 @@ class DecisionFlow(DecisionState):
         if self.closed(scope):
             return
         if scope == "":
-            self.finish(instance_status, reason, cancel=True)
+            # A failure that cancels the instance (a required step's cancelled child) starts
+            # its failure workflow too, as Conductor's terminateWorkflow does for TERMINATED.
+            self.finish(
+                instance_status,
+                reason,
+                cancel=True,
+                failure_workflow=instance_status == InstanceStatus.CANCELLED,
+            )
             return
         owner = self.operator_execution(scope)
         OPERATORS[self.plan.step(owner.step_id).type].child_failed(
