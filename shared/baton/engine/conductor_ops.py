@@ -5,7 +5,6 @@ kept with their job in the audit log."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,17 +44,6 @@ class ConductorOps(EngineCore):
             return int(total["n"]) if total else 0, [views.instance(r) for r in rows]
 
         return self.db.autocommit(work)
-
-    def definitions_of(self, instance_ids: list[str]) -> dict[str, tuple[str, int | None]]:
-        """The definition (name, version; None for an inline one) each instance runs, by id
-        (archived or deleted ones left out)."""
-        ids = [i for i in instance_ids if _is_uuid(i)]
-        if not ids:
-            return {}
-        rows = self.db.autocommit(
-            lambda c: c.execute(conductor_sql.DEFINITIONS_OF, {"ids": ids}).fetchall()
-        )
-        return {str(r["id"]): (r["definition_name"], r["definition_version"]) for r in rows}
 
     def lease_for_conductor(self, job_ids: list[str], worker_id: str) -> dict[str, Any]:
         """Lease freshly claimed jobs that run on Baton's default lease for Conductor's default
@@ -140,11 +128,3 @@ class ConductorOps(EngineCore):
         for r in rows:
             out.extend(r["detail"].get("logs") or [])
         return out
-
-
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True

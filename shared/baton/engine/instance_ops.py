@@ -24,6 +24,7 @@ from baton.engine.reads import exec_from_row
 from baton.engine.rerun_ops import RerunOps
 from baton.engine.retention_ops import RetentionOps
 from baton.errors import (
+    BatonError,
     Conflict,
     DefinitionNotFound,
     InstanceNotFound,
@@ -243,17 +244,31 @@ class InstanceOps(RetentionOps, ArchiveReads, RerunOps):
         plan (``engine.conductor_view``): without the executions of the iterations a DO_WHILE's
         ``keepLastIterations`` no longer keeps, as Conductor deletes a ``keepLastN`` loop's
         older tasks (before the byte budget, which counts only those kept), and with ``forks``
-        and ``failedAtJoin`` for the JOIN task Conductor shows after a fork; an archived
-        instance alike, from what its document kept of it."""
+        and ``failedAtJoin`` for the JOIN task Conductor shows after a fork,
+        ``conductorSource`` (the Conductor WorkflowDef an inline start on ``/api`` gave) and
+        ``childDefinitions`` (the definition name and version of each child, by id); an
+        archived instance alike, from what its document kept of it."""
         iid = path_uuid(instance_id, InstanceNotFound)
 
         def work(conn: Conn) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
             if not include_steps:
                 return conn.execute(instance_sql.GET_INSTANCE, {"id": iid}).fetchone(), None
-            with conn.pipeline():  # both reads in one round trip
+            with conn.pipeline():  # the reads in one round trip
                 head = conn.execute(instance_sql.GET_INSTANCE, {"id": iid})
                 steps = conn.execute(instance_sql.STEPS_OF_INSTANCE, {"id": iid})
+                if conductor_view:
+                    source = conn.execute(instance_sql.INSTANCE_CONDUCTOR_SOURCE, {"id": iid})
+                    children = conn.execute(instance_sql.CHILD_DEFINITIONS, {"id": iid})
             row, rows = head.fetchone(), steps.fetchall()
+            if conductor_view:
+                found_source = source.fetchone()
+                if found_source is not None and found_source["conductor"] is not None:
+                    extras["conductorSource"] = found_source["conductor"]
+                kids = children.fetchall()
+                if kids:
+                    extras["childDefinitions"] = {
+                        str(k["id"]): (k["definition_name"], k["definition_version"]) for k in kids
+                    }
             if conductor_view and row is not None and rows:
                 plan = self.snapshots.plan(conn, row["snapshot_id"])
                 rows, found = conductor_extras(plan, rows)
@@ -561,24 +576,19 @@ class InstanceOps(RetentionOps, ArchiveReads, RerunOps):
 
         self.db.transaction(work, explicit_begin=True)
         self.revive_payloads(iid)  # its objects may have been tagged for expiry when it ended
-        self._reopen_parents(iid)
+        self._run_parents_again(iid)
         self.deliver_pending()
         log.info("instance retried", extra={"instance_id": instance_id})
         return self.get_instance(instance_id)
 
-    def instance_conductor_source(self, instance_id: str) -> Any:
-        """The Conductor WorkflowDef an instance started inline on ``/api`` runs (None for any
-        other, and for an archived one)."""
-        iid = path_uuid(instance_id, InstanceNotFound)
-        row = self.db.autocommit(
-            lambda conn: conn.execute(
-                instance_sql.INSTANCE_CONDUCTOR_SOURCE, {"id": iid}
-            ).fetchone()
-        )
-        return None if row is None else row["conductor"]
-
-    def _retry_in_place(self, child: uuid.UUID) -> None:
-        self.retry_instance(str(child))
+    def _run_parents_again(self, iid: uuid.UUID) -> None:
+        """After instance ``iid`` ran again: its ended parents run again with it (see
+        ``engine.rerun_ops``), and the other children they wait on again are retried in place."""
+        for parent, sibling in self._reopen_parents(iid):
+            try:
+                self.retry_instance(str(sibling))
+            except BatonError as refused:
+                self._hand_back(parent, sibling, str(refused))
 
     def rerun_instance(
         self,
@@ -612,7 +622,7 @@ class InstanceOps(RetentionOps, ArchiveReads, RerunOps):
             at_join=at_join,
         )
         self.revive_payloads(iid)
-        self._reopen_parents(iid)
+        self._run_parents_again(iid)
         self.deliver_pending()
         log.info(
             "instance rerun",
@@ -689,7 +699,7 @@ class InstanceOps(RetentionOps, ArchiveReads, RerunOps):
 
         self.db.transaction(work, explicit_begin=True)
         self.revive_payloads(iid)  # its input's object may have been tagged for expiry
-        self._reopen_parents(iid)
+        self._run_parents_again(iid)
         self.deliver_pending()
         log.info("instance restarted", extra={"instance_id": instance_id})
         return self.get_instance(instance_id)

@@ -33,7 +33,7 @@ from baton.engine.ids import path_uuid
 from baton.engine.plan import Plan
 from baton.engine.reads import exec_from_row
 from baton.engine.records import NewEvent, key_of, parent_of
-from baton.errors import BatonError, Conflict, InstanceNotFound, StepNotFound
+from baton.errors import Conflict, InstanceNotFound, StepNotFound
 from baton.status import InstanceStatus, StepStatus
 from baton.steps import SubWorkflowStep
 from baton.store import instance_sql
@@ -220,40 +220,38 @@ class RerunOps(EngineCore):
         self._decide(conn, row, act)
         return [c for c in waits.values() if children[c] not in LIVE_CHILD]
 
-    def _reopen_parents(self, child_id: uuid.UUID) -> None:
+    def _reopen_parents(self, child_id: uuid.UUID) -> list[tuple[uuid.UUID, uuid.UUID]]:
         """The parent whose step waited on ``child_id`` and ended runs again, waiting on it once
-        more; then its own parent, and so on up."""
+        more; then its own parent, and so on up. Returns (parent, child) for each other child
+        a reopened parent waits on again, to be retried in place (InstanceOps does)."""
+        resumed: list[tuple[uuid.UUID, uuid.UUID]] = []
         while True:
             reopened = self.db.transaction(
                 functools.partial(self._reopen_parent, child_id=child_id), explicit_begin=True
             )
             if reopened is None:
-                return
+                return resumed
             parent, siblings = reopened
             log.info(
                 "parent runs again with its child",
                 extra={"instance_id": str(parent), "child_id": str(child_id)},
             )
-            for sibling in siblings:
-                self._resume_child(parent, sibling)
+            resumed += [(parent, sibling) for sibling in siblings]
             child_id = parent
 
-    def _resume_child(self, parent: uuid.UUID, child: uuid.UUID) -> None:
-        """Retry, in place, a child its parent waits on again; one that cannot be retried (a
-        TERMINATE step ended it, it is archived) is handed back to its parent as it ended."""
-        try:
-            self._retry_in_place(child)
-        except BatonError as refused:
-            log.info(
-                "a sibling child could not be retried: its parent is told it ended",
-                extra={"instance_id": str(parent), "child_id": str(child), "why": str(refused)},
-            )
-            self.db.transaction(
-                functools.partial(self._hand_back, parent=parent, child=child),
-                explicit_begin=True,
-            )
+    def _hand_back(self, parent: uuid.UUID, child: uuid.UUID, why: str) -> None:
+        """A child its parent waits on again could not be retried (a TERMINATE step ended it,
+        it is archived): the parent is told it ended, as it did."""
+        log.info(
+            "a sibling child could not be retried: its parent is told it ended",
+            extra={"instance_id": str(parent), "child_id": str(child), "why": why},
+        )
+        self.db.transaction(
+            functools.partial(self._child_ended_again, parent=parent, child=child),
+            explicit_begin=True,
+        )
 
-    def _hand_back(self, conn: Conn, parent: uuid.UUID, child: uuid.UUID) -> None:
+    def _child_ended_again(self, conn: Conn, parent: uuid.UUID, child: uuid.UUID) -> None:
         """Leave ``parent`` the end of ``child`` (an event, delivered as any child's end)."""
         row = first_in_transaction(conn, instance_sql.LOCK_INSTANCE, {"id": parent})
         ended = conn.execute(instance_sql.CHILD_AS_ENDED, {"child": child}).fetchone()
@@ -271,10 +269,6 @@ class RerunOps(EngineCore):
             d.changes.events.append(event)
 
         self._decide(conn, row, act)
-
-    def _retry_in_place(self, child: uuid.UUID) -> None:
-        """A retry of ``child`` (InstanceOps.retry_instance)."""
-        raise NotImplementedError
 
     def _reopen_parent(
         self, conn: Conn, child_id: uuid.UUID

@@ -98,11 +98,6 @@ SELECT instance_id, id, 'TASK_LOGS',
   FROM job WHERE id = %(job_id)s
 """
 
-# The definition each of some instances runs (a SUB_WORKFLOW task's subWorkflowName/Version).
-DEFINITIONS_OF = """
-SELECT id, definition_name, definition_version FROM instance WHERE id = ANY(%(ids)s::uuid[])
-"""
-
 LOGS_OF_JOB = """
 SELECT detail FROM audit_log
  WHERE job_id = %(job_id)s AND event = 'TASK_LOGS'

@@ -34,6 +34,11 @@ UPDATE definition_snapshot SET conductor = %(conductor)s::json
  WHERE id = %(id)s AND conductor IS NULL
 """
 
+# The definition each child of an instance runs (a Conductor SUB_WORKFLOW task's input names it).
+CHILD_DEFINITIONS = """
+SELECT id, definition_name, definition_version FROM instance WHERE parent_instance_id = %(id)s
+"""
+
 # The Conductor WorkflowDef an instance's snapshot was translated from, if any.
 INSTANCE_CONDUCTOR_SOURCE = """
 SELECT s.conductor FROM instance i JOIN definition_snapshot s ON s.id = i.snapshot_id

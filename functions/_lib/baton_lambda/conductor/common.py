@@ -183,18 +183,8 @@ def for_conductor(engine: Any, instance: dict[str, Any]) -> dict[str, Any]:
         except NotFound:
             source = None  # deleted since: its tasks show none
         out["workflowTasks"] = cviews.workflow_tasks(source)
-    else:
-        source = engine.instance_conductor_source(str(instance["id"]))
-        if source is not None:
-            out["workflowTasks"] = cviews.workflow_tasks(source)
-    children = [
-        str(s["childInstanceId"])
-        for s in out.get("steps") or []
-        if s.get("type") == "SUB_WORKFLOW" and s.get("childInstanceId")
-    ]
-    if children:
-        # A SUB_WORKFLOW task's inputData names the definition its child runs.
-        out["childDefinitions"] = engine.definitions_of(children)
+    elif instance.get("conductorSource") is not None:
+        out["workflowTasks"] = cviews.workflow_tasks(instance["conductorSource"])
     return out
 
 

@@ -337,10 +337,12 @@ class WorkerRoutes(Routes):
             raise NotFound("task", wid, f"Found no blocked task in workflow {wid} to signal")
         engine = api.engine()
         blocked: list[tuple[dict[str, Any], str] | None] = [None]
+        over = [False]  # whether the last read looked settled
 
         def settled(instance: dict[str, Any]) -> bool:
             blocked[0] = self._blocked(instance["id"], instance)
-            return blocked[0] is not None or instance["status"] not in ("RUNNING", "PAUSED")
+            over[0] = blocked[0] is not None or instance["status"] not in ("RUNNING", "PAUSED")
+            return over[0]
 
         instance = wait_for_instance(
             lambda: engine.get_instance(wid, conductor_view=True),
@@ -350,7 +352,7 @@ class WorkerRoutes(Routes):
             engine.wakeups,
             gone=api.client_gone(),
         )
-        timed_out = not settled(instance)
+        timed_out = not over[0]
         target = self._run(instance)
         answer: dict[str, Any] | None
         if strategy in ("TARGET_WORKFLOW", "BLOCKING_WORKFLOW"):
