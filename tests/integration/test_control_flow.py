@@ -668,7 +668,9 @@ def test_a_failed_instance_starts_its_failure_workflow(engine: Engine) -> None:
     engine.register_definition(
         {"name": "risky", "failureWorkflow": "cleanup", "steps": [task("risky")]}
     )
-    inst, _ = engine.start_instance(definition_name="risky", input={"order": 7})
+    inst, _ = engine.start_instance(
+        definition_name="risky", input={"order": 7}, correlation_id="order-7"
+    )
 
     def boom(_i: dict[str, Any]) -> Any:
         raise RuntimeError("declined")
@@ -676,12 +678,34 @@ def test_a_failed_instance_starts_its_failure_workflow(engine: Engine) -> None:
     drain(engine, {"risky": boom})
     (undo,) = engine.poll("w", ["undo"], 1)
     cleanup = engine.get_instance(undo["instanceId"])
+    failed = engine.get_instance(inst["id"])
+    (step,) = failed["steps"]
+    # Conductor's id of the task that failed: its job and attempt (one attempt: no retries).
+    (job_id,) = {a["jobId"] for a in engine.audit_trail(inst["id"]) if a["event"] == "JOB_FAILED"}
+    task_id = f"{job_id}.1"
     assert cleanup["definitionName"] == "cleanup"
+    # As Conductor starts it: the failed input's keys, then what it is told of the failure,
+    # the whole failed workflow as it ended, under the failed one's correlation id.
+    assert cleanup["correlationId"] == "order-7"
     assert cleanup["input"] == {
+        "order": 7,
         "instanceId": inst["id"],
         "workflowId": inst["id"],
         "reason": "step 'risky' failed: declined",
         "failureStatus": "FAILED",
+        "failureTaskId": task_id,
+        "failedStepExecutionId": step["id"],
+        "failedWorkflow": {
+            "workflowId": inst["id"],
+            "workflowName": "risky",
+            "correlationId": "order-7",
+            "status": "FAILED",
+            "input": {"order": 7},
+            "output": {},
+            "reasonForIncompletion": "step 'risky' failed: declined",
+            "variables": {},
+            "failedTaskId": task_id,
+        },
         "input": {"order": 7},
     }
     # The failed instance names it in its output, as Conductor's workflow does.

@@ -526,13 +526,39 @@ def test_a_failed_instance_starts_its_failure_workflow() -> None:
     run.fail("a", "broke")
     (cleanup,) = run.started_children
     assert cleanup.state.parent_instance_id is None
-    assert cleanup.state.input == {
+    failed_step = str(run.executions("a")[0].id)
+    told = dict(cleanup.state.input)
+    # Conductor's id of the failed task: its job's and attempt.
+    task_id = told.pop("failureTaskId")
+    assert task_id.endswith(".1") and task_id != failed_step + ".1"
+    assert told.pop("failedWorkflow")["failedTaskId"] == task_id
+    assert told == {
+        "order": 1,
         "instanceId": str(run.state.id),
         "workflowId": str(run.state.id),
         "reason": "step 'a' failed: broke",
         "failureStatus": "FAILED",
+        "failedStepExecutionId": failed_step,
         "input": {"order": 1},
     }
+
+
+def test_a_failure_workflow_after_a_terminate_names_no_failed_task() -> None:
+    run = Run(
+        {
+            "name": "p",
+            "failureWorkflow": "cleanup",
+            "steps": [{"id": "t", "type": "TERMINATE", "status": "FAILED", "reason": "no stock"}],
+        },
+        input=[1, 2],
+        children={"cleanup": {"name": "cleanup", "steps": [task("undo")]}},
+    ).start()
+    (cleanup,) = run.started_children
+    told = cleanup.state.input
+    # No task failed; an input that is not an object is not spread.
+    assert "failureTaskId" not in told and "failedTaskId" not in told["failedWorkflow"]
+    assert told["input"] == [1, 2] and told["failedWorkflow"]["input"] == [1, 2]
+    assert (told["failureStatus"], told["reason"]) == ("FAILED", "no stock")
 
 
 # --- SET_VARIABLE and TERMINATE ---------------------------------------------------------------

@@ -390,4 +390,5 @@ class Decider(DecisionFlow):
         else:
             self.changes.failed_jobs.append(job)
             self.changes.count("JobsFailed")
+        self.failed_job = (job.step_execution_id, job.id, job.attempt)
         self.fail(self._job_exec(job), why, step_status, instance_status, output=output)

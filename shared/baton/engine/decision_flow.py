@@ -314,6 +314,8 @@ class DecisionFlow(DecisionState):
             # Read by the output the failure leaves the instance (``_output_as_it_ended``),
             # as Conductor's reads its failed task's; later reads take completed steps only.
             self._done_here.append((e.step_id, e.scope, output))
+        if self.failed_task is None:
+            self.failed_task = e.id
         self.fail_scope(e.scope, f"step {e.step_id!r} {said}", instance_status)
 
     def _optional(self, e: Exec | NewStep) -> bool:

@@ -85,6 +85,12 @@ class DecisionState:
         self._execs: dict[uuid.UUID, Exec] = {}
         # Lists (by scope) whose last step failed permissively in this decision: the reason.
         self._list_failures: dict[str, str] = {}
+        # The step execution whose failure failed the instance here (the first such: an
+        # operator failing after its branch's task is not it), as Conductor's ``failedTaskId``.
+        self.failed_task: uuid.UUID | None = None
+        # The step execution, job and attempt of the last job failed in this decision (its
+        # failure may have failed the instance: then it is ``failed_task``'s).
+        self.failed_job: tuple[uuid.UUID, uuid.UUID, int] | None = None
 
     # --- executions ------------------------------------------------------------------------
 

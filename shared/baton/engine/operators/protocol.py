@@ -32,6 +32,11 @@ class Decision(Protocol):
     max_job_input_bytes: int
     unref: Callable[[Any], Any]
     sandbox: Sandbox
+    # The step execution whose failure (after its retries) failed the instance in this
+    # decision, if one did (Conductor's ``failedTaskId``, told to a failure workflow).
+    failed_task: uuid.UUID | None
+    # The step execution, job and attempt of the last job failed in this decision.
+    failed_job: tuple[uuid.UUID, uuid.UUID, int] | None
 
     @property
     def active(self) -> bool:

@@ -25,6 +25,7 @@ from baton.engine.records import (
     Exec,
     InstanceState,
     NoReads,
+    OverLimit,
 )
 from baton.errors import ValidationFailed, listed
 from baton.model import NAME_PATTERN
@@ -215,6 +216,40 @@ def child_ended(d: Decision, e: Exec, status: str, output: Any, reason: str | No
     d.fail(e, why, output=output)
 
 
+def failed_workflow(d: Decision) -> dict[str, Any]:
+    """The failed instance as a failure workflow is told of it (``failedWorkflow``): Conductor's
+    workflow fields the instance has as it ends (its tasks are not in it: read them by
+    ``workflowId``)."""
+    inst = d.instance
+    status = str(inst.status)
+    failed: dict[str, Any] = {
+        "workflowId": str(inst.id),
+        "workflowName": inst.definition_name,
+        "correlationId": inst.correlation_id,
+        "status": _FAILURE_STATUS.get(status, status),
+        "input": inst.input,
+        "output": {} if inst.output is None else inst.output,
+        "reasonForIncompletion": inst.reason,
+        "variables": inst.variables,
+    }
+    if d.failed_task is not None:
+        failed["failedTaskId"] = failed_task_id(d)
+    if inst.parent_instance_id is not None:
+        failed["parentWorkflowId"] = str(inst.parent_instance_id)
+    return failed
+
+
+def failed_task_id(d: Decision) -> str:
+    """The id Conductor's view gives the task whose failure failed the instance: a worker's
+    task is its job and attempt (``<jobId>.<attempt>``, ``baton.conductor.views.task_id``),
+    any other its step execution's id."""
+    assert d.failed_task is not None
+    if d.failed_job is not None and d.failed_job[0] == d.failed_task:
+        _, job_id, attempt = d.failed_job
+        return f"{job_id}.{attempt}"
+    return str(d.failed_task)
+
+
 # How Conductor names the status a failure workflow is told of (``failureStatus``).
 _FAILURE_STATUS = {"CANCELLED": "TERMINATED"}
 # The key of the failed instance's output naming its failure workflow, as Conductor's.
@@ -222,27 +257,36 @@ FAILURE_WORKFLOW_KEY = "conductor.failure_workflow"
 
 
 def start_failure_workflow(d: Decision, name: str) -> None:
-    """Start ``name`` with the failed instance's id, reason, status (``failureStatus``, as
-    Conductor names it) and input (Conductor's ``failureWorkflow``), and name it in the failed
-    instance's output (``conductor.failure_workflow``, as Conductor does; not in an output
-    stored in the payload bucket); an audit row says so, or that no such definition exists."""
+    """Start ``name`` (Conductor's ``failureWorkflow``) with the failed instance's correlation
+    id and, as its input, the failed instance's input (an object's keys, as Conductor's) and
+    over it: its id (``workflowId``, and Baton's ``instanceId``), ``reason``, ``failureStatus``
+    (as Conductor names it), ``failureTaskId`` (the step execution whose failure failed it, if
+    one did), ``failedWorkflow`` (the instance as it ended: see ``failed_workflow``) and
+    ``input``; above the workflow input's hard limit, without the input's keys and
+    ``failedWorkflow``. Name it in the failed instance's output (``conductor.failure_workflow``,
+    as Conductor does; not in an output stored in the payload bucket); an audit row says so,
+    or that no such definition exists."""
     child = d.reader.child_plan(name, None, None)
     if child is None:
         d.changes.audit.append(AuditEvent("FAILURE_WORKFLOW_NOT_FOUND", None, {"name": name}))
         return
     inst = d.instance
-    started = start_instance(
-        d,
-        child,
-        {
-            "instanceId": str(inst.id),
-            "workflowId": str(inst.id),
-            "reason": inst.reason,
-            "failureStatus": _FAILURE_STATUS.get(str(inst.status), str(inst.status)),
-            "input": inst.input,
-        },
-        parent_step=None,
-    )
+    told: dict[str, Any] = {
+        "instanceId": str(inst.id),
+        "workflowId": str(inst.id),
+        "reason": inst.reason,
+        "failureStatus": _FAILURE_STATUS.get(str(inst.status), str(inst.status)),
+    }
+    if d.failed_task is not None:
+        told["failureTaskId"] = failed_task_id(d)
+        told["failedStepExecutionId"] = str(d.failed_task)
+    own = inst.input if isinstance(inst.input, dict) and not is_payload_ref(inst.input) else {}
+    given = {**own, **told, "failedWorkflow": failed_workflow(d), "input": inst.input}
+    try:
+        given = d.stored(given, "WORKFLOW_INPUT")
+    except OverLimit:
+        given = {**told, "input": inst.input}
+    started = start_instance(d, child, given, parent_step=None, correlation_id=inst.correlation_id)
     d.changes.audit.append(
         AuditEvent("FAILURE_WORKFLOW_STARTED", None, {"name": name, "instanceId": str(started)})
     )
