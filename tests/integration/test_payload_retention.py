@@ -283,3 +283,24 @@ def test_a_batch_item_whose_offloaded_output_is_not_json_spares_its_neighbours(
     assert "JSON" in answers[0]["error"]
     assert engine.get_instance(good)["status"] == "COMPLETED"
     assert engine.get_instance(bad)["status"] == "RUNNING"
+
+
+def test_a_failure_workflow_reads_an_offloaded_input_of_the_failed_instance(
+    engine: Engine, store: PayloadStore
+) -> None:
+    undo = service_step("undo", "fw-undo")
+    undo["input"] = {
+        "order": "${workflow.input.orderId}",
+        "again": "${workflow.input.failedWorkflow.input.orderId}",
+    }
+    engine.register_definition({"name": "fw-cleanup", "steps": [undo]})
+    engine.register_definition(
+        {"name": "fw-big", "failureWorkflow": "fw-cleanup", "steps": [service_step("a", "fw-a")]}
+    )
+    given = _upload(store, {"orderId": "o-1", "b": BIG})
+    engine.start_instance(definition_name="fw-big", input=given)
+    (job,) = engine.poll("w", ["fw-a"], 1)
+    engine.fail_job(job["id"], "w", "declined", retryable=False)
+    (undo_job,) = engine.poll("w", ["fw-undo"], 1)
+    # Its input (the failed one twice over) is offloaded in turn; its step reads it back.
+    assert undo_job["input"] == {"order": "o-1", "again": "o-1"}

@@ -216,10 +216,10 @@ def child_ended(d: Decision, e: Exec, status: str, output: Any, reason: str | No
     d.fail(e, why, output=output)
 
 
-def failed_workflow(d: Decision) -> dict[str, Any]:
-    """The failed instance as a failure workflow is told of it (``failedWorkflow``): Conductor's
-    workflow fields the instance has as it ends (its tasks are not in it: read them by
-    ``workflowId``)."""
+def failed_workflow(d: Decision, original: Any) -> dict[str, Any]:
+    """The failed instance (its input ``original``, read back if it was kept in the payload
+    bucket) as a failure workflow is told of it (``failedWorkflow``): Conductor's workflow
+    fields the instance has as it ends (its tasks are not in it: read them by ``workflowId``)."""
     inst = d.instance
     status = str(inst.status)
     failed: dict[str, Any] = {
@@ -227,7 +227,7 @@ def failed_workflow(d: Decision) -> dict[str, Any]:
         "workflowName": inst.definition_name,
         "correlationId": inst.correlation_id,
         "status": _FAILURE_STATUS.get(status, status),
-        "input": inst.input,
+        "input": original,
         "output": {} if inst.output is None else inst.output,
         "reasonForIncompletion": inst.reason,
         "variables": inst.variables,
@@ -280,8 +280,9 @@ def start_failure_workflow(d: Decision, name: str) -> None:
     if d.failed_task is not None:
         told["failureTaskId"] = failed_task_id(d)
         told["failedStepExecutionId"] = str(d.failed_task)
-    own = inst.input if isinstance(inst.input, dict) and not is_payload_ref(inst.input) else {}
-    given = {**own, **told, "failedWorkflow": failed_workflow(d), "input": inst.input}
+    original = d.unref(inst.input)  # an input kept in the payload bucket, read back
+    own = original if isinstance(original, dict) else {}
+    given = {**own, **told, "failedWorkflow": failed_workflow(d, original), "input": original}
     try:
         given = d.stored(given, "WORKFLOW_INPUT")
     except OverLimit:
