@@ -22,14 +22,17 @@ VALUES (%(p1_id)s, %(p1_instance_id)s, %(p1_step_id)s, %(p1_step_type)s, %(p1_st
 RETURNING 1),
 w2 AS (INSERT INTO job (id, instance_id, step_execution_id, job_type, status, lease_seconds,
                  retries_remaining, payload, payload_bytes, timeout_seconds,
-                 poll_timeout_seconds, deadline_at, run_at, created_at, dispatch_outbox)
+                 poll_timeout_seconds, deadline_at, run_at, created_at, dispatch_outbox,
+                 total_deadline_at)
 VALUES (%(p2_id)s, %(p2_instance_id)s, %(p2_step_execution_id)s, %(p2_job_type)s, %(p2_status)s,
         %(p2_lease_seconds)s, %(p2_retries_remaining)s, %(p2_payload)s::jsonb, %(p2_payload_bytes)s,
         %(p2_timeout)s, %(p2_poll_timeout)s,
         CASE WHEN %(p2_poll_timeout)s::int > 0
              THEN now() + make_interval(secs => %(p2_start_delay)s::int + %(p2_poll_timeout)s::int)
         END,
-        now() + make_interval(secs => %(p2_start_delay)s::int), now(), %(p2_dispatch_outbox)s)),
+        now() + make_interval(secs => %(p2_start_delay)s::int), now(), %(p2_dispatch_outbox)s,
+        CASE WHEN %(p2_total_timeout)s::int > 0
+             THEN now() + make_interval(secs => %(p2_total_timeout)s::int) END)),
 w3 AS (UPDATE job SET status = 'COMPLETED', completed_at = now(), lock_expires_at = NULL
  WHERE id = %(p3_id)s AND status = %(p3_g_status)s AND worker_id IS NOT DISTINCT FROM %(p3_g_worker)s
    AND attempt = %(p3_g_attempt)s AND (SELECT count(*) FROM w0) >= 0

@@ -141,6 +141,60 @@ def test_alert_only_alerts_once_and_the_step_keeps_running(engine: Engine) -> No
     assert metrics.totals["TaskTimedOut[Policy=ALERT_ONLY]"] == 1
 
 
+# --- totalTimeoutSeconds: the step's budget over all its attempts ------------------------------
+
+
+def test_total_timeout_times_out_a_running_attempt_with_no_deadline_of_its_own(
+    engine: Engine,
+) -> None:
+    """Conductor's checkTotalTimeout: an attempt still running when its step's budget since it
+    was first scheduled is spent times out, and no retry follows whatever retries are left."""
+    engine.register_definition(
+        one_step("flow", "slow", totalTimeoutSeconds=1, retryCount=5, timeoutPolicy="RETRY")
+    )
+    inst, _ = engine.start_instance(definition_name="flow")
+    job = engine.poll("w", ["slow"], 1)[0]
+    engine.heartbeat(job["id"], "w", attempt=1)  # a live lease does not hold it off
+    wait_until(lambda: _swept(engine), timeout=5, what="the budget to time the attempt out")
+    final = engine.get_instance(inst["id"])
+    assert final["status"] == "TIMED_OUT", final
+    assert final["reason"] == (
+        "step 'only' timed out: attempt 1 was still running 1s after the step was first "
+        "scheduled (totalTimeoutSeconds)"
+    )
+    assert _events(engine, inst["id"]).count("JOB_RETRY_SCHEDULED") == 0
+    with pytest.raises(Conflict):
+        engine.complete_job(job["id"], "w", {}, attempt=1)
+
+
+def test_total_timeout_times_out_a_retry_waiting_out_its_delay(engine: Engine) -> None:
+    engine.register_definition(
+        one_step("flow", "flaky", totalTimeoutSeconds=1, retryCount=3, retryDelaySeconds=30)
+    )
+    inst, _ = engine.start_instance(definition_name="flow")
+    job = engine.poll("w", ["flaky"], 1)[0]
+    engine.fail_job(job["id"], "w", "boom", attempt=1)  # its retry is due in 30 s
+    wait_until(lambda: _swept(engine), timeout=5, what="the budget to pass")
+    final = engine.get_instance(inst["id"])
+    assert final["status"] == "TIMED_OUT", final
+    assert "attempt 2 was still waiting 1s after" in (final["reason"] or "")
+    assert engine.poll("w", ["flaky"], 1) == []
+
+
+def test_total_timeout_alert_only_alerts_once_and_the_attempt_runs_on(engine: Engine) -> None:
+    engine.register_definition(
+        one_step("flow", "slow", totalTimeoutSeconds=1, timeoutPolicy="ALERT_ONLY")
+    )
+    inst, _ = engine.start_instance(definition_name="flow")
+    job = engine.poll("w", ["slow"], 1)[0]
+    wait_until(lambda: _swept(engine), timeout=5)
+    assert _swept(engine) == 0  # alerted once
+    assert engine.complete_job(job["id"], "w", {}, attempt=1)["applied"]
+    assert engine.get_instance(inst["id"])["status"] == "COMPLETED"
+    (alert,) = [a for a in engine.audit_trail(inst["id"]) if a["event"] == "JOB_TIMEOUT_ALERT"]
+    assert alert["detail"]["timeout"] == "totalTimeoutSeconds"
+
+
 # --- pollTimeoutSeconds -------------------------------------------------------------------------
 
 

@@ -166,15 +166,27 @@ class Decider(DecisionFlow):
         self._fail_job(job, why, JobStatus.FAILED, StepStatus.TIMED_OUT)
         self.run()
 
-    def job_timed_out(self, job: JobRef, *, waiting: bool) -> datetime | None:
+    def job_timed_out(self, job: JobRef, *, waiting: bool, budget: bool = False) -> datetime | None:
         """``job``'s attempt outlived ``timeoutSeconds`` (running) or ``pollTimeoutSeconds``
-        (``waiting``: never claimed); the step's ``timeoutPolicy`` decides. Returns the next
+        (``waiting``: not claimed yet), or (``budget``) its step outlived its
+        ``totalTimeoutSeconds``; the step's ``timeoutPolicy`` decides. Returns the next
         attempt's due time when one is scheduled."""
         policy = self.plan.policy(job.step_id)
-        field_name = "pollTimeoutSeconds" if waiting else "timeoutSeconds"
-        seconds = policy.poll_timeout_seconds if waiting else policy.timeout_seconds
-        what = "was not claimed within" if waiting else "did not finish within"
-        why = f"attempt {job.attempt} {what} {seconds}s ({field_name})"
+        if budget:
+            # Its step's budget over all attempts came first (totalTimeoutSeconds, Conductor's
+            # checkTotalTimeout), the attempt running, waiting to be claimed or waiting for its
+            # retry: no retry follows.
+            field_name, seconds = "totalTimeoutSeconds", policy.total_timeout_seconds
+            what = "waiting" if waiting else "running"
+            why = (
+                f"attempt {job.attempt} was still {what} {seconds}s after the step was first "
+                f"scheduled ({field_name})"
+            )
+        else:
+            field_name = "pollTimeoutSeconds" if waiting else "timeoutSeconds"
+            seconds = policy.poll_timeout_seconds if waiting else policy.timeout_seconds
+            what = "was not claimed within" if waiting else "did not finish within"
+            why = f"attempt {job.attempt} {what} {seconds}s ({field_name})"
         detail = {"attempt": job.attempt, "timeout": field_name, "seconds": seconds}
         self.changes.count(
             "TaskPollTimedOut" if waiting else "TaskTimedOut", Policy=policy.timeout_policy
@@ -186,11 +198,16 @@ class Decider(DecisionFlow):
             return None
         self.changes.audit.append(AuditEvent("JOB_TIMED_OUT", job.id, detail))
         retrying = policy.timeout_policy == TimeoutPolicy.RETRY and job.retries_remaining > 0
-        spent = self._budget_spent(job) if retrying else None
-        if retrying and spent is None:
+        spent = self._budget_spent(job) if retrying and not budget else None
+        if retrying and not budget and spent is None:
             return self._retry(job, why, None)
         self.changes.count("JobsTimedOut")
-        if spent is not None:
+        if budget:
+            # Its timeoutPolicy (RETRY or TIME_OUT_WF) times the step out for good, and with it
+            # the instance unless the step is optional: Conductor's retry guard ends such a
+            # workflow TIMED_OUT.
+            self._fail_job(job, f"timed out: {why}", JobStatus.TIMED_OUT, StepStatus.TIMED_OUT)
+        elif spent is not None:
             self._fail_job(
                 job, f"timed out: {why} ({spent})", JobStatus.TIMED_OUT, StepStatus.TIMED_OUT
             )
@@ -323,20 +340,21 @@ class Decider(DecisionFlow):
         )
 
     def _budget_spent(self, job: JobRef) -> str | None:
-        """Why ``job``'s step may not be retried any more for its ``totalTimeoutSeconds`` (a
-        budget over all its attempts, from its first attempt's start, as Conductor's), or None."""
+        """Why ``job``'s step may not run or be retried any more for its
+        ``totalTimeoutSeconds`` (a budget over all its attempts, from its first scheduling, as
+        Conductor's ``firstScheduledTime``), or None."""
         total = self.plan.policy(job.step_id).total_timeout_seconds
         if not total:
             return None
         record = self.reader.record(job.step_id, job.scope)
-        began = record.get("started_at") if record else None
+        began = record.get("created_at") if record else None
         if not isinstance(began, datetime):
             return None
         elapsed = (self.now - began).total_seconds()
         if elapsed < total:
             return None
         return (
-            f"no retry: {int(elapsed)}s since its first attempt began, past its "
+            f"no retry: {int(elapsed)}s since it was first scheduled, past its "
             f"totalTimeoutSeconds of {total}"
         )
 

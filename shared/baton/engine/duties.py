@@ -138,7 +138,7 @@ class Duties(ArchiveOps):
     def _time_out_job(self, jid: uuid.UUID) -> int:
         def work(conn: Conn) -> int:
             row = first_in_transaction(
-                conn, job_sql.LOCK_JOB_WITH_INSTANCE_OR_SKIP, {"job_id": jid}
+                conn, job_sql.LOCK_JOB_PAST_DEADLINE_OR_SKIP, {"job_id": jid}
             )
             if (
                 row is None  # being decided elsewhere: the next pass sees what came of it
@@ -149,7 +149,8 @@ class Duties(ArchiveOps):
                 return 0
             job = writer.job_ref(row)
             waiting = row["job_status"] == JobStatus.UNLOCKED
-            self._decide(conn, row, lambda d: d.job_timed_out(job, waiting=waiting))
+            budget = not row["own_deadline_passed"]  # the step's totalTimeoutSeconds came
+            self._decide(conn, row, lambda d: d.job_timed_out(job, waiting=waiting, budget=budget))
             return 1
 
         return self.db.transaction(work, explicit_begin=True)

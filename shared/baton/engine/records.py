@@ -136,6 +136,7 @@ class NewJob:
     scope: str = ""
     status: JobStatus = JobStatus.UNLOCKED
     start_delay_seconds: int = 0  # claimable this long after it is created
+    total_timeout_seconds: int = 0  # the step's budget over all attempts (0: none)
 
 
 @dataclass(slots=True)

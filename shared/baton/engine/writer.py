@@ -776,6 +776,7 @@ def _job_row(j: NewJob, outbox: bool) -> dict[str, Any]:
         "poll_timeout": j.poll_timeout_seconds,
         "timeout": j.timeout_seconds,
         "start_delay": j.start_delay_seconds,
+        "total_timeout": j.total_timeout_seconds,
     }
 
 

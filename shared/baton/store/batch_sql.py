@@ -107,16 +107,19 @@ _RETRIED_JOBS = """), retried_jobs AS (
 _NEW_JOBS = """), new_jobs AS (
     INSERT INTO job (id, instance_id, step_execution_id, job_type, status, lease_seconds,
                      retries_remaining, payload, payload_bytes, timeout_seconds,
-                     poll_timeout_seconds, deadline_at, run_at, created_at, dispatch_outbox)
+                     poll_timeout_seconds, deadline_at, run_at, created_at, dispatch_outbox,
+                     total_deadline_at)
     SELECT t.id, t.instance_id, t.step_execution_id, t.job_type, t.status, t.lease_seconds,
            t.retries_remaining, t.payload, t.payload_bytes, t.timeout, t.poll_timeout,
            CASE WHEN t.poll_timeout > 0
                 THEN now() + make_interval(secs => t.start_delay + t.poll_timeout) END,
-           now() + make_interval(secs => t.start_delay), now(), t.dispatch_outbox
+           now() + make_interval(secs => t.start_delay), now(), t.dispatch_outbox,
+           CASE WHEN t.total_timeout > 0 THEN now() + make_interval(secs => t.total_timeout) END
       FROM jsonb_to_recordset(%(new_jobs)s::jsonb)
            AS t(id uuid, instance_id uuid, step_execution_id uuid, job_type text, status text,
                 lease_seconds int, retries_remaining int, payload jsonb, payload_bytes int,
-                timeout int, poll_timeout int, start_delay int, dispatch_outbox boolean)
+                timeout int, poll_timeout int, start_delay int, dispatch_outbox boolean,
+                total_timeout int)
      WHERE (SELECT baton_expect(count(*) = %(n_retried_jobs)s, 'retried jobs')
               FROM retried_jobs) = 1
     RETURNING 1

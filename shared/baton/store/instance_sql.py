@@ -326,7 +326,7 @@ SELECT output FROM step_execution
 # What ${<step>.status} and the like read: the latest execution of a step in a scope, any status,
 # with its job (found through the instance's jobs).
 LATEST_RECORD = """
-SELECT s.id, s.status, s.attempt, s.started_at, s.completed_at,
+SELECT s.id, s.status, s.attempt, s.started_at, s.completed_at, s.created_at,
        (SELECT j.id FROM job j WHERE j.instance_id = s.instance_id AND j.step_execution_id = s.id
          ORDER BY j.created_at DESC LIMIT 1) AS job_id
   FROM step_execution s

@@ -228,7 +228,7 @@ CLAIM_AS_JSON = _CLAIM_FIND + _CLAIM_TAKE + _CLAIMED_AS_JSON
 _JOB_AND_INSTANCE_COLUMNS = """
 SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.attempt, j.retries_remaining,
        j.lease_seconds, j.lock_expires_at < now() AS lease_lapsed,
-       j.deadline_at <= now() AS past_deadline,
+       least(j.deadline_at, j.total_deadline_at) <= now() AS past_deadline,
        j.step_execution_id, s.step_id, s.scope,
        i.id, i.definition_name, i.status, i.version, i.input, i.variables, i.correlation_id,
        i.snapshot_id, i.queue_task_id, i.parent_instance_id, i.parent_step_execution_id,
@@ -259,7 +259,7 @@ READ_JOBS_WITH_INSTANCES = (
 WITH b AS (
     SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.attempt, j.retries_remaining,
            j.lease_seconds, j.lock_expires_at < now() AS lease_lapsed,
-           j.deadline_at <= now() AS past_deadline,
+           least(j.deadline_at, j.total_deadline_at) <= now() AS past_deadline,
            j.step_execution_id, s.step_id, s.scope, j.instance_id AS id,
            row_number() OVER (PARTITION BY j.instance_id) = 1 AS whole,
            s.parent_step_execution_id AS owner_id,
@@ -351,11 +351,21 @@ LOCK_JOB_WITH_INSTANCE = _JOB_WITH_INSTANCE + "   FOR UPDATE OF i, j\n"
 # so two overlapping sweepers never act twice on one job.
 LOCK_JOB_WITH_INSTANCE_OR_SKIP = _JOB_WITH_INSTANCE + "   FOR UPDATE OF i, j SKIP LOCKED\n"
 
+# The sweeper's, for a job past a deadline: the same, and whether the attempt's own deadline
+# came (else its step's totalTimeoutSeconds budget did).
+LOCK_JOB_PAST_DEADLINE_OR_SKIP = LOCK_JOB_WITH_INSTANCE_OR_SKIP.replace(
+    " AS past_deadline,",
+    " AS past_deadline, j.deadline_at <= now() AS own_deadline_passed,",
+    1,
+)
+
 # Jobs whose deadline passed: never claimed in time (UNLOCKED), or an attempt running too long.
 PAST_DEADLINE = """
 SELECT id FROM job
- WHERE status IN ('UNLOCKED', 'LOCKED') AND deadline_at IS NOT NULL AND deadline_at <= now()
- ORDER BY deadline_at
+ WHERE status IN ('UNLOCKED', 'LOCKED')
+   AND (deadline_at IS NOT NULL OR total_deadline_at IS NOT NULL)
+   AND least(deadline_at, total_deadline_at) <= now()
+ ORDER BY least(deadline_at, total_deadline_at)
  LIMIT %(limit)s
 """
 
@@ -441,7 +451,9 @@ UPDATE job SET status = 'CANCELLED', completed_at = now(), lock_expires_at = NUL
 # A timeout with ALERT_ONLY: alerted once, the attempt keeps its lease (or its place in line).
 CLEAR_DEADLINE = (
     """
-UPDATE job SET deadline_at = NULL"""
+UPDATE job SET deadline_at = CASE WHEN deadline_at <= now() THEN NULL ELSE deadline_at END,
+       total_deadline_at = CASE WHEN total_deadline_at <= now() THEN NULL
+                                ELSE total_deadline_at END"""
     + _GUARD
 )
 
@@ -460,30 +472,35 @@ UPDATE job
 INSERT = """
 INSERT INTO job (id, instance_id, step_execution_id, job_type, status, lease_seconds,
                  retries_remaining, payload, payload_bytes, timeout_seconds,
-                 poll_timeout_seconds, deadline_at, run_at, created_at, dispatch_outbox)
+                 poll_timeout_seconds, deadline_at, run_at, created_at, dispatch_outbox,
+                 total_deadline_at)
 VALUES (%(id)s, %(instance_id)s, %(step_execution_id)s, %(job_type)s, %(status)s,
         %(lease_seconds)s, %(retries_remaining)s, %(payload)s::jsonb, %(payload_bytes)s,
         %(timeout)s, %(poll_timeout)s,
         CASE WHEN %(poll_timeout)s::int > 0
              THEN now() + make_interval(secs => %(start_delay)s::int + %(poll_timeout)s::int)
         END,
-        now() + make_interval(secs => %(start_delay)s::int), now(), %(dispatch_outbox)s)
+        now() + make_interval(secs => %(start_delay)s::int), now(), %(dispatch_outbox)s,
+        CASE WHEN %(total_timeout)s::int > 0
+             THEN now() + make_interval(secs => %(total_timeout)s::int) END)
 """
 
 # Many new jobs at once (a fan-out): one insert from one JSON parameter (see INSERT_STEPS).
 INSERT_MANY = """
 INSERT INTO job (id, instance_id, step_execution_id, job_type, status, lease_seconds,
                  retries_remaining, payload, payload_bytes, timeout_seconds,
-                 poll_timeout_seconds, deadline_at, run_at, created_at, dispatch_outbox)
+                 poll_timeout_seconds, deadline_at, run_at, created_at, dispatch_outbox,
+                 total_deadline_at)
 SELECT t.id, %(instance_id)s, t.step_execution_id, t.job_type, t.status, t.lease_seconds,
        t.retries_remaining, t.payload, t.payload_bytes, t.timeout, t.poll_timeout,
        CASE WHEN t.poll_timeout > 0
             THEN now() + make_interval(secs => t.start_delay + t.poll_timeout) END,
-       now() + make_interval(secs => t.start_delay), now(), t.dispatch_outbox
+       now() + make_interval(secs => t.start_delay), now(), t.dispatch_outbox,
+       CASE WHEN t.total_timeout > 0 THEN now() + make_interval(secs => t.total_timeout) END
   FROM jsonb_to_recordset(%(rows)s::jsonb)
        AS t(id uuid, step_execution_id uuid, job_type text, status text, lease_seconds int,
             retries_remaining int, payload jsonb, payload_bytes int, timeout int,
-            poll_timeout int, start_delay int, dispatch_outbox boolean)
+            poll_timeout int, start_delay int, dispatch_outbox boolean, total_timeout int)
 """
 
 # The open jobs of an instance that ended (``prefix`` ''), or of the steps inside one operator's

@@ -184,6 +184,9 @@ CREATE TABLE job (
     -- Created under BATON_DISPATCH_MODE=outbox: each time it becomes claimable, a trigger writes
     -- a dispatch_outbox row (see below); polling-mode jobs never do.
     dispatch_outbox      boolean     NOT NULL DEFAULT false,
+    -- Its step's totalTimeoutSeconds budget over all attempts, from the job's creation (the
+    -- step's first scheduling); kept across retries, postponements and lapsed leases.
+    total_deadline_at    timestamptz,
     -- Through the instance (migration 0015): deleting executions finds their jobs by
     -- job_by_instance (job has no index on step_execution_id).
     CONSTRAINT job_step_execution_fkey FOREIGN KEY (instance_id, step_execution_id)
@@ -197,8 +200,10 @@ CREATE INDEX job_lease_expiry_by_type ON job (job_type, lock_expires_at) WHERE s
 -- Every job update is non-HOT (status is in the partial-index predicates), so each index of the
 -- job table costs a write per transition: steps find their job through job_by_instance.
 CREATE INDEX job_by_instance ON job (instance_id);
-CREATE INDEX job_deadline ON job (deadline_at)
-    WHERE status IN ('UNLOCKED', 'LOCKED') AND deadline_at IS NOT NULL;
+-- The sweeper's: a job past its attempt's deadline or its step's totalTimeoutSeconds budget.
+CREATE INDEX job_deadline ON job (least(deadline_at, total_deadline_at))
+    WHERE status IN ('UNLOCKED', 'LOCKED')
+      AND (deadline_at IS NOT NULL OR total_deadline_at IS NOT NULL);
 
 -- Long-poll wake-ups: a process waiting for a job type keeps a row in job_waiter while it waits,
 -- and only then does a transaction making a job of that type claimable send NOTIFY baton_job.

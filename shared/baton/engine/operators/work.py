@@ -154,6 +154,7 @@ class ServiceTask(Leaf):
                 payload_json=payload_json,
                 poll_timeout_seconds=policy.poll_timeout_seconds,
                 timeout_seconds=policy.timeout_seconds,
+                total_timeout_seconds=policy.total_timeout_seconds,
                 scope=scope,
                 start_delay_seconds=(
                     step.start_delay_seconds or 0 if isinstance(step, ServiceTaskStep) else 0
