@@ -260,12 +260,13 @@ def start_failure_workflow(d: Decision, name: str) -> None:
     """Start ``name`` (Conductor's ``failureWorkflow``) with the failed instance's correlation
     id and, as its input, the failed instance's input (an object's keys, as Conductor's) and
     over it: its id (``workflowId``, and Baton's ``instanceId``), ``reason``, ``failureStatus``
-    (as Conductor names it), ``failureTaskId`` (the step execution whose failure failed it, if
-    one did), ``failedWorkflow`` (the instance as it ended: see ``failed_workflow``) and
-    ``input``; above the workflow input's hard limit, without the input's keys and
-    ``failedWorkflow``. Name it in the failed instance's output (``conductor.failure_workflow``,
-    as Conductor does; not in an output stored in the payload bucket); an audit row says so,
-    or that no such definition exists."""
+    (as Conductor names it), ``failureTaskId`` (Conductor's id of the task whose failure failed
+    it, if one did: ``failed_task_id``; Baton's step execution id is ``failedStepExecutionId``),
+    ``failedWorkflow`` (the instance as it ended: see ``failed_workflow``) and ``input``; above
+    the workflow input's hard limit, without the input's keys and ``failedWorkflow``. Name it
+    in the failed instance's output (``conductor.failure_workflow``, as Conductor does; not in
+    an output stored in the payload bucket); an audit row says so, or that no such definition
+    exists."""
     child = d.reader.child_plan(name, None, None)
     if child is None:
         d.changes.audit.append(AuditEvent("FAILURE_WORKFLOW_NOT_FOUND", None, {"name": name}))
