@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from conductor.client.http.models.start_workflow_request import StartWorkflowRequest
 from conductor.client.orkes_clients import OrkesClients
@@ -214,3 +215,53 @@ def test_an_http_task_without_a_task_definition_is_not_retried(
     wf = _wait_terminal(clients, [wid], timeout=30)[wid]
     assert [t.status for t in wf.tasks] == ["FAILED", "FAILED"]
     assert target.hits["/fail"] == 3
+
+
+def test_an_http_task_of_an_inline_sub_workflow_without_a_task_definition_is_not_retried(
+    clients: OrkesClients, api: httpx.Client, prefix: str, target: Target
+) -> None:
+    """The same ad-hoc retryCount 0 for the HTTP task of a definition a SUB_WORKFLOW carries
+    inline (``subWorkflowParam.workflowDefinition``): Conductor starts it as any other."""
+    name = f"{prefix}_http_inline_child"
+    child = {
+        "name": f"{name}_child",
+        "version": 1,
+        "tasks": [
+            {
+                "name": f"{prefix}_no_def_inline",
+                "taskReferenceName": "call",
+                "type": "HTTP",
+                "inputParameters": {
+                    "http_request": {"uri": "${workflow.input.base}/inline-fail", "method": "GET"}
+                },
+            }
+        ],
+    }
+    sub = {
+        "name": "sub",
+        "taskReferenceName": "sub",
+        "type": "SUB_WORKFLOW",
+        "subWorkflowParam": {"name": child["name"], "workflowDefinition": child},
+        "inputParameters": {"base": "${workflow.input.base}"},
+    }
+    clients.get_metadata_client().register_workflow_def(
+        _model({"name": name, "version": 1, "tasks": [sub]}, "WorkflowDef"), overwrite=True
+    )
+    wid = clients.get_workflow_client().start_workflow(
+        StartWorkflowRequest(name=name, input={"base": target.url("")})
+    )
+    wf = _wait_terminal(clients, [wid], timeout=30)[wid]
+    assert wf.status == "FAILED"
+    assert target.hits["/inline-fail"] == 1
+
+    # And a definition given when the child starts (one ${…} giving a Conductor WorkflowDef).
+    # (Plain HTTP: the Python client's model reads an expression here as a WorkflowDef.)
+    given = {**sub, "subWorkflowParam": {"workflowDefinition": "${workflow.input.child}"}}
+    registered = api.post("/metadata/workflow", json={"name": name, "version": 2, "tasks": [given]})
+    assert registered.status_code == 200, registered.text
+    wid = clients.get_workflow_client().start_workflow(
+        StartWorkflowRequest(name=name, version=2, input={"base": target.url(""), "child": child})
+    )
+    wf = _wait_terminal(clients, [wid], timeout=30)[wid]
+    assert wf.status == "FAILED"
+    assert target.hits["/inline-fail"] == 2

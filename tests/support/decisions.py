@@ -298,7 +298,12 @@ class Run:
         return [{"list": lst, "step_id": sid, "output": r.output} for (lst, sid), r in out.items()]
 
     def child_plan(
-        self, name: str | None, version: int | None, inline: dict[str, Any] | None
+        self,
+        name: str | None,
+        version: int | None,
+        inline: dict[str, Any] | None,
+        *,
+        from_conductor: bool = False,
     ) -> ChildPlan | None:
         body = inline if inline is not None else self.children.get(name or "")
         if body is None:

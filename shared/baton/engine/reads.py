@@ -89,7 +89,12 @@ class DbReader:
         return self.conn.execute(instance_sql.LAST_OUTPUTS_BY_LIST, params).fetchall()
 
     def child_plan(
-        self, name: str | None, version: int | None, inline: dict[str, Any] | None
+        self,
+        name: str | None,
+        version: int | None,
+        inline: dict[str, Any] | None,
+        *,
+        from_conductor: bool = False,
     ) -> ChildPlan | None:
         if inline is not None:
             try:
@@ -100,7 +105,10 @@ class DbReader:
                 definition_sql.TASK_DEFS_AS_TEXT, {"names": sorted(task_def_names(definition))}
             ).fetchone()
             snapshot_id, plan = self.snapshots.of_inline(
-                self.conn, definition, row["task_defs"] if row else None
+                self.conn,
+                definition,
+                row["task_defs"] if row else None,
+                from_conductor=from_conductor,
             )
             return ChildPlan(snapshot_id, plan, definition.name, None)
         stored = self.conn.execute(

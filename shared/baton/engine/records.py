@@ -287,9 +287,16 @@ class Reader(Protocol):
         execution of that step in that scope are wanted (rows from before it may come too)."""
 
     def child_plan(
-        self, name: str | None, version: int | None, inline: dict[str, Any] | None
+        self,
+        name: str | None,
+        version: int | None,
+        inline: dict[str, Any] | None,
+        *,
+        from_conductor: bool = False,
     ) -> ChildPlan | None:
-        """The snapshot of a definition to start as a child (None: no such definition)."""
+        """The snapshot of a definition to start as a child (None: no such definition);
+        ``from_conductor``: an inline one translated from a Conductor WorkflowDef when the
+        child starts, snapshotted as a definition registered on ``/api`` is."""
 
 
 class NoReads:
@@ -322,7 +329,12 @@ class NoReads:
         return []
 
     def child_plan(
-        self, name: str | None, version: int | None, inline: dict[str, Any] | None
+        self,
+        name: str | None,
+        version: int | None,
+        inline: dict[str, Any] | None,
+        *,
+        from_conductor: bool = False,
     ) -> ChildPlan | None:
         return None
 

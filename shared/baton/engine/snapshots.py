@@ -9,6 +9,7 @@ never changes, so the plan compiled from it is cached by id and never goes stale
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from baton.definitions import WorkflowDefinition
@@ -16,7 +17,7 @@ from baton.engine.plan import Plan, PlanCache, http_task_def_name
 from baton.model import TaskDef
 from baton.store import instance_sql
 from baton.store.db import Conn
-from baton.structure import walk
+from baton.structure import Node, walk
 
 _MAX_CACHED = 1024
 
@@ -47,18 +48,20 @@ class Snapshots:
         task_defs_text: str | None,
         *,
         conductor_source: str | None = None,
+        from_conductor: bool = False,
     ) -> tuple[int, Plan]:
         """The snapshot of an inline definition (a dynamic workflow) with its task defs;
         ``conductor_source``: the Conductor WorkflowDef (JSON text) it was translated from (an
-        inline start on ``/api``), kept with the snapshot and snapshotted as a definition
-        registered on ``/api`` is."""
+        inline start on ``/api``), kept with the snapshot; with it, or ``from_conductor`` (a
+        sub-workflow's definition given in Conductor's dialect when the child starts), it is
+        snapshotted as a definition registered on ``/api`` is."""
         body = definition.model_dump_json(by_alias=True, exclude_none=True)
         return self._snapshot(
             conn,
             body,
             task_defs_text,
             definition,
-            from_conductor=conductor_source is not None,
+            from_conductor=from_conductor or conductor_source is not None,
             conductor_source=conductor_source,
         )
 
@@ -101,7 +104,10 @@ class Snapshots:
             for n, b in json.loads(task_defs_text or "{}").items()
         }
         raw = definition.wire()
-        for node in walk(raw["steps"]):  # every SERVICE_TASK, HTTP(_POLL) and EVENT
+        # Every SERVICE_TASK, HTTP(_POLL) and EVENT; from /api, also those of the definitions
+        # its SUB_WORKFLOW steps carry inline, which Conductor starts as it starts any other.
+        nodes = _with_inline_children(raw["steps"]) if from_conductor else walk(raw["steps"])
+        for node in nodes:
             if node.type == "SERVICE_TASK":
                 named = node.step.get("jobType")
             elif node.type in ("HTTP", "HTTP_POLL"):
@@ -136,3 +142,13 @@ class Snapshots:
                 self._by_text.pop(next(iter(self._by_text)))
             self._by_text[key] = result
         return result
+
+
+def _with_inline_children(steps: Any) -> Iterator[Node]:
+    """Every step of ``steps`` (as ``walk``), and of the definitions its SUB_WORKFLOW steps carry
+    inline, however nested."""
+    for node in walk(steps):
+        yield node
+        inline = node.step.get("definition") if node.type == "SUB_WORKFLOW" else None
+        if isinstance(inline, dict):
+            yield from _with_inline_children(inline.get("steps"))

@@ -49,9 +49,16 @@ class _StartsOnly(NoReads):
     reader: Any
 
     def child_plan(
-        self, name: str | None, version: int | None, inline: dict[str, Any] | None
+        self,
+        name: str | None,
+        version: int | None,
+        inline: dict[str, Any] | None,
+        *,
+        from_conductor: bool = False,
     ) -> ChildPlan | None:
-        found: ChildPlan | None = self.reader.child_plan(name, version, inline)
+        found: ChildPlan | None = self.reader.child_plan(
+            name, version, inline, from_conductor=from_conductor
+        )
         return found
 
 
@@ -149,7 +156,8 @@ class SubWorkflow:
         if version is not None and not (isinstance(version, int) and version >= 1):
             d.fail(e, f"{step.definition_version} gave {version!r}, not a version (1 or more)")
             return
-        child = d.reader.child_plan(name, version, inline)
+        conductor = isinstance(step.definition, str) and step.definition_dialect == "conductor"
+        child = d.reader.child_plan(name, version, inline, from_conductor=conductor)
         if child is None:
             said = f" version {version}" if version else ""
             d.fail(e, f"definition {name!r}{said} not found")
