@@ -142,6 +142,14 @@ def _setting_problems(path: str, s: dict[str, Any], *, task_def: bool = False) -
             f"responseTimeoutSeconds ({response}) must not exceed timeoutSeconds ({timeout}): "
             "a lease longer than the attempt may run is never reached",
         )
+    total = _field(s, "totalTimeoutSeconds")
+    if isinstance(timeout, int) and isinstance(total, int) and 0 < total < timeout:
+        # Conductor's TaskTimeoutConstraint refuses it too.
+        yield Problem(
+            f"{_join(path, 'timeoutSeconds')}",
+            f"timeoutSeconds ({timeout}) must not exceed totalTimeoutSeconds ({total}): one "
+            "attempt may not outlast the budget over all attempts",
+        )
 
 
 def _join(path: str, name: str) -> str:

@@ -331,6 +331,23 @@ def test_timeouts_are_validated_as_conductor_does_every_problem_at_once(engine: 
         "steps[0].responseTimeoutSeconds",
         "steps[0].retryCount",
     ]
+    # One attempt may not outlast the budget over all of them (Conductor's
+    # TaskTimeoutConstraint); a budget without an attempt timeout, or equal to it, is fine.
+    with pytest.raises(ValidationFailed) as budget:
+        engine.put_task_def(
+            "t", {"timeoutSeconds": 60, "responseTimeoutSeconds": 5, "totalTimeoutSeconds": 30}
+        )
+    assert [(p.path, p.message) for p in budget.value.problems] == [
+        (
+            "timeoutSeconds",
+            "timeoutSeconds (60) must not exceed totalTimeoutSeconds (30): one attempt may not "
+            "outlast the budget over all attempts",
+        )
+    ]
+    engine.put_task_def("t", {"totalTimeoutSeconds": 30})
+    engine.put_task_def(
+        "t", {"timeoutSeconds": 30, "responseTimeoutSeconds": 5, "totalTimeoutSeconds": 30}
+    )
 
 
 def test_a_task_definition_shows_and_enforces_reference_002_defaults(engine: Engine) -> None:
