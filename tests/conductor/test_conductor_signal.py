@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.conductor.test_conductor_rerun import _sub_workflow
 from tests.support.helpers import wait_until
 
 pytestmark = [pytest.mark.e2e]
@@ -95,12 +96,7 @@ def test_a_signal_reaches_the_wait_task_of_a_running_sub_workflow(api: httpx.Cli
     parent = _register(
         api,
         [
-            {
-                "name": "sub",
-                "taskReferenceName": "sub",
-                "type": "SUB_WORKFLOW",
-                "subWorkflowParam": {"name": child, "version": 1},
-            },
+            _sub_workflow(child),
             _wait("outer"),
         ],
     )
@@ -186,14 +182,7 @@ def test_a_sub_workflow_task_is_completed_by_its_id_whatever_workflow_is_named(
     child = _register(api, [_wait("inner")])
     parent = _register(
         api,
-        [
-            {
-                "name": "sub",
-                "taskReferenceName": "sub",
-                "type": "SUB_WORKFLOW",
-                "subWorkflowParam": {"name": child, "version": 1},
-            }
-        ],
+        [_sub_workflow(child)],
     )
     for named in ("child", None):
         wid = _start(api, parent)

@@ -35,6 +35,21 @@ function on(...route: ReturnType<typeof rpcRoute>): void {
   fake.on(...route);
 }
 
+/** A runner speaking Connect to the fake, polling fast and flushing at once. */
+function connectRunner(registry: Registry): Runner {
+  return new Runner(registry, {
+    url: fake.url,
+    apiKey: "k",
+    protocol: "connect",
+    workerId: "w1",
+    pollInterval: 0.01,
+    maxPollInterval: 0.02,
+    longPollWait: 0,
+    flushInterval: 0.01,
+    logger: silentLogger,
+  });
+}
+
 function connect(extra: Record<string, unknown> = {}): BatonClient {
   return new BatonClient({
     url: fake.url,
@@ -250,17 +265,7 @@ test("the runner over Connect: polls, completes in a batch, stops, all as RPCs",
   const registry = new Registry();
   registry.register("t", async (j) => ({ done: j.jobId, n: j.input.n }));
   const before = fake.seen.length;
-  const runner = new Runner(registry, {
-    url: fake.url,
-    apiKey: "k",
-    protocol: "connect",
-    workerId: "w1",
-    pollInterval: 0.01,
-    maxPollInterval: 0.02,
-    longPollWait: 0,
-    flushInterval: 0.01,
-    logger: silentLogger,
-  });
+  const runner = connectRunner(registry);
   const stop = new AbortController();
   const done = runner.run({ signal: stop.signal });
   await waitUntil(() => results.length === 3, 5, "3 results");
@@ -387,17 +392,7 @@ test("a failure's output crosses binary protobuf: FailJob, and the runner's Comp
   registry.register("fails", async (j) => {
     throw new NonRetryableError("refused", { output: { code: 42, input: j.input } });
   });
-  const runner = new Runner(registry, {
-    url: fake.url,
-    apiKey: "k",
-    protocol: "connect",
-    workerId: "w1",
-    pollInterval: 0.01,
-    maxPollInterval: 0.02,
-    longPollWait: 0,
-    flushInterval: 0.01,
-    logger: silentLogger,
-  });
+  const runner = connectRunner(registry);
   const stop = new AbortController();
   const done = runner.run({ signal: stop.signal });
   await waitUntil(() => failures.length === 1, 5, "the failure");
