@@ -71,8 +71,9 @@ class TaskSettings(Model):
     # TaskDef; default 1); each retry waits up to backoffJitterMs more, at random.
     backoff_scale_factor: Annotated[int, Field(ge=1, le=10_000)] | None = None
     backoff_jitter_ms: Annotated[int, Field(ge=0, le=MAX_SECONDS * 1000)] | None = None
-    # A budget over every attempt of a step (Conductor's totalTimeoutSeconds; 0: none): once
-    # that long has passed since its first attempt started, a failure is not retried.
+    # A budget over every attempt of a step (Conductor's totalTimeoutSeconds; 0: none), from its
+    # first scheduling: past it a failure is not retried, and an attempt still running or waiting
+    # times out (its timeoutPolicy, no retry). Not below timeoutSeconds when both are set.
     total_timeout_seconds: Seconds | None = None
     timeout_seconds: Seconds | None = None
     poll_timeout_seconds: Seconds | None = None

@@ -51,7 +51,7 @@ type TaskDef struct {
 	UpdatedAt                   *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	BackoffScaleFactor          *int32                 `protobuf:"varint,20,opt,name=backoff_scale_factor,json=backoffScaleFactor,proto3,oneof" json:"backoff_scale_factor,omitempty"`    // LINEAR_BACKOFF: delay x factor x retry (default 1)
 	BackoffJitterMs             *int32                 `protobuf:"varint,21,opt,name=backoff_jitter_ms,json=backoffJitterMs,proto3,oneof" json:"backoff_jitter_ms,omitempty"`             // each retry waits up to this much more, at random
-	TotalTimeoutSeconds         *int32                 `protobuf:"varint,22,opt,name=total_timeout_seconds,json=totalTimeoutSeconds,proto3,oneof" json:"total_timeout_seconds,omitempty"` // no retry once this long after the first attempt
+	TotalTimeoutSeconds         *int32                 `protobuf:"varint,22,opt,name=total_timeout_seconds,json=totalTimeoutSeconds,proto3,oneof" json:"total_timeout_seconds,omitempty"` // budget from first scheduling: no retry, then timeout
 	unknownFields               protoimpl.UnknownFields
 	sizeCache                   protoimpl.SizeCache
 }

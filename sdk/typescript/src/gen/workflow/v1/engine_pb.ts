@@ -137,7 +137,7 @@ export type TaskDef = Message<"workflow.v1.TaskDef"> & {
   backoffJitterMs?: number | undefined;
 
   /**
-   * no retry once this long after the first attempt
+   * budget from first scheduling: no retry, then timeout
    *
    * @generated from field: optional int32 total_timeout_seconds = 22;
    */
@@ -262,7 +262,7 @@ export type TaskDefJson = {
   backoffJitterMs?: number;
 
   /**
-   * no retry once this long after the first attempt
+   * budget from first scheduling: no retry, then timeout
    *
    * @generated from field: optional int32 total_timeout_seconds = 22;
    */

@@ -650,7 +650,7 @@ private static final long serialVersionUID = 0L;
   private int totalTimeoutSeconds_ = 0;
   /**
    * <pre>
-   * no retry once this long after the first attempt
+   * budget from first scheduling: no retry, then timeout
    * </pre>
    *
    * <code>optional int32 total_timeout_seconds = 22;</code>
@@ -662,7 +662,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * no retry once this long after the first attempt
+   * budget from first scheduling: no retry, then timeout
    * </pre>
    *
    * <code>optional int32 total_timeout_seconds = 22;</code>
@@ -3064,7 +3064,7 @@ private static final long serialVersionUID = 0L;
     private int totalTimeoutSeconds_ ;
     /**
      * <pre>
-     * no retry once this long after the first attempt
+     * budget from first scheduling: no retry, then timeout
      * </pre>
      *
      * <code>optional int32 total_timeout_seconds = 22;</code>
@@ -3076,7 +3076,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * no retry once this long after the first attempt
+     * budget from first scheduling: no retry, then timeout
      * </pre>
      *
      * <code>optional int32 total_timeout_seconds = 22;</code>
@@ -3088,7 +3088,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * no retry once this long after the first attempt
+     * budget from first scheduling: no retry, then timeout
      * </pre>
      *
      * <code>optional int32 total_timeout_seconds = 22;</code>
@@ -3104,7 +3104,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * no retry once this long after the first attempt
+     * budget from first scheduling: no retry, then timeout
      * </pre>
      *
      * <code>optional int32 total_timeout_seconds = 22;</code>

@@ -320,7 +320,7 @@ public interface TaskDefOrBuilder extends
 
   /**
    * <pre>
-   * no retry once this long after the first attempt
+   * budget from first scheduling: no retry, then timeout
    * </pre>
    *
    * <code>optional int32 total_timeout_seconds = 22;</code>
@@ -329,7 +329,7 @@ public interface TaskDefOrBuilder extends
   boolean hasTotalTimeoutSeconds();
   /**
    * <pre>
-   * no retry once this long after the first attempt
+   * budget from first scheduling: no retry, then timeout
    * </pre>
    *
    * <code>optional int32 total_timeout_seconds = 22;</code>
