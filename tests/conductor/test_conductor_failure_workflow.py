@@ -4,13 +4,17 @@ and runs under the failed workflow's correlation id."""
 
 from __future__ import annotations
 
+import json
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from conductor.client.http.models.start_workflow_request import StartWorkflowRequest
 from conductor.client.orkes_clients import OrkesClients
 
+from tests.conductor.test_conductor_client import _model, _wait_terminal
 from tests.conductor.test_conductor_operations import (
     _done,
     _poll,
@@ -18,8 +22,16 @@ from tests.conductor.test_conductor_operations import (
     _simple,
     _until_status,
 )
+from tests.support.helpers import wait_until
+from tests.support.http_target import Target, http_target
 
 pytestmark = [pytest.mark.e2e]
+
+
+@pytest.fixture
+def target() -> Iterator[Target]:
+    with http_target() as t:
+        yield t
 
 
 def test_a_compensation_workflow_reads_what_conductor_hands_a_failure_workflow(
@@ -91,3 +103,72 @@ def test_a_compensation_workflow_reads_what_conductor_hands_a_failure_workflow(
     assert "no courier" in started.input["reason"]
     _done(clients, task)
     _until_status(clients, compensation, "COMPLETED")
+
+
+COOKBOOK = Path(__file__).parent / "cookbook"
+
+
+def _cookbook(name: str, services: str, prefix: str) -> dict[str, Any]:
+    """A definition of the saga cookbook, its services at ``services``, its names prefixed."""
+    text = (COOKBOOK / name).read_text().replace("http://localhost:8088", services)
+    text = text.replace('"saga_order_', f'"{prefix}_saga_order_')
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def test_the_saga_cookbook_undoes_what_the_failed_workflow_completed(
+    clients: OrkesClients, prefix: str, target: Target
+) -> None:
+    """Conductor's saga recipe as its documentation ships it: the compensation's jq reads
+    ``failedWorkflow.tasks`` to undo only the steps that completed, in reverse order."""
+    meta = clients.get_metadata_client()
+    services = target.url("/saga")
+    for name in ("saga-order-compensation.json", "saga-order-fulfillment.json"):
+        meta.register_workflow_def(
+            _model(_cookbook(name, services, prefix), "WorkflowDef"), overwrite=True
+        )
+    workflows = clients.get_workflow_client()
+    wid = str(
+        workflows.start_workflow(
+            StartWorkflowRequest(
+                name=f"{prefix}_saga_order_fulfillment",
+                version=1,
+                input={"orderId": "ORD-2", "amount": 49.0, "shipmentStatus": "503"},
+            )
+        )
+    )
+    failed = wait_until(
+        lambda: (wf := workflows.get_workflow(wid, include_tasks=True)).status == "FAILED" and wf,
+        timeout=60,
+        interval=0.2,
+        what="the order to fail",
+    )
+    compensation = failed.output["conductor.failure_workflow"]
+    done = _wait_terminal(clients, [compensation])[compensation]
+    assert done.status == "COMPLETED", done.reason_for_incompletion
+    assert done.output["stepsCompleted"] == ["reserve_inventory", "charge_payment"]
+    assert done.output["paymentRefunded"] is True and done.output["inventoryReleased"] is True
+    assert done.output["compensatedOrder"] == "ORD-2"
+    calls = [
+        (r["path"].split("?")[0], r["headers"].get("Idempotency-Key")) for r in target.requests
+    ]
+    assert calls == [
+        ("/saga/inventory/reserve", "ORD-2-reserve"),
+        ("/saga/payments/charge", "ORD-2-charge"),
+        ("/saga/shipping/book", "ORD-2-ship"),
+        ("/saga/shipping/book", "ORD-2-ship"),  # retryCount 1
+        ("/saga/payments/refund", "ORD-2-refund"),
+        ("/saga/inventory/release", "ORD-2-release"),
+    ]
+    # What it was told: the failed workflow's tasks as its own read shows them, as they ended.
+    given = workflows.get_workflow(compensation, include_tasks=False).input
+    told = given["failedWorkflow"]
+    # Its reason in Conductor's words, as the failed workflow's own read gives it.
+    assert failed.reason_for_incompletion.startswith("Task ")
+    assert given["reason"] == told["reasonForIncompletion"] == failed.reason_for_incompletion
+    assert done.output["originalFailure"] == failed.reason_for_incompletion
+    shown = [(t.reference_task_name, t.status, t.task_id) for t in failed.tasks]
+    assert [(t["referenceTaskName"], t["status"], t["taskId"]) for t in told["tasks"]] == shown
+    assert [s for _, s, _ in shown] == ["COMPLETED", "COMPLETED", "FAILED", "FAILED"]
+    charged = next(t for t in told["tasks"] if t["referenceTaskName"] == "charge_payment")
+    assert charged["outputData"]["response"]["statusCode"] == 200

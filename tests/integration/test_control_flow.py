@@ -714,6 +714,60 @@ def test_a_failed_instance_starts_its_failure_workflow(engine: Engine) -> None:
     }
 
 
+def _risky_with_cleanup(engine: Engine, steps: list[dict[str, Any]]) -> str:
+    engine.register_definition({"name": "cleanup", "steps": [task("undo")]})
+    engine.register_definition({"name": "risky", "failureWorkflow": "cleanup", "steps": steps})
+    inst, _ = engine.start_instance(definition_name="risky", input={"order": 7})
+    return str(inst["id"])
+
+
+def _declined(_i: dict[str, Any]) -> Any:
+    raise RuntimeError("declined")
+
+
+def test_a_failure_workflow_is_told_of_the_failed_instance_as_it_ended(engine: Engine) -> None:
+    # What the failure workflow's start reads is committed: the failed step's end with it.
+    seen: list[Any] = []
+
+    def view(instance: dict[str, Any], audit: list[dict[str, Any]], source: Any) -> Any:
+        seen.append(source)
+        steps = [[s["stepId"], s["status"], s.get("error")] for s in instance["steps"]]
+        return {"tasks": [*steps, [a["event"] for a in audit]], "reasonForIncompletion": "said"}
+
+    engine.failed_view = view
+    _risky_with_cleanup(engine, [task("ok"), task("risky")])
+    drain(engine, {"ok": lambda _i: {"done": 1}, "risky": _declined})
+    (undo,) = engine.poll("w", ["undo"], 1)
+    told = engine.get_instance(undo["instanceId"])["input"]
+    *tasks, events = told["failedWorkflow"]["tasks"]
+    assert tasks == [["ok", "COMPLETED", None], ["risky", "FAILED", "declined"]]
+    assert events[-1] == "INSTANCE_FAILED"
+    # The view's reason is told (a definition written for Conductor gives Conductor's words).
+    assert told["reason"] == told["failedWorkflow"]["reasonForIncompletion"] == "said"
+    # Its output as it ended, before it named its failure workflow (Conductor's order).
+    assert told["failedWorkflow"]["output"] == {}
+    assert seen == [None]  # registered on /v1: no Conductor definition
+
+
+def test_a_failure_workflow_cut_off_after_the_failure_is_started_by_the_sweeper(
+    engine: Engine,
+) -> None:
+    iid = _risky_with_cleanup(engine, [task("risky")])
+    delivered = engine.deliver_pending
+    engine.deliver_pending = lambda: None  # type: ignore[method-assign]  # the process dies
+    drain(engine, {"risky": _declined})
+    engine.deliver_pending = delivered  # type: ignore[method-assign]
+    named = engine.get_instance(iid)["output"]["conductor.failure_workflow"]
+    assert engine.poll("w", ["undo"], 1) == []  # not started yet: its event waits
+    assert engine.sweep()["eventsDelivered"] == 1
+    assert engine.sweep()["eventsDelivered"] == 0  # once
+    (undo,) = engine.poll("w", ["undo"], 1)
+    assert undo["instanceId"] == named
+    started = [a for a in engine.audit_trail(iid) if a["event"] == "FAILURE_WORKFLOW_STARTED"]
+    assert [a["detail"]["instanceId"] for a in started] == [named]
+    assert engine.get_instance(named)["input"]["failureStatus"] == "FAILED"
+
+
 # --- limits -----------------------------------------------------------------------------------
 
 

@@ -24,6 +24,7 @@ from baton.engine.decide import (
     InstanceState,
     JobRef,
 )
+from baton.engine.operators.sub_workflow import FAILURE_WORKFLOW_EVENT, start_failure_workflow
 from baton.engine.plan import Plan
 from baton.payload_ref import REF_KEY, is_payload_ref, payload_ref
 from baton.settings import PayloadLimit, PayloadLimits
@@ -166,6 +167,15 @@ class Run:
     def child_ended(self, step_id: str, status: str, output: Any = None) -> None:
         e = self.open(step_id)[0].exec()
         self.decide(lambda d: d.child_ended(e, status, output, None, 0))
+
+    def deliver_failure_workflow(self, view: dict[str, Any] | None = None) -> None:
+        """Start the failure workflow the instance's end asked for (its ``FAILURE_WORKFLOW``
+        event), as the engine does once that decision has committed (``Duties.deliver_events``),
+        telling it of ``view`` (Conductor's view of the instance: the engine's ``failed_view``)."""
+        (event,) = [e for e in self.events if e.kind == FAILURE_WORKFLOW_EVENT]
+        self.events.remove(event)
+        output = self.state.output
+        self.decide(lambda d: start_failure_workflow(d, dict(event.payload), output, view))
 
     def retry(self) -> None:
         latest: dict[str, dict[str, Exec]] = {}

@@ -1,7 +1,7 @@
 """A local HTTP server for HTTP steps to call (127.0.0.1, a free port): JSON and text answers, a
 failing path that counts its hits, a path answering how often it was called, a path that holds
-its answer until released, a large body, a redirect, and every request it got (method, path,
-headers, body)."""
+its answer until released, a large body, a redirect, the saga cookbook's services (``/saga/…``,
+answering ``?status=`` when asked), and every request it got (method, path, headers, body)."""
 
 from __future__ import annotations
 
@@ -81,6 +81,16 @@ def http_target() -> Iterator[Target]:
                 self._answer(200, b"{}", "application/json")
             elif path == "/big":
                 self._answer(200, b"x" * (2 * 1024 * 1024), "text/plain")
+            elif path.startswith("/saga/"):
+                # The saga cookbook's stub services: 200 with an id, or the ``status`` asked.
+                query = self.path.partition("?")[2]
+                asked = dict(kv.partition("=")[::2] for kv in query.split("&") if kv)
+                status = int(asked.get("status") or 200)
+                out = {
+                    "ok": status < 400,
+                    "id": f"{path.rsplit('/', 1)[-1]}-{len(target.requests)}",
+                }
+                self._answer(status, json.dumps(out).encode(), "application/json")
             elif path == "/redirect":
                 self._answer(302, b"", "text/plain", Location="http://169.254.169.254/")
             else:

@@ -524,14 +524,20 @@ def test_a_failed_instance_starts_its_failure_workflow() -> None:
         children={"cleanup": {"name": "cleanup", "steps": [task("undo")]}},
     ).start()
     run.fail("a", "broke")
+    # Started once the failing decision has committed, by the event it left the instance.
+    assert run.started_children == []
+    run.deliver_failure_workflow({"tasks": [{"referenceTaskName": "a", "status": "FAILED"}]})
     (cleanup,) = run.started_children
     assert cleanup.state.parent_instance_id is None
+    assert run.state.output == {"conductor.failure_workflow": str(cleanup.state.id)}
     failed_step = str(run.executions("a")[0].id)
     told = dict(cleanup.state.input)
     # Conductor's id of the failed task: its job's and attempt.
     task_id = told.pop("failureTaskId")
     assert task_id.endswith(".1") and task_id != failed_step + ".1"
-    assert told.pop("failedWorkflow")["failedTaskId"] == task_id
+    failed = told.pop("failedWorkflow")
+    assert failed["failedTaskId"] == task_id
+    assert failed["tasks"] == [{"referenceTaskName": "a", "status": "FAILED"}]
     assert told == {
         "order": 1,
         "instanceId": str(run.state.id),
@@ -553,6 +559,7 @@ def test_a_failure_workflow_after_a_terminate_names_no_failed_task() -> None:
         input=[1, 2],
         children={"cleanup": {"name": "cleanup", "steps": [task("undo")]}},
     ).start()
+    run.deliver_failure_workflow()
     (cleanup,) = run.started_children
     told = cleanup.state.input
     # No task failed; an input that is not an object is not spread.

@@ -6,6 +6,7 @@ container; after a failure it is re-opened on the next one (``SingleConnection``
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections.abc import Callable
@@ -146,8 +147,19 @@ def engine(metrics: MetricsSink) -> Engine:
                 payload_objects=_payload_objects(s, metrics),
                 archive=_archive_store(s),
             )
+            eng.failed_view = functools.partial(_failed_view, eng)
             _engines[id(metrics)] = eng
         return eng
+
+
+def _failed_view(
+    eng: Engine, instance: dict[str, Any], audit: list[dict[str, Any]], source: Any
+) -> dict[str, Any]:
+    """``baton_lambda.conductor.common.failed_view``, imported when a failure workflow first
+    starts (the Conductor surface stays out of the other functions' cold start)."""
+    from baton_lambda.conductor.common import failed_view
+
+    return failed_view(eng)(instance, audit, source)
 
 
 def _job_wakeups(s: Settings) -> JobWakeups | None:

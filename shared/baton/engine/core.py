@@ -40,6 +40,15 @@ log = logging.getLogger("baton.engine")
 
 R = TypeVar("R")
 
+# Conductor's view of an ended instance, as a failure workflow is told of it: its ``tasks``
+# (``failedWorkflow.tasks``) and, for a definition written for Conductor, its
+# ``reasonForIncompletion`` (then the failure workflow's ``reason``). Given the instance as
+# ``get_instance(conductor_view=True)`` reads it, its audit rows as ``audit_trail`` gives them,
+# and the Conductor definition its definition was registered as (None: none). It lives with the
+# Conductor surface, above the engine, which is handed it (``baton_lambda.runtime``); it reads
+# nothing itself.
+FailedView = Callable[[dict[str, Any], list[dict[str, Any]], Any], dict[str, Any]]
+
 # What a value refused inline may be sent as instead: its payload kind, the field that carries
 # its path, and the tools that offload it without being asked.
 _OFFLOADED: dict[str, tuple[PayloadKind, str, str]] = {
@@ -66,8 +75,11 @@ class EngineCore:
         wakeups: JobWakeups | None = None,
         payload_objects: PayloadObjects | None = None,
         archive: ArchiveStore | None = None,
+        failed_view: FailedView | None = None,
     ) -> None:
         self.db = db
+        # What a failure workflow is told of its failed instance's tasks (None: nothing)
+        self.failed_view = failed_view
         # Where terminal instances past their retention go (None: no bucket; see archive_ops)
         self.archive = archive
         # Retires, revives and deletes payload objects (None: no bucket; see retention_ops)
@@ -143,11 +155,12 @@ class EngineCore:
     # --- events between instances ----------------------------------------------------------
 
     def _note_deliveries(self, iid: uuid.UUID, changes: Changes) -> None:
-        """Instances this decision left an event for (a child's end, a cancel): the operation
-        delivers them once its transaction has committed (the sweeper is the backstop)."""
+        """Instances this decision left an event for (a child's end, a cancel, its own failure
+        workflow to start): the operation delivers them once its transaction has committed (the
+        sweeper is the backstop)."""
         pending = self._pending()
         for event in changes.events:
-            if event.kind in ("CHILD_ENDED", "CANCEL"):
+            if event.kind in ("CHILD_ENDED", "CANCEL", "FAILURE_WORKFLOW"):
                 pending.append((event.instance_id, False))
         if changes.cancel_scopes:
             # Cancelled SUB_WORKFLOW steps leave their children a CANCEL (written by the

@@ -20,7 +20,7 @@ from typing import Any
 from baton.engine import permissive
 from baton.engine.decision_state import DecisionState
 from baton.engine.operators import OPERATORS
-from baton.engine.operators.sub_workflow import start_failure_workflow
+from baton.engine.operators.sub_workflow import schedule_failure_workflow
 from baton.engine.plan import Plan
 from baton.engine.records import (
     AuditEvent,
@@ -483,7 +483,7 @@ class DecisionFlow(DecisionState):
             # A ${…} name is resolved over the failed instance; nothing (null, "") starts none.
             name = self.resolve(failure, "output", "")
             if isinstance(name, str) and name:
-                start_failure_workflow(self, name)
+                schedule_failure_workflow(self, name)
             elif name is not None and name != "":
                 self.changes.audit.append(
                     AuditEvent("FAILURE_WORKFLOW_NOT_FOUND", None, {"name": str(name)})

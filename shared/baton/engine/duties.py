@@ -6,13 +6,16 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from baton import jsontext
 from baton.engine import writer
 from baton.engine.archive_ops import ArchiveOps
 from baton.engine.core import log
 from baton.engine.decide import Decider
+from baton.engine.instance_ops import InstanceOps
+from baton.engine.operators.sub_workflow import FAILURE_WORKFLOW_EVENT, start_failure_workflow
 from baton.engine.reads import exec_from_row
 from baton.status import InstanceStatus, JobStatus, StepStatus
-from baton.store import instance_sql, job_sql
+from baton.store import definition_sql, instance_sql, job_sql
 from baton.store.db import Conn, first_in_transaction
 
 # Instances whose work in flight still counts: a paused one's jobs finish and time out as usual.
@@ -21,7 +24,7 @@ LIVE = (InstanceStatus.RUNNING, InstanceStatus.PAUSED)
 WORKER_STOP_KEPT_SECONDS = 600
 
 
-class Duties(ArchiveOps):
+class Duties(ArchiveOps, InstanceOps):
     def reap_expired_leases(self, limit: int = 1000) -> int:
         """Turn lapsed leases into the jobs' next attempts, or, with no retries left, fail their
         steps (the lease reaper). Returns the number of leases that lapsed."""
@@ -111,8 +114,9 @@ class Duties(ArchiveOps):
 
     def deliver_events(self, iid: uuid.UUID, *, wait: bool = True) -> int:
         """Act on the events other transactions left for instance ``iid`` (a child ended, a
-        parent asks it to cancel), in one decision that locks it; returns how many. ``wait``
-        False skips an instance being decided elsewhere (the sweeper comes back to it)."""
+        parent asks it to cancel) and those it left itself when it ended (its failure workflow
+        to start), in one decision that locks it; returns how many. ``wait`` False skips an
+        instance being decided elsewhere (the sweeper comes back to it)."""
 
         def work(conn: Conn) -> int:
             lock = instance_sql.LOCK_INSTANCE if wait else instance_sql.LOCK_INSTANCE_OR_SKIP
@@ -120,20 +124,67 @@ class Duties(ArchiveOps):
             if row is None:
                 return 0
             events = conn.execute(
-                instance_sql.EVENTS_OF_INSTANCE, {"id": iid, "kinds": ["CHILD_ENDED", "CANCEL"]}
+                instance_sql.EVENTS_OF_INSTANCE,
+                {"id": iid, "kinds": ["CHILD_ENDED", "CANCEL", FAILURE_WORKFLOW_EVENT]},
             ).fetchall()
             if not events:
                 return 0
-            if row["status"] not in LIVE:  # it ended meanwhile: nothing left to act on
+            failures = [e for e in events if e["kind"] == FAILURE_WORKFLOW_EVENT]
+            others = [e for e in events if e["kind"] != FAILURE_WORKFLOW_EVENT]
+            if others and row["status"] not in LIVE:  # it ended meanwhile: nothing to act on
                 conn.execute(
                     instance_sql.DELETE_EVENTS,
-                    {"instance_id": iid, "ids": [e["id"] for e in events]},
+                    {"instance_id": iid, "ids": [e["id"] for e in others]},
                 )
+                others = []
+            if not failures and not others:
                 return len(events)
-            self._decide(conn, row, lambda d: _act_on_events(d, events))
+            output, view = self._failed_reads(conn, iid) if failures else (None, None)
+
+            def act(d: Decider) -> None:
+                for e in failures:
+                    d.changes.consumed_events.append(e["id"])
+                    start_failure_workflow(d, e["payload"], output, view)
+                _act_on_events(d, others)
+
+            self._decide(conn, row, act)
             return len(events)
 
         return self.db.transaction(work, explicit_begin=True)
+
+    def _failed_reads(self, conn: Conn, iid: uuid.UUID) -> tuple[Any, dict[str, Any] | None]:
+        """What the failure workflow of ``iid`` (which has ended) is told of it besides what its
+        event says, read on ``conn``: its output, and Conductor's view of it (``failed_view``;
+        None without one). The view's tasks are left out when their JSON is above
+        ``max_payload_bytes`` and no payload bucket would take it."""
+        extras: dict[str, Any] = {}
+        viewed = self.failed_view is not None
+        row, steps = self._read_instance(conn, iid, extras, viewed, viewed)
+        if row is None:
+            return None, None
+        if self.failed_view is None:
+            return row["output"], None
+        instance = self._instance_view(row, steps, str(iid))
+        instance.update(extras)
+        source = None
+        if row["definition_version"] is not None:
+            found = conn.execute(
+                definition_sql.GET_VERSION,
+                {"name": row["definition_name"], "version": row["definition_version"]},
+            ).fetchone()
+            source = None if found is None else found.get("conductor")
+        audit = self._audit_view(
+            conn.execute(instance_sql.AUDIT_OF_INSTANCE, {"id": iid}).fetchall()
+        )
+        view = dict(self.failed_view(instance, audit, source))
+        tasks = view.get("tasks") or []
+        if self.offload is None and len(jsontext.dumps(tasks)) > self.settings.max_payload_bytes:
+            log.warning(
+                "failed workflow's tasks left out of its failure workflow's input (too large)",
+                extra={"instance_id": str(iid), "tasks": len(tasks)},
+            )
+            view.pop("tasks", None)
+        return row["output"], view
 
     def _time_out_job(self, jid: uuid.UUID) -> int:
         def work(conn: Conn) -> int:

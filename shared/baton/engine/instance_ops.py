@@ -249,34 +249,10 @@ class InstanceOps(RetentionOps, ArchiveReads, RerunOps):
         ``childDefinitions`` (the definition name and version of each child, by id); an
         archived instance alike, from what its document kept of it."""
         iid = path_uuid(instance_id, InstanceNotFound)
-
-        def work(conn: Conn) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
-            if not include_steps:
-                return conn.execute(instance_sql.GET_INSTANCE, {"id": iid}).fetchone(), None
-            with conn.pipeline():  # the reads in one round trip
-                head = conn.execute(instance_sql.GET_INSTANCE, {"id": iid})
-                steps = conn.execute(instance_sql.STEPS_OF_INSTANCE, {"id": iid})
-                if conductor_view:
-                    source = conn.execute(instance_sql.INSTANCE_CONDUCTOR_SOURCE, {"id": iid})
-                    children = conn.execute(instance_sql.CHILD_DEFINITIONS, {"id": iid})
-            row, rows = head.fetchone(), steps.fetchall()
-            if conductor_view:
-                found_source = source.fetchone()
-                if found_source is not None and found_source["conductor"] is not None:
-                    extras["conductorSource"] = found_source["conductor"]
-                kids = children.fetchall()
-                if kids:
-                    extras["childDefinitions"] = {
-                        str(k["id"]): (k["definition_name"], k["definition_version"]) for k in kids
-                    }
-            if conductor_view and row is not None and rows:
-                plan = self.snapshots.plan(conn, row["snapshot_id"])
-                rows, found = conductor_extras(plan, rows)
-                extras.update(found)
-            return row, rows
-
         extras: dict[str, Any] = {}
-        row, step_rows = self.db.autocommit(work)
+        row, step_rows = self.db.autocommit(
+            lambda conn: self._read_instance(conn, iid, extras, include_steps, conductor_view)
+        )
         if row is None:  # archived (its retention passed), or never was
             return self.archived_view(
                 iid, instance_id, include_steps=include_steps, conductor_view=conductor_view
@@ -284,6 +260,40 @@ class InstanceOps(RetentionOps, ArchiveReads, RerunOps):
         out = self._instance_view(row, step_rows, instance_id)
         out.update(extras)
         return out
+
+    def _read_instance(
+        self,
+        conn: Conn,
+        iid: uuid.UUID,
+        extras: dict[str, Any],
+        include_steps: bool = True,
+        conductor_view: bool = False,
+    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
+        """``get_instance``'s reads on ``conn``: the instance's row and its steps' (None: not
+        wanted), what a Conductor view reads besides added to ``extras``."""
+        if not include_steps:
+            return conn.execute(instance_sql.GET_INSTANCE, {"id": iid}).fetchone(), None
+        with conn.pipeline():  # the reads in one round trip
+            head = conn.execute(instance_sql.GET_INSTANCE, {"id": iid})
+            steps = conn.execute(instance_sql.STEPS_OF_INSTANCE, {"id": iid})
+            if conductor_view:
+                source = conn.execute(instance_sql.INSTANCE_CONDUCTOR_SOURCE, {"id": iid})
+                children = conn.execute(instance_sql.CHILD_DEFINITIONS, {"id": iid})
+        row, rows = head.fetchone(), steps.fetchall()
+        if conductor_view:
+            found_source = source.fetchone()
+            if found_source is not None and found_source["conductor"] is not None:
+                extras["conductorSource"] = found_source["conductor"]
+            kids = children.fetchall()
+            if kids:
+                extras["childDefinitions"] = {
+                    str(k["id"]): (k["definition_name"], k["definition_version"]) for k in kids
+                }
+        if conductor_view and row is not None and rows:
+            plan = self.snapshots.plan(conn, row["snapshot_id"])
+            rows, found = conductor_extras(plan, rows)
+            extras.update(found)
+        return row, rows
 
     @staticmethod
     def _instance_view(
@@ -375,6 +385,11 @@ class InstanceOps(RetentionOps, ArchiveReads, RerunOps):
                 }
                 for e in doc["history"]
             ]
+        return self._audit_view(rows)
+
+    @staticmethod
+    def _audit_view(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """AUDIT_OF_INSTANCE's rows as ``audit_trail`` gives them."""
         return [
             {
                 "id": r["id"],

@@ -174,7 +174,7 @@ class NewEvent:
     one later (a continuation waiting for a paused instance to resume)."""
 
     instance_id: uuid.UUID
-    kind: str  # CHILD_ENDED | CANCEL | CONTINUE
+    kind: str  # CHILD_ENDED | CANCEL | CONTINUE | FAILURE_WORKFLOW
     step_execution_id: uuid.UUID | None
     payload: Mapping[str, Any] | None = None
 

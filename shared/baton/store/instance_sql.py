@@ -439,7 +439,7 @@ SELECT id, kind, step_execution_id, payload FROM instance_event
 
 INSTANCES_WITH_EVENTS = """
 SELECT DISTINCT instance_id FROM instance_event
- WHERE kind IN ('CHILD_ENDED', 'CANCEL')
+ WHERE kind IN ('CHILD_ENDED', 'CANCEL', 'FAILURE_WORKFLOW')
  LIMIT %(limit)s
 """
 

@@ -366,12 +366,16 @@ CREATE TABLE queue_trigger_state (
 
 -- Something an instance must act on that another transaction noticed without locking it: a
 -- child ended, a parent asks its child to cancel, a continuation waits for a paused instance to
--- resume. Written by that transaction, acted on (and deleted) in a decision that locks the
--- instance: no transaction ever locks two instances, so parents and children cannot deadlock.
+-- resume; or that an ended instance leaves itself: its failure workflow to start once the
+-- decision that ended it has committed. Written by that transaction, acted on (and deleted) in a
+-- decision that locks the instance: no transaction ever locks two instances, so parents and
+-- children cannot deadlock.
 CREATE TABLE instance_event (
     id                 bigserial   PRIMARY KEY,
     instance_id        uuid        NOT NULL REFERENCES instance (id) ON DELETE CASCADE,
-    kind               text        NOT NULL CHECK (kind IN ('CHILD_ENDED', 'CANCEL', 'CONTINUE')),
+    kind               text        NOT NULL
+                                   CHECK (kind IN ('CHILD_ENDED', 'CANCEL', 'CONTINUE',
+                                                   'FAILURE_WORKFLOW')),
     step_execution_id  uuid,
     payload            jsonb,
     created_at         timestamptz NOT NULL DEFAULT now()

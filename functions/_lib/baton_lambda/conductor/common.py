@@ -5,6 +5,7 @@ check in front of every route but ``/api/token``, and reading bodies and query v
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -186,6 +187,30 @@ def for_conductor(engine: Any, instance: dict[str, Any]) -> dict[str, Any]:
     elif instance.get("conductorSource") is not None:
         out["workflowTasks"] = cviews.workflow_tasks(instance["conductorSource"])
     return out
+
+
+def failed_view(
+    engine: Any,
+) -> Callable[[dict[str, Any], list[dict[str, Any]], Any], dict[str, Any]]:
+    """The engine's ``failed_view`` (``baton.engine.core.FailedView``): an ended instance as
+    ``GET /api/workflow/{id}`` shows it, which a failure workflow is told of: its ``tasks``
+    (``failedWorkflow.tasks``) and, for a definition written for Conductor, its
+    ``reasonForIncompletion``. From what the engine read in the transaction that starts the
+    failure workflow (no read of its own: offloaded payloads are inlined through
+    ``engine.payloads``, the bucket)."""
+
+    def view(instance: dict[str, Any], audit: list[dict[str, Any]], source: Any) -> Any:
+        shown = inline_payloads(engine, instance)
+        conductor = source if source is not None else instance.get("conductorSource")
+        if conductor is not None:
+            shown["workflowTasks"] = cviews.workflow_tasks(conductor)
+        workflow = cviews.workflow(shown, audit)
+        out = {"tasks": workflow["tasks"]}
+        if conductor is not None and workflow.get("reasonForIncompletion") is not None:
+            out["reasonForIncompletion"] = workflow["reasonForIncompletion"]
+        return out
+
+    return view
 
 
 def inline_payloads(engine: Any, instance: dict[str, Any]) -> dict[str, Any]:

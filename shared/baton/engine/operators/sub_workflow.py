@@ -24,6 +24,7 @@ from baton.engine.records import (
     ChildStart,
     Exec,
     InstanceState,
+    NewEvent,
     NoReads,
     OverLimit,
 )
@@ -70,13 +71,14 @@ def start_instance(
     parent_step: uuid.UUID | None,
     correlation_id: str | None = None,
     depth: int = 0,
+    instance_id: uuid.UUID | None = None,
 ) -> uuid.UUID:
-    """Start a new instance in the same statement as ``d``'s decision; its id. A child (of
-    ``parent_step``) has its parent's correlation id and is one level deeper; an instance without
-    a parent has ``correlation_id`` and ``depth``."""
+    """Start a new instance in the same statement as ``d``'s decision; its id (``instance_id``,
+    or a new one). A child (of ``parent_step``) has its parent's correlation id and is one level
+    deeper; an instance without a parent has ``correlation_id`` and ``depth``."""
     inst = d.instance
     state = InstanceState(
-        id=uuid.uuid4(),
+        id=instance_id or uuid.uuid4(),
         definition_name=child.name,
         status=InstanceStatus.RUNNING,
         version=1,
@@ -224,26 +226,36 @@ def child_ended(d: Decision, e: Exec, status: str, output: Any, reason: str | No
     d.fail(e, why, output=output)
 
 
-def failed_workflow(d: Decision, original: Any) -> dict[str, Any]:
+def failed_workflow(
+    d: Decision,
+    original: Any,
+    output: Any,
+    told: dict[str, Any],
+    tasks: list[dict[str, Any]] | None,
+) -> dict[str, Any]:
     """The failed instance (its input ``original``, read back if it was kept in the payload
     bucket) as a failure workflow is told of it (``failedWorkflow``): Conductor's workflow
-    fields the instance has as it ends (its tasks are not in it: read them by ``workflowId``)."""
+    fields the instance has as it ended (``output``, before it named its failure workflow;
+    ``told``: its status and reason then), and ``tasks``,
+    Conductor's view of its tasks as they ended (given by the engine's ``failed_tasks``, the
+    Conductor surface's view; None: left out)."""
     inst = d.instance
-    status = str(inst.status)
     failed: dict[str, Any] = {
         "workflowId": str(inst.id),
         "workflowName": inst.definition_name,
         "correlationId": inst.correlation_id,
-        "status": _FAILURE_STATUS.get(status, status),
+        "status": told["failureStatus"],
         "input": original,
-        "output": {} if inst.output is None else inst.output,
-        "reasonForIncompletion": inst.reason,
+        "output": {} if output is None else output,
+        "reasonForIncompletion": told["reason"],
         "variables": inst.variables,
     }
-    if d.failed_task is not None:
-        failed["failedTaskId"] = failed_task_id(d)
+    if "failureTaskId" in told:
+        failed["failedTaskId"] = told["failureTaskId"]
     if inst.parent_instance_id is not None:
         failed["parentWorkflowId"] = str(inst.parent_instance_id)
+    if tasks is not None:
+        failed["tasks"] = tasks
     return failed
 
 
@@ -262,24 +274,25 @@ def failed_task_id(d: Decision) -> str:
 _FAILURE_STATUS = {"CANCELLED": "TERMINATED"}
 # The key of the failed instance's output naming its failure workflow, as Conductor's.
 FAILURE_WORKFLOW_KEY = "conductor.failure_workflow"
+# The event a failed instance leaves itself for its failure workflow's start.
+FAILURE_WORKFLOW_EVENT = "FAILURE_WORKFLOW"
 
 
-def start_failure_workflow(d: Decision, name: str) -> None:
-    """Start ``name`` (Conductor's ``failureWorkflow``) with the failed instance's correlation
-    id and, as its input, the failed instance's input (an object's keys, as Conductor's) and
-    over it: its id (``workflowId``, and Baton's ``instanceId``), ``reason``, ``failureStatus``
-    (as Conductor names it), ``failureTaskId`` (Conductor's id of the task whose failure failed
-    it, if one did: ``failed_task_id``; Baton's step execution id is ``failedStepExecutionId``),
-    ``failedWorkflow`` (the instance as it ended: see ``failed_workflow``) and ``input``; above
-    the workflow input's hard limit, without the input's keys and ``failedWorkflow``. Name it
-    in the failed instance's output (``conductor.failure_workflow``, as Conductor does; not in
-    an output stored in the payload bucket); an audit row says so, or that no such definition
-    exists."""
-    child = d.reader.child_plan(name, None, None)
-    if child is None:
+def schedule_failure_workflow(d: Decision, name: str) -> None:
+    """Have ``name`` (Conductor's ``failureWorkflow``) started for the instance ending in this
+    decision, once the decision has committed: an event the instance leaves itself
+    (``FAILURE_WORKFLOW``, delivered by the operation after its commit, the sweeper being the
+    backstop), so that the failure workflow is told of the instance's tasks as they ended
+    (:func:`start_failure_workflow`). What only this decision knows goes with it: the failure
+    workflow's id (named in the instance's output as ``conductor.failure_workflow``, as
+    Conductor does; not in an output stored in the payload bucket), the status and reason the
+    instance ended with and the task whose failure ended it. No definition of that name: an
+    audit row says so."""
+    if d.reader.child_plan(name, None, None) is None:
         d.changes.audit.append(AuditEvent("FAILURE_WORKFLOW_NOT_FOUND", None, {"name": name}))
         return
     inst = d.instance
+    fid = uuid.uuid4()
     told: dict[str, Any] = {
         "instanceId": str(inst.id),
         "workflowId": str(inst.id),
@@ -289,16 +302,64 @@ def start_failure_workflow(d: Decision, name: str) -> None:
     if d.failed_task is not None:
         told["failureTaskId"] = failed_task_id(d)
         told["failedStepExecutionId"] = str(d.failed_task)
+    d.changes.events.append(
+        NewEvent(
+            inst.id, FAILURE_WORKFLOW_EVENT, None, {"name": name, "id": str(fid), "told": told}
+        )
+    )
+    if inst.output is None or (isinstance(inst.output, dict) and not is_payload_ref(inst.output)):
+        inst.output = {**(inst.output or {}), FAILURE_WORKFLOW_KEY: str(fid)}
+
+
+def start_failure_workflow(
+    d: Decision, payload: dict[str, Any], output: Any, view: dict[str, Any] | None
+) -> None:
+    """Start the failure workflow a ``FAILURE_WORKFLOW`` event (its ``payload``) asks for, in a
+    decision on the instance that ended (``d``; ``output``: its output as it ended), with the
+    failed instance's correlation id and the id the event names. Its input: the failed
+    instance's input (an object's keys, as Conductor's) and over it its id (``workflowId``, and
+    Baton's ``instanceId``), ``reason``, ``failureStatus`` (as Conductor names it),
+    ``failureTaskId`` (Conductor's id of the task whose failure failed it, if one did:
+    ``failed_task_id``; Baton's step execution id is ``failedStepExecutionId``),
+    ``failedWorkflow`` (the instance as it ended, with ``tasks``: see ``failed_workflow``) and
+    ``input``. ``view``: Conductor's view of the failed instance (the engine's
+    ``failed_view``): its ``tasks``, and its ``reasonForIncompletion`` when it was written for
+    Conductor (then the ``reason`` told). Above the workflow input's hard limit, without the
+    tasks; above it still, without the input's keys and ``failedWorkflow``. An audit row says it
+    started, or that no such definition exists (any more)."""
+    name = str(payload["name"])
+    child = d.reader.child_plan(name, None, None)
+    if child is None:
+        d.changes.audit.append(AuditEvent("FAILURE_WORKFLOW_NOT_FOUND", None, {"name": name}))
+        return
+    inst = d.instance
+    told: dict[str, Any] = dict(payload["told"])
+    view = view or {}
+    if view.get("reasonForIncompletion") is not None:
+        told["reason"] = view["reasonForIncompletion"]
+    tasks: list[dict[str, Any]] | None = view.get("tasks")
+    if isinstance(output, dict) and FAILURE_WORKFLOW_KEY in output:
+        output = {k: v for k, v in output.items() if k != FAILURE_WORKFLOW_KEY} or None
     original = d.unref(inst.input)  # an input kept in the payload bucket, read back
     own = original if isinstance(original, dict) else {}
-    given = {**own, **told, "failedWorkflow": failed_workflow(d, original), "input": original}
-    try:
-        given = d.stored(given, "WORKFLOW_INPUT")
-    except OverLimit:
+    given: dict[str, Any] | None = None
+    for shown in (tasks, None) if tasks is not None else (None,):
+        whole = {**own, **told, "failedWorkflow": failed_workflow(d, original, output, told, shown)}
+        try:
+            given = d.stored({**whole, "input": original}, "WORKFLOW_INPUT")
+            break
+        except OverLimit:
+            continue
+    if given is None:
         given = {**told, "input": inst.input}
-    started = start_instance(d, child, given, parent_step=None, correlation_id=inst.correlation_id)
+    started = start_instance(
+        d,
+        child,
+        given,
+        parent_step=None,
+        correlation_id=inst.correlation_id,
+        instance_id=uuid.UUID(str(payload["id"])),
+    )
     d.changes.audit.append(
         AuditEvent("FAILURE_WORKFLOW_STARTED", None, {"name": name, "instanceId": str(started)})
     )
-    if inst.output is None or (isinstance(inst.output, dict) and not is_payload_ref(inst.output)):
-        inst.output = {**(inst.output or {}), FAILURE_WORKFLOW_KEY: str(started)}
