@@ -82,6 +82,8 @@ class WorkflowDefinition(Model):
     # Started with {instanceId, reason, input} when an instance of this definition fails.
     # A name, or one ${…} expression over the failed instance (resolved when it fails).
     failure_workflow: Annotated[str, Field(pattern=NAME_OR_EXPRESSION_PATTERN)] | None = None
+    # The version of it started (Conductor's failureWorkflowVersion; None: its latest).
+    failure_workflow_version: Annotated[int, Field(ge=1, le=INT32_MAX)] | None = None
     # For triggered instances: entries added to the input, ``{{title}}``-style placeholders
     # filled from the trigger's variables.
     input_template: dict[str, Any] | None = None

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from conductor.client.http.models.start_workflow_request import StartWorkflowRequest
 from conductor.client.orkes_clients import OrkesClients
@@ -172,3 +173,37 @@ def test_the_saga_cookbook_undoes_what_the_failed_workflow_completed(
     assert [s for _, s, _ in shown] == ["COMPLETED", "COMPLETED", "FAILED", "FAILED"]
     charged = next(t for t in told["tasks"] if t["referenceTaskName"] == "charge_payment")
     assert charged["outputData"]["response"]["statusCode"] == 200
+
+
+def test_a_failure_workflow_version_starts_that_version(
+    clients: OrkesClients, api: httpx.Client
+) -> None:
+    """``failureWorkflowVersion`` starts that version of the failure workflow, not its latest
+    (Conductor's ``terminateWorkflow``). Registered as JSON: conductor-python's WorkflowDef has
+    no such field."""
+    undo, older, newer, broken = (f"fv_{k}_{uuid.uuid4().hex[:6]}" for k in "uonb")
+    for version, task_type in ((1, older), (2, newer)):
+        body = {"name": undo, "version": version, "tasks": [_simple("undo", task_type)]}
+        assert api.post("/metadata/workflow", json=body).status_code in (200, 204)
+    main = f"fv_main_{uuid.uuid4().hex[:6]}"
+    sent = {
+        "name": main,
+        "version": 1,
+        "tasks": [_simple("broken", broken, retryCount=0)],
+        "failureWorkflow": undo,
+        "failureWorkflowVersion": 1,
+    }
+    assert api.post("/metadata/workflow", json=sent).status_code in (200, 204)
+    assert api.get(f"/metadata/workflow/{main}").json()["failureWorkflowVersion"] == 1
+    wid = str(clients.get_workflow_client().start_workflow_by_name(main, {"orderId": "o-2"}))
+    _done(clients, _poll(clients, broken), status="FAILED_WITH_TERMINAL_ERROR")
+    failed = _until_status(clients, wid, "FAILED")
+    task = _poll(clients, older)
+    assert task.workflow_instance_id == failed.output["conductor.failure_workflow"]
+    started = clients.get_workflow_client().get_workflow(task.workflow_instance_id, False)
+    assert (started.workflow_name, started.workflow_version) == (undo, 1)
+    for bad in (0, -1, "x", 2**31):
+        hostile = {**sent, "name": f"{main}_bad", "failureWorkflowVersion": bad}
+        refused = api.post("/metadata/workflow", json=hostile)
+        assert refused.status_code == 400, (bad, refused.text)
+        assert "failureWorkflowVersion" in refused.text

@@ -749,6 +749,31 @@ def test_a_failure_workflow_is_told_of_the_failed_instance_as_it_ended(engine: E
     assert seen == [None]  # registered on /v1: no Conductor definition
 
 
+def test_a_failure_workflow_version_starts_that_version(engine: Engine) -> None:
+    engine.register_definition({"name": "cleanup", "steps": [task("old_undo")]})
+    engine.register_definition({"name": "cleanup", "steps": [task("new_undo")]})
+    engine.register_definition(
+        {
+            "name": "risky",
+            "failureWorkflow": "cleanup",
+            "failureWorkflowVersion": 1,
+            "steps": [task("risky")],
+        }
+    )
+    inst, _ = engine.start_instance(definition_name="risky", input={})
+    drain(engine, {"risky": _declined})
+    (undo,) = engine.poll("w", ["old_undo", "new_undo"], 2)
+    assert undo["jobType"] == "old_undo"
+    started = [
+        a for a in engine.audit_trail(inst["id"]) if a["event"] == "FAILURE_WORKFLOW_STARTED"
+    ]
+    assert started[0]["detail"] == {
+        "name": "cleanup",
+        "version": 1,
+        "instanceId": undo["instanceId"],
+    }
+
+
 def test_a_failure_workflow_cut_off_after_the_failure_is_started_by_the_sweeper(
     engine: Engine,
 ) -> None:

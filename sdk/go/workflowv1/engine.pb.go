@@ -955,8 +955,11 @@ type Definition struct {
 	// Seconds after its end that an instance is archived to S3 (overrides BATON_RETENTION_SECONDS;
 	// 0: never)
 	RetentionSeconds *int32 `protobuf:"varint,12,opt,name=retention_seconds,json=retentionSeconds,proto3,oneof" json:"retention_seconds,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The version of failure_workflow started (Conductor's failureWorkflowVersion; unset: its
+	// latest)
+	FailureWorkflowVersion *int32 `protobuf:"varint,13,opt,name=failure_workflow_version,json=failureWorkflowVersion,proto3,oneof" json:"failure_workflow_version,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *Definition) Reset() {
@@ -1069,6 +1072,13 @@ func (x *Definition) GetFailureWorkflow() string {
 func (x *Definition) GetRetentionSeconds() int32 {
 	if x != nil && x.RetentionSeconds != nil {
 		return *x.RetentionSeconds
+	}
+	return 0
+}
+
+func (x *Definition) GetFailureWorkflowVersion() int32 {
+	if x != nil && x.FailureWorkflowVersion != nil {
+		return *x.FailureWorkflowVersion
 	}
 	return 0
 }
@@ -7574,7 +7584,7 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\vmax_retries\x18\x05 \x01(\x05R\n" +
 	"maxRetries\x12'\n" +
 	"\x0fmax_concurrency\x18\x06 \x01(\x05R\x0emaxConcurrency\x12\x18\n" +
-	"\aenabled\x18\a \x01(\bR\aenabled\"\xce\x04\n" +
+	"\aenabled\x18\a \x01(\bR\aenabled\"\xaa\x05\n" +
 	"\n" +
 	"Definition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
@@ -7590,10 +7600,12 @@ const file_workflow_v1_engine_proto_rawDesc = "" +
 	"\x0einput_template\x18\n" +
 	" \x01(\v2\x17.google.protobuf.StructR\rinputTemplate\x12)\n" +
 	"\x10failure_workflow\x18\v \x01(\tR\x0ffailureWorkflow\x120\n" +
-	"\x11retention_seconds\x18\f \x01(\x05H\x01R\x10retentionSeconds\x88\x01\x01B\n" +
+	"\x11retention_seconds\x18\f \x01(\x05H\x01R\x10retentionSeconds\x88\x01\x01\x12=\n" +
+	"\x18failure_workflow_version\x18\r \x01(\x05H\x02R\x16failureWorkflowVersion\x88\x01\x01B\n" +
 	"\n" +
 	"\b_versionB\x14\n" +
-	"\x12_retention_seconds\"M\n" +
+	"\x12_retention_secondsB\x1b\n" +
+	"\x19_failure_workflow_version\"M\n" +
 	"\x16ListDefinitionsRequest\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x1d\n" +
 	"\n" +

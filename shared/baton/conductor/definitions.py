@@ -160,6 +160,9 @@ def to_baton_workflow(raw: Any) -> dict[str, Any]:
         out["failureWorkflow"] = params_in(
             _failure_workflow(raw["failureWorkflow"]), "failureWorkflow"
         )
+        version = raw.get("failureWorkflowVersion")
+        if version is not None:
+            out["failureWorkflowVersion"] = version  # (an int ≥ 1: the model refuses others)
     return _unknown_to_null(_task_ids(_alias_joins(out)))
 
 

@@ -483,7 +483,7 @@ class DecisionFlow(DecisionState):
             # A ${…} name is resolved over the failed instance; nothing (null, "") starts none.
             name = self.resolve(failure, "output", "")
             if isinstance(name, str) and name:
-                schedule_failure_workflow(self, name)
+                schedule_failure_workflow(self, name, self.plan.definition.failure_workflow_version)
             elif name is not None and name != "":
                 self.changes.audit.append(
                     AuditEvent("FAILURE_WORKFLOW_NOT_FOUND", None, {"name": str(name)})

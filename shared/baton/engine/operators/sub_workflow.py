@@ -278,18 +278,21 @@ FAILURE_WORKFLOW_KEY = "conductor.failure_workflow"
 FAILURE_WORKFLOW_EVENT = "FAILURE_WORKFLOW"
 
 
-def schedule_failure_workflow(d: Decision, name: str) -> None:
-    """Have ``name`` (Conductor's ``failureWorkflow``) started for the instance ending in this
+def schedule_failure_workflow(d: Decision, name: str, version: int | None = None) -> None:
+    """Have ``name`` (Conductor's ``failureWorkflow``; ``version``, its
+    ``failureWorkflowVersion``: None for the latest) started for the instance ending in this
     decision, once the decision has committed: an event the instance leaves itself
     (``FAILURE_WORKFLOW``, delivered by the operation after its commit, the sweeper being the
     backstop), so that the failure workflow is told of the instance's tasks as they ended
     (:func:`start_failure_workflow`). What only this decision knows goes with it: the failure
     workflow's id (named in the instance's output as ``conductor.failure_workflow``, as
     Conductor does; not in an output stored in the payload bucket), the status and reason the
-    instance ended with and the task whose failure ended it. No definition of that name: an
-    audit row says so."""
-    if d.reader.child_plan(name, None, None) is None:
-        d.changes.audit.append(AuditEvent("FAILURE_WORKFLOW_NOT_FOUND", None, {"name": name}))
+    instance ended with and the task whose failure ended it. No definition of that name (and
+    version): an audit row says so."""
+    if d.reader.child_plan(name, version, None) is None:
+        d.changes.audit.append(
+            AuditEvent("FAILURE_WORKFLOW_NOT_FOUND", None, _named(name, version))
+        )
         return
     inst = d.instance
     fid = uuid.uuid4()
@@ -304,7 +307,10 @@ def schedule_failure_workflow(d: Decision, name: str) -> None:
         told["failedStepExecutionId"] = str(d.failed_task)
     d.changes.events.append(
         NewEvent(
-            inst.id, FAILURE_WORKFLOW_EVENT, None, {"name": name, "id": str(fid), "told": told}
+            inst.id,
+            FAILURE_WORKFLOW_EVENT,
+            None,
+            {**_named(name, version), "id": str(fid), "told": told},
         )
     )
     if inst.output is None or (isinstance(inst.output, dict) and not is_payload_ref(inst.output)):
@@ -327,10 +333,12 @@ def start_failure_workflow(
     Conductor (then the ``reason`` told). Above the workflow input's hard limit, without the
     tasks; above it still, without the input's keys and ``failedWorkflow``. An audit row says it
     started, or that no such definition exists (any more)."""
-    name = str(payload["name"])
-    child = d.reader.child_plan(name, None, None)
+    name, version = str(payload["name"]), payload.get("version")
+    child = d.reader.child_plan(name, version, None)
     if child is None:
-        d.changes.audit.append(AuditEvent("FAILURE_WORKFLOW_NOT_FOUND", None, {"name": name}))
+        d.changes.audit.append(
+            AuditEvent("FAILURE_WORKFLOW_NOT_FOUND", None, _named(name, version))
+        )
         return
     inst = d.instance
     told: dict[str, Any] = dict(payload["told"])
@@ -361,5 +369,14 @@ def start_failure_workflow(
         instance_id=uuid.UUID(str(payload["id"])),
     )
     d.changes.audit.append(
-        AuditEvent("FAILURE_WORKFLOW_STARTED", None, {"name": name, "instanceId": str(started)})
+        AuditEvent(
+            "FAILURE_WORKFLOW_STARTED",
+            None,
+            {**_named(name, version), "instanceId": str(started)},
+        )
     )
+
+
+def _named(name: str, version: int | None) -> dict[str, Any]:
+    """A failure workflow's name, and its version when one is asked for."""
+    return {"name": name} if version is None else {"name": name, "version": version}

@@ -454,6 +454,35 @@ private static final long serialVersionUID = 0L;
     return retentionSeconds_;
   }
 
+  public static final int FAILURE_WORKFLOW_VERSION_FIELD_NUMBER = 13;
+  private int failureWorkflowVersion_ = 0;
+  /**
+   * <pre>
+   * The version of failure_workflow started (Conductor's failureWorkflowVersion; unset: its
+   * latest)
+   * </pre>
+   *
+   * <code>optional int32 failure_workflow_version = 13;</code>
+   * @return Whether the failureWorkflowVersion field is set.
+   */
+  @java.lang.Override
+  public boolean hasFailureWorkflowVersion() {
+    return ((bitField0_ & 0x00000040) != 0);
+  }
+  /**
+   * <pre>
+   * The version of failure_workflow started (Conductor's failureWorkflowVersion; unset: its
+   * latest)
+   * </pre>
+   *
+   * <code>optional int32 failure_workflow_version = 13;</code>
+   * @return The failureWorkflowVersion.
+   */
+  @java.lang.Override
+  public int getFailureWorkflowVersion() {
+    return failureWorkflowVersion_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -503,6 +532,9 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000020) != 0)) {
       output.writeInt32(12, retentionSeconds_);
+    }
+    if (((bitField0_ & 0x00000040) != 0)) {
+      output.writeInt32(13, failureWorkflowVersion_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -556,6 +588,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000020) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(12, retentionSeconds_);
+    }
+    if (((bitField0_ & 0x00000040) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(13, failureWorkflowVersion_);
     }
     return size;
   }
@@ -623,6 +659,11 @@ private static final long serialVersionUID = 0L;
       if (getRetentionSeconds()
           != other.getRetentionSeconds()) return false;
     }
+    if (hasFailureWorkflowVersion() != other.hasFailureWorkflowVersion()) return false;
+    if (hasFailureWorkflowVersion()) {
+      if (getFailureWorkflowVersion()
+          != other.getFailureWorkflowVersion()) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -671,6 +712,10 @@ private static final long serialVersionUID = 0L;
     if (hasRetentionSeconds()) {
       hash = (37 * hash) + RETENTION_SECONDS_FIELD_NUMBER;
       hash = (53 * hash) + getRetentionSeconds();
+    }
+    if (hasFailureWorkflowVersion()) {
+      hash = (37 * hash) + FAILURE_WORKFLOW_VERSION_FIELD_NUMBER;
+      hash = (53 * hash) + getFailureWorkflowVersion();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -847,6 +892,7 @@ private static final long serialVersionUID = 0L;
       }
       failureWorkflow_ = "";
       retentionSeconds_ = 0;
+      failureWorkflowVersion_ = 0;
       return this;
     }
 
@@ -941,6 +987,10 @@ private static final long serialVersionUID = 0L;
         result.retentionSeconds_ = retentionSeconds_;
         to_bitField0_ |= 0x00000020;
       }
+      if (((from_bitField0_ & 0x00001000) != 0)) {
+        result.failureWorkflowVersion_ = failureWorkflowVersion_;
+        to_bitField0_ |= 0x00000040;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1022,6 +1072,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasRetentionSeconds()) {
         setRetentionSeconds(other.getRetentionSeconds());
+      }
+      if (other.hasFailureWorkflowVersion()) {
+        setFailureWorkflowVersion(other.getFailureWorkflowVersion());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1123,6 +1176,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000800;
               break;
             } // case 96
+            case 104: {
+              failureWorkflowVersion_ = input.readInt32();
+              bitField0_ |= 0x00001000;
+              break;
+            } // case 104
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2378,6 +2436,66 @@ private static final long serialVersionUID = 0L;
     public Builder clearRetentionSeconds() {
       bitField0_ = (bitField0_ & ~0x00000800);
       retentionSeconds_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int failureWorkflowVersion_ ;
+    /**
+     * <pre>
+     * The version of failure_workflow started (Conductor's failureWorkflowVersion; unset: its
+     * latest)
+     * </pre>
+     *
+     * <code>optional int32 failure_workflow_version = 13;</code>
+     * @return Whether the failureWorkflowVersion field is set.
+     */
+    @java.lang.Override
+    public boolean hasFailureWorkflowVersion() {
+      return ((bitField0_ & 0x00001000) != 0);
+    }
+    /**
+     * <pre>
+     * The version of failure_workflow started (Conductor's failureWorkflowVersion; unset: its
+     * latest)
+     * </pre>
+     *
+     * <code>optional int32 failure_workflow_version = 13;</code>
+     * @return The failureWorkflowVersion.
+     */
+    @java.lang.Override
+    public int getFailureWorkflowVersion() {
+      return failureWorkflowVersion_;
+    }
+    /**
+     * <pre>
+     * The version of failure_workflow started (Conductor's failureWorkflowVersion; unset: its
+     * latest)
+     * </pre>
+     *
+     * <code>optional int32 failure_workflow_version = 13;</code>
+     * @param value The failureWorkflowVersion to set.
+     * @return This builder for chaining.
+     */
+    public Builder setFailureWorkflowVersion(int value) {
+
+      failureWorkflowVersion_ = value;
+      bitField0_ |= 0x00001000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The version of failure_workflow started (Conductor's failureWorkflowVersion; unset: its
+     * latest)
+     * </pre>
+     *
+     * <code>optional int32 failure_workflow_version = 13;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearFailureWorkflowVersion() {
+      bitField0_ = (bitField0_ & ~0x00001000);
+      failureWorkflowVersion_ = 0;
       onChanged();
       return this;
     }

@@ -219,4 +219,25 @@ public interface DefinitionOrBuilder extends
    * @return The retentionSeconds.
    */
   int getRetentionSeconds();
+
+  /**
+   * <pre>
+   * The version of failure_workflow started (Conductor's failureWorkflowVersion; unset: its
+   * latest)
+   * </pre>
+   *
+   * <code>optional int32 failure_workflow_version = 13;</code>
+   * @return Whether the failureWorkflowVersion field is set.
+   */
+  boolean hasFailureWorkflowVersion();
+  /**
+   * <pre>
+   * The version of failure_workflow started (Conductor's failureWorkflowVersion; unset: its
+   * latest)
+   * </pre>
+   *
+   * <code>optional int32 failure_workflow_version = 13;</code>
+   * @return The failureWorkflowVersion.
+   */
+  int getFailureWorkflowVersion();
 }

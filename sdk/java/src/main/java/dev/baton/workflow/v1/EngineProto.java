@@ -615,7 +615,7 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       "\n\nqueue_name\030\002 \001(\t\022\032\n\022poll_interval_secs" +
       "\030\003 \001(\005\022\037\n\027visibility_timeout_secs\030\004 \001(\005\022" +
       "\023\n\013max_retries\030\005 \001(\005\022\027\n\017max_concurrency\030" +
-      "\006 \001(\005\022\017\n\007enabled\030\007 \001(\010\"\264\003\n\nDefinition\022\014\n" +
+      "\006 \001(\005\022\017\n\007enabled\030\007 \001(\010\"\370\003\n\nDefinition\022\014\n" +
       "\004name\030\001 \001(\t\022\024\n\007version\030\002 \001(\005H\000\210\001\001\022\023\n\013des" +
       "cription\030\003 \001(\t\022 \n\005steps\030\004 \003(\0132\021.workflow" +
       ".v1.Step\0221\n\021output_parameters\030\005 \001(\0132\026.go" +
@@ -625,404 +625,406 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
       "trigger\030\t \001(\0132\031.workflow.v1.QueueTrigger" +
       "\022/\n\016input_template\030\n \001(\0132\027.google.protob" +
       "uf.Struct\022\030\n\020failure_workflow\030\013 \001(\t\022\036\n\021r" +
-      "etention_seconds\030\014 \001(\005H\001\210\001\001B\n\n\010_versionB" +
-      "\024\n\022_retention_seconds\";\n\026ListDefinitions" +
-      "Request\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_token\030\002 \001" +
-      "(\t\"W\n\016DefinitionPage\022,\n\013definitions\030\001 \003(" +
-      "\0132\027.workflow.v1.Definition\022\027\n\017next_page_" +
-      "token\030\002 \001(\t\"F\n\024GetDefinitionRequest\022\014\n\004n" +
-      "ame\030\001 \001(\t\022\024\n\007version\030\002 \001(\005H\000\210\001\001B\n\n\010_vers" +
-      "ion\"I\n\021PutTaskDefRequest\022\014\n\004name\030\001 \001(\t\022&" +
-      "\n\010task_def\030\002 \001(\0132\024.workflow.v1.TaskDef\"!" +
-      "\n\021GetTaskDefRequest\022\014\n\004name\030\001 \001(\t\"$\n\024Del" +
-      "eteTaskDefRequest\022\014\n\004name\030\001 \001(\t\"8\n\023ListT" +
-      "askDefsRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_to" +
-      "ken\030\002 \001(\t\"O\n\013TaskDefPage\022\'\n\ttask_defs\030\001 " +
-      "\003(\0132\024.workflow.v1.TaskDef\022\027\n\017next_page_t" +
-      "oken\030\002 \001(\t\"\211\002\n\024StartInstanceRequest\022\027\n\017d" +
-      "efinition_name\030\001 \001(\t\022\037\n\022definition_versi" +
-      "on\030\002 \001(\005H\000\210\001\001\022+\n\ndefinition\030\003 \001(\0132\027.work" +
-      "flow.v1.Definition\022&\n\005input\030\004 \001(\0132\027.goog" +
-      "le.protobuf.Struct\022\026\n\016correlation_id\030\005 \001" +
-      "(\t\022\027\n\017idempotency_key\030\006 \001(\t\022\032\n\022input_pay" +
-      "load_path\030\007 \001(\tB\025\n\023_definition_version\"M" +
-      "\n\025StartInstancesRequest\0224\n\tinstances\030\001 \003" +
-      "(\0132!.workflow.v1.StartInstanceRequest\"\215\001" +
-      "\n\014StartOutcome\022\r\n\005index\030\001 \001(\005\022\017\n\007outcome" +
-      "\030\002 \001(\t\022\'\n\010instance\030\003 \001(\0132\025.workflow.v1.I" +
-      "nstance\022\r\n\005error\030\004 \001(\t\022%\n\007problem\030\005 \001(\0132" +
-      "\024.workflow.v1.Problem\"D\n\026StartInstancesR" +
-      "esponse\022*\n\007results\030\001 \003(\0132\031.workflow.v1.S" +
-      "tartOutcome\"\374\004\n\rStepExecution\022\n\n\002id\030\001 \001(" +
-      "\t\022\017\n\007step_id\030\002 \001(\t\022\014\n\004type\030\003 \001(\t\022\016\n\006stat" +
-      "us\030\004 \001(\t\022\017\n\007attempt\030\005 \001(\005\022%\n\005input\030\006 \001(\013" +
-      "2\026.google.protobuf.Value\022&\n\006output\030\007 \001(\013" +
-      "2\026.google.protobuf.Value\022\r\n\005error\030\010 \001(\t\022" +
-      "\016\n\006job_id\030\t \001(\t\022\020\n\010job_type\030\n \001(\t\022\021\n\twor" +
-      "ker_id\030\013 \001(\t\022.\n\ncreated_at\030\014 \001(\0132\032.googl" +
-      "e.protobuf.Timestamp\022.\n\nstarted_at\030\r \001(\013" +
-      "2\032.google.protobuf.Timestamp\0220\n\014complete" +
-      "d_at\030\016 \001(\0132\032.google.protobuf.Timestamp\022 " +
-      "\n\030parent_step_execution_id\030\017 \001(\t\022\023\n\006bran" +
-      "ch\030\020 \001(\005H\000\210\001\001\022\027\n\nitem_index\030\021 \001(\005H\001\210\001\001\022\026" +
-      "\n\titeration\030\022 \001(\005H\002\210\001\001\022+\n\007wake_at\030\023 \001(\0132" +
-      "\032.google.protobuf.Timestamp\022\031\n\021child_ins" +
-      "tance_id\030\024 \001(\t\022\025\n\010attempts\030\025 \001(\005H\003\210\001\001B\t\n" +
-      "\007_branchB\r\n\013_item_indexB\014\n\n_iterationB\013\n" +
-      "\t_attempts\"\204\006\n\010Instance\022\n\n\002id\030\001 \001(\t\022\027\n\017d" +
-      "efinition_name\030\002 \001(\t\022\037\n\022definition_versi" +
-      "on\030\003 \001(\005H\000\210\001\001\022\016\n\006status\030\004 \001(\t\022&\n\005input\030\005" +
-      " \001(\0132\027.google.protobuf.Struct\022*\n\tvariabl" +
-      "es\030\006 \001(\0132\027.google.protobuf.Struct\022&\n\006out" +
-      "put\030\007 \001(\0132\026.google.protobuf.Value\022\016\n\006rea" +
-      "son\030\010 \001(\t\022\017\n\007version\030\t \001(\003\022\026\n\016correlatio" +
-      "n_id\030\n \001(\t\022\027\n\017idempotency_key\030\013 \001(\t\022\032\n\022p" +
-      "arent_instance_id\030\014 \001(\t\022.\n\ncreated_at\030\r " +
+      "etention_seconds\030\014 \001(\005H\001\210\001\001\022%\n\030failure_w" +
+      "orkflow_version\030\r \001(\005H\002\210\001\001B\n\n\010_versionB\024" +
+      "\n\022_retention_secondsB\033\n\031_failure_workflo" +
+      "w_version\";\n\026ListDefinitionsRequest\022\r\n\005l" +
+      "imit\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"W\n\016Defini" +
+      "tionPage\022,\n\013definitions\030\001 \003(\0132\027.workflow" +
+      ".v1.Definition\022\027\n\017next_page_token\030\002 \001(\t\"" +
+      "F\n\024GetDefinitionRequest\022\014\n\004name\030\001 \001(\t\022\024\n" +
+      "\007version\030\002 \001(\005H\000\210\001\001B\n\n\010_version\"I\n\021PutTa" +
+      "skDefRequest\022\014\n\004name\030\001 \001(\t\022&\n\010task_def\030\002" +
+      " \001(\0132\024.workflow.v1.TaskDef\"!\n\021GetTaskDef" +
+      "Request\022\014\n\004name\030\001 \001(\t\"$\n\024DeleteTaskDefRe" +
+      "quest\022\014\n\004name\030\001 \001(\t\"8\n\023ListTaskDefsReque" +
+      "st\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"O\n" +
+      "\013TaskDefPage\022\'\n\ttask_defs\030\001 \003(\0132\024.workfl" +
+      "ow.v1.TaskDef\022\027\n\017next_page_token\030\002 \001(\t\"\211" +
+      "\002\n\024StartInstanceRequest\022\027\n\017definition_na" +
+      "me\030\001 \001(\t\022\037\n\022definition_version\030\002 \001(\005H\000\210\001" +
+      "\001\022+\n\ndefinition\030\003 \001(\0132\027.workflow.v1.Defi" +
+      "nition\022&\n\005input\030\004 \001(\0132\027.google.protobuf." +
+      "Struct\022\026\n\016correlation_id\030\005 \001(\t\022\027\n\017idempo" +
+      "tency_key\030\006 \001(\t\022\032\n\022input_payload_path\030\007 " +
+      "\001(\tB\025\n\023_definition_version\"M\n\025StartInsta" +
+      "ncesRequest\0224\n\tinstances\030\001 \003(\0132!.workflo" +
+      "w.v1.StartInstanceRequest\"\215\001\n\014StartOutco" +
+      "me\022\r\n\005index\030\001 \001(\005\022\017\n\007outcome\030\002 \001(\t\022\'\n\010in" +
+      "stance\030\003 \001(\0132\025.workflow.v1.Instance\022\r\n\005e" +
+      "rror\030\004 \001(\t\022%\n\007problem\030\005 \001(\0132\024.workflow.v" +
+      "1.Problem\"D\n\026StartInstancesResponse\022*\n\007r" +
+      "esults\030\001 \003(\0132\031.workflow.v1.StartOutcome\"" +
+      "\374\004\n\rStepExecution\022\n\n\002id\030\001 \001(\t\022\017\n\007step_id" +
+      "\030\002 \001(\t\022\014\n\004type\030\003 \001(\t\022\016\n\006status\030\004 \001(\t\022\017\n\007" +
+      "attempt\030\005 \001(\005\022%\n\005input\030\006 \001(\0132\026.google.pr" +
+      "otobuf.Value\022&\n\006output\030\007 \001(\0132\026.google.pr" +
+      "otobuf.Value\022\r\n\005error\030\010 \001(\t\022\016\n\006job_id\030\t " +
+      "\001(\t\022\020\n\010job_type\030\n \001(\t\022\021\n\tworker_id\030\013 \001(\t" +
+      "\022.\n\ncreated_at\030\014 \001(\0132\032.google.protobuf.T" +
+      "imestamp\022.\n\nstarted_at\030\r \001(\0132\032.google.pr" +
+      "otobuf.Timestamp\0220\n\014completed_at\030\016 \001(\0132\032" +
+      ".google.protobuf.Timestamp\022 \n\030parent_ste" +
+      "p_execution_id\030\017 \001(\t\022\023\n\006branch\030\020 \001(\005H\000\210\001" +
+      "\001\022\027\n\nitem_index\030\021 \001(\005H\001\210\001\001\022\026\n\titeration\030" +
+      "\022 \001(\005H\002\210\001\001\022+\n\007wake_at\030\023 \001(\0132\032.google.pro" +
+      "tobuf.Timestamp\022\031\n\021child_instance_id\030\024 \001" +
+      "(\t\022\025\n\010attempts\030\025 \001(\005H\003\210\001\001B\t\n\007_branchB\r\n\013" +
+      "_item_indexB\014\n\n_iterationB\013\n\t_attempts\"\204" +
+      "\006\n\010Instance\022\n\n\002id\030\001 \001(\t\022\027\n\017definition_na" +
+      "me\030\002 \001(\t\022\037\n\022definition_version\030\003 \001(\005H\000\210\001" +
+      "\001\022\016\n\006status\030\004 \001(\t\022&\n\005input\030\005 \001(\0132\027.googl" +
+      "e.protobuf.Struct\022*\n\tvariables\030\006 \001(\0132\027.g" +
+      "oogle.protobuf.Struct\022&\n\006output\030\007 \001(\0132\026." +
+      "google.protobuf.Value\022\016\n\006reason\030\010 \001(\t\022\017\n" +
+      "\007version\030\t \001(\003\022\026\n\016correlation_id\030\n \001(\t\022\027" +
+      "\n\017idempotency_key\030\013 \001(\t\022\032\n\022parent_instan" +
+      "ce_id\030\014 \001(\t\022.\n\ncreated_at\030\r \001(\0132\032.google" +
+      ".protobuf.Timestamp\022.\n\nupdated_at\030\016 \001(\0132" +
+      "\032.google.protobuf.Timestamp\0220\n\014completed" +
+      "_at\030\017 \001(\0132\032.google.protobuf.Timestamp\022.\n" +
+      "\ntimeout_at\030\020 \001(\0132\032.google.protobuf.Time" +
+      "stamp\022)\n\005steps\030\021 \003(\0132\032.workflow.v1.StepE" +
+      "xecution\022 \n\030parent_step_execution_id\030\022 \001" +
+      "(\t\022\013\n\003run\030\023 \001(\005\022\034\n\017steps_truncated\030\024 \001(\010" +
+      "H\001\210\001\001\022\025\n\010archived\030\025 \001(\010H\002\210\001\001\022/\n\013archived" +
+      "_at\030\026 \001(\0132\032.google.protobuf.TimestampB\025\n" +
+      "\023_definition_versionB\022\n\020_steps_truncated" +
+      "B\013\n\t_archived\"N\n\022GetInstanceRequest\022\n\n\002i" +
+      "d\030\001 \001(\t\022\032\n\rinclude_steps\030\002 \001(\010H\000\210\001\001B\020\n\016_" +
+      "include_steps\"A\n\020ListStepsRequest\022\n\n\002id\030" +
+      "\001 \001(\t\022\r\n\005limit\030\002 \001(\005\022\022\n\npage_token\030\003 \001(\t" +
+      "\"{\n\021StepExecutionPage\022)\n\005steps\030\001 \003(\0132\032.w" +
+      "orkflow.v1.StepExecution\022\027\n\017next_page_to" +
+      "ken\030\002 \001(\t\022\025\n\010archived\030\003 \001(\010H\000\210\001\001B\013\n\t_arc" +
+      "hived\"B\n\021GetHistoryRequest\022\n\n\002id\030\001 \001(\t\022\r" +
+      "\n\005limit\030\002 \001(\005\022\022\n\npage_token\030\003 \001(\t\"\374\001\n\014Hi" +
+      "storyEvent\022\013\n\003seq\030\001 \001(\003\022&\n\002at\030\002 \001(\0132\032.go" +
+      "ogle.protobuf.Timestamp\022\014\n\004type\030\003 \001(\t\022\017\n" +
+      "\007step_id\030\004 \001(\t\022\031\n\021step_execution_id\030\005 \001(" +
+      "\t\022\016\n\006job_id\030\006 \001(\t\022\024\n\007attempt\030\007 \001(\005H\000\210\001\001\022" +
+      "\021\n\tworker_id\030\010 \001(\t\022\017\n\007message\030\t \001(\t\022\'\n\006d" +
+      "etail\030\n \001(\0132\027.google.protobuf.StructB\n\n\010" +
+      "_attempt\"u\n\013HistoryPage\022)\n\006events\030\001 \003(\0132" +
+      "\031.workflow.v1.HistoryEvent\022\027\n\017next_page_" +
+      "token\030\002 \001(\t\022\025\n\010archived\030\003 \001(\010H\000\210\001\001B\013\n\t_a" +
+      "rchived\"\331\002\n\026SearchInstancesRequest\022\016\n\006st" +
+      "atus\030\001 \001(\t\022\027\n\017definition_name\030\002 \001(\t\022\026\n\016c" +
+      "orrelation_id\030\003 \001(\t\022\r\n\005limit\030\004 \001(\005\022\022\n\npa" +
+      "ge_token\030\005 \001(\t\0221\n\rcreated_after\030\006 \001(\0132\032." +
+      "google.protobuf.Timestamp\0222\n\016created_bef" +
+      "ore\030\007 \001(\0132\032.google.protobuf.Timestamp\022\025\n" +
+      "\010archived\030\010 \001(\010H\000\210\001\001\022(\n\004from\030\t \001(\0132\032.goo" +
+      "gle.protobuf.Timestamp\022&\n\002to\030\n \001(\0132\032.goo" +
+      "gle.protobuf.TimestampB\013\n\t_archived\"Q\n\014I" +
+      "nstancePage\022(\n\tinstances\030\001 \003(\0132\025.workflo" +
+      "w.v1.Instance\022\027\n\017next_page_token\030\002 \001(\t\"3" +
+      "\n\025CancelInstanceRequest\022\n\n\002id\030\001 \001(\t\022\016\n\006r" +
+      "eason\030\002 \001(\t\"\204\001\n\027CompleteUserTaskRequest\022" +
+      "\n\n\002id\030\001 \001(\t\022\017\n\007step_id\030\002 \001(\t\0221\n\020variable" +
+      "s_to_set\030\003 \001(\0132\027.google.protobuf.Struct\022" +
+      "\031\n\021step_execution_id\030\004 \001(\t\"p\n\rSignalRequ" +
+      "est\022\n\n\002id\030\001 \001(\t\022\017\n\007step_id\030\002 \001(\t\022\'\n\007payl" +
+      "oad\030\003 \001(\0132\026.google.protobuf.Value\022\031\n\021ste" +
+      "p_execution_id\030\004 \001(\t\"&\n\030InstanceOperatio" +
+      "nRequest\022\n\n\002id\030\001 \001(\t\"C\n\026RestartInstanceR" +
+      "equest\022\n\n\002id\030\001 \001(\t\022\035\n\025use_latest_definit" +
+      "ion\030\002 \001(\010\"\300\001\n\024RerunInstanceRequest\022\n\n\002id" +
+      "\030\001 \001(\t\022\036\n\026from_step_execution_id\030\002 \001(\t\022&" +
+      "\n\005input\030\003 \001(\0132\027.google.protobuf.Struct\022+" +
+      "\n\nstep_input\030\004 \001(\0132\027.google.protobuf.Str" +
+      "uct\022\026\n\016correlation_id\030\005 \001(\t\022\017\n\007at_join\030\006" +
+      " \001(\010\"_\n\017PollJobsRequest\022\021\n\tworker_id\030\001 \001" +
+      "(\t\022\021\n\tjob_types\030\002 \003(\t\022\020\n\010max_jobs\030\003 \001(\005\022" +
+      "\024\n\014wait_seconds\030\004 \001(\001\"\244\002\n\003Job\022\n\n\002id\030\001 \001(" +
+      "\t\022\023\n\013instance_id\030\002 \001(\t\022\017\n\007step_id\030\003 \001(\t\022" +
+      "\031\n\021step_execution_id\030\004 \001(\t\022\020\n\010job_type\030\005" +
+      " \001(\t\022\017\n\007attempt\030\006 \001(\005\022\031\n\021retries_remaini" +
+      "ng\030\007 \001(\005\0223\n\017lock_expires_at\030\010 \001(\0132\032.goog" +
+      "le.protobuf.Timestamp\022%\n\005input\030\t \001(\0132\026.g" +
+      "oogle.protobuf.Value\022\032\n\022input_payload_pa" +
+      "th\030\n \001(\t\022\032\n\022input_download_url\030\013 \001(\t\"2\n\020" +
+      "PollJobsResponse\022\036\n\004jobs\030\001 \003(\0132\020.workflo" +
+      "w.v1.Job\"\251\001\n\022CompleteJobRequest\022\016\n\006job_i" +
+      "d\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\0221\n\020variables_" +
+      "to_set\030\003 \001(\0132\027.google.protobuf.Struct\022\024\n" +
+      "\007attempt\030\004 \001(\005H\000\210\001\001\022\033\n\023output_payload_pa" +
+      "th\030\005 \001(\tB\n\n\010_attempt\"F\n\023CompleteJobRespo" +
+      "nse\022\016\n\006job_id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\017\n\007a" +
+      "pplied\030\003 \001(\010\"\270\001\n\014BatchFailure\022\025\n\rerror_m" +
+      "essage\030\001 \001(\t\022\026\n\tretryable\030\002 \001(\010H\000\210\001\001\022%\n\030" +
+      "next_retry_delay_seconds\030\003 \001(\001H\001\210\001\001\022\'\n\006o" +
+      "utput\030\004 \001(\0132\027.google.protobuf.StructB\014\n\n" +
+      "_retryableB\033\n\031_next_retry_delay_seconds\"" +
+      "\322\001\n\017BatchResultItem\022\016\n\006job_id\030\001 \001(\t\022\021\n\tw" +
+      "orker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001\0221\n\020" +
+      "variables_to_set\030\004 \001(\0132\027.google.protobuf" +
+      ".Struct\022\033\n\023output_payload_path\030\005 \001(\t\022*\n\007" +
+      "failure\030\006 \001(\0132\031.workflow.v1.BatchFailure" +
+      "B\n\n\010_attempt\"E\n\024CompleteBatchRequest\022-\n\007" +
+      "results\030\001 \003(\0132\034.workflow.v1.BatchResultI" +
+      "tem\"\203\001\n\014BatchOutcome\022\016\n\006job_id\030\001 \001(\t\022\017\n\007" +
+      "outcome\030\002 \001(\t\022\016\n\006status\030\003 \001(\t\0223\n\017next_at" +
+      "tempt_at\030\004 \001(\0132\032.google.protobuf.Timesta" +
+      "mp\022\r\n\005error\030\005 \001(\t\"C\n\025CompleteBatchRespon" +
+      "se\022*\n\007results\030\001 \003(\0132\031.workflow.v1.BatchO" +
+      "utcome\"\377\001\n\016FailJobRequest\022\016\n\006job_id\030\001 \001(" +
+      "\t\022\021\n\tworker_id\030\002 \001(\t\022\025\n\rerror_message\030\003 " +
+      "\001(\t\022\026\n\tretryable\030\004 \001(\010H\000\210\001\001\022%\n\030next_retr" +
+      "y_delay_seconds\030\005 \001(\001H\001\210\001\001\022\024\n\007attempt\030\006 " +
+      "\001(\005H\002\210\001\001\022\'\n\006output\030\007 \001(\0132\027.google.protob" +
+      "uf.StructB\014\n\n_retryableB\033\n\031_next_retry_d" +
+      "elay_secondsB\n\n\010_attempt\"w\n\017FailJobRespo" +
+      "nse\022\016\n\006job_id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\017\n\007a" +
+      "pplied\030\003 \001(\010\0223\n\017next_attempt_at\030\004 \001(\0132\032." +
+      "google.protobuf.Timestamp\"W\n\020HeartbeatRe" +
+      "quest\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t" +
+      "\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001B\n\n\010_attempt\"R\n\017Cl" +
+      "aimJobRequest\022\n\n\002id\030\001 \001(\t\022\021\n\tworker_id\030\002" +
+      " \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001B\n\n\010_attempt\"X" +
+      "\n\021HeartbeatResponse\022\016\n\006job_id\030\001 \001(\t\0223\n\017l" +
+      "ock_expires_at\030\002 \001(\0132\032.google.protobuf.T" +
+      "imestamp\"&\n\021StopWorkerRequest\022\021\n\tworker_" +
+      "id\030\001 \001(\t\"W\n\022StopWorkerResponse\022\021\n\tworker" +
+      "_id\030\001 \001(\t\022.\n\nstopped_at\030\002 \001(\0132\032.google.p" +
+      "rotobuf.Timestamp\"_\n\013PushRequest\022\014\n\004name" +
+      "\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\014\n\004body\030\003 \001(\t\022\020\n\010p" +
+      "riority\030\004 \001(\005\022\023\n\013max_retries\030\005 \001(\005\"\200\001\n\014P" +
+      "ushResponse\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_name\030\002 " +
+      "\001(\t\022\016\n\006status\030\003 \001(\t\022\020\n\010priority\030\004 \001(\005\022.\n" +
+      "\ncreated_at\030\005 \001(\0132\032.google.protobuf.Time" +
+      "stamp\"+\n\014QueueRequest\022\014\n\004name\030\001 \001(\t\022\r\n\005l" +
+      "imit\030\002 \001(\005\"b\n\nQueueStats\022\017\n\007pending\030\001 \001(" +
+      "\003\022\022\n\nprocessing\030\002 \001(\003\022\021\n\tcompleted\030\003 \001(\003" +
+      "\022\016\n\006failed\030\004 \001(\003\022\014\n\004dead\030\005 \001(\003\"\365\001\n\tQueue" +
+      "Task\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_name\030\002 \001(\t\022\r\n\005" +
+      "title\030\003 \001(\t\022\014\n\004body\030\004 \001(\t\022\020\n\010priority\030\005 " +
+      "\001(\005\022\023\n\013retry_count\030\006 \001(\005\022\023\n\013max_retries\030" +
+      "\007 \001(\005\022.\n\ncreated_at\030\010 \001(\0132\032.google.proto" +
+      "buf.Timestamp\022\017\n\007receipt\030\t \001(\t\022.\n\nvisibl" +
+      "e_at\030\n \001(\0132\032.google.protobuf.Timestamp\"6" +
+      "\n\rQueueTaskList\022%\n\005tasks\030\001 \003(\0132\026.workflo" +
+      "w.v1.QueueTask\" \n\rPurgeResponse\022\017\n\007delet" +
+      "ed\030\001 \001(\003\"g\n\016DequeueRequest\022\014\n\004name\030\001 \001(\t" +
+      "\022\023\n\013consumer_id\030\002 \001(\t\022\037\n\027visibility_time" +
+      "out_secs\030\003 \001(\005\022\021\n\tmax_tasks\030\004 \001(\005\"<\n\nAck" +
+      "Request\022\014\n\004name\030\001 \001(\t\022\017\n\007task_id\030\002 \001(\t\022\017" +
+      "\n\007receipt\030\003 \001(\t\"r\n\013NackRequest\022\014\n\004name\030\001" +
+      " \001(\t\022\017\n\007task_id\030\002 \001(\t\022\017\n\007receipt\030\003 \001(\t\022\r" +
+      "\n\005error\030\004 \001(\t\022\026\n\tretryable\030\005 \001(\010H\000\210\001\001B\014\n" +
+      "\n_retryable\"x\n\016SettleResponse\022\n\n\002id\030\001 \001(" +
+      "\t\022\016\n\006status\030\002 \001(\t\022\024\n\007applied\030\003 \001(\010H\000\210\001\001\022" +
+      "\030\n\013retry_count\030\004 \001(\005H\001\210\001\001B\n\n\010_appliedB\016\n" +
+      "\014_retry_count\"6\n\021ListQueuesRequest\022\r\n\005li" +
+      "mit\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t\"r\n\014QueueSu" +
+      "mmary\022\014\n\004name\030\001 \001(\t\022\017\n\007pending\030\002 \001(\003\022\022\n\n" +
+      "processing\030\003 \001(\003\022\021\n\tcompleted\030\004 \001(\003\022\016\n\006f" +
+      "ailed\030\005 \001(\003\022\014\n\004dead\030\006 \001(\003\"O\n\tQueuePage\022)" +
+      "\n\006queues\030\001 \003(\0132\031.workflow.v1.QueueSummar" +
+      "y\022\027\n\017next_page_token\030\002 \001(\t\"X\n\025ListQueueT" +
+      "asksRequest\022\014\n\004name\030\001 \001(\t\022\016\n\006status\030\002 \001(" +
+      "\t\022\r\n\005limit\030\003 \001(\005\022\022\n\npage_token\030\004 \001(\t\"\235\003\n" +
+      "\017QueueTaskDetail\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_na" +
+      "me\030\002 \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004body\030\004 \001(\t\022\026\n" +
+      "\016body_truncated\030\005 \001(\010\022\020\n\010priority\030\006 \001(\005\022" +
+      "\016\n\006status\030\007 \001(\t\022\023\n\013retry_count\030\010 \001(\005\022\023\n\013" +
+      "max_retries\030\t \001(\005\022\022\n\nlast_error\030\n \001(\t\022\023\n" +
+      "\013instance_id\030\013 \001(\t\022.\n\nvisible_at\030\014 \001(\0132\032" +
+      ".google.protobuf.Timestamp\022.\n\ncreated_at" +
+      "\030\r \001(\0132\032.google.protobuf.Timestamp\022.\n\nup" +
+      "dated_at\030\016 \001(\0132\032.google.protobuf.Timesta" +
+      "mp\0220\n\014completed_at\030\017 \001(\0132\032.google.protob" +
+      "uf.Timestamp\"U\n\rQueueTaskPage\022+\n\005tasks\030\001" +
+      " \003(\0132\034.workflow.v1.QueueTaskDetail\022\027\n\017ne" +
+      "xt_page_token\030\002 \001(\t\"0\n\016RedriveRequest\022\014\n" +
+      "\004name\030\001 \001(\t\022\020\n\010task_ids\030\002 \003(\t\"<\n\016Redrive" +
+      "Skipped\022\n\n\002id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\016\n\006r" +
+      "eason\030\003 \001(\t\"v\n\017RedriveResponse\022\020\n\010redriv" +
+      "en\030\001 \001(\003\022\020\n\010task_ids\030\002 \003(\t\022,\n\007skipped\030\003 " +
+      "\003(\0132\033.workflow.v1.RedriveSkipped\022\021\n\trema" +
+      "ining\030\004 \001(\003\"A\n\020ScheduleInterval\022\025\n\revery" +
+      "_seconds\030\001 \001(\003\022\026\n\016offset_seconds\030\002 \001(\003\"\322" +
+      "\001\n\014ScheduleSpec\022\014\n\004cron\030\001 \003(\t\022/\n\010interva" +
+      "l\030\002 \001(\0132\035.workflow.v1.ScheduleInterval\022\021" +
+      "\n\ttime_zone\030\003 \001(\t\022\026\n\016jitter_seconds\030\004 \001(" +
+      "\005\022,\n\010start_at\030\005 \001(\0132\032.google.protobuf.Ti" +
+      "mestamp\022*\n\006end_at\030\006 \001(\0132\032.google.protobu" +
+      "f.Timestamp\"\304\002\n\017ScheduleRequest\022\n\n\002id\030\001 " +
+      "\001(\t\022\027\n\017definition_name\030\002 \001(\t\022\032\n\022definiti" +
+      "on_version\030\003 \001(\005\022&\n\005input\030\004 \001(\0132\027.google" +
+      ".protobuf.Struct\022\'\n\004spec\030\005 \001(\0132\031.workflo" +
+      "w.v1.ScheduleSpec\022\026\n\016overlap_policy\030\006 \001(" +
+      "\t\022#\n\026catchup_window_seconds\030\007 \001(\005H\000\210\001\001\022\030" +
+      "\n\020pause_on_failure\030\010 \001(\010\022\016\n\006paused\030\t \001(\010" +
+      "\022\014\n\004note\030\n \001(\t\022\017\n\007dry_run\030\013 \001(\010B\031\n\027_catc" +
+      "hup_window_seconds\"\253\001\n\016ScheduleAction\022-\n" +
+      "\tslot_time\030\001 \001(\0132\032.google.protobuf.Times" +
+      "tamp\022\014\n\004kind\030\002 \001(\t\022\017\n\007outcome\030\003 \001(\t\022\023\n\013i" +
+      "nstance_id\030\004 \001(\t\022\016\n\006detail\030\005 \001(\t\022&\n\002at\030\006" +
+      " \001(\0132\032.google.protobuf.Timestamp\"\326\003\n\010Sch" +
+      "edule\022\n\n\002id\030\001 \001(\t\022\027\n\017definition_name\030\002 \001" +
+      "(\t\022\032\n\022definition_version\030\003 \001(\005\022&\n\005input\030" +
+      "\004 \001(\0132\027.google.protobuf.Struct\022\'\n\004spec\030\005" +
+      " \001(\0132\031.workflow.v1.ScheduleSpec\022\026\n\016overl" +
+      "ap_policy\030\006 \001(\t\022\036\n\026catchup_window_second" +
+      "s\030\007 \001(\005\022\030\n\020pause_on_failure\030\010 \001(\010\022\016\n\006pau" +
+      "sed\030\t \001(\010\022\014\n\004note\030\n \001(\t\022.\n\ncreated_at\030\013 " +
       "\001(\0132\032.google.protobuf.Timestamp\022.\n\nupdat" +
-      "ed_at\030\016 \001(\0132\032.google.protobuf.Timestamp\022" +
-      "0\n\014completed_at\030\017 \001(\0132\032.google.protobuf." +
-      "Timestamp\022.\n\ntimeout_at\030\020 \001(\0132\032.google.p" +
-      "rotobuf.Timestamp\022)\n\005steps\030\021 \003(\0132\032.workf" +
-      "low.v1.StepExecution\022 \n\030parent_step_exec" +
-      "ution_id\030\022 \001(\t\022\013\n\003run\030\023 \001(\005\022\034\n\017steps_tru" +
-      "ncated\030\024 \001(\010H\001\210\001\001\022\025\n\010archived\030\025 \001(\010H\002\210\001\001" +
-      "\022/\n\013archived_at\030\026 \001(\0132\032.google.protobuf." +
-      "TimestampB\025\n\023_definition_versionB\022\n\020_ste" +
-      "ps_truncatedB\013\n\t_archived\"N\n\022GetInstance" +
-      "Request\022\n\n\002id\030\001 \001(\t\022\032\n\rinclude_steps\030\002 \001" +
-      "(\010H\000\210\001\001B\020\n\016_include_steps\"A\n\020ListStepsRe" +
-      "quest\022\n\n\002id\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\022\022\n\npage" +
-      "_token\030\003 \001(\t\"{\n\021StepExecutionPage\022)\n\005ste" +
-      "ps\030\001 \003(\0132\032.workflow.v1.StepExecution\022\027\n\017" +
-      "next_page_token\030\002 \001(\t\022\025\n\010archived\030\003 \001(\010H" +
-      "\000\210\001\001B\013\n\t_archived\"B\n\021GetHistoryRequest\022\n" +
-      "\n\002id\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\022\022\n\npage_token\030" +
-      "\003 \001(\t\"\374\001\n\014HistoryEvent\022\013\n\003seq\030\001 \001(\003\022&\n\002a" +
-      "t\030\002 \001(\0132\032.google.protobuf.Timestamp\022\014\n\004t" +
-      "ype\030\003 \001(\t\022\017\n\007step_id\030\004 \001(\t\022\031\n\021step_execu" +
-      "tion_id\030\005 \001(\t\022\016\n\006job_id\030\006 \001(\t\022\024\n\007attempt" +
-      "\030\007 \001(\005H\000\210\001\001\022\021\n\tworker_id\030\010 \001(\t\022\017\n\007messag" +
-      "e\030\t \001(\t\022\'\n\006detail\030\n \001(\0132\027.google.protobu" +
-      "f.StructB\n\n\010_attempt\"u\n\013HistoryPage\022)\n\006e" +
-      "vents\030\001 \003(\0132\031.workflow.v1.HistoryEvent\022\027" +
-      "\n\017next_page_token\030\002 \001(\t\022\025\n\010archived\030\003 \001(" +
-      "\010H\000\210\001\001B\013\n\t_archived\"\331\002\n\026SearchInstancesR" +
-      "equest\022\016\n\006status\030\001 \001(\t\022\027\n\017definition_nam" +
-      "e\030\002 \001(\t\022\026\n\016correlation_id\030\003 \001(\t\022\r\n\005limit" +
-      "\030\004 \001(\005\022\022\n\npage_token\030\005 \001(\t\0221\n\rcreated_af" +
-      "ter\030\006 \001(\0132\032.google.protobuf.Timestamp\0222\n" +
-      "\016created_before\030\007 \001(\0132\032.google.protobuf." +
-      "Timestamp\022\025\n\010archived\030\010 \001(\010H\000\210\001\001\022(\n\004from" +
-      "\030\t \001(\0132\032.google.protobuf.Timestamp\022&\n\002to" +
-      "\030\n \001(\0132\032.google.protobuf.TimestampB\013\n\t_a" +
-      "rchived\"Q\n\014InstancePage\022(\n\tinstances\030\001 \003" +
-      "(\0132\025.workflow.v1.Instance\022\027\n\017next_page_t" +
-      "oken\030\002 \001(\t\"3\n\025CancelInstanceRequest\022\n\n\002i" +
-      "d\030\001 \001(\t\022\016\n\006reason\030\002 \001(\t\"\204\001\n\027CompleteUser" +
-      "TaskRequest\022\n\n\002id\030\001 \001(\t\022\017\n\007step_id\030\002 \001(\t" +
-      "\0221\n\020variables_to_set\030\003 \001(\0132\027.google.prot" +
-      "obuf.Struct\022\031\n\021step_execution_id\030\004 \001(\t\"p" +
-      "\n\rSignalRequest\022\n\n\002id\030\001 \001(\t\022\017\n\007step_id\030\002" +
-      " \001(\t\022\'\n\007payload\030\003 \001(\0132\026.google.protobuf." +
-      "Value\022\031\n\021step_execution_id\030\004 \001(\t\"&\n\030Inst" +
-      "anceOperationRequest\022\n\n\002id\030\001 \001(\t\"C\n\026Rest" +
-      "artInstanceRequest\022\n\n\002id\030\001 \001(\t\022\035\n\025use_la" +
-      "test_definition\030\002 \001(\010\"\300\001\n\024RerunInstanceR" +
-      "equest\022\n\n\002id\030\001 \001(\t\022\036\n\026from_step_executio" +
-      "n_id\030\002 \001(\t\022&\n\005input\030\003 \001(\0132\027.google.proto" +
-      "buf.Struct\022+\n\nstep_input\030\004 \001(\0132\027.google." +
-      "protobuf.Struct\022\026\n\016correlation_id\030\005 \001(\t\022" +
-      "\017\n\007at_join\030\006 \001(\010\"_\n\017PollJobsRequest\022\021\n\tw" +
-      "orker_id\030\001 \001(\t\022\021\n\tjob_types\030\002 \003(\t\022\020\n\010max" +
-      "_jobs\030\003 \001(\005\022\024\n\014wait_seconds\030\004 \001(\001\"\244\002\n\003Jo" +
-      "b\022\n\n\002id\030\001 \001(\t\022\023\n\013instance_id\030\002 \001(\t\022\017\n\007st" +
-      "ep_id\030\003 \001(\t\022\031\n\021step_execution_id\030\004 \001(\t\022\020" +
-      "\n\010job_type\030\005 \001(\t\022\017\n\007attempt\030\006 \001(\005\022\031\n\021ret" +
-      "ries_remaining\030\007 \001(\005\0223\n\017lock_expires_at\030" +
-      "\010 \001(\0132\032.google.protobuf.Timestamp\022%\n\005inp" +
-      "ut\030\t \001(\0132\026.google.protobuf.Value\022\032\n\022inpu" +
-      "t_payload_path\030\n \001(\t\022\032\n\022input_download_u" +
-      "rl\030\013 \001(\t\"2\n\020PollJobsResponse\022\036\n\004jobs\030\001 \003" +
-      "(\0132\020.workflow.v1.Job\"\251\001\n\022CompleteJobRequ" +
-      "est\022\016\n\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\0221" +
-      "\n\020variables_to_set\030\003 \001(\0132\027.google.protob" +
-      "uf.Struct\022\024\n\007attempt\030\004 \001(\005H\000\210\001\001\022\033\n\023outpu" +
-      "t_payload_path\030\005 \001(\tB\n\n\010_attempt\"F\n\023Comp" +
-      "leteJobResponse\022\016\n\006job_id\030\001 \001(\t\022\016\n\006statu" +
-      "s\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\"\270\001\n\014BatchFailur" +
-      "e\022\025\n\rerror_message\030\001 \001(\t\022\026\n\tretryable\030\002 " +
-      "\001(\010H\000\210\001\001\022%\n\030next_retry_delay_seconds\030\003 \001" +
-      "(\001H\001\210\001\001\022\'\n\006output\030\004 \001(\0132\027.google.protobu" +
-      "f.StructB\014\n\n_retryableB\033\n\031_next_retry_de" +
-      "lay_seconds\"\322\001\n\017BatchResultItem\022\016\n\006job_i" +
-      "d\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 " +
-      "\001(\005H\000\210\001\001\0221\n\020variables_to_set\030\004 \001(\0132\027.goo" +
-      "gle.protobuf.Struct\022\033\n\023output_payload_pa" +
-      "th\030\005 \001(\t\022*\n\007failure\030\006 \001(\0132\031.workflow.v1." +
-      "BatchFailureB\n\n\010_attempt\"E\n\024CompleteBatc" +
-      "hRequest\022-\n\007results\030\001 \003(\0132\034.workflow.v1." +
-      "BatchResultItem\"\203\001\n\014BatchOutcome\022\016\n\006job_" +
-      "id\030\001 \001(\t\022\017\n\007outcome\030\002 \001(\t\022\016\n\006status\030\003 \001(" +
-      "\t\0223\n\017next_attempt_at\030\004 \001(\0132\032.google.prot" +
-      "obuf.Timestamp\022\r\n\005error\030\005 \001(\t\"C\n\025Complet" +
-      "eBatchResponse\022*\n\007results\030\001 \003(\0132\031.workfl" +
-      "ow.v1.BatchOutcome\"\377\001\n\016FailJobRequest\022\016\n" +
-      "\006job_id\030\001 \001(\t\022\021\n\tworker_id\030\002 \001(\t\022\025\n\rerro" +
-      "r_message\030\003 \001(\t\022\026\n\tretryable\030\004 \001(\010H\000\210\001\001\022" +
-      "%\n\030next_retry_delay_seconds\030\005 \001(\001H\001\210\001\001\022\024" +
-      "\n\007attempt\030\006 \001(\005H\002\210\001\001\022\'\n\006output\030\007 \001(\0132\027.g" +
-      "oogle.protobuf.StructB\014\n\n_retryableB\033\n\031_" +
-      "next_retry_delay_secondsB\n\n\010_attempt\"w\n\017" +
-      "FailJobResponse\022\016\n\006job_id\030\001 \001(\t\022\016\n\006statu" +
-      "s\030\002 \001(\t\022\017\n\007applied\030\003 \001(\010\0223\n\017next_attempt" +
-      "_at\030\004 \001(\0132\032.google.protobuf.Timestamp\"W\n" +
-      "\020HeartbeatRequest\022\016\n\006job_id\030\001 \001(\t\022\021\n\twor" +
-      "ker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001B\n\n\010_a" +
-      "ttempt\"R\n\017ClaimJobRequest\022\n\n\002id\030\001 \001(\t\022\021\n" +
-      "\tworker_id\030\002 \001(\t\022\024\n\007attempt\030\003 \001(\005H\000\210\001\001B\n" +
-      "\n\010_attempt\"X\n\021HeartbeatResponse\022\016\n\006job_i" +
-      "d\030\001 \001(\t\0223\n\017lock_expires_at\030\002 \001(\0132\032.googl" +
-      "e.protobuf.Timestamp\"&\n\021StopWorkerReques" +
-      "t\022\021\n\tworker_id\030\001 \001(\t\"W\n\022StopWorkerRespon" +
-      "se\022\021\n\tworker_id\030\001 \001(\t\022.\n\nstopped_at\030\002 \001(" +
-      "\0132\032.google.protobuf.Timestamp\"_\n\013PushReq" +
-      "uest\022\014\n\004name\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\014\n\004bod" +
-      "y\030\003 \001(\t\022\020\n\010priority\030\004 \001(\005\022\023\n\013max_retries" +
-      "\030\005 \001(\005\"\200\001\n\014PushResponse\022\n\n\002id\030\001 \001(\t\022\022\n\nq" +
-      "ueue_name\030\002 \001(\t\022\016\n\006status\030\003 \001(\t\022\020\n\010prior" +
-      "ity\030\004 \001(\005\022.\n\ncreated_at\030\005 \001(\0132\032.google.p" +
-      "rotobuf.Timestamp\"+\n\014QueueRequest\022\014\n\004nam" +
-      "e\030\001 \001(\t\022\r\n\005limit\030\002 \001(\005\"b\n\nQueueStats\022\017\n\007" +
-      "pending\030\001 \001(\003\022\022\n\nprocessing\030\002 \001(\003\022\021\n\tcom" +
-      "pleted\030\003 \001(\003\022\016\n\006failed\030\004 \001(\003\022\014\n\004dead\030\005 \001" +
-      "(\003\"\365\001\n\tQueueTask\022\n\n\002id\030\001 \001(\t\022\022\n\nqueue_na" +
-      "me\030\002 \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004body\030\004 \001(\t\022\020\n" +
-      "\010priority\030\005 \001(\005\022\023\n\013retry_count\030\006 \001(\005\022\023\n\013" +
-      "max_retries\030\007 \001(\005\022.\n\ncreated_at\030\010 \001(\0132\032." +
-      "google.protobuf.Timestamp\022\017\n\007receipt\030\t \001" +
-      "(\t\022.\n\nvisible_at\030\n \001(\0132\032.google.protobuf" +
-      ".Timestamp\"6\n\rQueueTaskList\022%\n\005tasks\030\001 \003" +
-      "(\0132\026.workflow.v1.QueueTask\" \n\rPurgeRespo" +
-      "nse\022\017\n\007deleted\030\001 \001(\003\"g\n\016DequeueRequest\022\014" +
-      "\n\004name\030\001 \001(\t\022\023\n\013consumer_id\030\002 \001(\t\022\037\n\027vis" +
-      "ibility_timeout_secs\030\003 \001(\005\022\021\n\tmax_tasks\030" +
-      "\004 \001(\005\"<\n\nAckRequest\022\014\n\004name\030\001 \001(\t\022\017\n\007tas" +
-      "k_id\030\002 \001(\t\022\017\n\007receipt\030\003 \001(\t\"r\n\013NackReque" +
-      "st\022\014\n\004name\030\001 \001(\t\022\017\n\007task_id\030\002 \001(\t\022\017\n\007rec" +
-      "eipt\030\003 \001(\t\022\r\n\005error\030\004 \001(\t\022\026\n\tretryable\030\005" +
-      " \001(\010H\000\210\001\001B\014\n\n_retryable\"x\n\016SettleRespons" +
-      "e\022\n\n\002id\030\001 \001(\t\022\016\n\006status\030\002 \001(\t\022\024\n\007applied" +
-      "\030\003 \001(\010H\000\210\001\001\022\030\n\013retry_count\030\004 \001(\005H\001\210\001\001B\n\n" +
-      "\010_appliedB\016\n\014_retry_count\"6\n\021ListQueuesR" +
-      "equest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_token\030\002 \001(" +
-      "\t\"r\n\014QueueSummary\022\014\n\004name\030\001 \001(\t\022\017\n\007pendi" +
-      "ng\030\002 \001(\003\022\022\n\nprocessing\030\003 \001(\003\022\021\n\tcomplete" +
-      "d\030\004 \001(\003\022\016\n\006failed\030\005 \001(\003\022\014\n\004dead\030\006 \001(\003\"O\n" +
-      "\tQueuePage\022)\n\006queues\030\001 \003(\0132\031.workflow.v1" +
-      ".QueueSummary\022\027\n\017next_page_token\030\002 \001(\t\"X" +
-      "\n\025ListQueueTasksRequest\022\014\n\004name\030\001 \001(\t\022\016\n" +
-      "\006status\030\002 \001(\t\022\r\n\005limit\030\003 \001(\005\022\022\n\npage_tok" +
-      "en\030\004 \001(\t\"\235\003\n\017QueueTaskDetail\022\n\n\002id\030\001 \001(\t" +
-      "\022\022\n\nqueue_name\030\002 \001(\t\022\r\n\005title\030\003 \001(\t\022\014\n\004b" +
-      "ody\030\004 \001(\t\022\026\n\016body_truncated\030\005 \001(\010\022\020\n\010pri" +
-      "ority\030\006 \001(\005\022\016\n\006status\030\007 \001(\t\022\023\n\013retry_cou" +
-      "nt\030\010 \001(\005\022\023\n\013max_retries\030\t \001(\005\022\022\n\nlast_er" +
-      "ror\030\n \001(\t\022\023\n\013instance_id\030\013 \001(\t\022.\n\nvisibl" +
-      "e_at\030\014 \001(\0132\032.google.protobuf.Timestamp\022." +
-      "\n\ncreated_at\030\r \001(\0132\032.google.protobuf.Tim" +
-      "estamp\022.\n\nupdated_at\030\016 \001(\0132\032.google.prot" +
-      "obuf.Timestamp\0220\n\014completed_at\030\017 \001(\0132\032.g" +
-      "oogle.protobuf.Timestamp\"U\n\rQueueTaskPag" +
-      "e\022+\n\005tasks\030\001 \003(\0132\034.workflow.v1.QueueTask" +
-      "Detail\022\027\n\017next_page_token\030\002 \001(\t\"0\n\016Redri" +
-      "veRequest\022\014\n\004name\030\001 \001(\t\022\020\n\010task_ids\030\002 \003(" +
-      "\t\"<\n\016RedriveSkipped\022\n\n\002id\030\001 \001(\t\022\016\n\006statu" +
-      "s\030\002 \001(\t\022\016\n\006reason\030\003 \001(\t\"v\n\017RedriveRespon" +
-      "se\022\020\n\010redriven\030\001 \001(\003\022\020\n\010task_ids\030\002 \003(\t\022," +
-      "\n\007skipped\030\003 \003(\0132\033.workflow.v1.RedriveSki" +
-      "pped\022\021\n\tremaining\030\004 \001(\003\"A\n\020ScheduleInter" +
-      "val\022\025\n\revery_seconds\030\001 \001(\003\022\026\n\016offset_sec" +
-      "onds\030\002 \001(\003\"\322\001\n\014ScheduleSpec\022\014\n\004cron\030\001 \003(" +
-      "\t\022/\n\010interval\030\002 \001(\0132\035.workflow.v1.Schedu" +
-      "leInterval\022\021\n\ttime_zone\030\003 \001(\t\022\026\n\016jitter_" +
-      "seconds\030\004 \001(\005\022,\n\010start_at\030\005 \001(\0132\032.google" +
-      ".protobuf.Timestamp\022*\n\006end_at\030\006 \001(\0132\032.go" +
-      "ogle.protobuf.Timestamp\"\304\002\n\017ScheduleRequ" +
-      "est\022\n\n\002id\030\001 \001(\t\022\027\n\017definition_name\030\002 \001(\t" +
-      "\022\032\n\022definition_version\030\003 \001(\005\022&\n\005input\030\004 " +
-      "\001(\0132\027.google.protobuf.Struct\022\'\n\004spec\030\005 \001" +
-      "(\0132\031.workflow.v1.ScheduleSpec\022\026\n\016overlap" +
-      "_policy\030\006 \001(\t\022#\n\026catchup_window_seconds\030" +
-      "\007 \001(\005H\000\210\001\001\022\030\n\020pause_on_failure\030\010 \001(\010\022\016\n\006" +
-      "paused\030\t \001(\010\022\014\n\004note\030\n \001(\t\022\017\n\007dry_run\030\013 " +
-      "\001(\010B\031\n\027_catchup_window_seconds\"\253\001\n\016Sched" +
-      "uleAction\022-\n\tslot_time\030\001 \001(\0132\032.google.pr" +
-      "otobuf.Timestamp\022\014\n\004kind\030\002 \001(\t\022\017\n\007outcom" +
-      "e\030\003 \001(\t\022\023\n\013instance_id\030\004 \001(\t\022\016\n\006detail\030\005" +
-      " \001(\t\022&\n\002at\030\006 \001(\0132\032.google.protobuf.Times" +
-      "tamp\"\326\003\n\010Schedule\022\n\n\002id\030\001 \001(\t\022\027\n\017definit" +
-      "ion_name\030\002 \001(\t\022\032\n\022definition_version\030\003 \001" +
-      "(\005\022&\n\005input\030\004 \001(\0132\027.google.protobuf.Stru" +
-      "ct\022\'\n\004spec\030\005 \001(\0132\031.workflow.v1.ScheduleS" +
-      "pec\022\026\n\016overlap_policy\030\006 \001(\t\022\036\n\026catchup_w" +
-      "indow_seconds\030\007 \001(\005\022\030\n\020pause_on_failure\030" +
-      "\010 \001(\010\022\016\n\006paused\030\t \001(\010\022\014\n\004note\030\n \001(\t\022.\n\nc" +
-      "reated_at\030\013 \001(\0132\032.google.protobuf.Timest" +
-      "amp\022.\n\nupdated_at\030\014 \001(\0132\032.google.protobu" +
-      "f.Timestamp\0223\n\017next_fire_times\030\r \003(\0132\032.g" +
-      "oogle.protobuf.Timestamp\0223\n\016recent_actio" +
-      "ns\030\016 \003(\0132\033.workflow.v1.ScheduleAction\"Q\n" +
-      "\014SchedulePage\022(\n\tschedules\030\001 \003(\0132\025.workf" +
-      "low.v1.Schedule\022\027\n\017next_page_token\030\002 \001(\t" +
-      "\"\037\n\021ScheduleIdRequest\022\n\n\002id\030\001 \001(\t\"9\n\024Lis" +
-      "tSchedulesRequest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage" +
-      "_token\030\002 \001(\t\"0\n\024PauseScheduleRequest\022\n\n\002" +
-      "id\030\001 \001(\t\022\014\n\004note\030\002 \001(\t\"O\n\021ScheduleTrigge" +
-      "red\022\n\n\002id\030\001 \001(\t\022.\n\nslot_times\030\002 \003(\0132\032.go" +
-      "ogle.protobuf.Timestamp\"o\n\017BackfillReque" +
-      "st\022\n\n\002id\030\001 \001(\t\022(\n\004from\030\002 \001(\0132\032.google.pr" +
-      "otobuf.Timestamp\022&\n\002to\030\003 \001(\0132\032.google.pr" +
-      "otobuf.Timestamp\"l\n\020BackfillResponse\022\n\n\002" +
-      "id\030\001 \001(\t\022\r\n\005slots\030\002 \001(\003\022\r\n\005added\030\003 \001(\003\022." +
-      "\n\nslot_times\030\004 \003(\0132\032.google.protobuf.Tim" +
-      "estamp\".\n\017DeletedSchedule\022\n\n\002id\030\001 \001(\t\022\017\n" +
-      "\007deleted\030\002 \001(\010\",\n\013ProblemItem\022\014\n\004path\030\001 " +
-      "\001(\t\022\017\n\007message\030\002 \001(\t\"\202\001\n\007Problem\022\014\n\004type" +
-      "\030\001 \001(\t\022\r\n\005title\030\002 \001(\t\022\016\n\006status\030\003 \001(\005\022\016\n" +
-      "\006detail\030\004 \001(\t\022\020\n\010instance\030\005 \001(\t\022(\n\006error" +
-      "s\030\006 \003(\0132\030.workflow.v1.ProblemItem\"\023\n\021Get" +
-      "OpenApiRequest\"8\n\027DeleteDefinitionReques" +
-      "t\022\014\n\004name\030\001 \001(\t\022\017\n\007version\030\002 \001(\005\"#\n\025Dele" +
-      "teInstanceRequest\022\n\n\002id\030\001 \001(\t\"\341\001\n\017Delete" +
-      "dInstance\022\n\n\002id\030\001 \001(\t\022\027\n\017definition_name" +
-      "\030\002 \001(\t\022\037\n\022definition_version\030\003 \001(\005H\000\210\001\001\022" +
-      "\016\n\006status\030\004 \001(\t\022\027\n\017step_executions\030\005 \001(\003" +
-      "\022\014\n\004jobs\030\006 \001(\003\022\026\n\016history_events\030\007 \001(\003\022\025" +
-      "\n\010archived\030\010 \001(\010H\001\210\001\001B\025\n\023_definition_ver" +
-      "sionB\013\n\t_archived\"\022\n\020GetHealthRequest\"d\n" +
-      "\013HealthCheck\022\016\n\006status\030\001 \001(\t\022\027\n\nlatency_" +
-      "ms\030\002 \001(\001H\000\210\001\001\022\r\n\005error\030\003 \001(\t\022\016\n\006bucket\030\004" +
-      " \001(\tB\r\n\013_latency_ms\"{\n\006Health\022\016\n\006status\030" +
-      "\001 \001(\t\022\017\n\007version\030\002 \001(\t\022*\n\010database\030\003 \001(\013" +
-      "2\030.workflow.v1.HealthCheck\022$\n\002s3\030\004 \001(\0132\030" +
-      ".workflow.v1.HealthCheck\"\022\n\020GetConfigReq" +
-      "uest\"B\n\014PayloadLimit\022\030\n\020soft_limit_bytes" +
-      "\030\001 \001(\003\022\030\n\020hard_limit_bytes\030\002 \001(\003\"\241\001\n\rPay" +
-      "loadLimits\0221\n\016workflow_input\030\001 \001(\0132\031.wor" +
-      "kflow.v1.PayloadLimit\022-\n\nstep_input\030\002 \001(" +
-      "\0132\031.workflow.v1.PayloadLimit\022.\n\013step_out" +
-      "put\030\003 \001(\0132\031.workflow.v1.PayloadLimit\"[\n\014" +
-      "ServerConfig\0222\n\016payload_limits\030\001 \001(\0132\032.w" +
-      "orkflow.v1.PayloadLimits\022\027\n\017presign_seco" +
-      "nds\030\002 \001(\005\"h\n\024CreatePayloadRequest\022\014\n\004kin" +
-      "d\030\001 \001(\t\022\022\n\nsize_bytes\030\002 \001(\003\022\033\n\016content_s" +
-      "ha256\030\003 \001(\tH\000\210\001\001B\021\n\017_content_sha256\"\336\001\n\r" +
-      "PayloadUpload\022\014\n\004path\030\001 \001(\t\022\022\n\nupload_ur" +
-      "l\030\002 \001(\t\022.\n\nexpires_at\030\003 \001(\0132\032.google.pro" +
-      "tobuf.Timestamp\022E\n\016upload_headers\030\004 \003(\0132" +
-      "-.workflow.v1.PayloadUpload.UploadHeader" +
-      "sEntry\0324\n\022UploadHeadersEntry\022\013\n\003key\030\001 \001(" +
-      "\t\022\r\n\005value\030\002 \001(\t:\0028\0012\351\036\n\016WorkflowEngine\022" +
-      "E\n\tGetConfig\022\035.workflow.v1.GetConfigRequ" +
-      "est\032\031.workflow.v1.ServerConfig\022N\n\rCreate",
-      "Payload\022!.workflow.v1.CreatePayloadReque" +
-      "st\032\032.workflow.v1.PayloadUpload\022E\n\nGetOpe" +
-      "nApi\022\036.workflow.v1.GetOpenApiRequest\032\027.g" +
-      "oogle.protobuf.Struct\022?\n\tGetHealth\022\035.wor" +
-      "kflow.v1.GetHealthRequest\032\023.workflow.v1." +
-      "Health\022Q\n\020DeleteDefinition\022$.workflow.v1" +
-      ".DeleteDefinitionRequest\032\027.workflow.v1.D" +
-      "efinition\022R\n\016DeleteInstance\022\".workflow.v" +
-      "1.DeleteInstanceRequest\032\034.workflow.v1.De" +
-      "letedInstance\022F\n\022RegisterDefinition\022\027.wo" +
-      "rkflow.v1.Definition\032\027.workflow.v1.Defin" +
-      "ition\022S\n\017ListDefinitions\022#.workflow.v1.L" +
-      "istDefinitionsRequest\032\033.workflow.v1.Defi" +
-      "nitionPage\022K\n\rGetDefinition\022!.workflow.v" +
-      "1.GetDefinitionRequest\032\027.workflow.v1.Def" +
-      "inition\022J\n\014ListTaskDefs\022 .workflow.v1.Li" +
-      "stTaskDefsRequest\032\030.workflow.v1.TaskDefP" +
-      "age\022B\n\nPutTaskDef\022\036.workflow.v1.PutTaskD" +
-      "efRequest\032\024.workflow.v1.TaskDef\022B\n\nGetTa" +
-      "skDef\022\036.workflow.v1.GetTaskDefRequest\032\024." +
-      "workflow.v1.TaskDef\022H\n\rDeleteTaskDef\022!.w" +
-      "orkflow.v1.DeleteTaskDefRequest\032\024.workfl" +
-      "ow.v1.TaskDef\022I\n\rStartInstance\022!.workflo" +
-      "w.v1.StartInstanceRequest\032\025.workflow.v1." +
-      "Instance\022Y\n\016StartInstances\022\".workflow.v1" +
-      ".StartInstancesRequest\032#.workflow.v1.Sta" +
-      "rtInstancesResponse\022Q\n\017SearchInstances\022#" +
-      ".workflow.v1.SearchInstancesRequest\032\031.wo" +
-      "rkflow.v1.InstancePage\022E\n\013GetInstance\022\037." +
-      "workflow.v1.GetInstanceRequest\032\025.workflo" +
-      "w.v1.Instance\022J\n\tListSteps\022\035.workflow.v1" +
-      ".ListStepsRequest\032\036.workflow.v1.StepExec" +
-      "utionPage\022F\n\nGetHistory\022\036.workflow.v1.Ge" +
-      "tHistoryRequest\032\030.workflow.v1.HistoryPag" +
-      "e\022K\n\016CancelInstance\022\".workflow.v1.Cancel" +
-      "InstanceRequest\032\025.workflow.v1.Instance\022O" +
-      "\n\020CompleteUserTask\022$.workflow.v1.Complet" +
-      "eUserTaskRequest\032\025.workflow.v1.Instance\022" +
-      ";\n\006Signal\022\032.workflow.v1.SignalRequest\032\025." +
-      "workflow.v1.Instance\022M\n\rRetryInstance\022%." +
-      "workflow.v1.InstanceOperationRequest\032\025.w" +
-      "orkflow.v1.Instance\022I\n\rRerunInstance\022!.w" +
-      "orkflow.v1.RerunInstanceRequest\032\025.workfl" +
-      "ow.v1.Instance\022M\n\017RestartInstance\022#.work" +
-      "flow.v1.RestartInstanceRequest\032\025.workflo" +
-      "w.v1.Instance\022M\n\rPauseInstance\022%.workflo" +
-      "w.v1.InstanceOperationRequest\032\025.workflow" +
-      ".v1.Instance\022N\n\016ResumeInstance\022%.workflo" +
-      "w.v1.InstanceOperationRequest\032\025.workflow" +
-      ".v1.Instance\022G\n\010PollJobs\022\034.workflow.v1.P" +
-      "ollJobsRequest\032\035.workflow.v1.PollJobsRes" +
-      "ponse\022P\n\013CompleteJob\022\037.workflow.v1.Compl" +
-      "eteJobRequest\032 .workflow.v1.CompleteJobR" +
-      "esponse\022V\n\rCompleteBatch\022!.workflow.v1.C" +
-      "ompleteBatchRequest\032\".workflow.v1.Comple" +
-      "teBatchResponse\022D\n\007FailJob\022\033.workflow.v1" +
-      ".FailJobRequest\032\034.workflow.v1.FailJobRes" +
-      "ponse\022J\n\tHeartbeat\022\035.workflow.v1.Heartbe" +
-      "atRequest\032\036.workflow.v1.HeartbeatRespons" +
-      "e\022:\n\010ClaimJob\022\034.workflow.v1.ClaimJobRequ" +
-      "est\032\020.workflow.v1.Job\022M\n\nStopWorker\022\036.wo" +
-      "rkflow.v1.StopWorkerRequest\032\037.workflow.v" +
-      "1.StopWorkerResponse\022;\n\004Push\022\030.workflow." +
-      "v1.PushRequest\032\031.workflow.v1.PushRespons" +
-      "e\022;\n\005Stats\022\031.workflow.v1.QueueRequest\032\027." +
-      "workflow.v1.QueueStats\022=\n\004Peek\022\031.workflo" +
-      "w.v1.QueueRequest\032\032.workflow.v1.QueueTas" +
-      "kList\022>\n\005Purge\022\031.workflow.v1.QueueReques" +
-      "t\032\032.workflow.v1.PurgeResponse\022B\n\007Dequeue" +
-      "\022\033.workflow.v1.DequeueRequest\032\032.workflow" +
-      ".v1.QueueTaskList\022;\n\003Ack\022\027.workflow.v1.A" +
-      "ckRequest\032\033.workflow.v1.SettleResponse\022=" +
-      "\n\004Nack\022\030.workflow.v1.NackRequest\032\033.workf" +
-      "low.v1.SettleResponse\022D\n\nListQueues\022\036.wo" +
-      "rkflow.v1.ListQueuesRequest\032\026.workflow.v" +
-      "1.QueuePage\022P\n\016ListQueueTasks\022\".workflow" +
-      ".v1.ListQueueTasksRequest\032\032.workflow.v1." +
-      "QueueTaskPage\022D\n\007Redrive\022\033.workflow.v1.R" +
-      "edriveRequest\032\034.workflow.v1.RedriveRespo" +
-      "nse\022E\n\016CreateSchedule\022\034.workflow.v1.Sche" +
-      "duleRequest\032\025.workflow.v1.Schedule\022M\n\rLi" +
-      "stSchedules\022!.workflow.v1.ListSchedulesR" +
-      "equest\032\031.workflow.v1.SchedulePage\022D\n\013Get" +
-      "Schedule\022\036.workflow.v1.ScheduleIdRequest" +
-      "\032\025.workflow.v1.Schedule\022F\n\017ReplaceSchedu" +
-      "le\022\034.workflow.v1.ScheduleRequest\032\025.workf" +
-      "low.v1.Schedule\022N\n\016DeleteSchedule\022\036.work" +
-      "flow.v1.ScheduleIdRequest\032\034.workflow.v1." +
-      "DeletedSchedule\022I\n\rPauseSchedule\022!.workf" +
-      "low.v1.PauseScheduleRequest\032\025.workflow.v" +
-      "1.Schedule\022H\n\017UnpauseSchedule\022\036.workflow" +
-      ".v1.ScheduleIdRequest\032\025.workflow.v1.Sche" +
-      "dule\022Q\n\017TriggerSchedule\022\036.workflow.v1.Sc" +
-      "heduleIdRequest\032\036.workflow.v1.ScheduleTr" +
-      "iggered\022O\n\020BackfillSchedule\022\034.workflow.v" +
-      "1.BackfillRequest\032\035.workflow.v1.Backfill" +
-      "ResponseB&\n\025dev.baton.workflow.v1B\013Engin" +
-      "eProtoP\001b\006proto3"
+      "ed_at\030\014 \001(\0132\032.google.protobuf.Timestamp\022" +
+      "3\n\017next_fire_times\030\r \003(\0132\032.google.protob" +
+      "uf.Timestamp\0223\n\016recent_actions\030\016 \003(\0132\033.w" +
+      "orkflow.v1.ScheduleAction\"Q\n\014SchedulePag" +
+      "e\022(\n\tschedules\030\001 \003(\0132\025.workflow.v1.Sched" +
+      "ule\022\027\n\017next_page_token\030\002 \001(\t\"\037\n\021Schedule" +
+      "IdRequest\022\n\n\002id\030\001 \001(\t\"9\n\024ListSchedulesRe" +
+      "quest\022\r\n\005limit\030\001 \001(\005\022\022\n\npage_token\030\002 \001(\t" +
+      "\"0\n\024PauseScheduleRequest\022\n\n\002id\030\001 \001(\t\022\014\n\004" +
+      "note\030\002 \001(\t\"O\n\021ScheduleTriggered\022\n\n\002id\030\001 " +
+      "\001(\t\022.\n\nslot_times\030\002 \003(\0132\032.google.protobu" +
+      "f.Timestamp\"o\n\017BackfillRequest\022\n\n\002id\030\001 \001" +
+      "(\t\022(\n\004from\030\002 \001(\0132\032.google.protobuf.Times" +
+      "tamp\022&\n\002to\030\003 \001(\0132\032.google.protobuf.Times" +
+      "tamp\"l\n\020BackfillResponse\022\n\n\002id\030\001 \001(\t\022\r\n\005" +
+      "slots\030\002 \001(\003\022\r\n\005added\030\003 \001(\003\022.\n\nslot_times" +
+      "\030\004 \003(\0132\032.google.protobuf.Timestamp\".\n\017De" +
+      "letedSchedule\022\n\n\002id\030\001 \001(\t\022\017\n\007deleted\030\002 \001" +
+      "(\010\",\n\013ProblemItem\022\014\n\004path\030\001 \001(\t\022\017\n\007messa" +
+      "ge\030\002 \001(\t\"\202\001\n\007Problem\022\014\n\004type\030\001 \001(\t\022\r\n\005ti" +
+      "tle\030\002 \001(\t\022\016\n\006status\030\003 \001(\005\022\016\n\006detail\030\004 \001(" +
+      "\t\022\020\n\010instance\030\005 \001(\t\022(\n\006errors\030\006 \003(\0132\030.wo" +
+      "rkflow.v1.ProblemItem\"\023\n\021GetOpenApiReque" +
+      "st\"8\n\027DeleteDefinitionRequest\022\014\n\004name\030\001 " +
+      "\001(\t\022\017\n\007version\030\002 \001(\005\"#\n\025DeleteInstanceRe" +
+      "quest\022\n\n\002id\030\001 \001(\t\"\341\001\n\017DeletedInstance\022\n\n" +
+      "\002id\030\001 \001(\t\022\027\n\017definition_name\030\002 \001(\t\022\037\n\022de" +
+      "finition_version\030\003 \001(\005H\000\210\001\001\022\016\n\006status\030\004 " +
+      "\001(\t\022\027\n\017step_executions\030\005 \001(\003\022\014\n\004jobs\030\006 \001" +
+      "(\003\022\026\n\016history_events\030\007 \001(\003\022\025\n\010archived\030\010" +
+      " \001(\010H\001\210\001\001B\025\n\023_definition_versionB\013\n\t_arc" +
+      "hived\"\022\n\020GetHealthRequest\"d\n\013HealthCheck" +
+      "\022\016\n\006status\030\001 \001(\t\022\027\n\nlatency_ms\030\002 \001(\001H\000\210\001" +
+      "\001\022\r\n\005error\030\003 \001(\t\022\016\n\006bucket\030\004 \001(\tB\r\n\013_lat" +
+      "ency_ms\"{\n\006Health\022\016\n\006status\030\001 \001(\t\022\017\n\007ver" +
+      "sion\030\002 \001(\t\022*\n\010database\030\003 \001(\0132\030.workflow." +
+      "v1.HealthCheck\022$\n\002s3\030\004 \001(\0132\030.workflow.v1" +
+      ".HealthCheck\"\022\n\020GetConfigRequest\"B\n\014Payl" +
+      "oadLimit\022\030\n\020soft_limit_bytes\030\001 \001(\003\022\030\n\020ha" +
+      "rd_limit_bytes\030\002 \001(\003\"\241\001\n\rPayloadLimits\0221" +
+      "\n\016workflow_input\030\001 \001(\0132\031.workflow.v1.Pay" +
+      "loadLimit\022-\n\nstep_input\030\002 \001(\0132\031.workflow" +
+      ".v1.PayloadLimit\022.\n\013step_output\030\003 \001(\0132\031." +
+      "workflow.v1.PayloadLimit\"[\n\014ServerConfig" +
+      "\0222\n\016payload_limits\030\001 \001(\0132\032.workflow.v1.P" +
+      "ayloadLimits\022\027\n\017presign_seconds\030\002 \001(\005\"h\n" +
+      "\024CreatePayloadRequest\022\014\n\004kind\030\001 \001(\t\022\022\n\ns" +
+      "ize_bytes\030\002 \001(\003\022\033\n\016content_sha256\030\003 \001(\tH" +
+      "\000\210\001\001B\021\n\017_content_sha256\"\336\001\n\rPayloadUploa" +
+      "d\022\014\n\004path\030\001 \001(\t\022\022\n\nupload_url\030\002 \001(\t\022.\n\ne" +
+      "xpires_at\030\003 \001(\0132\032.google.protobuf.Timest" +
+      "amp\022E\n\016upload_headers\030\004 \003(\0132-.workflow.v" +
+      "1.PayloadUpload.UploadHeadersEntry\0324\n\022Up" +
+      "loadHeadersEntry\022\013\n\003key\030\001 \001(\t\022\r\n\005value\030\002" +
+      " \001(\t:\0028\0012\351\036\n\016WorkflowEngine\022E\n\tGetConfig",
+      "\022\035.workflow.v1.GetConfigRequest\032\031.workfl" +
+      "ow.v1.ServerConfig\022N\n\rCreatePayload\022!.wo" +
+      "rkflow.v1.CreatePayloadRequest\032\032.workflo" +
+      "w.v1.PayloadUpload\022E\n\nGetOpenApi\022\036.workf" +
+      "low.v1.GetOpenApiRequest\032\027.google.protob" +
+      "uf.Struct\022?\n\tGetHealth\022\035.workflow.v1.Get" +
+      "HealthRequest\032\023.workflow.v1.Health\022Q\n\020De" +
+      "leteDefinition\022$.workflow.v1.DeleteDefin" +
+      "itionRequest\032\027.workflow.v1.Definition\022R\n" +
+      "\016DeleteInstance\022\".workflow.v1.DeleteInst" +
+      "anceRequest\032\034.workflow.v1.DeletedInstanc" +
+      "e\022F\n\022RegisterDefinition\022\027.workflow.v1.De" +
+      "finition\032\027.workflow.v1.Definition\022S\n\017Lis" +
+      "tDefinitions\022#.workflow.v1.ListDefinitio" +
+      "nsRequest\032\033.workflow.v1.DefinitionPage\022K" +
+      "\n\rGetDefinition\022!.workflow.v1.GetDefinit" +
+      "ionRequest\032\027.workflow.v1.Definition\022J\n\014L" +
+      "istTaskDefs\022 .workflow.v1.ListTaskDefsRe" +
+      "quest\032\030.workflow.v1.TaskDefPage\022B\n\nPutTa" +
+      "skDef\022\036.workflow.v1.PutTaskDefRequest\032\024." +
+      "workflow.v1.TaskDef\022B\n\nGetTaskDef\022\036.work" +
+      "flow.v1.GetTaskDefRequest\032\024.workflow.v1." +
+      "TaskDef\022H\n\rDeleteTaskDef\022!.workflow.v1.D" +
+      "eleteTaskDefRequest\032\024.workflow.v1.TaskDe" +
+      "f\022I\n\rStartInstance\022!.workflow.v1.StartIn" +
+      "stanceRequest\032\025.workflow.v1.Instance\022Y\n\016" +
+      "StartInstances\022\".workflow.v1.StartInstan" +
+      "cesRequest\032#.workflow.v1.StartInstancesR" +
+      "esponse\022Q\n\017SearchInstances\022#.workflow.v1" +
+      ".SearchInstancesRequest\032\031.workflow.v1.In" +
+      "stancePage\022E\n\013GetInstance\022\037.workflow.v1." +
+      "GetInstanceRequest\032\025.workflow.v1.Instanc" +
+      "e\022J\n\tListSteps\022\035.workflow.v1.ListStepsRe" +
+      "quest\032\036.workflow.v1.StepExecutionPage\022F\n" +
+      "\nGetHistory\022\036.workflow.v1.GetHistoryRequ" +
+      "est\032\030.workflow.v1.HistoryPage\022K\n\016CancelI" +
+      "nstance\022\".workflow.v1.CancelInstanceRequ" +
+      "est\032\025.workflow.v1.Instance\022O\n\020CompleteUs" +
+      "erTask\022$.workflow.v1.CompleteUserTaskReq" +
+      "uest\032\025.workflow.v1.Instance\022;\n\006Signal\022\032." +
+      "workflow.v1.SignalRequest\032\025.workflow.v1." +
+      "Instance\022M\n\rRetryInstance\022%.workflow.v1." +
+      "InstanceOperationRequest\032\025.workflow.v1.I" +
+      "nstance\022I\n\rRerunInstance\022!.workflow.v1.R" +
+      "erunInstanceRequest\032\025.workflow.v1.Instan" +
+      "ce\022M\n\017RestartInstance\022#.workflow.v1.Rest" +
+      "artInstanceRequest\032\025.workflow.v1.Instanc" +
+      "e\022M\n\rPauseInstance\022%.workflow.v1.Instanc" +
+      "eOperationRequest\032\025.workflow.v1.Instance" +
+      "\022N\n\016ResumeInstance\022%.workflow.v1.Instanc" +
+      "eOperationRequest\032\025.workflow.v1.Instance" +
+      "\022G\n\010PollJobs\022\034.workflow.v1.PollJobsReque" +
+      "st\032\035.workflow.v1.PollJobsResponse\022P\n\013Com" +
+      "pleteJob\022\037.workflow.v1.CompleteJobReques" +
+      "t\032 .workflow.v1.CompleteJobResponse\022V\n\rC" +
+      "ompleteBatch\022!.workflow.v1.CompleteBatch" +
+      "Request\032\".workflow.v1.CompleteBatchRespo" +
+      "nse\022D\n\007FailJob\022\033.workflow.v1.FailJobRequ" +
+      "est\032\034.workflow.v1.FailJobResponse\022J\n\tHea" +
+      "rtbeat\022\035.workflow.v1.HeartbeatRequest\032\036." +
+      "workflow.v1.HeartbeatResponse\022:\n\010ClaimJo" +
+      "b\022\034.workflow.v1.ClaimJobRequest\032\020.workfl" +
+      "ow.v1.Job\022M\n\nStopWorker\022\036.workflow.v1.St" +
+      "opWorkerRequest\032\037.workflow.v1.StopWorker" +
+      "Response\022;\n\004Push\022\030.workflow.v1.PushReque" +
+      "st\032\031.workflow.v1.PushResponse\022;\n\005Stats\022\031" +
+      ".workflow.v1.QueueRequest\032\027.workflow.v1." +
+      "QueueStats\022=\n\004Peek\022\031.workflow.v1.QueueRe" +
+      "quest\032\032.workflow.v1.QueueTaskList\022>\n\005Pur" +
+      "ge\022\031.workflow.v1.QueueRequest\032\032.workflow" +
+      ".v1.PurgeResponse\022B\n\007Dequeue\022\033.workflow." +
+      "v1.DequeueRequest\032\032.workflow.v1.QueueTas" +
+      "kList\022;\n\003Ack\022\027.workflow.v1.AckRequest\032\033." +
+      "workflow.v1.SettleResponse\022=\n\004Nack\022\030.wor" +
+      "kflow.v1.NackRequest\032\033.workflow.v1.Settl" +
+      "eResponse\022D\n\nListQueues\022\036.workflow.v1.Li" +
+      "stQueuesRequest\032\026.workflow.v1.QueuePage\022" +
+      "P\n\016ListQueueTasks\022\".workflow.v1.ListQueu" +
+      "eTasksRequest\032\032.workflow.v1.QueueTaskPag" +
+      "e\022D\n\007Redrive\022\033.workflow.v1.RedriveReques" +
+      "t\032\034.workflow.v1.RedriveResponse\022E\n\016Creat" +
+      "eSchedule\022\034.workflow.v1.ScheduleRequest\032" +
+      "\025.workflow.v1.Schedule\022M\n\rListSchedules\022" +
+      "!.workflow.v1.ListSchedulesRequest\032\031.wor" +
+      "kflow.v1.SchedulePage\022D\n\013GetSchedule\022\036.w" +
+      "orkflow.v1.ScheduleIdRequest\032\025.workflow." +
+      "v1.Schedule\022F\n\017ReplaceSchedule\022\034.workflo" +
+      "w.v1.ScheduleRequest\032\025.workflow.v1.Sched" +
+      "ule\022N\n\016DeleteSchedule\022\036.workflow.v1.Sche" +
+      "duleIdRequest\032\034.workflow.v1.DeletedSched" +
+      "ule\022I\n\rPauseSchedule\022!.workflow.v1.Pause" +
+      "ScheduleRequest\032\025.workflow.v1.Schedule\022H" +
+      "\n\017UnpauseSchedule\022\036.workflow.v1.Schedule" +
+      "IdRequest\032\025.workflow.v1.Schedule\022Q\n\017Trig" +
+      "gerSchedule\022\036.workflow.v1.ScheduleIdRequ" +
+      "est\032\036.workflow.v1.ScheduleTriggered\022O\n\020B" +
+      "ackfillSchedule\022\034.workflow.v1.BackfillRe" +
+      "quest\032\035.workflow.v1.BackfillResponseB&\n\025" +
+      "dev.baton.workflow.v1B\013EngineProtoP\001b\006pr" +
+      "oto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -1053,7 +1055,7 @@ public final class EngineProto extends com.google.protobuf.GeneratedFile {
     internal_static_workflow_v1_Definition_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_workflow_v1_Definition_descriptor,
-        new java.lang.String[] { "Name", "Version", "Description", "Steps", "OutputParameters", "TimeoutSeconds", "TimeoutPolicy", "CreatedAt", "Trigger", "InputTemplate", "FailureWorkflow", "RetentionSeconds", });
+        new java.lang.String[] { "Name", "Version", "Description", "Steps", "OutputParameters", "TimeoutSeconds", "TimeoutPolicy", "CreatedAt", "Trigger", "InputTemplate", "FailureWorkflow", "RetentionSeconds", "FailureWorkflowVersion", });
     internal_static_workflow_v1_ListDefinitionsRequest_descriptor =
       getDescriptor().getMessageType(4);
     internal_static_workflow_v1_ListDefinitionsRequest_fieldAccessorTable = new
