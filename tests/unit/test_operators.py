@@ -549,6 +549,17 @@ def test_a_failed_instance_starts_its_failure_workflow() -> None:
     }
 
 
+def test_a_failure_workflow_that_does_not_exist_is_named_in_the_output_as_conductor_does() -> None:
+    run = Run({"name": "p", "failureWorkflow": "gone", "steps": [task("a")]}).start()
+    run.fail("a", "broke")
+    assert not [e for e in run.events if e.kind == "FAILURE_WORKFLOW"]
+    assert run.state.output == {
+        "conductor.failure_workflow": "Error workflow gone failed to start.  reason: "
+        "No such workflow defined. name=gone, version=null"
+    }
+    assert [a.event for a in run.last.audit][-1] == "FAILURE_WORKFLOW_NOT_FOUND"
+
+
 def test_a_failure_workflow_after_a_terminate_names_no_failed_task() -> None:
     run = Run(
         {

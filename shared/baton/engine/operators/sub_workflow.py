@@ -236,9 +236,8 @@ def failed_workflow(
     """The failed instance (its input ``original``, read back if it was kept in the payload
     bucket) as a failure workflow is told of it (``failedWorkflow``): Conductor's workflow
     fields the instance has as it ended (``output``, before it named its failure workflow;
-    ``told``: its status and reason then), and ``tasks``,
-    Conductor's view of its tasks as they ended (given by the engine's ``failed_tasks``, the
-    Conductor surface's view; None: left out)."""
+    ``told``: its status and reason then), and ``tasks``, Conductor's view of its tasks as they
+    ended (from the engine's ``failed_view``, the Conductor surface's; None: left out)."""
     inst = d.instance
     failed: dict[str, Any] = {
         "workflowId": str(inst.id),
@@ -288,13 +287,19 @@ def schedule_failure_workflow(d: Decision, name: str, version: int | None = None
     workflow's id (named in the instance's output as ``conductor.failure_workflow``, as
     Conductor does; not in an output stored in the payload bucket), the status and reason the
     instance ended with and the task whose failure ended it. No definition of that name (and
-    version): an audit row says so."""
+    version): an audit row says so, and the output names the failure workflow that could not
+    start with Conductor's words."""
+    inst = d.instance
     if d.reader.child_plan(name, version, None) is None:
         d.changes.audit.append(
             AuditEvent("FAILURE_WORKFLOW_NOT_FOUND", None, _named(name, version))
         )
+        _name_in_output(
+            d,
+            f"Error workflow {name} failed to start.  reason: No such workflow defined. "
+            f"name={name}, version={'null' if version is None else version}",
+        )
         return
-    inst = d.instance
     fid = uuid.uuid4()
     told: dict[str, Any] = {
         "instanceId": str(inst.id),
@@ -313,8 +318,16 @@ def schedule_failure_workflow(d: Decision, name: str, version: int | None = None
             {**_named(name, version), "id": str(fid), "told": told},
         )
     )
+    _name_in_output(d, str(fid))
+
+
+def _name_in_output(d: Decision, said: str) -> None:
+    """``conductor.failure_workflow`` in the instance's output (not in one stored in the payload
+    bucket): the failure workflow's id, or why it could not start (Conductor's
+    ``terminateWorkflow``)."""
+    inst = d.instance
     if inst.output is None or (isinstance(inst.output, dict) and not is_payload_ref(inst.output)):
-        inst.output = {**(inst.output or {}), FAILURE_WORKFLOW_KEY: str(fid)}
+        inst.output = {**(inst.output or {}), FAILURE_WORKFLOW_KEY: said}
 
 
 def start_failure_workflow(
