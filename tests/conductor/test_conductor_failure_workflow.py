@@ -207,3 +207,19 @@ def test_a_failure_workflow_version_starts_that_version(
         refused = api.post("/metadata/workflow", json=hostile)
         assert refused.status_code == 400, (bad, refused.text)
         assert "failureWorkflowVersion" in refused.text
+
+
+def test_the_error_handling_guides_compensation_registers_as_conductor_takes_it(
+    api: httpx.Client, prefix: str
+) -> None:
+    """The guide's ``order_compensation`` reads ``failedWorkflow.tasks[<ref>]``, a path Jayway
+    cannot compile: Conductor registers it and reads such a path as null, and so does Baton (it
+    was refused 400 as a bad bracket)."""
+    sent = json.loads((COOKBOOK / "handling-errors-order-compensation.json").read_text())
+    sent["name"] = f"{prefix}_order_compensation"
+    answer = api.post("/metadata/workflow", json=sent)
+    assert answer.status_code in (200, 204), answer.text
+    back = api.get(f"/metadata/workflow/{sent['name']}").json()
+    assert [t["inputParameters"] for t in back["tasks"]] == [
+        t["inputParameters"] for t in sent["tasks"]
+    ]

@@ -84,6 +84,32 @@ def test_a_reference_to_no_task_is_null_and_null_inside_text() -> None:
     assert out["outputParameters"] == {"fact": None, "known": "${a.output}"}
 
 
+def test_a_path_jayway_cannot_compile_is_null_as_conductor_reads_it() -> None:
+    # Conductor's error-handling guide: a list indexed by a bare name (ParametersUtils reads a
+    # path that throws as null; registration takes it).
+    out = _translate(
+        [
+            simple(
+                "a",
+                inputParameters={
+                    "shipmentId": "${workflow.input.failedWorkflow.tasks[ship_ref].output.id}",
+                    "said": "id ${workflow.input.x[ ship ]} of ${workflow.input.orderId}",
+                    "indexed": "${workflow.input.items[0]}",
+                    "quoted": "${workflow.input.m['k']}",
+                    "filtered": "${workflow.input.xs[?(@.n > 1)]}",
+                },
+            )
+        ]
+    )
+    assert out["steps"][0]["input"] == {
+        "shipmentId": None,
+        "said": "id null of ${workflow.input.orderId}",
+        "indexed": "${workflow.input.items[0]}",
+        "quoted": "${workflow.input.m['k']}",
+        "filtered": "${workflow.input.xs[?(@.n > 1)]}",
+    }
+
+
 def test_a_blank_or_absent_loop_condition_runs_the_loop_once() -> None:
     for condition in ("", "  ", None):
         loop = {

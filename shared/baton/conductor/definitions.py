@@ -183,6 +183,9 @@ def _failure_workflow(name: Any) -> Any:
 
 
 _REFERENCE = re.compile(r"(?<!\$)\$\{\s*(\w[\w-]*)?[^}]*\}")
+# A bracket whose inside starts with a bare name: Jayway's PathCompiler takes only a quote, a
+# digit, '-', ':', '*', '?' there ("Could not parse token starting at position …").
+_BARE_BRACKET = re.compile(r"\[\s*[A-Za-z_]")
 # Step fields that hold programs, not templates: their ${…} is the script's own.
 _PROGRAMS = ("description", "script", "while", "query")
 
@@ -190,7 +193,10 @@ _PROGRAMS = ("description", "script", "while", "query")
 def _unknown_to_null(out: dict[str, Any]) -> dict[str, Any]:
     """A ``${…}`` whose first key names no task of the workflow (nor ``workflow``) reads null in
     Conductor (its JSONPath finds nothing there): it is null here too, and ``null`` inside text
-    (Java's ``Objects.toString(null)``), instead of a definition Baton's native check refuses."""
+    (Java's ``Objects.toString(null)``), instead of a definition Baton's native check refuses.
+    So does one whose path Jayway cannot compile (a bracket holding a bare name,
+    ``tasks[charge_ref]``, as Conductor's own error-handling guide writes): ``ParametersUtils``
+    reads any path that throws as null."""
     known: set[str] = {"workflow", "map"}
 
     def collect(value: Any) -> None:
@@ -205,7 +211,9 @@ def _unknown_to_null(out: dict[str, Any]) -> dict[str, Any]:
                 collect(list(inner.values()) if isinstance(inner, dict) else inner)
 
     def unknown(m: re.Match[str]) -> bool:
-        return m.group(1) is None or m.group(1) not in known
+        return (
+            m.group(1) is None or m.group(1) not in known or bool(_BARE_BRACKET.search(m.group(0)))
+        )
 
     def text(m: re.Match[str]) -> str:
         if not unknown(m):
