@@ -30,9 +30,10 @@ REFUSED: dict[str, str] = {
     # A dynamic fork whose task list is the plain text "task_4.output.dynamicTasks" (no ${…}):
     # Conductor cannot read a task list from it.
     "rest__kitchensink__wf1__main_workflow.json": "inputParameters.dynamicTasks must be one",
-    # A jq program with single-quoted strings ([{id: 1, value: 'task1'}]), which jq does not
-    # parse.
+    # A dynamic fork of INLINE tasks over forkTaskInputs (each task's script given at run time,
+    # which Baton's script steps do not take); also a jq program with single-quoted strings
+    # ([{id: 1, value: 'task1'}]), which jq does not parse.
     "test-harness__do_while_timeline_ui_demo__do_while_timeline_ui_demo.json": (
-        "the jq filter does not parse"
+        "forkTaskType 'INLINE'"
     ),
 }

@@ -265,3 +265,50 @@ def test_an_http_task_of_an_inline_sub_workflow_without_a_task_definition_is_not
     wf = _wait_terminal(clients, [wid], timeout=30)[wid]
     assert wf.status == "FAILED"
     assert target.hits["/inline-fail"] == 2
+
+
+def test_a_dynamic_fork_of_http_tasks_calls_each_input(
+    clients: OrkesClients, prefix: str, target: Target
+) -> None:
+    """The dynamic-fork guide's ``dynamic_workflow_array_http``: ``forkTaskType`` HTTP over
+    ``forkTaskInputs``, each an ``http_request``; the JOIN gives each call's response by the
+    forked task's name, ``_HTTP_<index>``."""
+    calls = [
+        {"http_request": {"method": "POST", "uri": target.url("/json"), "body": {"n": n}}}
+        for n in (1, 2)
+    ]
+    definition = {
+        "name": f"{prefix}_dynamic_http",
+        "version": 1,
+        "tasks": [
+            {
+                "name": "dynamic_workflow_array_http",
+                "taskReferenceName": "dynamic_workflow_array_http_ref",
+                "inputParameters": {"forkTaskType": "HTTP", "forkTaskInputs": calls},
+                "type": "FORK_JOIN_DYNAMIC",
+            },
+            {
+                "name": "dynamic_workflow_array_http_join",
+                "taskReferenceName": "dynamic_workflow_array_http_join_ref",
+                "inputParameters": {},
+                "type": "JOIN",
+                "joinOn": [],
+            },
+        ],
+        "schemaVersion": 2,
+    }
+    clients.get_metadata_client().register_workflow_def(
+        _model(definition, "WorkflowDef"), overwrite=True
+    )
+    wid = clients.get_workflow_client().start_workflow(
+        StartWorkflowRequest(name=f"{prefix}_dynamic_http", version=1, input={})
+    )
+    wf = _wait_terminal(clients, [wid])[wid]
+    assert wf.status == "COMPLETED", wf.reason_for_incompletion
+    join = next(t for t in wf.tasks if t.task_type == "JOIN")
+    echoed = {k: v["response"]["body"]["echo"] for k, v in join.output_data.items()}
+    assert echoed == {"_HTTP_0": {"n": 1}, "_HTTP_1": {"n": 2}}
+    assert sorted(t.task_type for t in wf.tasks if t.reference_task_name.startswith("_HTTP_")) == [
+        "HTTP",
+        "HTTP",
+    ]

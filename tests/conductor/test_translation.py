@@ -864,6 +864,32 @@ def test_a_join_is_read_through_its_fork_and_the_forked_tasks() -> None:
     parse_definition(out)
 
 
+def test_a_dynamic_fork_of_fork_task_inputs_names_its_tasks_as_conductor_does() -> None:
+    def forked(params: dict[str, Any]) -> dict[str, Any]:
+        fork = {
+            "name": "dyn",
+            "taskReferenceName": "dyn",
+            "type": "FORK_JOIN_DYNAMIC",
+            "inputParameters": {"forkTaskInputs": "${workflow.input.calls}", **params},
+        }
+        out = cd.to_baton_workflow(
+            _wf([fork, {"name": "j", "taskReferenceName": "j", "type": "JOIN"}])
+        )
+        parse_definition(out)
+        step: dict[str, Any] = out["steps"][1]  # (after _wf's "prev")
+        return step
+
+    # HTTP: each forked task an HTTP call of its input's http_request, named HTTP.
+    http = forked({"forkTaskType": "HTTP"})
+    assert http["key"] == "_HTTP_${map.index}"
+    (inner,) = http["steps"]
+    assert (inner["type"], inner["request"]) == ("HTTP", "${map.input.http_request}")
+    # No name nor type: SIMPLE tasks named after the fork's reference.
+    plain = forked({})
+    assert plain["key"] == "_dyn_${map.index}"
+    assert (plain["steps"][0]["type"], plain["steps"][0]["jobType"]) == ("SERVICE_TASK", "dyn")
+
+
 @pytest.mark.parametrize(
     ("task", "says"),
     [
@@ -882,7 +908,7 @@ def test_a_join_is_read_through_its_fork_and_the_forked_tasks() -> None:
             },
             "inputParameters.dynamicTasks must be one ${…} expression",
         ),
-        ({"inputParameters": {"forkTaskInputs": []}}, "forkTaskName"),
+        ({"inputParameters": {"forkTaskType": "INLINE", "forkTaskInputs": []}}, "'INLINE'"),
         (
             {"inputParameters": {"forkTaskName": "w", "forkTaskInputs": {"n": 1}}},
             "forkTaskInputs must be a list, or one ${…} expression giving one",

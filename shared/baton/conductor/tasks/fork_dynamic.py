@@ -9,10 +9,13 @@ output (the MAP's) an object by the forked tasks' reference names, as Conductor'
   names (or its inline ``workflowDefinition``, a Conductor WorkflowDef), any other is a worker
   task of its ``name`` (``${map.item.name}``); either's input is the task's entry
   (``${map.input}``). The join reads the output of the task each item ran.
-- ``forkTaskName`` (or ``forkTaskWorkflow``, a sub-workflow) + ``forkTaskInputs``: the MAP runs
-  that task over the inputs, each its whole input with its index as ``__index`` (an input that
-  is no object is ``{input, __index}``), keyed ``_<forkTaskName>_<index>`` as Conductor names
-  and hands the forked tasks (the MAP's ``indexAs``).
+- ``forkTaskInputs`` with ``forkTaskName`` (or ``forkTaskWorkflow``, a sub-workflow, or
+  ``forkTaskType``): the MAP runs that task over the inputs, each its whole input with its index
+  as ``__index`` (an input that is no object is ``{input, __index}``), keyed
+  ``_<forkTaskName>_<index>`` as Conductor names and hands the forked tasks (the MAP's
+  ``indexAs``). ``forkTaskType`` HTTP forks HTTP tasks, each calling its input's
+  ``http_request``; without ``forkTaskName`` a forked task is named by its system type, or else
+  by the fork's reference name (Conductor's ``getDynamicTasksSimple``).
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ TASK_PERMISSIVE = "${map.item.permissive}"
 TASKS_PARAM, INPUTS_PARAM = "dynamicTasks", "dynamicTasksInput"
 # Where Conductor gives each task of the forkTaskName form its index, in its input.
 INDEX = "__index"
+# The request of each task of a forkTaskType HTTP fork.
+HTTP_REQUEST = "${map.input.http_request}"
 
 
 def to_step(task: dict[str, Any], join: dict[str, Any], path: str) -> dict[str, Any]:
@@ -59,7 +64,9 @@ def to_step(task: dict[str, Any], join: dict[str, Any], path: str) -> dict[str, 
     if not isinstance(params, dict):
         raise fail(where, "inputParameters must be an object")
     if task.get("dynamicForkTasksParam") and (
-        params.get("forkTaskName") is None and params.get("forkTaskWorkflow") is None
+        params.get("forkTaskName") is None
+        and params.get("forkTaskWorkflow") is None
+        and params.get("forkTaskInputs") is None
     ):
         step = _task_list(task, params, path)
     else:
@@ -145,20 +152,34 @@ def _one_task(task: dict[str, Any], params: dict[str, Any], path: str) -> dict[s
     where = label(task, path)
     step = base(task, path)
     name, flow = params.get("forkTaskName"), params.get("forkTaskWorkflow")
+    kind = params.get("forkTaskType")
     inputs = params.get("forkTaskInputs")
-    if (name is None and flow is None) or inputs is None:
+    if inputs is None:
         raise fail(
             where,
             "FORK_JOIN_DYNAMIC needs dynamicForkTasksParam and dynamicForkTasksInputParamName, "
-            "or forkTaskName (or forkTaskWorkflow) and forkTaskInputs",
+            "or forkTaskInputs (with forkTaskName, forkTaskWorkflow or forkTaskType)",
         )
+    if flow is None and kind not in (None, "SIMPLE", "HTTP"):
+        raise fail(
+            where,
+            f"forkTaskType {kind!r}: a dynamic fork of forkTaskInputs forks SIMPLE or HTTP "
+            "tasks (or, with forkTaskWorkflow, sub-workflows)",
+        )
+    if name is None and flow is None:
+        # Conductor's names: a system task's type, else the fork's own reference name.
+        name = kind if kind == "HTTP" else task.get("taskReferenceName")
     if not (isinstance(inputs, list) or (isinstance(inputs, str) and WHOLE.match(inputs))):
         raise fail(where, "forkTaskInputs must be a list, or one ${…} expression giving one")
     inner: dict[str, Any] = {"id": f"{step['id'][: 64 - len(FORKED)]}{FORKED}"}
-    if name is not None:
+    if name is not None and flow is None:
         if not isinstance(name, str) or not name:
             raise fail(where, "forkTaskName must be a task name")
-        inner.update(name=name, type="SERVICE_TASK", jobType=name)
+        if kind == "HTTP":
+            # Each call is its input's http_request (as a forked HTTP task reads it).
+            inner.update(name=name, type="HTTP", request=HTTP_REQUEST)
+        else:
+            inner.update(name=name, type="SERVICE_TASK", jobType=name)
     else:
         if not isinstance(flow, str) or not flow:
             raise fail(where, "forkTaskWorkflow must be a workflow name")
