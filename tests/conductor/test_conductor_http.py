@@ -312,3 +312,53 @@ def test_a_dynamic_fork_of_http_tasks_calls_each_input(
         "HTTP",
         "HTTP",
     ]
+
+
+def test_a_dynamic_fork_task_list_runs_its_http_entries_as_calls(
+    clients: OrkesClients, prefix: str, target: Target
+) -> None:
+    """A FORK_JOIN_DYNAMIC task list (dynamicForkTasksParam) whose entries are HTTP tasks, each
+    with its input (an http_request) by reference name: each is an HTTP call, as in Conductor,
+    not a job waiting for a worker."""
+    definition = {
+        "name": f"{prefix}_dynamic_http_list",
+        "version": 1,
+        "tasks": [
+            {
+                "name": "fan",
+                "taskReferenceName": "fan",
+                "type": "FORK_JOIN_DYNAMIC",
+                "dynamicForkTasksParam": "dynamicTasks",
+                "dynamicForkTasksInputParamName": "dynamicTasksInput",
+                "inputParameters": {
+                    "dynamicTasks": "${workflow.input.tasks}",
+                    "dynamicTasksInput": "${workflow.input.inputs}",
+                },
+            },
+            {"name": "fan_join", "taskReferenceName": "fan_join", "type": "JOIN"},
+        ],
+    }
+    clients.get_metadata_client().register_workflow_def(
+        _model(definition, "WorkflowDef"), overwrite=True
+    )
+    refs = ("call_a", "call_b")
+    given = {
+        "tasks": [{"name": "http_call", "taskReferenceName": r, "type": "HTTP"} for r in refs],
+        "inputs": {
+            r: {"http_request": {"uri": target.url("/json"), "method": "POST", "body": {"r": r}}}
+            for r in refs
+        },
+    }
+    wid = clients.get_workflow_client().start_workflow(
+        StartWorkflowRequest(name=f"{prefix}_dynamic_http_list", version=1, input=given)
+    )
+    wf = _wait_terminal(clients, [wid])[wid]
+    assert wf.status == "COMPLETED", wf.reason_for_incompletion
+    join = next(t for t in wf.tasks if t.task_type == "JOIN")
+    assert {k: v["response"]["body"]["echo"] for k, v in join.output_data.items()} == {
+        r: {"r": r} for r in refs
+    }
+    forked = sorted(
+        (t.reference_task_name, t.task_type) for t in wf.tasks if t.reference_task_name in refs
+    )
+    assert forked == [("call_a", "HTTP"), ("call_b", "HTTP")]

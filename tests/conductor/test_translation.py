@@ -87,7 +87,17 @@ GOLDEN: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = [
                                 "optional": "${map.item.optional}",
                                 "permissive": "${map.item.permissive}",
                             }
-                        ]
+                        ],
+                        "HTTP": [
+                            {
+                                "id": "fan_http",
+                                "type": "HTTP",
+                                "request": "${map.input.http_request}",
+                                "input": "${map.input}",
+                                "optional": "${map.item.optional}",
+                                "permissive": "${map.item.permissive}",
+                            }
+                        ],
                     },
                     "default": [
                         {

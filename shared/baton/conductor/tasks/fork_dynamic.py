@@ -8,7 +8,8 @@ output (the MAP's) an object by the forked tasks' reference names, as Conductor'
   SWITCH on the task's ``type``: a SUB_WORKFLOW entry starts the child its ``subWorkflowParam``
   names (or its inline ``workflowDefinition``, a Conductor WorkflowDef), any other is a worker
   task of its ``name`` (``${map.item.name}``); either's input is the task's entry
-  (``${map.input}``). The join reads the output of the task each item ran.
+  (``${map.input}``); an HTTP entry calls its input's ``http_request``. The join reads the
+  output of the task each item ran.
 - ``forkTaskInputs`` with ``forkTaskName`` (or ``forkTaskWorkflow``, a sub-workflow, or
   ``forkTaskType``): the MAP runs that task over the inputs, each its whole input with its index
   as ``__index`` (an input that is no object is ``{input, __index}``), keyed
@@ -40,7 +41,7 @@ from baton.steps import MAX_MAP_CONCURRENCY
 # The step id of a dynamic fork's task, inside its MAP: the fork's reference plus this (in the
 # task-list form, the SWITCH choosing by type; its worker task and sub-workflow add these).
 FORKED = "_forked"
-FORKED_TASK, FORKED_FLOW = "_task", "_flow"
+FORKED_TASK, FORKED_FLOW, FORKED_HTTP = "_task", "_flow", "_http"
 TASK_TYPE = "${map.item.type}"
 # The key of a task of the dynamicForkTasksParam form, and the input it reads.
 TASK_KEY = "${map.item.taskReferenceName}"
@@ -105,7 +106,8 @@ def _task_list(task: dict[str, Any], params: dict[str, Any], path: str) -> dict[
     if not isinstance(inputs, dict):
         inputs = _whole(inputs, where, f"inputParameters.{inputs_param}")
     own = step["id"][: 64 - len(FORKED)]
-    # Each task by its type: a SUB_WORKFLOW entry starts its child, any other is a worker task.
+    # Each task by its type: a SUB_WORKFLOW entry starts its child, an HTTP entry calls its
+    # input's http_request, any other is a worker task.
     inner = {
         "id": f"{own}{FORKED}",
         "type": "SWITCH",
@@ -124,7 +126,17 @@ def _task_list(task: dict[str, Any], params: dict[str, Any], path: str) -> dict[
                     "optional": TASK_OPTIONAL,
                     "permissive": TASK_PERMISSIVE,
                 }
-            ]
+            ],
+            "HTTP": [
+                {
+                    "id": f"{own}{FORKED_HTTP}",
+                    "type": "HTTP",
+                    "request": HTTP_REQUEST,
+                    "input": TASK_INPUT,
+                    "optional": TASK_OPTIONAL,
+                    "permissive": TASK_PERMISSIVE,
+                }
+            ],
         },
         "default": [
             {
@@ -216,6 +228,8 @@ def back_map(s: dict[str, Any], task: dict[str, Any]) -> list[dict[str, Any]]:
     else:
         if inner["type"] == "SERVICE_TASK":
             fork: dict[str, Any] = {"forkTaskName": inner["jobType"]}
+        elif inner["type"] == "HTTP":
+            fork = {"forkTaskName": inner.get("name") or "HTTP", "forkTaskType": "HTTP"}
         else:
             fork = {"forkTaskWorkflow": inner["definitionName"]}
             if inner.get("definitionVersion"):
@@ -235,7 +249,10 @@ def _dynamic_fork(s: dict[str, Any]) -> dict[str, Any] | None:
     if len(body) != 1:
         return None
     inner = body[0]
-    whole = inner.get("type") in ("SERVICE_TASK", "SUB_WORKFLOW") and (
+    whole = (
+        inner.get("type") in ("SERVICE_TASK", "SUB_WORKFLOW")
+        or (inner.get("type") == "HTTP" and inner.get("request") == HTTP_REQUEST)
+    ) and (
         inner.get("input") == "${map.item}"
         or (inner.get("input") == TASK_INPUT and s.get("indexAs") is not None)
     )
