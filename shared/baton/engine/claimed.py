@@ -243,7 +243,7 @@ def _row(job: list[Any], state: list[Any], worker_id: str, now: str) -> dict[str
 def typed(row: dict[str, Any]) -> dict[str, Any]:
     """A row taken as claimed (``take_as_claimed``) as READ_JOB_WITH_INSTANCE reads it: UUIDs
     and datetimes where the claim's JSON gave text, ``now`` moved on by the time elapsed since
-    the claim, the lease neither lapsed nor past its deadline (the take checked it)."""
+    the claim, the lease not lapsed (the take checked it)."""
     out = dict(row)
     for key in _IDS:
         value = out[key]
@@ -253,5 +253,4 @@ def typed(row: dict[str, Any]) -> dict[str, Any]:
     out["now"] = now + timedelta(seconds=out.pop("elapsed", 0.0))
     out["created_at"] = datetime.fromisoformat(out["created_at"])
     out["lease_lapsed"] = False
-    out["past_deadline"] = False
     return out

@@ -144,8 +144,8 @@ CLAIMED_STATE_MAX_BYTES = 16_384
 # first nine), what the poll's metrics count, and (``STATE``) the rest of the state its
 # completion's decision reads, or null. The state is the columns of READ_JOB_WITH_INSTANCE: the
 # job's own values above (``STATE_FROM_JOB``), the claim's clock (``now()``, once per claim),
-# the constants (the job LOCKED by the claiming worker, its lease neither lapsed nor past its
-# deadline), and ``CLAIMED_STATE_KEYS``, for the process that claimed the job to decide its
+# the constants (the job LOCKED by the claiming worker, its lease not lapsed), and
+# ``CLAIMED_STATE_KEYS``, for the process that claimed the job to decide its
 # completion without reading it again (engine.claimed); its write stays fenced by the instance
 # version, so a state that changed since the claim is refused and read again. Only for
 # top-level steps (scope ''): a step inside a PARALLEL, MAP or loop has siblings whose
@@ -228,22 +228,20 @@ CLAIM_AS_JSON = _CLAIM_FIND + _CLAIM_TAKE + _CLAIMED_AS_JSON
 _JOB_AND_INSTANCE_COLUMNS = """
 SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.attempt, j.retries_remaining,
        j.lease_seconds, j.lock_expires_at < now() AS lease_lapsed,
-       least(j.deadline_at, j.total_deadline_at) <= now() AS past_deadline,
        j.step_execution_id, s.step_id, s.scope,
        i.id, i.definition_name, i.status, i.version, i.input, i.variables, i.correlation_id,
        i.snapshot_id, i.queue_task_id, i.parent_instance_id, i.parent_step_execution_id,
        i.step_count, i.depth, i.created_at, now() AS now"""
 
-_JOB_WITH_INSTANCE = (
-    _JOB_AND_INSTANCE_COLUMNS  # noqa: S608 (constant SQL only)
-    + """
+_JOB_AND_INSTANCE_FROM = """
   FROM instance i
   JOIN job j ON j.instance_id = i.id
   JOIN step_execution s ON s.id = j.step_execution_id
  WHERE j.id = %(job_id)s
    AND i.id = (SELECT instance_id FROM job WHERE id = %(job_id)s)
 """
-)
+
+_JOB_WITH_INSTANCE = _JOB_AND_INSTANCE_COLUMNS + _JOB_AND_INSTANCE_FROM
 
 # The optimistic read: no lock. The write that follows is fenced by the instance version, so a
 # decision made on a state that changed meanwhile is refused and made again under locks.
@@ -259,7 +257,6 @@ READ_JOBS_WITH_INSTANCES = (
 WITH b AS (
     SELECT j.id AS job_id, j.status AS job_status, j.worker_id, j.attempt, j.retries_remaining,
            j.lease_seconds, j.lock_expires_at < now() AS lease_lapsed,
-           least(j.deadline_at, j.total_deadline_at) <= now() AS past_deadline,
            j.step_execution_id, s.step_id, s.scope, j.instance_id AS id,
            row_number() OVER (PARTITION BY j.instance_id) = 1 AS whole,
            s.parent_step_execution_id AS owner_id,
@@ -271,7 +268,7 @@ WITH b AS (
     + """)
 )
 SELECT b.job_id, b.job_status, b.worker_id, b.attempt, b.retries_remaining, b.lease_seconds,
-       b.lease_lapsed, b.past_deadline, b.step_execution_id, b.step_id, b.scope, b.id, b.whole,
+       b.lease_lapsed, b.step_execution_id, b.step_id, b.scope, b.id, b.whole,
        i.definition_name, i.status, i.version, i.input, i.variables, i.correlation_id,
        i.snapshot_id, i.queue_task_id, i.parent_instance_id, i.parent_step_execution_id,
        i.step_count, i.depth, i.created_at, CASE WHEN b.whole THEN now() END AS now,
@@ -347,16 +344,17 @@ def uuid_text_array(ids: Iterable[str]) -> str:
 # instance mutation (cancel, timeouts), so two transactions can never deadlock on the pair.
 LOCK_JOB_WITH_INSTANCE = _JOB_WITH_INSTANCE + "   FOR UPDATE OF i, j\n"
 
-# The sweeper's lock: a row another sweeper (or a decision) holds is skipped, never waited on,
-# so two overlapping sweepers never act twice on one job.
-LOCK_JOB_WITH_INSTANCE_OR_SKIP = _JOB_WITH_INSTANCE + "   FOR UPDATE OF i, j SKIP LOCKED\n"
-
-# The sweeper's, for a job past a deadline: the same, and whether the attempt's own deadline
-# came (else its step's totalTimeoutSeconds budget did).
-LOCK_JOB_PAST_DEADLINE_OR_SKIP = LOCK_JOB_WITH_INSTANCE_OR_SKIP.replace(
-    " AS past_deadline,",
-    " AS past_deadline, j.deadline_at <= now() AS own_deadline_passed,",
-    1,
+# The sweeper's lock of a job past a deadline: the pessimistic read, whether a deadline has
+# passed and whether it was the attempt's own (else its step's totalTimeoutSeconds budget). A
+# row another sweeper (or a decision) holds is skipped, never waited on, so two overlapping
+# sweepers never act twice on one job.
+LOCK_JOB_PAST_DEADLINE_OR_SKIP = (
+    _JOB_AND_INSTANCE_COLUMNS
+    + """,
+       least(j.deadline_at, j.total_deadline_at) <= now() AS past_deadline,
+       j.deadline_at <= now() AS own_deadline_passed"""
+    + _JOB_AND_INSTANCE_FROM
+    + "   FOR UPDATE OF i, j SKIP LOCKED\n"
 )
 
 # Jobs whose deadline passed: never claimed in time (UNLOCKED), or an attempt running too long.

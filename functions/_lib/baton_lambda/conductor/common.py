@@ -4,6 +4,7 @@ check in front of every route but ``/api/token``, and reading bodies and query v
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -176,17 +177,22 @@ def for_conductor(engine: Any, instance: dict[str, Any]) -> dict[str, Any]:
     offloaded payloads inlined (:func:`inline_payloads`) and, for a definition registered on
     ``/api`` or given inline there, its WorkflowTasks by reference name (each task's
     ``workflowTask``)."""
-    out = inline_payloads(engine, instance)
+    source = None
     version = instance.get("definitionVersion")
     if isinstance(version, int):
-        try:
+        with contextlib.suppress(NotFound):  # deleted since: its tasks show none
             _, source = engine.get_definition_source(instance["definitionName"], version)
-        except NotFound:
-            source = None  # deleted since: its tasks show none
-        out["workflowTasks"] = cviews.workflow_tasks(source)
-    elif instance.get("conductorSource") is not None:
-        out["workflowTasks"] = cviews.workflow_tasks(instance["conductorSource"])
-    return out
+    return _with_workflow_tasks(inline_payloads(engine, instance), source)
+
+
+def _with_workflow_tasks(instance: dict[str, Any], source: Any) -> dict[str, Any]:
+    """``instance`` with the WorkflowTasks of the Conductor definition it runs by reference
+    name (``workflowTasks``): ``source``, the one its definition was registered as, else the
+    one an inline start on ``/api`` gave (``conductorSource``); none for a ``/v1`` one."""
+    conductor = source if source is not None else instance.get("conductorSource")
+    if conductor is not None:
+        instance["workflowTasks"] = cviews.workflow_tasks(conductor)
+    return instance
 
 
 def failed_view(
@@ -200,13 +206,10 @@ def failed_view(
     ``engine.payloads``, the bucket)."""
 
     def view(instance: dict[str, Any], audit: list[dict[str, Any]], source: Any) -> Any:
-        shown = inline_payloads(engine, instance)
-        conductor = source if source is not None else instance.get("conductorSource")
-        if conductor is not None:
-            shown["workflowTasks"] = cviews.workflow_tasks(conductor)
+        shown = _with_workflow_tasks(inline_payloads(engine, instance), source)
         workflow = cviews.workflow(shown, audit)
         out = {"tasks": workflow["tasks"]}
-        if conductor is not None and workflow.get("reasonForIncompletion") is not None:
+        if "workflowTasks" in shown and workflow.get("reasonForIncompletion") is not None:
             out["reasonForIncompletion"] = workflow["reasonForIncompletion"]
         return out
 
