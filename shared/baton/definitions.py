@@ -79,8 +79,10 @@ class WorkflowDefinition(Model):
     timeout_seconds: Seconds = 0
     timeout_policy: Literal["TIME_OUT_WF", "ALERT_ONLY"] = "TIME_OUT_WF"
     trigger: QueueTrigger | None = None
-    # Started with {instanceId, reason, input} when an instance of this definition fails.
-    # A name, or one ${…} expression over the failed instance (resolved when it fails).
+    # Started when an instance of this definition fails, once that failure has committed, with
+    # Conductor's input (the failed input's keys, workflowId/instanceId, reason, failureStatus,
+    # failureTaskId, failedWorkflow with its tasks) and ``input``. A name, or one ${…}
+    # expression over the failed instance (resolved when it fails).
     failure_workflow: Annotated[str, Field(pattern=NAME_OR_EXPRESSION_PATTERN)] | None = None
     # The version of it started (Conductor's failureWorkflowVersion; None: its latest).
     failure_workflow_version: Annotated[int, Field(ge=1, le=INT32_MAX)] | None = None

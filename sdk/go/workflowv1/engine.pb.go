@@ -950,8 +950,11 @@ type Definition struct {
 	TimeoutPolicy    string                 `protobuf:"bytes,7,opt,name=timeout_policy,json=timeoutPolicy,proto3" json:"timeout_policy,omitempty"` // TIME_OUT_WF | ALERT_ONLY
 	CreatedAt        *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	Trigger          *QueueTrigger          `protobuf:"bytes,9,opt,name=trigger,proto3" json:"trigger,omitempty"`
-	InputTemplate    *structpb.Struct       `protobuf:"bytes,10,opt,name=input_template,json=inputTemplate,proto3" json:"input_template,omitempty"`       // {{placeholders}} filled for triggered starts
-	FailureWorkflow  string                 `protobuf:"bytes,11,opt,name=failure_workflow,json=failureWorkflow,proto3" json:"failure_workflow,omitempty"` // started with {instanceId, reason, input} when one fails
+	InputTemplate    *structpb.Struct       `protobuf:"bytes,10,opt,name=input_template,json=inputTemplate,proto3" json:"input_template,omitempty"` // {{placeholders}} filled for triggered starts
+	// Started when an instance fails, with Conductor's input (the failed input's keys,
+	// workflowId/instanceId, reason, failureStatus, failureTaskId, failedWorkflow with its tasks)
+	// and input
+	FailureWorkflow string `protobuf:"bytes,11,opt,name=failure_workflow,json=failureWorkflow,proto3" json:"failure_workflow,omitempty"`
 	// Seconds after its end that an instance is archived to S3 (overrides BATON_RETENTION_SECONDS;
 	// 0: never)
 	RetentionSeconds *int32 `protobuf:"varint,12,opt,name=retention_seconds,json=retentionSeconds,proto3,oneof" json:"retention_seconds,omitempty"`

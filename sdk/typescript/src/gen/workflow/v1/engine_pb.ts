@@ -1283,7 +1283,9 @@ export type Definition = Message<"workflow.v1.Definition"> & {
   inputTemplate?: JsonObject | undefined;
 
   /**
-   * started with {instanceId, reason, input} when one fails
+   * Started when an instance fails, with Conductor's input (the failed input's keys,
+   * workflowId/instanceId, reason, failureStatus, failureTaskId, failedWorkflow with its tasks)
+   * and input
    *
    * @generated from field: string failure_workflow = 11;
    */
@@ -1367,7 +1369,9 @@ export type DefinitionJson = {
   inputTemplate?: StructJson;
 
   /**
-   * started with {instanceId, reason, input} when one fails
+   * Started when an instance fails, with Conductor's input (the failed input's keys,
+   * workflowId/instanceId, reason, failureStatus, failureTaskId, failedWorkflow with its tasks)
+   * and input
    *
    * @generated from field: string failure_workflow = 11;
    */

@@ -383,7 +383,9 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object failureWorkflow_ = "";
   /**
    * <pre>
-   * started with {instanceId, reason, input} when one fails
+   * Started when an instance fails, with Conductor's input (the failed input's keys,
+   * workflowId/instanceId, reason, failureStatus, failureTaskId, failedWorkflow with its tasks)
+   * and input
    * </pre>
    *
    * <code>string failure_workflow = 11;</code>
@@ -404,7 +406,9 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * started with {instanceId, reason, input} when one fails
+   * Started when an instance fails, with Conductor's input (the failed input's keys,
+   * workflowId/instanceId, reason, failureStatus, failureTaskId, failedWorkflow with its tasks)
+   * and input
    * </pre>
    *
    * <code>string failure_workflow = 11;</code>
@@ -2291,7 +2295,9 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object failureWorkflow_ = "";
     /**
      * <pre>
-     * started with {instanceId, reason, input} when one fails
+     * Started when an instance fails, with Conductor's input (the failed input's keys,
+     * workflowId/instanceId, reason, failureStatus, failureTaskId, failedWorkflow with its tasks)
+     * and input
      * </pre>
      *
      * <code>string failure_workflow = 11;</code>
@@ -2311,7 +2317,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * started with {instanceId, reason, input} when one fails
+     * Started when an instance fails, with Conductor's input (the failed input's keys,
+     * workflowId/instanceId, reason, failureStatus, failureTaskId, failedWorkflow with its tasks)
+     * and input
      * </pre>
      *
      * <code>string failure_workflow = 11;</code>
@@ -2332,7 +2340,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * started with {instanceId, reason, input} when one fails
+     * Started when an instance fails, with Conductor's input (the failed input's keys,
+     * workflowId/instanceId, reason, failureStatus, failureTaskId, failedWorkflow with its tasks)
+     * and input
      * </pre>
      *
      * <code>string failure_workflow = 11;</code>
@@ -2349,7 +2359,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * started with {instanceId, reason, input} when one fails
+     * Started when an instance fails, with Conductor's input (the failed input's keys,
+     * workflowId/instanceId, reason, failureStatus, failureTaskId, failedWorkflow with its tasks)
+     * and input
      * </pre>
      *
      * <code>string failure_workflow = 11;</code>
@@ -2363,7 +2375,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * started with {instanceId, reason, input} when one fails
+     * Started when an instance fails, with Conductor's input (the failed input's keys,
+     * workflowId/instanceId, reason, failureStatus, failureTaskId, failedWorkflow with its tasks)
+     * and input
      * </pre>
      *
      * <code>string failure_workflow = 11;</code>

@@ -181,7 +181,9 @@ public interface DefinitionOrBuilder extends
 
   /**
    * <pre>
-   * started with {instanceId, reason, input} when one fails
+   * Started when an instance fails, with Conductor's input (the failed input's keys,
+   * workflowId/instanceId, reason, failureStatus, failureTaskId, failedWorkflow with its tasks)
+   * and input
    * </pre>
    *
    * <code>string failure_workflow = 11;</code>
@@ -190,7 +192,9 @@ public interface DefinitionOrBuilder extends
   java.lang.String getFailureWorkflow();
   /**
    * <pre>
-   * started with {instanceId, reason, input} when one fails
+   * Started when an instance fails, with Conductor's input (the failed input's keys,
+   * workflowId/instanceId, reason, failureStatus, failureTaskId, failedWorkflow with its tasks)
+   * and input
    * </pre>
    *
    * <code>string failure_workflow = 11;</code>
