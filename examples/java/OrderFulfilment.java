@@ -6,6 +6,7 @@ import dev.baton.worker.ProtoJson;
 import dev.baton.worker.Registry;
 import dev.baton.worker.Runner;
 import dev.baton.workflow.v1.CompleteUserTaskRequest;
+import dev.baton.workflow.v1.Definition;
 import dev.baton.workflow.v1.Instance;
 import dev.baton.workflow.v1.StartInstanceRequest;
 import dev.baton.workflow.v1.StepExecution;
@@ -91,10 +92,12 @@ public final class OrderFulfilment {
     try (BatonClient client = BatonClient.fromEnv();
         Runner runner = Runner.builder(registry()).client(client).build()) {
       runner.start();
-      client.api().registerDefinition(Files.readString(dir.resolve("definition.json")));
+      // Started by the name the definition gives itself (order-fulfilment-example, not the README
+      // walk-through's order-fulfilment), as registered.
+      Definition registered = client.api().registerDefinition(Files.readString(dir.resolve("definition.json")));
       Struct input = ProtoJson.merge(Files.readString(dir.resolve("input.json")), Struct.newBuilder()).build();
       Instance started = client.api().startInstance(
-          StartInstanceRequest.newBuilder().setDefinitionName("order-fulfilment").setInput(input).build());
+          StartInstanceRequest.newBuilder().setDefinitionName(registered.getName()).setInput(input).build());
       System.out.println("started " + started.getId());
       Instance waiting = waitFor(client, started.getId(), i -> i.getStepsList().stream()
           .anyMatch(s -> s.getStepId().equals("approve") && s.getStatus().equals("IN_PROGRESS")));

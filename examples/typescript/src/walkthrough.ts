@@ -9,8 +9,10 @@ const definition = JSON.parse(readFileSync(new URL("definition.json", here), "ut
 const input = JSON.parse(readFileSync(new URL("input.json", here), "utf8")) as JsonObject;
 
 const baton = new BatonClient();
-await baton.registerDefinition(definition);
-const started = await baton.startInstance({ definitionName: "order-fulfilment", input });
+// Started by the name the definition gives itself (order-fulfilment-example, not the README
+// walk-through's order-fulfilment), as registered.
+const registered = await baton.registerDefinition(definition);
+const started = await baton.startInstance({ definitionName: registered.name, input });
 console.log(`started ${started.id}`);
 
 async function waitFor(id: string, done: (i: InstanceJson) => boolean): Promise<InstanceJson> {
