@@ -7,8 +7,8 @@
 //	                       # approve it and print the instance's output
 //
 // The server is $BATON_URL (default http://127.0.0.1:8080) with $BATON_API_KEY, or the key of a
-// local baton dev (.baton/data/api-key, read from the working directory: from here, export
-// BATON_API_KEY=$(cat ../../.baton/data/api-key)). README.md says more.
+// local baton dev (.baton/data/api-key, read from the working directory only: export it at the
+// repository's root before coming here). README.md says more.
 package main
 
 import (
