@@ -458,3 +458,49 @@ def test_nan_and_infinities_are_refused_where_library_callers_pass_values(
     assert answer["outcome"] == "INVALID"
     assert "NaN or an infinity" in answer["error"]
     assert engine.complete_job(job["id"], "w", {"score": 1.5})["status"] == "COMPLETED"
+
+
+def test_a_batch_measures_each_output_when_together_they_might_be_too_large(
+    engine: Engine,
+) -> None:
+    """complete_batch measures a batch's outputs together first; when that cannot vouch for
+    each, each is measured alone: one too large and one with NaN are INVALID, and outputs that
+    are large only together (each a fifth of the limit) are applied."""
+    engine.register_definition(one_step("sizes"))
+    for _ in range(6):
+        engine.start_instance(definition_name="sizes")
+    jobs = engine.poll("w", ["work"], 6)
+    assert len(jobs) == 6
+    limit = engine.settings.max_payload_bytes
+    fifth = {"blob": "y" * (limit // 5)}
+    outputs: list[dict[str, Any]] = [
+        fifth,
+        {"blob": "y" * (limit + 1)},
+        fifth,
+        {"score": float("nan")},
+        fifth,
+        {"small": 1},
+    ]
+    answers = engine.complete_batch(
+        [
+            BatchResult(j["id"], "w", j["attempt"], output=o)
+            for j, o in zip(jobs, outputs, strict=True)
+        ]
+    )
+    assert [a["outcome"] for a in answers] == [
+        "APPLIED",
+        "INVALID",
+        "APPLIED",
+        "INVALID",
+        "APPLIED",
+        "APPLIED",
+    ]
+    assert "NaN or an infinity" in answers[3]["error"]
+    assert [engine.get_instance(j["instanceId"])["status"] for j in jobs] == [
+        "COMPLETED",
+        "RUNNING",
+        "COMPLETED",
+        "RUNNING",
+        "COMPLETED",
+        "COMPLETED",
+    ]

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from baton import jsontext
 from baton.engine import one_step, views, writer
 from baton.engine.claimed import typed
 from baton.engine.decide import Changes, Decider, InstanceState, JobRef
@@ -101,16 +102,20 @@ class BatchOps(JobOps):
         answers: list[dict[str, Any] | None] = [None] * len(items)
         ids: dict[int, str] = {}  # item -> its job id's canonical text
         kept = self.claimed
+        # The outputs measured together first: when all of them are surely within the limit,
+        # so is each (its JSON is a part of theirs), and none is measured alone.
+        outputs = [o for o in map(_output_of, items) if o is not None]
+        each = not jsontext.surely_within(outputs, self.settings.max_payload_bytes)
         for k, item in enumerate(items):
             try:
                 # A job whose state this process kept has its id as the claim wrote it (the
                 # canonical text, as every poll answers it): no parse.
                 jid = item.job_id
                 ids[k] = jid if jid in kept else _canonical(jid)
-                if item.failure is None:
-                    self._check_size(item.output or {}, "job output")
-                elif item.failure.output:
-                    self._check_size(item.failure.output, "job output")
+                if each:
+                    output = _output_of(item)
+                    if output is not None:
+                        self._check_size(output, "job output")
             except ValueError:
                 answers[k] = _answer(item, "NOT_FOUND", error=f"{item.job_id!r} is not a job id")
                 ids.pop(k, None)
@@ -381,6 +386,13 @@ class BatchOps(JobOps):
 # A job id as Baton writes it: a result of a job this process claimed carries it so, and is
 # looked up as it is; any other form uuid.UUID reads is written so first.
 _CANONICAL_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _output_of(item: BatchResult) -> Any:
+    """The output ``item`` carries, as its size is checked (None: a failure without one)."""
+    if item.failure is None:
+        return item.output or {}
+    return item.failure.output or None
 
 
 def _canonical(job_id: str) -> str:
