@@ -104,18 +104,18 @@ class BatchOps(JobOps):
         kept = self.claimed
         # The outputs measured together first: when all of them are surely within the limit,
         # so is each (its JSON is a part of theirs), and none is measured alone.
-        outputs = [o for o in map(_output_of, items) if o is not None]
-        each = not jsontext.surely_within(outputs, self.settings.max_payload_bytes)
+        outputs = [_output_of(item) for item in items]
+        each = not jsontext.surely_within(
+            [o for o in outputs if o is not None], self.settings.max_payload_bytes
+        )
         for k, item in enumerate(items):
             try:
                 # A job whose state this process kept has its id as the claim wrote it (the
                 # canonical text, as every poll answers it): no parse.
                 jid = item.job_id
                 ids[k] = jid if jid in kept else _canonical(jid)
-                if each:
-                    output = _output_of(item)
-                    if output is not None:
-                        self._check_size(output, "job output")
+                if each and outputs[k] is not None:
+                    self._check_size(outputs[k], "job output")
             except ValueError:
                 answers[k] = _answer(item, "NOT_FOUND", error=f"{item.job_id!r} is not a job id")
                 ids.pop(k, None)
